@@ -1,0 +1,123 @@
+"""Benchmarking against the eager reference in the same process (DESIGN.md section 7).
+
+CUDA events around each call, the L2 flushed (a 256 MB write) before each timed call, warm-up
+first, median with p20/p80. Absolute times drift between machines and runs; the ratio to the
+eager reference measured side by side is the number that holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import statistics
+
+import torch
+
+from .loading import EmittedFile
+
+FLUSH_BYTES = 256 * 1024 * 1024
+
+
+@dataclasses.dataclass
+class Timing:
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+
+    def __str__(self):
+        return f"{self.median_ms:8.3f} ms  (p20 {self.p20_ms:.3f}, p80 {self.p80_ms:.3f})"
+
+
+def time_calls(fn, x, iters: int = 50, warmup: int = 5) -> Timing:
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=x.device)
+    with torch.no_grad():
+        for _ in range(warmup):
+            fn(x)
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        for i in range(iters):
+            flush.fill_(float(i))
+            starts[i].record()
+            fn(x)
+            ends[i].record()
+        torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    q = statistics.quantiles(times, n=10, method="inclusive")
+    return Timing(statistics.median(times), q[1], q[7])
+
+
+@dataclasses.dataclass
+class BenchResult:
+    device: str
+    batch: int
+    new: Timing
+    eager_fp32: Timing
+    eager_tf32: Timing
+    max_abs_err: float
+    max_rel_err: float
+
+    @property
+    def ratio(self) -> float:
+        """Time of ModelNew over the time of eager fp32 (lower is better)."""
+        return self.new.median_ms / self.eager_fp32.median_ms
+
+    @property
+    def ratio_tf32(self) -> float:
+        return self.new.median_ms / self.eager_tf32.median_ms
+
+    def measured(self, tol: float) -> dict:
+        """The record an emitted file's header carries."""
+        return {
+            "device": self.device,
+            "date": datetime.date.today().isoformat(),
+            "batch": self.batch,
+            "tol": tol,
+            "median_ms": round(self.new.median_ms, 4),
+            "p20_ms": round(self.new.p20_ms, 4),
+            "p80_ms": round(self.new.p80_ms, 4),
+            "eager_ms": round(self.eager_fp32.median_ms, 4),
+            "eager_tf32_ms": round(self.eager_tf32.median_ms, 4),
+            "ratio": round(self.ratio, 4),
+            "max_abs_err": float(f"{self.max_abs_err:.3e}"),
+            "max_rel_err": float(f"{self.max_rel_err:.3e}"),
+        }
+
+    def report(self) -> str:
+        return "\n".join([
+            f"device: {self.device}, batch {self.batch}, training mode, L2 flushed before each call",
+            f"ModelNew            {self.new}",
+            f"eager fp32          {self.eager_fp32}   ModelNew takes {self.ratio:.3f}x its time "
+            f"({1 / self.ratio:.2f}x speedup)",
+            f"eager TF32 allowed  {self.eager_tf32}   ModelNew takes {self.ratio_tf32:.3f}x its time",
+            f"ModelNew error vs fp64: max abs {self.max_abs_err:.2e}, max rel {self.max_rel_err:.2e}",
+        ])
+
+
+def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int = 0) -> BenchResult:
+    device = torch.device("cuda")
+    batch = batch or f.spec.batch
+    torch.manual_seed(seed)
+    ref = f.Model(*f.init_args()).to(device)
+    new = f.ModelNew(*f.init_args()).to(device)
+    new.load_state_dict(ref.state_dict())
+    ref64 = f.Model(*f.init_args()).to(device).double()
+    ref64.load_state_dict(ref.state_dict())
+    x = torch.rand(batch, f.spec.in_features, device=device)
+
+    # Error first, on fresh modules, so the number refers to the same state as a user's first call.
+    with torch.no_grad():
+        out = new(x).double()
+        expect = ref64(x.double())
+    abs_err = (out - expect).abs().max().item()
+    rel_err = abs_err / expect.abs().max().item()
+
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    new_t = time_calls(new, x, iters)
+    eager = time_calls(ref, x, iters)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    eager_tf32 = time_calls(ref, x, iters)
+    torch.backends.cuda.matmul.allow_tf32 = previous
+    return BenchResult(torch.cuda.get_device_name(device), batch, new_t, eager, eager_tf32,
+                       abs_err, rel_err)

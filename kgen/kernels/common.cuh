@@ -1,0 +1,140 @@
+// kgen common kernel code: the GEMM epilogue contract shared by every mainloop.
+//
+// Plain CUDA, no torch headers: this file compiles with nvcc alone.
+//
+// Every GEMM computes z = x * w^T with x [M][K] and w [N][K], both row-major (K-major), the
+// layout of nn.Linear. A CTA owns one BM x BN tile of z. After its mainloop it writes the fp32
+// accumulators into a shared-memory tile (row-major, leading dimension ldt, ldt % 4 == 0) and
+// calls tile_epilogue(), which applies one of three epilogues:
+//   kStore     write z
+//   kColStats  write z, and the tile's per-column (mean, M2) over its valid rows (training BN)
+//   kAffine    write a[n] * z + c[n] (eval-mode BN folded into the GEMM)
+#pragma once
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace kgen {
+
+enum class Epi { kStore, kColStats, kAffine };
+
+struct EpilogueParams {
+  float* z;             // [M][N] row-major output
+  float* part_mean;     // [ceil(M / BM)][N] per-(m-tile, column) mean        (kColStats)
+  float* part_m2;       // [ceil(M / BM)][N] per-(m-tile, column) sum (z-mean)^2 (kColStats)
+  const float* col_a;   // [N] (kAffine)
+  const float* col_c;   // [N] (kAffine)
+};
+
+// Per-column two-pass statistics of the valid rows of a shared-memory tile. Two passes over
+// shared memory (mean, then squared deviations from it) cost little next to the mainloop and
+// keep M2 exact even when |mean| >> std, where sum(z^2) - n*mean^2 would cancel.
+template <int BM, int BN, int NTHREADS>
+__device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, int rows, int n0,
+                                                  int N, int m_tile, float* part_mean,
+                                                  float* part_m2) {
+  static_assert(NTHREADS % 32 == 0, "whole warps");
+  // Threads split into row groups; within a group consecutive threads take consecutive columns
+  // (conflict-free shared-memory reads). Partial sums across groups meet in `red`.
+  constexpr int kCols = BN < NTHREADS ? BN : NTHREADS;
+  constexpr int kGroups = NTHREADS / kCols;
+  static_assert(NTHREADS % kCols == 0 && BN % kCols == 0, "columns must tile the CTA evenly");
+  __shared__ float red[kGroups][kCols];
+  const int tid = threadIdx.x;
+  const int col_in_pass = tid % kCols;
+  const int group = tid / kCols;
+  const float inv_rows = 1.0f / static_cast<float>(rows);
+  for (int c0 = 0; c0 < BN; c0 += kCols) {
+    const int c = c0 + col_in_pass;
+    float s = 0.f;
+    for (int r = group; r < rows; r += kGroups) s += tile[r * ldt + c];
+    red[group][col_in_pass] = s;
+    __syncthreads();
+    float mean = 0.f;
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) mean += red[g][col_in_pass];
+    mean *= inv_rows;
+    __syncthreads();
+    float q = 0.f;
+    for (int r = group; r < rows; r += kGroups) {
+      const float d = tile[r * ldt + c] - mean;
+      q = fmaf(d, d, q);
+    }
+    red[group][col_in_pass] = q;
+    __syncthreads();
+    if (group == 0 && n0 + c < N) {
+      float m2 = 0.f;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) m2 += red[g][col_in_pass];
+      part_mean[static_cast<size_t>(m_tile) * N + n0 + c] = mean;
+      part_m2[static_cast<size_t>(m_tile) * N + n0 + c] = m2;
+    }
+    __syncthreads();
+  }
+}
+
+// Copy the valid part of a shared-memory tile to z (optionally as a*z + c), coalesced,
+// 16-byte stores when the row pitch allows.
+template <int BM, int BN, int NTHREADS, bool kAffine>
+__device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, int n0, int M,
+                                           int N, const EpilogueParams& p) {
+  static_assert(BN % 4 == 0, "BN must be a multiple of 4");
+  const int rows = min(BM, M - m0);
+  const bool vec = (N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.z) & 15) == 0);
+  if (vec) {
+    constexpr int kQuads = BN / 4;
+    for (int i = threadIdx.x; i < rows * kQuads; i += NTHREADS) {
+      const int r = i / kQuads;
+      const int c = (i % kQuads) * 4;
+      const int n = n0 + c;
+      if (n >= N) continue;  // N % 4 == 0, so a quad is either all in or all out
+      float4 v = *reinterpret_cast<const float4*>(&tile[r * ldt + c]);
+      if (kAffine) {
+        v.x = fmaf(p.col_a[n + 0], v.x, p.col_c[n + 0]);
+        v.y = fmaf(p.col_a[n + 1], v.y, p.col_c[n + 1]);
+        v.z = fmaf(p.col_a[n + 2], v.z, p.col_c[n + 2]);
+        v.w = fmaf(p.col_a[n + 3], v.w, p.col_c[n + 3]);
+      }
+      *reinterpret_cast<float4*>(&p.z[static_cast<size_t>(m0 + r) * N + n]) = v;
+    }
+  } else {
+    for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
+      const int r = i / BN;
+      const int c = i % BN;
+      const int n = n0 + c;
+      if (n >= N) continue;
+      float v = tile[r * ldt + c];
+      if (kAffine) v = fmaf(p.col_a[n], v, p.col_c[n]);
+      p.z[static_cast<size_t>(m0 + r) * N + n] = v;
+    }
+  }
+}
+
+// The one entry point the GEMM mainloops call, by all NTHREADS threads of the CTA, after the
+// accumulator tile is complete in shared memory (and a __syncthreads()).
+template <int BM, int BN, int NTHREADS, Epi EPI>
+__device__ __forceinline__ void tile_epilogue(const float* tile, int ldt, int m0, int n0, int M,
+                                              int N, const EpilogueParams& p) {
+  if (EPI == Epi::kColStats) {
+    tile_column_stats<BM, BN, NTHREADS>(tile, ldt, min(BM, M - m0), n0, N, m0 / BM, p.part_mean,
+                                        p.part_m2);
+  }
+  tile_store<BM, BN, NTHREADS, EPI == Epi::kAffine>(tile, ldt, m0, n0, M, N, p);
+}
+
+// Stands for a GEMM computed outside these kernels (cuBLAS, called from the binding).
+struct ExternalGemm {};
+
+// Grouped rasterization: CTAs that run together share rows of x and columns of w in L2.
+// Maps a linear block index to (tile_m, tile_n) walking GROUP_M tile-rows at a time.
+template <int GROUP_M>
+__device__ __forceinline__ void raster_tile(int tiles_m, int tiles_n, int& tile_m, int& tile_n) {
+  const int bid = blockIdx.x;
+  const int per_group = GROUP_M * tiles_n;
+  const int group = bid / per_group;
+  const int first_m = group * GROUP_M;
+  const int group_rows = min(tiles_m - first_m, GROUP_M);
+  tile_m = first_m + (bid % per_group) % group_rows;
+  tile_n = (bid % per_group) / group_rows;
+}
+
+}  // namespace kgen

@@ -1,0 +1,228 @@
+"""Variant specifications: everything that decides the text of an emitted file.
+
+A Spec is validated when it is made (shapes, admissible combinations, tile divisibility,
+shared-memory and register budgets), so every Spec that exists renders, compiles and launches.
+Its key() hashes the fields, the template and kernel bytes and the toolchain, and names the
+extension, the emitted file's build and the results record alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import platform
+from pathlib import Path
+
+from . import __version__
+from .problems import PROBLEMS
+
+MATH_MODES = ("fp32_simt", "tf32x3", "tf32", "bf16")
+BACKENDS = ("kgen", "cublas")
+FUSION_LEVELS = {
+    1: "GEMM writes z; separate column-statistics pass",
+    2: "column statistics fused into the GEMM epilogue",
+}
+# Maximum dynamic shared memory per block (bytes) and registers per SM, per target.
+ARCH_LIMITS = {
+    "sm_80": {"smem": 166912, "regs": 65536},
+    "sm_90a": {"smem": 232448, "regs": 65536},
+}
+# Static shared memory the epilogue adds on top of the dynamic buffers (tile_column_stats' red[]).
+EPILOGUE_STATIC_SMEM = 4 * 1024
+
+KGEN_DIR = Path(__file__).resolve().parent
+SOURCE_DIRS = (KGEN_DIR / "templates", KGEN_DIR / "kernels")
+
+
+class SpecError(ValueError):
+    """A specification that cannot be built; the message says which constraint failed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Tile:
+    """CTA tile BM x BN x BK, warp tile WM x WN; SIMT thread tile TM x TN; MMA pipeline stages;
+    GROUP_M tile-rows per rasterization group (L2 reuse)."""
+
+    bm: int
+    bn: int
+    bk: int
+    wm: int
+    wn: int
+    tm: int = 0
+    tn: int = 0
+    stages: int = 0
+    group_m: int = 8
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn) * 32
+
+    def name(self) -> str:
+        s = f"t{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}"
+        if self.tm:
+            s += f"_r{self.tm}x{self.tn}"
+        if self.stages:
+            s += f"_s{self.stages}"
+        return s + f"_g{self.group_m}"
+
+
+def gemm_family(backend: str, math: str) -> str:
+    """Which mainloop a (backend, math) pair uses: 'simt', 'mma' or 'cublas'."""
+    if backend == "cublas":
+        return "cublas"
+    return "simt" if math == "fp32_simt" else "mma"
+
+
+def epilogue_smem_bytes(tile: Tile) -> int:
+    return tile.bm * (tile.bn + 4) * 4
+
+
+def simt_smem_bytes(tile: Tile) -> int:
+    """Mirrors SimtGemm::kSmemBytes: two stages of transposed A and B tiles, or the epilogue."""
+    mainloop = 2 * tile.bk * ((tile.bm + 4) + (tile.bn + 4)) * 4
+    return max(mainloop, epilogue_smem_bytes(tile))
+
+
+def mma_smem_bytes(tile: Tile) -> int:
+    """Mirrors MmaGemm::kSmemBytes: STAGES swizzled K-major A and B tiles, or the epilogue."""
+    mainloop = tile.stages * (tile.bm + tile.bn) * tile.bk * 4
+    return max(mainloop, epilogue_smem_bytes(tile))
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise SpecError(message)
+
+
+def _validate_tile(family: str, t: Tile, arch: str) -> None:
+    for field in ("bm", "bn", "bk", "wm", "wn", "group_m"):
+        _check(getattr(t, field) > 0, f"tile {field} must be positive, got {getattr(t, field)}")
+    _check(t.bm % t.wm == 0, f"BM={t.bm} must be a multiple of WM={t.wm}")
+    _check(t.bn % t.wn == 0, f"BN={t.bn} must be a multiple of WN={t.wn}")
+    _check(t.bn % 4 == 0, f"BN={t.bn} must be a multiple of 4 (16-byte epilogue stores)")
+    _check(32 <= t.threads <= 1024, f"tile gives {t.threads} threads per CTA; need 32..1024")
+    # tile_column_stats spreads BN columns over the CTA's threads evenly.
+    cols = min(t.bn, t.threads)
+    _check(t.threads % cols == 0 and t.bn % cols == 0,
+           f"BN={t.bn} and {t.threads} threads must divide evenly for the statistics epilogue")
+    limits = ARCH_LIMITS[arch]
+    if family == "simt":
+        _check(t.tm > 0 and t.tn > 0 and t.stages == 0,
+               "SIMT tiles need a thread tile (TM, TN) and no stages")
+        _check(t.wm % t.tm == 0 and t.wn % t.tn == 0,
+               f"warp tile {t.wm}x{t.wn} must be a multiple of thread tile {t.tm}x{t.tn}")
+        _check((t.wm // t.tm) * (t.wn // t.tn) == 32,
+               f"warp tile {t.wm}x{t.wn} / thread tile {t.tm}x{t.tn} must give 32 threads")
+        _check(t.tm % 4 == 0 and t.tn % 4 == 0, "TM and TN must be multiples of 4 (float4 reads)")
+        _check(t.bk % 4 == 0, f"BK={t.bk} must be a multiple of 4")
+        # Each thread loads a whole number of float4 per stage of A and of B.
+        _check((t.bm * t.bk) % (4 * t.threads) == 0 and (t.bn * t.bk) % (4 * t.threads) == 0,
+               f"{t.threads} threads cannot split a {t.bm}x{t.bk} / {t.bn}x{t.bk} stage into float4 loads")
+        smem = simt_smem_bytes(t)
+        regs = t.tm * t.tn + 2 * (t.tm + t.tn) + 48  # accumulators, fragments, addressing
+    else:
+        _check(t.stages >= 2 and t.tm == 0 and t.tn == 0,
+               "MMA tiles need >= 2 pipeline stages and no thread tile")
+        _check(t.wm % 16 == 0 and t.wn % 8 == 0,
+               f"warp tile {t.wm}x{t.wn} must be a multiple of the 16x8 mma tile")
+        _check(t.bk % 8 == 0, f"BK={t.bk} must be a multiple of 8 (the mma k-step)")
+        _check((t.bm * t.bk) % (4 * t.threads) == 0 and (t.bn * t.bk) % (4 * t.threads) == 0,
+               f"{t.threads} threads cannot split a stage into 16-byte cp.async copies")
+        smem = mma_smem_bytes(t)
+        regs = t.wm * t.wn // 32 + 80
+    smem_total = smem + EPILOGUE_STATIC_SMEM
+    _check(smem_total <= limits["smem"],
+           f"tile needs {smem_total} bytes of shared memory; {arch} allows {limits['smem']}")
+    _check(regs <= 255, f"tile needs about {regs} registers per thread; the limit is 255")
+    _check(regs * t.threads <= limits["regs"],
+           f"tile needs about {regs * t.threads} registers per CTA; {arch} has {limits['regs']}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    problem: str
+    batch: int
+    in_features: int
+    out_features: int
+    math: str = "fp32_simt"
+    backend: str = "kgen"
+    fusion: int = 2
+    tile: Tile | None = None
+    arch: str = "sm_90a"
+
+    def __post_init__(self):
+        _check(self.problem in PROBLEMS,
+               f"unknown problem {self.problem!r}; known: {', '.join(sorted(PROBLEMS))}")
+        for field in ("batch", "in_features", "out_features"):
+            value = getattr(self, field)
+            _check(isinstance(value, int) and value >= 1, f"{field} must be a positive integer, got {value!r}")
+        _check(self.out_features < 2**31 and self.in_features < 2**31, "features must fit in int32")
+        _check(self.math in MATH_MODES, f"unknown math mode {self.math!r}; known: {', '.join(MATH_MODES)}")
+        _check(self.backend in BACKENDS, f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
+        _check(self.fusion in FUSION_LEVELS, f"fusion must be one of {sorted(FUSION_LEVELS)}, got {self.fusion!r}")
+        _check(self.arch in ARCH_LIMITS, f"unknown arch {self.arch!r}; known: {', '.join(ARCH_LIMITS)}")
+        if self.backend == "cublas":
+            _check(self.math in CUBLAS_COMPUTE_TYPES,
+                   f"cuBLAS has no {self.math} compute type on this path; use one of {', '.join(CUBLAS_COMPUTE_TYPES)}")
+            _check(self.fusion == 1, "cuBLAS computes the GEMM alone, so only fusion level 1 applies")
+            _check(self.tile is None, "cuBLAS chooses its own tiles; give no tile")
+        else:
+            _check(self.tile is not None, "a kgen GEMM needs a tile")
+            _validate_tile(self.family, self.tile, self.arch)
+
+    @property
+    def family(self) -> str:
+        return gemm_family(self.backend, self.math)
+
+    def name(self) -> str:
+        shape = f"b{self.batch}_i{self.in_features}_o{self.out_features}"
+        if self.backend == "cublas":
+            return f"{self.problem}_{shape}_cublas-{self.math}_f{self.fusion}"
+        return f"{self.problem}_{shape}_{self.math}_f{self.fusion}_{self.tile.name()}"
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Spec":
+        d = dict(d)
+        if d.get("tile") is not None:
+            d["tile"] = Tile(**d["tile"])
+        return cls(**d)
+
+    def key(self) -> str:
+        h = hashlib.sha256()
+        h.update(json.dumps(self.to_dict(), sort_keys=True).encode())
+        h.update(_sources_digest().encode())
+        h.update(_toolchain().encode())
+        return h.hexdigest()[:16]
+
+    def extension_name(self) -> str:
+        return f"kgen_{self.problem}_{self.key()}"
+
+
+# cuBLAS compute types per math mode (cublasComputeType_t names), chosen explicitly per call.
+CUBLAS_COMPUTE_TYPES = {
+    "fp32_simt": "CUBLAS_COMPUTE_32F",
+    "tf32": "CUBLAS_COMPUTE_32F_FAST_TF32",
+    "bf16": "CUBLAS_COMPUTE_32F_FAST_16BF",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _sources_digest() -> str:
+    h = hashlib.sha256()
+    for d in SOURCE_DIRS:
+        for path in sorted(d.iterdir()):
+            if path.is_file():
+                h.update(path.name.encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _toolchain() -> str:
+    import torch
+
+    return f"kgen={__version__};torch={torch.__version__};python={platform.python_version()}"

@@ -1,0 +1,299 @@
+"""Validation of an emitted file against its reference Model (DESIGN.md section 6).
+
+Every check compares ModelNew with the fp32 reference by torch.allclose(atol=rtol=tol), as
+KernelBench does, and reports the error of both against an fp64 copy of the reference. Training
+checks compare the output and the three BatchNorm buffers after every call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import torch
+
+from .loading import EmittedFile
+from .static_checks import violations
+
+TRIALS = 5
+# A common offset much larger than the spread of the inputs: E[z^2] - E[z]^2 cancels
+# catastrophically there, and (as the fp32 reference itself loses digits) it is judged against
+# fp64.
+LARGE_OFFSET = 100.0
+ODD_BATCHES = (1000, 7, 2051)
+BUFFERS = ("running_mean", "running_var")
+
+
+@dataclasses.dataclass
+class CheckResult:
+    name: str
+    passed: bool
+    max_abs: float = float("nan")   # max |new - fp64 reference| over everything compared
+    max_rel: float = float("nan")   # the same over max |fp64 reference|
+    ref_abs: float = float("nan")   # the fp32 reference's own max abs error vs fp64
+    detail: str = ""
+    crashed: bool = False               # the check raised instead of comparing
+
+    def line(self) -> str:
+        status = "PASS" if self.passed else "FAIL"
+        nums = ""
+        if not math.isnan(self.max_abs):
+            nums = (f"  max abs {self.max_abs:.2e}  max rel {self.max_rel:.2e}"
+                    f"  (fp32 reference: {self.ref_abs:.2e})")
+        return f"{status}  {self.name:<34}{nums}{'  ' + self.detail if self.detail else ''}"
+
+
+class Comparison:
+    """Accumulates the worst errors over the tensors of one check."""
+
+    def __init__(self, tol: float, judge_by_fp64: bool = False):
+        self.tol = tol
+        self.judge_by_fp64 = judge_by_fp64
+        self.ok = True
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+        self.ref_abs = 0.0
+        self.failures: list[str] = []
+
+    def add(self, what: str, new: torch.Tensor, ref32: torch.Tensor, ref64: torch.Tensor):
+        new64 = new.detach().double()
+        ref64 = ref64.detach().double()
+        scale = ref64.abs().max().item() if ref64.numel() else 0.0
+        abs_err = (new64 - ref64).abs().max().item() if new64.numel() else 0.0
+        if not math.isfinite(abs_err):
+            abs_err = float("inf")
+        self.max_abs = max(self.max_abs, abs_err)
+        self.max_rel = max(self.max_rel, abs_err / scale if scale > 0 else abs_err)
+        self.ref_abs = max(self.ref_abs, (ref32.detach().double() - ref64).abs().max().item()
+                           if ref32.numel() else 0.0)
+        target = ref64 if self.judge_by_fp64 else ref32.detach().double()
+        if new.shape != ref32.shape or not torch.allclose(new64, target, atol=self.tol, rtol=self.tol):
+            self.ok = False
+            self.failures.append(f"{what} differs (max abs {abs_err:.2e})")
+
+    def result(self, name: str) -> CheckResult:
+        return CheckResult(name, self.ok, self.max_abs, self.max_rel, self.ref_abs,
+                           "; ".join(self.failures[:3]))
+
+
+class Trio:
+    """ModelNew, the fp32 reference and an fp64 copy of it, holding identical state."""
+
+    def __init__(self, f: EmittedFile, device, seed: int = 0, momentum_none: bool = False):
+        torch.manual_seed(seed)
+        self.ref = f.Model(*f.init_args()).to(device)
+        torch.manual_seed(seed)
+        self.new = f.ModelNew(*f.init_args()).to(device)
+        self.ref64 = f.Model(*f.init_args()).to(device).double()
+        self.ref64.load_state_dict(self.ref.state_dict())
+        self.new.load_state_dict(self.ref.state_dict())
+        if momentum_none:
+            for m in self.models():
+                m.bn.momentum = None
+
+    def models(self):
+        return (self.new, self.ref, self.ref64)
+
+    def train(self, mode: bool):
+        for m in self.models():
+            m.train(mode)
+
+    def call(self, x: torch.Tensor, cmp: Comparison, what: str):
+        """One forward of all three on x; compares outputs, buffers, and that x is untouched."""
+        before = x.clone()
+        _poison_allocator(x.shape[0] * self.new.gemm.out_features, x.device)
+        with torch.no_grad():
+            out = self.new(x)
+            ref = self.ref(x)
+            ref64 = self.ref64(x.double())
+        torch.cuda.synchronize()
+        cmp.add(f"{what} output", out, ref, ref64)
+        if self.new.training:
+            for name in BUFFERS:
+                cmp.add(f"{what} bn.{name}", getattr(self.new.bn, name), getattr(self.ref.bn, name),
+                        getattr(self.ref64.bn, name))
+            if not torch.equal(self.new.bn.num_batches_tracked, self.ref.bn.num_batches_tracked):
+                cmp.ok = False
+                cmp.failures.append(f"{what} num_batches_tracked differs")
+        if not torch.equal(before, x):
+            cmp.ok = False
+            cmp.failures.append(f"{what} modified its input")
+        return out
+
+
+def _poison_allocator(numel: int, device):
+    """Fill a block of the output's size with NaN and free it: the caching allocator hands the
+    same memory to the next allocation of that size, so an unwritten output element shows as NaN."""
+    block = torch.full((numel,), float("nan"), device=device)
+    del block
+
+
+def _inputs(kind: str, batch: int, in_features: int, device) -> torch.Tensor:
+    if kind == "rand":
+        return torch.rand(batch, in_features, device=device)
+    if kind == "randn":
+        return torch.randn(batch, in_features, device=device)
+    if kind == "offset":
+        return torch.rand(batch, in_features, device=device) + LARGE_OFFSET
+    raise ValueError(kind)
+
+
+def _run(name: str, body: Callable[[], CheckResult]) -> CheckResult:
+    """A check that raises is a failed check, with the error as its detail."""
+    try:
+        return body()
+    except Exception as e:  # noqa: BLE001 - any failure of the candidate is data
+        return CheckResult(name, False, detail=f"{type(e).__name__}: {e}", crashed=True)
+
+
+def _train_check(f, device, tol, kind, batch, trials, judge_by_fp64=False, momentum_none=False):
+    def body():
+        trio = Trio(f, device, momentum_none=momentum_none)
+        cmp = Comparison(tol, judge_by_fp64)
+        for t in range(trials):
+            trio.call(_inputs(kind, batch, f.spec.in_features, device), cmp, f"call {t}")
+        return cmp.result("")
+    return body
+
+
+def _named(name, body):
+    def run():
+        r = body()
+        r.name = name
+        return r
+    return _run(name, run)
+
+
+def check_static(f: EmittedFile) -> CheckResult:
+    problems = violations(f.source)
+    return CheckResult("static rules (DESIGN.md s2)", not problems, detail="; ".join(problems[:3]))
+
+
+def check_construction(f: EmittedFile, device) -> CheckResult:
+    torch.manual_seed(1)
+    ref = f.Model(*f.init_args())
+    torch.manual_seed(1)
+    new = f.ModelNew(*f.init_args())
+    a, b = ref.state_dict(), new.state_dict()
+    if a.keys() != b.keys():
+        return CheckResult("seeded construction, state_dict", False,
+                           detail=f"state_dict keys differ: {sorted(a.keys() ^ b.keys())}")
+    same = all(torch.equal(a[k], b[k]) for k in a)
+    new.load_state_dict(ref.state_dict())
+    ref.load_state_dict(new.state_dict())
+    return CheckResult("seeded construction, state_dict", same,
+                       detail="" if same else "seeded parameters differ")
+
+
+def check_eval(f, device, tol, batch) -> CheckResult:
+    trio = Trio(f, device)
+    cmp = Comparison(tol)
+    for t in range(2):  # move the running statistics away from their initial values
+        trio.call(_inputs("rand", batch, f.spec.in_features, device), Comparison(tol), "warm")
+    trio.train(False)
+    for t in range(2):
+        trio.call(_inputs("rand", batch, f.spec.in_features, device), cmp, f"eval {t}")
+    return cmp.result("eval mode")
+
+
+def check_weights_change(f, device, tol, batch) -> CheckResult:
+    trio = Trio(f, device)
+    cmp = Comparison(tol)
+    x = _inputs("rand", batch, f.spec.in_features, device)
+    trio.call(x, cmp, "before")
+    with torch.no_grad():
+        for m in trio.models():  # an optimizer step, done in place
+            m.gemm.weight.mul_(-0.5).add_(0.01)
+            m.gemm.bias.add_(1.0)
+            m.scale.mul_(-2.0)
+            m.bn.weight.add_(0.5)
+            m.bn.bias.sub_(0.25)
+    trio.call(x, cmp, "after in-place update")
+    trio.train(False)
+    trio.call(x, cmp, "after, eval")
+    return cmp.result("weights changed in place")
+
+
+def check_noncontiguous(f, device, tol, batch) -> CheckResult:
+    trio = Trio(f, device)
+    cmp = Comparison(tol)
+    x = torch.rand(f.spec.in_features, batch, device=device).t()
+    trio.call(x, cmp, "transposed view")
+    base = torch.rand(batch * f.spec.in_features + 1, device=device)
+    trio.call(base[1:].view(batch, f.spec.in_features), cmp, "misaligned view")
+    return cmp.result("non-contiguous / misaligned input")
+
+
+def check_errors(f, device) -> CheckResult:
+    """Bad inputs raise errors that name what was expected, as the reference raises at all."""
+    new = f.ModelNew(*f.init_args()).to(device)
+    ref = f.Model(*f.init_args()).to(device)
+    n_in = f.spec.in_features
+    cases = {
+        "batch 1 in training": (torch.rand(1, n_in, device=device), ValueError, "Expected more than 1 value"),
+        "wrong feature size": (torch.rand(4, n_in + 1, device=device), ValueError, f"{n_in}"),
+        "float64 input": (torch.rand(4, n_in, device=device, dtype=torch.float64), TypeError, "float32"),
+        "CPU input": (torch.rand(4, n_in), ValueError, "CUDA"),
+    }
+    failures = []
+    for what, (x, kind, phrase) in cases.items():
+        raised = None
+        try:
+            new(x)
+        except Exception as e:  # noqa: BLE001
+            raised = e
+        if not isinstance(raised, kind) or phrase not in str(raised):
+            failures.append(f"{what}: expected {kind.__name__} mentioning {phrase!r}, got {raised!r}")
+    # Batch 1 raises what BatchNorm raises, word for word.
+    x1 = torch.rand(1, n_in, device=device)
+    msgs = []
+    for m in (ref, new):
+        try:
+            m(x1)
+            msgs.append(None)
+        except ValueError as e:
+            msgs.append(str(e))
+    if msgs[0] != msgs[1]:
+        failures.append(f"batch-1 message differs: reference {msgs[0]!r}, new {msgs[1]!r}")
+    return CheckResult("clear errors for bad input", not failures, detail="; ".join(failures))
+
+
+def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int | None = None,
+             report: Callable[[CheckResult], None] = lambda r: None) -> list[CheckResult]:
+    """Run the checks; `quick` (used inside a search) runs the core numerical checks only."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    device = torch.device("cuda")
+    batch = batch or f.spec.batch
+    results: list[CheckResult] = []
+
+    def add(r: CheckResult):
+        results.append(r)
+        report(r)
+
+    add(check_static(f))
+    add(_run("seeded construction, state_dict", lambda: check_construction(f, device)))
+    add(_named(f"train, torch.rand, {TRIALS if not quick else 2} calls",
+               _train_check(f, device, tol, "rand", batch, 2 if quick else TRIALS)))
+    add(_run("eval mode", lambda: check_eval(f, device, tol, batch)))
+    add(_named("train, batch 7", _train_check(f, device, tol, "rand", 7, 1)))
+    if quick:
+        return results
+    add(_named("train, torch.randn, 2 calls", _train_check(f, device, tol, "randn", batch, 2)))
+    add(_named(f"train, offset {LARGE_OFFSET:g} (vs fp64)",
+               _train_check(f, device, tol, "offset", batch, 2, judge_by_fp64=True)))
+    for b in ODD_BATCHES:
+        if b != 7:
+            add(_named(f"train, batch {b}", _train_check(f, device, tol, "rand", b, 1)))
+    add(_named("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True)))
+    add(_run("weights changed in place", lambda: check_weights_change(f, device, tol, batch)))
+    add(_run("non-contiguous / misaligned input", lambda: check_noncontiguous(f, device, tol, batch)))
+    add(_run("clear errors for bad input", lambda: check_errors(f, device)))
+    return results
+
+
+def worst_error(results: list[CheckResult]) -> tuple[float, float]:
+    numeric = [r for r in results if not math.isnan(r.max_abs)]
+    return (max((r.max_abs for r in numeric), default=float("nan")),
+            max((r.max_rel for r in numeric), default=float("nan")))

@@ -1,0 +1,84 @@
+"""Subprocess entry points of a search, so that a candidate that hangs, crashes or corrupts the
+CUDA context costs only itself.
+
+    python -m kgen.worker build FILE
+    python -m kgen.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] FILE...
+
+`evaluate` prints one line `KGEN_RESULT {json}` per candidate as it finishes, and exits after a
+candidate whose run raised (the CUDA context may be unusable after an illegal access); the
+caller restarts it on the remaining files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+
+RESULT_PREFIX = "KGEN_RESULT "
+EXIT_AFTER_RUNTIME_ERROR = 3
+
+
+def build(path: str) -> int:
+    from .loading import EmittedFile
+
+    EmittedFile(path).build()
+    return 0
+
+
+def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int) -> dict:
+    from .bench import bench
+    from .loading import EmittedFile
+    from .validate import validate, worst_error
+
+    record: dict = {"path": path}
+    try:
+        f = EmittedFile(path)
+        f.build()
+        loosest = max(tols)
+        results = validate(f, tol=loosest, quick=True, batch=batch)
+    except Exception:  # noqa: BLE001 - a candidate that raises is data, not a crash of kgen
+        record.update(status="runtime_error", detail=traceback.format_exc(limit=3)[-2000:])
+        return record
+    failed = [r for r in results if not r.passed]
+    if failed:
+        crashed = any(r.crashed for r in failed)
+        record.update(status="runtime_error" if crashed else "incorrect",
+                      detail="; ".join(f"{r.name}: {r.detail}" for r in failed)[:2000])
+        return record
+    passing = [loosest]
+    for tol in sorted(t for t in tols if t < loosest):
+        if all(r.passed for r in validate(f, tol=tol, quick=True, batch=batch)):
+            passing.append(tol)
+    max_abs, max_rel = worst_error(results)
+    b = bench(f, batch=batch, iters=iters)
+    record.update(status="passed", passing_tols=sorted(passing), validation_max_abs=max_abs,
+                  validation_max_rel=max_rel, measured=b.measured(min(passing)),
+                  eager_tf32_ms=b.eager_tf32.median_ms)
+    return record
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kgen.worker")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_build = sub.add_parser("build")
+    p_build.add_argument("file")
+    p_eval = sub.add_parser("evaluate")
+    p_eval.add_argument("--tol", type=float, action="append", required=True)
+    p_eval.add_argument("--batch", type=int, default=None)
+    p_eval.add_argument("--iters", type=int, default=30)
+    p_eval.add_argument("files", nargs="+")
+    args = parser.parse_args(argv)
+    if args.cmd == "build":
+        return build(args.file)
+    for path in args.files:
+        record = evaluate_one(path, args.tol, args.batch, args.iters)
+        print(RESULT_PREFIX + json.dumps(record), flush=True)
+        if record["status"] == "runtime_error":
+            return EXIT_AFTER_RUNTIME_ERROR
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+import pytest
+
+from kgen.search import enumerate_specs
+from kgen.spec import Spec, SpecError, Tile
+
+SIMT = Tile(128, 128, 8, 32, 64, tm=8, tn=8)
+MMA = Tile(128, 128, 32, 64, 32, stages=3)
+
+
+def spec(**kw):
+    base = dict(problem="gemm_scale_bn", batch=1024, in_features=8192, out_features=8192, tile=SIMT)
+    base.update(kw)
+    return Spec(**base)
+
+
+def test_key_is_stable_and_distinguishes_fields():
+    assert spec().key() == spec().key()
+    keys = {spec().key(), spec(batch=1000).key(), spec(math="tf32x3", tile=MMA).key(),
+            spec(fusion=1).key(), spec(problem="gemm_bn_scale_softmax").key()}
+    assert len(keys) == 5
+
+
+def test_round_trip_through_dict():
+    s = spec(math="tf32x3", tile=MMA)
+    assert Spec.from_dict(s.to_dict()) == s
+    assert Spec.from_dict(s.to_dict()).key() == s.key()
+
+
+@pytest.mark.parametrize("kw, phrase", [
+    (dict(problem="nope"), "unknown problem"),
+    (dict(batch=0), "batch must be a positive integer"),
+    (dict(in_features=-3), "in_features must be a positive integer"),
+    (dict(math="fp8"), "unknown math mode"),
+    (dict(fusion=3), "fusion must be one of"),
+    (dict(backend="cublas", math="fp32_simt", fusion=1), "give no tile"),
+    (dict(backend="cublas", tile=None, fusion=2), "only fusion level 1"),
+    (dict(backend="cublas", tile=None, fusion=1, math="tf32x3"), "no tf32x3"),
+    (dict(tile=None), "needs a tile"),
+    (dict(tile=Tile(128, 128, 8, 48, 64, tm=8, tn=8)), "multiple of WM"),
+    (dict(tile=Tile(128, 128, 8, 32, 64, tm=8, tn=4)), "must give 32 threads"),
+    (dict(tile=Tile(128, 128, 8, 32, 64)), "thread tile"),
+    (dict(math="tf32x3", tile=Tile(128, 128, 32, 64, 32, stages=1)), "stages"),
+    (dict(math="tf32x3", tile=Tile(120, 128, 32, 40, 32, stages=3)), "16x8 mma tile"),
+    (dict(math="tf32x3", tile=Tile(256, 256, 64, 64, 64, stages=4)), "shared memory"),
+])
+def test_invalid_specs_say_why(kw, phrase):
+    with pytest.raises(SpecError, match=phrase):
+        spec(**kw)
+
+
+def test_smaller_target_rejects_what_hopper_accepts():
+    big = Tile(256, 128, 32, 64, 64, stages=4)
+    spec(math="tf32x3", tile=big)  # fits sm_90a's 227 KB
+    with pytest.raises(SpecError, match="sm_80 allows"):
+        spec(math="tf32x3", tile=big, arch="sm_80")
+
+
+def test_names_are_unique_across_the_search_space():
+    for problem in ("gemm_scale_bn", "gemm_bn_scale_softmax"):
+        specs = enumerate_specs(problem, 1024, 8192, 8192)
+        assert len({s.name() for s in specs}) == len(specs)
+        assert {s.family for s in specs} == {"simt", "mma", "cublas"}
+        assert {s.math for s in specs} == {"fp32_simt", "tf32x3", "tf32", "bf16"}

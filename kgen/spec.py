@@ -109,6 +109,7 @@ def _validate_tile(family: str, t: Tile, arch: str) -> None:
            f"BN={t.bn} and {t.threads} threads must divide evenly for the statistics epilogue")
     limits = ARCH_LIMITS[arch]
     if family == "simt":
+        # Mirrors the static_asserts of SimtGemm (kgen/kernels/gemm_simt.cuh).
         _check(t.tm > 0 and t.tn > 0 and t.stages == 0,
                "SIMT tiles need a thread tile (TM, TN) and no stages")
         _check(t.wm % t.tm == 0 and t.wn % t.tn == 0,
@@ -116,12 +117,18 @@ def _validate_tile(family: str, t: Tile, arch: str) -> None:
         _check((t.wm // t.tm) * (t.wn // t.tn) == 32,
                f"warp tile {t.wm}x{t.wn} / thread tile {t.tm}x{t.tn} must give 32 threads")
         _check(t.tm % 4 == 0 and t.tn % 4 == 0, "TM and TN must be multiples of 4 (float4 reads)")
-        _check(t.bk % 4 == 0, f"BK={t.bk} must be a multiple of 4")
-        # Each thread loads a whole number of float4 per stage of A and of B.
-        _check((t.bm * t.bk) % (4 * t.threads) == 0 and (t.bn * t.bk) % (4 * t.threads) == 0,
-               f"{t.threads} threads cannot split a {t.bm}x{t.bk} / {t.bn}x{t.bk} stage into float4 loads")
+        _check(t.tm * t.tn <= 128, f"thread tile {t.tm}x{t.tn} holds more than 128 accumulators")
+        _check(t.bk % 8 == 0, f"BK={t.bk} must be a multiple of 8")
+        _check(t.bm % 16 == 0 and t.bn % 16 == 0, "BM and BN must be multiples of 16")
+        for rows, what in ((t.bm, "BM"), (t.bn, "BN")):
+            _check((rows * t.bk) % (4 * t.threads) == 0,
+                   f"{t.threads} threads cannot split a {rows}x{t.bk} stage into float4 loads")
+            for lanes in (t.threads // 2, t.threads // 8):  # vector and scalar loader layouts
+                _check(rows % lanes == 0 or lanes % rows == 0,
+                       f"{what}={rows} does not fit the loader layout of {t.threads} threads")
         smem = simt_smem_bytes(t)
-        regs = t.tm * t.tn + 2 * (t.tm + t.tn) + 48  # accumulators, fragments, addressing
+        # SimtGemm's launch bounds: 128 registers per thread for thread tiles up to 8x8, else 255.
+        regs = 128 if t.tm * t.tn <= 64 else 255
     else:
         _check(t.stages >= 2 and t.tm == 0 and t.tn == 0,
                "MMA tiles need >= 2 pipeline stages and no thread tile")

@@ -18,8 +18,10 @@ from .static_checks import violations
 
 TRIALS = 5
 # A common offset much larger than the spread of the inputs: E[z^2] - E[z]^2 cancels
-# catastrophically there, and (as the fp32 reference itself loses digits) it is judged against
-# fp64.
+# catastrophically there (errors of 1e-1 and worse). The GEMM itself is ill-conditioned on such
+# inputs (|z| ~ 350 sigma_z): measured on an H100, the fp32 reference is 2.3e-3 away from fp64
+# at offset 100. So this check is judged against fp64, allowing the fp32 reference's own error:
+# max |new - fp64| <= tol + 2 * max |ref32 - fp64|.
 LARGE_OFFSET = 100.0
 ODD_BATCHES = (1000, 7, 2051)
 BUFFERS = ("running_mean", "running_var")
@@ -48,6 +50,7 @@ class Comparison:
     """Accumulates the worst errors over the tensors of one check."""
 
     def __init__(self, tol: float, judge_by_fp64: bool = False):
+        # judge_by_fp64: pass when the error vs fp64 is within tol + twice the fp32 reference's.
         self.tol = tol
         self.judge_by_fp64 = judge_by_fp64
         self.ok = True
@@ -67,8 +70,12 @@ class Comparison:
         self.max_rel = max(self.max_rel, abs_err / scale if scale > 0 else abs_err)
         self.ref_abs = max(self.ref_abs, (ref32.detach().double() - ref64).abs().max().item()
                            if ref32.numel() else 0.0)
-        target = ref64 if self.judge_by_fp64 else ref32.detach().double()
-        if new.shape != ref32.shape or not torch.allclose(new64, target, atol=self.tol, rtol=self.tol):
+        if self.judge_by_fp64:
+            ref_err = (ref32.detach().double() - ref64).abs().max().item() if ref32.numel() else 0.0
+            close = abs_err <= self.tol + 2 * ref_err
+        else:
+            close = torch.allclose(new64, ref32.detach().double(), atol=self.tol, rtol=self.tol)
+        if new.shape != ref32.shape or not close:
             self.ok = False
             self.failures.append(f"{what} differs (max abs {abs_err:.2e})")
 

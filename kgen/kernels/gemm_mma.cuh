@@ -155,6 +155,10 @@ struct MmaGemm {
                 "kThreads must be a multiple of BK (the 4-byte copy path moves whole rows)");
   static_assert(STAGES >= 2, "STAGES must be >= 2");
   static_assert(GROUP_M >= 1, "GROUP_M must be >= 1");
+  // tile_epilogue instantiates tile_column_stats for every Epi; it splits BN columns over
+  // kThreads threads evenly.
+  static_assert(BN < kThreads ? kThreads % BN == 0 : BN % kThreads == 0,
+                "the epilogue needs kThreads % BN == 0 (BN < kThreads) or BN % kThreads == 0");
   // The kColStats epilogue adds a static __shared__ float[kThreads] (tile_column_stats' red).
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90: "
@@ -163,9 +167,6 @@ struct MmaGemm {
   template <Epi EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
-    constexpr int kStatCols = BN < kThreads ? BN : kThreads;
-    static_assert(EPI != Epi::kColStats || (kThreads % kStatCols == 0 && BN % kStatCols == 0),
-                  "kColStats needs kThreads % BN == 0 (BN < kThreads) or BN % kThreads == 0");
     if (M < 0 || N < 0 || K < 0) return cudaErrorInvalidValue;
     if (M == 0 || N == 0) return cudaSuccess;
     const long long tiles =
@@ -192,7 +193,7 @@ struct MmaGemm {
   // g, zero-filled outside [0, rows_total) x [0, K). kVec16: 16-byte copies, valid when
   // K % 4 == 0 (a chunk is then wholly inside or outside K); otherwise 4-byte copies.
   // Each thread keeps one column (chunk or element) and walks rows kRowStep apart with a
-  // running pointer: nothing per row is worth hoisting out of the k loop into registers.
+  // running pointer, so nothing per row is worth hoisting out of the k loop into registers.
   template <int ROWS, bool kVec16>
   __device__ static __forceinline__ void load_rows(uint32_t s, const float* g, int row0,
                                                    int rows_total, int K, int k0, int tid) {
@@ -206,14 +207,23 @@ struct MmaGemm {
     const int rows_left = rows_total - row0 - r0;
     const size_t stride = static_cast<size_t>(kRowStep) * K;
     const float* src = g + static_cast<size_t>(row0 + r0) * K + gk;
+    if constexpr (kVec16) {
 #pragma unroll
-    for (int j = 0; j < kIters; ++j, src += stride) {
-      const int r = r0 + j * kRowStep;
-      if (ROWS % kRowStep == 0 || r < ROWS) {
-        const bool ok = k_ok && j * kRowStep < rows_left;
-        if (kVec16) {
+      for (int j = 0; j < kIters; ++j, src += stride) {
+        const int r = r0 + j * kRowStep;
+        if (ROWS % kRowStep == 0 || r < ROWS) {
+          const bool ok = k_ok && j * kRowStep < rows_left;
           mma_detail::cp_async16(s + (r * BK + ((col ^ swz(r)) << 2)) * 4, ok ? src : g, ok);
-        } else {
+        }
+      }
+    } else {
+      // 4x the copies: unrolled, their hoisted addresses would take registers from the
+      // mainloop (this path only serves K % 4 != 0).
+#pragma unroll 1
+      for (int j = 0; j < kIters; ++j, src += stride) {
+        const int r = r0 + j * kRowStep;
+        if (ROWS % kRowStep == 0 || r < ROWS) {
+          const bool ok = k_ok && j * kRowStep < rows_left;
           mma_detail::cp_async4(s + (r * BK + (((col >> 2) ^ swz(r)) << 2) + (col & 3)) * 4,
                                 ok ? src : g, ok);
         }
@@ -307,9 +317,12 @@ struct MmaGemm {
                                                 uint32_t (&fa)[kMT][kSlabs][4],
                                                 uint32_t (&fb)[kBRegs], uint32_t next_off,
                                                 int next_ks, const LaneAddr& la) {
+    // bf16 holds two k8 slabs of raw B, twice the registers; prefetching it only after the
+    // MMAs keeps it out of the register peak (raw and converted B are never live together).
+    constexpr bool kLateB = MATH == MathMode::kBF16;
     uint32_t b_hi[kNT][2], b_lo[kNT][2];
     convert_b(fb, b_hi, b_lo);
-    load_b(next_off, next_ks, la, fb);
+    if (!kLateB) load_b(next_off, next_ks, la, fb);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
       uint32_t a_hi[4], a_lo[4];
@@ -331,6 +344,7 @@ struct MmaGemm {
         for (int nt = 0; nt < kNT; ++nt) mma_detail::mma_bf16(acc[mt][nt], a_hi, b_hi[nt]);
       }
     }
+    if (kLateB) load_b(next_off, next_ks, la, fb);
   }
 
   template <bool kVec16, Epi EPI>

@@ -30,7 +30,7 @@ ARCH_LIMITS = {
     "sm_90a": {"smem": 232448, "regs": 65536},
 }
 # Static shared memory the epilogue adds on top of the dynamic buffers (tile_column_stats' red[]).
-EPILOGUE_STATIC_SMEM = 4 * 1024
+EPILOGUE_STATIC_SMEM = 4 * 1024  # >= 4 bytes per thread
 
 KGEN_DIR = Path(__file__).resolve().parent
 SOURCE_DIRS = (KGEN_DIR / "templates", KGEN_DIR / "kernels")
@@ -130,15 +130,19 @@ def _validate_tile(family: str, t: Tile, arch: str) -> None:
         # SimtGemm's launch bounds: 128 registers per thread for thread tiles up to 8x8, else 255.
         regs = 128 if t.tm * t.tn <= 64 else 255
     else:
+        # Mirrors the static_asserts of MmaGemm (kgen/kernels/gemm_mma.cuh).
         _check(t.stages >= 2 and t.tm == 0 and t.tn == 0,
                "MMA tiles need >= 2 pipeline stages and no thread tile")
         _check(t.wm % 16 == 0 and t.wn % 8 == 0,
                f"warp tile {t.wm}x{t.wn} must be a multiple of the 16x8 mma tile")
-        _check(t.bk % 8 == 0, f"BK={t.bk} must be a multiple of 8 (the mma k-step)")
-        _check((t.bm * t.bk) % (4 * t.threads) == 0 and (t.bn * t.bk) % (4 * t.threads) == 0,
-               f"{t.threads} threads cannot split a stage into 16-byte cp.async copies")
+        _check(t.bk in (16, 32, 64), f"BK={t.bk} must be 16, 32 or 64 (the swizzled row layouts)")
+        _check(t.threads % t.bk == 0, f"{t.threads} threads must be a multiple of BK={t.bk}")
+        # The launch bounds give a CTA of more than 256 threads too few registers for the
+        # accumulators and split fragments: it would spill.
+        _check(t.threads <= 256, f"tile gives {t.threads} threads; tensor-core tiles allow at most 256")
         smem = mma_smem_bytes(t)
-        regs = t.wm * t.wn // 32 + 80
+        # Accumulators plus fragments and addressing (ptxas: 64x32 warp tile 162, 64x64 ~246).
+        regs = t.wm * t.wn // 32 + 100
     smem_total = smem + EPILOGUE_STATIC_SMEM
     _check(smem_total <= limits["smem"],
            f"tile needs {smem_total} bytes of shared memory; {arch} allows {limits['smem']}")

@@ -9,19 +9,27 @@
 //     cp.async stores and the ldmatrix reads are both free of bank conflicts.
 //   * ldmatrix.b16 moves fp32 as pairs of b16: an "8x8 b16" matrix is 8 rows x 4 fp32, and the
 //     x4 form lands exactly in the m16n8k8 tf32 A/B fragment layouts.
-//   * Fragments are double-buffered across k-substeps: the next substep's ldmatrix is in flight
-//     while this substep's MMAs issue.
+//   * Each k-step converts its raw fragments into MMA operands first, then prefetches the next
+//     k-step's fragments into the freed registers, so the ldmatrix latency hides behind a
+//     k-step of MMAs without a second raw buffer.
 // Math modes:
-//   kTF32x3  x ~= xb + xs, w ~= wb + ws (xb, wb tf32): acc += xs*wb + xb*ws + xb*wb (xs*ws dropped)
-//   kTF32    acc += tf32(x) * tf32(w)
-//   kBF16    acc += bf16(x) * bf16(w), m16n8k16
+//   kTF32x3    x ~= xb + xs, w ~= wb + ws (xb, wb tf32): acc += xs*wb + xb*ws + xb*wb (xs*ws
+//              dropped), the three MMAs accumulating straight into acc
+//   kTF32      acc += tf32(x) * tf32(w)
+//   kBF16      acc += bf16(x) * bf16(w), m16n8k16
+//   kTF32x3Rn  kTF32x3 with each k-step's three MMAs summed in a fresh accumulator that is then
+//              added to acc with an ordinary fp32 add. Tensor cores are reported to truncate
+//              when accumulating (V100/A100; Fasi et al. 2021): over K/8 k-steps into a large acc
+//              that bias grows ~linearly in K (CPU model: ~28x the error of a plain fp32 GEMM at
+//              K = 8192), while a fresh accumulator only truncates relative to one k-step's
+//              partial sum and the add rounds to nearest (model: ~0.5x). Costs 4 FADD per 3 MMAs.
 #pragma once
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 namespace kgen {
 
-enum class MathMode { kTF32x3, kTF32, kBF16 };
+enum class MathMode { kTF32x3, kTF32, kBF16, kTF32x3Rn };
 
 namespace mma_detail {
 
@@ -68,6 +76,15 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4],
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// d = a * b (C = 0), for a fresh accumulator.
+__device__ __forceinline__ void mma_tf32_zc(float (&d)[4], const uint32_t (&a)[4],
+                                            const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.f));
 }
 
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4],
@@ -123,6 +140,8 @@ struct MmaGemm {
   // One MMA consumes k = 8 (tf32) or 16 (bf16): one or two 8-deep ldmatrix slabs.
   static constexpr int kMmaK = MATH == MathMode::kBF16 ? 16 : 8;
   static constexpr int kSlabs = kMmaK / 8;
+  static constexpr bool kRn = MATH == MathMode::kTF32x3Rn;
+  static constexpr bool kSplit = MATH == MathMode::kTF32x3 || kRn;
   static constexpr int kKSteps = BK / kMmaK;
   static constexpr int kMT = WM / 16;  // MMA tiles per warp along m
   static constexpr int kNT = WN / 8;   // MMA tiles per warp along n
@@ -153,6 +172,9 @@ struct MmaGemm {
                 "for the XOR swizzle)");
   static_assert(kThreads % BK == 0,
                 "kThreads must be a multiple of BK (the 4-byte copy path moves whole rows)");
+  static_assert(!kRn || WM * WN <= 64 * 32,
+                "kTF32x3Rn: warp tile at most 2048 elements (e.g. 64x32); next to a 64x64 "
+                "tile's accumulators its fresh accumulators spill");
   static_assert(STAGES >= 2, "STAGES must be >= 2");
   static_assert(GROUP_M >= 1, "GROUP_M must be >= 1");
   // tile_epilogue instantiates tile_column_stats for every Epi; it splits BN columns over
@@ -277,7 +299,7 @@ struct MmaGemm {
   // so (t, t+4) of slab s serve as MMA k (2t, 2t+1) + 8s in both operands.
   __device__ static __forceinline__ void convert_a(const uint32_t (&fa)[kSlabs][4],
                                                    uint32_t (&hi)[4], uint32_t (&lo)[4]) {
-    if constexpr (MATH == MathMode::kTF32x3) {
+    if constexpr (kSplit) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) mma_detail::split_tf32(fa[0][i], hi[i], lo[i]);
     } else if constexpr (MATH == MathMode::kTF32) {
@@ -298,7 +320,7 @@ struct MmaGemm {
     for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        if constexpr (MATH == MathMode::kTF32x3) {
+        if constexpr (kSplit) {
           mma_detail::split_tf32(fb[nt * 2 + i], hi[nt][i], lo[nt][i]);
         } else if constexpr (MATH == MathMode::kTF32) {
           hi[nt][i] = mma_detail::round_tf32(fb[nt * 2 + i]);
@@ -336,6 +358,18 @@ struct MmaGemm {
         for (int nt = 0; nt < kNT; ++nt) mma_detail::mma_tf32(acc[mt][nt], a_hi, b_lo[nt]);
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) mma_detail::mma_tf32(acc[mt][nt], a_hi, b_hi[nt]);
+      } else if constexpr (MATH == MathMode::kTF32x3Rn) {
+        float part[kNT][4];
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) mma_detail::mma_tf32_zc(part[nt], a_lo, b_hi[nt]);
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) mma_detail::mma_tf32(part[nt], a_hi, b_lo[nt]);
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) mma_detail::mma_tf32(part[nt], a_hi, b_hi[nt]);
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[mt][nt][i] += part[nt][i];
       } else if constexpr (MATH == MathMode::kTF32) {
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) mma_detail::mma_tf32(acc[mt][nt], a_hi, b_hi[nt]);
@@ -414,25 +448,33 @@ struct MmaGemm {
 
     int read_stage = 0;   // stage of k-tile kt
     int write_stage = STAGES - 1;  // stage of k-tile kt + STAGES - 1
+    auto k_step_of_tile = [&](int kt, int ks) {
+      if (ks == 0) {
+        // Refills the stage that k-tile kt - 1 used, freed by the barrier of k-tile kt - 1.
+        if (kt + STAGES - 1 < k_tiles) load_stage(write_stage, kt + STAGES - 1);
+        mma_detail::cp_async_commit();
+        write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+      }
+      if (ks == kKSteps - 1) {
+        // The last k-step prefetches k-step 0 of k-tile kt + 1: with kt + STAGES commit groups
+        // issued, that is all but the newest STAGES - 2. All reads of k-tile kt's stage were
+        // issued by now (this k-step's fragments are in registers), so past this barrier the
+        // next k-tile's cp.async may refill it.
+        mma_detail::cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+      }
+      k_step(acc, fa, fb, read_stage * kStageBytes, (ks + 1) % kKSteps, la);
+    };
     for (int kt = 0; kt < k_tiles; ++kt) {
+      if constexpr (kRn) {
+        // Unrolled, ptxas overlaps the k-steps' serial MMA chains and runs out of registers;
+        // no register array is indexed by ks, so the loop may stay rolled.
+#pragma unroll 1
+        for (int ks = 0; ks < kKSteps; ++ks) k_step_of_tile(kt, ks);
+      } else {
 #pragma unroll
-      for (int ks = 0; ks < kKSteps; ++ks) {
-        if (ks == 0) {
-          // Refills the stage that k-tile kt - 1 used, freed by the barrier of k-tile kt - 1.
-          if (kt + STAGES - 1 < k_tiles) load_stage(write_stage, kt + STAGES - 1);
-          mma_detail::cp_async_commit();
-          write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
-        }
-        if (ks == kKSteps - 1) {
-          // The last k-step prefetches k-step 0 of k-tile kt + 1: with kt + STAGES commit groups
-          // issued, that is all but the newest STAGES - 2. All reads of k-tile kt's stage were
-          // issued by now (this k-step's fragments are in registers), so past this barrier the
-          // next k-tile's cp.async may refill it.
-          mma_detail::cp_async_wait<STAGES - 2>();
-          __syncthreads();
-          read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
-        }
-        k_step(acc, fa, fb, read_stage * kStageBytes, (ks + 1) % kKSteps, la);
+        for (int ks = 0; ks < kKSteps; ++ks) k_step_of_tile(kt, ks);
       }
     }
 

@@ -9,7 +9,7 @@
 //   kAffine    max |z - (a*ref + c)|
 //   kColStats  z as kStore, plus per-(m-tile, column) mean and M2 vs double over the same rows
 // Tolerances are normwise, against S = max |ref|:
-//   tf32x3  2 * (error of a plain fp32 GEMM, sequential fmaf over k) + 1e-6 * S
+//   tf32x3, tf32x3rn  2 * (error of a plain fp32 GEMM, sequential fmaf over k) + 1e-6 * S
 //   tf32    2e-3 * S          bf16  1e-2 * S
 // The big shapes are also timed (kStore; 3 warm-ups, median of 20). --quick skips them.
 // Exit status: 0 when every case passes, 1 otherwise, 2 on a CUDA error.
@@ -266,7 +266,12 @@ static void free_problem(Problem& P) {
 }
 
 static const char* mode_name(MathMode m) {
-  return m == MathMode::kTF32x3 ? "tf32x3" : m == MathMode::kTF32 ? "tf32" : "bf16";
+  switch (m) {
+    case MathMode::kTF32x3: return "tf32x3";
+    case MathMode::kTF32x3Rn: return "tf32x3rn";
+    case MathMode::kTF32: return "tf32";
+    default: return "bf16";
+  }
 }
 static const char* epi_name(Epi e) {
   return e == Epi::kStore ? "store" : e == Epi::kColStats ? "colstats" : "affine";
@@ -274,7 +279,8 @@ static const char* epi_name(Epi e) {
 
 static double tolerance(MathMode m, const Problem& P) {
   switch (m) {
-    case MathMode::kTF32x3: return 2.0 * P.err_fp32 + 1e-6 * P.max_ref;
+    case MathMode::kTF32x3:
+    case MathMode::kTF32x3Rn: return 2.0 * P.err_fp32 + 1e-6 * P.max_ref;
     case MathMode::kTF32: return 2e-3 * P.max_ref;
     default: return 1e-2 * P.max_ref;
   }
@@ -347,7 +353,7 @@ static void run_config(const Problem& P) {
       ok &= guard_intact(pm + parts) && guard_intact(pm2 + parts);
       std::snprintf(extra, sizeof extra, "  mean err/tol %.3g, M2 err/tol %.3g", h[0], h[1]);
     }
-    if (MATH == MathMode::kTF32x3 && e == Epi::kStore) {
+    if ((MATH == MathMode::kTF32x3 || MATH == MathMode::kTF32x3Rn) && e == Epi::kStore) {
       std::snprintf(extra, sizeof extra, "  vs plain fp32: %.3gx",
                     P.err_fp32 > 0 ? err / P.err_fp32 : 0.0);
     }
@@ -375,7 +381,7 @@ static void run_config(const Problem& P) {
     }
 
     if (!ok) ++g_failures;
-    std::printf("%s %-6s %-40s %-8s err %.3g (tol %.3g, %.3g of max|ref|)%s%s\n",
+    std::printf("%s %-8s %-40s %-8s err %.3g (tol %.3g, %.3g of max|ref|)%s%s\n",
                 ok ? "PASS" : "FAIL", mode_name(MATH), cfg, epi_name(e), err, tol_e,
                 err / P.max_ref, extra, timing);
     std::fflush(stdout);
@@ -393,6 +399,10 @@ static void run_all_configs(const Problem& P) {
   run_config<MathMode::kTF32x3, 128, 128, 32, 64, 64, 3, 8>(P);
   run_config<MathMode::kTF32x3, 128, 256, 32, 64, 64, 3, 8>(P);
   run_config<MathMode::kTF32x3, 64, 64, 32, 32, 32, 4, 8>(P);
+  // tf32x3 with round-to-nearest accumulation outside the tensor core (see gemm_mma.cuh).
+  run_config<MathMode::kTF32x3Rn, 128, 128, 32, 64, 32, 3, 8>(P);
+  run_config<MathMode::kTF32x3Rn, 128, 128, 32, 64, 32, 4, 8>(P);
+  run_config<MathMode::kTF32x3Rn, 64, 64, 32, 32, 32, 4, 8>(P);
   run_config<MathMode::kTF32, 128, 128, 32, 64, 32, 3, 8>(P);
   run_config<MathMode::kTF32, 128, 128, 32, 64, 64, 3, 8>(P);
   run_config<MathMode::kTF32, 128, 256, 32, 64, 64, 3, 8>(P);

@@ -15,7 +15,7 @@ from .spec import ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, Spec, SpecEr
 # Default tiles per GEMM family: the fastest measured at KernelBench's shapes (docs/perf.md).
 DEFAULT_TILES = {
     "simt": Tile(128, 128, 8, 64, 64, tm=8, tn=16, group_m=8),
-    "mma": Tile(128, 128, 32, 64, 32, stages=3, group_m=8),
+    "mma": Tile(128, 128, 32, 64, 32, stages=3, group_m=8),  # valid for every math mode
 }
 
 

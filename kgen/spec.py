@@ -96,7 +96,7 @@ def _check(cond: bool, message: str) -> None:
         raise SpecError(message)
 
 
-def _validate_tile(family: str, t: Tile, arch: str) -> None:
+def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
     for field in ("bm", "bn", "bk", "wm", "wn", "group_m"):
         _check(getattr(t, field) > 0, f"tile {field} must be positive, got {getattr(t, field)}")
     _check(t.bm % t.wm == 0, f"BM={t.bm} must be a multiple of WM={t.wm}")
@@ -140,9 +140,12 @@ def _validate_tile(family: str, t: Tile, arch: str) -> None:
         # The launch bounds give a CTA of more than 256 threads too few registers for the
         # accumulators and split fragments: it would spill.
         _check(t.threads <= 256, f"tile gives {t.threads} threads; tensor-core tiles allow at most 256")
+        if math == "tf32x3":
+            _check(t.wm * t.wn <= 64 * 32,
+                   f"tf32x3 keeps a second (partial) accumulator: warp tile {t.wm}x{t.wn} exceeds 2048 elements")
         smem = mma_smem_bytes(t)
         # Accumulators plus fragments and addressing (ptxas: 64x32 warp tile 162, 64x64 ~246).
-        regs = t.wm * t.wn // 32 + 100
+        regs = t.wm * t.wn // 32 * (2 if math == "tf32x3" else 1) + 100
     smem_total = smem + EPILOGUE_STATIC_SMEM
     _check(smem_total <= limits["smem"],
            f"tile needs {smem_total} bytes of shared memory; {arch} allows {limits['smem']}")
@@ -181,7 +184,7 @@ class Spec:
             _check(self.tile is None, "cuBLAS chooses its own tiles; give no tile")
         else:
             _check(self.tile is not None, "a kgen GEMM needs a tile")
-            _validate_tile(self.family, self.tile, self.arch)
+            _validate_tile(self.family, self.math, self.tile, self.arch)
 
     @property
     def family(self) -> str:

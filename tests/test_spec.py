@@ -41,7 +41,8 @@ def test_round_trip_through_dict():
     (dict(tile=Tile(128, 128, 8, 32, 64)), "thread tile"),
     (dict(math="tf32x3", tile=Tile(128, 128, 32, 64, 32, stages=1)), "stages"),
     (dict(math="tf32x3", tile=Tile(120, 128, 32, 40, 32, stages=3)), "16x8 mma tile"),
-    (dict(math="tf32x3", tile=Tile(128, 256, 64, 64, 64, stages=4)), "shared memory"),
+    (dict(math="tf32", tile=Tile(128, 256, 64, 64, 64, stages=4)), "shared memory"),
+    (dict(math="tf32x3", tile=Tile(128, 128, 32, 64, 64, stages=3)), "partial"),
 ])
 def test_invalid_specs_say_why(kw, phrase):
     with pytest.raises(SpecError, match=phrase):
@@ -50,9 +51,9 @@ def test_invalid_specs_say_why(kw, phrase):
 
 def test_smaller_target_rejects_what_hopper_accepts():
     big = Tile(256, 128, 32, 64, 64, stages=4)
-    spec(math="tf32x3", tile=big)  # fits sm_90a's 227 KB
+    spec(math="tf32", tile=big)  # fits sm_90a's 227 KB
     with pytest.raises(SpecError, match="sm_80 allows"):
-        spec(math="tf32x3", tile=big, arch="sm_80")
+        spec(math="tf32", tile=big, arch="sm_80")
 
 
 def test_names_are_unique_across_the_search_space():

@@ -13,16 +13,17 @@
 //     k-step's fragments into the freed registers, so the ldmatrix latency hides behind a
 //     k-step of MMAs without a second raw buffer.
 // Math modes:
-//   kTF32x3    x ~= xb + xs, w ~= wb + ws (xb, wb tf32): acc += xs*wb + xb*ws + xb*wb (xs*ws
-//              dropped), the three MMAs accumulating straight into acc
+//   kTF32x3    x ~= xb + xs, w ~= wb + ws (xb, wb tf32): part += xs*wb + xb*ws + xb*wb (xs*ws
+//              dropped) over the BK/8 k-steps of one k-tile in a fresh partial accumulator,
+//              then acc += part with ordinary fp32 adds once per k-tile.
 //   kTF32      acc += tf32(x) * tf32(w)
 //   kBF16      acc += bf16(x) * bf16(w), m16n8k16
-//   kTF32x3Rn  kTF32x3 with each k-step's three MMAs summed in a fresh accumulator that is then
-//              added to acc with an ordinary fp32 add. Tensor cores are reported to truncate
-//              when accumulating (V100/A100; Fasi et al. 2021): over K/8 k-steps into a large acc
-//              that bias grows ~linearly in K (CPU model: ~28x the error of a plain fp32 GEMM at
-//              K = 8192), while a fresh accumulator only truncates relative to one k-step's
-//              partial sum and the add rounds to nearest (model: ~0.5x). Costs 4 FADD per 3 MMAs.
+//   kTF32x3Rn  kTF32x3 flushed after every k-step instead of every k-tile.
+// Why the partial accumulators: tensor cores truncate when they accumulate (Fasi et al. 2021;
+// measured on an H100, 2026-11-21: the three MMAs straight into acc gave 16x the error of a
+// plain fp32 GEMM at K = 8192 and 8x at K = 4096, a bias that grows ~linearly with the number of
+// accumulations). A fresh accumulator only truncates relative to one k-tile's partial sum, and
+// the fp32 adds round to nearest; kTF32x3Rn measured 0.27-0.43x the fp32 error at 1.4x the time.
 #pragma once
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -141,6 +142,7 @@ struct MmaGemm {
   static constexpr int kMmaK = MATH == MathMode::kBF16 ? 16 : 8;
   static constexpr int kSlabs = kMmaK / 8;
   static constexpr bool kRn = MATH == MathMode::kTF32x3Rn;
+  static constexpr bool kTileFlush = MATH == MathMode::kTF32x3;  // partial sums per k-tile
   static constexpr bool kSplit = MATH == MathMode::kTF32x3 || kRn;
   static constexpr int kKSteps = BK / kMmaK;
   static constexpr int kMT = WM / 16;  // MMA tiles per warp along m
@@ -172,9 +174,9 @@ struct MmaGemm {
                 "for the XOR swizzle)");
   static_assert(kThreads % BK == 0,
                 "kThreads must be a multiple of BK (the 4-byte copy path moves whole rows)");
-  static_assert(!kRn || WM * WN <= 64 * 32,
-                "kTF32x3Rn: warp tile at most 2048 elements (e.g. 64x32); next to a 64x64 "
-                "tile's accumulators its fresh accumulators spill");
+  static_assert(!(kRn || kTileFlush) || WM * WN <= 64 * 32,
+                "tf32x3: warp tile at most 2048 elements (e.g. 64x32); next to a 64x64 "
+                "tile's accumulators its partial accumulators spill");
   static_assert(STAGES >= 2, "STAGES must be >= 2");
   static_assert(GROUP_M >= 1, "GROUP_M must be >= 1");
   // tile_epilogue instantiates tile_column_stats for every Epi; it splits BN columns over
@@ -422,13 +424,17 @@ struct MmaGemm {
       load_rows<BN, kVec16>(s + BM * BK * 4, w, n0, N, K, kt * BK, tid);
     };
 
+    auto zero = [](float (&a)[kMT][kNT][4]) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) a[mt][nt][i] = 0.f;
+    };
     float acc[kMT][kNT][4];
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.f;
+    float part[kMT][kNT][4];  // kTF32x3 only; otherwise unused and eliminated
+    zero(acc);
 
     // One commit group per k-tile, empty ones included, so that "k-tile kt has landed" is
     // always cp.async.wait_group(STAGES - 2) at the end of k-tile kt - 1.
@@ -464,7 +470,20 @@ struct MmaGemm {
         __syncthreads();
         read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
       }
-      k_step(acc, fa, fb, read_stage * kStageBytes, (ks + 1) % kKSteps, la);
+      if constexpr (kTileFlush) {
+        if (ks == 0) zero(part);
+        k_step(part, fa, fb, read_stage * kStageBytes, (ks + 1) % kKSteps, la);
+        if (ks == kKSteps - 1) {
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) acc[mt][nt][i] += part[mt][nt][i];
+        }
+      } else {
+        k_step(acc, fa, fb, read_stage * kStageBytes, (ks + 1) % kKSteps, la);
+      }
     };
     for (int kt = 0; kt < k_tiles; ++kt) {
       if constexpr (kRn) {

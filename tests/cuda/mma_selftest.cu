@@ -396,8 +396,8 @@ static void run_all_configs(const Problem& P) {
   // CTAs per SM), 8 warps of 64x64 on a 128x256 tile, and a small tile for small problems.
   run_config<MathMode::kTF32x3, 128, 128, 32, 64, 32, 3, 8>(P);
   run_config<MathMode::kTF32x3, 128, 128, 32, 64, 32, 4, 8>(P);
-  run_config<MathMode::kTF32x3, 128, 128, 32, 64, 64, 3, 8>(P);
-  run_config<MathMode::kTF32x3, 128, 256, 32, 64, 64, 3, 8>(P);
+  run_config<MathMode::kTF32x3, 256, 64, 32, 64, 32, 3, 8>(P);
+  run_config<MathMode::kTF32x3, 128, 64, 32, 64, 32, 4, 8>(P);
   run_config<MathMode::kTF32x3, 64, 64, 32, 32, 32, 4, 8>(P);
   // tf32x3 with round-to-nearest accumulation outside the tensor core (see gemm_mma.cuh).
   run_config<MathMode::kTF32x3Rn, 128, 128, 32, 64, 32, 3, 8>(P);

@@ -337,10 +337,13 @@ struct MmaGemm {
   // the next k-step's (next_off, next_ks) are prefetched into them right away, B first, then A
   // one m-tile at a time between that m-tile's MMAs: the ldmatrix latency hides behind MMAs
   // without a second raw buffer, and only one m-tile of A operands is live at a time.
+  // `fresh` (kTF32x3, first k-step of a k-tile): the first MMA overwrites the partial
+  // accumulator instead of adding to it, so no separate zeroing pass is issued.
   __device__ static __forceinline__ void k_step(float (&acc)[kMT][kNT][4],
                                                 uint32_t (&fa)[kMT][kSlabs][4],
                                                 uint32_t (&fb)[kBRegs], uint32_t next_off,
-                                                int next_ks, const LaneAddr& la) {
+                                                int next_ks, const LaneAddr& la,
+                                                bool fresh = false) {
     // bf16 holds two k8 slabs of raw B, twice the registers; prefetching it only after the
     // MMAs keeps it out of the register peak (raw and converted B are never live together).
     constexpr bool kLateB = MATH == MathMode::kBF16;
@@ -355,7 +358,13 @@ struct MmaGemm {
       if constexpr (MATH == MathMode::kTF32x3) {
         // Small products first, while the accumulator holds the smaller partial sum.
 #pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) mma_detail::mma_tf32(acc[mt][nt], a_lo, b_hi[nt]);
+        for (int nt = 0; nt < kNT; ++nt) {
+          if (fresh) {
+            mma_detail::mma_tf32_zc(acc[mt][nt], a_lo, b_hi[nt]);
+          } else {
+            mma_detail::mma_tf32(acc[mt][nt], a_lo, b_hi[nt]);
+          }
+        }
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) mma_detail::mma_tf32(acc[mt][nt], a_hi, b_lo[nt]);
 #pragma unroll
@@ -433,7 +442,7 @@ struct MmaGemm {
           for (int i = 0; i < 4; ++i) a[mt][nt][i] = 0.f;
     };
     float acc[kMT][kNT][4];
-    float part[kMT][kNT][4];  // kTF32x3 only; otherwise unused and eliminated
+    float part[kMT][kNT][4];  // kTF32x3 only (written fresh each k-tile); otherwise eliminated
     zero(acc);
 
     // One commit group per k-tile, empty ones included, so that "k-tile kt has landed" is
@@ -471,8 +480,7 @@ struct MmaGemm {
         read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
       }
       if constexpr (kTileFlush) {
-        if (ks == 0) zero(part);
-        k_step(part, fa, fb, read_stage * kStageBytes, (ks + 1) % kKSteps, la);
+        k_step(part, fa, fb, read_stage * kStageBytes, (ks + 1) % kKSteps, la, ks == 0);
         if (ks == kKSteps - 1) {
 #pragma unroll
           for (int mt = 0; mt < kMT; ++mt)

@@ -132,7 +132,7 @@ def _reader(stream, q: queue.Queue):
 
 
 def evaluate_all(candidates: list[Candidate], tols: list[float], batch: int | None, iters: int,
-                 timeout: float, echo) -> None:
+                 timeout: float, echo, on_result: Callable[[], None] = lambda: None) -> None:
     """Runs the built candidates through one worker process at a time; a worker that crashes
     or hangs is replaced and the candidate it was on is marked."""
     pending = [c for c in candidates if c.status == "built"]
@@ -174,6 +174,7 @@ def evaluate_all(candidates: list[Candidate], tols: list[float], batch: int | No
             m = c.measured
             timing = f"{m['median_ms']:.3f} ms, {m['ratio']:.3f}x eager" if m else ""
             echo(f"  eval  [{done}/{total}] {c.status:<13} {timing:<26} {c.spec.name()}")
+            on_result()
             if pending:
                 current = pending[0]
         pending = [c for c in pending if c.status == "built"]
@@ -213,11 +214,23 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     echo(f"search {shape}: {len(specs)} valid specs, tolerances {', '.join(f'{t:g}' for t in tols)}")
     cand_dir = work_dir / shape
     candidates = [Candidate(s, generator.write(s, cand_dir / f"{s.name()}.py")) for s in specs]
+    winners: dict = {}
+    tol_tag = "_".join(f"{t:g}" for t in sorted(tols))
+    record_path = results_dir / f"search_{shape}_tol{tol_tag}.json"
+    results_dir.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        """Rewritten after every result, so an interrupted search keeps what it measured."""
+        record = {"search": shape, "tols": tols, "winners": winners,
+                  "candidates": [c.summary() for c in candidates]}
+        generator.write_atomic(record_path, json.dumps(record, indent=1))
+        return record
+
     build_all(candidates, jobs, build_timeout, echo)
-    evaluate_all(candidates, tols, None, iters, eval_timeout, echo)
+    save()
+    evaluate_all(candidates, tols, None, iters, eval_timeout, echo, on_result=save)
     echo(results_table(candidates))
 
-    winners = {}
     for tol in sorted(tols):
         passing = sorted((c for c in candidates if c.status == "passed" and tol in c.record["passing_tols"]),
                          key=lambda c: c.measured["median_ms"])
@@ -227,6 +240,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 measured = dict(c.measured, tol=tol)
                 path = generator.write(c.spec, out_dir / f"{c.spec.name()}.py", measured=measured)
                 winners[f"{tol:g}"] = {"name": c.spec.name(), "path": str(path), "measured": measured}
+                save()
                 echo(f"tol {tol:g}: fastest valid is {c.spec.name()} "
                      f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager fp32) -> {path}")
                 break
@@ -235,9 +249,5 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         else:
             echo(f"tol {tol:g}: no candidate passed")
 
-    record = {"search": shape, "tols": tols, "winners": winners,
-              "candidates": [c.summary() for c in candidates]}
-    results_dir.mkdir(parents=True, exist_ok=True)
-    tol_tag = "_".join(f"{t:g}" for t in sorted(tols))
-    generator.write_atomic(results_dir / f"search_{shape}_tol{tol_tag}.json", json.dumps(record, indent=1))
-    return record
+    echo(f"record: {record_path}")
+    return save()

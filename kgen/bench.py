@@ -98,10 +98,11 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
     device = torch.device("cuda")
     batch = batch or f.spec.batch
     torch.manual_seed(seed)
-    ref = f.Model(*f.init_args()).to(device)
-    new = f.ModelNew(*f.init_args()).to(device)
+    with torch.device(device):
+        ref = f.Model(*f.init_args())
+        new = f.ModelNew(*f.init_args())
+        ref64 = f.Model(*f.init_args()).double()
     new.load_state_dict(ref.state_dict())
-    ref64 = f.Model(*f.init_args()).to(device).double()
     ref64.load_state_dict(ref.state_dict())
     x = torch.rand(batch, f.spec.in_features, device=device)
 

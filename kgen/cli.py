@@ -157,10 +157,11 @@ def bench(file, batch, iters):
               help="Math modes to try [all].")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel builds [cores/2].")
 @click.option("--iters", type=click.IntRange(min=10), default=30, show_default=True)
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Try only the first N specs.")
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Try only the N fastest-measured tiles of each math mode (a quick search).")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("generated"),
               show_default=True)
-def search(problem, batch, in_features, out_features, tol, maths, jobs, iters, limit, out_dir):
+def search(problem, batch, in_features, out_features, tol, maths, jobs, iters, top, out_dir):
     """Build, validate and time every valid spec; write the fastest valid file per tolerance."""
     _require_cuda("search")
     from .search import DEFAULT_MATHS, run_search
@@ -168,7 +169,7 @@ def search(problem, batch, in_features, out_features, tol, maths, jobs, iters, l
     batch, in_features, out_features = _shape(problem, batch, in_features, out_features)
     record = run_search(problem, batch, in_features, out_features, sorted(tol or (1e-4,)),
                         maths=maths or DEFAULT_MATHS, jobs=jobs or max(1, (os.cpu_count() or 2) // 2),
-                        iters=iters, limit=limit, out_dir=out_dir)
+                        iters=iters, top=top, out_dir=out_dir)
     sys.exit(0 if record["winners"] else 1)
 
 

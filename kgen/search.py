@@ -25,20 +25,21 @@ from .worker import EXIT_AFTER_RUNTIME_ERROR, RESULT_PREFIX
 
 # Tiles tried per GEMM family. SIMT: (BM, BN, BK, WM, WN, TM, TN). MMA: (BM, BN, BK, WM, WN, stages).
 SIMT_TILES = [
-    (128, 128, 8, 32, 64, 8, 8),
-    (128, 128, 16, 32, 64, 8, 8),
-    (128, 128, 8, 64, 32, 8, 8),
     (128, 128, 8, 64, 64, 8, 16),
+    (128, 128, 16, 32, 64, 8, 8),
     (256, 128, 8, 64, 64, 8, 16),
+    (128, 128, 8, 32, 64, 8, 8),
+    (128, 128, 8, 64, 32, 8, 8),
     (64, 64, 8, 32, 32, 4, 8),
 ]
 # tf32x3 keeps partial accumulators beside the main ones, so its warp tiles stay at 64x32.
+# Each list is ordered fastest-measured first (docs/perf.md), so `--top N` keeps the best N.
 TF32X3_TILES = [
     (128, 128, 64, 64, 32, 3),  # BK=64: half the partial-accumulator flushes of BK=32
+    (128, 128, 32, 32, 64, 3),
     (128, 128, 64, 64, 32, 2),
     (128, 128, 32, 64, 32, 3),
     (128, 128, 32, 64, 32, 4),
-    (128, 128, 32, 32, 64, 3),
     (256, 64, 32, 64, 32, 3),
     (128, 64, 32, 64, 32, 4),
 ]
@@ -54,8 +55,10 @@ STATUSES = ("passed", "incorrect", "runtime_error", "compile_error", "timeout")
 
 
 def enumerate_specs(problem: str, batch: int, in_features: int, out_features: int,
-                    maths=DEFAULT_MATHS, arch: str = "sm_90a", include_cublas: bool = True) -> list[Spec]:
-    """Every valid spec of the search space; invalid tile/shape combinations are dropped."""
+                    maths=DEFAULT_MATHS, arch: str = "sm_90a", include_cublas: bool = True,
+                    top: int | None = None) -> list[Spec]:
+    """Every valid spec of the search space (invalid tile/shape combinations are dropped);
+    `top` keeps only the first (fastest-measured) tiles of each math mode."""
     shape = dict(problem=problem, batch=batch, in_features=in_features, out_features=out_features, arch=arch)
     specs: list[Spec] = []
 
@@ -72,6 +75,7 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
         else:
             tiles = [Tile(bm, bn, bk, wm, wn, stages=st, group_m=GROUP_M)
                      for bm, bn, bk, wm, wn, st in (TF32X3_TILES if math == "tf32x3" else FAST_MMA_TILES)]
+        tiles = tiles[:top] if top else tiles
         for tile in tiles:
             add(math=math, backend="kgen", fusion=2, tile=tile)
         # One unfused variant per math mode shows what the fused statistics save.
@@ -206,10 +210,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                maths=DEFAULT_MATHS, jobs: int = 8, work_dir: Path = Path(".kgen_work"),
                out_dir: Path = generator.DEFAULT_OUTPUT_DIR, results_dir: Path = Path("results"),
                build_timeout: float = 900, eval_timeout: float = 300, iters: int = 30,
-               limit: int | None = None, echo: Callable[[str], None] = print) -> dict:
-    specs = enumerate_specs(problem, batch, in_features, out_features, maths)
-    if limit:
-        specs = specs[:limit]
+               top: int | None = None, echo: Callable[[str], None] = print) -> dict:
+    specs = enumerate_specs(problem, batch, in_features, out_features, maths, top=top)
     shape = f"{problem}_b{batch}_i{in_features}_o{out_features}"
     echo(f"search {shape}: {len(specs)} valid specs, tolerances {', '.join(f'{t:g}' for t in tols)}")
     cand_dir = work_dir / shape

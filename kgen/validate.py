@@ -215,9 +215,14 @@ def check_weights_change(f, device, tol, batch) -> CheckResult:
     cmp = Comparison(tol)
     x = _inputs("rand", batch, f.spec.in_features, device)
     trio.call(x, cmp, "before")
+    # Like an optimizer step: a random update, the same for all three models. (A constant added
+    # to every weight would instead give z a large common offset, an ill-conditioned GEMM that
+    # the offset check covers on its own terms.)
+    w = trio.ref.gemm.weight
+    delta = 0.1 * torch.randn(w.shape, device=w.device) / w.shape[1] ** 0.5
     with torch.no_grad():
-        for m in trio.models():  # an optimizer step, done in place
-            m.gemm.weight.mul_(-0.5).add_(0.01)
+        for m in trio.models():
+            m.gemm.weight.mul_(-0.5).add_(delta.to(m.gemm.weight.dtype))
             m.gemm.bias.add_(1.0)
             m.scale.mul_(-2.0)
             m.bn.weight.add_(0.5)

@@ -12,7 +12,8 @@ from . import __version__, generator
 from .problems import PROBLEMS, get_problem
 from .spec import ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, Spec, SpecError, Tile, gemm_family
 
-# Default tiles per GEMM family: the fastest measured at KernelBench's shapes (docs/perf.md).
+# Default tiles per GEMM family. SIMT: the fastest measured (docs/perf.md). MMA: a tile valid
+# for every math mode and covered by the GPU tests; `kgen search` finds faster ones per shape.
 DEFAULT_TILES = {
     "simt": Tile(128, 128, 8, 64, 64, tm=8, tn=16, group_m=8),
     "mma": Tile(128, 128, 32, 64, 32, stages=3, group_m=8),  # valid for every math mode

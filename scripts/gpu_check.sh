@@ -7,7 +7,6 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-4}
 pip install -q -e . --no-deps --no-build-isolation >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-git log -1 --format='commit %H %s' | tee -a "$OUT/gpu.txt"
 for t in ${SELFTESTS:-}; do
   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a "tests/cuda/${t}_selftest.cu" -o "/tmp/${t}_selftest" \
     && "/tmp/${t}_selftest" ${SELFTEST_ARGS:-} 2>&1 | tee "$OUT/${t}_selftest.log" | tail -40

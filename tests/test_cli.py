@@ -1,5 +1,7 @@
 import ast
 
+import pytest
+
 import torch
 from click.testing import CliRunner
 
@@ -36,7 +38,7 @@ def test_generate_cublas_variant(tmp_path):
 
 def test_generate_rejects_bad_requests_clearly(tmp_path):
     r = run("generate", "--tile", "128x128", "-o", str(tmp_path / "x.py"))
-    assert r.exit_code != 0 and "BMxBNxBK" not in r.output and "128x128x128" in r.output
+    assert r.exit_code != 0 and "expected --tile like 128x128x128" in r.output
     r = run("generate", "--tile", "128x128x8", "--warp", "48x64", "-o", str(tmp_path / "x.py"))
     assert r.exit_code != 0 and "multiple of WM" in r.output
     r = run("generate", "--backend", "cublas", "--tile", "128x128x8", "-o", str(tmp_path / "x.py"))
@@ -46,9 +48,8 @@ def test_generate_rejects_bad_requests_clearly(tmp_path):
     assert not (tmp_path / "x.py").exists()
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown without a GPU")
 def test_gpu_commands_say_when_there_is_no_gpu(tmp_path):
-    if torch.cuda.is_available():
-        return
     r = run("search", "--in", "64", "--out", "64")
     assert r.exit_code == 2 and "needs a CUDA GPU" in r.output
     out = tmp_path / "m.py"

@@ -58,6 +58,64 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// Shared tiles are [rows][BK] fp32 with the 16-byte chunks of each row XOR-swizzled by a key
+// that depends on the row. The 8 rows read by one ldmatrix phase must cover all 8 16-byte bank
+// groups; rows shorter than 128 bytes share a 128-byte line, so the key advances every
+// 8 / chunks rows. For BK = 32 (128-byte rows) this is exactly the 128-byte swizzle that wgmma
+// descriptors name (chunk ^= row % 8 within 1024-byte atoms).
+template <int BK>
+__device__ __forceinline__ int swizzle_key(int row) {
+  constexpr int kChunks = BK / 4;
+  constexpr int kSwzRows = kChunks >= 8 ? 1 : 8 / kChunks;
+  constexpr int kSwzMask = (kChunks >= 8 ? 8 : kChunks) - 1;
+  return (row / kSwzRows) & kSwzMask;
+}
+
+// One stage of one operand: rows [row0, row0 + ROWS) x k [k0, k0 + BK) of a K-major matrix
+// g, zero-filled outside [0, rows_total) x [0, K), into the swizzled tile at shared address s.
+// kVec16: 16-byte copies, valid when K % 4 == 0 (a chunk is then wholly inside or outside K);
+// otherwise 4-byte copies. Each thread keeps one column (chunk or element) and walks rows
+// kRowStep apart with a running pointer, so nothing per row is worth hoisting out of the k
+// loop into registers.
+template <int ROWS, int BK, int NTHREADS, bool kVec16>
+__device__ __forceinline__ void load_swizzled_rows(uint32_t s, const float* g, int row0,
+                                                   int rows_total, int K, int k0, int tid) {
+  constexpr int kChunks = BK / 4;
+  constexpr int kCols = kVec16 ? kChunks : BK;  // copies per row
+  static_assert(NTHREADS % kCols == 0, "the copy layout needs NTHREADS % (copies per row) == 0");
+  constexpr int kRowStep = NTHREADS / kCols;
+  constexpr int kIters = (ROWS + kRowStep - 1) / kRowStep;
+  const int col = tid % kCols;
+  const int r0 = tid / kCols;
+  const int gk = k0 + (kVec16 ? col * 4 : col);
+  const bool k_ok = gk < K;
+  const int rows_left = rows_total - row0 - r0;
+  const size_t stride = static_cast<size_t>(kRowStep) * K;
+  const float* src = g + static_cast<size_t>(row0 + r0) * K + gk;
+  if constexpr (kVec16) {
+#pragma unroll
+    for (int j = 0; j < kIters; ++j, src += stride) {
+      const int r = r0 + j * kRowStep;
+      if (ROWS % kRowStep == 0 || r < ROWS) {
+        const bool ok = k_ok && j * kRowStep < rows_left;
+        cp_async16(s + (r * BK + ((col ^ swizzle_key<BK>(r)) << 2)) * 4, ok ? src : g, ok);
+      }
+    }
+  } else {
+    // 4x the copies: unrolled, their hoisted addresses would take registers from the
+    // mainloop (this path only serves K % 4 != 0).
+#pragma unroll 1
+    for (int j = 0; j < kIters; ++j, src += stride) {
+      const int r = r0 + j * kRowStep;
+      if (ROWS % kRowStep == 0 || r < ROWS) {
+        const bool ok = k_ok && j * kRowStep < rows_left;
+        cp_async4(s + (r * BK + (((col >> 2) ^ swizzle_key<BK>(r)) << 2) + (col & 3)) * 4,
+                  ok ? src : g, ok);
+      }
+    }
+  }
+}
+
 __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2,
                                         uint32_t& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -135,6 +193,8 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
 
 template <MathMode MATH, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M>
 struct MmaGemm {
+  static constexpr MathMode kMath = MATH;
+  static constexpr int kTileM = BM;
   static constexpr int kWarpsM = BM / WM;
   static constexpr int kWarpsN = BN / WN;
   static constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
@@ -153,11 +213,6 @@ struct MmaGemm {
   static constexpr int kBRowsPerLdsm = 16 / kSlabs;
 
   // Shared layout: per stage [BM][BK] of x then [BN][BK] of w, 16-byte chunks swizzled.
-  static constexpr int kChunks = BK / 4;
-  // XOR pattern: the 8 rows read by one ldmatrix phase must cover all 8 16-byte bank groups.
-  // Rows shorter than 128 bytes share a 128-byte line, so the key advances every kSwzRows rows.
-  static constexpr int kSwzRows = kChunks >= 8 ? 1 : 8 / kChunks;
-  static constexpr int kSwzMask = (kChunks >= 8 ? 8 : kChunks) - 1;
   static constexpr int kStageBytes = (BM + BN) * BK * 4;
   static constexpr int kPipeBytes = STAGES * kStageBytes;
   static constexpr int kLdt = BN + 4;
@@ -211,48 +266,12 @@ struct MmaGemm {
 
   // ---- device side (public only so the __global__ wrapper can call it) ----
 
-  __device__ static __forceinline__ int swz(int row) { return (row / kSwzRows) & kSwzMask; }
+  __device__ static __forceinline__ int swz(int row) { return mma_detail::swizzle_key<BK>(row); }
 
-  // One stage of one operand: rows [row0, row0 + ROWS) x k [k0, k0 + BK) of a K-major matrix
-  // g, zero-filled outside [0, rows_total) x [0, K). kVec16: 16-byte copies, valid when
-  // K % 4 == 0 (a chunk is then wholly inside or outside K); otherwise 4-byte copies.
-  // Each thread keeps one column (chunk or element) and walks rows kRowStep apart with a
-  // running pointer, so nothing per row is worth hoisting out of the k loop into registers.
   template <int ROWS, bool kVec16>
   __device__ static __forceinline__ void load_rows(uint32_t s, const float* g, int row0,
                                                    int rows_total, int K, int k0, int tid) {
-    constexpr int kCols = kVec16 ? kChunks : BK;  // copies per row
-    constexpr int kRowStep = kThreads / kCols;
-    constexpr int kIters = (ROWS + kRowStep - 1) / kRowStep;
-    const int col = tid % kCols;
-    const int r0 = tid / kCols;
-    const int gk = k0 + (kVec16 ? col * 4 : col);
-    const bool k_ok = gk < K;
-    const int rows_left = rows_total - row0 - r0;
-    const size_t stride = static_cast<size_t>(kRowStep) * K;
-    const float* src = g + static_cast<size_t>(row0 + r0) * K + gk;
-    if constexpr (kVec16) {
-#pragma unroll
-      for (int j = 0; j < kIters; ++j, src += stride) {
-        const int r = r0 + j * kRowStep;
-        if (ROWS % kRowStep == 0 || r < ROWS) {
-          const bool ok = k_ok && j * kRowStep < rows_left;
-          mma_detail::cp_async16(s + (r * BK + ((col ^ swz(r)) << 2)) * 4, ok ? src : g, ok);
-        }
-      }
-    } else {
-      // 4x the copies: unrolled, their hoisted addresses would take registers from the
-      // mainloop (this path only serves K % 4 != 0).
-#pragma unroll 1
-      for (int j = 0; j < kIters; ++j, src += stride) {
-        const int r = r0 + j * kRowStep;
-        if (ROWS % kRowStep == 0 || r < ROWS) {
-          const bool ok = k_ok && j * kRowStep < rows_left;
-          mma_detail::cp_async4(s + (r * BK + (((col >> 2) ^ swz(r)) << 2) + (col & 3)) * 4,
-                                ok ? src : g, ok);
-        }
-      }
-    }
+    mma_detail::load_swizzled_rows<ROWS, BK, kThreads, kVec16>(s, g, row0, rows_total, K, k0, tid);
   }
 
   // Per-lane ldmatrix addressing: row address in stage 0, and the swizzled 16-byte chunk of

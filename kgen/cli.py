@@ -17,6 +17,7 @@ from .spec import ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, Spec, SpecEr
 DEFAULT_TILES = {
     "simt": Tile(128, 128, 8, 64, 64, tm=8, tn=16, group_m=8),
     "mma": Tile(128, 128, 32, 64, 32, stages=3, group_m=8),  # valid for every math mode
+    "wgmma": Tile(128, 128, 32, 16, 128, stages=4, group_m=8),  # valid for tf32x3 and tf32
 }
 
 
@@ -71,11 +72,12 @@ def main():
 @click.option("--math", type=click.Choice(MATH_MODES), default="fp32_simt", show_default=True,
               help="GEMM arithmetic: fp32 FFMA, 3xTF32 (fp32-accurate tensor cores), TF32 or BF16.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="kgen", show_default=True,
-              help="kgen's own GEMM kernels, or cuBLAS with kgen's BatchNorm kernels.")
+              help="kgen's portable GEMM kernels (sm_80+), kgen's Hopper wgmma GEMM (sm_90a; tf32x3, "
+                   "tf32), or cuBLAS with kgen's BatchNorm kernels.")
 @click.option("--fusion", type=click.Choice([str(k) for k in FUSION_LEVELS]), default=None,
               help="1: separate statistics pass; 2: statistics fused into the GEMM [2; 1 for cuBLAS].")
 @click.option("--tile", help="CTA tile BMxBNxBK, e.g. 128x128x32.")
-@click.option("--warp", help="Warp tile WMxWN, e.g. 64x32.")
+@click.option("--warp", help="Warp tile WMxWN, e.g. 64x32 [wgmma: 16xBN].")
 @click.option("--thread", help="SIMT thread tile TMxTN, e.g. 8x8.")
 @click.option("--stages", type=click.IntRange(min=2), help="Tensor-core pipeline stages.")
 @click.option("--group", type=click.IntRange(min=1), help="Raster group (tile rows sharing L2).")
@@ -92,10 +94,11 @@ def generate(problem, batch, in_features, out_features, math, backend, fusion, t
     if family != "cublas":
         d = DEFAULT_TILES[family]
         bm, bn, bk = _dims(tile, 3, "--tile") or (d.bm, d.bn, d.bk)
-        wm, wn = _dims(warp, 2, "--warp") or (d.wm, d.wn)
+        # A wgmma warpgroup's 4 warps own 16 rows x BN each, so that warp tile follows the tile.
+        wm, wn = _dims(warp, 2, "--warp") or ((16, bn) if family == "wgmma" else (d.wm, d.wn))
         tm, tn = (_dims(thread, 2, "--thread") or (d.tm, d.tn)) if family == "simt" else (0, 0)
         spec_tile = Tile(bm, bn, bk, wm, wn, tm=tm, tn=tn,
-                         stages=(stages or d.stages) if family == "mma" else 0,
+                         stages=(stages or d.stages) if family != "simt" else 0,
                          group_m=group or d.group_m)
     elif any(v is not None for v in (tile, warp, thread, stages, group)):
         raise click.UsageError("cuBLAS chooses its own tiles: drop --tile/--warp/--thread/--stages/--group")

@@ -11,7 +11,7 @@ import jinja2
 
 from . import __version__
 from .problems import get_problem
-from .spec import CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, KGEN_DIR, Spec
+from .spec import CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, KGEN_DIR, WGMMA_FLUSH_KTILES, Spec
 
 KERNEL_SOURCES = {
     "api": "api.h",
@@ -19,6 +19,7 @@ KERNEL_SOURCES = {
     "bn": "bn.cuh",
     "gemm_simt": "gemm_simt.cuh",
     "gemm_mma": "gemm_mma.cuh",
+    "gemm_wgmma": "gemm_wgmma.cuh",
     "forward": "forward.cuh",
     "cublas_gemm": "cublas_gemm.cpp",
     "binding": "binding.cpp",
@@ -53,6 +54,9 @@ def gemm_type(spec: Spec) -> str:
     if spec.family == "mma":
         return (f"kgen::MmaGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, {t.bk}, "
                 f"{t.wm}, {t.wn}, {t.stages}, {t.group_m}>")
+    if spec.family == "wgmma":
+        return (f"kgen::WgmmaGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, "
+                f"{t.stages}, {WGMMA_FLUSH_KTILES}, {t.group_m}>")
     return "kgen::ExternalGemm"
 
 
@@ -98,6 +102,8 @@ def describe_variant(spec: Spec) -> list[str]:
         gemm = f"cuBLAS GEMM ({CUBLAS_COMPUTE_TYPES[spec.math]})"
     elif spec.family == "simt":
         gemm = "kgen SIMT GEMM (fp32 FFMA)"
+    elif spec.family == "wgmma":
+        gemm = f"kgen Hopper tensor-core GEMM (wgmma, {spec.math})"
     else:
         gemm = f"kgen tensor-core GEMM (mma.sync, {spec.math})"
     lines = [f"variant:   {gemm}; fusion {spec.fusion}: {FUSION_LEVELS[spec.fusion]}"]
@@ -155,6 +161,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         measured_literal=pprint.pformat(measured, sort_dicts=True, width=100),
         init_args=repr(list(problem.init_args(spec.in_features, spec.out_features))),
         extension_name=spec.extension_name(),
+        hopper_only=spec.family == "wgmma",
         extra_ldflags=repr(["-lcublas"] if spec.family == "cublas" else []),
         cuda_source=cuda_source,
         cpp_source=cpp_source,

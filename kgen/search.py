@@ -23,7 +23,7 @@ from . import generator
 from .spec import Spec, SpecError, Tile
 from .worker import EXIT_AFTER_RUNTIME_ERROR, RESULT_PREFIX
 
-# Tiles tried per GEMM family. SIMT: (BM, BN, BK, WM, WN, TM, TN). MMA: (BM, BN, BK, WM, WN, stages).
+# Tiles tried per GEMM family. SIMT: (BM, BN, BK, WM, WN, TM, TN). mma.sync: (BM, BN, BK, WM, WN, stages).
 SIMT_TILES = [
     (128, 128, 8, 64, 64, 8, 16),
     (128, 128, 16, 32, 64, 8, 8),
@@ -48,6 +48,12 @@ FAST_MMA_TILES = [
     (128, 256, 32, 64, 64, 3),
     (128, 128, 32, 64, 64, 3),
 ]
+# wgmma (sm_90a): (BM, BN, stages); the warp tile is 16 x BN. Fastest-measured first, and ahead
+# of the mma.sync tiles of the same math mode, which they beat (docs/perf.md).
+WGMMA_TILES = {
+    "tf32x3": [(128, 128, 4), (128, 128, 5), (128, 64, 6)],
+    "tf32": [(128, 256, 4), (128, 128, 5)],
+}
 GROUP_M = 8
 DEFAULT_MATHS = ("fp32_simt", "tf32x3", "tf32", "bf16")
 CUBLAS_MATHS = ("fp32_simt", "tf32", "bf16")
@@ -69,17 +75,22 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
             return
 
     for math in maths:
+        # (backend, tile) pairs of this math mode, fastest-measured first.
+        tiles: list[tuple[str, Tile]] = []
         if math == "fp32_simt":
-            tiles = [Tile(bm, bn, bk, wm, wn, tm=tm, tn=tn, group_m=GROUP_M)
-                     for bm, bn, bk, wm, wn, tm, tn in SIMT_TILES]
+            tiles += [("kgen", Tile(bm, bn, bk, wm, wn, tm=tm, tn=tn, group_m=GROUP_M))
+                      for bm, bn, bk, wm, wn, tm, tn in SIMT_TILES]
         else:
-            tiles = [Tile(bm, bn, bk, wm, wn, stages=st, group_m=GROUP_M)
-                     for bm, bn, bk, wm, wn, st in (TF32X3_TILES if math == "tf32x3" else FAST_MMA_TILES)]
+            if arch == "sm_90a":
+                tiles += [("wgmma", Tile(bm, bn, 32, 16, bn, stages=st, group_m=GROUP_M))
+                          for bm, bn, st in WGMMA_TILES.get(math, [])]
+            tiles += [("kgen", Tile(bm, bn, bk, wm, wn, stages=st, group_m=GROUP_M))
+                      for bm, bn, bk, wm, wn, st in (TF32X3_TILES if math == "tf32x3" else FAST_MMA_TILES)]
         tiles = tiles[:top] if top else tiles
-        for tile in tiles:
-            add(math=math, backend="kgen", fusion=2, tile=tile)
+        for backend, tile in tiles:
+            add(math=math, backend=backend, fusion=2, tile=tile)
         # One unfused variant per math mode shows what the fused statistics save.
-        add(math=math, backend="kgen", fusion=1, tile=tiles[0])
+        add(math=math, backend=tiles[0][0], fusion=1, tile=tiles[0][1])
         if include_cublas and math in CUBLAS_MATHS:
             add(math=math, backend="cublas", fusion=1)
     return specs

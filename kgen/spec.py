@@ -19,7 +19,13 @@ from . import __version__
 from .problems import PROBLEMS
 
 MATH_MODES = ("fp32_simt", "tf32x3", "tf32", "bf16")
-BACKENDS = ("kgen", "cublas")
+# kgen: kgen's portable GEMMs (sm_80 and newer), SIMT for fp32_simt, mma.sync otherwise.
+# wgmma: kgen's Hopper GEMM (sm_90a only). cublas: cuBLAS computes the GEMM, kgen the rest.
+BACKENDS = ("kgen", "wgmma", "cublas")
+WGMMA_MATHS = ("tf32x3", "tf32")
+# k-tiles of 32 summed in one tf32x3 partial accumulator of the wgmma GEMM before it is added to
+# the main one (FLUSH in gemm_wgmma.cuh; docs/perf.md has the error/time trade-off).
+WGMMA_FLUSH_KTILES = 2
 FUSION_LEVELS = {
     1: "GEMM writes z; separate column-statistics pass",
     2: "column statistics fused into the GEMM epilogue",
@@ -69,9 +75,9 @@ class Tile:
 
 
 def gemm_family(backend: str, math: str) -> str:
-    """Which mainloop a (backend, math) pair uses: 'simt', 'mma' or 'cublas'."""
-    if backend == "cublas":
-        return "cublas"
+    """Which mainloop a (backend, math) pair uses: 'simt', 'mma', 'wgmma' or 'cublas'."""
+    if backend in ("cublas", "wgmma"):
+        return backend
     return "simt" if math == "fp32_simt" else "mma"
 
 
@@ -91,6 +97,13 @@ def mma_smem_bytes(tile: Tile) -> int:
     return max(mainloop, epilogue_smem_bytes(tile))
 
 
+def wgmma_smem_bytes(tile: Tile, math: str) -> int:
+    """Mirrors WgmmaGemm::kSmemBytes: STAGES tiles of 128-byte rows, three small-part buffers of
+    B (tf32x3), or the epilogue; plus 1024 bytes to align to the swizzle atom."""
+    mainloop = (tile.stages * (tile.bm + tile.bn) + (3 * tile.bn if math == "tf32x3" else 0)) * 128
+    return max(mainloop, epilogue_smem_bytes(tile)) + 1024
+
+
 def _check(cond: bool, message: str) -> None:
     if not cond:
         raise SpecError(message)
@@ -108,7 +121,21 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
     _check(t.threads % cols == 0 and t.bn % cols == 0,
            f"BN={t.bn} and {t.threads} threads must divide evenly for the statistics epilogue")
     limits = ARCH_LIMITS[arch]
-    if family == "simt":
+    if family == "wgmma":
+        # Mirrors the static_asserts of WgmmaGemm (kgen/kernels/gemm_wgmma.cuh): a warpgroup of
+        # 4 warps owns 64 rows x BN, so the warp tile is 16 x BN.
+        _check(arch == "sm_90a", f"the wgmma GEMM runs on sm_90a only, not {arch}")
+        _check(t.tm == 0 and t.tn == 0, "wgmma tiles have no thread tile")
+        _check(t.bk == 32, f"wgmma tiles have BK=32 (one 128-byte swizzled row), got {t.bk}")
+        _check(t.bm in (64, 128), f"wgmma BM must be 64 or 128 (one or two warpgroups), got {t.bm}")
+        bns = (64, 128) if math == "tf32x3" else (64, 128, 256)
+        _check(t.bn in bns, f"wgmma {math} BN must be one of {bns}, got {t.bn}")
+        _check((t.wm, t.wn) == (16, t.bn), f"wgmma warp tile is 16xBN = 16x{t.bn}, got {t.wm}x{t.wn}")
+        _check(t.stages >= 4, f"wgmma tiles need >= 4 pipeline stages, got {t.stages}")
+        smem = wgmma_smem_bytes(t, math)
+        # Accumulators (and tf32x3's partial ones) plus ~50 (ptxas: 128x128 tf32x3 176, 128x256 tf32 172).
+        regs = t.bn // 2 * (2 if math == "tf32x3" else 1) + 50
+    elif family == "simt":
         # Mirrors the static_asserts of SimtGemm (kgen/kernels/gemm_simt.cuh).
         _check(t.tm > 0 and t.tn > 0 and t.stages == 0,
                "SIMT tiles need a thread tile (TM, TN) and no stages")
@@ -177,6 +204,9 @@ class Spec:
         _check(self.backend in BACKENDS, f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
         _check(self.fusion in FUSION_LEVELS, f"fusion must be one of {sorted(FUSION_LEVELS)}, got {self.fusion!r}")
         _check(self.arch in ARCH_LIMITS, f"unknown arch {self.arch!r}; known: {', '.join(ARCH_LIMITS)}")
+        if self.backend == "wgmma":
+            _check(self.math in WGMMA_MATHS,
+                   f"the wgmma GEMM implements {', '.join(WGMMA_MATHS)}, not {self.math}")
         if self.backend == "cublas":
             _check(self.math in CUBLAS_COMPUTE_TYPES,
                    f"cuBLAS has no {self.math} compute type on this path; use one of {', '.join(CUBLAS_COMPUTE_TYPES)}")
@@ -192,8 +222,13 @@ class Spec:
 
     def name(self) -> str:
         shape = f"b{self.batch}_i{self.in_features}_o{self.out_features}"
+        if self.backend == "wgmma":
+            _check(self.math in WGMMA_MATHS,
+                   f"the wgmma GEMM implements {', '.join(WGMMA_MATHS)}, not {self.math}")
         if self.backend == "cublas":
             return f"{self.problem}_{shape}_cublas-{self.math}_f{self.fusion}"
+        if self.backend == "wgmma":
+            return f"{self.problem}_{shape}_wgmma-{self.math}_f{self.fusion}_{self.tile.name()}"
         return f"{self.problem}_{shape}_{self.math}_f{self.fusion}_{self.tile.name()}"
 
     def to_dict(self) -> dict:

@@ -1,19 +1,25 @@
 """nvcc compile-only of the kernel translation unit of every GEMM family and math mode, for
-sm_80 and sm_90a, with the ptxas resource report: a spill or a compile error fails the test.
-(The torch binding needs torch's CUDA headers and is compiled on the GPU machine only.)"""
+sm_80 and sm_90a (the wgmma family: sm_90a only), with the ptxas resource report: a spill or a
+compile error fails the test. (The torch binding needs torch's CUDA headers and is compiled on
+the GPU machine only.)"""
 
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from kgen import generator
 from kgen.search import enumerate_specs
+from kgen.spec import WGMMA_FLUSH_KTILES, wgmma_smem_bytes
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
-TARGETS = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90a,code=sm_90a"]
+SM80 = "-gencode=arch=compute_80,code=sm_80"
+SM90A = "-gencode=arch=compute_90a,code=sm_90a"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def representative_specs():
@@ -29,10 +35,10 @@ def representative_specs():
     return out
 
 
-def compile_report(source: str, tmp_path) -> str:
+def compile_report(source: str, tmp_path, targets=(SM80, SM90A)) -> str:
     cu = tmp_path / "k.cu"
     cu.write_text(source)
-    proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-c", "-Xptxas", "-v", *TARGETS, str(cu),
+    proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-c", "-Xptxas", "-v", *targets, str(cu),
                            "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc.stderr
@@ -53,7 +59,8 @@ def spills(report: str) -> list[str]:
 
 @pytest.mark.parametrize("spec", representative_specs(), ids=lambda s: s.name())
 def test_kernels_compile_without_spills(spec, tmp_path):
-    report = compile_report(generator.render_cuda_source(spec), tmp_path)
+    targets = (SM90A,) if spec.family == "wgmma" else (SM80, SM90A)
+    report = compile_report(generator.render_cuda_source(spec), tmp_path, targets)
     assert "Compiling entry function" in report
     assert spills(report) == [], "\n".join(spills(report))
 
@@ -63,3 +70,29 @@ def test_spill_parser_catches_spills():
               "ptxas info    : Function properties for _Z3fooPf\n"
               "    24 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n")
     assert spills(report) == ["_Z3fooPf (sm_90a): 24 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads"]
+
+
+def test_wgmma_smem_mirror_matches_the_kernel(tmp_path):
+    """spec.wgmma_smem_bytes (what validation checks against the limit) equals the kernel's own
+    kSmemBytes for every wgmma tile a search tries."""
+    specs = [s for s in enumerate_specs("gemm_scale_bn", 1024, 8192, 8192) if s.family == "wgmma"]
+    assert specs
+    lines = ['#include "kgen/kernels/common.cuh"', '#include "kgen/kernels/gemm_mma.cuh"',
+             '#include "kgen/kernels/gemm_wgmma.cuh"']
+    for s in specs:
+        gemm = generator.gemm_type(s)
+        lines.append(f"static_assert({gemm}::kSmemBytes == {wgmma_smem_bytes(s.tile, s.math)}, "
+                     f"\"{s.name()}\");")
+        lines.append(f"static_assert({gemm}::kThreads == {s.tile.threads}, \"{s.name()}\");")
+    cu = tmp_path / "mirror.cu"
+    cu.write_text("\n".join(lines) + "\n")
+    proc = subprocess.run([NVCC, "-std=c++17", "-c", SM90A, f"-I{ROOT}", str(cu), "-o",
+                           str(tmp_path / "mirror.o")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert f", {WGMMA_FLUSH_KTILES}, " in generator.gemm_type(specs[0])
+
+
+def test_generated_wgmma_wrappers_are_current():
+    """gemm_wgmma.cuh holds exactly what scripts/gen_wgmma.py writes."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_wgmma.py"), "--check"])
+    assert proc.returncode == 0, "run `python scripts/gen_wgmma.py`"

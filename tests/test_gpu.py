@@ -10,7 +10,7 @@ from kgen import generator
 from kgen.search import Candidate, build_all
 from kgen.cli import DEFAULT_TILES
 from kgen.loading import EmittedFile
-from kgen.spec import Spec
+from kgen.spec import Spec, gemm_family
 from kgen.validate import validate
 
 pytestmark = pytest.mark.gpu
@@ -25,20 +25,29 @@ VARIANTS = [
     ("kgen", "tf32x3", 1, 1e-4),
     ("kgen", "tf32", 2, 1e-2),
     ("kgen", "bf16", 2, 5e-2),
+    ("wgmma", "tf32x3", 2, 1e-4),
+    ("wgmma", "tf32x3", 1, 1e-4),
+    ("wgmma", "tf32", 2, 1e-2),
     ("cublas", "fp32_simt", 1, 1e-4),
     ("cublas", "tf32", 1, 1e-2),
 ]
 PROBLEMS = ["gemm_scale_bn", "gemm_bn_scale_softmax"]
 RAGGED = [(257, 300), (1001, 77), (3, 5)]  # (in_features, out_features)
+RAGGED_VARIANTS = [("kgen", "fp32_simt"), ("kgen", "tf32x3"), ("wgmma", "tf32x3")]
+
+
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 
 
 def spec_for(problem, backend, math, fusion, batch, n_in, n_out) -> Spec:
-    tile = None if backend == "cublas" else DEFAULT_TILES["simt" if math == "fp32_simt" else "mma"]
+    tile = DEFAULT_TILES.get(gemm_family(backend, math))
     return Spec(problem, batch, n_in, n_out, math=math, backend=backend, fusion=fusion, tile=tile)
 
 
 def make(tmp_path, *args) -> EmittedFile:
     spec = spec_for(*args)
+    if spec.family == "wgmma" and not HOPPER:
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
     return EmittedFile(generator.write(spec, tmp_path / f"{spec.name()}.py"))
 
 
@@ -48,8 +57,8 @@ def all_specs():
             yield spec_for(p, backend, math, fusion, 1000, 1000, 1000)
             yield spec_for(p, backend, math, fusion, 1024, 8192, 8192)
         for n_in, n_out in RAGGED:
-            for math in ("fp32_simt", "tf32x3"):
-                yield spec_for(p, "kgen", math, 2, 129, n_in, n_out)
+            for backend, math in RAGGED_VARIANTS:
+                yield spec_for(p, backend, math, 2, 129, n_in, n_out)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -60,7 +69,7 @@ def prebuilt(tmp_path_factory):
     if not torch.cuda.is_available():
         return
     d = tmp_path_factory.mktemp("prebuilt")
-    specs = {s.name(): s for s in all_specs()}.values()
+    specs = {s.name(): s for s in all_specs() if s.family != "wgmma" or HOPPER}.values()
     candidates = [Candidate(s, generator.write(s, d / f"{s.name()}.py")) for s in specs]
     build_all(candidates, jobs=max(1, (os.cpu_count() or 2) // 2), timeout=1200, echo=print)
 
@@ -89,20 +98,23 @@ def test_kernelbench_shape(tmp_path, problem, backend, math, fusion, tol):
 @pytest.mark.parametrize("n_in, n_out", RAGGED)
 def test_ragged_features(tmp_path, problem, n_in, n_out):
     """K not a multiple of 4 takes the scalar-load path; tiny N and K are mostly edge."""
-    for math in ("fp32_simt", "tf32x3"):
-        f = make(tmp_path, problem, "kgen", math, 2, 129, n_in, n_out)
+    for backend, math in RAGGED_VARIANTS:
+        if backend == "wgmma" and not HOPPER:
+            continue
+        f = make(tmp_path, problem, backend, math, 2, 129, n_in, n_out)
         assert_valid(validate(f, tol=1e-4, quick=True))
 
 
-def test_tf32x3_is_as_accurate_as_sgemm(tmp_path):
+@pytest.mark.parametrize("backend", ["kgen", "wgmma"])
+def test_tf32x3_is_as_accurate_as_sgemm(tmp_path, backend):
     """On problem-33 inputs the 3xTF32 GEMM stays within 2x of cuBLAS SGEMM's error vs fp64."""
     torch.backends.cuda.matmul.allow_tf32 = False
     errors = {}
-    for backend, math, fusion in (("kgen", "tf32x3", 2), ("cublas", "fp32_simt", 1)):
-        f = make(tmp_path, "gemm_scale_bn", backend, math, fusion, 1024, 8192, 8192)
+    for name, args in (("tf32x3", (backend, "tf32x3", 2)), ("sgemm", ("cublas", "fp32_simt", 1))):
+        f = make(tmp_path, "gemm_scale_bn", *args, 1024, 8192, 8192)
         r = validate(f, tol=1e-4, quick=True)
-        errors[math] = max(x.max_abs for x in r if x.max_abs == x.max_abs)
-    assert errors["tf32x3"] <= 2 * errors["fp32_simt"], errors
+        errors[name] = max(x.max_abs for x in r if x.max_abs == x.max_abs)
+    assert errors["tf32x3"] <= 2 * errors["sgemm"], errors
 
 
 def test_validation_catches_a_wrong_kernel(tmp_path):

@@ -5,6 +5,7 @@ from kgen.spec import Spec, SpecError, Tile
 
 SIMT = Tile(128, 128, 8, 32, 64, tm=8, tn=8)
 MMA = Tile(128, 128, 32, 64, 32, stages=3)
+WGMMA = Tile(128, 128, 32, 16, 128, stages=4)
 
 
 def spec(**kw):
@@ -43,6 +44,14 @@ def test_round_trip_through_dict():
     (dict(math="tf32x3", tile=Tile(120, 128, 32, 40, 32, stages=3)), "16x8 mma tile"),
     (dict(math="tf32", tile=Tile(128, 256, 64, 64, 64, stages=4)), "shared memory"),
     (dict(math="tf32x3", tile=Tile(128, 128, 32, 64, 64, stages=3)), "partial"),
+    (dict(backend="wgmma", math="bf16", tile=WGMMA), "implements tf32x3, tf32, not bf16"),
+    (dict(backend="wgmma", math="tf32x3", tile=WGMMA, arch="sm_80"), "sm_90a only"),
+    (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 128, 64, 16, 128, stages=4)), "BK=32"),
+    (dict(backend="wgmma", math="tf32x3", tile=Tile(256, 128, 32, 16, 128, stages=4)), "BM must be 64 or 128"),
+    (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 256, 32, 16, 256, stages=4)), "BN must be one of"),
+    (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 128, 32, 64, 32, stages=4)), "warp tile is 16xBN"),
+    (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 128, 32, 16, 128, stages=3)), ">= 4 pipeline stages"),
+    (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 128, 32, 16, 128, stages=6)), "shared memory"),
 ])
 def test_invalid_specs_say_why(kw, phrase):
     with pytest.raises(SpecError, match=phrase):
@@ -60,5 +69,19 @@ def test_names_are_unique_across_the_search_space():
     for problem in ("gemm_scale_bn", "gemm_bn_scale_softmax"):
         specs = enumerate_specs(problem, 1024, 8192, 8192)
         assert len({s.name() for s in specs}) == len(specs)
-        assert {s.family for s in specs} == {"simt", "mma", "cublas"}
+        assert {s.family for s in specs} == {"simt", "mma", "wgmma", "cublas"}
         assert {s.math for s in specs} == {"fp32_simt", "tf32x3", "tf32", "bf16"}
+
+
+def test_wgmma_tiles_follow_the_hopper_limits():
+    spec(backend="wgmma", math="tf32", tile=Tile(128, 256, 32, 16, 256, stages=4))  # tf32: no partials
+    spec(backend="wgmma", math="tf32x3", tile=Tile(64, 64, 32, 16, 64, stages=8))
+    assert spec(backend="wgmma", math="tf32x3", tile=WGMMA).name().endswith(
+        "_wgmma-tf32x3_f2_t128x128x32_w16x128_s4_g8")
+
+
+def test_search_puts_wgmma_first_on_hopper_only():
+    specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192, maths=("tf32x3",), top=1)
+    assert [(s.backend, s.fusion) for s in specs] == [("wgmma", 2), ("wgmma", 1)]
+    specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192, maths=("tf32x3",), arch="sm_80")
+    assert specs and all(s.backend == "kgen" for s in specs)

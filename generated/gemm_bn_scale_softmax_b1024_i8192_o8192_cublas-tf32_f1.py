@@ -7,9 +7,9 @@ problem:   gemm_bn_scale_softmax (KernelBench level 2: 84 (1024x8192x8192))
 shapes:    batch 1024 (any batch works), in_features 8192, out_features 8192
 variant:   cuBLAS GEMM (CUBLAS_COMPUTE_32F_FAST_TF32); fusion 1: GEMM writes z; separate column-statistics pass
 target:    sm_90a (the extension is built for the GPU it runs on)
-key:       c942c404f4ed0bf2
-measured:  NVIDIA H200, 2026-11-21, batch 1024, tol 0.01
-           0.383 ms median (p20 0.382, p80 0.384); eager fp32 reference 2.796 ms in the same run -> 0.137x its time
+key:       925d7b9fc31bdffd
+measured:  NVIDIA H100 80GB HBM3, 2026-11-21, batch 1024, tol 0.01
+           0.389 ms median (p20 0.388, p80 0.390); eager fp32 reference 2.788 ms in the same run -> 0.140x its time
            max abs error vs fp64 7.93e-06, max rel 6.14e-04
 """
 
@@ -30,15 +30,15 @@ KGEN_SPEC = {'arch': 'sm_90a',
  'tile': None}
 KGEN_MEASURED = {'batch': 1024,
  'date': '2026-11-21',
- 'device': 'NVIDIA H200',
- 'eager_ms': 2.7956,
- 'eager_tf32_ms': 0.4392,
+ 'device': 'NVIDIA H100 80GB HBM3',
+ 'eager_ms': 2.7881,
+ 'eager_tf32_ms': 0.4551,
  'max_abs_err': 7.93e-06,
  'max_rel_err': 0.0006138,
- 'median_ms': 0.3827,
- 'p20_ms': 0.382,
- 'p80_ms': 0.3836,
- 'ratio': 0.1369,
+ 'median_ms': 0.3892,
+ 'p20_ms': 0.3881,
+ 'p80_ms': 0.3899,
+ 'ratio': 0.1396,
  'tol': 0.01}
 
 batch_size = 1024
@@ -54,7 +54,7 @@ def get_init_inputs():
     return [8192, 8192]
 
 
-_EXTENSION_NAME = "kgen_gemm_bn_scale_softmax_c942c404f4ed0bf2"
+_EXTENSION_NAME = "kgen_gemm_bn_scale_softmax_925d7b9fc31bdffd"
 _EXTRA_LDFLAGS = ['-lcublas']
 _EXTENSIONS = {}
 

@@ -7,9 +7,9 @@ problem:   gemm_scale_bn (KernelBench level 2: 33 (1024x8192x8192), 39 (16384x40
 shapes:    batch 1024 (any batch works), in_features 8192, out_features 8192
 variant:   cuBLAS GEMM (CUBLAS_COMPUTE_32F_FAST_TF32); fusion 1: GEMM writes z; separate column-statistics pass
 target:    sm_90a (the extension is built for the GPU it runs on)
-key:       16d45d770419abdb
-measured:  NVIDIA H200, 2026-11-21, batch 1024, tol 0.01
-           0.373 ms median (p20 0.372, p80 0.374); eager fp32 reference 2.775 ms in the same run -> 0.135x its time
+key:       8447fad1a7e04c04
+measured:  NVIDIA H100 80GB HBM3, 2026-11-21, batch 1024, tol 0.01
+           0.379 ms median (p20 0.378, p80 0.380); eager fp32 reference 2.747 ms in the same run -> 0.138x its time
            max abs error vs fp64 2.34e-03, max rel 4.48e-04
 """
 
@@ -30,15 +30,15 @@ KGEN_SPEC = {'arch': 'sm_90a',
  'tile': None}
 KGEN_MEASURED = {'batch': 1024,
  'date': '2026-11-21',
- 'device': 'NVIDIA H200',
- 'eager_ms': 2.7745,
- 'eager_tf32_ms': 0.4012,
+ 'device': 'NVIDIA H100 80GB HBM3',
+ 'eager_ms': 2.7466,
+ 'eager_tf32_ms': 0.4152,
  'max_abs_err': 0.002336,
  'max_rel_err': 0.0004484,
- 'median_ms': 0.3735,
- 'p20_ms': 0.372,
- 'p80_ms': 0.3744,
- 'ratio': 0.1346,
+ 'median_ms': 0.3794,
+ 'p20_ms': 0.3781,
+ 'p80_ms': 0.38,
+ 'ratio': 0.1381,
  'tol': 0.01}
 
 batch_size = 1024
@@ -54,7 +54,7 @@ def get_init_inputs():
     return [8192, 8192, (8192,)]
 
 
-_EXTENSION_NAME = "kgen_gemm_scale_bn_16d45d770419abdb"
+_EXTENSION_NAME = "kgen_gemm_scale_bn_8447fad1a7e04c04"
 _EXTRA_LDFLAGS = ['-lcublas']
 _EXTENSIONS = {}
 

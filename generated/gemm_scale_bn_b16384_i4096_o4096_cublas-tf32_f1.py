@@ -7,9 +7,9 @@ problem:   gemm_scale_bn (KernelBench level 2: 33 (1024x8192x8192), 39 (16384x40
 shapes:    batch 16384 (any batch works), in_features 4096, out_features 4096
 variant:   cuBLAS GEMM (CUBLAS_COMPUTE_32F_FAST_TF32); fusion 1: GEMM writes z; separate column-statistics pass
 target:    sm_90a (the extension is built for the GPU it runs on)
-key:       ebf06724b2445606
-measured:  NVIDIA H200, 2026-11-21, batch 16384, tol 0.01
-           1.653 ms median (p20 1.651, p80 1.768); eager fp32 reference 11.351 ms in the same run -> 0.146x its time
+key:       06be871aae80a649
+measured:  NVIDIA H100 80GB HBM3, 2026-11-21, batch 16384, tol 0.01
+           1.712 ms median (p20 1.708, p80 1.765); eager fp32 reference 11.431 ms in the same run -> 0.150x its time
            max abs error vs fp64 2.32e-03, max rel 4.02e-04
 """
 
@@ -30,15 +30,15 @@ KGEN_SPEC = {'arch': 'sm_90a',
  'tile': None}
 KGEN_MEASURED = {'batch': 16384,
  'date': '2026-11-21',
- 'device': 'NVIDIA H200',
- 'eager_ms': 11.3506,
- 'eager_tf32_ms': 2.0526,
+ 'device': 'NVIDIA H100 80GB HBM3',
+ 'eager_ms': 11.431,
+ 'eager_tf32_ms': 2.0245,
  'max_abs_err': 0.002319,
  'max_rel_err': 0.0004024,
- 'median_ms': 1.6534,
- 'p20_ms': 1.6512,
- 'p80_ms': 1.7681,
- 'ratio': 0.1457,
+ 'median_ms': 1.712,
+ 'p20_ms': 1.708,
+ 'p80_ms': 1.7647,
+ 'ratio': 0.1498,
  'tol': 0.01}
 
 batch_size = 16384
@@ -54,7 +54,7 @@ def get_init_inputs():
     return [4096, 4096, (4096,)]
 
 
-_EXTENSION_NAME = "kgen_gemm_scale_bn_ebf06724b2445606"
+_EXTENSION_NAME = "kgen_gemm_scale_bn_06be871aae80a649"
 _EXTRA_LDFLAGS = ['-lcublas']
 _EXTENSIONS = {}
 

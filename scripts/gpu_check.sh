@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device session's worth of checks, for the lent GPU machine (see docs/perf.md for results):
-# install kgen, run the standalone GEMM selftests, then the GPU test tier. Logs go to $OUT.
+# install kgen and run the standalone GEMM selftests named in SELFTESTS (any of: simt mma wgmma;
+# tests/cuda/<name>_selftest.cu). Logs go to $OUT. The GPU test tier: python -m pytest -m gpu.
 set -uo pipefail
 OUT=${OUT:-/tmp/kgen_out}
 mkdir -p "$OUT"

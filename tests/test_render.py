@@ -113,3 +113,20 @@ def test_committed_winners_are_clean_and_self_describing(path):
     m = module.KGEN_MEASURED
     assert m is not None and m["median_ms"] > 0 and m["eager_ms"] > 0
     assert f"{m['ratio']:.3f}x" in ast.get_docstring(ast.parse(text))
+
+
+@pytest.mark.parametrize("capability, refused", [((8, 0), True), ((10, 0), True), ((9, 0), False)])
+def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refused, monkeypatch):
+    """wgmma exists on sm_90 only: elsewhere build() says so instead of failing inside nvcc."""
+    spec = next(s for s in enumerate_specs("gemm_scale_bn", 16, 24, 40) if s.family == "wgmma")
+    module = exec_file(generator.render(spec))
+    compiled = []
+    monkeypatch.setattr(module.torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(module, "load_inline", lambda **kw: compiled.append(kw) or object())
+    if refused:
+        with pytest.raises(RuntimeError, match=r"wgmma.*sm_90a.*--backend kgen"):
+            module.build()
+        assert compiled == []
+    else:
+        module.build()
+        assert [kw["extra_cuda_cflags"][-1] for kw in compiled] == ["-gencode=arch=compute_90a,code=sm_90a"]

@@ -182,6 +182,9 @@ struct WgmmaGemm {
   static constexpr int kKSteps = BK / 8;
   static constexpr int kAccRegs = BN / 2;  // 64 x BN floats over 128 threads
   static constexpr int kSmallBuffers = kSplit ? 3 : 0;
+  // wgmma groups (k-steps) a warpgroup leaves in flight after issuing the next one. At most
+  // kKSteps - 1, so that at the end of k-tile kt every wgmma of k-tile kt - 1 has completed.
+  static constexpr int kGroupsInFlight = 1;
 
   static constexpr int kABytes = BM * BK * 4;
   static constexpr int kBBytes = BN * BK * 4;
@@ -200,6 +203,8 @@ struct WgmmaGemm {
                 "thread), or 256 for tf32");
   static_assert(STAGES >= 4, "STAGES must be >= 4 (k-tiles kt - 1 .. kt + 2 are resident)");
   static_assert(FLUSH >= 1, "FLUSH (k-tiles per partial accumulator) must be >= 1");
+  static_assert(kGroupsInFlight >= 1 && kGroupsInFlight < kKSteps,
+                "the pipeline's hazards assume 1 <= kGroupsInFlight < kKSteps");
   static_assert(GROUP_M >= 1, "GROUP_M must be >= 1");
   static_assert(BN < kThreads ? kThreads % BN == 0 : BN % kThreads == 0,
                 "the epilogue needs kThreads % BN == 0 (BN < kThreads) or BN % kThreads == 0");
@@ -349,7 +354,7 @@ struct WgmmaGemm {
           Mma::mma(acc, hi, b_desc + k_off, 1);
         }
         wgmma_detail::commit();
-        wgmma_detail::wait<1>();
+        wgmma_detail::wait<kGroupsInFlight>();
         if (ks == 0 && kt + 1 < k_tiles) {
           const int next_stage = stage + 1 == STAGES ? 0 : stage + 1;
           const int next_small = small + 1 == kSmallBuffers ? 0 : small + 1;

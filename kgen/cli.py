@@ -10,7 +10,8 @@ import click
 
 from . import __version__, generator
 from .problems import PROBLEMS, get_problem
-from .spec import ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, Spec, SpecError, Tile, gemm_family
+from .spec import (ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, Spec, SpecError, Tile,
+                   arch_for_capability, gemm_family)
 
 # Default tiles per GEMM family. SIMT: the fastest measured (docs/perf.md). MMA: a tile valid
 # for every math mode and covered by the GPU tests; `kgen search` finds faster ones per shape.
@@ -168,12 +169,16 @@ def bench(file, batch, iters):
 def search(problem, batch, in_features, out_features, tol, maths, jobs, iters, top, out_dir):
     """Build, validate and time every valid spec; write the fastest valid file per tolerance."""
     _require_cuda("search")
+    import torch
+
     from .search import DEFAULT_MATHS, run_search
 
     batch, in_features, out_features = _shape(problem, batch, in_features, out_features)
+    # Only what this GPU can build and run: wgmma variants on Hopper alone.
+    arch = arch_for_capability(*torch.cuda.get_device_capability())
     record = run_search(problem, batch, in_features, out_features, sorted(tol or (1e-4,)),
                         maths=maths or DEFAULT_MATHS, jobs=jobs or max(1, (os.cpu_count() or 2) // 2),
-                        iters=iters, top=top, out_dir=out_dir)
+                        iters=iters, top=top, out_dir=out_dir, arch=arch)
     sys.exit(0 if record["winners"] else 1)
 
 

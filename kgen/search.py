@@ -221,10 +221,12 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                maths=DEFAULT_MATHS, jobs: int = 8, work_dir: Path = Path(".kgen_work"),
                out_dir: Path = generator.DEFAULT_OUTPUT_DIR, results_dir: Path = Path("results"),
                build_timeout: float = 900, eval_timeout: float = 300, iters: int = 30,
-               top: int | None = None, echo: Callable[[str], None] = print) -> dict:
-    specs = enumerate_specs(problem, batch, in_features, out_features, maths, top=top)
+               top: int | None = None, arch: str = "sm_90a",
+               echo: Callable[[str], None] = print) -> dict:
+    specs = enumerate_specs(problem, batch, in_features, out_features, maths, arch=arch, top=top)
     shape = f"{problem}_b{batch}_i{in_features}_o{out_features}"
-    echo(f"search {shape}: {len(specs)} valid specs, tolerances {', '.join(f'{t:g}' for t in tols)}")
+    echo(f"search {shape} for {arch}: {len(specs)} valid specs, "
+         f"tolerances {', '.join(f'{t:g}' for t in tols)}")
     cand_dir = work_dir / shape
     candidates = [Candidate(s, generator.write(s, cand_dir / f"{s.name()}.py")) for s in specs]
     winners: dict = {}

@@ -38,6 +38,14 @@ ARCH_LIMITS = {
 # Static shared memory the epilogue adds on top of the dynamic buffers (tile_column_stats' red[]).
 EPILOGUE_STATIC_SMEM = 4 * 1024  # >= 4 bytes per thread
 
+
+
+def arch_for_capability(major: int, minor: int) -> str:
+    """The target whose limits and instructions a GPU of this compute capability admits: Hopper
+    (9.0) gets sm_90a (wgmma, 227 KB of shared memory); anything else the portable sm_80 set."""
+    return "sm_90a" if (major, minor) == (9, 0) else "sm_80"
+
+
 KGEN_DIR = Path(__file__).resolve().parent
 SOURCE_DIRS = (KGEN_DIR / "templates", KGEN_DIR / "kernels")
 

@@ -1,7 +1,7 @@
 import pytest
 
 from kgen.search import enumerate_specs
-from kgen.spec import Spec, SpecError, Tile
+from kgen.spec import Spec, SpecError, Tile, arch_for_capability
 
 SIMT = Tile(128, 128, 8, 32, 64, tm=8, tn=8)
 MMA = Tile(128, 128, 32, 64, 32, stages=3)
@@ -85,3 +85,11 @@ def test_search_puts_wgmma_first_on_hopper_only():
     assert [(s.backend, s.fusion) for s in specs] == [("wgmma", 2), ("wgmma", 1)]
     specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192, maths=("tf32x3",), arch="sm_80")
     assert specs and all(s.backend == "kgen" for s in specs)
+
+
+@pytest.mark.parametrize("capability, arch", [((9, 0), "sm_90a"), ((8, 0), "sm_80"), ((8, 9), "sm_80"),
+                                              ((10, 0), "sm_80")])
+def test_search_targets_what_the_gpu_can_run(capability, arch):
+    assert arch_for_capability(*capability) == arch
+    specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192, arch=arch_for_capability(*capability))
+    assert any(s.family == "wgmma" for s in specs) == (arch == "sm_90a")

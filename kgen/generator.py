@@ -24,6 +24,14 @@ KERNEL_SOURCES = {
     "cublas_gemm": "cublas_gemm.cpp",
     "binding": "binding.cpp",
 }
+# The GEMM library each family's kernel translation unit inlines, in order (the wgmma GEMM
+# builds on the mma.sync file's loader, swizzle and tf32 helpers).
+GEMM_SOURCES = {
+    "simt": ("gemm_simt",),
+    "mma": ("gemm_mma",),
+    "wgmma": ("gemm_mma", "gemm_wgmma"),
+    "cublas": (),
+}
 PROBLEM_ENUMS = {"gemm_scale_bn": "kGemmScaleBn", "gemm_bn_scale_softmax": "kGemmBnScaleSoftmax"}
 MMA_MATH_ENUMS = {"tf32x3": "kTF32x3", "tf32": "kTF32", "bf16": "kBF16"}
 DEFAULT_OUTPUT_DIR = Path("generated")
@@ -70,7 +78,8 @@ def _source_context(spec: Spec) -> dict:
         "problem_enum": PROBLEM_ENUMS[spec.problem],
         "gemm_type": gemm_type(spec),
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
-        "sources": kernel_sources(),
+        "sources": (sources := kernel_sources()),
+        "gemm_sources": [sources[name] for name in GEMM_SOURCES[spec.family]],
     }
 
 

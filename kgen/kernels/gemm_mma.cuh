@@ -189,6 +189,30 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
   Gemm::template run<kVec16, EPI>(x, w, M, N, K, p);
 }
 
+using GemmKernel = void (*)(const float*, const float*, int, int, int, EpilogueParams);
+
+// The launch of a tensor-core GEMM: one CTA per BM x BN tile of z. vec16 is the kernel for
+// K % 4 == 0, whose 16-byte cp.async needs every row start 16-byte aligned (x and w are);
+// scalar serves any K.
+template <int BM, int BN>
+cudaError_t launch_tiles(GemmKernel vec16, GemmKernel scalar, int threads, int smem_bytes,
+                         const float* x, const float* w, int M, int N, int K,
+                         const EpilogueParams& p, cudaStream_t stream) {
+  if (M < 0 || N < 0 || K < 0) return cudaErrorInvalidValue;
+  if (M == 0 || N == 0) return cudaSuccess;
+  const long long tiles =
+      static_cast<long long>(M / BM + (M % BM != 0)) * (N / BN + (N % BN != 0));
+  if (tiles > 0x7fffffffLL) return cudaErrorInvalidValue;
+  const GemmKernel kernel = K % 4 == 0 ? vec16 : scalar;
+  if (smem_bytes > 48 * 1024) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+    if (e != cudaSuccess) return e;
+  }
+  kernel<<<static_cast<unsigned>(tiles), threads, smem_bytes, stream>>>(x, w, M, N, K, p);
+  return cudaGetLastError();
+}
+
 }  // namespace mma_detail
 
 template <MathMode MATH, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M>
@@ -246,22 +270,9 @@ struct MmaGemm {
   template <Epi EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
-    if (M < 0 || N < 0 || K < 0) return cudaErrorInvalidValue;
-    if (M == 0 || N == 0) return cudaSuccess;
-    const long long tiles =
-        static_cast<long long>(M / BM + (M % BM != 0)) * (N / BN + (N % BN != 0));
-    if (tiles > 0x7fffffffLL) return cudaErrorInvalidValue;
-    // 16-byte cp.async needs every row start 16-byte aligned: K % 4 == 0 (x, w are aligned).
-    void (*kernel)(const float*, const float*, int, int, int, EpilogueParams) =
-        K % 4 == 0 ? mma_detail::mma_gemm_kernel<MmaGemm, true, EPI>
-                   : mma_detail::mma_gemm_kernel<MmaGemm, false, EPI>;
-    if (kSmemBytes > 48 * 1024) {
-      const cudaError_t e = cudaFuncSetAttribute(
-          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-      if (e != cudaSuccess) return e;
-    }
-    kernel<<<static_cast<unsigned>(tiles), kThreads, kSmemBytes, stream>>>(x, w, M, N, K, p);
-    return cudaGetLastError();
+    return mma_detail::launch_tiles<BM, BN>(mma_detail::mma_gemm_kernel<MmaGemm, true, EPI>,
+                                            mma_detail::mma_gemm_kernel<MmaGemm, false, EPI>,
+                                            kThreads, kSmemBytes, x, w, M, N, K, p, stream);
   }
 
   // ---- device side (public only so the __global__ wrapper can call it) ----

@@ -217,20 +217,9 @@ struct WgmmaGemm {
   template <Epi EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
-    if (M < 0 || N < 0 || K < 0) return cudaErrorInvalidValue;
-    if (M == 0 || N == 0) return cudaSuccess;
-    const long long tiles =
-        static_cast<long long>(M / BM + (M % BM != 0)) * (N / BN + (N % BN != 0));
-    if (tiles > 0x7fffffffLL) return cudaErrorInvalidValue;
-    // 16-byte cp.async needs every row start 16-byte aligned: K % 4 == 0 (x, w are aligned).
-    void (*kernel)(const float*, const float*, int, int, int, EpilogueParams) =
-        K % 4 == 0 ? wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, true, EPI>
-                   : wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, false, EPI>;
-    const cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-    if (e != cudaSuccess) return e;
-    kernel<<<static_cast<unsigned>(tiles), kThreads, kSmemBytes, stream>>>(x, w, M, N, K, p);
-    return cudaGetLastError();
+    return mma_detail::launch_tiles<BM, BN>(wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, true, EPI>,
+                                            wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, false, EPI>,
+                                            kThreads, kSmemBytes, x, w, M, N, K, p, stream);
   }
 
   // ---- device side (public only so the __global__ wrapper can call it) ----

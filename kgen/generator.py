@@ -20,16 +20,18 @@ KERNEL_SOURCES = {
     "gemm_simt": "gemm_simt.cuh",
     "gemm_mma": "gemm_mma.cuh",
     "gemm_wgmma": "gemm_wgmma.cuh",
+    "gemm_wgmma_ws": "gemm_wgmma_ws.cuh",
     "forward": "forward.cuh",
     "cublas_gemm": "cublas_gemm.cpp",
     "binding": "binding.cpp",
 }
-# The GEMM library each family's kernel translation unit inlines, in order (the wgmma GEMM
-# builds on the mma.sync file's loader, swizzle and tf32 helpers).
+# The GEMM library each family's kernel translation unit inlines, in order (the wgmma GEMMs
+# build on the mma.sync file's loader, swizzle and tf32 helpers; the warp-specialized one on
+# gemm_wgmma.cuh's wgmma wrappers, and falls back to its kernel when TMA cannot load x or w).
 GEMM_SOURCES = {
     "simt": ("gemm_simt",),
     "mma": ("gemm_mma",),
-    "wgmma": ("gemm_mma", "gemm_wgmma"),
+    "wgmma": ("gemm_mma", "gemm_wgmma", "gemm_wgmma_ws"),
     "cublas": (),
 }
 PROBLEM_ENUMS = {"gemm_scale_bn": "kGemmScaleBn", "gemm_bn_scale_softmax": "kGemmBnScaleSoftmax"}
@@ -63,7 +65,7 @@ def gemm_type(spec: Spec) -> str:
         return (f"kgen::MmaGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, {t.bk}, "
                 f"{t.wm}, {t.wn}, {t.stages}, {t.group_m}>")
     if spec.family == "wgmma":
-        return (f"kgen::WgmmaGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, "
+        return (f"kgen::WgmmaWsGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, "
                 f"{t.stages}, {WGMMA_FLUSH_KTILES}, {t.group_m}>")
     return "kgen::ExternalGemm"
 

@@ -48,11 +48,12 @@ FAST_MMA_TILES = [
     (128, 256, 32, 64, 64, 3),
     (128, 128, 32, 64, 64, 3),
 ]
-# wgmma (sm_90a): (BM, BN, stages); the warp tile is 16 x BN. Fastest-measured first, and ahead
-# of the mma.sync tiles of the same math mode, which they beat (docs/perf.md).
+# wgmma (sm_90a, warp-specialized): (BM, BN, stages); the warp tile is 16 x BN. Fastest-measured
+# first (tests/cuda/wgmma_selftest.cu, docs/perf.md), and ahead of the mma.sync tiles of the
+# same math mode, which they beat.
 WGMMA_TILES = {
-    "tf32x3": [(128, 128, 4), (128, 128, 5), (128, 64, 6)],
-    "tf32": [(128, 256, 4), (128, 128, 5)],
+    "tf32x3": [(128, 128, 4), (128, 128, 3), (128, 64, 6)],
+    "tf32": [(128, 256, 4), (128, 128, 6)],
 }
 GROUP_M = 8
 DEFAULT_MATHS = ("fp32_simt", "tf32x3", "tf32", "bf16")

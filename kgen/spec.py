@@ -105,10 +105,26 @@ def mma_smem_bytes(tile: Tile) -> int:
     return max(mainloop, epilogue_smem_bytes(tile))
 
 
+def wgmma_threads(tile: Tile) -> int:
+    """Mirrors WgmmaWsGemm::kThreads: a producer warpgroup plus one consumer warpgroup per 64
+    rows of BM."""
+    return 128 * (1 + tile.bm // 64)
+
+
 def wgmma_smem_bytes(tile: Tile, math: str) -> int:
-    """Mirrors WgmmaGemm::kSmemBytes: STAGES tiles of 128-byte rows, three small-part buffers of
-    B (tf32x3), or the epilogue; plus 1024 bytes to align to the swizzle atom."""
-    mainloop = (tile.stages * (tile.bm + tile.bn) + (3 * tile.bn if math == "tf32x3" else 0)) * 128
+    """Mirrors WgmmaWsGemm::kSmemBytes: STAGES stages of 128-byte rows of A, B and (tf32x3) B's
+    small part, or the epilogue tile; three mbarriers per stage; 1024 bytes to align to the
+    swizzle atom."""
+    rows = tile.bm + tile.bn * (2 if math == "tf32x3" else 1)
+    mainloop = tile.stages * rows * 128
+    return max(mainloop, epilogue_smem_bytes(tile)) + 3 * tile.stages * 8 + 1024
+
+
+def wgmma_fallback_smem_bytes(tile: Tile, math: str) -> int:
+    """Mirrors WgmmaGemm::kSmemBytes for WgmmaWsGemm's fallback (K % 4 != 0, no TMA): at least
+    4 stages of A and B, three small-part buffers of B (tf32x3), or the epilogue; + 1024."""
+    stages = max(tile.stages, 4)
+    mainloop = (stages * (tile.bm + tile.bn) + (3 * tile.bn if math == "tf32x3" else 0)) * 128
     return max(mainloop, epilogue_smem_bytes(tile)) + 1024
 
 
@@ -123,15 +139,16 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
     _check(t.bm % t.wm == 0, f"BM={t.bm} must be a multiple of WM={t.wm}")
     _check(t.bn % t.wn == 0, f"BN={t.bn} must be a multiple of WN={t.wn}")
     _check(t.bn % 4 == 0, f"BN={t.bn} must be a multiple of 4 (16-byte epilogue stores)")
-    _check(32 <= t.threads <= 1024, f"tile gives {t.threads} threads per CTA; need 32..1024")
-    # tile_column_stats spreads BN columns over the CTA's threads evenly.
-    cols = min(t.bn, t.threads)
-    _check(t.threads % cols == 0 and t.bn % cols == 0,
-           f"BN={t.bn} and {t.threads} threads must divide evenly for the statistics epilogue")
     limits = ARCH_LIMITS[arch]
+    threads = wgmma_threads(t) if family == "wgmma" else t.threads
+    _check(32 <= threads <= 1024, f"tile gives {threads} threads per CTA; need 32..1024")
+    # tile_column_stats spreads BN columns over the CTA's threads (threads beyond a multiple of
+    # BN idle), so BN > threads must be a multiple of threads.
+    _check(t.bn % min(t.bn, threads) == 0,
+           f"BN={t.bn} must be a multiple of the CTA's {threads} threads for the statistics epilogue")
     if family == "wgmma":
-        # Mirrors the static_asserts of WgmmaGemm (kgen/kernels/gemm_wgmma.cuh): a warpgroup of
-        # 4 warps owns 64 rows x BN, so the warp tile is 16 x BN.
+        # Mirrors the static_asserts of WgmmaWsGemm (kgen/kernels/gemm_wgmma_ws.cuh): each
+        # consumer warpgroup of 4 warps owns 64 rows x BN, so the warp tile is 16 x BN.
         _check(arch == "sm_90a", f"the wgmma GEMM runs on sm_90a only, not {arch}")
         _check(t.tm == 0 and t.tn == 0, "wgmma tiles have no thread tile")
         _check(t.bk == 32, f"wgmma tiles have BK=32 (one 128-byte swizzled row), got {t.bk}")
@@ -139,10 +156,11 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
         bns = (64, 128) if math == "tf32x3" else (64, 128, 256)
         _check(t.bn in bns, f"wgmma {math} BN must be one of {bns}, got {t.bn}")
         _check((t.wm, t.wn) == (16, t.bn), f"wgmma warp tile is 16xBN = 16x{t.bn}, got {t.wm}x{t.wn}")
-        _check(t.stages >= 4, f"wgmma tiles need >= 4 pipeline stages, got {t.stages}")
-        smem = wgmma_smem_bytes(t, math)
-        # Accumulators (and tf32x3's partial ones) plus ~50 (ptxas: 128x128 tf32x3 176, 128x256 tf32 172).
-        regs = t.bn // 2 * (2 if math == "tf32x3" else 1) + 50
+        _check(t.stages >= 2, f"wgmma tiles need >= 2 pipeline stages, got {t.stages}")
+        smem = max(wgmma_smem_bytes(t, math), wgmma_fallback_smem_bytes(t, math))
+        # Accumulators (and tf32x3's partial ones) plus ~36 (ptxas: 128x128 tf32x3 162,
+        # 128x256 tf32 164, 64-row tiles ~100).
+        regs = t.bn // 2 * (2 if math == "tf32x3" else 1) + 36
     elif family == "simt":
         # Mirrors the static_asserts of SimtGemm (kgen/kernels/gemm_simt.cuh).
         _check(t.tm > 0 and t.tn > 0 and t.stages == 0,
@@ -185,8 +203,8 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
     _check(smem_total <= limits["smem"],
            f"tile needs {smem_total} bytes of shared memory; {arch} allows {limits['smem']}")
     _check(regs <= 255, f"tile needs about {regs} registers per thread; the limit is 255")
-    _check(regs * t.threads <= limits["regs"],
-           f"tile needs about {regs * t.threads} registers per CTA; {arch} has {limits['regs']}")
+    _check(regs * threads <= limits["regs"],
+           f"tile needs about {regs * threads} registers per CTA; {arch} has {limits['regs']}")
 
 
 @dataclasses.dataclass(frozen=True)

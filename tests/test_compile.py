@@ -13,7 +13,7 @@ import pytest
 
 from kgen import generator
 from kgen.search import enumerate_specs
-from kgen.spec import WGMMA_FLUSH_KTILES, wgmma_smem_bytes
+from kgen.spec import WGMMA_FLUSH_KTILES, wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
@@ -73,17 +73,20 @@ def test_spill_parser_catches_spills():
 
 
 def test_wgmma_smem_mirror_matches_the_kernel(tmp_path):
-    """spec.wgmma_smem_bytes (what validation checks against the limit) equals the kernel's own
-    kSmemBytes for every wgmma tile a search tries."""
+    """spec's wgmma mirrors (what validation checks against the limits) equal the kernels' own
+    kSmemBytes and kThreads, for the warp-specialized GEMM and its fallback, for every wgmma
+    tile a search tries."""
     specs = [s for s in enumerate_specs("gemm_scale_bn", 1024, 8192, 8192) if s.family == "wgmma"]
     assert specs
     lines = ['#include "kgen/kernels/common.cuh"', '#include "kgen/kernels/gemm_mma.cuh"',
-             '#include "kgen/kernels/gemm_wgmma.cuh"']
+             '#include "kgen/kernels/gemm_wgmma.cuh"', '#include "kgen/kernels/gemm_wgmma_ws.cuh"']
     for s in specs:
         gemm = generator.gemm_type(s)
         lines.append(f"static_assert({gemm}::kSmemBytes == {wgmma_smem_bytes(s.tile, s.math)}, "
                      f"\"{s.name()}\");")
-        lines.append(f"static_assert({gemm}::kThreads == {s.tile.threads}, \"{s.name()}\");")
+        lines.append(f"static_assert({gemm}::kThreads == {wgmma_threads(s.tile)}, \"{s.name()}\");")
+        lines.append(f"static_assert({gemm}::Fallback::kSmemBytes == "
+                     f"{wgmma_fallback_smem_bytes(s.tile, s.math)}, \"{s.name()}\");")
     cu = tmp_path / "mirror.cu"
     cu.write_text("\n".join(lines) + "\n")
     proc = subprocess.run([NVCC, "-std=c++17", "-c", SM90A, f"-I{ROOT}", str(cu), "-o",

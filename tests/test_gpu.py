@@ -32,7 +32,9 @@ VARIANTS = [
     ("cublas", "tf32", 1, 1e-2),
 ]
 PROBLEMS = ["gemm_scale_bn", "gemm_bn_scale_softmax"]
-RAGGED = [(257, 300), (1001, 77), (3, 5)]  # (in_features, out_features)
+# (in_features, out_features): K % 4 != 0 takes the scalar-load (and, for wgmma, the non-TMA)
+# path; (260, 36) keeps TMA but ends K mid-tile and N inside the first tile.
+RAGGED = [(257, 300), (1001, 77), (3, 5), (260, 36)]
 RAGGED_VARIANTS = [("kgen", "fp32_simt"), ("kgen", "tf32x3"), ("wgmma", "tf32x3")]
 
 
@@ -97,7 +99,7 @@ def test_kernelbench_shape(tmp_path, problem, backend, math, fusion, tol):
 @pytest.mark.parametrize("problem", PROBLEMS)
 @pytest.mark.parametrize("n_in, n_out", RAGGED)
 def test_ragged_features(tmp_path, problem, n_in, n_out):
-    """K not a multiple of 4 takes the scalar-load path; tiny N and K are mostly edge."""
+    """Ragged K and N: the scalar-load paths, TMA's zero fill, tiles that are mostly edge."""
     for backend, math in RAGGED_VARIANTS:
         if backend == "wgmma" and not HOPPER:
             continue

@@ -50,7 +50,8 @@ def test_round_trip_through_dict():
     (dict(backend="wgmma", math="tf32x3", tile=Tile(256, 128, 32, 16, 128, stages=4)), "BM must be 64 or 128"),
     (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 256, 32, 16, 256, stages=4)), "BN must be one of"),
     (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 128, 32, 64, 32, stages=4)), "warp tile is 16xBN"),
-    (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 128, 32, 16, 128, stages=3)), ">= 4 pipeline stages"),
+    (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 128, 32, 16, 128, stages=1)), ">= 2 pipeline stages"),
+        (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 128, 32, 16, 128, stages=5)), "shared memory"),
     (dict(backend="wgmma", math="tf32x3", tile=Tile(128, 128, 32, 16, 128, stages=6)), "shared memory"),
 ])
 def test_invalid_specs_say_why(kw, phrase):

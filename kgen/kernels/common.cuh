@@ -35,19 +35,21 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
   static_assert(NTHREADS % 32 == 0, "whole warps");
   // Threads split into row groups; within a group consecutive threads take consecutive columns
   // (conflict-free shared-memory reads). Partial sums across groups meet in `red`.
+  // Threads beyond kGroups * kCols (a 384-thread CTA over 256 columns) only meet the barriers.
   constexpr int kCols = BN < NTHREADS ? BN : NTHREADS;
   constexpr int kGroups = NTHREADS / kCols;
-  static_assert(NTHREADS % kCols == 0 && BN % kCols == 0, "columns must tile the CTA evenly");
+  static_assert(BN % kCols == 0, "columns must tile the CTA evenly");
   __shared__ float red[kGroups][kCols];
   const int tid = threadIdx.x;
   const int col_in_pass = tid % kCols;
-  const int group = tid / kCols;
+  const int group = tid < kGroups * kCols ? tid / kCols : kGroups;  // kGroups: idle
+  const int rows_here = group < kGroups ? rows : 0;
   const float inv_rows = 1.0f / static_cast<float>(rows);
   for (int c0 = 0; c0 < BN; c0 += kCols) {
     const int c = c0 + col_in_pass;
     float s = 0.f;
-    for (int r = group; r < rows; r += kGroups) s += tile[r * ldt + c];
-    red[group][col_in_pass] = s;
+    for (int r = group; r < rows_here; r += kGroups) s += tile[r * ldt + c];
+    if (group < kGroups) red[group][col_in_pass] = s;
     __syncthreads();
     float mean = 0.f;
 #pragma unroll
@@ -55,11 +57,11 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
     mean *= inv_rows;
     __syncthreads();
     float q = 0.f;
-    for (int r = group; r < rows; r += kGroups) {
+    for (int r = group; r < rows_here; r += kGroups) {
       const float d = tile[r * ldt + c] - mean;
       q = fmaf(d, d, q);
     }
-    red[group][col_in_pass] = q;
+    if (group < kGroups) red[group][col_in_pass] = q;
     __syncthreads();
     if (group == 0 && n0 + c < N) {
       float m2 = 0.f;

@@ -24,6 +24,7 @@
 #include "../../kgen/kernels/common.cuh"
 #include "../../kgen/kernels/gemm_mma.cuh"
 #include "../../kgen/kernels/gemm_wgmma.cuh"
+#include "../../kgen/kernels/gemm_wgmma_ws.cuh"
 
 using kgen::Epi;
 using kgen::EpilogueParams;

@@ -1,0 +1,346 @@
+// kgen Hopper GEMM, warp-specialized (sm_90a only): z = x * w^T, x [M][K] and w [N][K] fp32
+// row-major. TMA loads on mbarriers feed wgmma consumers; no CTA-wide barrier in the mainloop.
+//
+// Follows common.cuh, gemm_mma.cuh and gemm_wgmma.cuh (concatenated before this file): it shares
+// their epilogue, swizzle, tf32 helpers and wgmma wrappers, and WgmmaGemm is its fallback.
+//
+// Why: Nsight Compute put WgmmaGemm's largest stall on its per-k-tile __syncthreads (every
+// thread issues cp.async copies and prepares B, so every k-tile needs the whole CTA to meet).
+// Here each role waits only for the stage it needs:
+//   * warpgroup 0, the producer (its registers are mostly idle):
+//       warp 0, one thread: for each k-tile, waits until its stage is free (empty[s]), then
+//         issues two TMA loads (A: BM x 32 of x, B: BN x 32 of w; the tensor-memory unit
+//         writes them in the 128-byte swizzle that ldmatrix addressing and the wgmma
+//         descriptors expect, and fills rows or k beyond the matrix with zeros) that complete
+//         on full[s].
+//       warps 1-3: wait for full[s], prepare B as WgmmaGemm does (tf32x3: its small part
+//         w - trunc_tf32(w) into the stage's own small buffer; tf32: rounded in place), make
+//         the writes visible to the tensor cores (fence.proxy.async) and arrive on ready[s].
+//   * warpgroups 1..BM/64, the consumers: each owns 64 rows x BN of the tile and runs
+//     WgmmaGemm's k-steps (A by ldmatrix and split in registers, B from shared memory) on
+//     stage s once full[s] and ready[s] have completed; one k-step into k-tile kt its wgmmas
+//     of k-tile kt - 1 have completed, so every consumer warp arrives on empty[] for that stage.
+// The math (tf32x3 partial accumulators flushed every FLUSH k-tiles with the two warpgroups
+// staggered, tf32 rounding) is WgmmaGemm's; see gemm_wgmma.cuh.
+//
+// TMA needs a 16-byte row pitch: K % 4 == 0 (and 16-byte aligned x and w, which ModelNew
+// guarantees). Other K go to WgmmaGemm's scalar-load kernel, as its own kVec16 dispatch does.
+#pragma once
+#include <cuda.h>  // CUtensorMap and its enums only: the encoder is found at run time, no -lcuda
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace kgen {
+
+namespace ws_detail {
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// One arrival that also announces the bytes the TMA loads of this phase will deliver.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// Returns once the barrier's phase with this parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// A box of the 2-D tensor map at (k0, row0) into shared memory, completing on bar.
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                         int k0, int row0) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(k0), "r"(row0)
+      : "memory");
+}
+
+template <class Gemm, Epi EPI>
+__global__ void __launch_bounds__(Gemm::kThreads, 1)
+    wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x,
+                    const __grid_constant__ CUtensorMap map_w, int M, int N, int K,
+                    EpilogueParams p) {
+  Gemm::template run<EPI>(&map_x, &map_w, M, N, K, p);
+}
+
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// The driver's tensor-map encoder, looked up once through the runtime (so nothing links
+// against libcuda); nullptr if the driver lacks it.
+inline EncodeTiled encode_tiled() {
+  static const EncodeTiled fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    const cudaError_t e =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q);
+    return e == cudaSuccess && q == cudaDriverEntryPointSuccess ? reinterpret_cast<EncodeTiled>(f)
+                                                                : nullptr;
+  }();
+  return fn;
+}
+
+// Tensor map of a row-major [rows][K] fp32 matrix read in boxes of box_rows x 32, 128-byte
+// swizzled, zero-filled out of bounds.
+inline cudaError_t make_kmajor_map(CUtensorMap* map, const float* g, int rows, int K,
+                                   int box_rows) {
+  const EncodeTiled encode = encode_tiled();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(K) * 4};
+  const cuuint32_t box[2] = {32, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t step[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(g), dims,
+                            pitch, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+}  // namespace ws_detail
+
+template <MathMode MATH, int BM, int BN, int STAGES, int FLUSH, int GROUP_M>
+struct WgmmaWsGemm {
+  static constexpr MathMode kMath = MATH;
+  static constexpr int kTileM = BM;
+  static constexpr int BK = 32;
+  static constexpr int kConsumers = BM / 64;  // consumer warpgroups
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kPrepThreads = 96;  // producer warps 1-3
+  static constexpr bool kSplit = MATH == MathMode::kTF32x3;
+  static constexpr int kKSteps = BK / 8;
+  static constexpr int kAccRegs = BN / 2;
+
+  static constexpr int kABytes = BM * BK * 4;
+  static constexpr int kBBytes = BN * BK * 4;
+  // A, B and (tf32x3) B's small part: every stage has its own, so nothing but empty[] orders
+  // the producer's reuse of a stage.
+  static constexpr int kStageBytes = kABytes + kBBytes + (kSplit ? kBBytes : 0);
+  static constexpr int kPipeBytes = STAGES * kStageBytes;
+  static constexpr int kLdt = BN + 4;
+  static constexpr int kEpiBytes = BM * kLdt * 4;
+  static constexpr int kBarrierBytes = 3 * STAGES * 8;
+  // + 1024: the dynamic shared memory is aligned up to the 1024-byte swizzle atom in-kernel.
+  static constexpr int kSmemBytes =
+      (kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes) + kBarrierBytes + 1024;
+
+  // K % 4 != 0 (no TMA) and K == 0 (no tensor map) run here.
+  using Fallback = WgmmaGemm<MATH, BM, BN, (STAGES > 4 ? STAGES : 4), FLUSH, GROUP_M>;
+
+  static_assert(MATH == MathMode::kTF32x3 || MATH == MathMode::kTF32,
+                "the wgmma GEMM implements the tf32x3 and tf32 math modes");
+  static_assert(BM == 64 || BM == 128, "BM must be 64 or 128 (one or two consumer warpgroups)");
+  static_assert(BN == 64 || BN == 128 || (BN == 256 && !kSplit),
+                "BN must be 64 or 128, or 256 for tf32 (accumulators per thread)");
+  static_assert(STAGES >= 2, "STAGES must be >= 2");
+  static_assert(FLUSH >= 1, "FLUSH (k-tiles per partial accumulator) must be >= 1");
+  static_assert(GROUP_M >= 1, "GROUP_M must be >= 1");
+  static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
+  static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
+                "shared memory over the 227 KB per-CTA limit of sm_90");
+
+  template <Epi EPI>
+  static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
+                            const EpilogueParams& p, cudaStream_t stream) {
+    if (M < 0 || N < 0 || K < 0) return cudaErrorInvalidValue;
+    if (M == 0 || N == 0) return cudaSuccess;
+    if (K % 4 != 0 || K == 0 || (reinterpret_cast<uintptr_t>(x) & 15) != 0 ||
+        (reinterpret_cast<uintptr_t>(w) & 15) != 0) {
+      return Fallback::template launch<EPI>(x, w, M, N, K, p, stream);
+    }
+    const long long tiles =
+        static_cast<long long>(M / BM + (M % BM != 0)) * (N / BN + (N % BN != 0));
+    if (tiles > 0x7fffffffLL) return cudaErrorInvalidValue;
+    CUtensorMap map_x, map_w;
+    cudaError_t e = ws_detail::make_kmajor_map(&map_x, x, M, K, BM);
+    if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_w, w, N, K, BN);
+    if (e != cudaSuccess) return e;
+    const auto kernel = ws_detail::wgmma_ws_kernel<WgmmaWsGemm, EPI>;
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    if (e != cudaSuccess) return e;
+    kernel<<<static_cast<unsigned>(tiles), kThreads, kSmemBytes, stream>>>(map_x, map_w, M, N, K, p);
+    return cudaGetLastError();
+  }
+
+  // ---- device side (public only so the __global__ wrapper can call it) ----
+
+  // WgmmaGemm::prepare_b over the producer's prep threads.
+  __device__ static __forceinline__ void prepare_b(float* b, float* small, int ptid) {
+    for (int i = ptid; i < BN * BK / 4; i += kPrepThreads) {
+      uint4 v = reinterpret_cast<const uint4*>(b)[i];
+      uint32_t* e = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (kSplit) {
+          const float rest = __uint_as_float(e[j]) - __uint_as_float(e[j] & 0xffffe000u);
+          e[j] = mma_detail::round_tf32(__float_as_uint(rest));
+        } else {
+          e[j] = mma_detail::round_tf32(e[j]);
+        }
+      }
+      reinterpret_cast<uint4*>(kSplit ? small : b)[i] = v;
+    }
+  }
+
+  template <Epi EPI>
+  __device__ static __forceinline__ void run(const CUtensorMap* map_x, const CUtensorMap* map_w,
+                                             int M, int N, int K, const EpilogueParams& p) {
+    using Mma = wgmma_detail::WgmmaTf32<BN>;
+    extern __shared__ __align__(1024) unsigned char kgen_wgmma_ws_smem[];
+    const uint32_t smem_raw = mma_detail::smem_addr(kgen_wgmma_ws_smem);
+    const uint32_t smem = (smem_raw + 1023u) & ~1023u;
+    unsigned char* const smem_ptr = kgen_wgmma_ws_smem + (smem - smem_raw);
+    const uint32_t bars = smem + (kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes);
+    auto full = [&](int s) { return bars + 8 * s; };                 // TMA bytes landed
+    auto ready = [&](int s) { return bars + 8 * (STAGES + s); };     // B prepared
+    auto empty = [&](int s) { return bars + 8 * (2 * STAGES + s); }; // consumers done
+    auto a_stage = [&](int s) { return smem + s * kStageBytes; };
+    auto b_stage = [&](int s) { return smem + s * kStageBytes + kABytes; };
+    auto small_buf = [&](int s) { return smem + s * kStageBytes + kABytes + kBBytes; };
+    auto generic = [&](uint32_t addr) { return reinterpret_cast<float*>(smem_ptr + (addr - smem)); };
+
+    const int tiles_m = M / BM + (M % BM != 0);
+    const int tiles_n = N / BN + (N % BN != 0);
+    int tile_m, tile_n;
+    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n);
+    const int m0 = tile_m * BM;
+    const int n0 = tile_n * BN;
+    const int k_tiles = K / BK + (K % BK != 0);
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int wg = warp >> 2;
+
+    if (tid == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        ws_detail::mbar_init(full(s), 1);
+        ws_detail::mbar_init(ready(s), kPrepThreads);
+        ws_detail::mbar_init(empty(s), 4 * kConsumers);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    float acc[kAccRegs];
+#pragma unroll
+    for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.f;
+
+    if (wg == 0) {
+      if (warp == 0) {
+        if (lane == 0) {
+          for (int kt = 0; kt < k_tiles; ++kt) {
+            const int s = kt % STAGES;
+            if (kt >= STAGES) ws_detail::mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
+            ws_detail::mbar_arrive_expect_tx(full(s), kABytes + kBBytes);
+            ws_detail::tma_load(a_stage(s), map_x, full(s), kt * BK, m0);
+            ws_detail::tma_load(b_stage(s), map_w, full(s), kt * BK, n0);
+          }
+        }
+        __syncwarp();
+      } else {
+        const int ptid = tid - 32;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          const int s = kt % STAGES;
+          ws_detail::mbar_wait(full(s), (kt / STAGES) & 1);
+          prepare_b(generic(b_stage(s)), generic(small_buf(s)), ptid);
+          wgmma_detail::fence_proxy_async();
+          ws_detail::mbar_arrive(ready(s));
+        }
+      }
+    } else {
+      const int cwg = wg - 1;
+      // ldmatrix addressing as in WgmmaGemm: lanes 0-15 rows 0-15 of the warp's slice at k 0-3
+      // of the k-step, lanes 16-31 at k 4-7; the k-step's chunk is XOR-swizzled by row % 8.
+      const int a_row = cwg * 64 + (warp & 3) * 16 + (lane & 15);
+      const uint32_t a_lane = a_row * BK * 4;
+      const uint32_t a_chunk =
+          static_cast<uint32_t>((lane >> 4) ^ mma_detail::swizzle_key<BK>(a_row));
+      float part[kAccRegs];  // kTF32x3 only; otherwise eliminated
+      const int flush_offset = cwg * (FLUSH / 2);
+      bool fresh = true;  // the next k-tile starts a new partial sum
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % STAGES;
+        const uint32_t parity = (kt / STAGES) & 1;
+        ws_detail::mbar_wait(full(s), parity);
+        ws_detail::mbar_wait(ready(s), parity);
+        const uint32_t a_base = a_stage(s) + a_lane;
+        const uint64_t b_desc = wgmma_detail::sw128_desc(b_stage(s));
+        const uint64_t s_desc = wgmma_detail::sw128_desc(small_buf(s));
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          uint32_t raw[4], hi[4], lo[4];
+          mma_detail::ldsm_x4(a_base + ((a_chunk ^ (2 * ks)) << 4), raw[0], raw[1], raw[2],
+                              raw[3]);
+          const uint64_t k_off = static_cast<uint64_t>(ks * 2);  // 32 bytes in 16-byte units
+          if constexpr (kSplit) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) mma_detail::split_tf32(raw[i], hi[i], lo[i]);
+            wgmma_detail::fence();
+            Mma::mma(part, lo, b_desc + k_off, ks == 0 && fresh ? 0 : 1);
+            Mma::mma(part, hi, s_desc + k_off, 1);
+            Mma::mma(part, hi, b_desc + k_off, 1);
+          } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) hi[i] = mma_detail::round_tf32(raw[i]);
+            wgmma_detail::fence();
+            Mma::mma(acc, hi, b_desc + k_off, 1);
+          }
+          wgmma_detail::commit();
+          wgmma_detail::wait<1>();
+          if (ks == 0 && kt > 0) {
+            // Only this k-step's group may still run: k-tile kt - 1 is done with its stage.
+            __syncwarp();
+            if (lane == 0) ws_detail::mbar_arrive(empty((kt - 1) % STAGES));
+          }
+        }
+        if constexpr (kSplit) {
+          fresh = kt + 1 == k_tiles || (kt + flush_offset) % FLUSH == FLUSH - 1;
+          if (fresh) {
+            wgmma_detail::wait<0>();
+            wgmma_detail::fence_regs(part);
+#pragma unroll
+            for (int i = 0; i < kAccRegs; ++i) acc[i] += part[i];
+          }
+        }
+      }
+      wgmma_detail::wait<0>();
+      wgmma_detail::fence_regs(acc);
+    }
+
+    // Epilogue, by the whole CTA: every stage the producer filled has been consumed, so the
+    // pipeline buffers are free for the accumulator tile.
+    __syncthreads();
+    float* tile = reinterpret_cast<float*>(smem_ptr);
+    if (wg > 0) {
+      const int r = (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
+      const int c = 2 * (lane & 3);
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        *reinterpret_cast<float2*>(&tile[r * kLdt + 8 * j + c]) =
+            make_float2(acc[4 * j + 0], acc[4 * j + 1]);
+        *reinterpret_cast<float2*>(&tile[(r + 8) * kLdt + 8 * j + c]) =
+            make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+    }
+    __syncthreads();
+    tile_epilogue<BM, BN, kThreads, EPI>(tile, kLdt, m0, n0, M, N, p);
+  }
+};
+
+}  // namespace kgen

@@ -151,6 +151,8 @@ struct WgmmaWsGemm {
   static_assert(FLUSH >= 1, "FLUSH (k-tiles per partial accumulator) must be >= 1");
   static_assert(GROUP_M >= 1, "GROUP_M must be >= 1");
   static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
+  static_assert((4 * kConsumers + 1) * BN * 4 <= (kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes),
+                "column_stats' scratch must fit in the pipeline buffers");
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90");
 
@@ -323,10 +325,14 @@ struct WgmmaWsGemm {
       wgmma_detail::fence_regs(acc);
     }
 
-    // Epilogue, by the whole CTA: every stage the producer filled has been consumed, so the
-    // pipeline buffers are free for the accumulator tile.
+    // Epilogue: every stage the producer filled has been consumed, so the pipeline buffers are
+    // free for the statistics' scratch and then the accumulator tile.
     __syncthreads();
     float* tile = reinterpret_cast<float*>(smem_ptr);
+    if constexpr (EPI == Epi::kColStats) {
+      if (wg > 0) column_stats(acc, tile, m0, n0, M, N, p);
+    }
+    __syncthreads();
     if (wg > 0) {
       const int r = (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
       const int c = 2 * (lane & 3);
@@ -339,7 +345,68 @@ struct WgmmaWsGemm {
       }
     }
     __syncthreads();
-    tile_epilogue<BM, BN, kThreads, EPI>(tile, kLdt, m0, n0, M, N, p);
+    tile_store<BM, BN, kThreads, EPI == Epi::kAffine>(tile, kLdt, m0, n0, M, N, p);
+  }
+
+  // The kColStats epilogue from the consumers' registers (what tile_column_stats computes from
+  // shared memory, without the round trip): per column of the tile, the mean over its valid
+  // rows, then the sum of squared deviations from it. Each sum runs over a thread's two rows,
+  // the warp's 16 (shuffles across lane bits 2-4) and the consumer warps (shared memory).
+  // Thread layout of acc: the wgmma accumulator, acc[4j + e] at row lane / 4 (+8 for e >= 2)
+  // of the warp's 16, column 8j + 2 (lane % 4) + e % 2.
+  __device__ static __forceinline__ void column_stats(const float (&acc)[kAccRegs], float* scratch,
+                                                      int m0, int n0, int M, int N,
+                                                      const EpilogueParams& p) {
+    constexpr int kConsumerWarps = 4 * kConsumers;
+    float* red = scratch;                          // [kConsumerWarps][BN]
+    float* mean = scratch + kConsumerWarps * BN;   // [BN]
+    const int ctid = threadIdx.x - 128;
+    const int lane = ctid & 31;
+    const int cw = ctid >> 5;
+    const int rows = min(BM, M - m0);
+    const int row = cw * 16 + (lane >> 2);
+    const bool valid_lo = row < rows;
+    const bool valid_hi = row + 8 < rows;
+    auto consumers_sync = [] { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 128) : "memory"); };
+    // Sums of f(value, column) over the tile's valid rows, per consumer warp, into red.
+    auto warp_column_sums = [&](auto f) {
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = 8 * j + 2 * (lane & 3) + e;
+          float v = (valid_lo ? f(acc[4 * j + e], col) : 0.f) +
+                    (valid_hi ? f(acc[4 * j + 2 + e], col) : 0.f);
+          v += __shfl_xor_sync(0xffffffffu, v, 4);
+          v += __shfl_xor_sync(0xffffffffu, v, 8);
+          v += __shfl_xor_sync(0xffffffffu, v, 16);
+          if (lane < 4) red[cw * BN + col] = v;
+        }
+      }
+      consumers_sync();
+    };
+    auto column_total = [&](int col) {
+      float t = 0.f;
+#pragma unroll
+      for (int w = 0; w < kConsumerWarps; ++w) t += red[w * BN + col];
+      return t;
+    };
+    warp_column_sums([](float v, int) { return v; });
+    for (int col = ctid; col < BN; col += kConsumers * 128) {
+      mean[col] = column_total(col) / static_cast<float>(rows);
+    }
+    consumers_sync();
+    warp_column_sums([&](float v, int col) {
+      const float d = v - mean[col];
+      return d * d;
+    });
+    for (int col = ctid; col < BN; col += kConsumers * 128) {
+      if (n0 + col < N) {
+        const size_t at = static_cast<size_t>(m0 / BM) * N + n0 + col;
+        p.part_mean[at] = mean[col];
+        p.part_m2[at] = column_total(col);
+      }
+    }
   }
 };
 

@@ -7,9 +7,9 @@ problem:   gemm_bn_scale_softmax (KernelBench level 2: 84 (1024x8192x8192))
 shapes:    batch 1024 (any batch works), in_features 8192, out_features 8192
 variant:   cuBLAS GEMM (CUBLAS_COMPUTE_32F_FAST_TF32); fusion 1: GEMM writes z; separate column-statistics pass
 target:    sm_90a (the extension is built for the GPU it runs on)
-key:       925d7b9fc31bdffd
+key:       567720d0ebb8d47a
 measured:  NVIDIA H100 80GB HBM3, 2026-11-21, batch 1024, tol 0.01
-           0.389 ms median (p20 0.388, p80 0.390); eager fp32 reference 2.788 ms in the same run -> 0.140x its time
+           0.391 ms median (p20 0.390, p80 0.392); eager fp32 reference 2.806 ms in the same run -> 0.139x its time
            max abs error vs fp64 7.93e-06, max rel 6.14e-04
 """
 
@@ -31,14 +31,14 @@ KGEN_SPEC = {'arch': 'sm_90a',
 KGEN_MEASURED = {'batch': 1024,
  'date': '2026-11-21',
  'device': 'NVIDIA H100 80GB HBM3',
- 'eager_ms': 2.7881,
- 'eager_tf32_ms': 0.4551,
+ 'eager_ms': 2.8057,
+ 'eager_tf32_ms': 0.4559,
  'max_abs_err': 7.93e-06,
  'max_rel_err': 0.0006138,
- 'median_ms': 0.3892,
- 'p20_ms': 0.3881,
- 'p80_ms': 0.3899,
- 'ratio': 0.1396,
+ 'median_ms': 0.3908,
+ 'p20_ms': 0.3903,
+ 'p80_ms': 0.3915,
+ 'ratio': 0.1393,
  'tol': 0.01}
 
 batch_size = 1024
@@ -54,7 +54,7 @@ def get_init_inputs():
     return [8192, 8192]
 
 
-_EXTENSION_NAME = "kgen_gemm_bn_scale_softmax_925d7b9fc31bdffd"
+_EXTENSION_NAME = "kgen_gemm_bn_scale_softmax_567720d0ebb8d47a"
 _EXTRA_LDFLAGS = ['-lcublas']
 _EXTENSIONS = {}
 
@@ -140,19 +140,21 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
   static_assert(NTHREADS % 32 == 0, "whole warps");
   // Threads split into row groups; within a group consecutive threads take consecutive columns
   // (conflict-free shared-memory reads). Partial sums across groups meet in `red`.
+  // Threads beyond kGroups * kCols (a 384-thread CTA over 256 columns) only meet the barriers.
   constexpr int kCols = BN < NTHREADS ? BN : NTHREADS;
   constexpr int kGroups = NTHREADS / kCols;
-  static_assert(NTHREADS % kCols == 0 && BN % kCols == 0, "columns must tile the CTA evenly");
+  static_assert(BN % kCols == 0, "columns must tile the CTA evenly");
   __shared__ float red[kGroups][kCols];
   const int tid = threadIdx.x;
   const int col_in_pass = tid % kCols;
-  const int group = tid / kCols;
+  const int group = tid < kGroups * kCols ? tid / kCols : kGroups;  // kGroups: idle
+  const int rows_here = group < kGroups ? rows : 0;
   const float inv_rows = 1.0f / static_cast<float>(rows);
   for (int c0 = 0; c0 < BN; c0 += kCols) {
     const int c = c0 + col_in_pass;
     float s = 0.f;
-    for (int r = group; r < rows; r += kGroups) s += tile[r * ldt + c];
-    red[group][col_in_pass] = s;
+    for (int r = group; r < rows_here; r += kGroups) s += tile[r * ldt + c];
+    if (group < kGroups) red[group][col_in_pass] = s;
     __syncthreads();
     float mean = 0.f;
 #pragma unroll
@@ -160,11 +162,11 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
     mean *= inv_rows;
     __syncthreads();
     float q = 0.f;
-    for (int r = group; r < rows; r += kGroups) {
+    for (int r = group; r < rows_here; r += kGroups) {
       const float d = tile[r * ldt + c] - mean;
       q = fmaf(d, d, q);
     }
-    red[group][col_in_pass] = q;
+    if (group < kGroups) red[group][col_in_pass] = q;
     __syncthreads();
     if (group == 0 && n0 + c < N) {
       float m2 = 0.f;

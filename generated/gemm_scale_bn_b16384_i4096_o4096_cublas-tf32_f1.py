@@ -7,9 +7,9 @@ problem:   gemm_scale_bn (KernelBench level 2: 33 (1024x8192x8192), 39 (16384x40
 shapes:    batch 16384 (any batch works), in_features 4096, out_features 4096
 variant:   cuBLAS GEMM (CUBLAS_COMPUTE_32F_FAST_TF32); fusion 1: GEMM writes z; separate column-statistics pass
 target:    sm_90a (the extension is built for the GPU it runs on)
-key:       06be871aae80a649
+key:       f206e870c5112af2
 measured:  NVIDIA H100 80GB HBM3, 2026-11-21, batch 16384, tol 0.01
-           1.712 ms median (p20 1.708, p80 1.765); eager fp32 reference 11.431 ms in the same run -> 0.150x its time
+           1.735 ms median (p20 1.733, p80 1.739); eager fp32 reference 11.435 ms in the same run -> 0.152x its time
            max abs error vs fp64 2.32e-03, max rel 4.02e-04
 """
 
@@ -31,14 +31,14 @@ KGEN_SPEC = {'arch': 'sm_90a',
 KGEN_MEASURED = {'batch': 16384,
  'date': '2026-11-21',
  'device': 'NVIDIA H100 80GB HBM3',
- 'eager_ms': 11.431,
- 'eager_tf32_ms': 2.0245,
+ 'eager_ms': 11.4351,
+ 'eager_tf32_ms': 2.0513,
  'max_abs_err': 0.002319,
  'max_rel_err': 0.0004024,
- 'median_ms': 1.712,
- 'p20_ms': 1.708,
- 'p80_ms': 1.7647,
- 'ratio': 0.1498,
+ 'median_ms': 1.7351,
+ 'p20_ms': 1.7327,
+ 'p80_ms': 1.7389,
+ 'ratio': 0.1517,
  'tol': 0.01}
 
 batch_size = 16384
@@ -54,7 +54,7 @@ def get_init_inputs():
     return [4096, 4096, (4096,)]
 
 
-_EXTENSION_NAME = "kgen_gemm_scale_bn_06be871aae80a649"
+_EXTENSION_NAME = "kgen_gemm_scale_bn_f206e870c5112af2"
 _EXTRA_LDFLAGS = ['-lcublas']
 _EXTENSIONS = {}
 
@@ -140,19 +140,21 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
   static_assert(NTHREADS % 32 == 0, "whole warps");
   // Threads split into row groups; within a group consecutive threads take consecutive columns
   // (conflict-free shared-memory reads). Partial sums across groups meet in `red`.
+  // Threads beyond kGroups * kCols (a 384-thread CTA over 256 columns) only meet the barriers.
   constexpr int kCols = BN < NTHREADS ? BN : NTHREADS;
   constexpr int kGroups = NTHREADS / kCols;
-  static_assert(NTHREADS % kCols == 0 && BN % kCols == 0, "columns must tile the CTA evenly");
+  static_assert(BN % kCols == 0, "columns must tile the CTA evenly");
   __shared__ float red[kGroups][kCols];
   const int tid = threadIdx.x;
   const int col_in_pass = tid % kCols;
-  const int group = tid / kCols;
+  const int group = tid < kGroups * kCols ? tid / kCols : kGroups;  // kGroups: idle
+  const int rows_here = group < kGroups ? rows : 0;
   const float inv_rows = 1.0f / static_cast<float>(rows);
   for (int c0 = 0; c0 < BN; c0 += kCols) {
     const int c = c0 + col_in_pass;
     float s = 0.f;
-    for (int r = group; r < rows; r += kGroups) s += tile[r * ldt + c];
-    red[group][col_in_pass] = s;
+    for (int r = group; r < rows_here; r += kGroups) s += tile[r * ldt + c];
+    if (group < kGroups) red[group][col_in_pass] = s;
     __syncthreads();
     float mean = 0.f;
 #pragma unroll
@@ -160,11 +162,11 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
     mean *= inv_rows;
     __syncthreads();
     float q = 0.f;
-    for (int r = group; r < rows; r += kGroups) {
+    for (int r = group; r < rows_here; r += kGroups) {
       const float d = tile[r * ldt + c] - mean;
       q = fmaf(d, d, q);
     }
-    red[group][col_in_pass] = q;
+    if (group < kGroups) red[group][col_in_pass] = q;
     __syncthreads();
     if (group == 0 && n0 + c < N) {
       float m2 = 0.f;

@@ -11,7 +11,7 @@ import jinja2
 
 from . import __version__
 from .problems import get_problem
-from .spec import CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, KGEN_DIR, WGMMA_FLUSH_KTILES, Spec
+from .spec import CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, KGEN_DIR, WGMMA_FLUSH_KTILES, Spec, cta_threads
 
 KERNEL_SOURCES = {
     "api": "api.h",
@@ -114,7 +114,8 @@ def describe_variant(spec: Spec) -> list[str]:
     elif spec.family == "simt":
         gemm = "kgen SIMT GEMM (fp32 FFMA)"
     elif spec.family == "wgmma":
-        gemm = f"kgen Hopper tensor-core GEMM (wgmma, {spec.math})"
+        gemm = (f"kgen Hopper tensor-core GEMM (wgmma, {spec.math}; warp-specialized: a TMA "
+                f"producer warpgroup feeds {spec.tile.bm // 64} consumer warpgroup(s))")
     else:
         gemm = f"kgen tensor-core GEMM (mma.sync, {spec.math})"
     lines = [f"variant:   {gemm}; fusion {spec.fusion}: {FUSION_LEVELS[spec.fusion]}"]
@@ -122,7 +123,7 @@ def describe_variant(spec: Spec) -> list[str]:
     if t is not None:
         detail = f"thread {t.tm}x{t.tn}" if t.tm else f"{t.stages} stages"
         lines.append(f"tile:      CTA {t.bm}x{t.bn}x{t.bk}, warp {t.wm}x{t.wn}, {detail}, "
-                     f"raster group {t.group_m}, {t.threads} threads")
+                     f"raster group {t.group_m}, {cta_threads(spec.family, t)} threads")
     return lines
 
 

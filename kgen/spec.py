@@ -111,6 +111,12 @@ def wgmma_threads(tile: Tile) -> int:
     return 128 * (1 + tile.bm // 64)
 
 
+def cta_threads(family: str, tile: Tile) -> int:
+    """Threads per CTA of a kgen GEMM: the warp grid of the tile, plus the wgmma GEMM's
+    producer warpgroup."""
+    return wgmma_threads(tile) if family == "wgmma" else tile.threads
+
+
 def wgmma_smem_bytes(tile: Tile, math: str) -> int:
     """Mirrors WgmmaWsGemm::kSmemBytes: STAGES stages of 128-byte rows of A, B and (tf32x3) B's
     small part, or the epilogue tile; three mbarriers per stage; 1024 bytes to align to the
@@ -140,7 +146,7 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
     _check(t.bn % t.wn == 0, f"BN={t.bn} must be a multiple of WN={t.wn}")
     _check(t.bn % 4 == 0, f"BN={t.bn} must be a multiple of 4 (16-byte epilogue stores)")
     limits = ARCH_LIMITS[arch]
-    threads = wgmma_threads(t) if family == "wgmma" else t.threads
+    threads = cta_threads(family, t)
     _check(32 <= threads <= 1024, f"tile gives {threads} threads per CTA; need 32..1024")
     # tile_column_stats spreads BN columns over the CTA's threads (threads beyond a multiple of
     # BN idle), so BN > threads must be a multiple of threads.

@@ -165,6 +165,24 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// What the tensor cores need of four elements of B (w). tf32x3: their small parts
+// rna_tf32(w - wb) with wb = trunc_tf32(w), the part the tensor cores drop when they read w.
+// tf32: w rounded to nearest (the tensor cores would truncate).
+template <bool kSplit>
+__device__ __forceinline__ uint4 prepared_b(uint4 v) {
+  uint32_t* e = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if constexpr (kSplit) {
+      const float rest = __uint_as_float(e[j]) - __uint_as_float(e[j] & 0xffffe000u);
+      e[j] = mma_detail::round_tf32(__float_as_uint(rest));
+    } else {
+      e[j] = mma_detail::round_tf32(e[j]);
+    }
+  }
+  return v;
+}
+
 template <class Gemm, bool kVec16, Epi EPI>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ w, int M, int N,
@@ -227,25 +245,14 @@ struct WgmmaGemm {
 
   // ---- device side (public only so the __global__ wrapper can call it) ----
 
-  // B of one k-tile becomes what the tensor cores need. tf32x3: small[i] = rna_tf32(b - wb)
-  // with wb = trunc_tf32(b), the part the tensor cores drop when they read b. tf32: b rounded
-  // to nearest in place. Elementwise, so the swizzled layout carries over; float4 per thread,
-  // conflict-free.
+  // B of one k-tile becomes what the tensor cores need (wgmma_detail::prepared_b), in place
+  // (tf32) or into a small-part buffer (tf32x3). Elementwise, so the swizzled layout carries
+  // over; float4 per thread, conflict-free.
   __device__ static __forceinline__ void prepare_b(float* b, float* small, int tid) {
 #pragma unroll
     for (int i = tid; i < BN * BK / 4; i += kThreads) {
-      uint4 v = reinterpret_cast<const uint4*>(b)[i];
-      uint32_t* e = reinterpret_cast<uint32_t*>(&v);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if constexpr (kSplit) {
-          const float rest = __uint_as_float(e[j]) - __uint_as_float(e[j] & 0xffffe000u);
-          e[j] = mma_detail::round_tf32(__float_as_uint(rest));
-        } else {
-          e[j] = mma_detail::round_tf32(e[j]);
-        }
-      }
-      reinterpret_cast<uint4*>(kSplit ? small : b)[i] = v;
+      reinterpret_cast<uint4*>(kSplit ? small : b)[i] =
+          wgmma_detail::prepared_b<kSplit>(reinterpret_cast<const uint4*>(b)[i]);
     }
   }
 

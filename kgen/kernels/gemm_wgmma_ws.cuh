@@ -184,18 +184,8 @@ struct WgmmaWsGemm {
   // WgmmaGemm::prepare_b over the producer's prep threads.
   __device__ static __forceinline__ void prepare_b(float* b, float* small, int ptid) {
     for (int i = ptid; i < BN * BK / 4; i += kPrepThreads) {
-      uint4 v = reinterpret_cast<const uint4*>(b)[i];
-      uint32_t* e = reinterpret_cast<uint32_t*>(&v);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if constexpr (kSplit) {
-          const float rest = __uint_as_float(e[j]) - __uint_as_float(e[j] & 0xffffe000u);
-          e[j] = mma_detail::round_tf32(__float_as_uint(rest));
-        } else {
-          e[j] = mma_detail::round_tf32(e[j]);
-        }
-      }
-      reinterpret_cast<uint4*>(kSplit ? small : b)[i] = v;
+      reinterpret_cast<uint4*>(kSplit ? small : b)[i] =
+          wgmma_detail::prepared_b<kSplit>(reinterpret_cast<const uint4*>(b)[i]);
     }
   }
 

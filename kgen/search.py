@@ -218,6 +218,14 @@ def full_validation(path: Path, tol: float, timeout: float) -> tuple[bool, str]:
     return proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def other_files_for_shape(out_dir: Path, shape: str, winners: dict) -> list[Path]:
+    """Emitted files in out_dir for this problem and shape that this search did not write (an
+    earlier search's winners, a hand-made variant): kept, but named, so that nobody mistakes
+    them for the current winners."""
+    current = {Path(w["path"]).name for w in winners.values()}
+    return sorted(p for p in out_dir.glob(f"{shape}_*.py") if p.name not in current)
+
+
 def run_search(problem: str, batch: int, in_features: int, out_features: int, tols: list[float],
                maths=DEFAULT_MATHS, jobs: int = 8, work_dir: Path = Path(".kgen_work"),
                out_dir: Path = generator.DEFAULT_OUTPUT_DIR, results_dir: Path = Path("results"),
@@ -265,5 +273,9 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         else:
             echo(f"tol {tol:g}: no candidate passed")
 
+    others = other_files_for_shape(out_dir, shape, winners) if out_dir.is_dir() else []
+    if others:
+        echo(f"also in {out_dir} for this shape, not winners of this search (left as they are): "
+             + ", ".join(p.name for p in others))
     echo(f"record: {record_path}")
     return save()

@@ -1,6 +1,6 @@
 import pytest
 
-from kgen.search import enumerate_specs
+from kgen.search import enumerate_specs, other_files_for_shape
 from kgen.spec import Spec, SpecError, Tile, arch_for_capability
 
 SIMT = Tile(128, 128, 8, 32, 64, tm=8, tn=8)
@@ -94,3 +94,15 @@ def test_search_targets_what_the_gpu_can_run(capability, arch):
     assert arch_for_capability(*capability) == arch
     specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192, arch=arch_for_capability(*capability))
     assert any(s.family == "wgmma" for s in specs) == (arch == "sm_90a")
+
+
+def test_search_names_files_of_its_shape_that_it_did_not_write(tmp_path):
+    """An earlier search's winner of the same shape stays, but the search names it."""
+    shape = "gemm_scale_bn_b1024_i8192_o8192"
+    for name in (f"{shape}_wgmma-tf32x3_f1_x.py", f"{shape}_wgmma-tf32x3_f2_x.py",
+                 f"{shape}_cublas-tf32_f1.py", "gemm_scale_bn_b16384_i4096_o4096_cublas-tf32_f1.py"):
+        (tmp_path / name).write_text("")
+    winners = {"0.0001": {"path": str(tmp_path / f"{shape}_wgmma-tf32x3_f1_x.py")},
+               "0.01": {"path": str(tmp_path / f"{shape}_cublas-tf32_f1.py")}}
+    assert [p.name for p in other_files_for_shape(tmp_path, shape, winners)] == [
+        f"{shape}_wgmma-tf32x3_f2_x.py"]

@@ -99,3 +99,41 @@ def test_generated_wgmma_wrappers_are_current():
     """gemm_wgmma.cuh holds exactly what scripts/gen_wgmma.py writes."""
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_wgmma.py"), "--check"])
     assert proc.returncode == 0, "run `python scripts/gen_wgmma.py`"
+
+
+def test_tile_grid_says_what_to_launch(tmp_path):
+    """Every GEMM launcher sizes its grid with tile_grid (common.cuh): host code, so it runs here."""
+    cu = tmp_path / "grid.cu"
+    cu.write_text('#include "kgen/kernels/common.cuh"\n#include <cstdio>\n' + r'''
+int main() {
+  struct Case { int M, N, K; bool launch; cudaError_t status; unsigned tiles; };
+  const Case cases[] = {
+      {1024, 8192, 8192, true, cudaSuccess, 8 * 64},   // whole tiles
+      {129, 131, 68, true, cudaSuccess, 2 * 2},        // partial tiles round up
+      {1, 1, 0, true, cudaSuccess, 1},                 // K = 0: z = 0 still needs writing
+      {0, 5, 7, false, cudaSuccess, 0},                // empty z: nothing to do
+      {5, 0, 7, false, cudaSuccess, 0},
+      {-1, 5, 7, false, cudaErrorInvalidValue, 0},
+      {5, 5, -1, false, cudaErrorInvalidValue, 0},
+      {2147483647, 2147483647, 1, false, cudaErrorInvalidValue, 0},  // more tiles than a grid
+  };
+  int bad = 0;
+  for (const Case& c : cases) {
+    unsigned tiles = 0;
+    cudaError_t status = cudaErrorUnknown;
+    const bool launch = kgen::tile_grid<128, 128>(c.M, c.N, c.K, tiles, status);
+    if (launch != c.launch || status != c.status || (launch && tiles != c.tiles)) {
+      std::printf("M=%d N=%d K=%d: launch %d status %d tiles %u\n", c.M, c.N, c.K, launch,
+                  static_cast<int>(status), tiles);
+      ++bad;
+    }
+  }
+  return bad;
+}
+''')
+    exe = tmp_path / "grid"
+    build = subprocess.run([NVCC, "-std=c++17", f"-I{ROOT}", str(cu), "-o", str(exe)],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-4000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout

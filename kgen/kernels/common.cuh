@@ -123,6 +123,23 @@ __device__ __forceinline__ void tile_epilogue(const float* tile, int ldt, int m0
   tile_store<BM, BN, NTHREADS, EPI == Epi::kAffine>(tile, ldt, m0, n0, M, N, p);
 }
 
+// The grid of a GEMM with one CTA per BM x BN tile of z, into `tiles`. Returns false when
+// there is nothing to launch, with `status` saying why: success for an empty z, an error for
+// negative sizes or more tiles than a grid holds.
+template <int BM, int BN>
+bool tile_grid(int M, int N, int K, unsigned& tiles, cudaError_t& status) {
+  status = cudaSuccess;
+  if (M < 0 || N < 0 || K < 0) status = cudaErrorInvalidValue;
+  if (M <= 0 || N <= 0 || K < 0) return false;
+  const long long n = static_cast<long long>(M / BM + (M % BM != 0)) * (N / BN + (N % BN != 0));
+  if (n > 0x7fffffffLL) {
+    status = cudaErrorInvalidValue;
+    return false;
+  }
+  tiles = static_cast<unsigned>(n);
+  return true;
+}
+
 // Stands for a GEMM computed outside these kernels (cuBLAS, called from the binding).
 struct ExternalGemm {};
 

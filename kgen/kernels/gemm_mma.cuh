@@ -198,18 +198,16 @@ template <int BM, int BN>
 cudaError_t launch_tiles(GemmKernel vec16, GemmKernel scalar, int threads, int smem_bytes,
                          const float* x, const float* w, int M, int N, int K,
                          const EpilogueParams& p, cudaStream_t stream) {
-  if (M < 0 || N < 0 || K < 0) return cudaErrorInvalidValue;
-  if (M == 0 || N == 0) return cudaSuccess;
-  const long long tiles =
-      static_cast<long long>(M / BM + (M % BM != 0)) * (N / BN + (N % BN != 0));
-  if (tiles > 0x7fffffffLL) return cudaErrorInvalidValue;
+  unsigned tiles = 0;
+  cudaError_t status;
+  if (!kgen::tile_grid<BM, BN>(M, N, K, tiles, status)) return status;
   const GemmKernel kernel = K % 4 == 0 ? vec16 : scalar;
   if (smem_bytes > 48 * 1024) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
     if (e != cudaSuccess) return e;
   }
-  kernel<<<static_cast<unsigned>(tiles), threads, smem_bytes, stream>>>(x, w, M, N, K, p);
+  kernel<<<tiles, threads, smem_bytes, stream>>>(x, w, M, N, K, p);
   return cudaGetLastError();
 }
 

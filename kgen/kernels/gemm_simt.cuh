@@ -309,11 +309,9 @@ struct SimtGemm {
   template <Epi EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
-    if (M <= 0 || N <= 0) return cudaSuccess;
-    if (K < 0) return cudaErrorInvalidValue;
-    const long long tiles =
-        static_cast<long long>((M + BM - 1) / BM) * static_cast<long long>((N + BN - 1) / BN);
-    if (tiles > INT_MAX) return cudaErrorInvalidValue;
+    unsigned tiles = 0;
+    cudaError_t status;
+    if (!tile_grid<BM, BN>(M, N, K, tiles, status)) return status;
     // float4 loads need every row start 16-byte aligned: K % 4 == 0 on aligned bases.
     const bool vec = K % 4 == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0 &&
                      (reinterpret_cast<uintptr_t>(w) & 15) == 0;

@@ -30,8 +30,8 @@
 // persistent form of this kernel (one CTA per SM, epilogue from registers) was no faster and
 // is kept as docs/experiments/wgmma_ws_persistent.patch.
 //
-// TMA needs a 16-byte row pitch: K % 4 == 0 (and 16-byte aligned x and w, which ModelNew
-// guarantees). Other K go to WgmmaGemm's scalar-load kernel, as its own kVec16 dispatch does.
+// TMA needs a 16-byte row pitch: K % 4 == 0 (and 16-byte aligned x and w, which the binding
+// checks). Other K go to WgmmaGemm's scalar-load kernel, as its own kVec16 dispatch does.
 #pragma once
 #include <cuda.h>  // CUtensorMap and its enums only: the encoder is found at run time, no -lcuda
 #include <cuda_runtime.h>
@@ -166,23 +166,20 @@ struct WgmmaWsGemm {
   template <Epi EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
-    if (M < 0 || N < 0 || K < 0) return cudaErrorInvalidValue;
-    if (M == 0 || N == 0) return cudaSuccess;
-    if (K % 4 != 0 || K == 0 || (reinterpret_cast<uintptr_t>(x) & 15) != 0 ||
-        (reinterpret_cast<uintptr_t>(w) & 15) != 0) {
-      return Fallback::template launch<EPI>(x, w, M, N, K, p, stream);
-    }
-    const long long tiles =
-        static_cast<long long>(M / BM + (M % BM != 0)) * (N / BN + (N % BN != 0));
-    if (tiles > 0x7fffffffLL) return cudaErrorInvalidValue;
+    unsigned tiles = 0;
+    cudaError_t e;
+    if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return e;
+    if (K % 4 != 0 || K == 0) return Fallback::template launch<EPI>(x, w, M, N, K, p, stream);
+    // x and w are 16-byte aligned (the launch contract, as for the fallback's vec16 kernel);
+    // the encoder refuses a pointer that is not, and that error is returned.
     CUtensorMap map_x, map_w;
-    cudaError_t e = ws_detail::make_kmajor_map(&map_x, x, M, K, BM);
+    e = ws_detail::make_kmajor_map(&map_x, x, M, K, BM);
     if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_w, w, N, K, BN);
     if (e != cudaSuccess) return e;
     const auto kernel = ws_detail::wgmma_ws_kernel<WgmmaWsGemm, EPI>;
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     if (e != cudaSuccess) return e;
-    kernel<<<static_cast<unsigned>(tiles), kThreads, kSmemBytes, stream>>>(map_x, map_w, M, N, K, p);
+    kernel<<<tiles, kThreads, kSmemBytes, stream>>>(map_x, map_w, M, N, K, p);
     return cudaGetLastError();
   }
 

@@ -6,7 +6,8 @@ import types
 from pathlib import Path
 
 from .problems import get_problem
-from .spec import Spec
+from .spec import Spec, SpecError
+from .static_checks import check_emitted
 
 
 class EmittedFile:
@@ -14,12 +15,29 @@ class EmittedFile:
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"no such file: {self.path}")
-        self.source = self.path.read_text()
+        try:
+            self.source = self.path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"cannot read {self.path}: {e}") from None
+        # Read before it runs: a file that does not parse, breaks the static rules or is not a
+        # kgen file is refused without executing any of it.
+        broken = check_emitted(self.source)
+        if broken:
+            raise ValueError(f"{self.path} breaks the static rules of emitted files: "
+                             + "; ".join(broken[:3]))
+        if "KGEN_SPEC = " not in self.source:
+            raise ValueError(f"{self.path} is not a kgen file (no KGEN_SPEC)")
         self.module = types.ModuleType(f"kgen_emitted_{self.path.stem}")
-        exec(compile(self.source, str(self.path), "exec"), self.module.__dict__)
+        try:
+            exec(compile(self.source, str(self.path), "exec"), self.module.__dict__)
+        except Exception as e:  # noqa: BLE001 - the user's file failing is a message, not a crash
+            raise ValueError(f"{self.path} raised {type(e).__name__} when executed: {e}") from None
         if "KGEN_SPEC" not in self.module.__dict__ or "ModelNew" not in self.module.__dict__:
             raise ValueError(f"{self.path} is not a kgen file (no KGEN_SPEC / ModelNew)")
-        self.spec = Spec.from_dict(self.module.KGEN_SPEC)
+        try:
+            self.spec = Spec.from_dict(self.module.KGEN_SPEC)
+        except (SpecError, TypeError) as e:
+            raise ValueError(f"{self.path}: its KGEN_SPEC is not one this kgen makes: {e}") from None
         self.problem = get_problem(self.spec.problem)
         self.ModelNew = self.module.ModelNew
         self.Model = self.problem.reference_model_class()

@@ -11,11 +11,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
-import platform
 from pathlib import Path
 
-from . import __version__
 from .problems import PROBLEMS
 
 MATH_MODES = ("fp32_simt", "tf32x3", "tf32", "bf16")
@@ -27,14 +24,29 @@ WGMMA_MATHS = ("tf32x3", "tf32")
 # the main one (FLUSH in gemm_wgmma.cuh; docs/perf.md has the error/time trade-off).
 WGMMA_FLUSH_KTILES = 2
 FUSION_LEVELS = {
-    1: "GEMM writes z; separate column-statistics pass",
+    1: "GEMM writes z; column statistics in a separate kernel",
     2: "column statistics fused into the GEMM epilogue",
 }
-# Maximum dynamic shared memory per block (bytes) and registers per SM, per target.
+# Per target: the compute capabilities it stands for, the most shared memory one CTA may opt in
+# to (bytes; CUDA C Programming Guide, "Technical Specifications per Compute Capability") and
+# the registers per SM. The one table of these limits: the spec checks tiles against it, and the
+# kernel source of every variant carries its target's smem limit as kgen_cfg::kMaxSmemBytes,
+# which static_asserts the GEMM's own kSmemBytes against it (kernel.cu.j2, forward.cuh).
 ARCH_LIMITS = {
-    "sm_80": {"smem": 166912, "regs": 65536},
-    "sm_90a": {"smem": 232448, "regs": 65536},
+    "sm_80": {"capabilities": ((8, 0),), "smem": 166912, "regs": 65536},
+    "sm_86": {"capabilities": ((8, 6),), "smem": 101376, "regs": 65536},
+    "sm_87": {"capabilities": ((8, 7),), "smem": 166912, "regs": 65536},
+    "sm_89": {"capabilities": ((8, 9),), "smem": 101376, "regs": 65536},
+    "sm_90a": {"capabilities": ((9, 0),), "smem": 232448, "regs": 65536},
+    "sm_100": {"capabilities": ((10, 0), (10, 3)), "smem": 232448, "regs": 65536},
+    "sm_120": {"capabilities": ((12, 0), (12, 1)), "smem": 101376, "regs": 65536},
 }
+# A GPU whose capability the table does not list gets the smallest limits of the table.
+FALLBACK_ARCH = "sm_120"
+# Elements per tensor: the kernels index rows with 32-bit ints (M, N, K < 2**31) and whole
+# tensors with size_t, but an input, weight or output of more than 2**31 elements (8 GiB of
+# fp32) is surely a typo (`--batch 1000000000` would make get_inputs() ask for 32 TB).
+MAX_TENSOR_ELEMENTS = 2**31
 # Static shared memory the epilogue adds on top of the dynamic buffers (tile_column_stats' red[]).
 EPILOGUE_STATIC_SMEM = 4 * 1024  # >= 4 bytes per thread
 
@@ -42,12 +54,14 @@ EPILOGUE_STATIC_SMEM = 4 * 1024  # >= 4 bytes per thread
 
 def arch_for_capability(major: int, minor: int) -> str:
     """The target whose limits and instructions a GPU of this compute capability admits: Hopper
-    (9.0) gets sm_90a (wgmma, 227 KB of shared memory); anything else the portable sm_80 set."""
-    return "sm_90a" if (major, minor) == (9, 0) else "sm_80"
+    (9.0) gets sm_90a (wgmma, 227 KB of shared memory); sm_86 / sm_89 / sm_120 their 99 KB."""
+    for arch, limits in ARCH_LIMITS.items():
+        if (major, minor) in limits["capabilities"]:
+            return arch
+    return FALLBACK_ARCH
 
 
 KGEN_DIR = Path(__file__).resolve().parent
-SOURCE_DIRS = (KGEN_DIR / "templates", KGEN_DIR / "kernels")
 
 
 class SpecError(ValueError):
@@ -134,6 +148,33 @@ def wgmma_fallback_smem_bytes(tile: Tile, math: str) -> int:
     return max(mainloop, epilogue_smem_bytes(tile)) + 1024
 
 
+def check_shape(batch: int, in_features: int, out_features: int) -> None:
+    """Refuses a shape whose input, weight or output would exceed MAX_TENSOR_ELEMENTS."""
+    for what, rows, cols in (("the input x", batch, in_features),
+                             ("gemm.weight", out_features, in_features),
+                             ("the output", batch, out_features)):
+        _check(rows * cols <= MAX_TENSOR_ELEMENTS,
+               f"{what} would be {rows} x {cols} = {rows * cols:,} elements "
+               f"({rows * cols * 4 / 2**30:,.0f} GiB of fp32); kgen allows up to "
+               f"{MAX_TENSOR_ELEMENTS:,} per tensor")
+
+
+def gemm_smem_bytes(family: str, math: str, tile: Tile) -> int:
+    """Shared memory one CTA of a kgen GEMM needs on its largest path (the wgmma GEMM's fallback
+    included), with the epilogue's static scratch: what ARCH_LIMITS' smem must admit."""
+    if family == "wgmma":
+        smem = max(wgmma_smem_bytes(tile, math), wgmma_fallback_smem_bytes(tile, math))
+    elif family == "simt":
+        smem = simt_smem_bytes(tile)
+    else:
+        smem = mma_smem_bytes(tile)
+    return smem + EPILOGUE_STATIC_SMEM
+
+
+def spec_smem_bytes(spec: "Spec") -> int:
+    return 0 if spec.family == "cublas" else gemm_smem_bytes(spec.family, spec.math, spec.tile)
+
+
 def _check(cond: bool, message: str) -> None:
     if not cond:
         raise SpecError(message)
@@ -142,9 +183,13 @@ def _check(cond: bool, message: str) -> None:
 def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
     for field in ("bm", "bn", "bk", "wm", "wn", "group_m"):
         _check(getattr(t, field) > 0, f"tile {field} must be positive, got {getattr(t, field)}")
+    # The CTA tile first, so that a bad tile is blamed on the tile, not on a warp tile the
+    # command line derived from it. Every family's warps own multiples of 16 rows and 8 columns.
+    _check(t.bm % 16 == 0, f"BM={t.bm} must be a multiple of 16")
+    _check(t.bn % 8 == 0, f"BN={t.bn} must be a multiple of 8")
+    _check(t.bk % 8 == 0, f"BK={t.bk} must be a multiple of 8")
     _check(t.bm % t.wm == 0, f"BM={t.bm} must be a multiple of WM={t.wm}")
     _check(t.bn % t.wn == 0, f"BN={t.bn} must be a multiple of WN={t.wn}")
-    _check(t.bn % 4 == 0, f"BN={t.bn} must be a multiple of 4 (16-byte epilogue stores)")
     limits = ARCH_LIMITS[arch]
     threads = cta_threads(family, t)
     _check(32 <= threads <= 1024, f"tile gives {threads} threads per CTA; need 32..1024")
@@ -163,7 +208,6 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
         _check(t.bn in bns, f"wgmma {math} BN must be one of {bns}, got {t.bn}")
         _check((t.wm, t.wn) == (16, t.bn), f"wgmma warp tile is 16xBN = 16x{t.bn}, got {t.wm}x{t.wn}")
         _check(t.stages >= 2, f"wgmma tiles need >= 2 pipeline stages, got {t.stages}")
-        smem = max(wgmma_smem_bytes(t, math), wgmma_fallback_smem_bytes(t, math))
         # Accumulators (and tf32x3's partial ones) plus ~36 (ptxas: 128x128 tf32x3 162,
         # 128x256 tf32 164, 64-row tiles ~100).
         regs = t.bn // 2 * (2 if math == "tf32x3" else 1) + 36
@@ -185,7 +229,6 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
             for lanes in (t.threads // 2, t.threads // 8):  # vector and scalar loader layouts
                 _check(rows % lanes == 0 or lanes % rows == 0,
                        f"{what}={rows} does not fit the loader layout of {t.threads} threads")
-        smem = simt_smem_bytes(t)
         # SimtGemm's launch bounds: 128 registers per thread for thread tiles up to 8x8, else 255.
         regs = 128 if t.tm * t.tn <= 64 else 255
     else:
@@ -202,10 +245,9 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
         if math == "tf32x3":
             _check(t.wm * t.wn <= 64 * 32,
                    f"tf32x3 keeps a second (partial) accumulator: warp tile {t.wm}x{t.wn} exceeds 2048 elements")
-        smem = mma_smem_bytes(t)
         # Accumulators plus fragments and addressing (ptxas: 64x32 warp tile 162, 64x64 ~246).
         regs = t.wm * t.wn // 32 * (2 if math == "tf32x3" else 1) + 100
-    smem_total = smem + EPILOGUE_STATIC_SMEM
+    smem_total = gemm_smem_bytes(family, math, t)
     _check(smem_total <= limits["smem"],
            f"tile needs {smem_total} bytes of shared memory; {arch} allows {limits['smem']}")
     _check(regs <= 255, f"tile needs about {regs} registers per thread; the limit is 255")
@@ -231,7 +273,7 @@ class Spec:
         for field in ("batch", "in_features", "out_features"):
             value = getattr(self, field)
             _check(isinstance(value, int) and value >= 1, f"{field} must be a positive integer, got {value!r}")
-        _check(self.out_features < 2**31 and self.in_features < 2**31, "features must fit in int32")
+        check_shape(self.batch, self.in_features, self.out_features)
         _check(self.math in MATH_MODES, f"unknown math mode {self.math!r}; known: {', '.join(MATH_MODES)}")
         _check(self.backend in BACKENDS, f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
         _check(self.fusion in FUSION_LEVELS, f"fusion must be one of {sorted(FUSION_LEVELS)}, got {self.fusion!r}")
@@ -252,16 +294,18 @@ class Spec:
     def family(self) -> str:
         return gemm_family(self.backend, self.math)
 
-    def name(self) -> str:
-        shape = f"b{self.batch}_i{self.in_features}_o{self.out_features}"
-        if self.backend == "wgmma":
-            _check(self.math in WGMMA_MATHS,
-                   f"the wgmma GEMM implements {', '.join(WGMMA_MATHS)}, not {self.math}")
+    def config_name(self) -> str:
+        """The variant without its shape: what the kernel code depends on (with the arch)."""
         if self.backend == "cublas":
-            return f"{self.problem}_{shape}_cublas-{self.math}_f{self.fusion}"
-        if self.backend == "wgmma":
-            return f"{self.problem}_{shape}_wgmma-{self.math}_f{self.fusion}_{self.tile.name()}"
-        return f"{self.problem}_{shape}_{self.math}_f{self.fusion}_{self.tile.name()}"
+            return f"{self.problem}_cublas-{self.math}_f{self.fusion}"
+        prefix = f"wgmma-{self.math}" if self.backend == "wgmma" else self.math
+        return f"{self.problem}_{prefix}_f{self.fusion}_{self.tile.name()}"
+
+    def shape_name(self) -> str:
+        return f"{self.problem}_b{self.batch}_i{self.in_features}_o{self.out_features}"
+
+    def name(self) -> str:
+        return f"{self.shape_name()}_{self.config_name()[len(self.problem) + 1:]}"
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -274,14 +318,15 @@ class Spec:
         return cls(**d)
 
     def key(self) -> str:
-        h = hashlib.sha256()
-        h.update(json.dumps(self.to_dict(), sort_keys=True).encode())
-        h.update(_sources_digest().encode())
-        h.update(_toolchain().encode())
-        return h.hexdigest()[:16]
+        """Hash of the exact kernel source (and link flags) this spec renders to: it names the
+        extension build, so specs that differ only in shape (problems 33 and 39's tf32x3 files)
+        share one build, and a change of kgen's kernels or templates is a new key."""
+        from .generator import code_key
+
+        return code_key(self)
 
     def extension_name(self) -> str:
-        return f"kgen_{self.problem}_{self.key()}"
+        return f"kgen_{self.key()}"
 
 
 # cuBLAS compute types per math mode (cublasComputeType_t names), chosen explicitly per call.
@@ -293,17 +338,12 @@ CUBLAS_COMPUTE_TYPES = {
 
 
 @functools.lru_cache(maxsize=1)
-def _sources_digest() -> str:
+def kgen_source_digest() -> str:
+    """Hash of kgen's own code (Python, templates, kernels): stated in every emitted header, so
+    that a file says exactly which kgen made it, even between version numbers."""
     h = hashlib.sha256()
-    for d in SOURCE_DIRS:
-        for path in sorted(d.iterdir()):
-            if path.is_file():
-                h.update(path.name.encode())
-                h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def _toolchain() -> str:
-    import torch
-
-    return f"kgen={__version__};torch={torch.__version__};python={platform.python_version()}"
+    for path in sorted(KGEN_DIR.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".j2", ".cuh", ".h", ".cpp", ".cu"):
+            h.update(str(path.relative_to(KGEN_DIR)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:12]

@@ -1,10 +1,21 @@
-"""Static rules every emitted file obeys (DESIGN.md section 2), checked on its text alone:
-KernelBench rejects try/except and pass, and loads files with exec, so nothing may depend on
-__file__, relative imports or files beside it."""
+"""Static rules every emitted file obeys, checked on its text alone, in two sets:
+
+- kgen's own rules, on the AST: no try/except or pass, imports of torch and the standard
+  library only, nothing that depends on `__file__` or files beside it (KernelBench loads files
+  with exec), no monkey-patching, extra threads or streams, nothing run at import.
+- KernelBench's static checker (`kernel_static_checker.py`, `validate_kernel_static(code,
+  backend="cuda", precision="fp32")`), restated: its strict rules make a harness score the file
+  zero, so kgen refuses to write a file that breaks one. That checker reads text, not the AST:
+  on each line it cuts everything from the first `#`, then from the first `//`, and then
+  searches the remaining text of the whole file. So the word "pass" in a docstring, a Python
+  string or a CUDA `/* */` comment fails a file as surely as a pass statement.
+  Its warning-level rules are reported, not enforced.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 
 ALLOWED_TOP_MODULES = {"torch"} | set(sys.stdlib_module_names)
@@ -14,8 +25,111 @@ FORBIDDEN_NAMES = {"__file__": "__file__ does not exist when the file is exec'd"
                    "threading": "no extra threads", "Stream": "no extra streams"}
 
 
+class StaticCheckError(ValueError):
+    """A rendered file that breaks a static rule; kgen does not write it."""
+
+
+# ---- KernelBench's rules ---------------------------------------------------------------------
+# (rule name, patterns, message). Strict rules: any match fails the file.
+KERNELBENCH_STRICT = (
+    ("code_bypass", (r"\btry\s*:", r"\bexcept\s*:", r"\bexcept\s+\w+"),
+     "contains a try/except block (KernelBench: potential fallback bypass)"),
+    ("code_bypass", (r"\bpass\b",),
+     "contains the word 'pass' outside a # or // comment (KernelBench: inheritance bypass)"),
+    ("timing_event_patch",
+     (r"torch\.cuda\.Event\.record\s*=", r"torch\.cuda\.Event\.elapsed_time\s*=",
+      r"torch\.cuda\.synchronize\s*=", r"torch\.cuda\.Event\s*=", r"time\.perf_counter\s*=",
+      r"time\.time\s*="),
+     "reassigns a timing function (KernelBench: monkey patch)"),
+    ("thread_injection",
+     (r"threading\.Thread\s*\(", r"import\s+threading", r"from\s+threading\s+import",
+      r"multiprocessing\.(Process|Pool|Manager|Queue|Pipe)", r"import\s+multiprocessing",
+      r"concurrent\.futures", r"ThreadPoolExecutor", r"ProcessPoolExecutor"),
+     "uses threads, processes or concurrent futures (KernelBench: timing manipulation)"),
+    ("lazy_eval",
+     (r"_make_subclass", r"class\s+\w+.*\(torch\.Tensor\)", r"class\s+\w+.*\(Tensor\)",
+      r"torch\.Tensor\.__new__"),
+     "makes a tensor subclass or lazy tensor (KernelBench: lazy evaluation)"),
+)
+# The cuda backend's implementation rule (strict): a kernel, an inline build, and CUDA code.
+CUDA_COMPILE_WORDS = ("load_inline", "cpp_extension")
+CUDA_FEATURE_PATTERNS = (r"\bthreadIdx\.", r"\bblockIdx\.", r"\bblockDim\.", r"\bgridDim\.",
+                         r"__syncthreads\s*\(", r"__shared__\s+", r"__device__\s+",
+                         r"atomicAdd\s*\(", r"atomicMax\s*\(", r"atomicMin\s*\(")
+# Warning-level rules: reported by `kernelbench_warnings`, never a reason to refuse a file.
+KERNELBENCH_WARNINGS = (
+    ("pytorch_wrap", (r"torch\.nn\.(?!(Module|parameter|Parameter|ParameterList|ParameterDict|"
+                      r"ModuleList|ModuleDict|init)\b)",),
+     "uses a torch.nn compute layer"),
+    ("torch_computation_ops",
+     (r"\btorch\.(mm|bmm|matmul|einsum|linear|softmax|log_softmax|batch_norm|layer_norm|"
+      r"group_norm|logsumexp|clamp|relu|gelu|sigmoid|tanh)(?=\s*\(|\s|$)",
+      r"torch\.nn\.functional\.\w+", r"\bnn\.functional\.\w+",
+      r"\bF\.(conv|linear|relu|gelu|softmax|batch_norm|layer_norm|dropout|max_pool|avg_pool)"),
+     "uses a torch computation op"),
+    ("stream_injection",
+     (r"torch\.cuda\.Stream\s*\(", r"cuda\.Stream\s*\(", r"with\s+torch\.cuda\.stream",
+      r"\.wait_stream\s*\(", r"\.record_stream\s*\("),
+     "uses extra CUDA streams"),
+    ("precision_downgrade",
+     (r"__float2half(_rn)?\s*\(", r"\(\s*__half\s*\)\s*[\w\->\.]+",
+      r"static_cast\s*<\s*(__half|half)\s*>\s*\(", r"\.half\s*\(", r"\.float16\s*\(",
+      r"\.to\s*\(\s*torch\.(float16|half)\b", r"\.to\s*\(\s*dtype\s*=\s*torch\.(float16|half)\b"),
+     "converts fp32 to fp16"),
+)
+
+
+def kernelbench_text(source: str) -> str:
+    """The text KernelBench's checker searches: each line cut at its first '#', then at its
+    first '//'."""
+    lines = []
+    for line in source.split("\n"):
+        if "#" in line:
+            line = line[:line.index("#")]
+        if "//" in line:
+            line = line[:line.index("//")]
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _line_of(text: str, match: re.Match) -> int:
+    return text.count("\n", 0, match.start()) + 1
+
+
+def kernelbench_violations(source: str) -> list[str]:
+    """Every strict rule of KernelBench's checker (cuda backend, fp32) that the file breaks."""
+    text = kernelbench_text(source)
+    problems = []
+    for rule, patterns, message in KERNELBENCH_STRICT:
+        for pattern in patterns:
+            m = re.search(pattern, text)
+            if m:
+                problems.append(f"line {_line_of(text, m)}: {message} [{rule}: {m.group(0)!r}]")
+                break
+    if "__global__" not in text:
+        problems.append("no __global__ kernel definition (KernelBench cuda_impl)")
+    if not any(word in text for word in CUDA_COMPILE_WORDS):
+        problems.append("no load_inline or cpp_extension (KernelBench cuda_impl)")
+    if not any(re.search(p, text) for p in CUDA_FEATURE_PATTERNS):
+        problems.append("no CUDA thread indexing or kernel features (KernelBench cuda_impl)")
+    return problems
+
+
+def kernelbench_warnings(source: str) -> list[str]:
+    text = kernelbench_text(source)
+    found = []
+    for rule, patterns, message in KERNELBENCH_WARNINGS:
+        for pattern in patterns:
+            m = re.search(pattern, text)
+            if m:
+                found.append(f"line {_line_of(text, m)}: {message} [{rule}: {m.group(0)!r}]")
+                break
+    return found
+
+
+# ---- kgen's rules ----------------------------------------------------------------------------
 def violations(source: str) -> list[str]:
-    """Every broken rule, with its line; an empty list means the file passes."""
+    """Every broken rule of kgen's own (AST) set, with its line; empty means the file passes."""
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
@@ -47,3 +161,8 @@ def violations(source: str) -> list[str]:
     for n in calls_at_import:
         problems.append(f"line {n.lineno}: runs a call at import (nothing may compile or run at import)")
     return problems
+
+
+def check_emitted(source: str) -> list[str]:
+    """Both sets: what must hold of every file kgen writes (empty when it does)."""
+    return violations(source) + kernelbench_violations(source)

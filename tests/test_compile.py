@@ -1,7 +1,8 @@
-"""nvcc compile-only of the kernel translation unit of every GEMM family and math mode, for
-sm_80 and sm_90a (the wgmma family: sm_90a only), with the ptxas resource report: a spill or a
-compile error fails the test. (The torch binding needs torch's CUDA headers and is compiled on
-the GPU machine only.)"""
+"""nvcc compile-only of the whole extension source (kernels and C entry points; there is no
+torch binding to compile) of every GEMM family and math mode, for sm_80 and sm_90a (the wgmma
+family: sm_90a only), with the ptxas resource report: a spill or a compile error fails the test.
+The cuBLAS-backed variants need cuBLAS's header, which a bare CUDA toolkit may lack; where it
+does, they are compiled on the GPU machine only (the GPU tier builds them)."""
 
 import re
 import shutil
@@ -16,6 +17,17 @@ from kgen.search import enumerate_specs
 from kgen.spec import WGMMA_FLUSH_KTILES, wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads
 
 NVCC = shutil.which("nvcc")
+
+
+def _has_cublas_header() -> bool:
+    if NVCC is None:
+        return False
+    probe = subprocess.run([NVCC, "-E", "-x", "cu", "-"], input="#include <cublas_v2.h>\n",
+                           capture_output=True, text=True, timeout=120)
+    return probe.returncode == 0
+
+
+HAS_CUBLAS = _has_cublas_header()
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 SM80 = "-gencode=arch=compute_80,code=sm_80"
 SM90A = "-gencode=arch=compute_90a,code=sm_90a"
@@ -59,6 +71,8 @@ def spills(report: str) -> list[str]:
 
 @pytest.mark.parametrize("spec", representative_specs(), ids=lambda s: s.name())
 def test_kernels_compile_without_spills(spec, tmp_path):
+    if spec.family == "cublas" and not HAS_CUBLAS:
+        pytest.skip("this CUDA toolkit has no cublas_v2.h; the GPU tier builds the cuBLAS variants")
     targets = (SM90A,) if spec.family == "wgmma" else (SM80, SM90A)
     report = compile_report(generator.render_cuda_source(spec), tmp_path, targets)
     assert "Compiling entry function" in report
@@ -137,3 +151,20 @@ int main() {
     assert build.returncode == 0, build.stderr[-4000:]
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout
+
+
+def test_the_smem_limit_of_the_target_is_asserted_in_the_kernel_source(tmp_path):
+    """kgen_cfg::kMaxSmemBytes comes from spec.ARCH_LIMITS; a tile over it does not compile."""
+    from kgen.spec import ARCH_LIMITS, Spec, Tile
+
+    big = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="kgen",
+               tile=Tile(128, 128, 32, 64, 32, stages=4), arch="sm_80")
+    source = generator.render_cuda_source(big)
+    line = f"constexpr int kMaxSmemBytes = {ARCH_LIMITS['sm_80']['smem']};"
+    assert line in source
+    small = source.replace(line, f"constexpr int kMaxSmemBytes = {ARCH_LIMITS['sm_86']['smem']};")
+    cu = tmp_path / "k.cu"
+    cu.write_text(small)
+    proc = subprocess.run([NVCC, "-std=c++17", "-c", SM80, str(cu), "-o", str(tmp_path / "k.o")],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode != 0 and "more shared memory than the target allows" in proc.stderr

@@ -8,9 +8,8 @@ import torch
 
 from kgen import generator
 from kgen.search import Candidate, build_all
-from kgen.cli import DEFAULT_TILES
 from kgen.loading import EmittedFile
-from kgen.spec import Spec, gemm_family
+from kgen.spec import Spec, Tile, gemm_family
 from kgen.validate import validate
 
 pytestmark = pytest.mark.gpu
@@ -38,11 +37,17 @@ RAGGED = [(257, 300), (1001, 77), (3, 5), (260, 36)]
 RAGGED_VARIANTS = [("kgen", "fp32_simt"), ("kgen", "tf32x3"), ("wgmma", "tf32x3")]
 
 
+# One tile per GEMM family, valid for every math mode of the family.
+TILES = {
+    "simt": Tile(128, 128, 8, 64, 64, tm=8, tn=16),
+    "mma": Tile(128, 128, 32, 64, 32, stages=3),
+    "wgmma": Tile(128, 128, 32, 16, 128, stages=4),
+}
 HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 
 
 def spec_for(problem, backend, math, fusion, batch, n_in, n_out) -> Spec:
-    tile = DEFAULT_TILES.get(gemm_family(backend, math))
+    tile = TILES.get(gemm_family(backend, math))
     return Spec(problem, batch, n_in, n_out, math=math, backend=backend, fusion=fusion, tile=tile)
 
 

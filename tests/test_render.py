@@ -3,6 +3,9 @@ obeys the static rules, describes itself, and imports (exec'd, as KernelBench lo
 without compiling anything."""
 
 import ast
+import ctypes
+import json
+import re
 import types
 from pathlib import Path
 
@@ -12,10 +15,14 @@ import torch
 from kgen import generator
 from kgen.problems import PROBLEMS
 from kgen.search import enumerate_specs
-from kgen.static_checks import violations
+from kgen.spec import Spec, Tile
+from kgen.static_checks import check_emitted
 
 SHAPES = [(1024, 8192, 8192), (16384, 4096, 4096), (1000, 1000, 1000), (7, 3, 5)]
-ALL_SPECS = [s for p in PROBLEMS for shape in SHAPES for s in enumerate_specs(p, *shape)]
+# Every variant the search space holds, for both problems, at several shapes, for Hopper and for
+# a 99 KB target.
+ALL_SPECS = ([s for p in PROBLEMS for shape in SHAPES for s in enumerate_specs(p, *shape)]
+             + [s for p in PROBLEMS for s in enumerate_specs(p, 1024, 8192, 8192, arch="sm_86")])
 
 
 def exec_file(text: str, name="emitted"):
@@ -28,20 +35,27 @@ def exec_file(text: str, name="emitted"):
 def test_every_spec_renders_to_a_clean_file(spec):
     text = generator.render(spec)
     ast.parse(text)
-    assert violations(text) == []
+    assert check_emitted(text) == []
     assert spec.key() in text and generator.generate_command(spec) in text
     module = exec_file(text)
     assert module.KGEN_SPEC == spec.to_dict()
-    assert module._EXTENSIONS == {}  # nothing was built at import
+    assert module._LIBRARIES == {}  # nothing was built at import
     # The CUDA side carries exactly this variant's configuration.
     assert generator.gemm_type(spec) in module._CUDA_SOURCE
     assert not any(f"#include <{h}" in module._CUDA_SOURCE for h in ("torch", "ATen", "c10"))
 
 
-def test_cuda_source_has_no_torch_and_binding_has_no_kernels():
+def test_python_and_cuda_agree_on_the_entry_point():
+    """The C prototype of kgen_forward and the ctypes signature the file calls it with come
+    from one list; here they are read back from the rendered file and compared."""
     spec = ALL_SPECS[0]
-    cuda, cpp = generator.render_cuda_source(spec), generator.render_cpp_source(spec)
-    assert "#include <torch" not in cuda and "__global__" not in cpp
+    module = exec_file(generator.render(spec))
+    proto = re.search(r'extern "C" const char\* kgen_forward\(([^)]*)\)', module._CUDA_SOURCE).group(1)
+    params = [p.strip().rsplit(" ", 1) for p in proto.split(",")]
+    assert [name for _, name in params] == [name for name, _ in module._FORWARD_ARGS]
+    for (ctype, name), (_, pytype) in zip(params, module._FORWARD_ARGS):
+        expected = ctypes.c_void_p if ctype.endswith("*") else {"int": ctypes.c_int, "float": ctypes.c_float}[ctype]
+        assert pytype is expected, name
 
 
 def test_header_reports_measurements():
@@ -88,7 +102,7 @@ def test_bad_input_gets_a_clear_error_without_a_gpu(x, error, phrase):
     module = exec_file(generator.render(spec))
     with pytest.raises(error, match=phrase.replace("(", r"\(").replace(")", r"\)")):
         module.ModelNew(*PROBLEMS["gemm_scale_bn"].init_args(24, 40))(x)
-    assert module._EXTENSIONS == {}
+    assert module._LIBRARIES == {}
 
 
 def test_write_is_atomic_and_lands_at_the_default_path(tmp_path, monkeypatch):
@@ -102,17 +116,50 @@ def test_write_is_atomic_and_lands_at_the_default_path(tmp_path, monkeypatch):
 GENERATED = sorted((Path(__file__).resolve().parent.parent / "generated").glob("*.py"))
 
 
+def test_generated_holds_winners():
+    assert GENERATED, "generated/ ships the search winners"
+
+
 @pytest.mark.parametrize("path", GENERATED, ids=lambda p: p.name)
 def test_committed_winners_are_clean_and_self_describing(path):
-    """The files kgen ships in generated/ obey the static rules, import without building,
-    and carry the measurements of the search that chose them."""
+    """The files kgen ships in generated/ pass both sets of static rules (KernelBench's
+    checker as restated), import without building, and carry the measurements of the search
+    that chose them."""
     text = path.read_text()
-    assert violations(text) == []
+    assert check_emitted(text) == []
     module = exec_file(text, path.stem)
-    assert module._EXTENSIONS == {}
+    assert module._LIBRARIES == {}
     m = module.KGEN_MEASURED
     assert m is not None and m["median_ms"] > 0 and m["eager_ms"] > 0
     assert f"{m['ratio']:.3f}x" in ast.get_docstring(ast.parse(text))
+
+
+@pytest.mark.parametrize("path", GENERATED, ids=lambda p: p.name)
+def test_committed_winners_are_what_kgen_makes_today(path):
+    """A shipped file is exactly what today's kgen renders for its spec and measurement (so the
+    file is current), and the command its header gives regenerates that spec."""
+    text = path.read_text()
+    module = exec_file(text, path.stem)
+    spec = Spec.from_dict(module.KGEN_SPEC)
+    assert generator.render(spec, module.KGEN_MEASURED) == text, "regenerate generated/ (kgen search)"
+    command = re.search(r"regenerate with:\n\s+kgen (generate .*)", text).group(1).split()
+    from click.testing import CliRunner
+
+    from kgen.cli import main
+
+    with CliRunner().isolated_filesystem():
+        r = CliRunner().invoke(main, command + ["-o", "again.py"])
+        assert r.exit_code == 0, r.output
+        assert exec_file(Path("again.py").read_text()).KGEN_SPEC == module.KGEN_SPEC
+
+
+def test_search_index_lists_every_winner():
+    index_path = Path(__file__).resolve().parent.parent / "generated" / "index.json"
+    index = json.loads(index_path.read_text())
+    assert sorted(index["winners"]) == [p.name for p in GENERATED]
+    for name, entry in index["winners"].items():
+        module = exec_file((index_path.parent / name).read_text(), "w")
+        assert entry["spec"] == module.KGEN_SPEC and entry["measured"] == module.KGEN_MEASURED
 
 
 @pytest.mark.parametrize("capability, refused", [((8, 0), True), ((10, 0), True), ((9, 0), False)])
@@ -122,7 +169,11 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
     module = exec_file(generator.render(spec))
     compiled = []
     monkeypatch.setattr(module.torch.cuda, "get_device_capability", lambda device=None: capability)
-    monkeypatch.setattr(module, "load_inline", lambda **kw: compiled.append(kw) or object())
+    monkeypatch.setattr(module.torch.cuda, "get_device_properties",
+                        lambda device=None: types.SimpleNamespace(shared_memory_per_block_optin=232448))
+    monkeypatch.setattr(module, "load_inline", lambda **kw: compiled.append(kw) or "lib.so")
+    monkeypatch.setattr(module.ctypes, "CDLL", lambda path: types.SimpleNamespace(
+        kgen_forward=types.SimpleNamespace(), kgen_workspace_floats=types.SimpleNamespace()))
     if refused:
         with pytest.raises(RuntimeError, match=r"wgmma.*sm_90a.*--backend kgen"):
             module.build()
@@ -130,3 +181,17 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
     else:
         module.build()
         assert [kw["extra_cuda_cflags"][-1] for kw in compiled] == ["-gencode=arch=compute_90a,code=sm_90a"]
+
+
+def test_file_refuses_a_gpu_with_too_little_shared_memory(monkeypatch):
+    """A file made for Hopper's 227 KB says so on a 99 KB GPU instead of failing at launch."""
+    spec = Spec("gemm_scale_bn", 16, 24, 40, math="tf32x3", backend="kgen", fusion=2,
+                tile=Tile(128, 128, 64, 64, 32, stages=3))
+    module = exec_file(generator.render(spec))
+    assert module.KGEN_SMEM_BYTES > 101376
+    monkeypatch.setattr(module.torch.cuda, "get_device_capability", lambda device=None: (8, 6))
+    monkeypatch.setattr(module.torch.cuda, "get_device_properties",
+                        lambda device=None: types.SimpleNamespace(shared_memory_per_block_optin=101376))
+    monkeypatch.setattr(module, "load_inline", lambda **kw: pytest.fail("compiled"))
+    with pytest.raises(RuntimeError, match=r"needs \d+ bytes of shared memory.*allows 101376.*--arch sm_86"):
+        module.build()

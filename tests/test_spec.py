@@ -1,7 +1,7 @@
 import pytest
 
-from kgen.search import enumerate_specs, other_files_for_shape
-from kgen.spec import Spec, SpecError, Tile, arch_for_capability
+from kgen.search import enumerate_specs
+from kgen.spec import ARCH_LIMITS, Spec, SpecError, Tile, arch_for_capability, spec_smem_bytes
 
 SIMT = Tile(128, 128, 8, 32, 64, tm=8, tn=8)
 MMA = Tile(128, 128, 32, 64, 32, stages=3)
@@ -14,11 +14,18 @@ def spec(**kw):
     return Spec(**base)
 
 
-def test_key_is_stable_and_distinguishes_fields():
+def test_key_is_stable_and_distinguishes_what_changes_the_code():
     assert spec().key() == spec().key()
-    keys = {spec().key(), spec(batch=1000).key(), spec(math="tf32x3", tile=MMA).key(),
-            spec(fusion=1).key(), spec(problem="gemm_bn_scale_softmax").key()}
+    keys = {spec().key(), spec(math="tf32x3", tile=MMA).key(), spec(fusion=1).key(),
+            spec(problem="gemm_bn_scale_softmax").key(), spec(arch="sm_80").key()}
     assert len(keys) == 5
+
+
+def test_key_ignores_the_shape_so_shapes_share_a_build():
+    """Problems 33 and 39 with the same variant compile once: the shape is not in the code."""
+    a = spec(math="tf32x3", tile=MMA)
+    b = spec(math="tf32x3", tile=MMA, batch=16384, in_features=4096, out_features=4096)
+    assert a.name() != b.name() and a.key() == b.key()
 
 
 def test_round_trip_through_dict():
@@ -88,21 +95,28 @@ def test_search_puts_wgmma_first_on_hopper_only():
     assert specs and all(s.backend == "kgen" for s in specs)
 
 
-@pytest.mark.parametrize("capability, arch", [((9, 0), "sm_90a"), ((8, 0), "sm_80"), ((8, 9), "sm_80"),
-                                              ((10, 0), "sm_80")])
+@pytest.mark.parametrize("capability, arch", [((9, 0), "sm_90a"), ((8, 0), "sm_80"), ((8, 6), "sm_86"),
+                                              ((8, 9), "sm_89"), ((12, 0), "sm_120"),
+                                              ((10, 0), "sm_100"), ((7, 5), "sm_120")])
 def test_search_targets_what_the_gpu_can_run(capability, arch):
     assert arch_for_capability(*capability) == arch
     specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192, arch=arch_for_capability(*capability))
     assert any(s.family == "wgmma" for s in specs) == (arch == "sm_90a")
 
 
-def test_search_names_files_of_its_shape_that_it_did_not_write(tmp_path):
-    """An earlier search's winner of the same shape stays, but the search names it."""
-    shape = "gemm_scale_bn_b1024_i8192_o8192"
-    for name in (f"{shape}_wgmma-tf32x3_f1_x.py", f"{shape}_wgmma-tf32x3_f2_x.py",
-                 f"{shape}_cublas-tf32_f1.py", "gemm_scale_bn_b16384_i4096_o4096_cublas-tf32_f1.py"):
-        (tmp_path / name).write_text("")
-    winners = {"0.0001": {"path": str(tmp_path / f"{shape}_wgmma-tf32x3_f1_x.py")},
-               "0.01": {"path": str(tmp_path / f"{shape}_cublas-tf32_f1.py")}}
-    assert [p.name for p in other_files_for_shape(tmp_path, shape, winners)] == [
-        f"{shape}_wgmma-tf32x3_f2_x.py"]
+@pytest.mark.parametrize("arch", ["sm_86", "sm_89", "sm_120"])
+def test_99_kb_targets_get_only_tiles_that_fit(arch):
+    """sm_86 / sm_89 / sm_120 have 99 KB of shared memory per block, not sm_80's 163 KB."""
+    assert ARCH_LIMITS[arch]["smem"] == 101376
+    specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192, arch=arch)
+    assert {s.math for s in specs} == {"fp32_simt", "tf32x3", "tf32", "bf16"}
+    assert all(spec_smem_bytes(s) <= 101376 for s in specs)
+    with pytest.raises(SpecError, match=f"{arch} allows 101376"):
+        spec(math="tf32x3", tile=Tile(128, 128, 64, 64, 32, stages=3), arch=arch)
+
+
+@pytest.mark.parametrize("kw", [dict(batch=10**9), dict(in_features=10**9), dict(out_features=10**9),
+                                dict(batch=2**16, in_features=2**16)])
+def test_absurd_shapes_are_refused(kw):
+    with pytest.raises(SpecError, match="elements"):
+        spec(**kw)

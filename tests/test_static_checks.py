@@ -28,3 +28,70 @@ def test_each_rule_is_enforced(snippet, phrase):
 def test_missing_model_new_and_syntax_errors():
     assert any("ModelNew" in v for v in violations("import torch\n"))
     assert any("does not parse" in v for v in violations("def (:\n"))
+
+
+# ---- KernelBench's checker, restated ----------------------------------------------------------
+from kgen.static_checks import check_emitted, kernelbench_violations, kernelbench_warnings  # noqa: E402
+
+KERNEL = ('src = r"""\n__global__ void k(float* x) { x[threadIdx.x] = 0.f; }\n"""\n'
+          "from torch.utils.cpp_extension import load_inline\n")
+
+
+def test_a_kernel_file_passes_kernelbench():
+    assert kernelbench_violations(OK + KERNEL) == []
+    assert check_emitted(OK + KERNEL) == []
+
+
+@pytest.mark.parametrize("snippet, rule", [
+    ('"""A separate statistics pass."""\n', "inheritance bypass"),   # a docstring
+    ('msg = "bypass the pass"\n', "inheritance bypass"),              # a Python string
+    ("/* one pass over the row */\n", "inheritance bypass"),         # a CUDA block comment
+    ('x = "try: this"\n', "try/except"),
+    ('x = "except ValueError"\n', "try/except"),
+    ("torch.cuda.synchronize = lambda: None\n", "timing function"),
+    ("import threading\n", "threads"),
+    ("from concurrent.futures import ThreadPoolExecutor\n", "threads"),
+    ("class Lazy(torch.Tensor):\n    x = 1\n", "tensor subclass"),
+])
+def test_kernelbench_reads_text_not_the_ast(snippet, rule):
+    """What the AST rules let through and KernelBench's text rules do not."""
+    found = kernelbench_violations(OK + KERNEL + snippet)
+    assert any(rule in v for v in found), found
+
+
+@pytest.mark.parametrize("snippet", [
+    "x = 1  # one pass over the row\n",
+    "// a pass in a CUDA line comment\n",
+    'url = "http://example.com/pass"\n',       # cut at '//': what follows is never searched
+    "passed, bypass, passes, compass = 1, 2, 3, 4\n",
+])
+def test_what_kernelbench_cuts_or_does_not_match(snippet):
+    assert kernelbench_violations(OK + KERNEL + snippet) == []
+
+
+@pytest.mark.parametrize("drop, phrase", [("__global__", "__global__"), ("load_inline", "load_inline"),
+                                          ("threadIdx.x", "thread indexing")])
+def test_kernelbench_needs_a_cuda_kernel_and_an_inline_build(drop, phrase):
+    text = (OK + KERNEL).replace("cpp_extension", "x").replace(drop, "zero")
+    assert any(phrase in v for v in kernelbench_violations(text))
+
+
+def test_warning_level_rules_are_reported_not_enforced():
+    text = OK + KERNEL + "y = torch.matmul(a, b)\ns = torch.cuda.Stream()\n"
+    assert kernelbench_violations(text) == []
+    warnings = kernelbench_warnings(text)
+    assert any("torch computation op" in w for w in warnings)
+    assert any("extra CUDA streams" in w for w in warnings)
+
+
+def test_kgen_refuses_to_write_a_file_that_breaks_a_rule(tmp_path, monkeypatch):
+    from kgen import generator
+    from kgen.spec import Spec, Tile
+
+    spec = Spec("gemm_scale_bn", 64, 64, 64, math="tf32x3", backend="wgmma",
+                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    real = generator.render
+    monkeypatch.setattr(generator, "render", lambda s, m=None: real(s, m).replace("Drop-in", "A pass-through"))
+    with pytest.raises(generator.StaticCheckError, match="inheritance bypass"):
+        generator.write(spec, tmp_path / "x.py")
+    assert list(tmp_path.iterdir()) == []

@@ -140,8 +140,11 @@ bool tile_grid(int M, int N, int K, unsigned& tiles, cudaError_t& status) {
   return true;
 }
 
-// Stands for a GEMM computed outside these kernels (cuBLAS, called from the binding).
-struct ExternalGemm {};
+// Stands for a GEMM computed outside these kernels (cuBLAS, called from the entry point).
+struct ExternalGemm {
+  static constexpr int kSmemBytes = 0;
+  static constexpr int kThreads = 0;
+};
 
 // Grouped rasterization: CTAs that run together share rows of x and columns of w in L2.
 // Maps a linear block index to (tile_m, tile_n) walking GROUP_M tile-rows at a time.

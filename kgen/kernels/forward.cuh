@@ -2,8 +2,25 @@
 // kgen_cfg (written by the template) to define kProblem, Gemm, kGemmExternal and kFusedStats.
 #pragma once
 #include <algorithm>
+#include <type_traits>
 
 namespace kgen {
+
+// Shared memory one CTA of the variant's GEMM asks for on any of its paths (the warp-specialized
+// wgmma GEMM has a fallback kernel), plus the epilogue's static per-thread scratch: checked
+// against the target's limit from spec.ARCH_LIMITS, which the template writes as kMaxSmemBytes.
+template <class G, class = void>
+struct FallbackSmem : std::integral_constant<int, 0> {};
+template <class G>
+struct FallbackSmem<G, std::void_t<decltype(G::Fallback::kSmemBytes)>>
+    : std::integral_constant<int, G::Fallback::kSmemBytes> {};
+template <class G>
+constexpr int cta_smem_bytes() {
+  return (G::kSmemBytes > FallbackSmem<G>::value ? G::kSmemBytes : FallbackSmem<G>::value) +
+         G::kThreads * 4;
+}
+static_assert(cta_smem_bytes<kgen_cfg::Gemm>() <= kgen_cfg::kMaxSmemBytes,
+              "the GEMM tile needs more shared memory than the target allows (spec.ARCH_LIMITS)");
 
 inline int div_up(int a, int b) { return (a + b - 1) / b; }
 

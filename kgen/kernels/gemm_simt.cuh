@@ -32,7 +32,7 @@ struct TileLoader {
                 "each thread must move a whole number of float4 per operand k-tile: "
                 "ROWS * BK must be a multiple of 4 * kThreads");
   static_assert(ROWS % kUnitsPerPass == 0 || kUnitsPerPass % ROWS == 0,
-                "the loader's pass of kThreads/2 (vector) or kThreads/8 (scalar) rows must divide "
+                "the loader's sweep of kThreads/2 (vector) or kThreads/8 (scalar) rows must divide "
                 "or be divisible by BM and BN, so that per-load offsets are compile-time");
 
   // The j-th load of a thread sits a compile-time (row, k) offset away from its first one

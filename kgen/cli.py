@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -10,16 +11,13 @@ import click
 
 from . import __version__, generator
 from .problems import PROBLEMS, get_problem
-from .spec import (ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, Spec, SpecError, Tile,
-                   arch_for_capability, gemm_family)
+from .spec import (ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
+                   Tile, arch_for_capability, check_shape, gemm_family)
+from .static_checks import StaticCheckError
 
-# Default tiles per GEMM family. SIMT: the fastest measured (docs/perf.md). MMA: a tile valid
-# for every math mode and covered by the GPU tests; `kgen search` finds faster ones per shape.
-DEFAULT_TILES = {
-    "simt": Tile(128, 128, 8, 64, 64, tm=8, tn=16, group_m=8),
-    "mma": Tile(128, 128, 32, 64, 32, stages=3, group_m=8),  # valid for every math mode
-    "wgmma": Tile(128, 128, 32, 16, 128, stages=4, group_m=8),  # valid for tf32x3 and tf32
-}
+# What each backend computes when --math is not given: its fastest fp32-accurate mode.
+DEFAULT_MATH = {"wgmma": "tf32x3", "kgen": "tf32x3", "cublas": "fp32_simt"}
+EXAMPLES = {"--tile": "128x128x32", "--warp": "64x32", "--thread": "8x8"}
 
 
 def _dims(text: str | None, n: int, what: str) -> tuple[int, ...] | None:
@@ -27,8 +25,31 @@ def _dims(text: str | None, n: int, what: str) -> tuple[int, ...] | None:
         return None
     parts = text.lower().split("x")
     if len(parts) != n or not all(p.isdigit() for p in parts):
-        raise click.BadParameter(f"expected {what} like {'x'.join(['128'] * n)}, got {text!r}")
+        raise click.BadParameter(f"expected {what} like {EXAMPLES[what]}, got {text!r}")
     return tuple(int(p) for p in parts)
+
+
+class FeatureCount(click.ParamType):
+    """A positive integer, with a pointed message when a file name is given instead (`--out
+    my.py` means out_features, not the output file)."""
+
+    name = "integer"
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            number = value
+        elif str(value).strip().isdigit():
+            number = int(value)
+        else:
+            hint = (" To name the file kgen writes, use -o/--output (search: --out-dir)."
+                    if param is not None and param.name == "out_features" else "")
+            self.fail(f"{self.what} must be a positive integer, got {value!r}.{hint}", param, ctx)
+        if number < 1:
+            self.fail(f"{self.what} must be a positive integer, got {number}", param, ctx)
+        return number
 
 
 def _require_cuda(what: str):
@@ -47,18 +68,23 @@ def problem_option(f):
 
 
 def shape_options(f):
-    f = click.option("--batch", type=click.IntRange(min=1), default=None,
+    f = click.option("--batch", type=FeatureCount("--batch"), default=None,
                      help="Batch size to tune and measure at [problem default; any batch works at run time].")(f)
-    f = click.option("--out", "out_features", type=click.IntRange(min=1), default=None,
-                     help="out_features [problem default].")(f)
-    f = click.option("--in", "in_features", type=click.IntRange(min=1), default=None,
-                     help="in_features [problem default].")(f)
+    f = click.option("--out", "out_features", type=FeatureCount("--out (out_features)"), default=None,
+                     help="out_features of the Linear layer [problem default]; the file is -o.")(f)
+    f = click.option("--in", "in_features", type=FeatureCount("--in (in_features)"), default=None,
+                     help="in_features of the Linear layer [problem default].")(f)
     return f
 
 
 def _shape(problem, batch, in_features, out_features):
     p = get_problem(problem)
-    return batch or p.default_batch, in_features or p.default_in, out_features or p.default_out
+    shape = batch or p.default_batch, in_features or p.default_in, out_features or p.default_out
+    try:
+        check_shape(*shape)
+    except SpecError as e:
+        raise click.UsageError(str(e)) from None
+    return shape
 
 
 @click.group()
@@ -70,47 +96,101 @@ def main():
 @main.command()
 @problem_option
 @shape_options
-@click.option("--math", type=click.Choice(MATH_MODES), default="fp32_simt", show_default=True,
-              help="GEMM arithmetic: fp32 FFMA, 3xTF32 (fp32-accurate tensor cores), TF32 or BF16.")
-@click.option("--backend", type=click.Choice(BACKENDS), default="kgen", show_default=True,
+@click.option("--math", type=click.Choice(MATH_MODES), default=None,
+              help="GEMM arithmetic: fp32 FFMA, 3xTF32 (fp32-accurate tensor cores), TF32 or BF16 "
+                   "[the backend's fastest fp32-accurate one].")
+@click.option("--backend", type=click.Choice(BACKENDS), default=None,
               help="kgen's portable GEMM kernels (sm_80+), kgen's Hopper wgmma GEMM (sm_90a; tf32x3, "
-                   "tf32), or cuBLAS with kgen's BatchNorm kernels.")
+                   "tf32), or cuBLAS with kgen's BatchNorm kernels [wgmma on sm_90a, else kgen].")
 @click.option("--fusion", type=click.Choice([str(k) for k in FUSION_LEVELS]), default=None,
-              help="1: separate statistics pass; 2: statistics fused into the GEMM [2; 1 for cuBLAS].")
+              help="1: separate statistics kernel; 2: statistics fused into the GEMM [by batch; 1 for cuBLAS].")
 @click.option("--tile", help="CTA tile BMxBNxBK, e.g. 128x128x32.")
 @click.option("--warp", help="Warp tile WMxWN, e.g. 64x32 [wgmma: 16xBN].")
-@click.option("--thread", help="SIMT thread tile TMxTN, e.g. 8x8.")
-@click.option("--stages", type=click.IntRange(min=2), help="Tensor-core pipeline stages.")
+@click.option("--thread", help="SIMT thread tile TMxTN, e.g. 8x8 (fp32_simt only).")
+@click.option("--stages", type=click.IntRange(min=2), help="Tensor-core pipeline stages (not fp32_simt).")
 @click.option("--group", type=click.IntRange(min=1), help="Raster group (tile rows sharing L2).")
-@click.option("--arch", type=click.Choice(sorted(ARCH_LIMITS)), default="sm_90a", show_default=True,
-              help="Target whose limits the tile must fit.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--arch", type=click.Choice(list(ARCH_LIMITS)), default=None,
+              help="Target whose instructions and limits the file must fit [the local GPU; "
+                   "without one, sm_90a].")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True, help="Where earlier searches' records are looked up.")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Output file [generated/<name>.py].")
+@click.option("--force", is_flag=True, help="Replace the output file if it exists.")
 def generate(problem, batch, in_features, out_features, math, backend, fusion, tile, warp, thread,
-             stages, group, arch, output):
-    """Write a ModelNew file for one spec. Needs no GPU."""
+             stages, group, arch, results_dir, output, force):
+    """Write a ModelNew file. Needs no GPU.
+
+    With no --math/--backend/--fusion/--tile/--warp/--thread/--stages/--group, emits the fastest
+    fp32-accurate file kgen knows for the target (an earlier search's winner, else a rule) and
+    says what it chose and why."""
+    from . import choose
+
     batch, in_features, out_features = _shape(problem, batch, in_features, out_features)
-    family = gemm_family(backend, math)
-    spec_tile = None
-    if family != "cublas":
-        d = DEFAULT_TILES[family]
-        bm, bn, bk = _dims(tile, 3, "--tile") or (d.bm, d.bn, d.bk)
-        # A wgmma warpgroup's 4 warps own 16 rows x BN each, so that warp tile follows the tile.
-        wm, wn = _dims(warp, 2, "--warp") or ((16, bn) if family == "wgmma" else (d.wm, d.wn))
-        tm, tn = (_dims(thread, 2, "--thread") or (d.tm, d.tn)) if family == "simt" else (0, 0)
-        spec_tile = Tile(bm, bn, bk, wm, wn, tm=tm, tn=tn,
-                         stages=(stages or d.stages) if family != "simt" else 0,
-                         group_m=group or d.group_m)
-    elif any(v is not None for v in (tile, warp, thread, stages, group)):
-        raise click.UsageError("cuBLAS chooses its own tiles: drop --tile/--warp/--thread/--stages/--group")
-    fusion_level = int(fusion) if fusion else (1 if family == "cublas" else 2)
+    target = choose.target(arch)
+    click.echo(f"target {target.arch}: {target.why}")
+    variant_options = (math, backend, fusion, tile, warp, thread, stages, group)
     try:
-        spec = Spec(problem, batch, in_features, out_features, math=math, backend=backend,
-                    fusion=fusion_level, tile=spec_tile, arch=arch)
-    except SpecError as e:
-        raise click.UsageError(str(e)) from None
-    path = generator.write(spec, output)
+        if all(v is None for v in variant_options):
+            spec, why = choose.fastest_known(problem, batch, in_features, out_features, target,
+                                             results_dir)
+            click.echo(f"chose {spec.config_name()}: {why}")
+        else:
+            spec = _spec_from_options(problem, batch, in_features, out_features, math, backend,
+                                      fusion, tile, warp, thread, stages, group, target)
+        path = generator.write(spec, output, overwrite=force)
+    except (SpecError, StaticCheckError, generator.WriteError) as e:
+        raise click.UsageError(str(e)) if isinstance(e, SpecError) else click.ClickException(str(e)) from None
     click.echo(f"wrote {path}  ({spec.name()}, key {spec.key()})")
+
+
+def _spec_from_options(problem, batch, in_features, out_features, math, backend, fusion, tile,
+                       warp, thread, stages, group, target) -> Spec:
+    """The spec the options name; what they leave out takes the defaults of the family they
+    name. An option the chosen GEMM has no use for is an error, never silently dropped."""
+    from . import choose
+
+    if backend is None:
+        backend = "wgmma" if target.arch == "sm_90a" and (math or "tf32x3") in WGMMA_MATHS else "kgen"
+    math = math or DEFAULT_MATH[backend]
+    family = gemm_family(backend, math)
+    if family == "cublas":
+        if any(v is not None for v in (tile, warp, thread, stages, group)):
+            raise click.UsageError("cuBLAS chooses its own tiles: drop --tile/--warp/--thread/--stages/--group")
+        return Spec(problem, batch, in_features, out_features, math=math, backend=backend,
+                    fusion=int(fusion or 1), arch=target.arch)
+    if family == "simt" and stages is not None:
+        raise click.UsageError("--stages: the fp32_simt GEMM (SIMT) has no pipeline stages")
+    if family != "simt" and thread is not None:
+        raise click.UsageError(f"--thread: only the fp32_simt GEMM (SIMT) has a thread tile, not {math}")
+    fusion_level = int(fusion) if fusion else None
+    # The shape rule's tile for this family (on this family's own target: the wgmma GEMM is
+    # Hopper's), then the user's overrides.
+    rule_target = dataclasses.replace(target, arch="sm_90a") if family == "wgmma" else target
+    rule, _ = choose.shape_rule(problem, batch, in_features, out_features, rule_target, backend,
+                                math, fusion_level)
+    d, fusion_level = rule.tile, rule.fusion
+    bm, bn, bk = _dims(tile, 3, "--tile") or (d.bm, d.bn, d.bk)
+    given_warp = _dims(warp, 2, "--warp")
+    # A wgmma warpgroup's 4 warps own 16 rows x BN each, so that warp tile follows the tile;
+    # other families keep the default warp tile where it divides the tile.
+    if given_warp:
+        wm, wn = given_warp
+    elif family == "wgmma":
+        wm, wn = 16, bn
+    else:
+        wm, wn = min(d.wm, bm), min(d.wn, bn)
+    tm, tn = (_dims(thread, 2, "--thread") or (d.tm, d.tn)) if family == "simt" else (0, 0)
+    spec_tile = Tile(bm, bn, bk, wm, wn, tm=tm, tn=tn,
+                     stages=(stages or d.stages) if family != "simt" else 0,
+                     group_m=group or d.group_m)
+    try:
+        return Spec(problem, batch, in_features, out_features, math=math, backend=backend,
+                    fusion=fusion_level, tile=spec_tile, arch=target.arch)
+    except SpecError as e:
+        if not given_warp and ("WM=" in str(e) or "WN=" in str(e) or "warp tile" in str(e)):
+            raise SpecError(f"{e} (the warp tile {wm}x{wn} is the default for this tile; set --warp)") from None
+        raise
 
 
 def _load(file):
@@ -118,7 +198,7 @@ def _load(file):
 
     try:
         return EmittedFile(file)
-    except (ValueError, FileNotFoundError, SyntaxError) as e:
+    except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
 
 
@@ -129,10 +209,10 @@ def _load(file):
 @click.option("--quick", is_flag=True, help="Core numerical checks only (what a search runs first).")
 def validate(file, tol, batch, quick):
     """Check FILE against its reference on the GPU; exits non-zero on any failure."""
+    f = _load(file)
     _require_cuda("validate")
     from .validate import validate as run_validation
 
-    f = _load(file)
     click.echo(f"validating {file} ({f.spec.name()}) at tol {tol:g}, errors against fp64")
     results = run_validation(f, tol=tol, quick=quick, batch=batch, report=lambda r: click.echo(r.line()))
     failed = [r for r in results if not r.passed]
@@ -146,10 +226,10 @@ def validate(file, tol, batch, quick):
 @click.option("--iters", type=click.IntRange(min=10), default=100, show_default=True, help="Timed calls.")
 def bench(file, batch, iters):
     """Time FILE and the eager reference in the same run and print their ratio."""
+    f = _load(file)
     _require_cuda("bench")
     from .bench import bench as run_bench
 
-    f = _load(file)
     f.build()
     click.echo(run_bench(f, batch=batch, iters=iters).report())
 
@@ -160,14 +240,24 @@ def bench(file, batch, iters):
 @click.option("--tol", type=float, multiple=True, help="Tolerance tier(s); one winner each [1e-4].")
 @click.option("--math", "maths", type=click.Choice(MATH_MODES), multiple=True,
               help="Math modes to try [all].")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel builds [cores/2].")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel builds [cores].")
 @click.option("--iters", type=click.IntRange(min=10), default=30, show_default=True)
 @click.option("--top", type=click.IntRange(min=1), default=None,
               help="Try only the N fastest-measured tiles of each math mode (a quick search).")
+@click.option("--all", "exhaustive", is_flag=True,
+              help="Measure every valid spec: no probe of the math modes, no cost-model pruning.")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("generated"),
-              show_default=True)
-def search(problem, batch, in_features, out_features, tol, maths, jobs, iters, top, out_dir):
-    """Build, validate and time every valid spec; write the fastest valid file per tolerance."""
+              show_default=True, help="Where the winner of each tolerance tier is written.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True, help="Where the search's full record is written.")
+def search(problem, batch, in_features, out_features, tol, maths, jobs, iters, top, exhaustive,
+           out_dir, results_dir):
+    """Find the fastest valid file per tolerance tier and write it to --out-dir.
+
+    Drops what cannot win before building (math modes whose operand rounding alone breaks every
+    tolerance, tiles a cost model puts far behind), reuses measurements cached from earlier
+    runs on this device, builds the rest in parallel while the GPU measures each as soon as it
+    is built, and runs the full validation on the fastest."""
     _require_cuda("search")
     import torch
 
@@ -177,8 +267,9 @@ def search(problem, batch, in_features, out_features, tol, maths, jobs, iters, t
     # Only what this GPU can build and run: wgmma variants on Hopper alone.
     arch = arch_for_capability(*torch.cuda.get_device_capability())
     record = run_search(problem, batch, in_features, out_features, sorted(tol or (1e-4,)),
-                        maths=maths or DEFAULT_MATHS, jobs=jobs or max(1, (os.cpu_count() or 2) // 2),
-                        iters=iters, top=top, out_dir=out_dir, arch=arch)
+                        maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
+                        iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
+                        exhaustive=exhaustive, echo=lambda line: click.echo(line))
     sys.exit(0 if record["winners"] else 1)
 
 

@@ -1,33 +1,89 @@
 import ast
+import json
+import os
 
 import pytest
 
 import torch
 from click.testing import CliRunner
 
+from kgen import generator
 from kgen.cli import main
+from kgen.spec import Spec, Tile
+
+NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU defaults")
 
 
 def run(*args):
     return CliRunner().invoke(main, list(args))
 
 
-def test_generate_default_problem_and_shape(tmp_path):
+def spec_of(path) -> dict:
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return namespace["KGEN_SPEC"]
+
+
+@NO_GPU
+def test_generate_defaults_to_the_fastest_accurate_family_and_says_why(tmp_path):
     out = tmp_path / "m.py"
-    r = run("generate", "--in", "8192", "--out", "8192", "-o", str(out))
+    r = run("generate", "--in", "8192", "--out", "8192", "-o", str(out), "--results-dir", str(tmp_path))
     assert r.exit_code == 0, r.output
-    text = out.read_text()
-    ast.parse(text)
-    assert "'batch': 1024" in text and "'math': 'fp32_simt'" in text
+    ast.parse(out.read_text())
+    s = spec_of(out)
+    assert (s["batch"], s["math"], s["backend"], s["arch"]) == (1024, "tf32x3", "wgmma", "sm_90a")
+    assert "no GPU here, so the default target sm_90a" in r.output
+    assert "fastest fp32-accurate family for sm_90a" in r.output and "512 tiles for 132 SMs" in r.output
 
 
-def test_generate_writes_under_generated_by_default(tmp_path, monkeypatch):
+@NO_GPU
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_120"])
+def test_generate_defaults_elsewhere_to_the_mma_tf32x3_gemm_that_fits(tmp_path, arch):
+    out = tmp_path / "m.py"
+    r = run("generate", "--arch", arch, "-o", str(out), "--results-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    s = spec_of(out)
+    assert (s["math"], s["backend"], s["arch"]) == ("tf32x3", "kgen", arch)
+    assert f"--arch {arch}" in r.output
+
+
+@NO_GPU
+def test_generate_reuses_an_earlier_search_winner(tmp_path):
+    winner = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=2,
+                  tile=Tile(128, 64, 32, 16, 64, stages=6))
+    slower = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=1,
+                  tile=Tile(128, 128, 32, 16, 128, stages=4))
+    record = {"winners": {
+        "0.0001": {"name": winner.name(), "spec": winner.to_dict(),
+                   "measured": {"median_ms": 1.0, "ratio": 0.36, "device": "NVIDIA H100"}},
+        "0.01": {"name": "x", "spec": slower.to_dict(), "measured": {"median_ms": 0.3}}}}
+    (tmp_path / "search_x.json").write_text(json.dumps(record))
+    other_shape = dict(record, winners={"0.0001": dict(record["winners"]["0.0001"],
+                                                       spec=dict(winner.to_dict(), batch=2048))})
+    (tmp_path / "search_y.json").write_text(json.dumps(other_shape))
+    (tmp_path / "search_broken.json").write_text("{not json")
+    out = tmp_path / "m.py"
+    r = run("generate", "-o", str(out), "--results-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    assert spec_of(out) == winner.to_dict()
+    assert "winner of an earlier search" in r.output and "0.360x eager fp32" in r.output
+
+
+def test_generate_names_the_variant_it_is_told(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = run("generate", "--problem", "gemm_bn_scale_softmax", "--in", "1000", "--out", "1000",
-            "--batch", "7", "--math", "tf32x3", "--tile", "128x128x32", "--warp", "64x32", "--stages", "4")
+            "--batch", "7", "--math", "tf32x3", "--backend", "kgen", "--tile", "128x128x32",
+            "--warp", "64x32", "--stages", "4", "--arch", "sm_80")
     assert r.exit_code == 0, r.output
     (path,) = (tmp_path / "generated").iterdir()
-    assert path.name.startswith("gemm_bn_scale_softmax_b7_i1000_o1000_tf32x3_f2_t128x128x32_w64x32_s4")
+    assert path.name.startswith("gemm_bn_scale_softmax_b7_i1000_o1000_tf32x3_f1_t128x128x32_w64x32_s4")
+    assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_generate_cublas_variant(tmp_path):
@@ -36,16 +92,97 @@ def test_generate_cublas_variant(tmp_path):
     assert "CUBLAS_COMPUTE_32F_FAST_TF32" in (tmp_path / "c.py").read_text()
 
 
-def test_generate_rejects_bad_requests_clearly(tmp_path):
-    r = run("generate", "--tile", "128x128", "-o", str(tmp_path / "x.py"))
-    assert r.exit_code != 0 and "expected --tile like 128x128x128" in r.output
-    r = run("generate", "--tile", "128x128x8", "--warp", "48x64", "-o", str(tmp_path / "x.py"))
-    assert r.exit_code != 0 and "multiple of WM" in r.output
-    r = run("generate", "--backend", "cublas", "--tile", "128x128x8", "-o", str(tmp_path / "x.py"))
-    assert r.exit_code != 0 and "cuBLAS chooses its own tiles" in r.output
-    r = run("generate", "--in", "0")
-    assert r.exit_code != 0
-    assert not (tmp_path / "x.py").exists()
+def test_backend_alone_takes_its_own_accurate_math(tmp_path):
+    for backend, math in (("wgmma", "tf32x3"), ("kgen", "tf32x3"), ("cublas", "fp32_simt")):
+        out = tmp_path / f"{backend}.py"
+        r = run("generate", "--backend", backend, "--arch", "sm_90a", "-o", str(out))
+        assert r.exit_code == 0, r.output
+        assert spec_of(out)["math"] == math
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (("--tile", "128x128"), "expected --tile like 128x128x32"),
+    (("--warp", "64"), "expected --warp like 64x32"),
+    (("--math", "fp32_simt", "--tile", "128x128x8", "--warp", "48x64"), "multiple of WM"),
+    (("--backend", "cublas", "--tile", "128x128x8"), "cuBLAS chooses its own tiles"),
+    (("--math", "fp32_simt", "--stages", "3"), "fp32_simt GEMM (SIMT) has no pipeline stages"),
+    (("--math", "tf32x3", "--thread", "8x8"), "only the fp32_simt GEMM (SIMT) has a thread tile"),
+    (("--backend", "kgen", "--tile", "100x100x8"), "BM=100 must be a multiple of 16"),
+    (("--backend", "kgen", "--tile", "128x128x48"), "BK=48 must be 16, 32 or 64"),
+    (("--backend", "wgmma", "--math", "bf16"), "implements tf32x3, tf32, not bf16"),
+    (("--in", "0"), "must be a positive integer"),
+    (("--out", "my.py"), "-o/--output"),
+    (("--batch", "1000000000"), "elements"),
+    (("--in", "1000000000", "--out", "1000000000"), "elements"),
+])
+def test_generate_refuses_bad_requests_clearly(tmp_path, args, phrase):
+    out = tmp_path / "x.py"
+    r = run("generate", *args, "-o", str(out))
+    assert r.exit_code == 2, r.output
+    assert phrase in r.output
+    assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
+    assert not out.exists()
+
+
+def test_tile_hints_are_valid_tiles(tmp_path):
+    """The examples the format errors give are accepted."""
+    r = run("generate", "--backend", "kgen", "--math", "tf32x3", "--tile", "128x128x32", "--warp",
+            "64x32", "-o", str(tmp_path / "a.py"))
+    assert r.exit_code == 0, r.output
+    r = run("generate", "--math", "fp32_simt", "--thread", "8x8", "--warp", "32x64",
+            "-o", str(tmp_path / "b.py"))
+    assert r.exit_code == 0, r.output
+
+
+def test_no_existing_file_is_replaced_without_force(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("mine")
+    r = run("generate", "-o", str(readme))
+    assert r.exit_code == 1 and "exists; pass --force" in r.output
+    assert readme.read_text() == "mine"
+    r = run("generate", "-o", str(readme), "--force")
+    assert r.exit_code == 0 and "ModelNew" in readme.read_text()
+
+
+def test_a_symlink_is_written_through(tmp_path):
+    target = tmp_path / "real.py"
+    target.write_text("old")
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    r = run("generate", "-o", str(link), "--force")
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and "ModelNew" in target.read_text()
+
+
+def test_a_failed_write_is_a_message_and_leaves_nothing(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    r = run("generate", "-o", str(blocker / "x.py"))
+    assert r.exit_code == 1 and "cannot write" in r.output and "Traceback" not in r.output
+
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(generator.os, "replace", full_disk)
+    r = run("generate", "-o", str(tmp_path / "y.py"))
+    assert r.exit_code == 1 and "No space left on device" in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # no .y.py.*.tmp left
+
+
+def test_validate_and_bench_read_the_file_before_anything_else(tmp_path):
+    """A malformed or foreign file is refused from its text, without executing it and before
+    any GPU is looked for."""
+    marker = tmp_path / "ran"
+    bad = tmp_path / "bad.py"
+    bad.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n")
+    broken = tmp_path / "broken.py"
+    broken.write_text("def (:\n")
+    for cmd in ("validate", "bench"):
+        for f in (bad, broken, tmp_path / "missing.py"):
+            r = run(cmd, str(f))
+            assert r.exit_code in (1, 2) and "Traceback" not in r.output, r.output
+            assert "needs a CUDA GPU" not in r.output
+    assert not marker.exists()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown without a GPU")
@@ -57,3 +194,12 @@ def test_gpu_commands_say_when_there_is_no_gpu(tmp_path):
     for cmd in ("validate", "bench"):
         r = run(cmd, str(out))
         assert r.exit_code == 2 and "needs a CUDA GPU" in r.output
+
+
+def test_commands_that_load_torch_print_no_numpy_warning():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "kgen", "generate", "--help"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and "NumPy" not in proc.stderr + proc.stdout

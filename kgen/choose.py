@@ -1,0 +1,138 @@
+"""What `kgen generate` emits when the user does not name a variant: the fastest fp32-accurate
+file kgen knows for the target. First the winner of an earlier search for the same problem,
+shape and target (from its results record); otherwise the fastest fp32-accurate GEMM family for
+the target with tiles chosen by a rule that looks at the shape. Every choice comes with the
+reason, which the command prints."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from .spec import ARCH_LIMITS, Spec, SpecError, Tile, arch_for_capability, gemm_family
+
+# The target when there is no GPU to ask and no --arch: Hopper, where kgen is fastest.
+DEFAULT_ARCH = "sm_90a"
+# The tolerance at which a search winner counts as fp32-accurate (KernelBench's fp32 tolerance).
+FP32_TOL = 1e-4
+RESULTS_DIR = Path("results")
+# SMs of each target's usual large part (H100 SXM, A100, RTX 3090, Jetson Orin, RTX 4090, B200,
+# RTX 5090): what the tile rule fills when the GPU itself is not here to ask.
+TYPICAL_SMS = {"sm_80": 108, "sm_86": 82, "sm_87": 16, "sm_89": 128, "sm_90a": 132,
+               "sm_100": 148, "sm_120": 170}
+# Fastest fp32-accurate family per target (docs/perf.md): the warp-specialized wgmma GEMM in
+# 3xTF32 on Hopper (0.40-0.46x eager fp32), the mma.sync 3xTF32 GEMM elsewhere (0.68x on H100).
+# Tile candidates in order of preference; the rule takes the first that the target admits and
+# that gives the shape enough tiles to fill the GPU.
+SIMT_TILES = (Tile(128, 128, 8, 64, 64, tm=8, tn=16), Tile(64, 64, 8, 32, 32, tm=4, tn=8))
+WGMMA_TF32X3_TILES = (Tile(128, 128, 32, 16, 128, stages=4), Tile(64, 128, 32, 16, 128, stages=4),
+                      Tile(64, 64, 32, 16, 64, stages=6))
+MMA_TF32X3_TILES = (Tile(128, 128, 64, 64, 32, stages=3), Tile(128, 128, 32, 64, 32, stages=3),
+                    Tile(128, 128, 32, 64, 32, stages=2), Tile(128, 64, 32, 64, 32, stages=3),
+                    Tile(64, 64, 32, 32, 32, stages=3))
+FAMILY_TILES = {"wgmma": WGMMA_TF32X3_TILES, "mma": MMA_TF32X3_TILES, "simt": SIMT_TILES}
+# Fusion: the fused statistics epilogue lengthens every GEMM tile, a separate statistics kernel
+# costs a read of z. Measured (docs/perf.md): fusion 1 wins at batch 1024, fusion 2 at 16384.
+FUSED_STATS_MIN_BATCH = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    arch: str
+    sms: int
+    why: str
+
+
+def target(arch_option: str | None) -> Target:
+    """--arch when given; else the local GPU; else DEFAULT_ARCH, saying so."""
+    if arch_option:
+        return Target(arch_option, TYPICAL_SMS[arch_option], f"--arch {arch_option}")
+    import torch
+
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        arch = arch_for_capability(props.major, props.minor)
+        return Target(arch, props.multi_processor_count,
+                      f"the local GPU, {props.name} (compute capability {props.major}.{props.minor})")
+    return Target(DEFAULT_ARCH, TYPICAL_SMS[DEFAULT_ARCH],
+                  f"no GPU here, so the default target {DEFAULT_ARCH} (Hopper); pass --arch for "
+                  f"another ({', '.join(a for a in ARCH_LIMITS if a != DEFAULT_ARCH)})")
+
+
+def earlier_winner(problem: str, batch: int, in_features: int, out_features: int, arch: str,
+                   results_dir: Path = RESULTS_DIR) -> tuple[Spec, dict, Path] | None:
+    """The fastest fp32-accurate winner (tol <= 1e-4) of an earlier search for exactly this
+    problem, shape and target, re-made at today's code; None when there is none."""
+    best = None
+    for path in sorted(results_dir.glob("search_*.json")) if results_dir.is_dir() else []:
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        specs_by_name = {c.get("name"): c.get("spec") for c in record.get("candidates") or []}
+        for tol, winner in (record.get("winners") or {}).items():
+            spec_dict = winner.get("spec") or specs_by_name.get(winner.get("name"))
+            measured = winner.get("measured") or {}
+            if not spec_dict or float(tol) > FP32_TOL:
+                continue
+            try:
+                spec = Spec.from_dict(spec_dict)
+            except (SpecError, TypeError):
+                continue  # a record of a variant today's kgen no longer makes
+            same = (spec.problem, spec.batch, spec.in_features, spec.out_features, spec.arch) == \
+                (problem, batch, in_features, out_features, arch)
+            if same and (best is None or measured.get("median_ms", 1e9) < best[1].get("median_ms", 1e9)):
+                best = (spec, measured, path)
+    return best
+
+
+def _tiles_for(tile: Tile, batch: int, out_features: int) -> int:
+    return -(-batch // tile.bm) * -(-out_features // tile.bn)
+
+
+def fastest_family(arch: str) -> tuple[str, str]:
+    """(backend, math) of the fastest fp32-accurate GEMM on the target."""
+    return ("wgmma", "tf32x3") if arch == "sm_90a" else ("kgen", "tf32x3")
+
+
+def shape_rule(problem: str, batch: int, in_features: int, out_features: int, target: Target,
+               backend: str, math: str, fusion: int | None = None) -> tuple[Spec, str]:
+    """The spec of a kgen GEMM family with tiles chosen by the shape: the largest tile of the
+    family's list that the target admits and that still gives every SM a tile; a shape too small
+    for that takes the tile that gives the most. Fusion by the batch unless given."""
+    family = gemm_family(backend, math)
+    tiles = FAMILY_TILES[family]
+    fusion = fusion or (2 if batch >= FUSED_STATS_MIN_BATCH else 1)
+    valid, refusals = [], []
+    for tile in tiles:
+        try:
+            valid.append(Spec(problem, batch, in_features, out_features, math=math, backend=backend,
+                              fusion=fusion, tile=tile, arch=target.arch))
+        except SpecError as e:
+            refusals.append(str(e))
+    if not valid:
+        raise SpecError(f"no {family} {math} tile of kgen's list fits {target.arch}: " + refusals[0])
+    filling = [s for s in valid if _tiles_for(s.tile, batch, out_features) >= target.sms]
+    spec = filling[0] if filling else max(valid, key=lambda s: _tiles_for(s.tile, batch, out_features))
+    t = spec.tile
+    why = (f"tile {t.bm}x{t.bn}x{t.bk} ({_tiles_for(t, batch, out_features)} tiles for "
+           f"{target.sms} SMs), fusion {fusion}")
+    return spec, why
+
+
+def fastest_known(problem: str, batch: int, in_features: int, out_features: int, target: Target,
+                  results_dir: Path = RESULTS_DIR) -> tuple[Spec, str]:
+    found = earlier_winner(problem, batch, in_features, out_features, target.arch, results_dir)
+    if found:
+        spec, measured, path = found
+        ms = measured.get("median_ms")
+        ratio = measured.get("ratio")
+        numbers = f": {ms:.3f} ms, {ratio:.3f}x eager fp32 on {measured.get('device')}" if ms and ratio else ""
+        return spec, f"the fp32-accurate winner of an earlier search ({path}){numbers}"
+    backend, math = fastest_family(target.arch)
+    spec, why = shape_rule(problem, batch, in_features, out_features, target, backend, math)
+    family = "warp-specialized wgmma GEMM" if backend == "wgmma" else "mma.sync GEMM"
+    return spec, (f"no earlier search for this shape and target, so the fastest fp32-accurate "
+                  f"family for {target.arch}, kgen's 3xTF32 {family}; {why} (fusion 2 from batch "
+                  f"{FUSED_STATS_MIN_BATCH})")

@@ -1,8 +1,11 @@
-"""Search: enumerate specs -> render -> write -> build (parallel) -> validate + bench (one GPU,
-isolated worker) -> record, and keep the fastest valid file per tolerance tier.
+"""Search: enumerate specs -> drop what cannot win (a probe of the math modes' rounding, a cost
+model of the tiles) -> reuse cached measurements -> render -> build (parallel) -> validate +
+bench (one GPU worker, fed each candidate as soon as it is built) -> full validation of the
+fastest -> one winner file per tolerance tier in generated/, listed in generated/index.json.
 
 Failure is data: every candidate ends with a status (compile_error, incorrect, runtime_error,
-timeout, passed) and its error text, and one bad candidate never stops the search.
+timeout, passed, or pruned with the reason) and its error text, and one bad candidate never
+stops the search.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import generator
-from .spec import Spec, SpecError, Tile
+from .spec import Spec, SpecError, Tile, kgen_source_digest
 from .worker import EXIT_AFTER_RUNTIME_ERROR, RESULT_PREFIX
 
 # Tiles tried per GEMM family. SIMT: (BM, BN, BK, WM, WN, TM, TN). mma.sync: (BM, BN, BK, WM, WN, stages).
@@ -42,6 +45,9 @@ TF32X3_TILES = [
     (128, 128, 32, 64, 32, 4),
     (256, 64, 32, 64, 32, 3),
     (128, 64, 32, 64, 32, 4),
+    # Tiles that fit the 99 KB of shared memory of sm_86 / sm_89 / sm_120.
+    (128, 128, 32, 64, 32, 2),
+    (128, 64, 32, 64, 32, 3),
 ]
 # TF32 and BF16 (loose tolerances only): the large warp tiles measured fastest.
 FAST_MMA_TILES = [
@@ -97,6 +103,151 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
     return specs
 
 
+# ---- what cannot win is not built ----------------------------------------------------------
+# Effective rate of each GEMM (family, math) at KernelBench's shapes, TFLOP/s, from the GEMM-alone
+# and winner timings on an H100 (docs/perf.md). They only rank candidates before anything is
+# built; every survivor is measured.
+GEMM_RATES = {
+    ("wgmma", "tf32x3"): 125, ("wgmma", "tf32"): 250,
+    ("mma", "tf32x3"): 78, ("mma", "tf32"): 150, ("mma", "bf16"): 200,
+    ("simt", "fp32_simt"): 46,
+    ("cublas", "fp32_simt"): 51, ("cublas", "tf32"): 366, ("cublas", "bf16"): 450,
+}
+# A candidate is built when the model predicts it within this factor of the best of a
+# tolerance tier it can pass. Measured winners sat within 1.1x of the model's best.
+PRUNE_FACTOR = 1.25
+# fp32-accurate math modes: admissible at every tolerance. The others are probed.
+FP32_ACCURATE_MATHS = ("fp32_simt", "tf32x3")
+
+
+def predicted_ms(spec: Spec, sms: int) -> float:
+    """GEMM time at the family's rate, stretched by the tail wave of tiles (one CTA per SM)."""
+    flops = 2.0 * spec.batch * spec.in_features * spec.out_features
+    ms = flops / (GEMM_RATES[(spec.family, spec.math)] * 1e9)
+    if spec.tile is not None:
+        tiles = -(-spec.batch // spec.tile.bm) * -(-spec.out_features // spec.tile.bn)
+        waves = -(-tiles // sms)
+        ms *= waves * sms / tiles
+    return ms
+
+
+def prune(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dict[Spec, str]:
+    """The specs the cost model drops, each with the reason: slower than PRUNE_FACTOR x the best
+    prediction of every tier whose tolerance its math mode can meet."""
+    dropped = {}
+    best = {tol: min((predicted_ms(s, sms) for s in specs if s.math in maths), default=None)
+            for tol, maths in admissible.items()}
+    for s in specs:
+        mine = predicted_ms(s, sms)
+        tiers = [tol for tol, maths in admissible.items() if s.math in maths and best[tol]]
+        if tiers and all(mine > PRUNE_FACTOR * best[tol] for tol in tiers):
+            dropped[s] = (f"cost model: {mine:.2f} ms predicted, > {PRUNE_FACTOR}x the best "
+                          f"{min(best[t] for t in tiers):.2f} ms of its tiers")
+    return dropped
+
+
+def _round_to(math: str, t):
+    """t rounded to the operand precision of a reduced-precision math mode."""
+    import torch
+
+    t32 = t.float()
+    if math == "bf16":
+        return t32.to(torch.bfloat16).double()
+    # TF32 keeps 10 mantissa bits: round the fp32 pattern to nearest at bit 13.
+    bits = (t32.view(torch.int32) + 0x1000) & ~0x1FFF
+    return bits.view(torch.float32).double()
+
+
+def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
+                maths, tols: list[float], device) -> dict[str, tuple[list[float], str]]:
+    """For each reduced-precision math mode: the tolerances it can meet and a one-line reason.
+    The probe runs the reference module in fp64 twice, once on x and W rounded to the mode's
+    operand precision: rounding alone is a lower bound on the mode's error, so a mode that
+    fails a tolerance here cannot pass it as a kernel. A second's work instead of building and
+    validating every tile of a mode that cannot win."""
+    import copy
+
+    import torch
+
+    from .problems import get_problem
+
+    p = get_problem(problem)
+    torch.manual_seed(0)
+    with torch.device(device):
+        exact_model = p.reference_model_class()(*p.init_args(in_features, out_features)).double()
+        x = torch.rand(batch, in_features, dtype=torch.float64)
+    rounded_model = copy.deepcopy(exact_model)
+    out = {}
+    with torch.no_grad():
+        exact = copy.deepcopy(exact_model)(x)
+        for math in maths:
+            if math in FP32_ACCURATE_MATHS:
+                continue
+            m = copy.deepcopy(rounded_model)
+            m.gemm.weight.copy_(_round_to(math, m.gemm.weight))
+            approx = m(_round_to(math, x))
+            err = (approx - exact).abs().max().item()
+            ok = [t for t in tols if torch.allclose(approx, exact, atol=t, rtol=t)]
+            out[math] = (ok, f"operands rounded to {math} alone give max abs error {err:.1e}")
+    return out
+
+
+# ---- measurements that are already known are not taken again --------------------------------
+def cache_dir() -> Path:
+    return Path(os.environ.get("KGEN_CACHE_DIR") or Path.home() / ".cache" / "kgen")
+
+
+class MeasurementCache:
+    """Results of earlier evaluations and full validations, keyed by the code (spec.key()), the
+    shape, the device, the torch version and kgen's own source (a change of the validation is a
+    change of verdicts): a rerun rebuilds and remeasures nothing it has measured. Only deterministic verdicts are kept (passed, incorrect); crashes and timeouts
+    are tried again."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or cache_dir() / "measurements.json"
+        try:
+            self.entries = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.entries = {}
+
+    @staticmethod
+    def key(spec: Spec, device: str, what: str) -> str:
+        import torch
+
+        return (f"{what}|{spec.key()}|{spec.batch}x{spec.in_features}x{spec.out_features}|{device}|"
+                f"torch {torch.__version__}|kgen {kgen_source_digest()}")
+
+    def evaluation(self, spec: Spec, device: str, tols: list[float], iters: int) -> dict | None:
+        """A cached evaluation that answers every requested tolerance, or None."""
+        e = self.entries.get(self.key(spec, device, "eval"))
+        if not e or e.get("iters", 0) < iters:
+            return None
+        tried, passing = set(e["tols_tried"]), e["record"].get("passing_tols") or []
+        known = all(t in tried or (passing and t >= min(passing)) for t in tols)
+        return e["record"] if known else None
+
+    def store_evaluation(self, spec: Spec, device: str, tols: list[float], iters: int, record: dict):
+        if record.get("status") in ("passed", "incorrect"):
+            self.entries[self.key(spec, device, "eval")] = {
+                "tols_tried": sorted(tols), "iters": iters,
+                "record": {k: v for k, v in record.items() if k != "path"}}
+            self.save()
+
+    def full_validation(self, spec: Spec, device: str, tol: float) -> bool:
+        return bool(self.entries.get(self.key(spec, device, f"full tol {tol:g}")))
+
+    def store_full_validation(self, spec: Spec, device: str, tol: float):
+        self.entries[self.key(spec, device, f"full tol {tol:g}")] = True
+        self.save()
+
+    def save(self):
+        try:
+            generator.write_atomic(self.path, json.dumps(self.entries, indent=0, sort_keys=True))
+        except generator.WriteError:
+            return  # a cache that cannot be written only costs time
+
+
+# ---- candidates ------------------------------------------------------------------------------
 @dataclasses.dataclass
 class Candidate:
     spec: Spec
@@ -105,6 +256,7 @@ class Candidate:
     detail: str = ""
     build_s: float = 0.0
     record: dict = dataclasses.field(default_factory=dict)
+    cached: bool = False
 
     @property
     def measured(self) -> dict | None:
@@ -113,6 +265,7 @@ class Candidate:
     def summary(self) -> dict:
         return {"name": self.spec.name(), "key": self.spec.key(), "spec": self.spec.to_dict(),
                 "status": self.status, "detail": self.detail, "build_s": round(self.build_s, 1),
+                "cached": self.cached,
                 **{k: v for k, v in self.record.items() if k not in ("path", "status", "detail")}}
 
 
@@ -132,13 +285,18 @@ def _build(c: Candidate, timeout: float, env: dict) -> Candidate:
     return c
 
 
-def build_all(candidates: list[Candidate], jobs: int, timeout: float, echo) -> None:
-    env = dict(os.environ, MAX_JOBS="2")  # two translation units per extension
+def build_all(candidates: list[Candidate], jobs: int, timeout: float, echo,
+              on_built: Callable[[Candidate], None] = lambda c: None) -> None:
+    """Builds in parallel; on_built sees each candidate as soon as its build ends."""
+    env = dict(os.environ, MAX_JOBS="2")  # main.cpp (empty) and the kernels' translation unit
     done = 0
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for c in pool.map(lambda c: _build(c, timeout, env), candidates):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(_build, c, timeout, env) for c in candidates]
+        for future in concurrent.futures.as_completed(futures):
+            c = future.result()
             done += 1
-            echo(f"  build [{done}/{len(candidates)}] {c.status:<13} {c.build_s:5.0f} s  {c.spec.name()}")
+            echo(f"  build [{done}/{len(candidates)}] {c.status:<13} {c.build_s:5.1f} s  {c.spec.name()}")
+            on_built(c)
 
 
 def _reader(stream, q: queue.Queue):
@@ -147,53 +305,90 @@ def _reader(stream, q: queue.Queue):
     q.put(None)
 
 
-def evaluate_all(candidates: list[Candidate], tols: list[float], batch: int | None, iters: int,
-                 timeout: float, echo, on_result: Callable[[], None] = lambda: None) -> None:
-    """Runs the built candidates through one worker process at a time; a worker that crashes
-    or hangs is replaced and the candidate it was on is marked."""
-    pending = [c for c in candidates if c.status == "built"]
-    by_path = {str(c.path): c for c in pending}
-    total, done = len(pending), 0
-    while pending:
-        cmd = [sys.executable, "-m", "kgen.worker", "evaluate", "--iters", str(iters)]
-        for t in tols:
+class Evaluator:
+    """One GPU worker process, fed one candidate at a time as builds finish, so that measuring
+    overlaps building. A worker that crashes or hangs is replaced and the candidate it was on is
+    marked; the CUDA context of a healthy worker stays warm across candidates."""
+
+    def __init__(self, tols: list[float], batch: int | None, iters: int, timeout: float, echo,
+                 on_result: Callable[[Candidate], None], total: int):
+        self.tols, self.batch, self.iters, self.timeout = tols, batch, iters, timeout
+        self.echo, self.on_result, self.total = echo, on_result, total
+        self.done = 0
+        self.inbox: queue.Queue = queue.Queue()
+        self.proc = None
+        self.lines: queue.Queue | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def submit(self, c: Candidate):
+        self.inbox.put(c)
+
+    def finish(self):
+        self.inbox.put(None)
+        self.thread.join()
+
+    def _start(self):
+        cmd = [sys.executable, "-m", "kgen.worker", "evaluate", "--iters", str(self.iters)]
+        for t in self.tols:
             cmd += ["--tol", repr(t)]
-        if batch:
-            cmd += ["--batch", str(batch)]
-        cmd += [str(c.path) for c in pending]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        q: queue.Queue = queue.Queue()
-        threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True).start()
-        log: list[str] = []
-        current = pending[0]
+        if self.batch:
+            cmd += ["--batch", str(self.batch)]
+        self.proc = subprocess.Popen(cmd + ["-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True).start()
+
+    def _stop(self, kill: bool):
+        if self.proc is None:
+            return
+        if kill:
+            self.proc.kill()
+        else:
+            self.proc.stdin.close()
+        self.proc.wait()
+        self.proc = None
+
+    def _run(self):
         while True:
-            try:
-                line = q.get(timeout=timeout)
-            except queue.Empty:
-                proc.kill()
-                current.status, current.detail = "timeout", f"no result within {timeout:.0f} s"
-                break
-            if line is None:
-                proc.wait()
-                if current in pending and proc.returncode not in (0, EXIT_AFTER_RUNTIME_ERROR):
-                    current.status = "runtime_error"
-                    current.detail = f"worker exited with {proc.returncode}: " + "".join(log[-20:])[-2000:]
-                break
-            if not line.startswith(RESULT_PREFIX):
-                log.append(line)
-                continue
-            record = json.loads(line[len(RESULT_PREFIX):])
-            c = by_path[record["path"]]
-            c.record, c.status, c.detail = record, record["status"], record.get("detail", "")
-            pending.remove(c)
-            done += 1
+            c = self.inbox.get()
+            if c is None:
+                self._stop(kill=False)
+                return
+            self._evaluate(c)
+            self.done += 1
             m = c.measured
             timing = f"{m['median_ms']:.3f} ms, {m['ratio']:.3f}x eager" if m else ""
-            echo(f"  eval  [{done}/{total}] {c.status:<13} {timing:<26} {c.spec.name()}")
-            on_result()
-            if pending:
-                current = pending[0]
-        pending = [c for c in pending if c.status == "built"]
+            self.echo(f"  eval  [{self.done}/{self.total}] {c.status:<13} {timing:<26} {c.spec.name()}")
+            self.on_result(c)
+
+    def _evaluate(self, c: Candidate):
+        if self.proc is None:
+            self._start()
+        self.proc.stdin.write(f"{c.path}\n")
+        self.proc.stdin.flush()
+        log: list[str] = []
+        while True:
+            try:
+                line = self.lines.get(timeout=self.timeout)
+            except queue.Empty:
+                self._stop(kill=True)
+                c.status, c.detail = "timeout", f"no result within {self.timeout:.0f} s"
+                return
+            if line is None:
+                code = self.proc.wait()
+                self.proc = None
+                c.status = "runtime_error"
+                c.detail = f"worker exited with {code}: " + "".join(log[-20:])[-2000:]
+                return
+            if line.startswith(RESULT_PREFIX):
+                record = json.loads(line[len(RESULT_PREFIX):])
+                c.record, c.status, c.detail = record, record["status"], record.get("detail", "")
+                if c.status == "runtime_error":
+                    # The worker exits after a candidate that raised: the context may be gone.
+                    self._stop(kill=False)
+                return
+            log.append(line)
 
 
 def results_table(candidates: list[Candidate]) -> str:
@@ -205,9 +400,9 @@ def results_table(candidates: list[Candidate]) -> str:
         if m:
             tols = ",".join(f"{t:g}" for t in c.record.get("passing_tols", []))
             rows.append(f"{c.status:<13} {m['median_ms']:>9.3f} {m['ratio']:>8.3f} "
-                        f"{m['max_abs_err']:>11.2e} {tols:<14} {c.spec.name()}")
+                        f"{m['max_abs_err']:>11.2e} {tols:<14} {c.spec.name()}{'  (cached)' if c.cached else ''}")
         else:
-            first = c.detail.strip().splitlines()[-1][:80] if c.detail.strip() else ""
+            first = c.detail.strip().splitlines()[-1][:90] if c.detail.strip() else ""
             rows.append(f"{c.status:<13} {'-':>9} {'-':>8} {'-':>11} {'-':<14} {c.spec.name()}  {first}")
     return "\n".join(rows)
 
@@ -218,26 +413,86 @@ def full_validation(path: Path, tol: float, timeout: float) -> tuple[bool, str]:
     return proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def other_files_for_shape(out_dir: Path, shape: str, winners: dict) -> list[Path]:
-    """Emitted files in out_dir for this problem and shape that this search did not write (an
-    earlier search's winners, a hand-made variant): kept, but named, so that nobody mistakes
-    them for the current winners."""
-    current = {Path(w["path"]).name for w in winners.values()}
-    return sorted(p for p in out_dir.glob(f"{shape}_*.py") if p.name not in current)
+# ---- winners ---------------------------------------------------------------------------------
+INDEX_NAME = "index.json"
+
+
+def winner_path(out_dir: Path, spec: Spec, tol: float) -> Path:
+    """One file per problem, shape and tolerance tier: a new winner replaces the old one."""
+    return out_dir / f"{spec.shape_name()}_tol{tol:g}.py"
+
+
+def read_index(out_dir: Path) -> dict:
+    try:
+        return json.loads((out_dir / INDEX_NAME).read_text())
+    except (OSError, ValueError):
+        return {"winners": {}}
+
+
+def record_winner(out_dir: Path, path: Path, spec: Spec, tol: float, measured: dict) -> dict | None:
+    """Lists the winner in out_dir/index.json; returns the entry it replaced, if any."""
+    index = read_index(out_dir)
+    index["about"] = ("The current winner of each problem, shape and tolerance tier, written by "
+                      "`kgen search`; every file's header holds the same measurement.")
+    previous = index["winners"].get(path.name)
+    index["winners"][path.name] = {
+        "problem": spec.problem, "batch": spec.batch, "in_features": spec.in_features,
+        "out_features": spec.out_features, "tol": tol, "arch": spec.arch, "variant": spec.name(),
+        "key": spec.key(), "spec": spec.to_dict(), "measured": measured}
+    index["winners"] = dict(sorted(index["winners"].items()))
+    generator.write_atomic(out_dir / INDEX_NAME, json.dumps(index, indent=1) + "\n")
+    return previous
 
 
 def run_search(problem: str, batch: int, in_features: int, out_features: int, tols: list[float],
                maths=DEFAULT_MATHS, jobs: int = 8, work_dir: Path = Path(".kgen_work"),
                out_dir: Path = generator.DEFAULT_OUTPUT_DIR, results_dir: Path = Path("results"),
                build_timeout: float = 900, eval_timeout: float = 300, iters: int = 30,
-               top: int | None = None, arch: str = "sm_90a",
+               top: int | None = None, arch: str = "sm_90a", exhaustive: bool = False,
+               cache: MeasurementCache | None = None,
                echo: Callable[[str], None] = print) -> dict:
-    specs = enumerate_specs(problem, batch, in_features, out_features, maths, arch=arch, top=top)
+    import torch
+
+    started = time.monotonic()
+
+    def stamp() -> str:
+        return f"[{time.monotonic() - started:5.1f} s]"
+
+    device = torch.cuda.get_device_name()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    cache = cache or MeasurementCache()
     shape = f"{problem}_b{batch}_i{in_features}_o{out_features}"
-    echo(f"search {shape} for {arch}: {len(specs)} valid specs, "
+    specs = enumerate_specs(problem, batch, in_features, out_features, maths, arch=arch, top=top)
+    echo(f"{stamp()} search {shape} on {device} ({arch}, {sms} SMs): {len(specs)} valid specs, "
          f"tolerances {', '.join(f'{t:g}' for t in tols)}")
+
+    dropped: dict[Spec, str] = {}
+    admissible = {t: set(FP32_ACCURATE_MATHS) for t in tols}
+    if not exhaustive:
+        for math, (ok, why) in probe_maths(problem, batch, in_features, out_features,
+                                          sorted({s.math for s in specs}), tols, "cuda").items():
+            for t in ok:
+                admissible[t].add(math)
+            verdict = f"meets {', '.join(f'{t:g}' for t in ok)}" if ok else "meets no requested tolerance"
+            echo(f"{stamp()} probe {math}: {why}: {verdict}")
+            if not ok:
+                dropped.update({s: f"probe: {why}" for s in specs if s.math == math})
+        live = [s for s in specs if s not in dropped]
+        dropped.update(prune(live, {t: m for t, m in admissible.items()}, sms))
+        echo(f"{stamp()} {len(specs) - len(dropped)} candidates to measure, {len(dropped)} dropped "
+             f"(probe, cost model; --all keeps every spec)")
+
     cand_dir = work_dir / shape
-    candidates = [Candidate(s, generator.write(s, cand_dir / f"{s.name()}.py")) for s in specs]
+    candidates: list[Candidate] = []
+    for s in specs:
+        if s in dropped:
+            candidates.append(Candidate(s, cand_dir / f"{s.name()}.py", status="pruned", detail=dropped[s]))
+            continue
+        c = Candidate(s, generator.write(s, cand_dir / f"{s.name()}.py"))
+        hit = cache.evaluation(s, device, tols, iters)
+        if hit:
+            c.record, c.status, c.detail, c.cached = dict(hit, path=str(c.path)), hit["status"], hit.get("detail", ""), True
+        candidates.append(c)
     winners: dict = {}
     tol_tag = "_".join(f"{t:g}" for t in sorted(tols))
     record_path = results_dir / f"search_{shape}_tol{tol_tag}.json"
@@ -245,37 +500,64 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
 
     def save():
         """Rewritten after every result, so an interrupted search keeps what it measured."""
-        record = {"search": shape, "tols": tols, "winners": winners,
-                  "candidates": [c.summary() for c in candidates]}
+        record = {"search": shape, "problem": problem, "batch": batch, "in_features": in_features,
+                  "out_features": out_features, "arch": arch, "device": device, "tols": tols,
+                  "winners": winners, "candidates": [c.summary() for c in candidates]}
         generator.write_atomic(record_path, json.dumps(record, indent=1))
         return record
 
-    build_all(candidates, jobs, build_timeout, echo)
+    to_build = [c for c in candidates if c.status == "pending"]
+    cached = [c for c in candidates if c.cached]
+    if cached:
+        echo(f"{stamp()} {len(cached)} candidates measured before on this device (cache {cache.path})")
+    lock = threading.Lock()
+
+    def on_result(c: Candidate):
+        cache.store_evaluation(c.spec, device, tols, iters, c.record)
+        with lock:
+            save()
+
+    evaluator = Evaluator(tols, None, iters, eval_timeout, echo, on_result, total=len(to_build))
+    if to_build:
+        echo(f"{stamp()} building {len(to_build)} candidates ({jobs} at a time); each is measured "
+             f"as soon as it is built")
+    build_all(to_build, jobs, build_timeout, echo,
+              on_built=lambda c: evaluator.submit(c) if c.status == "built" else None)
+    evaluator.finish()
     save()
-    evaluate_all(candidates, tols, None, iters, eval_timeout, echo, on_result=save)
-    echo(results_table(candidates))
+    echo(results_table([c for c in candidates if c.status != "pruned"]))
 
     for tol in sorted(tols):
         passing = sorted((c for c in candidates if c.status == "passed" and tol in c.record["passing_tols"]),
                          key=lambda c: c.measured["median_ms"])
         for c in passing:
-            ok, log = full_validation(c.path, tol, eval_timeout * 3)
+            if cache.full_validation(c.spec, device, tol):
+                ok, log = True, "cached"
+                echo(f"{stamp()} tol {tol:g}: {c.spec.name()} passed the full validation before on this device")
+            else:
+                echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()}")
+                ok, log = full_validation(c.path, tol, eval_timeout * 3)
             if ok:
+                cache.store_full_validation(c.spec, device, tol)
                 measured = dict(c.measured, tol=tol)
-                path = generator.write(c.spec, out_dir / f"{c.spec.name()}.py", measured=measured)
-                winners[f"{tol:g}"] = {"name": c.spec.name(), "path": str(path), "measured": measured}
+                out_dir.mkdir(parents=True, exist_ok=True)
+                path = generator.write(c.spec, winner_path(out_dir, c.spec, tol), measured=measured)
+                previous = record_winner(out_dir, path, c.spec, tol, measured)
+                winners[f"{tol:g}"] = {"name": c.spec.name(), "path": str(path), "spec": c.spec.to_dict(),
+                                       "measured": measured}
                 save()
-                echo(f"tol {tol:g}: fastest valid is {c.spec.name()} "
+                echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "
                      f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager fp32) -> {path}")
+                if previous and previous.get("variant") != c.spec.name():
+                    pm = previous.get("measured") or {}
+                    echo(f"           replaced the earlier winner {previous.get('variant')} "
+                         f"({pm.get('median_ms', float('nan')):.3f} ms on {pm.get('device')}, {pm.get('date')})")
+                elif previous:
+                    echo("           (the same variant as the earlier winner; its measurement is updated)")
                 break
             c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
-            echo(f"tol {tol:g}: {c.spec.name()} failed full validation; trying the next")
+            echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation; trying the next")
         else:
-            echo(f"tol {tol:g}: no candidate passed")
-
-    others = other_files_for_shape(out_dir, shape, winners) if out_dir.is_dir() else []
-    if others:
-        echo(f"also in {out_dir} for this shape, not winners of this search (left as they are): "
-             + ", ".join(p.name for p in others))
-    echo(f"record: {record_path}")
+            echo(f"{stamp()} tol {tol:g}: no candidate passed")
+    echo(f"{stamp()} record: {record_path}")
     return save()

@@ -2,11 +2,12 @@
 CUDA context costs only itself.
 
     python -m kgen.worker build FILE
-    python -m kgen.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] FILE...
+    python -m kgen.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] FILE... | -
 
-`evaluate` prints one line `KGEN_RESULT {json}` per candidate as it finishes, and exits after a
-candidate whose run raised (the CUDA context may be unusable after an illegal access); the
-caller restarts it on the remaining files.
+`evaluate` prints one line `KGEN_RESULT {json}` per candidate as it finishes (with `-`, it reads
+the files from stdin, one per line, as a search builds them), and exits after a candidate whose
+run raised (the CUDA context may be unusable after an illegal access); the caller restarts it
+on the remaining files.
 """
 
 from __future__ import annotations
@@ -75,7 +76,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.cmd == "build":
         return build(args.file)
-    for path in args.files:
+    files = (line.strip() for line in sys.stdin) if args.files == ["-"] else iter(args.files)
+    for path in files:
+        if not path:
+            continue
         record = evaluate_one(path, args.tol, args.batch, args.iters)
         print(RESULT_PREFIX + json.dumps(record), flush=True)
         if record["status"] == "runtime_error":

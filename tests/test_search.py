@@ -1,0 +1,96 @@
+"""The CPU side of a search: what is dropped before building and why, the measurement cache,
+the one-winner-per-tier files and their index."""
+
+import json
+
+import pytest
+
+from kgen import generator
+from kgen.search import (MeasurementCache, enumerate_specs, probe_maths, prune, read_index,
+                         record_winner, winner_path)
+
+H100_SMS = 132
+
+
+def test_probe_drops_modes_whose_rounding_alone_breaks_the_tolerance():
+    """TF32 operands (10-bit mantissa) cannot meet 1e-4; BF16 (7 bits) not even 1e-2."""
+    found = probe_maths("gemm_scale_bn", 64, 1024, 256, ["tf32", "bf16", "tf32x3", "fp32_simt"],
+                        [1e-4, 1e-2], "cpu")
+    assert set(found) == {"tf32", "bf16"}  # the fp32-accurate modes are not probed
+    assert found["tf32"][0] == [1e-2]
+    assert found["bf16"][0] == []
+    assert "max abs error" in found["bf16"][1]
+
+
+def test_cost_model_keeps_the_fast_family_of_each_tier_only():
+    specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192)
+    tight = {1e-4: {"fp32_simt", "tf32x3"}}
+    live = [s for s in specs if s.math in tight[1e-4]]
+    dropped = prune(live, tight, H100_SMS)
+    kept = [s for s in live if s not in dropped]
+    assert kept and all((s.backend, s.math) == ("wgmma", "tf32x3") for s in kept)
+    assert all("cost model" in why for why in dropped.values())
+    # A looser tier keeps its own fastest (cuBLAS TF32), and the tight tier's winners stay.
+    both = {1e-4: {"fp32_simt", "tf32x3"}, 1e-2: {"fp32_simt", "tf32x3", "tf32"}}
+    live = [s for s in specs if s.math != "bf16"]
+    kept = [s for s in live if s not in prune(live, both, H100_SMS)]
+    assert {(s.backend, s.math) for s in kept} == {("wgmma", "tf32x3"), ("cublas", "tf32")}
+
+
+def test_cost_model_counts_the_tail_wave():
+    """At batch 128 and 8192 features, 128x128 tiles leave half the SMs idle; 128x64 do not."""
+    specs = [s for s in enumerate_specs("gemm_scale_bn", 128, 8192, 8192, maths=("tf32x3",))
+             if s.backend == "wgmma"]
+    from kgen.search import predicted_ms
+
+    by_tile = {(s.tile.bm, s.tile.bn): predicted_ms(s, H100_SMS) for s in specs}
+    assert by_tile[(128, 64)] < by_tile[(128, 128)]
+
+
+def test_cache_answers_only_what_it_measured(tmp_path):
+    cache = MeasurementCache(tmp_path / "m.json")
+    spec = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192, maths=("tf32x3",))[0]
+    passed = {"status": "passed", "passing_tols": [1e-4, 1e-2], "measured": {"median_ms": 1.0}}
+    cache.store_evaluation(spec, "H100", [1e-4, 1e-2], 30, passed)
+    again = MeasurementCache(tmp_path / "m.json")  # persisted
+    assert again.evaluation(spec, "H100", [1e-4], 30)["measured"] == {"median_ms": 1.0}
+    assert again.evaluation(spec, "H100", [1e-4], 100) is None         # more iterations asked
+    assert again.evaluation(spec, "H200", [1e-4], 30) is None          # another device
+    other_shape = enumerate_specs("gemm_scale_bn", 2048, 8192, 8192, maths=("tf32x3",))[0]
+    assert other_shape.key() == spec.key()
+    assert again.evaluation(other_shape, "H100", [1e-4], 30) is None   # another shape
+
+    incorrect = {"status": "incorrect", "passing_tols": []}
+    cache.store_evaluation(spec, "B", [1e-4], 30, incorrect)
+    assert cache.evaluation(spec, "B", [1e-4], 30)["status"] == "incorrect"
+    assert cache.evaluation(spec, "B", [1e-4, 1e-2], 30) is None       # 1e-2 never tried
+    cache.store_evaluation(spec, "C", [1e-4], 30, {"status": "runtime_error"})
+    assert cache.evaluation(spec, "C", [1e-4], 30) is None             # crashes are retried
+
+    assert not cache.full_validation(spec, "H100", 1e-4)
+    cache.store_full_validation(spec, "H100", 1e-4)
+    assert MeasurementCache(tmp_path / "m.json").full_validation(spec, "H100", 1e-4)
+
+
+def test_one_winner_per_tier_replaces_the_earlier_one_and_is_indexed(tmp_path):
+    a, b = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192, maths=("tf32x3",))[:2]
+    assert winner_path(tmp_path, a, 1e-4) == winner_path(tmp_path, b, 1e-4)
+    assert winner_path(tmp_path, a, 1e-4).name == "gemm_scale_bn_b1024_i8192_o8192_tol0.0001.py"
+    path = winner_path(tmp_path, a, 1e-4)
+    assert record_winner(tmp_path, path, a, 1e-4, {"median_ms": 1.2}) is None
+    previous = record_winner(tmp_path, path, b, 1e-4, {"median_ms": 1.1})
+    assert previous["variant"] == a.name()
+    index = read_index(tmp_path)
+    assert list(index["winners"]) == [path.name]
+    assert index["winners"][path.name]["variant"] == b.name()
+    assert json.loads((tmp_path / "index.json").read_text()) == index
+
+
+@pytest.mark.parametrize("problem", ["gemm_scale_bn", "gemm_bn_scale_softmax"])
+def test_candidates_render_without_the_shape_in_their_code(problem):
+    """Problems 33 and 39 share builds: the kernel source carries no shape."""
+    a = enumerate_specs(problem, 1024, 8192, 8192)
+    b = enumerate_specs(problem, 16384, 4096, 4096)
+    assert {s.key() for s in a} == {s.key() for s in b}
+    for s in a[:3]:
+        assert "8192" not in generator.render_cuda_source(s)

@@ -132,17 +132,29 @@ def predicted_ms(spec: Spec, sms: int) -> float:
 
 
 def prune(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dict[Spec, str]:
-    """The specs the cost model drops, each with the reason: slower than PRUNE_FACTOR x the best
-    prediction of every tier whose tolerance its math mode can meet."""
+    """The specs the cost model drops, each with the reason. Per tolerance tier, a candidate is
+    kept when it is within PRUNE_FACTOR of the best prediction among the math modes the tier
+    admits (it may win), or when it is fp32-accurate and within PRUNE_FACTOR of the best
+    fp32-accurate prediction: the probe only shows that a reduced-precision mode *may* meet a
+    tolerance (rounding is a lower bound on its error), so the tier keeps the accurate
+    candidates that win if it does not."""
     dropped = {}
-    best = {tol: min((predicted_ms(s, sms) for s in specs if s.math in maths), default=None)
-            for tol, maths in admissible.items()}
     for s in specs:
-        mine = predicted_ms(s, sms)
-        tiers = [tol for tol, maths in admissible.items() if s.math in maths and best[tol]]
-        if tiers and all(mine > PRUNE_FACTOR * best[tol] for tol in tiers):
-            dropped[s] = (f"cost model: {mine:.2f} ms predicted, > {PRUNE_FACTOR}x the best "
-                          f"{min(best[t] for t in tiers):.2f} ms of its tiers")
+        mine, reasons = predicted_ms(s, sms), []
+        for tol, maths in admissible.items():
+            if s.math not in maths:
+                continue
+            best = min(predicted_ms(o, sms) for o in specs if o.math in maths)
+            accurate = [predicted_ms(o, sms) for o in specs if o.math in FP32_ACCURATE_MATHS]
+            if mine <= PRUNE_FACTOR * best:
+                break
+            if s.math in FP32_ACCURATE_MATHS and mine <= PRUNE_FACTOR * min(accurate):
+                break
+            reasons.append(f"{best:.2f} ms at tol {tol:g}")
+        else:
+            if reasons:
+                dropped[s] = (f"cost model: {mine:.2f} ms predicted, > {PRUNE_FACTOR}x the best "
+                              f"({', '.join(reasons)})")
     return dropped
 
 

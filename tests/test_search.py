@@ -94,3 +94,14 @@ def test_candidates_render_without_the_shape_in_their_code(problem):
     assert {s.key() for s in a} == {s.key() for s in b}
     for s in a[:3]:
         assert "8192" not in generator.render_cuda_source(s)
+
+
+def test_an_optimistic_probe_does_not_cost_a_tier_its_accurate_candidates():
+    """Softmax outputs are small: TF32 and BF16 rounding alone may stay under 1e-4 (problem 84).
+    The tier still keeps the fastest fp32-accurate candidates in case the kernels do not."""
+    specs = enumerate_specs("gemm_bn_scale_softmax", 1024, 8192, 8192)
+    admissible = {1e-4: {"fp32_simt", "tf32x3", "tf32", "bf16"}}
+    kept = [s for s in specs if s not in prune(specs, admissible, H100_SMS)]
+    assert ("cublas", "bf16") in {(s.backend, s.math) for s in kept}
+    assert any((s.backend, s.math) == ("wgmma", "tf32x3") for s in kept)
+    assert not any(s.math == "fp32_simt" for s in kept)

@@ -211,13 +211,14 @@ def validate(file, tol, batch, quick):
     """Check FILE against its reference on the GPU; exits non-zero on any failure."""
     f = _load(file)
     _require_cuda("validate")
+    from .validate import gate_description, summary
     from .validate import validate as run_validation
 
-    click.echo(f"validating {file} ({f.spec.name()}) at tol {tol:g}, errors against fp64")
+    click.echo(f"validating {file} ({f.spec.name()}) at tol {tol:g}, errors against fp64; "
+               f"passing means {gate_description(tol)}")
     results = run_validation(f, tol=tol, quick=quick, batch=batch, report=lambda r: click.echo(r.line()))
-    failed = [r for r in results if not r.passed]
-    click.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    sys.exit(1 if failed else 0)
+    click.echo(summary(results))
+    sys.exit(0 if all(r.passed for r in results) else 1)
 
 
 @main.command()

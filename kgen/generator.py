@@ -176,6 +176,8 @@ def describe_measured(measured: dict | None) -> list[str]:
         f"           {m['median_ms']:.3f} ms median (p20 {m['p20_ms']:.3f}, p80 {m['p80_ms']:.3f}); "
         f"eager fp32 reference {m['eager_ms']:.3f} ms in the same run -> {m['ratio']:.3f}x its time",
         f"           max abs error vs fp64 {m['max_abs_err']:.2e}, max rel {m['max_rel_err']:.2e}",
+        *([f"passed:    {m['gate']}; worst error {m['error_ratio']:.2f}x eager fp32's"]
+          if "gate" in m else []),
     ]
 
 

@@ -404,7 +404,10 @@ class Evaluator:
 
 
 def results_table(candidates: list[Candidate]) -> str:
-    rows = [f"{'status':<13} {'median ms':>9} {'x eager':>8} {'max abs err':>11} {'tols':<14} name"]
+    # "err/eager": the worst ratio of the candidate's error against fp64 to eager fp32's (the
+    # fp32-exact gate's measure, validate.FP32_EXACT_FACTOR at most in the fp32-exact tiers).
+    rows = [f"{'status':<13} {'median ms':>9} {'x eager':>8} {'max abs err':>11} {'err/eager':>9} "
+            f"{'tols':<14} name"]
     order = sorted(candidates, key=lambda c: (c.status != "passed",
                                               c.measured["median_ms"] if c.measured else 0.0))
     for c in order:
@@ -412,10 +415,10 @@ def results_table(candidates: list[Candidate]) -> str:
         if m:
             tols = ",".join(f"{t:g}" for t in c.record.get("passing_tols", []))
             rows.append(f"{c.status:<13} {m['median_ms']:>9.3f} {m['ratio']:>8.3f} "
-                        f"{m['max_abs_err']:>11.2e} {tols:<14} {c.spec.name()}{'  (cached)' if c.cached else ''}")
+                        f"{m['max_abs_err']:>11.2e} {m.get('error_ratio', float('nan')):>9.2f} {tols:<14} {c.spec.name()}{'  (cached)' if c.cached else ''}")
         else:
             first = c.detail.strip().splitlines()[-1][:90] if c.detail.strip() else ""
-            rows.append(f"{c.status:<13} {'-':>9} {'-':>8} {'-':>11} {'-':<14} {c.spec.name()}  {first}")
+            rows.append(f"{c.status:<13} {'-':>9} {'-':>8} {'-':>11} {'-':>9} {'-':<14} {c.spec.name()}  {first}")
     return "\n".join(rows)
 
 

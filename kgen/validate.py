@@ -1,8 +1,19 @@
-"""Validation of an emitted file against its reference Model (DESIGN.md section 6).
+"""Validation of an emitted file against its reference Model (docs/design.md, "Validation").
 
 Every check compares ModelNew with the fp32 reference by torch.allclose(atol=rtol=tol), as
 KernelBench does, and reports the error of both against an fp64 copy of the reference. Training
 checks compare the output and the three BatchNorm buffers after every call.
+
+Two gates decide a check:
+- allclose(atol=rtol=tol), KernelBench's yardstick, in every tier;
+- in the fp32-exact tiers (tol <= FP32_EXACT_MAX_TOL), also the fp32-exact gate: on every tensor
+  compared, ModelNew's max error against fp64 is at most FP32_EXACT_FACTOR times eager fp32's own
+  error on the same inputs. An absolute 1e-4 says little about outputs that are small or flat
+  (softmax over 8192 features is ~1.2e-4 everywhere: logits off by 0.1 % pass allclose), while
+  the ratio to eager fp32's error is scale-free.
+
+A CUDA error that leaves the context unusable (an illegal address) stops the validation: the
+check where it surfaced reports it once, the rest are marked "not run: CUDA context lost".
 """
 
 from __future__ import annotations
@@ -28,6 +39,15 @@ LARGE_OFFSET = 100.0
 # no longer judge the statistics; it is reported without gating.
 OFFSET_GATES_BELOW_TOL = 1e-3
 ODD_BATCHES = (1000, 7, 2051)
+# The fp32-exact gate (see the module docstring). The factor comes from measurements on an H100
+# (docs/perf.md, "Issue 12"): the shipped 3xTF32 winners' worst ratio over all checks was 5.5
+# (3xTF32 drops the lo*lo product and rounds to TF32 twice: a little more error than SGEMM's);
+# the TF32 and BF16 winners of the 1e-2 tier are at 48x and above, planted faults far higher.
+FP32_EXACT_FACTOR = 16.0
+FP32_EXACT_MAX_TOL = 1e-4
+# Errors below one fp32 ulp of the tensor's largest value count as that ulp in the ratio: an
+# eager error of exactly 0 (e.g. a buffer that did not move) must not make any rounding fail.
+ULP_FP32 = 2.0 ** -23
 BUFFERS = ("running_mean", "running_var")
 
 
@@ -40,13 +60,19 @@ class CheckResult:
     ref_abs: float = float("nan")   # the fp32 reference's own max abs error vs fp64
     detail: str = ""
     crashed: bool = False               # the check raised instead of comparing
+    # max over the tensors compared of |new - fp64| / |eager fp32 - fp64| (floored at an ulp)
+    error_ratio: float = float("nan")
+    gate: str = ""                      # "fp32-exact" when the ratio gated the check
+    not_run: bool = False               # skipped: an earlier check lost the CUDA context
 
     def line(self) -> str:
-        status = "PASS" if self.passed else "FAIL"
+        status = "SKIP" if self.not_run else ("PASS" if self.passed else "FAIL")
         nums = ""
         if not math.isnan(self.max_abs):
             nums = (f"  max abs {self.max_abs:.2e}  max rel {self.max_rel:.2e}"
                     f"  (fp32 reference: {self.ref_abs:.2e})")
+        if not math.isnan(self.error_ratio):
+            nums += f"  {self.error_ratio:.2f}x eager's error"
         return f"{status}  {self.name:<34}{nums}{'  ' + self.detail if self.detail else ''}"
 
 
@@ -57,10 +83,12 @@ class Comparison:
         # judge_by_fp64: pass when the error vs fp64 is within tol + twice the fp32 reference's.
         self.tol = tol
         self.judge_by_fp64 = judge_by_fp64
+        self.fp32_exact = fp32_exact_tier(tol)
         self.ok = True
         self.max_abs = 0.0
         self.max_rel = 0.0
         self.ref_abs = 0.0
+        self.ratio = 0.0
         self.failures: list[str] = []
 
     def add(self, what: str, new: torch.Tensor, ref32: torch.Tensor, ref64: torch.Tensor):
@@ -72,20 +100,39 @@ class Comparison:
             abs_err = float("inf")
         self.max_abs = max(self.max_abs, abs_err)
         self.max_rel = max(self.max_rel, abs_err / scale if scale > 0 else abs_err)
-        self.ref_abs = max(self.ref_abs, (ref32.detach().double() - ref64).abs().max().item()
-                           if ref32.numel() else 0.0)
+        ref_err = (ref32.detach().double() - ref64).abs().max().item() if ref32.numel() else 0.0
+        self.ref_abs = max(self.ref_abs, ref_err)
+        ratio = abs_err / max(ref_err, ULP_FP32 * scale, 1e-30)
+        self.ratio = max(self.ratio, ratio)
         if self.judge_by_fp64:
-            ref_err = (ref32.detach().double() - ref64).abs().max().item() if ref32.numel() else 0.0
             close = abs_err <= self.tol + 2 * ref_err
         else:
             close = torch.allclose(new64, ref32.detach().double(), atol=self.tol, rtol=self.tol)
         if new.shape != ref32.shape or not close:
             self.ok = False
             self.failures.append(f"{what} differs (max abs {abs_err:.2e})")
+        elif self.fp32_exact and not ratio <= FP32_EXACT_FACTOR:
+            self.ok = False
+            self.failures.append(f"{what}: error {abs_err:.2e} is {ratio:.3g}x eager fp32's {ref_err:.2e} "
+                                 f"(fp32-exact gate: <= {FP32_EXACT_FACTOR:g}x)")
 
     def result(self, name: str) -> CheckResult:
         return CheckResult(name, self.ok, self.max_abs, self.max_rel, self.ref_abs,
-                           "; ".join(self.failures[:3]))
+                           "; ".join(self.failures[:3]), error_ratio=self.ratio,
+                           gate="fp32-exact" if self.fp32_exact else "")
+
+
+def fp32_exact_tier(tol: float) -> bool:
+    """Whether passing at `tol` also requires the fp32-exact gate."""
+    return tol <= FP32_EXACT_MAX_TOL
+
+
+def gate_description(tol: float) -> str:
+    """What passing at `tol` means, as emitted headers and reports state it."""
+    if fp32_exact_tier(tol):
+        return (f"fp32-exact (error vs fp64 <= {FP32_EXACT_FACTOR:g}x eager fp32's on every check) "
+                f"and allclose(atol=rtol={tol:g})")
+    return f"allclose(atol=rtol={tol:g}) only (not fp32-exact)"
 
 
 class Trio:
@@ -153,11 +200,26 @@ def _inputs(kind: str, batch: int, in_features: int, device) -> torch.Tensor:
 
 
 def _run(name: str, body: Callable[[], CheckResult]) -> CheckResult:
-    """A check that raises is a failed check, with the error as its detail."""
+    """A check that raises is a failed check, with the first line of the error as its detail."""
     try:
         return body()
     except Exception as e:  # noqa: BLE001 - any failure of the candidate is data
-        return CheckResult(name, False, detail=f"{type(e).__name__}: {e}", crashed=True)
+        first = (str(e).strip().splitlines() or [""])[0]
+        return CheckResult(name, False, detail=f"{type(e).__name__}: {first}", crashed=True)
+
+
+def cuda_context_lost() -> bool:
+    """True when the CUDA context no longer runs work (a sticky error such as an illegal
+    address): every later CUDA call in this process would fail with the same error."""
+    try:
+        torch.cuda.synchronize()
+        torch.ones(1, device="cuda").add_(1).item()
+        return False
+    except Exception:  # noqa: BLE001 - torch raises RuntimeError or AcceleratorError
+        return True
+
+
+NOT_RUN = "not run: CUDA context lost"
 
 
 def _train_check(f, device, tol, kind, batch, trials, judge_by_fp64=False, momentum_none=False):
@@ -278,41 +340,57 @@ def check_errors(f, device) -> CheckResult:
     return CheckResult("clear errors for bad input", not failures, detail="; ".join(failures))
 
 
+def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device) -> list[tuple[str, Callable[[], CheckResult]]]:
+    """(name, run) of every check, in order; `quick` keeps the core numerical ones."""
+    def offset():
+        r = _named(f"train, offset {LARGE_OFFSET:g} (vs fp64)",
+                   _train_check(f, device, tol, "offset", batch, 2, judge_by_fp64=True))
+        if tol >= OFFSET_GATES_BELOW_TOL and not r.passed and not r.crashed:
+            r.passed = True
+            r.detail = f"reported, not gating at tol {tol:g} (reduced-precision GEMMs): {r.detail}"
+        return r
+
+    trials = 2 if quick else TRIALS
+    core = [
+        ("static rules (kgen's and KernelBench's)", lambda: check_static(f)),
+        ("seeded construction, state_dict", lambda: check_construction(f, device)),
+        (f"train, torch.rand, {trials} calls", _train_check(f, device, tol, "rand", batch, trials)),
+        ("eval mode", lambda: check_eval(f, device, tol, batch)),
+        ("train, batch 7", _train_check(f, device, tol, "rand", 7, 1)),
+    ]
+    if quick:
+        return core
+    rest = [
+        ("train, torch.randn, 2 calls", _train_check(f, device, tol, "randn", batch, 2)),
+        (f"train, offset {LARGE_OFFSET:g} (vs fp64)", offset),
+        *((f"train, batch {b}", _train_check(f, device, tol, "rand", b, 1)) for b in ODD_BATCHES if b != 7),
+        ("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True)),
+        ("weights changed in place", lambda: check_weights_change(f, device, tol, batch)),
+        ("non-contiguous / misaligned input", lambda: check_noncontiguous(f, device, tol, batch)),
+        ("clear errors for bad input", lambda: check_errors(f, device)),
+    ]
+    return core + rest
+
+
 def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int | None = None,
              report: Callable[[CheckResult], None] = lambda r: None) -> list[CheckResult]:
-    """Run the checks; `quick` (used inside a search) runs the core numerical checks only."""
+    """Run the checks; `quick` (used inside a search) runs the core numerical checks only.
+    Stops at the first check after which the CUDA context is lost; the rest come back marked
+    not run (and failed)."""
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     device = torch.device("cuda")
     batch = batch or f.spec.batch
     results: list[CheckResult] = []
-
-    def add(r: CheckResult):
+    context_lost = False
+    for name, body in checks(f, tol, quick, batch, device):
+        if context_lost:
+            results.append(CheckResult(name, False, detail=NOT_RUN, crashed=True, not_run=True))
+            continue
+        r = _named(name, body)
         results.append(r)
         report(r)
-
-    add(check_static(f))
-    add(_run("seeded construction, state_dict", lambda: check_construction(f, device)))
-    add(_named(f"train, torch.rand, {TRIALS if not quick else 2} calls",
-               _train_check(f, device, tol, "rand", batch, 2 if quick else TRIALS)))
-    add(_run("eval mode", lambda: check_eval(f, device, tol, batch)))
-    add(_named("train, batch 7", _train_check(f, device, tol, "rand", 7, 1)))
-    if quick:
-        return results
-    add(_named("train, torch.randn, 2 calls", _train_check(f, device, tol, "randn", batch, 2)))
-    offset = _named(f"train, offset {LARGE_OFFSET:g} (vs fp64)",
-                    _train_check(f, device, tol, "offset", batch, 2, judge_by_fp64=True))
-    if tol >= OFFSET_GATES_BELOW_TOL and not offset.passed and not offset.crashed:
-        offset.passed = True
-        offset.detail = f"reported, not gating at tol {tol:g} (reduced-precision GEMMs): {offset.detail}"
-    add(offset)
-    for b in ODD_BATCHES:
-        if b != 7:
-            add(_named(f"train, batch {b}", _train_check(f, device, tol, "rand", b, 1)))
-    add(_named("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True)))
-    add(_run("weights changed in place", lambda: check_weights_change(f, device, tol, batch)))
-    add(_run("non-contiguous / misaligned input", lambda: check_noncontiguous(f, device, tol, batch)))
-    add(_run("clear errors for bad input", lambda: check_errors(f, device)))
+        context_lost = r.crashed and cuda_context_lost()
     return results
 
 
@@ -320,3 +398,19 @@ def worst_error(results: list[CheckResult]) -> tuple[float, float]:
     numeric = [r for r in results if not math.isnan(r.max_abs)]
     return (max((r.max_abs for r in numeric), default=float("nan")),
             max((r.max_rel for r in numeric), default=float("nan")))
+
+
+def worst_error_ratio(results: list[CheckResult]) -> float:
+    """The largest ratio of ModelNew's error to eager fp32's over every check (the fp32-exact
+    gate's measure; a search ranks nothing by it but reports it)."""
+    return max((r.error_ratio for r in results if not math.isnan(r.error_ratio)), default=float("nan"))
+
+
+def summary(results: list[CheckResult]) -> str:
+    """The closing line: counts, and the checks skipped after a lost CUDA context in one line."""
+    skipped = [r for r in results if r.not_run]
+    failed = [r for r in results if not r.passed and not r.not_run]
+    line = f"{len(results) - len(failed) - len(skipped)} passed, {len(failed)} failed"
+    if skipped:
+        line += f", {len(skipped)} {NOT_RUN} ({', '.join(r.name for r in skipped)})"
+    return line

@@ -31,7 +31,7 @@ def build(path: str) -> int:
 def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int) -> dict:
     from .bench import bench
     from .loading import EmittedFile
-    from .validate import validate, worst_error
+    from .validate import gate_description, validate, worst_error, worst_error_ratio
 
     record: dict = {"path": path}
     try:
@@ -57,8 +57,10 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int) ->
         return record
     max_abs, max_rel = worst_error(results)
     b = bench(f, batch=batch, iters=iters)
+    measured = b.measured(min(passing))
+    measured.update(gate=gate_description(min(passing)), error_ratio=round(worst_error_ratio(results), 3))
     record.update(status="passed", passing_tols=sorted(passing), validation_max_abs=max_abs,
-                  validation_max_rel=max_rel, measured=b.measured(min(passing)),
+                  validation_max_rel=max_rel, measured=measured,
                   eager_tf32_ms=b.eager_tf32.median_ms)
     return record
 

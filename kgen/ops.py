@@ -1,0 +1,321 @@
+"""The one table of point-wise ops: name -> CUDA fp32 expression -> torch oracle.
+
+A GEMM's epilogue chain is made of point-wise ops (add a bias, scale, an activation, a clamp).
+Each op is defined here once, and both sides of kgen read the same definition: the code
+generator writes the op's CUDA expression from `PointwiseOp.cuda`, and the IR's torch
+interpreter runs `PointwiseOp.torch`, which calls torch's own function for the op, as the
+oracle the generated kernel is validated against. An op added, renamed or changed here
+changes both, so the two cannot drift apart.
+
+The CUDA expressions follow torch's fp32 kernels (ATen's CUDA and CPU code) formula for
+formula, and use only the accurate CUDA math functions (expf, logf, erff, ...): no fast-math
+intrinsics (__expf, __fdividef, ...) and no rsqrtf, because the kernels are judged against
+fp64 at fp32 accuracy. Where torch's kernel is less accurate than the plain formula (torch's
+rsqrt calls rsqrtf; hardsigmoid and hardswish multiply by fp32(1/6)), the table takes the
+accurate form (1.0f / sqrtf(x); a division by 6). NaN inputs propagate as they do in torch.
+
+Conventions:
+- `cuda(*operands, **attrs)` takes fp32 operand expressions (strings) and the attribute values
+  (Python numbers or strings), parenthesizes every use of an operand, may use an operand more
+  than once (the generator passes plain variable names), and returns a primary expression (a
+  call or a parenthesized expression) that is safe to use as an operand in turn. Numbers are
+  written with `cuda_float`.
+- `torch(*operands, **attrs)` returns the tensor torch computes; binary oracles take a Python
+  number for either operand.
+- `attrs` lists each attribute with its default: a float (a numeric attribute), a str (a string
+  attribute, not written as a float: gelu's approximate), None (an optional numeric attribute
+  that is absent by default: clamp's min and max, torch.clamp's own convention) or `REQUIRED`
+  (a numeric attribute the caller must give: pow's exponent, the constant of minimum_const and
+  maximum_const).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy
+import torch
+import torch.nn.functional as F
+
+
+class _Required:
+    """The default of an attribute that has none: the caller must give a value."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+
+# torch's SELU constants (ATen/native/Activation.cpp); torch multiplies them in fp32.
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+
+@dataclasses.dataclass(frozen=True)
+class PointwiseOp:
+    name: str
+    arity: int  # operands: 1 unary, 2 binary
+    cuda: Callable[..., str]  # cuda(*operand_exprs, **attrs) -> CUDA fp32 expression
+    torch: Callable[..., torch.Tensor]  # torch(*operands, **attrs) -> tensor (the oracle)
+    attrs: tuple[tuple[str, float | str | None | _Required], ...] = ()  # (name, default)
+    doc: str = ""  # one line: what it is, as torch defines it
+
+
+def cuda_float(value: float) -> str:
+    """The CUDA fp32 literal of `value` rounded to fp32 (as torch rounds a scalar for an fp32
+    kernel): 9 significant digits, which read back as the same fp32, and an 'f'. Infinities
+    (values beyond fp32's range included) are INFINITY / -INFINITY, NaN is NAN."""
+    if isinstance(value, (bool, str)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"cuda_float needs a real number, got {value!r}")
+    with numpy.errstate(over="ignore"):
+        single = numpy.float32(value)
+    if numpy.isnan(single):
+        return "NAN"
+    if numpy.isinf(single):
+        return "INFINITY" if single > 0 else "-INFINITY"
+    text = f"{float(single):.9g}"
+    if "." not in text and "e" not in text:
+        text += ".0"  # "2f" is no C literal; "2.0f" is
+    return text + "f"
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers for the definitions.
+
+_f = cuda_float
+
+
+def _nan_or(a: str, expr: str) -> str:
+    """`expr`, except that a NaN operand comes out as itself (fminf / fmaxf drop a NaN operand,
+    torch's clamp, hardtanh and hardsigmoid propagate it)."""
+    return f"(({a}) != ({a}) ? ({a}) : {expr})"
+
+
+def _as_tensors(operands: Sequence[torch.Tensor | float]) -> list[torch.Tensor]:
+    """Operands as tensors: a Python number becomes a 0-dim tensor of the first tensor
+    operand's dtype and device (torch computes a tensor-scalar op in the tensor's dtype), or a
+    float64 one where no operand is a tensor."""
+    like = next((o for o in operands if isinstance(o, torch.Tensor)), None)
+    dtype = like.dtype if like is not None else torch.float64
+    device = like.device if like is not None else None
+    return [o if isinstance(o, torch.Tensor) else torch.tensor(o, dtype=dtype, device=device)
+            for o in operands]
+
+
+def _binary(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """torch's binary `fn`, taking a Python number for either operand. (A number on the left
+    would otherwise go through Tensor.__rtruediv__, which is reciprocal() * number.)"""
+
+    def oracle(a, b):
+        return fn(*_as_tensors([a, b]))
+
+    oracle.__name__ = fn.__name__
+    return oracle
+
+
+def _pow_cuda(a: str, exponent: float) -> str:
+    # torch's pow(tensor, scalar) special-cases these exponents (ATen/native/cuda/PowKernel.cu,
+    # native/Pow.cpp); rsqrt is written 1 / sqrt, the accurate form.
+    special = {
+        0.0: "(1.0f)",
+        1.0: f"({a})",
+        2.0: f"(({a}) * ({a}))",
+        3.0: f"(({a}) * ({a}) * ({a}))",
+        0.5: f"sqrtf(({a}))",
+        -0.5: f"(1.0f / sqrtf(({a})))",
+        -1.0: f"(1.0f / ({a}))",
+        -2.0: f"(1.0f / (({a}) * ({a})))",
+    }
+    return special.get(exponent, f"powf(({a}), {_f(exponent)})")
+
+
+def _check_gelu(approximate: str) -> None:
+    if approximate not in GELU_APPROXIMATIONS:
+        raise ValueError(f"gelu's approximate must be one of {GELU_APPROXIMATIONS}, got {approximate!r}")
+
+
+def _gelu_cuda(a: str, approximate: str) -> str:
+    _check_gelu(approximate)
+    if approximate == "none":
+        # 0.5 x (1 + erf(x / sqrt(2)))
+        return f"(0.5f * ({a}) * (1.0f + erff(({a}) * {_f(math.sqrt(0.5))})))"
+    # 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+    inner = f"{_f(math.sqrt(2.0 / math.pi))} * (({a}) + {_f(0.044715)} * (({a}) * ({a}) * ({a})))"
+    return f"(0.5f * ({a}) * (1.0f + tanhf({inner})))"
+
+
+def _gelu_torch(x: torch.Tensor, approximate: str) -> torch.Tensor:
+    _check_gelu(approximate)
+    return F.gelu(x, approximate=approximate)
+
+
+def _check_clamp(min: float | None, max: float | None) -> None:
+    if min is None and max is None:
+        raise ValueError("clamp needs the attribute 'min' or 'max' (or both)")
+
+
+def _clamp_torch(x: torch.Tensor, min: float | None, max: float | None) -> torch.Tensor:
+    _check_clamp(min, max)
+    return torch.clamp(x, min=min, max=max)
+
+
+def _clamp_cuda(a: str, min: float | None, max: float | None) -> str:
+    _check_clamp(min, max)
+    if max is None:
+        return _nan_or(a, f"fmaxf(({a}), {_f(min)})")
+    if min is None:
+        return _nan_or(a, f"fminf(({a}), {_f(max)})")
+    return _nan_or(a, f"fminf(fmaxf(({a}), {_f(min)}), {_f(max)})")
+
+
+def _hard_sigmoid_cuda(a: str) -> str:
+    """relu6(x + 3) / 6 without the NaN guard."""
+    return f"fminf(fmaxf(({a}) + 3.0f, 0.0f), 6.0f) / 6.0f"
+
+
+# torch.selu(x) is elu(x, alpha=SELU_ALPHA, scale=SELU_SCALE): x > 0 ? x * scale
+# : expm1(x) * (alpha * scale), the product taken in fp32 (ATen/native/cuda/ActivationEluKernel.cu).
+_SELU_NEGCOEF = float(numpy.float32(SELU_ALPHA) * numpy.float32(SELU_SCALE))
+
+
+# ----------------------------------------------------------------------------------------------
+# The table.
+
+_DEFINITIONS = (
+    # Binary.
+    PointwiseOp("add", 2, lambda a, b: f"(({a}) + ({b}))", _binary(torch.add),
+                doc="a + b (torch.add)"),
+    PointwiseOp("sub", 2, lambda a, b: f"(({a}) - ({b}))", _binary(torch.sub),
+                doc="a - b (torch.sub)"),
+    PointwiseOp("mul", 2, lambda a, b: f"(({a}) * ({b}))", _binary(torch.mul),
+                doc="a * b (torch.mul)"),
+    PointwiseOp("div", 2, lambda a, b: f"(({a}) / ({b}))", _binary(torch.div),
+                doc="a / b, true division (torch.div)"),
+    # Unary arithmetic.
+    PointwiseOp("neg", 1, lambda a: f"(-({a}))", torch.neg, doc="-x (torch.neg)"),
+    PointwiseOp("abs", 1, lambda a: f"fabsf(({a}))", torch.abs, doc="|x| (torch.abs)"),
+    PointwiseOp("exp", 1, lambda a: f"expf(({a}))", torch.exp, doc="e^x (torch.exp)"),
+    PointwiseOp("log", 1, lambda a: f"logf(({a}))", torch.log, doc="natural logarithm (torch.log)"),
+    PointwiseOp("sqrt", 1, lambda a: f"sqrtf(({a}))", torch.sqrt, doc="square root (torch.sqrt)"),
+    PointwiseOp("rsqrt", 1, lambda a: f"(1.0f / sqrtf(({a})))", torch.rsqrt,
+                doc="1 / sqrt(x) (torch.rsqrt)"),
+    PointwiseOp("pow", 1, _pow_cuda, lambda x, exponent: torch.pow(x, exponent),
+                attrs=(("exponent", REQUIRED),),
+                doc="x ** exponent, a constant exponent (torch.pow(x, exponent))"),
+    # Activations.
+    PointwiseOp("relu", 1, lambda a: f"(({a}) < 0.0f ? 0.0f : ({a}))", torch.relu,
+                doc="max(x, 0), NaN propagating (torch.relu)"),
+    PointwiseOp("leaky_relu", 1,
+                lambda a, negative_slope: f"(({a}) > 0.0f ? ({a}) : ({a}) * {_f(negative_slope)})",
+                lambda x, negative_slope: F.leaky_relu(x, negative_slope),
+                attrs=(("negative_slope", 0.01),),
+                doc="x if x > 0 else negative_slope * x (F.leaky_relu)"),
+    PointwiseOp("gelu", 1, _gelu_cuda, _gelu_torch,
+                attrs=(("approximate", "none"),),
+                doc="0.5 x (1 + erf(x / sqrt 2)); approximate='tanh': "
+                    "0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (F.gelu)"),
+    PointwiseOp("sigmoid", 1, lambda a: f"(1.0f / (1.0f + expf(-({a}))))", torch.sigmoid,
+                doc="1 / (1 + exp(-x)) (torch.sigmoid)"),
+    PointwiseOp("tanh", 1, lambda a: f"tanhf(({a}))", torch.tanh, doc="tanh(x) (torch.tanh)"),
+    PointwiseOp("silu", 1, lambda a: f"(({a}) / (1.0f + expf(-({a}))))", F.silu,
+                doc="x * sigmoid(x), as x / (1 + exp(-x)) (F.silu)"),
+    # torch's mish kernels (CUDA and CPU) compute log1p(exp(x)) with no softplus threshold; in
+    # fp32 that equals the thresholded softplus under tanh, which is 1.0f from x = 9 on.
+    PointwiseOp("mish", 1, lambda a: f"(({a}) * tanhf(log1pf(expf(({a})))))", F.mish,
+                doc="x * tanh(softplus(x)), as x * tanh(log1p(exp(x))) (F.mish)"),
+    PointwiseOp("softplus", 1,
+                lambda a, beta, threshold: (f"(({a}) * {_f(beta)} > {_f(threshold)} ? ({a}) : "
+                                            f"log1pf(expf(({a}) * {_f(beta)})) / {_f(beta)})"),
+                lambda x, beta, threshold: F.softplus(x, beta=beta, threshold=threshold),
+                attrs=(("beta", 1.0), ("threshold", 20.0)),
+                doc="log1p(exp(beta x)) / beta, x where beta x > threshold (F.softplus)"),
+    PointwiseOp("hardtanh", 1,
+                lambda a, min_val, max_val: _nan_or(a, f"fminf(fmaxf(({a}), {_f(min_val)}), {_f(max_val)})"),
+                lambda x, min_val, max_val: F.hardtanh(x, min_val=min_val, max_val=max_val),
+                attrs=(("min_val", -1.0), ("max_val", 1.0)),
+                doc="min(max(x, min_val), max_val), NaN propagating (F.hardtanh)"),
+    PointwiseOp("hardsigmoid", 1, lambda a: _nan_or(a, f"({_hard_sigmoid_cuda(a)})"), F.hardsigmoid,
+                doc="min(max(x + 3, 0), 6) / 6, NaN propagating (F.hardsigmoid)"),
+    PointwiseOp("hardswish", 1, lambda a: f"(({a}) * {_hard_sigmoid_cuda(a)})", F.hardswish,
+                doc="x * min(max(x + 3, 0), 6) / 6 (F.hardswish)"),
+    PointwiseOp("elu", 1, lambda a, alpha: f"(({a}) > 0.0f ? ({a}) : expm1f(({a})) * {_f(alpha)})",
+                lambda x, alpha: F.elu(x, alpha=alpha), attrs=(("alpha", 1.0),),
+                doc="x if x > 0 else alpha * (exp(x) - 1), with expm1 (F.elu)"),
+    PointwiseOp("selu", 1,
+                lambda a: f"(({a}) > 0.0f ? ({a}) * {_f(SELU_SCALE)} : expm1f(({a})) * {_f(_SELU_NEGCOEF)})",
+                F.selu, doc="scale * elu(x, alpha), torch's alpha and scale (F.selu)"),
+    PointwiseOp("clamp", 1, _clamp_cuda, _clamp_torch,
+                attrs=(("min", None), ("max", None)),
+                doc="min(max(x, min), max), either bound may be absent, NaN propagating (torch.clamp)"),
+    PointwiseOp("minimum_const", 1, lambda a, other: _nan_or(a, f"fminf(({a}), {_f(other)})"),
+                lambda x, other: torch.clamp_max(x, other), attrs=(("other", REQUIRED),),
+                doc="min(x, other) with a constant other, NaN propagating (torch.clamp_max)"),
+    PointwiseOp("maximum_const", 1, lambda a, other: _nan_or(a, f"fmaxf(({a}), {_f(other)})"),
+                lambda x, other: torch.clamp_min(x, other), attrs=(("other", REQUIRED),),
+                doc="max(x, other) with a constant other, NaN propagating (torch.clamp_min)"),
+    PointwiseOp("identity", 1, lambda a: f"({a})", lambda x: x, doc="x (nn.Identity)"),
+)
+
+POINTWISE: dict[str, PointwiseOp] = {op.name: op for op in _DEFINITIONS}
+assert len(POINTWISE) == len(_DEFINITIONS), "two point-wise ops share a name"
+
+
+# ----------------------------------------------------------------------------------------------
+# Lookups.
+
+def _lookup(name: str) -> PointwiseOp:
+    try:
+        return POINTWISE[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown point-wise op {name!r}; known ops: {', '.join(POINTWISE)}") from None
+
+
+def _resolve(op: PointwiseOp, operands: Sequence, attrs: Mapping | None) -> dict:
+    """The op's attributes, defaults filled in and values checked; the operand count checked."""
+    if len(operands) != op.arity:
+        raise ValueError(f"{op.name} takes {op.arity} operand(s), got {len(operands)}")
+    given = dict(attrs or {})
+    defaults = dict(op.attrs)
+    unknown = [key for key in given if key not in defaults]
+    if unknown:
+        known = ", ".join(defaults) or "none"
+        raise ValueError(f"{op.name} has no attribute {unknown[0]!r}; its attributes: {known}")
+    resolved = {}
+    for key, default in op.attrs:
+        value = given.get(key, default)
+        if value is REQUIRED:
+            raise ValueError(f"{op.name} needs the attribute {key!r}")
+        if isinstance(default, str):
+            if not isinstance(value, str):
+                raise ValueError(f"{op.name}'s {key} must be a string, got {value!r}")
+        elif value is None:
+            if default is not None:
+                raise ValueError(f"{op.name}'s {key} must be a number, got None")
+        elif isinstance(value, (bool, str)) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{op.name}'s {key} must be a number, got {value!r}")
+        else:
+            value = float(value)
+        resolved[key] = value
+    return resolved
+
+
+def cuda_expr(name: str, operands: Sequence[str], attrs: Mapping | None = None) -> str:
+    """The CUDA fp32 expression of op `name` on the operand expressions, with `attrs` (missing
+    ones take their defaults). ValueError names an unknown op or attribute, a missing required
+    attribute, a bad value or a wrong operand count."""
+    op = _lookup(name)
+    return op.cuda(*operands, **_resolve(op, operands, attrs))
+
+
+def torch_apply(name: str, operands: Sequence[torch.Tensor | float],
+                attrs: Mapping | None = None) -> torch.Tensor:
+    """torch's result of op `name` (the oracle); a Python number operand is taken in the dtype of
+    the tensor operand (float64 where there is none). Errors as for cuda_expr."""
+    op = _lookup(name)
+    resolved = _resolve(op, operands, attrs)
+    return op.torch(*_as_tensors(operands), **resolved)

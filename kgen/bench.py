@@ -1,4 +1,4 @@
-"""Benchmarking against the eager reference in the same process (DESIGN.md section 7).
+"""Benchmarking against the eager reference in the same process (docs/design.md, "Measurement").
 
 CUDA events around each call, the L2 flushed (a 256 MB write) before each timed call, warm-up
 first, median with p20/p80. Absolute times drift between machines and runs; the ratio to the
@@ -56,6 +56,7 @@ class BenchResult:
     eager_tf32: Timing
     max_abs_err: float
     max_rel_err: float
+    compiled: Timing | None = None   # torch.compile(reference), default mode, fp32
 
     @property
     def ratio(self) -> float:
@@ -90,11 +91,14 @@ class BenchResult:
             f"eager fp32          {self.eager_fp32}   ModelNew takes {self.ratio:.3f}x its time "
             f"({1 / self.ratio:.2f}x speedup)",
             f"eager TF32 allowed  {self.eager_tf32}   ModelNew takes {self.ratio_tf32:.3f}x its time",
+            *([f"torch.compile fp32  {self.compiled}   ModelNew takes "
+               f"{self.new.median_ms / self.compiled.median_ms:.3f}x its time"] if self.compiled else []),
             f"ModelNew error vs fp64: max abs {self.max_abs_err:.2e}, max rel {self.max_rel_err:.2e}",
         ])
 
 
-def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int = 0) -> BenchResult:
+def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int = 0,
+          with_compile: bool = False) -> BenchResult:
     device = torch.device("cuda")
     batch = batch or f.spec.batch
     torch.manual_seed(seed)
@@ -117,8 +121,9 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
     torch.backends.cuda.matmul.allow_tf32 = False
     new_t = time_calls(new, x, iters)
     eager = time_calls(ref, x, iters)
+    compiled = time_calls(torch.compile(ref), x, iters) if with_compile else None
     torch.backends.cuda.matmul.allow_tf32 = True
     eager_tf32 = time_calls(ref, x, iters)
     torch.backends.cuda.matmul.allow_tf32 = previous
     return BenchResult(torch.cuda.get_device_name(device), batch, new_t, eager, eager_tf32,
-                       abs_err, rel_err)
+                       abs_err, rel_err, compiled)

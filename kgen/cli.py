@@ -10,7 +10,9 @@ from pathlib import Path
 import click
 
 from . import __version__, generator
-from .problems import PROBLEMS, get_problem
+from .ir import Unsupported
+from .problems import PROBLEMS
+from .reference import ReferenceError
 from .spec import (ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
                    Tile, arch_for_capability, check_shape, gemm_family)
 from .static_checks import StaticCheckError
@@ -63,8 +65,25 @@ def _require_cuda(what: str):
 
 
 def problem_option(f):
-    return click.option("--problem", type=click.Choice(sorted(PROBLEMS)), default="gemm_scale_bn",
-                        show_default=True, help="Reference module to replace.")(f)
+    f = click.option("--problem", type=click.Choice(sorted(PROBLEMS)), default=None,
+                     help="A reference shipped with kgen, instead of REF [gemm_scale_bn].")(f)
+    return click.argument("ref", required=False, type=click.Path(exists=True, dir_okay=False))(f)
+
+
+def _problem(ref, problem) -> str:
+    """The spec's problem: REF's absolute path or a shipped name. A module kgen cannot
+    synthesize (or a file it cannot read) exits 2 with the reason."""
+    from .problems import graph, problem_id
+
+    if ref and problem:
+        raise click.UsageError("give either REF or --problem, not both")
+    try:
+        chosen = problem_id(ref or problem or "gemm_scale_bn")
+        graph(chosen)
+    except (Unsupported, ReferenceError) as e:
+        click.echo(f"kgen: {e}", err=True)
+        sys.exit(2)
+    return chosen
 
 
 def shape_options(f):
@@ -78,12 +97,18 @@ def shape_options(f):
 
 
 def _shape(problem, batch, in_features, out_features):
-    p = get_problem(problem)
-    shape = batch or p.default_batch, in_features or p.default_in, out_features or p.default_out
+    from .problems import default_shape, graph
+
+    default = default_shape(problem)
+    shape = batch or default[0], in_features or default[1], out_features or default[2]
     try:
         check_shape(*shape)
+        graph(problem, *shape)
     except SpecError as e:
         raise click.UsageError(str(e)) from None
+    except (Unsupported, ReferenceError) as e:
+        click.echo(f"kgen: {e}", err=True)
+        sys.exit(2)
     return shape
 
 
@@ -117,15 +142,18 @@ def main():
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Output file [generated/<name>.py].")
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")
-def generate(problem, batch, in_features, out_features, math, backend, fusion, tile, warp, thread,
+def generate(ref, problem, batch, in_features, out_features, math, backend, fusion, tile, warp, thread,
              stages, group, arch, results_dir, output, force):
-    """Write a ModelNew file. Needs no GPU.
+    """Write a ModelNew file for the reference module REF (a KernelBench-style file: Model,
+    get_inputs, get_init_inputs), or a shipped --problem. Needs no GPU. A module kgen cannot
+    synthesize exits 2, naming the op and its line.
 
     With no --math/--backend/--fusion/--tile/--warp/--thread/--stages/--group, emits the fastest
     fp32-accurate file kgen knows for the target (an earlier search's winner, else a rule) and
     says what it chose and why."""
     from . import choose
 
+    problem = _problem(ref, problem)
     batch, in_features, out_features = _shape(problem, batch, in_features, out_features)
     target = choose.target(arch)
     click.echo(f"target {target.arch}: {target.why}")
@@ -193,11 +221,15 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
         raise
 
 
-def _load(file):
+def _load(file, ref=None):
     from .loading import EmittedFile
 
     try:
-        return EmittedFile(file)
+        f = EmittedFile(file, ref)
+        if f.reference_changed:
+            click.echo(f"note: {f.reference.path} changed since {file} was generated (sha256 differs); "
+                       "checking against it as it is now", err=True)
+        return f
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
 
@@ -207,9 +239,11 @@ def _load(file):
 @click.option("--tol", type=float, default=1e-4, show_default=True, help="atol = rtol of torch.allclose.")
 @click.option("--batch", type=click.IntRange(min=2), default=None, help="Batch size [the file's].")
 @click.option("--quick", is_flag=True, help="Core numerical checks only (what a search runs first).")
-def validate(file, tol, batch, quick):
+@click.option("--ref", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Reference file to check against [the one FILE was generated from].")
+def validate(file, tol, batch, quick, ref):
     """Check FILE against its reference on the GPU; exits non-zero on any failure."""
-    f = _load(file)
+    f = _load(file, ref)
     _require_cuda("validate")
     from .validate import gate_description, summary
     from .validate import validate as run_validation
@@ -225,14 +259,18 @@ def validate(file, tol, batch, quick):
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--batch", type=click.IntRange(min=2), default=None, help="Batch size [the file's].")
 @click.option("--iters", type=click.IntRange(min=10), default=100, show_default=True, help="Timed calls.")
-def bench(file, batch, iters):
+@click.option("--ref", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Reference file to time against [the one FILE was generated from].")
+@click.option("--compile", "with_compile", is_flag=True,
+              help="Also time torch.compile of the reference (default mode) in the same run.")
+def bench(file, batch, iters, ref, with_compile):
     """Time FILE and the eager reference in the same run and print their ratio."""
-    f = _load(file)
+    f = _load(file, ref)
     _require_cuda("bench")
     from .bench import bench as run_bench
 
     f.build()
-    click.echo(run_bench(f, batch=batch, iters=iters).report())
+    click.echo(run_bench(f, batch=batch, iters=iters, with_compile=with_compile).report())
 
 
 @main.command()
@@ -251,7 +289,7 @@ def bench(file, batch, iters):
               show_default=True, help="Where the winner of each tolerance tier is written.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Where the search's full record is written.")
-def search(problem, batch, in_features, out_features, tol, maths, jobs, iters, top, exhaustive,
+def search(ref, problem, batch, in_features, out_features, tol, maths, jobs, iters, top, exhaustive,
            out_dir, results_dir):
     """Find the fastest valid file per tolerance tier and write it to --out-dir.
 
@@ -264,6 +302,7 @@ def search(problem, batch, in_features, out_features, tol, maths, jobs, iters, t
 
     from .search import DEFAULT_MATHS, run_search
 
+    problem = _problem(ref, problem)
     batch, in_features, out_features = _shape(problem, batch, in_features, out_features)
     # Only what this GPU can build and run: wgmma variants on Hopper alone.
     arch = arch_for_capability(*torch.cuda.get_device_capability())

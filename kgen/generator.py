@@ -12,15 +12,14 @@ from pathlib import Path
 import jinja2
 
 from . import __version__
-from .problems import get_problem
+from .lower import Lowered, lower
 from .spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, KGEN_DIR, WGMMA_FLUSH_KTILES,
                    Spec, cta_threads, kgen_source_digest, spec_smem_bytes)
 from .static_checks import StaticCheckError, check_emitted
 
 KERNEL_SOURCES = {
-    "api": "api.h",
     "common": "common.cuh",
-    "bn": "bn.cuh",
+    "stages": "stages.cuh",
     "gemm_simt": "gemm_simt.cuh",
     "gemm_mma": "gemm_mma.cuh",
     "gemm_wgmma": "gemm_wgmma.cuh",
@@ -30,17 +29,65 @@ KERNEL_SOURCES = {
     "entry": "entry.cuh",
 }
 # The parameters of the extension's C entry point kgen_forward, in order: (name, C type). The
-# one list that the CUDA side's ForwardArgs struct and prototype (kernel.cu.j2) and the Python
-# side's ctypes signature and call (model_new.py.j2) are written from.
-FORWARD_ARGS = (
+# lists that the CUDA side's ForwardArgs struct, prototype and fill_operands (kernel.cu.j2) and
+# the Python side's ctypes signature and call (model_new.py.j2) are written from.
+BASE_ARGS = (
     ("x", "const float*"), ("w", "const float*"), ("out", "float*"), ("workspace", "float*"),
-    ("M", "int"), ("N", "int"), ("K", "int"), ("training", "int"),
-    ("bias", "const float*"), ("scale", "const float*"), ("scale_stride", "int"),
-    ("gamma", "const float*"), ("beta", "const float*"),
-    ("running_mean", "float*"), ("running_var", "float*"),
-    ("num_batches_tracked", "const long long*"),
-    ("momentum", "float"), ("cumulative", "int"), ("eps", "float"), ("stream", "void*"),
+    ("M", "int"), ("N", "int"), ("K", "int"), ("training", "int"), ("stream", "void*"),
 )
+BATCHNORM_ARGS = (
+    ("gamma", "const float*"), ("beta", "const float*"), ("running_mean", "float*"),
+    ("running_var", "float*"), ("num_batches_tracked", "const long long*"), ("momentum", "float"),
+    ("cumulative", "int"), ("eps", "float"),
+)
+
+
+def forward_args(lowered: Lowered) -> list[tuple[str, str]]:
+    args = list(BASE_ARGS) + [(f"operand{k}", "const float*") for k in range(len(lowered.operands))]
+    return args + (list(BATCHNORM_ARGS) if lowered.batchnorm else [])
+
+
+def fill_lines(lowered: Lowered) -> list[str]:
+    """C statements moving ForwardArgs into the kernels' parameter structs."""
+    lines = [f"p.operand[{k}] = a.operand{k};" for k in range(len(lowered.operands))]
+    if lowered.batchnorm:
+        lines += [f"f.{name} = a.{name};" for name, _ in BATCHNORM_ARGS if name != "cumulative"]
+        lines.append("f.cumulative = a.cumulative != 0;")
+    return lines
+
+
+def _self_attr(path: str) -> str:
+    """Python that reads the module attribute at `path` (e.g. gemm.bias) from ModelNew."""
+    module, _, name = path.rpartition(".")
+    if all(part.isidentifier() for part in path.split(".")):
+        return f"self.{path}"
+    return f"self.get_submodule({module!r}).{name}"
+
+
+def forward_lines(lowered: Lowered) -> list[str]:
+    """ModelNew.forward's body: check the input and every tensor the kernels read, then call."""
+    weight = lowered.graph.gemm.attrs["weight"]
+    lines = [
+        f"x = _checked_input(x, {_self_attr(weight)})",
+        f"w = _checked_param({_self_attr(weight)}, x, (x.shape[1] * {_self_attr(weight)}.shape[0],), {weight!r})",
+        "n = w.shape[0]",
+    ]
+    call = ["x", "w"]
+    if lowered.batchnorm:
+        lines.append(f"bn = _batchnorm_args({_self_attr(lowered.batchnorm)}, x, n, {lowered.batchnorm!r})")
+    else:
+        call.append("training=0")
+    for k, node in enumerate(lowered.operands):
+        path = node.attrs["path"]
+        numels = "(n,)" if node.level == "col" else "(1,)"
+        call.append(f"operand{k}=_checked_param({_self_attr(path)}, x, {numels}, {path!r})")
+    if lowered.batchnorm:
+        call.append("**bn")
+    lines.append(f"return _launch({', '.join(call)})")
+    return lines
+
+
+OUT_SHAPES = {"tile": "M, N", "row": "M, 1", "rowflat": "M"}
 _CTYPES = {"int": "ctypes.c_int", "float": "ctypes.c_float"}
 
 
@@ -58,7 +105,6 @@ GEMM_SOURCES = {
     "wgmma": ("gemm_mma", "gemm_wgmma", "gemm_wgmma_ws"),
     "cublas": (),
 }
-PROBLEM_ENUMS = {"gemm_scale_bn": "kGemmScaleBn", "gemm_bn_scale_softmax": "kGemmBnScaleSoftmax"}
 MMA_MATH_ENUMS = {"tf32x3": "kTF32x3", "tf32": "kTF32", "bf16": "kBF16"}
 DEFAULT_OUTPUT_DIR = Path("generated")
 
@@ -94,8 +140,21 @@ def gemm_type(spec: Spec) -> str:
     return "kgen::ExternalGemm"
 
 
+def lowered(spec: Spec) -> Lowered:
+    """The spec's module, lowered for its variant (fusion 2 fuses BatchNorm's partials into the
+    GEMM epilogue; a cuBLAS GEMM never does)."""
+    return _lowered(spec.graph(), spec.fusion == 2, spec.family == "cublas")
+
+
+@functools.lru_cache(maxsize=256)
+def _lowered(graph, fused: bool, external: bool) -> Lowered:
+    return lower(graph, fused, external)
+
+
 def _source_context(spec: Spec) -> dict:
     sources = kernel_sources()
+    low = lowered(spec)
+    args = forward_args(low)
     return {
         "version": __version__,
         "config_name": spec.config_name(),
@@ -104,14 +163,17 @@ def _source_context(spec: Spec) -> dict:
         "family": spec.family,
         "fusion": spec.fusion,
         "tile": spec.tile,
-        "problem_enum": PROBLEM_ENUMS[spec.problem],
+        "fused_stats": spec.fusion == 2 and spec.family != "cublas",
+        "lowered": low,
+        "ir_lines": low.graph.describe().splitlines(),
+        "fill_lines": fill_lines(low),
         "gemm_type": gemm_type(spec),
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
         "sources": sources,
         "gemm_sources": [sources[name] for name in GEMM_SOURCES[spec.family]],
-        "forward_args": FORWARD_ARGS,
-        "forward_params": ", ".join(f"{ctype} {name}" for name, ctype in FORWARD_ARGS),
-        "forward_arg_names": ", ".join(name for name, _ in FORWARD_ARGS),
+        "forward_args": args,
+        "forward_params": ", ".join(f"{ctype} {name}" for name, ctype in args),
+        "forward_arg_names": ", ".join(name for name, _ in args),
     }
 
 
@@ -135,7 +197,10 @@ def code_key(spec: Spec) -> str:
 
 def generate_command(spec: Spec) -> str:
     """The `kgen generate` command line that reproduces this spec."""
-    parts = ["kgen generate", f"--problem {spec.problem}", f"--batch {spec.batch}",
+    from .problems import is_path
+
+    source = spec.problem if is_path(spec.problem) else f"--problem {spec.problem}"
+    parts = ["kgen generate", source, f"--batch {spec.batch}",
              f"--in {spec.in_features}", f"--out {spec.out_features}", f"--math {spec.math}",
              f"--backend {spec.backend}", f"--fusion {spec.fusion}"]
     t = spec.tile
@@ -181,19 +246,26 @@ def describe_measured(measured: dict | None) -> list[str]:
     ]
 
 
+def reference_label(spec: Spec) -> str:
+    ref = spec.reference()
+    return f"{ref.id}, sha256 {ref.sha256[:16]}"
+
+
 def render_header(spec: Spec, measured: dict | None) -> str:
-    problem = get_problem(spec.problem)
+    ref = spec.reference()
+    low = lowered(spec)
     lines = [
-        f"ModelNew for {spec.problem}: {problem.title}.",
+        f"ModelNew for {spec.problem_name}: {ref.docstring() or 'a GEMM followed by an epilogue chain'}",
         "",
         f"Generated by kgen {__version__} (source {kgen_source_digest()}). Do not edit; "
         "regenerate with:",
         f"    {generate_command(spec)}",
         "",
-        f"problem:   {spec.problem} (KernelBench level 2: {', '.join(problem.kernelbench)})",
+        f"reference: {reference_label(spec)}",
         f"shapes:    batch {spec.batch} (any batch works), in_features {spec.in_features}, "
         f"out_features {spec.out_features}",
         *describe_variant(spec),
+        *low.summary(),
         f"target:    {spec.arch} (the extension is built for the GPU it runs on)",
         f"key:       {spec.key()} (hash of the CUDA source; names the build)",
         *describe_measured(measured),
@@ -202,7 +274,8 @@ def render_header(spec: Spec, measured: dict | None) -> str:
 
 
 def render(spec: Spec, measured: dict | None = None) -> str:
-    problem = get_problem(spec.problem)
+    ref = spec.reference()
+    low = lowered(spec)
     cuda_source = render_cuda_source(spec)
     if "'''" in cuda_source:  # it sits in a raw triple-quoted string
         raise ValueError("kernel source contains ''' and cannot be embedded")
@@ -211,14 +284,19 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         spec=spec,
         spec_literal=pprint.pformat(spec.to_dict(), sort_dicts=True, width=100),
         measured_literal=pprint.pformat(measured, sort_dicts=True, width=100),
-        init_args=repr(list(problem.init_args(spec.in_features, spec.out_features))),
+        reference_literal=repr(ref.sha256),
+        reference_label=reference_label(spec),
+        init_args=repr(ref.init_args()),
         hopper_only=spec.family == "wgmma",
         smem_bytes=spec_smem_bytes(spec),
         extra_ldflags=repr(extra_ldflags(spec)),
-        forward_args=[(name, ctypes_type(ctype)) for name, ctype in FORWARD_ARGS],
+        forward_args=[(name, ctypes_type(ctype)) for name, ctype in forward_args(low)],
         cuda_source=cuda_source,
-        problem=problem,
-        init_source=problem.init_source(),
+        title=ref.docstring() or spec.problem_name,
+        lowered=low,
+        out_shape=OUT_SHAPES[low.output_level],
+        forward_lines=forward_lines(low),
+        init_source=ref.init_source(),
     )
 
 

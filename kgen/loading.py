@@ -5,13 +5,14 @@ from __future__ import annotations
 import types
 from pathlib import Path
 
-from .problems import get_problem
+from .reference import Reference, ReferenceError
 from .spec import Spec, SpecError
 from .static_checks import check_emitted
 
 
 class EmittedFile:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, ref: str | Path | None = None):
+        """`ref`: the reference file to check against [the one the file names]."""
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"no such file: {self.path}")
@@ -38,12 +39,25 @@ class EmittedFile:
             self.spec = Spec.from_dict(self.module.KGEN_SPEC)
         except (SpecError, TypeError) as e:
             raise ValueError(f"{self.path}: its KGEN_SPEC is not one this kgen makes: {e}") from None
-        self.problem = get_problem(self.spec.problem)
+        try:
+            if ref is None:
+                self.reference = self.spec.reference()
+            else:
+                self.reference = Reference(ref, {"batch": self.spec.batch, "in_features": self.spec.in_features,
+                                                 "out_features": self.spec.out_features})
+        except (ReferenceError, OSError) as e:
+            raise ValueError(f"{self.path}: cannot load its reference: {e}") from None
+        # A reference edited since the file was generated is still the yardstick (the user may
+        # mean exactly that), but say so.
+        self.reference_changed = (getattr(self.module, "KGEN_REFERENCE_SHA256", None)
+                                   not in (None, self.reference.sha256))
         self.ModelNew = self.module.ModelNew
-        self.Model = self.problem.reference_model_class()
+        self.Model = self.reference.Model
+        self.has_batchnorm = bool(self.spec.graph().batchnorms) if ref is None else any(
+            "BatchNorm" in type(m).__name__ for m in self.reference.meta_model().modules())
 
     def init_args(self) -> tuple:
-        return self.problem.init_args(self.spec.in_features, self.spec.out_features)
+        return tuple(self.reference.init_args())
 
     def build(self):
         return self.module.build()

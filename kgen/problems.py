@@ -1,116 +1,68 @@
-"""The reference problems: their PyTorch modules, shapes and how ModelNew mirrors them.
+"""The problems kgen synthesizes: a reference module in the KernelBench convention, named either
+by a path (`kgen generate REF.py`) or by the name of a reference shipped in kgen/refs/
+(`--problem gemm_scale_bn`). Both go through the same path: load (kgen.reference), trace
+(kgen.trace), lower (kgen.lower).
 
-Each problem carries the source of its reference `Model` (written here, DESIGN.md section 1) so
-that the same text is exec'd for validation and quoted in emitted files, and so a user can read
-exactly what a generated kernel is checked against.
+A spec's `problem` is the shipped name or the reference file's absolute path; its shape
+(batch, in_features, out_features) sets the reference's module-level constants.
 """
 
 from __future__ import annotations
 
-import ast
-import dataclasses
-import textwrap
-from typing import Callable
+import functools
+from pathlib import Path
 
-GEMM_SCALE_BN_SOURCE = '''\
-import torch
-import torch.nn as nn
+from .ir import Graph, Unsupported
+from .reference import SHIPPED_PREFIX, Reference, ReferenceError, shipped_names
+from .trace import trace
 
-
-class Model(nn.Module):
-    """Linear -> per-feature scale -> BatchNorm1d (KernelBench level 2, problems 33 and 39)."""
-
-    def __init__(self, in_features, out_features, scale_shape, eps=1e-5, momentum=0.1):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.scale = nn.Parameter(torch.randn(scale_shape))
-        self.bn = nn.BatchNorm1d(out_features, eps=eps, momentum=momentum)
-
-    def forward(self, x):
-        x = self.gemm(x)
-        x = x * self.scale
-        x = self.bn(x)
-        return x
-'''
-
-GEMM_BN_SCALE_SOFTMAX_SOURCE = '''\
-import torch
-import torch.nn as nn
+PROBLEMS = tuple(shipped_names())
 
 
-class Model(nn.Module):
-    """Linear -> BatchNorm1d -> scale -> Softmax (KernelBench level 2, problem 84)."""
-
-    def __init__(self, in_features, out_features, bn_eps=1e-5, bn_momentum=0.1, scale_shape=(1,)):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.bn = nn.BatchNorm1d(out_features, eps=bn_eps, momentum=bn_momentum)
-        self.scale = nn.Parameter(torch.ones(scale_shape))
-        self.softmax = nn.Softmax(dim=1)
-
-    def forward(self, x):
-        x = self.gemm(x)
-        x = self.bn(x)
-        x = self.scale * x
-        x = self.softmax(x)
-        return x
-'''
+def is_path(problem: str) -> bool:
+    return problem.endswith(".py") or "/" in problem
 
 
-@dataclasses.dataclass(frozen=True)
-class Problem:
-    name: str
-    title: str
-    reference_source: str
-    default_batch: int
-    default_in: int
-    default_out: int
-    kernelbench: tuple[str, ...]  # KernelBench level-2 problem numbers at these defaults
-    # The constructor arguments (positional, as KernelBench's get_init_inputs returns them).
-    init_args: Callable[[int, int], tuple]
-
-    def init_source(self) -> str:
-        """Model.__init__ exactly as the reference writes it, for ModelNew to reuse verbatim:
-        identical construction is what makes state_dicts and seeded parameters match."""
-        tree = ast.parse(self.reference_source)
-        (model,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"]
-        (init,) = [n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
-        return textwrap.dedent(ast.get_source_segment(self.reference_source, init, padded=True))
-
-    def reference_model_class(self):
-        namespace: dict = {}
-        exec(compile(self.reference_source, f"<kgen reference {self.name}>", "exec"), namespace)
-        return namespace["Model"]
+def problem_id(problem: str) -> str:
+    """The spec's name for a problem: a shipped name as is, a path made absolute."""
+    if is_path(problem):
+        return str(Path(problem).resolve())
+    if problem not in PROBLEMS:
+        raise ReferenceError(f"unknown problem {problem!r}; shipped: {', '.join(PROBLEMS)} "
+                             "(or give the path of a reference file)")
+    return problem
 
 
-PROBLEMS: dict[str, Problem] = {
-    p.name: p
-    for p in (
-        Problem(
-            name="gemm_scale_bn",
-            title="Linear -> per-feature scale -> BatchNorm1d",
-            reference_source=GEMM_SCALE_BN_SOURCE,
-            default_batch=1024,
-            default_in=8192,
-            default_out=8192,
-            kernelbench=("33 (1024x8192x8192)", "39 (16384x4096x4096)"),
-            init_args=lambda i, o: (i, o, (o,)),
-        ),
-        Problem(
-            name="gemm_bn_scale_softmax",
-            title="Linear -> BatchNorm1d -> scale -> Softmax",
-            reference_source=GEMM_BN_SCALE_SOFTMAX_SOURCE,
-            default_batch=1024,
-            default_in=8192,
-            default_out=8192,
-            kernelbench=("84 (1024x8192x8192)",),
-            init_args=lambda i, o: (i, o),
-        ),
-    )
-}
+def problem_name(problem: str) -> str:
+    """The short name files and records use: the reference file's stem."""
+    return Path(problem).stem if is_path(problem) else problem
 
 
-def get_problem(name: str) -> Problem:
-    if name not in PROBLEMS:
-        raise ValueError(f"unknown problem {name!r}; known: {', '.join(sorted(PROBLEMS))}")
-    return PROBLEMS[name]
+@functools.lru_cache(maxsize=64)
+def load(problem: str, batch: int | None = None, in_features: int | None = None,
+         out_features: int | None = None) -> Reference:
+    ref = Reference(problem if is_path(problem) else SHIPPED_PREFIX + problem,
+                    {"batch": batch, "in_features": in_features, "out_features": out_features})
+    for what, want, got in (("batch", batch, ref.input.shape[0]), ("in_features", in_features,
+                                                                   ref.input.shape[-1])):
+        if want is not None and want != got:
+            raise ReferenceError(f"{ref.path}: get_inputs() gives {what} {got}, not {want} (the file "
+                                 f"has no module-level {'batch_size' if what == 'batch' else what} to set)")
+    return ref
+
+
+@functools.lru_cache(maxsize=64)
+def graph(problem: str, batch: int | None = None, in_features: int | None = None,
+          out_features: int | None = None) -> Graph:
+    g = trace(load(problem, batch, in_features, out_features))
+    if out_features is not None and g.out_features != out_features:
+        raise Unsupported(f"{problem}: the GEMM has {g.out_features} output features, not {out_features} "
+                          "(the reference has no module-level out_features to set)")
+    return g
+
+
+def default_shape(problem: str) -> tuple[int, int, int]:
+    """(batch, in_features, out_features) as the reference file defines them."""
+    ref = load(problem)
+    g = graph(problem)
+    return int(ref.input.shape[0]), int(ref.input.shape[-1]), g.out_features

@@ -72,7 +72,10 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
                     top: int | None = None) -> list[Spec]:
     """Every valid spec of the search space (invalid tile/shape combinations are dropped);
     `top` keeps only the first (fastest-measured) tiles of each math mode."""
+    from .problems import graph
+
     shape = dict(problem=problem, batch=batch, in_features=in_features, out_features=out_features, arch=arch)
+    has_batchnorm = bool(graph(problem, batch, in_features, out_features).batchnorms)
     specs: list[Spec] = []
 
     def add(**kw):
@@ -94,10 +97,14 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
             tiles += [("kgen", Tile(bm, bn, bk, wm, wn, stages=st, group_m=GROUP_M))
                       for bm, bn, bk, wm, wn, st in (TF32X3_TILES if math == "tf32x3" else FAST_MMA_TILES)]
         tiles = tiles[:top] if top else tiles
+        # Fusion 2 fuses BatchNorm's column partials into the GEMM epilogue: without a
+        # BatchNorm both levels are the same code, and fusion 1 alone is searched.
+        fused = 2 if has_batchnorm else 1
         for backend, tile in tiles:
-            add(math=math, backend=backend, fusion=2, tile=tile)
-        # One unfused variant per math mode shows what the fused statistics save.
-        add(math=math, backend=tiles[0][0], fusion=1, tile=tiles[0][1])
+            add(math=math, backend=backend, fusion=fused, tile=tile)
+        if has_batchnorm:
+            # One unfused variant per math mode shows what the fused statistics save.
+            add(math=math, backend=tiles[0][0], fusion=1, tile=tiles[0][1])
         if include_cublas and math in CUBLAS_MATHS:
             add(math=math, backend="cublas", fusion=1)
     return specs
@@ -181,12 +188,13 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
 
     import torch
 
-    from .problems import get_problem
+    from .problems import graph, load
 
-    p = get_problem(problem)
+    ref = load(problem, batch, in_features, out_features)
+    weight = graph(problem, batch, in_features, out_features).gemm.attrs["weight"]
     torch.manual_seed(0)
     with torch.device(device):
-        exact_model = p.reference_model_class()(*p.init_args(in_features, out_features)).double()
+        exact_model = ref.Model(*ref.init_args()).double()
         x = torch.rand(batch, in_features, dtype=torch.float64)
     rounded_model = copy.deepcopy(exact_model)
     out = {}
@@ -196,7 +204,8 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
             if math in FP32_ACCURATE_MATHS:
                 continue
             m = copy.deepcopy(rounded_model)
-            m.gemm.weight.copy_(_round_to(math, m.gemm.weight))
+            w = m.get_parameter(weight)
+            w.copy_(_round_to(math, w))
             approx = m(_round_to(math, x))
             err = (approx - exact).abs().max().item()
             ok = [t for t in tols if torch.allclose(approx, exact, atol=t, rtol=t)]

@@ -13,7 +13,6 @@ import functools
 import hashlib
 from pathlib import Path
 
-from .problems import PROBLEMS
 
 MATH_MODES = ("fp32_simt", "tf32x3", "tf32", "bf16")
 # kgen: kgen's portable GEMMs (sm_80 and newer), SIMT for fp32_simt, mma.sync otherwise.
@@ -268,8 +267,10 @@ class Spec:
     arch: str = "sm_90a"
 
     def __post_init__(self):
-        _check(self.problem in PROBLEMS,
-               f"unknown problem {self.problem!r}; known: {', '.join(sorted(PROBLEMS))}")
+        from .problems import PROBLEMS, is_path
+
+        _check(isinstance(self.problem, str) and (self.problem in PROBLEMS or is_path(self.problem)),
+               f"unknown problem {self.problem!r}; shipped: {', '.join(PROBLEMS)} (or a reference file's path)")
         for field in ("batch", "in_features", "out_features"):
             value = getattr(self, field)
             _check(isinstance(value, int) and value >= 1, f"{field} must be a positive integer, got {value!r}")
@@ -294,18 +295,34 @@ class Spec:
     def family(self) -> str:
         return gemm_family(self.backend, self.math)
 
+    @property
+    def problem_name(self) -> str:
+        from .problems import problem_name
+
+        return problem_name(self.problem)
+
     def config_name(self) -> str:
         """The variant without its shape: what the kernel code depends on (with the arch)."""
         if self.backend == "cublas":
-            return f"{self.problem}_cublas-{self.math}_f{self.fusion}"
+            return f"{self.problem_name}_cublas-{self.math}_f{self.fusion}"
         prefix = f"wgmma-{self.math}" if self.backend == "wgmma" else self.math
-        return f"{self.problem}_{prefix}_f{self.fusion}_{self.tile.name()}"
+        return f"{self.problem_name}_{prefix}_f{self.fusion}_{self.tile.name()}"
 
     def shape_name(self) -> str:
-        return f"{self.problem}_b{self.batch}_i{self.in_features}_o{self.out_features}"
+        return f"{self.problem_name}_b{self.batch}_i{self.in_features}_o{self.out_features}"
 
     def name(self) -> str:
-        return f"{self.shape_name()}_{self.config_name()[len(self.problem) + 1:]}"
+        return f"{self.shape_name()}_{self.config_name()[len(self.problem_name) + 1:]}"
+
+    def reference(self):
+        from .problems import load
+
+        return load(self.problem, self.batch, self.in_features, self.out_features)
+
+    def graph(self):
+        from .problems import graph
+
+        return graph(self.problem, self.batch, self.in_features, self.out_features)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -2,7 +2,8 @@
 
 Every check compares ModelNew with the fp32 reference by torch.allclose(atol=rtol=tol), as
 KernelBench does, and reports the error of both against an fp64 copy of the reference. Training
-checks compare the output and the three BatchNorm buffers after every call.
+checks compare the output and every buffer of the module (BatchNorm's running statistics and
+num_batches_tracked) after every call.
 
 Two gates decide a check:
 - allclose(atol=rtol=tol), KernelBench's yardstick, in every tier;
@@ -48,7 +49,6 @@ FP32_EXACT_MAX_TOL = 1e-4
 # Errors below one fp32 ulp of the tensor's largest value count as that ulp in the ratio: an
 # eager error of exactly 0 (e.g. a buffer that did not move) must not make any rounding fail.
 ULP_FP32 = 2.0 ** -23
-BUFFERS = ("running_mean", "running_var")
 
 
 @dataclasses.dataclass
@@ -146,11 +146,13 @@ class Trio:
             torch.manual_seed(seed)
             self.new = f.ModelNew(*f.init_args())
             self.ref64 = f.Model(*f.init_args()).double()
+        self.out_features = f.spec.out_features
         self.ref64.load_state_dict(self.ref.state_dict())
         self.new.load_state_dict(self.ref.state_dict())
         if momentum_none:
             for m in self.models():
-                m.bn.momentum = None
+                for bn in batchnorms(m):
+                    bn.momentum = None
 
     def models(self):
         return (self.new, self.ref, self.ref64)
@@ -162,24 +164,30 @@ class Trio:
     def call(self, x: torch.Tensor, cmp: Comparison, what: str):
         """One forward of all three on x; compares outputs, buffers, and that x is untouched."""
         before = x.clone()
-        _poison_allocator(x.shape[0] * self.new.gemm.out_features, x.device)
+        _poison_allocator(x.shape[0] * self.out_features, x.device)   # an (M, N) output
+        _poison_allocator(x.shape[0], x.device)                       # an (M, 1) or (M,) one
         with torch.no_grad():
             out = self.new(x)
             ref = self.ref(x)
             ref64 = self.ref64(x.double())
         torch.cuda.synchronize()
         cmp.add(f"{what} output", out, ref, ref64)
-        if self.new.training:
-            for name in BUFFERS:
-                cmp.add(f"{what} bn.{name}", getattr(self.new.bn, name), getattr(self.ref.bn, name),
-                        getattr(self.ref64.bn, name))
-            if not torch.equal(self.new.bn.num_batches_tracked, self.ref.bn.num_batches_tracked):
+        new_buffers = dict(self.new.named_buffers())
+        ref64_buffers = dict(self.ref64.named_buffers())
+        for name, buf in self.ref.named_buffers():
+            if buf.is_floating_point():
+                cmp.add(f"{what} {name}", new_buffers[name], buf, ref64_buffers[name])
+            elif not torch.equal(new_buffers[name], buf):
                 cmp.ok = False
-                cmp.failures.append(f"{what} num_batches_tracked differs")
+                cmp.failures.append(f"{what} {name} differs")
         if not torch.equal(before, x):
             cmp.ok = False
             cmp.failures.append(f"{what} modified its input")
         return out
+
+
+def batchnorms(model: torch.nn.Module) -> list[torch.nn.Module]:
+    return [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
 
 
 def _poison_allocator(numel: int, device):
@@ -277,18 +285,19 @@ def check_weights_change(f, device, tol, batch) -> CheckResult:
     cmp = Comparison(tol)
     x = _inputs("rand", batch, f.spec.in_features, device)
     trio.call(x, cmp, "before")
-    # Like an optimizer step: a random update, the same for all three models. (A constant added
-    # to every weight would instead give z a large common offset, an ill-conditioned GEMM that
-    # the offset check covers on its own terms.)
-    w = trio.ref.gemm.weight
-    delta = 0.1 * torch.randn(w.shape, device=w.device) / w.shape[1] ** 0.5
+    # Like an optimizer step: a random update of every parameter, the same for all three models.
+    # (A constant added to every weight would instead give z a large common offset, an
+    # ill-conditioned GEMM that the offset check covers on its own terms.)
+    gen = torch.Generator(device=device).manual_seed(7)
     with torch.no_grad():
-        for m in trio.models():
-            m.gemm.weight.mul_(-0.5).add_(delta.to(m.gemm.weight.dtype))
-            m.gemm.bias.add_(1.0)
-            m.scale.mul_(-2.0)
-            m.bn.weight.add_(0.5)
-            m.bn.bias.sub_(0.25)
+        for name, p in trio.ref.named_parameters():
+            scale = 0.1 / p.shape[-1] ** 0.5 if p.dim() == 2 else 0.25
+            delta = scale * torch.randn(p.shape, device=device, generator=gen)
+            for m in trio.models():
+                q = m.get_parameter(name)
+                if p.dim() == 2:
+                    q.mul_(-0.5)
+                q.add_(delta.to(q.dtype))
     trio.call(x, cmp, "after in-place update")
     trio.train(False)
     trio.call(x, cmp, "after, eval")
@@ -312,11 +321,14 @@ def check_errors(f, device) -> CheckResult:
         ref = f.Model(*f.init_args())
     n_in = f.spec.in_features
     cases = {
-        "batch 1 in training": (torch.rand(1, n_in, device=device), ValueError, "Expected more than 1 value"),
         "wrong feature size": (torch.rand(4, n_in + 1, device=device), ValueError, f"{n_in}"),
         "float64 input": (torch.rand(4, n_in, device=device, dtype=torch.float64), TypeError, "float32"),
         "CPU input": (torch.rand(4, n_in), ValueError, "CUDA"),
     }
+    has_bn = bool(batchnorms(ref))
+    if has_bn:
+        cases["batch 1 in training"] = (torch.rand(1, n_in, device=device), ValueError,
+                                        "Expected more than 1 value")
     failures = []
     for what, (x, kind, phrase) in cases.items():
         raised = None
@@ -326,17 +338,18 @@ def check_errors(f, device) -> CheckResult:
             raised = e
         if not isinstance(raised, kind) or phrase not in str(raised):
             failures.append(f"{what}: expected {kind.__name__} mentioning {phrase!r}, got {raised!r}")
-    # Batch 1 raises what BatchNorm raises, word for word.
-    x1 = torch.rand(1, n_in, device=device)
-    msgs = []
-    for m in (ref, new):
-        try:
-            m(x1)
-            msgs.append(None)
-        except ValueError as e:
-            msgs.append(str(e))
-    if msgs[0] != msgs[1]:
-        failures.append(f"batch-1 message differs: reference {msgs[0]!r}, new {msgs[1]!r}")
+    if has_bn:
+        # Batch 1 raises what BatchNorm raises, word for word.
+        x1 = torch.rand(1, n_in, device=device)
+        msgs = []
+        for m in (ref, new):
+            try:
+                m(x1)
+                msgs.append(None)
+            except ValueError as e:
+                msgs.append(str(e))
+        if msgs[0] != msgs[1]:
+            failures.append(f"batch-1 message differs: reference {msgs[0]!r}, new {msgs[1]!r}")
     return CheckResult("clear errors for bad input", not failures, detail="; ".join(failures))
 
 
@@ -364,7 +377,8 @@ def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device) -> list[
         ("train, torch.randn, 2 calls", _train_check(f, device, tol, "randn", batch, 2)),
         (f"train, offset {LARGE_OFFSET:g} (vs fp64)", offset),
         *((f"train, batch {b}", _train_check(f, device, tol, "rand", b, 1)) for b in ODD_BATCHES if b != 7),
-        ("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True)),
+        *((("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True)),)
+          if f.has_batchnorm else ()),
         ("weights changed in place", lambda: check_weights_change(f, device, tol, batch)),
         ("non-contiguous / misaligned input", lambda: check_noncontiguous(f, device, tol, batch)),
         ("clear errors for bad input", lambda: check_errors(f, device)),

@@ -23,7 +23,9 @@ from kgen.validate import NOT_RUN, validate
 pytestmark = pytest.mark.gpu
 
 HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
-SOFTMAX_LOGIT = "fmaf(col_a[n], row[n], col_c[n])"
+# BatchNorm applied to the row of S in the training-mode row kernel (three passes: max, sum,
+# output): every use of the softmax logits goes through it.
+SOFTMAX_LOGIT = "fmaf(p.col_a[n], s, p.col_c[n])"
 
 
 def softmax_spec() -> Spec:
@@ -67,7 +69,7 @@ def test_missing_num_batches_tracked_update_is_rejected(tmp_path):
 
 
 def test_out_of_bounds_write_stops_at_the_first_check(tmp_path):
-    f = plant(tmp_path, "oob", "f.col_c[n] = c;", "f.col_c[n + (1 << 30)] = c;", 1)
+    f = plant(tmp_path, "oob", "f.col_c[n] = be - a * mean;", "f.col_c[n + (1 << 30)] = be - a * mean;", 1)
     proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(f.path), "--tol", "1e-4"],
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr

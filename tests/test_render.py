@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgen import generator
+from kgen import generator, problems
 from kgen.problems import PROBLEMS
 from kgen.search import enumerate_specs
 from kgen.spec import Spec, Tile
@@ -74,8 +74,8 @@ def test_model_new_matches_model_construction_on_cpu(problem, tmp_path):
     """Same constructor, same parameter/buffer names, same seeded values, state_dict both ways."""
     spec = enumerate_specs(problem, 16, 24, 40)[0]
     module = exec_file(generator.render(spec))
-    Model = PROBLEMS[problem].reference_model_class()
-    args = PROBLEMS[problem].init_args(24, 40)
+    ref_file = problems.load(problem, 16, 24, 40)
+    Model, args = ref_file.Model, ref_file.init_args()
     torch.manual_seed(3)
     ref = Model(*args)
     torch.manual_seed(3)
@@ -101,7 +101,7 @@ def test_bad_input_gets_a_clear_error_without_a_gpu(x, error, phrase):
     spec = enumerate_specs("gemm_scale_bn", 16, 24, 40)[0]
     module = exec_file(generator.render(spec))
     with pytest.raises(error, match=phrase.replace("(", r"\(").replace(")", r"\)")):
-        module.ModelNew(*PROBLEMS["gemm_scale_bn"].init_args(24, 40))(x)
+        module.ModelNew(*problems.load("gemm_scale_bn", 16, 24, 40).init_args())(x)
     assert module._LIBRARIES == {}
 
 

@@ -5,24 +5,29 @@
 // Every GEMM computes z = x * w^T with x [M][K] and w [N][K], both row-major (K-major), the
 // layout of nn.Linear. A CTA owns one BM x BN tile of z. After its mainloop it writes the fp32
 // accumulators into a shared-memory tile (row-major, leading dimension ldt, ldt % 4 == 0) and
-// calls tile_epilogue(), which applies one of three epilogues:
-//   kStore     write z
-//   kColStats  write z, and the tile's per-column (mean, M2) over its valid rows (training BN)
-//   kAffine    write a[n] * z + c[n] (eval-mode BN folded into the GEMM)
+// calls tile_epilogue<..., EPI>(), which
+//   1. replaces each valid element v at (m, n) by EPI::apply(v, m, n, p) unless EPI::kIdentity
+//      (EPI is a struct that kgen/lower.py generates from the module's epilogue IR),
+//   2. when EPI::kColStats, writes the tile's per-column (mean, M2) of the result over its valid
+//      rows (BatchNorm's partial statistics),
+//   3. stores the result to p.z.
 #pragma once
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 namespace kgen {
 
-enum class Epi { kStore, kColStats, kAffine };
+// The parameters and buffers the generated epilogue reads, by index (lower.MAX_OPERANDS; a test
+// ties the two).
+constexpr int kMaxOperands = 16;
 
 struct EpilogueParams {
-  float* z;             // [M][N] row-major output
-  float* part_mean;     // [ceil(M / BM)][N] per-(m-tile, column) mean        (kColStats)
-  float* part_m2;       // [ceil(M / BM)][N] per-(m-tile, column) sum (z-mean)^2 (kColStats)
-  const float* col_a;   // [N] (kAffine)
-  const float* col_c;   // [N] (kAffine)
+  float* z;                              // [M][N] row-major output of the stage
+  float* part_mean;                      // [ceil(M / BM)][N] per-(m-tile, column) mean (kColStats)
+  float* part_m2;                        // [ceil(M / BM)][N] per-(m-tile, column) sum (v-mean)^2
+  const float* col_a;                    // [N] BatchNorm folded: BN(t) = a[n] * t + c[n]
+  const float* col_c;                    // [N]
+  const float* operand[kMaxOperands];    // per-column [N] or one-element parameters
 };
 
 // Per-column two-pass statistics of the valid rows of a shared-memory tile. Two passes over
@@ -74,9 +79,9 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
   }
 }
 
-// Copy the valid part of a shared-memory tile to z (optionally as a*z + c), coalesced,
-// 16-byte stores when the row pitch allows.
-template <int BM, int BN, int NTHREADS, bool kAffine>
+// Copy the valid part of a shared-memory tile to z, coalesced, 16-byte stores when the row
+// pitch allows.
+template <int BM, int BN, int NTHREADS>
 __device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, int n0, int M,
                                            int N, const EpilogueParams& p) {
   static_assert(BN % 4 == 0, "BN must be a multiple of 4");
@@ -89,14 +94,8 @@ __device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, i
       const int c = (i % kQuads) * 4;
       const int n = n0 + c;
       if (n >= N) continue;  // N % 4 == 0, so a quad is either all in or all out
-      float4 v = *reinterpret_cast<const float4*>(&tile[r * ldt + c]);
-      if (kAffine) {
-        v.x = fmaf(p.col_a[n + 0], v.x, p.col_c[n + 0]);
-        v.y = fmaf(p.col_a[n + 1], v.y, p.col_c[n + 1]);
-        v.z = fmaf(p.col_a[n + 2], v.z, p.col_c[n + 2]);
-        v.w = fmaf(p.col_a[n + 3], v.w, p.col_c[n + 3]);
-      }
-      *reinterpret_cast<float4*>(&p.z[static_cast<size_t>(m0 + r) * N + n]) = v;
+      *reinterpret_cast<float4*>(&p.z[static_cast<size_t>(m0 + r) * N + n]) =
+          *reinterpret_cast<const float4*>(&tile[r * ldt + c]);
     }
   } else {
     for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
@@ -104,23 +103,30 @@ __device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, i
       const int c = i % BN;
       const int n = n0 + c;
       if (n >= N) continue;
-      float v = tile[r * ldt + c];
-      if (kAffine) v = fmaf(p.col_a[n], v, p.col_c[n]);
-      p.z[static_cast<size_t>(m0 + r) * N + n] = v;
+      p.z[static_cast<size_t>(m0 + r) * N + n] = tile[r * ldt + c];
     }
   }
 }
 
 // The one entry point the GEMM mainloops call, by all NTHREADS threads of the CTA, after the
 // accumulator tile is complete in shared memory (and a __syncthreads()).
-template <int BM, int BN, int NTHREADS, Epi EPI>
-__device__ __forceinline__ void tile_epilogue(const float* tile, int ldt, int m0, int n0, int M,
-                                              int N, const EpilogueParams& p) {
-  if (EPI == Epi::kColStats) {
+template <int BM, int BN, int NTHREADS, class EPI>
+__device__ __forceinline__ void tile_epilogue(float* tile, int ldt, int m0, int n0, int M, int N,
+                                              const EpilogueParams& p) {
+  if constexpr (!EPI::kIdentity) {
+    const int rows = min(BM, M - m0);
+    for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
+      const int r = i / BN;
+      const int c = i % BN;
+      if (n0 + c < N) tile[r * ldt + c] = EPI::apply(tile[r * ldt + c], m0 + r, n0 + c, p);
+    }
+    __syncthreads();
+  }
+  if constexpr (EPI::kColStats) {
     tile_column_stats<BM, BN, NTHREADS>(tile, ldt, min(BM, M - m0), n0, N, m0 / BM, p.part_mean,
                                         p.part_m2);
   }
-  tile_store<BM, BN, NTHREADS, EPI == Epi::kAffine>(tile, ldt, m0, n0, M, N, p);
+  tile_store<BM, BN, NTHREADS>(tile, ldt, m0, n0, M, N, p);
 }
 
 // The grid of a GEMM with one CTA per BM x BN tile of z, into `tiles`. Returns false when

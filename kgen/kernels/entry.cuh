@@ -2,42 +2,46 @@
 // types only: building an extension compiles no torch, ATen or pybind11 header (a pybind11
 // binding took ~30 of the ~40 s a candidate needed to build). ModelNew checks shapes, dtypes,
 // devices and alignment before it calls; the entry points trust it and return the CUDA error
-// text (nullptr on success). kgen_cfg::ForwardArgs and the extern "C" kgen_forward that fills
-// it are written by the template from generator.FORWARD_ARGS, the list the Python side's ctypes
-// signature comes from too.
+// text (nullptr on success). kgen_cfg::ForwardArgs, kgen_cfg::fill_operands and the extern "C"
+// kgen_forward are written by the template from the lists generator.py and lower.py make, the
+// lists the Python side's ctypes signature and call come from too.
 #pragma once
 
-namespace kgen_api {
+namespace kgen {
 
+// Workspace layout: BatchNorm's partials and a, c (when the module has a BatchNorm), then S
+// (when the output is not (M, N) and so cannot hold it).
 inline long long workspace_floats(int M, int N) {
   const long long tiles = (M + stats_rows_per_tile() - 1) / stats_rows_per_tile();
-  return (2 * tiles + 2) * static_cast<long long>(N);
+  const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;
+  return stats + (kgen_cfg::kOutputIsTile ? 0 : static_cast<long long>(M) * N);
 }
 
 inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
-  BnState bn{};
-  bn.bias = a.bias;
-  bn.scale = a.scale;
-  bn.scale_stride = a.scale_stride;
-  bn.gamma = a.gamma;
-  bn.beta = a.beta;
-  bn.running_mean = a.running_mean;
-  bn.running_var = a.running_var;
-  bn.num_batches_tracked = a.num_batches_tracked;
-  bn.momentum = a.momentum;
-  bn.cumulative = a.cumulative != 0;
-  bn.eps = a.eps;
   const long long tiles = (a.M + stats_rows_per_tile() - 1) / stats_rows_per_tile();
   float* ws = a.workspace;
-  const Workspace workspace{ws, ws + tiles * a.N, ws + 2 * tiles * a.N, ws + (2 * tiles + 1) * a.N};
+  const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(a.N) : 0;
+  Buffers b{};
+  b.out = a.out;
+  b.s = kgen_cfg::kOutputIsTile ? a.out : ws + stats;
+  if (kgen_cfg::kHasBatchNorm) {
+    b.part_mean = ws;
+    b.part_m2 = ws + tiles * a.N;
+    b.col_a = ws + 2 * tiles * a.N;
+    b.col_c = ws + (2 * tiles + 1) * a.N;
+  }
+  EpilogueParams p{};
+  FinalizeArgs f{};
+  kgen_cfg::fill_operands(a, p, f);
 #ifdef KGEN_CUBLAS_COMPUTE
-  if (const char* err = cublas_gemm(a.x, a.w, a.out, a.M, a.N, a.K, a.stream)) return err;
+  if (const char* err = kgen_api::cublas_gemm(a.x, a.w, b.s, a.M, a.N, a.K, a.stream)) return err;
 #endif
-  return forward(a.x, a.w, a.out, a.M, a.N, a.K, a.training != 0, bn, workspace, a.stream);
+  return forward_impl<kgen_cfg::Gemm>(a.x, a.w, a.M, a.N, a.K, a.training != 0, p, f, b,
+                                      static_cast<cudaStream_t>(a.stream));
 }
 
-}  // namespace kgen_api
+}  // namespace kgen
 
 extern "C" long long kgen_workspace_floats(int M, int N) {
-  return kgen_api::workspace_floats(M, N);
+  return kgen::workspace_floats(M, N);
 }

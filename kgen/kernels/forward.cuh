@@ -1,5 +1,7 @@
-// The forward pass of one variant, in the order its fusion level dictates. Expects namespace
-// kgen_cfg (written by the template) to define kProblem, Gemm, kGemmExternal and kFusedStats.
+// The forward pass of one module, in the order its stages dictate (kgen/lower.py). Expects
+// namespace kgen_cfg (written by the template) to define Gemm, kGemmExternal, kFusedStats,
+// kGemmTileM, kHasBatchNorm, kOutputIsTile and the generated structs TrainEpilogue,
+// TrainStage2, EvalEpilogue, EvalStage2 (the same in both modes when there is no BatchNorm).
 #pragma once
 #include <algorithm>
 #include <type_traits>
@@ -24,119 +26,98 @@ static_assert(cta_smem_bytes<kgen_cfg::Gemm>() <= kgen_cfg::kMaxSmemBytes,
 
 inline int div_up(int a, int b) { return (a + b - 1) / b; }
 
-template <class Gemm, Epi EPI>
-cudaError_t run_gemm(const float* x, const float* w, int M, int N, int K, const EpilogueParams& p,
-                     cudaStream_t stream) {
-  return Gemm::template launch<EPI>(x, w, M, N, K, p, stream);
+// Rows of S summarized by one BatchNorm partial.
+constexpr int stats_rows_per_tile() {
+  return kgen_cfg::kFusedStats && !kgen_cfg::kGemmExternal ? kgen_cfg::kGemmTileM : kStatsTileRows;
 }
 
-}  // namespace kgen
+struct Buffers {
+  float* s;           // [M][N] stage 1's output S (the module output when that is (M, N))
+  float* out;         // the module output
+  float* part_mean;   // [tiles][N]
+  float* part_m2;     // [tiles][N]
+  float* col_a;       // [N]
+  float* col_c;       // [N]
+};
 
-namespace kgen_api {
-
-int stats_rows_per_tile() {
-  return kgen_cfg::kFusedStats ? kgen_cfg::kGemmTileM : kgen::kStatsTileRows;
+// Stage 1: z = x w^T and the epilogue Epi into S (and, when Epi::kColStats, the partials).
+// With an external GEMM, z is already in S and the epilogue is a point-wise pass over it.
+template <class Gemm, class Epi>
+cudaError_t run_stage1(const float* x, const float* w, int M, int N, int K, EpilogueParams p,
+                       cudaStream_t stream) {
+  if constexpr (kgen_cfg::kGemmExternal) {
+    if constexpr (!Epi::kIdentity) {
+      pointwise_kernel<Epi><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(p.z, p.z, M, N, p);
+      return cudaGetLastError();
+    }
+    return cudaSuccess;
+  } else {
+    return Gemm::template launch<Epi>(x, w, M, N, K, p, stream);
+  }
 }
 
-// A template so that the branches discarded by `if constexpr` for this variant's Gemm (e.g. the
-// kernel launches when the GEMM is external) are never instantiated.
+template <class Stage>
+cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, cudaStream_t stream) {
+  if constexpr (Stage::kKind == 1) {
+    pointwise_kernel<Stage><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(b.s, b.out, M, N, p);
+  } else if constexpr (Stage::kKind == 2) {
+    const int dst_stride = kgen_cfg::kOutputIsTile ? N : 1;
+    const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
+    if (row_bytes <= kRowCacheBytes) {
+      if (row_bytes > 48 * 1024) {
+        const cudaError_t err = cudaFuncSetAttribute(
+            row_kernel<Stage, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(row_bytes));
+        if (err != cudaSuccess) return err;
+      }
+      row_kernel<Stage, true><<<M, kRowThreads, row_bytes, stream>>>(b.s, b.out, N, dst_stride, p);
+    } else {
+      row_kernel<Stage, false><<<M, kRowThreads, 0, stream>>>(b.s, b.out, N, dst_stride, p);
+    }
+  }
+  return cudaGetLastError();
+}
+
+// A template so that the branches discarded by `if constexpr` for this variant (e.g. the kernel
+// launches of a GEMM that is external) are never instantiated.
 template <class Gemm>
-const char* forward_impl(const float* x, const float* w, float* out, int M, int N, int K,
-                         bool training, const BnState& bn, const Workspace& ws, void* stream_ptr) {
-  using namespace kgen;
-  constexpr Problem P = kgen_cfg::kProblem;
-  constexpr bool kAffineInGemm = !kgen_cfg::kGemmExternal && P == Problem::kGemmScaleBn;
-  cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+const char* forward_impl(const float* x, const float* w, int M, int N, int K, bool training,
+                         EpilogueParams p, FinalizeArgs f, const Buffers& b, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (M == 0 || N == 0) return nullptr;
-
-  FinalizeArgs f{};
-  f.part_mean = ws.part_mean;
-  f.part_m2 = ws.part_m2;
+  p.z = b.s;
+  p.part_mean = b.part_mean;
+  p.part_m2 = b.part_m2;
+  p.col_a = b.col_a;
+  p.col_c = b.col_c;
+  f.part_mean = b.part_mean;
+  f.part_m2 = b.part_m2;
   f.rows_per_tile = stats_rows_per_tile();
   f.M = M;
   f.N = N;
-  f.bias = bn.bias;
-  f.scale = bn.scale;
-  f.scale_stride = bn.scale_stride;
-  f.gamma = bn.gamma;
-  f.beta = bn.beta;
-  f.running_mean = bn.running_mean;
-  f.running_var = bn.running_var;
-  f.num_batches_tracked = bn.num_batches_tracked;
-  f.momentum = bn.momentum;
-  f.cumulative = bn.cumulative;
+  f.col_a = b.col_a;
+  f.col_c = b.col_c;
   f.training = training;
-  f.eps = bn.eps;
-  f.col_a = ws.col_a;
-  f.col_c = ws.col_c;
   constexpr int kFinalizeThreads = 256;
   auto finalize = [&]() {
-    bn_finalize_kernel<P><<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f);
+    bn_finalize_kernel<<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f);
     return cudaGetLastError();
   };
-
-  EpilogueParams p{};
-  p.z = out;
-  p.part_mean = ws.part_mean;
-  p.part_m2 = ws.part_m2;
-  p.col_a = ws.col_a;
-  p.col_c = ws.col_c;
-
-  if (training) {
-    if constexpr (kgen_cfg::kFusedStats) {
-      err = run_gemm<Gemm, Epi::kColStats>(x, w, M, N, K, p, stream);
-    } else {
-      if constexpr (!kgen_cfg::kGemmExternal) err = run_gemm<Gemm, Epi::kStore>(x, w, M, N, K, p, stream);
-      if (err == cudaSuccess) {
-        dim3 grid(div_up(N, kStatsTileCols), div_up(M, kStatsTileRows));
-        column_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(out, M, N, ws.part_mean, ws.part_m2);
-        err = cudaGetLastError();
-      }
+  if (kgen_cfg::kHasBatchNorm && training) {
+    err = run_stage1<Gemm, kgen_cfg::TrainEpilogue>(x, w, M, N, K, p, stream);
+    if (err == cudaSuccess && !kgen_cfg::TrainEpilogue::kColStats) {
+      dim3 grid(div_up(N, kStatsTileCols), div_up(M, kStatsTileRows));
+      column_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(b.s, M, N, b.part_mean, b.part_m2);
+      err = cudaGetLastError();
     }
     if (err == cudaSuccess) err = finalize();
+    if (err == cudaSuccess) err = run_stage2<kgen_cfg::TrainStage2>(b, M, N, p, stream);
   } else {
-    // Eval: a, c come from the running statistics alone, so they are ready before the GEMM.
-    err = finalize();
-    if (err == cudaSuccess) {
-      if constexpr (kAffineInGemm) {
-        err = run_gemm<Gemm, Epi::kAffine>(x, w, M, N, K, p, stream);
-        return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
-      } else if constexpr (!kgen_cfg::kGemmExternal) {
-        err = run_gemm<Gemm, Epi::kStore>(x, w, M, N, K, p, stream);
-      }
-    }
+    // Eval: BatchNorm's a, c come from the running statistics alone, ready before the GEMM.
+    if (kgen_cfg::kHasBatchNorm) err = finalize();
+    if (err == cudaSuccess) err = run_stage1<Gemm, kgen_cfg::EvalEpilogue>(x, w, M, N, K, p, stream);
+    if (err == cudaSuccess) err = run_stage2<kgen_cfg::EvalStage2>(b, M, N, p, stream);
   }
-  if (err != cudaSuccess) return cudaGetErrorString(err);
-
-  if constexpr (P == Problem::kGemmScaleBn) {
-    // Grid-stride loop: a few waves of CTAs cover any size.
-    const size_t total = static_cast<size_t>(M) * N;
-    const size_t items = N % 4 == 0 ? total / 4 : total;
-    const int blocks = static_cast<int>(
-        std::min<size_t>((items + kApplyThreads - 1) / kApplyThreads, kApplyMaxBlocks));
-    bn_apply_kernel<<<blocks, kApplyThreads, 0, stream>>>(out, M, N, ws.col_a, ws.col_c);
-  } else {
-    const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
-    if (row_bytes <= kSoftmaxRowCacheBytes) {
-      if (row_bytes > 48 * 1024) {
-        err = cudaFuncSetAttribute(softmax_rows_kernel<true>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(row_bytes));
-        if (err != cudaSuccess) return cudaGetErrorString(err);
-      }
-      softmax_rows_kernel<true><<<M, kSoftmaxThreads, row_bytes, stream>>>(out, N, ws.col_a, ws.col_c);
-    } else {
-      softmax_rows_kernel<false><<<M, kSoftmaxThreads, 0, stream>>>(out, N, ws.col_a, ws.col_c);
-    }
-  }
-  err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
-const char* forward(const float* x, const float* w, float* out, int M, int N, int K,
-                    bool training, const BnState& bn, const Workspace& ws, void* stream) {
-  return forward_impl<kgen_cfg::Gemm>(x, w, out, M, N, K, training, bn, ws, stream);
-}
-
-}  // namespace kgen_api
+}  // namespace kgen

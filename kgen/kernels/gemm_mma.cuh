@@ -182,7 +182,7 @@ __device__ __forceinline__ uint32_t pack_bf16(uint32_t lo, uint32_t hi) {
   return r;
 }
 
-template <class Gemm, bool kVec16, Epi EPI>
+template <class Gemm, bool kVec16, class EPI>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     mma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ w, int M, int N, int K,
                     EpilogueParams p) {
@@ -256,7 +256,7 @@ struct MmaGemm {
                 "tile's accumulators its partial accumulators spill");
   static_assert(STAGES >= 2, "STAGES must be >= 2");
   static_assert(GROUP_M >= 1, "GROUP_M must be >= 1");
-  // tile_epilogue instantiates tile_column_stats for every Epi; it splits BN columns over
+  // tile_epilogue instantiates tile_column_stats for every epilogue; it splits BN columns over
   // kThreads threads evenly.
   static_assert(BN < kThreads ? kThreads % BN == 0 : BN % kThreads == 0,
                 "the epilogue needs kThreads % BN == 0 (BN < kThreads) or BN % kThreads == 0");
@@ -265,7 +265,7 @@ struct MmaGemm {
                 "shared memory over the 227 KB per-CTA limit of sm_90: "
                 "max(STAGES*(BM+BN)*BK*4, BM*(BN+4)*4) + 4*kThreads must be <= 232448");
 
-  template <Epi EPI>
+  template <class EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
     return mma_detail::launch_tiles<BM, BN>(mma_detail::mma_gemm_kernel<MmaGemm, true, EPI>,
@@ -420,7 +420,7 @@ struct MmaGemm {
     if (kLateB) load_b(next_off, next_ks, la, fb);
   }
 
-  template <bool kVec16, Epi EPI>
+  template <bool kVec16, class EPI>
   __device__ static __forceinline__ void run(const float* __restrict__ x,
                                              const float* __restrict__ w, int M, int N, int K,
                                              const EpilogueParams& p) {

@@ -7,7 +7,7 @@
 // Two shared-memory stages and a register-staged prefetch of the next k-tile overlap the global
 // loads with the FFMAs; one __syncthreads() per k-tile.
 //
-// Assumes common.cuh (Epi, EpilogueParams, tile_epilogue, raster_tile) precedes this file.
+// Assumes common.cuh (the epilogue contract, EpilogueParams, tile_epilogue, raster_tile) precedes this file.
 #pragma once
 #include <cuda_runtime.h>
 #include <limits.h>
@@ -97,7 +97,7 @@ struct TileLoader {
 
 }  // namespace simt_detail
 
-template <class G, bool kVec, Epi EPI>
+template <class G, bool kVec, class EPI>
 __global__ void __launch_bounds__(G::kThreads, G::kMinBlocks)
     simt_gemm_kernel(const float* __restrict__ x, const float* __restrict__ w, int M, int N,
                      int K, EpilogueParams p) {
@@ -181,7 +181,7 @@ struct SimtGemm {
     }
   }
 
-  template <bool kVec, Epi EPI>
+  template <bool kVec, class EPI>
   static __device__ __forceinline__ void run(const float* __restrict__ x,
                                              const float* __restrict__ w, int M, int N, int K,
                                              const EpilogueParams& p) {
@@ -291,7 +291,7 @@ struct SimtGemm {
     tile_epilogue<BM, BN, kThreads, EPI>(tile, kLdTile, m0, n0, M, N, p);
   }
 
-  template <bool kVec, Epi EPI>
+  template <bool kVec, class EPI>
   static cudaError_t launch_variant(const float* x, const float* w, int M, int N, int K,
                                     const EpilogueParams& p, int grid, cudaStream_t stream) {
     auto kernel = simt_gemm_kernel<SimtGemm, kVec, EPI>;
@@ -306,7 +306,7 @@ struct SimtGemm {
     return cudaGetLastError();
   }
 
-  template <Epi EPI>
+  template <class EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
     unsigned tiles = 0;

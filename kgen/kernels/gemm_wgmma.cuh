@@ -183,7 +183,7 @@ __device__ __forceinline__ uint4 prepared_b(uint4 v) {
   return v;
 }
 
-template <class Gemm, bool kVec16, Epi EPI>
+template <class Gemm, bool kVec16, class EPI>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ w, int M, int N,
                       int K, EpilogueParams p) {
@@ -235,7 +235,7 @@ struct WgmmaGemm {
                 "shared memory over the 227 KB per-CTA limit of sm_90: "
                 "STAGES*(BM+BN)*128 + (tf32x3) 3*BN*128 + 1024 + 4*kThreads must be <= 232448");
 
-  template <Epi EPI>
+  template <class EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
     return mma_detail::launch_tiles<BM, BN>(wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, true, EPI>,
@@ -256,7 +256,7 @@ struct WgmmaGemm {
     }
   }
 
-  template <bool kVec16, Epi EPI>
+  template <bool kVec16, class EPI>
   __device__ static __forceinline__ void run(const float* __restrict__ x,
                                              const float* __restrict__ w, int M, int N, int K,
                                              const EpilogueParams& p) {

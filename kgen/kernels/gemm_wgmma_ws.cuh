@@ -75,7 +75,7 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, u
       : "memory");
 }
 
-template <class Gemm, Epi EPI>
+template <class Gemm, class EPI>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x,
                     const __grid_constant__ CUtensorMap map_w, int M, int N, int K,
@@ -163,7 +163,7 @@ struct WgmmaWsGemm {
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90");
 
-  template <Epi EPI>
+  template <class EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
     unsigned tiles = 0;
@@ -193,7 +193,7 @@ struct WgmmaWsGemm {
     }
   }
 
-  template <Epi EPI>
+  template <class EPI>
   __device__ static __forceinline__ void run(const CUtensorMap* map_x, const CUtensorMap* map_w,
                                              int M, int N, int K, const EpilogueParams& p) {
     using Mma = wgmma_detail::WgmmaTf32<BN>;
@@ -323,7 +323,23 @@ struct WgmmaWsGemm {
     // free for the statistics' scratch and then the accumulator tile.
     __syncthreads();
     float* tile = reinterpret_cast<float*>(smem_ptr);
-    if constexpr (EPI == Epi::kColStats) {
+    if constexpr (!EPI::kIdentity) {
+      // The generated epilogue, on the accumulators in registers (before the statistics,
+      // which are of its result). Layout as in column_stats below.
+      if (wg > 0) {
+        const int r = m0 + (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = r + (e >= 2 ? 8 : 0);
+            const int col = n0 + 8 * j + 2 * (lane & 3) + (e & 1);
+            if (row < M && col < N) acc[4 * j + e] = EPI::apply(acc[4 * j + e], row, col, p);
+          }
+        }
+      }
+    }
+    if constexpr (EPI::kColStats) {
       if (wg > 0) column_stats(acc, tile, m0, n0, M, N, p);
     }
     __syncthreads();
@@ -339,7 +355,7 @@ struct WgmmaWsGemm {
       }
     }
     __syncthreads();
-    tile_store<BM, BN, kThreads, EPI == Epi::kAffine>(tile, kLdt, m0, n0, M, N, p);
+    tile_store<BM, BN, kThreads>(tile, kLdt, m0, n0, M, N, p);
   }
 
   // The kColStats epilogue from the consumers' registers (what tile_column_stats computes from

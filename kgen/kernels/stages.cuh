@@ -1,0 +1,171 @@
+// The plain CUDA kernels around the GEMM that every module's stages are made of, each driven by
+// a generated struct (kgen/lower.py) with static device functions:
+//   column_stats_kernel   BatchNorm's per-tile column partials of S when not fused into the GEMM
+//   bn_finalize_kernel    the partials (or running statistics) -> per-column a, c; running buffers
+//   pointwise_kernel      dst = Stage::apply(src) element-wise (stage 2, or a cuBLAS GEMM's epilogue)
+//   row_kernel            one CTA per row: Stage::row() runs the row's passes (reductions, output)
+//
+// BatchNorm's math (training mode): for t the BatchNorm input, BN(t) = gamma * (t - mean) /
+// sqrt(var + eps) + beta = a * t + c with a = gamma / sqrt(var + eps), c = beta - a * mean; mean
+// and the biased var over the batch. The running buffers get mean and the unbiased var. Eval:
+// the same a, c from the running statistics.
+#pragma once
+
+namespace kgen {
+
+// Rows of z summarized by one statistics partial when the GEMM does not produce them.
+constexpr int kStatsTileRows = 128;
+constexpr int kStatsTileCols = 64;
+constexpr int kStatsThreads = 256;
+
+// Per-(row tile, column) mean and M2 of z, the same partial layout the fused epilogue writes.
+__global__ void __launch_bounds__(kStatsThreads)
+    column_stats_kernel(const float* __restrict__ z, int M, int N, float* part_mean,
+                        float* part_m2) {
+  constexpr int ldt = kStatsTileCols + 4;
+  __shared__ __align__(16) float tile[kStatsTileRows * ldt];
+  const int m0 = blockIdx.y * kStatsTileRows;
+  const int n0 = blockIdx.x * kStatsTileCols;
+  const int rows = min(kStatsTileRows, M - m0);
+  for (int i = threadIdx.x; i < kStatsTileRows * kStatsTileCols; i += kStatsThreads) {
+    const int r = i / kStatsTileCols;
+    const int c = i % kStatsTileCols;
+    tile[r * ldt + c] =
+        (r < rows && n0 + c < N) ? z[static_cast<size_t>(m0 + r) * N + n0 + c] : 0.f;
+  }
+  __syncthreads();
+  tile_column_stats<kStatsTileRows, kStatsTileCols, kStatsThreads>(tile, ldt, rows, n0, N,
+                                                                   blockIdx.y, part_mean,
+                                                                   part_m2);
+}
+
+struct FinalizeArgs {
+  const float* part_mean;  // [tiles][N]
+  const float* part_m2;    // [tiles][N]
+  int rows_per_tile;       // every tile but the last holds this many rows
+  int M, N;
+  const float* gamma;      // [N], nullptr when BatchNorm has no affine weight
+  const float* beta;       // [N], nullptr when BatchNorm has no affine bias
+  float* running_mean;     // [N], nullptr: no running statistics to update (or read)
+  float* running_var;      // [N]
+  const long long* num_batches_tracked;  // already incremented for this call
+  float momentum;
+  bool cumulative;         // momentum=None: factor 1/num_batches_tracked
+  bool training;           // batch statistics (else the running ones)
+  float eps;
+  float* col_a;            // [N] out
+  float* col_c;            // [N] out
+};
+
+// One thread per column. Training: Chan-merge the tile partials in tile order (deterministic,
+// no atomics), update the running buffers as BatchNorm1d does (unbiased variance), and fold
+// the batch statistics into a, c. Eval: fold the running statistics into a, c.
+__global__ void bn_finalize_kernel(FinalizeArgs f) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= f.N) return;
+  const float g = f.gamma != nullptr ? f.gamma[n] : 1.f;
+  const float be = f.beta != nullptr ? f.beta[n] : 0.f;
+  float mean, var;
+  if (f.training) {
+    const int tiles = (f.M + f.rows_per_tile - 1) / f.rows_per_tile;
+    float count = 0.f, m2 = 0.f;
+    mean = 0.f;
+    for (int t = 0; t < tiles; ++t) {
+      const float nb = static_cast<float>(min(f.rows_per_tile, f.M - t * f.rows_per_tile));
+      const float mb = f.part_mean[static_cast<size_t>(t) * f.N + n];
+      const float total = count + nb;
+      const float delta = mb - mean;
+      mean += delta * (nb / total);
+      m2 += f.part_m2[static_cast<size_t>(t) * f.N + n] + delta * delta * (count * nb / total);
+      count = total;
+    }
+    var = m2 / count;  // biased, as BatchNorm normalizes with
+    if (f.running_mean != nullptr) {
+      const float factor =
+          f.cumulative ? 1.0f / static_cast<float>(*f.num_batches_tracked) : f.momentum;
+      const float unbiased = f.M > 1 ? var * (static_cast<float>(f.M) / (f.M - 1)) : var;
+      f.running_mean[n] = (1.f - factor) * f.running_mean[n] + factor * mean;
+      f.running_var[n] = (1.f - factor) * f.running_var[n] + factor * unbiased;
+    }
+  } else {
+    mean = f.running_mean[n];
+    var = f.running_var[n];
+  }
+  const float a = g / sqrtf(var + f.eps);
+  f.col_a[n] = a;
+  f.col_c[n] = be - a * mean;
+}
+
+constexpr int kApplyThreads = 256;
+constexpr size_t kApplyMaxBlocks = 4096;
+
+// dst = Stage::apply(src) element-wise over [M][N] (dst may be src); 16-byte accesses when rows
+// and pointers allow. Grid-stride: a few waves of CTAs cover any size.
+template <class Stage>
+__global__ void __launch_bounds__(kApplyThreads)
+    pointwise_kernel(const float* src, float* dst, int M, int N, EpilogueParams p) {
+  const size_t total = static_cast<size_t>(M) * N;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  const bool vec = N % 4 == 0 && ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0;
+  if (vec) {
+    for (size_t i = first; i < total / 4; i += stride) {
+      const int m = static_cast<int>((i * 4) / N);
+      const int n = static_cast<int>((i * 4) % N);
+      float4 v = reinterpret_cast<const float4*>(src)[i];
+      v.x = Stage::apply(v.x, m, n + 0, p);
+      v.y = Stage::apply(v.y, m, n + 1, p);
+      v.z = Stage::apply(v.z, m, n + 2, p);
+      v.w = Stage::apply(v.w, m, n + 3, p);
+      reinterpret_cast<float4*>(dst)[i] = v;
+    }
+  } else {
+    for (size_t i = first; i < total; i += stride) {
+      dst[i] = Stage::apply(src[i], static_cast<int>(i / N), static_cast<int>(i % N), p);
+    }
+  }
+}
+
+inline int pointwise_blocks(int M, int N) {
+  const size_t items = static_cast<size_t>(M) * N / (N % 4 == 0 ? 4 : 1);
+  return static_cast<int>(std::min<size_t>((items + kApplyThreads - 1) / kApplyThreads, kApplyMaxBlocks));
+}
+
+constexpr int kRowThreads = 512;
+// Rows up to this size stay in shared memory between the passes of the row kernel.
+constexpr size_t kRowCacheBytes = 64 * 1024;
+
+// Reduction of one value per thread over the CTA (kRowThreads threads); every thread gets the
+// result. kind: 0 sum, 1 max, 2 min.
+__device__ __forceinline__ float combine(float a, float b, int kind) {
+  return kind == 0 ? a + b : (kind == 1 ? fmaxf(a, b) : fminf(a, b));
+}
+__device__ __forceinline__ float block_reduce(float v, int kind, float* scratch) {
+  for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(0xffffffffu, v, o), kind);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  constexpr int kWarps = kRowThreads / 32;
+  __syncthreads();  // scratch may still be read by a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  const float identity = kind == 0 ? 0.f : (kind == 1 ? -INFINITY : INFINITY);
+  v = lane < kWarps ? scratch[lane] : identity;
+  for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(0xffffffffu, v, o), kind);
+  return v;
+}
+__device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce(v, 0, scratch); }
+__device__ __forceinline__ float block_max(float v, float* scratch) { return block_reduce(v, 1, scratch); }
+__device__ __forceinline__ float block_min(float v, float* scratch) { return block_reduce(v, 2, scratch); }
+
+// One CTA per row m: Stage::row reads the row of S at src + m * N and writes the row's output at
+// dst + m * dst_stride (N for an (M, N) output, 1 for (M, 1) or (M,)). With kCacheRow the row of
+// S stays in shared memory after the first pass (one read of S from global memory).
+template <class Stage, bool kCacheRow>
+__global__ void __launch_bounds__(kRowThreads)
+    row_kernel(const float* src, float* dst, int N, int dst_stride, EpilogueParams p) {
+  extern __shared__ __align__(16) float row_cache[];
+  __shared__ float scratch[32];
+  const size_t m = blockIdx.x;
+  Stage::row(src + m * N, dst + m * dst_stride, N, p, kCacheRow ? row_cache : nullptr, scratch);
+}
+
+}  // namespace kgen

@@ -1,0 +1,283 @@
+"""Lowering: the epilogue IR of one module -> the CUDA of its stages and the call that feeds them.
+
+A forward pass runs in at most two stages, split where a whole-column or whole-row statistic
+must be known before it is used:
+
+    stage 1   the GEMM, with a generated epilogue functor applied to every element of z: it
+              computes the stored value S (the output itself when nothing else follows) and,
+              in training mode, BatchNorm's per-tile column partials of S (fused into the GEMM
+              epilogue at fusion 2, a separate column-statistics kernel at fusion 1)
+    finalize  BatchNorm only: merges the partials (or reads the running statistics in eval
+              mode) into per-column a, c with BN(t) = a * t + c, and updates the running buffers
+    stage 2   what remains, from S: a point-wise kernel, or a row kernel (one CTA per row, the
+              row of S cached in shared memory) that runs one pass per row reduction and a last
+              pass that writes the output
+
+In eval mode BatchNorm is an affine map known before the GEMM (finalize runs first), so the
+whole chain up to the first row reduction runs in the GEMM epilogue. Every value of stage 2 is
+recomputed from S, the row values computed so far and the parameters: S is chosen as the latest
+value of stage 1 from which stage 2 can compute everything; when a later value needs one that
+cannot be recomputed (a value from before BatchNorm that is not BatchNorm's input), the module
+is refused.
+
+The result is plain CUDA text (structs with static device functions that the plain CUDA kernels
+in kgen/kernels/stages.cuh call) plus the list of operands (parameters and buffers) in the
+order the kernels index them; generator.py writes the parameter struct, the C entry point, the
+ctypes signature and the Python call from the same lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import ops
+from .ir import Graph, Node, Unsupported
+
+# Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
+# the two).
+MAX_OPERANDS = 16
+REDUCE_INIT = {"sum": "0.f", "mean": "0.f", "max": "-INFINITY", "min": "INFINITY"}
+REDUCE_STEP = {"sum": "{acc} += {v};", "mean": "{acc} += {v};", "max": "{acc} = fmaxf({acc}, {v});",
+               "min": "{acc} = fminf({acc}, {v});"}
+REDUCE_BLOCK = {"sum": "kgen::block_sum", "mean": "kgen::block_sum", "max": "kgen::block_max",
+                "min": "kgen::block_min"}
+STAGE2_NONE, STAGE2_POINTWISE, STAGE2_ROWS = 0, 1, 2
+
+
+class _NeedsValue(Exception):
+    """Stage 2 asked for a value it cannot recompute from S (the GEMM output, or a value from
+    before BatchNorm)."""
+
+
+class Emitter:
+    """Statements computing IR values as fp32 locals, each at most once (in dependency order).
+
+    `available` maps node ids to the C expressions that already hold them (S, row values);
+    `bn_ready` says whether BatchNorm's a, c are known (then BN(t) = fmaf(a[n], t, c[n]))."""
+
+    def __init__(self, graph: Graph, operands: dict[str, int], available: dict[int, str],
+                 bn_ready: bool, element: bool):
+        self.graph = graph
+        self.operands = operands
+        self.names = dict(available)
+        self.bn_ready = bn_ready
+        self.element = element      # per-element context (n is defined); else per-row
+        self.lines: list[str] = []
+
+    def get(self, i: int) -> str:
+        if i in self.names:
+            return self.names[i]
+        n = self.graph.node(i)
+        if n.kind == "const":
+            return ops.cuda_float(n.attrs["value"])
+        if n.kind == "gemm":
+            raise _NeedsValue(n)
+        if n.kind == "reduce":
+            raise _NeedsValue(n)
+        if n.kind == "param":
+            index = "n" if n.level == "col" else "0"
+            if n.level == "col" and not self.element:
+                raise AssertionError("a per-column value in a per-row context")
+            expr = f"p.operand[{self.operands[n.attrs['path']]}][{index}]"
+        elif n.kind == "batchnorm":
+            if not self.bn_ready:
+                raise _NeedsValue(n)
+            expr = f"fmaf(p.col_a[n], {self.get(n.args[0])}, p.col_c[n])"
+        else:
+            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
+        name = f"v{i}"
+        self.lines.append(f"const float {name} = {expr};")
+        self.names[i] = name
+        return name
+
+
+@dataclasses.dataclass
+class StagePlan:
+    """One mode's (training or eval) stages."""
+    stored: int                 # S: the node stage 1 writes
+    col_stats: bool             # stage 1 produces BatchNorm's column partials of S
+    stage2: int                 # STAGE2_NONE / _POINTWISE / _ROWS
+    epilogue_cuda: str          # struct <name>Epilogue
+    stage2_cuda: str            # struct <name>Stage2
+
+
+@dataclasses.dataclass
+class Lowered:
+    graph: Graph
+    operands: list[Node]        # param nodes, in operand-index order
+    batchnorm: str | None       # the BatchNorm1d module's path
+    output_level: str           # tile / row / rowflat
+    train: StagePlan
+    eval: StagePlan
+    cuda: str                   # the generated structs (namespace kgen_cfg)
+
+    @property
+    def output_is_tile(self) -> bool:
+        return self.output_level == "tile"
+
+    def summary(self) -> list[str]:
+        def one(plan: StagePlan) -> str:
+            parts = ["GEMM + epilogue" + (" + column partials" if plan.col_stats else "")]
+            if self.batchnorm:
+                parts.insert(0 if plan is self.eval else 1, "BatchNorm finalize")
+            parts.append({STAGE2_NONE: "", STAGE2_POINTWISE: "point-wise apply",
+                          STAGE2_ROWS: "row kernel"}[plan.stage2])
+            return " -> ".join(p for p in parts if p)
+        if not self.batchnorm:
+            return [f"stages:    {one(self.eval)}"]
+        return [f"stages:    training: {one(self.train)}", f"           eval: {one(self.eval)}"]
+
+
+def _stage1_nodes(graph: Graph, bn_ready: bool) -> set[int]:
+    """Nodes the GEMM epilogue can compute: no row reduction below them, and BatchNorm only once
+    its a, c are known (eval mode)."""
+    ok: set[int] = set()
+    for n in graph.nodes:
+        if n.kind == "reduce" or n.level in ("row", "rowflat"):
+            continue
+        if n.kind == "batchnorm" and not bn_ready:
+            continue
+        if all(a in ok for a in n.args):
+            ok.add(n.id)
+    return ok
+
+
+def _epilogue_struct(name: str, graph: Graph, operands: dict, stored: int, bn_ready: bool,
+                     col_stats: bool) -> str:
+    e = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready, element=True)
+    result = e.get(stored)
+    identity = stored == graph.gemm.id
+    body = "\n".join(f"    {line}" for line in e.lines)
+    return f"""struct {name}Epilogue {{
+  static constexpr bool kColStats = {str(col_stats).lower()};
+  static constexpr bool kIdentity = {str(identity).lower()};
+  __device__ static __forceinline__ float apply(float z, int m, int n, const kgen::EpilogueParams& p) {{
+    (void)m; (void)n; (void)p;
+{body}
+    return {result};
+  }}
+}};"""
+
+
+def _stage2_pointwise(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> str:
+    e = Emitter(graph, operands, {stored: "s"}, bn_ready, element=True)
+    result = e.get(graph.output)
+    return "\n".join(f"    {line}" for line in e.lines), result
+
+
+def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> str:
+    """The row function: one pass per reduction (the first caches the row of S), then the
+    output pass (tile output) or thread 0's store (row output)."""
+    live = {n.id for n in graph.live()}
+    rows: dict[int, str] = {}
+    out: list[str] = []
+    first = True
+
+    def load() -> str:
+        nonlocal first
+        if first:
+            first = False
+            return "const float s = src[n];\n      if (cache != nullptr) cache[n] = s;"
+        return "const float s = cache != nullptr ? cache[n] : src[n];"
+
+    for n in graph.nodes:
+        if n.id not in live or n.level not in ("row", "rowflat"):
+            continue
+        if n.kind == "reduce":
+            e = Emitter(graph, operands, {stored: "s", **rows}, bn_ready, element=True)
+            v = e.get(n.args[0])
+            acc = f"r{n.id}"
+            body = "\n      ".join([load(), *e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)])
+            out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}\n"
+                       f"    for (int n = threadIdx.x; n < N; n += blockDim.x) {{\n      {body}\n    }}\n"
+                       f"    {acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
+            if n.op == "mean":
+                out.append(f"{acc} /= static_cast<float>(N);")
+            rows[n.id] = acc
+        else:
+            e = Emitter(graph, operands, dict(rows), bn_ready, element=False)
+            v = e.get(n.id)
+            out.extend(e.lines)
+            rows[n.id] = v
+    if graph.output_level() == "tile":
+        e = Emitter(graph, operands, {stored: "s", **rows}, bn_ready, element=True)
+        v = e.get(graph.output)
+        body = "\n      ".join([load(), *e.lines, f"dst[n] = {v};"])
+        out.append(f"for (int n = threadIdx.x; n < N; n += blockDim.x) {{\n      {body}\n    }}")
+    else:
+        out.append(f"if (threadIdx.x == 0) dst[0] = {rows[graph.output]};")
+    return "\n".join(f"    {line}" for line in "\n".join(out).split("\n"))
+
+
+def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None, rows: str | None) -> str:
+    apply_body, apply_result = pointwise or ("", "s")
+    return f"""struct {name}Stage2 {{
+  static constexpr int kKind = {kind};  // 0: none, 1: point-wise, 2: rows
+  __device__ static __forceinline__ float apply(float s, int m, int n, const kgen::EpilogueParams& p) {{
+    (void)m; (void)n; (void)p;
+{apply_body}
+    return {apply_result};
+  }}
+  __device__ static void row(const float* __restrict__ src, float* __restrict__ dst, int N,
+                             const kgen::EpilogueParams& p, float* cache, float* scratch) {{
+    (void)src; (void)dst; (void)N; (void)p; (void)cache; (void)scratch;
+{rows or ""}
+  }}
+}};"""
+
+
+def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: bool) -> StagePlan:
+    bns = graph.batchnorms
+    bn_ready = not (training and bns)
+    stage1 = _stage1_nodes(graph, bn_ready)
+    has_rows = any(n.kind == "reduce" for n in graph.live())
+    if training and bns:
+        (bn,) = bns
+        stored = bn.args[0]
+        if stored not in stage1:
+            raise Unsupported(f"line {bn.line}: BatchNorm1d of a value computed after a row reduction")
+        candidates = [stored]
+    elif graph.output in stage1:
+        candidates = [graph.output]
+    else:
+        candidates = sorted((i for i in stage1 if graph.node(i).level == "tile"), reverse=True)
+    for stored in candidates:
+        try:
+            if stored == graph.output and not (training and bns):
+                kind, pointwise, rows = STAGE2_NONE, None, None
+            elif has_rows:
+                kind, pointwise, rows = STAGE2_ROWS, None, _stage2_rows(graph, operands, stored, True)
+            else:
+                kind, rows = STAGE2_POINTWISE, None
+                pointwise = _stage2_pointwise(graph, operands, stored, True)
+        except _NeedsValue as e:
+            blocked = e.args[0]
+            continue
+        col_stats = bool(training and bns and fused_stats)
+        return StagePlan(stored, bool(training and bns), kind,
+                         _epilogue_struct(name, graph, operands, stored, bn_ready, col_stats),
+                         _stage2_struct(name, kind, pointwise, rows))
+    line = f"line {blocked.line}: " if blocked.line else ""
+    raise Unsupported(f"{line}`{blocked.text}`: a later op uses a value from before "
+                      f"{'BatchNorm1d' if bns else 'the row reduction'} that cannot be recomputed "
+                      "from what the GEMM stage stores")
+
+
+def lower(graph: Graph, fused_stats: bool, external_gemm: bool) -> Lowered:
+    """`fused_stats`: BatchNorm's column partials in the GEMM epilogue (fusion 2), else in a
+    separate kernel; `external_gemm`: cuBLAS computes z, stage 1's epilogue runs as a point-wise
+    pass over it (and never fuses the partials)."""
+    live = graph.live()
+    params = [n for n in live if n.kind == "param"]
+    if len(params) > MAX_OPERANDS:
+        raise Unsupported(f"the module reads {len(params)} parameters in its epilogue; kgen "
+                          f"supports up to {MAX_OPERANDS}")
+    operands = {n.attrs["path"]: k for k, n in enumerate(params)}
+    fused = fused_stats and not external_gemm
+    train = _plan("Train", graph, operands, True, fused)
+    evaluation = _plan("Eval", graph, operands, False, fused)
+    bns = graph.batchnorms
+    cuda = "\n\n".join([train.epilogue_cuda, train.stage2_cuda, evaluation.epilogue_cuda,
+                        evaluation.stage2_cuda])
+    return Lowered(graph, params, bns[0].attrs["module"] if bns else None, graph.output_level(),
+                   train, evaluation, cuda)

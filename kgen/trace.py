@@ -1,0 +1,485 @@
+"""From a reference module to the epilogue IR (kgen.ir), with torch.fx.
+
+The module is built on the meta device (no memory, no compute) and traced symbolically. Each
+fx node maps to IR nodes through the tables below; anything else is refused with an
+`ir.Unsupported` that names the op, its line in the reference file, and what kgen supports.
+softmax, log_softmax and logsumexp are written out with max, sub, exp, sum, log and div (the
+max-subtracted forms torch computes), so the lowering knows row reductions of four kinds only.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import re
+
+import torch
+import torch.fx
+import torch.nn as nn
+import torch.nn.functional as F
+
+from . import ops
+from .ir import Graph, Node, Unsupported, combine_levels
+from .reference import Reference
+
+# ---- what kgen accepts -----------------------------------------------------------------------
+# Activation modules: module type -> (op, {op attr: module attribute}).
+ACTIVATION_MODULES = {
+    nn.ReLU: ("relu", {}),
+    nn.LeakyReLU: ("leaky_relu", {"negative_slope": "negative_slope"}),
+    nn.GELU: ("gelu", {"approximate": "approximate"}),
+    nn.Sigmoid: ("sigmoid", {}),
+    nn.Tanh: ("tanh", {}),
+    nn.SiLU: ("silu", {}),
+    nn.Mish: ("mish", {}),
+    nn.Softplus: ("softplus", {"beta": "beta", "threshold": "threshold"}),
+    nn.Hardtanh: ("hardtanh", {"min_val": "min_val", "max_val": "max_val"}),
+    nn.Hardsigmoid: ("hardsigmoid", {}),
+    nn.Hardswish: ("hardswish", {}),
+    nn.ELU: ("elu", {"alpha": "alpha"}),
+    nn.SELU: ("selu", {}),
+    nn.Identity: ("identity", {}),
+}
+
+
+# Signatures the tracer binds call arguments with (torch's own, reduced to what kgen reads).
+def _unary(input): ...
+def _binary(input, other, *, alpha=1): ...
+def _pow(input, exponent): ...
+def _leaky_relu(input, negative_slope=0.01, inplace=False): ...
+def _gelu(input, approximate="none"): ...
+def _softplus(input, beta=1.0, threshold=20.0): ...
+def _hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False): ...
+def _elu(input, alpha=1.0, inplace=False): ...
+def _act(input, inplace=False): ...
+def _clamp(input, min=None, max=None): ...
+def _clamp_min(input, min): ...
+def _clamp_max(input, max): ...
+def _reduce(input, dim=None, keepdim=False, *, dtype=None): ...
+def _softmax(input, dim=None, _stacklevel=3, dtype=None): ...
+def _linear(input, weight, bias=None): ...
+def _dropout(input, p=0.5, training=True, inplace=False): ...
+
+
+# Point-wise functions: callable -> (signature, op, {op attr: argument}).
+_TORCH_UNARY = {
+    torch.relu: "relu", torch.sigmoid: "sigmoid", torch.tanh: "tanh", torch.exp: "exp",
+    torch.log: "log", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
+    operator.neg: "neg", F.sigmoid: "sigmoid", F.tanh: "tanh",
+}
+POINTWISE_FUNCTIONS = {
+    **{fn: (_unary, op, {}) for fn, op in _TORCH_UNARY.items()},
+    F.relu: (_act, "relu", {}),
+    F.leaky_relu: (_leaky_relu, "leaky_relu", {"negative_slope": "negative_slope"}),
+    F.gelu: (_gelu, "gelu", {"approximate": "approximate"}),
+    F.silu: (_act, "silu", {}),
+    F.mish: (_act, "mish", {}),
+    F.softplus: (_softplus, "softplus", {"beta": "beta", "threshold": "threshold"}),
+    F.hardtanh: (_hardtanh, "hardtanh", {"min_val": "min_val", "max_val": "max_val"}),
+    F.hardsigmoid: (_act, "hardsigmoid", {}),
+    F.hardswish: (_act, "hardswish", {}),
+    F.elu: (_elu, "elu", {"alpha": "alpha"}),
+    F.selu: (_act, "selu", {}),
+    torch.clamp: (_clamp, "clamp", {"min": "min", "max": "max"}),
+    torch.clip: (_clamp, "clamp", {"min": "min", "max": "max"}),
+    torch.clamp_min: (_clamp_min, "clamp", {"min": "min"}),
+    torch.clamp_max: (_clamp_max, "clamp", {"max": "max"}),
+}
+BINARY_FUNCTIONS = {
+    operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
+    torch.add: "add", torch.sub: "sub", torch.mul: "mul", torch.div: "div",
+    operator.iadd: "add", operator.isub: "sub", operator.imul: "mul", operator.itruediv: "div",
+}
+POW_FUNCTIONS = (operator.pow, torch.pow)
+REDUCE_FUNCTIONS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", torch.amin: "min",
+                    torch.logsumexp: "logsumexp"}
+SOFTMAX_FUNCTIONS = {F.softmax: "softmax", torch.softmax: "softmax", F.log_softmax: "log_softmax",
+                     torch.log_softmax: "log_softmax"}
+MATMUL_FUNCTIONS = (torch.matmul, operator.matmul, torch.mm)
+IDENTITY_METHODS = ("clone", "detach", "contiguous")
+METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg")
+METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add__": "add",
+                 "__sub__": "sub", "__mul__": "mul", "__truediv__": "div"}
+METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "logsumexp": "logsumexp"}
+
+SUPPORTED = (
+    "nn.Linear, F.linear, x @ W.T and torch.matmul(x, W.T) (one GEMM, first); "
+    f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
+    "scalars, per-feature (N,) or (1, N) parameters and per-row values); row reductions over "
+    "dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax; BatchNorm1d (one); "
+    "clone/detach; Dropout(p=0)"
+)
+
+
+class _Marker:
+    """An fx value that is not an IR node: a weight matrix, its transpose, or the (values,
+    indices) pair of torch.max(dim=...)."""
+
+    def __init__(self, kind: str, payload):
+        self.kind, self.payload = kind, payload
+
+
+class Tracer:
+    def __init__(self, ref: Reference):
+        self.ref = ref
+        self.model = ref.meta_model()
+        self.nodes: list[Node] = []
+        self.where: tuple[int | None, str] = (None, "")
+        self.params: dict[str, int] = {}
+        self.consts: dict[float, int] = {}
+
+    # ---- errors --------------------------------------------------------------------------
+    def refuse(self, what: str) -> Unsupported:
+        line, text = self.where
+        at = f"line {line}: `{text}`: " if line else ""
+        return Unsupported(f"{self.ref.path}: {at}{what}. kgen synthesizes one GEMM followed by an "
+                           f"epilogue chain; it supports {SUPPORTED}")
+
+    def _locate(self, fx_node: torch.fx.Node):
+        trace = fx_node.stack_trace or ""
+        m = re.search(r'File "([^"]*)", line (\d+), in \w+\n\s*(.*)', trace)
+        self.where = (int(m.group(2)), m.group(3).strip()) if m else (None, fx_node.format_node())
+
+    # ---- node construction ---------------------------------------------------------------
+    def add(self, kind: str, level: str, args=(), op: str = "", **attrs) -> int:
+        node = Node(len(self.nodes), kind, level, tuple(args), op, attrs, *self.where)
+        self.nodes.append(node)
+        return node.id
+
+    def const(self, value) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.refuse(f"the constant {value!r} is not a number")
+        value = float(value)
+        if value not in self.consts:
+            self.consts[value] = self.add("const", "scalar", value=value)
+        return self.consts[value]
+
+    def value(self, v) -> int:
+        """An IR node id for an fx argument (a node's value or a Python number)."""
+        if isinstance(v, int) and not isinstance(v, bool) and v in self.env_ids:
+            return v
+        if isinstance(v, _Marker) and v.kind == "tensor" and self.gemm_id is not None:
+            v = self.param(v.payload)
+            if isinstance(v, int):
+                return v
+        if isinstance(v, _Marker):
+            raise self.refuse(f"{v.payload or 'the input'} is used outside a GEMM")
+        return self.const(v)
+
+    def level(self, i: int) -> str:
+        return self.nodes[i].level
+
+    def param(self, path: str) -> int | _Marker:
+        if path in self.params:
+            return self.params[path]
+        module_path, _, name = path.rpartition(".")
+        owner = self.model.get_submodule(module_path) if module_path else self.model
+        t = getattr(owner, name)
+        if not isinstance(t, torch.Tensor):
+            raise self.refuse(f"{path} is not a tensor")
+        n = self.out_features
+        if t.dim() == 2 and self.gemm_id is None:
+            return _Marker("matrix", path)
+        if self.gemm_id is None:  # N is known once the GEMM is traced
+            return _Marker("tensor", path)
+        if t.numel() == 1 and t.dim() <= 2:
+            level = "scalar"
+        elif n is not None and tuple(t.shape) in ((n,), (1, n)):
+            level = "col"
+        else:
+            raise self.refuse(f"the parameter {path} has shape {tuple(t.shape)}; kgen broadcasts "
+                              f"parameters of one element or of shape (N,) / (1, N) with N = {n}")
+        if t.dtype != torch.float32:
+            raise self.refuse(f"the parameter {path} is {t.dtype}; kgen computes in float32")
+        self.params[path] = self.add("param", level, path=path, shape=tuple(t.shape))
+        return self.params[path]
+
+    def pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
+        ids = [self.value(a) for a in args]
+        level = self.level(ids[0])
+        for i in ids[1:]:
+            combined = combine_levels(level, self.level(i))
+            if combined is None:
+                raise self.refuse(f"{op} broadcasts a ({'M,' if 'rowflat' in (level, self.level(i)) else ''}) "
+                                  f"per-row value without keepdim against a value of another shape "
+                                  "(torch broadcasts it along the columns); use keepdim=True")
+            level = combined
+        if op not in ops.POINTWISE:
+            raise self.refuse(f"the point-wise op {op} is not in kgen's table")
+        try:
+            ops.cuda_expr(op, ["a"] * len(ids), attrs or {})
+        except (ValueError, TypeError) as e:
+            raise self.refuse(f"{op} with {attrs}: {e}") from None
+        if all(self.level(i) == "scalar" and self.nodes[i].kind == "const" for i in ids):
+            # Constant folding in fp64 would differ from torch's Python-number arithmetic; fold
+            # as Python does (that is what the reference computes before torch sees it).
+            value = float(ops.torch_apply(op, [torch.tensor(self.nodes[i].attrs["value"], dtype=torch.float64)
+                                                for i in ids], attrs or {}))
+            return self.const(value)
+        return self.add("pointwise", level, ids, op, **(attrs or {}))
+
+    def reduce(self, kind: str, x, dim, keepdim: bool) -> int:
+        x = self.value(x)
+        if self.level(x) != "tile":
+            raise self.refuse(f"{kind} over a value of width 1 (a reduction of a reduction) is not "
+                              "supported yet")
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        if dims not in ((1,), (-1,)):
+            raise self.refuse(f"{kind} over dim={dim!r}; kgen reduces rows (dim=1 or -1)")
+        if kind in ("sum", "mean", "max", "min"):
+            return self.add("reduce", "row" if keepdim else "rowflat", [x], kind)
+        mx = self.add("reduce", "row", [x], "max")
+        shifted = self.add("pointwise", "tile", [x, mx], "sub")
+        e = self.add("pointwise", "tile", [shifted], "exp")
+        total = self.add("reduce", "row", [e], "sum")
+        if kind == "softmax":
+            return self.add("pointwise", "tile", [e, total], "div")
+        log_total = self.add("pointwise", "row", [total], "log")
+        if kind == "log_softmax":
+            return self.add("pointwise", "tile", [shifted, log_total], "sub")
+        assert kind == "logsumexp"
+        return self.add("pointwise", "row" if keepdim else "rowflat", [mx, log_total], "add")
+
+    def gemm(self, x, weight: str, bias_path: str | None) -> int:
+        if self.gemm_id is not None:
+            raise self.refuse("a second GEMM (chained GEMMs are not supported yet)")
+        if x is not self.input_marker:
+            raise self.refuse("the GEMM's input is not the module's input (kgen's GEMM comes first)")
+        w = getattr(self.model.get_submodule(weight.rpartition(".")[0]) if "." in weight else self.model,
+                    weight.rpartition(".")[2])
+        inp = self.ref.input
+        if inp.dim() != 2 or inp.dtype != torch.float32:
+            raise self.refuse(f"the input is {inp.dtype} of shape {tuple(inp.shape)}; kgen's GEMM "
+                              "takes one float32 (batch, in_features) tensor")
+        if w.dim() != 2 or w.shape[1] != inp.shape[1]:
+            raise self.refuse(f"the weight {weight} has shape {tuple(w.shape)}, not (N, {inp.shape[1]})")
+        self.out_features = int(w.shape[0])
+        self.gemm_id = self.add("gemm", "tile", weight=weight)
+        if bias_path is None:
+            return self.gemm_id
+        bias = self.param(bias_path)
+        return self.add("pointwise", "tile", [self.gemm_id, bias], "add")
+
+    # ---- the walk ------------------------------------------------------------------------
+    def run(self) -> Graph:
+        tracer = torch.fx.Tracer()
+        tracer.record_stack_traces = True
+        try:
+            fx_graph = tracer.trace(self.model)
+        except Exception as e:  # noqa: BLE001 - fx's failure is the user's message
+            raise Unsupported(f"{self.ref.path}: torch.fx cannot trace Model.forward: "
+                              f"{type(e).__name__}: {e}") from None
+        self.gemm_id = None
+        self.out_features = None
+        self.input_marker = _Marker("input", None)
+        env: dict[torch.fx.Node, object] = {}
+        self.env_ids: set[int] = set()
+        output = None
+        placeholders = [n for n in fx_graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != 1:
+            raise Unsupported(f"{self.ref.path}: Model.forward takes {len(placeholders)} inputs; "
+                              "kgen synthesizes modules of one input tensor")
+        for fx_node in fx_graph.nodes:
+            self._locate(fx_node)
+            if fx_node.op == "placeholder":
+                env[fx_node] = self.input_marker
+                continue
+            if fx_node.op == "output":
+                output = env[fx_node.args[0]] if not isinstance(fx_node.args[0], (tuple, list)) else None
+                if not isinstance(output, int):
+                    raise self.refuse("the module returns something other than one tensor computed "
+                                      "from the GEMM")
+                continue
+            args = torch.fx.node.map_arg(fx_node.args, lambda n: env[n])
+            kwargs = torch.fx.node.map_arg(fx_node.kwargs, lambda n: env[n])
+            result = self.visit(fx_node, args, kwargs)
+            if isinstance(result, int):
+                self.env_ids.add(result)
+            env[fx_node] = result
+        if self.gemm_id is None:
+            raise Unsupported(f"{self.ref.path}: Model.forward has no GEMM (nn.Linear, F.linear or "
+                              "x @ W.T); kgen synthesizes a GEMM followed by an epilogue chain")
+        if len([n for n in self.nodes if n.kind == "batchnorm"]) > 1:
+            raise Unsupported(f"{self.ref.path}: more than one BatchNorm1d is not supported yet")
+        graph = Graph(self.nodes, output, int(self.ref.input.shape[1]), self.out_features)
+        if graph.output_level() not in ("tile", "row", "rowflat"):
+            raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
+        return graph
+
+    def visit(self, fx_node: torch.fx.Node, args, kwargs):
+        op = fx_node.op
+        if op == "get_attr":
+            return self.param(fx_node.target)
+        if op == "call_module":
+            return self.visit_module(fx_node.target, self.model.get_submodule(fx_node.target), args, kwargs)
+        if op == "call_method":
+            return self.visit_method(fx_node.target, args, kwargs)
+        if op == "call_function":
+            return self.visit_function(fx_node.target, args, kwargs)
+        raise self.refuse(f"fx node kind {op}")
+
+    def _check_input(self, a):
+        if a is self.input_marker:
+            raise self.refuse("an op on the module's input before the GEMM (kgen's GEMM comes first)")
+
+    def visit_module(self, path: str, module: nn.Module, args, kwargs):
+        kind = type(module)
+        if kind is nn.Linear:
+            return self.gemm(args[0], f"{path}.weight", f"{path}.bias" if module.bias is not None else None)
+        known = (*ACTIVATION_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.BatchNorm1d, nn.Dropout)
+        if kind not in known:
+            raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
+        for a in args:
+            self._check_input(a)
+        if kind in ACTIVATION_MODULES:
+            name, attr_map = ACTIVATION_MODULES[kind]
+            return self.pointwise(name, [args[0]], {k: getattr(module, v) for k, v in attr_map.items()})
+        if kind is nn.ReLU6:
+            return self.pointwise("hardtanh", [args[0]], {"min_val": 0.0, "max_val": 6.0})
+        if kind in (nn.Softmax, nn.LogSoftmax):
+            return self.reduce("softmax" if kind is nn.Softmax else "log_softmax", args[0], module.dim, True)
+        if kind is nn.BatchNorm1d:
+            x = self.value(args[0])
+            if self.level(x) != "tile":
+                raise self.refuse("BatchNorm1d of a value that is not (batch, features)")
+            if module.num_features != self.out_features:
+                raise self.refuse(f"BatchNorm1d({module.num_features}) after a GEMM of {self.out_features} features")
+            for n in self.nodes:
+                if n.kind == "reduce" and self._depends(x, n.id):
+                    raise self.refuse("BatchNorm1d after a row reduction is not supported yet")
+            return self.add("batchnorm", "tile", [x], module=path)
+        if kind is nn.Dropout:
+            if module.p == 0:
+                return args[0]
+            raise self.refuse(f"Dropout(p={module.p}): kgen does not reproduce torch's random mask yet")
+        raise self.refuse(f"the module {path} ({kind.__module__}.{kind.__name__}) is not supported")
+
+    def _depends(self, node: int, on: int) -> bool:
+        stack, seen = [node], set()
+        while stack:
+            i = stack.pop()
+            if i == on:
+                return True
+            if i not in seen:
+                seen.add(i)
+                stack.extend(self.nodes[i].args)
+        return False
+
+    def _bind(self, signature, args, kwargs):
+        try:
+            bound = inspect.signature(signature).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.refuse(f"arguments not understood: {e}") from None
+        bound.apply_defaults()
+        return bound.arguments
+
+    def visit_function(self, fn, args, kwargs):
+        if fn is operator.getitem:
+            target, index = args
+            if isinstance(target, _Marker) and target.kind == "values_indices":
+                if index == 0:
+                    return target.payload
+                raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
+            raise self.refuse("indexing a tensor is not supported")
+        if fn is getattr:
+            target, name = args
+            if isinstance(target, _Marker) and target.kind == "matrix" and name in ("T", "mT"):
+                return _Marker("matrix_t", target.payload)
+            if isinstance(target, _Marker) and target.kind == "values_indices" and name == "values":
+                return target.payload
+            raise self.refuse(f"the attribute .{name} is not supported")
+        for a in args:
+            self._check_input(a) if fn not in MATMUL_FUNCTIONS and fn is not F.linear else None
+        if fn is F.linear:
+            a = self._bind(_linear, args, kwargs)
+            w, b = a["weight"], a["bias"]
+            if not (isinstance(w, _Marker) and w.kind == "matrix"):
+                raise self.refuse("F.linear with a weight that is not a parameter of the module")
+            if b is not None and not (isinstance(b, _Marker) and b.kind == "tensor"):
+                raise self.refuse("F.linear with a bias that is not a parameter of the module")
+            return self.gemm(a["input"], w.payload, b.payload if b is not None else None)
+        if fn in MATMUL_FUNCTIONS:
+            x, w = args
+            if not (isinstance(w, _Marker) and w.kind == "matrix_t"):
+                raise self.refuse("a matmul whose right operand is not W.T / W.t() of an (N, K) "
+                                  "parameter W of the module")
+            return self.gemm(x, w.payload, None)
+        if fn in BINARY_FUNCTIONS:
+            a = self._bind(_binary, args, kwargs)
+            if a["alpha"] != 1:
+                raise self.refuse(f"{BINARY_FUNCTIONS[fn]} with alpha={a['alpha']}")
+            return self.pointwise(BINARY_FUNCTIONS[fn], [a["input"], a["other"]])
+        if fn in POW_FUNCTIONS:
+            a = self._bind(_pow, args, kwargs)
+            if not isinstance(a["exponent"], (int, float)):
+                raise self.refuse("pow with a tensor exponent (kgen supports a constant exponent)")
+            return self.pointwise("pow", [a["input"]], {"exponent": float(a["exponent"])})
+        if fn in POINTWISE_FUNCTIONS:
+            sig, name, attr_map = POINTWISE_FUNCTIONS[fn]
+            a = self._bind(sig, args, kwargs)
+            return self.pointwise(name, [a["input"]], {k: a[v] for k, v in attr_map.items()})
+        if fn is F.relu6:
+            return self.pointwise("hardtanh", [args[0]], {"min_val": 0.0, "max_val": 6.0})
+        if fn in REDUCE_FUNCTIONS:
+            a = self._bind(_reduce, args, kwargs)
+            return self.reduce(REDUCE_FUNCTIONS[fn], a["input"], a["dim"], a["keepdim"])
+        if fn in (torch.max, torch.min):
+            return self._max_min("max" if fn is torch.max else "min", args, kwargs)
+        if fn in SOFTMAX_FUNCTIONS:
+            a = self._bind(_softmax, args, kwargs)
+            return self.reduce(SOFTMAX_FUNCTIONS[fn], a["input"], a["dim"], True)
+        if fn is F.dropout:
+            a = self._bind(_dropout, args, kwargs)
+            if a["p"] == 0 or not a["training"]:
+                return a["input"]
+            raise self.refuse(f"F.dropout(p={a['p']}): kgen does not reproduce torch's random mask yet")
+        name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+        module = getattr(fn, "__module__", None) or "torch"
+        raise self.refuse(f"the function {module}.{name} is not supported")
+
+    def _max_min(self, kind: str, args, kwargs):
+        if len(args) >= 2 and not isinstance(args[1], int) or "other" in kwargs:
+            raise self.refuse(f"torch.{kind} of two tensors (use torch.clamp with a constant)")
+        dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+        keepdim = kwargs.get("keepdim", args[2] if len(args) > 2 else False)
+        if dim is None:
+            raise self.refuse(f"torch.{kind} over all elements")
+        return _Marker("values_indices", self.reduce(kind, args[0], dim, keepdim))
+
+    def visit_method(self, name: str, args, kwargs):
+        self_arg, rest = args[0], args[1:]
+        if isinstance(self_arg, _Marker) and self_arg.kind == "matrix" and name == "t":
+            return _Marker("matrix_t", self_arg.payload)
+        self._check_input(self_arg)
+        if name in IDENTITY_METHODS:
+            return self_arg
+        if name in METHOD_UNARY:
+            return self.pointwise(name, [self_arg])
+        if name in METHOD_BINARY:
+            fn = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[METHOD_BINARY[name]]
+            return self.visit_function(fn, (self_arg, *rest), kwargs)
+        if name == "pow":
+            return self.visit_function(torch.pow, args, kwargs)
+        if name in ("clamp", "clip", "clamp_min", "clamp_max"):
+            fn = {"clamp": torch.clamp, "clip": torch.clamp, "clamp_min": torch.clamp_min,
+                  "clamp_max": torch.clamp_max}[name]
+            return self.visit_function(fn, args, kwargs)
+        if name in METHOD_REDUCE:
+            a = self._bind(_reduce, args, kwargs)
+            return self.reduce(METHOD_REDUCE[name], a["input"], a["dim"], a["keepdim"])
+        if name in ("max", "min"):
+            return self._max_min(name, args, kwargs)
+        if name in ("softmax", "log_softmax"):
+            a = self._bind(_softmax, args, kwargs)
+            return self.reduce(name, a["input"], a["dim"], True)
+        raise self.refuse(f"the tensor method .{name}() is not supported")
+
+
+def trace(ref: Reference) -> Graph:
+    """The IR of `ref`'s forward, or ir.Unsupported naming the first op kgen cannot take."""
+    return Tracer(ref).run()
+
+
+def describe(graph: Graph) -> str:
+    return graph.describe()
+

@@ -1,0 +1,200 @@
+"""CPU tier of the synthesis path: reference file -> trace -> IR -> lowering -> emitted file.
+
+- every reference of tests/refs/ and kgen/refs/ traces, and its IR, run through the torch oracle
+  (ir.Graph.interpret), computes what the module computes (output and BatchNorm buffers);
+- random point-wise chains written as modules trace to IRs that compute what the module does;
+- `kgen generate REF.py` works for each without a GPU and the file passes the static rules;
+- every module's generated epilogue compiles with nvcc (test_compile's harness);
+- modules outside the family are refused with exit 2, naming the op and its line.
+"""
+
+import ast
+import copy
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgen import generator, lower, problems
+from kgen.ir import Unsupported
+from kgen.ops import POINTWISE
+from kgen.reference import Reference
+from kgen.search import enumerate_specs
+from kgen.static_checks import check_emitted
+from kgen.trace import trace
+
+ROOT = Path(__file__).resolve().parent.parent
+REFS = sorted(p for p in (ROOT / "tests" / "refs").glob("*.py")
+              if p.stem not in ("conv2d_relu", "gemm_cumsum"))
+SHIPPED = [f"kgen:{name}" for name in problems.PROBLEMS]
+SMALL = {"batch": 8, "in_features": 16, "out_features": 24}
+
+
+def check_oracle(ref: Reference, training: bool = True):
+    graph = trace(ref)
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double()
+    twin = copy.deepcopy(model)
+    model.train(training)
+    twin.train(training)
+    x = torch.rand(SMALL["batch"], SMALL["in_features"], dtype=torch.float64) * 2 - 1
+    with torch.no_grad():
+        expect = model(x)
+        got = graph.interpret(x, twin)
+    assert got.shape == expect.shape
+    torch.testing.assert_close(got, expect, rtol=1e-10, atol=1e-12)
+    for (name, a), (_, b) in zip(model.named_buffers(), twin.named_buffers()):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12, msg=name)
+    return graph
+
+
+@pytest.mark.parametrize("ref", [str(p) for p in REFS] + SHIPPED)
+@pytest.mark.parametrize("training", [True, False])
+def test_ir_oracle_matches_the_module(ref, training):
+    check_oracle(Reference(ref, SMALL), training)
+
+
+OUTPUT_LEVELS = {"gemm_sigmoid_sum": "row", "gemm_bn_gelu_relu": "tile", "matmul_gelu_softmax": "tile"}
+
+
+@pytest.mark.parametrize("ref", REFS, ids=lambda p: p.stem)
+def test_references_trace_to_one_gemm_and_an_epilogue(ref):
+    g = trace(Reference(ref))
+    assert [n.kind for n in g.nodes].count("gemm") == 1
+    assert g.output_level() == OUTPUT_LEVELS.get(ref.stem, "tile")
+    low = lower.lower(g, fused_stats=True, external_gemm=False)
+    has_rows = any(n.kind == "reduce" for n in g.nodes)
+    assert (low.eval.stage2 == lower.STAGE2_ROWS) == has_rows
+    if not g.batchnorms and not has_rows:
+        # A pure point-wise chain is one kernel: the GEMM with the whole chain in its epilogue.
+        assert low.eval.stage2 == lower.STAGE2_NONE and low.eval.stored == g.output
+
+
+UNARY = [name for name, op in POINTWISE.items()
+         if op.arity == 1 and all(not isinstance(d, type(None)) and not repr(d) == "REQUIRED"
+                                  for _, d in op.attrs)]
+FORMS = {  # how a reference writes op `name` on x, as a module expression
+    "relu": ["torch.relu(x)", "F.relu(x)", "x.relu()"],
+    "sigmoid": ["torch.sigmoid(x)", "x.sigmoid()"], "tanh": ["torch.tanh(x)"],
+    "gelu": ["F.gelu(x)", "F.gelu(x, approximate='tanh')"], "silu": ["F.silu(x)", "x * torch.sigmoid(x)"],
+    "mish": ["F.mish(x)"], "softplus": ["F.softplus(x)", "F.softplus(x, beta=2.0, threshold=5.0)"],
+    "hardtanh": ["F.hardtanh(x, -2.0, 2.0)"], "hardsigmoid": ["F.hardsigmoid(x)"],
+    "hardswish": ["F.hardswish(x)"], "elu": ["F.elu(x, alpha=0.5)"], "selu": ["F.selu(x)"],
+    "leaky_relu": ["F.leaky_relu(x, 0.2)"], "exp": ["torch.exp(x * 0.1)"], "abs": ["x.abs()"],
+    "neg": ["-x"], "clamp": ["torch.clamp(x, min=-0.5, max=0.5)", "x.clamp(max=0.3)"],
+    "pow": ["x ** 2", "torch.pow(x, 3.0)"], "add": ["x + 1.5", "2.0 + x", "x + self.bias2"],
+    "sub": ["x - 0.25", "1.0 - x", "x - self.bias2"], "mul": ["x * 3.0", "self.scale2 * x"],
+    "div": ["x / 2.0", "x / self.scale2"], "residual": ["x + x", "x + x.clone().detach()"],
+    "sqrt": ["torch.sqrt(x.abs() + 1.0)"], "log": ["torch.log(x.abs() + 1.0)"],
+    "rsqrt": ["torch.rsqrt(x.abs() + 1.0)"],
+}
+REDUCTION_FORMS = ["torch.softmax(x, dim=1)", "F.log_softmax(x, dim=-1)",
+                   "torch.logsumexp(x, dim=1, keepdim=True)", "x.sum(dim=1, keepdim=True)",
+                   "x.mean(1, keepdim=True)", "torch.max(x, dim=1, keepdim=True)[0]",
+                   "x - x.amax(dim=1, keepdim=True)", "torch.sum(x, dim=1)"]
+
+CHAIN_TEMPLATE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.bias2 = nn.Parameter(torch.randn(out_features))
+        self.scale2 = nn.Parameter(torch.rand(1) + 0.5)
+
+    def forward(self, x):
+        x = self.gemm(x)
+{body}
+        return x
+
+
+batch_size = 8
+in_features = 16
+out_features = 24
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+'''
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_pointwise_chains_match_the_module(seed, tmp_path):
+    rng = random.Random(seed)
+    forms = [f for fs in FORMS.values() for f in fs]
+    steps = [rng.choice(forms) for _ in range(rng.randint(1, 6))]
+    if seed % 3 == 0:   # and sometimes a row reduction in the middle or at the end
+        steps.insert(rng.randint(0, len(steps)), rng.choice(REDUCTION_FORMS[:-1]))
+    body = "\n".join(f"        x = {s}" for s in steps)
+    path = tmp_path / f"chain_{seed}.py"
+    path.write_text(CHAIN_TEMPLATE.format(body=body))
+    check_oracle(Reference(path))
+    # ... and it lowers and renders (the CUDA of each op is compiled in test_ops and below).
+    lower.lower(trace(Reference(path)), fused_stats=True, external_gemm=False)
+
+
+def test_every_pointwise_op_of_the_table_is_reachable_from_a_module():
+    reachable = {"identity", "minimum_const", "maximum_const"}   # not written by references
+    for name, forms in FORMS.items():
+        if name in POINTWISE:
+            reachable.add(name)
+    assert set(POINTWISE) <= reachable | {"residual"}
+
+
+@pytest.mark.parametrize("ref", [str(p) for p in REFS], ids=lambda p: Path(p).stem)
+def test_generate_writes_a_checked_file_without_a_gpu(ref, tmp_path):
+    out = tmp_path / "new.py"
+    proc = subprocess.run([sys.executable, "-m", "kgen.cli", "generate", ref, "-o", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = out.read_text()
+    ast.parse(text)
+    assert check_emitted(text) == []
+    assert "reference: " + str(Path(ref).resolve()) in text
+
+
+@pytest.mark.parametrize("ref, op", [("conv2d_relu", "Conv2d"), ("gemm_cumsum", "cumsum")])
+def test_modules_outside_the_family_are_refused_with_exit_2(ref, op, tmp_path):
+    path = ROOT / "tests" / "refs" / f"{ref}.py"
+    proc = subprocess.run([sys.executable, "-m", "kgen.cli", "generate", str(path), "-o",
+                           str(tmp_path / "x.py")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert op in proc.stderr and re.search(r"line \d+", proc.stderr), proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "x.py").exists()
+
+
+def test_second_batchnorm_and_unknown_ops_raise_unsupported(tmp_path):
+    path = tmp_path / "two_bn.py"
+    path.write_text(CHAIN_TEMPLATE.format(body="        x = torch.cumsum(x, 1)"))
+    with pytest.raises(Unsupported, match="cumsum"):
+        trace(Reference(path))
+
+
+def test_operand_limit_is_the_kernels():
+    common = (ROOT / "kgen" / "kernels" / "common.cuh").read_text()
+    assert f"constexpr int kMaxOperands = {lower.MAX_OPERANDS};" in common
+
+
+NVCC_SPECS = [enumerate_specs(str(p.resolve()), 64, 128, 256)[0] for p in REFS]
+
+
+@pytest.mark.parametrize("spec", NVCC_SPECS, ids=lambda s: s.problem_name)
+def test_every_generated_epilogue_compiles(spec, tmp_path):
+    from test_compile import NVCC, SM90A, compile_report, spills
+
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    report = compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
+    assert spills(report) == []

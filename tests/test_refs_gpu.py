@@ -1,0 +1,66 @@
+"""GPU tier of the synthesis path: each module of tests/refs/, lowered through the IR, passes
+the full validation at tol 1e-4 (fp32-exact gate included) at an odd shape, on the Hopper wgmma
+GEMM and the portable mma.sync one, and the quick validation at its KernelBench shape."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgen import generator
+from kgen.loading import EmittedFile
+from kgen.search import Candidate, build_all
+from kgen.spec import Spec, Tile
+from kgen.validate import validate
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parent.parent
+REFS = sorted(str(p.resolve()) for p in (ROOT / "tests" / "refs").glob("*.py")
+              if p.stem not in ("conv2d_relu", "gemm_cumsum"))
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+TILES = {"wgmma": Tile(128, 128, 32, 16, 128, stages=4), "kgen": Tile(128, 128, 32, 64, 32, stages=3)}
+ODD = (257, 300, 520)
+
+
+def spec_for(ref, backend, shape=ODD) -> Spec:
+    from kgen.problems import default_shape
+
+    shape = shape or default_shape(ref)
+    fusion = 2 if "bn" in Path(ref).stem else 1
+    return Spec(ref, *shape, math="tf32x3", backend=backend, fusion=fusion, tile=TILES[backend])
+
+
+def cases():
+    for ref in REFS:
+        for backend in ("wgmma", "kgen"):
+            if backend == "wgmma" and not HOPPER:
+                continue
+            yield spec_for(ref, backend)
+        yield spec_for(ref, "wgmma" if HOPPER else "kgen", shape=None)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("refs")
+    specs = list(cases()) if torch.cuda.is_available() else []
+    candidates = [Candidate(s, generator.write(s, d / f"{s.name()}.py")) for s in specs]
+    build_all(candidates, 16, 600, lambda line: None)
+    return {c.spec.name(): c.path for c in candidates}
+
+
+@pytest.mark.parametrize("ref", REFS, ids=lambda r: Path(r).stem)
+@pytest.mark.parametrize("backend", ["wgmma", "kgen"])
+def test_odd_shape_full_validation(files, ref, backend):
+    if backend == "wgmma" and not HOPPER:
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
+    f = EmittedFile(files[spec_for(ref, backend).name()])
+    results = validate(f, tol=1e-4)
+    assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+
+
+@pytest.mark.parametrize("ref", REFS, ids=lambda r: Path(r).stem)
+def test_kernelbench_shape(files, ref):
+    f = EmittedFile(files[spec_for(ref, "wgmma" if HOPPER else "kgen", shape=None).name()])
+    results = validate(f, tol=1e-4, quick=True)
+    assert all(r.passed for r in results), [r.line() for r in results if not r.passed]

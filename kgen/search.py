@@ -485,7 +485,9 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     device = torch.cuda.get_device_name()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cache = cache or MeasurementCache()
-    shape = f"{problem}_b{batch}_i{in_features}_o{out_features}"
+    from .problems import problem_name
+
+    shape = f"{problem_name(problem)}_b{batch}_i{in_features}_o{out_features}"
     specs = enumerate_specs(problem, batch, in_features, out_features, maths, arch=arch, top=top)
     echo(f"{stamp()} search {shape} on {device} ({arch}, {sms} SMs): {len(specs)} valid specs, "
          f"tolerances {', '.join(f'{t:g}' for t in tols)}")

@@ -388,8 +388,9 @@ class Tracer:
             if isinstance(target, _Marker) and target.kind == "values_indices" and name == "values":
                 return target.payload
             raise self.refuse(f"the attribute .{name} is not supported")
-        for a in args:
-            self._check_input(a) if fn not in MATMUL_FUNCTIONS and fn is not F.linear else None
+        if fn not in MATMUL_FUNCTIONS and fn is not F.linear:
+            for a in args:
+                self._check_input(a)
         if fn is F.linear:
             a = self._bind(_linear, args, kwargs)
             w, b = a["weight"], a["bias"]

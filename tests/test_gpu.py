@@ -127,8 +127,8 @@ def test_tf32x3_is_as_accurate_as_sgemm(tmp_path, backend):
 def test_validation_catches_a_wrong_kernel(tmp_path):
     """The gate has teeth: a file whose kernel computes the wrong thing fails validation."""
     f = make(tmp_path, "gemm_scale_bn", "kgen", "fp32_simt", 2, 256, 256, 256)
-    broken = f.path.read_text().replace("a = g * s * rsqrtf(batch_var + f.eps);",
-                                        "a = 1.001f * g * s * rsqrtf(batch_var + f.eps);")
+    broken = f.path.read_text().replace("const float a = g / sqrtf(var + f.eps);",
+                                        "const float a = 1.001f * g / sqrtf(var + f.eps);")
     assert broken != f.path.read_text()
     f.path.write_text(broken)
     results = validate(EmittedFile(f.path), tol=1e-4, quick=True)

@@ -74,9 +74,6 @@ def test_references_trace_to_one_gemm_and_an_epilogue(ref):
         assert low.eval.stage2 == lower.STAGE2_NONE and low.eval.stored == g.output
 
 
-UNARY = [name for name, op in POINTWISE.items()
-         if op.arity == 1 and all(not isinstance(d, type(None)) and not repr(d) == "REQUIRED"
-                                  for _, d in op.attrs)]
 FORMS = {  # how a reference writes op `name` on x, as a module expression
     "relu": ["torch.relu(x)", "F.relu(x)", "x.relu()"],
     "sigmoid": ["torch.sigmoid(x)", "x.sigmoid()"], "tanh": ["torch.tanh(x)"],

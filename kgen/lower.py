@@ -82,13 +82,84 @@ class Emitter:
         elif n.kind == "batchnorm":
             if not self.bn_ready:
                 raise _NeedsValue(n)
-            expr = f"fmaf(p.col_a[n], {self.get(n.args[0])}, p.col_c[n])"
+            # col_a, col_c fold BatchNorm and its input's affine prefix (bn_input_affine).
+            root, _ = bn_input_affine(self.graph, n)
+            expr = f"fmaf(p.col_a[n], {self.get(root)}, p.col_c[n])"
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
         name = f"v{i}"
         self.lines.append(f"const float {name} = {expr};")
         self.names[i] = name
         return name
+
+
+def _is_per_column(graph: Graph, i: int) -> bool:
+    """A value known per column before the GEMM runs: parameters, constants and point-wise ops
+    of them."""
+    n = graph.node(i)
+    return n.level in ("col", "scalar") and n.kind in ("param", "const", "pointwise")
+
+
+def bn_input_affine(graph: Graph, bn: Node) -> tuple[int, list[Node]]:
+    """BatchNorm's input t as an affine function of an earlier tile value: t = scale[n] * root +
+    shift[n], where the steps from root to t are add, sub, mul, div (by) and neg with per-column
+    or scalar operands (a Linear bias, a per-feature scale). Returns root and the steps.
+
+    Folding the steps into finalize (mean_t = scale * mean_root + shift, var_t = scale^2 *
+    var_root) lets stage 1 store root and take its statistics with no per-element work, and
+    the shift drops out of training-mode BatchNorm (the Linear bias cancels)."""
+    steps: list[Node] = []
+    t = bn.args[0]
+    while True:
+        n = graph.node(t)
+        if n.kind != "pointwise" or n.level != "tile":
+            break
+        tiles = [a for a in n.args if graph.node(a).level == "tile"]
+        others = [a for a in n.args if a not in tiles]
+        if len(tiles) != 1 or not all(_is_per_column(graph, a) for a in others):
+            break
+        if n.op == "neg" or (n.op in ("add", "sub", "mul") and len(n.args) == 2) or \
+                (n.op == "div" and n.args[0] == tiles[0]):
+            steps.append(n)
+            t = tiles[0]
+        else:
+            break
+    return t, steps[::-1]
+
+
+def _bn_input_struct(graph: Graph, operands: dict) -> str:
+    """struct BnInput: the per-column scale and shift of bn_input_affine, for finalize."""
+    lines: list[str] = []
+    if graph.batchnorms:
+        (bn,) = graph.batchnorms
+        root, steps = bn_input_affine(graph, bn)
+        e = Emitter(graph, operands, {}, bn_ready=False, element=True)
+        for n in steps:
+            if n.op == "neg":
+                lines.append("scale = -scale; shift = -shift;")
+                continue
+            tile_first = graph.node(n.args[0]).level == "tile"
+            o = e.get(n.args[1] if tile_first else n.args[0])
+            lines.extend(e.lines)
+            e.lines.clear()
+            lines.append({
+                "add": f"shift = shift + {o};",
+                "sub": f"shift = shift - {o};" if tile_first else f"scale = -scale; shift = {o} - shift;",
+                "mul": f"scale = scale * {o}; shift = shift * {o};",
+                "div": f"scale = scale / {o}; shift = shift / {o};",
+            }[n.op] + f"  // {n.op}, line {n.line}")
+    body = "\n".join(f"    {line}" for line in lines)
+    return f"""// BatchNorm's input t = scale[n] * S + shift[n], S what stage 1 stores (kgen/lower.py,
+// bn_input_affine): finalize turns the statistics of S into those of t.
+struct BnInput {{
+  __device__ static __forceinline__ void affine(int n, const kgen::EpilogueParams& p, float& scale,
+                                                float& shift) {{
+    (void)n; (void)p;
+    scale = 1.f;
+    shift = 0.f;
+{body}
+  }}
+}};"""
 
 
 @dataclasses.dataclass
@@ -233,7 +304,7 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
     has_rows = any(n.kind == "reduce" for n in graph.live())
     if training and bns:
         (bn,) = bns
-        stored = bn.args[0]
+        stored, _ = bn_input_affine(graph, bn)
         if stored not in stage1:
             raise Unsupported(f"line {bn.line}: BatchNorm1d of a value computed after a row reduction")
         candidates = [stored]
@@ -278,6 +349,6 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool) -> Lowered:
     evaluation = _plan("Eval", graph, operands, False, fused)
     bns = graph.batchnorms
     cuda = "\n\n".join([train.epilogue_cuda, train.stage2_cuda, evaluation.epilogue_cuda,
-                        evaluation.stage2_cuda])
+                        evaluation.stage2_cuda, _bn_input_struct(graph, operands)])
     return Lowered(graph, params, bns[0].attrs["module"] if bns else None, graph.output_level(),
                    train, evaluation, cuda)

@@ -69,7 +69,7 @@ def test_missing_num_batches_tracked_update_is_rejected(tmp_path):
 
 
 def test_out_of_bounds_write_stops_at_the_first_check(tmp_path):
-    f = plant(tmp_path, "oob", "f.col_c[n] = be - a * mean;", "f.col_c[n + (1 << 30)] = be - a * mean;", 1)
+    f = plant(tmp_path, "oob", "f.col_c[n] = be - a * centre;", "f.col_c[n + (1 << 30)] = be - a * centre;", 1)
     proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(f.path), "--tol", "1e-4"],
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr

@@ -1,7 +1,8 @@
 // The forward pass of one module, in the order its stages dictate (kgen/lower.py). Expects
 // namespace kgen_cfg (written by the template) to define Gemm, kGemmExternal, kFusedStats,
 // kGemmTileM, kHasBatchNorm, kOutputIsTile and the generated structs TrainEpilogue,
-// TrainStage2, EvalEpilogue, EvalStage2 (the same in both modes when there is no BatchNorm).
+// TrainStage2, EvalEpilogue, EvalStage2 (the same in both modes when there is no BatchNorm)
+// and BnInput.
 #pragma once
 #include <algorithm>
 #include <type_traits>
@@ -99,7 +100,7 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
   f.training = training;
   constexpr int kFinalizeThreads = 256;
   auto finalize = [&]() {
-    bn_finalize_kernel<<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f);
+    bn_finalize_kernel<kgen_cfg::BnInput><<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f, p);
     return cudaGetLastError();
   };
   if (kgen_cfg::kHasBatchNorm && training) {

@@ -57,19 +57,26 @@ struct FinalizeArgs {
   float* col_c;            // [N] out
 };
 
-// One thread per column. Training: Chan-merge the tile partials in tile order (deterministic,
-// no atomics), update the running buffers as BatchNorm1d does (unbiased variance), and fold
-// the batch statistics into a, c. Eval: fold the running statistics into a, c.
-__global__ void bn_finalize_kernel(FinalizeArgs f) {
+// One thread per column. The statistics are those of S, what stage 1 stores; BatchNorm's input
+// is t = scale * S + shift per column (BnInput, generated: the input's affine prefix, e.g. a
+// Linear bias and a per-feature scale), so mean_t = scale * mean_S + shift and var_t = scale^2
+// * var_S. Training: Chan-merge the tile partials in tile order (deterministic, no atomics),
+// update the running buffers with mean_t and the unbiased var_t as BatchNorm1d does, and fold
+// everything into a, c with BN(t) = a * S + c: a = scale * gamma / sqrt(var_t + eps) and
+// c = beta - a * mean_S (the shift cancels). Eval: the same from the running statistics,
+// c = beta - gamma / sqrt(var + eps) * (running_mean - shift).
+template <class BnInput>
+__global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= f.N) return;
   const float g = f.gamma != nullptr ? f.gamma[n] : 1.f;
   const float be = f.beta != nullptr ? f.beta[n] : 0.f;
-  float mean, var;
+  float scale, shift;
+  BnInput::affine(n, p, scale, shift);
+  float centre, var;  // centre: mean_t - shift
   if (f.training) {
     const int tiles = (f.M + f.rows_per_tile - 1) / f.rows_per_tile;
-    float count = 0.f, m2 = 0.f;
-    mean = 0.f;
+    float count = 0.f, m2 = 0.f, mean = 0.f;
     for (int t = 0; t < tiles; ++t) {
       const float nb = static_cast<float>(min(f.rows_per_tile, f.M - t * f.rows_per_tile));
       const float mb = f.part_mean[static_cast<size_t>(t) * f.N + n];
@@ -79,21 +86,22 @@ __global__ void bn_finalize_kernel(FinalizeArgs f) {
       m2 += f.part_m2[static_cast<size_t>(t) * f.N + n] + delta * delta * (count * nb / total);
       count = total;
     }
-    var = m2 / count;  // biased, as BatchNorm normalizes with
+    centre = scale * mean;
+    var = scale * scale * (m2 / count);  // biased, as BatchNorm normalizes with
     if (f.running_mean != nullptr) {
       const float factor =
           f.cumulative ? 1.0f / static_cast<float>(*f.num_batches_tracked) : f.momentum;
       const float unbiased = f.M > 1 ? var * (static_cast<float>(f.M) / (f.M - 1)) : var;
-      f.running_mean[n] = (1.f - factor) * f.running_mean[n] + factor * mean;
+      f.running_mean[n] = (1.f - factor) * f.running_mean[n] + factor * (centre + shift);
       f.running_var[n] = (1.f - factor) * f.running_var[n] + factor * unbiased;
     }
   } else {
-    mean = f.running_mean[n];
+    centre = f.running_mean[n] - shift;
     var = f.running_var[n];
   }
   const float a = g / sqrtf(var + f.eps);
-  f.col_a[n] = a;
-  f.col_c[n] = be - a * mean;
+  f.col_a[n] = a * scale;
+  f.col_c[n] = be - a * centre;
 }
 
 constexpr int kApplyThreads = 256;

@@ -130,6 +130,15 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
         ratio = measured.get("ratio")
         numbers = f": {ms:.3f} ms, {ratio:.3f}x eager fp32 on {measured.get('device')}" if ms and ratio else ""
         return spec, f"the fp32-accurate winner of an earlier search ({path}){numbers}"
+    from .problems import graph
+    from .rewrite import row_sum_of_gemm, simplify
+
+    if row_sum_of_gemm(simplify(graph(problem, batch, in_features, out_features))[0]) is not None:
+        spec = Spec(problem, batch, in_features, out_features, math="fp32_simt", backend="gemv",
+                    fusion=1, arch=target.arch)
+        return spec, ("no earlier search for this shape and target; the module only sums the GEMM "
+                      "output over its features, so a matrix-vector product replaces the GEMM "
+                      "(a rewrite: `kgen validate` the file, or `kgen search` to compare)")
     backend, math = fastest_family(target.arch)
     spec, why = shape_rule(problem, batch, in_features, out_features, target, backend, math)
     family = "warp-specialized wgmma GEMM" if backend == "wgmma" else "mma.sync GEMM"

@@ -18,7 +18,7 @@ from .spec import (ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS
 from .static_checks import StaticCheckError
 
 # What each backend computes when --math is not given: its fastest fp32-accurate mode.
-DEFAULT_MATH = {"wgmma": "tf32x3", "kgen": "tf32x3", "cublas": "fp32_simt"}
+DEFAULT_MATH = {"wgmma": "tf32x3", "kgen": "tf32x3", "cublas": "fp32_simt", "gemv": "fp32_simt"}
 EXAMPLES = {"--tile": "128x128x32", "--warp": "64x32", "--thread": "8x8"}
 
 
@@ -182,9 +182,10 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
         backend = "wgmma" if target.arch == "sm_90a" and (math or "tf32x3") in WGMMA_MATHS else "kgen"
     math = math or DEFAULT_MATH[backend]
     family = gemm_family(backend, math)
-    if family == "cublas":
+    if family in ("cublas", "gemv"):
         if any(v is not None for v in (tile, warp, thread, stages, group)):
-            raise click.UsageError("cuBLAS chooses its own tiles: drop --tile/--warp/--thread/--stages/--group")
+            raise click.UsageError(f"{'cuBLAS chooses its own tiles' if family == 'cublas' else 'the matrix-vector rewrite has no GEMM'}: "
+                                   "drop --tile/--warp/--thread/--stages/--group")
         return Spec(problem, batch, in_features, out_features, math=math, backend=backend,
                     fusion=int(fusion or 1), arch=target.arch)
     if family == "simt" and stages is not None:

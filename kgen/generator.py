@@ -104,6 +104,7 @@ GEMM_SOURCES = {
     "mma": ("gemm_mma",),
     "wgmma": ("gemm_mma", "gemm_wgmma", "gemm_wgmma_ws"),
     "cublas": (),
+    "gemv": (),
 }
 MMA_MATH_ENUMS = {"tf32x3": "kTF32x3", "tf32": "kTF32", "bf16": "kBF16"}
 DEFAULT_OUTPUT_DIR = Path("generated")
@@ -143,12 +144,12 @@ def gemm_type(spec: Spec) -> str:
 def lowered(spec: Spec) -> Lowered:
     """The spec's module, lowered for its variant (fusion 2 fuses BatchNorm's partials into the
     GEMM epilogue; a cuBLAS GEMM never does)."""
-    return _lowered(spec.graph(), spec.fusion == 2, spec.family == "cublas")
+    return _lowered(spec.graph(), spec.fusion == 2, spec.family == "cublas", spec.family == "gemv")
 
 
 @functools.lru_cache(maxsize=256)
-def _lowered(graph, fused: bool, external: bool) -> Lowered:
-    return lower(graph, fused, external)
+def _lowered(graph, fused: bool, external: bool, gemv: bool) -> Lowered:
+    return lower(graph, fused, external, gemv)
 
 
 def _source_context(spec: Spec) -> dict:
@@ -214,6 +215,8 @@ def generate_command(spec: Spec) -> str:
 
 
 def describe_variant(spec: Spec) -> list[str]:
+    if spec.family == "gemv":
+        return ["variant:   no GEMM: the matrix-vector rewrite (fp32 FFMA), see `rewrite:`"]
     if spec.family == "cublas":
         gemm = f"cuBLAS GEMM ({CUBLAS_COMPUTE_TYPES[spec.math]})"
     elif spec.family == "simt":

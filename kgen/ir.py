@@ -19,6 +19,9 @@ into the same output and BatchNorm's column statistics):
                logsumexp are written with max, sub, exp, sum, log and div when traced)
     batchnorm  BatchNorm1d (`attrs["module"]`) of a tile value: column statistics in training
                mode, running statistics in eval mode, as the module itself decides
+    groupnorm  GroupNorm of a tile value (args: the value, then the weight and bias params when
+               `attrs["weight"]` / `attrs["bias"]`): statistics of each row's `attrs["groups"]`
+               groups of consecutive columns, the same in training and eval mode
 
 `Graph.interpret` runs the graph with torch (each op through its torch oracle in kgen.ops, each
 BatchNorm through the module itself), so a traced graph can be checked against the module it
@@ -54,12 +57,15 @@ class Node:
     text: str = ""               # what the reference wrote there (for messages)
 
     def describe(self) -> str:
-        what = {"gemm": f"gemm({self.attrs.get('weight')})", "param": self.attrs.get("path", ""),
-                "const": repr(self.attrs.get("value")), "batchnorm": f"batchnorm({self.attrs.get('module')})"}
-        name = what.get(self.kind) or f"{self.op}"
-        attrs = {k: v for k, v in self.attrs.items() if self.kind in ("pointwise", "reduce")}
-        return f"%{self.id} = {name}({', '.join(f'%{a}' for a in self.args)}{', ' if attrs and self.args else ''}" \
-               f"{', '.join(f'{k}={v!r}' for k, v in attrs.items())}) : {self.level}"
+        """One line, e.g. `%3 = mul(%1, %2) : tile` or `%2 = gemm.bias : col`."""
+        leaf = {"gemm": f"gemm({self.attrs.get('weight')})", "param": self.attrs.get("path", ""),
+                "const": repr(self.attrs.get("value"))}
+        if self.kind in leaf:
+            return f"%{self.id} = {leaf[self.kind]} : {self.level}"
+        name = {"batchnorm": f"batchnorm[{self.attrs.get('module')}]"}.get(self.kind) or self.op or self.kind
+        attrs = {k: v for k, v in self.attrs.items() if self.kind in ("pointwise", "reduce", "groupnorm")}
+        operands = [f"%{a}" for a in self.args] + [f"{k}={v!r}" for k, v in attrs.items()]
+        return f"%{self.id} = {name}({', '.join(operands)}) : {self.level}"
 
 
 def combine_levels(a: str, b: str) -> str | None:
@@ -134,6 +140,10 @@ class Graph:
     def interpret(self, x: torch.Tensor, model: torch.nn.Module) -> torch.Tensor:
         """The graph's output on x with torch, reading the parameters of `model` (and running
         its BatchNorm modules, which update their buffers as the reference would)."""
+        return self.interpret_value(self.output, x, model)
+
+    def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module):
+        """The value of `node` (a live one) when the graph runs on x, as `interpret`."""
         values: dict[int, object] = {}
         for n in self.live():
             a = [values[i] for i in n.args]
@@ -145,15 +155,21 @@ class Graph:
                 values[n.id] = n.attrs["value"]
             elif n.kind == "pointwise":
                 values[n.id] = ops.torch_apply(n.op, a, n.attrs)
+                if n.level == "rowflat" and values[n.id].dim() == 2:
+                    values[n.id] = values[n.id].reshape(-1)  # keepdim=False of a width-1 value
             elif n.kind == "reduce":
                 keep = n.level == "row"
                 fn = {"sum": torch.sum, "mean": torch.mean, "max": torch.amax, "min": torch.amin}[n.op]
                 values[n.id] = fn(a[0], dim=1, keepdim=keep)
             elif n.kind == "batchnorm":
                 values[n.id] = model.get_submodule(n.attrs["module"])(a[0])
+            elif n.kind == "groupnorm":
+                weight = a[1] if n.attrs["weight"] else None
+                bias = a[1 + n.attrs["weight"]] if n.attrs["bias"] else None
+                values[n.id] = F.group_norm(a[0], n.attrs["groups"], weight, bias, n.attrs["eps"])
             else:
                 raise AssertionError(n.kind)
-        return values[self.output]
+        return values[node]
 
 
 def _get_tensor(model: torch.nn.Module, path: str) -> torch.Tensor:

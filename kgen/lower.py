@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import ops
+from . import rewrite
 from .ir import Graph, Node, Unsupported
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
@@ -62,6 +63,7 @@ class Emitter:
         self.names = dict(available)
         self.bn_ready = bn_ready
         self.element = element      # per-element context (n is defined); else per-row
+        self.group_stats: dict[int, str] = {}  # GroupNorm node -> its statistics (row kernel)
         self.lines: list[str] = []
 
     def get(self, i: int) -> str:
@@ -72,9 +74,11 @@ class Emitter:
             return ops.cuda_float(n.attrs["value"])
         if n.kind == "gemm":
             raise _NeedsValue(n)
-        if n.kind == "reduce":
-            raise _NeedsValue(n)
-        if n.kind == "param":
+        if n.kind == "groupnorm" and n.id in self.group_stats:
+            expr = _group_norm_expr(self.graph, n, self.group_stats[n.id], self.get(n.args[0]), self.get)
+        elif n.kind in ("reduce", "groupnorm"):
+            raise _NeedsValue(n)  # not among the values computed so far (`available`)
+        elif n.kind == "param":
             index = "n" if n.level == "col" else "0"
             if n.level == "col" and not self.element:
                 raise AssertionError("a per-column value in a per-row context")
@@ -100,16 +104,11 @@ def _is_per_column(graph: Graph, i: int) -> bool:
     return n.level in ("col", "scalar") and n.kind in ("param", "const", "pointwise")
 
 
-def bn_input_affine(graph: Graph, bn: Node) -> tuple[int, list[Node]]:
-    """BatchNorm's input t as an affine function of an earlier tile value: t = scale[n] * root +
+def affine_chain(graph: Graph, t: int) -> tuple[int, list[Node]]:
+    """The value t as an affine function of an earlier tile value: t = scale[n] * root +
     shift[n], where the steps from root to t are add, sub, mul, div (by) and neg with per-column
-    or scalar operands (a Linear bias, a per-feature scale). Returns root and the steps.
-
-    Folding the steps into finalize (mean_t = scale * mean_root + shift, var_t = scale^2 *
-    var_root) lets stage 1 store root and take its statistics with no per-element work, and
-    the shift drops out of training-mode BatchNorm (the Linear bias cancels)."""
+    or scalar operands (a Linear bias, a per-feature scale). Returns root and the steps."""
     steps: list[Node] = []
-    t = bn.args[0]
     while True:
         n = graph.node(t)
         if n.kind != "pointwise" or n.level != "tile":
@@ -127,39 +126,50 @@ def bn_input_affine(graph: Graph, bn: Node) -> tuple[int, list[Node]]:
     return t, steps[::-1]
 
 
-def _bn_input_struct(graph: Graph, operands: dict) -> str:
-    """struct BnInput: the per-column scale and shift of bn_input_affine, for finalize."""
+def bn_input_affine(graph: Graph, bn: Node) -> tuple[int, list[Node]]:
+    """BatchNorm's input as affine_chain gives it. Folding the steps into finalize (mean_t =
+    scale * mean_root + shift, var_t = scale^2 * var_root) lets stage 1 store root and take its
+    statistics with no per-element work, and the shift drops out of training-mode BatchNorm
+    (the Linear bias cancels)."""
+    return affine_chain(graph, bn.args[0])
+
+
+def _affine_struct(name: str, what: str, graph: Graph, operands: dict, steps: list[Node]) -> str:
+    """struct `name` with affine(n, p, scale, shift): the per-column scale and shift of the
+    affine steps (affine_chain), for a kernel that works per column."""
     lines: list[str] = []
-    if graph.batchnorms:
-        (bn,) = graph.batchnorms
-        root, steps = bn_input_affine(graph, bn)
-        e = Emitter(graph, operands, {}, bn_ready=False, element=True)
-        for n in steps:
-            if n.op == "neg":
-                lines.append("scale = -scale; shift = -shift;")
-                continue
-            tile_first = graph.node(n.args[0]).level == "tile"
-            o = e.get(n.args[1] if tile_first else n.args[0])
-            lines.extend(e.lines)
-            e.lines.clear()
-            lines.append({
-                "add": f"shift = shift + {o};",
-                "sub": f"shift = shift - {o};" if tile_first else f"scale = -scale; shift = {o} - shift;",
-                "mul": f"scale = scale * {o}; shift = shift * {o};",
-                "div": f"scale = scale / {o}; shift = shift / {o};",
-            }[n.op] + f"  // {n.op}, line {n.line}")
-    body = "\n".join(f"    {line}" for line in lines)
-    return f"""// BatchNorm's input t = scale[n] * S + shift[n], S what stage 1 stores (kgen/lower.py,
-// bn_input_affine): finalize turns the statistics of S into those of t.
-struct BnInput {{
+    e = Emitter(graph, operands, {}, bn_ready=False, element=True)
+    for n in steps:
+        if n.op == "neg":
+            lines.append(f"scale = -scale; shift = -shift;  // neg, line {n.line}")
+            continue
+        tile_first = graph.node(n.args[0]).level == "tile"
+        o = e.get(n.args[1] if tile_first else n.args[0])
+        lines.extend(e.lines)
+        e.lines.clear()
+        lines.append({
+            "add": f"shift = shift + {o};",
+            "sub": f"shift = shift - {o};" if tile_first else f"scale = -scale; shift = {o} - shift;",
+            "mul": f"scale = scale * {o}; shift = shift * {o};",
+            "div": f"scale = scale / {o}; shift = shift / {o};",
+        }[n.op] + f"  // {n.op}, line {n.line}")
+    body = "".join(f"\n    {line}" for line in lines)
+    return f"""// {what}
+struct {name} {{
   __device__ static __forceinline__ void affine(int n, const kgen::EpilogueParams& p, float& scale,
                                                 float& shift) {{
     (void)n; (void)p;
     scale = 1.f;
-    shift = 0.f;
-{body}
+    shift = 0.f;{body}
   }}
 }};"""
+
+
+def _bn_input_struct(graph: Graph, operands: dict) -> str:
+    steps = bn_input_affine(graph, graph.batchnorms[0])[1] if graph.batchnorms else []
+    return _affine_struct("BnInput", "BatchNorm's input t = scale[n] * S + shift[n], S what stage 1 "
+                          "stores: finalize turns\n// the statistics of S into those of t "
+                          "(kgen/lower.py, bn_input_affine).", graph, operands, steps)
 
 
 @dataclasses.dataclass
@@ -181,12 +191,18 @@ class Lowered:
     train: StagePlan
     eval: StagePlan
     cuda: str                   # the generated structs (namespace kgen_cfg)
+    rewrites: list[str] = dataclasses.field(default_factory=list)  # applied, one line each
+    gemv: bool = False          # the row sum as a matrix-vector product: no GEMM, no stages
 
     @property
     def output_is_tile(self) -> bool:
         return self.output_level == "tile"
 
     def summary(self) -> list[str]:
+        lines = [f"rewrite:   {r}" for r in self.rewrites]
+        if self.gemv:
+            return lines + ["stages:    column sums of W (scaled) -> matrix-vector product + the row epilogue"]
+
         def one(plan: StagePlan) -> str:
             parts = ["GEMM + epilogue" + (" + column partials" if plan.col_stats else "")]
             if self.batchnorm:
@@ -195,8 +211,8 @@ class Lowered:
                           STAGE2_ROWS: "row kernel"}[plan.stage2])
             return " -> ".join(p for p in parts if p)
         if not self.batchnorm:
-            return [f"stages:    {one(self.eval)}"]
-        return [f"stages:    training: {one(self.train)}", f"           eval: {one(self.eval)}"]
+            return lines + [f"stages:    {one(self.eval)}"]
+        return lines + [f"stages:    training: {one(self.train)}", f"           eval: {one(self.eval)}"]
 
 
 def _stage1_nodes(graph: Graph, bn_ready: bool) -> set[int]:
@@ -204,7 +220,7 @@ def _stage1_nodes(graph: Graph, bn_ready: bool) -> set[int]:
     its a, c are known (eval mode)."""
     ok: set[int] = set()
     for n in graph.nodes:
-        if n.kind == "reduce" or n.level in ("row", "rowflat"):
+        if n.kind in ("reduce", "groupnorm") or n.level in ("row", "rowflat"):
             continue
         if n.kind == "batchnorm" and not bn_ready:
             continue
@@ -236,48 +252,114 @@ def _stage2_pointwise(graph: Graph, operands: dict, stored: int, bn_ready: bool)
     return "\n".join(f"    {line}" for line in e.lines), result
 
 
-def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> str:
-    """The row function: one pass per reduction (the first caches the row of S), then the
-    output pass (tile output) or thread 0's store (row output)."""
-    live = {n.id for n in graph.live()}
-    rows: dict[int, str] = {}
-    out: list[str] = []
-    first = True
+def _group_norm_expr(graph: Graph, n: Node, stats: str, value: str, operand) -> str:
+    """GroupNorm of `value` at column n from the row's group statistics `stats` ((mean, 1/std)
+    per group), then the per-column weight and bias."""
+    group = f"n / (N / {n.attrs['groups']})"
+    expr = f"(({value}) - {stats}[2 * ({group})]) * {stats}[2 * ({group}) + 1]"
+    args = list(n.args[1:])
+    weight = operand(args.pop(0)) if n.attrs["weight"] else None
+    bias = operand(args.pop(0)) if n.attrs["bias"] else None
+    if weight and bias:
+        return f"fmaf({expr}, {weight}, {bias})"
+    if weight:
+        return f"({expr} * {weight})"
+    return f"({expr} + {bias})" if bias else f"({expr})"
 
-    def load() -> str:
-        nonlocal first
-        if first:
-            first = False
-            return "const float s = src[n];\n      if (cache != nullptr) cache[n] = s;"
-        return "const float s = cache != nullptr ? cache[n] : src[n];"
+
+def _block(header: str, body: list[str]) -> list[str]:
+    """`header { body }` as indented lines (body lines may themselves be blocks)."""
+    return [f"{header} {{".lstrip(), *(f"  {line}" for line in body), "}"]
+
+
+ROW_LOOP = "for (int n = threadIdx.x; n < N; n += blockDim.x)"
+
+
+def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
+    """The pass computing GroupNorm's statistics of one row: one warp per group (its lanes
+    stride the group's columns), the mean first and then the squared deviations from it
+    (exact even when |mean| >> std), into `stats` in shared memory. `emit()` gives a fresh
+    Emitter and the name of GroupNorm's input in it."""
+    groups = n.attrs["groups"]
+
+    def loop(*step: str) -> list[str]:
+        e, v = emit()
+        return _block("for (int n = g * size + lane; n < (g + 1) * size; n += 32)",
+                      ["const float s = row[n];", *e.lines, *(line.format(v=v) for line in step)])
+
+    eps = ops.cuda_float(n.attrs["eps"])
+    return [
+        f"__shared__ float {stats}[2 * {groups}];  // GroupNorm, line {n.line}: (mean, 1/std) per group",
+        *_block("", [
+            f"const int size = N / {groups}, lane = threadIdx.x % 32;",
+            *_block(f"for (int g = threadIdx.x / 32; g < {groups}; g += blockDim.x / 32)", [
+                "float sum = 0.f;",
+                *loop("sum += {v};"),
+                "const float mean = kgen::warp_sum(sum) / static_cast<float>(size);",
+                "float q = 0.f;",
+                *loop("const float d = {v} - mean;", "q = fmaf(d, d, q);"),
+                "q = kgen::warp_sum(q);",
+                *_block("if (lane == 0)", [
+                    f"{stats}[2 * g] = mean;",
+                    f"{stats}[2 * g + 1] = 1.0f / sqrtf(q / static_cast<float>(size) + {eps});",
+                ]),
+            ]),
+            "__syncthreads();",
+        ]),
+    ]
+
+
+def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> str:
+    """The row function: the row of S into shared memory (when `cache` is given), one pass per
+    row reduction and per GroupNorm, then the output pass (tile output) or thread 0's store
+    (row output)."""
+    live = {n.id for n in graph.live()}
+    rows: dict[int, str] = {}     # row values computed so far
+    groups: dict[int, str] = {}   # GroupNorm node -> its statistics array
+    out: list[str] = [
+        "const float* row = src;  // the row of S",
+        *_block("if (cache != nullptr)", [f"{ROW_LOOP} cache[n] = src[n];", "__syncthreads();",
+                                          "row = cache;"]),
+    ]
+
+    def emitter(element: bool = True) -> Emitter:
+        e = Emitter(graph, operands, {stored: "s", **rows} if element else dict(rows), bn_ready,
+                    element=element)
+        e.group_stats = groups
+        return e
 
     for n in graph.nodes:
-        if n.id not in live or n.level not in ("row", "rowflat"):
+        if n.id not in live:
             continue
-        if n.kind == "reduce":
-            e = Emitter(graph, operands, {stored: "s", **rows}, bn_ready, element=True)
+        if n.kind == "groupnorm":
+            def emit(n=n):
+                e = emitter()
+                return e, e.get(n.args[0])
+            groups[n.id] = f"g{n.id}"
+            out.extend(_group_stats_pass(n, groups[n.id], emit))
+        elif n.kind == "reduce":
+            e = emitter()
             v = e.get(n.args[0])
             acc = f"r{n.id}"
-            body = "\n      ".join([load(), *e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)])
-            out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}\n"
-                       f"    for (int n = threadIdx.x; n < N; n += blockDim.x) {{\n      {body}\n    }}\n"
-                       f"    {acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
+            out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
+            out.extend(_block(ROW_LOOP, ["const float s = row[n];", *e.lines,
+                                         REDUCE_STEP[n.op].format(acc=acc, v=v)]))
+            out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
             if n.op == "mean":
                 out.append(f"{acc} /= static_cast<float>(N);")
             rows[n.id] = acc
-        else:
-            e = Emitter(graph, operands, dict(rows), bn_ready, element=False)
+        elif n.level in ("row", "rowflat"):
+            e = emitter(element=False)
             v = e.get(n.id)
             out.extend(e.lines)
             rows[n.id] = v
     if graph.output_level() == "tile":
-        e = Emitter(graph, operands, {stored: "s", **rows}, bn_ready, element=True)
+        e = emitter()
         v = e.get(graph.output)
-        body = "\n      ".join([load(), *e.lines, f"dst[n] = {v};"])
-        out.append(f"for (int n = threadIdx.x; n < N; n += blockDim.x) {{\n      {body}\n    }}")
+        out.extend(_block(ROW_LOOP, ["const float s = row[n];", *e.lines, f"dst[n] = {v};"]))
     else:
         out.append(f"if (threadIdx.x == 0) dst[0] = {rows[graph.output]};")
-    return "\n".join(f"    {line}" for line in "\n".join(out).split("\n"))
+    return "\n".join(f"    {line}" for line in out)
 
 
 def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None, rows: str | None) -> str:
@@ -285,14 +367,12 @@ def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None, rows
     return f"""struct {name}Stage2 {{
   static constexpr int kKind = {kind};  // 0: none, 1: point-wise, 2: rows
   __device__ static __forceinline__ float apply(float s, int m, int n, const kgen::EpilogueParams& p) {{
-    (void)m; (void)n; (void)p;
-{apply_body}
+    (void)m; (void)n; (void)p;{chr(10) + apply_body if apply_body else ""}
     return {apply_result};
   }}
   __device__ static void row(const float* __restrict__ src, float* __restrict__ dst, int N,
                              const kgen::EpilogueParams& p, float* cache, float* scratch) {{
-    (void)src; (void)dst; (void)N; (void)p; (void)cache; (void)scratch;
-{rows or ""}
+    (void)src; (void)dst; (void)N; (void)p; (void)cache; (void)scratch;{chr(10) + rows if rows else ""}
   }}
 }};"""
 
@@ -301,7 +381,7 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
     bns = graph.batchnorms
     bn_ready = not (training and bns)
     stage1 = _stage1_nodes(graph, bn_ready)
-    has_rows = any(n.kind == "reduce" for n in graph.live())
+    has_rows = any(n.kind in ("reduce", "groupnorm") for n in graph.live())
     if training and bns:
         (bn,) = bns
         stored, _ = bn_input_affine(graph, bn)
@@ -334,21 +414,63 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
                       "from what the GEMM stage stores")
 
 
-def lower(graph: Graph, fused_stats: bool, external_gemm: bool) -> Lowered:
+def _gemv_rows_struct(graph: Graph, operands: dict, reduce: Node) -> str:
+    """struct GemvRows: from a row's sum (the matrix-vector product plus the shifts) to the
+    row's output, through the row-level ops after the reduction."""
+    e = Emitter(graph, operands, {reduce.id: "r"}, bn_ready=True, element=False)
+    v = e.get(graph.output)
+    r = "sum / static_cast<float>(N)" if reduce.op == "mean" else "sum"
+    body = "".join(f"\n    {line}" for line in e.lines)
+    return f"""// The row's {reduce.op} over the features (line {reduce.line}), then the ops after it.
+struct GemvRows {{
+  __device__ static __forceinline__ float finish(float sum, int N, const kgen::EpilogueParams& p) {{
+    (void)N; (void)p;
+    const float r = {r};{body}
+    return {v};
+  }}
+}};"""
+
+
+def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = False) -> Lowered:
     """`fused_stats`: BatchNorm's column partials in the GEMM epilogue (fusion 2), else in a
     separate kernel; `external_gemm`: cuBLAS computes z, stage 1's epilogue runs as a point-wise
-    pass over it (and never fuses the partials)."""
+    pass over it (and never fuses the partials); `gemv`: the row sum of the GEMM output as a
+    matrix-vector product (rewrite.row_sum_of_gemm must apply). The exact rewrites of
+    rewrite.simplify are applied first."""
+    graph, rewrites = rewrite.simplify(graph)
     live = graph.live()
     params = [n for n in live if n.kind == "param"]
     if len(params) > MAX_OPERANDS:
         raise Unsupported(f"the module reads {len(params)} parameters in its epilogue; kgen "
                           f"supports up to {MAX_OPERANDS}")
     operands = {n.attrs["path"]: k for k, n in enumerate(params)}
+    bns = graph.batchnorms
+    if gemv:
+        row_sum = rewrite.row_sum_of_gemm(graph)
+        if row_sum is None:
+            raise ValueError("the matrix-vector rewrite does not apply to this module")
+        rewrites = rewrites + [f"line {row_sum.reduce.line}: {row_sum.reduce.op} over the features of "
+                               "x W^T (scaled and shifted per feature) computed as x . (sum_n "
+                               "scale_n W_n) + sum_n shift_n, a matrix-vector product (no GEMM)"]
+        trivial = [StagePlan(graph.gemm.id, False, STAGE2_NONE,
+                             _epilogue_struct(name, graph, operands, graph.gemm.id, True, False),
+                             _stage2_struct(name, STAGE2_NONE, None, None)) for name in ("Train", "Eval")]
+        cuda = "\n\n".join([trivial[0].epilogue_cuda, trivial[0].stage2_cuda, trivial[1].epilogue_cuda,
+                            trivial[1].stage2_cuda, _bn_input_struct(graph, operands),
+                            _affine_struct("GemvAffine", "The reduced value is scale[n] * (x . W_n) + "
+                                           "shift[n] (kgen/rewrite.py, row_sum_of_gemm).", graph,
+                                           operands, row_sum.steps),
+                            _gemv_rows_struct(graph, operands, row_sum.reduce)])
+        return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1], cuda,
+                       rewrites, gemv=True)
     fused = fused_stats and not external_gemm
     train = _plan("Train", graph, operands, True, fused)
     evaluation = _plan("Eval", graph, operands, False, fused)
-    bns = graph.batchnorms
-    cuda = "\n\n".join([train.epilogue_cuda, train.stage2_cuda, evaluation.epilogue_cuda,
-                        evaluation.stage2_cuda, _bn_input_struct(graph, operands)])
+    structs = [train.epilogue_cuda, train.stage2_cuda, evaluation.epilogue_cuda,
+               evaluation.stage2_cuda, _bn_input_struct(graph, operands)]
+    # Structs the forward pass names whichever path it takes.
+    structs += [_affine_struct("GemvAffine", "(not used: no matrix-vector rewrite)", graph, operands, []),
+                "struct GemvRows {\n  __device__ static __forceinline__ float finish(float sum, int, "
+                "const kgen::EpilogueParams&) { return sum; }\n};"]
     return Lowered(graph, params, bns[0].attrs["module"] if bns else None, graph.output_level(),
-                   train, evaluation, cuda)
+                   train, evaluation, "\n\n".join(structs), rewrites)

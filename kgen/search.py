@@ -75,7 +75,10 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
     from .problems import graph
 
     shape = dict(problem=problem, batch=batch, in_features=in_features, out_features=out_features, arch=arch)
-    has_batchnorm = bool(graph(problem, batch, in_features, out_features).batchnorms)
+    from .rewrite import row_sum_of_gemm, simplify
+
+    g = graph(problem, batch, in_features, out_features)
+    has_batchnorm = bool(g.batchnorms)
     specs: list[Spec] = []
 
     def add(**kw):
@@ -107,6 +110,9 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
             add(math=math, backend=tiles[0][0], fusion=1, tile=tiles[0][1])
         if include_cublas and math in CUBLAS_MATHS:
             add(math=math, backend="cublas", fusion=1)
+    if row_sum_of_gemm(simplify(g)[0]) is not None:
+        # The matrix-vector rewrite: a candidate like any other, kept only if it validates.
+        add(math="fp32_simt", backend="gemv", fusion=1)
     return specs
 
 
@@ -127,8 +133,16 @@ PRUNE_FACTOR = 1.25
 FP32_ACCURATE_MATHS = ("fp32_simt", "tf32x3")
 
 
+# Memory bandwidth the matrix-vector rewrite streams W and x at (GB/s; an H100's HBM3 reaches
+# about 3000 of its 3350).
+GEMV_BANDWIDTH = 3000
+
+
 def predicted_ms(spec: Spec, sms: int) -> float:
-    """GEMM time at the family's rate, stretched by the tail wave of tiles (one CTA per SM)."""
+    """GEMM time at the family's rate, stretched by the tail wave of tiles (one CTA per SM); the
+    matrix-vector rewrite's time to read W and x once."""
+    if spec.family == "gemv":
+        return 4.0 * spec.in_features * (spec.out_features + spec.batch) / (GEMV_BANDWIDTH * 1e6)
     flops = 2.0 * spec.batch * spec.in_features * spec.out_features
     ms = flops / (GEMM_RATES[(spec.family, spec.math)] * 1e9)
     if spec.tile is not None:

@@ -17,7 +17,9 @@ from pathlib import Path
 MATH_MODES = ("fp32_simt", "tf32x3", "tf32", "bf16")
 # kgen: kgen's portable GEMMs (sm_80 and newer), SIMT for fp32_simt, mma.sync otherwise.
 # wgmma: kgen's Hopper GEMM (sm_90a only). cublas: cuBLAS computes the GEMM, kgen the rest.
-BACKENDS = ("kgen", "wgmma", "cublas")
+# gemv: no GEMM at all: a sum over the features of the GEMM output (scaled and shifted per
+# feature) computed as a matrix-vector product (kgen/rewrite.py, row_sum_of_gemm; fp32).
+BACKENDS = ("kgen", "wgmma", "cublas", "gemv")
 WGMMA_MATHS = ("tf32x3", "tf32")
 # k-tiles of 32 summed in one tf32x3 partial accumulator of the wgmma GEMM before it is added to
 # the main one (FLUSH in gemm_wgmma.cuh; docs/perf.md has the error/time trade-off).
@@ -96,8 +98,8 @@ class Tile:
 
 
 def gemm_family(backend: str, math: str) -> str:
-    """Which mainloop a (backend, math) pair uses: 'simt', 'mma', 'wgmma' or 'cublas'."""
-    if backend in ("cublas", "wgmma"):
+    """Which mainloop a (backend, math) pair uses: 'simt', 'mma', 'wgmma', 'cublas' or 'gemv'."""
+    if backend in ("cublas", "wgmma", "gemv"):
         return backend
     return "simt" if math == "fp32_simt" else "mma"
 
@@ -171,7 +173,7 @@ def gemm_smem_bytes(family: str, math: str, tile: Tile) -> int:
 
 
 def spec_smem_bytes(spec: "Spec") -> int:
-    return 0 if spec.family == "cublas" else gemm_smem_bytes(spec.family, spec.math, spec.tile)
+    return 0 if spec.tile is None else gemm_smem_bytes(spec.family, spec.math, spec.tile)
 
 
 def _check(cond: bool, message: str) -> None:
@@ -282,7 +284,11 @@ class Spec:
         if self.backend == "wgmma":
             _check(self.math in WGMMA_MATHS,
                    f"the wgmma GEMM implements {', '.join(WGMMA_MATHS)}, not {self.math}")
-        if self.backend == "cublas":
+        if self.backend == "gemv":
+            _check(self.math == "fp32_simt", "the matrix-vector rewrite computes in fp32 (--math fp32_simt)")
+            _check(self.fusion == 1 and self.tile is None, "the matrix-vector rewrite has no GEMM: "
+                   "no fusion level 2 and no tile")
+        elif self.backend == "cublas":
             _check(self.math in CUBLAS_COMPUTE_TYPES,
                    f"cuBLAS has no {self.math} compute type on this path; use one of {', '.join(CUBLAS_COMPUTE_TYPES)}")
             _check(self.fusion == 1, "cuBLAS computes the GEMM alone, so only fusion level 1 applies")
@@ -305,6 +311,8 @@ class Spec:
         """The variant without its shape: what the kernel code depends on (with the arch)."""
         if self.backend == "cublas":
             return f"{self.problem_name}_cublas-{self.math}_f{self.fusion}"
+        if self.backend == "gemv":
+            return f"{self.problem_name}_gemv-{self.math}"
         prefix = f"wgmma-{self.math}" if self.backend == "wgmma" else self.math
         return f"{self.problem_name}_{prefix}_f{self.fusion}_{self.tile.name()}"
 

@@ -59,6 +59,7 @@ def _reduce(input, dim=None, keepdim=False, *, dtype=None): ...
 def _softmax(input, dim=None, _stacklevel=3, dtype=None): ...
 def _linear(input, weight, bias=None): ...
 def _dropout(input, p=0.5, training=True, inplace=False): ...
+def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-05): ...
 
 
 # Point-wise functions: callable -> (signature, op, {op attr: argument}).
@@ -107,6 +108,7 @@ SUPPORTED = (
     f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
     "scalars, per-feature (N,) or (1, N) parameters and per-row values); row reductions over "
     "dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax; BatchNorm1d (one); "
+    "GroupNorm; "
     "clone/detach; Dropout(p=0)"
 )
 
@@ -220,25 +222,50 @@ class Tracer:
 
     def reduce(self, kind: str, x, dim, keepdim: bool) -> int:
         x = self.value(x)
-        if self.level(x) != "tile":
-            raise self.refuse(f"{kind} over a value of width 1 (a reduction of a reduction) is not "
-                              "supported yet")
+        width = self.level(x)   # tile: N columns; row: a width-1 value (M, 1)
+        if width not in ("tile", "row"):
+            raise self.refuse(f"{kind} over dim={dim!r} of a value of shape "
+                              f"{'(M,)' if width == 'rowflat' else 'that is not (batch, features)'}; "
+                              "kgen reduces over the features (dim 1) of a (batch, features) value")
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         if dims not in ((1,), (-1,)):
             raise self.refuse(f"{kind} over dim={dim!r}; kgen reduces rows (dim=1 or -1)")
         if kind in ("sum", "mean", "max", "min"):
             return self.add("reduce", "row" if keepdim else "rowflat", [x], kind)
         mx = self.add("reduce", "row", [x], "max")
-        shifted = self.add("pointwise", "tile", [x, mx], "sub")
-        e = self.add("pointwise", "tile", [shifted], "exp")
+        shifted = self.add("pointwise", width, [x, mx], "sub")
+        e = self.add("pointwise", width, [shifted], "exp")
         total = self.add("reduce", "row", [e], "sum")
         if kind == "softmax":
-            return self.add("pointwise", "tile", [e, total], "div")
+            return self.add("pointwise", width, [e, total], "div")
         log_total = self.add("pointwise", "row", [total], "log")
         if kind == "log_softmax":
-            return self.add("pointwise", "tile", [shifted, log_total], "sub")
+            return self.add("pointwise", width, [shifted, log_total], "sub")
         assert kind == "logsumexp"
         return self.add("pointwise", "row" if keepdim else "rowflat", [mx, log_total], "add")
+
+    def group_norm(self, x, groups, weight: str | None, bias: str | None, eps, channels) -> int:
+        """GroupNorm over the N features of each row: G groups of N / G consecutive columns,
+        normalized with the group's mean and biased variance, then the per-column affine."""
+        x = self.value(x)
+        n = self.out_features
+        if self.level(x) != "tile":
+            raise self.refuse("GroupNorm of a value that is not (batch, features)")
+        if not isinstance(groups, int) or groups < 1 or n % groups:
+            raise self.refuse(f"GroupNorm with {groups!r} groups of {n} features (torch needs a divisor)")
+        if channels is not None and channels != n:
+            raise self.refuse(f"GroupNorm over {channels} channels after a GEMM of {n} features")
+        if not isinstance(eps, (int, float)):
+            raise self.refuse("GroupNorm with an eps that is not a number")
+        args = [x]
+        for path in (weight, bias):
+            if path is not None:
+                p = self.param(path)
+                if self.level(p) != "col":
+                    raise self.refuse(f"GroupNorm's {path} is not a per-feature (N,) parameter")
+                args.append(p)
+        return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
+                        weight=weight is not None, bias=bias is not None)
 
     def gemm(self, x, weight: str, bias_path: str | None) -> int:
         if self.gemm_id is not None:
@@ -326,7 +353,8 @@ class Tracer:
         kind = type(module)
         if kind is nn.Linear:
             return self.gemm(args[0], f"{path}.weight", f"{path}.bias" if module.bias is not None else None)
-        known = (*ACTIVATION_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.BatchNorm1d, nn.Dropout)
+        known = (*ACTIVATION_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.BatchNorm1d, nn.Dropout,
+                 nn.GroupNorm)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
         for a in args:
@@ -348,6 +376,11 @@ class Tracer:
                 if n.kind == "reduce" and self._depends(x, n.id):
                     raise self.refuse("BatchNorm1d after a row reduction is not supported yet")
             return self.add("batchnorm", "tile", [x], module=path)
+        if kind is nn.GroupNorm:
+            affine = module.affine
+            return self.group_norm(args[0], module.num_groups, f"{path}.weight" if affine else None,
+                                   f"{path}.bias" if affine else None, module.eps,
+                                   module.num_channels)
         if kind is nn.Dropout:
             if module.p == 0:
                 return args[0]
@@ -429,6 +462,15 @@ class Tracer:
         if fn in SOFTMAX_FUNCTIONS:
             a = self._bind(_softmax, args, kwargs)
             return self.reduce(SOFTMAX_FUNCTIONS[fn], a["input"], a["dim"], True)
+        if fn is F.group_norm:
+            a = self._bind(_group_norm, args, kwargs)
+            paths = []
+            for key in ("weight", "bias"):
+                v = a[key]
+                if v is not None and not (isinstance(v, _Marker) and v.kind == "tensor"):
+                    raise self.refuse(f"F.group_norm with a {key} that is not a parameter of the module")
+                paths.append(v.payload if v is not None else None)
+            return self.group_norm(a["input"], a["num_groups"], *paths, a["eps"], None)
         if fn is F.dropout:
             a = self._bind(_dropout, args, kwargs)
             if a["p"] == 0 or not a["training"]:

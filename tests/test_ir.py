@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 REFS = sorted(p for p in (ROOT / "tests" / "refs").glob("*.py")
               if p.stem not in ("conv2d_relu", "gemm_cumsum"))
 SHIPPED = [f"kgen:{name}" for name in problems.PROBLEMS]
-SMALL = {"batch": 8, "in_features": 16, "out_features": 24}
+# out_features: a multiple of the groups of every GroupNorm in tests/refs/ (up to 512).
+SMALL = {"batch": 8, "in_features": 16, "out_features": 1024}
 
 
 def check_oracle(ref: Reference, training: bool = True):
@@ -58,7 +59,7 @@ def test_ir_oracle_matches_the_module(ref, training):
     check_oracle(Reference(ref, SMALL), training)
 
 
-OUTPUT_LEVELS = {"gemm_sigmoid_sum": "row", "gemm_bn_gelu_relu": "tile", "matmul_gelu_softmax": "tile"}
+OUTPUT_LEVELS = {"gemm_sigmoid_sum": "row", "gemm_sum_max_mean_lse": "row", "gemm_bn_gelu_relu": "tile", "matmul_gelu_softmax": "tile"}
 
 
 @pytest.mark.parametrize("ref", REFS, ids=lambda p: p.stem)
@@ -67,7 +68,7 @@ def test_references_trace_to_one_gemm_and_an_epilogue(ref):
     assert [n.kind for n in g.nodes].count("gemm") == 1
     assert g.output_level() == OUTPUT_LEVELS.get(ref.stem, "tile")
     low = lower.lower(g, fused_stats=True, external_gemm=False)
-    has_rows = any(n.kind == "reduce" for n in g.nodes)
+    has_rows = any(n.kind in ("reduce", "groupnorm") for n in g.nodes)
     assert (low.eval.stage2 == lower.STAGE2_ROWS) == has_rows
     if not g.batchnorms and not has_rows:
         # A pure point-wise chain is one kernel: the GEMM with the whole chain in its epilogue.
@@ -184,10 +185,12 @@ def test_operand_limit_is_the_kernels():
     assert f"constexpr int kMaxOperands = {lower.MAX_OPERANDS};" in common
 
 
-NVCC_SPECS = [enumerate_specs(str(p.resolve()), 64, 128, 256)[0] for p in REFS]
+# The first (GEMM) candidate of each module, and the matrix-vector rewrite where it applies.
+NVCC_SPECS = [enumerate_specs(str(p.resolve()), 64, 128, 256)[0] for p in REFS] + [
+    s for p in REFS for s in enumerate_specs(str(p.resolve()), 64, 128, 256) if s.family == "gemv"]
 
 
-@pytest.mark.parametrize("spec", NVCC_SPECS, ids=lambda s: s.problem_name)
+@pytest.mark.parametrize("spec", NVCC_SPECS, ids=lambda s: f"{s.problem_name}-{s.family}")
 def test_every_generated_epilogue_compiles(spec, tmp_path):
     from test_compile import NVCC, SM90A, compile_report, spills
 

@@ -10,8 +10,13 @@
 namespace kgen {
 
 // Workspace layout: BatchNorm's partials and a, c (when the module has a BatchNorm), then S
-// (when the output is not (M, N) and so cannot hold it).
-inline long long workspace_floats(int M, int N) {
+// (when the output is not (M, N) and so cannot hold it); with the matrix-vector rewrite, its
+// column-sum partials, column sums and shift total alone.
+inline long long gemv_floats(int N, int K) {
+  return (colsum_chunks(N) + 1) * static_cast<long long>(K) + 1;
+}
+inline long long workspace_floats(int M, int N, int K) {
+  if (kgen_cfg::kGemv) return gemv_floats(N, K);
   const long long tiles = (M + stats_rows_per_tile() - 1) / stats_rows_per_tile();
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;
   return stats + (kgen_cfg::kOutputIsTile ? 0 : static_cast<long long>(M) * N);
@@ -24,6 +29,7 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   Buffers b{};
   b.out = a.out;
   b.s = kgen_cfg::kOutputIsTile ? a.out : ws + stats;
+  b.gemv = ws;
   if (kgen_cfg::kHasBatchNorm) {
     b.part_mean = ws;
     b.part_m2 = ws + tiles * a.N;
@@ -42,6 +48,6 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
 
 }  // namespace kgen
 
-extern "C" long long kgen_workspace_floats(int M, int N) {
-  return kgen::workspace_floats(M, N);
+extern "C" long long kgen_workspace_floats(int M, int N, int K) {
+  return kgen::workspace_floats(M, N, K);
 }

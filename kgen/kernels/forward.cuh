@@ -1,8 +1,8 @@
 // The forward pass of one module, in the order its stages dictate (kgen/lower.py). Expects
 // namespace kgen_cfg (written by the template) to define Gemm, kGemmExternal, kFusedStats,
-// kGemmTileM, kHasBatchNorm, kOutputIsTile and the generated structs TrainEpilogue,
-// TrainStage2, EvalEpilogue, EvalStage2 (the same in both modes when there is no BatchNorm)
-// and BnInput.
+// kGemmTileM, kHasBatchNorm, kOutputIsTile, kGemv and the generated structs TrainEpilogue,
+// TrainStage2, EvalEpilogue, EvalStage2 (the same in both modes when there is no BatchNorm),
+// BnInput, GemvAffine and GemvRows.
 #pragma once
 #include <algorithm>
 #include <type_traits>
@@ -39,6 +39,7 @@ struct Buffers {
   float* part_m2;     // [tiles][N]
   float* col_a;       // [N]
   float* col_c;       // [N]
+  float* gemv;        // the matrix-vector rewrite: [chunks][K] partials, [K] column sums, total
 };
 
 // Stage 1: z = x w^T and the epilogue Epi into S (and, when Epi::kColStats, the partials).
@@ -103,7 +104,21 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
     bn_finalize_kernel<kgen_cfg::BnInput><<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f, p);
     return cudaGetLastError();
   };
-  if (kgen_cfg::kHasBatchNorm && training) {
+  if constexpr (kgen_cfg::kGemv) {
+    // No GEMM: the row sum as a matrix-vector product (kgen/rewrite.py, row_sum_of_gemm).
+    const int chunks = colsum_chunks(N);
+    float* partial = b.gemv;
+    float* w_sum = partial + static_cast<size_t>(chunks) * K;
+    float* total = w_sum + K;
+    if (K > 0) {
+      weighted_column_sum_kernel<kgen_cfg::GemvAffine>
+          <<<dim3(div_up(K, kColSumThreads), chunks), kColSumThreads, 0, stream>>>(w, N, K, p, partial);
+      column_sum_merge_kernel<<<div_up(K, kColSumThreads), kColSumThreads, 0, stream>>>(partial, chunks, K, w_sum);
+    }
+    shift_sum_kernel<kgen_cfg::GemvAffine><<<1, kRowThreads, 0, stream>>>(N, p, total);
+    gemv_rows_kernel<kgen_cfg::GemvRows><<<M, kRowThreads, 0, stream>>>(x, w_sum, total, N, K, b.out, p);
+    err = cudaGetLastError();
+  } else if (kgen_cfg::kHasBatchNorm && training) {
     err = run_stage1<Gemm, kgen_cfg::TrainEpilogue>(x, w, M, N, K, p, stream);
     if (err == cudaSuccess && !kgen_cfg::TrainEpilogue::kColStats) {
       dim3 grid(div_up(N, kStatsTileCols), div_up(M, kStatsTileRows));

@@ -3,7 +3,8 @@
 //   column_stats_kernel   BatchNorm's per-tile column partials of S when not fused into the GEMM
 //   bn_finalize_kernel    the partials (or running statistics) -> per-column a, c; running buffers
 //   pointwise_kernel      dst = Stage::apply(src) element-wise (stage 2, or a cuBLAS GEMM's epilogue)
-//   row_kernel            one CTA per row: Stage::row() runs the row's passes (reductions, output)
+//   row_kernel            one CTA per row: Stage::row() runs the row's passes (row reductions,
+//                         GroupNorm's group statistics, the output)
 //
 // BatchNorm's math (training mode): for t the BatchNorm input, BN(t) = gamma * (t - mean) /
 // sqrt(var + eps) + beta = a * t + c with a = gamma / sqrt(var + eps), c = beta - a * mean; mean
@@ -160,6 +161,11 @@ __device__ __forceinline__ float block_reduce(float v, int kind, float* scratch)
   for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(0xffffffffu, v, o), kind);
   return v;
 }
+// Sum over a warp's 32 lanes, every lane gets the same result (a butterfly: deterministic).
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
 __device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce(v, 0, scratch); }
 __device__ __forceinline__ float block_max(float v, float* scratch) { return block_reduce(v, 1, scratch); }
 __device__ __forceinline__ float block_min(float v, float* scratch) { return block_reduce(v, 2, scratch); }
@@ -174,6 +180,71 @@ __global__ void __launch_bounds__(kRowThreads)
   __shared__ float scratch[32];
   const size_t m = blockIdx.x;
   Stage::row(src + m * N, dst + m * dst_stride, N, p, kCacheRow ? row_cache : nullptr, scratch);
+}
+
+// ---- a row sum of the GEMM output as a matrix-vector product (kgen/rewrite.py) -------------
+// sum_n (scale[n] * (x_m . W_n) + shift[n]) = x_m . (sum_n scale[n] W_n) + sum_n shift[n]:
+// column sums of the scaled W (read once, in chunks of rows for parallelism, merged in chunk
+// order: deterministic), the sum of the shifts, then one CTA per row for the dot product and
+// the row's epilogue (Rows::finish).
+constexpr int kColSumThreads = 256;
+constexpr int kColSumRows = 64;  // rows of W summed by one partial
+
+inline int colsum_chunks(int N) { return (N + kColSumRows - 1) / kColSumRows; }
+
+template <class Affine>
+__global__ void __launch_bounds__(kColSumThreads)
+    weighted_column_sum_kernel(const float* __restrict__ w, int N, int K, EpilogueParams p,
+                               float* __restrict__ partial) {
+  const int k = blockIdx.x * kColSumThreads + threadIdx.x;
+  if (k >= K) return;
+  const int n0 = blockIdx.y * kColSumRows;
+  const int n1 = min(N, n0 + kColSumRows);
+  float acc = 0.f;
+  for (int n = n0; n < n1; ++n) {
+    float scale, shift;
+    Affine::affine(n, p, scale, shift);
+    acc = fmaf(scale, w[static_cast<size_t>(n) * K + k], acc);
+  }
+  partial[static_cast<size_t>(blockIdx.y) * K + k] = acc;
+}
+
+// w_sum[k] = the partials of column k in chunk order; the last CTA's extra work: none (the
+// shift total is its own kernel below).
+__global__ void __launch_bounds__(kColSumThreads)
+    column_sum_merge_kernel(const float* __restrict__ partial, int chunks, int K,
+                            float* __restrict__ w_sum) {
+  const int k = blockIdx.x * kColSumThreads + threadIdx.x;
+  if (k >= K) return;
+  float acc = 0.f;
+  for (int c = 0; c < chunks; ++c) acc += partial[static_cast<size_t>(c) * K + k];
+  w_sum[k] = acc;
+}
+
+template <class Affine>
+__global__ void __launch_bounds__(kRowThreads) shift_sum_kernel(int N, EpilogueParams p, float* total) {
+  __shared__ float scratch[32];
+  float acc = 0.f;
+  for (int n = threadIdx.x; n < N; n += blockDim.x) {
+    float scale, shift;
+    Affine::affine(n, p, scale, shift);
+    acc += shift;
+  }
+  acc = block_sum(acc, scratch);
+  if (threadIdx.x == 0) *total = acc;
+}
+
+template <class Rows>
+__global__ void __launch_bounds__(kRowThreads)
+    gemv_rows_kernel(const float* __restrict__ x, const float* __restrict__ w_sum,
+                     const float* __restrict__ shift_total, int N, int K, float* __restrict__ dst,
+                     EpilogueParams p) {
+  __shared__ float scratch[32];
+  const float* xm = x + static_cast<size_t>(blockIdx.x) * K;
+  float acc = 0.f;
+  for (int k = threadIdx.x; k < K; k += blockDim.x) acc = fmaf(xm[k], w_sum[k], acc);
+  acc = block_sum(acc, scratch);
+  if (threadIdx.x == 0) dst[blockIdx.x] = Rows::finish(acc + *shift_total, N, p);
 }
 
 }  // namespace kgen

@@ -1,0 +1,128 @@
+"""Algebraic rewrites of the epilogue IR, applied before lowering.
+
+Two kinds:
+
+- `simplify`: rewrites that are exact in fp32 (the rewritten graph computes bit for bit what the
+  traced one does, NaN and infinities included), so they are always applied: a reduction over
+  a width-1 value is that value (sum, mean, max and min of one element); `x + x` is `2 * x`;
+  two clamps in a row are one clamp.
+- `row_sum_as_gemv`: a sum or mean over the features of an affine function of the GEMM output is a
+  matrix-vector product (sum_n (s_n * (x . W_n) + b_n) = x . (sum_n s_n W_n) + sum_n b_n), which
+  reads W once instead of computing the M x N GEMM. It rounds differently, so it is a candidate
+  (Spec.gemv) that the search validates like any other; kgen/lower.py lowers it.
+
+Each applied rewrite is described in one line, which the emitted file's header repeats.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .ir import Graph, Node
+
+_CLAMPS = ("clamp", "hardtanh")
+
+
+def _bounds(n: Node) -> tuple[float | None, float | None]:
+    if n.op == "hardtanh":
+        return n.attrs.get("min_val", -1.0), n.attrs.get("max_val", 1.0)
+    return n.attrs.get("min"), n.attrs.get("max")
+
+
+def _clip(v: float | None, lo: float | None, hi: float | None) -> float | None:
+    if v is None:
+        return None
+    if lo is not None:
+        v = max(v, lo)
+    if hi is not None:
+        v = min(v, hi)
+    return v
+
+
+def merge_clamps(inner: tuple, outer: tuple) -> tuple[float | None, float | None] | None:
+    """clamp(clamp(x, l1, h1), l2, h2) as one clamp(x, L, H): L = clip(l1, l2, h2) (or l2 when
+    there is no l1), H likewise; None when a bound pair is inverted (torch's clamp then gives
+    max; leave those alone)."""
+    (l1, h1), (l2, h2) = inner, outer
+    if any(lo is not None and hi is not None and lo > hi for lo, hi in (inner, outer)):
+        return None
+    lo = _clip(l1, l2, h2) if l1 is not None else l2
+    hi = _clip(h1, l2, h2) if h1 is not None else h2
+    if lo is not None and hi is not None and lo > hi:
+        return None
+    return lo, hi
+
+
+def simplify(graph: Graph) -> tuple[Graph, list[str]]:
+    """The graph with the exact rewrites applied, and what was applied."""
+    nodes: list[Node] = []
+    new_id: dict[int, int] = {}
+    applied: list[str] = []
+
+    def append(kind, level, args, op="", attrs=None, like: Node | None = None) -> int:
+        n = Node(len(nodes), kind, level, tuple(args), op, dict(attrs or {}),
+                 like.line if like else None, like.text if like else "")
+        nodes.append(n)
+        return n.id
+
+    def const(value: float) -> int:
+        for n in nodes:
+            if n.kind == "const" and n.attrs["value"] == value:
+                return n.id
+        return append("const", "scalar", (), attrs={"value": value})
+
+    for old in graph.nodes:
+        args = tuple(new_id[a] for a in old.args)
+        at = f"line {old.line}" if old.line else "the module"
+        if old.kind == "reduce" and nodes[args[0]].level in ("row", "rowflat"):
+            applied.append(f"{at}: {old.op} over a width-1 value is that value")
+            if old.level == nodes[args[0]].level:
+                new_id[old.id] = args[0]
+            else:
+                new_id[old.id] = append("pointwise", old.level, args, "identity", like=old)
+            continue
+        if old.kind == "pointwise" and old.op == "add" and len(args) == 2 and args[0] == args[1]:
+            applied.append(f"{at}: x + x is 2 * x")
+            new_id[old.id] = append("pointwise", old.level, (args[0], const(2.0)), "mul", like=old)
+            continue
+        if old.kind == "pointwise" and old.op in _CLAMPS:
+            inner = nodes[args[0]]   # (still computed for its other users, if any)
+            merged = None
+            if inner.kind == "pointwise" and inner.op in _CLAMPS:
+                merged = merge_clamps(_bounds(inner), _bounds(old))
+            if merged is not None:
+                applied.append(f"{at}: two clamps in a row are one clamp")
+                lo, hi = merged
+                new_id[old.id] = append("pointwise", old.level, inner.args, "clamp",
+                                        {"min": lo, "max": hi}, like=old)
+                continue
+        new_id[old.id] = append(old.kind, old.level, args, old.op, old.attrs, like=old)
+    if not applied:
+        return graph, []
+    out = Graph(nodes, new_id[graph.output], graph.in_features, graph.out_features)
+    return out, applied
+
+
+@dataclasses.dataclass
+class RowSum:
+    """A sum or mean over the features of an affine function of the GEMM output."""
+    reduce: Node
+    steps: list[Node]      # the affine steps from the GEMM output to the reduced value
+
+
+def row_sum_of_gemm(graph: Graph) -> RowSum | None:
+    """The reduction `row_sum_as_gemv` applies to: the only use of the GEMM output is a sum or
+    mean over dim 1 of an affine (per-column scale and shift) function of it, and nothing else
+    of width N is live (no BatchNorm, no GroupNorm). None when the graph is not of that form."""
+    from .lower import affine_chain   # the same per-column affine steps BatchNorm folds
+
+    live = graph.live()
+    tiles = [n for n in live if n.level == "tile"]
+    reductions = [n for n in live if n.kind == "reduce" and graph.node(n.args[0]).level == "tile"]
+    if len(reductions) != 1 or reductions[0].op not in ("sum", "mean"):
+        return None
+    (r,) = reductions
+    root, steps = affine_chain(graph, r.args[0])
+    if root != graph.gemm.id or {n.id for n in tiles} != {root} | {s.id for s in steps}:
+        return None
+    return RowSum(r, steps)

@@ -1,0 +1,155 @@
+"""The IR rewrites (kgen/rewrite.py): the exact ones compute bit for bit what the traced graph
+computes; the matrix-vector rewrite's algebra holds (in fp64) and applies only where it may."""
+
+import copy
+import itertools
+
+import pytest
+import torch
+
+from kgen import lower, rewrite
+from kgen.reference import Reference
+from kgen.trace import trace
+
+CHAIN = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.scale = nn.Parameter(torch.randn(out_features))
+
+    def forward(self, x):
+        x = self.linear(x)
+{body}
+        return x
+
+
+batch_size = 8
+in_features = 16
+out_features = 32
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+'''
+
+
+def traced(tmp_path, body: str):
+    path = tmp_path / "m.py"
+    path.write_text(CHAIN.format(body=body))
+    ref = Reference(path)
+    return ref, trace(ref)
+
+
+def run(ref, graph, dtype, seed=0):
+    torch.manual_seed(seed)
+    model = ref.Model(*ref.init_args()).to(dtype)
+    x = (torch.rand(8, 16, dtype=dtype) * 4 - 2)
+    with torch.no_grad():
+        return graph.interpret(x, model), model(x)
+
+
+EXACT = {
+    "width-1 reductions": "        x = x.sum(dim=1, keepdim=True)\n        x = x.max(dim=1, keepdim=True)[0]\n"
+                          "        x = x.mean(dim=1, keepdim=True)\n        x = torch.logsumexp(x, dim=1, keepdim=True)\n"
+                          "        x = torch.amin(x, dim=1)",
+    "x + x": "        x = torch.relu(x)\n        x = x + x",
+    "clamps": "        x = torch.clamp(x, -1.0, 2.0)\n        x = F.hardtanh(x, -0.5, 0.5)\n        x = torch.clamp(x, min=0.25)",
+    "softmax of width 1": "        x = x.amax(dim=1, keepdim=True)\n        x = torch.softmax(x, dim=1)",
+}
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_exact_rewrites_are_bit_exact_in_fp32(tmp_path, name):
+    ref, graph = traced(tmp_path, EXACT[name])
+    simple, applied = rewrite.simplify(graph)
+    assert applied, "the rewrite did not apply"
+    assert len(simple.live()) < len(graph.live()) or name == "x + x"
+    for seed in range(3):
+        before, module = run(ref, graph, torch.float32, seed)
+        after, _ = run(ref, simple, torch.float32, seed)
+        assert torch.equal(before, after), name
+        assert torch.equal(before, module), name
+
+
+def test_nothing_to_rewrite_leaves_the_graph_alone(tmp_path):
+    _, graph = traced(tmp_path, "        x = torch.relu(x) * self.scale")
+    assert rewrite.simplify(graph) == (graph, [])
+
+
+BOUNDS = [None, -2.0, -0.5, 0.0, 0.5, 2.0]
+
+
+def test_merged_clamp_equals_two_clamps():
+    x = torch.linspace(-3, 3, 601, dtype=torch.float64)
+    checked = 0
+    for l1, h1, l2, h2 in itertools.product(BOUNDS, repeat=4):
+        if (l1 is None and h1 is None) or (l2 is None and h2 is None):
+            continue
+        merged = rewrite.merge_clamps((l1, h1), (l2, h2))
+        if merged is None:
+            continue
+        two = torch.clamp(torch.clamp(x, l1, h1), l2, h2)
+        lo, hi = merged
+        one = torch.clamp(x, lo, hi) if (lo is not None or hi is not None) else x
+        assert torch.equal(one, two), (l1, h1, l2, h2, merged)
+        checked += 1
+    assert checked > 500
+
+
+@pytest.mark.parametrize("body, applies", [
+    ("        x = x.sum(dim=1, keepdim=True)", True),
+    ("        x = (x * self.scale - 3.0).mean(dim=1)", True),
+    ("        x = (2.0 - x / 4.0).sum(dim=1, keepdim=True)\n        x = torch.sigmoid(x)", True),
+    ("        x = torch.relu(x).sum(dim=1, keepdim=True)", False),       # not affine
+    ("        x = x.amax(dim=1, keepdim=True)", False),                  # not linear
+    ("        y = x.sum(dim=1, keepdim=True)\n        x = x - y", False),  # z used again
+])
+def test_row_sum_as_gemv_applies_to_affine_sums_only(tmp_path, body, applies):
+    _, graph = traced(tmp_path, body)
+    assert (rewrite.row_sum_of_gemm(rewrite.simplify(graph)[0]) is not None) == applies
+
+
+@pytest.mark.parametrize("body", [
+    "        x = (x * self.scale - 3.0).mean(dim=1)",
+    "        x = (2.0 - x / 4.0).sum(dim=1, keepdim=True)\n        x = torch.sigmoid(x)",
+])
+def test_row_sum_as_gemv_algebra_in_fp64(tmp_path, body):
+    """x . (sum_n scale_n W_n) + sum_n shift_n, with scale and shift from the affine steps the
+    kernels read (lower.affine_chain), is the reduction the module computes."""
+    ref, graph = traced(tmp_path, body)
+    graph = rewrite.simplify(graph)[0]
+    found = rewrite.row_sum_of_gemm(graph)
+    torch.manual_seed(1)
+    model = ref.Model(*ref.init_args()).double()
+    x = torch.rand(8, 16, dtype=torch.float64)
+    n = model.linear.weight.shape[0]
+    scale, shift = torch.ones(n, dtype=torch.float64), torch.zeros(n, dtype=torch.float64)
+    for step in found.steps:
+        other = [a for a in step.args if graph.node(a).level != "tile"]
+        o = graph.interpret_value(other[0], x, model) if other else None
+        tile_first = graph.node(step.args[0]).level == "tile"
+        if step.op == "add":
+            shift = shift + o
+        elif step.op == "sub":
+            scale, shift = (scale, shift - o) if tile_first else (-scale, o - shift)
+        elif step.op == "mul":
+            scale, shift = scale * o, shift * o
+        elif step.op == "div":
+            scale, shift = scale / o, shift / o
+    total = x @ (scale[:, None] * model.linear.weight).sum(0) + shift.sum()
+    if found.reduce.op == "mean":
+        total = total / n
+    z = x @ model.linear.weight.T
+    reduced = graph.interpret_value(found.reduce.id, x, model)
+    torch.testing.assert_close(total, reduced.reshape(-1), rtol=1e-12, atol=1e-12)
+    assert z.shape == (8, n)

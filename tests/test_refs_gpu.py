@@ -20,7 +20,7 @@ REFS = sorted(str(p.resolve()) for p in (ROOT / "tests" / "refs").glob("*.py")
               if p.stem not in ("conv2d_relu", "gemm_cumsum"))
 HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 TILES = {"wgmma": Tile(128, 128, 32, 16, 128, stages=4), "kgen": Tile(128, 128, 32, 64, 32, stages=3)}
-ODD = (257, 300, 520)
+ODD = (257, 300, 528)  # 528 = 16 groups of 33 columns for GroupNorm(16)
 
 
 def spec_for(ref, backend, shape=ODD) -> Spec:
@@ -31,7 +31,26 @@ def spec_for(ref, backend, shape=ODD) -> Spec:
     return Spec(ref, *shape, math="tf32x3", backend=backend, fusion=fusion, tile=TILES[backend])
 
 
+def gemv_applies(ref) -> bool:
+    from kgen.problems import graph
+    from kgen.rewrite import row_sum_of_gemm, simplify
+
+    return row_sum_of_gemm(simplify(graph(ref))[0]) is not None
+
+
+GEMV_REFS = [r for r in REFS if gemv_applies(r)]
+
+
+def gemv_spec(ref, shape=ODD) -> Spec:
+    from kgen.problems import default_shape
+
+    return Spec(ref, *(shape or default_shape(ref)), math="fp32_simt", backend="gemv", fusion=1)
+
+
 def cases():
+    for ref in GEMV_REFS:
+        yield gemv_spec(ref)
+        yield gemv_spec(ref, shape=None)
     for ref in REFS:
         for backend in ("wgmma", "kgen"):
             if backend == "wgmma" and not HOPPER:
@@ -63,4 +82,14 @@ def test_odd_shape_full_validation(files, ref, backend):
 def test_kernelbench_shape(files, ref):
     f = EmittedFile(files[spec_for(ref, "wgmma" if HOPPER else "kgen", shape=None).name()])
     results = validate(f, tol=1e-4, quick=True)
+    assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+
+
+@pytest.mark.parametrize("ref", GEMV_REFS, ids=lambda r: Path(r).stem)
+@pytest.mark.parametrize("shape", [ODD, None], ids=["odd", "kernelbench"])
+def test_matrix_vector_rewrite(files, ref, shape):
+    """The row sum as a matrix-vector product passes the full validation (odd shape) and the
+    quick one (KernelBench's shape) at 1e-4, fp32-exact gate included."""
+    f = EmittedFile(files[gemv_spec(ref, shape).name()])
+    results = validate(f, tol=1e-4, quick=shape is None)
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]

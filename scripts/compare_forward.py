@@ -1,0 +1,57 @@
+"""Time emitted files of one module against each other and against eager fp32, interleaved in
+one process (so the ratios share one eager measurement), with each file's error vs fp64.
+
+    PYTHONPATH=. python3 scripts/compare_forward.py REF.py FILE.py [FILE.py ...]
+
+Each FILE is exec'd as KernelBench does (its ModelNew and get_init_inputs); the files may come
+from different kgen versions (an older commit's winners: what "no slower than before" means).
+"""
+
+import statistics
+import sys
+
+import torch
+
+from kgen.bench import time_calls
+from kgen.reference import Reference
+
+
+def load(path):
+    ns = {"__name__": f"kgen_compare_{abs(hash(path))}"}
+    exec(compile(open(path).read(), path, "exec"), ns)
+    return ns
+
+
+def main(ref_path, *files):
+    device = torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    loaded = [load(f) for f in files]
+    ns0 = loaded[0]
+    ref = Reference(ref_path, {"batch": ns0["batch_size"], "in_features": ns0["in_features"],
+                               "out_features": ns0["out_features"]})
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = ref.Model(*ns0["get_init_inputs"]())
+        model64 = ref.Model(*ns0["get_init_inputs"]()).double()
+        news = [ns["ModelNew"](*ns["get_init_inputs"]()) for ns in loaded]
+    model64.load_state_dict(model.state_dict())
+    x = torch.rand(ns0["batch_size"], ns0["in_features"], device=device)
+    errors = []
+    for new in news:
+        new.load_state_dict(model.state_dict())
+        with torch.no_grad():
+            errors.append((new(x).double() - model64(x.double())).abs().max().item())
+    rounds = {name: [] for name in ["eager", *files]}
+    for _ in range(3):
+        rounds["eager"].append(time_calls(model, x, 30).median_ms)
+        for f, new in zip(files, news):
+            rounds[f].append(time_calls(new, x, 30).median_ms)
+    eager = statistics.median(rounds["eager"])
+    print(f"{torch.cuda.get_device_name(device)}; {ref_path} batch {ns0['batch_size']}: eager fp32 {eager:.3f} ms")
+    for f, err in zip(files, errors):
+        ms = statistics.median(rounds[f])
+        print(f"  {ms:.3f} ms  {ms / eager:.3f}x eager  err {err:.2e}  {f}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

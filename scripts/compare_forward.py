@@ -10,6 +10,8 @@ from different kgen versions (an older commit's winners: what "no slower than be
 import statistics
 import sys
 
+ROUNDS = 7  # interleaved rounds; the GPU's timing can be bimodal from one round to the next
+
 import torch
 
 from kgen.bench import time_calls
@@ -42,7 +44,7 @@ def main(ref_path, *files):
         with torch.no_grad():
             errors.append((new(x).double() - model64(x.double())).abs().max().item())
     rounds = {name: [] for name in ["eager", *files]}
-    for _ in range(3):
+    for _ in range(ROUNDS):
         rounds["eager"].append(time_calls(model, x, 30).median_ms)
         for f, new in zip(files, news):
             rounds[f].append(time_calls(new, x, 30).median_ms)
@@ -50,7 +52,9 @@ def main(ref_path, *files):
     print(f"{torch.cuda.get_device_name(device)}; {ref_path} batch {ns0['batch_size']}: eager fp32 {eager:.3f} ms")
     for f, err in zip(files, errors):
         ms = statistics.median(rounds[f])
-        print(f"  {ms:.3f} ms  {ms / eager:.3f}x eager  err {err:.2e}  {f}")
+        rounds_text = " ".join(f"{t:.3f}" for t in rounds[f])
+        print(f"  {ms:.3f} ms  {ms / eager:.3f}x eager  err {err:.2e}  {f}  (rounds: {rounds_text})")
+    print(f"  eager rounds: {' '.join(f'{t:.3f}' for t in rounds['eager'])}")
 
 
 if __name__ == "__main__":

@@ -158,15 +158,20 @@ def prune(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dic
     admits (it may win), or when it is fp32-accurate and within PRUNE_FACTOR of the best
     fp32-accurate prediction: the probe only shows that a reduced-precision mode *may* meet a
     tolerance (rounding is a lower bound on its error), so the tier keeps the accurate
-    candidates that win if it does not."""
+    candidates that win if it does not. Rewrites are kept, and do not count as the best."""
     dropped = {}
+    # A rewrite (the gemv backend) may fail validation where the GEMM passes, so it never sets
+    # the bar the GEMM candidates are pruned against, and it is always tried.
+    gemms = [o for o in specs if o.family != "gemv"]
     for s in specs:
+        if s.family == "gemv":
+            continue
         mine, reasons = predicted_ms(s, sms), []
         for tol, maths in admissible.items():
             if s.math not in maths:
                 continue
-            best = min(predicted_ms(o, sms) for o in specs if o.math in maths)
-            accurate = [predicted_ms(o, sms) for o in specs if o.math in FP32_ACCURATE_MATHS]
+            best = min(predicted_ms(o, sms) for o in gemms if o.math in maths)
+            accurate = [predicted_ms(o, sms) for o in gemms if o.math in FP32_ACCURATE_MATHS]
             if mine <= PRUNE_FACTOR * best:
                 break
             if s.math in FP32_ACCURATE_MATHS and mine <= PRUNE_FACTOR * min(accurate):

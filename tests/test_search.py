@@ -2,6 +2,7 @@
 the one-winner-per-tier files and their index."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +106,17 @@ def test_an_optimistic_probe_does_not_cost_a_tier_its_accurate_candidates():
     assert ("cublas", "bf16") in {(s.backend, s.math) for s in kept}
     assert any((s.backend, s.math) == ("wgmma", "tf32x3") for s in kept)
     assert not any(s.math == "fp32_simt" for s in kept)
+
+
+def test_a_rewrite_candidate_does_not_prune_the_gemms():
+    """The matrix-vector rewrite is predicted far faster than any GEMM, but it may fail
+    validation: the GEMM candidates stay, so the search has a fallback."""
+    from kgen.search import enumerate_specs, prune
+
+    ref = str(Path(__file__).resolve().parent / "refs" / "gemm_sum_max_mean_lse.py")
+    specs = enumerate_specs(ref, 1024, 8192, 8192, maths=("tf32x3",), include_cublas=False)
+    assert any(s.family == "gemv" for s in specs)
+    dropped = prune(specs, {1e-4: {"tf32x3", "fp32_simt"}}, 132)
+    kept = [s for s in specs if s not in dropped]
+    assert any(s.family == "gemv" for s in kept)
+    assert any(s.family == "wgmma" for s in kept)

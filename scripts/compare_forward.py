@@ -44,10 +44,12 @@ def main(ref_path, *files):
         with torch.no_grad():
             errors.append((new(x).double() - model64(x.double())).abs().max().item())
     rounds = {name: [] for name in ["eager", *files]}
-    for _ in range(ROUNDS):
-        rounds["eager"].append(time_calls(model, x, 30).median_ms)
-        for f, new in zip(files, news):
-            rounds[f].append(time_calls(new, x, 30).median_ms)
+    entries = [("eager", model), *zip(files, news)]
+    for r in range(ROUNDS):
+        # The order alternates from round to round, so that no file always runs right after
+        # the same other one (a file timed after another can pay for its predecessor's state).
+        for name, m in (entries if r % 2 == 0 else entries[::-1]):
+            rounds[name].append(time_calls(m, x, 30).median_ms)
     eager = statistics.median(rounds["eager"])
     print(f"{torch.cuda.get_device_name(device)}; {ref_path} batch {ns0['batch_size']}: eager fp32 {eager:.3f} ms")
     for f, err in zip(files, errors):

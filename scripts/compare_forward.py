@@ -1,5 +1,6 @@
 """Time emitted files of one module against each other and against eager fp32, interleaved in
-one process (so the ratios share one eager measurement), with each file's error vs fp64.
+one process (so the ratios share one eager measurement; each file runs right after eager), with
+each file's error vs fp64.
 
     PYTHONPATH=. python3 scripts/compare_forward.py REF.py FILE.py [FILE.py ...]
 
@@ -44,12 +45,14 @@ def main(ref_path, *files):
         with torch.no_grad():
             errors.append((new(x).double() - model64(x.double())).abs().max().item())
     rounds = {name: [] for name in ["eager", *files]}
-    entries = [("eager", model), *zip(files, news)]
     for r in range(ROUNDS):
-        # The order alternates from round to round, so that no file always runs right after
-        # the same other one (a file timed after another can pay for its predecessor's state).
-        for name, m in (entries if r % 2 == 0 else entries[::-1]):
-            rounds[name].append(time_calls(m, x, 30).median_ms)
+        # Each file is timed right after an eager run, and the files' order alternates from
+        # round to round: a tensor-core file timed right after another one measured up to 8 %
+        # slower than after eager (the GPU's clocks depend on what ran before), so every file
+        # gets the same predecessor.
+        for f, new in (list(zip(files, news)) if r % 2 == 0 else list(zip(files, news))[::-1]):
+            rounds["eager"].append(time_calls(model, x, 30).median_ms)
+            rounds[f].append(time_calls(new, x, 30).median_ms)
     eager = statistics.median(rounds["eager"])
     print(f"{torch.cuda.get_device_name(device)}; {ref_path} batch {ns0['batch_size']}: eager fp32 {eager:.3f} ms")
     for f, err in zip(files, errors):

@@ -64,6 +64,13 @@ def _self_attr(path: str) -> str:
     return f"self.get_submodule({module!r}).{name}"
 
 
+def numel(shape: tuple) -> int:
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
 def forward_lines(lowered: Lowered) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call."""
     weight = lowered.graph.gemm.attrs["weight"]
@@ -79,7 +86,7 @@ def forward_lines(lowered: Lowered) -> list[str]:
         call.append("training=0")
     for k, node in enumerate(lowered.operands):
         path = node.attrs["path"]
-        numels = "(n,)" if node.level == "col" else "(1,)"
+        numels = {"col": "(n,)", "scalar": "(1,)"}.get(node.level) or f"({numel(node.attrs['shape'])},)"
         call.append(f"operand{k}=_checked_param({_self_attr(path)}, x, {numels}, {path!r})")
     if lowered.batchnorm:
         call.append("**bn")
@@ -87,7 +94,16 @@ def forward_lines(lowered: Lowered) -> list[str]:
     return lines
 
 
-OUT_SHAPES = {"tile": "M, N", "row": "M, 1", "rowflat": "M"}
+def out_shape(lowered: Lowered) -> str:
+    """The output's shape, as Python in M and N."""
+    if lowered.tail:
+        return ", ".join(map(str, lowered.output_shape)) + ("," if len(lowered.output_shape) == 1 else "")
+    if lowered.output_level == "rowflat":
+        return "M"
+    width = lowered.output_width.replace(" / ", " // ")
+    return f"M, {width}"
+
+
 _CTYPES = {"int": "ctypes.c_int", "float": "ctypes.c_float"}
 
 
@@ -166,7 +182,7 @@ def _source_context(spec: Spec) -> dict:
         "tile": spec.tile,
         "fused_stats": spec.fusion == 2 and spec.family != "cublas",
         "lowered": low,
-        "ir_lines": low.graph.describe().splitlines(),
+        "ir_lines": low.describe(),
         "fill_lines": fill_lines(low),
         "gemm_type": gemm_type(spec),
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
@@ -297,7 +313,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         cuda_source=cuda_source,
         title=ref.docstring() or spec.problem_name,
         lowered=low,
-        out_shape=OUT_SHAPES[low.output_level],
+        out_shape=out_shape(low),
         forward_lines=forward_lines(low),
         init_source=ref.init_source(),
     )

@@ -5,8 +5,16 @@ Every value has a *level*, the shape it broadcasts as against the GEMM output z 
     tile     (M, N)   z and everything computed element-wise from it
     row      (M, 1)   a row reduction with keepdim=True (sum, mean, max, min over dim 1)
     rowflat  (M,)     the same with keepdim=False
+    pooled   (M, P)   a 1-d pooling over the features of a tile value (P = (N - k) // s + 1
+                      columns) and everything computed element-wise from it
     col      (N,)     a per-feature parameter or buffer ((N,) or (1, N))
     scalar            a constant or a one-element parameter
+    free              a parameter or buffer of any other shape (`attrs["shape"]`)
+    full              a value of a shape torch's broadcasting gives when a free parameter meets
+                      one of the values above (`Node.shape`, in which "M" is the batch), e.g. an
+                      (M, 1) row value plus a (1, N, 1, 1) bias is (1, N, M, 1): the graph's
+                      "broadcast tail", computed by its own kernel from one value of the levels
+                      above (the tail's "core") and the parameters
 
 Node kinds (those of CUTLASS's sm90 epilogue visitors, plus reductions whose result feeds back
 into the same output and BatchNorm's column statistics):
@@ -22,6 +30,9 @@ into the same output and BatchNorm's column statistics):
     groupnorm  GroupNorm of a tile value (args: the value, then the weight and bias params when
                `attrs["weight"]` / `attrs["bias"]`): statistics of each row's `attrs["groups"]`
                groups of consecutive columns, the same in training and eval mode
+    pool       `op` (max or avg) over windows of `attrs["kernel"]` consecutive features, every
+               `attrs["stride"]` features, of a tile value (MaxPool1d / AvgPool1d of
+               x.unsqueeze(1), squeezed back; no padding, floor mode): a pooled value
 
 `Graph.interpret` runs the graph with torch (each op through its torch oracle in kgen.ops, each
 BatchNorm through the module itself), so a traced graph can be checked against the module it
@@ -37,8 +48,33 @@ import torch.nn.functional as F
 
 from . import ops
 
-LEVELS = ("tile", "row", "rowflat", "col", "scalar")
+LEVELS = ("tile", "row", "rowflat", "pooled", "col", "scalar", "free", "full")
+TAIL_LEVELS = ("free", "full")
 REDUCTIONS = ("sum", "mean", "max", "min")
+
+
+def pooled_width(n: int, kernel: int, stride: int) -> int:
+    """Columns of a 1-d pooling of n features (no padding, floor mode), as torch computes it."""
+    return (n - kernel) // stride + 1
+
+
+def broadcast_shapes(a: tuple, b: tuple) -> tuple:
+    """torch's broadcasting of two shapes whose dims are ints or "M" (the batch, any size).
+    ValueError where torch would refuse, or where a dim would have to equal the batch."""
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        elif "M" in (x, y):
+            raise ValueError(f"shapes {a} and {b}: a dimension of {x if y == 'M' else y} "
+                             "broadcast against the batch")
+        else:
+            raise ValueError(f"shapes {a} and {b} do not broadcast")
+    return tuple(out[::-1])
 
 
 class Unsupported(ValueError):
@@ -55,6 +91,7 @@ class Node:
     attrs: dict = dataclasses.field(default_factory=dict)
     line: int | None = None      # line of the reference file the node was traced from
     text: str = ""               # what the reference wrote there (for messages)
+    shape: tuple = ()            # level full only: the value's shape ("M" is the batch)
 
     def describe(self) -> str:
         """One line, e.g. `%3 = mul(%1, %2) : tile` or `%2 = gemm.bias : col`."""
@@ -62,10 +99,12 @@ class Node:
                 "const": repr(self.attrs.get("value"))}
         if self.kind in leaf:
             return f"%{self.id} = {leaf[self.kind]} : {self.level}"
-        name = {"batchnorm": f"batchnorm[{self.attrs.get('module')}]"}.get(self.kind) or self.op or self.kind
-        attrs = {k: v for k, v in self.attrs.items() if self.kind in ("pointwise", "reduce", "groupnorm")}
+        name = {"batchnorm": f"batchnorm[{self.attrs.get('module')}]",
+                "pool": f"{self.op}_pool1d"}.get(self.kind) or self.op or self.kind
+        attrs = {k: v for k, v in self.attrs.items() if self.kind in ("pointwise", "reduce", "groupnorm", "pool")}
         operands = [f"%{a}" for a in self.args] + [f"{k}={v!r}" for k, v in attrs.items()]
-        return f"%{self.id} = {name}({', '.join(operands)}) : {self.level}"
+        shape = f" {shape_text(self.shape)}" if self.level == "full" else ""
+        return f"%{self.id} = {name}({', '.join(operands)}) : {self.level}{shape}"
 
 
 def combine_levels(a: str, b: str) -> str | None:
@@ -73,6 +112,10 @@ def combine_levels(a: str, b: str) -> str | None:
     broadcast is not an element-wise op over the rows of z ((M,) against (M, N) or (M, 1)
     broadcasts along the wrong axis)."""
     pair = {a, b}
+    if pair & set(TAIL_LEVELS):
+        return "full"          # its shape is broadcast_shapes' (the tracer checks it)
+    if "pooled" in pair:   # (M, P): per-feature values of width N do not broadcast onto it
+        return "pooled" if pair <= {"pooled", "row", "scalar"} else None
     if "rowflat" in pair:
         return "rowflat" if pair <= {"rowflat", "scalar"} else None
     if "tile" in pair or pair == {"row", "col"}:
@@ -106,6 +149,12 @@ class Graph:
     def params(self) -> list[Node]:
         """Parameter and buffer nodes, in first-use order (one node per path)."""
         return [n for n in self.nodes if n.kind == "param"]
+
+    @property
+    def pool(self) -> Node | None:
+        """The pooling node (at most one per graph: the tracer refuses a second)."""
+        pools = [n for n in self.nodes if n.kind == "pool"]
+        return pools[0] if pools else None
 
     @property
     def reductions(self) -> list[Node]:
@@ -163,6 +212,9 @@ class Graph:
                 values[n.id] = fn(a[0], dim=1, keepdim=keep)
             elif n.kind == "batchnorm":
                 values[n.id] = model.get_submodule(n.attrs["module"])(a[0])
+            elif n.kind == "pool":
+                fn = F.max_pool1d if n.op == "max" else F.avg_pool1d
+                values[n.id] = fn(a[0].unsqueeze(1), n.attrs["kernel"], n.attrs["stride"]).squeeze(1)
             elif n.kind == "groupnorm":
                 weight = a[1] if n.attrs["weight"] else None
                 bias = a[1 + n.attrs["weight"]] if n.attrs["bias"] else None
@@ -170,6 +222,10 @@ class Graph:
             else:
                 raise AssertionError(n.kind)
         return values[node]
+
+
+def shape_text(shape: tuple) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _get_tensor(model: torch.nn.Module, path: str) -> torch.Tensor:

@@ -32,7 +32,7 @@ import dataclasses
 
 from . import ops
 from . import rewrite
-from .ir import Graph, Node, Unsupported
+from .ir import Graph, Node, Unsupported, pooled_width, shape_text
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
 # the two).
@@ -43,6 +43,8 @@ REDUCE_STEP = {"sum": "{acc} += {v};", "mean": "{acc} += {v};", "max": "{acc} = 
 REDUCE_BLOCK = {"sum": "kgen::block_sum", "mean": "kgen::block_sum", "max": "kgen::block_max",
                 "min": "kgen::block_min"}
 STAGE2_NONE, STAGE2_POINTWISE, STAGE2_ROWS = 0, 1, 2
+# Node kinds that need a whole row of S: stage 2 runs them in the row kernel.
+ROW_KINDS = ("reduce", "groupnorm", "pool")
 
 
 class _NeedsValue(Exception):
@@ -64,6 +66,9 @@ class Emitter:
         self.bn_ready = bn_ready
         self.element = element      # per-element context (n is defined); else per-row
         self.group_stats: dict[int, str] = {}  # GroupNorm node -> its statistics (row kernel)
+        # Row kernel only: what a pooling window's elements are computed from (S as `s`, the row
+        # values so far), read at column n = j * stride + tap of the cached row.
+        self.window_available: dict[int, str] | None = None
         self.lines: list[str] = []
 
     def get(self, i: int) -> str:
@@ -74,6 +79,8 @@ class Emitter:
             return ops.cuda_float(n.attrs["value"])
         if n.kind == "gemm":
             raise _NeedsValue(n)
+        if n.kind == "pool":
+            return self._pool(n)
         if n.kind == "groupnorm" and n.id in self.group_stats:
             expr = _group_norm_expr(self.graph, n, self.group_stats[n.id], self.get(n.args[0]), self.get)
         elif n.kind in ("reduce", "groupnorm"):
@@ -94,6 +101,29 @@ class Emitter:
         name = f"v{i}"
         self.lines.append(f"const float {name} = {expr};")
         self.names[i] = name
+        return name
+
+
+    def _pool(self, n: Node) -> str:
+        """The pooled value at pooled column j: a loop over the window's k taps, each computing
+        the pooled input at its column n from the row of S (the taps in order and NaN
+        propagating, as torch's max_pool2d / avg_pool2d kernels run them)."""
+        if self.window_available is None:
+            raise AssertionError("a pooling outside the row kernel")
+        inner = Emitter(self.graph, self.operands, self.window_available, self.bn_ready, element=True)
+        inner.group_stats = self.group_stats
+        v = inner.get(n.args[0])
+        k, stride = n.attrs["kernel"], n.attrs["stride"]
+        name = f"v{n.id}"
+        step = (f"if ({v} > {name} || isnan({v})) {name} = {v};" if n.op == "max" else f"{name} += {v};")
+        init = "-INFINITY" if n.op == "max" else "0.f"
+        what = "MaxPool1d" if n.op == "max" else "AvgPool1d"
+        self.lines.append(f"float {name} = {init};  // {what}(kernel {k}, stride {stride}), line {n.line}")
+        self.lines.extend(_block(f"for (int tap = 0; tap < {k}; ++tap)", [
+            f"const int n = j * {stride} + tap;", "const float s = row[n];", *inner.lines, step]))
+        if n.op == "avg":
+            self.lines.append(f"{name} /= {ops.cuda_float(k)};")
+        self.names[n.id] = name
         return name
 
 
@@ -193,10 +223,29 @@ class Lowered:
     cuda: str                   # the generated structs (namespace kgen_cfg)
     rewrites: list[str] = dataclasses.field(default_factory=list)  # applied, one line each
     gemv: bool = False          # the row sum as a matrix-vector product: no GEMM, no stages
+    tail: list[Node] = dataclasses.field(default_factory=list)  # the broadcast tail (split_tail)
+    traced: Graph | None = None  # the graph as traced (graph is its core, simplified)
+
+    @property
+    def output_shape(self) -> tuple | None:
+        """The output's shape when a broadcast tail makes it ("M" the batch), else None."""
+        return self.traced.node(self.traced.output).shape if self.tail else None
+
+    def describe(self) -> list[str]:
+        """The IR the stages and the tail compute, one node per line."""
+        lines = self.graph.describe().splitlines()
+        if not self.tail:
+            return lines
+        return lines[:-1] + [n.describe() for n in self.tail] + [f"return %{self.traced.output}"]
 
     @property
     def output_is_tile(self) -> bool:
         return self.output_level == "tile"
+
+    @property
+    def output_width(self) -> str:
+        """Columns of the output, an expression in N (C and Python)."""
+        return row_width(self.graph, self.output_level)
 
     def summary(self) -> list[str]:
         lines = [f"rewrite:   {r}" for r in self.rewrites]
@@ -210,6 +259,10 @@ class Lowered:
             parts.append({STAGE2_NONE: "", STAGE2_POINTWISE: "point-wise apply",
                           STAGE2_ROWS: "row kernel"}[plan.stage2])
             return " -> ".join(p for p in parts if p)
+        if self.tail:
+            lines.append(f"tail:      the output {shape_text(self.output_shape)} broadcast from the stages' "
+                         f"({'M, ' + self.output_width if self.output_level != 'rowflat' else 'M,'}) "
+                         "result by a point-wise kernel")
         if not self.batchnorm:
             return lines + [f"stages:    {one(self.eval)}"]
         return lines + [f"stages:    training: {one(self.train)}", f"           eval: {one(self.eval)}"]
@@ -220,7 +273,7 @@ def _stage1_nodes(graph: Graph, bn_ready: bool) -> set[int]:
     its a, c are known (eval mode)."""
     ok: set[int] = set()
     for n in graph.nodes:
-        if n.kind in ("reduce", "groupnorm") or n.level in ("row", "rowflat"):
+        if n.kind in ("reduce", "groupnorm", "pool") or n.level in ("row", "rowflat", "pooled"):
             continue
         if n.kind == "batchnorm" and not bn_ready:
             continue
@@ -275,6 +328,23 @@ def _block(header: str, body: list[str]) -> list[str]:
 ROW_LOOP = "for (int n = threadIdx.x; n < N; n += blockDim.x)"
 
 
+def row_width(graph: Graph, level: str) -> str:
+    """The number of columns of a value at `level` as an expression in N (C and Python alike:
+    N is non-negative, so C's / is Python's //)."""
+    if level == "pooled":
+        pool = graph.pool
+        return f"(N - {pool.attrs['kernel']}) / {pool.attrs['stride']} + 1"
+    return {"tile": "N", "row": "1", "rowflat": "1"}[level]
+
+
+def _loop(graph: Graph, level: str, body: list[str]) -> list[str]:
+    """A loop of the CTA's threads over the columns of a row at `level`: n over the N columns
+    of S (each reading its element `s`), or j over the P columns of the pooled row."""
+    if level == "pooled":
+        return _block(f"for (int j = threadIdx.x; j < {row_width(graph, level)}; j += blockDim.x)", body)
+    return _block(ROW_LOOP, ["const float s = row[n];", *body])
+
+
 def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
     """The pass computing GroupNorm's statistics of one row: one warp per group (its lanes
     stride the group's columns), the mean first and then the squared deviations from it
@@ -322,10 +392,14 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> s
                                           "row = cache;"]),
     ]
 
-    def emitter(element: bool = True) -> Emitter:
-        e = Emitter(graph, operands, {stored: "s", **rows} if element else dict(rows), bn_ready,
-                    element=element)
+    def emitter(element: bool = True, level: str = "tile") -> Emitter:
+        """An emitter for one pass: per element of S (level tile), per pooled column (level
+        pooled: values of S only inside a pooling window), or per row (element False)."""
+        window = {stored: "s", **rows}
+        e = Emitter(graph, operands, window if element and level == "tile" else dict(rows), bn_ready,
+                    element=element and level == "tile")
         e.group_stats = groups
+        e.window_available = window
         return e
 
     for n in graph.nodes:
@@ -338,25 +412,26 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> s
             groups[n.id] = f"g{n.id}"
             out.extend(_group_stats_pass(n, groups[n.id], emit))
         elif n.kind == "reduce":
-            e = emitter()
+            level = graph.node(n.args[0]).level
+            e = emitter(level=level)
             v = e.get(n.args[0])
             acc = f"r{n.id}"
             out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
-            out.extend(_block(ROW_LOOP, ["const float s = row[n];", *e.lines,
-                                         REDUCE_STEP[n.op].format(acc=acc, v=v)]))
+            out.extend(_loop(graph, level, [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)]))
             out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
             if n.op == "mean":
-                out.append(f"{acc} /= static_cast<float>(N);")
+                out.append(f"{acc} /= static_cast<float>({row_width(graph, level)});")
             rows[n.id] = acc
         elif n.level in ("row", "rowflat"):
             e = emitter(element=False)
             v = e.get(n.id)
             out.extend(e.lines)
             rows[n.id] = v
-    if graph.output_level() == "tile":
-        e = emitter()
+    if graph.output_level() in ("tile", "pooled"):
+        level = graph.output_level()
+        e = emitter(level=level)
         v = e.get(graph.output)
-        out.extend(_block(ROW_LOOP, ["const float s = row[n];", *e.lines, f"dst[n] = {v};"]))
+        out.extend(_loop(graph, level, [*e.lines, f"dst[{'n' if level == 'tile' else 'j'}] = {v};"]))
     else:
         out.append(f"if (threadIdx.x == 0) dst[0] = {rows[graph.output]};")
     return "\n".join(f"    {line}" for line in out)
@@ -381,7 +456,7 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
     bns = graph.batchnorms
     bn_ready = not (training and bns)
     stage1 = _stage1_nodes(graph, bn_ready)
-    has_rows = any(n.kind in ("reduce", "groupnorm") for n in graph.live())
+    has_rows = any(n.kind in ROW_KINDS for n in graph.live())
     if training and bns:
         (bn,) = bns
         stored, _ = bn_input_affine(graph, bn)
@@ -431,15 +506,125 @@ struct GemvRows {{
 }};"""
 
 
+CORE_LEVELS = ("tile", "row", "rowflat", "pooled")
+
+
+def split_tail(graph: Graph) -> tuple[Graph, list[Node], int | None]:
+    """A graph whose output has a shape of its own (level full: a parameter of another shape
+    broadcast onto the output) as its core (the same nodes, the output being the one value of
+    the usual levels the full values are computed from) and the tail: the nodes from the core
+    value and the parameters to the output, in graph order. No tail: (graph, [], None)."""
+    if graph.output_level() != "full":
+        return graph, [], None
+    tail, cores, stack, seen = [], set(), [graph.output], set()
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        n = graph.node(i)
+        if n.level in CORE_LEVELS:
+            cores.add(i)
+        else:
+            tail.append(n)
+            stack.extend(n.args)
+    if len(cores) != 1:
+        out = graph.node(graph.output)
+        at = f"line {out.line}: " if out.line else ""
+        raise Unsupported(f"{at}`{out.text}`: the output broadcasts "
+                          f"{'no value computed from the input' if not cores else 'two values computed from the input'} "
+                          "against parameters of other shapes; kgen broadcasts one")
+    (core,) = cores
+    core_graph = Graph(graph.nodes, core, graph.in_features, graph.out_features)
+    return core_graph, sorted(tail, key=lambda n: n.id), core
+
+
+def _core_shape(graph: Graph, core: Node) -> tuple:
+    if core.level == "rowflat":
+        return ("M",)
+    if core.level == "pooled":
+        pool = graph.pool
+        return ("M", pooled_width(graph.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
+    return ("M", 1 if core.level == "row" else graph.out_features)
+
+
+def _tail_struct(graph: Graph, operands: dict, tail: list[Node], core: int | None) -> str:
+    """struct Tail: numel(M), the output's element count, and at(i, t, M, p), the output's
+    element i (row-major) from the core value t and the parameters, each operand read at the
+    offset torch's broadcasting gives (contiguous strides, 0 along its broadcast dims)."""
+    if core is None:
+        return ("struct Tail {  // no broadcast tail\n  static long long numel(int) { return 0; }\n"
+                "  __device__ static __forceinline__ float at(long long, const float*, int, "
+                "const kgen::EpilogueParams&) { return 0.f; }\n};")
+    out = graph.node(graph.output).shape
+    rank = len(out)
+    dims = [d for d in range(rank) if out[d] != 1]
+    lines = []
+    for k, d in enumerate(reversed(dims)):
+        if k == len(dims) - 1:
+            lines.append(f"const long long i{d} = i;  // dim {d} ({out[d]})")
+        else:
+            lines.append(f"const long long i{d} = i % {out[d]}; i /= {out[d]};  // dim {d}")
+
+    def offset(shape: tuple) -> str:
+        terms = []
+        for k, size in enumerate(shape):
+            if size == 1:
+                continue
+            stride = 1
+            for s in shape[k + 1:]:
+                stride *= s
+            d = rank - len(shape) + k
+            terms.append(f"i{d}" + (f" * {stride}" if stride != 1 else ""))
+        return " + ".join(terms) or "0"
+
+    names: dict[int, str] = {}
+
+    def get(i: int) -> str:
+        if i in names:
+            return names[i]
+        n = graph.node(i)
+        if n.kind == "const":
+            return ops.cuda_float(n.attrs["value"])
+        if i == core:
+            expr = f"t[{offset(_core_shape(graph, n))}]"
+        elif n.kind == "param":
+            expr = f"p.operand[{operands[n.attrs['path']]}][{offset(n.attrs['shape'])}]"
+        else:
+            expr = ops.cuda_expr(n.op, [get(a) for a in n.args], n.attrs)
+        names[i] = f"v{i}"
+        lines.append(f"const float v{i} = {expr};")
+        return names[i]
+
+    result = get(graph.output)
+    numel = " * ".join(str(d) for d in out if d != 1) or "1"
+    body = "".join(f"\n    {line}" for line in lines)
+    shape_text = ", ".join(map(str, out))
+    return f"""// The output ({shape_text}): torch broadcasts the core value ({', '.join(map(str, _core_shape(graph, graph.node(core))))}) against the parameters.
+struct Tail {{
+  static long long numel(int M) {{ (void)M; return 1LL * {numel}; }}
+  __device__ static __forceinline__ float at(long long i, const float* __restrict__ t, int M,
+                                             const kgen::EpilogueParams& p) {{
+    (void)M; (void)t; (void)p;{body}
+    return {result};
+  }}
+}};"""
+
+
 def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = False) -> Lowered:
     """`fused_stats`: BatchNorm's column partials in the GEMM epilogue (fusion 2), else in a
     separate kernel; `external_gemm`: cuBLAS computes z, stage 1's epilogue runs as a point-wise
     pass over it (and never fuses the partials); `gemv`: the row sum of the GEMM output as a
     matrix-vector product (rewrite.row_sum_of_gemm must apply). The exact rewrites of
-    rewrite.simplify are applied first."""
+    rewrite.simplify are applied first. A broadcast tail (split_tail) runs after the stages,
+    from the core value they write."""
+    traced = graph
+    graph, tail, core = split_tail(graph)
     graph, rewrites = rewrite.simplify(graph)
     live = graph.live()
     params = [n for n in live if n.kind == "param"]
+    params += [n for n in tail if n.kind == "param" and n.attrs["path"] not in
+               {p.attrs["path"] for p in params}]
     if len(params) > MAX_OPERANDS:
         raise Unsupported(f"the module reads {len(params)} parameters in its epilogue; kgen "
                           f"supports up to {MAX_OPERANDS}")
@@ -460,9 +645,10 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                             _affine_struct("GemvAffine", "The reduced value is scale[n] * (x . W_n) + "
                                            "shift[n] (kgen/rewrite.py, row_sum_of_gemm).", graph,
                                            operands, row_sum.steps),
-                            _gemv_rows_struct(graph, operands, row_sum.reduce)])
+                            _gemv_rows_struct(graph, operands, row_sum.reduce),
+                            _tail_struct(traced, operands, tail, core)])
         return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1], cuda,
-                       rewrites, gemv=True)
+                       rewrites, gemv=True, tail=tail, traced=traced)
     fused = fused_stats and not external_gemm
     train = _plan("Train", graph, operands, True, fused)
     evaluation = _plan("Eval", graph, operands, False, fused)
@@ -472,5 +658,6 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
     structs += [_affine_struct("GemvAffine", "(not used: no matrix-vector rewrite)", graph, operands, []),
                 "struct GemvRows {\n  __device__ static __forceinline__ float finish(float sum, int, "
                 "const kgen::EpilogueParams&) { return sum; }\n};"]
+    structs.append(_tail_struct(traced, operands, tail, core))
     return Lowered(graph, params, bns[0].attrs["module"] if bns else None, graph.output_level(),
-                   train, evaluation, "\n\n".join(structs), rewrites)
+                   train, evaluation, "\n\n".join(structs), rewrites, tail=tail, traced=traced)

@@ -61,7 +61,7 @@ def simplify(graph: Graph) -> tuple[Graph, list[str]]:
 
     def append(kind, level, args, op="", attrs=None, like: Node | None = None) -> int:
         n = Node(len(nodes), kind, level, tuple(args), op, dict(attrs or {}),
-                 like.line if like else None, like.text if like else "")
+                 like.line if like else None, like.text if like else "", like.shape if like else ())
         nodes.append(n)
         return n.id
 

@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import ops
-from .ir import Graph, Node, Unsupported, combine_levels
+from .ir import Graph, Node, Unsupported, broadcast_shapes, combine_levels, pooled_width
 from .reference import Reference
 
 # ---- what kgen accepts -----------------------------------------------------------------------
@@ -60,6 +60,12 @@ def _softmax(input, dim=None, _stacklevel=3, dtype=None): ...
 def _linear(input, weight, bias=None): ...
 def _dropout(input, p=0.5, training=True, inplace=False): ...
 def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-05): ...
+def _max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                return_indices=False): ...
+def _avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+                count_include_pad=True): ...
+def _unsqueeze(input, dim): ...
+def _squeeze(input, dim=None): ...
 
 
 # Point-wise functions: callable -> (signature, op, {op attr: argument}).
@@ -97,6 +103,9 @@ REDUCE_FUNCTIONS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", tor
 SOFTMAX_FUNCTIONS = {F.softmax: "softmax", torch.softmax: "softmax", F.log_softmax: "log_softmax",
                      torch.log_softmax: "log_softmax"}
 MATMUL_FUNCTIONS = (torch.matmul, operator.matmul, torch.mm)
+# 1-d pooling over the features of x.unsqueeze(1): function -> (signature, op).
+POOL_FUNCTIONS = {F.max_pool1d: (_max_pool1d, "max"), torch.max_pool1d: (_max_pool1d, "max"),
+                  F.avg_pool1d: (_avg_pool1d, "avg")}
 IDENTITY_METHODS = ("clone", "detach", "contiguous")
 METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg")
 METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add__": "add",
@@ -108,14 +117,15 @@ SUPPORTED = (
     f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
     "scalars, per-feature (N,) or (1, N) parameters and per-row values); row reductions over "
     "dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax; BatchNorm1d (one); "
-    "GroupNorm; "
+    "GroupNorm; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
     "clone/detach; Dropout(p=0)"
 )
 
 
 class _Marker:
-    """An fx value that is not an IR node: a weight matrix, its transpose, or the (values,
-    indices) pair of torch.max(dim=...)."""
+    """An fx value that is not an IR node: a weight matrix, its transpose, the (values,
+    indices) pair of torch.max(dim=...), or a (batch, 1, features) view of a value
+    ("unsqueezed": the input form of 1-d pooling)."""
 
     def __init__(self, kind: str, payload):
         self.kind, self.payload = kind, payload
@@ -164,6 +174,9 @@ class Tracer:
             v = self.param(v.payload)
             if isinstance(v, int):
                 return v
+        if isinstance(v, _Marker) and v.kind == "unsqueezed":
+            raise self.refuse("a (batch, 1, features) view is used other than as the input of "
+                              "MaxPool1d / AvgPool1d (squeeze(1) the result)")
         if isinstance(v, _Marker):
             raise self.refuse(f"{v.payload or 'the input'} is used outside a GEMM")
         return self.const(v)
@@ -189,23 +202,51 @@ class Tracer:
         elif n is not None and tuple(t.shape) in ((n,), (1, n)):
             level = "col"
         else:
-            raise self.refuse(f"the parameter {path} has shape {tuple(t.shape)}; kgen broadcasts "
-                              f"parameters of one element or of shape (N,) / (1, N) with N = {n}")
+            level = "free"     # broadcast as torch does, in the output's tail (ir.py)
         if t.dtype != torch.float32:
             raise self.refuse(f"the parameter {path} is {t.dtype}; kgen computes in float32")
         self.params[path] = self.add("param", level, path=path, shape=tuple(t.shape))
         return self.params[path]
 
+    def shape_of(self, i: int) -> tuple:
+        """The shape of node i's value, "M" standing for the batch."""
+        n = self.nodes[i]
+        if n.kind == "param":
+            return n.attrs["shape"]
+        if n.level == "full":
+            return n.shape
+        if n.level in ("col", "scalar"):
+            shape = ()
+            for a in n.args:
+                shape = broadcast_shapes(shape, self.shape_of(a))
+            return shape
+        if n.level in ("tile", "row", "rowflat"):
+            return {"tile": ("M", self.out_features), "row": ("M", 1), "rowflat": ("M",)}[n.level]
+        (pool,) = [p for p in self.nodes if p.kind == "pool"]   # level pooled: the one pooling
+        return ("M", pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
+
     def pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
         ids = [self.value(a) for a in args]
         level = self.level(ids[0])
+        shape = self.shape_of(ids[0])
         for i in ids[1:]:
-            combined = combine_levels(level, self.level(i))
-            if combined is None:
-                raise self.refuse(f"{op} broadcasts a ({'M,' if 'rowflat' in (level, self.level(i)) else ''}) "
-                                  f"per-row value without keepdim against a value of another shape "
-                                  "(torch broadcasts it along the columns); use keepdim=True")
+            combined = combine_levels(level, self.level(i)) if level else None
+            try:
+                shape = broadcast_shapes(shape, self.shape_of(i))
+            except ValueError as e:
+                if combined is None and "pooled" in (level, self.level(i)):
+                    raise self.refuse(f"{op} of a pooled (batch, P) value and a value of another "
+                                      "width (kgen combines pooled values with scalars and per-row "
+                                      "values)") from None
+                if combined is None and "rowflat" in (level, self.level(i)):
+                    raise self.refuse(f"{op} broadcasts a (M,) per-row value without keepdim against "
+                                      "a value of another shape (torch broadcasts it along the "
+                                      "columns); use keepdim=True") from None
+                raise self.refuse(f"{op}: {e}") from None
             level = combined
+        canonical = {"tile": ("M", self.out_features), "row": ("M", 1), "rowflat": ("M",)}
+        if level is None or (level in canonical and shape != canonical[level]):
+            level = "full"   # a shape of its own: torch's broadcasting made it (ir.py)
         if op not in ops.POINTWISE:
             raise self.refuse(f"the point-wise op {op} is not in kgen's table")
         try:
@@ -218,12 +259,15 @@ class Tracer:
             value = float(ops.torch_apply(op, [torch.tensor(self.nodes[i].attrs["value"], dtype=torch.float64)
                                                 for i in ids], attrs or {}))
             return self.const(value)
-        return self.add("pointwise", level, ids, op, **(attrs or {}))
+        node = self.add("pointwise", level, ids, op, **(attrs or {}))
+        if level == "full":
+            self.nodes[node].shape = shape
+        return node
 
     def reduce(self, kind: str, x, dim, keepdim: bool) -> int:
         x = self.value(x)
-        width = self.level(x)   # tile: N columns; row: a width-1 value (M, 1)
-        if width not in ("tile", "row"):
+        width = self.level(x)   # tile: N columns; pooled: P; row: a width-1 value (M, 1)
+        if width not in ("tile", "pooled", "row"):
             raise self.refuse(f"{kind} over dim={dim!r} of a value of shape "
                               f"{'(M,)' if width == 'rowflat' else 'that is not (batch, features)'}; "
                               "kgen reduces over the features (dim 1) of a (batch, features) value")
@@ -266,6 +310,34 @@ class Tracer:
                 args.append(p)
         return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
                         weight=weight is not None, bias=bias is not None)
+
+    def pool(self, op: str, x, kernel_size, stride, padding, ceil_mode, dilation=1,
+             return_indices=False) -> _Marker:
+        """MaxPool1d / AvgPool1d of x.unsqueeze(1): a pooled value, still (batch, 1, P)."""
+        name = {"max": "MaxPool1d", "avg": "AvgPool1d"}[op]
+        if not (isinstance(x, _Marker) and x.kind == "unsqueezed"):
+            raise self.refuse(f"{name} of a value that is not x.unsqueeze(1) of a (batch, features) "
+                              "value (kgen pools over the features)")
+        if self.level(x.payload) != "tile" or any(n.kind == "pool" for n in self.nodes):
+            raise self.refuse(f"{name} of a value that is not (batch, features) of the GEMM's width "
+                              "(kgen supports one pooling per module)")
+
+        def one(v, what):
+            v = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise self.refuse(f"{name} with {what}={v!r} (kgen takes a positive integer)")
+            return v
+
+        k = one(kernel_size, "kernel_size")
+        s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else one(stride, "stride")
+        for what, value, want in (("padding", padding, 0), ("dilation", dilation, 1),
+                                  ("ceil_mode", ceil_mode, False), ("return_indices", return_indices, False)):
+            value = value[0] if isinstance(value, (tuple, list)) and len(value) == 1 else value
+            if value != want:
+                raise self.refuse(f"{name} with {what}={value!r} (kgen supports {what}={want!r})")
+        if k > self.out_features:
+            raise self.refuse(f"{name} with kernel_size {k} over {self.out_features} features")
+        return _Marker("unsqueezed", self.add("pool", "pooled", [x.payload], op, kernel=k, stride=s))
 
     def gemm(self, x, weight: str, bias_path: str | None) -> int:
         if self.gemm_id is not None:
@@ -329,7 +401,7 @@ class Tracer:
         if len([n for n in self.nodes if n.kind == "batchnorm"]) > 1:
             raise Unsupported(f"{self.ref.path}: more than one BatchNorm1d is not supported yet")
         graph = Graph(self.nodes, output, int(self.ref.input.shape[1]), self.out_features)
-        if graph.output_level() not in ("tile", "row", "rowflat"):
+        if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
         return graph
 
@@ -354,7 +426,7 @@ class Tracer:
         if kind is nn.Linear:
             return self.gemm(args[0], f"{path}.weight", f"{path}.bias" if module.bias is not None else None)
         known = (*ACTIVATION_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.BatchNorm1d, nn.Dropout,
-                 nn.GroupNorm)
+                 nn.GroupNorm, nn.MaxPool1d, nn.AvgPool1d)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
         for a in args:
@@ -381,6 +453,12 @@ class Tracer:
             return self.group_norm(args[0], module.num_groups, f"{path}.weight" if affine else None,
                                    f"{path}.bias" if affine else None, module.eps,
                                    module.num_channels)
+        if kind is nn.MaxPool1d:
+            return self.pool("max", args[0], module.kernel_size, module.stride, module.padding,
+                             module.ceil_mode, module.dilation, module.return_indices)
+        if kind is nn.AvgPool1d:
+            return self.pool("avg", args[0], module.kernel_size, module.stride, module.padding,
+                             module.ceil_mode)
         if kind is nn.Dropout:
             if module.p == 0:
                 return args[0]
@@ -471,6 +549,11 @@ class Tracer:
                     raise self.refuse(f"F.group_norm with a {key} that is not a parameter of the module")
                 paths.append(v.payload if v is not None else None)
             return self.group_norm(a["input"], a["num_groups"], *paths, a["eps"], None)
+        if fn in POOL_FUNCTIONS:
+            sig, op = POOL_FUNCTIONS[fn]
+            a = self._bind(sig, args, kwargs)
+            return self.pool(op, a["input"], a["kernel_size"], a["stride"], a["padding"],
+                             a["ceil_mode"], a.get("dilation", 1), a.get("return_indices", False))
         if fn is F.dropout:
             a = self._bind(_dropout, args, kwargs)
             if a["p"] == 0 or not a["training"]:
@@ -493,6 +576,21 @@ class Tracer:
         self_arg, rest = args[0], args[1:]
         if isinstance(self_arg, _Marker) and self_arg.kind == "matrix" and name == "t":
             return _Marker("matrix_t", self_arg.payload)
+        if name == "unsqueeze":
+            a = self._bind(_unsqueeze, args, kwargs)
+            x = self.value(a["input"])
+            if self.level(x) == "pooled":
+                raise self.refuse("a second pooling (kgen supports one pooling per module)")
+            if a["dim"] not in (1, -2) or self.level(x) != "tile":
+                raise self.refuse(f"unsqueeze({a['dim']!r}) of a value of level {self.level(x)}; kgen "
+                                  "supports x.unsqueeze(1) of a (batch, features) value, for 1-d pooling")
+            return _Marker("unsqueezed", x)
+        if name == "squeeze" and isinstance(self_arg, _Marker) and self_arg.kind == "unsqueezed":
+            a = self._bind(_squeeze, args, kwargs)
+            if a["dim"] not in (1, -2, (1,), (-2,)):
+                raise self.refuse(f"squeeze({'' if a['dim'] is None else a['dim']!r}) of a (batch, 1, "
+                                  "features) value; write squeeze(1) (squeeze() also drops a batch of 1)")
+            return self_arg.payload
         self._check_input(self_arg)
         if name in IDENTITY_METHODS:
             return self_arg

@@ -10,16 +10,21 @@
 namespace kgen {
 
 // Workspace layout: BatchNorm's partials and a, c (when the module has a BatchNorm), then S
-// (when the output is not (M, N) and so cannot hold it); with the matrix-vector rewrite, its
-// column-sum partials, column sums and shift total alone.
+// (when the stages' output is not (M, N) and so cannot hold it); with the matrix-vector rewrite,
+// its column-sum partials, column sums and shift total instead; last, with a broadcast tail, the
+// stages' output (the tail's core value, output_width(N) per row).
 inline long long gemv_floats(int N, int K) {
   return (colsum_chunks(N) + 1) * static_cast<long long>(K) + 1;
 }
-inline long long workspace_floats(int M, int N, int K) {
+inline long long stages_floats(int M, int N, int K) {
   if (kgen_cfg::kGemv) return gemv_floats(N, K);
   const long long tiles = (M + stats_rows_per_tile() - 1) / stats_rows_per_tile();
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;
   return stats + (kgen_cfg::kOutputIsTile ? 0 : static_cast<long long>(M) * N);
+}
+inline long long workspace_floats(int M, int N, int K) {
+  const long long core = kgen_cfg::kHasTail ? static_cast<long long>(M) * kgen_cfg::output_width(N) : 0;
+  return stages_floats(M, N, K) + core;
 }
 
 inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
@@ -27,8 +32,9 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   float* ws = a.workspace;
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(a.N) : 0;
   Buffers b{};
-  b.out = a.out;
-  b.s = kgen_cfg::kOutputIsTile ? a.out : ws + stats;
+  // With a broadcast tail the stages write its core value into the workspace.
+  b.out = kgen_cfg::kHasTail ? ws + stages_floats(a.M, a.N, a.K) : a.out;
+  b.s = kgen_cfg::kOutputIsTile ? b.out : ws + stats;
   b.gemv = ws;
   if (kgen_cfg::kHasBatchNorm) {
     b.part_mean = ws;
@@ -42,8 +48,14 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
 #ifdef KGEN_CUBLAS_COMPUTE
   if (const char* err = kgen_api::cublas_gemm(a.x, a.w, b.s, a.M, a.N, a.K, a.stream)) return err;
 #endif
-  return forward_impl<kgen_cfg::Gemm>(a.x, a.w, a.M, a.N, a.K, a.training != 0, p, f, b,
-                                      static_cast<cudaStream_t>(a.stream));
+  const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
+  const char* err = forward_impl<kgen_cfg::Gemm>(a.x, a.w, a.M, a.N, a.K, a.training != 0, p, f, b, stream);
+  if (err != nullptr || !kgen_cfg::kHasTail || a.M == 0) return err;
+  const long long total = kgen_cfg::Tail::numel(a.M);
+  const long long blocks = std::min<long long>((total + kTailThreads - 1) / kTailThreads, 65535LL * 8);
+  if (total > 0) tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(b.out, a.out, total, a.M, p);
+  const cudaError_t launched = cudaGetLastError();
+  return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
 }
 
 }  // namespace kgen

@@ -1,6 +1,6 @@
 // The forward pass of one module, in the order its stages dictate (kgen/lower.py). Expects
 // namespace kgen_cfg (written by the template) to define Gemm, kGemmExternal, kFusedStats,
-// kGemmTileM, kHasBatchNorm, kOutputIsTile, kGemv and the generated structs TrainEpilogue,
+// kGemmTileM, kHasBatchNorm, kOutputIsTile, output_width, kGemv and the generated structs TrainEpilogue,
 // TrainStage2, EvalEpilogue, EvalStage2 (the same in both modes when there is no BatchNorm),
 // BnInput, GemvAffine and GemvRows.
 #pragma once
@@ -63,7 +63,7 @@ cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, 
   if constexpr (Stage::kKind == 1) {
     pointwise_kernel<Stage><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(b.s, b.out, M, N, p);
   } else if constexpr (Stage::kKind == 2) {
-    const int dst_stride = kgen_cfg::kOutputIsTile ? N : 1;
+    const int dst_stride = kgen_cfg::output_width(N);
     const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
     if (row_bytes <= kRowCacheBytes) {
       if (row_bytes > 48 * 1024) {

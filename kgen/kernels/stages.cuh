@@ -4,7 +4,8 @@
 //   bn_finalize_kernel    the partials (or running statistics) -> per-column a, c; running buffers
 //   pointwise_kernel      dst = Stage::apply(src) element-wise (stage 2, or a cuBLAS GEMM's epilogue)
 //   row_kernel            one CTA per row: Stage::row() runs the row's passes (row reductions,
-//                         GroupNorm's group statistics, the output)
+//                         GroupNorm's group statistics, pooling, the output)
+//   tail_kernel           an output of its own shape, broadcast from the stages' result
 //
 // BatchNorm's math (training mode): for t the BatchNorm input, BN(t) = gamma * (t - mean) /
 // sqrt(var + eps) + beta = a * t + c with a = gamma / sqrt(var + eps), c = beta - a * mean; mean
@@ -245,6 +246,21 @@ __global__ void __launch_bounds__(kRowThreads)
   for (int k = threadIdx.x; k < K; k += blockDim.x) acc = fmaf(xm[k], w_sum[k], acc);
   acc = block_sum(acc, scratch);
   if (threadIdx.x == 0) dst[blockIdx.x] = Rows::finish(acc + *shift_total, N, p);
+}
+
+// ---- a broadcast tail: the output has a shape of its own (kgen/lower.py, split_tail) ---------
+constexpr int kTailThreads = 256;
+
+// out[i] = Tail::at(i, t): every element of the output from the stages' core value t and the
+// parameters, which Tail reads at the offsets torch's broadcasting gives.
+template <class Tail>
+__global__ void __launch_bounds__(kTailThreads)
+    tail_kernel(const float* __restrict__ t, float* __restrict__ out, long long total, int M,
+                EpilogueParams p) {
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total; i += step) {
+    out[i] = Tail::at(i, t, M, p);
+  }
 }
 
 }  // namespace kgen

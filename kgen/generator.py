@@ -13,6 +13,7 @@ import jinja2
 
 from . import __version__
 from .lower import Lowered, lower
+from .ops import cuda_float
 from .spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, KGEN_DIR, WGMMA_FLUSH_KTILES,
                    Spec, cta_threads, kgen_source_digest, spec_smem_bytes)
 from .static_checks import StaticCheckError, check_emitted
@@ -182,6 +183,7 @@ def _source_context(spec: Spec) -> dict:
         "tile": spec.tile,
         "fused_stats": spec.fusion == 2 and spec.family != "cublas",
         "lowered": low,
+        "cuda_float": cuda_float,
         "ir_lines": low.describe(),
         "fill_lines": fill_lines(low),
         "gemm_type": gemm_type(spec),
@@ -231,6 +233,9 @@ def generate_command(spec: Spec) -> str:
 
 
 def describe_variant(spec: Spec) -> list[str]:
+    if lowered(spec).constant is not None:
+        return ["variant:   no GEMM: the output is a constant, see `rewrite:` (the variant options "
+                "do not change the code)"]
     if spec.family == "gemv":
         return ["variant:   no GEMM: the matrix-vector rewrite (fp32 FFMA), see `rewrite:`"]
     if spec.family == "cublas":

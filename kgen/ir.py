@@ -185,6 +185,15 @@ class Graph:
     def output_level(self) -> str:
         return self.nodes[self.output].level
 
+    def level_shape(self, level: str, batch: int) -> tuple[int, ...]:
+        """The shape of a value of `level` (tile, row, rowflat or pooled) at this batch."""
+        if level == "rowflat":
+            return (batch,)
+        if level == "pooled":
+            pool = self.pool
+            return (batch, pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
+        return (batch, {"tile": self.out_features, "row": 1}[level])
+
     # ---- the torch oracle ------------------------------------------------------------------
     def interpret(self, x: torch.Tensor, model: torch.nn.Module) -> torch.Tensor:
         """The graph's output on x with torch, reading the parameters of `model` (and running
@@ -200,6 +209,10 @@ class Graph:
                 values[n.id] = F.linear(x, model.get_parameter(n.attrs["weight"]))
             elif n.kind == "param":
                 values[n.id] = _get_tensor(model, n.attrs["path"])
+            elif n.kind == "const" and n.level != "scalar":
+                # x - x (rewrite.simplify): a constant of a tensor's shape
+                values[n.id] = torch.full(self.level_shape(n.level, x.shape[0]), n.attrs["value"],
+                                          dtype=x.dtype, device=x.device)
             elif n.kind == "const":
                 values[n.id] = n.attrs["value"]
             elif n.kind == "pointwise":

@@ -32,7 +32,7 @@ import dataclasses
 
 from . import ops
 from . import rewrite
-from .ir import Graph, Node, Unsupported, pooled_width, shape_text
+from .ir import Graph, Node, Unsupported, shape_text
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
 # the two).
@@ -225,6 +225,7 @@ class Lowered:
     gemv: bool = False          # the row sum as a matrix-vector product: no GEMM, no stages
     tail: list[Node] = dataclasses.field(default_factory=list)  # the broadcast tail (split_tail)
     traced: Graph | None = None  # the graph as traced (graph is its core, simplified)
+    constant: float | None = None  # the output is this constant (rewrites made it): no GEMM
 
     @property
     def output_shape(self) -> tuple | None:
@@ -249,6 +250,13 @@ class Lowered:
 
     def summary(self) -> list[str]:
         lines = [f"rewrite:   {r}" for r in self.rewrites]
+        if self.tail:
+            lines.append(f"tail:      the output {shape_text(self.output_shape)} broadcast from the stages' "
+                         f"({'M, ' + self.output_width if self.output_level != 'rowflat' else 'M,'}) "
+                         "result by a point-wise kernel")
+        if self.constant is not None:
+            return lines + [f"stages:    none: the output is the constant {self.constant!r} (no GEMM; "
+                            "a fill kernel)"]
         if self.gemv:
             return lines + ["stages:    column sums of W (scaled) -> matrix-vector product + the row epilogue"]
 
@@ -259,10 +267,6 @@ class Lowered:
             parts.append({STAGE2_NONE: "", STAGE2_POINTWISE: "point-wise apply",
                           STAGE2_ROWS: "row kernel"}[plan.stage2])
             return " -> ".join(p for p in parts if p)
-        if self.tail:
-            lines.append(f"tail:      the output {shape_text(self.output_shape)} broadcast from the stages' "
-                         f"({'M, ' + self.output_width if self.output_level != 'rowflat' else 'M,'}) "
-                         "result by a point-wise kernel")
         if not self.batchnorm:
             return lines + [f"stages:    {one(self.eval)}"]
         return lines + [f"stages:    training: {one(self.train)}", f"           eval: {one(self.eval)}"]
@@ -507,6 +511,8 @@ struct GemvRows {{
 
 
 CORE_LEVELS = ("tile", "row", "rowflat", "pooled")
+GEMV_ROWS_STUB = ("struct GemvRows {  // (not used: no matrix-vector rewrite)\n  __device__ static "
+                  "__forceinline__ float finish(float sum, int, const kgen::EpilogueParams&) { return sum; }\n};")
 
 
 def split_tail(graph: Graph) -> tuple[Graph, list[Node], int | None]:
@@ -540,12 +546,8 @@ def split_tail(graph: Graph) -> tuple[Graph, list[Node], int | None]:
 
 
 def _core_shape(graph: Graph, core: Node) -> tuple:
-    if core.level == "rowflat":
-        return ("M",)
-    if core.level == "pooled":
-        pool = graph.pool
-        return ("M", pooled_width(graph.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
-    return ("M", 1 if core.level == "row" else graph.out_features)
+    """The core value's shape, "M" the batch."""
+    return ("M",) + graph.level_shape(core.level, 1)[1:]
 
 
 def _tail_struct(graph: Graph, operands: dict, tail: list[Node], core: int | None) -> str:
@@ -630,6 +632,24 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                           f"supports up to {MAX_OPERANDS}")
     operands = {n.attrs["path"]: k for k, n in enumerate(params)}
     bns = graph.batchnorms
+    output = graph.node(graph.output)
+    if gemv or output.kind == "const":
+        # No GEMM: stage plans that name the structs the forward pass names, and run nothing.
+        trivial = [StagePlan(graph.gemm.id, False, STAGE2_NONE,
+                             _epilogue_struct(name, graph, operands, graph.gemm.id, True, False),
+                             _stage2_struct(name, STAGE2_NONE, None, None)) for name in ("Train", "Eval")]
+        structs = [trivial[0].epilogue_cuda, trivial[0].stage2_cuda, trivial[1].epilogue_cuda,
+                   trivial[1].stage2_cuda, _bn_input_struct(graph, operands)]
+    if output.kind == "const":
+        if bns:
+            raise Unsupported(f"line {output.line}: the output is a constant, but BatchNorm1d "
+                              "still updates its running statistics; kgen does not run a GEMM for "
+                              "the statistics alone")
+        structs += [_affine_struct("GemvAffine", "(not used: no matrix-vector rewrite)", graph, operands, []),
+                    GEMV_ROWS_STUB, _tail_struct(traced, operands, tail, core)]
+        return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1],
+                       "\n\n".join(structs), rewrites, tail=tail, traced=traced,
+                       constant=output.attrs["value"])
     if gemv:
         row_sum = rewrite.row_sum_of_gemm(graph)
         if row_sum is None:
@@ -637,18 +657,13 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
         rewrites = rewrites + [f"line {row_sum.reduce.line}: {row_sum.reduce.op} over the features of "
                                "x W^T (scaled and shifted per feature) computed as x . (sum_n "
                                "scale_n W_n) + sum_n shift_n, a matrix-vector product (no GEMM)"]
-        trivial = [StagePlan(graph.gemm.id, False, STAGE2_NONE,
-                             _epilogue_struct(name, graph, operands, graph.gemm.id, True, False),
-                             _stage2_struct(name, STAGE2_NONE, None, None)) for name in ("Train", "Eval")]
-        cuda = "\n\n".join([trivial[0].epilogue_cuda, trivial[0].stage2_cuda, trivial[1].epilogue_cuda,
-                            trivial[1].stage2_cuda, _bn_input_struct(graph, operands),
-                            _affine_struct("GemvAffine", "The reduced value is scale[n] * (x . W_n) + "
-                                           "shift[n] (kgen/rewrite.py, row_sum_of_gemm).", graph,
-                                           operands, row_sum.steps),
-                            _gemv_rows_struct(graph, operands, row_sum.reduce),
-                            _tail_struct(traced, operands, tail, core)])
-        return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1], cuda,
-                       rewrites, gemv=True, tail=tail, traced=traced)
+        structs += [_affine_struct("GemvAffine", "The reduced value is scale[n] * (x . W_n) + "
+                                   "shift[n] (kgen/rewrite.py, row_sum_of_gemm).", graph,
+                                   operands, row_sum.steps),
+                    _gemv_rows_struct(graph, operands, row_sum.reduce),
+                    _tail_struct(traced, operands, tail, core)]
+        return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1],
+                       "\n\n".join(structs), rewrites, gemv=True, tail=tail, traced=traced)
     fused = fused_stats and not external_gemm
     train = _plan("Train", graph, operands, True, fused)
     evaluation = _plan("Eval", graph, operands, False, fused)
@@ -656,8 +671,6 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                evaluation.stage2_cuda, _bn_input_struct(graph, operands)]
     # Structs the forward pass names whichever path it takes.
     structs += [_affine_struct("GemvAffine", "(not used: no matrix-vector rewrite)", graph, operands, []),
-                "struct GemvRows {\n  __device__ static __forceinline__ float finish(float sum, int, "
-                "const kgen::EpilogueParams&) { return sum; }\n};"]
-    structs.append(_tail_struct(traced, operands, tail, core))
+                GEMV_ROWS_STUB, _tail_struct(traced, operands, tail, core)]
     return Lowered(graph, params, bns[0].attrs["module"] if bns else None, graph.output_level(),
                    train, evaluation, "\n\n".join(structs), rewrites, tail=tail, traced=traced)

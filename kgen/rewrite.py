@@ -5,7 +5,9 @@ Two kinds:
 - `simplify`: rewrites that are exact in fp32 (the rewritten graph computes bit for bit what the
   traced one does, NaN and infinities included), so they are always applied: a reduction over
   a width-1 value is that value (sum, mean, max and min of one element); `x + x` is `2 * x`;
-  two clamps in a row are one clamp.
+  two clamps in a row are one clamp. One more is exact for finite values only: `x - x` is 0
+  (an infinite or NaN x gives NaN), and the ops after it fold into a constant (in fp32, as
+  torch computes them); when the output is a constant the module runs no GEMM at all.
 - `row_sum_as_gemv`: a sum or mean over the features of an affine function of the GEMM output is a
   matrix-vector product (sum_n (s_n * (x . W_n) + b_n) = x . (sum_n s_n W_n) + sum_n b_n), which
   reads W once instead of computing the M x N GEMM. It rounds differently, so it is a candidate
@@ -18,6 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import torch
+
+from . import ops
 from .ir import Graph, Node
 
 _CLAMPS = ("clamp", "hardtanh")
@@ -80,6 +85,19 @@ def simplify(graph: Graph) -> tuple[Graph, list[str]]:
                 new_id[old.id] = args[0]
             else:
                 new_id[old.id] = append("pointwise", old.level, args, "identity", like=old)
+            continue
+        if old.kind == "pointwise" and old.op == "sub" and len(args) == 2 and args[0] == args[1]:
+            applied.append(f"{at}: x - x is 0 (for finite x; torch gives NaN where x is infinite "
+                           "or NaN)")
+            new_id[old.id] = append("const", old.level, (), attrs={"value": 0.0}, like=old)
+            continue
+        if old.kind == "pointwise" and all(nodes[a].kind == "const" for a in args) and \
+                any(nodes[a].level != "scalar" for a in args):
+            # A constant of a tensor's shape (from x - x): torch computes on it in fp32.
+            value = float(ops.torch_apply(old.op, [torch.tensor(nodes[a].attrs["value"], dtype=torch.float32)
+                                                   for a in args], old.attrs))
+            applied.append(f"{at}: {old.op} of constants is the constant {value!r}")
+            new_id[old.id] = append("const", old.level, (), attrs={"value": value}, like=old)
             continue
         if old.kind == "pointwise" and old.op == "add" and len(args) == 2 and args[0] == args[1]:
             applied.append(f"{at}: x + x is 2 * x")

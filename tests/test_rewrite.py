@@ -150,3 +150,36 @@ def test_row_sum_as_gemv_algebra_in_fp64(tmp_path, body):
         total = total / n
     reduced = graph.interpret_value(found.reduce.id, x, model)
     torch.testing.assert_close(total, reduced.reshape(-1), rtol=1e-12, atol=1e-12)
+
+
+
+def test_x_minus_x_is_zero_and_the_module_runs_no_gemm(tmp_path):
+    # KernelBench 80: max over the features, minus the mean of that width-1 value, GELU: 0.
+    ref, graph = traced(tmp_path, "        x = torch.max(x, dim=1, keepdim=True).values\n"
+                                  "        x = x - x.mean(dim=1, keepdim=True)\n"
+                                  "        x = torch.nn.functional.gelu(x)")
+    low = lower.lower(graph, fused_stats=True, external_gemm=False)
+    assert low.constant == 0.0 and low.operands == [] and low.output_level == "row"
+    assert any("x - x is 0" in r for r in low.rewrites)
+    assert "no GEMM" in " ".join(low.summary())
+    _, module = run(ref, graph, torch.float32)
+    assert torch.equal(module, torch.zeros_like(module))   # what the module computes
+
+
+def test_ops_after_x_minus_x_fold_in_fp32(tmp_path):
+    ref, graph = traced(tmp_path, "        x = x.sum(dim=1, keepdim=True)\n"
+                                  "        x = torch.exp((x - x) + 0.1) * 3.0")
+    low = lower.lower(graph, fused_stats=True, external_gemm=False)
+    _, module = run(ref, graph, torch.float32)
+    assert torch.all(module == low.constant)   # bit for bit what torch computes in fp32
+    assert module.dtype == torch.float32 and low.constant != float((2.718281828459045 ** 0.1) * 3.0)
+
+
+def test_x_minus_x_of_a_value_with_other_uses_keeps_them(tmp_path):
+    ref, graph = traced(tmp_path, "        x = torch.relu(x) + (x - x)")
+    low = lower.lower(graph, fused_stats=True, external_gemm=False)
+    assert low.constant is None
+    simple, _ = rewrite.simplify(graph)
+    for seed in range(2):
+        after, module = run(ref, simple, torch.float32, seed)
+        assert torch.equal(after, module)

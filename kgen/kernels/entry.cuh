@@ -17,6 +17,7 @@ inline long long gemv_floats(int N, int K) {
   return (colsum_chunks(N) + 1) * static_cast<long long>(K) + 1;
 }
 inline long long stages_floats(int M, int N, int K) {
+  if (kgen_cfg::kConstantOutput) return 0;
   if (kgen_cfg::kGemv) return gemv_floats(N, K);
   const long long tiles = (M + stats_rows_per_tile() - 1) / stats_rows_per_tile();
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;

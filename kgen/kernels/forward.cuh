@@ -1,6 +1,6 @@
 // The forward pass of one module, in the order its stages dictate (kgen/lower.py). Expects
 // namespace kgen_cfg (written by the template) to define Gemm, kGemmExternal, kFusedStats,
-// kGemmTileM, kHasBatchNorm, kOutputIsTile, output_width, kGemv and the generated structs TrainEpilogue,
+// kGemmTileM, kHasBatchNorm, kOutputIsTile, output_width, kGemv, kConstantOutput, kConstantValue and the generated structs TrainEpilogue,
 // TrainStage2, EvalEpilogue, EvalStage2 (the same in both modes when there is no BatchNorm),
 // BnInput, GemvAffine and GemvRows.
 #pragma once
@@ -104,7 +104,13 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
     bn_finalize_kernel<kgen_cfg::BnInput><<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f, p);
     return cudaGetLastError();
   };
-  if constexpr (kgen_cfg::kGemv) {
+  if constexpr (kgen_cfg::kConstantOutput) {
+    // Rewrites made the output a constant (kgen/rewrite.py): no GEMM.
+    const long long total = static_cast<long long>(M) * kgen_cfg::output_width(N);
+    fill_kernel<<<pointwise_blocks(M, kgen_cfg::output_width(N)), kApplyThreads, 0, stream>>>(
+        b.out, total, kgen_cfg::kConstantValue);
+    err = cudaGetLastError();
+  } else if constexpr (kgen_cfg::kGemv) {
     // No GEMM: the row sum as a matrix-vector product (kgen/rewrite.py, row_sum_of_gemm).
     const int chunks = colsum_chunks(N);
     float* partial = b.gemv;

@@ -136,6 +136,14 @@ __global__ void __launch_bounds__(kApplyThreads)
   }
 }
 
+// out[0, total) = value: an output that rewrites made a constant.
+__global__ void fill_kernel(float* __restrict__ out, long long total, float value) {
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total; i += step) {
+    out[i] = value;
+  }
+}
+
 inline int pointwise_blocks(int M, int N) {
   const size_t items = static_cast<size_t>(M) * N / (N % 4 == 0 ? 4 : 1);
   return static_cast<int>(std::min<size_t>((items + kApplyThreads - 1) / kApplyThreads, kApplyMaxBlocks));

@@ -32,7 +32,7 @@ import dataclasses
 
 from . import ops
 from . import rewrite
-from .ir import Graph, Node, Unsupported, shape_text
+from .ir import Graph, Node, Unsupported, affine_chain, shape_text
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
 # the two).
@@ -125,35 +125,6 @@ class Emitter:
             self.lines.append(f"{name} /= {ops.cuda_float(k)};")
         self.names[n.id] = name
         return name
-
-
-def _is_per_column(graph: Graph, i: int) -> bool:
-    """A value known per column before the GEMM runs: parameters, constants and point-wise ops
-    of them."""
-    n = graph.node(i)
-    return n.level in ("col", "scalar") and n.kind in ("param", "const", "pointwise")
-
-
-def affine_chain(graph: Graph, t: int) -> tuple[int, list[Node]]:
-    """The value t as an affine function of an earlier tile value: t = scale[n] * root +
-    shift[n], where the steps from root to t are add, sub, mul, div (by) and neg with per-column
-    or scalar operands (a Linear bias, a per-feature scale). Returns root and the steps."""
-    steps: list[Node] = []
-    while True:
-        n = graph.node(t)
-        if n.kind != "pointwise" or n.level != "tile":
-            break
-        tiles = [a for a in n.args if graph.node(a).level == "tile"]
-        others = [a for a in n.args if a not in tiles]
-        if len(tiles) != 1 or not all(_is_per_column(graph, a) for a in others):
-            break
-        if n.op == "neg" or (n.op in ("add", "sub", "mul") and len(n.args) == 2) or \
-                (n.op == "div" and n.args[0] == tiles[0]):
-            steps.append(n)
-            t = tiles[0]
-        else:
-            break
-    return t, steps[::-1]
 
 
 def bn_input_affine(graph: Graph, bn: Node) -> tuple[int, list[Node]]:

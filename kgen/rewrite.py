@@ -23,7 +23,7 @@ import dataclasses
 import torch
 
 from . import ops
-from .ir import Graph, Node
+from .ir import Graph, Node, affine_chain
 
 _CLAMPS = ("clamp", "hardtanh")
 
@@ -132,8 +132,6 @@ def row_sum_of_gemm(graph: Graph) -> RowSum | None:
     """The reduction `row_sum_as_gemv` applies to: the only use of the GEMM output is a sum or
     mean over dim 1 of an affine (per-column scale and shift) function of it, and nothing else
     of width N is live (no BatchNorm, no GroupNorm). None when the graph is not of that form."""
-    from .lower import affine_chain   # the same per-column affine steps BatchNorm folds
-
     live = graph.live()
     tiles = [n for n in live if n.level == "tile"]
     reductions = [n for n in live if n.kind == "reduce" and graph.node(n.args[0]).level == "tile"]

@@ -124,7 +124,7 @@ def test_row_sum_as_gemv_applies_to_affine_sums_only(tmp_path, body, applies):
 ])
 def test_row_sum_as_gemv_algebra_in_fp64(tmp_path, body):
     """x . (sum_n scale_n W_n) + sum_n shift_n, with scale and shift from the affine steps the
-    kernels read (lower.affine_chain), is the reduction the module computes."""
+    kernels read (ir.affine_chain), is the reduction the module computes."""
     ref, graph = traced(tmp_path, body)
     graph = rewrite.simplify(graph)[0]
     found = rewrite.row_sum_of_gemm(graph)

@@ -57,6 +57,7 @@ class BenchResult:
     max_abs_err: float
     max_rel_err: float
     compiled: Timing | None = None   # torch.compile(reference), default mode, fp32
+    mode: str = "training"           # "eval" for a module with Dropout (it refuses training)
 
     @property
     def ratio(self) -> float:
@@ -86,7 +87,7 @@ class BenchResult:
 
     def report(self) -> str:
         return "\n".join([
-            f"device: {self.device}, batch {self.batch}, training mode, L2 flushed before each call",
+            f"device: {self.device}, batch {self.batch}, {self.mode} mode, L2 flushed before each call",
             f"ModelNew            {self.new}",
             f"eager fp32          {self.eager_fp32}   ModelNew takes {self.ratio:.3f}x its time "
             f"({1 / self.ratio:.2f}x speedup)",
@@ -108,6 +109,8 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
         ref64 = f.Model(*f.init_args()).double()
     new.load_state_dict(ref.state_dict())
     ref64.load_state_dict(ref.state_dict())
+    for m in (ref, new, ref64):   # eval mode for a module with Dropout (loading.EmittedFile)
+        m.train(f.runs_in_training)
     x = torch.rand(batch, f.spec.in_features, device=device)
 
     # Error first, on fresh modules, so the number refers to the same state as a user's first call.
@@ -127,4 +130,4 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
     eager_tf32 = time_calls(ref, x, iters)
     torch.backends.cuda.matmul.allow_tf32 = previous
     return BenchResult(torch.cuda.get_device_name(device), batch, new_t, eager, eager_tf32,
-                       abs_err, rel_err, compiled)
+                       abs_err, rel_err, compiled, "training" if f.runs_in_training else "eval")

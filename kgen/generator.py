@@ -75,7 +75,13 @@ def numel(shape: tuple) -> int:
 def forward_lines(lowered: Lowered) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call."""
     weight = lowered.graph.gemm.attrs["weight"]
-    lines = [
+    lines = []
+    for d in lowered.traced.dropouts:
+        mode = _self_attr(f"{d['path']}.training") if d["path"] else "self.training"
+        what = f"Dropout(p={d['p']:g}) (line {d['line']} of the reference)"
+        lines += [f"if {mode}:",
+                  f"    raise RuntimeError({what + ' drops at random in training mode; kgen does not reproduce torch' + chr(39) + 's mask. Use the module in eval mode (.eval()), where dropout is the identity'!r})"]
+    lines += [
         f"x = _checked_input(x, {_self_attr(weight)})",
         f"w = _checked_param({_self_attr(weight)}, x, (x.shape[1] * {_self_attr(weight)}.shape[0],), {weight!r})",
         "n = w.shape[0]",

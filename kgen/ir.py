@@ -132,6 +132,9 @@ class Graph:
     output: int
     in_features: int
     out_features: int
+    # Active dropouts ({"path", "p", "line", "text"}; trace.Tracer.dropout): the identity in eval
+    # mode, refused in training mode by the emitted forward.
+    dropouts: list = dataclasses.field(default_factory=list)
 
     def node(self, i: int) -> Node:
         return self.nodes[i]

@@ -55,6 +55,10 @@ class EmittedFile:
         self.Model = self.reference.Model
         self.has_batchnorm = bool(self.spec.graph().batchnorms) if ref is None else any(
             "BatchNorm" in type(m).__name__ for m in self.reference.meta_model().modules())
+        # A module with an active Dropout runs in eval mode only (its forward refuses training
+        # mode): checks and timings use eval mode for it.
+        self.dropouts = self.spec.graph().dropouts
+        self.runs_in_training = not self.dropouts
 
     def init_args(self) -> tuple:
         return tuple(self.reference.init_args())

@@ -221,6 +221,9 @@ class Lowered:
 
     def summary(self) -> list[str]:
         lines = [f"rewrite:   {r}" for r in self.rewrites]
+        lines += [f"dropout:   Dropout(p={d['p']:g}), line {d['line']}: the identity in eval mode; "
+                  "forward raises in training mode (torch's random mask is not reproduced)"
+                  for d in (self.traced.dropouts if self.traced else [])]
         if self.tail:
             lines.append(f"tail:      the output {shape_text(self.output_shape)} broadcast from the stages' "
                          f"({'M, ' + self.output_width if self.output_level != 'rowflat' else 'M,'}) "

@@ -118,7 +118,7 @@ SUPPORTED = (
     "scalars, per-feature (N,) or (1, N) parameters and per-row values); row reductions over "
     "dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax; BatchNorm1d (one); "
     "GroupNorm; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
-    "clone/detach; Dropout(p=0)"
+    "clone/detach; Dropout (the identity in eval mode; training mode is refused at run time)"
 )
 
 
@@ -138,6 +138,7 @@ class Tracer:
         self.nodes: list[Node] = []
         self.where: tuple[int | None, str] = (None, "")
         self.params: dict[str, int] = {}
+        self.dropouts: list[dict] = []   # active dropouts (Tracer.dropout)
         self.consts: dict[float, int] = {}
 
     # ---- errors --------------------------------------------------------------------------
@@ -339,6 +340,18 @@ class Tracer:
             raise self.refuse(f"{name} with kernel_size {k} over {self.out_features} features")
         return _Marker("unsqueezed", self.add("pool", "pooled", [x.payload], op, kernel=k, stride=s))
 
+    def dropout(self, x, p, active: bool, path: str):
+        """Dropout is the identity in eval mode. kgen does not reproduce torch's random mask, so
+        an active one (p > 0) is recorded: the emitted forward refuses training mode (the
+        module at `path` training, or the whole module's mode for F.dropout, which the trace in
+        eval mode tells apart from a dropout that is always on)."""
+        if not isinstance(p, (int, float)) or isinstance(p, bool):
+            raise self.refuse(f"dropout with p={p!r}")
+        if p == 0 or not active:
+            return x
+        self.dropouts.append({"path": path, "p": float(p), "line": self.where[0], "text": self.where[1]})
+        return x
+
     def gemm(self, x, weight: str, bias_path: str | None) -> int:
         if self.gemm_id is not None:
             raise self.refuse("a second GEMM (chained GEMMs are not supported yet)")
@@ -460,9 +473,7 @@ class Tracer:
             return self.pool("avg", args[0], module.kernel_size, module.stride, module.padding,
                              module.ceil_mode)
         if kind is nn.Dropout:
-            if module.p == 0:
-                return args[0]
-            raise self.refuse(f"Dropout(p={module.p}): kgen does not reproduce torch's random mask yet")
+            return self.dropout(args[0], module.p, module.training, path)
         raise self.refuse(f"the module {path} ({kind.__module__}.{kind.__name__}) is not supported")
 
     def _depends(self, node: int, on: int) -> bool:
@@ -556,9 +567,7 @@ class Tracer:
                              a["ceil_mode"], a.get("dilation", 1), a.get("return_indices", False))
         if fn is F.dropout:
             a = self._bind(_dropout, args, kwargs)
-            if a["p"] == 0 or not a["training"]:
-                return a["input"]
-            raise self.refuse(f"F.dropout(p={a['p']}): kgen does not reproduce torch's random mask yet")
+            return self.dropout(a["input"], a["p"], a["training"], "")
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
         module = getattr(fn, "__module__", None) or "torch"
         raise self.refuse(f"the function {module}.{name} is not supported")
@@ -618,7 +627,20 @@ class Tracer:
 
 def trace(ref: Reference) -> Graph:
     """The IR of `ref`'s forward, or ir.Unsupported naming the first op kgen cannot take."""
-    return Tracer(ref).run()
+    tracer = Tracer(ref)
+    graph = tracer.run()
+    if tracer.dropouts:
+        # A dropout still active with the module in eval mode (F.dropout(x, p) without
+        # training=self.training) drops in eval mode too: nothing kgen can match.
+        evaluation = Tracer(ref)
+        evaluation.model.eval()
+        evaluation.run()
+        for d in evaluation.dropouts:
+            raise Unsupported(f"{ref.path}: line {d['line']}: `{d['text']}`: dropout with p={d['p']:g} "
+                              "is active in eval mode too (pass training=self.training); kgen does "
+                              "not reproduce torch's random mask")
+        graph.dropouts = tracer.dropouts
+    return graph
 
 
 def describe(graph: Graph) -> str:

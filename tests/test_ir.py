@@ -38,6 +38,8 @@ SMALL = {"batch": 8, "in_features": 16, "out_features": 1024}
 
 def check_oracle(ref: Reference, training: bool = True):
     graph = trace(ref)
+    if graph.dropouts and training:
+        pytest.skip("dropout draws a random mask in training mode (the emitted file refuses it)")
     torch.manual_seed(0)
     model = ref.Model(*ref.init_args()).double()
     twin = copy.deepcopy(model)

@@ -32,3 +32,12 @@ def test_offset_check_at_loose_tiers_allows_twice_the_reference_error():
     ref_err = (torch.tensor(4000.0 + 2.5e-3).float().double() - 4000.0).item()
     assert judged(1e-3, ref_err, 1.5 * ref_err)
     assert not judged(1e-3, ref_err, 3.3 * ref_err)
+
+
+def test_a_failure_closer_to_fp64_than_eager_says_so():
+    truth = torch.zeros(8, dtype=torch.float64)
+    ref32 = (truth + 3e-4).float()        # eager fp32 off by 3e-4 (a sum near 0)
+    new = (truth - 5e-5).float()           # the candidate off by 5e-5: 3.5e-4 from eager
+    cmp = Comparison(1e-4)
+    cmp.add("output", new, ref32, truth)
+    assert not cmp.ok and "further than this file" in cmp.failures[0]

@@ -160,6 +160,7 @@ def test_search_index_lists_every_winner():
     for name, entry in index["winners"].items():
         module = exec_file((index_path.parent / name).read_text(), "w")
         assert entry["spec"] == module.KGEN_SPEC and entry["measured"] == module.KGEN_MEASURED
+        assert entry["key"] == Spec.from_dict(module.KGEN_SPEC).key()   # the file's build
 
 
 @pytest.mark.parametrize("capability, refused", [((8, 0), True), ((10, 0), True), ((9, 0), False)])

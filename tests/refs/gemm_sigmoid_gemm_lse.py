@@ -1,6 +1,6 @@
 import torch, torch.nn as nn
 class Model(nn.Module):
-    """Linear -> sigmoid -> Linear -> logsumexp(dim 1): chained GEMMs (KernelBench level 2, problem 45), which kgen refuses so far."""
+    """Linear -> sigmoid -> Linear -> logsumexp(dim 1): chained GEMMs (issue 10's shape), which kgen refuses so far."""
     def __init__(self, input_size, hidden_size, output_size):
         super().__init__()
         self.linear1 = nn.Linear(input_size, hidden_size)

@@ -1,0 +1,40 @@
+"""Re-render every file of generated/ with the current kgen source, keeping its spec and its
+measurement, and bring generated/index.json's build keys along (the committed files must be
+what kgen makes today: tests/test_render.py). Run after any change to kgen/, from the repo root:
+
+    python scripts/rerender_generated.py
+
+It prints, per file, whether the build key (the hash of the CUDA source) changed: a changed key
+means the measurement in the header was taken on an earlier build of the same variant (say so
+in docs/perf.md, or re-search).
+"""
+
+import json
+from pathlib import Path
+
+from kgen import generator
+from kgen.spec import Spec
+
+GENERATED = Path("generated")
+
+
+def main():
+    index_path = GENERATED / "index.json"
+    index = json.loads(index_path.read_text())
+    for path in sorted(GENERATED.glob("*.py")):
+        text = path.read_text()
+        ns: dict = {}
+        exec(text[:text.index("\nbatch_size")], ns)   # KGEN_SPEC and KGEN_MEASURED
+        spec = Spec.from_dict(ns["KGEN_SPEC"])
+        new = generator.render(spec, ns["KGEN_MEASURED"])
+        entry = index["winners"].get(path.name)
+        old_key = entry["key"] if entry else None
+        if entry:
+            entry["key"] = spec.key()
+        print(f"{path.name}: key {'unchanged' if old_key == spec.key() else f'{old_key} -> {spec.key()}'}")
+        generator.write_atomic(path, new)
+    generator.write_atomic(index_path, json.dumps(index, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

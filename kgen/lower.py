@@ -358,17 +358,24 @@ def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
 
 
 def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> str:
-    """The row function: the row of S into shared memory (when `cache` is given), one pass per
-    row reduction and per GroupNorm, then the output pass (tile output) or thread 0's store
-    (row output)."""
+    """The row function: one pass per row reduction and per GroupNorm, then the output pass
+    (tile or pooled output) or thread 0's store (row output). When `cache` is given, the row of
+    S stays in shared memory for the passes after the first: a first pass over the columns in
+    order (a row reduction of a tile value) fills it as it reads the row (one pass fewer than a
+    separate copy); one that reads the row otherwise (GroupNorm's warps, pooling windows) comes
+    after a copy; a single pass reads S alone."""
     live = {n.id for n in graph.live()}
     rows: dict[int, str] = {}     # row values computed so far
     groups: dict[int, str] = {}   # GroupNorm node -> its statistics array
-    out: list[str] = [
-        "const float* row = src;  // the row of S",
-        *_block("if (cache != nullptr)", [f"{ROW_LOOP} cache[n] = src[n];", "__syncthreads();",
-                                          "row = cache;"]),
-    ]
+    out: list[str] = ["const float* row = src;  // the row of S (then its copy in `cache`)"]
+    cached = False
+
+    def copy_row():
+        nonlocal cached
+        if not cached:
+            out.extend(_block("if (cache != nullptr)", [f"{ROW_LOOP} cache[n] = src[n];",
+                                                        "__syncthreads();", "row = cache;"]))
+            cached = True
 
     def emitter(element: bool = True, level: str = "tile") -> Emitter:
         """An emitter for one pass: per element of S (level tile), per pooled column (level
@@ -388,15 +395,23 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> s
                 e = emitter()
                 return e, e.get(n.args[0])
             groups[n.id] = f"g{n.id}"
+            copy_row()
             out.extend(_group_stats_pass(n, groups[n.id], emit))
         elif n.kind == "reduce":
             level = graph.node(n.args[0]).level
+            fill = not cached and level == "tile"   # this pass fills the cache as it reads
+            if not fill:
+                copy_row()
             e = emitter(level=level)
             v = e.get(n.args[0])
             acc = f"r{n.id}"
             out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
-            out.extend(_loop(graph, level, [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)]))
+            out.extend(_loop(graph, level, [*(["if (cache != nullptr) cache[n] = s;"] if fill else []),
+                                            *e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)]))
             out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
+            if fill:
+                out.extend(_block("if (cache != nullptr)", ["__syncthreads();", "row = cache;"]))
+                cached = True
             if n.op == "mean":
                 out.append(f"{acc} /= static_cast<float>({row_width(graph, level)});")
             rows[n.id] = acc

@@ -357,30 +357,52 @@ def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
     ]
 
 
-def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> str:
-    """The row function: one pass per row reduction and per GroupNorm, then the output pass
-    (tile or pooled output) or thread 0's store (row output). When `cache` is given, the row of
-    S stays in shared memory for the passes after the first: a first pass over the columns in
-    order (a row reduction of a tile value) fills it as it reads the row (one pass fewer than a
-    separate copy); one that reads the row otherwise (GroupNorm's warps, pooling windows) comes
-    after a copy; a single pass reads S alone."""
+def _cache_node(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> int:
+    """What the row kernel keeps in shared memory: S, or (when the first pass is a row reduction
+    of a tile value x and every later pass can be computed from x and the row values) x itself,
+    so that later passes neither re-read the per-column parameters nor recompute the element
+    chain up to x (problem 84: x = scale * (a * S + c))."""
+    live = [n for n in graph.live()]
+    if any(n.kind in ("groupnorm", "pool") for n in live):
+        return stored
+    reductions = [n for n in live if n.kind == "reduce"]
+    if not reductions or graph.node(reductions[0].args[0]).level != "tile":
+        return stored
+    x = reductions[0].args[0]
+    rows = {n.id: f"r{n.id}" for n in live if n.level in ("row", "rowflat")}
+    later = [r.args[0] for r in reductions[1:]] + ([graph.output] if graph.output_level() == "tile" else [])
+    try:
+        for node in later:
+            Emitter(graph, operands, {x: "s", **rows}, bn_ready, element=True).get(node)
+    except _NeedsValue:
+        return stored
+    return x
+
+
+def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cached: bool) -> str:
+    """The row function's body: one pass per row reduction and per GroupNorm, then the output
+    pass (tile or pooled output) or thread 0's store (row output). `cached`: `cache` holds the
+    row in shared memory (_cache_node says of which value): a first pass over the columns in
+    order (a row reduction of a tile value) fills it as it reads S, a first pass that reads the
+    row otherwise (GroupNorm's warps, pooling windows) comes after a copy of S; the later passes
+    read the copy. Not cached: every pass reads S."""
     live = {n.id for n in graph.live()}
     rows: dict[int, str] = {}     # row values computed so far
     groups: dict[int, str] = {}   # GroupNorm node -> its statistics array
-    out: list[str] = ["const float* row = src;  // the row of S (then its copy in `cache`)"]
-    cached = False
+    kept = _cache_node(graph, operands, stored, bn_ready) if cached else stored
+    out: list[str] = ["const float* row = src;  // the row of S" + (" (then the copy in `cache`)" if cached else "")]
+    copied = not cached   # whether `row` now reads what later passes expect
 
     def copy_row():
-        nonlocal cached
-        if not cached:
-            out.extend(_block("if (cache != nullptr)", [f"{ROW_LOOP} cache[n] = src[n];",
-                                                        "__syncthreads();", "row = cache;"]))
-            cached = True
+        nonlocal copied
+        if not copied:
+            out.extend([f"{ROW_LOOP} cache[n] = src[n];", "__syncthreads();", "row = cache;"])
+            copied = True
 
     def emitter(element: bool = True, level: str = "tile") -> Emitter:
-        """An emitter for one pass: per element of S (level tile), per pooled column (level
-        pooled: values of S only inside a pooling window), or per row (element False)."""
-        window = {stored: "s", **rows}
+        """An emitter for one pass: per element of the row (level tile), per pooled column
+        (level pooled: values of S only inside a pooling window), or per row (element False)."""
+        window = {(kept if copied else stored): "s", **rows}
         e = Emitter(graph, operands, window if element and level == "tile" else dict(rows), bn_ready,
                     element=element and level == "tile")
         e.group_stats = groups
@@ -399,19 +421,20 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> s
             out.extend(_group_stats_pass(n, groups[n.id], emit))
         elif n.kind == "reduce":
             level = graph.node(n.args[0]).level
-            fill = not cached and level == "tile"   # this pass fills the cache as it reads
+            fill = not copied and level == "tile"   # this pass fills the cache as it reads S
             if not fill:
                 copy_row()
             e = emitter(level=level)
             v = e.get(n.args[0])
+            if fill:
+                e.lines.append(f"cache[n] = {e.get(kept)};")
             acc = f"r{n.id}"
             out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
-            out.extend(_loop(graph, level, [*(["if (cache != nullptr) cache[n] = s;"] if fill else []),
-                                            *e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)]))
+            out.extend(_loop(graph, level, [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)]))
             out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
             if fill:
-                out.extend(_block("if (cache != nullptr)", ["__syncthreads();", "row = cache;"]))
-                cached = True
+                out.extend(["__syncthreads();", "row = cache;"])
+                copied = True
             if n.op == "mean":
                 out.append(f"{acc} /= static_cast<float>({row_width(graph, level)});")
             rows[n.id] = acc
@@ -427,20 +450,27 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> s
         out.extend(_loop(graph, level, [*e.lines, f"dst[{'n' if level == 'tile' else 'j'}] = {v};"]))
     else:
         out.append(f"if (threadIdx.x == 0) dst[0] = {rows[graph.output]};")
-    return "\n".join(f"    {line}" for line in out)
+    return "\n".join(f"      {line}" for line in out)
 
 
-def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None, rows: str | None) -> str:
+def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
+                   rows: tuple[str, str] | None) -> str:
+    """`rows`: the row function's bodies with and without the shared-memory copy."""
     apply_body, apply_result = pointwise or ("", "s")
+    rows_body = ""
+    if rows:
+        rows_body = (f"\n    if constexpr (kCached) {{\n{rows[0]}\n    }} else {{\n{rows[1]}\n    }}")
     return f"""struct {name}Stage2 {{
   static constexpr int kKind = {kind};  // 0: none, 1: point-wise, 2: rows
   __device__ static __forceinline__ float apply(float s, int m, int n, const kgen::EpilogueParams& p) {{
     (void)m; (void)n; (void)p;{chr(10) + apply_body if apply_body else ""}
     return {apply_result};
   }}
+  // kCached: `cache` holds room for the row in shared memory.
+  template <bool kCached>
   __device__ static void row(const float* __restrict__ src, float* __restrict__ dst, int N,
                              const kgen::EpilogueParams& p, float* cache, float* scratch) {{
-    (void)src; (void)dst; (void)N; (void)p; (void)cache; (void)scratch;{chr(10) + rows if rows else ""}
+    (void)src; (void)dst; (void)N; (void)p; (void)cache; (void)scratch;{rows_body}
   }}
 }};"""
 
@@ -465,7 +495,8 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
             if stored == graph.output and not (training and bns):
                 kind, pointwise, rows = STAGE2_NONE, None, None
             elif has_rows:
-                kind, pointwise, rows = STAGE2_ROWS, None, _stage2_rows(graph, operands, stored, True)
+                kind, pointwise = STAGE2_ROWS, None
+                rows = tuple(_stage2_rows(graph, operands, stored, True, cached) for cached in (True, False))
             else:
                 kind, rows = STAGE2_POINTWISE, None
                 pointwise = _stage2_pointwise(graph, operands, stored, True)

@@ -180,15 +180,16 @@ __device__ __forceinline__ float block_max(float v, float* scratch) { return blo
 __device__ __forceinline__ float block_min(float v, float* scratch) { return block_reduce(v, 2, scratch); }
 
 // One CTA per row m: Stage::row reads the row of S at src + m * N and writes the row's output at
-// dst + m * dst_stride (N for an (M, N) output, 1 for (M, 1) or (M,)). With kCacheRow the row of
-// S stays in shared memory after the first pass (one read of S from global memory).
+// dst + m * dst_stride (N for an (M, N) output, 1 for (M, 1) or (M,)). With kCacheRow the row (of
+// S, or of the first pass's value: kgen/lower.py, _cache_node) stays in shared memory after the
+// first pass (one read of S from global memory).
 template <class Stage, bool kCacheRow>
 __global__ void __launch_bounds__(kRowThreads)
     row_kernel(const float* src, float* dst, int N, int dst_stride, EpilogueParams p) {
   extern __shared__ __align__(16) float row_cache[];
   __shared__ float scratch[32];
   const size_t m = blockIdx.x;
-  Stage::row(src + m * N, dst + m * dst_stride, N, p, kCacheRow ? row_cache : nullptr, scratch);
+  Stage::template row<kCacheRow>(src + m * N, dst + m * dst_stride, N, p, row_cache, scratch);
 }
 
 // ---- a row sum of the GEMM output as a matrix-vector product (kgen/rewrite.py) -------------

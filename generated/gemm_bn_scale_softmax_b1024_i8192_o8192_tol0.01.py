@@ -11,7 +11,7 @@ stages:    training: GEMM + epilogue + column partials -> BatchNorm finalize -> 
 target:    sm_90a (the extension is built for the GPU it runs on)
 key:       673fdef689aa00da (hash of the CUDA source; names the build)
 measured:  NVIDIA H100 80GB HBM3, 2026-11-22, batch 1024, tol 0.01
-           0.406 ms median (p20 0.405, p80 0.407); eager fp32 reference 2.783 ms in the same run -> 0.146x its time
+           0.387 ms median (p20 0.386, p80 0.388); eager fp32 reference 2.764 ms in the same run -> 0.140x its time
            max abs error vs fp64 7.93e-06, max rel 6.14e-04
 passed:    allclose(atol=rtol=0.01) only (not fp32-exact); worst error 2013.04x eager fp32's
 """
@@ -35,16 +35,16 @@ KGEN_SPEC = {'arch': 'sm_90a',
 KGEN_MEASURED = {'batch': 1024,
  'date': '2026-11-22',
  'device': 'NVIDIA H100 80GB HBM3',
- 'eager_ms': 2.7828,
- 'eager_tf32_ms': 0.4542,
+ 'eager_ms': 2.7644,
+ 'eager_tf32_ms': 0.4492,
  'error_ratio': 2013.039,
  'gate': 'allclose(atol=rtol=0.01) only (not fp32-exact)',
  'max_abs_err': 7.93e-06,
  'max_rel_err': 0.0006138,
- 'median_ms': 0.4062,
- 'p20_ms': 0.4054,
- 'p80_ms': 0.4075,
- 'ratio': 0.146,
+ 'median_ms': 0.3871,
+ 'p20_ms': 0.386,
+ 'p80_ms': 0.3882,
+ 'ratio': 0.14,
  'tol': 0.01}
 # sha256 of the reference file this was generated from (KGEN_SPEC's problem names it).
 KGEN_REFERENCE_SHA256 = 'f72bc523b377a757d19bf2508ea1a647268e51b93516d49910dd2fb84d076197'

@@ -12,7 +12,7 @@ stages:    training: GEMM + epilogue + column partials -> BatchNorm finalize -> 
 target:    sm_90a (the extension is built for the GPU it runs on)
 key:       9503167609911055 (hash of the CUDA source; names the build)
 measured:  NVIDIA H100 80GB HBM3, 2026-11-22, batch 1024, tol 0.0001
-           1.138 ms median (p20 1.134, p80 1.201); eager fp32 reference 2.847 ms in the same run -> 0.400x its time
+           1.117 ms median (p20 1.116, p80 1.118); eager fp32 reference 2.787 ms in the same run -> 0.401x its time
            max abs error vs fp64 6.15e-06, max rel 1.18e-06
 passed:    fp32-exact (error vs fp64 <= 16x eager fp32's on every check) and allclose(atol=rtol=0.0001); worst error 3.67x eager fp32's
 """
@@ -44,17 +44,17 @@ KGEN_SPEC = {'arch': 'sm_90a',
 KGEN_MEASURED = {'batch': 1024,
  'date': '2026-11-22',
  'device': 'NVIDIA H100 80GB HBM3',
- 'eager_ms': 2.8466,
- 'eager_tf32_ms': 0.4191,
+ 'eager_ms': 2.7872,
+ 'eager_tf32_ms': 0.4125,
  'error_ratio': 3.673,
  'gate': "fp32-exact (error vs fp64 <= 16x eager fp32's on every check) and "
          'allclose(atol=rtol=0.0001)',
  'max_abs_err': 6.148e-06,
  'max_rel_err': 1.18e-06,
- 'median_ms': 1.138,
- 'p20_ms': 1.1339,
- 'p80_ms': 1.2013,
- 'ratio': 0.3998,
+ 'median_ms': 1.1169,
+ 'p20_ms': 1.1158,
+ 'p80_ms': 1.118,
+ 'ratio': 0.4007,
  'tol': 0.0001}
 # sha256 of the reference file this was generated from (KGEN_SPEC's problem names it).
 KGEN_REFERENCE_SHA256 = '75b82ee8afb848c34d5b1f11cded26d1de15848d1e8d6d47865693a6204d1264'

@@ -77,7 +77,8 @@ def forward_lines(lowered: Lowered) -> list[str]:
     weight = lowered.graph.gemm.attrs["weight"]
     lines = []
     for d in lowered.traced.dropouts:
-        mode = _self_attr(f"{d['path']}.training") if d["path"] else "self.training"
+        mode = (_self_attr(f"{d['path']}.training") if d["path"]
+                else "any(m.training for m in self.modules())")
         what = f"Dropout(p={d['p']:g}) (line {d['line']} of the reference)"
         lines += [f"if {mode}:",
                   f"    raise RuntimeError({what + ' drops at random in training mode; kgen does not reproduce torch' + chr(39) + 's mask. Use the module in eval mode (.eval()), where dropout is the identity'!r})"]
@@ -86,6 +87,12 @@ def forward_lines(lowered: Lowered) -> list[str]:
         f"w = _checked_param({_self_attr(weight)}, x, (x.shape[1] * {_self_attr(weight)}.shape[0],), {weight!r})",
         "n = w.shape[0]",
     ]
+    if lowered.tail:
+        # The broadcast tail's shape and strides are the traced ones (lower._tail_struct).
+        n = lowered.traced.out_features
+        lines += [f"if n != {n}:",
+                  f"    raise ValueError(f'this ModelNew broadcasts its output for {n} features "
+                  "(its tail was generated for them); the module has {n}')"]
     call = ["x", "w"]
     if lowered.batchnorm:
         lines.append(f"bn = _batchnorm_args({_self_attr(lowered.batchnorm)}, x, n, {lowered.batchnorm!r})")

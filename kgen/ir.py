@@ -192,6 +192,8 @@ class Graph:
         """The shape of a value of `level` (tile, row, rowflat or pooled) at this batch."""
         if level == "rowflat":
             return (batch,)
+        if level == "col":
+            return (self.out_features,)
         if level == "pooled":
             pool = self.pool
             return (batch, pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))

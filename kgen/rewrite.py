@@ -23,7 +23,7 @@ import dataclasses
 import torch
 
 from . import ops
-from .ir import Graph, Node, affine_chain
+from .ir import TAIL_LEVELS, Graph, Node, affine_chain
 
 _CLAMPS = ("clamp", "hardtanh")
 
@@ -86,7 +86,8 @@ def simplify(graph: Graph) -> tuple[Graph, list[str]]:
             else:
                 new_id[old.id] = append("pointwise", old.level, args, "identity", like=old)
             continue
-        if old.kind == "pointwise" and old.op == "sub" and len(args) == 2 and args[0] == args[1]:
+        if old.kind == "pointwise" and old.op == "sub" and len(args) == 2 and args[0] == args[1] \
+                and old.level not in TAIL_LEVELS:
             applied.append(f"{at}: x - x is 0 (for finite x; torch gives NaN where x is infinite "
                            "or NaN)")
             new_id[old.id] = append("const", old.level, (), attrs={"value": 0.0}, like=old)

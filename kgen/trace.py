@@ -223,7 +223,8 @@ class Tracer:
             return shape
         if n.level in ("tile", "row", "rowflat"):
             return {"tile": ("M", self.out_features), "row": ("M", 1), "rowflat": ("M",)}[n.level]
-        (pool,) = [p for p in self.nodes if p.kind == "pool"]   # level pooled: the one pooling
+        assert n.level == "pooled", n   # (a free value is a parameter; ops on one are full)
+        (pool,) = [p for p in self.nodes if p.kind == "pool"]   # the one pooling
         return ("M", pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
 
     def pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
@@ -246,7 +247,7 @@ class Tracer:
                 raise self.refuse(f"{op}: {e}") from None
             level = combined
         canonical = {"tile": ("M", self.out_features), "row": ("M", 1), "rowflat": ("M",)}
-        if level is None or (level in canonical and shape != canonical[level]):
+        if level in (None, "free") or (level in canonical and shape != canonical[level]):
             level = "full"   # a shape of its own: torch's broadcasting made it (ir.py)
         if op not in ops.POINTWISE:
             raise self.refuse(f"the point-wise op {op} is not in kgen's table")
@@ -343,8 +344,8 @@ class Tracer:
     def dropout(self, x, p, active: bool, path: str):
         """Dropout is the identity in eval mode. kgen does not reproduce torch's random mask, so
         an active one (p > 0) is recorded: the emitted forward refuses training mode (the
-        module at `path` training, or the whole module's mode for F.dropout, which the trace in
-        eval mode tells apart from a dropout that is always on)."""
+        Dropout module at `path` training; for F.dropout, whose flag the trace sees only as a
+        bool, any module of the model training), and trace() refuses one active in eval mode."""
         if not isinstance(p, (int, float)) or isinstance(p, bool):
             raise self.refuse(f"dropout with p={p!r}")
         if p == 0 or not active:
@@ -629,17 +630,17 @@ def trace(ref: Reference) -> Graph:
     """The IR of `ref`'s forward, or ir.Unsupported naming the first op kgen cannot take."""
     tracer = Tracer(ref)
     graph = tracer.run()
-    if tracer.dropouts:
-        # A dropout still active with the module in eval mode (F.dropout(x, p) without
-        # training=self.training) drops in eval mode too: nothing kgen can match.
-        evaluation = Tracer(ref)
-        evaluation.model.eval()
-        evaluation.run()
-        for d in evaluation.dropouts:
-            raise Unsupported(f"{ref.path}: line {d['line']}: `{d['text']}`: dropout with p={d['p']:g} "
-                              "is active in eval mode too (pass training=self.training); kgen does "
-                              "not reproduce torch's random mask")
-        graph.dropouts = tracer.dropouts
+    # A dropout active with the module in eval mode (F.dropout(x, p), or training=not
+    # self.training) drops at random there too: nothing kgen can match. (Tracing is on the
+    # meta device: the second trace costs milliseconds.)
+    evaluation = Tracer(ref)
+    evaluation.model.eval()
+    evaluation.run()
+    for d in evaluation.dropouts:
+        raise Unsupported(f"{ref.path}: line {d['line']}: `{d['text']}`: dropout with p={d['p']:g} "
+                          "is active in eval mode (pass training=self.training); kgen does not "
+                          "reproduce torch's random mask")
+    graph.dropouts = tracer.dropouts
     return graph
 
 

@@ -30,7 +30,7 @@ def test_functional_dropout_following_the_modules_mode_is_recorded(body, path, t
 
 
 def test_dropout_active_in_eval_mode_too_is_refused(tmp_path):
-    with pytest.raises(Unsupported, match="active in eval mode too"):
+    with pytest.raises(Unsupported, match="active in eval mode"):
         trace(module(tmp_path, "x = F.dropout(x, 0.3)\nx = torch.relu(x)"))
 
 
@@ -58,3 +58,17 @@ def test_the_emitted_forward_refuses_training_mode_first(tmp_path):
     x = torch.rand(4, ref.input.shape[1])
     with torch.no_grad():
         torch.testing.assert_close(graph.interpret(x, model), model(x), rtol=1e-6, atol=1e-7)
+
+
+def test_dropout_active_only_in_eval_mode_is_refused(tmp_path):
+    with pytest.raises(Unsupported, match="active in eval mode"):
+        trace(module(tmp_path, "x = F.dropout(x, 0.5, not self.training)"))
+
+
+def test_functional_dropout_is_guarded_on_every_modules_mode(tmp_path):
+    ref = module(tmp_path, "x = F.dropout(x, 0.3, training=self.training)\nx = torch.relu(x)")
+    spec = Spec(str(ref.path), 64, 128, 256, math="tf32x3", backend="wgmma", fusion=1,
+                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    # F.dropout's flag reaches the trace as a bool: which module's mode it follows is unknown,
+    # so any module training refuses (never a silently different output).
+    assert generator.forward_lines(generator.lowered(spec))[0] == "if any(m.training for m in self.modules()):"

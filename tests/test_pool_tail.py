@@ -192,3 +192,31 @@ def test_rendered_files_parse_pass_the_static_rules_and_compile(body, shape, tmp
         pytest.skip("nvcc not on PATH")
     report = compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
     assert spills(report) == []
+
+
+@pytest.mark.parametrize("body, shape, out", [
+    ("x = x.amax(dim=1, keepdim=True) + torch.relu(self.extra)", "(3, 1, 1)", (3, "M", 1)),
+    ("x = F.max_pool1d(x.unsqueeze(1), 2).squeeze(1) + torch.sigmoid(self.extra)", "(2, 1, 1)",
+     (2, "M", 512)),
+    ("x = x.sum(dim=1) * (-self.extra)", "(4, 1)", (4, "M")),
+])
+def test_ops_on_a_parameter_of_another_shape_keep_its_shape(body, shape, out, tmp_path):
+    graph = check_oracle(module(tmp_path, body, shape))
+    assert graph.node(graph.output).shape == out
+    low = lower.lower(graph, fused_stats=True, external_gemm=False)
+    expect = tuple(8 if d == "M" else d for d in out)
+    assert eval(f"({generator.out_shape(low)})", {"M": 8, "N": 1024}) == expect
+
+
+def test_a_broadcast_tail_checks_the_features_it_was_generated_for(tmp_path):
+    ref = module(tmp_path, "x = x.amax(dim=1, keepdim=True) + self.extra", "(2, 1, 1)")
+    low = lower.lower(trace(ref), fused_stats=True, external_gemm=False)
+    assert "if n != 1024:" in generator.forward_lines(low)
+
+
+def test_a_negative_zero_constant_keeps_its_sign(tmp_path):
+    ref = module(tmp_path, "y = x.sum(dim=1, keepdim=True)\nx = -(y - y)")
+    spec = Spec(str(ref.path), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1,
+                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    assert generator.lowered(spec).constant == 0.0 and str(generator.lowered(spec).constant) == "-0.0"
+    assert "constexpr float kConstantValue = -0.0f;" in generator.render_cuda_source(spec)

@@ -47,7 +47,10 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   FinalizeArgs f{};
   kgen_cfg::fill_operands(a, p, f);
 #ifdef KGEN_CUBLAS_COMPUTE
-  if (const char* err = kgen_api::cublas_gemm(a.x, a.w, b.s, a.M, a.N, a.K, a.stream)) return err;
+  // (A constant output runs no GEMM, and its workspace has no room for z.)
+  if (!kgen_cfg::kConstantOutput) {
+    if (const char* err = kgen_api::cublas_gemm(a.x, a.w, b.s, a.M, a.N, a.K, a.stream)) return err;
+  }
 #endif
   const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
   const char* err = forward_impl<kgen_cfg::Gemm>(a.x, a.w, a.M, a.N, a.K, a.training != 0, p, f, b, stream);

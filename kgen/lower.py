@@ -38,8 +38,9 @@ from .ir import Graph, Node, Unsupported, affine_chain, shape_text
 # the two).
 MAX_OPERANDS = 16
 REDUCE_INIT = {"sum": "0.f", "mean": "0.f", "max": "-INFINITY", "min": "INFINITY"}
-REDUCE_STEP = {"sum": "{acc} += {v};", "mean": "{acc} += {v};", "max": "{acc} = fmaxf({acc}, {v});",
-               "min": "{acc} = fminf({acc}, {v});"}
+# max and min propagate NaN, as torch's reductions do (kgen::nan_max in kernels/stages.cuh).
+REDUCE_STEP = {"sum": "{acc} += {v};", "mean": "{acc} += {v};", "max": "{acc} = kgen::nan_max({v}, {acc});",
+               "min": "{acc} = kgen::nan_min({v}, {acc});"}
 REDUCE_BLOCK = {"sum": "kgen::block_sum", "mean": "kgen::block_sum", "max": "kgen::block_max",
                 "min": "kgen::block_min"}
 STAGE2_NONE, STAGE2_POINTWISE, STAGE2_ROWS = 0, 1, 2
@@ -115,7 +116,7 @@ class Emitter:
         v = inner.get(n.args[0])
         k, stride = n.attrs["kernel"], n.attrs["stride"]
         name = f"v{n.id}"
-        step = (f"if ({v} > {name} || isnan({v})) {name} = {v};" if n.op == "max" else f"{name} += {v};")
+        step = f"{name} = kgen::nan_max({v}, {name});" if n.op == "max" else f"{name} += {v};"
         init = "-INFINITY" if n.op == "max" else "0.f"
         what = "MaxPool1d" if n.op == "max" else "AvgPool1d"
         self.lines.append(f"float {name} = {init};  // {what}(kernel {k}, stride {stride}), line {n.line}")

@@ -103,3 +103,29 @@ def test_matrix_vector_rewrite(files, ref, shape):
     f = EmittedFile(files[gemv_spec(ref, shape).name()])
     results = validate(f, tol=1e-4, quick=shape is None)
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+
+
+NAN_REFS = [r for r in REFS if Path(r).stem in ("gemm_groupnorm_min_bias", "gemm_maxpool_sum_scale",
+                                                "matmul_gelu_softmax", "gemm_avgpool_gelu_softmax")]
+
+
+@pytest.mark.parametrize("ref", NAN_REFS, ids=lambda r: Path(r).stem)
+def test_a_nan_feature_propagates_as_in_torch(files, ref):
+    """A NaN in one feature of the Linear bias makes that column of z NaN: row max / min (of the
+    reductions, softmax and pooling) propagate it as torch does (fmaxf / fminf would drop it)."""
+    f = EmittedFile(files[spec_for(ref, "wgmma" if HOPPER else "kgen").name()])
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = f.Model(*f.init_args())
+        new = f.ModelNew(*f.init_args())
+    new.load_state_dict(model.state_dict())
+    for m in (model, new):
+        linear = next(mod for mod in m.modules() if isinstance(mod, torch.nn.Linear))
+        with torch.no_grad():
+            linear.bias[3] = float("nan")
+    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda")
+    with torch.no_grad():
+        out, expect = new(x), model(x)
+    assert expect.isnan().any()
+    assert torch.equal(out.isnan(), expect.isnan())
+    torch.testing.assert_close(out, expect, rtol=1e-4, atol=1e-4, equal_nan=True)

@@ -153,10 +153,14 @@ constexpr int kRowThreads = 512;
 // Rows up to this size stay in shared memory between the passes of the row kernel.
 constexpr size_t kRowCacheBytes = 64 * 1024;
 
+// max and min that propagate NaN as torch's amax / amin / max(dim) do (fmaxf and fminf drop a
+// NaN operand): NaN if either operand is NaN.
+__device__ __forceinline__ float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
+__device__ __forceinline__ float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
 // Reduction of one value per thread over the CTA (kRowThreads threads); every thread gets the
 // result. kind: 0 sum, 1 max, 2 min.
 __device__ __forceinline__ float combine(float a, float b, int kind) {
-  return kind == 0 ? a + b : (kind == 1 ? fmaxf(a, b) : fminf(a, b));
+  return kind == 0 ? a + b : (kind == 1 ? nan_max(a, b) : nan_min(a, b));
 }
 __device__ __forceinline__ float block_reduce(float v, int kind, float* scratch) {
   for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(0xffffffffu, v, o), kind);

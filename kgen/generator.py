@@ -79,9 +79,10 @@ def forward_lines(lowered: Lowered) -> list[str]:
     for d in lowered.traced.dropouts:
         mode = (_self_attr(f"{d['path']}.training") if d["path"]
                 else "any(m.training for m in self.modules())")
-        what = f"Dropout(p={d['p']:g}) (line {d['line']} of the reference)"
-        lines += [f"if {mode}:",
-                  f"    raise RuntimeError({what + ' drops at random in training mode; kgen does not reproduce torch' + chr(39) + 's mask. Use the module in eval mode (.eval()), where dropout is the identity'!r})"]
+        message = (f"Dropout(p={d['p']:g}) (line {d['line']} of the reference) drops at random in "
+                   "training mode; kgen does not reproduce torch's mask. Use the module in eval "
+                   "mode (.eval()), where dropout is the identity")
+        lines += [f"if {mode}:", f"    raise RuntimeError({message!r})"]
     lines += [
         f"x = _checked_input(x, {_self_attr(weight)})",
         f"w = _checked_param({_self_attr(weight)}, x, (x.shape[1] * {_self_attr(weight)}.shape[0],), {weight!r})",
@@ -196,7 +197,8 @@ def _source_context(spec: Spec) -> dict:
         "tile": spec.tile,
         "fused_stats": spec.fusion == 2 and spec.family != "cublas",
         "lowered": low,
-        "cuda_float": cuda_float,
+        # The constant a rewritten module outputs (kgen_cfg::kConstantValue; unused without one).
+        "constant_literal": cuda_float(0.0 if low.constant is None else low.constant),
         "ir_lines": low.describe(),
         "fill_lines": fill_lines(low),
         "gemm_type": gemm_type(spec),

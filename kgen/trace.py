@@ -115,7 +115,8 @@ METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "lo
 SUPPORTED = (
     "nn.Linear, F.linear, x @ W.T and torch.matmul(x, W.T) (one GEMM, first); "
     f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
-    "scalars, per-feature (N,) or (1, N) parameters and per-row values); row reductions over "
+    "scalars, per-feature (N,) or (1, N) parameters, per-row values, and parameters of other "
+    "shapes that broadcast onto the result as torch broadcasts them); row reductions over "
     "dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax; BatchNorm1d (one); "
     "GroupNorm; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
     "clone/detach; Dropout (the identity in eval mode; training mode is refused at run time)"

@@ -1,3 +1,4 @@
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,48 @@ REFS_DIR = Path(__file__).resolve().parent / "refs"
 REFUSED_REFS = {"conv2d_relu": "Conv2d", "gemm_cumsum": "cumsum", "gemm_sigmoid_gemm_lse": "second GEMM"}
 # The modules kgen synthesizes.
 SYNTHESIZED_REFS = sorted(p.resolve() for p in REFS_DIR.glob("*.py") if p.stem not in REFUSED_REFS)
+
+_MODULE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+{init}
+
+    def forward(self, x):
+        x = self.{gemm}(x)
+{body}
+        return x
+
+
+batch_size = 8
+in_features = 16
+out_features = {out_features}
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+'''
+
+
+def module_source(body: str, params: dict[str, str], out_features: int, gemm: str = "gemm") -> str:
+    """A reference file in KernelBench form: Linear `gemm`, then the lines of `body` (any common
+    indentation is removed) on x; `params` maps attribute names to the expressions that create
+    them (in __init__, after the Linear)."""
+    init = [f"self.{gemm} = nn.Linear(in_features, out_features)"]
+    init += [f"self.{name} = {expr}" for name, expr in params.items()]
+    return _MODULE.format(init="\n".join(f"        {line}" for line in init),
+                          body="\n".join(f"        {line}" for line in
+                                         textwrap.dedent(body).strip("\n").splitlines()),
+                          gemm=gemm, out_features=out_features)
 
 
 def pytest_collection_modifyitems(config, items):

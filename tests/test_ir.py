@@ -27,7 +27,7 @@ from kgen.search import enumerate_specs
 from kgen.static_checks import check_emitted
 from kgen.trace import trace
 
-from conftest import REFUSED_REFS, SYNTHESIZED_REFS
+from conftest import REFUSED_REFS, SYNTHESIZED_REFS, module_source
 
 ROOT = Path(__file__).resolve().parent.parent
 REFS = SYNTHESIZED_REFS
@@ -103,37 +103,13 @@ REDUCTION_FORMS = ["torch.softmax(x, dim=1)", "F.log_softmax(x, dim=-1)",
                    "x.mean(1, keepdim=True)", "torch.max(x, dim=1, keepdim=True)[0]",
                    "x - x.amax(dim=1, keepdim=True)", "torch.sum(x, dim=1)"]
 
-CHAIN_TEMPLATE = '''
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# Modules of random chains: a Linear, a per-feature bias2 and a one-element scale2.
+CHAIN_PARAMS = {"bias2": "nn.Parameter(torch.randn(out_features))",
+                "scale2": "nn.Parameter(torch.rand(1) + 0.5)"}
 
 
-class Model(nn.Module):
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.bias2 = nn.Parameter(torch.randn(out_features))
-        self.scale2 = nn.Parameter(torch.rand(1) + 0.5)
-
-    def forward(self, x):
-        x = self.gemm(x)
-{body}
-        return x
-
-
-batch_size = 8
-in_features = 16
-out_features = 24
-
-
-def get_inputs():
-    return [torch.rand(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-'''
+def chain_source(body: str) -> str:
+    return module_source(body, CHAIN_PARAMS, out_features=24)
 
 
 @pytest.mark.parametrize("seed", range(24))
@@ -143,9 +119,9 @@ def test_random_pointwise_chains_match_the_module(seed, tmp_path):
     steps = [rng.choice(forms) for _ in range(rng.randint(1, 6))]
     if seed % 3 == 0:   # and sometimes a row reduction in the middle or at the end
         steps.insert(rng.randint(0, len(steps)), rng.choice(REDUCTION_FORMS[:-1]))
-    body = "\n".join(f"        x = {s}" for s in steps)
+    body = "\n".join(f"x = {s}" for s in steps)
     path = tmp_path / f"chain_{seed}.py"
-    path.write_text(CHAIN_TEMPLATE.format(body=body))
+    path.write_text(chain_source(body))
     check_oracle(Reference(path))
     # ... and it lowers and renders (the CUDA of each op is compiled in test_ops and below).
     lower.lower(trace(Reference(path)), fused_stats=True, external_gemm=False)
@@ -183,7 +159,7 @@ def test_modules_outside_the_family_are_refused_with_exit_2(ref, op, tmp_path):
 
 def test_second_batchnorm_and_unknown_ops_raise_unsupported(tmp_path):
     path = tmp_path / "two_bn.py"
-    path.write_text(CHAIN_TEMPLATE.format(body="        x = torch.cumsum(x, 1)"))
+    path.write_text(chain_source("x = torch.cumsum(x, 1)"))
     with pytest.raises(Unsupported, match="cumsum"):
         trace(Reference(path))
 

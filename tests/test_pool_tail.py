@@ -19,45 +19,17 @@ from kgen.spec import Spec, Tile
 from kgen.static_checks import check_emitted
 from kgen.trace import trace
 
+from conftest import module_source
 from test_ir import SMALL, check_oracle
 
-TEMPLATE = '''
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.extra = nn.Parameter(torch.randn({shape}))
-        self.bias2 = nn.Parameter(torch.randn(out_features))
-
-    def forward(self, x):
-        x = self.gemm(x)
-{body}
-        return x
-
-
-batch_size = 8
-in_features = 16
-out_features = 1024
-
-
-def get_inputs():
-    return [torch.rand(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-'''
 
 
 def module(tmp_path, body: str, shape: str = "1") -> Reference:
+    """A module with a parameter `extra` of `shape` and a per-feature `bias2`, 1024 features."""
     path = tmp_path / "ref.py"
-    path.write_text(TEMPLATE.format(body="\n".join(f"        {line}" for line in body.splitlines()),
-                                    shape=shape))
+    path.write_text(module_source(body, {"extra": f"nn.Parameter(torch.randn({shape}))",
+                                         "bias2": "nn.Parameter(torch.randn(out_features))"},
+                                  out_features=1024))
     return Reference(path, SMALL)
 
 

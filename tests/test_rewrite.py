@@ -10,41 +10,14 @@ from kgen import lower, rewrite
 from kgen.reference import Reference
 from kgen.trace import trace
 
-CHAIN = '''
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+from conftest import module_source
 
-
-class Model(nn.Module):
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.linear = nn.Linear(in_features, out_features)
-        self.scale = nn.Parameter(torch.randn(out_features))
-
-    def forward(self, x):
-        x = self.linear(x)
-{body}
-        return x
-
-
-batch_size = 8
-in_features = 16
-out_features = 32
-
-
-def get_inputs():
-    return [torch.rand(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-'''
 
 
 def traced(tmp_path, body: str):
     path = tmp_path / "m.py"
-    path.write_text(CHAIN.format(body=body))
+    path.write_text(module_source(body, {"scale": "nn.Parameter(torch.randn(out_features))"},
+                                  out_features=32, gemm="linear"))
     ref = Reference(path)
     return ref, trace(ref)
 

@@ -24,7 +24,7 @@ from typing import Callable
 
 from . import generator
 from .spec import Spec, SpecError, Tile, kgen_source_digest
-from .worker import EXIT_AFTER_RUNTIME_ERROR, RESULT_PREFIX
+from .worker import RESULT_PREFIX
 
 # Tiles tried per GEMM family. SIMT: (BM, BN, BK, WM, WN, TM, TN). mma.sync: (BM, BN, BK, WM, WN, stages).
 SIMT_TILES = [

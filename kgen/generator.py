@@ -72,19 +72,34 @@ def numel(shape: tuple) -> int:
     return count
 
 
-def forward_lines(lowered: Lowered) -> list[str]:
-    """ModelNew.forward's body: check the input and every tensor the kernels read, then call."""
-    weight = lowered.graph.gemm.attrs["weight"]
+def forward_lines(parts: list[Lowered]) -> list[str]:
+    """ModelNew.forward's body: check the input and every tensor the kernels read, then call
+    each GEMM part's entry point in turn (a part's output is the next part's x)."""
     lines = []
-    for d in lowered.traced.dropouts:
+    for d in parts[-1].traced.dropouts:
         mode = (_self_attr(f"{d['path']}.training") if d["path"]
                 else "any(m.training for m in self.modules())")
         message = (f"Dropout(p={d['p']:g}) (line {d['line']} of the reference) drops at random in "
                    "training mode; kgen does not reproduce torch's mask. Use the module in eval "
                    "mode (.eval()), where dropout is the identity")
         lines += [f"if {mode}:", f"    raise RuntimeError({message!r})"]
+    weight = _self_attr(parts[0].graph.gemm.attrs["weight"])
+    lines.append(f"x = _checked_input(x, {weight})")
+    for k, lowered in enumerate(parts):
+        if len(parts) > 1:
+            then = f"; its output is part {k + 1}'s x" if k + 1 < len(parts) else ""
+            lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
+                         f"and its epilogue{then}")
+        call = _part_lines(lowered, lines)
+        lines.append(f"{'return' if k + 1 == len(parts) else 'x ='} _launch({k}, {', '.join(call)})")
+    return lines
+
+
+def _part_lines(lowered: Lowered, lines: list[str]) -> list[str]:
+    """Append the checks of one part's weight and operands to `lines`; return its call's
+    arguments after the part index."""
+    weight = lowered.graph.gemm.attrs["weight"]
     lines += [
-        f"x = _checked_input(x, {_self_attr(weight)})",
         f"w = _checked_param({_self_attr(weight)}, x, (x.shape[1] * {_self_attr(weight)}.shape[0],), {weight!r})",
         "n = w.shape[0]",
     ]
@@ -105,8 +120,7 @@ def forward_lines(lowered: Lowered) -> list[str]:
         call.append(f"operand{k}=_checked_param({_self_attr(path)}, x, {numels}, {path!r})")
     if lowered.batchnorm:
         call.append("**bn")
-    lines.append(f"return _launch({', '.join(call)})")
-    return lines
+    return call
 
 
 def out_shape(lowered: Lowered) -> str:
@@ -114,7 +128,7 @@ def out_shape(lowered: Lowered) -> str:
     if lowered.tail:
         return ", ".join(map(str, lowered.output_shape)) + ("," if len(lowered.output_shape) == 1 else "")
     if lowered.output_level == "rowflat":
-        return "M"
+        return "M,"
     width = lowered.output_width.replace(" / ", " // ")
     return f"M, {width}"
 
@@ -173,9 +187,16 @@ def gemm_type(spec: Spec) -> str:
 
 
 def lowered(spec: Spec) -> Lowered:
-    """The spec's module, lowered for its variant (fusion 2 fuses BatchNorm's partials into the
-    GEMM epilogue; a cuBLAS GEMM never does)."""
-    return _lowered(spec.graph(), spec.fusion == 2, spec.family == "cublas", spec.family == "gemv")
+    """The spec's module (its last GEMM part), lowered for its variant (fusion 2 fuses
+    BatchNorm's partials into the GEMM epilogue; a cuBLAS GEMM never does)."""
+    return lowered_parts(spec)[-1]
+
+
+def lowered_parts(spec: Spec) -> list[Lowered]:
+    """Each GEMM part of the spec's module, first to last, lowered for its variant (the same
+    GEMM variant for every part)."""
+    return [_lowered(part, spec.fusion == 2, spec.family == "cublas", spec.family == "gemv")
+            for part in spec.graph().parts]
 
 
 @functools.lru_cache(maxsize=256)
@@ -183,10 +204,22 @@ def _lowered(graph, fused: bool, external: bool, gemv: bool) -> Lowered:
     return lower(graph, fused, external, gemv)
 
 
+def _part_context(low: Lowered) -> dict:
+    args = forward_args(low)
+    return {
+        "lowered": low,
+        # The constant a rewritten part outputs (kgen_cfg::kConstantValue; unused without one).
+        "constant_literal": cuda_float(0.0 if low.constant is None else low.constant),
+        "ir_lines": low.describe(),
+        "fill_lines": fill_lines(low),
+        "forward_args": args,
+        "forward_params": ", ".join(f"{ctype} {name}" for name, ctype in args),
+        "forward_arg_names": ", ".join(name for name, _ in args),
+    }
+
+
 def _source_context(spec: Spec) -> dict:
     sources = kernel_sources()
-    low = lowered(spec)
-    args = forward_args(low)
     return {
         "version": __version__,
         "config_name": spec.config_name(),
@@ -196,18 +229,11 @@ def _source_context(spec: Spec) -> dict:
         "fusion": spec.fusion,
         "tile": spec.tile,
         "fused_stats": spec.fusion == 2 and spec.family != "cublas",
-        "lowered": low,
-        # The constant a rewritten module outputs (kgen_cfg::kConstantValue; unused without one).
-        "constant_literal": cuda_float(0.0 if low.constant is None else low.constant),
-        "ir_lines": low.describe(),
-        "fill_lines": fill_lines(low),
+        "parts": [_part_context(low) for low in lowered_parts(spec)],
         "gemm_type": gemm_type(spec),
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
         "sources": sources,
         "gemm_sources": [sources[name] for name in GEMM_SOURCES[spec.family]],
-        "forward_args": args,
-        "forward_params": ", ".join(f"{ctype} {name}" for name, ctype in args),
-        "forward_arg_names": ", ".join(name for name, _ in args),
     }
 
 
@@ -290,9 +316,22 @@ def reference_label(spec: Spec) -> str:
     return f"{ref.id}, sha256 {ref.sha256[:16]}"
 
 
+def describe_parts(parts: list[Lowered]) -> list[str]:
+    """The stages of each GEMM part (the summary of the one part of most modules)."""
+    if len(parts) == 1:
+        return parts[0].summary()
+    widths = " -> ".join(str(w) for w in [parts[0].graph.in_features] + [p.graph.out_features for p in parts])
+    lines = [f"chain:     {len(parts)} GEMMs ({widths} features), run in turn: each part's output, "
+             "in memory, is the next GEMM's input"]
+    for k, low in enumerate(parts):
+        lines.append(f"part {k}:    GEMM {low.graph.in_features} -> {low.graph.out_features} and its epilogue")
+        lines += ["  " + line for line in low.summary()]
+    return lines
+
+
 def render_header(spec: Spec, measured: dict | None) -> str:
     ref = spec.reference()
-    low = lowered(spec)
+    parts = lowered_parts(spec)
     lines = [
         f"ModelNew for {spec.problem_name}: {ref.docstring() or 'a GEMM followed by an epilogue chain'}",
         "",
@@ -304,7 +343,7 @@ def render_header(spec: Spec, measured: dict | None) -> str:
         f"shapes:    batch {spec.batch} (any batch works), in_features {spec.in_features}, "
         f"out_features {spec.out_features}",
         *describe_variant(spec),
-        *low.summary(),
+        *describe_parts(parts),
         f"target:    {spec.arch} (the extension is built for the GPU it runs on)",
         f"key:       {spec.key()} (hash of the CUDA source; names the build)",
         *describe_measured(measured),
@@ -314,7 +353,7 @@ def render_header(spec: Spec, measured: dict | None) -> str:
 
 def render(spec: Spec, measured: dict | None = None) -> str:
     ref = spec.reference()
-    low = lowered(spec)
+    parts = lowered_parts(spec)
     cuda_source = render_cuda_source(spec)
     if "'''" in cuda_source:  # it sits in a raw triple-quoted string
         raise ValueError("kernel source contains ''' and cannot be embedded")
@@ -329,12 +368,12 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         hopper_only=spec.family == "wgmma",
         smem_bytes=spec_smem_bytes(spec),
         extra_ldflags=repr(extra_ldflags(spec)),
-        forward_args=[(name, ctypes_type(ctype)) for name, ctype in forward_args(low)],
+        parts_args=[[(name, ctypes_type(ctype)) for name, ctype in forward_args(low)] for low in parts],
         cuda_source=cuda_source,
         title=ref.docstring() or spec.problem_name,
-        lowered=low,
-        out_shape=out_shape(low),
-        forward_lines=forward_lines(low),
+        has_batchnorm=any(low.batchnorm for low in parts),
+        out_shapes=[out_shape(low) for low in parts],
+        forward_lines=forward_lines(parts),
         init_source=ref.init_source(),
     )
 

@@ -135,6 +135,9 @@ class Graph:
     # Active dropouts ({"path", "p", "line", "text"}; trace.Tracer.dropout): the identity in eval
     # mode, refused in training mode by the emitted forward.
     dropouts: list = dataclasses.field(default_factory=list)
+    # Chained GEMMs: the part that computes this part's GEMM input (its output, (M, in_features)),
+    # itself a graph of one GEMM and its epilogue. The module's graph is its last part.
+    previous: "Graph | None" = None
 
     def node(self, i: int) -> Node:
         return self.nodes[i]
@@ -143,6 +146,15 @@ class Graph:
     def gemm(self) -> Node:
         (g,) = [n for n in self.nodes if n.kind == "gemm"]
         return g
+
+    @property
+    def parts(self) -> list["Graph"]:
+        """The chain of GEMM parts, first to last (one part: [self])."""
+        return (self.previous.parts if self.previous is not None else []) + [self]
+
+    def with_nodes(self, nodes: list[Node], output: int) -> "Graph":
+        """This part with other nodes (a rewrite, a split): the same chain and dropouts."""
+        return dataclasses.replace(self, nodes=nodes, output=output)
 
     @property
     def batchnorms(self) -> list[Node]:
@@ -207,6 +219,8 @@ class Graph:
 
     def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module):
         """The value of `node` (a live one) when the graph runs on x, as `interpret`."""
+        if self.previous is not None:
+            x = self.previous.interpret(x, model)
         values: dict[int, object] = {}
         for n in self.live():
             a = [values[i] for i in n.args]

@@ -53,7 +53,7 @@ class EmittedFile:
                                    not in (None, self.reference.sha256))
         self.ModelNew = self.module.ModelNew
         self.Model = self.reference.Model
-        self.has_batchnorm = bool(self.spec.graph().batchnorms) if ref is None else any(
+        self.has_batchnorm = any(part.batchnorms for part in self.spec.graph().parts) if ref is None else any(
             "BatchNorm" in type(m).__name__ for m in self.reference.meta_model().modules())
         # A module with an active Dropout runs in eval mode only (its forward refuses training
         # mode): checks and timings use eval mode for it.

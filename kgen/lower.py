@@ -562,7 +562,7 @@ def split_tail(graph: Graph) -> tuple[Graph, list[Node], int | None]:
                           f"{'no value computed from the input' if not cores else 'two values computed from the input'} "
                           "against parameters of other shapes; kgen broadcasts one")
     (core,) = cores
-    core_graph = Graph(graph.nodes, core, graph.in_features, graph.out_features)
+    core_graph = graph.with_nodes(graph.nodes, core)
     return core_graph, sorted(tail, key=lambda n: n.id), core
 
 

@@ -118,7 +118,7 @@ def simplify(graph: Graph) -> tuple[Graph, list[str]]:
         new_id[old.id] = append(old.kind, old.level, args, old.op, old.attrs, like=old)
     if not applied:
         return graph, []
-    out = Graph(nodes, new_id[graph.output], graph.in_features, graph.out_features)
+    out = graph.with_nodes(nodes, new_id[graph.output])
     return out, applied
 
 
@@ -132,7 +132,11 @@ class RowSum:
 def row_sum_of_gemm(graph: Graph) -> RowSum | None:
     """The reduction `row_sum_as_gemv` applies to: the only use of the GEMM output is a sum or
     mean over dim 1 of an affine (per-column scale and shift) function of it, and nothing else
-    of width N is live (no BatchNorm, no GroupNorm). None when the graph is not of that form."""
+    of width N is live (no BatchNorm, no GroupNorm). None when the graph is not of that form,
+    and for the last part of chained GEMMs (its x is computed by the part before it, and the
+    product is a GEMM there anyway)."""
+    if graph.previous is not None:
+        return None
     live = graph.live()
     tiles = [n for n in live if n.level == "tile"]
     reductions = [n for n in live if n.kind == "reduce" and graph.node(n.args[0]).level == "tile"]

@@ -78,7 +78,7 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
     from .rewrite import row_sum_of_gemm, simplify
 
     g = graph(problem, batch, in_features, out_features)
-    has_batchnorm = bool(g.batchnorms)
+    has_batchnorm = any(part.batchnorms for part in g.parts)
     specs: list[Spec] = []
 
     def add(**kw):
@@ -143,17 +143,21 @@ GEMV_BANDWIDTH = 3000
 
 
 def predicted_ms(spec: Spec, sms: int) -> float:
-    """GEMM time at the family's rate, stretched by the tail wave of tiles (one CTA per SM); the
-    matrix-vector rewrite's time to read W and x once."""
+    """GEMM time at the family's rate, stretched by the tail wave of tiles (one CTA per SM),
+    summed over the module's chained GEMMs; the matrix-vector rewrite's time to read W and x
+    once."""
     if spec.family == "gemv":
         return 4.0 * spec.in_features * (spec.out_features + spec.batch) / (GEMV_BANDWIDTH * 1e6)
-    flops = 2.0 * spec.batch * spec.in_features * spec.out_features
-    ms = flops / (GEMM_RATES[(spec.family, spec.math)] * 1e9)
-    if spec.tile is not None:
-        tiles = -(-spec.batch // spec.tile.bm) * -(-spec.out_features // spec.tile.bn)
-        waves = -(-tiles // sms)
-        ms *= waves * sms / tiles
-    return ms
+    total = 0.0
+    for part in spec.graph().parts:
+        flops = 2.0 * spec.batch * part.in_features * part.out_features
+        ms = flops / (GEMM_RATES[(spec.family, spec.math)] * 1e9)
+        if spec.tile is not None:
+            tiles = -(-spec.batch // spec.tile.bm) * -(-part.out_features // spec.tile.bn)
+            waves = -(-tiles // sms)
+            ms *= waves * sms / tiles
+        total += ms
+    return total
 
 
 def prune(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dict[Spec, str]:
@@ -214,7 +218,7 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
     from .problems import graph, load
 
     ref = load(problem, batch, in_features, out_features)
-    weight = graph(problem, batch, in_features, out_features).gemm.attrs["weight"]
+    weights = [part.gemm.attrs["weight"] for part in graph(problem, batch, in_features, out_features).parts]
     torch.manual_seed(0)
     with torch.device(device):
         exact_model = ref.Model(*ref.init_args()).double()
@@ -227,8 +231,9 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
             if math in FP32_ACCURATE_MATHS:
                 continue
             m = copy.deepcopy(rounded_model)
-            w = m.get_parameter(weight)
-            w.copy_(_round_to(math, w))
+            for weight in weights:
+                w = m.get_parameter(weight)
+                w.copy_(_round_to(math, w))
             approx = m(_round_to(math, x))
             err = (approx - exact).abs().max().item()
             ok = [t for t in tols if torch.allclose(approx, exact, atol=t, rtol=t)]

@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import ops
-from .ir import Graph, Node, Unsupported, broadcast_shapes, combine_levels, pooled_width
+from .ir import Graph, Node, Unsupported, broadcast_shapes, combine_levels, pooled_width, shape_text
 from .reference import Reference
 
 # ---- what kgen accepts -----------------------------------------------------------------------
@@ -113,7 +113,8 @@ METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add_
 METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "logsumexp": "logsumexp"}
 
 SUPPORTED = (
-    "nn.Linear, F.linear, x @ W.T and torch.matmul(x, W.T) (one GEMM, first); "
+    "nn.Linear, F.linear, x @ W.T and torch.matmul(x, W.T) (the first on the module's input, each "
+    "later one on the (batch, features) output of the part before it); "
     f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
     "scalars, per-feature (N,) or (1, N) parameters, per-row values, and parameters of other "
     "shapes that broadcast onto the result as torch broadcasts them); row reductions over "
@@ -146,8 +147,8 @@ class Tracer:
     def refuse(self, what: str) -> Unsupported:
         line, text = self.where
         at = f"line {line}: `{text}`: " if line else ""
-        return Unsupported(f"{self.ref.path}: {at}{what}. kgen synthesizes one GEMM followed by an "
-                           f"epilogue chain; it supports {SUPPORTED}")
+        return Unsupported(f"{self.ref.path}: {at}{what}. kgen synthesizes GEMMs, each followed by "
+                           f"an epilogue chain; it supports {SUPPORTED}")
 
     def _locate(self, fx_node: torch.fx.Node):
         trace = fx_node.stack_trace or ""
@@ -172,10 +173,11 @@ class Tracer:
         """An IR node id for an fx argument (a node's value or a Python number)."""
         if isinstance(v, int) and not isinstance(v, bool) and v in self.env_ids:
             return v
-        if isinstance(v, _Marker) and v.kind == "tensor" and self.gemm_id is not None:
-            v = self.param(v.payload)
-            if isinstance(v, int):
-                return v
+        if isinstance(v, _Marker) and v.kind in ("tensor", "matrix") and self.gemm_id is not None:
+            return self.param(v.payload)
+        if isinstance(v, _Marker) and v.kind == "earlier":
+            raise self.refuse(f"a value computed before the GEMM at line {v.payload} is used after "
+                              "it (kgen chains GEMMs through the next GEMM's input alone)")
         if isinstance(v, _Marker) and v.kind == "unsqueezed":
             raise self.refuse("a (batch, 1, features) view is used other than as the input of "
                               "MaxPool1d / AvgPool1d (squeeze(1) the result)")
@@ -186,7 +188,18 @@ class Tracer:
     def level(self, i: int) -> str:
         return self.nodes[i].level
 
-    def param(self, path: str) -> int | _Marker:
+    def attribute(self, path: str) -> _Marker:
+        """A parameter or buffer read by get_attr: a marker until its use says what it is (a
+        GEMM's weight matrix, or a value of the epilogue, whose level needs N)."""
+        module_path, _, name = path.rpartition(".")
+        owner = self.model.get_submodule(module_path) if module_path else self.model
+        t = getattr(owner, name)
+        if not isinstance(t, torch.Tensor):
+            raise self.refuse(f"{path} is not a tensor")
+        return _Marker("matrix" if t.dim() == 2 else "tensor", path)
+
+    def param(self, path: str) -> int:
+        """The IR node of a parameter or buffer used as a value of the epilogue."""
         if path in self.params:
             return self.params[path]
         module_path, _, name = path.rpartition(".")
@@ -195,10 +208,6 @@ class Tracer:
         if not isinstance(t, torch.Tensor):
             raise self.refuse(f"{path} is not a tensor")
         n = self.out_features
-        if t.dim() == 2 and self.gemm_id is None:
-            return _Marker("matrix", path)
-        if self.gemm_id is None:  # N is known once the GEMM is traced
-            return _Marker("tensor", path)
         if t.numel() == 1 and t.dim() <= 2:
             level = "scalar"
         elif n is not None and tuple(t.shape) in ((n,), (1, n)):
@@ -356,8 +365,8 @@ class Tracer:
 
     def gemm(self, x, weight: str, bias_path: str | None) -> int:
         if self.gemm_id is not None:
-            raise self.refuse("a second GEMM (chained GEMMs are not supported yet)")
-        if x is not self.input_marker:
+            self.chain(x)
+        elif x is not self.input_marker:
             raise self.refuse("the GEMM's input is not the module's input (kgen's GEMM comes first)")
         w = getattr(self.model.get_submodule(weight.rpartition(".")[0]) if "." in weight else self.model,
                     weight.rpartition(".")[2])
@@ -365,14 +374,41 @@ class Tracer:
         if inp.dim() != 2 or inp.dtype != torch.float32:
             raise self.refuse(f"the input is {inp.dtype} of shape {tuple(inp.shape)}; kgen's GEMM "
                               "takes one float32 (batch, in_features) tensor")
-        if w.dim() != 2 or w.shape[1] != inp.shape[1]:
-            raise self.refuse(f"the weight {weight} has shape {tuple(w.shape)}, not (N, {inp.shape[1]})")
+        if w.dim() != 2 or w.shape[1] != self.in_features:
+            raise self.refuse(f"the weight {weight} has shape {tuple(w.shape)}, not (N, {self.in_features})")
+        if w.dtype != torch.float32:
+            raise self.refuse(f"the weight {weight} is {w.dtype}; kgen computes in float32")
         self.out_features = int(w.shape[0])
         self.gemm_id = self.add("gemm", "tile", weight=weight)
         if bias_path is None:
             return self.gemm_id
         bias = self.param(bias_path)
         return self.add("pointwise", "tile", [self.gemm_id, bias], "add")
+
+    def chain(self, x) -> None:
+        """A GEMM after the first: the nodes so far become the previous part, whose output is x,
+        and a new part starts with this GEMM. Values of the previous part are not visible in the
+        new one (Tracer.value refuses them): the parts share only the GEMM input, which the
+        previous part writes to memory and the next GEMM reads as its x."""
+        what = "the input of a second GEMM"
+        if isinstance(x, _Marker) or not isinstance(x, int):
+            raise self.refuse(f"{what} is not a (batch, features) value computed from the first GEMM "
+                              "(kgen chains GEMMs: each one reads the output of the part before it)")
+        level = self.level(x)
+        if level not in ("tile", "pooled"):
+            shape = shape_text(tuple("batch" if d == "M" else d for d in self.shape_of(x)))
+            raise self.refuse(f"{what} is a value of shape {shape}; kgen chains GEMMs over "
+                              "(batch, features) values")
+        width = self.shape_of(x)[1]
+        if len([n for n in self.nodes if n.kind == "batchnorm"]) > 1:
+            raise self.refuse("more than one BatchNorm1d before this GEMM is not supported yet")
+        self.previous = Graph(self.nodes, x, self.in_features, self.out_features, previous=self.previous)
+        line = self.where[0]
+        for fx_node, v in self.env.items():
+            if isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed")):
+                self.env[fx_node] = _Marker("earlier", line)
+        self.nodes, self.params, self.consts, self.env_ids = [], {}, {}, set()
+        self.gemm_id, self.in_features = None, int(width)
 
     # ---- the walk ------------------------------------------------------------------------
     def run(self) -> Graph:
@@ -385,8 +421,11 @@ class Tracer:
                               f"{type(e).__name__}: {e}") from None
         self.gemm_id = None
         self.out_features = None
+        self.in_features = int(self.ref.input.shape[-1])
+        self.previous: Graph | None = None
         self.input_marker = _Marker("input", None)
-        env: dict[torch.fx.Node, object] = {}
+        self.env: dict[torch.fx.Node, object] = {}
+        env = self.env
         self.env_ids: set[int] = set()
         output = None
         placeholders = [n for n in fx_graph.nodes if n.op == "placeholder"]
@@ -415,7 +454,7 @@ class Tracer:
                               "x @ W.T); kgen synthesizes a GEMM followed by an epilogue chain")
         if len([n for n in self.nodes if n.kind == "batchnorm"]) > 1:
             raise Unsupported(f"{self.ref.path}: more than one BatchNorm1d is not supported yet")
-        graph = Graph(self.nodes, output, int(self.ref.input.shape[1]), self.out_features)
+        graph = Graph(self.nodes, output, self.in_features, self.out_features, previous=self.previous)
         if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
         return graph
@@ -423,7 +462,7 @@ class Tracer:
     def visit(self, fx_node: torch.fx.Node, args, kwargs):
         op = fx_node.op
         if op == "get_attr":
-            return self.param(fx_node.target)
+            return self.attribute(fx_node.target)
         if op == "call_module":
             return self.visit_module(fx_node.target, self.model.get_submodule(fx_node.target), args, kwargs)
         if op == "call_method":

@@ -71,4 +71,4 @@ def test_functional_dropout_is_guarded_on_every_modules_mode(tmp_path):
                 tile=Tile(128, 128, 32, 16, 128, stages=4))
     # F.dropout's flag reaches the trace as a bool: which module's mode it follows is unknown,
     # so any module training refuses (never a silently different output).
-    assert generator.forward_lines(generator.lowered(spec))[0] == "if any(m.training for m in self.modules()):"
+    assert generator.forward_lines(generator.lowered_parts(spec))[0] == "if any(m.training for m in self.modules()):"

@@ -183,7 +183,7 @@ def test_ops_on_a_parameter_of_another_shape_keep_its_shape(body, shape, out, tm
 def test_a_broadcast_tail_checks_the_features_it_was_generated_for(tmp_path):
     ref = module(tmp_path, "x = x.amax(dim=1, keepdim=True) + self.extra", "(2, 1, 1)")
     low = lower.lower(trace(ref), fused_stats=True, external_gemm=False)
-    assert "if n != 1024:" in generator.forward_lines(low)
+    assert "if n != 1024:" in generator.forward_lines([low])
 
 
 def test_a_negative_zero_constant_keeps_its_sign(tmp_path):

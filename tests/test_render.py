@@ -45,17 +45,25 @@ def test_every_spec_renders_to_a_clean_file(spec):
     assert not any(f"#include <{h}" in module._CUDA_SOURCE for h in ("torch", "ATen", "c10"))
 
 
+def entry_points_agree(module) -> int:
+    """Compare the C prototype of each part's kgen_forward_<part> with the ctypes signature the
+    file calls it with; returns the number of parts."""
+    protos = dict(re.findall(r'extern "C" const char\* kgen_forward_(\d+)\(([^)]*)\)', module._CUDA_SOURCE))
+    assert sorted(protos) == [str(k) for k in range(len(module._FORWARD_ARGS))]
+    for part, args in enumerate(module._FORWARD_ARGS):
+        params = [p.strip().rsplit(" ", 1) for p in protos[str(part)].split(",")]
+        assert [name for _, name in params] == [name for name, _ in args]
+        for (ctype, name), (_, pytype) in zip(params, args):
+            expected = ctypes.c_void_p if ctype.endswith("*") else {"int": ctypes.c_int, "float": ctypes.c_float}[ctype]
+            assert pytype is expected, name
+        assert f'extern "C" long long kgen_workspace_floats_{part}(' in module._CUDA_SOURCE
+    return len(module._FORWARD_ARGS)
+
+
 def test_python_and_cuda_agree_on_the_entry_point():
-    """The C prototype of kgen_forward and the ctypes signature the file calls it with come
+    """The C prototype of kgen_forward_0 and the ctypes signature the file calls it with come
     from one list; here they are read back from the rendered file and compared."""
-    spec = ALL_SPECS[0]
-    module = exec_file(generator.render(spec))
-    proto = re.search(r'extern "C" const char\* kgen_forward\(([^)]*)\)', module._CUDA_SOURCE).group(1)
-    params = [p.strip().rsplit(" ", 1) for p in proto.split(",")]
-    assert [name for _, name in params] == [name for name, _ in module._FORWARD_ARGS]
-    for (ctype, name), (_, pytype) in zip(params, module._FORWARD_ARGS):
-        expected = ctypes.c_void_p if ctype.endswith("*") else {"int": ctypes.c_int, "float": ctypes.c_float}[ctype]
-        assert pytype is expected, name
+    assert entry_points_agree(exec_file(generator.render(ALL_SPECS[0]))) == 1
 
 
 def test_header_reports_measurements():
@@ -174,7 +182,7 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
                         lambda device=None: types.SimpleNamespace(shared_memory_per_block_optin=232448))
     monkeypatch.setattr(module, "load_inline", lambda **kw: compiled.append(kw) or "lib.so")
     monkeypatch.setattr(module.ctypes, "CDLL", lambda path: types.SimpleNamespace(
-        kgen_forward=types.SimpleNamespace(), kgen_workspace_floats=types.SimpleNamespace()))
+        kgen_forward_0=types.SimpleNamespace(), kgen_workspace_floats_0=types.SimpleNamespace()))
     if refused:
         with pytest.raises(RuntimeError, match=r"wgmma.*sm_90a.*--backend kgen"):
             module.build()

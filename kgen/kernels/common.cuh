@@ -15,6 +15,9 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <algorithm>
+#include <type_traits>
+
 namespace kgen {
 
 // The parameters and buffers the generated epilogue reads, by index (lower.MAX_OPERANDS; a test

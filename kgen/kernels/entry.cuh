@@ -1,10 +1,11 @@
-// The extension's C entry points, called from the emitted Python file through ctypes. Plain C
-// types only: building an extension compiles no torch, ATen or pybind11 header (a pybind11
-// binding took ~30 of the ~40 s a candidate needed to build). ModelNew checks shapes, dtypes,
-// devices and alignment before it calls; the entry points trust it and return the CUDA error
-// text (nullptr on success). kgen_cfg::ForwardArgs, kgen_cfg::fill_operands and the extern "C"
-// kgen_forward are written by the template from the lists generator.py and lower.py make, the
-// lists the Python side's ctypes signature and call come from too.
+// What the extension's C entry points of one GEMM part call (kgen_forward_<part> and
+// kgen_workspace_floats_<part>, written by the template), from the emitted Python file through
+// ctypes. Plain C types only: building an extension compiles no torch, ATen or pybind11 header
+// (a pybind11 binding took ~30 of the ~40 s a candidate needed to build). ModelNew checks shapes,
+// dtypes, devices and alignment before it calls; the entry points trust it and return the CUDA
+// error text (nullptr on success). kgen_cfg::ForwardArgs and kgen_cfg::fill_operands are written
+// by the template from the lists generator.py and lower.py make, the lists the Python side's
+// ctypes signature and call come from too.
 #pragma once
 
 namespace kgen {
@@ -63,7 +64,3 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
 }
 
 }  // namespace kgen
-
-extern "C" long long kgen_workspace_floats(int M, int N, int K) {
-  return kgen::workspace_floats(M, N, K);
-}

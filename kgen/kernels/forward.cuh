@@ -1,13 +1,14 @@
-// The forward pass of one module, in the order its stages dictate (kgen/lower.py). Expects
-// namespace kgen_cfg (written by the template) to define Gemm, kGemmExternal, kFusedStats,
-// kGemmTileM, kHasBatchNorm, kOutputIsTile, output_width, kGemv, kConstantOutput, kConstantValue and the generated structs TrainEpilogue,
-// TrainStage2, EvalEpilogue, EvalStage2 (the same in both modes when there is no BatchNorm),
-// BnInput, GemvAffine and GemvRows.
+// The forward pass of one GEMM part of a module (one GEMM and its epilogue), in the order its
+// stages dictate (kgen/lower.py). The template places this file and entry.cuh inside a namespace
+// of their own per part (kgen_part0, kgen_part1, ... for chained GEMMs), beside that part's
+// namespace kgen_cfg, which defines Gemm, kGemmExternal, kFusedStats, kGemmTileM, kHasBatchNorm,
+// kOutputIsTile, output_width, kGemv, kConstantOutput, kConstantValue and the generated structs
+// TrainEpilogue, TrainStage2, EvalEpilogue, EvalStage2 (the same in both modes when there is no
+// BatchNorm), BnInput, GemvAffine and GemvRows. The kernel library is ::kgen.
 #pragma once
-#include <algorithm>
-#include <type_traits>
 
 namespace kgen {
+using namespace ::kgen;
 
 // Shared memory one CTA of the variant's GEMM asks for on any of its paths (the warp-specialized
 // wgmma GEMM has a fallback kernel), plus the epilogue's static per-thread scratch: checked

@@ -1,21 +1,32 @@
-import torch, torch.nn as nn
+import torch
+import torch.nn as nn
+
+
 class Model(nn.Module):
-    """Linear -> sigmoid -> Linear -> logsumexp(dim 1): chained GEMMs (issue 10's shape), which kgen refuses so far."""
-    def __init__(self, input_size, hidden_size, output_size):
+    """Linear -> sigmoid -> Linear -> logsumexp(dim 1): two chained GEMMs (issue 10's shape)."""
+
+    def __init__(self, in_features, hidden_features, out_features):
         super().__init__()
-        self.linear1 = nn.Linear(input_size, hidden_size)
-        self.linear2 = nn.Linear(hidden_size, output_size)
+        self.linear1 = nn.Linear(in_features, hidden_features)
+        self.linear2 = nn.Linear(hidden_features, out_features)
+
     def forward(self, x):
         x = self.linear1(x)
         x = torch.sigmoid(x)
         x = self.linear2(x)
         x = torch.logsumexp(x, dim=1)
         return x
+
+
 batch_size = 16384
-input_size = 2048
-hidden_size = 4096
-output_size = 1024
+in_features = 2048
+hidden_features = 4096
+out_features = 1024
+
+
 def get_inputs():
-    return [torch.rand(batch_size, input_size)]
+    return [torch.rand(batch_size, in_features)]
+
+
 def get_init_inputs():
-    return [input_size, hidden_size, output_size]
+    return [in_features, hidden_features, out_features]

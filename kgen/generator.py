@@ -48,6 +48,34 @@ def forward_args(lowered: Lowered) -> list[tuple[str, str]]:
     return args + (list(BATCHNORM_ARGS) if lowered.batchnorm else [])
 
 
+# The C entry's parameters that _launch makes (the output, workspace, sizes and stream): the
+# custom op of a part takes the others.
+LAUNCH_ARGS = ("out", "workspace", "M", "N", "K", "stream")
+# BatchNorm tensors a module may lack (affine=False, track_running_stats=False): optional in the op.
+OPTIONAL_TENSORS = ("gamma", "beta", "running_mean", "running_var", "num_batches_tracked")
+# Buffers the kernels update in place (the op's copies of them; the op returns them).
+UPDATED_IN_PLACE = ("running_mean", "running_var")
+
+
+def op_part(lowered: Lowered) -> dict:
+    """One GEMM part's custom op, from the C entry's argument list: its Python signature (torch
+    infers the op schema from the annotations) and the call of _launch."""
+    args = [(name, ctype) for name, ctype in forward_args(lowered) if name not in LAUNCH_ARGS]
+    names = [name for name, _ in args]
+
+    def annotation(name: str, ctype: str) -> str:
+        if ctype.endswith("*"):
+            return "typing.Optional[torch.Tensor]" if name in OPTIONAL_TENSORS else "torch.Tensor"
+        return {"int": "int", "float": "float"}[ctype]
+
+    return {
+        "signature": ", ".join(f"{name}: {annotation(name, ctype)}" for name, ctype in args),
+        "names": ", ".join(names),
+        "call": ", ".join(["x", "w"] + [f"{n}={n}" for n in names if n not in ("x", "w")]),
+        "batchnorm": lowered.batchnorm is not None,
+    }
+
+
 def fill_lines(lowered: Lowered) -> list[str]:
     """C statements moving ForwardArgs into the kernels' parameter structs."""
     lines = [f"p.operand[{k}] = a.operand{k};" for k in range(len(lowered.operands))]
@@ -91,7 +119,14 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
             lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
                          f"and its epilogue{then}")
         call = _part_lines(lowered, lines)
-        lines.append(f"{'return' if k + 1 == len(parts) else 'x ='} _launch({k}, {', '.join(call)})")
+        op = f"_OPS[{k}]({', '.join(call)})"
+        last = k + 1 == len(parts)
+        if lowered.batchnorm:
+            lines += [f"x, running_mean, running_var = {op}",
+                      f"_store_running_stats({_self_attr(lowered.batchnorm)}, bn, running_mean, running_var)"]
+            lines += ["return x"] if last else []
+        else:
+            lines.append(f"{'return' if last else 'x ='} {op}")
     return lines
 
 
@@ -374,6 +409,10 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts),
+        op_parts=[op_part(low) for low in parts],
+        op_namespace=f"kgen_{spec.key()}_{kgen_source_digest()}",
+        updated_in_place=repr(UPDATED_IN_PLACE),
+        no_backward_reason="kgen generates forward kernels only so far",
         init_source=ref.init_source(),
     )
 

@@ -119,10 +119,13 @@ def test_chained_file_runs_each_part_through_its_own_entry_point(name, tmp_path)
     assert entry_points_agree(module) == len(widths)
     header = ast.get_docstring(ast.parse(text))
     assert f"chain:     {len(widths)} GEMMs" in header
-    # forward calls the parts in order, each on the output of the one before.
-    calls = [line.strip() for line in text.splitlines() if "_launch(" in line and "def " not in line]
-    assert [c.split("_launch(")[1].split(",")[0] for c in calls] == [str(k) for k in range(len(widths))]
-    assert calls[-1].startswith("return ") and all(c.startswith("x = ") for c in calls[:-1])
+    # forward calls the parts' ops in order, each on the output of the one before.
+    forward = text[text.index("    def forward(self, x):"):].splitlines()
+    calls = [line.strip() for line in forward if "_OPS[" in line]
+    assert [c.split("_OPS[")[1].split("]")[0] for c in calls] == [str(k) for k in range(len(widths))]
+    assert all(c.split("_OPS[")[1].split("(")[1].startswith("x, w") for c in calls)
+    assert all(c.startswith(("x = ", "x, running_mean, running_var = ", "return ")) for c in calls)
+    assert forward[-1].strip() in ("return x", calls[-1])
     # An inner part's output is the next GEMM's x: (M, its in_features), e.g. pooled to half.
     for k in range(len(widths) - 1):
         assert module._output_shape(k, 8, widths[k][1]) == (8, widths[k + 1][0])

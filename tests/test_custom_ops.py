@@ -1,0 +1,129 @@
+"""ModelNew's kernels as torch.library custom ops (one per GEMM part).
+
+CPU: each op's schema is the C entry's argument list less what _launch makes (one list, so
+they cannot drift apart); the ops are functional (no argument is mutated: torch.compile and
+autograd need that, and a BatchNorm part returns its updated running statistics instead);
+their fake kernels, run on meta tensors, give the shapes the kernels write; executing a file a
+second time in one process (KernelBench does) reuses the ops the first execution registered.
+GPU (marked): torch.compile(fullgraph=True) traces ModelNew whole and computes what eager
+ModelNew does, BatchNorm buffers included; a CUDA graph captures and replays it; backward()
+raises a clear error.
+"""
+
+import copy
+import ctypes
+
+import pytest
+import torch
+
+from kgen import generator
+from kgen.search import enumerate_specs
+from kgen.spec import Spec, Tile
+
+from conftest import REFS_DIR, SYNTHESIZED_REFS
+from test_render import exec_file
+
+WGMMA = Tile(128, 128, 32, 16, 128, stages=4)
+# One wgmma spec per module of tests/refs/ and per shipped problem (features: a multiple of
+# every GroupNorm's groups).
+# (A module that rewrites make constant has one spec: no GEMM.)
+SPECS = [next((s for s in specs if s.family == "wgmma"), specs[0])
+         for specs in (enumerate_specs(str(p), 64, 128, 1024) for p in SYNTHESIZED_REFS)] + [
+    Spec(p, 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    for p in ("gemm_scale_bn", "gemm_bn_scale_softmax")]
+
+
+def meta_args(module, part: int, x: torch.Tensor, n: int) -> dict:
+    """Keyword arguments of part `part`'s op: meta tensors of the right sizes, zeros for numbers."""
+    args = {"x": x, "w": torch.empty(n, x.shape[1], device="meta")}
+    for name, ctype in module._FORWARD_ARGS[part]:
+        if name in args or name in generator.LAUNCH_ARGS:
+            continue
+        args[name] = torch.empty(n, device="meta") if ctype is ctypes.c_void_p else 0
+    return args
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.problem_name)
+def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(spec):
+    module = exec_file(generator.render(spec))
+    again = exec_file(generator.render(spec), "again")
+    parts = generator.lowered_parts(spec)
+    assert len(module._OPS) == len(parts)
+    x = torch.empty(64, 128, device="meta")
+    for k, (op, low) in enumerate(zip(module._OPS, parts)):
+        assert again._OPS[k] is op            # registered once per process
+        schema = op.default._schema
+        assert str(schema.name) == f"{module._OP_NAMESPACE}::part{k}"
+        expected = [name for name, _ in module._FORWARD_ARGS[k] if name not in generator.LAUNCH_ARGS]
+        assert [a.name for a in schema.arguments] == expected
+        assert not any(a.alias_info and a.alias_info.is_write for a in schema.arguments)
+        n = low.graph.out_features
+        result = op(**meta_args(module, k, x, n))
+        if low.batchnorm:
+            out, running_mean, running_var = result
+            assert running_mean.shape == running_var.shape == (n,)
+        else:
+            out = result
+        assert out.device.type == "meta"
+        assert tuple(out.shape) == tuple(module._output_shape(k, 64, n))
+        x = out if k + 1 < len(parts) else x
+
+
+def test_op_names_carry_the_build_and_kgen_source():
+    spec = SPECS[0]
+    text = generator.render(spec)
+    assert f'_OP_NAMESPACE = "kgen_{spec.key()}_' in text
+    other = Spec(spec.problem, 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1,
+                 tile=Tile(128, 128, 32, 16, 128, stages=3))
+    assert exec_file(generator.render(other))._OP_NAMESPACE != exec_file(text)._OP_NAMESPACE
+
+
+def test_forward_reads_no_data_pointer():
+    """torch.compile cannot trace data_ptr(): alignment is the op's business (_launch), not
+    the checks forward runs."""
+    source = generator.render(SPECS[0])
+    body = source[source.index("class ModelNew"):]
+    helpers = source[source.index("def _checked_input"):source.index("def _launch")]
+    assert "data_ptr" not in body and "data_ptr" not in helpers
+
+
+# ---- GPU -------------------------------------------------------------------------------------
+GPU_REFS = ["gemm_scale_bn", str(REFS_DIR / "gemm_sigmoid_gemm_lse.py"),
+            str(REFS_DIR / "gemm_groupnorm_min_bias.py")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem", GPU_REFS, ids=lambda p: p.rsplit("/", 1)[-1])
+def test_compile_fullgraph_and_cuda_graph_capture(problem, tmp_path):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the wgmma GEMM needs sm_90a")
+    from kgen.problems import load
+
+    shape = (257, 300, 1536)
+    spec = Spec(problem, *shape, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    module = exec_file(generator.render(spec))
+    ref = load(problem, *shape)
+    torch.manual_seed(0)
+    model = module.ModelNew(*ref.init_args()).cuda()
+    twin = copy.deepcopy(model)
+    x = torch.rand(257, 300, device="cuda")
+    expect = model(x)
+    compiled = torch.compile(twin, fullgraph=True)
+    got = compiled(x)
+    torch.testing.assert_close(got, expect, rtol=0, atol=0)
+    for (name, a), (_, b) in zip(model.named_buffers(), twin.named_buffers()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+    # A CUDA graph of the forward replays it (warm first: the extension is built and loaded).
+    static_x = x.clone()
+    graph_model = copy.deepcopy(model).eval()
+    graph_model(static_x)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = graph_model(static_x)
+    static_x.copy_(torch.rand(257, 300, device="cuda"))
+    graph.replay()
+    torch.testing.assert_close(static_out, graph_model(static_x), rtol=0, atol=0)
+    # Training needs a backward kgen does not generate yet: backward() says so.
+    loss = model(x).sum()
+    with pytest.raises(RuntimeError, match="kgen: this ModelNew has no backward yet"):
+        loss.backward()

@@ -95,6 +95,17 @@ def test_backward_traces_with_fake_kernels():
     assert grad_x.shape == x.shape and grad_w.shape == args["w"].shape
 
 
+def test_running_statistics_carry_no_autograd_history():
+    """A BatchNorm part's op returns the updated running statistics; stored into the buffers,
+    they must not make the buffers part of the autograd graph (nor keep it alive)."""
+    spec = next(s for s in SPECS if s.problem == "gemm_scale_bn")
+    module = exec_file(generator.render(spec))
+    x = torch.empty(64, 128, device="meta", requires_grad=True)
+    out, running_mean, running_var = module._OPS[0](**meta_args(module, 0, x, 1024))
+    assert out.requires_grad
+    assert not running_mean.requires_grad and not running_var.requires_grad
+
+
 def test_forward_reads_no_data_pointer():
     """torch.compile cannot trace data_ptr(): alignment is the op's business (_launch), not
     the checks forward runs."""

@@ -221,6 +221,11 @@ class Graph:
         """The value of `node` (a live one) when the graph runs on x, as `interpret`."""
         if self.previous is not None:
             x = self.previous.interpret(x, model)
+        return self.part_values(x, model)[node]
+
+    def part_values(self, x: torch.Tensor, model: torch.nn.Module) -> dict:
+        """Every live node's value when this part runs on x, its own GEMM's input (the previous
+        part's output for a later part of a chain)."""
         values: dict[int, object] = {}
         for n in self.live():
             a = [values[i] for i in n.args]
@@ -253,7 +258,7 @@ class Graph:
                 values[n.id] = F.group_norm(a[0], n.attrs["groups"], weight, bias, n.attrs["eps"])
             else:
                 raise AssertionError(n.kind)
-        return values[node]
+        return values
 
 
 def shape_text(shape: tuple) -> str:

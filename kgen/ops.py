@@ -259,6 +259,9 @@ _DEFINITIONS = (
                 lambda x, other: torch.clamp_min(x, other), attrs=(("other", REQUIRED),),
                 doc="max(x, other) with a constant other, NaN propagating (torch.clamp_min)"),
     PointwiseOp("identity", 1, lambda a: f"({a})", lambda x: x, doc="x (nn.Identity)"),
+    # The identity forward; backward, no gradient flows through it (kgen.derivatives).
+    PointwiseOp("detach", 1, lambda a: f"({a})", lambda x: x.detach(),
+                doc="x, cut from autograd: no gradient flows back through it (Tensor.detach)"),
 )
 
 POINTWISE: dict[str, PointwiseOp] = {op.name: op for op in _DEFINITIONS}

@@ -106,7 +106,7 @@ MATMUL_FUNCTIONS = (torch.matmul, operator.matmul, torch.mm)
 # 1-d pooling over the features of x.unsqueeze(1): function -> (signature, op).
 POOL_FUNCTIONS = {F.max_pool1d: (_max_pool1d, "max"), torch.max_pool1d: (_max_pool1d, "max"),
                   F.avg_pool1d: (_avg_pool1d, "avg")}
-IDENTITY_METHODS = ("clone", "detach", "contiguous")
+IDENTITY_METHODS = ("clone", "contiguous")
 METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg")
 METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add__": "add",
                  "__sub__": "sub", "__mul__": "mul", "__truediv__": "div"}
@@ -644,6 +644,8 @@ class Tracer:
         self._check_input(self_arg)
         if name in IDENTITY_METHODS:
             return self_arg
+        if name == "detach":   # the identity, but no gradient flows back through it
+            return self.pointwise("detach", [self_arg])
         if name in METHOD_UNARY:
             return self.pointwise(name, [self_arg])
         if name in METHOD_BINARY:

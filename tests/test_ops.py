@@ -35,7 +35,7 @@ EXPECTED_ATTRS = {
     "elu": (("alpha", 1.0),), "selu": (),
     "clamp": (("min", None), ("max", None)),
     "minimum_const": (("other", REQUIRED),), "maximum_const": (("other", REQUIRED),),
-    "identity": (),
+    "identity": (), "detach": (),
 }
 BINARY = {"add", "sub", "mul", "div"}
 
@@ -56,7 +56,7 @@ VARIANTS = [
     ("clamp", {"min": -1.0}), ("clamp", {"max": 2.0}), ("clamp", {"min": -1.0, "max": 2.0}),
     ("clamp", {"min": -0.1, "max": INF}),
     ("minimum_const", {"other": 0.5}), ("maximum_const", {"other": -0.25}),
-    ("identity", {}),
+    ("identity", {}), ("detach", {}),
 ]
 
 
@@ -96,6 +96,7 @@ REFERENCES = {
     "minimum_const": lambda x, other: torch.minimum(x, torch.full_like(x, other)),
     "maximum_const": lambda x, other: torch.maximum(x, torch.full_like(x, other)),
     "identity": lambda x: nn.Identity()(x),
+    "detach": lambda x: x.detach(),
 }
 
 # The CUDA functions an expression may call: the accurate ones (no fast-math intrinsics).

@@ -1,0 +1,192 @@
+"""The vector-Jacobian product of every point-wise op of kgen.ops, written once for two back ends.
+
+Each derivative is a Python function of a *math builder* `m`: with `TorchMath` it computes the
+VJP on tensors (the oracle, checked against torch.autograd of the op's torch definition by the
+CPU tests), with `CudaMath` it writes the same formula as a CUDA fp32 expression (compiled by
+nvcc in the CPU tests) for the backward kernels. One definition, so the two cannot drift apart.
+
+`vjp(m, g, y, *operands, **attrs)` returns one gradient per operand (None where none flows:
+detach): `g` is the gradient of the op's result, `y` the result, `operands` the op's inputs. The formulas are torch's own
+(tools/autograd/derivatives.yaml and the ATen backward kernels), kinks included: relu passes no
+gradient at 0, hardtanh none at its bounds, clamp all of it at its bounds, abs none at 0,
+leaky_relu the negative slope at 0, elu and selu the negative branch at 0.
+
+`DERIVATIVES` has an entry for every op of `ops.POINTWISE` (a test ties the two tables).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from .ops import POINTWISE, SELU_ALPHA, SELU_SCALE, _resolve, cuda_float
+
+
+class TorchMath:
+    """The builder on tensors (any dtype; the oracle runs in fp64). Python numbers are constants."""
+
+    @staticmethod
+    def c(value: float):
+        return value
+
+    add = staticmethod(lambda a, b: a + b)
+    sub = staticmethod(lambda a, b: a - b)
+    mul = staticmethod(lambda a, b: a * b)
+    div = staticmethod(lambda a, b: a / b)
+    neg = staticmethod(lambda a: -a)
+    exp = staticmethod(torch.exp)
+    log1p = staticmethod(torch.log1p)
+    tanh = staticmethod(torch.tanh)
+    erf = staticmethod(torch.erf)
+    sign = staticmethod(torch.sign)
+    pow = staticmethod(lambda a, e: torch.pow(a, e))
+    gt = staticmethod(lambda a, b: torch.as_tensor(a > b))
+    ge = staticmethod(lambda a, b: torch.as_tensor(a >= b))
+    lt = staticmethod(lambda a, b: torch.as_tensor(a < b))
+    le = staticmethod(lambda a, b: torch.as_tensor(a <= b))
+    both = staticmethod(lambda p, q: p & q)
+
+    @staticmethod
+    def where(cond, a, b):
+        like = next(v for v in (cond, a, b) if isinstance(v, torch.Tensor))
+        a = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=torch.float64, device=like.device)
+        b = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=torch.float64, device=like.device)
+        dtype = a.dtype if a.is_floating_point() else b.dtype
+        return torch.where(cond, a.to(dtype), b.to(dtype))
+
+
+class CudaMath:
+    """The builder on CUDA fp32 expressions (strings); every result is parenthesized."""
+
+    @staticmethod
+    def c(value: float) -> str:
+        return cuda_float(value)
+
+    add = staticmethod(lambda a, b: f"(({a}) + ({b}))")
+    sub = staticmethod(lambda a, b: f"(({a}) - ({b}))")
+    mul = staticmethod(lambda a, b: f"(({a}) * ({b}))")
+    div = staticmethod(lambda a, b: f"(({a}) / ({b}))")
+    neg = staticmethod(lambda a: f"(-({a}))")
+    exp = staticmethod(lambda a: f"expf(({a}))")
+    log1p = staticmethod(lambda a: f"log1pf(({a}))")
+    tanh = staticmethod(lambda a: f"tanhf(({a}))")
+    erf = staticmethod(lambda a: f"erff(({a}))")
+    # copysignf would give ±1 at ±0; torch.sign(0) is 0 (and NaN stays NaN).
+    sign = staticmethod(lambda a: f"(({a}) > 0.0f ? 1.0f : (({a}) < 0.0f ? -1.0f : ({a}) * 0.0f))")
+    pow = staticmethod(lambda a, e: f"powf(({a}), {cuda_float(e)})")
+    gt = staticmethod(lambda a, b: f"(({a}) > ({b}))")
+    ge = staticmethod(lambda a, b: f"(({a}) >= ({b}))")
+    lt = staticmethod(lambda a, b: f"(({a}) < ({b}))")
+    le = staticmethod(lambda a, b: f"(({a}) <= ({b}))")
+    both = staticmethod(lambda p, q: f"(({p}) && ({q}))")
+    where = staticmethod(lambda cond, a, b: f"(({cond}) ? ({a}) : ({b}))")
+
+
+# ---- the derivatives (torch's formulas) ------------------------------------------------------
+def _pow(m, g, y, x, exponent):
+    if exponent == 0.0:
+        return (m.mul(g, m.c(0.0)),)
+    return (m.mul(g, m.mul(m.c(exponent), m.pow(x, exponent - 1.0))),)
+
+
+def _gelu(m, g, y, x, approximate):
+    if approximate == "none":
+        cdf = m.mul(m.c(0.5), m.add(m.c(1.0), m.erf(m.mul(x, m.c(math.sqrt(0.5))))))
+        pdf = m.mul(m.exp(m.mul(m.c(-0.5), m.mul(x, x))), m.c(2.0 / math.sqrt(math.pi) * math.sqrt(0.5) * 0.5))
+        return (m.mul(g, m.add(cdf, m.mul(x, pdf))),)
+    beta, kappa = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5, 0.044715
+    x_sq = m.mul(x, x)
+    inner = m.mul(m.c(beta), m.add(x, m.mul(m.c(kappa), m.mul(x_sq, x))))
+    t = m.tanh(inner)
+    left_derivative = m.mul(m.c(0.5), m.add(m.c(1.0), t))
+    right_derivative = m.mul(m.mul(m.mul(m.c(0.5), x), m.sub(m.c(1.0), m.mul(t, t))),
+                             m.mul(m.c(beta), m.add(m.c(1.0), m.mul(m.c(3.0 * kappa), x_sq))))
+    return (m.mul(g, m.add(left_derivative, right_derivative)),)
+
+
+def _sigmoid_of(m, x):
+    return m.div(m.c(1.0), m.add(m.c(1.0), m.exp(m.neg(x))))
+
+
+def _silu(m, g, y, x):
+    s = _sigmoid_of(m, x)
+    return (m.mul(g, m.mul(s, m.add(m.c(1.0), m.mul(x, m.sub(m.c(1.0), s))))),)
+
+
+def _mish(m, g, y, x):
+    s = _sigmoid_of(m, x)
+    t = m.tanh(m.log1p(m.exp(x)))
+    return (m.mul(g, m.add(t, m.mul(m.mul(x, s), m.sub(m.c(1.0), m.mul(t, t))))),)
+
+
+def _softplus(m, g, y, x, beta, threshold):
+    z = m.exp(m.mul(x, m.c(beta)))
+    return (m.where(m.gt(m.mul(x, m.c(beta)), m.c(threshold)), g, m.div(m.mul(g, z), m.add(z, m.c(1.0)))),)
+
+
+def _clamp(m, g, y, x, min, max):
+    if min is not None and max is not None:
+        inside = m.both(m.ge(x, m.c(min)), m.le(x, m.c(max)))
+    elif min is not None:
+        inside = m.ge(x, m.c(min))
+    else:
+        inside = m.le(x, m.c(max))
+    return (m.where(inside, g, m.c(0.0)),)
+
+
+Vjp = Callable[..., tuple]
+DERIVATIVES: dict[str, Vjp] = {
+    "add": lambda m, g, y, a, b: (g, g),
+    "sub": lambda m, g, y, a, b: (g, m.neg(g)),
+    "mul": lambda m, g, y, a, b: (m.mul(g, b), m.mul(g, a)),
+    "div": lambda m, g, y, a, b: (m.div(g, b), m.neg(m.div(m.mul(g, a), m.mul(b, b)))),
+    "neg": lambda m, g, y, x: (m.neg(g),),
+    "abs": lambda m, g, y, x: (m.mul(g, m.sign(x)),),
+    "exp": lambda m, g, y, x: (m.mul(g, y),),
+    "log": lambda m, g, y, x: (m.div(g, x),),
+    "sqrt": lambda m, g, y, x: (m.div(g, m.mul(m.c(2.0), y)),),
+    "rsqrt": lambda m, g, y, x: (m.mul(m.mul(m.c(-0.5), g), m.mul(m.mul(y, y), y)),),
+    "pow": _pow,
+    "relu": lambda m, g, y, x: (m.where(m.gt(y, m.c(0.0)), g, m.c(0.0)),),
+    "leaky_relu": lambda m, g, y, x, negative_slope: (
+        m.where(m.gt(x, m.c(0.0)), g, m.mul(g, m.c(negative_slope))),),
+    "gelu": _gelu,
+    "sigmoid": lambda m, g, y, x: (m.mul(m.mul(g, m.sub(m.c(1.0), y)), y),),
+    "tanh": lambda m, g, y, x: (m.mul(g, m.sub(m.c(1.0), m.mul(y, y))),),
+    "silu": _silu,
+    "mish": _mish,
+    "softplus": _softplus,
+    "hardtanh": lambda m, g, y, x, min_val, max_val: (
+        m.where(m.both(m.gt(x, m.c(min_val)), m.lt(x, m.c(max_val))), g, m.c(0.0)),),
+    "hardsigmoid": lambda m, g, y, x: (
+        m.where(m.both(m.gt(x, m.c(-3.0)), m.lt(x, m.c(3.0))), m.div(g, m.c(6.0)), m.c(0.0)),),
+    "hardswish": lambda m, g, y, x: (
+        m.where(m.le(x, m.c(-3.0)), m.c(0.0),
+                m.where(m.lt(x, m.c(3.0)), m.mul(g, m.add(m.div(x, m.c(3.0)), m.c(0.5))), g)),),
+    "elu": lambda m, g, y, x, alpha: (
+        m.where(m.le(x, m.c(0.0)), m.mul(m.mul(g, m.c(alpha)), m.exp(x)), g),),
+    "selu": lambda m, g, y, x: (
+        m.where(m.le(x, m.c(0.0)), m.mul(m.mul(g, m.c(SELU_ALPHA * SELU_SCALE)), m.exp(x)),
+                m.mul(g, m.c(SELU_SCALE))),),
+    "clamp": _clamp,
+    "minimum_const": lambda m, g, y, x, other: (m.where(m.le(x, m.c(other)), g, m.c(0.0)),),
+    "maximum_const": lambda m, g, y, x, other: (m.where(m.ge(x, m.c(other)), g, m.c(0.0)),),
+    "identity": lambda m, g, y, x: (g,),
+    "detach": lambda m, g, y, x: (None,),   # no gradient flows back
+}
+
+
+def vjp(m, name: str, g, y, operands, attrs=None) -> tuple:
+    """The gradients of op `name`'s operands, built with `m` (TorchMath or CudaMath)."""
+    op = POINTWISE[name]
+    return DERIVATIVES[name](m, g, y, *operands, **_resolve(op, operands, attrs))
+
+
+def torch_vjp(name: str, g: torch.Tensor, y: torch.Tensor, operands, attrs=None) -> tuple:
+    return vjp(TorchMath, name, g, y, operands, attrs)
+
+
+def cuda_vjp(name: str, g: str, y: str, operands: list[str], attrs=None) -> tuple[str, ...]:
+    return vjp(CudaMath, name, g, y, operands, attrs)

@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 
 from . import __version__
+from . import backward
 from .lower import Lowered, lower
 from .ops import cuda_float
 from .spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, KGEN_DIR, WGMMA_FLUSH_KTILES,
@@ -25,6 +26,7 @@ KERNEL_SOURCES = {
     "gemm_mma": "gemm_mma.cuh",
     "gemm_wgmma": "gemm_wgmma.cuh",
     "gemm_wgmma_ws": "gemm_wgmma_ws.cuh",
+    "backward": "backward.cuh",
     "forward": "forward.cuh",
     "cublas_gemm": "cublas_gemm.cuh",
     "entry": "entry.cuh",
@@ -57,9 +59,22 @@ OPTIONAL_TENSORS = ("gamma", "beta", "running_mean", "running_var", "num_batches
 UPDATED_IN_PLACE = ("running_mean", "running_var")
 
 
-def op_part(lowered: Lowered) -> dict:
+# The parameters of a part's backward entry kgen_backward_<part>, then its operands (operand0, ...).
+BACKWARD_BASE_ARGS = (
+    ("x", "const float*"), ("w", "const float*"), ("g", "const float*"), ("dx", "float*"),
+    ("dw", "float*"), ("grad_cols", "float*"), ("workspace", "float*"), ("M", "int"), ("N", "int"),
+    ("K", "int"), ("stream", "void*"),
+)
+
+
+def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
+    return list(BACKWARD_BASE_ARGS) + [(f"operand{k}", "const float*") for k in range(len(lowered.operands))]
+
+
+def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
     """One GEMM part's custom op, from the C entry's argument list: its Python signature (torch
-    infers the op schema from the annotations) and the call of _launch."""
+    infers the op schema from the annotations) and the call of _launch; and its backward op,
+    where the part has backward kernels (else why not)."""
     args = [(name, ctype) for name, ctype in forward_args(lowered) if name not in LAUNCH_ARGS]
     names = [name for name, _ in args]
 
@@ -68,11 +83,21 @@ def op_part(lowered: Lowered) -> dict:
             return "typing.Optional[torch.Tensor]" if name in OPTIONAL_TENSORS else "torch.Tensor"
         return {"int": "int", "float": "float"}[ctype]
 
+    reason = backward.unsupported(lowered, external_gemm)
+    operands = [f"operand{k}" for k in range(len(lowered.operands))]
     return {
         "signature": ", ".join(f"{name}: {annotation(name, ctype)}" for name, ctype in args),
         "names": ", ".join(names),
         "call": ", ".join(["x", "w"] + [f"{n}={n}" for n in names if n not in ("x", "w")]),
         "batchnorm": lowered.batchnorm is not None,
+        "no_backward": reason,
+        "backward": None if reason else {
+            "signature": ", ".join(f"{n}: torch.Tensor" for n in ["x", "w"] + operands),
+            "names": ", ".join(["x", "w"] + operands),
+            "call": ", ".join(["x", "w"] + [f"{n}={n}" for n in operands]),
+            "params": len(operands),
+            "grads": ", ".join(["None"] + backward.grad_expressions(lowered)),
+        },
     }
 
 
@@ -239,9 +264,14 @@ def _lowered(graph, fused: bool, external: bool, gemv: bool) -> Lowered:
     return lower(graph, fused, external, gemv)
 
 
-def _part_context(low: Lowered) -> dict:
+def _part_context(low: Lowered, external_gemm: bool) -> dict:
     args = forward_args(low)
+    has_backward = backward.unsupported(low, external_gemm) is None
+    back = backward_args(low)
     return {
+        "backward_struct": backward.backward_struct(low) if has_backward else None,
+        "backward_params": ", ".join(f"{ctype} {name}" for name, ctype in back),
+        "backward_operands": [f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))],
         "lowered": low,
         # The constant a rewritten part outputs (kgen_cfg::kConstantValue; unused without one).
         "constant_literal": cuda_float(0.0 if low.constant is None else low.constant),
@@ -264,7 +294,7 @@ def _source_context(spec: Spec) -> dict:
         "fusion": spec.fusion,
         "tile": spec.tile,
         "fused_stats": spec.fusion == 2 and spec.family != "cublas",
-        "parts": [_part_context(low) for low in lowered_parts(spec)],
+        "parts": [_part_context(low, spec.family == "cublas") for low in lowered_parts(spec)],
         "gemm_type": gemm_type(spec),
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
         "sources": sources,
@@ -409,10 +439,11 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts),
-        op_parts=[op_part(low) for low in parts],
+        op_parts=[op_part(low, spec.family == "cublas") for low in parts],
+        backward_args=[None if backward.unsupported(low, spec.family == "cublas") else
+                       [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],
         kgen_digest=kgen_source_digest(),
         updated_in_place=repr(UPDATED_IN_PLACE),
-        no_backward_reason="kgen generates forward kernels only so far",
         init_source=ref.init_source(),
     )
 

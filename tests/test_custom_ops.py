@@ -95,6 +95,53 @@ def test_backward_traces_with_fake_kernels():
     assert grad_x.shape == x.shape and grad_w.shape == args["w"].shape
 
 
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.problem_name)
+def test_backward_ops_and_their_fake_kernels(spec):
+    """Every part has either backward kernels (a backward op whose fake kernel gives the
+    gradients' shapes, wired as the forward op's autograd) or a reason that names the op it
+    lacks; through the fake kernels, backward gives each input and parameter a gradient of its
+    shape."""
+    from kgen import backward
+
+    module = exec_file(generator.render(spec))
+    parts = generator.lowered_parts(spec)
+    for k, low in enumerate(parts):
+        reason = backward.unsupported(low, spec.family == "cublas")
+        assert (module._BACKWARD_OPS[k] is None) == (reason is not None)
+        assert (module._BACKWARD_ARGS[k] is None) == (reason is not None)
+        if reason is not None:
+            assert "yet" in reason
+    low = parts[0]
+    n = low.graph.out_features
+    x = torch.empty(64, 128, device="meta", requires_grad=True)
+    args = meta_args(module, 0, x, n)
+    leaves = [x] + [t.requires_grad_() for name, t in args.items()
+                    if isinstance(t, torch.Tensor) and name != "x" and (name == "w" or name.startswith("operand"))]
+    out = module._OPS[0](**args)
+    out = out[0] if isinstance(out, tuple) else out
+    grads = torch.autograd.grad(out.sum(), leaves, allow_unused=True)
+    for leaf, grad in zip(leaves, grads):
+        if module._BACKWARD_OPS[0] is not None or leaf is x or leaf is args["w"]:
+            assert grad is not None and grad.shape == leaf.shape
+
+
+def test_unsupported_parts_name_the_op():
+    from kgen import backward
+
+    spec = Spec("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    reason = backward.unsupported(generator.lowered(spec), external_gemm=False)
+    assert reason.startswith("no backward kernel for batchnorm yet (line ")
+    softmax = Spec(str(REFS_DIR / "matmul_gelu_softmax.py"), 64, 128, 1024, math="tf32x3",
+                   backend="wgmma", fusion=1, tile=WGMMA)
+    assert "a row max" in backward.unsupported(generator.lowered(softmax), external_gemm=False)
+    cublas = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32",
+                  backend="cublas", fusion=1)
+    assert "cuBLAS" in backward.unsupported(generator.lowered(cublas), external_gemm=True)
+    pointwise = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32x3",
+                     backend="wgmma", fusion=1, tile=WGMMA)
+    assert backward.unsupported(generator.lowered(pointwise), external_gemm=False) is None
+
+
 def test_running_statistics_carry_no_autograd_history():
     """A BatchNorm part's op returns the updated running statistics; stored into the buffers,
     they must not make the buffers part of the autograd graph (nor keep it alive)."""

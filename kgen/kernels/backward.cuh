@@ -1,0 +1,150 @@
+// The backward pass of one GEMM part whose epilogue is point-wise (kgen/backward.py decides
+// which parts; their generated struct Backward comes from kgen/derivatives.py through the IR).
+//
+// Given x [M][K], w [N][K] and g = dL/d(out) [M][N]:
+//   1. z = x w^T again, with the part's own GEMM and an identity epilogue (the forward pass
+//      keeps nothing; recomputing z costs one GEMM, saving it would cost M x N floats per call);
+//   2. dz = B::apply(z, g) element-wise, in place over z, and each CTA's per-column partial sums
+//      of the epilogue parameters' gradient contributions, merged in a fixed order (no atomics:
+//      the same inputs give the same bits);
+//   3. dx = dz w   as the GEMM dz (w^T)^T: w^T [K][N] transposed into the workspace;
+//   4. dw = dz^T x as the GEMM dz^T (x^T)^T: dz^T [N][M] and x^T [K][M] in the workspace.
+// The GEMMs take K-major operands (tf32 wgmma reads no other layout), hence the transposes.
+#pragma once
+
+namespace kgen {
+
+// An epilogue that stores the accumulator as it is.
+struct StoreEpilogue {
+  static constexpr bool kColStats = false;
+  static constexpr bool kIdentity = true;
+  __device__ static __forceinline__ float apply(float v, int, int, const EpilogueParams&) { return v; }
+};
+
+constexpr int kTransposeTile = 32;
+constexpr int kTransposeRows = 8;
+
+// out [cols][rows] = in [rows][cols]^T, through a padded shared-memory tile (coalesced both ways).
+__global__ void transpose_kernel(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  __shared__ float tile[kTransposeTile][kTransposeTile + 1];
+  const int c0 = blockIdx.x * kTransposeTile, r0 = blockIdx.y * kTransposeTile;
+  for (int i = threadIdx.y; i < kTransposeTile; i += kTransposeRows) {
+    const int r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[i][threadIdx.x] = in[static_cast<size_t>(r) * cols + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < kTransposeTile; i += kTransposeRows) {
+    const int c = c0 + i, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) out[static_cast<size_t>(c) * rows + r] = tile[threadIdx.x][i];
+  }
+}
+
+inline cudaError_t transpose(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  const dim3 grid((cols + kTransposeTile - 1) / kTransposeTile, (rows + kTransposeTile - 1) / kTransposeTile);
+  transpose_kernel<<<grid, dim3(kTransposeTile, kTransposeRows), 0, stream>>>(in, out, rows, cols);
+  return cudaGetLastError();
+}
+
+constexpr int kBackwardThreads = 256;   // one column per thread
+constexpr int kBackwardRows = 64;       // rows per CTA: the partial sums' granularity
+
+inline int backward_row_blocks(int M) { return (M + kBackwardRows - 1) / kBackwardRows; }
+
+// dz over z in place; partial[(row block * P + k) * N + n] = the row block's sum of parameter
+// k's gradient contributions in column n.
+template <class B>
+__global__ void backward_pointwise_kernel(float* __restrict__ z, const float* __restrict__ g, int M, int N,
+                                          EpilogueParams p, float* __restrict__ partial) {
+  const int n = blockIdx.x * kBackwardThreads + threadIdx.x;
+  if (n >= N) return;
+  const int m_end = min(M, (blockIdx.y + 1) * kBackwardRows);
+  float sums[B::kParams > 0 ? B::kParams : 1] = {};
+  for (int m = blockIdx.y * kBackwardRows; m < m_end; ++m) {
+    const size_t i = static_cast<size_t>(m) * N + n;
+    float contribution[B::kParams > 0 ? B::kParams : 1];
+    z[i] = B::apply(z[i], g[i], m, n, p, contribution);
+#pragma unroll
+    for (int k = 0; k < B::kParams; ++k) sums[k] += contribution[k];
+  }
+#pragma unroll
+  for (int k = 0; k < B::kParams; ++k)
+    partial[(static_cast<size_t>(blockIdx.y) * B::kParams + k) * N + n] = sums[k];
+}
+
+// grad[k * N + n] = sum over row blocks, in order, of partial[(block * P + k) * N + n].
+__global__ void backward_merge_kernel(const float* __restrict__ partial, int blocks, int params, int N,
+                                      float* __restrict__ grad) {
+  const int n = blockIdx.x * kBackwardThreads + threadIdx.x;
+  const int k = blockIdx.y;
+  if (n >= N) return;
+  float s = 0.f;
+  for (int b = 0; b < blocks; ++b) s += partial[(static_cast<size_t>(b) * params + k) * N + n];
+  grad[static_cast<size_t>(k) * N + n] = s;
+}
+
+// A one-element parameter's gradient: the sum of its row of column sums, into its element 0
+// (one CTA, a fixed order: deterministic).
+__global__ void backward_scalar_sum_kernel(float* __restrict__ row, int N) {
+  __shared__ float part[kBackwardThreads];
+  float s = 0.f;
+  for (int n = threadIdx.x; n < N; n += kBackwardThreads) s += row[n];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int half = kBackwardThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) row[0] = part[0];
+}
+
+// Workspace segments start on 128-byte boundaries (TMA and 16-byte loads need 16).
+inline long long backward_segment(long long floats) { return (floats + 31) / 32 * 32; }
+
+// Workspace floats of backward_part: z / dz, w^T, dz^T, x^T and the partial sums.
+inline long long backward_floats(int M, int N, int K, int params) {
+  const long long m = M, n = N, k = K;
+  return backward_segment(m * n) + backward_segment(k * n) + backward_segment(n * m) +
+         backward_segment(k * m) + static_cast<long long>(backward_row_blocks(M)) * params * n;
+}
+
+// dx [M][K], dw [N][K] and grad_cols [P][N] (column sums of each parameter's contributions: a
+// per-feature parameter's gradient, or, summed over n, a one-element parameter's).
+template <class Gemm, class B>
+cudaError_t backward_part(const float* x, const float* w, const float* g, int M, int N, int K,
+                          EpilogueParams p, float* workspace, float* dx, float* dw, float* grad_cols,
+                          cudaStream_t stream) {
+  if (M == 0 || N == 0) return cudaSuccess;
+  float* z = workspace;
+  float* w_t = z + backward_segment(static_cast<long long>(M) * N);
+  float* dz_t = w_t + backward_segment(static_cast<long long>(K) * N);
+  float* x_t = dz_t + backward_segment(static_cast<long long>(N) * M);
+  float* partial = x_t + backward_segment(static_cast<long long>(K) * M);
+  EpilogueParams store = p;
+  store.z = z;
+  cudaError_t err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, store, stream);
+  if (err != cudaSuccess) return err;
+  const int blocks = backward_row_blocks(M);
+  backward_pointwise_kernel<B><<<dim3((N + kBackwardThreads - 1) / kBackwardThreads, blocks), kBackwardThreads, 0, stream>>>(
+      z, g, M, N, p, partial);
+  if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  if (B::kParams > 0) {
+    backward_merge_kernel<<<dim3((N + kBackwardThreads - 1) / kBackwardThreads, B::kParams), kBackwardThreads, 0, stream>>>(
+        partial, blocks, B::kParams, N, grad_cols);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    for (int k = 0; k < B::kParams; ++k) {
+      if (B::kScalar[k]) backward_scalar_sum_kernel<<<1, kBackwardThreads, 0, stream>>>(grad_cols + static_cast<size_t>(k) * N, N);
+    }
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  }
+  if (K == 0) return cudaSuccess;
+  if ((err = transpose(w, w_t, N, K, stream)) != cudaSuccess) return err;
+  store.z = dx;
+  if ((err = Gemm::template launch<StoreEpilogue>(z, w_t, M, K, N, store, stream)) != cudaSuccess) return err;
+  if ((err = transpose(z, dz_t, M, N, stream)) != cudaSuccess) return err;
+  if ((err = transpose(x, x_t, M, K, stream)) != cudaSuccess) return err;
+  store.z = dw;
+  return Gemm::template launch<StoreEpilogue>(dz_t, x_t, N, K, M, store, stream);
+}
+
+}  // namespace kgen

@@ -1,0 +1,100 @@
+"""Forward + backward of an emitted file against eager fp32 (and eager with TF32 allowed), in one
+process, with the gradients' errors against fp64 beside the times.
+
+    PYTHONPATH=. python3 scripts/bench_training.py REF.py FILE.py
+
+One training step's work is timed: y = model(x); y.backward(g) (parameter gradients set to None
+before each call), CUDA events, a 256 MB write before each call to flush L2, warm-up, median of
+30 with p20 / p80; eager fp32 and the file alternate over 5 rounds so that neither always runs
+first. The errors: max abs of dL/dx and of each parameter's gradient against fp64 autograd of
+the reference, for the file and for eager fp32.
+"""
+
+import statistics
+import sys
+
+import torch
+
+from kgen.bench import FLUSH_BYTES
+from kgen.reference import Reference
+
+ROUNDS = 5
+
+
+def load(path):
+    ns = {"__name__": f"kgen_training_{abs(hash(path))}"}
+    exec(compile(open(path).read(), path, "exec"), ns)
+    return ns
+
+
+def step_times(model, x, g, iters=30, warmup=5):
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=x.device)
+    params = list(model.parameters())
+
+    def step():
+        for p in params:
+            p.grad = None
+        model(x).backward(g)
+
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
+        flush.fill_(float(i))
+        starts[i].record()
+        step()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def gradients(model, x, g):
+    x = x.detach().clone().requires_grad_()
+    y = model(x)
+    return torch.autograd.grad(y, [x] + list(model.parameters()), g.to(y.dtype))
+
+
+def main(ref_path, path):
+    device = torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ns = load(path)
+    ref = Reference(ref_path, {"batch": ns["batch_size"], "in_features": ns["in_features"],
+                               "out_features": ns["out_features"]})
+    torch.manual_seed(0)
+    with torch.device(device):
+        new = ns["ModelNew"](*ns["get_init_inputs"]())
+        eager = ref.Model(*ns["get_init_inputs"]())
+    eager.load_state_dict(new.state_dict())
+    exact = ref.Model(*ns["get_init_inputs"]()).to(device).double()
+    exact.load_state_dict(new.state_dict())
+    x = torch.rand(ns["batch_size"], ns["in_features"], device=device)
+    g = torch.randn(new(x).shape, device=device)
+    names = ["x"] + [name for name, _ in new.named_parameters()]
+    fp64 = gradients(exact, x.double(), g)
+    errors = {}
+    for label, model in (("kgen", new), ("eager fp32", eager)):
+        errors[label] = [(a.double() - e).abs().max().item() for a, e in zip(gradients(model, x, g), fp64)]
+    times = {"eager fp32": [], "kgen": [], "eager TF32 allowed": []}
+    for r in range(ROUNDS):
+        order = [("eager fp32", eager), ("kgen", new)]
+        for label, model in (order if r % 2 == 0 else order[::-1]):
+            times[label] += step_times(model, x, g)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        times["eager TF32 allowed"] += step_times(eager, x, g)
+        torch.backends.cuda.matmul.allow_tf32 = False
+    print(f"{torch.cuda.get_device_name(device)}; {ref_path}; {path}")
+    print(f"forward + backward, batch {ns['batch_size']}, {ns['in_features']} -> {ns['out_features']}:")
+    eager_ms = statistics.median(times["eager fp32"])
+    for label, t in times.items():
+        q = statistics.quantiles(t, n=10, method="inclusive")
+        ms = statistics.median(t)
+        print(f"  {label:20s} {ms:7.3f} ms (p20 {q[1]:.3f}, p80 {q[7]:.3f})  {ms / eager_ms:.3f}x eager fp32")
+    print("gradient max abs error vs fp64 (kgen / eager fp32):")
+    for i, name in enumerate(names):
+        print(f"  {name:20s} {errors['kgen'][i]:.2e} / {errors['eager fp32'][i]:.2e}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

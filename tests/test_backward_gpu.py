@@ -1,0 +1,169 @@
+"""GPU tier of the backward kernels (kgen/backward.py, kernels/backward.cuh): for each module
+whose parts have them, the gradients of the input and of every parameter against fp64
+torch.autograd of the reference module, with eager fp32's own gradient error beside them (the
+fp32-exact gate: at most FP32_EXACT_FACTOR times eager's error), at an odd shape on the Hopper
+wgmma GEMM and on the portable mma.sync one; a chain whose two parts both have them; and two
+steps of SGD, whose parameters must track the reference's."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgen import generator
+from kgen.search import Candidate, build_all
+from kgen.spec import Spec, Tile
+from kgen.validate import FP32_EXACT_FACTOR
+
+from conftest import REFS_DIR
+from test_render import exec_file
+
+pytestmark = pytest.mark.gpu
+
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+TILES = {"wgmma": Tile(128, 128, 32, 16, 128, stages=4), "kgen": Tile(128, 128, 32, 64, 32, stages=3)}
+ODD = (257, 300, 528)
+
+SCALAR_AND_BIAS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Linear -> * a one-element scale + a per-feature bias -> tanh."""
+
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.scale2 = nn.Parameter(torch.rand(1) + 0.5)
+        self.bias2 = nn.Parameter(torch.randn(out_features))
+
+    def forward(self, x):
+        return torch.tanh(self.gemm(x) * self.scale2 + self.bias2)
+
+
+batch_size, in_features, out_features = 8, 16, 32
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+'''
+
+CHAIN = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Linear -> sigmoid -> Linear -> x 2 -> GELU: two parts, both point-wise."""
+
+    def __init__(self, in_features, hidden_features, out_features):
+        super().__init__()
+        self.linear1 = nn.Linear(in_features, hidden_features)
+        self.linear2 = nn.Linear(hidden_features, out_features)
+
+    def forward(self, x):
+        x = torch.sigmoid(self.linear1(x))
+        return F.gelu(self.linear2(x) * 2.0)
+
+
+batch_size, in_features, hidden_features, out_features = 8, 16, 200, 32
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, hidden_features, out_features]
+'''
+
+
+@pytest.fixture(scope="module")
+def refs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("backward_refs")
+    (d / "scalar_and_bias.py").write_text(SCALAR_AND_BIAS)
+    (d / "chain_pointwise.py").write_text(CHAIN)
+    return [str(REFS_DIR / f"{name}.py") for name in ("gemm_mul_leakyrelu", "matmul_scale_residual",
+                                                       "gemm_swish_scale")] + [
+        str(d / "scalar_and_bias.py"), str(d / "chain_pointwise.py")]
+
+
+def backends():
+    return ["wgmma", "kgen"] if HOPPER else ["kgen"]
+
+
+@pytest.fixture(scope="module")
+def files(refs, tmp_path_factory):
+    d = tmp_path_factory.mktemp("backward_files")
+    specs = [Spec(r, *ODD, math="tf32x3", backend=b, fusion=1, tile=TILES[b]) for r in refs for b in backends()]
+    candidates = [Candidate(s, generator.write(s, d / f"{s.name()}.py")) for s in specs]
+    build_all(candidates, 16, 600, lambda line: None)
+    return {(c.spec.problem, c.spec.backend): c.path for c in candidates}
+
+
+def gradients(model, x, g):
+    x = x.detach().clone().requires_grad_()
+    y = model(x)
+    params = [p for _, p in model.named_parameters()]
+    return torch.autograd.grad(y, [x] + params, g.to(y.dtype))
+
+
+@pytest.mark.parametrize("index", range(5))
+@pytest.mark.parametrize("backend", ["wgmma", "kgen"])
+def test_gradients_are_fp32_exact(refs, files, index, backend):
+    if backend not in backends():
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
+    from kgen.problems import load
+
+    ref_path = refs[index]
+    module = exec_file(Path(files[(ref_path, backend)]).read_text(), "backward_file")
+    ref = load(ref_path, *ODD)
+    torch.manual_seed(0)
+    new = module.ModelNew(*ref.init_args()).cuda()
+    eager = ref.Model(*ref.init_args()).cuda()
+    eager.load_state_dict(new.state_dict())
+    exact = copy.deepcopy(eager).double()
+    x = torch.rand(ODD[0], ODD[1], device="cuda") * 2 - 1
+    g = torch.randn(new(x).shape, device="cuda")
+    ours, eager32, fp64 = gradients(new, x, g), gradients(eager, x, g), gradients(exact, x.double(), g)
+    names = ["x"] + [name for name, _ in new.named_parameters()]
+    lines = []
+    for name, a, b, e in zip(names, ours, eager32, fp64):
+        err = (a.double() - e).abs().max().item()
+        eager_err = (b.double() - e).abs().max().item()
+        lines.append(f"{name}: kgen {err:.2e}, eager fp32 {eager_err:.2e}")
+        assert err <= FP32_EXACT_FACTOR * eager_err + 1e-9 * e.abs().max().item(), lines[-1]
+    print("; ".join(lines))
+
+
+@pytest.mark.parametrize("backend", ["wgmma"])
+def test_sgd_steps_track_the_reference(refs, files, backend):
+    if backend not in backends():
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
+    from kgen.problems import load
+
+    ref_path = refs[0]
+    module = exec_file(Path(files[(ref_path, backend)]).read_text(), "sgd_file")
+    ref = load(ref_path, *ODD)
+    torch.manual_seed(0)
+    new = module.ModelNew(*ref.init_args()).cuda()
+    exact = ref.Model(*ref.init_args()).cuda().double()
+    exact.load_state_dict(new.state_dict())
+    opt_new = torch.optim.SGD(new.parameters(), lr=0.05)
+    opt_exact = torch.optim.SGD(exact.parameters(), lr=0.05)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    for _ in range(20):
+        x = torch.rand(ODD[0], ODD[1], device="cuda", generator=gen)
+        for model, opt, inp in ((new, opt_new, x), (exact, opt_exact, x.double())):
+            opt.zero_grad()
+            (model(inp) ** 2).mean().backward()
+            opt.step()
+    for (name, a), (_, b) in zip(new.named_parameters(), exact.named_parameters()):
+        torch.testing.assert_close(a.double(), b, rtol=1e-4, atol=1e-5, msg=name)

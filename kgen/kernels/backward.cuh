@@ -108,13 +108,19 @@ inline long long backward_floats(int M, int N, int K, int params) {
          backward_segment(k * m) + static_cast<long long>(backward_row_blocks(M)) * params * n;
 }
 
+// What failed, for the error message: the step and the CUDA error.
+struct BackwardStatus {
+  const char* step;
+  cudaError_t error;
+};
+
 // dx [M][K], dw [N][K] and grad_cols [P][N] (column sums of each parameter's contributions: a
 // per-feature parameter's gradient, or, summed over n, a one-element parameter's).
 template <class Gemm, class B>
-cudaError_t backward_part(const float* x, const float* w, const float* g, int M, int N, int K,
-                          EpilogueParams p, float* workspace, float* dx, float* dw, float* grad_cols,
-                          cudaStream_t stream) {
-  if (M == 0 || N == 0) return cudaSuccess;
+BackwardStatus backward_part(const float* x, const float* w, const float* g, int M, int N, int K,
+                             EpilogueParams p, float* workspace, float* dx, float* dw, float* grad_cols,
+                             cudaStream_t stream) {
+  if (M == 0 || N == 0) return {"", cudaSuccess};
   float* z = workspace;
   float* w_t = z + backward_segment(static_cast<long long>(M) * N);
   float* dz_t = w_t + backward_segment(static_cast<long long>(K) * N);
@@ -123,28 +129,27 @@ cudaError_t backward_part(const float* x, const float* w, const float* g, int M,
   EpilogueParams store = p;
   store.z = z;
   cudaError_t err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, store, stream);
-  if (err != cudaSuccess) return err;
+  if (err != cudaSuccess) return {"z = x w^T", err};
   const int blocks = backward_row_blocks(M);
   backward_pointwise_kernel<B><<<dim3((N + kBackwardThreads - 1) / kBackwardThreads, blocks), kBackwardThreads, 0, stream>>>(
       z, g, M, N, p, partial);
-  if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  if ((err = cudaGetLastError()) != cudaSuccess) return {"dz", err};
   if (B::kParams > 0) {
     backward_merge_kernel<<<dim3((N + kBackwardThreads - 1) / kBackwardThreads, B::kParams), kBackwardThreads, 0, stream>>>(
         partial, blocks, B::kParams, N, grad_cols);
-    if ((err = cudaGetLastError()) != cudaSuccess) return err;
     for (int k = 0; k < B::kParams; ++k) {
       if (B::kScalar[k]) backward_scalar_sum_kernel<<<1, kBackwardThreads, 0, stream>>>(grad_cols + static_cast<size_t>(k) * N, N);
     }
-    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+    if ((err = cudaGetLastError()) != cudaSuccess) return {"parameter gradients", err};
   }
-  if (K == 0) return cudaSuccess;
-  if ((err = transpose(w, w_t, N, K, stream)) != cudaSuccess) return err;
+  if (K == 0) return {"", cudaSuccess};
+  if ((err = transpose(w, w_t, N, K, stream)) != cudaSuccess) return {"w^T", err};
   store.z = dx;
-  if ((err = Gemm::template launch<StoreEpilogue>(z, w_t, M, K, N, store, stream)) != cudaSuccess) return err;
-  if ((err = transpose(z, dz_t, M, N, stream)) != cudaSuccess) return err;
-  if ((err = transpose(x, x_t, M, K, stream)) != cudaSuccess) return err;
+  if ((err = Gemm::template launch<StoreEpilogue>(z, w_t, M, K, N, store, stream)) != cudaSuccess) return {"dx = dz w", err};
+  if ((err = transpose(z, dz_t, M, N, stream)) != cudaSuccess) return {"dz^T", err};
+  if ((err = transpose(x, x_t, M, K, stream)) != cudaSuccess) return {"x^T", err};
   store.z = dw;
-  return Gemm::template launch<StoreEpilogue>(dz_t, x_t, N, K, M, store, stream);
+  return {"dw = dz^T x", Gemm::template launch<StoreEpilogue>(dz_t, x_t, N, K, M, store, stream)};
 }
 
 }  // namespace kgen

@@ -20,6 +20,12 @@
 
 namespace kgen {
 
+// The entry points check launches with cudaGetLastError(), which also returns an error that an
+// earlier runtime call of this thread left behind (torch's autograd thread runs the backward, and
+// a call that failed there, and was handled, leaves its error): the entry clears that first. A
+// sticky error (a kernel fault) is not cleared by this and is still reported.
+inline void clear_stale_error() { (void)cudaGetLastError(); }
+
 // The parameters and buffers the generated epilogue reads, by index (lower.MAX_OPERANDS; a test
 // ties the two).
 constexpr int kMaxOperands = 16;

@@ -20,11 +20,17 @@
 
 namespace kgen {
 
-// The entry points check launches with cudaGetLastError(), which also returns an error that an
-// earlier runtime call of this thread left behind (torch's autograd thread runs the backward, and
-// a call that failed there, and was handled, leaves its error): the entry clears that first. A
-// sticky error (a kernel fault) is not cleared by this and is still reported.
-inline void clear_stale_error() { (void)cudaGetLastError(); }
+// What every C entry point does first. (1) Make the current device's primary context current on
+// this thread: torch's autograd runs a backward on a thread of its own, where no context may be
+// current yet, and the driver's tensor-map encoder (TMA) then refuses every device pointer
+// ("invalid argument"; the first backward GEMM failed so in the GPU tests). (2) Clear an error
+// an earlier runtime call of this thread left behind, which the launches' cudaGetLastError()
+// would otherwise report; a sticky error (a kernel fault) is not cleared by this.
+inline void enter() {
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess) (void)cudaSetDevice(device);
+  (void)cudaGetLastError();
+}
 
 // The parameters and buffers the generated epilogue reads, by index (lower.MAX_OPERANDS; a test
 // ties the two).

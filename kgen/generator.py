@@ -63,7 +63,7 @@ UPDATED_IN_PLACE = ("running_mean", "running_var")
 BACKWARD_BASE_ARGS = (
     ("x", "const float*"), ("w", "const float*"), ("g", "const float*"), ("dx", "float*"),
     ("dw", "float*"), ("grad_cols", "float*"), ("workspace", "float*"), ("M", "int"), ("N", "int"),
-    ("K", "int"), ("stream", "void*"),
+    ("K", "int"), ("need_dx", "int"), ("need_dw", "int"), ("stream", "void*"),
 )
 
 
@@ -92,9 +92,10 @@ def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
         "batchnorm": lowered.batchnorm is not None,
         "no_backward": reason,
         "backward": None if reason else {
-            "signature": ", ".join(f"{n}: torch.Tensor" for n in ["x", "w"] + operands),
+            "signature": ", ".join([f"{n}: torch.Tensor" for n in ["x", "w"] + operands] +
+                                   ["need_dx: int", "need_dw: int"]),
             "names": ", ".join(["x", "w"] + operands),
-            "call": ", ".join(["x", "w"] + [f"{n}={n}" for n in operands]),
+            "call": ", ".join(["x", "w", "need_dx", "need_dw"] + [f"{n}={n}" for n in operands]),
             "params": len(operands),
             "grads": ", ".join(["None"] + backward.grad_expressions(lowered)),
         },

@@ -4,7 +4,8 @@ process, with the gradients' errors against fp64 beside the times.
     PYTHONPATH=. python3 scripts/bench_training.py REF.py FILE.py
 
 One training step's work is timed: y = model(x); y.backward(g) (parameter gradients set to None
-before each call), CUDA events, a 256 MB write before each call to flush L2, warm-up, median of
+before each call), twice: as a first layer (x needs no gradient: eager computes dW alone) and as
+an inner layer (x needs its gradient too), CUDA events, a 256 MB write before each call to flush L2, warm-up, median of
 30 with p20 / p80; eager fp32 and the file alternate over 5 rounds so that neither always runs
 first. The errors: max abs of dL/dx and of each parameter's gradient against fp64 autograd of
 the reference, for the file and for eager fp32.
@@ -34,6 +35,7 @@ def step_times(model, x, g, iters=30, warmup=5):
     def step():
         for p in params:
             p.grad = None
+        x.grad = None
         model(x).backward(g)
 
     for _ in range(warmup):
@@ -76,21 +78,22 @@ def main(ref_path, path):
     errors = {}
     for label, model in (("kgen", new), ("eager fp32", eager)):
         errors[label] = [(a.double() - e).abs().max().item() for a, e in zip(gradients(model, x, g), fp64)]
-    times = {"eager fp32": [], "kgen": [], "eager TF32 allowed": []}
-    for r in range(ROUNDS):
-        order = [("eager fp32", eager), ("kgen", new)]
-        for label, model in (order if r % 2 == 0 else order[::-1]):
-            times[label] += step_times(model, x, g)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        times["eager TF32 allowed"] += step_times(eager, x, g)
-        torch.backends.cuda.matmul.allow_tf32 = False
     print(f"{torch.cuda.get_device_name(device)}; {ref_path}; {path}")
-    print(f"forward + backward, batch {ns['batch_size']}, {ns['in_features']} -> {ns['out_features']}:")
-    eager_ms = statistics.median(times["eager fp32"])
-    for label, t in times.items():
-        q = statistics.quantiles(t, n=10, method="inclusive")
-        ms = statistics.median(t)
-        print(f"  {label:20s} {ms:7.3f} ms (p20 {q[1]:.3f}, p80 {q[7]:.3f})  {ms / eager_ms:.3f}x eager fp32")
+    for layer, inp in (("first layer (no dL/dx)", x), ("inner layer (dL/dx too)", x.detach().clone().requires_grad_())):
+        times = {"eager fp32": [], "kgen": [], "eager TF32 allowed": []}
+        for r in range(ROUNDS):
+            order = [("eager fp32", eager), ("kgen", new)]
+            for label, model in (order if r % 2 == 0 else order[::-1]):
+                times[label] += step_times(model, inp, g)
+            torch.backends.cuda.matmul.allow_tf32 = True
+            times["eager TF32 allowed"] += step_times(eager, inp, g)
+            torch.backends.cuda.matmul.allow_tf32 = False
+        print(f"forward + backward, {layer}, batch {ns['batch_size']}, {ns['in_features']} -> {ns['out_features']}:")
+        eager_ms = statistics.median(times["eager fp32"])
+        for label, t in times.items():
+            q = statistics.quantiles(t, n=10, method="inclusive")
+            ms = statistics.median(t)
+            print(f"  {label:20s} {ms:7.3f} ms (p20 {q[1]:.3f}, p80 {q[7]:.3f})  {ms / eager_ms:.3f}x eager fp32")
     print("gradient max abs error vs fp64 (kgen / eager fp32):")
     for i, name in enumerate(names):
         print(f"  {name:20s} {errors['kgen'][i]:.2e} / {errors['eager fp32'][i]:.2e}")

@@ -116,10 +116,12 @@ struct BackwardStatus {
 
 // dx [M][K], dw [N][K] and grad_cols [P][N] (column sums of each parameter's contributions: a
 // per-feature parameter's gradient, or, summed over n, a one-element parameter's).
+// need_dx, need_dw: whether autograd wants dx and dw (a first layer's input needs no gradient:
+// then no dx GEMM, and no w^T).
 template <class Gemm, class B>
 BackwardStatus backward_part(const float* x, const float* w, const float* g, int M, int N, int K,
                              EpilogueParams p, float* workspace, float* dx, float* dw, float* grad_cols,
-                             cudaStream_t stream) {
+                             bool need_dx, bool need_dw, cudaStream_t stream) {
   if (M == 0 || N == 0) return {"", cudaSuccess};
   float* z = workspace;
   float* w_t = z + backward_segment(static_cast<long long>(M) * N);
@@ -143,9 +145,12 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, int
     if ((err = cudaGetLastError()) != cudaSuccess) return {"parameter gradients", err};
   }
   if (K == 0) return {"", cudaSuccess};
-  if ((err = transpose(w, w_t, N, K, stream)) != cudaSuccess) return {"w^T", err};
-  store.z = dx;
-  if ((err = Gemm::template launch<StoreEpilogue>(z, w_t, M, K, N, store, stream)) != cudaSuccess) return {"dx = dz w", err};
+  if (need_dx) {
+    if ((err = transpose(w, w_t, N, K, stream)) != cudaSuccess) return {"w^T", err};
+    store.z = dx;
+    if ((err = Gemm::template launch<StoreEpilogue>(z, w_t, M, K, N, store, stream)) != cudaSuccess) return {"dx = dz w", err};
+  }
+  if (!need_dw) return {"", cudaSuccess};
   if ((err = transpose(z, dz_t, M, N, stream)) != cudaSuccess) return {"dz^T", err};
   if ((err = transpose(x, x_t, M, K, stream)) != cudaSuccess) return {"x^T", err};
   store.z = dw;

@@ -37,6 +37,7 @@ KERNEL_SOURCES = {
 BASE_ARGS = (
     ("x", "const float*"), ("w", "const float*"), ("out", "float*"), ("workspace", "float*"),
     ("M", "int"), ("N", "int"), ("K", "int"), ("training", "int"), ("stream", "void*"),
+    ("z_out", "float*"),
 )
 BATCHNORM_ARGS = (
     ("gamma", "const float*"), ("beta", "const float*"), ("running_mean", "float*"),
@@ -52,7 +53,7 @@ def forward_args(lowered: Lowered) -> list[tuple[str, str]]:
 
 # The C entry's parameters that _launch makes (the output, workspace, sizes and stream): the
 # custom op of a part takes the others.
-LAUNCH_ARGS = ("out", "workspace", "M", "N", "K", "stream")
+LAUNCH_ARGS = ("out", "workspace", "M", "N", "K", "stream", "z_out")
 # BatchNorm tensors a module may lack (affine=False, track_running_stats=False): optional in the op.
 OPTIONAL_TENSORS = ("gamma", "beta", "running_mean", "running_var", "num_batches_tracked")
 # Buffers the kernels update in place (the op's copies of them; the op returns them).
@@ -61,7 +62,7 @@ UPDATED_IN_PLACE = ("running_mean", "running_var")
 
 # The parameters of a part's backward entry kgen_backward_<part>, then its operands (operand0, ...).
 BACKWARD_BASE_ARGS = (
-    ("x", "const float*"), ("w", "const float*"), ("g", "const float*"), ("dx", "float*"),
+    ("x", "const float*"), ("w", "const float*"), ("g", "const float*"), ("z", "const float*"), ("dx", "float*"),
     ("dw", "float*"), ("grad_cols", "float*"), ("workspace", "float*"), ("M", "int"), ("N", "int"),
     ("K", "int"), ("need_dx", "int"), ("need_dw", "int"), ("stream", "void*"),
 )
@@ -92,10 +93,10 @@ def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
         "batchnorm": lowered.batchnorm is not None,
         "no_backward": reason,
         "backward": None if reason else {
-            "signature": ", ".join([f"{n}: torch.Tensor" for n in ["x", "w"] + operands] +
+            "signature": ", ".join([f"{n}: torch.Tensor" for n in ["x", "w"] + operands + ["z"]] +
                                    ["need_dx: int", "need_dw: int"]),
-            "names": ", ".join(["x", "w"] + operands),
-            "call": ", ".join(["x", "w", "need_dx", "need_dw"] + [f"{n}={n}" for n in operands]),
+            "names": ", ".join(["x", "w"] + operands + ["z"]),
+            "call": ", ".join(["x", "w", "z", "need_dx", "need_dw"] + [f"{n}={n}" for n in operands]),
             "params": len(operands),
             "grads": ", ".join(["None"] + backward.grad_expressions(lowered)),
         },
@@ -126,7 +127,7 @@ def numel(shape: tuple) -> int:
     return count
 
 
-def forward_lines(parts: list[Lowered]) -> list[str]:
+def forward_lines(parts: list[Lowered], external_gemm: bool = False) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call
     each GEMM part's entry point in turn (a part's output is the next part's x)."""
     lines = []
@@ -144,10 +145,13 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
             then = f"; its output is part {k + 1}'s x" if k + 1 < len(parts) else ""
             lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
                          f"and its epilogue{then}")
-        call = _part_lines(lowered, lines)
+        keeps_z = backward.unsupported(lowered, external_gemm) is None
+        call = _part_lines(lowered, lines, keeps_z)
         op = f"_OPS[{k}]({', '.join(call)})"
         last = k + 1 == len(parts)
-        if lowered.batchnorm:
+        if keeps_z:
+            lines += [f"x, _ = {op}"] + (["return x"] if last else [])
+        elif lowered.batchnorm:
             lines += [f"x, running_mean, running_var = {op}",
                       f"_store_running_stats({_self_attr(lowered.batchnorm)}, bn, running_mean, running_var)"]
             lines += ["return x"] if last else []
@@ -156,9 +160,9 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
     return lines
 
 
-def _part_lines(lowered: Lowered, lines: list[str]) -> list[str]:
-    """Append the checks of one part's weight and operands to `lines`; return its call's
-    arguments after the part index."""
+def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
+    """Append the checks of one part's weight and operands to `lines`; return its op call's
+    arguments. A part with backward kernels keeps z when autograd will want its backward."""
     weight = lowered.graph.gemm.attrs["weight"]
     lines += [
         f"w = _checked_param({_self_attr(weight)}, x, (x.shape[1] * {_self_attr(weight)}.shape[0],), {weight!r})",
@@ -178,9 +182,13 @@ def _part_lines(lowered: Lowered, lines: list[str]) -> list[str]:
     for k, node in enumerate(lowered.operands):
         path = node.attrs["path"]
         numels = {"col": "(n,)", "scalar": "(1,)"}.get(node.level) or f"({numel(node.attrs['shape'])},)"
-        call.append(f"operand{k}=_checked_param({_self_attr(path)}, x, {numels}, {path!r})")
+        lines.append(f"operand{k} = _checked_param({_self_attr(path)}, x, {numels}, {path!r})")
+        call.append(f"operand{k}=operand{k}")
     if lowered.batchnorm:
         call.append("**bn")
+    if keeps_z:
+        tensors = ", ".join(["x", "w"] + [f"operand{k}" for k in range(len(lowered.operands))])
+        call.append(f"keep_z=_keeps_z({tensors})")
     return call
 
 
@@ -439,7 +447,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         title=ref.docstring() or spec.problem_name,
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
-        forward_lines=forward_lines(parts),
+        forward_lines=forward_lines(parts, spec.family == "cublas"),
         op_parts=[op_part(low, spec.family == "cublas") for low in parts],
         backward_args=[None if backward.unsupported(low, spec.family == "cublas") else
                        [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],

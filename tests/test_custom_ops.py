@@ -40,6 +40,8 @@ def meta_args(module, part: int, x: torch.Tensor, n: int) -> dict:
         if name in args or name in generator.LAUNCH_ARGS:
             continue
         args[name] = torch.empty(n, device="meta") if ctype is ctypes.c_void_p else 0
+    if module._BACKWARD_OPS[part] is not None:
+        args["keep_z"] = 1      # as in training: the forward keeps z for the backward
     return args
 
 
@@ -55,6 +57,7 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
         schema = op.default._schema
         assert str(schema.name) == f"{module._OP_NAMESPACE}::part{k}"
         expected = [name for name, _ in module._FORWARD_ARGS[k] if name not in generator.LAUNCH_ARGS]
+        expected += ["keep_z"] if module._BACKWARD_OPS[k] is not None else []
         assert [a.name for a in schema.arguments] == expected
         assert not any(a.alias_info and a.alias_info.is_write for a in schema.arguments)
         n = low.graph.out_features
@@ -62,6 +65,9 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
         if low.batchnorm:
             out, running_mean, running_var = result
             assert running_mean.shape == running_var.shape == (n,)
+        elif module._BACKWARD_OPS[k] is not None:
+            out, z = result     # z kept for the backward: (M, N)
+            assert tuple(z.shape) == (x.shape[0], n)
         else:
             out = result
         assert out.device.type == "meta"

@@ -1,10 +1,12 @@
 // The backward pass of one GEMM part whose epilogue is point-wise (kgen/backward.py decides
 // which parts; their generated struct Backward comes from kgen/derivatives.py through the IR).
 //
-// Given x [M][K], w [N][K] and g = dL/d(out) [M][N]:
-//   1. z = x w^T again, with the part's own GEMM and an identity epilogue (the forward pass
-//      keeps nothing; recomputing z costs one GEMM, saving it would cost M x N floats per call);
-//   2. dz = B::apply(z, g) element-wise, in place over z, and each CTA's per-column partial sums
+// In training, the forward pass of such a part keeps z = x w^T (forward_keeping_z: the GEMM
+// stores z, a point-wise pass applies the epilogue; M x N floats more of memory traffic, which
+// saves the backward a GEMM). Given x [M][K], w [N][K], g = dL/d(out) [M][N] and z:
+//   1. z = x w^T again, with the part's own GEMM and an identity epilogue, only where the
+//      forward kept no z (it was run without autograd wanting a backward);
+//   2. dz = B::apply(z, g) element-wise into the workspace, and each CTA's per-column partial sums
 //      of the epilogue parameters' gradient contributions, merged in a fixed order (no atomics:
 //      the same inputs give the same bits);
 //   3. dx = dz w   as the GEMM dz (w^T)^T: w^T [K][N] transposed into the workspace;
@@ -51,10 +53,10 @@ constexpr int kBackwardRows = 64;       // rows per CTA: the partial sums' granu
 
 inline int backward_row_blocks(int M) { return (M + kBackwardRows - 1) / kBackwardRows; }
 
-// dz over z in place; partial[(row block * P + k) * N + n] = the row block's sum of parameter
-// k's gradient contributions in column n.
+// dz from z (in place when they are one buffer); partial[(row block * P + k) * N + n] = the row
+// block's sum of parameter k's gradient contributions in column n.
 template <class B>
-__global__ void backward_pointwise_kernel(float* __restrict__ z, const float* __restrict__ g, int M, int N,
+__global__ void backward_pointwise_kernel(const float* z, float* dz, const float* __restrict__ g, int M, int N,
                                           EpilogueParams p, float* __restrict__ partial) {
   const int n = blockIdx.x * kBackwardThreads + threadIdx.x;
   if (n >= N) return;
@@ -63,7 +65,7 @@ __global__ void backward_pointwise_kernel(float* __restrict__ z, const float* __
   for (int m = blockIdx.y * kBackwardRows; m < m_end; ++m) {
     const size_t i = static_cast<size_t>(m) * N + n;
     float contribution[B::kParams > 0 ? B::kParams : 1];
-    z[i] = B::apply(z[i], g[i], m, n, p, contribution);
+    dz[i] = B::apply(z[i], g[i], m, n, p, contribution);
 #pragma unroll
     for (int k = 0; k < B::kParams; ++k) sums[k] += contribution[k];
   }
@@ -119,8 +121,8 @@ struct BackwardStatus {
 // need_dx, need_dw: whether autograd wants dx and dw (a first layer's input needs no gradient:
 // then no dx GEMM, and no w^T).
 template <class Gemm, class B>
-BackwardStatus backward_part(const float* x, const float* w, const float* g, int M, int N, int K,
-                             EpilogueParams p, float* workspace, float* dx, float* dw, float* grad_cols,
+BackwardStatus backward_part(const float* x, const float* w, const float* g, const float* kept_z, int M, int N,
+                             int K, EpilogueParams p, float* workspace, float* dx, float* dw, float* grad_cols,
                              bool need_dx, bool need_dw, cudaStream_t stream) {
   if (M == 0 || N == 0) return {"", cudaSuccess};
   float* z = workspace;
@@ -130,11 +132,14 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, int
   float* partial = x_t + backward_segment(static_cast<long long>(K) * M);
   EpilogueParams store = p;
   store.z = z;
-  cudaError_t err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, store, stream);
-  if (err != cudaSuccess) return {"z = x w^T", err};
+  cudaError_t err = cudaSuccess;
+  if (kept_z == nullptr) {
+    err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, store, stream);
+    if (err != cudaSuccess) return {"z = x w^T", err};
+  }
   const int blocks = backward_row_blocks(M);
   backward_pointwise_kernel<B><<<dim3((N + kBackwardThreads - 1) / kBackwardThreads, blocks), kBackwardThreads, 0, stream>>>(
-      z, g, M, N, p, partial);
+      kept_z != nullptr ? kept_z : z, z, g, M, N, p, partial);
   if ((err = cudaGetLastError()) != cudaSuccess) return {"dz", err};
   if (B::kParams > 0) {
     backward_merge_kernel<<<dim3((N + kBackwardThreads - 1) / kBackwardThreads, B::kParams), kBackwardThreads, 0, stream>>>(
@@ -155,6 +160,19 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, int
   if ((err = transpose(x, x_t, M, K, stream)) != cudaSuccess) return {"x^T", err};
   store.z = dw;
   return {"dw = dz^T x", Gemm::template launch<StoreEpilogue>(dz_t, x_t, N, K, M, store, stream)};
+}
+
+// The forward of a point-wise part that keeps z for its backward: z = x w^T stored as it is, then
+// out = Epi(z) by a point-wise pass.
+template <class Gemm, class Epi>
+cudaError_t forward_keeping_z(const float* x, const float* w, int M, int N, int K, EpilogueParams p,
+                              float* z, float* out, cudaStream_t stream) {
+  if (M == 0 || N == 0) return cudaSuccess;
+  p.z = z;
+  cudaError_t err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, p, stream);
+  if (err != cudaSuccess) return err;
+  pointwise_kernel<Epi><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(z, out, M, N, p);
+  return cudaGetLastError();
 }
 
 }  // namespace kgen

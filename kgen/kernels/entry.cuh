@@ -29,7 +29,25 @@ inline long long workspace_floats(int M, int N, int K) {
   return stages_floats(M, N, K) + core;
 }
 
+// A part with backward kernels, in training: z kept into a.z_out (kernels/backward.cuh). A
+// template, so that a part without them (kKeepsZ false: its GEMM may be cuBLAS's) instantiates
+// none of it.
+template <bool kKeepsZ>
+const char* forward_keeping_z_entry(const kgen_cfg::ForwardArgs& a) {
+  if constexpr (kKeepsZ) {
+    EpilogueParams p{};
+    FinalizeArgs f{};
+    kgen_cfg::fill_operands(a, p, f);
+    const cudaError_t err = forward_keeping_z<kgen_cfg::Gemm, kgen_cfg::EvalEpilogue>(
+        a.x, a.w, a.M, a.N, a.K, p, a.z_out, a.out, static_cast<cudaStream_t>(a.stream));
+    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+  } else {
+    return "this part keeps no z (it has no backward kernels)";
+  }
+}
+
 inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
+  if (a.z_out != nullptr) return forward_keeping_z_entry<kgen_cfg::kKeepsZ>(a);
   const long long tiles = (a.M + stats_rows_per_tile() - 1) / stats_rows_per_tile();
   float* ws = a.workspace;
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(a.N) : 0;

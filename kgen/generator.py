@@ -403,6 +403,16 @@ def describe_parts(parts: list[Lowered]) -> list[str]:
     return lines
 
 
+def describe_backward(parts: list[Lowered], external_gemm: bool) -> str:
+    """One line: whether training works (every part has backward kernels) and, if not, why."""
+    reasons = [backward.unsupported(low, external_gemm) for low in parts]
+    missing = [f"part {k}: {r}" if len(parts) > 1 else r for k, r in enumerate(reasons) if r]
+    if not missing:
+        return ("backward:  kgen kernels (dz from the kept z, then dx = dz W and dW = dz^T x on "
+                "the same GEMM); gradients of the input and of every parameter")
+    return f"backward:  raises at backward() ({'; '.join(missing)})"
+
+
 def render_header(spec: Spec, measured: dict | None) -> str:
     ref = spec.reference()
     parts = lowered_parts(spec)
@@ -418,6 +428,7 @@ def render_header(spec: Spec, measured: dict | None) -> str:
         f"out_features {spec.out_features}",
         *describe_variant(spec),
         *describe_parts(parts),
+        describe_backward(parts, spec.family == "cublas"),
         f"target:    {spec.arch} (the extension is built for the GPU it runs on)",
         f"key:       {spec.key()} (hash of the CUDA source; names the build)",
         *describe_measured(measured),

@@ -146,6 +146,10 @@ def test_unsupported_parts_name_the_op():
     pointwise = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32x3",
                      backend="wgmma", fusion=1, tile=WGMMA)
     assert backward.unsupported(generator.lowered(pointwise), external_gemm=False) is None
+    # The header says it, one line.
+    assert "\nbackward:  kgen kernels" in generator.render_header(pointwise, None)
+    assert "\nbackward:  raises at backward() (no backward kernel for batchnorm yet (line " in \
+        generator.render_header(spec, None)
 
 
 def test_running_statistics_carry_no_autograd_history():

@@ -58,14 +58,15 @@ def backward_struct(lowered: Lowered) -> str:
         for a, grad in zip(n.args, grads):
             if grad is not None and a in adjoint:
                 lines.append(f"{adjoint[a]} += {grad};")
+    # A supported part has no tail, so its operands are exactly its live parameters: every c[k]
+    # is written.
+    params = [n for n in live if n.kind == "param"]
+    assert sorted(operands[n.attrs["path"]] for n in params) == list(range(len(lowered.operands)))
     scalar = [False] * len(lowered.operands)
-    for n in live:
-        if n.kind == "param":
-            k = operands[n.attrs["path"]]
-            lines.append(f"c[{k}] = {adjoint[n.id]};")
-            scalar[k] = n.level == "scalar"
-    unused = [k for k, n in enumerate(lowered.operands) if n.id not in {m.id for m in live}]
-    lines += [f"c[{k}] = 0.0f;" for k in unused]
+    for n in params:
+        k = operands[n.attrs["path"]]
+        lines.append(f"c[{k}] = {adjoint[n.id]};")
+        scalar[k] = n.level == "scalar"
     body = "\n".join(f"    {line}" for line in lines)
     flags = ", ".join("true" if s else "false" for s in scalar) or "false"
     return f"""// The backward of the epilogue (kgen/backward.py): dz of one element from z and g = dL/dout,

@@ -7,6 +7,7 @@ eager reference measured side by side is the number that holds.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import statistics
@@ -28,9 +29,11 @@ class Timing:
         return f"{self.median_ms:8.3f} ms  (p20 {self.p20_ms:.3f}, p80 {self.p80_ms:.3f})"
 
 
-def time_calls(fn, x, iters: int = 50, warmup: int = 5) -> Timing:
+def time_calls(fn, x, iters: int = 50, warmup: int = 5, grad: bool = False) -> Timing:
+    """fn(x) timed as the module docstring says; under torch.no_grad() unless `grad` (a training
+    step's fn, which runs backward itself)."""
     flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=x.device)
-    with torch.no_grad():
+    with contextlib.nullcontext() if grad else torch.no_grad():
         for _ in range(warmup):
             fn(x)
         torch.cuda.synchronize()

@@ -385,6 +385,14 @@ class Tracer:
         bias = self.param(bias_path)
         return self.add("pointwise", "tile", [self.gemm_id, bias], "add")
 
+    def close_part(self, output: int) -> Graph:
+        """The GEMM part traced so far, whose output is node `output`."""
+        batchnorms = [n for n in self.nodes if n.kind == "batchnorm"]
+        if len(batchnorms) > 1:
+            self.where = (batchnorms[1].line, batchnorms[1].text)
+            raise self.refuse("a second BatchNorm1d after the same GEMM is not supported yet")
+        return Graph(self.nodes, output, self.in_features, self.out_features, previous=self.previous)
+
     def chain(self, x) -> None:
         """A GEMM after the first: the nodes so far become the previous part, whose output is x,
         and a new part starts with this GEMM. Values of the previous part are not visible in the
@@ -400,9 +408,7 @@ class Tracer:
             raise self.refuse(f"{what} is a value of shape {shape}; kgen chains GEMMs over "
                               "(batch, features) values")
         width = self.shape_of(x)[1]
-        if len([n for n in self.nodes if n.kind == "batchnorm"]) > 1:
-            raise self.refuse("more than one BatchNorm1d before this GEMM is not supported yet")
-        self.previous = Graph(self.nodes, x, self.in_features, self.out_features, previous=self.previous)
+        self.previous = self.close_part(x)
         line = self.where[0]
         for fx_node, v in self.env.items():
             if isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed")):
@@ -452,9 +458,7 @@ class Tracer:
         if self.gemm_id is None:
             raise Unsupported(f"{self.ref.path}: Model.forward has no GEMM (nn.Linear, F.linear or "
                               "x @ W.T); kgen synthesizes a GEMM followed by an epilogue chain")
-        if len([n for n in self.nodes if n.kind == "batchnorm"]) > 1:
-            raise Unsupported(f"{self.ref.path}: more than one BatchNorm1d is not supported yet")
-        graph = Graph(self.nodes, output, self.in_features, self.out_features, previous=self.previous)
+        graph = self.close_part(output)
         if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
         return graph

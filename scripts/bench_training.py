@@ -5,9 +5,10 @@ process, with the gradients' errors against fp64 beside the times.
 
 One training step's work is timed: y = model(x); y.backward(g) (parameter gradients set to None
 before each call), twice: as a first layer (x needs no gradient: eager computes dW alone) and as
-an inner layer (x needs its gradient too), CUDA events, a 256 MB write before each call to flush L2, warm-up, median of
-30 with p20 / p80; eager fp32 and the file alternate over 5 rounds so that neither always runs
-first. The errors: max abs of dL/dx and of each parameter's gradient against fp64 autograd of
+an inner layer (x needs its gradient too), with kgen.bench.time_calls (CUDA events, L2 flushed,
+warm-up, median of 30); eager fp32 and the file alternate over 5 rounds so that neither always
+runs first, and each line gives the median of the rounds' medians with their smallest and
+largest. The errors: max abs of dL/dx and of each parameter's gradient against fp64 autograd of
 the reference, for the file and for eager fp32.
 """
 
@@ -16,7 +17,7 @@ import sys
 
 import torch
 
-from kgen.bench import FLUSH_BYTES
+from kgen.bench import time_calls
 from kgen.reference import Reference
 
 ROUNDS = 5
@@ -28,28 +29,18 @@ def load(path):
     return ns
 
 
-def step_times(model, x, g, iters=30, warmup=5):
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=x.device)
+def training_step(model, g):
+    """One step's work as a function of x: parameter (and input) gradients reset, forward,
+    backward."""
     params = list(model.parameters())
 
-    def step():
+    def step(x):
         for p in params:
             p.grad = None
         x.grad = None
         model(x).backward(g)
 
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-    for i in range(iters):
-        flush.fill_(float(i))
-        starts[i].record()
-        step()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return step
 
 
 def gradients(model, x, g):
@@ -84,16 +75,15 @@ def main(ref_path, path):
         for r in range(ROUNDS):
             order = [("eager fp32", eager), ("kgen", new)]
             for label, model in (order if r % 2 == 0 else order[::-1]):
-                times[label] += step_times(model, inp, g)
+                times[label].append(time_calls(training_step(model, g), inp, 30, grad=True).median_ms)
             torch.backends.cuda.matmul.allow_tf32 = True
-            times["eager TF32 allowed"] += step_times(eager, inp, g)
+            times["eager TF32 allowed"].append(time_calls(training_step(eager, g), inp, 30, grad=True).median_ms)
             torch.backends.cuda.matmul.allow_tf32 = False
         print(f"forward + backward, {layer}, batch {ns['batch_size']}, {ns['in_features']} -> {ns['out_features']}:")
         eager_ms = statistics.median(times["eager fp32"])
         for label, t in times.items():
-            q = statistics.quantiles(t, n=10, method="inclusive")
             ms = statistics.median(t)
-            print(f"  {label:20s} {ms:7.3f} ms (p20 {q[1]:.3f}, p80 {q[7]:.3f})  {ms / eager_ms:.3f}x eager fp32")
+            print(f"  {label:20s} {ms:7.3f} ms (rounds {min(t):.3f} to {max(t):.3f})  {ms / eager_ms:.3f}x eager fp32")
     print("gradient max abs error vs fp64 (kgen / eager fp32):")
     for i, name in enumerate(names):
         print(f"  {name:20s} {errors['kgen'][i]:.2e} / {errors['eager fp32'][i]:.2e}")

@@ -158,9 +158,15 @@ def test_modules_outside_the_family_are_refused_with_exit_2(ref, op, tmp_path):
 
 
 def test_second_batchnorm_and_unknown_ops_raise_unsupported(tmp_path):
-    path = tmp_path / "two_bn.py"
+    path = tmp_path / "cumsum.py"
     path.write_text(chain_source("x = torch.cumsum(x, 1)"))
     with pytest.raises(Unsupported, match="cumsum"):
+        trace(Reference(path))
+    path = tmp_path / "two_bn.py"
+    path.write_text(module_source("x = self.bn2(torch.relu(self.bn1(x)))",
+                                  {"bn1": "nn.BatchNorm1d(out_features)", "bn2": "nn.BatchNorm1d(out_features)"},
+                                  out_features=24))
+    with pytest.raises(Unsupported, match=r"line \d+: `x = self.bn2.*a second BatchNorm1d after the same GEMM"):
         trace(Reference(path))
 
 

@@ -1,22 +1,67 @@
 """Backward kernels of a GEMM part, generated from its IR (kernels/backward.cuh runs them).
 
-So far: parts whose epilogue is point-wise (GEMM, parameters per feature or of one element,
-constants and point-wise ops: issue 9's chains, a chain's inner parts). `Backward::apply`
-recomputes the forward values of one element from z, then walks the nodes in reverse with each
-op's VJP from kgen.derivatives (the formulas the CPU tests check against torch.autograd, through
-kgen.autodiff's reverse mode over the same IR), and returns dz and each parameter's gradient
-contribution; kernels/backward.cuh sums the contributions per column. Every other node kind has
-no backward kernel yet: `unsupported` names the first one, and the emitted file's backward()
-raises with that message.
+Two kinds, both ending in the part's own 3xTF32 GEMMs for dx = dz W and dW = dzᵀ x:
+
+1. **Point-wise parts** (GEMM, parameters per feature or of one element, constants and point-wise
+   ops): `struct Backward`'s `apply` recomputes the forward values of one element from z, then
+   walks the nodes in reverse with each op's VJP from kgen.derivatives, and returns dz and each
+   parameter's gradient contribution, which the kernel sums per column in registers.
+2. **Staged parts** (row reductions, softmax and logsumexp chains, GroupNorm, BatchNorm in
+   training or eval mode): the reverse of the forward's stages.
+   - `BackwardRows`, one CTA per row (kernels/backward.cuh, backward_rows_kernel): recompute the
+     row's values (its reductions, GroupNorm statistics) from z, then reverse mode in passes, one
+     per reduction and per GroupNorm, latest first: a pass recomputes every element's adjoints
+     from the seeds known so far (the output's gradient, the reductions already done) and sums
+     what reaches the next reduction's row value (or GroupNorm's group sums of ĝ and ĝ x̂). A
+     last pass writes the gradient of the boundary value (BatchNorm's output, or z) and each
+     parameter's per-element contribution (summed over rows afterwards, in a fixed order).
+   - BatchNorm: `BackwardBnSums` gives Σ ȳ and Σ ȳ x̂ per column (dβ and dγ), then
+     `BackwardPrefix` computes BatchNorm's input gradient (batch statistics: γ/σ (ȳ − Σȳ/M −
+     x̂ Σȳx̂/M); running ones: γ/σ ȳ) and walks the ops before BatchNorm back to z.
+   The rules are kgen.autodiff's (the CPU tests check those against torch.autograd).
+
+Every other node kind has no backward kernel yet: `unsupported` names the first one, and the
+emitted file's backward() raises with that message.
 """
 
 from __future__ import annotations
 
+from . import ops
 from .derivatives import cuda_vjp
-from .lower import Emitter, Lowered
+from .ir import Graph, Node
+from .lower import Emitter, Lowered, _block, _group_stats_pass, _loop, bn_input_affine
 
-BACKWARD_KINDS = ("gemm", "param", "const", "pointwise")
-BACKWARD_LEVELS = ("tile", "col", "scalar")
+POINTWISE_KINDS = ("gemm", "param", "const", "pointwise")
+ELEMENT_LEVELS = ("tile", "col", "scalar")
+# Node kinds the staged backward handles (beyond the point-wise ones).
+STAGED_KINDS = POINTWISE_KINDS + ("reduce", "groupnorm", "batchnorm")
+KIND_POINTWISE, KIND_STAGED = 1, 2
+# What a staged part's forward keeps after z per column of a BatchNorm (entry.cuh, kept_floats):
+# a, c, x̂'s two coefficients and γ/σ.
+KEPT_PER_COLUMN = 5
+
+
+def kept_per_column(lowered: Lowered) -> int:
+    return KEPT_PER_COLUMN if lowered.batchnorm else 0
+
+
+def _where(n: Node) -> str:
+    return f" (line {n.line}: `{n.text}`)" if n.line else ""
+
+
+def _depends_on(graph: Graph, root: int) -> set[int]:
+    """The ids of the nodes computed from node `root` (root included)."""
+    out = {root}
+    for n in graph.nodes:
+        if any(a in out for a in n.args):
+            out.add(n.id)
+    return out
+
+
+def boundary(graph: Graph) -> int:
+    """Where the row kernel's reverse pass stops: BatchNorm (its backward needs whole columns),
+    or z."""
+    return graph.batchnorms[0].id if graph.batchnorms else graph.gemm.id
 
 
 def unsupported(lowered: Lowered, external_gemm: bool) -> str | None:
@@ -27,54 +72,88 @@ def unsupported(lowered: Lowered, external_gemm: bool) -> str | None:
         return "no backward kernel yet for a module whose GEMM a rewrite removed"
     if lowered.tail:
         return "no backward kernel for a broadcast tail yet"
-    for n in lowered.graph.live():
-        if n.kind not in BACKWARD_KINDS or n.level not in BACKWARD_LEVELS:
-            what = {"reduce": f"a row {n.op}", "pool": f"{n.op} pooling"}.get(n.kind, n.kind)
-            at = f" (line {n.line}: `{n.text}`)" if n.line else ""
-            return f"no backward kernel for {what} yet{at}"
+    graph = lowered.graph
+    live = graph.live()
+    for n in live:
+        if n.kind not in STAGED_KINDS or n.level == "pooled":
+            what = {"pool": f"{n.op} pooling"}.get(n.kind, n.kind)
+            return f"no backward kernel for {what} yet{_where(n)}"
+        if n.kind == "reduce" and graph.node(n.args[0]).level != "tile":
+            return f"no backward kernel for a reduction of a per-row value yet{_where(n)}"
+    from_z = _depends_on(graph, graph.gemm.id)
+    b = boundary(graph)
+    downstream = _depends_on(graph, b)
+    for n in live:
+        if n.kind == "pointwise" and n.level in ("row", "rowflat"):
+            for a in n.args:
+                arg = graph.node(a)
+                if arg.level in ("col", "scalar") and arg.kind not in ("param", "const"):
+                    return f"no backward kernel yet for a computed per-feature value used after a reduction{_where(n)}"
+        if b != graph.gemm.id and n.id in downstream and n.id != b:
+            for a in n.args:
+                if a in from_z and a not in downstream:
+                    return ("no backward kernel yet for a value from before BatchNorm used after it"
+                            f"{_where(n)}")
+        if b != graph.gemm.id and n.id in from_z and n.id not in downstream and n.kind not in POINTWISE_KINDS:
+            return f"no backward kernel yet for a {n.kind} before BatchNorm{_where(n)}"
     return None
+
+
+def kind(lowered: Lowered) -> int:
+    """KIND_POINTWISE or KIND_STAGED (for a supported part)."""
+    live = lowered.graph.live()
+    if all(n.kind in POINTWISE_KINDS and n.level in ELEMENT_LEVELS for n in live):
+        return KIND_POINTWISE
+    return KIND_STAGED
 
 
 def operand_index(lowered: Lowered) -> dict[str, int]:
     return {n.attrs["path"]: k for k, n in enumerate(lowered.operands)}
 
 
-def backward_struct(lowered: Lowered) -> str:
-    """struct Backward: dz and the parameters' contributions of one element (see the module
-    docstring); `lowered` must be supported."""
-    graph = lowered.graph
-    operands = operand_index(lowered)
-    live = graph.live()
-    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True)
-    value = {n.id: forward.get(n.id) for n in live}
-    lines = list(forward.lines)
-    adjoint = {n.id: f"d{n.id}" for n in live if n.kind != "const"}
-    lines += [f"float {adjoint[n.id]} = {'g' if n.id == graph.output else '0.0f'};"
-              for n in live if n.id in adjoint]
-    for n in reversed(live):
-        if n.kind != "pointwise":
+def _elementwise_vjp(graph: Graph, nodes: list[Node], top: int, seed: str, value: dict) -> tuple[list[str], dict]:
+    """Reverse mode over the element-level `nodes` (in graph order) from `top`, whose gradient
+    is the C expression `seed`: the statements, and each node's adjoint variable."""
+    adjoint = {n.id: f"d{n.id}" for n in nodes if n.kind != "const"}
+    lines = [f"float {adjoint[n.id]} = {seed if n.id == top else '0.0f'};" for n in nodes if n.id in adjoint]
+    for n in reversed(nodes):
+        if n.kind != "pointwise" or n.id not in adjoint:
             continue
         grads = cuda_vjp(n.op, adjoint[n.id], value[n.id], [value[a] for a in n.args], n.attrs)
         for a, grad in zip(n.args, grads):
             if grad is not None and a in adjoint:
                 lines.append(f"{adjoint[a]} += {grad};")
-    # A supported part has no tail, so its operands are exactly its live parameters: every c[k]
-    # is written.
+    return lines, adjoint
+
+
+def _scalar_flags(lowered: Lowered) -> str:
+    return ", ".join("true" if n.level == "scalar" else "false" for n in lowered.operands) or "false"
+
+
+def backward_struct(lowered: Lowered) -> str:
+    """The part's backward structs (see the module docstring); `lowered` must be supported."""
+    if kind(lowered) == KIND_STAGED:
+        return _staged_structs(lowered)
+    graph = lowered.graph
+    operands = operand_index(lowered)
+    live = graph.live()
+    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True)
+    value = {n.id: forward.get(n.id) for n in live}
+    reverse, adjoint = _elementwise_vjp(graph, live, graph.output, "g", value)
+    lines = list(forward.lines) + reverse
+    # A point-wise part has no tail, so its operands are exactly its live parameters: every
+    # c[k] is written.
     params = [n for n in live if n.kind == "param"]
     assert sorted(operands[n.attrs["path"]] for n in params) == list(range(len(lowered.operands)))
-    scalar = [False] * len(lowered.operands)
-    for n in params:
-        k = operands[n.attrs["path"]]
-        lines.append(f"c[{k}] = {adjoint[n.id]};")
-        scalar[k] = n.level == "scalar"
+    lines += [f"c[{operands[n.attrs['path']]}] = {adjoint[n.id]};" for n in params]
     body = "\n".join(f"    {line}" for line in lines)
-    flags = ", ".join("true" if s else "false" for s in scalar) or "false"
     return f"""// The backward of the epilogue (kgen/backward.py): dz of one element from z and g = dL/dout,
 // and each parameter's gradient contribution c[k] (summed over rows; over all elements for a
 // one-element parameter, kScalar[k]).
 struct Backward {{
+  static constexpr int kKind = {KIND_POINTWISE};
   static constexpr int kParams = {len(lowered.operands)};
-  static constexpr bool kScalar[{max(1, len(lowered.operands))}] = {{{flags}}};
+  static constexpr bool kScalar[{max(1, len(lowered.operands))}] = {{{_scalar_flags(lowered)}}};
   __device__ static __forceinline__ float apply(float z, float g, int m, int n, const kgen::EpilogueParams& p,
                                                 float* c) {{
     (void)m; (void)n; (void)p; (void)c;
@@ -82,6 +161,331 @@ struct Backward {{
     return {adjoint[graph.gemm.id]};
   }}
 }};"""
+
+
+def _element_struct(name: str, comment: str, params: int, lines: list[str], result: str) -> str:
+    body = "".join(f"\n    {line}" for line in lines)
+    return f"""{comment}
+struct {name} {{
+  __device__ static __forceinline__ float apply(float z, float g, int m, int n, const kgen::EpilogueParams& p,
+                                                float* c) {{
+    (void)z; (void)g; (void)m; (void)n; (void)p; (void)c;
+    for (int k = 0; k < {max(1, params)}; ++k) c[k] = 0.0f;{body}
+    return {result};
+  }}
+}};"""
+
+
+def _batchnorm_structs(lowered: Lowered) -> list[str]:
+    """BackwardBnSums and BackwardPrefix (see the module docstring) for a part with BatchNorm."""
+    graph = lowered.graph
+    operands = operand_index(lowered)
+    (bn,) = graph.batchnorms
+    root, _ = bn_input_affine(graph, bn)
+    t = bn.args[0]
+    downstream = _depends_on(graph, bn.id)
+    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True)
+    xhat = f"fmaf(p.bn_xa[n], {forward.get(root)}, p.bn_xc[n])"
+    sums = _element_struct(
+        "BackwardBnSums", f"// BatchNorm (line {bn.line}): c[0] = g, c[1] = g * x̂ of one element, g the gradient of\n"
+        "// its output; summed over the batch they are dβ and dγ.", 2,
+        [*forward.lines, f"const float xhat = {xhat};", "c[0] = g;", "c[1] = g * xhat;"], "0.0f")
+    prefix_nodes = [n for n in graph.live() if n.id not in downstream]
+    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True)
+    value = {n.id: forward.get(n.id) for n in prefix_nodes}
+    dt = ("p.bn_gi[n] * (p.bn_training ? g - p.bn_sum_y[n] * p.inv_batch - xhat * (p.bn_sum_yx[n] * p.inv_batch) "
+          ": g)")
+    head = [*forward.lines, f"const float xhat = {xhat};"]
+    reverse, adjoint = _elementwise_vjp(graph, prefix_nodes, t, dt, value)
+    params = [n for n in prefix_nodes if n.kind == "param"]
+    tail = [f"c[{operands[n.attrs['path']]}] = {adjoint[n.id]};" for n in params]
+    prefix = _element_struct(
+        "BackwardPrefix", "// BatchNorm's input gradient from g, the gradient of its output (batch statistics or running\n"
+        "// ones), then the ops before BatchNorm in reverse, to dz; c[k]: parameter k's contributions.",
+        len(lowered.operands), head + reverse + tail, adjoint[graph.gemm.id])
+    return [sums, prefix]
+
+
+class _RowReverse:
+    """The body of BackwardRows::row (see the module docstring): statements over one row, with
+    `row` the row of z (shared memory or global), `grow` the row of the output's gradient,
+    `dst` the row of the boundary value's gradient and `contrib` the row of the first
+    contribution plane (plane k at contrib + k * plane)."""
+
+    def __init__(self, lowered: Lowered):
+        self.graph = graph = lowered.graph
+        self.operands = operand_index(lowered)
+        self.b = boundary(graph)
+        down = _depends_on(graph, self.b) - {self.b}
+        from_z = _depends_on(graph, graph.gemm.id)
+        live = graph.live()
+        self.live = live
+        # Element-level nodes whose adjoints the row kernel computes: everything after the
+        # boundary, and values computed from parameters alone (their uses after it).
+        self.element = [n for n in live if (n.kind == "pointwise" and n.level in ELEMENT_LEVELS
+                                            and (n.id in down or n.id not in from_z))
+                        or (n.kind == "groupnorm") or n.id == self.b]
+        self.element_ids = {n.id for n in self.element}
+        self.row_nodes = [n for n in live if n.level in ("row", "rowflat") and n.kind != "const"]
+        # Nodes a gradient reaches from the output (not through detach: softmax's and
+        # logsumexp's row max, trace.py): only their reductions need a pass.
+        active, stack = set(), [graph.output]
+        while stack:
+            i = stack.pop()
+            if i not in active:
+                active.add(i)
+                node = graph.node(i)
+                stack.extend(() if node.kind == "pointwise" and node.op == "detach" else node.args)
+        self.barriers = [n for n in live if n.kind in ("reduce", "groupnorm") and n.id in active]
+        self.params = [n for n in live if n.kind == "param"
+                       and any(u in down or u not in from_z for u in self._users(n.id))]
+        self.slots = {n.attrs["path"]: k for k, n in enumerate(self.params)}
+        self.rows: dict[int, str] = {}      # row values
+        # Per-row values (row ops, one-element parameters) declared once in the function's scope.
+        self._row_emitter = Emitter(graph, self.operands, {}, bn_ready=True, element=False)
+        self.groups: dict[int, str] = {}    # GroupNorm node -> statistics array
+        self.counts: dict[int, str] = {}    # max / min reduction -> number of ties
+        # The latest reduction each row value depends on: its adjoint is complete after that
+        # reduction's pass.
+        self.latest: dict[int, int] = {}
+        for n in self.row_nodes:
+            if n.kind == "reduce":
+                self.latest[n.id] = n.id
+            else:
+                self.latest[n.id] = max(self.latest[a] for a in n.args if a in self.latest)
+
+    def _users(self, i: int) -> list[int]:
+        return [n.id for n in self.live if i in n.args]
+
+    def row_value(self, i: int, out: list[str]) -> str:
+        """Row value i's name in the row function's scope (declared into `out` on first use)."""
+        e = self._row_emitter
+        e.names.update(self.rows)
+        before = len(e.lines)
+        name = e.get(i)
+        out.extend(e.lines[before:])
+        return name
+
+    def emitter(self, element: bool = True) -> Emitter:
+        available = {self.graph.gemm.id: "s", **self.rows} if element else dict(self.rows)
+        e = Emitter(self.graph, self.operands, available, bn_ready=True, element=element)
+        e.group_stats = self.groups
+        return e
+
+    def forward(self) -> list[str]:
+        """The row's values: each reduction (and the number of elements equal to a max or min)
+        and each GroupNorm's statistics, as the forward pass computes them."""
+        out = []
+        for n in self.live:
+            if n.kind == "groupnorm":
+                def emit(n=n):
+                    e = self.emitter()
+                    return e, e.get(n.args[0])
+                self.groups[n.id] = f"g{n.id}"
+                out += _group_stats_pass(n, self.groups[n.id], emit)
+            elif n.kind == "reduce":
+                from .lower import REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP
+                e = self.emitter()
+                v = e.get(n.args[0])
+                acc = f"r{n.id}"
+                out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
+                out += _loop(self.graph, "tile", [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)])
+                out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
+                if n.op == "mean":
+                    out.append(f"{acc} /= static_cast<float>(N);")
+                if n.op in ("max", "min") and n in self.barriers:
+                    e = self.emitter()
+                    v = e.get(n.args[0])
+                    count = self.counts[n.id] = f"ties{n.id}"
+                    out.append(f"float {count} = 0.f;  // elements equal to the {n.op} (they share its gradient)")
+                    out += _loop(self.graph, "tile", [*e.lines, f"{count} += ({v}) == {acc} ? 1.f : 0.f;"])
+                    out.append(f"{count} = kgen::block_sum({count}, scratch);")
+                self.rows[n.id] = acc
+            elif n.level in ("row", "rowflat") and n.kind != "const":
+                self.rows[n.id] = self.row_value(n.id, out)
+        return out
+
+    def element_pass(self, resolved: set[int], collect: set[int], final: bool):
+        """One element's adjoints from the seeds known so far (the output's gradient, the
+        reductions and GroupNorms in `resolved`): adds what reaches the row values in
+        `collect` to c<id>, and, when `final`, each parameter's contribution to cp<slot>.
+        Returns the statements, each element node's adjoint variable and the values' names."""
+        graph = self.graph
+        e = self.emitter()
+        value = {}
+        for n in self.element:
+            value[n.id] = e.get(n.id)
+
+        def val(i: int) -> str:
+            return value[i] if i in value else e.get(i)
+
+        args = {n.id: [val(a) for a in n.args] for n in self.element if n.kind == "pointwise"}
+        lines = list(e.lines)
+        adjoint = {n.id: f"d{n.id}" for n in self.element}
+        out = graph.output
+        lines += [f"float {adjoint[n.id]} = {'grow[n]' if n.id == out else '0.0f'};" for n in self.element]
+        if final:
+            lines += [f"float cp{k} = 0.0f;" for k in range(len(self.params))]
+
+        def send(a: int, grad: str):
+            node = graph.node(a)
+            if a in adjoint:
+                lines.append(f"{adjoint[a]} += {grad};")
+            elif node.kind == "param":
+                if final:
+                    lines.append(f"cp{self.slots[node.attrs['path']]} += {grad};")
+            elif a in collect:
+                lines.append(f"c{a} += {grad};")
+
+        for n in reversed(self.live):
+            if n.kind == "pointwise" and n.id in adjoint:
+                grads = cuda_vjp(n.op, adjoint[n.id], value[n.id], args[n.id], n.attrs)
+                for a, grad in zip(n.args, grads):
+                    if grad is not None:
+                        send(a, grad)
+            elif n.kind == "reduce" and n.id in resolved:
+                u = n.args[0]
+                seed = {"sum": f"a{n.id}", "mean": f"a{n.id} / static_cast<float>(N)"}.get(
+                    n.op, f"(({val(u)}) == r{n.id} ? a{n.id} / {self.counts.get(n.id)} : 0.0f)")
+                send(u, seed)
+            elif n.kind == "groupnorm" and n.id in resolved:
+                lines.append(self._group_norm_xhat(n, val))
+                self._group_norm_vjp(n, val, send)
+        return lines, adjoint, val
+
+    def _group_norm_parts(self, n: Node, val) -> tuple[str, str, str, str]:
+        """(group index, the weight at n, x̂ at n, 1/σ of the group) of GroupNorm n at column n."""
+        stats = self.groups[n.id]
+        group = f"(n / (N / {n.attrs['groups']}))"
+        weight = val(n.args[1]) if n.attrs["weight"] else "1.0f"
+        rstd = f"{stats}[2 * {group} + 1]"
+        xhat = f"(({val(n.args[0])}) - {stats}[2 * {group}]) * {rstd}"
+        return group, weight, xhat, rstd
+
+    def _group_norm_xhat(self, n: Node, val) -> str:
+        return f"const float xh{n.id} = {self._group_norm_parts(n, val)[2]};"
+
+    def _group_norm_vjp(self, n: Node, val, send) -> None:
+        """GroupNorm n's VJP at one element (its group sums known): to its input, and (`send`
+        passes them on in the final pass) to its weight and bias."""
+        group, weight, _, rstd = self._group_norm_parts(n, val)
+        sums = f"gs{n.id}"
+        size = f"static_cast<float>(N / {n.attrs['groups']})"
+        send(n.args[0], f"{rstd} * (d{n.id} * {weight} - {sums}[2 * {group}] / {size} - xh{n.id} * "
+                        f"{sums}[2 * {group} + 1] / {size})")
+        params = list(n.args[1:])
+        if n.attrs["weight"]:
+            send(params.pop(0), f"d{n.id} * xh{n.id}")
+        if n.attrs["bias"]:
+            send(params.pop(0), f"d{n.id}")
+
+    def _group_sums(self, gn: Node, resolved: set[int]) -> list[str]:
+        """GroupNorm gn's per-group sums of ĝ = γ ȳ and ĝ x̂ (ȳ the gradient of its output, complete
+        once the passes of everything after it are done) into gs<id>: one warp per group, its
+        lanes striding the group's columns (a fixed order: deterministic)."""
+        lines, _, val = self.element_pass(resolved, set(), final=False)
+        _, weight, xhat, _ = self._group_norm_parts(gn, val)
+        groups = gn.attrs["groups"]
+        return [
+            f"__shared__ float gs{gn.id}[2 * {groups}];  // GroupNorm, line {gn.line}: (Σ ĝ, Σ ĝ x̂) per group",
+            *_block("", [
+                f"const int size = N / {groups}, lane = threadIdx.x % 32;",
+                *_block(f"for (int grp = threadIdx.x / 32; grp < {groups}; grp += blockDim.x / 32)", [
+                    "float s1 = 0.f, s2 = 0.f;",
+                    *_block("for (int n = grp * size + lane; n < (grp + 1) * size; n += 32)", [
+                        "const float s = row[n];", *lines,
+                        f"const float gh = d{gn.id} * {weight};", "s1 += gh;", f"s2 = fmaf(gh, {xhat}, s2);"]),
+                    "s1 = kgen::warp_sum(s1);", "s2 = kgen::warp_sum(s2);",
+                    *_block("if (lane == 0)", [f"gs{gn.id}[2 * grp] = s1;", f"gs{gn.id}[2 * grp + 1] = s2;"]),
+                ]),
+                "__syncthreads();",
+            ]),
+        ]
+
+    def body(self) -> str:
+        graph = self.graph
+        out = ["const float* row = zrow;  // the row of z (then its copy in shared memory)",
+               *_block("if (cache != nullptr)", [
+                   "for (int n = threadIdx.x; n < N; n += blockDim.x) cache[n] = zrow[n];",
+                   "__syncthreads();", "row = cache;"])]
+        out += self.forward()
+        out += [f"float a{q.id} = {'grow[0]' if q.id == graph.output else '0.0f'};  // the row value's gradient"
+                for q in self.row_nodes]
+        rowc = [n for n in self.params if n.level == "scalar"]
+        out += [f"float rowc{self.slots[n.attrs['path']]} = 0.0f;  // per-row uses of a one-element parameter"
+                for n in rowc]
+        resolved: set[int] = set()
+        for x in reversed(self.barriers):
+            if x.kind == "reduce":
+                completed = [q for q in self.row_nodes if self.latest[q.id] == x.id]
+                ids = {q.id for q in completed}
+                lines, _, _ = self.element_pass(resolved, ids, final=False)
+                # Only row values that elements use get sums (a logsumexp output has none).
+                summed = [q for q in completed if any(line.startswith(f"c{q.id} += ") for line in lines)]
+                if summed:
+                    out += [f"float c{q.id} = 0.0f;" for q in summed]
+                    out += _loop(graph, "tile", lines)
+                    out += [f"a{q.id} += kgen::block_sum(c{q.id}, scratch);" for q in summed]
+                for q in reversed(completed):
+                    if q.kind != "pointwise":
+                        continue
+                    operands = [self.row_value(a, out) for a in q.args]
+                    grads = cuda_vjp(q.op, f"a{q.id}", self.rows[q.id], operands, q.attrs)
+                    for a, grad in zip(q.args, grads):
+                        node = graph.node(a)
+                        if grad is None or node.kind == "const":
+                            continue
+                        if node.kind == "param":
+                            out.append(f"rowc{self.slots[node.attrs['path']]} += {grad};")
+                        else:
+                            out.append(f"a{a} += {grad};")
+            else:
+                out += self._group_sums(x, resolved)
+            resolved.add(x.id)
+        lines, adjoint, _ = self.element_pass(resolved, set(), final=True)
+        lines.append(f"dst[n] = {adjoint[self.b]};")
+        for k, n in enumerate(self.params):
+            extra = f" + (n == 0 ? rowc{k} : 0.0f)" if n.level == "scalar" else ""
+            lines.append(f"contrib[{k} * plane + n] = cp{k}{extra};")
+        out += _loop(graph, "tile", lines)
+        return "\n".join(f"    {line}" for line in out)
+def _staged_structs(lowered: Lowered) -> str:
+    graph = lowered.graph
+    b = boundary(graph)
+    runs = graph.output != b    # else the output is BatchNorm's: its gradient is g itself
+    rows = _RowReverse(lowered) if runs else None
+    body = rows.body() if rows else ""
+    slots = [operand_index(lowered)[n.attrs["path"]] for n in rows.params] if rows else []
+    has_bn = bool(graph.batchnorms)
+    if has_bn:
+        bn_structs = _batchnorm_structs(lowered)
+    else:
+        stub = "// (not used: no BatchNorm)"
+        bn_structs = [_element_struct(name, stub, 2, [], "0.0f") for name in ("BackwardBnSums", "BackwardPrefix")]
+    rows_struct = f"""// The reverse of the row stages, one row (kgen/backward.py, _RowReverse): the gradient of
+// {"BatchNorm's output" if has_bn else "z"} into dst, parameter kSlotOperand[k]'s contributions into contrib + k * plane.
+struct BackwardRows {{
+  static constexpr bool kRuns = {str(runs).lower()};
+  static constexpr int kSlots = {len(slots)};
+  static constexpr int kSlotOperand[{max(1, len(slots))}] = {{{", ".join(map(str, slots)) or "0"}}};
+  __device__ static void row(const float* __restrict__ zrow, const float* __restrict__ grow, float* __restrict__ dst,
+                             float* __restrict__ contrib, size_t plane, int N, const kgen::EpilogueParams& p,
+                             float* cache, float* scratch) {{
+    (void)zrow; (void)grow; (void)dst; (void)contrib; (void)plane; (void)N; (void)p; (void)cache; (void)scratch;
+{body}
+  }}
+}};"""
+    info = f"""// The staged backward of this part (kernels/backward.cuh, backward_staged).
+struct Backward {{
+  static constexpr int kKind = {KIND_STAGED};
+  static constexpr int kParams = {len(lowered.operands)};
+  static constexpr bool kScalar[{max(1, len(lowered.operands))}] = {{{_scalar_flags(lowered)}}};
+  static constexpr bool kHasBatchNorm = {str(has_bn).lower()};
+  using Rows = BackwardRows;
+  using BnSums = BackwardBnSums;
+  using Prefix = BackwardPrefix;
+}};"""
+    return "\n\n".join([rows_struct, *bn_structs, info])
 
 
 def grad_expressions(lowered: Lowered) -> list[str]:

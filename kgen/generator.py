@@ -64,7 +64,8 @@ UPDATED_IN_PLACE = ("running_mean", "running_var")
 BACKWARD_BASE_ARGS = (
     ("x", "const float*"), ("w", "const float*"), ("g", "const float*"), ("z", "const float*"), ("dx", "float*"),
     ("dw", "float*"), ("grad_cols", "float*"), ("workspace", "float*"), ("M", "int"), ("N", "int"),
-    ("K", "int"), ("need_dx", "int"), ("need_dw", "int"), ("stream", "void*"),
+    ("K", "int"), ("need_dx", "int"), ("need_dw", "int"), ("stream", "void*"), ("bn_grads", "float*"),
+    ("bn_training", "int"),
 )
 
 
@@ -86,6 +87,9 @@ def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
 
     reason = backward.unsupported(lowered, external_gemm)
     operands = [f"operand{k}" for k in range(len(lowered.operands))]
+    # The backward's gradient of each input of the op, by name (None: no gradient flows).
+    gradient = {"x": "dx", "w": "dw", "gamma": "bn_grads[1]", "beta": "bn_grads[0]",
+                **dict(zip(operands, backward.grad_expressions(lowered)))}
     return {
         "signature": ", ".join(f"{name}: {annotation(name, ctype)}" for name, ctype in args),
         "names": ", ".join(names),
@@ -98,7 +102,8 @@ def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
             "names": ", ".join(["x", "w"] + operands + ["z"]),
             "call": ", ".join(["x", "w", "z", "need_dx", "need_dw"] + [f"{n}={n}" for n in operands]),
             "params": len(operands),
-            "grads": ", ".join(["None"] + backward.grad_expressions(lowered)),
+            "grads": ", ".join(gradient.get(name, "None") for name in names),
+            "kept_per_column": backward.kept_per_column(lowered),
         },
     }
 
@@ -149,8 +154,12 @@ def forward_lines(parts: list[Lowered], external_gemm: bool = False) -> list[str
         call = _part_lines(lowered, lines, keeps_z)
         op = f"_OPS[{k}]({', '.join(call)})"
         last = k + 1 == len(parts)
-        if keeps_z:
+        if keeps_z and not lowered.batchnorm:
             lines += [f"x, _ = {op}"] + (["return x"] if last else [])
+        elif keeps_z:
+            lines += [f"x, _, running_mean, running_var = {op}",
+                      f"_store_running_stats({_self_attr(lowered.batchnorm)}, bn, running_mean, running_var)"]
+            lines += ["return x"] if last else []
         elif lowered.batchnorm:
             lines += [f"x, running_mean, running_var = {op}",
                       f"_store_running_stats({_self_attr(lowered.batchnorm)}, bn, running_mean, running_var)"]
@@ -187,7 +196,8 @@ def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
     if lowered.batchnorm:
         call.append("**bn")
     if keeps_z:
-        tensors = ", ".join(["x", "w"] + [f"operand{k}" for k in range(len(lowered.operands))])
+        tensors = ", ".join(["x", "w"] + [f"operand{k}" for k in range(len(lowered.operands))] +
+                            (['bn["gamma"]', 'bn["beta"]'] if lowered.batchnorm else []))
         call.append(f"keep_z=_keeps_z({tensors})")
     return call
 
@@ -279,6 +289,8 @@ def _part_context(low: Lowered, external_gemm: bool) -> dict:
     back = backward_args(low)
     return {
         "backward_struct": backward.backward_struct(low) if has_backward else None,
+        "backward_kind": backward.kind(low) if has_backward else 0,
+        "kept_per_column": backward.kept_per_column(low),
         "backward_params": ", ".join(f"{ctype} {name}" for name, ctype in back),
         "backward_operands": [f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))],
         "lowered": low,

@@ -288,7 +288,11 @@ class Tracer:
             raise self.refuse(f"{kind} over dim={dim!r}; kgen reduces rows (dim=1 or -1)")
         if kind in ("sum", "mean", "max", "min"):
             return self.add("reduce", "row" if keepdim else "rowflat", [x], kind)
-        mx = self.add("reduce", "row", [x], "max")
+        # The row max only shifts the exponentials out of overflow: the result does not depend
+        # on it (d/dm of m + log sum exp(x - m) is exactly 0), so no gradient flows through it,
+        # as in torch's own backward of softmax and logsumexp. Routing one through it would add
+        # a term that is 0 in exact arithmetic and rounding noise in fp32.
+        mx = self.add("pointwise", "row", [self.add("reduce", "row", [x], "max")], "detach")
         shifted = self.add("pointwise", width, [x, mx], "sub")
         e = self.add("pointwise", width, [shifted], "exp")
         total = self.add("reduce", "row", [e], "sum")

@@ -82,7 +82,7 @@ class CheckResult:
 class Comparison:
     """Accumulates the worst errors over the tensors of one check."""
 
-    def __init__(self, tol: float, judge_by_fp64: bool = False):
+    def __init__(self, tol: float, judge_by_fp64: bool = False, relative_to_largest: bool = False):
         # judge_by_fp64: pass when the error vs fp64 is within tol + twice the fp32 reference's
         # (the gate's factor at the fp32-exact tier; see LARGE_OFFSET).
         self.tol = tol
@@ -94,6 +94,11 @@ class Comparison:
         self.ref_abs = 0.0
         self.ratio = 0.0
         self.failures: list[str] = []
+        # max_rel over the largest value of all the tensors compared (gradients: a Linear bias's
+        # gradient under training-mode BatchNorm is 0 in exact arithmetic, so its own scale
+        # would make any rounding look like a relative error of 1e8)
+        self.relative_to_largest = relative_to_largest
+        self.largest = 0.0
 
     def add(self, what: str, new: torch.Tensor, ref32: torch.Tensor, ref64: torch.Tensor):
         new64 = new.detach().double()
@@ -103,7 +108,11 @@ class Comparison:
         if not math.isfinite(abs_err):
             abs_err = float("inf")
         self.max_abs = max(self.max_abs, abs_err)
-        self.max_rel = max(self.max_rel, abs_err / scale if scale > 0 else abs_err)
+        self.largest = max(self.largest, scale)
+        if self.relative_to_largest:
+            self.max_rel = self.max_abs / self.largest if self.largest > 0 else self.max_abs
+        else:
+            self.max_rel = max(self.max_rel, abs_err / scale if scale > 0 else abs_err)
         ref_err = (ref32.detach().double() - ref64).abs().max().item() if ref32.numel() else 0.0
         self.ref_abs = max(self.ref_abs, ref_err)
         ratio = abs_err / max(ref_err, ULP_FP32 * scale, 1e-30)
@@ -321,6 +330,74 @@ def check_noncontiguous(f, device, tol, batch) -> CheckResult:
     return cmp.result("non-contiguous / misaligned input")
 
 
+def has_backward(f: EmittedFile) -> bool:
+    """Whether every GEMM part of the file has backward kernels (else backward() raises)."""
+    ops = getattr(f.module, "_BACKWARD_OPS", None)
+    return bool(ops) and all(op is not None for op in ops)
+
+
+def _gradients(model, x, g):
+    x = x.detach().clone().requires_grad_()
+    y = model(x)
+    return torch.autograd.grad(y, [x] + list(model.parameters()), g.to(y.dtype))
+
+
+def check_gradients(f, device, tol, batch, training: bool) -> CheckResult:
+    """dL/dx and every parameter's gradient, for a random dL/dy, against fp64 autograd of the
+    reference, with eager fp32's beside them (judged by fp64: error <= tol + the gate's factor
+    times eager's, and at the fp32-exact tier the ratio too: a gradient summed over the batch is
+    further than 1e-4 from fp64 in eager fp32 itself at KernelBench's shapes). A file without
+    backward kernels must say so when backward() runs."""
+    name = f"gradients, {'train' if training else 'eval'} mode"
+    trio = Trio(f, device)
+    trio.train(training)
+    x = _inputs("rand", batch, f.spec.in_features, device)
+    if not has_backward(f):
+        try:
+            trio.new(x.clone().requires_grad_()).sum().backward()
+        except RuntimeError as e:
+            ok = "kgen: this ModelNew has no backward yet" in str(e)
+            return CheckResult(name, ok, detail=f"not checked: {e}" if ok else f"backward() raised {e}")
+        return CheckResult(name, False, detail="backward() ran although the file has no backward kernels")
+    with torch.no_grad():
+        shape = trio.ref(x).shape
+    g = torch.randn(shape, device=device, generator=torch.Generator(device=device).manual_seed(5))
+    cmp = Comparison(tol, judge_by_fp64=True, relative_to_largest=True)
+    new, ref, ref64 = (_gradients(m, x.to(dtype), g) for m, dtype in
+                       zip(trio.models(), (torch.float32, torch.float32, torch.float64)))
+    names = ["input"] + [n for n, _ in trio.new.named_parameters()]
+    for what, a, b, c in zip(names, new, ref, ref64):
+        cmp.add(f"dL/d({what})", a, b, c)
+    return cmp.result(name)
+
+
+SGD_STEPS = 20
+SGD_LR = 0.05
+
+
+def check_sgd(f, device, tol, batch) -> CheckResult:
+    """SGD_STEPS steps of SGD on (y^2).mean() of random inputs: ModelNew's parameters and buffers
+    track the fp64 reference's as closely as eager fp32's do (judged by fp64, as gradients)."""
+    name = f"SGD, {SGD_STEPS} steps"
+    if not has_backward(f):
+        return CheckResult(name, True, detail="not checked: the file has no backward kernels")
+    trio = Trio(f, device)
+    optimizers = [torch.optim.SGD(m.parameters(), lr=SGD_LR) for m in trio.models()]
+    gen = torch.Generator(device=device).manual_seed(3)
+    for _ in range(SGD_STEPS):
+        x = torch.rand(batch, f.spec.in_features, device=device, generator=gen)
+        for model, opt, dtype in zip(trio.models(), optimizers, (torch.float32, torch.float32, torch.float64)):
+            opt.zero_grad(set_to_none=True)
+            (model(x.to(dtype)) ** 2).mean().backward()
+            opt.step()
+    cmp = Comparison(tol, judge_by_fp64=True, relative_to_largest=True)
+    tensors = [dict(m.named_parameters()) | dict(m.named_buffers()) for m in trio.models()]
+    for what, a in tensors[0].items():
+        if a.is_floating_point():
+            cmp.add(what, a, tensors[1][what], tensors[2][what])
+    return cmp.result(name)
+
+
 def check_dropout_refused(f, device) -> CheckResult:
     """In training mode a module with an active Dropout raises, naming it, before any work."""
     with torch.device(device):
@@ -404,6 +481,12 @@ def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device) -> list[
         *((("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True)),)
           if f.has_batchnorm else ()),
         ("weights changed in place", lambda: check_weights_change(f, device, tol, batch)),
+        *((("gradients, train mode", lambda: check_gradients(f, device, tol, batch, True)),)
+          if f.runs_in_training else ()),
+        *((("gradients, eval mode", lambda: check_gradients(f, device, tol, batch, False)),)
+          if f.has_batchnorm or not f.runs_in_training else ()),
+        *(((f"SGD, {SGD_STEPS} steps", lambda: check_sgd(f, device, tol, batch)),)
+          if f.runs_in_training else ()),
         ("non-contiguous / misaligned input", lambda: check_noncontiguous(f, device, tol, batch)),
         ("clear errors for bad input", lambda: check_errors(f, device)),
     ]

@@ -3,8 +3,9 @@ process, with the gradients' errors against fp64 beside the times.
 
     PYTHONPATH=. python3 scripts/bench_training.py REF.py FILE.py
 
-One training step's work is timed: y = model(x); y.backward(g) (parameter gradients set to None
-before each call), twice: as a first layer (x needs no gradient: eager computes dW alone) and as
+One training step's work is timed (for the file, eager fp32, eager with TF32 allowed and
+torch.compile of the reference in fp32): y = model(x); y.backward(g) (parameter gradients set
+to None before each call), twice: as a first layer (x needs no gradient: eager computes dW alone) and as
 an inner layer (x needs its gradient too), with kgen.bench.time_calls (CUDA events, L2 flushed,
 warm-up, median of 30); eager fp32 and the file alternate over 5 rounds so that neither always
 runs first, and each line gives the median of the rounds' medians with their smallest and
@@ -70,8 +71,11 @@ def main(ref_path, path):
     for label, model in (("kgen", new), ("eager fp32", eager)):
         errors[label] = [(a.double() - e).abs().max().item() for a, e in zip(gradients(model, x, g), fp64)]
     print(f"{torch.cuda.get_device_name(device)}; {ref_path}; {path}")
+    # torch.compile (default mode) of the reference, with the same parameters: the first call
+    # compiles (time_calls warms up first).
+    compiled = torch.compile(eager)
     for layer, inp in (("first layer (no dL/dx)", x), ("inner layer (dL/dx too)", x.detach().clone().requires_grad_())):
-        times = {"eager fp32": [], "kgen": [], "eager TF32 allowed": []}
+        times = {"eager fp32": [], "kgen": [], "eager TF32 allowed": [], "torch.compile fp32": []}
         for r in range(ROUNDS):
             order = [("eager fp32", eager), ("kgen", new)]
             for label, model in (order if r % 2 == 0 else order[::-1]):
@@ -79,6 +83,7 @@ def main(ref_path, path):
             torch.backends.cuda.matmul.allow_tf32 = True
             times["eager TF32 allowed"].append(time_calls(training_step(eager, g), inp, 30, grad=True).median_ms)
             torch.backends.cuda.matmul.allow_tf32 = False
+            times["torch.compile fp32"].append(time_calls(training_step(compiled, g), inp, 30, grad=True).median_ms)
         print(f"forward + backward, {layer}, batch {ns['batch_size']}, {ns['in_features']} -> {ns['out_features']}:")
         eager_ms = statistics.median(times["eager fp32"])
         for label, t in times.items():

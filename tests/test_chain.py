@@ -124,7 +124,8 @@ def test_chained_file_runs_each_part_through_its_own_entry_point(name, tmp_path)
     calls = [line.strip() for line in forward if "_OPS[" in line]
     assert [c.split("_OPS[")[1].split("]")[0] for c in calls] == [str(k) for k in range(len(widths))]
     assert all(c.split("_OPS[")[1].split("(")[1].startswith("x, w") for c in calls)
-    assert all(c.startswith(("x = ", "x, _ = ", "x, running_mean, running_var = ", "return ")) for c in calls)
+    assert all(c.startswith(("x = ", "x, _ = ", "x, running_mean, running_var = ", "x, _, running_mean, running_var = ",
+                             "return ")) for c in calls)
     assert forward[-1].strip() in ("return x", calls[-1])
     # An inner part's output is the next GEMM's x: (M, its in_features), e.g. pooled to half.
     for k in range(len(widths) - 1):

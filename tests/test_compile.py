@@ -168,3 +168,38 @@ def test_the_smem_limit_of_the_target_is_asserted_in_the_kernel_source(tmp_path)
     proc = subprocess.run([NVCC, "-std=c++17", "-c", SM80, str(cu), "-o", str(tmp_path / "k.o")],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode != 0 and "more shared memory than the target allows" in proc.stderr
+
+
+READELF = shutil.which("readelf")
+
+
+@pytest.mark.skipif(READELF is None, reason="readelf (binutils) not on PATH")
+def test_an_extension_exports_its_entry_points_only(tmp_path):
+    """Two emitted files in one process define the same C++ names (kgen_part0::kgen_cfg::...,
+    the kernel templates); every symbol but the kgen_* entry points is hidden, or the dynamic
+    linker binds one library's data to another's (g++ emits inline variables as STB_GNU_UNIQUE:
+    a backward once read another module's slot table so, on the GPU tier)."""
+    from kgen.spec import Spec, Tile
+
+    spec = Spec("gemm_bn_scale_softmax", 64, 128, 256, math="tf32x3", backend="kgen", fusion=1,
+                tile=Tile(128, 128, 32, 64, 32, stages=3), arch="sm_80")
+    source = generator.render_cuda_source(spec)
+    assert "static constexpr int kSlotOperand" in source    # the data that was bound across files
+    cu = tmp_path / "k.cu"
+    cu.write_text(source)
+    proc = subprocess.run([NVCC, "-std=c++17", "-c", SM80, "-Xcompiler", "-fPIC", str(cu), "-o", str(tmp_path / "k.o")],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    table = subprocess.run([READELF, "-sW", str(tmp_path / "k.o")], capture_output=True, text=True).stdout
+    exported = []
+    for line in table.splitlines():
+        fields = line.split()
+        # Num: Value Size Type Bind Vis Ndx Name
+        if len(fields) == 8 and fields[4] in ("GLOBAL", "WEAK", "UNIQUE") and fields[5] == "DEFAULT" \
+                and fields[6] != "UND":
+            exported.append((fields[3], fields[7]))
+    # (Weak instantiations of system headers' templates, e.g. std::max<int> or dim3's
+    # constructor, stay visible: identical in every library, they may bind to any.)
+    assert [name for kind, name in exported if kind == "OBJECT"] == []
+    ours = {name for kind, name in exported if "kgen" in name}
+    assert ours == {"kgen_forward_0", "kgen_workspace_floats_0", "kgen_backward_0", "kgen_backward_floats_0"}

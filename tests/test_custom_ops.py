@@ -6,8 +6,9 @@ autograd need that, and a BatchNorm part returns its updated running statistics 
 their fake kernels, run on meta tensors, give the shapes the kernels write; executing a file a
 second time in one process (KernelBench does) reuses the ops the first execution registered.
 GPU (marked): torch.compile(fullgraph=True) traces ModelNew whole and computes what eager
-ModelNew does, BatchNorm buffers included; a CUDA graph captures and replays it; backward()
-raises a clear error.
+ModelNew does, BatchNorm buffers included; a CUDA graph captures and replays it; and so do
+whole training steps (forward, backward, SGD) where every part has backward kernels, while a
+part without them raises a clear error at backward().
 """
 
 import copy
@@ -33,13 +34,16 @@ SPECS = [next((s for s in specs if s.family == "wgmma"), specs[0])
     for p in ("gemm_scale_bn", "gemm_bn_scale_softmax")]
 
 
-def meta_args(module, part: int, x: torch.Tensor, n: int) -> dict:
-    """Keyword arguments of part `part`'s op: meta tensors of the right sizes, zeros for numbers."""
+def meta_args(module, part: int, x: torch.Tensor, n: int, lowered=None) -> dict:
+    """Keyword arguments of part `part`'s op: meta tensors of the right sizes (`lowered` gives
+    the operands' shapes; else n elements each), zeros for numbers."""
     args = {"x": x, "w": torch.empty(n, x.shape[1], device="meta")}
+    shapes = {f"operand{k}": (1,) if node.level == "scalar" else (n,)
+              for k, node in enumerate(lowered.operands if lowered else [])}
     for name, ctype in module._FORWARD_ARGS[part]:
         if name in args or name in generator.LAUNCH_ARGS:
             continue
-        args[name] = torch.empty(n, device="meta") if ctype is ctypes.c_void_p else 0
+        args[name] = torch.empty(shapes.get(name, (n,)), device="meta") if ctype is ctypes.c_void_p else 0
     if module._BACKWARD_OPS[part] is not None:
         args["keep_z"] = 1      # as in training: the forward keeps z for the backward
     return args
@@ -62,12 +66,17 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
         assert not any(a.alias_info and a.alias_info.is_write for a in schema.arguments)
         n = low.graph.out_features
         result = op(**meta_args(module, k, x, n))
-        if low.batchnorm:
+        kept_per_column = 5 if low.batchnorm else 0     # BatchNorm's a, c, x̂ coefficients, γ/σ
+        if low.batchnorm and module._BACKWARD_OPS[k] is not None:
+            out, kept, running_mean, running_var = result
+            assert running_mean.shape == running_var.shape == (n,)
+            assert tuple(kept.shape) == (x.shape[0] * n + kept_per_column * n,)
+        elif low.batchnorm:
             out, running_mean, running_var = result
             assert running_mean.shape == running_var.shape == (n,)
         elif module._BACKWARD_OPS[k] is not None:
-            out, z = result     # z kept for the backward: (M, N)
-            assert tuple(z.shape) == (x.shape[0], n)
+            out, kept = result     # z kept for the backward: M x N
+            assert tuple(kept.shape) == (x.shape[0] * n,)
         else:
             out = result
         assert out.device.type == "meta"
@@ -120,7 +129,7 @@ def test_backward_ops_and_their_fake_kernels(spec):
     low = parts[0]
     n = low.graph.out_features
     x = torch.empty(64, 128, device="meta", requires_grad=True)
-    args = meta_args(module, 0, x, n)
+    args = meta_args(module, 0, x, n, low)
     leaves = [x] + [t.requires_grad_() for name, t in args.items()
                     if isinstance(t, torch.Tensor) and name != "x" and (name == "w" or name.startswith("operand"))]
     out = module._OPS[0](**args)
@@ -134,22 +143,25 @@ def test_backward_ops_and_their_fake_kernels(spec):
 def test_unsupported_parts_name_the_op():
     from kgen import backward
 
-    spec = Spec("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
-    reason = backward.unsupported(generator.lowered(spec), external_gemm=False)
-    assert reason.startswith("no backward kernel for batchnorm yet (line ")
-    softmax = Spec(str(REFS_DIR / "matmul_gelu_softmax.py"), 64, 128, 1024, math="tf32x3",
-                   backend="wgmma", fusion=1, tile=WGMMA)
-    assert "a row max" in backward.unsupported(generator.lowered(softmax), external_gemm=False)
+    pool = Spec(str(REFS_DIR / "gemm_maxpool_sum_scale.py"), 64, 128, 1024, math="tf32x3", backend="wgmma",
+                fusion=1, tile=WGMMA)
+    reason = backward.unsupported(generator.lowered(pool), external_gemm=False)
+    assert reason.startswith("no backward kernel for max pooling yet (line ")
+    tail = Spec(str(REFS_DIR / "gemm_groupnorm_min_bias.py"), 64, 128, 1024, math="tf32x3", backend="wgmma",
+                fusion=1, tile=WGMMA)
+    assert "broadcast tail" in backward.unsupported(generator.lowered(tail), external_gemm=False)
     cublas = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32",
                   backend="cublas", fusion=1)
     assert "cuBLAS" in backward.unsupported(generator.lowered(cublas), external_gemm=True)
-    pointwise = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32x3",
-                     backend="wgmma", fusion=1, tile=WGMMA)
-    assert backward.unsupported(generator.lowered(pointwise), external_gemm=False) is None
+    for ref in ("gemm_mul_leakyrelu.py", "matmul_gelu_softmax.py", "gemm_groupnorm_hardtanh.py"):
+        supported = Spec(str(REFS_DIR / ref), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
+        assert backward.unsupported(generator.lowered(supported), external_gemm=False) is None
+    bn = Spec("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    assert backward.unsupported(generator.lowered(bn), external_gemm=False) is None
     # The header says it, one line.
-    assert "\nbackward:  kgen kernels" in generator.render_header(pointwise, None)
-    assert "\nbackward:  raises at backward() (no backward kernel for batchnorm yet (line " in \
-        generator.render_header(spec, None)
+    assert "\nbackward:  kgen kernels" in generator.render_header(bn, None)
+    assert "\nbackward:  raises at backward() (no backward kernel for max pooling yet (line " in \
+        generator.render_header(pool, None)
 
 
 def test_running_statistics_carry_no_autograd_history():
@@ -158,8 +170,10 @@ def test_running_statistics_carry_no_autograd_history():
     spec = next(s for s in SPECS if s.problem == "gemm_scale_bn")
     module = exec_file(generator.render(spec))
     x = torch.empty(64, 128, device="meta", requires_grad=True)
-    out, running_mean, running_var = module._OPS[0](**meta_args(module, 0, x, 1024))
-    assert out.requires_grad
+    out, kept, running_mean, running_var = module._OPS[0](**meta_args(module, 0, x, 1024))
+    assert out.requires_grad and not kept.requires_grad
+    # z and BatchNorm's per-column values, kept for the backward
+    assert kept.shape == (64 * 1024 + 5 * 1024,)
     assert not running_mean.requires_grad and not running_var.requires_grad
 
 
@@ -173,8 +187,8 @@ def test_forward_reads_no_data_pointer():
 
 
 # ---- GPU -------------------------------------------------------------------------------------
-GPU_REFS = ["gemm_scale_bn", str(REFS_DIR / "gemm_sigmoid_gemm_lse.py"),
-            str(REFS_DIR / "gemm_groupnorm_min_bias.py")]
+GPU_REFS = ["gemm_scale_bn", "gemm_bn_scale_softmax", str(REFS_DIR / "gemm_sigmoid_gemm_lse.py"),
+            str(REFS_DIR / "gemm_groupnorm_hardtanh.py"), str(REFS_DIR / "gemm_groupnorm_min_bias.py")]
 
 
 @pytest.mark.gpu
@@ -208,7 +222,55 @@ def test_compile_fullgraph_and_cuda_graph_capture(problem, tmp_path):
     static_x.copy_(torch.rand(257, 300, device="cuda"))
     graph.replay()
     torch.testing.assert_close(static_out, graph_model(static_x), rtol=0, atol=0)
-    # Training needs a backward kgen does not generate yet: backward() says so.
     loss = model(x).sum()
-    with pytest.raises(RuntimeError, match="kgen: this ModelNew has no backward yet"):
+    if any(op is None for op in module._BACKWARD_OPS):
+        # A part without backward kernels: backward() says so.
+        with pytest.raises(RuntimeError, match="kgen: this ModelNew has no backward yet"):
+            loss.backward()
+        return
+    check_training_step_compiles_and_captures(model, x)
+
+
+def check_training_step_compiles_and_captures(model, x):
+    """A training step (forward, backward, SGD) of ModelNew, as is, under
+    torch.compile(fullgraph=True) and captured in a CUDA graph, gives what eager ModelNew gives,
+    bit for bit (the same kernels run)."""
+    g = torch.randn_like(model(x))
+
+    def step(m, opt, inp):
+        opt.zero_grad(set_to_none=True)
+        loss = (m(inp) * g).sum()
         loss.backward()
+        opt.step()
+        return loss
+
+    def params_of(m):
+        return [p.detach().clone() for p in m.parameters()] + [b.clone() for b in m.buffers()]
+
+    eager, compiled_model, graphed = (copy.deepcopy(model) for _ in range(3))
+    opts = [torch.optim.SGD(m.parameters(), lr=0.01) for m in (eager, compiled_model, graphed)]
+    compiled = torch.compile(compiled_model, fullgraph=True)
+    for _ in range(2):
+        step(eager, opts[0], x)
+        step(compiled, opts[1], x)
+    for a, b in zip(params_of(eager), params_of(compiled_model)):
+        torch.testing.assert_close(b, a, rtol=0, atol=0)
+    # CUDA graph: warm up on a side stream (torch's recipe), capture one step, replay it twice.
+    static_x = x.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step(graphed, opts[2], static_x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step(graphed, opts[2], static_x)
+    for _ in range(2):
+        graph.replay()
+    # eager: 2 steps so far; graphed: 2 warm-up steps, 1 captured (which ran no kernels) and 2 replays
+    for _ in range(2):
+        step(eager, opts[0], x)
+    torch.cuda.synchronize()
+    for a, b in zip(params_of(eager), params_of(graphed)):
+        torch.testing.assert_close(b, a, rtol=0, atol=0)

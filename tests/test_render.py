@@ -48,15 +48,22 @@ def test_every_spec_renders_to_a_clean_file(spec):
 def entry_points_agree(module) -> int:
     """Compare the C prototype of each part's kgen_forward_<part> with the ctypes signature the
     file calls it with; returns the number of parts."""
-    protos = dict(re.findall(r'extern "C" const char\* kgen_forward_(\d+)\(([^)]*)\)', module._CUDA_SOURCE))
-    assert sorted(protos) == [str(k) for k in range(len(module._FORWARD_ARGS))]
-    for part, args in enumerate(module._FORWARD_ARGS):
-        params = [p.strip().rsplit(" ", 1) for p in protos[str(part)].split(",")]
+    def agree(prototype: str, args):
+        params = [p.strip().rsplit(" ", 1) for p in prototype.split(",")]
         assert [name for _, name in params] == [name for name, _ in args]
         for (ctype, name), (_, pytype) in zip(params, args):
             expected = ctypes.c_void_p if ctype.endswith("*") else {"int": ctypes.c_int, "float": ctypes.c_float}[ctype]
             assert pytype is expected, name
-        assert f'extern "C" long long kgen_workspace_floats_{part}(' in module._CUDA_SOURCE
+
+    protos = dict(re.findall(r'KGEN_EXPORT const char\* kgen_forward_(\d+)\(([^)]*)\)', module._CUDA_SOURCE))
+    assert sorted(protos) == [str(k) for k in range(len(module._FORWARD_ARGS))]
+    backward = dict(re.findall(r'KGEN_EXPORT const char\* kgen_backward_(\d+)\(([^)]*)\)', module._CUDA_SOURCE))
+    assert sorted(backward) == [str(k) for k, args in enumerate(module._BACKWARD_ARGS) if args is not None]
+    for part, args in enumerate(module._FORWARD_ARGS):
+        agree(protos[str(part)], args)
+        assert f'KGEN_EXPORT long long kgen_workspace_floats_{part}(' in module._CUDA_SOURCE
+        if module._BACKWARD_ARGS[part] is not None:
+            agree(backward[str(part)], module._BACKWARD_ARGS[part])
     return len(module._FORWARD_ARGS)
 
 
@@ -182,7 +189,8 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
                         lambda device=None: types.SimpleNamespace(shared_memory_per_block_optin=232448))
     monkeypatch.setattr(module, "load_inline", lambda **kw: compiled.append(kw) or "lib.so")
     monkeypatch.setattr(module.ctypes, "CDLL", lambda path: types.SimpleNamespace(
-        kgen_forward_0=types.SimpleNamespace(), kgen_workspace_floats_0=types.SimpleNamespace()))
+        kgen_forward_0=types.SimpleNamespace(), kgen_workspace_floats_0=types.SimpleNamespace(),
+        kgen_backward_0=types.SimpleNamespace(), kgen_backward_floats_0=types.SimpleNamespace()))
     if refused:
         with pytest.raises(RuntimeError, match=r"wgmma.*sm_90a.*--backend kgen"):
             module.build()

@@ -48,50 +48,66 @@ inline cudaError_t transpose(const float* in, float* out, int rows, int cols, cu
   return cudaGetLastError();
 }
 
+// Compensated (Kahan) summation: the column sums of the backward add up to M values (16384
+// and more), where plain fp32 accumulation loses ~sqrt(M) ulps of the running sum (a BatchNorm
+// bias gradient at M = 16384 came out 4x further from fp64 than eager's). nvcc keeps the
+// compensation: it does not reassociate floating-point adds without --use_fast_math.
+struct KahanSum {
+  float sum = 0.f, carry = 0.f;
+  __device__ __forceinline__ void add(float v) {
+    const float y = v - carry;
+    const float t = sum + y;
+    carry = (t - sum) - y;
+    sum = t;
+  }
+};
+
 constexpr int kBackwardThreads = 256;   // one column per thread
 constexpr int kBackwardRows = 64;       // rows per CTA: the partial sums' granularity
 
 inline int backward_row_blocks(int M) { return (M + kBackwardRows - 1) / kBackwardRows; }
 
-// dz from z (in place when they are one buffer); partial[(row block * P + k) * N + n] = the row
+// dz from z and g (dz may be g; nullptr: only the sums); partial[(row block * P + k) * N + n] = the row
 // block's sum of parameter k's gradient contributions in column n.
-template <class B>
-__global__ void backward_pointwise_kernel(const float* z, float* dz, const float* __restrict__ g, int M, int N,
+template <class B, int kParams = B::kParams>
+__global__ void backward_pointwise_kernel(const float* z, float* dz, const float* g, int M, int N,
                                           EpilogueParams p, float* __restrict__ partial) {
   const int n = blockIdx.x * kBackwardThreads + threadIdx.x;
   if (n >= N) return;
   const int m_end = min(M, (blockIdx.y + 1) * kBackwardRows);
-  float sums[B::kParams > 0 ? B::kParams : 1] = {};
+  KahanSum sums[kParams > 0 ? kParams : 1];
   for (int m = blockIdx.y * kBackwardRows; m < m_end; ++m) {
     const size_t i = static_cast<size_t>(m) * N + n;
-    float contribution[B::kParams > 0 ? B::kParams : 1];
-    dz[i] = B::apply(z[i], g[i], m, n, p, contribution);
+    float contribution[kParams > 0 ? kParams : 1];
+    const float d = B::apply(z[i], g[i], m, n, p, contribution);
+    if (dz != nullptr) dz[i] = d;
 #pragma unroll
-    for (int k = 0; k < B::kParams; ++k) sums[k] += contribution[k];
+    for (int k = 0; k < kParams; ++k) sums[k].add(contribution[k]);
   }
 #pragma unroll
-  for (int k = 0; k < B::kParams; ++k)
-    partial[(static_cast<size_t>(blockIdx.y) * B::kParams + k) * N + n] = sums[k];
+  for (int k = 0; k < kParams; ++k)
+    partial[(static_cast<size_t>(blockIdx.y) * kParams + k) * N + n] = sums[k].sum;
 }
 
-// grad[k * N + n] = sum over row blocks, in order, of partial[(block * P + k) * N + n].
+// grad[k * N + n] (+)= sum over row blocks, in order, of partial[(block * P + k) * N + n].
 __global__ void backward_merge_kernel(const float* __restrict__ partial, int blocks, int params, int N,
-                                      float* __restrict__ grad) {
+                                      float* __restrict__ grad, bool accumulate) {
   const int n = blockIdx.x * kBackwardThreads + threadIdx.x;
   const int k = blockIdx.y;
   if (n >= N) return;
-  float s = 0.f;
-  for (int b = 0; b < blocks; ++b) s += partial[(static_cast<size_t>(b) * params + k) * N + n];
-  grad[static_cast<size_t>(k) * N + n] = s;
+  KahanSum s;
+  for (int b = 0; b < blocks; ++b) s.add(partial[(static_cast<size_t>(b) * params + k) * N + n]);
+  float& out = grad[static_cast<size_t>(k) * N + n];
+  out = accumulate ? out + s.sum : s.sum;
 }
 
 // A one-element parameter's gradient: the sum of its row of column sums, into its element 0
 // (one CTA, a fixed order: deterministic).
 __global__ void backward_scalar_sum_kernel(float* __restrict__ row, int N) {
   __shared__ float part[kBackwardThreads];
-  float s = 0.f;
-  for (int n = threadIdx.x; n < N; n += kBackwardThreads) s += row[n];
-  part[threadIdx.x] = s;
+  KahanSum s;
+  for (int n = threadIdx.x; n < N; n += kBackwardThreads) s.add(row[n]);
+  part[threadIdx.x] = s.sum;
   __syncthreads();
   for (int half = kBackwardThreads / 2; half > 0; half /= 2) {
     if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
@@ -115,6 +131,27 @@ struct BackwardStatus {
   const char* step;
   cudaError_t error;
 };
+
+// dx = dz w and dw = dz^T x on the part's own GEMM (K-major operands: w^T, dz^T and x^T into the
+// workspace segments given).
+template <class Gemm>
+BackwardStatus backward_gemms(const float* x, const float* w, const float* dz, int M, int N, int K, float* w_t,
+                              float* dz_t, float* x_t, float* dx, float* dw, bool need_dx, bool need_dw,
+                              cudaStream_t stream) {
+  if (K == 0) return {"", cudaSuccess};
+  EpilogueParams store{};
+  cudaError_t err = cudaSuccess;
+  if (need_dx) {
+    if ((err = transpose(w, w_t, N, K, stream)) != cudaSuccess) return {"w^T", err};
+    store.z = dx;
+    if ((err = Gemm::template launch<StoreEpilogue>(dz, w_t, M, K, N, store, stream)) != cudaSuccess) return {"dx = dz w", err};
+  }
+  if (!need_dw) return {"", cudaSuccess};
+  if ((err = transpose(dz, dz_t, M, N, stream)) != cudaSuccess) return {"dz^T", err};
+  if ((err = transpose(x, x_t, M, K, stream)) != cudaSuccess) return {"x^T", err};
+  store.z = dw;
+  return {"dw = dz^T x", Gemm::template launch<StoreEpilogue>(dz_t, x_t, N, K, M, store, stream)};
+}
 
 // dx [M][K], dw [N][K] and grad_cols [P][N] (column sums of each parameter's contributions: a
 // per-feature parameter's gradient, or, summed over n, a one-element parameter's).
@@ -143,23 +180,127 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, con
   if ((err = cudaGetLastError()) != cudaSuccess) return {"dz", err};
   if (B::kParams > 0) {
     backward_merge_kernel<<<dim3((N + kBackwardThreads - 1) / kBackwardThreads, B::kParams), kBackwardThreads, 0, stream>>>(
-        partial, blocks, B::kParams, N, grad_cols);
+        partial, blocks, B::kParams, N, grad_cols, false);
     for (int k = 0; k < B::kParams; ++k) {
       if (B::kScalar[k]) backward_scalar_sum_kernel<<<1, kBackwardThreads, 0, stream>>>(grad_cols + static_cast<size_t>(k) * N, N);
     }
     if ((err = cudaGetLastError()) != cudaSuccess) return {"parameter gradients", err};
   }
-  if (K == 0) return {"", cudaSuccess};
-  if (need_dx) {
-    if ((err = transpose(w, w_t, N, K, stream)) != cudaSuccess) return {"w^T", err};
-    store.z = dx;
-    if ((err = Gemm::template launch<StoreEpilogue>(z, w_t, M, K, N, store, stream)) != cudaSuccess) return {"dx = dz w", err};
+  return backward_gemms<Gemm>(x, w, z, M, N, K, w_t, dz_t, x_t, dx, dw, need_dx, need_dw, stream);
+}
+
+// ---- the staged backward (kgen/backward.py, KIND_STAGED) -------------------------------------
+// Given the forward's kept z (and, with BatchNorm, its per-column a, c, x̂ coefficients and γ/σ
+// after z in the same buffer) and g = dL/d(out):
+//   1. B::Rows, one CTA per row (unless the output is BatchNorm's own): the gradient of the
+//      boundary value (BatchNorm's output, or z) into the workspace's dz, and the per-element
+//      contributions of the parameters read after it into planes of M x N;
+//   2. BatchNorm: the batch sums Σ ȳ, Σ ȳ x̂ (dβ, dγ into bn_grads), then B::Prefix: dz from
+//      them and the ops before BatchNorm, with its parameters' column sums;
+//   3. the planes' column sums (row blocks merged in order: deterministic), a one-element
+//      parameter's total, and the GEMMs of backward_gemms.
+template <class Rows>
+__global__ void __launch_bounds__(kRowThreads)
+    backward_rows_kernel(const float* z, const float* g, int g_stride, float* dst, float* contrib, size_t plane,
+                         int N, EpilogueParams p, bool cached) {
+  extern __shared__ __align__(16) float row_cache[];
+  __shared__ float scratch[32];
+  const size_t m = blockIdx.x;
+  Rows::row(z + m * N, g + m * g_stride, dst + m * N, contrib + m * N, plane, N, p, cached ? row_cache : nullptr,
+            scratch);
+}
+
+// partial[(row block * slots + k) * N + n] = the row block's sum of plane k's column n.
+__global__ void plane_column_sums_kernel(const float* __restrict__ contrib, size_t plane, int M, int N, int slots,
+                                         float* __restrict__ partial) {
+  const int n = blockIdx.x * kBackwardThreads + threadIdx.x;
+  const int k = blockIdx.z;
+  if (n >= N) return;
+  const int m_end = min(M, (blockIdx.y + 1) * kBackwardRows);
+  const float* column = contrib + k * plane + n;
+  KahanSum s;
+  for (int m = blockIdx.y * kBackwardRows; m < m_end; ++m) s.add(column[static_cast<size_t>(m) * N]);
+  partial[(static_cast<size_t>(blockIdx.y) * slots + k) * N + n] = s.sum;
+}
+
+// Workspace floats of backward_staged: dz, w^T, dz^T, x^T, the contribution planes, the partials.
+inline long long backward_staged_floats(int M, int N, int K, int params, int slots) {
+  const long long m = M, n = N, k = K;
+  return backward_segment(m * n) + backward_segment(k * n) + backward_segment(n * m) + backward_segment(k * m) +
+         slots * backward_segment(m * n) + static_cast<long long>(backward_row_blocks(M)) * std::max(params, 2) * n;
+}
+
+// grad_cols [P][N] and bn_grads [2][N] (dβ, dγ) must be zero on entry (the steps add into them).
+template <class Gemm, class B>
+BackwardStatus backward_staged(const float* x, const float* w, const float* g, int g_stride, const float* saved,
+                               int M, int N, int K, EpilogueParams p, float* workspace, float* dx, float* dw,
+                               float* grad_cols, float* bn_grads, bool bn_training, bool need_dx, bool need_dw,
+                               cudaStream_t stream) {
+  using Rows = typename B::Rows;
+  if (M == 0 || N == 0) return {"", cudaSuccess};
+  const long long mn = static_cast<long long>(M) * N;
+  const size_t plane = static_cast<size_t>(backward_segment(mn));
+  float* dz = workspace;
+  float* w_t = dz + plane;
+  float* dz_t = w_t + backward_segment(static_cast<long long>(K) * N);
+  float* x_t = dz_t + plane;
+  float* contrib = x_t + backward_segment(static_cast<long long>(K) * M);
+  float* partial = contrib + Rows::kSlots * plane;
+  const float* z = saved;
+  if constexpr (B::kHasBatchNorm) {
+    p.col_a = saved + mn;
+    p.col_c = p.col_a + N;
+    p.bn_xa = p.col_a + 2 * N;
+    p.bn_xc = p.col_a + 3 * N;
+    p.bn_gi = p.col_a + 4 * N;
   }
-  if (!need_dw) return {"", cudaSuccess};
-  if ((err = transpose(z, dz_t, M, N, stream)) != cudaSuccess) return {"dz^T", err};
-  if ((err = transpose(x, x_t, M, K, stream)) != cudaSuccess) return {"x^T", err};
-  store.z = dw;
-  return {"dw = dz^T x", Gemm::template launch<StoreEpilogue>(dz_t, x_t, N, K, M, store, stream)};
+  const int blocks = backward_row_blocks(M);
+  const int col_blocks = (N + kBackwardThreads - 1) / kBackwardThreads;
+  cudaError_t err = cudaSuccess;
+  const float* y = g;  // the boundary value's gradient
+  if constexpr (Rows::kRuns) {
+    const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
+    const bool cached = row_bytes <= kRowCacheBytes;
+    if (cached && row_bytes > 48 * 1024) {
+      err = cudaFuncSetAttribute(backward_rows_kernel<Rows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(row_bytes));
+      if (err != cudaSuccess) return {"row kernel shared memory", err};
+    }
+    backward_rows_kernel<Rows><<<M, kRowThreads, cached ? row_bytes : 0, stream>>>(z, g, g_stride, dz, contrib, plane,
+                                                                                  N, p, cached);
+    if ((err = cudaGetLastError()) != cudaSuccess) return {"the row stages' gradient", err};
+    y = dz;
+  }
+  if constexpr (B::kHasBatchNorm) {
+    backward_pointwise_kernel<typename B::BnSums, 2>
+        <<<dim3(col_blocks, blocks), kBackwardThreads, 0, stream>>>(z, nullptr, y, M, N, p, partial);
+    backward_merge_kernel<<<dim3(col_blocks, 2), kBackwardThreads, 0, stream>>>(partial, blocks, 2, N, bn_grads, false);
+    p.bn_sum_y = bn_grads;
+    p.bn_sum_yx = bn_grads + N;
+    p.bn_training = bn_training ? 1 : 0;
+    p.inv_batch = 1.0f / static_cast<float>(M);
+    backward_pointwise_kernel<typename B::Prefix, B::kParams>
+        <<<dim3(col_blocks, blocks), kBackwardThreads, 0, stream>>>(z, dz, y, M, N, p, partial);
+    if (B::kParams > 0) {
+      backward_merge_kernel<<<dim3(col_blocks, B::kParams), kBackwardThreads, 0, stream>>>(partial, blocks, B::kParams,
+                                                                                          N, grad_cols, true);
+    }
+    if ((err = cudaGetLastError()) != cudaSuccess) return {"BatchNorm's gradient", err};
+  }
+  if constexpr (Rows::kSlots > 0) {
+    plane_column_sums_kernel<<<dim3(col_blocks, blocks, Rows::kSlots), kBackwardThreads, 0, stream>>>(
+        contrib, plane, M, N, Rows::kSlots, partial);
+    for (int k = 0; k < Rows::kSlots; ++k) {
+      backward_merge_kernel<<<dim3(col_blocks, 1), kBackwardThreads, 0, stream>>>(
+          partial + static_cast<size_t>(k) * N, blocks, Rows::kSlots, N,
+          grad_cols + static_cast<size_t>(Rows::kSlotOperand[k]) * N, true);
+    }
+  }
+  for (int k = 0; k < B::kParams; ++k) {
+    if (B::kScalar[k]) backward_scalar_sum_kernel<<<1, kBackwardThreads, 0, stream>>>(grad_cols + static_cast<size_t>(k) * N, N);
+  }
+  if ((err = cudaGetLastError()) != cudaSuccess) return {"parameter gradients", err};
+  return backward_gemms<Gemm>(x, w, dz, M, N, K, w_t, dz_t, x_t, dx, dw, need_dx, need_dw, stream);
 }
 
 // The forward of a point-wise part that keeps z for its backward: z = x w^T stored as it is, then

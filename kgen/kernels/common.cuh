@@ -43,6 +43,16 @@ struct EpilogueParams {
   const float* col_a;                    // [N] BatchNorm folded: BN(t) = a[n] * t + c[n]
   const float* col_c;                    // [N]
   const float* operand[kMaxOperands];    // per-column [N] or one-element parameters
+  // The staged backward's BatchNorm (kernels/backward.cuh), per column: x̂ = bn_xa * S + bn_xc for
+  // S the root of BatchNorm's input, bn_gi = γ / σ, and the batch sums of the output's gradient
+  // ȳ and of ȳ x̂; bn_training: batch statistics (else the running ones); inv_batch = 1 / M.
+  const float* bn_xa;
+  const float* bn_xc;
+  const float* bn_gi;
+  const float* bn_sum_y;
+  const float* bn_sum_yx;
+  int bn_training;
+  float inv_batch;
 };
 
 // Per-column two-pass statistics of the valid rows of a shared-memory tile. Two passes over

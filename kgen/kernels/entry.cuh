@@ -20,7 +20,7 @@ inline long long gemv_floats(int N, int K) {
 inline long long stages_floats(int M, int N, int K) {
   if (kgen_cfg::kConstantOutput) return 0;
   if (kgen_cfg::kGemv) return gemv_floats(N, K);
-  const long long tiles = (M + stats_rows_per_tile() - 1) / stats_rows_per_tile();
+  const long long tiles = stats_tiles(M);
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;
   return stats + (kgen_cfg::kOutputIsTile ? 0 : static_cast<long long>(M) * N);
 }
@@ -29,7 +29,7 @@ inline long long workspace_floats(int M, int N, int K) {
   return stages_floats(M, N, K) + core;
 }
 
-// A part with backward kernels, in training: z kept into a.z_out (kernels/backward.cuh). A
+// A point-wise part with backward kernels, in training: z kept into a.z_out (kernels/backward.cuh). A
 // template, so that a part without them (kKeepsZ false: its GEMM may be cuBLAS's) instantiates
 // none of it.
 template <bool kKeepsZ>
@@ -46,9 +46,16 @@ const char* forward_keeping_z_entry(const kgen_cfg::ForwardArgs& a) {
   }
 }
 
+// The z_out of a staged part (kernels/backward.cuh, backward_staged): z [M][N], then with
+// BatchNorm its per-column a, c and (bn_saved) x̂'s coefficients and γ/σ: kKeptPerColumn
+// (backward.KEPT_PER_COLUMN) floats per column.
+inline long long kept_floats(int M, int N) {
+  return static_cast<long long>(M) * N + static_cast<long long>(kgen_cfg::kKeptPerColumn) * N;
+}
+
 inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
-  if (a.z_out != nullptr) return forward_keeping_z_entry<kgen_cfg::kKeepsZ>(a);
-  const long long tiles = (a.M + stats_rows_per_tile() - 1) / stats_rows_per_tile();
+  if (a.z_out != nullptr && kgen_cfg::kBackwardKind == 1) return forward_keeping_z_entry<kgen_cfg::kBackwardKind == 1>(a);
+  const long long tiles = stats_tiles(a.M);
   float* ws = a.workspace;
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(a.N) : 0;
   Buffers b{};
@@ -61,6 +68,11 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
     b.part_m2 = ws + tiles * a.N;
     b.col_a = ws + 2 * tiles * a.N;
     b.col_c = ws + (2 * tiles + 1) * a.N;
+    if (a.z_out != nullptr) {
+      b.col_a = a.z_out + static_cast<long long>(a.M) * a.N;
+      b.col_c = b.col_a + a.N;
+      b.bn_saved = b.col_a + 2 * a.N;
+    }
   }
   EpilogueParams p{};
   FinalizeArgs f{};
@@ -72,13 +84,38 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   }
 #endif
   const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
-  const char* err = forward_impl<kgen_cfg::Gemm>(a.x, a.w, a.M, a.N, a.K, a.training != 0, p, f, b, stream);
+  const char* err = forward_impl<kgen_cfg::Gemm>(a.x, a.w, a.M, a.N, a.K, a.training != 0, p, f, b, a.z_out, stream);
   if (err != nullptr || !kgen_cfg::kHasTail || a.M == 0) return err;
   const long long total = kgen_cfg::Tail::numel(a.M);
   const long long blocks = std::min<long long>((total + kTailThreads - 1) / kTailThreads, 65535LL * 8);
   if (total > 0) tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(b.out, a.out, total, a.M, p);
   const cudaError_t launched = cudaGetLastError();
   return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
+}
+
+
+// The backward entry's work (kgen_backward_<part>), by the part's kind of backward.
+template <class B>
+long long backward_workspace_floats(int M, int N, int K) {
+  if constexpr (B::kKind == 1) {
+    return backward_floats(M, N, K, B::kParams);
+  } else {
+    return backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots);
+  }
+}
+
+template <class B>
+BackwardStatus backward_entry(const float* x, const float* w, const float* g, const float* z, int M, int N, int K,
+                              const EpilogueParams& p, float* workspace, float* dx, float* dw, float* grad_cols,
+                              float* bn_grads, bool bn_training, bool need_dx, bool need_dw, cudaStream_t stream) {
+  if constexpr (B::kKind == 1) {
+    (void)bn_grads; (void)bn_training;
+    return backward_part<kgen_cfg::Gemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw,
+                                            stream);
+  } else {
+    return backward_staged<kgen_cfg::Gemm, B>(x, w, g, kgen_cfg::output_width(N), z, M, N, K, p, workspace, dx, dw,
+                                              grad_cols, bn_grads, bn_training, need_dx, need_dw, stream);
+  }
 }
 
 }  // namespace kgen

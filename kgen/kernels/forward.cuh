@@ -28,9 +28,15 @@ static_assert(cta_smem_bytes<kgen_cfg::Gemm>() <= kgen_cfg::kMaxSmemBytes,
 
 inline int div_up(int a, int b) { return (a + b - 1) / b; }
 
-// Rows of S summarized by one BatchNorm partial.
-constexpr int stats_rows_per_tile() {
-  return kgen_cfg::kFusedStats && !kgen_cfg::kGemmExternal ? kgen_cfg::kGemmTileM : kStatsTileRows;
+// Rows of S summarized by one BatchNorm partial (z_ready: the forward of a part that keeps z
+// for its backward takes the statistics in a kernel of their own).
+constexpr int stats_rows_per_tile(bool z_ready = false) {
+  return kgen_cfg::kFusedStats && !kgen_cfg::kGemmExternal && !z_ready ? kgen_cfg::kGemmTileM : kStatsTileRows;
+}
+// BatchNorm partials the workspace has room for (the larger count of either way).
+inline long long stats_tiles(int M) {
+  const int rows = std::min(stats_rows_per_tile(false), stats_rows_per_tile(true));
+  return (M + rows - 1) / rows;
 }
 
 struct Buffers {
@@ -41,13 +47,20 @@ struct Buffers {
   float* col_a;       // [N]
   float* col_c;       // [N]
   float* gemv;        // the matrix-vector rewrite: [chunks][K] partials, [K] column sums, total
+  float* bn_saved;    // [3][N] x̂'s coefficients and γ/σ for the backward (nullptr: not kept)
 };
 
 // Stage 1: z = x w^T and the epilogue Epi into S (and, when Epi::kColStats, the partials).
 // With an external GEMM, z is already in S and the epilogue is a point-wise pass over it.
+// z_ready: z is already computed (kept for the backward): the epilogue as a point-wise pass.
 template <class Gemm, class Epi>
 cudaError_t run_stage1(const float* x, const float* w, int M, int N, int K, EpilogueParams p,
-                       cudaStream_t stream) {
+                       const float* z_ready, cudaStream_t stream) {
+  if (z_ready != nullptr) {
+    if (p.z == z_ready) return cudaSuccess;  // S is z itself (kept_as_s)
+    pointwise_kernel<Epi><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(z_ready, p.z, M, N, p);
+    return cudaGetLastError();
+  }
   if constexpr (kgen_cfg::kGemmExternal) {
     if constexpr (!Epi::kIdentity) {
       pointwise_kernel<Epi><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(p.z, p.z, M, N, p);
@@ -57,6 +70,17 @@ cudaError_t run_stage1(const float* x, const float* w, int M, int N, int K, Epil
   } else {
     return Gemm::template launch<Epi>(x, w, M, N, K, p, stream);
   }
+}
+
+// With z kept (z_ready), stage 2 reads S straight from it when stage 1 stores z as it is (no copy).
+template <class Epi, class Stage>
+Buffers kept_as_s(const Buffers& b, float* z_ready, EpilogueParams& p) {
+  Buffers out = b;
+  if (z_ready != nullptr && Epi::kIdentity && Stage::kKind != 0) {
+    out.s = z_ready;
+    p.z = z_ready;
+  }
+  return out;
 }
 
 template <class Stage>
@@ -82,11 +106,21 @@ cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, 
 
 // A template so that the branches discarded by `if constexpr` for this variant (e.g. the kernel
 // launches of a GEMM that is external) are never instantiated.
+// z_ready: where to keep z for the backward (nullptr: not kept); the GEMM stores it there and
+// the epilogue runs as a point-wise pass over it.
 template <class Gemm>
 const char* forward_impl(const float* x, const float* w, int M, int N, int K, bool training,
-                         EpilogueParams p, FinalizeArgs f, const Buffers& b, cudaStream_t stream) {
+                         EpilogueParams p, FinalizeArgs f, const Buffers& b, float* z_ready, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (M == 0 || N == 0) return nullptr;
+  if constexpr (!kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput) {
+    if (z_ready != nullptr) {
+      EpilogueParams store = p;
+      store.z = z_ready;
+      err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, store, stream);
+      if (err != cudaSuccess) return cudaGetErrorString(err);
+    }
+  }
   p.z = b.s;
   p.part_mean = b.part_mean;
   p.part_m2 = b.part_m2;
@@ -94,12 +128,17 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
   p.col_c = b.col_c;
   f.part_mean = b.part_mean;
   f.part_m2 = b.part_m2;
-  f.rows_per_tile = stats_rows_per_tile();
+  f.rows_per_tile = stats_rows_per_tile(z_ready != nullptr);
   f.M = M;
   f.N = N;
   f.col_a = b.col_a;
   f.col_c = b.col_c;
   f.training = training;
+  if (b.bn_saved != nullptr) {
+    f.col_xa = b.bn_saved;
+    f.col_xc = b.bn_saved + N;
+    f.col_gi = b.bn_saved + 2 * N;
+  }
   constexpr int kFinalizeThreads = 256;
   auto finalize = [&]() {
     bn_finalize_kernel<kgen_cfg::BnInput><<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f, p);
@@ -126,19 +165,21 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
     gemv_rows_kernel<kgen_cfg::GemvRows><<<M, kRowThreads, 0, stream>>>(x, w_sum, total, N, K, b.out, p);
     err = cudaGetLastError();
   } else if (kgen_cfg::kHasBatchNorm && training) {
-    err = run_stage1<Gemm, kgen_cfg::TrainEpilogue>(x, w, M, N, K, p, stream);
-    if (err == cudaSuccess && !kgen_cfg::TrainEpilogue::kColStats) {
+    const Buffers bt = kept_as_s<kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(b, z_ready, p);
+    err = run_stage1<Gemm, kgen_cfg::TrainEpilogue>(x, w, M, N, K, p, z_ready, stream);
+    if (err == cudaSuccess && (!kgen_cfg::TrainEpilogue::kColStats || z_ready != nullptr)) {
       dim3 grid(div_up(N, kStatsTileCols), div_up(M, kStatsTileRows));
-      column_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(b.s, M, N, b.part_mean, b.part_m2);
+      column_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(bt.s, M, N, b.part_mean, b.part_m2);
       err = cudaGetLastError();
     }
     if (err == cudaSuccess) err = finalize();
-    if (err == cudaSuccess) err = run_stage2<kgen_cfg::TrainStage2>(b, M, N, p, stream);
+    if (err == cudaSuccess) err = run_stage2<kgen_cfg::TrainStage2>(bt, M, N, p, stream);
   } else {
     // Eval: BatchNorm's a, c come from the running statistics alone, ready before the GEMM.
     if (kgen_cfg::kHasBatchNorm) err = finalize();
-    if (err == cudaSuccess) err = run_stage1<Gemm, kgen_cfg::EvalEpilogue>(x, w, M, N, K, p, stream);
-    if (err == cudaSuccess) err = run_stage2<kgen_cfg::EvalStage2>(b, M, N, p, stream);
+    const Buffers be = kept_as_s<kgen_cfg::EvalEpilogue, kgen_cfg::EvalStage2>(b, z_ready, p);
+    if (err == cudaSuccess) err = run_stage1<Gemm, kgen_cfg::EvalEpilogue>(x, w, M, N, K, p, z_ready, stream);
+    if (err == cudaSuccess) err = run_stage2<kgen_cfg::EvalStage2>(be, M, N, p, stream);
   }
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }

@@ -57,6 +57,10 @@ struct FinalizeArgs {
   float eps;
   float* col_a;            // [N] out
   float* col_c;            // [N] out
+  // [N] out, for the backward (nullptr: not wanted): x̂ = col_xa * S + col_xc, col_gi = γ / σ.
+  float* col_xa;
+  float* col_xc;
+  float* col_gi;
 };
 
 // One thread per column. The statistics are those of S, what stage 1 stores; BatchNorm's input
@@ -104,6 +108,14 @@ __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
   const float a = g / sqrtf(var + f.eps);
   f.col_a[n] = a * scale;
   f.col_c[n] = be - a * centre;
+  if (f.col_xa != nullptr) {
+    // x̂ = (t - mean_t) / σ = (scale * S - centre) / σ: from S, not t, so the shift (a Linear
+    // bias) does not cancel digits away.
+    const float inv_std = 1.0f / sqrtf(var + f.eps);
+    f.col_xa[n] = scale * inv_std;
+    f.col_xc[n] = -centre * inv_std;
+    f.col_gi[n] = g * inv_std;
+  }
 }
 
 constexpr int kApplyThreads = 256;

@@ -420,8 +420,12 @@ def describe_backward(parts: list[Lowered], external_gemm: bool) -> str:
     reasons = [backward.unsupported(low, external_gemm) for low in parts]
     missing = [f"part {k}: {r}" if len(parts) > 1 else r for k, r in enumerate(reasons) if r]
     if not missing:
-        return ("backward:  kgen kernels (dz from the kept z, then dx = dz W and dW = dz^T x on "
-                "the same GEMM); gradients of the input and of every parameter")
+        kept = ("z (M x N floats per GEMM part) and BatchNorm's 5 values per feature"
+                if any(low.batchnorm for low in parts) else "z (M x N floats per GEMM part)")
+        staged = any(backward.kind(low) == backward.KIND_STAGED for low in parts)
+        how = ("the epilogue's stages reversed, then" if staged else "dz from z, then")
+        return (f"backward:  kgen kernels ({how} dx = dz W and dW = dz^T x on the same GEMM); "
+                f"gradients of the input and of every parameter; in training the forward keeps {kept}")
     return f"backward:  raises at backward() ({'; '.join(missing)})"
 
 

@@ -55,9 +55,11 @@ def assert_caught(results):
 
 @pytest.mark.parametrize("factor", ["1.001f", "1.01f"])
 def test_scaled_logits_are_rejected(tmp_path, factor):
-    # 4 sites: the row kernel's cached path computes the logit once per element (its copy in
-    # shared memory holds it), the uncached path in each of its 3 passes.
-    f = plant(tmp_path, f"logits_{factor}", SOFTMAX_LOGIT, f"({factor} * {SOFTMAX_LOGIT})", 4)
+    # 8 sites: the forward row kernel's cached path computes the logit once per element (its
+    # copy in shared memory holds it), the uncached path in each of its 3 passes; the backward
+    # row kernel in its 2 forward passes (max, sum) and its 2 reverse passes. (The quick
+    # validation runs no backward: the forward's sites are the ones that must be caught.)
+    f = plant(tmp_path, f"logits_{factor}", SOFTMAX_LOGIT, f"({factor} * {SOFTMAX_LOGIT})", 8)
     failed = assert_caught(validate(f, tol=1e-4, quick=True))
     if factor == "1.001f":
         # allclose alone passes this one on the output checks: the fp32-exact gate catches it.

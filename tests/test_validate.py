@@ -41,3 +41,39 @@ def test_a_failure_closer_to_fp64_than_eager_says_so():
     cmp = Comparison(1e-4)
     cmp.add("output", new, ref32, truth)
     assert not cmp.ok and "further than this file" in cmp.failures[0]
+
+
+def gradients_judged(tol: float, truth: torch.Tensor, ref32: torch.Tensor, new: torch.Tensor) -> Comparison:
+    cmp = Comparison(tol, relative_to_largest=True, gradients=True)
+    cmp.add("dL/d(weight)", new, ref32, truth)
+    return cmp
+
+
+def test_gradients_allow_the_tolerance_relative_to_their_size():
+    """A weight gradient summed over a batch is ~1e3: a TF32 file 1e-3 off relative to the
+    gradient's largest value is within its 1e-2 tier, though 1.2 off in absolute terms, and
+    also on the gradient's elements near 0 (a TF32 GEMM's error follows the terms it sums)."""
+    truth = torch.tensor([[1200.0, 0.5], [-800.0, 3.0]], dtype=torch.float64)
+    ref32 = truth.float()
+    assert gradients_judged(1e-2, truth, ref32, (truth + 1.2).float()).ok
+    assert not gradients_judged(1e-2, truth, ref32, (truth + 36.0).float()).ok
+
+
+def test_gradients_at_the_fp32_exact_tier_need_the_ratio_too():
+    truth = torch.full((4, 3), 1200.0, dtype=torch.float64)
+    ref32 = (truth + 1.2e-4).float()                         # eager fp32: ~1 ulp at 1200
+    ref_err = (ref32.double() - truth).abs().max().item()
+    near = gradients_judged(1e-4, truth, ref32, (truth - 4 * ref_err).float())
+    assert near.ok                                           # 4x eager's: beyond 1e-4, within the factor
+    far = gradients_judged(1e-4, truth, ref32, (truth * (1 + 5e-5)).float())
+    assert not far.ok and "fp32-exact gate" in far.failures[0]   # within tol, not within the ratio
+
+
+def test_a_gradient_that_is_zero_in_exact_arithmetic_gets_no_huge_relative_error():
+    """Under training-mode BatchNorm a Linear bias's gradient is 0 (up to rounding): its max rel
+    is taken over the largest gradient of the check."""
+    cmp = Comparison(1e-4, relative_to_largest=True, gradients=True)
+    big = torch.full((3,), 50.0, dtype=torch.float64)
+    cmp.add("dL/d(weight)", big.float(), big.float(), big)
+    cmp.add("dL/d(bias)", torch.full((3,), 1e-7), torch.full((3,), 2e-7), torch.zeros(3, dtype=torch.float64))
+    assert cmp.ok and cmp.max_rel < 1e-8

@@ -29,13 +29,16 @@ from __future__ import annotations
 from . import ops
 from .derivatives import cuda_vjp
 from .ir import Graph, Node
-from .lower import Emitter, Lowered, _block, _group_stats_pass, _loop, bn_input_affine
+from .lower import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, _block, _group_stats_pass, _loop,
+                    bn_input_affine, row_width)
 
-POINTWISE_KINDS = ("gemm", "param", "const", "pointwise")
+POINTWISE_PART_KINDS = ("gemm", "param", "const", "pointwise")
 ELEMENT_LEVELS = ("tile", "col", "scalar")
 # Node kinds the staged backward handles (beyond the point-wise ones).
-STAGED_KINDS = POINTWISE_KINDS + ("reduce", "groupnorm", "batchnorm")
+STAGED_KINDS = POINTWISE_PART_KINDS + ("reduce", "groupnorm", "batchnorm", "pool")
 KIND_POINTWISE, KIND_STAGED = 1, 2
+# Their names in kernels/backward.cuh (what the generated CUDA says; 0 is kgen::kBackwardNone).
+KIND_NAMES = {0: "kgen::kBackwardNone", KIND_POINTWISE: "kgen::kBackwardPointwise", KIND_STAGED: "kgen::kBackwardStaged"}
 # What a staged part's forward keeps after z per column of a BatchNorm (entry.cuh, kept_floats):
 # a, c, x̂'s two coefficients and γ/σ.
 KEPT_PER_COLUMN = 5
@@ -75,16 +78,15 @@ def unsupported(lowered: Lowered, external_gemm: bool) -> str | None:
     graph = lowered.graph
     live = graph.live()
     for n in live:
-        if n.kind not in STAGED_KINDS or n.level == "pooled":
-            what = {"pool": f"{n.op} pooling"}.get(n.kind, n.kind)
-            return f"no backward kernel for {what} yet{_where(n)}"
-        if n.kind == "reduce" and graph.node(n.args[0]).level != "tile":
+        if n.kind not in STAGED_KINDS:
+            return f"no backward kernel for {n.kind} yet{_where(n)}"
+        if n.kind == "reduce" and graph.node(n.args[0]).level not in ("tile", "pooled"):
             return f"no backward kernel for a reduction of a per-row value yet{_where(n)}"
     from_z = _depends_on(graph, graph.gemm.id)
     b = boundary(graph)
     downstream = _depends_on(graph, b)
     for n in live:
-        if n.kind == "pointwise" and n.level in ("row", "rowflat"):
+        if n.kind == "pointwise" and n.level in ("row", "rowflat", "pooled"):
             for a in n.args:
                 arg = graph.node(a)
                 if arg.level in ("col", "scalar") and arg.kind not in ("param", "const"):
@@ -94,7 +96,7 @@ def unsupported(lowered: Lowered, external_gemm: bool) -> str | None:
                 if a in from_z and a not in downstream:
                     return ("no backward kernel yet for a value from before BatchNorm used after it"
                             f"{_where(n)}")
-        if b != graph.gemm.id and n.id in from_z and n.id not in downstream and n.kind not in POINTWISE_KINDS:
+        if b != graph.gemm.id and n.id in from_z and n.id not in downstream and n.kind not in POINTWISE_PART_KINDS:
             return f"no backward kernel yet for a {n.kind} before BatchNorm{_where(n)}"
     return None
 
@@ -102,7 +104,7 @@ def unsupported(lowered: Lowered, external_gemm: bool) -> str | None:
 def kind(lowered: Lowered) -> int:
     """KIND_POINTWISE or KIND_STAGED (for a supported part)."""
     live = lowered.graph.live()
-    if all(n.kind in POINTWISE_KINDS and n.level in ELEMENT_LEVELS for n in live):
+    if all(n.kind in POINTWISE_PART_KINDS and n.level in ELEMENT_LEVELS for n in live):
         return KIND_POINTWISE
     return KIND_STAGED
 
@@ -151,7 +153,7 @@ def backward_struct(lowered: Lowered) -> str:
 // and each parameter's gradient contribution c[k] (summed over rows; over all elements for a
 // one-element parameter, kScalar[k]).
 struct Backward {{
-  static constexpr int kKind = {KIND_POINTWISE};
+  static constexpr int kKind = {KIND_NAMES[KIND_POINTWISE]};
   static constexpr int kParams = {len(lowered.operands)};
   static constexpr bool kScalar[{max(1, len(lowered.operands))}] = {{{_scalar_flags(lowered)}}};
   __device__ static __forceinline__ float apply(float z, float g, int m, int n, const kgen::EpilogueParams& p,
@@ -184,18 +186,22 @@ def _batchnorm_structs(lowered: Lowered) -> list[str]:
     root, _ = bn_input_affine(graph, bn)
     t = bn.args[0]
     downstream = _depends_on(graph, bn.id)
+    def xhat_of(e: Emitter) -> str:
+        return f"const float xhat = fmaf(p.bn_xa[n], {e.get(root)}, p.bn_xc[n]);"
+
     forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True)
-    xhat = f"fmaf(p.bn_xa[n], {forward.get(root)}, p.bn_xc[n])"
+    xhat = xhat_of(forward)
     sums = _element_struct(
         "BackwardBnSums", f"// BatchNorm (line {bn.line}): c[0] = g, c[1] = g * x̂ of one element, g the gradient of\n"
         "// its output; summed over the batch they are dβ and dγ.", 2,
-        [*forward.lines, f"const float xhat = {xhat};", "c[0] = g;", "c[1] = g * xhat;"], "0.0f")
+        [*forward.lines, xhat, "c[0] = g;", "c[1] = g * xhat;"], "0.0f")
     prefix_nodes = [n for n in graph.live() if n.id not in downstream]
     forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True)
     value = {n.id: forward.get(n.id) for n in prefix_nodes}
+    xhat = xhat_of(forward)
     dt = ("p.bn_gi[n] * (p.bn_training ? g - p.bn_sum_y[n] * p.inv_batch - xhat * (p.bn_sum_yx[n] * p.inv_batch) "
           ": g)")
-    head = [*forward.lines, f"const float xhat = {xhat};"]
+    head = [*forward.lines, xhat]
     reverse, adjoint = _elementwise_vjp(graph, prefix_nodes, t, dt, value)
     params = [n for n in prefix_nodes if n.kind == "param"]
     tail = [f"c[{operands[n.attrs['path']]}] = {adjoint[n.id]};" for n in params]
@@ -236,7 +242,12 @@ class _RowReverse:
                 active.add(i)
                 node = graph.node(i)
                 stack.extend(() if node.kind == "pointwise" and node.op == "detach" else node.args)
-        self.barriers = [n for n in live if n.kind in ("reduce", "groupnorm") and n.id in active]
+        self.barriers = [n for n in live if n.kind in ("reduce", "groupnorm", "pool") and n.id in active]
+        # Row values whose gradient goes somewhere (not a detach, and reached from the output).
+        self.row_collected = [n for n in self.row_nodes if n.id in active
+                              and not (n.kind == "pointwise" and n.op == "detach")]
+        # Pooled values (per pooled column j): the pooling and the point-wise ops after it.
+        self.pooled = [n for n in live if n.kind == "pool" or (n.kind == "pointwise" and n.level == "pooled")]
         self.params = [n for n in live if n.kind == "param"
                        and any(u in down or u not in from_z for u in self._users(n.id))]
         self.slots = {n.attrs["path"]: k for k, n in enumerate(self.params)}
@@ -245,14 +256,14 @@ class _RowReverse:
         self._row_emitter = Emitter(graph, self.operands, {}, bn_ready=True, element=False)
         self.groups: dict[int, str] = {}    # GroupNorm node -> statistics array
         self.counts: dict[int, str] = {}    # max / min reduction -> number of ties
-        # The latest reduction each row value depends on: its adjoint is complete after that
-        # reduction's pass.
-        self.latest: dict[int, int] = {}
-        for n in self.row_nodes:
-            if n.kind == "reduce":
-                self.latest[n.id] = n.id
-            else:
-                self.latest[n.id] = max(self.latest[a] for a in n.args if a in self.latest)
+        # Which reduction's pass collects each row value's gradient: the latest reduction with a
+        # pass (one a gradient reaches) at or before it in graph order. Every use of the row value
+        # comes after it, so the passes run before that one (of the reductions after it) have
+        # resolved all the seeds its uses need. None: no such reduction (a row value of a detached
+        # max alone): a pass of its own after every reduction's.
+        reductions = [n.id for n in self.barriers if n.kind == "reduce"]
+        self.collected_by: dict[int, int | None] = {
+            q.id: max((r for r in reductions if r <= q.id), default=None) for q in self.row_nodes}
 
     def _users(self, i: int) -> list[int]:
         return [n.id for n in self.live if i in n.args]
@@ -265,6 +276,13 @@ class _RowReverse:
         name = e.get(i)
         out.extend(e.lines[before:])
         return name
+
+    def pooled_emitter(self) -> Emitter:
+        """Per pooled column j: the row values, and z's row inside a pooling window."""
+        e = Emitter(self.graph, self.operands, dict(self.rows), bn_ready=True, element=False)
+        e.group_stats = self.groups
+        e.window_available = {self.graph.gemm.id: "s", **self.rows}
+        return e
 
     def emitter(self, element: bool = True) -> Emitter:
         available = {self.graph.gemm.id: "s", **self.rows} if element else dict(self.rows)
@@ -284,46 +302,52 @@ class _RowReverse:
                 self.groups[n.id] = f"g{n.id}"
                 out += _group_stats_pass(n, self.groups[n.id], emit)
             elif n.kind == "reduce":
-                from .lower import REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP
-                e = self.emitter()
+                level = self.graph.node(n.args[0]).level      # tile, or pooled
+                emitter = self.pooled_emitter if level == "pooled" else self.emitter
+                e = emitter()
                 v = e.get(n.args[0])
                 acc = f"r{n.id}"
                 out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
-                out += _loop(self.graph, "tile", [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)])
+                out += _loop(self.graph, level, [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)])
                 out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
                 if n.op == "mean":
-                    out.append(f"{acc} /= static_cast<float>(N);")
+                    out.append(f"{acc} /= static_cast<float>({row_width(self.graph, level)});")
                 if n.op in ("max", "min") and n in self.barriers:
-                    e = self.emitter()
+                    e = emitter()
                     v = e.get(n.args[0])
                     count = self.counts[n.id] = f"ties{n.id}"
                     out.append(f"float {count} = 0.f;  // elements equal to the {n.op} (they share its gradient)")
-                    out += _loop(self.graph, "tile", [*e.lines, f"{count} += ({v}) == {acc} ? 1.f : 0.f;"])
+                    out += _loop(self.graph, level, [*e.lines, f"{count} += ({v}) == {acc} ? 1.f : 0.f;"])
                     out.append(f"{count} = kgen::block_sum({count}, scratch);")
                 self.rows[n.id] = acc
             elif n.level in ("row", "rowflat") and n.kind != "const":
                 self.rows[n.id] = self.row_value(n.id, out)
         return out
 
-    def element_pass(self, resolved: set[int], collect: set[int], final: bool):
+    def element_pass(self, resolved: set[int], collect: set[int], final: bool, space: str = "tile"):
         """One element's adjoints from the seeds known so far (the output's gradient, the
-        reductions and GroupNorms in `resolved`): adds what reaches the row values in
+        reductions, GroupNorms and pooling in `resolved`): adds what reaches the row values in
         `collect` to c<id>, and, when `final`, each parameter's contribution to cp<slot>.
+        `space`: "tile", per column n of z (in a loop that defines n and s = row[n]), or
+        "pooled", per pooled column j (in a loop over j: the pooled values and their adjoints).
         Returns the statements, each element node's adjoint variable and the values' names."""
         graph = self.graph
-        e = self.emitter()
+        pooled = space == "pooled"
+        e = self.pooled_emitter() if pooled else self.emitter()
+        nodes = self.pooled if pooled else self.element
         value = {}
-        for n in self.element:
+        for n in nodes:
             value[n.id] = e.get(n.id)
 
         def val(i: int) -> str:
             return value[i] if i in value else e.get(i)
 
-        args = {n.id: [val(a) for a in n.args] for n in self.element if n.kind == "pointwise"}
+        args = {n.id: [val(a) for a in n.args] for n in nodes if n.kind == "pointwise"}
         lines = list(e.lines)
-        adjoint = {n.id: f"d{n.id}" for n in self.element}
+        adjoint = {n.id: f"d{n.id}" for n in nodes}
         out = graph.output
-        lines += [f"float {adjoint[n.id]} = {'grow[n]' if n.id == out else '0.0f'};" for n in self.element]
+        seed = "grow[j]" if pooled else "grow[n]"
+        lines += [f"float {adjoint[n.id]} = {seed if n.id == out else '0.0f'};" for n in nodes]
         if final:
             lines += [f"float cp{k} = 0.0f;" for k in range(len(self.params))]
 
@@ -343,15 +367,60 @@ class _RowReverse:
                 for a, grad in zip(n.args, grads):
                     if grad is not None:
                         send(a, grad)
-            elif n.kind == "reduce" and n.id in resolved:
+            elif n.kind == "reduce" and n.id in resolved and n.args[0] in adjoint:
                 u = n.args[0]
-                seed = {"sum": f"a{n.id}", "mean": f"a{n.id} / static_cast<float>(N)"}.get(
-                    n.op, f"(({val(u)}) == r{n.id} ? a{n.id} / {self.counts.get(n.id)} : 0.0f)")
+                width = row_width(graph, graph.node(u).level)
+                if n.op in ("max", "min"):
+                    seed = f"(({val(u)}) == r{n.id} ? a{n.id} / {self.counts[n.id]} : 0.0f)"
+                else:
+                    seed = {"sum": f"a{n.id}", "mean": f"a{n.id} / static_cast<float>({width})"}[n.op]
                 send(u, seed)
-            elif n.kind == "groupnorm" and n.id in resolved:
+            elif n.kind == "groupnorm" and n.id in resolved and n.id in adjoint:
                 lines.append(self._group_norm_xhat(n, val))
                 self._group_norm_vjp(n, val, send)
+            elif n.kind == "pool" and n.id in resolved and n.args[0] in adjoint:
+                lines.extend(self._pool_seed(n))
+                send(n.args[0], f"pseed{n.id}")
         return lines, adjoint, val
+
+    def _pool_seed(self, pool: Node) -> list[str]:
+        """The gradient pooling sends to its input at column n: over the windows j holding n,
+        the pooled gradient (kept in `pool` by the pooling's pass) to the window's first maximum
+        (max, torch's index), or a k-th of it to each tap (avg)."""
+        k, stride = pool.attrs["kernel"], pool.attrs["stride"]
+        width = row_width(self.graph, "pooled")
+        take = ("(j * {s} + static_cast<int>(pool[{w} + j]) == n ? pool[j] : 0.0f)" if pool.op == "max"
+                else "pool[j] / {k}").format(s=stride, w=f"({width})", k=ops.cuda_float(k))
+        return [
+            f"float pseed{pool.id} = 0.0f;  // {pool.op} pooling, line {pool.line}: the windows holding n",
+            *_block(f"for (int j = n >= {k - 1} ? (n - {k - 1} + {stride - 1}) / {stride} : 0; "
+                    f"j <= n / {stride} && j < {width}; ++j)", [f"pseed{pool.id} += {take};"]),
+        ]
+
+    def _pool_pass(self, pool: Node, resolved: set[int]) -> list[str]:
+        """The pooling's pass, over the pooled columns j: each one's gradient (complete: every
+        pooled op after it is resolved) into pool[j] and, for max, its window's first maximum
+        into pool[P + j]; the one-element parameters' contributions of the pooled ops into
+        rowc<slot>."""
+        lines, adjoint, _ = self.element_pass(resolved, set(), final=True, space="pooled")
+        width = row_width(self.graph, "pooled")
+        body = list(lines) + [f"pool[j] = {adjoint[pool.id]};"]
+        if pool.op == "max":
+            inner = self.emitter()
+            v = inner.get(pool.args[0])
+            body += ["float best = -INFINITY;", "int first = 0;",
+                     *_block(f"for (int tap = 0; tap < {pool.attrs['kernel']}; ++tap)", [
+                         f"const int n = j * {pool.attrs['stride']} + tap;", "const float s = row[n];",
+                         *inner.lines,
+                         # the first maximum, and the first NaN once there is one (torch's index)
+                         f"if (best == best && (({v}) > best || ({v}) != ({v}))) {{ best = {v}; first = tap; }}"]),
+                     f"pool[({width}) + j] = static_cast<float>(first);"]
+        scalars = [k for k, n in enumerate(self.params) if n.level == "scalar"]
+        body += [f"pc{k} += cp{k};" for k in scalars]
+        return [*(f"float pc{k} = 0.0f;" for k in scalars),
+                *_loop(self.graph, "pooled", body),
+                *(f"rowc{k} += kgen::block_sum(pc{k}, scratch);" for k in scalars),
+                "__syncthreads();  // pool[] is read by other threads next"]
 
     def _group_norm_parts(self, n: Node, val) -> tuple[str, str, str, str]:
         """(group index, the weight at n, x̂ at n, 1/σ of the group) of GroupNorm n at column n."""
@@ -402,6 +471,34 @@ class _RowReverse:
             ]),
         ]
 
+    def _collect(self, completed: list[Node], resolved: set[int]) -> list[str]:
+        """The row values `completed` (their uses resolved): their gradients, summed over the
+        elements that use them (columns of z, pooled columns), then the row-level ops among
+        them in reverse, passing gradients on to their row-level arguments."""
+        graph, out = self.graph, []
+        ids = {q.id for q in completed}
+        for space in ("tile", "pooled") if self.pooled else ("tile",):
+            lines, _, _ = self.element_pass(resolved, ids, final=False, space=space)
+            # Only row values that elements use get sums (a logsumexp output has none).
+            summed = [q for q in completed if any(line.startswith(f"c{q.id} += ") for line in lines)]
+            if summed:
+                out += _block("", [*(f"float c{q.id} = 0.0f;" for q in summed), *_loop(graph, space, lines),
+                                   *(f"a{q.id} += kgen::block_sum(c{q.id}, scratch);" for q in summed)])
+        for q in reversed(completed):
+            if q.kind != "pointwise":
+                continue
+            operands = [self.row_value(a, out) for a in q.args]
+            grads = cuda_vjp(q.op, f"a{q.id}", self.rows[q.id], operands, q.attrs)
+            for a, grad in zip(q.args, grads):
+                node = graph.node(a)
+                if grad is None or node.kind == "const":
+                    continue
+                if node.kind == "param":
+                    out.append(f"rowc{self.slots[node.attrs['path']]} += {grad};")
+                else:
+                    out.append(f"a{a} += {grad};")
+        return out
+
     def body(self) -> str:
         graph = self.graph
         out = ["const float* row = zrow;  // the row of z (then its copy in shared memory)",
@@ -417,31 +514,13 @@ class _RowReverse:
         resolved: set[int] = set()
         for x in reversed(self.barriers):
             if x.kind == "reduce":
-                completed = [q for q in self.row_nodes if self.latest[q.id] == x.id]
-                ids = {q.id for q in completed}
-                lines, _, _ = self.element_pass(resolved, ids, final=False)
-                # Only row values that elements use get sums (a logsumexp output has none).
-                summed = [q for q in completed if any(line.startswith(f"c{q.id} += ") for line in lines)]
-                if summed:
-                    out += [f"float c{q.id} = 0.0f;" for q in summed]
-                    out += _loop(graph, "tile", lines)
-                    out += [f"a{q.id} += kgen::block_sum(c{q.id}, scratch);" for q in summed]
-                for q in reversed(completed):
-                    if q.kind != "pointwise":
-                        continue
-                    operands = [self.row_value(a, out) for a in q.args]
-                    grads = cuda_vjp(q.op, f"a{q.id}", self.rows[q.id], operands, q.attrs)
-                    for a, grad in zip(q.args, grads):
-                        node = graph.node(a)
-                        if grad is None or node.kind == "const":
-                            continue
-                        if node.kind == "param":
-                            out.append(f"rowc{self.slots[node.attrs['path']]} += {grad};")
-                        else:
-                            out.append(f"a{a} += {grad};")
+                out += self._collect([q for q in self.row_collected if self.collected_by[q.id] == x.id], resolved)
+            elif x.kind == "pool":
+                out += self._pool_pass(x, resolved)
             else:
                 out += self._group_sums(x, resolved)
             resolved.add(x.id)
+        out += self._collect([q for q in self.row_collected if self.collected_by[q.id] is None], resolved)
         lines, adjoint, _ = self.element_pass(resolved, set(), final=True)
         lines.append(f"dst[n] = {adjoint[self.b]};")
         for k, n in enumerate(self.params):
@@ -449,6 +528,8 @@ class _RowReverse:
             lines.append(f"contrib[{k} * plane + n] = cp{k}{extra};")
         out += _loop(graph, "tile", lines)
         return "\n".join(f"    {line}" for line in out)
+
+
 def _staged_structs(lowered: Lowered) -> str:
     graph = lowered.graph
     b = boundary(graph)
@@ -468,16 +549,19 @@ struct BackwardRows {{
   static constexpr bool kRuns = {str(runs).lower()};
   static constexpr int kSlots = {len(slots)};
   static constexpr int kSlotOperand[{max(1, len(slots))}] = {{{", ".join(map(str, slots)) or "0"}}};
+  // pool: the row's scratch for a pooling (2 N floats: the pooled gradient, the windows' first maxima).
+  static constexpr bool kPool = {str(bool(rows and rows.pooled)).lower()};
   __device__ static void row(const float* __restrict__ zrow, const float* __restrict__ grow, float* __restrict__ dst,
                              float* __restrict__ contrib, size_t plane, int N, const kgen::EpilogueParams& p,
-                             float* cache, float* scratch) {{
+                             float* cache, float* scratch, float* pool) {{
     (void)zrow; (void)grow; (void)dst; (void)contrib; (void)plane; (void)N; (void)p; (void)cache; (void)scratch;
+    (void)pool;
 {body}
   }}
 }};"""
     info = f"""// The staged backward of this part (kernels/backward.cuh, backward_staged).
 struct Backward {{
-  static constexpr int kKind = {KIND_STAGED};
+  static constexpr int kKind = {KIND_NAMES[KIND_STAGED]};
   static constexpr int kParams = {len(lowered.operands)};
   static constexpr bool kScalar[{max(1, len(lowered.operands))}] = {{{_scalar_flags(lowered)}}};
   static constexpr bool kHasBatchNorm = {str(has_bn).lower()};

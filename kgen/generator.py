@@ -289,7 +289,7 @@ def _part_context(low: Lowered, external_gemm: bool) -> dict:
     back = backward_args(low)
     return {
         "backward_struct": backward.backward_struct(low) if has_backward else None,
-        "backward_kind": backward.kind(low) if has_backward else 0,
+        "backward_kind": backward.KIND_NAMES[backward.kind(low) if has_backward else 0],
         "kept_per_column": backward.kept_per_column(low),
         "backward_params": ", ".join(f"{ctype} {name}" for name, ctype in back),
         "backward_operands": [f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))],

@@ -389,6 +389,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
     read the copy. Not cached: every pass reads S."""
     live = {n.id for n in graph.live()}
     rows: dict[int, str] = {}     # row values computed so far
+    row_scope: dict[int, str] = {}  # everything the row ops declared in the function's scope
     groups: dict[int, str] = {}   # GroupNorm node -> its statistics array
     kept = _cache_node(graph, operands, stored, bn_ready) if cached else stored
     out: list[str] = ["const float* row = src;  // the row of S" + (" (then the copy in `cache`)" if cached else "")]
@@ -404,7 +405,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
         """An emitter for one pass: per element of the row (level tile), per pooled column
         (level pooled: values of S only inside a pooling window), or per row (element False)."""
         window = {(kept if copied else stored): "s", **rows}
-        e = Emitter(graph, operands, window if element and level == "tile" else dict(rows), bn_ready,
+        e = Emitter(graph, operands, window if element and level == "tile" else {**row_scope, **rows}, bn_ready,
                     element=element and level == "tile")
         e.group_stats = groups
         e.window_available = window
@@ -444,6 +445,9 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
             v = e.get(n.id)
             out.extend(e.lines)
             rows[n.id] = v
+            # What it declared in the function's scope (a one-element parameter, say) is there
+            # for the later row ops too: declaring it again would not compile.
+            row_scope.update(e.names)
     if graph.output_level() in ("tile", "pooled"):
         level = graph.output_level()
         e = emitter(level=level)

@@ -291,8 +291,12 @@ class Tracer:
         # The row max only shifts the exponentials out of overflow: the result does not depend
         # on it (d/dm of m + log sum exp(x - m) is exactly 0), so no gradient flows through it,
         # as in torch's own backward of softmax and logsumexp. Routing one through it would add
-        # a term that is 0 in exact arithmetic and rounding noise in fp32.
-        mx = self.add("pointwise", "row", [self.add("reduce", "row", [x], "max")], "detach")
+        # a term that is 0 in exact arithmetic and rounding noise in fp32. Over a width-1 value
+        # the max is the value itself, and the rewrites fold x - max(x) to 0 (softmax to 1,
+        # logsumexp to x, with exact gradients); a detach there would hide that x - x.
+        mx = self.add("reduce", "row", [x], "max")
+        if width != "row":
+            mx = self.add("pointwise", "row", [mx], "detach")
         shifted = self.add("pointwise", width, [x, mx], "sub")
         e = self.add("pointwise", width, [shifted], "exp")
         total = self.add("reduce", "row", [e], "sum")

@@ -121,11 +121,12 @@ def get_init_inputs():
 '''
 
 # Point-wise parts (struct Backward), then staged ones (row reductions, softmax, GroupNorm,
-# BatchNorm: kgen/backward.py's BackwardRows / BnSums / Prefix).
+# BatchNorm, pooling: kgen/backward.py's BackwardRows / BnSums / Prefix).
 REF_NAMES = ["gemm_mul_leakyrelu", "matmul_scale_residual", "gemm_swish_scale", "scalar_and_bias",
              "chain_pointwise", "gemm_scale_bn", "gemm_bn_scale_softmax", "gemm_groupnorm_hardtanh",
              "matmul_gelu_softmax", "gemm_sigmoid_sum", "gemm_bn_gelu_relu",
-             "gemm_bn_bias_div_swish", "gemm_sigmoid_gemm_lse", "row_parameters"]
+             "gemm_bn_bias_div_swish", "gemm_sigmoid_gemm_lse", "row_parameters", "gemm_maxpool_sum_scale",
+             "gemm_avgpool_gelu_softmax"]
 SHIPPED = ("gemm_scale_bn", "gemm_bn_scale_softmax")
 BATCHNORM = ("gemm_scale_bn", "gemm_bn_scale_softmax", "gemm_bn_gelu_relu", "gemm_bn_bias_div_swish")
 

@@ -203,3 +203,46 @@ def test_an_extension_exports_its_entry_points_only(tmp_path):
     assert [name for kind, name in exported if kind == "OBJECT"] == []
     ours = {name for kind, name in exported if "kgen" in name}
     assert ours == {"kgen_forward_0", "kgen_workspace_floats_0", "kgen_backward_0", "kgen_backward_floats_0"}
+
+
+ROW_OPS_SHARE_A_PARAMETER = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.s = nn.Parameter(torch.rand(1) + 0.5)
+
+    def forward(self, x):
+        z = self.gemm(x)
+        r1 = z.sum(dim=1, keepdim=True) * self.s
+        y = z * r1
+        r2 = y.amax(dim=1, keepdim=True)
+        return torch.sigmoid(y - r2 * self.s + r1)
+
+
+batch_size, in_features, out_features = 8, 16, 32
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+"""
+
+
+def test_row_ops_after_two_reductions_share_a_parameter(tmp_path):
+    """A one-element parameter used by row ops after two reductions is declared once in the
+    row function's scope (the forward's row kernel declared it twice, which nvcc refused)."""
+    from kgen.spec import Spec, Tile
+
+    ref = tmp_path / "shared_parameter.py"
+    ref.write_text(ROW_OPS_SHARE_A_PARAMETER)
+    spec = Spec(str(ref), 8, 16, 32, math="tf32x3", backend="kgen", fusion=1,
+                tile=Tile(128, 128, 32, 64, 32, stages=3), arch="sm_80")
+    compile_report(generator.render_cuda_source(spec), tmp_path, (SM80,))

@@ -131,7 +131,8 @@ def test_backward_ops_and_their_fake_kernels(spec):
     x = torch.empty(64, 128, device="meta", requires_grad=True)
     args = meta_args(module, 0, x, n, low)
     leaves = [x] + [t.requires_grad_() for name, t in args.items()
-                    if isinstance(t, torch.Tensor) and name != "x" and (name == "w" or name.startswith("operand"))]
+                    if isinstance(t, torch.Tensor) and name != "x"
+                    and (name in ("w", "gamma", "beta") or name.startswith("operand"))]
     out = module._OPS[0](**args)
     out = out[0] if isinstance(out, tuple) else out
     grads = torch.autograd.grad(out.sum(), leaves, allow_unused=True)
@@ -143,25 +144,23 @@ def test_backward_ops_and_their_fake_kernels(spec):
 def test_unsupported_parts_name_the_op():
     from kgen import backward
 
-    pool = Spec(str(REFS_DIR / "gemm_maxpool_sum_scale.py"), 64, 128, 1024, math="tf32x3", backend="wgmma",
-                fusion=1, tile=WGMMA)
-    reason = backward.unsupported(generator.lowered(pool), external_gemm=False)
-    assert reason.startswith("no backward kernel for max pooling yet (line ")
     tail = Spec(str(REFS_DIR / "gemm_groupnorm_min_bias.py"), 64, 128, 1024, math="tf32x3", backend="wgmma",
                 fusion=1, tile=WGMMA)
-    assert "broadcast tail" in backward.unsupported(generator.lowered(tail), external_gemm=False)
+    assert backward.unsupported(generator.lowered(tail), external_gemm=False) == \
+        "no backward kernel for a broadcast tail yet"
     cublas = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32",
                   backend="cublas", fusion=1)
     assert "cuBLAS" in backward.unsupported(generator.lowered(cublas), external_gemm=True)
-    for ref in ("gemm_mul_leakyrelu.py", "matmul_gelu_softmax.py", "gemm_groupnorm_hardtanh.py"):
+    for ref in ("gemm_mul_leakyrelu.py", "matmul_gelu_softmax.py", "gemm_groupnorm_hardtanh.py",
+                "gemm_maxpool_sum_scale.py"):
         supported = Spec(str(REFS_DIR / ref), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
         assert backward.unsupported(generator.lowered(supported), external_gemm=False) is None
     bn = Spec("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
     assert backward.unsupported(generator.lowered(bn), external_gemm=False) is None
     # The header says it, one line.
     assert "\nbackward:  kgen kernels" in generator.render_header(bn, None)
-    assert "\nbackward:  raises at backward() (no backward kernel for max pooling yet (line " in \
-        generator.render_header(pool, None)
+    assert "\nbackward:  raises at backward() (no backward kernel for a broadcast tail yet)" in \
+        generator.render_header(tail, None)
 
 
 def test_running_statistics_carry_no_autograd_history():

@@ -156,3 +156,16 @@ def test_x_minus_x_of_a_value_with_other_uses_keeps_them(tmp_path):
     for seed in range(2):
         after, module = run(ref, simple, torch.float32, seed)
         assert torch.equal(after, module)
+
+
+@pytest.mark.parametrize("name, expected", [("softmax of width 1", 1.0), ("width-1 reductions", None)])
+def test_width_1_softmax_and_logsumexp_fold_whole(tmp_path, name, expected):
+    """Over a width-1 value softmax is 1 and logsumexp the value itself: the rewrites fold
+    x - max(x) away (softmax's and logsumexp's max is detached only over wider rows, where no
+    rewrite needs to see it), so no exp or log is left to compute."""
+    _, graph = traced(tmp_path, EXACT[name])
+    simple, _ = rewrite.simplify(graph)
+    live = simple.live()
+    assert not any(n.kind == "pointwise" and n.op in ("exp", "log", "detach") for n in live)
+    if expected is not None:
+        assert simple.node(simple.output).kind == "const" and simple.node(simple.output).attrs["value"] == expected

@@ -62,11 +62,18 @@ def test_gradients_allow_the_tolerance_relative_to_their_size():
 def test_gradients_at_the_fp32_exact_tier_need_the_ratio_too():
     truth = torch.full((4, 3), 1200.0, dtype=torch.float64)
     ref32 = (truth + 1.2e-4).float()                         # eager fp32: ~1 ulp at 1200
-    ref_err = (ref32.double() - truth).abs().max().item()
-    near = gradients_judged(1e-4, truth, ref32, (truth - 4 * ref_err).float())
-    assert near.ok                                           # 4x eager's: beyond 1e-4, within the factor
     far = gradients_judged(1e-4, truth, ref32, (truth * (1 + 5e-5)).float())
     assert not far.ok and "fp32-exact gate" in far.failures[0]   # within tol, not within the ratio
+
+
+def test_gradients_beyond_tol_pass_within_the_gates_factor_of_eagers_error():
+    """A gradient whose largest value is small (scale ~1e-2) but where eager fp32 is itself off
+    by more than tol of it: within tol + 16x eager's error passes, beyond it fails."""
+    truth = torch.full((4, 3), 0.01, dtype=torch.float64)
+    ref32 = (truth + 3e-5).float()
+    ref_err = (ref32.double() - truth).abs().max().item()
+    assert gradients_judged(1e-4, truth, ref32, (truth + 10 * ref_err).float()).ok       # 3e-4 > tol * (1 + scale)
+    assert not gradients_judged(1e-4, truth, ref32, (truth + 20 * ref_err).float()).ok
 
 
 def test_a_gradient_that_is_zero_in_exact_arithmetic_gets_no_huge_relative_error():

@@ -16,6 +16,12 @@
 
 namespace kgen {
 
+// A part's kind of backward (kgen/backward.py writes these names, never the numbers): none, the
+// point-wise struct Backward, or the staged BackwardRows / BnSums / Prefix.
+constexpr int kBackwardNone = 0;
+constexpr int kBackwardPointwise = 1;
+constexpr int kBackwardStaged = 2;
+
 // An epilogue that stores the accumulator as it is.
 struct StoreEpilogue {
   static constexpr bool kColStats = false;
@@ -202,12 +208,12 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, con
 template <class Rows>
 __global__ void __launch_bounds__(kRowThreads)
     backward_rows_kernel(const float* z, const float* g, int g_stride, float* dst, float* contrib, size_t plane,
-                         int N, EpilogueParams p, bool cached) {
+                         int N, EpilogueParams p, bool cached, float* pool) {
   extern __shared__ __align__(16) float row_cache[];
   __shared__ float scratch[32];
   const size_t m = blockIdx.x;
   Rows::row(z + m * N, g + m * g_stride, dst + m * N, contrib + m * N, plane, N, p, cached ? row_cache : nullptr,
-            scratch);
+            scratch, pool != nullptr ? pool + m * 2 * N : nullptr);
 }
 
 // partial[(row block * slots + k) * N + n] = the row block's sum of plane k's column n.
@@ -223,11 +229,13 @@ __global__ void plane_column_sums_kernel(const float* __restrict__ contrib, size
   partial[(static_cast<size_t>(blockIdx.y) * slots + k) * N + n] = s.sum;
 }
 
-// Workspace floats of backward_staged: dz, w^T, dz^T, x^T, the contribution planes, the partials.
-inline long long backward_staged_floats(int M, int N, int K, int params, int slots) {
+// Workspace floats of backward_staged: dz, w^T, dz^T, x^T, the contribution planes, the partials,
+// and with a pooling its rows' scratch (2 N floats each).
+inline long long backward_staged_floats(int M, int N, int K, int params, int slots, bool pool) {
   const long long m = M, n = N, k = K;
   return backward_segment(m * n) + backward_segment(k * n) + backward_segment(n * m) + backward_segment(k * m) +
-         slots * backward_segment(m * n) + static_cast<long long>(backward_row_blocks(M)) * std::max(params, 2) * n;
+         slots * backward_segment(m * n) + backward_segment(static_cast<long long>(backward_row_blocks(M)) * std::max(params, 2) * n) +
+         (pool ? 2 * m * n : 0);
 }
 
 // grad_cols [P][N] and bn_grads [2][N] (dβ, dγ) must be zero on entry (the steps add into them).
@@ -238,6 +246,9 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
                                cudaStream_t stream) {
   using Rows = typename B::Rows;
   if (M == 0 || N == 0) return {"", cudaSuccess};
+  // A staged part's backward reads what its forward kept (z, BatchNorm's per-column values):
+  // there is no recomputing them here (the running statistics were updated once already).
+  if (saved == nullptr) return {"the forward kept no z (it ran without autograd)", cudaErrorInvalidValue};
   const long long mn = static_cast<long long>(M) * N;
   const size_t plane = static_cast<size_t>(backward_segment(mn));
   float* dz = workspace;
@@ -246,8 +257,11 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
   float* x_t = dz_t + plane;
   float* contrib = x_t + backward_segment(static_cast<long long>(K) * M);
   float* partial = contrib + Rows::kSlots * plane;
+  float* pool = Rows::kPool ? partial + backward_segment(static_cast<long long>(backward_row_blocks(M)) *
+                                                         std::max(B::kParams, 2) * N) : nullptr;
   const float* z = saved;
   if constexpr (B::kHasBatchNorm) {
+    // z, then a, c, x̂'s two coefficients and γ/σ per column (entry.cuh asserts the count).
     p.col_a = saved + mn;
     p.col_c = p.col_a + N;
     p.bn_xa = p.col_a + 2 * N;
@@ -267,7 +281,7 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
       if (err != cudaSuccess) return {"row kernel shared memory", err};
     }
     backward_rows_kernel<Rows><<<M, kRowThreads, cached ? row_bytes : 0, stream>>>(z, g, g_stride, dz, contrib, plane,
-                                                                                  N, p, cached);
+                                                                                  N, p, cached, pool);
     if ((err = cudaGetLastError()) != cudaSuccess) return {"the row stages' gradient", err};
     y = dz;
   }

@@ -48,13 +48,12 @@ const char* forward_keeping_z_entry(const kgen_cfg::ForwardArgs& a) {
 
 // The z_out of a staged part (kernels/backward.cuh, backward_staged): z [M][N], then with
 // BatchNorm its per-column a, c and (bn_saved) x̂'s coefficients and γ/σ: kKeptPerColumn
-// (backward.KEPT_PER_COLUMN) floats per column.
-inline long long kept_floats(int M, int N) {
-  return static_cast<long long>(M) * N + static_cast<long long>(kgen_cfg::kKeptPerColumn) * N;
-}
+// (backward.KEPT_PER_COLUMN) floats per column, in this order.
+static_assert(!kgen_cfg::kHasBatchNorm || kgen_cfg::kBackwardKind != kBackwardStaged || kgen_cfg::kKeptPerColumn == 5,
+              "a, c, x̂'s two coefficients and γ/σ: five per column");
 
 inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
-  if (a.z_out != nullptr && kgen_cfg::kBackwardKind == 1) return forward_keeping_z_entry<kgen_cfg::kBackwardKind == 1>(a);
+  if (a.z_out != nullptr && kgen_cfg::kBackwardKind == kBackwardPointwise) return forward_keeping_z_entry<kgen_cfg::kBackwardKind == kBackwardPointwise>(a);
   const long long tiles = stats_tiles(a.M);
   float* ws = a.workspace;
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(a.N) : 0;
@@ -97,10 +96,10 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
 // The backward entry's work (kgen_backward_<part>), by the part's kind of backward.
 template <class B>
 long long backward_workspace_floats(int M, int N, int K) {
-  if constexpr (B::kKind == 1) {
+  if constexpr (B::kKind == kBackwardPointwise) {
     return backward_floats(M, N, K, B::kParams);
   } else {
-    return backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots);
+    return backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool);
   }
 }
 
@@ -108,7 +107,7 @@ template <class B>
 BackwardStatus backward_entry(const float* x, const float* w, const float* g, const float* z, int M, int N, int K,
                               const EpilogueParams& p, float* workspace, float* dx, float* dw, float* grad_cols,
                               float* bn_grads, bool bn_training, bool need_dx, bool need_dw, cudaStream_t stream) {
-  if constexpr (B::kKind == 1) {
+  if constexpr (B::kKind == kBackwardPointwise) {
     (void)bn_grads; (void)bn_training;
     return backward_part<kgen_cfg::Gemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw,
                                             stream);

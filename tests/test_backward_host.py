@@ -1,12 +1,11 @@
 """The staged backward's row kernel (kgen/backward.py, BackwardRows) compiled for the host with
-g++ and run row by row with one "thread" (blockDim.x = 1: every loop over a row runs whole and
-a block reduction is the identity), against torch.autograd of the module itself: the gradient of
-z and of every parameter the epilogue reads.
+g++ and run by 64 threads with CUDA's barriers and reductions emulated (SHIMS), against
+torch.autograd of the module itself: the gradient of z and of every parameter the epilogue
+reads.
 
 The modules' weight is set to the identity (in_features = out_features), so that z = x and
-torch's dL/dx is dL/dz. Not here: GroupNorm (its passes run one warp per group, 32 lanes) and
-BatchNorm (its per-column values come from the forward's finalize); the GPU tier checks both
-(tests/test_backward_gpu.py), and every module end to end.
+torch's dL/dx is dL/dz. Not here: BatchNorm (its per-column values come from the forward's
+finalize); the GPU tier checks it (tests/test_backward_gpu.py), and every module end to end.
 """
 
 import shutil
@@ -58,18 +57,30 @@ GXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
 M, N = 6, 1024   # N: a multiple of every GroupNorm's groups in tests/refs/
 
+# CUDA's block and warp, emulated: T threads (std::thread) run the row function together,
+# __syncthreads is a std::barrier, a block reduction gathers every thread's value, warp_sum its
+# warp's; `__shared__` arrays become static locals, shared by the threads as on the GPU. A
+# missing barrier shows up as a race (wrong sums), not only on the GPU.
 SHIMS = r"""
+#include <barrier>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <thread>
+#include <vector>
 #define __device__
 #define __forceinline__ inline
 #define __restrict__
 #define __shared__ static
-struct Index { int x; };
-static Index threadIdx{0}, blockDim{1};
-inline void __syncthreads() {}
+struct Index { unsigned x; };
+constexpr int T = 64;
+thread_local Index threadIdx{0};
+Index blockDim{T};
+std::barrier<>* block_barrier;
+std::barrier<>* warp_barrier[T / 32];
+inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 namespace kgen {
+constexpr int kBackwardNone = 0, kBackwardPointwise = 1, kBackwardStaged = 2;
 struct EpilogueParams {
   float* z; float* part_mean; float* part_m2; const float* col_a; const float* col_c; const float* operand[16];
   const float* bn_xa; const float* bn_xc; const float* bn_gi; const float* bn_sum_y; const float* bn_sum_yx;
@@ -77,9 +88,28 @@ struct EpilogueParams {
 };
 inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
-inline float block_sum(float v, float*) { return v; }
-inline float block_max(float v, float*) { return v; }
-inline float block_min(float v, float*) { return v; }
+static float block_values[T], warp_values[T];
+inline float block_reduce(float v, int kind) {
+  __syncthreads();
+  block_values[threadIdx.x] = v;
+  __syncthreads();
+  float r = kind == 0 ? 0.f : (kind == 1 ? -INFINITY : INFINITY);
+  for (int i = 0; i < T; ++i) r = kind == 0 ? r + block_values[i] : (kind == 1 ? nan_max(r, block_values[i]) : nan_min(r, block_values[i]));
+  __syncthreads();
+  return r;
+}
+inline float block_sum(float v, float*) { return block_reduce(v, 0); }
+inline float block_max(float v, float*) { return block_reduce(v, 1); }
+inline float block_min(float v, float*) { return block_reduce(v, 2); }
+inline float warp_sum(float v) {
+  const int w = threadIdx.x / 32;
+  warp_values[threadIdx.x] = v;
+  warp_barrier[w]->arrive_and_wait();
+  float r = 0.f;
+  for (int i = 0; i < 32; ++i) r += warp_values[w * 32 + i];
+  warp_barrier[w]->arrive_and_wait();
+  return r;
+}
 }
 """
 
@@ -90,25 +120,35 @@ MAIN = r"""
 int main() {
   int M, N, G, P;
   if (scanf("%d %d %d %d", &M, &N, &G, &P) != 4) return 1;
-  float* z = new float[M * N];
-  float* g = new float[M * G];
-  for (int i = 0; i < M * N; ++i) scanf("%f", &z[i]);
-  for (int i = 0; i < M * G; ++i) scanf("%f", &g[i]);
+  std::vector<float> z(M * N), g(M * G);
+  for (auto& v : z) scanf("%f", &v);
+  for (auto& v : g) scanf("%f", &v);
   kgen::EpilogueParams p{};
   int sizes[16];
+  std::vector<std::vector<float>> operands(P);
   for (int k = 0; k < P; ++k) {
     scanf("%d", &sizes[k]);
-    float* values = new float[sizes[k]];
-    for (int i = 0; i < sizes[k]; ++i) scanf("%f", &values[i]);
-    p.operand[k] = values;
+    operands[k].resize(sizes[k]);
+    for (auto& v : operands[k]) scanf("%f", &v);
+    p.operand[k] = operands[k].data();
   }
   const size_t plane = static_cast<size_t>(M) * N;
-  float* dz = new float[M * N];
-  float* contrib = new float[(BackwardRows::kSlots + 1) * plane]();
-  float* pool = new float[2 * N]();
-  float scratch[32];
-  for (int m = 0; m < M; ++m)
-    BackwardRows::row(z + m * N, g + m * G, dz + m * N, contrib + m * N, plane, N, p, nullptr, scratch, pool);
+  std::vector<float> dz(M * N), contrib((BackwardRows::kSlots + 1) * plane), cache(N), pool(2 * N);
+  std::barrier<> block(T), warp0(32), warp1(32);
+  block_barrier = &block;
+  warp_barrier[0] = &warp0;
+  warp_barrier[1] = &warp1;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < T; ++t) threads.emplace_back([&, t] {
+    threadIdx.x = t;
+    float scratch[32];
+    for (int m = 0; m < M; ++m) {
+      BackwardRows::row(z.data() + m * N, g.data() + m * G, dz.data() + m * N, contrib.data() + m * N, plane, N, p,
+                        m % 2 ? cache.data() : nullptr, scratch, pool.data());   // both ways of reading the row
+      __syncthreads();
+    }
+  });
+  for (auto& t : threads) t.join();
   for (int i = 0; i < M * N; ++i) printf("%.9g ", dz[i]);
   printf("\n");
   for (int k = 0; k < P; ++k) {
@@ -126,11 +166,10 @@ int main() {
 """
 
 
-def staged_without_warps_or_finalize(ref: str) -> bool:
+def staged_without_finalize(ref: str) -> bool:
     low = lower(graph(ref, M, N, N).parts[-1], False, False)
     return (len(graph(ref, M, N, N).parts) == 1 and backward.unsupported(low, False) is None
-            and backward.kind(low) == backward.KIND_STAGED and not low.batchnorm
-            and not any(n.kind == "groupnorm" for n in low.graph.live()))
+            and backward.kind(low) == backward.KIND_STAGED and not low.batchnorm)
 
 
 REFS = [str(p) for p in SYNTHESIZED_REFS]
@@ -153,7 +192,7 @@ def run_row_kernel(ref: str, tmp_path):
     low = lower(graph(ref, M, N, N).parts[0], False, False)
     source = SHIMS + backward.backward_struct(low).split("// (not used: no BatchNorm)")[0] + MAIN
     (tmp_path / "rows.cpp").write_text(source)
-    build = subprocess.run([GXX, "-std=c++17", "-O1", "-o", str(tmp_path / "rows"), str(tmp_path / "rows.cpp")],
+    build = subprocess.run([GXX, "-std=c++20", "-O1", "-pthread", "-o", str(tmp_path / "rows"), str(tmp_path / "rows.cpp")],
                            capture_output=True, text=True, timeout=120)
     assert build.returncode == 0, build.stderr[-3000:]
     reference = load(ref, M, N, N)
@@ -179,7 +218,7 @@ def run_row_kernel(ref: str, tmp_path):
     return model, x, g, dz, grads
 
 
-@pytest.mark.parametrize("ref", [r for r in REFS if staged_without_warps_or_finalize(r)] +
+@pytest.mark.parametrize("ref", [r for r in REFS if staged_without_finalize(r)] +
                          ["row_parameters", *DETACHED_CASES], ids=lambda r: r.rsplit("/", 1)[-1].removesuffix(".py"))
 def test_row_kernel_gradients_match_autograd(ref, synthetic, tmp_path):
     ref = synthetic.get(ref, ref)
@@ -194,9 +233,9 @@ def test_row_kernel_gradients_match_autograd(ref, synthetic, tmp_path):
 
 
 def test_the_host_check_covers_every_row_kernel_path():
-    """Reductions of tile and pooled values, max and avg pooling, softmax and logsumexp, a
-    one-element parameter at row level: each appears in some module the test above runs."""
-    lowered = [lower(graph(r, M, N, N).parts[0], False, False) for r in REFS if staged_without_warps_or_finalize(r)]
+    """Reductions of tile and pooled values, max and avg pooling, softmax and logsumexp,
+    GroupNorm: each appears in some module the test above runs."""
+    lowered = [lower(graph(r, M, N, N).parts[0], False, False) for r in REFS if staged_without_finalize(r)]
     ops = {(n.kind, n.op, n.level) for low in lowered for n in low.graph.live()}
     assert {("pool", "max", "pooled"), ("pool", "avg", "pooled"), ("reduce", "sum", "rowflat"),
-            ("reduce", "max", "row"), ("reduce", "sum", "row")} <= ops
+            ("reduce", "max", "row"), ("reduce", "sum", "row"), ("groupnorm", "", "tile")} <= ops

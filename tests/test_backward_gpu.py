@@ -16,7 +16,7 @@ from kgen.search import Candidate, build_all
 from kgen.spec import Spec, Tile
 from kgen.validate import FP32_EXACT_FACTOR
 
-from conftest import REFS_DIR
+from conftest import REFS_DIR, module_source
 from test_render import exec_file
 
 pytestmark = pytest.mark.gpu
@@ -25,34 +25,10 @@ HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9,
 TILES = {"wgmma": Tile(128, 128, 32, 16, 128, stages=4), "kgen": Tile(128, 128, 32, 64, 32, stages=3)}
 ODD = (257, 300, 528)
 
-SCALAR_AND_BIAS = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    """Linear -> * a one-element scale + a per-feature bias -> tanh."""
-
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.scale2 = nn.Parameter(torch.rand(1) + 0.5)
-        self.bias2 = nn.Parameter(torch.randn(out_features))
-
-    def forward(self, x):
-        return torch.tanh(self.gemm(x) * self.scale2 + self.bias2)
-
-
-batch_size, in_features, out_features = 8, 16, 32
-
-
-def get_inputs():
-    return [torch.rand(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-'''
+# Linear -> * a one-element scale + a per-feature bias -> tanh.
+SCALAR_AND_BIAS = module_source("x = torch.tanh(x * self.scale2 + self.bias2)",
+                                {"scale2": "nn.Parameter(torch.rand(1) + 0.5)",
+                                 "bias2": "nn.Parameter(torch.randn(out_features))"}, 32)
 
 CHAIN = '''
 import torch
@@ -85,40 +61,16 @@ def get_init_inputs():
 '''
 
 
-ROW_PARAMETERS = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    """Linear -> x per-feature weight -> max, logsumexp of the shifted row x a one-element
-    parameter (used at row level) -> sigmoid(z - r) + a per-feature bias: every path of the row
-    kernel's reverse mode (a tile value after a row value, a parameter at row level)."""
-
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.w2 = nn.Parameter(torch.rand(out_features) + 0.5)
-        self.s = nn.Parameter(torch.rand(1) + 0.5)
-        self.b2 = nn.Parameter(torch.randn(out_features))
-
-    def forward(self, x):
-        z = self.gemm(x) * self.w2
-        m = torch.max(z, dim=1, keepdim=True)[0]
-        r = torch.logsumexp(z - m, dim=1, keepdim=True) * self.s
-        return torch.sigmoid(z - r) + self.b2
-
-
-batch_size, in_features, out_features = 8, 16, 32
-
-
-def get_inputs():
-    return [torch.rand(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-'''
+# Linear -> x per-feature weight -> max, logsumexp of the shifted row x a one-element parameter
+# (used at row level) -> sigmoid(z - r) + a per-feature bias: every path of the row kernel's
+# reverse mode (a tile value after a row value, a parameter at row level).
+ROW_PARAMETERS = module_source("""
+    z = x * self.w2
+    m = torch.max(z, dim=1, keepdim=True)[0]
+    r = torch.logsumexp(z - m, dim=1, keepdim=True) * self.s
+    x = torch.sigmoid(z - r) + self.b2
+""", {"w2": "nn.Parameter(torch.rand(out_features) + 0.5)", "s": "nn.Parameter(torch.rand(1) + 0.5)",
+      "b2": "nn.Parameter(torch.randn(out_features))"}, 32)
 
 # Point-wise parts (struct Backward), then staged ones (row reductions, softmax, GroupNorm,
 # BatchNorm, pooling: kgen/backward.py's BackwardRows / BnSums / Prefix).

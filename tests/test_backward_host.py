@@ -8,8 +8,10 @@ torch's dL/dx is dL/dz. Not here: BatchNorm (its per-column values come from the
 finalize); the GPU tier checks it (tests/test_backward_gpu.py), and every module end to end.
 """
 
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,42 +20,17 @@ from kgen import backward
 from kgen.lower import lower
 from kgen.problems import graph, load
 
-from conftest import SYNTHESIZED_REFS
+from conftest import SYNTHESIZED_REFS, module_source
 from test_backward_gpu import ROW_PARAMETERS
 
 # Row values of a detached reduction (its pass is skipped: no gradient reaches it) mixed with
 # an active one, and alone; both once lost the gradient of the row value (review).
-DETACHED = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.s = nn.Parameter(torch.rand(1) + 0.5)
-
-    def forward(self, x):
-        z = self.gemm(x)
-        return {expression}
-
-
-batch_size, in_features, out_features = 8, 16, 32
-
-
-def get_inputs():
-    return [torch.rand(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-"""
 DETACHED_CASES = {
-    "detached_max_after_sum": "z * (z.sum(dim=1, keepdim=True) * self.s + z.amax(dim=1, keepdim=True).detach())",
-    "detached_max_alone": "z * (z.amax(dim=1, keepdim=True).detach() * self.s)",
+    "detached_max_after_sum": "x * (x.sum(dim=1, keepdim=True) * self.s + x.amax(dim=1, keepdim=True).detach())",
+    "detached_max_alone": "x * (x.amax(dim=1, keepdim=True).detach() * self.s)",
 }
 GXX = shutil.which("g++")
+KERNELS = Path(backward.__file__).resolve().parent / "kernels"
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
 M, N = 6, 1024   # N: a multiple of every GroupNorm's groups in tests/refs/
 
@@ -80,12 +57,7 @@ std::barrier<>* block_barrier;
 std::barrier<>* warp_barrier[T / 32];
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 namespace kgen {
-constexpr int kBackwardNone = 0, kBackwardPointwise = 1, kBackwardStaged = 2;
-struct EpilogueParams {
-  float* z; float* part_mean; float* part_m2; const float* col_a; const float* col_c; const float* operand[16];
-  const float* bn_xa; const float* bn_xc; const float* bn_gi; const float* bn_sum_y; const float* bn_sum_yx;
-  int bn_training; float inv_batch;
-};
+@KERNEL_DECLARATIONS@
 inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
 static float block_values[T], warp_values[T];
@@ -166,6 +138,16 @@ int main() {
 """
 
 
+def kernel_declarations() -> str:
+    """The kernel library's declarations the row function uses, as the library writes them
+    (kernels/common.cuh's EpilogueParams and operand count, backward.cuh's kinds of backward)."""
+    common = (KERNELS / "common.cuh").read_text()
+    kinds = (KERNELS / "backward.cuh").read_text()
+    return "\n".join([re.search(r"constexpr int kMaxOperands = \d+;", common).group(0),
+                      re.search(r"struct EpilogueParams \{.*?\n\};", common, re.S).group(0),
+                      *re.findall(r"constexpr int kBackward\w+ = \d+;", kinds)])
+
+
 def staged_without_finalize(ref: str) -> bool:
     low = lower(graph(ref, M, N, N).parts[-1], False, False)
     return (len(graph(ref, M, N, N).parts) == 1 and backward.unsupported(low, False) is None
@@ -180,7 +162,8 @@ def synthetic(tmp_path_factory):
     """Paths of the modules written here, by name."""
     d = tmp_path_factory.mktemp("host_refs")
     texts = {"row_parameters": ROW_PARAMETERS,
-             **{name: DETACHED.replace("{expression}", e) for name, e in DETACHED_CASES.items()}}
+             **{name: module_source(f"x = {e}", {"s": "nn.Parameter(torch.rand(1) + 0.5)"}, 32)
+                for name, e in DETACHED_CASES.items()}}
     for name, text in texts.items():
         (d / f"{name}.py").write_text(text)
     return {name: str(d / f"{name}.py") for name in texts}
@@ -190,7 +173,7 @@ def run_row_kernel(ref: str, tmp_path):
     """(module, x, g, the kernel's dz, its gradient of each operand by path) for `ref` at M x N
     -> N with the identity as weight."""
     low = lower(graph(ref, M, N, N).parts[0], False, False)
-    source = SHIMS + backward.backward_struct(low).split("// (not used: no BatchNorm)")[0] + MAIN
+    source = SHIMS.replace("@KERNEL_DECLARATIONS@", kernel_declarations()) + backward.backward_struct(low).split("// (not used: no BatchNorm)")[0] + MAIN
     (tmp_path / "rows.cpp").write_text(source)
     build = subprocess.run([GXX, "-std=c++20", "-O1", "-pthread", "-o", str(tmp_path / "rows"), str(tmp_path / "rows.cpp")],
                            capture_output=True, text=True, timeout=120)

@@ -16,6 +16,8 @@ from kgen import generator
 from kgen.search import enumerate_specs
 from kgen.spec import WGMMA_FLUSH_KTILES, wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads
 
+from conftest import module_source
+
 NVCC = shutil.which("nvcc")
 
 
@@ -205,35 +207,12 @@ def test_an_extension_exports_its_entry_points_only(tmp_path):
     assert ours == {"kgen_forward_0", "kgen_workspace_floats_0", "kgen_backward_0", "kgen_backward_floats_0"}
 
 
-ROW_OPS_SHARE_A_PARAMETER = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.gemm = nn.Linear(in_features, out_features)
-        self.s = nn.Parameter(torch.rand(1) + 0.5)
-
-    def forward(self, x):
-        z = self.gemm(x)
-        r1 = z.sum(dim=1, keepdim=True) * self.s
-        y = z * r1
-        r2 = y.amax(dim=1, keepdim=True)
-        return torch.sigmoid(y - r2 * self.s + r1)
-
-
-batch_size, in_features, out_features = 8, 16, 32
-
-
-def get_inputs():
-    return [torch.rand(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-"""
+ROW_OPS_SHARE_A_PARAMETER = module_source("""
+    r1 = x.sum(dim=1, keepdim=True) * self.s
+    y = x * r1
+    r2 = y.amax(dim=1, keepdim=True)
+    x = torch.sigmoid(y - r2 * self.s + r1)
+""", {"s": "nn.Parameter(torch.rand(1) + 0.5)"}, 32)
 
 
 def test_row_ops_after_two_reductions_share_a_parameter(tmp_path):

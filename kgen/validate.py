@@ -6,7 +6,11 @@ checks compare the output and every buffer of the module (BatchNorm's running st
 num_batches_tracked) after every call.
 
 Two gates decide a check:
-- allclose(atol=rtol=tol), KernelBench's yardstick, in every tier;
+- allclose(atol=rtol=tol) against eager fp32, KernelBench's yardstick, in every tier; an element
+  at least as close to fp64 as eager fp32's passes too (where eager is itself more than tol from
+  the exact result, no other rounding is within tol of it: Comparison._close_to_eager). The check
+  that replays KernelBench's own eval (check_kernelbench_eval) takes no such exception: it is the
+  peer's judge as it runs;
 - in the fp32-exact tiers (tol <= FP32_EXACT_MAX_TOL), also the fp32-exact gate: on every tensor
   compared, ModelNew's max error against fp64 is at most FP32_EXACT_FACTOR times eager fp32's own
   error on the same inputs. An absolute 1e-4 says little about outputs that are small or flat
@@ -19,6 +23,7 @@ check where it surfaced reports it once, the rest are marked "not run: CUDA cont
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from typing import Callable
@@ -49,6 +54,10 @@ ODD_BATCHES = (1000, 7, 2051)
 # the TF32 and BF16 winners of the 1e-2 tier are at 48x and above, planted faults far higher.
 FP32_EXACT_FACTOR = 16.0
 FP32_EXACT_MAX_TOL = 1e-4
+# KernelBench's correctness procedure (its eval's run_and_check_correctness): the models built
+# right after seeding 42, five trials whose input seeds torch.manual_seed(42) then randint draws.
+KERNELBENCH_SEED = 42
+KERNELBENCH_TRIALS = 5
 # Errors below one fp32 ulp of the tensor's largest value count as that ulp in the ratio: an
 # eager error of exactly 0 (e.g. a buffer that did not move) must not make any rounding fail.
 ULP_FP32 = 2.0 ** -23
@@ -83,7 +92,7 @@ class Comparison:
     """Accumulates the worst errors over the tensors of one check."""
 
     def __init__(self, tol: float, judge_by_fp64: bool = False, relative_to_largest: bool = False,
-                 gradients: bool = False):
+                 gradients: bool = False, plain_allclose: bool = False):
         # judge_by_fp64: pass when the error vs fp64 is within tol + twice the fp32 reference's
         # (the gate's factor at the fp32-exact tier; see LARGE_OFFSET).
         self.tol = tol
@@ -95,6 +104,9 @@ class Comparison:
         self.ref_abs = 0.0
         self.ratio = 0.0
         self.failures: list[str] = []
+        self.notes: list[str] = []    # said of a passing check
+        # plain_allclose: KernelBench's allclose as it is, no element judged against fp64 instead
+        self.plain_allclose = plain_allclose
         # max_rel over the largest value of all the tensors compared (gradients: a Linear bias's
         # gradient under training-mode BatchNorm is 0 in exact arithmetic, so its own scale
         # would make any rounding look like a relative error of 1e8)
@@ -132,11 +144,9 @@ class Comparison:
         elif self.judge_by_fp64:
             close = abs_err <= self.tol + (FP32_EXACT_FACTOR if self.fp32_exact else 2) * ref_err
         else:
-            close = torch.allclose(new64, ref32.detach().double(), atol=self.tol, rtol=self.tol)
+            close = self._close_to_eager(what, new64, ref32.detach().double(), ref64)
         if new.shape != ref32.shape or not close:
             self.ok = False
-            # Where eager fp32 is itself further from fp64 than the candidate, no implementation
-            # that rounds differently from it can be within tol of it: say so.
             closer = (f"; eager fp32 is itself {ref_err:.2e} from fp64, further than this file"
                       if new.shape == ref32.shape and ref_err > abs_err else "")
             self.failures.append(f"{what} differs (max abs {abs_err:.2e}){closer}")
@@ -145,9 +155,28 @@ class Comparison:
             self.failures.append(f"{what}: error {abs_err:.2e} is {ratio:.3g}x eager fp32's {ref_err:.2e} "
                                  f"(fp32-exact gate: <= {FP32_EXACT_FACTOR:g}x)")
 
+    def _close_to_eager(self, what: str, new64, ref32_64, ref64) -> bool:
+        """KernelBench's allclose against eager fp32, element by element, except that an element
+        at least as close to fp64 as eager fp32's passes too. Eager fp32 stands in for the exact
+        result; where it is itself more than tol from it (a row sum near 0 of 8192 rounded GEMM
+        outputs: eager is 2-3e-4 from fp64 there), no rounding but eager's own is within tol of
+        it, the exact result included, so those elements are judged against the exact result."""
+        if new64.shape != ref32_64.shape:
+            return False
+        near_eager = torch.isclose(new64, ref32_64, atol=self.tol, rtol=self.tol)
+        if bool(near_eager.all()) or self.plain_allclose:
+            return bool(near_eager.all())
+        as_accurate = (new64 - ref64).abs() <= (ref32_64 - ref64).abs()
+        if not bool((near_eager | as_accurate).all()):
+            return False
+        self.notes.append(f"{what}: {int((~near_eager).sum())} element(s) beyond tol of eager fp32, "
+                          "each at least as close to fp64 as eager's")
+        return True
+
     def result(self, name: str) -> CheckResult:
+        detail = self.failures if not self.ok else self.notes
         return CheckResult(name, self.ok, self.max_abs, self.max_rel, self.ref_abs,
-                           "; ".join(self.failures[:3]), error_ratio=self.ratio,
+                           "; ".join(detail[:3]), error_ratio=self.ratio,
                            gate="fp32-exact" if self.fp32_exact else "")
 
 
@@ -306,6 +335,39 @@ def check_eval(f, device, tol, batch) -> CheckResult:
     for t in range(2):
         trio.call(_inputs("rand", batch, f.spec.in_features, device), cmp, f"eval {t}")
     return cmp.result("eval mode")
+
+
+def _seed_all(seed: int):
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed(seed)
+
+
+def check_kernelbench_eval(f, device, tol) -> CheckResult:
+    """KernelBench's correctness check as its eval runs it, at the reference's own get_inputs():
+    Model and ModelNew each built on the CPU right after seeding 42 (nothing copied between
+    them: seeded construction alone must give both the same parameters), moved to the GPU and
+    left in training mode; five trials, each seeding with the trial's seed before the
+    reference's get_inputs(), both forwards under no_grad, allclose(atol=rtol=tol). An fp64 copy
+    of the reference gives the errors reported beside it."""
+    _seed_all(KERNELBENCH_SEED)
+    ref = f.Model(*f.init_args())
+    _seed_all(KERNELBENCH_SEED)
+    new = f.ModelNew(*f.init_args())
+    ref64 = copy.deepcopy(ref).double().to(device)
+    ref, new = ref.to(device), new.to(device)
+    torch.manual_seed(KERNELBENCH_SEED)
+    seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(KERNELBENCH_TRIALS)]
+    cmp = Comparison(tol, plain_allclose=True)
+    for t, seed in enumerate(seeds):
+        _seed_all(seed)
+        (x,) = [v.to(device) for v in f.reference.module.get_inputs()]
+        with torch.no_grad():
+            out32, out64, out = ref(x), ref64(x.double()), new(x)
+        cmp.add(f"trial {t} (seed {seed})", out, out32, out64)
+    return cmp.result(KERNELBENCH_CHECK)
+
+
+KERNELBENCH_CHECK = f"KernelBench's eval (seed {KERNELBENCH_SEED}, {KERNELBENCH_TRIALS} trials)"
 
 
 def check_weights_change(f, device, tol, batch) -> CheckResult:
@@ -498,6 +560,8 @@ def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device) -> list[
         *((f"{mode}, batch {b}", _train_check(f, device, tol, "rand", b, 1)) for b in ODD_BATCHES if b != 7),
         *((("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True)),)
           if f.has_batchnorm else ()),
+        # KernelBench runs the module in training mode, where Dropout draws a random mask.
+        *(((KERNELBENCH_CHECK, lambda: check_kernelbench_eval(f, device, tol)),) if not f.dropouts else ()),
         ("weights changed in place", lambda: check_weights_change(f, device, tol, batch)),
         *((("gradients, train mode", lambda: check_gradients(f, device, tol, batch, True)),)
           if f.runs_in_training else ()),

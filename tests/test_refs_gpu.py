@@ -27,6 +27,8 @@ ODD = (257, 300, 528)  # 528 = 16 groups of 33 columns for GroupNorm(16)
 # Modules whose features must be a multiple of more than 528 divides: GroupNorm(512) gets 512
 # groups of 3 columns.
 ODD_OVERRIDES = {"gemm_groupnorm_min_bias": (257, 300, 1536)}
+# The matrix-vector rewrite loads 16 bytes per thread where K % 4 == 0, one float otherwise.
+ODD_K = (257, 301, 528)
 
 
 def spec_for(ref, backend, shape=ODD) -> Spec:
@@ -52,14 +54,16 @@ GEMV_REFS = [r for r in REFS if gemv_applies(r)]
 def gemv_spec(ref, shape=ODD) -> Spec:
     from kgen.problems import default_shape
 
-    if shape is ODD:
-        shape = ODD_OVERRIDES.get(Path(ref).stem, ODD)
+    if shape in (ODD, ODD_K):
+        batch, _, out = ODD_OVERRIDES.get(Path(ref).stem, ODD)
+        shape = (batch, shape[1], out)
     return Spec(ref, *(shape or default_shape(ref)), math="fp32_simt", backend="gemv", fusion=1)
 
 
 def cases():
     for ref in GEMV_REFS:
         yield gemv_spec(ref)
+        yield gemv_spec(ref, shape=ODD_K)
         yield gemv_spec(ref, shape=None)
     for ref in REFS:
         for backend in ("wgmma", "kgen"):
@@ -96,10 +100,11 @@ def test_kernelbench_shape(files, ref):
 
 
 @pytest.mark.parametrize("ref", GEMV_REFS, ids=lambda r: Path(r).stem)
-@pytest.mark.parametrize("shape", [ODD, None], ids=["odd", "kernelbench"])
+@pytest.mark.parametrize("shape", [ODD, ODD_K, None], ids=["odd", "odd_k", "kernelbench"])
 def test_matrix_vector_rewrite(files, ref, shape):
-    """The row sum as a matrix-vector product passes the full validation (odd shape) and the
-    quick one (KernelBench's shape) at 1e-4, fp32-exact gate included."""
+    """The row sum as a matrix-vector product passes the full validation (odd shapes: K a
+    multiple of 4 and not) and the quick one (KernelBench's shape) at 1e-4, fp32-exact gate
+    included."""
     f = EmittedFile(files[gemv_spec(ref, shape).name()])
     results = validate(f, tol=1e-4, quick=shape is None)
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]

@@ -34,13 +34,34 @@ def test_offset_check_at_loose_tiers_allows_twice_the_reference_error():
     assert not judged(1e-3, ref_err, 3.3 * ref_err)
 
 
-def test_a_failure_closer_to_fp64_than_eager_says_so():
+def test_elements_closer_to_fp64_than_eager_pass_where_eager_is_beyond_tol():
+    """A row sum near 0: eager fp32 3e-4 from fp64, a candidate 5e-5 from it (3.5e-4 from
+    eager). No rounding but eager's is within 1e-4 of eager there, not even the exact result;
+    the candidate is closer to the exact result, so it passes, and the check says why."""
     truth = torch.zeros(8, dtype=torch.float64)
-    ref32 = (truth + 3e-4).float()        # eager fp32 off by 3e-4 (a sum near 0)
-    new = (truth - 5e-5).float()           # the candidate off by 5e-5: 3.5e-4 from eager
+    ref32 = (truth + 3e-4).float()
+    cmp = Comparison(1e-4)
+    cmp.add("output", (truth - 5e-5).float(), ref32, truth)
+    assert cmp.ok and "at least as close to fp64" in cmp.result("x").detail
+    # ... but not under KernelBench's own allclose, which its eval applies as it is
+    plain = Comparison(1e-4, plain_allclose=True)
+    plain.add("output", (truth - 5e-5).float(), ref32, truth)
+    assert not plain.ok and "further than this file" in plain.failures[0]
+
+
+def test_an_element_further_from_fp64_than_eager_and_beyond_tol_fails():
+    truth = torch.zeros(8, dtype=torch.float64)
+    ref32 = (truth + 3e-4).float()
+    new = (truth - 5e-5).float()
+    new[5] = -4e-4           # one element 4e-4 from the truth, further than eager's 3e-4
     cmp = Comparison(1e-4)
     cmp.add("output", new, ref32, truth)
-    assert not cmp.ok and "further than this file" in cmp.failures[0]
+    assert not cmp.ok
+    # where eager is accurate, the rule is allclose against eager as before
+    ref32 = truth.float()
+    cmp = Comparison(1e-4)
+    cmp.add("output", (truth + 2e-4).float(), ref32, truth)
+    assert not cmp.ok
 
 
 def gradients_judged(tol: float, truth: torch.Tensor, ref32: torch.Tensor, new: torch.Tensor) -> Comparison:
@@ -84,3 +105,46 @@ def test_a_gradient_that_is_zero_in_exact_arithmetic_gets_no_huge_relative_error
     cmp.add("dL/d(weight)", big.float(), big.float(), big)
     cmp.add("dL/d(bias)", torch.full((3,), 1e-7), torch.full((3,), 2e-7), torch.zeros(3, dtype=torch.float64))
     assert cmp.ok and cmp.max_rel < 1e-8
+
+
+class _KernelBenchFile:
+    """What check_kernelbench_eval reads of an EmittedFile, on the CPU: a reference Model and
+    get_inputs, and a ModelNew (here the reference itself, or one that adds an offset)."""
+
+    def __init__(self, offset: float, seeded: bool = True):
+        import types
+
+        class Model(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.linear = torch.nn.Linear(n, n)
+
+            def forward(self, x):
+                return self.linear(x).sum(dim=1, keepdim=True)
+
+        class ModelNew(Model):
+            def __init__(self, n):
+                if not seeded:
+                    torch.rand(1)   # a draw before construction: other parameters than Model's
+                super().__init__(n)
+
+            def forward(self, x):
+                return super().forward(x) + offset
+
+        self.Model, self.ModelNew = Model, ModelNew
+        self.reference = types.SimpleNamespace(
+            module=types.SimpleNamespace(get_inputs=lambda: [torch.rand(16, 32)]))
+
+    def init_args(self):
+        return (32,)
+
+
+def test_kernelbench_eval_runs_kernelbenchs_procedure():
+    from kgen import validate
+
+    passed = validate.check_kernelbench_eval(_KernelBenchFile(0.0), "cpu", 1e-4)
+    assert passed.passed and passed.name == validate.KERNELBENCH_CHECK
+    assert not validate.check_kernelbench_eval(_KernelBenchFile(3e-3), "cpu", 1e-4).passed
+    # Nothing is copied between the models: a ModelNew whose construction draws differently fails.
+    unseeded = validate.check_kernelbench_eval(_KernelBenchFile(0.0, seeded=False), "cpu", 1e-4)
+    assert not unseeded.passed and "trial 0" in unseeded.detail

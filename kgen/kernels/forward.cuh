@@ -156,12 +156,9 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
     float* partial = b.gemv;
     float* w_sum = partial + static_cast<size_t>(chunks) * K;
     float* total = w_sum + K;
-    if (K > 0) {
-      weighted_column_sum_kernel<kgen_cfg::GemvAffine>
-          <<<dim3(div_up(K, kColSumThreads), chunks), kColSumThreads, 0, stream>>>(w, N, K, p, partial);
-      column_sum_merge_kernel<<<div_up(K, kColSumThreads), kColSumThreads, 0, stream>>>(partial, chunks, K, w_sum);
-    }
-    shift_sum_kernel<kgen_cfg::GemvAffine><<<1, kRowThreads, 0, stream>>>(N, p, total);
+    if (K > 0) launch_weighted_column_sum<kgen_cfg::GemvAffine>(w, N, K, p, partial, stream);
+    column_sum_merge_kernel<kgen_cfg::GemvAffine>
+        <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, chunks, N, K, p, w_sum, total);
     gemv_rows_kernel<kgen_cfg::GemvRows><<<M, kRowThreads, 0, stream>>>(x, w_sum, total, N, K, b.out, p);
     err = cudaGetLastError();
   } else if (kgen_cfg::kHasBatchNorm && training) {

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import types
 from pathlib import Path
 
+from .problems import is_path, problem_id
 from .reference import Reference, ReferenceError
 from .spec import Spec, SpecError
 from .static_checks import check_emitted
@@ -39,6 +42,12 @@ class EmittedFile:
             self.spec = Spec.from_dict(self.module.KGEN_SPEC)
         except (SpecError, TypeError) as e:
             raise ValueError(f"{self.path}: its KGEN_SPEC is not one this kgen makes: {e}") from None
+        if ref is None:
+            self._follow_a_moved_reference()
+        elif is_path(str(ref)):
+            # The reference named is the module this file stands for from here on (its graph
+            # too: the one the file recorded may be gone).
+            self.spec = dataclasses.replace(self.spec, problem=problem_id(str(ref)))
         try:
             if ref is None:
                 self.reference = self.spec.reference()
@@ -46,7 +55,8 @@ class EmittedFile:
                 self.reference = Reference(ref, {"batch": self.spec.batch, "in_features": self.spec.in_features,
                                                  "out_features": self.spec.out_features})
         except (ReferenceError, OSError) as e:
-            raise ValueError(f"{self.path}: cannot load its reference: {e}") from None
+            hint = "; if it moved, name it with --ref" if ref is None else ""
+            raise ValueError(f"{self.path}: cannot load its reference: {e}{hint}") from None
         # A reference edited since the file was generated is still the yardstick (the user may
         # mean exactly that), but say so.
         self.reference_changed = (getattr(self.module, "KGEN_REFERENCE_SHA256", None)
@@ -60,8 +70,35 @@ class EmittedFile:
         self.dropouts = self.spec.graph().dropouts
         self.runs_in_training = not self.dropouts
 
+    def _follow_a_moved_reference(self):
+        """A file names its reference by the absolute path it had when the file was generated;
+        after the tree moved (another checkout, another machine) that path is gone. The
+        reference is then looked for under the same trailing path components below this
+        file's folder and its parents, and the working directory, and taken only if its content
+        has the sha256 the file recorded; the spec then names it there."""
+        recorded, sha256 = self.spec.problem, getattr(self.module, "KGEN_REFERENCE_SHA256", None)
+        if not is_path(recorded) or Path(recorded).is_file() or not sha256:
+            return
+        found = find_moved_reference(recorded, sha256, self.path)
+        if found is not None:
+            self.spec = dataclasses.replace(self.spec, problem=str(found))
+
     def init_args(self) -> tuple:
         return tuple(self.reference.init_args())
 
     def build(self):
         return self.module.build()
+
+
+def find_moved_reference(recorded: str, sha256: str, emitted: Path) -> Path | None:
+    """The file whose content has `sha256` at the longest tail of the `recorded` path found
+    under the emitted file's folder, one of its parents, or the working directory."""
+    tail = Path(recorded).parts[1:]
+    folder = emitted.resolve().parent
+    for base in dict.fromkeys([folder, *folder.parents, Path.cwd()]):
+        for i in range(len(tail)):
+            candidate = base.joinpath(*tail[i:])
+            # hashed as kgen.reference.Reference hashes the text it reads
+            if candidate.is_file() and hashlib.sha256(candidate.read_text().encode()).hexdigest() == sha256:
+                return candidate
+    return None

@@ -6,7 +6,9 @@ caught by `kgen validate` at tol 1e-4, each with a one-line reason (issue 12).
 - logits scaled by 1.01;
 - num_batches_tracked not incremented;
 - an out-of-bounds write in the finalize kernel: the first check reports the CUDA error once
-  and every later one is "not run: CUDA context lost" (in a subprocess: the context is gone).
+  and every later one is "not run: CUDA context lost" (in a subprocess: the context is gone);
+- in the backward kernels only (the forward untouched): softmax's reverse pass scaled by 1.001,
+  and BatchNorm's weight gradient scaled by 1.001: the gradient check must catch both.
 """
 
 import subprocess
@@ -18,7 +20,8 @@ import torch
 from kgen import generator
 from kgen.loading import EmittedFile
 from kgen.spec import Spec, Tile
-from kgen.validate import NOT_RUN, validate
+from kgen.search import Candidate, build_all
+from kgen.validate import NOT_RUN, check_gradients, validate
 
 pytestmark = pytest.mark.gpu
 
@@ -85,3 +88,22 @@ def test_out_of_bounds_write_stops_at_the_first_check(tmp_path):
     assert "Traceback" not in out, out
     assert NOT_RUN in lines[-1], out        # the rest, in one line
     assert sum(NOT_RUN in line for line in lines) == 1, out
+
+
+# Sites in the backward kernels only: the reverse pass of softmax (in the row kernel's two
+# reverse passes), and BatchNorm's weight gradient (its per-element contribution to dγ).
+BACKWARD_FAULTS = {
+    "softmax_reverse": ("d9 += ((d11) / (r10));", "d9 += ((1.001f * d11) / (r10));", 2, "dL/d(input)"),
+    "bn_weight": ("c[1] = g * xhat;", "c[1] = 1.001f * g * xhat;", 1, "dL/d(bn.weight)"),
+}
+
+
+def test_faults_in_the_backward_kernels_are_rejected(tmp_path):
+    files = {name: plant(tmp_path, name, old, new, count) for name, (old, new, count, _) in BACKWARD_FAULTS.items()}
+    build_all([Candidate(f.spec, f.path) for f in files.values()], 16, 600, lambda line: None)
+    for name, f in files.items():
+        # the forward is untouched: its output checks pass
+        assert all(r.passed for r in validate(f, tol=1e-4, quick=True)), name
+        r = check_gradients(f, torch.device("cuda"), 1e-4, f.spec.batch, training=True)
+        assert not r.passed, f"{name}: the planted fault passed the gradient check"
+        assert BACKWARD_FAULTS[name][3] in r.detail and "\n" not in r.detail, (name, r.detail)

@@ -1,0 +1,48 @@
+"""Loading an emitted file whose reference moved (CPU: loading builds nothing)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kgen import generator, problems
+from kgen.loading import EmittedFile
+from kgen.spec import Spec, Tile
+
+REF = Path(__file__).parent / "refs" / "gemm_mul_leakyrelu.py"
+
+
+def emit(tree: Path) -> Path:
+    """tree/refs/R.py and tree/out/R_file.py, generated where they are."""
+    (tree / "refs").mkdir(parents=True)
+    ref = tree / "refs" / REF.name
+    shutil.copy(REF, ref)
+    spec = Spec(str(ref), 64, 128, 256, math="tf32x3", backend="kgen", fusion=1,
+                tile=Tile(128, 128, 32, 64, 32, stages=3))
+    path = generator.write(spec, tree / "out" / f"{spec.name()}.py")
+    # as in a later process: nothing loaded from where the reference was
+    problems.load.cache_clear()
+    problems.graph.cache_clear()
+    return path
+
+
+def test_a_moved_tree_finds_its_reference_by_path_tail_and_hash(tmp_path, monkeypatch):
+    emitted = emit(tmp_path / "a")
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    monkeypatch.chdir(tmp_path)
+    f = EmittedFile(tmp_path / "b" / "out" / emitted.name)
+    assert Path(f.spec.problem) == tmp_path / "b" / "refs" / REF.name
+    assert f.reference.path == tmp_path / "b" / "refs" / REF.name
+
+
+def test_a_moved_reference_with_other_content_is_not_taken(tmp_path, monkeypatch):
+    emitted = emit(tmp_path / "a")
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    moved = tmp_path / "b" / "refs" / REF.name
+    moved.write_text(moved.read_text() + "\n# edited\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="cannot load its reference.*name it with --ref"):
+        EmittedFile(tmp_path / "b" / "out" / emitted.name)
+    # --ref names it explicitly (an edited reference is still the yardstick, and said to be)
+    f = EmittedFile(tmp_path / "b" / "out" / emitted.name, ref=moved)
+    assert f.reference_changed

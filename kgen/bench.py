@@ -134,3 +134,32 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
     torch.backends.cuda.matmul.allow_tf32 = previous
     return BenchResult(torch.cuda.get_device_name(device), batch, new_t, eager, eager_tf32,
                        abs_err, rel_err, compiled, "training" if f.runs_in_training else "eval")
+
+
+def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int = 0) -> dict:
+    """Close candidates timed against each other: in each of `rounds` rounds every file runs
+    right after an eager run (a tensor-core file timed right after another one measured up to
+    8 % slower than after eager: the clocks depend on what ran before, docs/perf.md), in an
+    order that alternates between rounds. Returns {"eager": [ms per timing], path: [ms per
+    round]} (medians of `iters` calls each)."""
+    device = torch.device("cuda")
+    f0 = files[0]
+    torch.manual_seed(seed)
+    with torch.device(device):
+        ref = f0.Model(*f0.init_args())
+        news = [f.ModelNew(*f.init_args()) for f in files]
+    for new in news:
+        new.load_state_dict(ref.state_dict())
+    for m in (ref, *news):
+        m.train(f0.runs_in_training)
+    x = torch.rand(f0.spec.batch, f0.spec.in_features, device=device)
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    times: dict = {"eager": [], **{str(f.path): [] for f in files}}
+    pairs = list(zip(files, news))
+    for r in range(rounds):
+        for f, new in (pairs if r % 2 == 0 else pairs[::-1]):
+            times["eager"].append(time_calls(ref, x, iters).median_ms)
+            times[str(f.path)].append(time_calls(new, x, iters).median_ms)
+    torch.backends.cuda.matmul.allow_tf32 = previous
+    return times

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import queue
+import statistics
 import subprocess
 import sys
 import threading
@@ -24,7 +25,7 @@ from typing import Callable
 
 from . import generator
 from .spec import Spec, SpecError, Tile, kgen_source_digest
-from .worker import RESULT_PREFIX
+from .worker import RESULT_PREFIX, RUNOFF_PREFIX
 
 # Tiles tried per GEMM family. SIMT: (BM, BN, BK, WM, WN, TM, TN). mma.sync: (BM, BN, BK, WM, WN, stages).
 SIMT_TILES = [
@@ -306,6 +307,7 @@ class Candidate:
     build_s: float = 0.0
     record: dict = dataclasses.field(default_factory=dict)
     cached: bool = False
+    runoff_ms: float | None = None   # median of its runoff rounds, when it was in one
 
     @property
     def measured(self) -> dict | None:
@@ -314,7 +316,7 @@ class Candidate:
     def summary(self) -> dict:
         return {"name": self.spec.name(), "key": self.spec.key(), "spec": self.spec.to_dict(),
                 "status": self.status, "detail": self.detail, "build_s": round(self.build_s, 1),
-                "cached": self.cached,
+                "cached": self.cached, **({"runoff_ms": self.runoff_ms} if self.runoff_ms else {}),
                 **{k: v for k, v in self.record.items() if k not in ("path", "status", "detail")}}
 
 
@@ -459,6 +461,47 @@ def results_table(candidates: list[Candidate]) -> str:
     return "\n".join(rows)
 
 
+# ---- runoff ----------------------------------------------------------------------------------
+# A tier's fastest candidates within RUNOFF_MARGIN of each other are timed again, against each
+# other, before the winner is chosen: one measurement each does not separate them (a file's
+# median moved by up to 8 % with what ran before it on the GPU; docs/perf.md).
+RUNOFF_MARGIN = 0.03
+RUNOFF_MAX = 3
+RUNOFF_ROUNDS = 5
+
+
+def runoff_contenders(passing: list[Candidate]) -> list[Candidate]:
+    """Of the passing candidates, fastest first: the first RUNOFF_MAX within RUNOFF_MARGIN of
+    the fastest, when they are two or more (none otherwise)."""
+    if not passing:
+        return []
+    best = passing[0].measured["median_ms"]
+    close = [c for c in passing[:RUNOFF_MAX] if c.measured["median_ms"] <= best * (1 + RUNOFF_MARGIN)]
+    return close if len(close) > 1 else []
+
+
+def runoff_order(contenders: list[Candidate], times: dict) -> list[Candidate]:
+    """The contenders by the median of their runoff rounds (kgen.bench.runoff's times)."""
+    for c in contenders:
+        c.runoff_ms = round(statistics.median(times[str(c.path)]), 4)
+    return sorted(contenders, key=lambda c: c.runoff_ms)
+
+
+def run_runoff(contenders: list[Candidate], timeout: float) -> tuple[dict | None, str]:
+    """kgen.worker runoff in a subprocess (a crash costs only the runoff): (times, error)."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "kgen.worker", "runoff", "--rounds", str(RUNOFF_ROUNDS),
+                               *(str(c.path) for c in contenders)],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"took longer than {timeout:.0f} s"
+    for line in proc.stdout.splitlines():
+        if line.startswith(RUNOFF_PREFIX):
+            return json.loads(line[len(RUNOFF_PREFIX):]), ""
+    tail = (proc.stdout + proc.stderr).strip().splitlines()
+    return None, tail[-1] if tail else f"exit {proc.returncode}"
+
+
 def full_validation(path: Path, tol: float, timeout: float) -> tuple[bool, str]:
     proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(path), "--tol", repr(tol)],
                           capture_output=True, text=True, timeout=timeout)
@@ -584,6 +627,19 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     for tol in sorted(tols):
         passing = sorted((c for c in candidates if c.status == "passed" and tol in c.record["passing_tols"]),
                          key=lambda c: c.measured["median_ms"])
+        contenders = runoff_contenders(passing)
+        if contenders:
+            times, error = run_runoff(contenders, eval_timeout)
+            if times is None:
+                echo(f"{stamp()} tol {tol:g}: the runoff of the {len(contenders)} fastest failed ({error}); "
+                     "keeping the order of their first measurements")
+            else:
+                ordered = runoff_order(contenders, times)
+                passing = ordered + [c for c in passing if c not in contenders]
+                echo(f"{stamp()} tol {tol:g}: {len(contenders)} candidates within {RUNOFF_MARGIN:.0%} of "
+                     f"each other, timed again in {RUNOFF_ROUNDS} rounds, each right after eager fp32 "
+                     f"({statistics.median(times['eager']):.3f} ms): "
+                     + ", ".join(f"{c.spec.name()} {c.runoff_ms:.3f} ms" for c in ordered))
         for c in passing:
             if cache.full_validation(c.spec, device, tol):
                 ok, log = True, "cached"
@@ -600,8 +656,9 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 winners[f"{tol:g}"] = {"name": c.spec.name(), "path": str(path), "spec": c.spec.to_dict(),
                                        "measured": measured}
                 save()
+                runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""
                 echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "
-                     f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager fp32) -> {path}")
+                     f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager fp32{runoff}) -> {path}")
                 if previous and previous.get("variant") != c.spec.name():
                     pm = previous.get("measured") or {}
                     echo(f"           replaced the earlier winner {previous.get('variant')} "

@@ -3,6 +3,7 @@ CUDA context costs only itself.
 
     python -m kgen.worker build FILE
     python -m kgen.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] FILE... | -
+    python -m kgen.worker runoff [--rounds R] [--iters N] FILE...
 
 `evaluate` prints one line `KGEN_RESULT {json}` per candidate as it finishes (with `-`, it reads
 the files from stdin, one per line, as a search builds them), and exits after a candidate whose
@@ -18,6 +19,7 @@ import sys
 import traceback
 
 RESULT_PREFIX = "KGEN_RESULT "
+RUNOFF_PREFIX = "KGEN_RUNOFF "
 EXIT_AFTER_RUNTIME_ERROR = 3
 
 
@@ -65,6 +67,18 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int) ->
     return record
 
 
+def runoff(paths: list[str], rounds: int, iters: int) -> int:
+    """Prints one line `KGEN_RUNOFF {json}`: kgen.bench.runoff of the files."""
+    from .bench import runoff as timed
+    from .loading import EmittedFile
+
+    files = [EmittedFile(p) for p in paths]
+    for f in files:
+        f.build()
+    print(RUNOFF_PREFIX + json.dumps(timed(files, rounds, iters)), flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kgen.worker")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -75,9 +89,15 @@ def main(argv=None) -> int:
     p_eval.add_argument("--batch", type=int, default=None)
     p_eval.add_argument("--iters", type=int, default=30)
     p_eval.add_argument("files", nargs="+")
+    p_runoff = sub.add_parser("runoff")
+    p_runoff.add_argument("--rounds", type=int, default=5)
+    p_runoff.add_argument("--iters", type=int, default=30)
+    p_runoff.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
     if args.cmd == "build":
         return build(args.file)
+    if args.cmd == "runoff":
+        return runoff(args.files, args.rounds, args.iters)
     files = (line.strip() for line in sys.stdin) if args.files == ["-"] else iter(args.files)
     for path in files:
         if not path:

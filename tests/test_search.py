@@ -9,6 +9,7 @@ import pytest
 from kgen import generator
 from kgen.search import (MeasurementCache, enumerate_specs, probe_maths, prune, read_index,
                          record_winner, winner_path)
+from kgen.spec import Spec, Tile
 
 H100_SMS = 132
 
@@ -120,3 +121,34 @@ def test_a_rewrite_candidate_does_not_prune_the_gemms():
     kept = [s for s in specs if s not in dropped]
     assert any(s.family == "gemv" for s in kept)
     assert any(s.family == "wgmma" for s in kept)
+
+
+def _passing(tmp_path, medians):
+    from kgen.search import Candidate
+
+    spec = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=1,
+                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    return [Candidate(spec, tmp_path / f"c{i}.py", status="passed",
+                      record={"measured": {"median_ms": ms}}) for i, ms in enumerate(medians)]
+
+
+def test_runoff_takes_the_fastest_within_the_margin_only(tmp_path):
+    from kgen.search import RUNOFF_MARGIN, runoff_contenders
+
+    a, b, c, d = _passing(tmp_path, [1.000, 1.000 + RUNOFF_MARGIN * 0.9, 1.000 + RUNOFF_MARGIN * 0.95, 1.01])
+    assert runoff_contenders([a, b, c, d]) == [a, b, c]       # at most RUNOFF_MAX (3)
+    far = _passing(tmp_path, [1.0, 1.0 + 2 * RUNOFF_MARGIN])
+    assert runoff_contenders(far) == []                        # one contender: nothing to run off
+    assert runoff_contenders([]) == []
+
+
+def test_runoff_orders_by_the_median_of_its_rounds(tmp_path):
+    from kgen.search import runoff_order
+
+    a, b = _passing(tmp_path, [1.000, 1.010])
+    # a's single measurement was lucky: its rounds are slower than b's but for one outlier
+    times = {"eager": [2.8] * 10, str(a.path): [1.00, 1.05, 1.05, 1.06, 1.05],
+             str(b.path): [1.02, 1.02, 1.03, 1.20, 1.02]}
+    assert runoff_order([a, b], times) == [b, a]
+    assert (a.runoff_ms, b.runoff_ms) == (1.05, 1.02)
+    assert b.summary()["runoff_ms"] == 1.02

@@ -8,10 +8,10 @@ start=$(date +%s)
 t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
 if [ "${PART:-1}" = 1 ]; then
   t "shipped + faults"
-  timeout 330 python3 -m pytest -m gpu -q -rA tests/test_gpu.py tests/test_faults.py > $OUT/gpu_shipped.log 2>&1
+  timeout 390 python3 -m pytest -m gpu -q -rA tests/test_gpu.py tests/test_faults.py > $OUT/gpu_shipped.log 2>&1
   tail -1 $OUT/gpu_shipped.log; grep -E "^(FAILED|ERROR)|^E " $OUT/gpu_shipped.log | head -12
   t "backward + custom ops"
-  timeout 200 python3 -m pytest -m gpu -q tests/test_backward_gpu.py tests/test_custom_ops.py > $OUT/gpu_backward.log 2>&1
+  timeout 175 python3 -m pytest -m gpu -q tests/test_backward_gpu.py tests/test_custom_ops.py > $OUT/gpu_backward.log 2>&1
   tail -1 $OUT/gpu_backward.log; grep -E "^(FAILED|ERROR)|^E " $OUT/gpu_backward.log | head -12
 else
   t refs

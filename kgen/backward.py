@@ -216,7 +216,8 @@ class _RowReverse:
     """The body of BackwardRows::row (see the module docstring): statements over one row, with
     `row` the row of z (shared memory or global), `grow` the row of the output's gradient,
     `dst` the row of the boundary value's gradient and `contrib` the row of the first
-    contribution plane (plane k at contrib + k * plane)."""
+    contribution plane (plane k at contrib + k * plane), which the row's contributions are
+    added to (the row kernel adds several rows into one plane row: kernels/backward.cuh)."""
 
     def __init__(self, lowered: Lowered):
         self.graph = graph = lowered.graph
@@ -525,7 +526,7 @@ class _RowReverse:
         lines.append(f"dst[n] = {adjoint[self.b]};")
         for k, n in enumerate(self.params):
             extra = f" + (n == 0 ? rowc{k} : 0.0f)" if n.level == "scalar" else ""
-            lines.append(f"contrib[{k} * plane + n] = cp{k}{extra};")
+            lines.append(f"contrib[{k} * plane + n] += cp{k}{extra};")
         out += _loop(graph, "tile", lines)
         return "\n".join(f"    {line}" for line in out)
 
@@ -544,7 +545,7 @@ def _staged_structs(lowered: Lowered) -> str:
         stub = "// (not used: no BatchNorm)"
         bn_structs = [_element_struct(name, stub, 2, [], "0.0f") for name in ("BackwardBnSums", "BackwardPrefix")]
     rows_struct = f"""// The reverse of the row stages, one row (kgen/backward.py, _RowReverse): the gradient of
-// {"BatchNorm's output" if has_bn else "z"} into dst, parameter kSlotOperand[k]'s contributions into contrib + k * plane.
+// {"BatchNorm's output" if has_bn else "z"} into dst, parameter kSlotOperand[k]'s contributions added into contrib + k * plane.
 struct BackwardRows {{
   static constexpr bool kRuns = {str(runs).lower()};
   static constexpr int kSlots = {len(slots)};

@@ -104,7 +104,10 @@ int main() {
     for (auto& v : operands[k]) scanf("%f", &v);
     p.operand[k] = operands[k].data();
   }
-  const size_t plane = static_cast<size_t>(M) * N;
+  // Rows are added into plane rows R at a time, as the row kernel does beyond
+  // kBackwardRowCtas rows (R = 4 of M = 6 rows: the last plane row has fewer).
+  const int R = 4, plane_rows = (M + R - 1) / R;
+  const size_t plane = static_cast<size_t>(plane_rows) * N;
   std::vector<float> dz(M * N), contrib((BackwardRows::kSlots + 1) * plane), cache(N), pool(2 * N);
   std::barrier<> block(T), warp0(32), warp1(32);
   block_barrier = &block;
@@ -115,7 +118,7 @@ int main() {
     threadIdx.x = t;
     float scratch[32];
     for (int m = 0; m < M; ++m) {
-      BackwardRows::row(z.data() + m * N, g.data() + m * G, dz.data() + m * N, contrib.data() + m * N, plane, N, p,
+      BackwardRows::row(z.data() + m * N, g.data() + m * G, dz.data() + m * N, contrib.data() + (m / R) * N, plane, N, p,
                         m % 2 ? cache.data() : nullptr, scratch, pool.data());   // both ways of reading the row
       __syncthreads();
     }
@@ -128,7 +131,7 @@ int main() {
     for (int s = 0; s < BackwardRows::kSlots; ++s) if (BackwardRows::kSlotOperand[s] == k) slot = s;
     for (int n = 0; n < sizes[k]; ++n) {
       double total = 0;
-      for (int m = 0; m < M && slot >= 0; ++m)
+      for (int m = 0; m < plane_rows && slot >= 0; ++m)
         for (int c = (sizes[k] == 1 ? 0 : n); c < (sizes[k] == 1 ? N : n + 1); ++c) total += contrib[slot * plane + m * N + c];
       printf("%.9g ", total);
     }

@@ -205,15 +205,35 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, con
 //      them and the ops before BatchNorm, with its parameters' column sums;
 //   3. the planes' column sums (row blocks merged in order: deterministic), a one-element
 //      parameter's total, and the GEMMs of backward_gemms.
+//
+// The row kernel has one CTA per row up to kBackwardRowCtas rows; beyond that each CTA takes
+// backward_rows_per_cta(M) consecutive rows in turn and adds their parameter contributions into
+// one row of the planes, so that the planes hold backward_plane_rows(M) rows, not M (GroupNorm's
+// three at 16384 x 4096: 48 MB instead of 768 MB), while kBackwardRowCtas CTAs still fill the
+// GPU. Each plane element has one thread adding to it, row after row: deterministic.
+constexpr int kBackwardRowCtas = 1024;
+inline int backward_rows_per_cta(int M) { return std::max(1, (M + kBackwardRowCtas - 1) / kBackwardRowCtas); }
+inline int backward_plane_rows(int M) {
+  const int r = backward_rows_per_cta(M);
+  return (M + r - 1) / r;
+}
+
+// Rows::row adds into the planes (zero on entry); a pooling's scratch (2 N floats) is the CTA's.
 template <class Rows>
 __global__ void __launch_bounds__(kRowThreads)
     backward_rows_kernel(const float* z, const float* g, int g_stride, float* dst, float* contrib, size_t plane,
-                         int N, EpilogueParams p, bool cached, float* pool) {
+                         int M, int N, int rows_per_cta, EpilogueParams p, bool cached, float* pool) {
   extern __shared__ __align__(16) float row_cache[];
   __shared__ float scratch[32];
-  const size_t m = blockIdx.x;
-  Rows::row(z + m * N, g + m * g_stride, dst + m * N, contrib + m * N, plane, N, p, cached ? row_cache : nullptr,
-            scratch, pool != nullptr ? pool + m * 2 * N : nullptr);
+  const size_t m0 = static_cast<size_t>(blockIdx.x) * rows_per_cta;
+  const size_t m1 = m0 + rows_per_cta < static_cast<size_t>(M) ? m0 + rows_per_cta : static_cast<size_t>(M);
+  float* block_contrib = contrib + static_cast<size_t>(blockIdx.x) * N;
+  float* block_pool = pool != nullptr ? pool + static_cast<size_t>(blockIdx.x) * 2 * N : nullptr;
+  for (size_t m = m0; m < m1; ++m) {
+    if (m > m0) __syncthreads();  // every thread is done with the previous row's cache and scratch
+    Rows::row(z + m * N, g + m * g_stride, dst + m * N, block_contrib, plane, N, p, cached ? row_cache : nullptr,
+              scratch, block_pool);
+  }
 }
 
 // partial[(row block * slots + k) * N + n] = the row block's sum of plane k's column n.
@@ -230,12 +250,13 @@ __global__ void plane_column_sums_kernel(const float* __restrict__ contrib, size
 }
 
 // Workspace floats of backward_staged: dz, w^T, dz^T, x^T, the contribution planes, the partials,
-// and with a pooling its rows' scratch (2 N floats each).
+// and with a pooling its row kernel CTAs' scratch (2 N floats each).
 inline long long backward_staged_floats(int M, int N, int K, int params, int slots, bool pool) {
-  const long long m = M, n = N, k = K;
+  const long long m = M, n = N, k = K, plane_rows = backward_plane_rows(M);
   return backward_segment(m * n) + backward_segment(k * n) + backward_segment(n * m) + backward_segment(k * m) +
-         slots * backward_segment(m * n) + backward_segment(static_cast<long long>(backward_row_blocks(M)) * std::max(params, 2) * n) +
-         (pool ? 2 * m * n : 0);
+         slots * backward_segment(plane_rows * n) +
+         backward_segment(static_cast<long long>(backward_row_blocks(M)) * std::max(params, 2) * n) +
+         (pool ? 2 * plane_rows * n : 0);
 }
 
 // grad_cols [P][N] and bn_grads [2][N] (dβ, dγ) must be zero on entry (the steps add into them).
@@ -250,11 +271,13 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
   // there is no recomputing them here (the running statistics were updated once already).
   if (saved == nullptr) return {"the forward kept no z (it ran without autograd)", cudaErrorInvalidValue};
   const long long mn = static_cast<long long>(M) * N;
-  const size_t plane = static_cast<size_t>(backward_segment(mn));
+  const size_t mn_segment = static_cast<size_t>(backward_segment(mn));
+  const int plane_rows = backward_plane_rows(M);
+  const size_t plane = static_cast<size_t>(backward_segment(static_cast<long long>(plane_rows) * N));
   float* dz = workspace;
-  float* w_t = dz + plane;
+  float* w_t = dz + mn_segment;
   float* dz_t = w_t + backward_segment(static_cast<long long>(K) * N);
-  float* x_t = dz_t + plane;
+  float* x_t = dz_t + mn_segment;
   float* contrib = x_t + backward_segment(static_cast<long long>(K) * M);
   float* partial = contrib + Rows::kSlots * plane;
   float* pool = Rows::kPool ? partial + backward_segment(static_cast<long long>(backward_row_blocks(M)) *
@@ -280,8 +303,12 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
                                  static_cast<int>(row_bytes));
       if (err != cudaSuccess) return {"row kernel shared memory", err};
     }
-    backward_rows_kernel<Rows><<<M, kRowThreads, cached ? row_bytes : 0, stream>>>(z, g, g_stride, dz, contrib, plane,
-                                                                                  N, p, cached, pool);
+    if (Rows::kSlots > 0 &&
+        (err = cudaMemsetAsync(contrib, 0, Rows::kSlots * plane * sizeof(float), stream)) != cudaSuccess) {
+      return {"clearing the contribution planes", err};
+    }
+    backward_rows_kernel<Rows><<<plane_rows, kRowThreads, cached ? row_bytes : 0, stream>>>(
+        z, g, g_stride, dz, contrib, plane, M, N, backward_rows_per_cta(M), p, cached, pool);
     if ((err = cudaGetLastError()) != cudaSuccess) return {"the row stages' gradient", err};
     y = dz;
   }
@@ -302,11 +329,12 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
     if ((err = cudaGetLastError()) != cudaSuccess) return {"BatchNorm's gradient", err};
   }
   if constexpr (Rows::kSlots > 0) {
-    plane_column_sums_kernel<<<dim3(col_blocks, blocks, Rows::kSlots), kBackwardThreads, 0, stream>>>(
-        contrib, plane, M, N, Rows::kSlots, partial);
+    const int plane_blocks = backward_row_blocks(plane_rows);
+    plane_column_sums_kernel<<<dim3(col_blocks, plane_blocks, Rows::kSlots), kBackwardThreads, 0, stream>>>(
+        contrib, plane, plane_rows, N, Rows::kSlots, partial);
     for (int k = 0; k < Rows::kSlots; ++k) {
       backward_merge_kernel<<<dim3(col_blocks, 1), kBackwardThreads, 0, stream>>>(
-          partial + static_cast<size_t>(k) * N, blocks, Rows::kSlots, N,
+          partial + static_cast<size_t>(k) * N, plane_blocks, Rows::kSlots, N,
           grad_cols + static_cast<size_t>(Rows::kSlotOperand[k]) * N, true);
     }
   }

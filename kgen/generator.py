@@ -394,6 +394,8 @@ def describe_measured(measured: dict | None) -> list[str]:
         f"           max abs error vs fp64 {m['max_abs_err']:.2e}, max rel {m['max_rel_err']:.2e}",
         *([f"passed:    {m['gate']}; worst error {m['error_ratio']:.2f}x eager fp32's"]
           if "gate" in m else []),
+        *([f"runoff:    {m['runoff_ms']:.3f} ms, the median of its runoff rounds against the candidates "
+           "closest to it (each timed right after eager fp32)"] if "runoff_ms" in m else []),
     ]
 
 

@@ -91,14 +91,19 @@ class EmittedFile:
 
 
 def find_moved_reference(recorded: str, sha256: str, emitted: Path) -> Path | None:
-    """The file whose content has `sha256` at the longest tail of the `recorded` path found
-    under the emitted file's folder, one of its parents, or the working directory."""
+    """A file whose content has `sha256` at a tail of the `recorded` path (longest first) under
+    the emitted file's folder, then each of its parents, then the working directory."""
     tail = Path(recorded).parts[1:]
     folder = emitted.resolve().parent
     for base in dict.fromkeys([folder, *folder.parents, Path.cwd()]):
         for i in range(len(tail)):
             candidate = base.joinpath(*tail[i:])
-            # hashed as kgen.reference.Reference hashes the text it reads
-            if candidate.is_file() and hashlib.sha256(candidate.read_text().encode()).hexdigest() == sha256:
+            if not candidate.is_file():
+                continue
+            try:  # hashed as kgen.reference.Reference hashes the text it reads
+                digest = hashlib.sha256(candidate.read_text().encode()).hexdigest()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if digest == sha256:
                 return candidate
     return None

@@ -497,7 +497,10 @@ def run_runoff(contenders: list[Candidate], timeout: float) -> tuple[dict | None
         return None, f"took longer than {timeout:.0f} s"
     for line in proc.stdout.splitlines():
         if line.startswith(RUNOFF_PREFIX):
-            return json.loads(line[len(RUNOFF_PREFIX):]), ""
+            try:
+                return json.loads(line[len(RUNOFF_PREFIX):]), ""
+            except ValueError as e:
+                return None, f"unreadable result: {e}"
     tail = (proc.stdout + proc.stderr).strip().splitlines()
     return None, tail[-1] if tail else f"exit {proc.returncode}"
 
@@ -627,6 +630,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     for tol in sorted(tols):
         passing = sorted((c for c in candidates if c.status == "passed" and tol in c.record["passing_tols"]),
                          key=lambda c: c.measured["median_ms"])
+        for c in passing:
+            c.runoff_ms = None   # a runoff of an earlier tier says nothing here
         contenders = runoff_contenders(passing)
         if contenders:
             times, error = run_runoff(contenders, eval_timeout)
@@ -649,7 +654,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 ok, log = full_validation(c.path, tol, eval_timeout * 3)
             if ok:
                 cache.store_full_validation(c.spec, device, tol)
-                measured = dict(c.measured, tol=tol)
+                measured = dict(c.measured, tol=tol, **({"runoff_ms": c.runoff_ms} if c.runoff_ms else {}))
                 out_dir.mkdir(parents=True, exist_ok=True)
                 path = generator.write(c.spec, winner_path(out_dir, c.spec, tol), measured=measured)
                 previous = record_winner(out_dir, path, c.spec, tol, measured)

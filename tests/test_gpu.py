@@ -147,4 +147,5 @@ def test_runoff_times_each_contender_right_after_eager(tmp_path):
     assert times is not None, error
     assert len(times["eager"]) == 2 * RUNOFF_ROUNDS
     assert all(len(times[str(f.path)]) == RUNOFF_ROUNDS and min(times[str(f.path)]) > 0 for f in files)
-    assert [c.runoff_ms for c in runoff_order(contenders, times)] == sorted(c.runoff_ms for c in contenders)
+    # 3xTF32 on tensor cores (~0.4x eager) against cuBLAS SGEMM (~1x): the runoff must rank them so
+    assert runoff_order(contenders, times)[0].spec.math == "tf32x3", times

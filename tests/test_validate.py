@@ -148,3 +148,28 @@ def test_kernelbench_eval_runs_kernelbenchs_procedure():
     # Nothing is copied between the models: a ModelNew whose construction draws differently fails.
     unseeded = validate.check_kernelbench_eval(_KernelBenchFile(0.0, seeded=False), "cpu", 1e-4)
     assert not unseeded.passed and "trial 0" in unseeded.detail
+
+
+def test_where_eager_overflows_only_allclose_decides():
+    """Eager fp32 inf where fp64 is finite: its error is inf, which must not excuse any value."""
+    truth = torch.tensor([1.0, 4e38, 2.0], dtype=torch.float64)
+    ref32 = truth.float()                       # 4e38 overflows to inf in fp32
+    for wrong in (0.0, 123.0, float("-inf")):
+        new = ref32.clone()
+        new[1] = wrong
+        cmp = Comparison(1e-2)
+        cmp.add("output", new, ref32, truth)
+        assert not cmp.ok, wrong
+
+
+def test_kernelbench_allclose_scales_rtol_with_the_new_output_and_checks_dtypes():
+    """KernelBench calls torch.allclose(eager, new): rtol times |new|, dtypes must match."""
+    truth = torch.tensor([100.0], dtype=torch.float64)
+    ref32, new = truth.float(), torch.tensor([98.995])
+    # |100 - 98.995| = 1.005 > 1e-2 + 1e-2 * 98.995, though <= 1e-2 + 1e-2 * 100
+    plain = Comparison(1e-2, plain_allclose=True)
+    plain.add("output", new, ref32, truth)
+    assert not plain.ok
+    plain = Comparison(1e-2, plain_allclose=True)
+    plain.add("output", ref32.double(), ref32, truth)    # right values, fp64 output
+    assert not plain.ok

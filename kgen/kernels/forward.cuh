@@ -156,7 +156,8 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
     float* partial = b.gemv;
     float* w_sum = partial + static_cast<size_t>(chunks) * K;
     float* total = w_sum + K;
-    if (K > 0) launch_weighted_column_sum<kgen_cfg::GemvAffine>(w, N, K, p, partial, stream);
+    if (K > 0) err = launch_weighted_column_sum<kgen_cfg::GemvAffine>(w, N, K, p, partial, stream);
+    if (err != cudaSuccess) return cudaGetErrorString(err);
     column_sum_merge_kernel<kgen_cfg::GemvAffine>
         <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, chunks, N, K, p, w_sum, total);
     gemv_rows_kernel<kgen_cfg::GemvRows><<<M, kRowThreads, 0, stream>>>(x, w_sum, total, N, K, b.out, p);

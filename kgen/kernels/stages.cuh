@@ -220,7 +220,7 @@ constexpr int kColSumThreads = 256;
 constexpr int kColSumRows = 64;  // rows of W summed by one partial
 constexpr int kColSumUnroll = 8; // rows of W whose loads one thread has in flight
 
-inline int colsum_chunks(int N) { return (N + kColSumRows - 1) / kColSumRows; }
+__host__ __device__ inline int colsum_chunks(int N) { return (N + kColSumRows - 1) / kColSumRows; }
 // Columns of W one thread sums: 4 (one float4 per row) where K % 4 == 0.
 inline int colsum_vector(int K) { return K % 4 == 0 ? 4 : 1; }
 inline int colsum_blocks(int K) {
@@ -238,33 +238,36 @@ __global__ void __launch_bounds__(kColSumThreads)
   static_assert(kVec == 1 || kVec == 4, "one float or one float4 per row");
   const int k = (blockIdx.x * kColSumThreads + threadIdx.x) * kVec;
   if (k >= K) return;
-  const int n0 = blockIdx.y * kColSumRows;
-  const int n1 = min(N, n0 + kColSumRows);
-  float acc[kVec] = {};
+  // A grid's y extent stops at 65535: beyond that many chunks, each CTA takes several.
+  for (int chunk = blockIdx.y; chunk < colsum_chunks(N); chunk += gridDim.y) {
+    const int n0 = chunk * kColSumRows;
+    const int n1 = min(N, n0 + kColSumRows);
+    float acc[kVec] = {};
 #pragma unroll kColSumUnroll
-  for (int n = n0; n < n1; ++n) {
-    float scale, shift;
-    Affine::affine(n, p, scale, shift);
-    const float* row = w + static_cast<size_t>(n) * K + k;
-    if constexpr (kVec == 4) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(row));
-      acc[0] = fmaf(scale, v.x, acc[0]);
-      acc[1] = fmaf(scale, v.y, acc[1]);
-      acc[2] = fmaf(scale, v.z, acc[2]);
-      acc[3] = fmaf(scale, v.w, acc[3]);
-    } else {
-      acc[0] = fmaf(scale, __ldg(row), acc[0]);
+    for (int n = n0; n < n1; ++n) {
+      float scale, shift;
+      Affine::affine(n, p, scale, shift);
+      const float* row = w + static_cast<size_t>(n) * K + k;
+      if constexpr (kVec == 4) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(row));
+        acc[0] = fmaf(scale, v.x, acc[0]);
+        acc[1] = fmaf(scale, v.y, acc[1]);
+        acc[2] = fmaf(scale, v.z, acc[2]);
+        acc[3] = fmaf(scale, v.w, acc[3]);
+      } else {
+        acc[0] = fmaf(scale, __ldg(row), acc[0]);
+      }
     }
-  }
-  float* out = partial + static_cast<size_t>(blockIdx.y) * K + k;
+    float* out = partial + static_cast<size_t>(chunk) * K + k;
 #pragma unroll
-  for (int i = 0; i < kVec; ++i) out[i] = acc[i];
+    for (int i = 0; i < kVec; ++i) out[i] = acc[i];
+  }
 }
 
 template <class Affine>
 cudaError_t launch_weighted_column_sum(const float* w, int N, int K, const EpilogueParams& p,
                                        float* partial, cudaStream_t stream) {
-  const dim3 grid(colsum_blocks(K), colsum_chunks(N));
+  const dim3 grid(colsum_blocks(K), std::min(colsum_chunks(N), 65535));
   if (colsum_vector(K) == 4) {
     weighted_column_sum_kernel<Affine, 4><<<grid, kColSumThreads, 0, stream>>>(w, N, K, p, partial);
   } else {

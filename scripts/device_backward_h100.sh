@@ -2,11 +2,7 @@
 # with eager fp32's error beside them, on both GEMM families; SGD steps), the custom ops' GPU
 # tests, then one training step's time (forward + backward) of the point-wise module
 # gemm_mul_leakyrelu at 1024 x 8192 -> 8192 (and of MODULES, ref:batch:in:out) against eager.
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 t "backward tests"
 timeout 240 python3 -m pytest -m gpu -q -rA tests/test_backward_gpu.py tests/test_custom_ops.py > $OUT/gpu_backward.log 2>&1
 grep -E "passed|failed|PASSED|FAILED|kgen .*eager fp32" $OUT/gpu_backward.log | tail -30

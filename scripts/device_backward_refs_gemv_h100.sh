@@ -3,11 +3,7 @@
 # and after its 16-byte loads (OLD, NEW: emitted files), timed in one process against eager with
 # its error vs fp64, KernelBench's eval procedure and the full validation, then the GPU tier of
 # tests/refs/ (REFS_LIMIT seconds).
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 t "backward tests"
 timeout 240 python3 -m pytest -m gpu -q -rA tests/test_backward_gpu.py tests/test_custom_ops.py > $OUT/gpu_backward.log 2>&1
 tail -1 $OUT/gpu_backward.log; grep -E "^(FAILED|ERROR)|^E " $OUT/gpu_backward.log | head -20

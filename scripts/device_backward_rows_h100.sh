@@ -2,11 +2,7 @@
 # kBackwardRowCtas), on one GPU (logs under $OUT): the backward GPU tests, then GroupNorm ->
 # Hardtanh at 16384 x 4096 -> 4096 before and after (BEFORE, AFTER: emitted files): one
 # training step's peak GPU memory, and bench_training.py (time against eager, gradient errors).
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 REF=tests/refs/gemm_groupnorm_hardtanh.py
 for f in $BEFORE $AFTER; do (timeout 150 python3 -m kgen.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done
 t "backward tests"

@@ -2,11 +2,7 @@
 # (tests/test_refs_gpu.py; the chain at an odd shape on both GEMM families and at its
 # KernelBench shape), then `kgen search --tol 1e-4` of the chained module and `kgen bench
 # --compile` of the winner (eager fp32 and torch.compile in the same run).
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 t "refs ${TEST_REFS:-sigmoid_gemm}"
 KGEN_TEST_REFS=${TEST_REFS:-sigmoid_gemm} timeout ${REFS_LIMIT:-300} python3 -m pytest -m gpu -q tests/test_refs_gpu.py > $OUT/gpu_refs.log 2>&1
 tail -8 $OUT/gpu_refs.log

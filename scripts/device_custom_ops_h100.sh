@@ -2,11 +2,7 @@
 # graph capture, the backward error), the shipped problems' tier (validation goes through the
 # ops now), a subset of the modules' tier, and the forward time of problems 33 and 84 before the
 # ops (BASELINE/, files of the commit before) against now (generated/), each right after eager.
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 t "custom ops"
 timeout 200 python3 -m pytest -m gpu -q tests/test_custom_ops.py > $OUT/gpu_custom_ops.log 2>&1
 tail -15 $OUT/gpu_custom_ops.log

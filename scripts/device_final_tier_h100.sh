@@ -1,11 +1,7 @@
 # The GPU test tier in device calls of at most 10 minutes (logs under $OUT):
 # PART=1: the shipped problems' tier, the planted faults (the backward ones too), the backward
 # and custom-op tests; PART=2: every module of tests/refs/.
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 if [ "${PART:-1}" = 1 ]; then
   t "shipped + faults"
   timeout 390 python3 -m pytest -m gpu -q -rA tests/test_gpu.py tests/test_faults.py > $OUT/gpu_shipped.log 2>&1

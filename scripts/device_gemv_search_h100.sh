@@ -2,11 +2,7 @@
 # (before the 16-byte loads, with them, and with the shift sum folded into the merge kernel):
 # per-kernel profile, timed in one process against eager, full validation of V2 at 1e-4;
 # `kgen search` of the module at 1e-4.
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 REF=tests/refs/gemm_sum_max_mean_lse.py
 t "sum chain: build"
 for f in $OLD $V1 $V2; do (timeout 120 python3 -m kgen.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done; wait

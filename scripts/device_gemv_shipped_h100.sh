@@ -2,11 +2,7 @@
 # (V3: the column-sum merge split 4 ways per column) profiled and timed in one process against
 # eager, V3's full validation and `kgen bench --compile`; the rewrite's GPU tests; then the
 # shipped problems' tier and the planted faults (their full validations now replay KernelBench's eval).
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 REF=tests/refs/gemm_sum_max_mean_lse.py
 t "sum chain: build"
 for f in $OLD $V2 $V3; do (timeout 120 python3 -m kgen.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done; wait

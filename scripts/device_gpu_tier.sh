@@ -2,11 +2,7 @@
 # (tests/test_refs_gpu.py: every reference of tests/refs/ at an odd shape on both GEMM families
 # and at its KernelBench shape), then the shipped problems' tier and the planted faults
 # (SHIPPED_TESTS selects a part), then the script THEN names, if any.
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 t refs
 timeout ${REFS_LIMIT:-330} python3 -m pytest -m gpu -q tests/test_refs_gpu.py > $OUT/gpu_refs.log 2>&1
 tail -12 $OUT/gpu_refs.log

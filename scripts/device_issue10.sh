@@ -3,11 +3,7 @@
 #  2. issue 8's 1e-4 winners of 33/39/84 (baseline/, from commit 8faa4a4) against today's
 #     (generated/), interleaved with eager in one process
 #  3. searches of the issue-10 modules at tol 1e-4, and their eager / torch.compile times
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 t tests
 timeout 300 python3 -m pytest -m gpu -q tests/test_refs_gpu.py > $OUT/gpu_refs.log 2>&1
 tail -8 $OUT/gpu_refs.log

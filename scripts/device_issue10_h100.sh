@@ -2,11 +2,7 @@
 # named in REFS (tests/refs/), then `kgen bench --compile` of the winner (eager fp32 and
 # torch.compile in the same run); with COMPARE=1, issue 8's files of 33/39/84 (baseline/, from
 # commit 8faa4a4) against today's (generated/), each timed right after eager.
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 for r in $REFS; do
   t "search $r"
   timeout 170 python3 -m kgen.cli search tests/refs/$r.py --tol 1e-4 --math tf32x3 --top ${TOP:-2} > $OUT/search_$r.log 2>&1

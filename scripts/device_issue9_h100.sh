@@ -2,11 +2,7 @@
 # 8's files. Re-search the shipped problems (both tiers; generated/ gets H100 winners), then time
 # issue 8's 1e-4 files (baseline/, extracted from commit 8faa4a4) against the new ones and eager,
 # interleaved in one process with the order alternating per round; logs under $OUT.
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 run() { echo "=== $*"; timeout 170 python3 -m kgen.cli search "$@" 2>&1 | grep -v "^\s*$" | tail -25; tar czf $OUT/results.tgz generated results; }
 t searches
 {

@@ -2,11 +2,7 @@
 # (scripts/bench_training.py), logs under $OUT. MODULES: REF:batch:in:out, REF a path from the
 # repository root (the shipped problems are kgen/refs/<name>.py). Each file: the wgmma 3xTF32
 # GEMM at fusion 1, 128x128x32 tiles, 4 stages (not searched).
-python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
-nvidia-smi --query-gpu=name --format=csv,noheader
-export PYTHONPATH=.
-start=$(date +%s)
-t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+. scripts/device_setup.sh
 mkdir -p $OUT/files
 # Build every file first, in parallel (the extensions compile on the 16 cores).
 for m in $MODULES; do

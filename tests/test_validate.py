@@ -173,3 +173,20 @@ def test_kernelbench_allclose_scales_rtol_with_the_new_output_and_checks_dtypes(
     plain = Comparison(1e-2, plain_allclose=True)
     plain.add("output", ref32.double(), ref32, truth)    # right values, fp64 output
     assert not plain.ok
+
+
+def test_the_kernelbench_replay_is_a_check_unless_dropout_makes_training_random():
+    """KernelBench runs the module in training mode: a file with an active Dropout (checked in
+    eval mode only) is left out of the replay, every other file gets it in its full validation."""
+    import types
+
+    from kgen import validate
+
+    def names(dropouts):
+        f = types.SimpleNamespace(dropouts=dropouts, runs_in_training=not dropouts, has_batchnorm=False)
+        return [name for name, _ in validate.checks(f, 1e-4, quick=False, batch=8, device="cpu")]
+
+    assert validate.KERNELBENCH_CHECK in names([])
+    assert validate.KERNELBENCH_CHECK not in names(["dropout"])
+    f = types.SimpleNamespace(dropouts=[], runs_in_training=True, has_batchnorm=False)
+    assert validate.KERNELBENCH_CHECK not in [n for n, _ in validate.checks(f, 1e-4, quick=True, batch=8, device="cpu")]

@@ -114,7 +114,7 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
     ref64.load_state_dict(ref.state_dict())
     for m in (ref, new, ref64):   # eval mode for a module with Dropout (loading.EmittedFile)
         m.train(f.runs_in_training)
-    x = torch.rand(batch, f.spec.in_features, device=device)
+    (x,) = [t.to(device) for t in f.reference.inputs(batch)]   # the reference's own get_inputs()
 
     # Error first, on fresh modules, so the number refers to the same state as a user's first call.
     with torch.no_grad():
@@ -152,7 +152,7 @@ def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int
         new.load_state_dict(ref.state_dict())
     for m in (ref, *news):
         m.train(f0.runs_in_training)
-    x = torch.rand(f0.spec.batch, f0.spec.in_features, device=device)
+    (x,) = [t.to(device) for t in f0.reference.inputs(f0.spec.batch)]
     previous = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     times: dict = {"eager": [], **{str(f.path): [] for f in files}}

@@ -93,23 +93,53 @@ def shape_options(f):
                      help="out_features of the Linear layer [problem default]; the file is -o.")(f)
     f = click.option("--in", "in_features", type=FeatureCount("--in (in_features)"), default=None,
                      help="in_features of the Linear layer [problem default].")(f)
+    f = click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+                     help="Set a module-level constant of the reference (any name it uses), e.g. "
+                          "--set hidden_size=4096; repeatable.")(f)
     return f
 
 
-def _shape(problem, batch, in_features, out_features):
-    from .problems import default_shape, graph
+def _constants(sets) -> tuple:
+    """--set NAME=VALUE options as the spec's sorted (name, number) pairs."""
+    out = {}
+    for item in sets:
+        name, eq, text = item.partition("=")
+        name, text = name.strip(), text.strip()
+        if not eq or not name.isidentifier():
+            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--set")
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                raise click.BadParameter(f"{name}: {text!r} is not a number", param_hint="--set") from None
+        out[name] = value
+    return tuple(sorted(out.items()))
 
-    default = default_shape(problem)
-    shape = batch or default[0], in_features or default[1], out_features or default[2]
+
+def _shape(problem, batch, in_features, out_features, sets=()):
+    """(batch, in_features, out_features, constants) of the workload: the reference's own, with
+    the options given mapped onto the constants that set them (what they changed is printed).
+    An option that cannot apply is an error only when given."""
+    from .problems import graph, load
+
+    constants = _constants(sets)
     try:
+        ref = load(problem, batch, in_features, out_features, constants)
+        g = graph(problem, batch, in_features, out_features, constants)
+        shape = int(ref.input.shape[0]), int(ref.input.shape[-1]), g.out_features
         check_shape(*shape)
-        graph(problem, *shape)
     except SpecError as e:
         raise click.UsageError(str(e)) from None
     except (Unsupported, ReferenceError) as e:
         click.echo(f"kgen: {e}", err=True)
         sys.exit(2)
-    return shape
+    changed = [f"{name} = {value}" for name, value in constants] + ref.applied
+    if changed:
+        click.echo(f"workload: {', '.join(changed)} -> batch {shape[0]}, in_features {shape[1]}, "
+                   f"out_features {shape[2]}")
+    return (*shape, constants)
 
 
 @click.group()
@@ -142,8 +172,8 @@ def main():
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Output file [generated/<name>.py].")
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")
-def generate(ref, problem, batch, in_features, out_features, math, backend, fusion, tile, warp, thread,
-             stages, group, arch, results_dir, output, force):
+def generate(ref, problem, batch, in_features, out_features, sets, math, backend, fusion, tile, warp,
+             thread, stages, group, arch, results_dir, output, force):
     """Write a ModelNew file for the reference module REF (a KernelBench-style file: Model,
     get_inputs, get_init_inputs), or a shipped --problem. Needs no GPU. A module kgen cannot
     synthesize exits 2, naming the op and its line.
@@ -154,18 +184,18 @@ def generate(ref, problem, batch, in_features, out_features, math, backend, fusi
     from . import choose
 
     problem = _problem(ref, problem)
-    batch, in_features, out_features = _shape(problem, batch, in_features, out_features)
+    batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)
     target = choose.target(arch)
     click.echo(f"target {target.arch}: {target.why}")
     variant_options = (math, backend, fusion, tile, warp, thread, stages, group)
     try:
         if all(v is None for v in variant_options):
             spec, why = choose.fastest_known(problem, batch, in_features, out_features, target,
-                                             results_dir)
+                                             results_dir, constants)
             click.echo(f"chose {spec.config_name()}: {why}")
         else:
             spec = _spec_from_options(problem, batch, in_features, out_features, math, backend,
-                                      fusion, tile, warp, thread, stages, group, target)
+                                      fusion, tile, warp, thread, stages, group, target, constants)
         path = generator.write(spec, output, overwrite=force)
     except (SpecError, StaticCheckError, generator.WriteError) as e:
         raise click.UsageError(str(e)) if isinstance(e, SpecError) else click.ClickException(str(e)) from None
@@ -173,7 +203,7 @@ def generate(ref, problem, batch, in_features, out_features, math, backend, fusi
 
 
 def _spec_from_options(problem, batch, in_features, out_features, math, backend, fusion, tile,
-                       warp, thread, stages, group, target) -> Spec:
+                       warp, thread, stages, group, target, constants=()) -> Spec:
     """The spec the options name; what they leave out takes the defaults of the family they
     name. An option the chosen GEMM has no use for is an error, never silently dropped."""
     from . import choose
@@ -187,7 +217,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
             raise click.UsageError(f"{'cuBLAS chooses its own tiles' if family == 'cublas' else 'the matrix-vector rewrite has no GEMM'}: "
                                    "drop --tile/--warp/--thread/--stages/--group")
         return Spec(problem, batch, in_features, out_features, math=math, backend=backend,
-                    fusion=int(fusion or 1), arch=target.arch)
+                    fusion=int(fusion or 1), arch=target.arch, constants=constants)
     if family == "simt" and stages is not None:
         raise click.UsageError("--stages: the fp32_simt GEMM (SIMT) has no pipeline stages")
     if family != "simt" and thread is not None:
@@ -197,7 +227,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
     # Hopper's), then the user's overrides.
     rule_target = dataclasses.replace(target, arch="sm_90a") if family == "wgmma" else target
     rule, _ = choose.shape_rule(problem, batch, in_features, out_features, rule_target, backend,
-                                math, fusion_level)
+                                math, fusion_level, constants)
     d, fusion_level = rule.tile, rule.fusion
     bm, bn, bk = _dims(tile, 3, "--tile") or (d.bm, d.bn, d.bk)
     given_warp = _dims(warp, 2, "--warp")
@@ -215,7 +245,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
                      group_m=group or d.group_m)
     try:
         return Spec(problem, batch, in_features, out_features, math=math, backend=backend,
-                    fusion=fusion_level, tile=spec_tile, arch=target.arch)
+                    fusion=fusion_level, tile=spec_tile, arch=target.arch, constants=constants)
     except SpecError as e:
         if not given_warp and ("WM=" in str(e) or "WN=" in str(e) or "warp tile" in str(e)):
             raise SpecError(f"{e} (the warp tile {wm}x{wn} is the default for this tile; set --warp)") from None
@@ -290,7 +320,7 @@ def bench(file, batch, iters, ref, with_compile):
               show_default=True, help="Where the winner of each tolerance tier is written.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Where the search's full record is written.")
-def search(ref, problem, batch, in_features, out_features, tol, maths, jobs, iters, top, exhaustive,
+def search(ref, problem, batch, in_features, out_features, sets, tol, maths, jobs, iters, top, exhaustive,
            out_dir, results_dir):
     """Find the fastest valid file per tolerance tier and write it to --out-dir.
 
@@ -304,13 +334,13 @@ def search(ref, problem, batch, in_features, out_features, tol, maths, jobs, ite
     from .search import DEFAULT_MATHS, run_search
 
     problem = _problem(ref, problem)
-    batch, in_features, out_features = _shape(problem, batch, in_features, out_features)
+    batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)
     # Only what this GPU can build and run: wgmma variants on Hopper alone.
     arch = arch_for_capability(*torch.cuda.get_device_capability())
     record = run_search(problem, batch, in_features, out_features, sorted(tol or (1e-4,)),
                         maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
                         iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
-                        exhaustive=exhaustive, echo=lambda line: click.echo(line))
+                        exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants)
     sys.exit(0 if record["winners"] else 1)
 
 

@@ -53,7 +53,8 @@ class EmittedFile:
                 self.reference = self.spec.reference()
             else:
                 self.reference = Reference(ref, {"batch": self.spec.batch, "in_features": self.spec.in_features,
-                                                 "out_features": self.spec.out_features})
+                                                 "out_features": self.spec.out_features},
+                                           dict(self.spec.constants))
         except (ReferenceError, OSError) as e:
             hint = "; if it moved, name it with --ref" if ref is None else ""
             raise ValueError(f"{self.path}: cannot load its reference: {e}{hint}") from None

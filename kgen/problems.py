@@ -4,7 +4,8 @@ by a path (`kgen generate REF.py`) or by the name of a reference shipped in kgen
 (kgen.trace), lower (kgen.lower).
 
 A spec's `problem` is the shipped name or the reference file's absolute path; its shape
-(batch, in_features, out_features) sets the reference's module-level constants.
+(batch, in_features, out_features) and `constants` set the reference's workload
+(kgen.reference maps each onto the module-level constant that sets it).
 """
 
 from __future__ import annotations
@@ -40,29 +41,26 @@ def problem_name(problem: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def load(problem: str, batch: int | None = None, in_features: int | None = None,
-         out_features: int | None = None) -> Reference:
-    ref = Reference(problem if is_path(problem) else SHIPPED_PREFIX + problem,
-                    {"batch": batch, "in_features": in_features, "out_features": out_features})
-    for what, want, got in (("batch", batch, ref.input.shape[0]), ("in_features", in_features,
-                                                                   ref.input.shape[-1])):
-        if want is not None and want != got:
-            raise ReferenceError(f"{ref.path}: get_inputs() gives {what} {got}, not {want} (the file "
-                                 f"has no module-level {'batch_size' if what == 'batch' else what} to set)")
-    return ref
+         out_features: int | None = None, constants: tuple = ()) -> Reference:
+    """The reference with the workload asked for: `constants` ((name, value) pairs, --set)
+    first, then batch / in_features / out_features mapped onto the constants that set them."""
+    return Reference(problem if is_path(problem) else SHIPPED_PREFIX + problem,
+                     {"batch": batch, "in_features": in_features, "out_features": out_features},
+                     dict(constants))
 
 
 @functools.lru_cache(maxsize=64)
 def graph(problem: str, batch: int | None = None, in_features: int | None = None,
-          out_features: int | None = None) -> Graph:
-    g = trace(load(problem, batch, in_features, out_features))
+          out_features: int | None = None, constants: tuple = ()) -> Graph:
+    g = trace(load(problem, batch, in_features, out_features, constants))
     if out_features is not None and g.out_features != out_features:
-        raise Unsupported(f"{problem}: the GEMM has {g.out_features} output features, not {out_features} "
-                          "(the reference has no module-level out_features to set)")
+        raise Unsupported(f"{problem}: the last GEMM has {g.out_features} output features, not "
+                          f"{out_features}")
     return g
 
 
-def default_shape(problem: str) -> tuple[int, int, int]:
+def default_shape(problem: str, constants: tuple = ()) -> tuple[int, int, int]:
     """(batch, in_features, out_features) as the reference file defines them."""
-    ref = load(problem)
-    g = graph(problem)
+    ref = load(problem, constants=constants)
+    g = graph(problem, constants=constants)
     return int(ref.input.shape[0]), int(ref.input.shape[-1]), g.out_features

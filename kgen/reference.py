@@ -1,16 +1,23 @@
 """Reference modules in the KernelBench convention: a Python file defining `Model`,
-`get_inputs()`, `get_init_inputs()` and module-level constants (batch_size, in_features, ...).
+`get_inputs()`, `get_init_inputs()`, usually with module-level constants that size them.
 
 kgen executes the file (it is the user's own code, as KernelBench runs it), builds the model on
-the meta device to read shapes without allocating, and keeps the text and its hash so that an
-emitted file can name exactly what it was generated from and checked against.
+the meta device to read shapes without allocating, and keeps the text and its hash: an emitted
+file carries that text and names its hash, so it is exactly what the file was generated from.
+
+The workload is what the file says, under whatever names it uses: the input is what
+`get_inputs()` returns, the constants are the file's module-level numbers (`batch_size`,
+`input_size`, `hidden_size`, ... or none at all). `--batch`, `--in` and `--out` are mapped onto
+the constant that actually sets the input's batch, the input's features or the last GEMM's
+features, found by changing each constant in turn and seeing what moves; `--set NAME=VALUE` sets
+any constant by name. The batch needs no constant: without one, inputs are drawn by calling
+`get_inputs()` as often as needed and taking the rows asked for.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import textwrap
 import types
 from pathlib import Path
 
@@ -18,8 +25,9 @@ import torch
 
 SHIPPED_DIR = Path(__file__).parent / "refs"
 SHIPPED_PREFIX = "kgen:"   # "kgen:NAME" names kgen/refs/NAME.py, the references shipped with kgen
-# Module-level constants that --batch, --in and --out override (KernelBench's names).
-SHAPE_CONSTANTS = {"batch": "batch_size", "in_features": "in_features", "out_features": "out_features"}
+# The workload dimensions --batch, --in and --out name (keys of Reference's `overrides`).
+SHAPE_KEYS = ("batch", "in_features", "out_features")
+OPTION_NAMES = {"batch": "--batch", "in_features": "--in", "out_features": "--out"}
 
 
 class ReferenceError(ValueError):
@@ -49,10 +57,37 @@ def reference_id(path: Path) -> str:
     return SHIPPED_PREFIX + path.stem if shipped else str(path)
 
 
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def module_constants(source: str, namespace: dict) -> dict[str, int | float]:
+    """The file's module-level numeric constants, in the order the file assigns them: names
+    bound at the top level by a plain assignment whose value (after executing the file) is an
+    int or float (not a bool)."""
+    names: list[str] = []
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        for t in targets:
+            for name in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", [])):
+                if isinstance(name, ast.Name) and name.id not in names:
+                    names.append(name.id)
+    out = {}
+    for name in names:
+        value = namespace.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = value
+    return out
+
+
 class Reference:
-    def __init__(self, ref: str | Path, overrides: dict | None = None):
-        """`ref`: a path, or kgen:NAME. `overrides`: values for the module's shape constants
-        (keys batch, in_features, out_features), applied before get_inputs / get_init_inputs."""
+    def __init__(self, ref: str | Path, overrides: dict | None = None, constants: dict | None = None):
+        """`ref`: a path, or kgen:NAME. `constants`: values for module-level constants by name
+        (--set). `overrides`: the workload's batch, in_features, out_features (None: as the
+        file says); each is mapped onto the constant that sets it, and one that no constant
+        sets is an error unless it equals what the file already gives (the batch excepted:
+        see `inputs`)."""
         self.id = ref if isinstance(ref, str) and ref.startswith(SHIPPED_PREFIX) else None
         self.path = resolve(str(ref))
         if self.id is None:
@@ -63,30 +98,69 @@ class Reference:
             self.source = self.path.read_text()
         except (OSError, UnicodeDecodeError) as e:
             raise ReferenceError(f"cannot read {self.path}: {e}") from None
-        self.sha256 = hashlib.sha256(self.source.encode()).hexdigest()
+        self.sha256 = sha256_text(self.source)
         self.name = self.path.stem
-        self.module = types.ModuleType(f"kgen_reference_{self.name}")
-        self.module.__dict__["__file__"] = str(self.path)
-        try:
-            exec(compile(self.source, str(self.path), "exec"), self.module.__dict__)
-        except Exception as e:  # noqa: BLE001 - the user's file failing is a message
-            raise ReferenceError(f"{self.path} raised {type(e).__name__} when executed: {e}") from None
+        self.defaults: dict[str, int | float] = {}
+        self.set_constants: dict[str, int | float] = {}
+        self._execute()
         for name in ("Model", "get_inputs", "get_init_inputs"):
             if name not in self.module.__dict__:
                 raise ReferenceError(f"{self.path} defines no {name} (KernelBench convention: Model, "
                                      "get_inputs(), get_init_inputs())")
-        self.Model = self.module.Model
-        for key, value in (overrides or {}).items():
-            if value is None:
-                continue
-            constant = SHAPE_CONSTANTS[key]
-            if constant not in self.module.__dict__:
-                raise ReferenceError(f"{self.path} has no module-level {constant} for --{key.replace('_features', '')} "
-                                     "to override")
-            self.module.__dict__[constant] = value
+        self.defaults = module_constants(self.source, self.module.__dict__)
+        for name, value in (constants or {}).items():
+            self._set(name, value, "--set")
+        self._read_workload()
+        # Where no constant sets the batch, `inputs` draws get_inputs() again and takes rows.
+        self.batch_override: int | None = None
+        self.applied: list[str] = []   # what the overrides changed, for the CLI to say
+        for key in SHAPE_KEYS:
+            value = (overrides or {}).get(key)
+            if value is not None:
+                self._override(key, int(value))
+
+    def _execute(self):
+        """Runs the file's top-level statements in order, each constant set so far pinned as soon
+        as the file assigns it, so that what the file derives from it follows (KernelBench 33:
+        `scale_shape = (out_features,)`). The emitted file loads its copy of the text the same
+        way (`_load_reference`)."""
+        self.module = types.ModuleType(f"kgen_reference_{self.name}")
+        self.module.__dict__["__file__"] = str(self.path)
+        try:
+            for statement in ast.parse(self.source).body:
+                exec(compile(ast.Module([statement], []), str(self.path), "exec"), self.module.__dict__)
+                self.module.__dict__.update({k: v for k, v in self.set_constants.items()
+                                             if k in self.module.__dict__})
+        except Exception as e:  # noqa: BLE001 - the user's file failing is a message
+            raise ReferenceError(f"{self.path} raised {type(e).__name__} when executed: {e}") from None
+        self.Model = self.module.__dict__.get("Model")
+
+    # ---- constants ---------------------------------------------------------------------------
+    def _set(self, name: str, value, why: str):
+        if name not in self.defaults:
+            known = ", ".join(self.defaults) or "none"
+            raise ReferenceError(f"{self.path} has no module-level constant {name!r} for {why} to set "
+                                 f"(its numeric constants: {known})")
+        if isinstance(self.defaults[name], int) and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if value == self.defaults[name]:
+            self.set_constants.pop(name, None)
+        else:
+            self.set_constants[name] = value
+        self._execute()
+
+    def constants(self) -> dict:
+        """Every numeric module-level constant as the workload has it (overrides applied)."""
+        return {name: self.module.__dict__[name] for name in self.defaults}
+
+    def _read_workload(self):
         with torch.device("meta"):
-            inputs = self.module.get_inputs()
-            self._init_args = list(self.module.get_init_inputs())
+            try:
+                inputs = self.module.get_inputs()
+                self._init_args = list(self.module.get_init_inputs())
+            except Exception as e:  # noqa: BLE001 - the user's functions failing is a message
+                raise ReferenceError(f"{self.path}: get_inputs() / get_init_inputs() raised "
+                                     f"{type(e).__name__}: {e}") from None
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
         if len(inputs) != 1 or len(tensors) != 1:
             raise ReferenceError(f"{self.path}: get_inputs() returns {len(inputs)} values; kgen "
@@ -99,27 +173,108 @@ class Reference:
                 raise ReferenceError(f"{self.path}: get_init_inputs() returns a tensor; kgen needs "
                                      "plain values it can write into the emitted file")
 
+    def _measure(self, key: str) -> int | None:
+        """The workload's current value of batch / in_features / out_features."""
+        if key == "batch":
+            return int(self.input.shape[0]) if self.input.dim() else None
+        if key == "in_features":
+            return int(self.input.shape[-1]) if self.input.dim() else None
+        weight = self._last_weight_path()
+        if weight is None:
+            return None
+        with torch.device("meta"):
+            try:
+                model = self.Model(*self._init_args)
+                return int(model.get_parameter(weight).shape[0])
+            except Exception as e:  # noqa: BLE001 - a perturbed constant that breaks the module moves nothing
+                self._build_error = f"{type(e).__name__}: {e}"
+                return None
+
+    def _last_weight_path(self) -> str | None:
+        if not hasattr(self, "_weight_path"):
+            from .trace import trace
+
+            # A module kgen cannot trace has no GEMM to size: its refusal is the message.
+            self._weight_path = trace(self).parts[-1].gemm.attrs["weight"]
+        return self._weight_path
+
+    def constant_for(self, key: str) -> list[str]:
+        """The constants that set `key` (batch, in_features or out_features): those whose change
+        (doubled) changes it. Found by trying each, since files name them as they please."""
+        before = self._measure(key)
+        found = []
+        for name, value in self.constants().items():
+            if not isinstance(value, int) or value < 1:
+                continue
+            saved = dict(self.set_constants)
+            self.set_constants[name] = value * 2
+            try:
+                self._execute()
+                self._read_workload()
+                after = self._measure(key)
+            except ReferenceError:
+                after = before
+            finally:
+                self.set_constants = saved
+            if after is not None and after != before:
+                found.append(name)
+        self._execute()
+        self._read_workload()
+        return found
+
+    def _override(self, key: str, value: int):
+        current = self._measure(key)
+        if value == current:
+            return
+        names = self.constant_for(key)
+        if len(names) != 1:
+            if key == "batch" and not names:
+                self.batch_override = value
+                self.input = torch.empty((value, *self.input.shape[1:]), dtype=self.input.dtype,
+                                         device="meta")
+                self.applied.append(f"batch {value} (no constant sets it: inputs are rows of "
+                                    "repeated get_inputs() calls)")
+                return
+            what = {"batch": "the input's batch", "in_features": "the input's features",
+                    "out_features": "the last GEMM's output features"}[key]
+            why = ("no module-level constant sets " + what if not names else
+                   f"several constants set {what} ({', '.join(names)}); use --set NAME=VALUE")
+            raise ReferenceError(f"{self.path}: {OPTION_NAMES[key]} {value}: {why} (the file gives "
+                                 f"{current}; its numeric constants: {', '.join(self.defaults) or 'none'})")
+        (name,) = names
+        self._set(name, value, OPTION_NAMES[key])
+        self._read_workload()
+        self._build_error = None
+        got = self._measure(key)
+        if got != value:
+            why = (f"the module cannot be built with it ({self._build_error})" if got is None and self._build_error
+                   else f"that gives {got}")
+            raise ReferenceError(f"{self.path}: {OPTION_NAMES[key]} {value}: setting {name} = {value}: {why}")
+        self.applied.append(f"{name} = {value}")
+
+    # ---- what the module is built from and run on -------------------------------------------------
     def init_args(self) -> list:
         return list(self._init_args)
 
-    def constants(self) -> dict:
-        """The module's shape constants as the emitted file restates them."""
-        return {c: self.module.__dict__[c] for c in SHAPE_CONSTANTS.values() if c in self.module.__dict__}
+    def inputs(self, batch: int | None = None) -> list[torch.Tensor]:
+        """The reference's own get_inputs() (on the CPU, as KernelBench calls it), with `batch`
+        rows [the workload's]: where no constant sets the batch, rows of as many calls as it
+        takes (the same distribution, whatever get_inputs draws)."""
+        batch = batch or int(self.input.shape[0])
+        (x,) = [t for t in self.module.get_inputs() if isinstance(t, torch.Tensor)]
+        chunks, rows = [x], x.shape[0]
+        while rows < batch:
+            (more,) = [t for t in self.module.get_inputs() if isinstance(t, torch.Tensor)]
+            chunks.append(more)
+            rows += more.shape[0]
+        x = torch.cat(chunks)[:batch] if len(chunks) > 1 or rows != batch else x
+        return [x.contiguous()]
 
     def meta_model(self) -> torch.nn.Module:
         with torch.device("meta"):
             return self.Model(*self._init_args)
 
-    def init_source(self) -> str:
-        """Model.__init__ exactly as the reference writes it, for ModelNew to reuse verbatim:
-        identical construction is what makes state_dicts and seeded parameters match."""
-        tree = ast.parse(self.source)
-        models = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"]
-        inits = [n for n in (models[0].body if models else [])
-                 if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
-        if not inits:
-            raise ReferenceError(f"{self.path}: Model has no __init__ written in the file")
-        return textwrap.dedent(ast.get_source_segment(self.source, inits[0], padded=True))
-
     def docstring(self) -> str:
-        return (self.Model.__doc__ or "").strip().splitlines()[0] if self.Model.__doc__ else ""
+        """The first line of Model's docstring (empty without one)."""
+        lines = (self.Model.__doc__ or "").strip().splitlines()
+        return lines[0].strip() if lines else ""

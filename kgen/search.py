@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import generator
+from .problems import is_path, load
 from .spec import Spec, SpecError, Tile, kgen_source_digest
 from .worker import RESULT_PREFIX, RUNOFF_PREFIX
 
@@ -70,15 +71,16 @@ STATUSES = ("passed", "incorrect", "runtime_error", "compile_error", "timeout")
 
 def enumerate_specs(problem: str, batch: int, in_features: int, out_features: int,
                     maths=DEFAULT_MATHS, arch: str = "sm_90a", include_cublas: bool = True,
-                    top: int | None = None) -> list[Spec]:
+                    top: int | None = None, constants: tuple = ()) -> list[Spec]:
     """Every valid spec of the search space (invalid tile/shape combinations are dropped);
     `top` keeps only the first (fastest-measured) tiles of each math mode."""
     from .problems import graph
 
-    shape = dict(problem=problem, batch=batch, in_features=in_features, out_features=out_features, arch=arch)
+    shape = dict(problem=problem, batch=batch, in_features=in_features, out_features=out_features, arch=arch,
+                 constants=constants)
     from .rewrite import row_sum_of_gemm, simplify
 
-    g = graph(problem, batch, in_features, out_features)
+    g = graph(problem, batch, in_features, out_features, constants)
     has_batchnorm = any(part.batchnorms for part in g.parts)
     specs: list[Spec] = []
 
@@ -206,7 +208,7 @@ def _round_to(math: str, t):
 
 
 def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
-                maths, tols: list[float], device) -> dict[str, tuple[list[float], str]]:
+                maths, tols: list[float], device, constants: tuple = ()) -> dict[str, tuple[list[float], str]]:
     """For each reduced-precision math mode: the tolerances it can meet and a one-line reason.
     The probe runs the reference module in fp64 twice, once on x and W rounded to the mode's
     operand precision: rounding alone is a lower bound on the mode's error, so a mode that
@@ -218,12 +220,13 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
 
     from .problems import graph, load
 
-    ref = load(problem, batch, in_features, out_features)
-    weights = [part.gemm.attrs["weight"] for part in graph(problem, batch, in_features, out_features).parts]
+    ref = load(problem, batch, in_features, out_features, constants)
+    weights = [part.gemm.attrs["weight"] for part in graph(problem, batch, in_features, out_features,
+                                                           constants).parts]
     torch.manual_seed(0)
     with torch.device(device):
         exact_model = ref.Model(*ref.init_args()).double()
-        x = torch.rand(batch, in_features, dtype=torch.float64)
+    x = ref.inputs(batch)[0].to(device=device, dtype=torch.float64)
     rounded_model = copy.deepcopy(exact_model)
     out = {}
     with torch.no_grad():
@@ -264,7 +267,11 @@ class MeasurementCache:
     def key(spec: Spec, device: str, what: str) -> str:
         import torch
 
-        return (f"{what}|{spec.key()}|{spec.batch}x{spec.in_features}x{spec.out_features}|{device}|"
+        # The reference's content and the workload, not its path: two files of one stem never
+        # share a measurement, and an edited reference never reuses a stale one.
+        workload = f"{spec.reference().sha256[:16]}|{spec.batch}x{spec.in_features}x{spec.out_features}"
+        workload += "".join(f"|{name}={value!r}" for name, value in spec.constants)
+        return (f"{what}|{spec.key()}|{workload}|{device}|"
                 f"torch {torch.__version__}|kgen {kgen_source_digest()}")
 
     def evaluation(self, spec: Spec, device: str, tols: list[float], iters: int) -> dict | None:
@@ -314,7 +321,7 @@ class Candidate:
         return self.record.get("measured")
 
     def summary(self) -> dict:
-        return {"name": self.spec.name(), "key": self.spec.key(), "spec": self.spec.to_dict(),
+        return {"name": self.spec.name(), "key": self.spec.key(), "spec": portable_spec(self.spec),
                 "status": self.status, "detail": self.detail, "build_s": round(self.build_s, 1),
                 "cached": self.cached, **({"runoff_ms": self.runoff_ms} if self.runoff_ms else {}),
                 **{k: v for k, v in self.record.items() if k not in ("path", "status", "detail")}}
@@ -527,6 +534,25 @@ def read_index(out_dir: Path) -> dict:
         return {"winners": {}}
 
 
+def portable_problem(problem: str) -> str:
+    """How a record names a reference: a shipped name as is, a path relative to the working
+    directory where it lies below it, else just the file's name. Records are matched by the
+    reference's sha256, never by this, so they travel with a clone or a moved tree."""
+    if not is_path(problem):
+        return problem
+    path = Path(problem)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path.name
+
+
+def portable_spec(spec: Spec) -> dict:
+    d = spec.to_dict()
+    d["problem"] = portable_problem(spec.problem)
+    return d
+
+
 def record_winner(out_dir: Path, path: Path, spec: Spec, tol: float, measured: dict) -> dict | None:
     """Lists the winner in out_dir/index.json; returns the entry it replaced, if any."""
     index = read_index(out_dir)
@@ -534,9 +560,10 @@ def record_winner(out_dir: Path, path: Path, spec: Spec, tol: float, measured: d
                       "`kgen search`; every file's header holds the same measurement.")
     previous = index["winners"].get(path.name)
     index["winners"][path.name] = {
-        "problem": spec.problem, "batch": spec.batch, "in_features": spec.in_features,
+        "problem": portable_problem(spec.problem), "reference_sha256": spec.reference().sha256,
+        "batch": spec.batch, "in_features": spec.in_features,
         "out_features": spec.out_features, "tol": tol, "arch": spec.arch, "variant": spec.name(),
-        "key": spec.key(), "spec": spec.to_dict(), "measured": measured}
+        "key": spec.key(), "spec": portable_spec(spec), "measured": measured}
     index["winners"] = dict(sorted(index["winners"].items()))
     generator.write_atomic(out_dir / INDEX_NAME, json.dumps(index, indent=1) + "\n")
     return previous
@@ -548,7 +575,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                build_timeout: float = 900, eval_timeout: float = 300, iters: int = 30,
                top: int | None = None, arch: str = "sm_90a", exhaustive: bool = False,
                cache: MeasurementCache | None = None,
-               echo: Callable[[str], None] = print) -> dict:
+               echo: Callable[[str], None] = print, constants: tuple = ()) -> dict:
     import torch
 
     started = time.monotonic()
@@ -562,7 +589,9 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     from .problems import problem_name
 
     shape = f"{problem_name(problem)}_b{batch}_i{in_features}_o{out_features}"
-    specs = enumerate_specs(problem, batch, in_features, out_features, maths, arch=arch, top=top)
+    shape += "".join(f"_{name}{value:g}" for name, value in constants)
+    specs = enumerate_specs(problem, batch, in_features, out_features, maths, arch=arch, top=top,
+                            constants=constants)
     echo(f"{stamp()} search {shape} on {device} ({arch}, {sms} SMs): {len(specs)} valid specs, "
          f"tolerances {', '.join(f'{t:g}' for t in tols)}")
 
@@ -570,7 +599,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     admissible = {t: set(FP32_ACCURATE_MATHS) for t in tols}
     if not exhaustive:
         for math, (ok, why) in probe_maths(problem, batch, in_features, out_features,
-                                          sorted({s.math for s in specs}), tols, "cuda").items():
+                                          sorted({s.math for s in specs}), tols, "cuda", constants).items():
             for t in ok:
                 admissible[t].add(math)
             verdict = f"meets {', '.join(f'{t:g}' for t in ok)}" if ok else "meets no requested tolerance"
@@ -600,7 +629,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
 
     def save():
         """Rewritten after every result, so an interrupted search keeps what it measured."""
-        record = {"search": shape, "problem": problem, "batch": batch, "in_features": in_features,
+        record = {"search": shape, "problem": portable_problem(problem),
+                  "reference_sha256": load(problem).sha256, "constants": [list(c) for c in constants], "batch": batch, "in_features": in_features,
                   "out_features": out_features, "arch": arch, "device": device, "tols": tols,
                   "winners": winners, "candidates": [c.summary() for c in candidates]}
         generator.write_atomic(record_path, json.dumps(record, indent=1))
@@ -658,7 +688,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 out_dir.mkdir(parents=True, exist_ok=True)
                 path = generator.write(c.spec, winner_path(out_dir, c.spec, tol), measured=measured)
                 previous = record_winner(out_dir, path, c.spec, tol, measured)
-                winners[f"{tol:g}"] = {"name": c.spec.name(), "path": str(path), "spec": c.spec.to_dict(),
+                winners[f"{tol:g}"] = {"name": c.spec.name(), "path": portable_problem(str(path)), "spec": portable_spec(c.spec),
                                        "measured": measured}
                 save()
                 runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""

@@ -267,6 +267,9 @@ class Spec:
     fusion: int = 2
     tile: Tile | None = None
     arch: str = "sm_90a"
+    # Module-level constants of the reference set by name (`--set NAME=VALUE`), as sorted
+    # (name, value) pairs; batch / in / out are the fields above.
+    constants: tuple = ()
 
     def __post_init__(self):
         from .problems import PROBLEMS, is_path
@@ -277,6 +280,10 @@ class Spec:
             value = getattr(self, field)
             _check(isinstance(value, int) and value >= 1, f"{field} must be a positive integer, got {value!r}")
         check_shape(self.batch, self.in_features, self.out_features)
+        _check(isinstance(self.constants, tuple) and all(
+            isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], (int, float))
+            and not isinstance(c[1], bool) for c in self.constants) and list(self.constants) == sorted(self.constants),
+            f"constants must be sorted (name, number) pairs, got {self.constants!r}")
         _check(self.math in MATH_MODES, f"unknown math mode {self.math!r}; known: {', '.join(MATH_MODES)}")
         _check(self.backend in BACKENDS, f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
         _check(self.fusion in FUSION_LEVELS, f"fusion must be one of {sorted(FUSION_LEVELS)}, got {self.fusion!r}")
@@ -317,7 +324,10 @@ class Spec:
         return f"{self.problem_name}_{prefix}_f{self.fusion}_{self.tile.name()}"
 
     def shape_name(self) -> str:
-        return f"{self.problem_name}_b{self.batch}_i{self.in_features}_o{self.out_features}"
+        name = f"{self.problem_name}_b{self.batch}_i{self.in_features}_o{self.out_features}"
+        for constant, value in self.constants:
+            name += f"_{constant}{value:g}"
+        return name
 
     def name(self) -> str:
         return f"{self.shape_name()}_{self.config_name()[len(self.problem_name) + 1:]}"
@@ -325,12 +335,12 @@ class Spec:
     def reference(self):
         from .problems import load
 
-        return load(self.problem, self.batch, self.in_features, self.out_features)
+        return load(self.problem, self.batch, self.in_features, self.out_features, self.constants)
 
     def graph(self):
         from .problems import graph
 
-        return graph(self.problem, self.batch, self.in_features, self.out_features)
+        return graph(self.problem, self.batch, self.in_features, self.out_features, self.constants)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -340,6 +350,7 @@ class Spec:
         d = dict(d)
         if d.get("tile") is not None:
             d["tile"] = Tile(**d["tile"])
+        d["constants"] = tuple(tuple(c) for c in d.get("constants", ()))
         return cls(**d)
 
     def key(self) -> str:

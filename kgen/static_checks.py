@@ -96,6 +96,19 @@ def _line_of(text: str, match: re.Match) -> int:
     return text.count("\n", 0, match.start()) + 1
 
 
+def kernelbench_strict_matches(text: str) -> list[str]:
+    """What KernelBench's strict rules find in a piece of text (as its checker reads it)."""
+    text = kernelbench_text(text)
+    found = []
+    for rule, patterns, message in KERNELBENCH_STRICT:
+        for pattern in patterns:
+            m = re.search(pattern, text)
+            if m:
+                found.append(f"line {_line_of(text, m)}: {message} [{rule}: {m.group(0)!r}]")
+                break
+    return found
+
+
 def kernelbench_violations(source: str) -> list[str]:
     """Every strict rule of KernelBench's checker (cuda backend, fp32) that the file breaks."""
     text = kernelbench_text(source)

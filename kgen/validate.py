@@ -263,13 +263,16 @@ def _poison_allocator(numel: int, device):
     del block
 
 
-def _inputs(kind: str, batch: int, in_features: int, device) -> torch.Tensor:
+def _inputs(f, kind: str, batch: int, device) -> torch.Tensor:
+    """An input of `batch` rows: "rand" is the reference's own get_inputs() (whatever it
+    draws), "randn" standard normal and "offset" uniform plus LARGE_OFFSET, of its shape."""
+    (x,) = f.reference.inputs(batch)
     if kind == "rand":
-        return torch.rand(batch, in_features, device=device)
+        return x.to(device)
     if kind == "randn":
-        return torch.randn(batch, in_features, device=device)
+        return torch.randn(x.shape, device=device)
     if kind == "offset":
-        return torch.rand(batch, in_features, device=device) + LARGE_OFFSET
+        return torch.rand(x.shape, device=device) + LARGE_OFFSET
     raise ValueError(kind)
 
 
@@ -301,7 +304,7 @@ def _train_check(f, device, tol, kind, batch, trials, judge_by_fp64=False, momen
         trio = Trio(f, device, momentum_none=momentum_none)
         cmp = Comparison(tol, judge_by_fp64)
         for t in range(trials):
-            trio.call(_inputs(kind, batch, f.spec.in_features, device), cmp, f"call {t}")
+            trio.call(_inputs(f, kind, batch, device), cmp, f"call {t}")
         return cmp.result("")
     return body
 
@@ -339,10 +342,10 @@ def check_eval(f, device, tol, batch) -> CheckResult:
     trio = Trio(f, device)
     cmp = Comparison(tol)
     for t in range(2):  # move the running statistics away from their initial values
-        trio.call(_inputs("rand", batch, f.spec.in_features, device), Comparison(tol), "warm")
+        trio.call(_inputs(f, "rand", batch, device), Comparison(tol), "warm")
     trio.train(False)
     for t in range(2):
-        trio.call(_inputs("rand", batch, f.spec.in_features, device), cmp, f"eval {t}")
+        trio.call(_inputs(f, "rand", batch, device), cmp, f"eval {t}")
     return cmp.result("eval mode")
 
 
@@ -382,7 +385,7 @@ KERNELBENCH_CHECK = f"KernelBench's eval (seed {KERNELBENCH_SEED}, {KERNELBENCH_
 def check_weights_change(f, device, tol, batch) -> CheckResult:
     trio = Trio(f, device)
     cmp = Comparison(tol)
-    x = _inputs("rand", batch, f.spec.in_features, device)
+    x = _inputs(f, "rand", batch, device)
     trio.call(x, cmp, "before")
     # Like an optimizer step: a random update of every parameter, the same for all three models.
     # (A constant added to every weight would instead give z a large common offset, an
@@ -434,7 +437,7 @@ def check_gradients(f, device, tol, batch, training: bool) -> CheckResult:
     name = f"gradients, {'train' if training else 'eval'} mode"
     trio = Trio(f, device)
     trio.train(training)
-    x = _inputs("rand", batch, f.spec.in_features, device)
+    x = _inputs(f, "rand", batch, device)
     if not has_backward(f):
         try:
             trio.new(x.clone().requires_grad_()).sum().backward()

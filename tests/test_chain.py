@@ -120,7 +120,7 @@ def test_chained_file_runs_each_part_through_its_own_entry_point(name, tmp_path)
     header = ast.get_docstring(ast.parse(text))
     assert f"chain:     {len(widths)} GEMMs" in header
     # forward calls the parts' ops in order, each on the output of the one before.
-    forward = text[text.index("    def forward(self, x):"):].splitlines()
+    forward = text[text.index("class ModelNew"):].splitlines()
     calls = [line.strip() for line in forward if "_OPS[" in line]
     assert [c.split("_OPS[")[1].split("]")[0] for c in calls] == [str(k) for k in range(len(widths))]
     assert all(c.split("_OPS[")[1].split("(")[1].startswith("x, w") for c in calls)

@@ -151,7 +151,9 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
         if g is None or n.kind == "const":
             continue
         if n.kind == "param":
-            _accumulate(grads, n.attrs["path"], _sum_to(g, _param_tensor(model, n.attrs["path"]).shape))
+            # Summed to the shape it was read as (a view of it, maybe), then in its own shape.
+            own = _param_tensor(model, n.attrs["path"]).shape
+            _accumulate(grads, n.attrs["path"], _sum_to(g, n.attrs["shape"]).reshape(own))
         elif n.kind == "gemm":
             weight = model.get_parameter(n.attrs["weight"])
             _accumulate(grads, n.attrs["weight"], g.transpose(0, 1) @ x)

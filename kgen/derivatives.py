@@ -9,7 +9,8 @@ nvcc in the CPU tests) for the backward kernels. One definition, so the two cann
 detach): `g` is the gradient of the op's result, `y` the result, `operands` the op's inputs. The formulas are torch's own
 (tools/autograd/derivatives.yaml and the ATen backward kernels), kinks included: relu passes no
 gradient at 0, hardtanh none at its bounds, clamp all of it at its bounds, abs none at 0,
-leaky_relu the negative slope at 0, elu and selu the negative branch at 0.
+leaky_relu the negative slope at 0, elu and selu the negative branch at 0, minimum and maximum
+half to each operand where they tie.
 
 `DERIVATIVES` has an entry for every op of `ops.POINTWISE` (a test ties the two tables).
 """
@@ -136,6 +137,24 @@ def _clamp(m, g, y, x, min, max):
     return (m.where(inside, g, m.c(0.0)),)
 
 
+def _minimum(m, g, y, a, b):
+    """torch's rule (derivatives.yaml): half the gradient to each operand where a == b, all of
+    it to the smaller one elsewhere, and all of it to both where either is NaN (no comparison
+    holds there)."""
+    tie = m.both(m.le(a, b), m.ge(a, b))
+    half = m.div(g, m.c(2.0))
+    return (m.where(tie, half, m.where(m.gt(a, b), m.c(0.0), g)),
+            m.where(tie, half, m.where(m.lt(a, b), m.c(0.0), g)))
+
+
+def _maximum(m, g, y, a, b):
+    """As _minimum, the larger operand taking the gradient."""
+    tie = m.both(m.le(a, b), m.ge(a, b))
+    half = m.div(g, m.c(2.0))
+    return (m.where(tie, half, m.where(m.lt(a, b), m.c(0.0), g)),
+            m.where(tie, half, m.where(m.gt(a, b), m.c(0.0), g)))
+
+
 Vjp = Callable[..., tuple]
 DERIVATIVES: dict[str, Vjp] = {
     "add": lambda m, g, y, a, b: (g, g),
@@ -173,6 +192,8 @@ DERIVATIVES: dict[str, Vjp] = {
     "clamp": _clamp,
     "minimum_const": lambda m, g, y, x, other: (m.where(m.le(x, m.c(other)), g, m.c(0.0)),),
     "maximum_const": lambda m, g, y, x, other: (m.where(m.ge(x, m.c(other)), g, m.c(0.0)),),
+    "minimum": _minimum,
+    "maximum": _maximum,
     "identity": lambda m, g, y, x: (g,),
     "detach": lambda m, g, y, x: (None,),   # no gradient flows back
 }

@@ -232,7 +232,8 @@ class Graph:
             if n.kind == "gemm":
                 values[n.id] = F.linear(x, model.get_parameter(n.attrs["weight"]))
             elif n.kind == "param":
-                values[n.id] = _get_tensor(model, n.attrs["path"])
+                # The shape the module reads it as (an order-keeping view: trace.Tracer.param_view).
+                values[n.id] = _get_tensor(model, n.attrs["path"]).reshape(n.attrs["shape"])
             elif n.kind == "const" and n.level != "scalar":
                 # x - x (rewrite.simplify): a constant of a tensor's shape
                 values[n.id] = torch.full(self.level_shape(n.level, x.shape[0]), n.attrs["value"],

@@ -258,6 +258,14 @@ _DEFINITIONS = (
     PointwiseOp("maximum_const", 1, lambda a, other: _nan_or(a, f"fmaxf(({a}), {_f(other)})"),
                 lambda x, other: torch.clamp_min(x, other), attrs=(("other", REQUIRED),),
                 doc="max(x, other) with a constant other, NaN propagating (torch.clamp_min)"),
+    # torch.minimum / torch.maximum (and torch.min / torch.max of two tensors): a NaN in either
+    # operand comes out (ATen's minimum_kernel_cuda tests a, then b, then takes ::min).
+    PointwiseOp("minimum", 2, lambda a, b: _nan_or(a, _nan_or(b, f"fminf(({a}), ({b}))")),
+                _binary(torch.minimum),
+                doc="min(a, b) of two tensors, NaN propagating from either (torch.minimum)"),
+    PointwiseOp("maximum", 2, lambda a, b: _nan_or(a, _nan_or(b, f"fmaxf(({a}), ({b}))")),
+                _binary(torch.maximum),
+                doc="max(a, b) of two tensors, NaN propagating from either (torch.maximum)"),
     PointwiseOp("identity", 1, lambda a: f"({a})", lambda x: x, doc="x (nn.Identity)"),
     # The identity forward; backward, no gradient flows through it (kgen.derivatives).
     PointwiseOp("detach", 1, lambda a: f"({a})", lambda x: x.detach(),

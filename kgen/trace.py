@@ -9,6 +9,7 @@ max-subtracted forms torch computes), so the lowering knows row reductions of fo
 
 from __future__ import annotations
 
+import ast
 import inspect
 import operator
 import re
@@ -65,6 +66,8 @@ def _max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mod
 def _avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                 count_include_pad=True): ...
 def _unsqueeze(input, dim): ...
+def _addmm(input, mat1, mat2, *, beta=1, alpha=1): ...
+def _binary_tensors(input, other): ...
 def _squeeze(input, dim=None): ...
 
 
@@ -103,25 +106,52 @@ REDUCE_FUNCTIONS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", tor
 SOFTMAX_FUNCTIONS = {F.softmax: "softmax", torch.softmax: "softmax", F.log_softmax: "log_softmax",
                      torch.log_softmax: "log_softmax"}
 MATMUL_FUNCTIONS = (torch.matmul, operator.matmul, torch.mm)
+# Element-wise min / max of two tensors (NaN propagating): function -> op.
+EXTREMUM_FUNCTIONS = {torch.minimum: "minimum", torch.maximum: "maximum"}
 # 1-d pooling over the features of x.unsqueeze(1): function -> (signature, op).
 POOL_FUNCTIONS = {F.max_pool1d: (_max_pool1d, "max"), torch.max_pool1d: (_max_pool1d, "max"),
                   F.avg_pool1d: (_avg_pool1d, "avg")}
 IDENTITY_METHODS = ("clone", "contiguous")
+# In-place methods: the out-of-place method they are (Tracer.run rebinds the receiver).
+INPLACE_METHODS = {f"{name}_": name for name in (
+    "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
+    "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow")}
+INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div"})
+# In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
+INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
+                     operator.imul: operator.mul, operator.itruediv: operator.truediv,
+                     torch.relu_: torch.relu, F.relu_: F.relu}
+# Views of a parameter, read as the parameter in another shape (Tracer.param_view).
+PARAM_VIEWS = ("view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "transpose", "permute")
+# Functions with an `inplace` flag (True: the result is written into the input).
+_INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.elu: _elu,
+                 F.silu: _act, F.mish: _act, F.hardsigmoid: _act, F.hardswish: _act, F.selu: _act,
+                 F.relu6: _act, F.dropout: _dropout}
 METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg")
 METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add__": "add",
                  "__sub__": "sub", "__mul__": "mul", "__truediv__": "div"}
 METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "logsumexp": "logsumexp"}
 
 SUPPORTED = (
-    "nn.Linear, F.linear, x @ W.T and torch.matmul(x, W.T) (the first on the module's input, each "
-    "later one on the (batch, features) output of the part before it); "
+    "nn.Linear, F.linear, x @ W.T, torch.matmul / torch.mm / x.mm(W.T) and torch.addmm(b, x, W.T) "
+    "with W stored (N, K) (the first on the module's input, each later one on the (batch, "
+    "features) output of the part before it); "
     f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
     "scalars, per-feature (N,) or (1, N) parameters, per-row values, and parameters of other "
     "shapes that broadcast onto the result as torch broadcasts them); row reductions over "
     "dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax; BatchNorm1d (one); "
     "GroupNorm; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
-    "clone/detach; Dropout (the identity in eval mode; training mode is refused at run time)"
+    "in-place forms (x.mul_(2), x += y, inplace=True); order-keeping views of parameters "
+    "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach; Dropout (the "
+    "identity in eval mode; training mode is refused at run time)"
 )
+
+
+class _Id(int):
+    """An IR node id as an fx value. A subclass of int, so that an fx argument that is a Python
+    int (a constant, a dim) is never taken for a node: `x * 2` once read node 2 for the 2."""
+
+    __slots__ = ()
 
 
 class _Marker:
@@ -129,8 +159,11 @@ class _Marker:
     indices) pair of torch.max(dim=...), or a (batch, 1, features) view of a value
     ("unsqueezed": the input form of 1-d pooling)."""
 
-    def __init__(self, kind: str, payload):
+    def __init__(self, kind: str, payload, shape: tuple | None = None):
         self.kind, self.payload = kind, payload
+        # A parameter's marker ("tensor", "matrix"): the shape of the view of it the module
+        # reads (Tracer.param_view), None for the parameter itself.
+        self.shape = shape
 
 
 class Tracer:
@@ -157,9 +190,9 @@ class Tracer:
 
     # ---- node construction ---------------------------------------------------------------
     def add(self, kind: str, level: str, args=(), op: str = "", **attrs) -> int:
-        node = Node(len(self.nodes), kind, level, tuple(args), op, attrs, *self.where)
+        node = Node(len(self.nodes), kind, level, tuple(int(a) for a in args), op, attrs, *self.where)
         self.nodes.append(node)
-        return node.id
+        return _Id(node.id)
 
     def const(self, value) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -171,10 +204,13 @@ class Tracer:
 
     def value(self, v) -> int:
         """An IR node id for an fx argument (a node's value or a Python number)."""
-        if isinstance(v, int) and not isinstance(v, bool) and v in self.env_ids:
+        if isinstance(v, _Id):
             return v
         if isinstance(v, _Marker) and v.kind in ("tensor", "matrix") and self.gemm_id is not None:
-            return self.param(v.payload)
+            return self.param(v.payload, v.shape)
+        if isinstance(v, _Marker) and v.kind == "matrix_t" and self.gemm_id is not None:
+            # W.t() read as a value, not as a GEMM's weight: a view like any other.
+            return self.value(self.param_view(_Marker("matrix", v.payload), "t", (), {}))
         if isinstance(v, _Marker) and v.kind == "earlier":
             raise self.refuse(f"a value computed before the GEMM at line {v.payload} is used after "
                               "it (kgen chains GEMMs through the next GEMM's input alone)")
@@ -198,26 +234,61 @@ class Tracer:
             raise self.refuse(f"{path} is not a tensor")
         return _Marker("matrix" if t.dim() == 2 else "tensor", path)
 
-    def param(self, path: str) -> int:
-        """The IR node of a parameter or buffer used as a value of the epilogue."""
-        if path in self.params:
-            return self.params[path]
+    def _tensor(self, path: str) -> torch.Tensor:
         module_path, _, name = path.rpartition(".")
         owner = self.model.get_submodule(module_path) if module_path else self.model
         t = getattr(owner, name)
         if not isinstance(t, torch.Tensor):
             raise self.refuse(f"{path} is not a tensor")
+        return t
+
+    def param(self, path: str, view: tuple | None = None) -> int:
+        """The IR node of a parameter or buffer used as a value of the epilogue, read as the
+        shape `view` (an order-keeping view of it: Tracer.param_view; None: its own shape).
+        The node's `shape` is the view's, its data the parameter's storage, in order: an (N, 1)
+        bias read as bias.t() is a per-column (1, N) value of N contiguous floats."""
+        t = self._tensor(path)
+        shape = tuple(t.shape) if view is None else tuple(view)
+        if path in self.params:
+            known = self.nodes[self.params[path]].attrs["shape"]
+            # Shapes that differ in leading 1s broadcast alike: one node serves both.
+            if _strip_leading_ones(known) != _strip_leading_ones(shape):
+                raise self.refuse(f"the parameter {path} is read as {shape_text(known)} and as "
+                                  f"{shape_text(shape)} (kgen reads each parameter as one shape)")
+            return self.params[path]
         n = self.out_features
-        if t.numel() == 1 and t.dim() <= 2:
+        numel = 1
+        for d in shape:
+            numel *= d
+        if numel == 1 and len(shape) <= 2:
             level = "scalar"
-        elif n is not None and tuple(t.shape) in ((n,), (1, n)):
+        elif n is not None and shape in ((n,), (1, n)):
             level = "col"
         else:
             level = "free"     # broadcast as torch does, in the output's tail (ir.py)
         if t.dtype != torch.float32:
             raise self.refuse(f"the parameter {path} is {t.dtype}; kgen computes in float32")
-        self.params[path] = self.add("param", level, path=path, shape=tuple(t.shape))
+        self.params[path] = self.add("param", level, path=path, shape=shape)
         return self.params[path]
+
+    def param_view(self, marker: _Marker, method: str, args, kwargs) -> _Marker:
+        """`method` (view, reshape, t, ...) of a parameter's marker: the same parameter read as
+        the view's shape. Only views that keep the elements' order are taken (the kernels read a
+        parameter's storage in order); a transpose of an (A, B) parameter with A, B > 1 is refused."""
+        path = marker.payload
+        shape = tuple(self._tensor(path).shape) if marker.shape is None else marker.shape
+        if any(isinstance(a, (_Id, _Marker)) for a in (*args, *kwargs.values())):
+            raise self.refuse(f"{path}.{method}() with a size computed from a tensor (kgen takes "
+                              "views of parameters to constant shapes)")
+        try:
+            viewed = getattr(torch.empty(shape, device="meta"), method)(*args, **kwargs)
+        except (RuntimeError, TypeError, ValueError, IndexError) as e:
+            raise self.refuse(f"{path}.{method}(): {e}") from None
+        if not viewed.is_contiguous():
+            raise self.refuse(f"{path}.{method}() of the {shape_text(shape)} parameter {path} changes "
+                              "the order of its elements (a transpose); kgen reads parameters in "
+                              "their storage order: store the parameter transposed instead")
+        return _Marker("matrix" if viewed.dim() == 2 else "tensor", path, tuple(viewed.shape))
 
     def shape_of(self, i: int) -> tuple:
         """The shape of node i's value, "M" standing for the batch."""
@@ -421,7 +492,7 @@ class Tracer:
         for fx_node, v in self.env.items():
             if isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed")):
                 self.env[fx_node] = _Marker("earlier", line)
-        self.nodes, self.params, self.consts, self.env_ids = [], {}, {}, set()
+        self.nodes, self.params, self.consts = [], {}, {}
         self.gemm_id, self.in_features = None, int(width)
 
     # ---- the walk ------------------------------------------------------------------------
@@ -439,8 +510,9 @@ class Tracer:
         self.previous: Graph | None = None
         self.input_marker = _Marker("input", None)
         self.env: dict[torch.fx.Node, object] = {}
+        self.aliases: dict[torch.fx.Node, list] = {}   # fx values sharing storage (Tracer._join)
+        self.augmented = self._augmented_assignments(fx_graph)
         env = self.env
-        self.env_ids: set[int] = set()
         output = None
         placeholders = [n for n in fx_graph.nodes if n.op == "placeholder"]
         if len(placeholders) != 1:
@@ -459,10 +531,15 @@ class Tracer:
                 continue
             args = torch.fx.node.map_arg(fx_node.args, lambda n: env[n])
             kwargs = torch.fx.node.map_arg(fx_node.kwargs, lambda n: env[n])
+            receiver, writes = self._aliasing(fx_node)
+            if writes:
+                self._check_writable(env[receiver], fx_node)
             result = self.visit(fx_node, args, kwargs)
-            if isinstance(result, int):
-                self.env_ids.add(result)
+            if writes:
+                self._write(receiver, result, fx_node)
             env[fx_node] = result
+            if receiver is not None:
+                self._join(receiver, fx_node)
         if self.gemm_id is None:
             raise Unsupported(f"{self.ref.path}: Model.forward has no GEMM (nn.Linear, F.linear or "
                               "x @ W.T); kgen synthesizes a GEMM followed by an epilogue chain")
@@ -470,6 +547,124 @@ class Tracer:
         if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
         return graph
+
+    # ---- in-place ops and aliases -----------------------------------------------------------
+    def _aliasing(self, fx_node: torch.fx.Node) -> tuple[torch.fx.Node | None, bool]:
+        """(the fx value whose storage fx_node's result shares, whether the op writes it): an
+        in-place op (x.mul_(2), x += y, F.relu(x, inplace=True), nn.ReLU(inplace=True)) writes
+        its first argument and returns it; contiguous, detach, Identity and Dropout (the identity
+        in eval mode, the only mode kgen runs it in) return an alias of it."""
+        first = fx_node.args[0] if fx_node.args else None
+        if not isinstance(first, torch.fx.Node):
+            return None, False
+        if fx_node.op == "call_method":
+            if fx_node.target in INPLACE_METHODS:
+                return first, True
+            if fx_node.target in ("contiguous", "detach", "unsqueeze", "squeeze"):
+                return first, False
+        elif fx_node.op == "call_function":
+            fn = fx_node.target
+            if fn in INPLACE_FUNCTIONS or fx_node in self.augmented:
+                return first, True
+            if fn in _INPLACE_FLAG:
+                args = torch.fx.node.map_arg(fx_node.args, lambda n: None)
+                try:
+                    inplace = inspect.signature(_INPLACE_FLAG[fn]).bind(*args, **fx_node.kwargs).arguments.get("inplace")
+                except TypeError:
+                    return None, False   # visit refuses the call
+                if inplace:
+                    return first, True
+                return (first, False) if fn is F.dropout else (None, False)
+        elif fx_node.op == "call_module":
+            module = self.model.get_submodule(fx_node.target)
+            if getattr(module, "inplace", False) is True:
+                return first, True
+            if isinstance(module, (nn.Identity, nn.Dropout)):
+                return first, False
+        return None, False
+
+    def _augmented_assignments(self, fx_graph) -> set:
+        """The fx nodes of `x += y` (-=, *=, /=): fx records them as operator.add etc., as it does
+        `x = x + y`, but torch writes x in place, which another name bound to x sees. Found from
+        the source line: of the nodes one line (a statement `name op= ...`) makes in a row, the
+        last of that operator."""
+        ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+        found, run, key = set(), [], None
+
+        def close():
+            if not run:
+                return
+            try:
+                (stmt,) = ast.parse(self.where_of(run[0])[1]).body
+            except (SyntaxError, ValueError):
+                return
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and type(stmt.op) in ops:
+                matches = [n for n in run if n.op == "call_function" and n.target is ops[type(stmt.op)]]
+                if matches:
+                    found.add(matches[-1])
+
+        for fx_node in fx_graph.nodes:
+            where = self.where_of(fx_node)
+            if where[0] is None or where != key:
+                close()
+                run, key = [], where
+            if where[0] is not None:
+                run.append(fx_node)
+        close()
+        return found
+
+    def where_of(self, fx_node: torch.fx.Node) -> tuple:
+        saved = self.where
+        try:
+            self._locate(fx_node)
+            return self.where
+        finally:
+            self.where = saved
+
+    def _check_writable(self, target, fx_node: torch.fx.Node) -> None:
+        what = fx_node.target if isinstance(fx_node.target, str) else getattr(fx_node.target, "__name__", "op")
+        if target is self.input_marker:
+            raise self.refuse(f"an in-place {what} on the module's input (it would change the "
+                              "caller's tensor); write the op out of place")
+        if isinstance(target, _Marker) and target.kind in ("tensor", "matrix", "matrix_t"):
+            raise self.refuse(f"an in-place {what} on the parameter {target.payload} (it would "
+                              "change the module's state); write the op out of place")
+
+    def _join(self, receiver: torch.fx.Node, fx_node: torch.fx.Node) -> None:
+        group = self.aliases.setdefault(receiver, [receiver])
+        group.append(fx_node)
+        self.aliases[fx_node] = group
+
+    def _write(self, receiver: torch.fx.Node, new, fx_node: torch.fx.Node) -> None:
+        """An in-place op wrote `new` into the receiver: the receiver and every alias of it now
+        hold it (later uses of the old fx values read the new value, as in torch)."""
+        old = self.env[receiver]
+        if not isinstance(old, _Id):
+            raise self.refuse("an in-place op on a value kgen cannot write in place")
+        if not isinstance(new, _Id):
+            raise self.refuse("an in-place op whose result is not a tensor value")
+        if self.shape_of(new) != self.shape_of(old):
+            show = lambda s: shape_text(tuple("batch" if d == "M" else d for d in s))  # noqa: E731
+            raise self.refuse(f"an in-place op that would change its target's shape from "
+                              f"{show(self.shape_of(old))} to {show(self.shape_of(new))} (torch "
+                              "refuses it too)")
+        updates = {}
+        for member in self.aliases.get(receiver, [receiver]):
+            v = self.env[member]
+            if isinstance(v, _Id) and v == old:
+                updates[member] = new
+            elif isinstance(v, _Marker) and v.kind == "unsqueezed" and v.payload == old:
+                updates[member] = _Marker("unsqueezed", new)
+            elif isinstance(v, _Id) and self.nodes[v].op == "detach" and self.nodes[v].args == (old,):
+                # A detached alias (x.detach()) sees the new value, still detached.
+                updates[member] = self.add("pointwise", self.level(new), [new], "detach")
+                if self.level(new) == "full":
+                    self.nodes[updates[member]].shape = self.nodes[new].shape
+            else:
+                raise self.refuse("an in-place op on a value that shares its storage with a "
+                                  "detached or reshaped one (x.detach().mul_(2) and the like); "
+                                  "write the op out of place")
+        self.env.update(updates)
 
     def visit(self, fx_node: torch.fx.Node, args, kwargs):
         op = fx_node.op
@@ -549,6 +744,7 @@ class Tracer:
         return bound.arguments
 
     def visit_function(self, fn, args, kwargs):
+        fn = INPLACE_FUNCTIONS.get(fn, fn)   # Tracer.run rebinds the receiver of an in-place one
         if fn is operator.getitem:
             target, index = args
             if isinstance(target, _Marker) and target.kind == "values_indices":
@@ -559,27 +755,52 @@ class Tracer:
         if fn is getattr:
             target, name = args
             if isinstance(target, _Marker) and target.kind == "matrix" and name in ("T", "mT"):
-                return _Marker("matrix_t", target.payload)
+                if target.shape is None:
+                    return _Marker("matrix_t", target.payload)
+                return self.param_view(target, "t", (), {})
+            if isinstance(target, _Marker) and target.kind == "tensor" and name in ("T", "mT"):
+                return self.param_view(target, "t" if name == "T" else "mT", (), {})
             if isinstance(target, _Marker) and target.kind == "values_indices" and name == "values":
                 return target.payload
             raise self.refuse(f"the attribute .{name} is not supported")
-        if fn not in MATMUL_FUNCTIONS and fn is not F.linear:
+        if fn not in MATMUL_FUNCTIONS and fn not in (F.linear, torch.addmm):
             for a in args:
                 self._check_input(a)
         if fn is F.linear:
             a = self._bind(_linear, args, kwargs)
             w, b = a["weight"], a["bias"]
-            if not (isinstance(w, _Marker) and w.kind == "matrix"):
+            if not (isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None):
                 raise self.refuse("F.linear with a weight that is not a parameter of the module")
-            if b is not None and not (isinstance(b, _Marker) and b.kind == "tensor"):
+            if b is not None and not (isinstance(b, _Marker) and b.kind in ("tensor", "matrix")):
                 raise self.refuse("F.linear with a bias that is not a parameter of the module")
-            return self.gemm(a["input"], w.payload, b.payload if b is not None else None)
+            z = self.gemm(a["input"], w.payload, None)
+            return z if b is None else self.pointwise("add", [z, b])
+        if fn is torch.addmm:
+            # addmm(b, x, W.t()) = b + x Wᵀ: the GEMM, then the bias (as F.linear's IR).
+            a = self._bind(_addmm, args, kwargs)
+            if a["beta"] != 1 or a["alpha"] != 1:
+                raise self.refuse(f"torch.addmm with beta={a['beta']!r}, alpha={a['alpha']!r} (kgen "
+                                  "takes beta=1, alpha=1: write the scaling as its own op)")
+            b = a["input"]
+            if not (isinstance(b, _Marker) and b.kind in ("tensor", "matrix")):
+                raise self.refuse("torch.addmm whose first operand is not a parameter of the module")
+            z = self.visit_function(torch.mm, (a["mat1"], a["mat2"]), {})
+            return self.pointwise("add", [z, b])
         if fn in MATMUL_FUNCTIONS:
             x, w = args
+            if isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None:
+                shape = tuple(self._tensor(w.payload).shape)
+                raise self.refuse(f"x @ {w.payload} with the {shape_text(shape)} parameter "
+                                  f"{w.payload} not transposed: kgen's GEMM kernels compute x Wᵀ "
+                                  "with W stored (N, K), nn.Linear's layout, and do not transpose "
+                                  f"W; store {w.payload} as (N, K) and write x @ {w.payload}.t() "
+                                  "(or use nn.Linear)")
             if not (isinstance(w, _Marker) and w.kind == "matrix_t"):
                 raise self.refuse("a matmul whose right operand is not W.T / W.t() of an (N, K) "
                                   "parameter W of the module")
             return self.gemm(x, w.payload, None)
+        if fn in EXTREMUM_FUNCTIONS:
+            return self.binary_extremum(EXTREMUM_FUNCTIONS[fn], args, kwargs)
         if fn in BINARY_FUNCTIONS:
             a = self._bind(_binary, args, kwargs)
             if a["alpha"] != 1:
@@ -626,18 +847,42 @@ class Tracer:
         raise self.refuse(f"the function {module}.{name} is not supported")
 
     def _max_min(self, kind: str, args, kwargs):
-        if len(args) >= 2 and not isinstance(args[1], int) or "other" in kwargs:
-            raise self.refuse(f"torch.{kind} of two tensors (use torch.clamp with a constant)")
+        second = args[1] if len(args) >= 2 else kwargs.get("other")
+        if isinstance(second, (_Id, _Marker)) or "other" in kwargs:
+            # torch.min(x, other) / torch.max(x, other) of two tensors: torch.minimum / maximum.
+            return self.binary_extremum({"min": "minimum", "max": "maximum"}[kind], args, kwargs)
         dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
         keepdim = kwargs.get("keepdim", args[2] if len(args) > 2 else False)
         if dim is None:
             raise self.refuse(f"torch.{kind} over all elements")
         return _Marker("values_indices", self.reduce(kind, args[0], dim, keepdim))
 
+    def binary_extremum(self, op: str, args, kwargs):
+        a = self._bind(_binary_tensors, args, kwargs)
+        if not all(isinstance(v, (_Id, _Marker)) for v in (a["input"], a["other"])):
+            raise self.refuse(f"{op} of a tensor and a number (torch takes two tensors; write "
+                              "torch.clamp(x, max=c) or torch.clamp(x, min=c))")
+        return self.pointwise(op, [a["input"], a["other"]])
+
     def visit_method(self, name: str, args, kwargs):
         self_arg, rest = args[0], args[1:]
-        if isinstance(self_arg, _Marker) and self_arg.kind == "matrix" and name == "t":
+        if isinstance(self_arg, _Marker) and self_arg.kind == "matrix" and self_arg.shape is None \
+                and (name == "t" or (name == "transpose" and _swaps_2d(rest, kwargs))):
             return _Marker("matrix_t", self_arg.payload)
+        if isinstance(self_arg, _Marker) and self_arg.kind == "matrix_t" and name in PARAM_VIEWS:
+            transposed = self.param_view(_Marker("matrix", self_arg.payload), "t", (), {})
+            return self.param_view(transposed, name, rest, kwargs)
+        if isinstance(self_arg, _Marker) and self_arg.kind in ("tensor", "matrix") and name in PARAM_VIEWS:
+            return self.param_view(self_arg, name, rest, kwargs)
+        if name in ("mm", "matmul", "__matmul__"):
+            return self.visit_function(torch.matmul, args, kwargs)
+        if name == "addmm":
+            return self.visit_function(torch.addmm, args, kwargs)
+        if name in INPLACE_METHODS:
+            # The op itself; Tracer.run rebinds the receiver (and its aliases) to the result.
+            return self.visit_method(INPLACE_METHODS[name], args, kwargs)
+        if name in ("minimum", "maximum"):
+            return self.binary_extremum(name, args, kwargs)
         if name == "unsqueeze":
             a = self._bind(_unsqueeze, args, kwargs)
             x = self.value(a["input"])
@@ -678,6 +923,20 @@ class Tracer:
             a = self._bind(_softmax, args, kwargs)
             return self.reduce(name, a["input"], a["dim"], True)
         raise self.refuse(f"the tensor method .{name}() is not supported")
+
+
+def _swaps_2d(rest, kwargs) -> bool:
+    """Whether transpose's arguments swap the two dimensions of a matrix."""
+    dims = tuple(rest) + tuple(kwargs.get(k) for k in ("dim0", "dim1") if k in kwargs)
+    return len(dims) == 2 and all(isinstance(d, int) and not isinstance(d, _Id) for d in dims) \
+        and {d % 2 for d in dims} == {0, 1}
+
+
+def _strip_leading_ones(shape: tuple) -> tuple:
+    shape = tuple(shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return shape
 
 
 def trace(ref: Reference) -> Graph:

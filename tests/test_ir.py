@@ -97,6 +97,8 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "div": ["x / 2.0", "x / self.scale2"], "residual": ["x + x"], "detach": ["x + x.clone().detach()"],
     "sqrt": ["torch.sqrt(x.abs() + 1.0)"], "log": ["torch.log(x.abs() + 1.0)"],
     "rsqrt": ["torch.rsqrt(x.abs() + 1.0)"],
+    "minimum": ["torch.min(x, self.scale2)", "torch.minimum(x, self.bias2)"],
+    "maximum": ["torch.maximum(x, self.bias2)"],
 }
 REDUCTION_FORMS = ["torch.softmax(x, dim=1)", "F.log_softmax(x, dim=-1)",
                    "torch.logsumexp(x, dim=1, keepdim=True)", "x.sum(dim=1, keepdim=True)",

@@ -35,9 +35,10 @@ EXPECTED_ATTRS = {
     "elu": (("alpha", 1.0),), "selu": (),
     "clamp": (("min", None), ("max", None)),
     "minimum_const": (("other", REQUIRED),), "maximum_const": (("other", REQUIRED),),
+    "minimum": (), "maximum": (),
     "identity": (), "detach": (),
 }
-BINARY = {"add", "sub", "mul", "div"}
+BINARY = {"add", "sub", "mul", "div", "minimum", "maximum"}
 
 # (op, attrs): every op with its default attributes where it has usable defaults, and with
 # non-default ones; pow at each exponent that takes its own code path and at two that do not.
@@ -56,6 +57,7 @@ VARIANTS = [
     ("clamp", {"min": -1.0}), ("clamp", {"max": 2.0}), ("clamp", {"min": -1.0, "max": 2.0}),
     ("clamp", {"min": -0.1, "max": INF}),
     ("minimum_const", {"other": 0.5}), ("maximum_const", {"other": -0.25}),
+    ("minimum", {}), ("maximum", {}),
     ("identity", {}), ("detach", {}),
 ]
 
@@ -95,6 +97,8 @@ REFERENCES = {
     "clamp": lambda x, **kw: x.clamp(**kw),
     "minimum_const": lambda x, other: torch.minimum(x, torch.full_like(x, other)),
     "maximum_const": lambda x, other: torch.maximum(x, torch.full_like(x, other)),
+    "minimum": lambda x, y: torch.min(x, y),
+    "maximum": lambda x, y: torch.max(x, y),
     "identity": lambda x: nn.Identity()(x),
     "detach": lambda x: x.detach(),
 }

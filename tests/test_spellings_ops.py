@@ -1,0 +1,373 @@
+"""Spellings real modules use, traced as the ops kgen already has (CPU):
+
+- in-place methods (x.mul_(2), x.relu_(), x += y, F.relu(x, inplace=True)) are their
+  out-of-place ops, and a later use of the old value (another name for the same tensor) reads
+  the new one, as in torch; on the module's input or a parameter they are refused;
+- GEMM spellings: torch.addmm(b, x, W.t()), torch.mm, x.mm, x.matmul, F.linear without bias;
+  x @ W with W stored (K, N) is refused (the kernels read W as (N, K));
+- order-keeping views of a parameter (an (N, 1) bias's .t(), .view(1, -1), .reshape,
+  .unsqueeze(0), .squeeze()) read it as the view's shape, in its storage order; a transpose of an
+  (A, B) parameter (A, B > 1) is refused;
+- binary minimum / maximum (torch.min(x, t), torch.minimum, torch.max, x.maximum): NaN
+  propagating, gradient halved at ties as torch's;
+- a Python int argument is a constant, never an IR node (x * 2 once read node 2).
+
+Each traced IR is checked against the module itself (the oracle, fp64), against the IR of the
+out-of-place / canonical spelling, for gradients against torch.autograd, and for lowering."""
+
+import re
+import textwrap
+
+import pytest
+import torch
+
+from kgen import lower
+from kgen.derivatives import torch_vjp
+from kgen.ir import Unsupported
+from kgen.ops import cuda_expr, torch_apply
+from kgen.reference import Reference
+from kgen.trace import trace
+
+from conftest import module_source
+from test_autodiff import check_module_gradients
+from test_ir import check_oracle
+
+N = 24
+PARAMS = {
+    "b": "nn.Parameter(torch.randn(out_features))",             # (N,)
+    "bc": "nn.Parameter(torch.randn(out_features, 1))",         # (N, 1): per column, as .t()
+    "c": "nn.Parameter(torch.tensor(0.3))",                     # 0-d (KernelBench 68's constant)
+    "m": "nn.Parameter(torch.randn(3, out_features))",          # a true matrix
+}
+
+
+def write(tmp_path, name: str, body: str, params=PARAMS) -> Reference:
+    path = tmp_path / f"{name}.py"
+    path.write_text(module_source(body, params, out_features=N))
+    return Reference(path)
+
+
+def describe(ref: Reference) -> str:
+    return canonical(trace(ref).describe())
+
+
+def canonical(text: str) -> str:
+    """The IR's description with its node ids renumbered in order of appearance (an in-place
+    spelling may leave a dead node behind, which shifts the ids)."""
+    ids: dict[str, str] = {}
+    return re.sub(r"%(\d+)", lambda m: ids.setdefault(m.group(1), f"%{len(ids)}"), text)
+
+
+def check(ref: Reference, grads: bool = True):
+    """The IR computes what the module computes (training and eval), its gradients are torch's,
+    and it lowers."""
+    graph = check_oracle(ref, True)
+    check_oracle(ref, False)
+    if grads:
+        check_module_gradients(ref, True)
+    lower.lower(graph, fused_stats=True, external_gemm=False)
+    return graph
+
+
+# ---- 1. in-place methods ---------------------------------------------------------------------
+# (in-place spelling, the out-of-place one)
+INPLACE = {
+    "mul_": ("x.mul_(2.0)", "x = x.mul(2.0)"),
+    "add_": ("x.add_(self.b)", "x = x + self.b"),
+    "sub_": ("x.sub_(0.5)", "x = x - 0.5"),
+    "div_": ("x.div_(self.c)", "x = x / self.c"),
+    "relu_": ("x.relu_()", "x = torch.relu(x)"),
+    "sigmoid_": ("x.sigmoid_()", "x = torch.sigmoid(x)"),
+    "tanh_": ("x.tanh_()", "x = torch.tanh(x)"),
+    "exp_": ("x.exp_()", "x = torch.exp(x)"),
+    "log_": ("x = x.abs() + 1.0\nx.log_()", "x = torch.log(x.abs() + 1.0)"),
+    "sqrt_": ("x = x.abs() + 1.0\nx.sqrt_()", "x = torch.sqrt(x.abs() + 1.0)"),
+    "abs_": ("x.abs_()", "x = x.abs()"),
+    "neg_": ("x.neg_()", "x = -x"),
+    "clamp_": ("x.clamp_(min=-0.2, max=0.3)", "x = torch.clamp(x, -0.2, 0.3)"),
+    "clamp_min_": ("x.clamp_min_(0.1)", "x = x.clamp_min(0.1)"),
+    "clamp_max_": ("x.clamp_max_(0.1)", "x = torch.clamp_max(x, 0.1)"),
+    "clip_": ("x.clip_(-0.5, 0.5)", "x = torch.clamp(x, -0.5, 0.5)"),
+    "pow_": ("x.pow_(2)", "x = x ** 2"),
+    "F.relu inplace": ("x = F.relu(x, inplace=True)", "x = F.relu(x)"),
+    "F.hardtanh inplace": ("F.hardtanh(x, -0.5, 0.5, inplace=True)", "x = F.hardtanh(x, -0.5, 0.5)"),
+    "chained result": ("x = x.mul_(2.0).add_(1.0)", "x = x * 2.0 + 1.0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_methods_are_their_out_of_place_ops(name, tmp_path):
+    inplace, plain = INPLACE[name]
+    ref = write(tmp_path, "inplace", inplace)
+    check(ref)
+    assert describe(ref) == describe(write(tmp_path, "plain", plain))
+
+
+# (body, the out-of-place body with the same value): later uses of the old fx value, through
+# another name for the tensor, see what the in-place op wrote.
+ALIASES = {
+    "old name after relu_": ("y = x\nx.relu_()\nx = x + y", "x = torch.relu(x)\nx = x + x"),
+    "return the old value": ("y = x * 1.5\ny.tanh_()\nx = y", "x = torch.tanh(x * 1.5)"),
+    "augmented assignment": ("y = x\nx += 1.0\nx = x * y", "x = x + 1.0\nx = x * x"),
+    "augmented, no alias": ("x -= self.b\nx *= 2.0", "x = (x - self.b) * 2.0"),
+    "augmented with an expression": ("y = x\nx *= self.b * 2.0\nx = x - y",
+                                     "x = x * (self.b * 2.0)\nx = x - x"),
+    "inplace=True result and input": ("y = F.relu(x, inplace=True)\nx = x + y",
+                                      "x = F.relu(x)\nx = x + x"),
+    "nn module inplace": ("y = self.act(x)\nx = x * y", "x = torch.relu(x)\nx = x * x"),
+    "through contiguous": ("y = x.contiguous()\ny.mul_(3.0)\nx = x + 1.0", "x = x * 3.0 + 1.0"),
+    "clone is a copy": ("y = x.clone()\ny.mul_(3.0)\nx = x + y", "x = x + x * 3.0"),
+    "detached alias": ("y = x.detach()\nx.mul_(2.0)\nx = x + y", "x = x * 2.0\nx = x + x.detach()"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALIASES))
+def test_inplace_ops_rebind_every_alias(name, tmp_path):
+    body, plain = ALIASES[name]
+    params = dict(PARAMS, act="nn.ReLU(inplace=True)")
+    ref = write(tmp_path, "alias", body, params)
+    check(ref)
+    assert describe(ref) == describe(write(tmp_path, "plain", plain, params))
+
+
+REFUSED_INPLACE = {
+    "input": ("x.mul_(2.0)\nx = self.gemm(x)", "in-place mul_ on the module's input"),
+    "parameter": ("self.b.mul_(2.0)\nx = self.gemm(x)", "in-place mul_ on the parameter b"),
+    "parameter after the GEMM": ("x = self.gemm(x)\nself.b.add_(1.0)", "in-place add_ on the parameter b"),
+    "augmented on a parameter": ("x = self.gemm(x)\nb = self.b\nb += 1.0\nx = x + b",
+                                 "in-place add on the parameter b"),
+    "a parameter's view": ("x = self.gemm(x)\nself.bc.t().mul_(2.0)", "in-place mul_ on the parameter bc"),
+    "shape change": ("x = self.gemm(x)\nr = x.sum(1, keepdim=True)\nr.add_(x)\nx = r",
+                     r"change its target's shape from \(batch, 1\) to \(batch, 24\)"),
+    "through a detached alias": ("x = self.gemm(x)\ny = x.detach()\ny.mul_(2.0)\nx = x + y",
+                                 "shares its storage with a detached"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_INPLACE))
+def test_inplace_ops_on_inputs_and_parameters_are_refused(name, tmp_path):
+    body, message = REFUSED_INPLACE[name]
+    path = tmp_path / "refused.py"
+    path.write_text(SOURCE.format(init=_lines(INIT), body=_lines(body)))
+    with pytest.raises(Unsupported, match=message):
+        trace(Reference(path))
+
+
+def test_a_python_int_is_a_constant_not_a_node(tmp_path):
+    # Node 2 is the Linear's bias add: `x * 2` read it as the node once (x * x).
+    ref = write(tmp_path, "int", "x = x * 2\nx = x + 3\nx = torch.max(x, 1, keepdim=True)[0]")
+    graph = check(ref)
+    assert "mul(%2, %3)" in graph.describe() and "2.0 : scalar" in graph.describe()
+
+
+# ---- 2. GEMM spellings -----------------------------------------------------------------------
+SOURCE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+{init}
+
+    def forward(self, x):
+{body}
+        return x
+
+
+batch_size = 8
+in_features = 16
+out_features = 24
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+'''
+INIT = """
+self.gemm = nn.Linear(in_features, out_features)
+self.weight = nn.Parameter(torch.randn(out_features, in_features) * 0.1)
+self.wkn = nn.Parameter(torch.randn(in_features, out_features) * 0.1)
+self.bias = nn.Parameter(torch.randn(out_features))
+self.b = nn.Parameter(torch.randn(out_features))
+self.bc = nn.Parameter(torch.randn(out_features, 1))
+"""
+
+
+def _lines(text: str) -> str:
+    return "\n".join(f"        {line}" for line in textwrap.dedent(text).strip("\n").splitlines())
+
+
+def gemm_module(tmp_path, name: str, body: str) -> Reference:
+    path = tmp_path / f"{name}.py"
+    path.write_text(SOURCE.format(init=_lines(INIT), body=_lines(body)))
+    return Reference(path)
+
+
+# spelling -> the canonical one with the same IR
+GEMMS = {
+    "addmm": ("x = torch.addmm(self.bias, x, self.weight.t())", "x = x @ self.weight.t() + self.bias"),
+    "addmm beta alpha 1": ("x = torch.addmm(self.bias, x, self.weight.T, beta=1, alpha=1)",
+                           "x = x @ self.weight.t() + self.bias"),
+    "addmm method": ("x = self.bias.addmm(x, self.weight.t())", "x = x @ self.weight.t() + self.bias"),
+    "mm": ("x = torch.mm(x, self.weight.t())", "x = x @ self.weight.t()"),
+    "x.mm": ("x = x.mm(self.weight.t())", "x = x @ self.weight.t()"),
+    "x.matmul": ("x = x.matmul(self.weight.t())", "x = x @ self.weight.t()"),
+    "transpose(0, 1)": ("x = x @ self.weight.transpose(0, 1)", "x = x @ self.weight.t()"),
+    "F.linear no bias": ("x = F.linear(x, self.weight)", "x = x @ self.weight.t()"),
+    "F.linear bias view": ("x = F.linear(x, self.weight, self.bc.view(-1))", "x = x @ self.weight.t() + self.bc.t()"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GEMMS))
+def test_gemm_spellings(name, tmp_path):
+    spelled, canonical = GEMMS[name]
+    ref = gemm_module(tmp_path, "spelled", spelled + "\nx = torch.relu(x)")
+    check(ref)
+    assert describe(ref) == describe(gemm_module(tmp_path, "canonical", canonical + "\nx = torch.relu(x)"))
+
+
+REFUSED_GEMMS = {
+    "addmm beta": ("x = torch.addmm(self.bias, x, self.weight.t(), beta=0.5)", "beta=0.5"),
+    "addmm alpha": ("x = torch.addmm(self.bias, x, self.weight.t(), alpha=2)", "alpha=2"),
+    "(K, N) weight": ("x = x @ self.wkn", r"\(16, 24\) parameter wkn not transposed.*W stored \(N, K\)"),
+    "(K, N) weight mm": ("x = torch.mm(x, self.wkn)", "not transposed"),
+    "(N, K) not transposed": ("x = x.matmul(self.weight)", "not transposed"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_GEMMS))
+def test_gemm_spellings_kgen_cannot_run_are_refused(name, tmp_path):
+    body, message = REFUSED_GEMMS[name]
+    with pytest.raises(Unsupported, match=message):
+        trace(gemm_module(tmp_path, "refused", body))
+
+
+# ---- 3. views of parameters ------------------------------------------------------------------
+VIEWS = {  # spelling -> (the canonical spelling, the parameter's level)
+    "(N, 1).t()": ("x = x + self.bc.t()", "x = x + self.b", "col"),
+    "(N, 1).T": ("x = x * self.bc.T", "x = x * self.b", "col"),
+    "(N, 1).view(1, -1)": ("x = x - self.bc.view(1, -1)", "x = x - self.b", "col"),
+    "(N, 1).squeeze()": ("x = x + self.bc.squeeze()", "x = x + self.b", "col"),
+    "(N, 1).reshape(N)": ("x = x / (self.bc.reshape(24).abs() + 1.0)", "x = x / (self.b.abs() + 1.0)", "col"),
+    "(N,).view(1, -1)": ("x = x * self.b.view(1, -1)", "x = x * self.b", "col"),
+    "(N,).reshape(1, N)": ("x = x + self.b.reshape(1, 24)", "x = x + self.b", "col"),
+    "(N,).unsqueeze(0)": ("x = x + self.b.unsqueeze(0)", "x = x + self.b", "col"),
+    "(N,) twice": ("x = x + self.b.unsqueeze(0) * self.b", "x = x + self.b * self.b", "col"),
+    "0-d.view(1, 1)": ("x = x * self.c.view(1, 1)", "x = x * self.c", "scalar"),
+    "(72,).view(3, 1, 24)": ("x = x + self.m3.view(3, 1, 24)", None, "free"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_order_keeping_views_of_parameters(name, tmp_path):
+    body, plain_body, level = VIEWS[name]
+    params = dict(PARAMS, m3="nn.Parameter(torch.randn(72))")
+    ref = write(tmp_path, "view", body, params)
+    graph = check(ref)
+    (param,) = [n for n in graph.live() if n.kind == "param" and n.attrs["path"] != "gemm.bias"]
+    assert param.level == level
+    if plain_body is not None:
+        # The same IR as the parameter's own shape (with the parameter's own name and shape).
+        plain = describe(write(tmp_path, "plain", plain_body, params))
+        assert canonical(graph.describe()).replace("bc", "b") == plain
+
+
+def test_a_transpose_of_a_matrix_parameter_is_refused(tmp_path):
+    for k, body in enumerate(("x = x.sum(1, keepdim=True) + self.m.t()", "x = x * self.m.T.reshape(1, -1)[:, :24]",
+                              "x = x + self.m.transpose(0, 1).sum()")):
+        ref = write(tmp_path, f"transpose{k}", body)
+        with pytest.raises(Unsupported, match="changes the order of its elements"):
+            trace(ref)
+
+
+def test_one_parameter_read_as_two_shapes_is_refused(tmp_path):
+    with pytest.raises(Unsupported, match=r"read as \(1, 24\) and as \(24, 1\)"):
+        trace(write(tmp_path, "two", "x = x + self.bc.t() + self.bc"))
+
+
+# ---- 4. binary minimum / maximum -------------------------------------------------------------
+EXTREMA = {
+    "torch.min(x, 0-d)": ("x = torch.min(x, self.c)\nx = x - self.c", "minimum"),
+    "torch.minimum col": ("x = torch.minimum(x, self.b)", "minimum"),
+    "torch.max(x, col)": ("x = torch.max(x, self.b)", "maximum"),
+    "x.maximum": ("x = x.maximum(self.c)", "maximum"),
+    "x.minimum view": ("x = x.minimum(self.bc.t())", "minimum"),
+    "x.min(other=)": ("x = x.min(other=self.b)", "minimum"),
+    "two values": ("x = torch.max(torch.sigmoid(x), x.mean(1, keepdim=True))", "maximum"),
+    "other first": ("x = torch.minimum(self.b, x * 2.0)", "minimum"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTREMA))
+def test_binary_minimum_and_maximum(name, tmp_path):
+    body, op = EXTREMA[name]
+    graph = check(write(tmp_path, "extremum", body))
+    assert op in [n.op for n in graph.live()]
+
+
+def test_min_max_with_a_number_is_refused_as_torch_refuses_it(tmp_path):
+    with pytest.raises(Unsupported, match="must be Tensor"):
+        trace(write(tmp_path, "num", "x = torch.minimum(x, 0.5)"))
+
+
+def test_minimum_maximum_gradients_at_ties_and_nan_are_torchs():
+    a = torch.tensor([1.0, 2.0, 3.0, float("nan"), 1.0, -0.0], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([2.0, 2.0, 1.0, 1.0, float("nan"), 0.0], dtype=torch.float64, requires_grad=True)
+    g = torch.tensor([1.0, 3.0, 5.0, 7.0, 11.0, 13.0], dtype=torch.float64)
+    for name in ("minimum", "maximum"):
+        y = torch_apply(name, [a, b])
+        expect = torch.autograd.grad(y, [a, b], g)
+        got = torch_vjp(name, g, y.detach(), [a.detach(), b.detach()])
+        for e, r in zip(expect, got):
+            torch.testing.assert_close(r, e, equal_nan=True, msg=name)
+
+
+def test_minimum_maximum_cuda_propagate_nan_from_either_side():
+    for name, fn in (("minimum", "fminf"), ("maximum", "fmaxf")):
+        expr = cuda_expr(name, ["a", "b"])
+        assert "((a) != (a) ? (a)" in expr and "((b) != (b) ? (b)" in expr and fn in expr
+
+
+def test_kernelbench_68_traces():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "shared" / "kernelbench" / "level2" / "68_Matmul_Min_Subtract.py"
+    if not path.exists():
+        pytest.skip("the KernelBench corpus is not next to this tree")
+    small = {"batch": 8, "in_features": 16, "out_features": 32}
+    ref = Reference(str(path), small)
+    graph = check(ref)
+    assert [n.op for n in graph.live() if n.kind == "pointwise"] == ["add", "minimum", "sub"]
+
+
+def test_generated_cuda_of_the_new_spellings_compiles(tmp_path):
+    """One module with every new spelling: its first candidate's CUDA (forward and backward
+    structs, minimum / maximum and their VJPs) compiles with nvcc."""
+    from kgen import generator
+    from kgen.search import enumerate_specs
+    from test_compile import NVCC, SM90A, compile_report, spills
+
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    body = """
+    x.mul_(self.c)
+    x = torch.min(x, self.c)
+    x.sub_(self.bc.t())
+    x = torch.maximum(x, self.b.view(1, -1))
+    y = x
+    x += 1.0
+    x = F.relu(x, inplace=True) * y
+    """
+    ref = write(tmp_path, "all_spellings", body)
+    check(ref)
+    spec = enumerate_specs(str(ref.path), 64, 128, 1024)[0]
+    source = generator.render_cuda_source(spec)
+    assert "Backward" in source
+    report = compile_report(source, tmp_path, targets=(SM90A,))
+    assert spills(report) == []

@@ -22,6 +22,9 @@ forward pass, so a gradient is summed over the dimensions its operand was broadc
                columns), with ĝ = γ g; dγ, dβ are column sums over the batch
     pool       max: g to the first maximum of each window (torch's index); avg: g / k to each
                tap; overlapping windows add up
+    mask       none (Dropout's mask is drawn, not computed: the dropout's mul gives g * mask)
+    input      the module's input read after the GEMM: g summed to its shape, added to the
+               input's gradient (none when detached)
     param      the sum of its uses' gradients, reduced to its shape
     const      none
 """
@@ -32,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from .derivatives import torch_vjp
-from .ir import Graph, Node
+from .ir import INPUT_PATH, Graph, Node
 
 
 def _sum_to(grad: torch.Tensor, shape: tuple) -> torch.Tensor:
@@ -141,14 +144,19 @@ def _node_vjp(n: Node, g: torch.Tensor, values: dict, model: torch.nn.Module,
 
 
 def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.Tensor,
-             grads: dict) -> torch.Tensor:
+             grads: dict, module_input: torch.Tensor | None = None) -> torch.Tensor:
     """Reverse mode over one GEMM part run on x (its GEMM input): adds the parameters'
-    gradients to `grads` (by path) and returns the gradient of x."""
-    values = graph.part_values(x, model)
+    gradients to `grads` (by path; the gradient of the module's input read after the GEMM
+    under the key INPUT_PATH) and returns the gradient of x."""
+    values = graph.part_values(x, model, module_input)
     adjoint: dict[int, torch.Tensor] = {graph.output: grad.reshape(values[graph.output].shape)}
     for n in reversed(graph.live()):
         g = adjoint.pop(n.id, None)
-        if g is None or n.kind == "const":
+        if g is None or n.kind in ("const", "mask"):
+            continue
+        if n.kind == "input":
+            if not n.attrs["detached"]:
+                _accumulate(grads, INPUT_PATH, _sum_to(g, values[n.id].shape))
             continue
         if n.kind == "param":
             # Summed to the shape it was read as (a view of it, maybe), then in its own shape.
@@ -171,8 +179,10 @@ def graph_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module,
     each part's input gradient the previous part's output gradient."""
     inputs = [x]
     for part in graph.parts[:-1]:
-        inputs.append(part.part_values(inputs[-1], model)[part.output])
+        inputs.append(part.part_values(inputs[-1], model, x)[part.output])
     grads: dict[str, torch.Tensor] = {}
     for part, part_input in zip(reversed(graph.parts), reversed(inputs)):
-        grad = part_vjp(part, part_input, model, grad, grads)
+        grad = part_vjp(part, part_input, model, grad, grads, module_input=x)
+    if INPUT_PATH in grads:   # the module's input read after the GEMM too
+        grad = grad + grads.pop(INPUT_PATH)
     return grad, grads

@@ -73,6 +73,13 @@ def unsupported(lowered: Lowered, external_gemm: bool) -> str | None:
         return "no backward kernel for a cuBLAS GEMM yet (the backward GEMMs are kgen's own)"
     if lowered.gemv or lowered.constant is not None:
         return "no backward kernel yet for a module whose GEMM a rewrite removed"
+    # Per-element operands: the backward kernels read per-column and one-element ones only.
+    for n in lowered.graph.live() + lowered.tail:
+        if n.kind == "mask":
+            return ("no backward kernel yet for Dropout (its mask is read per element; the VJP "
+                    f"is grad * mask * scale){_where(n)}")
+        if n.kind == "input":
+            return f"no backward kernel yet for a read of the module's input after the GEMM{_where(n)}"
     if lowered.tail:
         return "no backward kernel for a broadcast tail yet"
     graph = lowered.graph

@@ -83,9 +83,12 @@ def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
     args = [(name, ctype) for name, ctype in forward_args(lowered) if name not in LAUNCH_ARGS]
     names = [name for name, _ in args]
 
+    # Dropout's masks are None in eval mode.
+    optional = set(OPTIONAL_TENSORS) | {f"operand{k}" for k, n in enumerate(lowered.operands) if n.kind == "mask"}
+
     def annotation(name: str, ctype: str) -> str:
         if ctype.endswith("*"):
-            return "typing.Optional[torch.Tensor]" if name in OPTIONAL_TENSORS else "torch.Tensor"
+            return "typing.Optional[torch.Tensor]" if name in optional else "torch.Tensor"
         return {"int": "int", "float": "float"}[ctype]
 
     reason = backward.unsupported(lowered, external_gemm)
@@ -144,14 +147,28 @@ def forward_lines(parts: list[Lowered], external_gemm: bool = False) -> list[str
     each GEMM part's entry point in turn (a part's output is the next part's x)."""
     lines = []
     for d in parts[-1].traced.dropouts:
-        mode = (_self_attr(f"{d['path']}.training") if d["path"]
-                else "any(m.training for m in self.modules())")
-        message = (f"Dropout(p={d['p']:g}) (line {d['line']} of the reference) drops at random in "
-                   "training mode; kgen does not reproduce torch's mask. Use the module in eval "
-                   "mode (.eval()), where dropout is the identity")
+        if d.get("reproduced") and d["path"]:
+            continue   # its mask is drawn by the part that reads it (_part_lines)
+        if d.get("reproduced"):
+            # F.dropout(x, p, training=self.training): the trace saw the flag as a bool, so
+            # which module's mode it follows is unknown; the mask follows the model's
+            # (ir.dropout_training), which is exact whenever the modules agree.
+            mode = "any(m.training != self.training for m in self.modules())"
+            message = (f"F.dropout(p={d['p']:g}) (line {d['line']} of the reference) follows a module's "
+                       "training flag, and this model's modules are in different modes; kgen follows "
+                       "the model's own (self.training). Put every module in one mode")
+        else:
+            mode = (_self_attr(f"{d['path']}.training") if d["path"]
+                    else "any(m.training for m in self.modules())")
+            message = (f"Dropout(p={d['p']:g}) (line {d['line']} of the reference) drops at random in "
+                       "training mode; kgen does not reproduce torch's mask here (a dropout of a "
+                       "value other than (batch, features)). Use the module in eval mode (.eval()), "
+                       "where dropout is the identity")
         lines += [f"if {mode}:", f"    raise RuntimeError({message!r})"]
     weight = _self_attr(parts[0].graph.gemm.attrs["weight"])
     lines.append(f"x = _checked_input(x, {weight})")
+    if any(n.kind == "input" for low in parts for n in low.operands):
+        lines.append("module_input = x  # read again after the GEMM (a residual)")
     for k, lowered in enumerate(parts):
         if len(parts) > 1:
             then = f"; its output is part {k + 1}'s x" if k + 1 < len(parts) else ""
@@ -197,6 +214,25 @@ def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
         call.append("training=0")
     for k, node in enumerate(lowered.operands):
         path = node.attrs["path"]
+        if node.kind == "mask":
+            # torch draws the mask exactly as the reference's dropout of this (M, N) value does:
+            # the draw depends on the generator, numel, p and the vectorization (a fresh
+            # contiguous tensor, as the reference's GEMM output is), not on the values; the
+            # result is ones * mask * scale = mask * scale, which the epilogue multiplies by.
+            mode = _self_attr(f"{node.attrs['module']}.training") if node.attrs["module"] else "self.training"
+            lines += [f"# Dropout(p={node.attrs['p']:g}), line {node.line}: torch's own mask in training mode",
+                      f"operand{k} = torch.nn.functional.dropout(torch.ones(x.shape[0], n, dtype=torch.float32, device=x.device), "
+                      f"{node.attrs['p']!r}, True) if {mode} else None"]
+            call.append(f"operand{k}=operand{k}")
+            continue
+        if node.kind == "input":
+            k_in = node.shape[1]
+            lines += [f"if module_input.shape[1] != {k_in}:",
+                      f"    raise ValueError(f'this ModelNew reads its input of {k_in} features again "
+                      "after the GEMM (its tail was generated for them); got {module_input.shape[1]}')",
+                      f"operand{k} = module_input"]
+            call.append(f"operand{k}=operand{k}")
+            continue
         numels = {"col": "(n,)", "scalar": "(1,)"}.get(node.level) or f"({numel(node.attrs['shape'])},)"
         lines.append(f"operand{k} = _checked_param({_self_attr(path)}, x, {numels}, {path!r})")
         call.append(f"operand{k}=operand{k}")

@@ -33,6 +33,16 @@ into the same output and BatchNorm's column statistics):
     pool       `op` (max or avg) over windows of `attrs["kernel"]` consecutive features, every
                `attrs["stride"]` features, of a tile value (MaxPool1d / AvgPool1d of
                x.unsqueeze(1), squeezed back; no padding, floor mode): a pooled value
+    mask       an active Dropout's scaled keep mask (tile, `attrs["p"]`, `attrs["module"]`: the
+               Dropout module's path, "" for F.dropout): in training mode the tensor
+               F.dropout(ones(M, N), p) torch draws, read per element (m, n); in eval mode 1.
+               The dropout itself is mul(value, mask), which is what torch computes
+               (src * mask * scale with mask in {0, 1}: ones * mask * scale is scale exactly)
+    input      the module's input x (full, shape ("M", in_features of the first GEMM)), read
+               again after the GEMM (a residual; `attrs["detached"]`: x.detach(), no gradient
+               flows to x through it): only in a broadcast tail, read per element
+Operand nodes (param, mask, input) are what the kernels read through EpilogueParams::operand,
+each by `attrs["path"]` ("<input>", "<dropout K>" for the last two: no module attribute).
 
 `Graph.interpret` runs the graph with torch (each op through its torch oracle in kgen.ops, each
 BatchNorm through the module itself), so a traced graph can be checked against the module it
@@ -51,6 +61,10 @@ from . import ops
 LEVELS = ("tile", "row", "rowflat", "pooled", "col", "scalar", "free", "full")
 TAIL_LEVELS = ("free", "full")
 REDUCTIONS = ("sum", "mean", "max", "min")
+# Leaves the kernels read through EpilogueParams::operand (the module's tensors and the values
+# the emitted forward computes: Dropout's mask, the module's input).
+OPERAND_KINDS = ("param", "mask", "input")
+INPUT_PATH = "<input>"
 
 
 def pooled_width(n: int, kernel: int, stride: int) -> int:
@@ -96,7 +110,9 @@ class Node:
     def describe(self) -> str:
         """One line, e.g. `%3 = mul(%1, %2) : tile` or `%2 = gemm.bias : col`."""
         leaf = {"gemm": f"gemm({self.attrs.get('weight')})", "param": self.attrs.get("path", ""),
-                "const": repr(self.attrs.get("value"))}
+                "const": repr(self.attrs.get("value")),
+                "mask": f"dropout_mask(p={self.attrs.get('p')!r})",
+                "input": "input" + (".detach()" if self.attrs.get("detached") else "")}
         if self.kind in leaf:
             return f"%{self.id} = {leaf[self.kind]} : {self.level}"
         name = {"batchnorm": f"batchnorm[{self.attrs.get('module')}]",
@@ -132,8 +148,9 @@ class Graph:
     output: int
     in_features: int
     out_features: int
-    # Active dropouts ({"path", "p", "line", "text"}; trace.Tracer.dropout): the identity in eval
-    # mode, refused in training mode by the emitted forward.
+    # Active dropouts ({"path", "p", "line", "text", "reproduced"}; trace.Tracer.dropout): the
+    # identity in eval mode; in training mode a `mask` node reproduces torch's mask where
+    # "reproduced" (a dropout of an (M, N) value), else the emitted forward refuses training mode.
     dropouts: list = dataclasses.field(default_factory=list)
     # Chained GEMMs: the part that computes this part's GEMM input (its output, (M, in_features)),
     # itself a graph of one GEMM and its epilogue. The module's graph is its last part.
@@ -214,21 +231,34 @@ class Graph:
     # ---- the torch oracle ------------------------------------------------------------------
     def interpret(self, x: torch.Tensor, model: torch.nn.Module) -> torch.Tensor:
         """The graph's output on x with torch, reading the parameters of `model` (and running
-        its BatchNorm modules, which update their buffers as the reference would)."""
+        its BatchNorm modules, which update their buffers as the reference would). A Dropout
+        training in `model` draws its mask from torch's generator as the module does, at the
+        same point (mask nodes in trace order): seeded alike, the oracle and the module agree."""
         return self.interpret_value(self.output, x, model)
 
-    def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module):
+    def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module, module_input=None):
         """The value of `node` (a live one) when the graph runs on x, as `interpret`."""
+        module_input = x if module_input is None else module_input
         if self.previous is not None:
-            x = self.previous.interpret(x, model)
-        return self.part_values(x, model)[node]
+            x = self.previous.interpret_value(self.previous.output, x, model, module_input)
+        return self.part_values(x, model, module_input)[node]
 
-    def part_values(self, x: torch.Tensor, model: torch.nn.Module) -> dict:
+    def part_values(self, x: torch.Tensor, model: torch.nn.Module, module_input=None) -> dict:
         """Every live node's value when this part runs on x, its own GEMM's input (the previous
-        part's output for a later part of a chain)."""
+        part's output for a later part of a chain); `module_input`: the module's input (x when
+        this is the first part)."""
         values: dict[int, object] = {}
         for n in self.live():
             a = [values[i] for i in n.args]
+            if n.kind == "input":
+                if module_input is None and self.previous is not None:
+                    raise AssertionError("a later part reads the module's input: pass module_input")
+                inp = x if module_input is None else module_input
+                values[n.id] = inp.detach() if n.attrs["detached"] else inp
+                continue
+            if n.kind == "mask":
+                values[n.id] = dropout_mask(model, n, (x.shape[0], self.out_features), x)
+                continue
             if n.kind == "gemm":
                 values[n.id] = F.linear(x, model.get_parameter(n.attrs["weight"]))
             elif n.kind == "param":
@@ -260,6 +290,23 @@ class Graph:
             else:
                 raise AssertionError(n.kind)
         return values
+
+
+def dropout_training(model: torch.nn.Module, module_path: str) -> bool:
+    """Whether a dropout draws: its module's mode, or for F.dropout(training=self.training) the
+    model's (the emitted forward refuses a model whose modules' modes differ)."""
+    return (model.get_submodule(module_path) if module_path else model).training
+
+
+def dropout_mask(model: torch.nn.Module, node: Node, shape: tuple, like: torch.Tensor):
+    """The value of a mask node: in training mode F.dropout of ones, which draws the mask from
+    torch's generator exactly as F.dropout of the real value does (the draw depends on the
+    generator's state, the shape, dtype, device and p, not on the values: checked on the CPU by
+    tests/test_element_operands.py, on the GPU by its gpu tests), and is ones * mask * scale =
+    mask * scale; 1 (the identity) in eval mode."""
+    if not dropout_training(model, node.attrs["module"]):
+        return 1.0
+    return F.dropout(torch.ones(shape, dtype=like.dtype, device=like.device), node.attrs["p"], True)
 
 
 def shape_text(shape: tuple) -> str:

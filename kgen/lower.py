@@ -32,7 +32,7 @@ import dataclasses
 
 from . import ops
 from . import rewrite
-from .ir import Graph, Node, Unsupported, affine_chain, shape_text
+from .ir import OPERAND_KINDS, Graph, Node, Unsupported, affine_chain, shape_text
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
 # the two).
@@ -91,6 +91,18 @@ class Emitter:
             if n.level == "col" and not self.element:
                 raise AssertionError("a per-column value in a per-row context")
             expr = f"p.operand[{self.operands[n.attrs['path']]}][{index}]"
+        elif n.kind == "mask":
+            # Dropout's mask * scale, [M][N] row-major (training mode); nullptr in eval mode,
+            # where the dropout is the identity (v * 1.f is v, infinities and NaN included).
+            # (A read-only load with a signed 64-bit index: indexing with size_t made the
+            # warp-specialized wgmma GEMM's epilogue spill.)
+            if not self.element:
+                raise AssertionError("a per-element value in a per-row context")
+            k = self.operands[n.attrs["path"]]
+            expr = (f"(p.operand[{k}] != nullptr ? __ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n) "
+                    ": 1.f)")
+        elif n.kind == "input":
+            raise AssertionError("the module's input is read in the broadcast tail only")
         elif n.kind == "batchnorm":
             if not self.bn_ready:
                 raise _NeedsValue(n)
@@ -223,8 +235,13 @@ class Lowered:
     def summary(self) -> list[str]:
         lines = [f"rewrite:   {r}" for r in self.rewrites]
         lines += [f"dropout:   Dropout(p={d['p']:g}), line {d['line']}: the identity in eval mode; "
-                  "forward raises in training mode (torch's random mask is not reproduced)"
+                  + ("in training mode the forward draws torch's own mask (F.dropout of ones, the "
+                     "same RNG stream) and the epilogue multiplies by it"
+                     if d.get("reproduced") else
+                     "forward raises in training mode (torch's random mask is not reproduced)")
                   for d in (self.traced.dropouts if self.traced else [])]
+        if any(n.kind == "input" for n in self.tail):
+            lines.append("input:     the module's input is read again, per element, by the broadcast tail")
         if self.tail:
             lines.append(f"tail:      the output {shape_text(self.output_shape)} broadcast from the stages' "
                          f"({'M, ' + self.output_width if self.output_level != 'rowflat' else 'M,'}) "
@@ -471,11 +488,11 @@ def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
     (void)m; (void)n; (void)p;{chr(10) + apply_body if apply_body else ""}
     return {apply_result};
   }}
-  // kCached: `cache` holds room for the row in shared memory.
+  // kCached: `cache` holds room for the row in shared memory. m: the row (per-element operands).
   template <bool kCached>
-  __device__ static void row(const float* __restrict__ src, float* __restrict__ dst, int N,
+  __device__ static void row(const float* __restrict__ src, float* __restrict__ dst, int m, int N,
                              const kgen::EpilogueParams& p, float* cache, float* scratch) {{
-    (void)src; (void)dst; (void)N; (void)p; (void)cache; (void)scratch;{rows_body}
+    (void)src; (void)dst; (void)m; (void)N; (void)p; (void)cache; (void)scratch;{rows_body}
   }}
 }};"""
 
@@ -617,6 +634,8 @@ def _tail_struct(graph: Graph, operands: dict, tail: list[Node], core: int | Non
             expr = f"t[{offset(_core_shape(graph, n))}]"
         elif n.kind == "param":
             expr = f"p.operand[{operands[n.attrs['path']]}][{offset(n.attrs['shape'])}]"
+        elif n.kind == "input":   # the module's input (M, K), row-major
+            expr = f"p.operand[{operands[n.attrs['path']]}][{offset(n.shape)}]"
         else:
             expr = ops.cuda_expr(n.op, [get(a) for a in n.args], n.attrs)
         names[i] = f"v{i}"
@@ -649,9 +668,10 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
     graph, tail, core = split_tail(graph)
     graph, rewrites = rewrite.simplify(graph)
     live = graph.live()
-    params = [n for n in live if n.kind == "param"]
-    params += [n for n in tail if n.kind == "param" and n.attrs["path"] not in
-               {p.attrs["path"] for p in params}]
+    params = [n for n in live if n.kind in OPERAND_KINDS]
+    for n in tail:
+        if n.kind in OPERAND_KINDS and n.attrs["path"] not in {p.attrs["path"] for p in params}:
+            params.append(n)
     if len(params) > MAX_OPERANDS:
         raise Unsupported(f"the module reads {len(params)} parameters in its epilogue; kgen "
                           f"supports up to {MAX_OPERANDS}")

@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import ops
-from .ir import Graph, Node, Unsupported, broadcast_shapes, combine_levels, pooled_width, shape_text
+from .ir import INPUT_PATH, Graph, Node, Unsupported, broadcast_shapes, combine_levels, pooled_width, shape_text
 from .reference import Reference
 
 # ---- what kgen accepts -----------------------------------------------------------------------
@@ -143,7 +143,9 @@ SUPPORTED = (
     "GroupNorm; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
     "in-place forms (x.mul_(2), x += y, inplace=True); order-keeping views of parameters "
     "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach; Dropout (the "
-    "identity in eval mode; training mode is refused at run time)"
+    "identity in eval mode; in training mode torch's own mask, drawn by the forward, for a "
+    "dropout of a (batch, features) value); the module's input read again after the GEMM (a "
+    "residual such as x + x_in, broadcast as torch broadcasts it)"
 )
 
 
@@ -156,8 +158,9 @@ class _Id(int):
 
 class _Marker:
     """An fx value that is not an IR node: a weight matrix, its transpose, the (values,
-    indices) pair of torch.max(dim=...), or a (batch, 1, features) view of a value
-    ("unsqueezed": the input form of 1-d pooling)."""
+    indices) pair of torch.max(dim=...), a (batch, 1, features) view of a value
+    ("unsqueezed": the input form of 1-d pooling), or the module's input ("input", payload
+    whether it was detached: clone, contiguous and detach of it are the input itself)."""
 
     def __init__(self, kind: str, payload, shape: tuple | None = None):
         self.kind, self.payload = kind, payload
@@ -175,6 +178,7 @@ class Tracer:
         self.params: dict[str, int] = {}
         self.dropouts: list[dict] = []   # active dropouts (Tracer.dropout)
         self.consts: dict[float, int] = {}
+        self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
 
     # ---- errors --------------------------------------------------------------------------
     def refuse(self, what: str) -> Unsupported:
@@ -211,6 +215,8 @@ class Tracer:
         if isinstance(v, _Marker) and v.kind == "matrix_t" and self.gemm_id is not None:
             # W.t() read as a value, not as a GEMM's weight: a view like any other.
             return self.value(self.param_view(_Marker("matrix", v.payload), "t", (), {}))
+        if isinstance(v, _Marker) and v.kind == "input":
+            return self.input_node(v.payload)
         if isinstance(v, _Marker) and v.kind == "earlier":
             raise self.refuse(f"a value computed before the GEMM at line {v.payload} is used after "
                               "it (kgen chains GEMMs through the next GEMM's input alone)")
@@ -223,6 +229,19 @@ class Tracer:
 
     def level(self, i: int) -> str:
         return self.nodes[i].level
+
+    def input_node(self, detached: bool) -> int:
+        """The module's input as a value after the GEMM: level full, shape (M, in_features of
+        the first GEMM), read per element by the broadcast tail (a residual such as
+        `x + original_x`). Before the GEMM it is refused: kgen's GEMM comes first."""
+        if self.gemm_id is None:
+            raise self.refuse("an op on the module's input before the GEMM (kgen's GEMM comes first; "
+                              "the input may be read again after it)")
+        if detached not in self.inputs:
+            node = self.add("input", "full", path=INPUT_PATH, detached=detached)
+            self.nodes[node].shape = ("M", self.module_in_features)
+            self.inputs[detached] = node
+        return self.inputs[detached]
 
     def attribute(self, path: str) -> _Marker:
         """A parameter or buffer read by get_attr: a marker until its use says what it is (a
@@ -431,22 +450,35 @@ class Tracer:
         return _Marker("unsqueezed", self.add("pool", "pooled", [x.payload], op, kernel=k, stride=s))
 
     def dropout(self, x, p, active: bool, path: str):
-        """Dropout is the identity in eval mode. kgen does not reproduce torch's random mask, so
-        an active one (p > 0) is recorded: the emitted forward refuses training mode (the
-        Dropout module at `path` training; for F.dropout, whose flag the trace sees only as a
-        bool, any module of the model training), and trace() refuses one active in eval mode."""
+        """Dropout is the identity in eval mode. An active one (p > 0) of an (M, N) value becomes
+        mul(x, mask) with a `mask` node (ir.py): in training mode the emitted forward draws the
+        mask with torch (F.dropout of ones, the RNG consumed as the reference's dropout consumes
+        it) and the kernels multiply by it, in eval mode the mask is 1. Every active one is
+        recorded (`reproduced`: it has a mask node; one of another value is not reproduced and the
+        emitted forward refuses training mode: the Dropout module at `path` training, or for
+        F.dropout, whose flag the trace sees only as a bool, any module of the model training).
+        trace() refuses one active in eval mode."""
         if not isinstance(p, (int, float)) or isinstance(p, bool):
             raise self.refuse(f"dropout with p={p!r}")
         if p == 0 or not active:
             return x
-        self.dropouts.append({"path": path, "p": float(p), "line": self.where[0], "text": self.where[1]})
+        record = {"path": path, "p": float(p), "line": self.where[0], "text": self.where[1],
+                  "reproduced": False}
+        self.dropouts.append(record)
+        if isinstance(x, _Id) and self.level(x) == "tile" and p < 1:
+            record["reproduced"] = True
+            mask = self.add("mask", "tile", path=f"<dropout {len(self.dropouts) - 1}>", p=float(p),
+                            module=path)
+            return self.add("pointwise", "tile", [x, mask], "mul")
         return x
 
     def gemm(self, x, weight: str, bias_path: str | None) -> int:
         if self.gemm_id is not None:
             self.chain(x)
-        elif x is not self.input_marker:
-            raise self.refuse("the GEMM's input is not the module's input (kgen's GEMM comes first)")
+        elif not (isinstance(x, _Marker) and x.kind == "input" and not x.payload):
+            what = "a detached copy of the module's input" if isinstance(x, _Marker) and x.kind == "input" \
+                else "not the module's input"
+            raise self.refuse(f"the GEMM's input is {what} (kgen's GEMM comes first)")
         w = getattr(self.model.get_submodule(weight.rpartition(".")[0]) if "." in weight else self.model,
                     weight.rpartition(".")[2])
         inp = self.ref.input
@@ -492,7 +524,7 @@ class Tracer:
         for fx_node, v in self.env.items():
             if isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed")):
                 self.env[fx_node] = _Marker("earlier", line)
-        self.nodes, self.params, self.consts = [], {}, {}
+        self.nodes, self.params, self.consts, self.inputs = [], {}, {}, {}
         self.gemm_id, self.in_features = None, int(width)
 
     # ---- the walk ------------------------------------------------------------------------
@@ -507,8 +539,9 @@ class Tracer:
         self.gemm_id = None
         self.out_features = None
         self.in_features = int(self.ref.input.shape[-1])
+        self.module_in_features = self.in_features
         self.previous: Graph | None = None
-        self.input_marker = _Marker("input", None)
+        self.input_marker = _Marker("input", False)
         self.env: dict[torch.fx.Node, object] = {}
         self.aliases: dict[torch.fx.Node, list] = {}   # fx values sharing storage (Tracer._join)
         self.augmented = self._augmented_assignments(fx_graph)
@@ -552,8 +585,8 @@ class Tracer:
     def _aliasing(self, fx_node: torch.fx.Node) -> tuple[torch.fx.Node | None, bool]:
         """(the fx value whose storage fx_node's result shares, whether the op writes it): an
         in-place op (x.mul_(2), x += y, F.relu(x, inplace=True), nn.ReLU(inplace=True)) writes
-        its first argument and returns it; contiguous, detach, Identity and Dropout (the identity
-        in eval mode, the only mode kgen runs it in) return an alias of it."""
+        its first argument and returns it; contiguous, detach, Identity and an inactive Dropout
+        return an alias of it (an active one, in training mode, a new tensor)."""
         first = fx_node.args[0] if fx_node.args else None
         if not isinstance(first, torch.fx.Node):
             return None, False
@@ -574,12 +607,18 @@ class Tracer:
                     return None, False   # visit refuses the call
                 if inplace:
                     return first, True
-                return (first, False) if fn is F.dropout else (None, False)
+                if fn is F.dropout:   # an alias where it is the identity (inactive)
+                    bound = inspect.signature(_dropout).bind(*args, **fx_node.kwargs).arguments
+                    active = bound.get("training", True) and bound.get("p", 0.5) != 0
+                    return (None, False) if active else (first, False)
+                return None, False
         elif fx_node.op == "call_module":
             module = self.model.get_submodule(fx_node.target)
             if getattr(module, "inplace", False) is True:
                 return first, True
-            if isinstance(module, (nn.Identity, nn.Dropout)):
+            # Dropout is the identity (an alias) where inactive; in training a new tensor.
+            if isinstance(module, nn.Identity) or (isinstance(module, nn.Dropout) and
+                                                   (not module.training or module.p == 0)):
                 return first, False
         return None, False
 
@@ -679,8 +718,9 @@ class Tracer:
         raise self.refuse(f"fx node kind {op}")
 
     def _check_input(self, a):
-        if a is self.input_marker:
-            raise self.refuse("an op on the module's input before the GEMM (kgen's GEMM comes first)")
+        if isinstance(a, _Marker) and a.kind == "input" and self.gemm_id is None:
+            raise self.refuse("an op on the module's input before the GEMM (kgen's GEMM comes first; "
+                              "the input may be read again after it)")
 
     def visit_module(self, path: str, module: nn.Module, args, kwargs):
         kind = type(module)
@@ -898,6 +938,10 @@ class Tracer:
                 raise self.refuse(f"squeeze({'' if a['dim'] is None else a['dim']!r}) of a (batch, 1, "
                                   "features) value; write squeeze(1) (squeeze() also drops a batch of 1)")
             return self_arg.payload
+        if isinstance(self_arg, _Marker) and self_arg.kind == "input" and name in (*IDENTITY_METHODS, "detach"):
+            # clone / contiguous / detach of the input: the input (detach: no gradient through
+            # this read), whatever the order, before or after the GEMM.
+            return _Marker("input", self_arg.payload or name == "detach")
         self._check_input(self_arg)
         if name in IDENTITY_METHODS:
             return self_arg

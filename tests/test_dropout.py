@@ -1,6 +1,8 @@
-"""Dropout (CPU tier): the identity in eval mode; kgen does not reproduce torch's random mask,
-so an emitted file refuses training mode with a message naming the Dropout, and a dropout that
-is active in eval mode too is refused at generation."""
+"""Dropout (CPU tier): the identity in eval mode; in training mode an emitted file draws torch's
+own mask (F.dropout of ones, the same RNG stream as the reference's dropout) for a dropout of a
+(batch, features) value (tests/test_element_operands.py tests the mask itself), and refuses
+training mode for one of another value; a dropout that is active in eval mode too is refused
+at generation."""
 
 import ast
 
@@ -26,7 +28,10 @@ def test_functional_dropout_following_the_modules_mode_is_recorded(body, path, t
     graph = trace(module(tmp_path, body))
     (d,) = graph.dropouts
     assert d["path"] == path and d["line"] is not None
-    assert not [n for n in graph.nodes if n.op == "dropout"]   # the identity in the IR
+    assert not [n for n in graph.nodes if n.op == "dropout"]
+    # mul(x, mask): the mask is 1 in eval mode, torch's mask * scale in training mode
+    (mask,) = [n for n in graph.nodes if n.kind == "mask"]
+    assert d["reproduced"] and mask.attrs["p"] == d["p"]
 
 
 def test_dropout_active_in_eval_mode_too_is_refused(tmp_path):
@@ -39,7 +44,7 @@ def test_inactive_dropouts_are_the_identity(tmp_path):
         assert trace(module(tmp_path, body)).dropouts == []
 
 
-def test_the_emitted_forward_refuses_training_mode_first(tmp_path):
+def test_the_emitted_forward_draws_the_mask_in_training_mode(tmp_path):
     path = REFS_DIR / "gemm_dropout_scale_softmax.py"
     ref = Reference(path)
     assert trace(ref).dropouts[0]["path"] == "dropout"
@@ -48,16 +53,22 @@ def test_the_emitted_forward_refuses_training_mode_first(tmp_path):
     text = generator.render(spec)
     assert check_emitted(text) == []
     forward = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == "forward")
-    first = forward.body[0]
-    assert isinstance(first, ast.If) and ast.unparse(first.test) == "self.dropout.training"
-    assert "Dropout(p=0.2)" in ast.unparse(first.body[0]) and "eval" in ast.unparse(first.body[0])
-    assert "dropout:   Dropout(p=0.2)" in text   # the header says it
-    # The oracle is the module in eval mode.
+    assert not [n for n in ast.walk(forward) if isinstance(n, ast.Raise)]
+    draws = [ast.unparse(n) for n in forward.body if isinstance(n, ast.Assign)
+             and "dropout(" in ast.unparse(n.value)]
+    assert len(draws) == 1 and draws[0].endswith("0.2, True) if self.dropout.training else None")
+    assert "dropout:   Dropout(p=0.2)" in text and "draws torch's own mask" in text   # the header
+    # The oracle is the module, in eval mode and (seeded alike) in training mode.
     graph = trace(ref)
-    model = ref.Model(*ref.init_args()).eval()
+    model = ref.Model(*ref.init_args())
     x = torch.rand(4, ref.input.shape[1])
     with torch.no_grad():
-        torch.testing.assert_close(graph.interpret(x, model), model(x), rtol=1e-6, atol=1e-7)
+        for training in (False, True):
+            model.train(training)
+            torch.manual_seed(7)
+            expect = model(x)
+            torch.manual_seed(7)
+            torch.testing.assert_close(graph.interpret(x, model), expect, rtol=1e-6, atol=1e-7)
 
 
 def test_dropout_active_only_in_eval_mode_is_refused(tmp_path):
@@ -69,6 +80,8 @@ def test_functional_dropout_is_guarded_on_every_modules_mode(tmp_path):
     ref = module(tmp_path, "x = F.dropout(x, 0.3, training=self.training)\nx = torch.relu(x)")
     spec = Spec(str(ref.path), 64, 128, 256, math="tf32x3", backend="wgmma", fusion=1,
                 tile=Tile(128, 128, 32, 16, 128, stages=4))
-    # F.dropout's flag reaches the trace as a bool: which module's mode it follows is unknown,
-    # so any module training refuses (never a silently different output).
-    assert generator.forward_lines(generator.lowered_parts(spec))[0] == "if any(m.training for m in self.modules()):"
+    # F.dropout's flag reaches the trace as a bool: which module's mode it follows is unknown;
+    # the mask follows the model's, and modules in different modes refuse (never a silently
+    # different output).
+    assert generator.forward_lines(generator.lowered_parts(spec))[0] == \
+        "if any(m.training != self.training for m in self.modules()):"

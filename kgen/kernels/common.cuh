@@ -42,7 +42,11 @@ struct EpilogueParams {
   float* part_m2;                        // [ceil(M / BM)][N] per-(m-tile, column) sum (v-mean)^2
   const float* col_a;                    // [N] BatchNorm folded: BN(t) = a[n] * t + c[n]
   const float* col_c;                    // [N]
-  const float* operand[kMaxOperands];    // per-column [N] or one-element parameters
+  // Per-column [N] or one-element parameters, a parameter of another shape (the broadcast tail),
+  // or a per-element [M][N] row-major value (Dropout's mask; nullptr in eval mode), or the
+  // module's input [M][K] (the tail).
+  const float* operand[kMaxOperands];
+  int N;                                 // columns of z: the row stride of a per-element operand
   // The staged backward's BatchNorm (kernels/backward.cuh), per column: x̂ = bn_xa * S + bn_xc for
   // S the root of BatchNorm's input, bn_gi = γ / σ, and the batch sums of the output's gradient
   // ȳ and of ȳ x̂; bn_training: batch statistics (else the running ones); inv_batch = 1 / M.

@@ -38,6 +38,7 @@ const char* forward_keeping_z_entry(const kgen_cfg::ForwardArgs& a) {
     EpilogueParams p{};
     FinalizeArgs f{};
     kgen_cfg::fill_operands(a, p, f);
+    p.N = a.N;
     const cudaError_t err = forward_keeping_z<kgen_cfg::Gemm, kgen_cfg::EvalEpilogue>(
         a.x, a.w, a.M, a.N, a.K, p, a.z_out, a.out, static_cast<cudaStream_t>(a.stream));
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);

@@ -122,6 +122,7 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
     }
   }
   p.z = b.s;
+  p.N = N;
   p.part_mean = b.part_mean;
   p.part_m2 = b.part_m2;
   p.col_a = b.col_a;

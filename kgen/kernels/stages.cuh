@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kRowThreads)
   extern __shared__ __align__(16) float row_cache[];
   __shared__ float scratch[32];
   const size_t m = blockIdx.x;
-  Stage::template row<kCacheRow>(src + m * N, dst + m * dst_stride, N, p, row_cache, scratch);
+  Stage::template row<kCacheRow>(src + m * N, dst + m * dst_stride, static_cast<int>(m), N, p, row_cache, scratch);
 }
 
 // ---- a row sum of the GEMM output as a matrix-vector product (kgen/rewrite.py) -------------

@@ -66,10 +66,10 @@ class EmittedFile:
         self.Model = self.reference.Model
         self.has_batchnorm = any(part.batchnorms for part in self.spec.graph().parts) if ref is None else any(
             "BatchNorm" in type(m).__name__ for m in self.reference.meta_model().modules())
-        # A module with an active Dropout runs in eval mode only (its forward refuses training
-        # mode): checks and timings use eval mode for it.
+        # A module with an active Dropout whose mask kgen does not reproduce runs in eval mode
+        # only (its forward refuses training mode): checks and timings use eval mode for it.
         self.dropouts = self.spec.graph().dropouts
-        self.runs_in_training = not self.dropouts
+        self.runs_in_training = all(d.get("reproduced") for d in self.dropouts)
 
     def _follow_a_moved_reference(self):
         """A file names its reference by the absolute path it had when the file was generated;

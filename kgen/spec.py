@@ -343,7 +343,10 @@ class Spec:
         return graph(self.problem, self.batch, self.in_features, self.out_features, self.constants)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Plain data, as JSON keeps it (the constants as [name, value] lists)."""
+        d = dataclasses.asdict(self)
+        d["constants"] = [list(c) for c in self.constants]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Spec":

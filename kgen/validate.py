@@ -231,10 +231,15 @@ class Trio:
     def call(self, x: torch.Tensor, cmp: Comparison, what: str):
         """One forward of all three on x; compares outputs, buffers, and that x is untouched."""
         before = x.clone()
+        # Each forward starts from one RNG state: a Dropout in training mode draws the same mask
+        # in all three (ModelNew draws torch's own, kgen.trace.Tracer.dropout).
+        rng = torch.cuda.get_rng_state(x.device)
         with torch.no_grad():
             ref = self.ref(x)
+            torch.cuda.set_rng_state(rng, x.device)
             ref64 = self.ref64(x.double())
             _poison_allocator(ref.numel(), x.device)   # the block ModelNew's output will get
+            torch.cuda.set_rng_state(rng, x.device)
             out = self.new(x)
         torch.cuda.synchronize()
         cmp.add(f"{what} output", out, ref, ref64)

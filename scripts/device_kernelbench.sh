@@ -1,0 +1,22 @@
+# KernelBench's own eval on kgen's files for KernelBench's published level-2 GEMM files, in one
+# device call (logs under $OUT). Needs KernelBench's folder copied to .kb/ (ignored; name it in
+# the call's carry): `cp -r ../shared/kernelbench .kb`. PART selects the files (a glob on their
+# numbers' first digit, default all); GPU_TESTS, if set, are run first with pytest -m gpu.
+. scripts/device_setup.sh
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl 2>&1 | tail -1
+export PYTHONPATH=.:/tmp/site
+refs=$(ls .kb/level2/${PART:-}*.py)
+if [ -n "${GPU_TESTS:-}" ]; then
+  t "gpu tests: $GPU_TESTS"
+  timeout ${GPU_TESTS_LIMIT:-240} python3 -m pytest -m gpu -q $GPU_TESTS > $OUT/gpu_tests.log 2>&1; tail -8 $OUT/gpu_tests.log
+fi
+t "generate (kgen generate FILE, no options: the default variant for this GPU)"
+mkdir -p /tmp/kbf
+for r in $refs; do python3 -m kgen.cli generate $r -o /tmp/kbf/$(basename $r) --force > /tmp/kbf/$(basename $r .py).gen.log 2>&1 || echo "generate failed: $r"; done
+grep -h "^chose" /tmp/kbf/*.gen.log | cut -c1-160 > $OUT/chosen.log
+t "build"
+for r in $refs; do (timeout 300 python3 -m kgen.worker build /tmp/kbf/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r") & done; wait
+t "KernelBench eval, kgen's replay against fp64, bench"
+timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files /tmp/kbf --json $OUT/kb_${PART:-all}.jsonl $refs > $OUT/kb_${PART:-all}.log 2>&1
+tail -40 $OUT/kb_${PART:-all}.log | grep "^|"
+t done

@@ -1,0 +1,79 @@
+"""KernelBench's own eval on kgen's files for KernelBench's published level-2 GEMM files.
+
+    python scripts/kernelbench_corpus.py --kb .kb --files DIR [--json OUT.jsonl] REF.py...
+
+For each reference REF (a KernelBench file, as published) and the kgen file DIR/<REF's name>:
+KernelBench's `eval_kernel_against_ref` exactly as its harness calls it (fp32, seed 42, 5
+correctness trials, 100 timed trials, cuda events; the reference and the new file exec'd in one
+namespace), then kgen's replay of that eval (the same seeds and models, with an fp64 copy of the
+reference: ModelNew's and eager fp32's max abs error against fp64) and kgen's bench (ModelNew and
+eager fp32 timed in one process, L2 flushed: the ratio). One line per file, a markdown table at
+the end. Needs a GPU and KernelBench's src/ (and its wheels' packages) on the path."""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--kb", type=Path, required=True, help="KernelBench's folder (src/kernelbench)")
+    p.add_argument("--files", type=Path, required=True, help="folder of the kgen files")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("refs", nargs="+", type=Path)
+    args = p.parse_args()
+    sys.path.insert(0, str(args.kb / "src"))
+    from kernelbench import eval as kb
+
+    from kgen.bench import bench
+    from kgen.loading import EmittedFile
+    from kgen.validate import check_kernelbench_eval
+
+    rows = []
+    for ref in args.refs:
+        new = args.files / ref.name
+        row = {"file": ref.name}
+        start = time.monotonic()
+        try:
+            r = kb.eval_kernel_against_ref(ref.read_text(), new.read_text(), seed_num=42, num_correct_trials=5,
+                                           num_perf_trials=100, measure_performance=True,
+                                           timing_method="cuda_event", build_dir=None,
+                                           precision=torch.float32)
+            row.update(compiled=r.compiled, correct=r.correctness, kb_ms=r.runtime / 1e3 if r.runtime > 0 else None,
+                       kb_ref_ms=r.ref_runtime / 1e3 if r.ref_runtime > 0 else None,
+                       kb_metadata={k: str(v)[:300] for k, v in r.metadata.items()
+                                    if k not in ("hardware", "device")})
+        except Exception as e:  # noqa: BLE001 - one file's failure is a row, not the end of the run
+            row.update(compiled=False, correct=False, kb_error=f"{type(e).__name__}: {e}"[:300])
+        try:
+            f = EmittedFile(new, ref)
+            c = check_kernelbench_eval(f, torch.device("cuda"), 1e-4)
+            row.update(replay_passed=c.passed, err_new=c.max_abs, err_eager=c.ref_abs,
+                       replay_line=c.line()[:400])
+            b = bench(f)
+            row.update(kgen_ms=b.new.median_ms, eager_ms=b.eager_fp32.median_ms, ratio=b.ratio)
+        except Exception as e:  # noqa: BLE001
+            row.update(kgen_error=f"{type(e).__name__}: {e}"[:300])
+        row["seconds"] = round(time.monotonic() - start, 1)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        if args.json:
+            with args.json.open("a") as out:
+                out.write(json.dumps(row) + "\n")
+        torch.cuda.empty_cache()
+    print("\n| file | KernelBench eval | KB speedup | kgen ms | eager fp32 ms | ratio | error vs fp64 (eager's) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        speed = (f"{r['kb_ref_ms'] / r['kb_ms']:.2f}x" if r.get("kb_ms") and r.get("kb_ref_ms") else "-")
+        print(f"| {r['file']} | {'correct' if r.get('correct') else 'FAIL'} | {speed} | "
+              f"{r.get('kgen_ms', float('nan')):.3f} | {r.get('eager_ms', float('nan')):.3f} | "
+              f"{r.get('ratio', float('nan')):.3f} | {r.get('err_new', float('nan')):.1e} "
+              f"({r.get('err_eager', float('nan')):.1e}) |")
+
+
+if __name__ == "__main__":
+    main()

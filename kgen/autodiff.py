@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from .derivatives import torch_vjp
-from .ir import INPUT_PATH, Graph, Node
+from .ir import module_tensor, INPUT_PATH, Graph, Node
 
 
 def _sum_to(grad: torch.Tensor, shape: tuple) -> torch.Tensor:
@@ -163,7 +163,7 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
             own = _param_tensor(model, n.attrs["path"]).shape
             _accumulate(grads, n.attrs["path"], _sum_to(g, n.attrs["shape"]).reshape(own))
         elif n.kind == "gemm":
-            weight = model.get_parameter(n.attrs["weight"])
+            weight = module_tensor(model, n.attrs["weight"])
             _accumulate(grads, n.attrs["weight"], g.transpose(0, 1) @ x)
             return g @ weight
         else:

@@ -67,6 +67,12 @@ OPERAND_KINDS = ("param", "mask", "input")
 INPUT_PATH = "<input>"
 
 
+def module_tensor(model, path: str):
+    """The parameter or buffer of `model` at `path` (a GEMM's weight may be either)."""
+    module, _, name = path.rpartition(".")
+    return getattr(model.get_submodule(module) if module else model, name)
+
+
 def pooled_width(n: int, kernel: int, stride: int) -> int:
     """Columns of a 1-d pooling of n features (no padding, floor mode), as torch computes it."""
     return (n - kernel) // stride + 1
@@ -260,7 +266,7 @@ class Graph:
                 values[n.id] = dropout_mask(model, n, (x.shape[0], self.out_features), x)
                 continue
             if n.kind == "gemm":
-                values[n.id] = F.linear(x, model.get_parameter(n.attrs["weight"]))
+                values[n.id] = F.linear(x, module_tensor(model, n.attrs["weight"]))
             elif n.kind == "param":
                 # The shape the module reads it as (an order-keeping view: trace.Tracer.param_view).
                 values[n.id] = _get_tensor(model, n.attrs["path"]).reshape(n.attrs["shape"])

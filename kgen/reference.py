@@ -182,10 +182,12 @@ class Reference:
         weight = self._last_weight_path()
         if weight is None:
             return None
+        from .ir import module_tensor
+
         with torch.device("meta"):
             try:
                 model = self.Model(*self._init_args)
-                return int(model.get_parameter(weight).shape[0])
+                return int(module_tensor(model, weight).shape[0])
             except Exception as e:  # noqa: BLE001 - a perturbed constant that breaks the module moves nothing
                 self._build_error = f"{type(e).__name__}: {e}"
                 return None

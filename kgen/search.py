@@ -218,6 +218,7 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
 
     import torch
 
+    from .ir import module_tensor
     from .problems import graph, load
 
     ref = load(problem, batch, in_features, out_features, constants)
@@ -236,7 +237,7 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
                 continue
             m = copy.deepcopy(rounded_model)
             for weight in weights:
-                w = m.get_parameter(weight)
+                w = module_tensor(m, weight)
                 w.copy_(_round_to(math, w))
             approx = m(_round_to(math, x))
             err = (approx - exact).abs().max().item()

@@ -530,6 +530,9 @@ class Tracer:
     # ---- the walk ------------------------------------------------------------------------
     def run(self) -> Graph:
         tracer = torch.fx.Tracer()
+        # Buffers as get_attr nodes, like parameters: otherwise fx runs an op on a buffer (a
+        # view, say) at trace time and records its result as a constant the module lacks.
+        tracer.proxy_buffer_attributes = True
         tracer.record_stack_traces = True
         try:
             fx_graph = tracer.trace(self.model)

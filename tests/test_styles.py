@@ -36,7 +36,7 @@ spelling must
    (the forward itself needs CUDA).
 
 Spellings of the same module that kgen does not take yet are xfail(strict=True, raises=...), each
-naming the gap (GAPS, and the covering spellings that read a view of a buffer).
+naming the gap (GAPS).
 """
 
 from __future__ import annotations
@@ -423,30 +423,17 @@ SPELLINGS = [s for spec in SPECS for s in spellings_of(spec)]
 
 
 # ---- kgen's gaps -----------------------------------------------------------------------------
-# An op on a buffer (or a plain tensor attribute) in forward, a view included: torch.fx proxies
-# parameters but not buffers, so `self.p.unsqueeze(0)` of a buffer p runs eagerly at trace time
-# (on the meta model) and fx records its result as a new constant, get_attr `_tensor_constant0`,
-# which it sets on the traced (meta) model only. kgen takes that name for a module attribute:
-# the trace succeeds, the oracle fails (the real model has no _tensor_constant0) and the emitted
-# forward reads self._tensor_constant0, which ModelNew does not have.
-BUFFER_VIEW = ("kgen gap: a view of a buffer (register_buffer) in forward traces as fx's "
-               "_tensor_constant0, which kgen reads as a module attribute; the oracle and the emitted "
-               "forward (self._tensor_constant0) fail with AttributeError")
-
-
-def buffer_view(s: Spelling) -> bool:
-    text = source(s)
-    return any(re.search(rf"self\.{name}\.(view|unsqueeze|reshape|squeeze|t)\(", text)
-               for name in re.findall(r'register_buffer\("(\w+)"', text))
-
-
-def known_gap(s: Spelling):
-    return pytest.mark.xfail(strict=True, raises=AttributeError, reason=BUFFER_VIEW) if buffer_view(s) else None
-
-
 def _param(s: Spelling):
-    mark = known_gap(s)
-    return pytest.param(s, id=s.id(), marks=[mark] if mark else [])
+    return pytest.param(s, id=s.id())
+
+
+# Spellings that once broke kgen, kept as checks: a view of a buffer in forward (fx used to
+# run it at trace time and record a constant the module lacks: kgen.trace proxies buffers
+# now), and a GEMM weight registered as a buffer (a frozen weight).
+FIXED = [
+    Spelling("sub_min_add", create="register_buffer", steps=(5, 0, 0)),
+    Spelling("relu", gemm="F.linear", buffer_weight=True),
+]
 
 
 # (spelling, the exception kgen raises, why): each the same module as its spec's canonical one
@@ -470,18 +457,12 @@ GAPS = [
      "function torch.nn.functional.batch_norm is not supported)"),
     (Spelling("scale_sigmoid_sum", gap=(1, fn("x = torch.special.expit(x)"))), Unsupported,
      "kgen gap: torch.special.expit (sigmoid) is refused"),
-    (Spelling("sub_min_add", create="register_buffer", steps=(5, 0, 0)), AttributeError, BUFFER_VIEW),
-    (Spelling("relu", gemm="F.linear", buffer_weight=True), (AttributeError, AssertionError),
-     "kgen gap: a GEMM weight registered as a buffer (a frozen weight) traces, but the oracle "
-     "(ir.Graph.interpret: model.get_parameter) raises AttributeError `weight` is not an "
-     "nn.Parameter, and generate fails: Reference._measure reads it with get_parameter too, so "
-     "--out finds no constant ('the file gives None')"),
 ]
 
 
 def test_the_spellings_cover_every_value_of_every_dimension():
-    for spec in SPECS:   # (counting the spellings kgen takes)
-        mine = [s for s in SPELLINGS if s.spec == spec.name and not buffer_view(s)]
+    for spec in SPECS:
+        mine = [s for s in SPELLINGS if s.spec == spec.name]
         for dim, values in DIMENSIONS.items():
             assert {getattr(s, dim) for s in mine} == set(values), (spec.name, dim)
         for k, forms in enumerate(spec.steps):
@@ -625,6 +606,11 @@ def check_spelling(s: Spelling, tmp_path: Path, tmp_path_factory):
 
 @pytest.mark.parametrize("spelling", [_param(s) for s in SPELLINGS])
 def test_every_spelling_traces_generates_and_constructs(spelling, tmp_path, tmp_path_factory):
+    check_spelling(spelling, tmp_path, tmp_path_factory)
+
+
+@pytest.mark.parametrize("spelling", [_param(s) for s in FIXED])
+def test_spellings_that_once_broke_kgen(spelling, tmp_path, tmp_path_factory):
     check_spelling(spelling, tmp_path, tmp_path_factory)
 
 

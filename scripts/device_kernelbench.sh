@@ -12,11 +12,20 @@ if [ -n "${GPU_TESTS:-}" ]; then
 fi
 t "generate (kgen generate FILE, no options: the default variant for this GPU)"
 mkdir -p /tmp/kbf
-for r in $refs; do python3 -m kgen.cli generate $r -o /tmp/kbf/$(basename $r) --force > /tmp/kbf/$(basename $r .py).gen.log 2>&1 || echo "generate failed: $r"; done
-grep -h "^chose" /tmp/kbf/*.gen.log | cut -c1-160 > $OUT/chosen.log
+python3 - $refs <<'PY' > $OUT/chosen.log
+import sys
+from pathlib import Path
+from click.testing import CliRunner
+from kgen.cli import main
+for ref in sys.argv[1:]:   # one process: torch is imported once
+    r = CliRunner().invoke(main, ["generate", ref, "-o", f"/tmp/kbf/{Path(ref).name}", "--force"])
+    print(Path(ref).name, r.exit_code, [l for l in r.output.splitlines() if l.startswith("chose")][0][:200] if r.exit_code == 0 else r.output[-300:])
+PY
+grep -v " 0 " $OUT/chosen.log || true
 t "build"
 for r in $refs; do (timeout 300 python3 -m kgen.worker build /tmp/kbf/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r") & done; wait
 t "KernelBench eval, kgen's replay against fp64, bench"
 timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files /tmp/kbf --json $OUT/kb_${PART:-all}.jsonl $refs > $OUT/kb_${PART:-all}.log 2>&1
 tail -40 $OUT/kb_${PART:-all}.log | grep "^|"
+if [ -n "${THEN:-}" ]; then t "then: $THEN"; bash -c "$THEN"; fi
 t done

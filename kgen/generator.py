@@ -436,6 +436,9 @@ def describe_measured(measured: dict | None) -> list[str]:
         f"           {m['median_ms']:.3f} ms median (p20 {m['p20_ms']:.3f}, p80 {m['p80_ms']:.3f}); "
         f"eager fp32 reference {m['eager_ms']:.3f} ms in the same run -> {m['ratio']:.3f}x its time",
         f"           max abs error vs fp64 {m['max_abs_err']:.2e}, max rel {m['max_rel_err']:.2e}",
+        *([f"           ill-conditioned: eager fp32 itself fails allclose with fp64 at tol {m['tol']:g} "
+           f"(max abs {m['eager_max_abs_err']:.2e}); KernelBench's eval, which compares with eager, can "
+           "fail a result nearer the exact one"] if "eager_max_abs_err" in m else []),
         *([f"passed:    {m['gate']}; worst error {m['error_ratio']:.2f}x eager fp32's"]
           if "gate" in m else []),
         *([f"runoff:    {m['runoff_ms']:.3f} ms, the median of its runoff rounds against the candidates "

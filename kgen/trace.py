@@ -75,7 +75,7 @@ def _squeeze(input, dim=None): ...
 _TORCH_UNARY = {
     torch.relu: "relu", torch.sigmoid: "sigmoid", torch.tanh: "tanh", torch.exp: "exp",
     torch.log: "log", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
-    operator.neg: "neg", F.sigmoid: "sigmoid", F.tanh: "tanh",
+    operator.neg: "neg", F.sigmoid: "sigmoid", F.tanh: "tanh", torch.special.expit: "sigmoid",
 }
 POINTWISE_FUNCTIONS = {
     **{fn: (_unary, op, {}) for fn, op in _TORCH_UNARY.items()},
@@ -112,6 +112,8 @@ EXTREMUM_FUNCTIONS = {torch.minimum: "minimum", torch.maximum: "maximum"}
 POOL_FUNCTIONS = {F.max_pool1d: (_max_pool1d, "max"), torch.max_pool1d: (_max_pool1d, "max"),
                   F.avg_pool1d: (_avg_pool1d, "avg")}
 IDENTITY_METHODS = ("clone", "contiguous")
+# Methods that turn a (M, 1) row value into (M,) (Tracer._flatten_row).
+ROW_FLATTEN_METHODS = ("squeeze", "view", "reshape", "flatten")
 # In-place methods: the out-of-place method they are (Tracer.run rebinds the receiver).
 INPLACE_METHODS = {f"{name}_": name for name in (
     "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
@@ -556,6 +558,7 @@ class Tracer:
                               "kgen synthesizes modules of one input tensor")
         for fx_node in fx_graph.nodes:
             self._locate(fx_node)
+            self.fx_node = fx_node
             if fx_node.op == "placeholder":
                 env[fx_node] = self.input_marker
                 continue
@@ -778,7 +781,31 @@ class Tracer:
                 stack.extend(self.nodes[i].args)
         return False
 
+    def _flatten_row(self, x, name: str, rest, kwargs):
+        """A (M, 1) row value as (M,): squeeze(1), view(-1), reshape(-1), flatten() — the value
+        keepdim=False would have given. squeeze() with no dim is refused (a batch of 1 would go too)."""
+        ok = {"squeeze": [(1,), (-1,)], "view": [(-1,), ((-1,),)], "reshape": [(-1,), ((-1,),)],
+              "flatten": [()]}[name]
+        given = tuple(rest) + tuple(kwargs.get(k) for k in ("dim",) if k in kwargs)
+        if given not in ok:
+            raise self.refuse(f".{name}{given if len(given) != 1 else '(' + repr(given[0]) + ')'} of a "
+                              "(batch, 1) value; kgen takes squeeze(1), view(-1), reshape(-1) and flatten() "
+                              "(the (batch,) value keepdim=False gives)")
+        node = self.nodes[x]
+        receiver = self.fx_node.args[0] if self.fx_node.args else None
+        if (node.kind == "reduce" and x == len(self.nodes) - 1 and isinstance(receiver, torch.fx.Node)
+                and len(receiver.users) == 1):
+            # The reduction's only use: it is the keepdim=False reduction (one IR for both spellings).
+            node.level = "rowflat"
+            return x
+        return self.add("pointwise", "rowflat", [x], "identity")
+
     def _bind(self, signature, args, kwargs):
+        # torch's numpy-style aliases (x.sum(axis=1, keepdims=True))
+        kwargs = dict(kwargs)
+        for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
+            if alias in kwargs and name not in kwargs:
+                kwargs[name] = kwargs.pop(alias)
         try:
             bound = inspect.signature(signature).bind(*args, **kwargs)
         except TypeError as e:
@@ -946,6 +973,8 @@ class Tracer:
             # this read), whatever the order, before or after the GEMM.
             return _Marker("input", self_arg.payload or name == "detach")
         self._check_input(self_arg)
+        if isinstance(self_arg, _Id) and self.level(self_arg) == "row" and name in ROW_FLATTEN_METHODS:
+            return self._flatten_row(self_arg, name, rest, kwargs)
         if name in IDENTITY_METHODS:
             return self_arg
         if name == "detach":   # the identity, but no gradient flows back through it

@@ -433,20 +433,17 @@ def _param(s: Spelling):
 FIXED = [
     Spelling("sub_min_add", create="register_buffer", steps=(5, 0, 0)),
     Spelling("relu", gemm="F.linear", buffer_weight=True),
+    # numpy-style aliases, a (batch, 1) value flattened to (batch,), torch.special.expit
+    Spelling("scale_sigmoid_sum", gap=(2, fn("x = x.sum(axis=1, keepdim=True)"))),
+    Spelling("scale_sigmoid_sum", gap=(2, fn("x = x.sum(1, keepdims=True)"))),
+    Spelling("relu_mean_flat", gap=(1, fn("x = x.mean(1, keepdim=True).squeeze(1)"))),
+    Spelling("relu_mean_flat", gap=(1, fn("x = x.mean(-1, keepdim=True).view(-1)"))),
+    Spelling("scale_sigmoid_sum", gap=(1, fn("x = torch.special.expit(x)"))),
 ]
 
 
 # (spelling, the exception kgen raises, why): each the same module as its spec's canonical one
 GAPS = [
-    (Spelling("scale_sigmoid_sum", gap=(2, fn("x = x.sum(axis=1, keepdim=True)"))), Unsupported,
-     "kgen gap: torch's numpy-style `axis=` alias of dim is refused (arguments not understood)"),
-    (Spelling("scale_sigmoid_sum", gap=(2, fn("x = x.sum(1, keepdims=True)"))), Unsupported,
-     "kgen gap: torch's numpy-style `keepdims=` alias of keepdim is refused (arguments not understood)"),
-    (Spelling("relu_mean_flat", gap=(1, fn("x = x.mean(1, keepdim=True).squeeze(1)"))), Unsupported,
-     "kgen gap: keepdim=True then .squeeze(1) (the same (M,) value as keepdim=False) is refused: "
-     "the tensor method .squeeze() is not supported"),
-    (Spelling("relu_mean_flat", gap=(1, fn("x = x.mean(-1, keepdim=True).view(-1)"))), Unsupported,
-     "kgen gap: keepdim=True then .view(-1) is refused: the tensor method .view() is not supported"),
     (Spelling("sub_min_add", gap=(0, fn("x = x - self.p[None, :]"))), Unsupported,
      "kgen gap: indexing a parameter with None (p[None, :], an order-keeping view like "
      "p.unsqueeze(0)) is refused: indexing a tensor is not supported"),
@@ -455,8 +452,6 @@ GAPS = [
                                      "self.bn.eps)", init=(("bn", "nn.BatchNorm1d({OUT})"),)))), Unsupported,
      "kgen gap: F.batch_norm on a BatchNorm1d's own buffers and parameters is refused (the "
      "function torch.nn.functional.batch_norm is not supported)"),
-    (Spelling("scale_sigmoid_sum", gap=(1, fn("x = torch.special.expit(x)"))), Unsupported,
-     "kgen gap: torch.special.expit (sigmoid) is refused"),
 ]
 
 

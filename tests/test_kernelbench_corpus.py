@@ -91,3 +91,42 @@ def test_published_file_constructs_both_ways_with_the_references_seeded_state(re
     torch.manual_seed(42)
     _state_equal(model, Model(*init))   # the reference still builds after the exec
     assert isinstance(alone["ModelNew"](*init), torch.nn.Module)
+
+
+# KernelBench's eval cannot pass these with any faithful kernel, for reasons measured on an H100
+# (docs/perf.md, "KernelBench's 36 files"): 14's eager fp32 is itself 2.3e-2 from the exact
+# result (sums of ~1e3 with near-zero rows), kgen's 5.1e-3, and KernelBench compares with eager;
+# 66 draws a dropout mask in the reference's forward and again in ModelNew's without reseeding
+# between them, so the two masks differ (kgen reproduces torch's mask exactly from one RNG
+# state: tests/test_element_operands.py).
+KERNELBENCH_CANNOT_PASS = {
+    "14": "eager fp32 is itself beyond 1e-4 of the exact result; KernelBench compares with eager",
+    "66": "the reference's and ModelNew's dropout masks come from different RNG states in its eval",
+}
+
+
+def _kernelbench_eval():
+    import sys
+
+    sys.path.insert(0, str(KERNELBENCH / "src"))
+    try:
+        from kernelbench import eval as kb
+    except ImportError as e:   # pydantic: install KernelBench's wheels (its README)
+        pytest.skip(f"KernelBench's eval does not import here: {e}")
+    return kb
+
+
+@needs_corpus
+@pytest.mark.gpu
+@pytest.mark.parametrize("ref", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KERNELBENCH_CANNOT_PASS[p.name.split("_")[0]]))
+    if p.name.split("_")[0] in KERNELBENCH_CANNOT_PASS else p for p in FILES], ids=lambda p: p.name.split("_")[0])
+def test_kernelbenchs_eval_accepts_the_generated_file(ref, tmp_path):
+    """KernelBench's own eval, as its harness calls it (fp32, 1e-4, seed 42, 5 trials), on the
+    file `kgen generate FILE` writes for the published file at its published shapes."""
+    kb = _kernelbench_eval()
+    text = generate(ref, tmp_path / "new.py")
+    r = kb.eval_kernel_against_ref(ref.read_text(), text, seed_num=42, num_correct_trials=5,
+                                   num_perf_trials=10, measure_performance=False,
+                                   timing_method="cuda_event", build_dir=None, precision=torch.float32)
+    assert r is not None and r.compiled and r.correctness, getattr(r, "metadata", r)

@@ -12,31 +12,13 @@ from pathlib import Path
 
 from .problems import load
 from .reference import shipped_names
+from .configs import DEFAULT_ARCH, FUSED_STATS_MIN_BATCH, RULE_TILES, TYPICAL_SMS, fastest_family
 from .spec import ARCH_LIMITS, Spec, SpecError, Tile, arch_for_capability, gemm_family
 
-# The target when there is no GPU to ask and no --arch: Hopper, where kgen is fastest.
-DEFAULT_ARCH = "sm_90a"
 # The tolerance at which a search winner counts as fp32-accurate (KernelBench's fp32 tolerance).
 FP32_TOL = 1e-4
 RESULTS_DIR = Path("results")
-# SMs of each target's usual large part (H100 SXM, A100, RTX 3090, Jetson Orin, RTX 4090, B200,
-# RTX 5090): what the tile rule fills when the GPU itself is not here to ask.
-TYPICAL_SMS = {"sm_80": 108, "sm_86": 82, "sm_87": 16, "sm_89": 128, "sm_90a": 132,
-               "sm_100": 148, "sm_120": 170}
-# Fastest fp32-accurate family per target (docs/perf.md): the warp-specialized wgmma GEMM in
-# 3xTF32 on Hopper (0.40-0.46x eager fp32), the mma.sync 3xTF32 GEMM elsewhere (0.68x on H100).
-# Tile candidates in order of preference; the rule takes the first that the target admits and
-# that gives the shape enough tiles to fill the GPU.
-SIMT_TILES = (Tile(128, 128, 8, 64, 64, tm=8, tn=16), Tile(64, 64, 8, 32, 32, tm=4, tn=8))
-WGMMA_TF32X3_TILES = (Tile(128, 128, 32, 16, 128, stages=4), Tile(64, 128, 32, 16, 128, stages=4),
-                      Tile(64, 64, 32, 16, 64, stages=6))
-MMA_TF32X3_TILES = (Tile(128, 128, 64, 64, 32, stages=3), Tile(128, 128, 32, 64, 32, stages=3),
-                    Tile(128, 128, 32, 64, 32, stages=2), Tile(128, 64, 32, 64, 32, stages=3),
-                    Tile(64, 64, 32, 32, 32, stages=3))
-FAMILY_TILES = {"wgmma": WGMMA_TF32X3_TILES, "mma": MMA_TF32X3_TILES, "simt": SIMT_TILES}
-# Fusion: the fused statistics epilogue lengthens every GEMM tile, a separate statistics kernel
-# costs a read of z. Measured (docs/perf.md): fusion 1 wins at batch 1024, fusion 2 at 16384.
-FUSED_STATS_MIN_BATCH = 4096
+
 # A tile "fills" the GPU when the shape gives it at least this share of the SMs: KernelBench 68
 # (128 x 16384 -> 16384) on the H100's 132 SMs ran 0.574 ms in 128 tiles of 128x128 and
 # 0.776 ms in 256 tiles of 64x128 (docs/perf.md): a wave 3 % short costs less than halving BM.
@@ -110,18 +92,13 @@ def _tiles_for(tile: Tile, batch: int, out_features: int) -> int:
     return -(-batch // tile.bm) * -(-out_features // tile.bn)
 
 
-def fastest_family(arch: str) -> tuple[str, str]:
-    """(backend, math) of the fastest fp32-accurate GEMM on the target."""
-    return ("wgmma", "tf32x3") if arch == "sm_90a" else ("kgen", "tf32x3")
-
-
 def shape_rule(problem: str, batch: int, in_features: int, out_features: int, target: Target,
                backend: str, math: str, fusion: int | None = None, constants: tuple = ()) -> tuple[Spec, str]:
     """The spec of a kgen GEMM family with tiles chosen by the shape: the largest tile of the
     family's list that the target admits and that still gives (nearly: FILL_FRACTION) every SM a tile; a shape too small
     for that takes the tile that gives the most. Fusion by the batch unless given."""
     family = gemm_family(backend, math)
-    tiles = FAMILY_TILES[family]
+    tiles = RULE_TILES[family]
     fusion = fusion or (2 if batch >= FUSED_STATS_MIN_BATCH else 1)
     valid, refusals = [], []
     for tile in tiles:

@@ -13,7 +13,7 @@ from . import __version__, generator
 from .ir import Unsupported
 from .problems import PROBLEMS
 from .reference import ReferenceError
-from .spec import (ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
+from .spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
                    Tile, arch_for_capability, check_shape, gemm_family)
 from .static_checks import StaticCheckError
 
@@ -209,7 +209,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
     from . import choose
 
     if backend is None:
-        backend = "wgmma" if target.arch == "sm_90a" and (math or "tf32x3") in WGMMA_MATHS else "kgen"
+        backend = "wgmma" if target.arch == WGMMA_ARCH and (math or "tf32x3") in WGMMA_MATHS else "kgen"
     math = math or DEFAULT_MATH[backend]
     family = gemm_family(backend, math)
     if family in ("cublas", "gemv"):
@@ -225,7 +225,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
     fusion_level = int(fusion) if fusion else None
     # The shape rule's tile for this family (on this family's own target: the wgmma GEMM is
     # Hopper's), then the user's overrides.
-    rule_target = dataclasses.replace(target, arch="sm_90a") if family == "wgmma" else target
+    rule_target = dataclasses.replace(target, arch=WGMMA_ARCH) if family == "wgmma" else target
     rule, _ = choose.shape_rule(problem, batch, in_features, out_features, rule_target, backend,
                                 math, fusion_level, constants)
     d, fusion_level = rule.tile, rule.fusion

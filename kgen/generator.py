@@ -386,6 +386,7 @@ def code_key(spec: Spec) -> str:
 
 def generate_command(spec: Spec) -> str:
     """The `kgen generate` command line that reproduces this spec."""
+    from .configs import DEFAULT_ARCH
     from .problems import is_path
 
     source = spec.problem if is_path(spec.problem) else f"--problem {spec.problem}"
@@ -398,7 +399,7 @@ def generate_command(spec: Spec) -> str:
         parts.append(f"--thread {t.tm}x{t.tn}" if t.tm else f"--stages {t.stages}")
         parts.append(f"--group {t.group_m}")
     parts += [f"--set {name}={value}" for name, value in spec.constants]
-    if spec.arch != "sm_90a":
+    if spec.arch != DEFAULT_ARCH:
         parts.append(f"--arch {spec.arch}")
     return " ".join(parts)
 

@@ -25,44 +25,10 @@ from typing import Callable
 
 from . import generator
 from .problems import is_path, load
-from .spec import Spec, SpecError, Tile, kgen_source_digest
+from .configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES
+from .spec import WGMMA_ARCH, Spec, SpecError, Tile, kgen_source_digest
 from .worker import RESULT_PREFIX, RUNOFF_PREFIX
 
-# Tiles tried per GEMM family. SIMT: (BM, BN, BK, WM, WN, TM, TN). mma.sync: (BM, BN, BK, WM, WN, stages).
-SIMT_TILES = [
-    (128, 128, 8, 64, 64, 8, 16),
-    (128, 128, 16, 32, 64, 8, 8),
-    (256, 128, 8, 64, 64, 8, 16),
-    (128, 128, 8, 32, 64, 8, 8),
-    (128, 128, 8, 64, 32, 8, 8),
-    (64, 64, 8, 32, 32, 4, 8),
-]
-# tf32x3 keeps partial accumulators beside the main ones, so its warp tiles stay at 64x32.
-# Each list is ordered fastest-measured first (docs/perf.md), so `--top N` keeps the best N.
-TF32X3_TILES = [
-    (128, 128, 64, 64, 32, 3),  # BK=64: half the partial-accumulator flushes of BK=32
-    (128, 128, 32, 32, 64, 3),
-    (128, 128, 64, 64, 32, 2),
-    (128, 128, 32, 64, 32, 3),
-    (128, 128, 32, 64, 32, 4),
-    (256, 64, 32, 64, 32, 3),
-    (128, 64, 32, 64, 32, 4),
-    # Tiles that fit the 99 KB of shared memory of sm_86 / sm_89 / sm_120.
-    (128, 128, 32, 64, 32, 2),
-    (128, 64, 32, 64, 32, 3),
-]
-# TF32 and BF16 (loose tolerances only): the large warp tiles measured fastest.
-FAST_MMA_TILES = [
-    (128, 256, 32, 64, 64, 3),
-    (128, 128, 32, 64, 64, 3),
-]
-# wgmma (sm_90a, warp-specialized): (BM, BN, stages); the warp tile is 16 x BN. Fastest-measured
-# first (tests/cuda/wgmma_selftest.cu, docs/perf.md), and ahead of the mma.sync tiles of the
-# same math mode, which they beat.
-WGMMA_TILES = {
-    "tf32x3": [(128, 128, 4), (128, 128, 3), (128, 64, 6)],
-    "tf32": [(128, 256, 4), (128, 128, 6)],
-}
 GROUP_M = 8
 DEFAULT_MATHS = ("fp32_simt", "tf32x3", "tf32", "bf16")
 CUBLAS_MATHS = ("fp32_simt", "tf32", "bf16")
@@ -70,7 +36,7 @@ STATUSES = ("passed", "incorrect", "runtime_error", "compile_error", "timeout")
 
 
 def enumerate_specs(problem: str, batch: int, in_features: int, out_features: int,
-                    maths=DEFAULT_MATHS, arch: str = "sm_90a", include_cublas: bool = True,
+                    maths=DEFAULT_MATHS, arch: str = WGMMA_ARCH, include_cublas: bool = True,
                     top: int | None = None, constants: tuple = ()) -> list[Spec]:
     """Every valid spec of the search space (invalid tile/shape combinations are dropped);
     `top` keeps only the first (fastest-measured) tiles of each math mode."""
@@ -97,7 +63,7 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
             tiles += [("kgen", Tile(bm, bn, bk, wm, wn, tm=tm, tn=tn, group_m=GROUP_M))
                       for bm, bn, bk, wm, wn, tm, tn in SIMT_TILES]
         else:
-            if arch == "sm_90a":
+            if arch == WGMMA_ARCH:
                 tiles += [("wgmma", Tile(bm, bn, 32, 16, bn, stages=st, group_m=GROUP_M))
                           for bm, bn, st in WGMMA_TILES.get(math, [])]
             tiles += [("kgen", Tile(bm, bn, bk, wm, wn, stages=st, group_m=GROUP_M))
@@ -581,7 +547,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                maths=DEFAULT_MATHS, jobs: int = 8, work_dir: Path = Path(".kgen_work"),
                out_dir: Path = generator.DEFAULT_OUTPUT_DIR, results_dir: Path = Path("results"),
                build_timeout: float = 900, eval_timeout: float = 300, iters: int = 30,
-               top: int | None = None, arch: str = "sm_90a", exhaustive: bool = False,
+               top: int | None = None, arch: str = WGMMA_ARCH, exhaustive: bool = False,
                cache: MeasurementCache | None = None,
                echo: Callable[[str], None] = print, constants: tuple = ()) -> dict:
     import torch

@@ -33,6 +33,8 @@ FUSION_LEVELS = {
 # the registers per SM. The one table of these limits: the spec checks tiles against it, and the
 # kernel source of every variant carries its target's smem limit as kgen_cfg::kMaxSmemBytes,
 # which static_asserts the GEMM's own kSmemBytes against it (kernel.cu.j2, forward.cuh).
+# Hopper's architecture-specific target: the only one with wgmma (kgen's fastest GEMM).
+WGMMA_ARCH = "sm_90a"
 ARCH_LIMITS = {
     "sm_80": {"capabilities": ((8, 0),), "smem": 166912, "regs": 65536},
     "sm_86": {"capabilities": ((8, 6),), "smem": 101376, "regs": 65536},
@@ -201,7 +203,7 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
     if family == "wgmma":
         # Mirrors the static_asserts of WgmmaWsGemm (kgen/kernels/gemm_wgmma_ws.cuh): each
         # consumer warpgroup of 4 warps owns 64 rows x BN, so the warp tile is 16 x BN.
-        _check(arch == "sm_90a", f"the wgmma GEMM runs on sm_90a only, not {arch}")
+        _check(arch == WGMMA_ARCH, f"the wgmma GEMM runs on {WGMMA_ARCH} only, not {arch}")
         _check(t.tm == 0 and t.tn == 0, "wgmma tiles have no thread tile")
         _check(t.bk == 32, f"wgmma tiles have BK=32 (one 128-byte swizzled row), got {t.bk}")
         _check(t.bm in (64, 128), f"wgmma BM must be 64 or 128 (one or two warpgroups), got {t.bm}")
@@ -266,7 +268,7 @@ class Spec:
     backend: str = "kgen"
     fusion: int = 2
     tile: Tile | None = None
-    arch: str = "sm_90a"
+    arch: str = WGMMA_ARCH
     # Module-level constants of the reference set by name (`--set NAME=VALUE`), as sorted
     # (name, value) pairs; batch / in / out are the fields above.
     constants: tuple = ()

@@ -1,0 +1,74 @@
+"""The tables kgen chooses from, in one place: the default target, the fastest fp32-accurate
+GEMM family per target, the tiles `kgen search` tries per family (its search space) and the
+tiles `kgen generate`'s shape rule prefers (choose.shape_rule; a test keeps every rule tile inside
+the search space). Per-target hardware limits are spec.ARCH_LIMITS'."""
+
+from __future__ import annotations
+
+from .spec import WGMMA_ARCH, Tile
+
+# The target when there is no GPU to ask and no --arch: Hopper, where kgen is fastest.
+DEFAULT_ARCH = WGMMA_ARCH
+# SMs of each target's usual large part (H100 SXM, A100, RTX 3090, Jetson Orin, RTX 4090, B200,
+# RTX 5090): what the tile rule fills when the GPU itself is not here to ask.
+TYPICAL_SMS = {"sm_80": 108, "sm_86": 82, "sm_87": 16, "sm_89": 128, WGMMA_ARCH: 132,
+               "sm_100": 148, "sm_120": 170}
+# Fastest fp32-accurate family per target (docs/perf.md): the warp-specialized wgmma GEMM in
+# 3xTF32 on Hopper (0.40-0.46x eager fp32), the mma.sync 3xTF32 GEMM elsewhere (0.68x on H100).
+# Tile candidates in order of preference; the rule takes the first that the target admits and
+# that gives the shape enough tiles to fill the GPU.
+RULE_SIMT_TILES = (Tile(128, 128, 8, 64, 64, tm=8, tn=16), Tile(64, 64, 8, 32, 32, tm=4, tn=8))
+RULE_WGMMA_TF32X3_TILES = (Tile(128, 128, 32, 16, 128, stages=4), Tile(64, 128, 32, 16, 128, stages=4),
+                      Tile(64, 64, 32, 16, 64, stages=6))
+RULE_MMA_TF32X3_TILES = (Tile(128, 128, 64, 64, 32, stages=3), Tile(128, 128, 32, 64, 32, stages=3),
+                    Tile(128, 128, 32, 64, 32, stages=2), Tile(128, 64, 32, 64, 32, stages=3),
+                    Tile(64, 64, 32, 32, 32, stages=3))
+RULE_TILES = {"wgmma": RULE_WGMMA_TF32X3_TILES, "mma": RULE_MMA_TF32X3_TILES, "simt": RULE_SIMT_TILES}
+# Fusion: the fused statistics epilogue lengthens every GEMM tile, a separate statistics kernel
+# costs a read of z. Measured (docs/perf.md): fusion 1 wins at batch 1024, fusion 2 at 16384.
+FUSED_STATS_MIN_BATCH = 4096
+
+
+def fastest_family(arch: str) -> tuple[str, str]:
+    """(backend, math) of the fastest fp32-accurate GEMM on the target."""
+    return ("wgmma", "tf32x3") if arch == WGMMA_ARCH else ("kgen", "tf32x3")
+
+
+# ---- the search space ----------------------------------------------------------------------
+# Tiles tried per GEMM family. SIMT: (BM, BN, BK, WM, WN, TM, TN). mma.sync: (BM, BN, BK, WM, WN, stages).
+SIMT_TILES = [
+    (128, 128, 8, 64, 64, 8, 16),
+    (128, 128, 16, 32, 64, 8, 8),
+    (256, 128, 8, 64, 64, 8, 16),
+    (128, 128, 8, 32, 64, 8, 8),
+    (128, 128, 8, 64, 32, 8, 8),
+    (64, 64, 8, 32, 32, 4, 8),
+]
+# tf32x3 keeps partial accumulators beside the main ones, so its warp tiles stay at 64x32.
+# Each list is ordered fastest-measured first (docs/perf.md), so `--top N` keeps the best N.
+TF32X3_TILES = [
+    (128, 128, 64, 64, 32, 3),  # BK=64: half the partial-accumulator flushes of BK=32
+    (128, 128, 32, 32, 64, 3),
+    (128, 128, 64, 64, 32, 2),
+    (128, 128, 32, 64, 32, 3),
+    (128, 128, 32, 64, 32, 4),
+    (256, 64, 32, 64, 32, 3),
+    (128, 64, 32, 64, 32, 4),
+    # Tiles that fit the 99 KB of shared memory of sm_86 / sm_89 / sm_120.
+    (128, 128, 32, 64, 32, 2),
+    (128, 64, 32, 64, 32, 3),
+    (64, 64, 32, 32, 32, 3),   # the shape rule's tile for shapes too small to fill the GPU
+]
+# TF32 and BF16 (loose tolerances only): the large warp tiles measured fastest.
+FAST_MMA_TILES = [
+    (128, 256, 32, 64, 64, 3),
+    (128, 128, 32, 64, 64, 3),
+]
+# wgmma (WGMMA_ARCH, warp-specialized): (BM, BN, stages); the warp tile is 16 x BN. Fastest-measured
+# first (tests/cuda/wgmma_selftest.cu, docs/perf.md), and ahead of the mma.sync tiles of the
+# same math mode, which they beat.
+WGMMA_TILES = {
+    # (the 64-row tiles last: the shape rule's choice where 128-row tiles leave SMs idle)
+    "tf32x3": [(128, 128, 4), (128, 128, 3), (128, 64, 6), (64, 128, 4), (64, 64, 6)],
+    "tf32": [(128, 256, 4), (128, 128, 6)],
+}

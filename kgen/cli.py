@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 from pathlib import Path
@@ -114,6 +115,8 @@ def _constants(sets) -> tuple:
                 value = float(text)
             except ValueError:
                 raise click.BadParameter(f"{name}: {text!r} is not a number", param_hint="--set") from None
+        if not math.isfinite(value):
+            raise click.BadParameter(f"{name}: {text!r} is not a finite number", param_hint="--set")
         out[name] = value
     return tuple(sorted(out.items()))
 
@@ -135,6 +138,8 @@ def _shape(problem, batch, in_features, out_features, sets=()):
     except (Unsupported, ReferenceError) as e:
         click.echo(f"kgen: {e}", err=True)
         sys.exit(2)
+    # A --set equal to the file's own value changes nothing (and must not name another workload).
+    constants = tuple((k, v) for k, v in constants if k in ref.set_constants)
     changed = [f"{name} = {value}" for name, value in constants] + ref.applied
     if changed:
         click.echo(f"workload: {', '.join(changed)} -> batch {shape[0]}, in_features {shape[1]}, "

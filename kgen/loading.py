@@ -88,7 +88,7 @@ class EmittedFile:
         return tuple(self.reference.init_args())
 
     def build(self):
-        return self.module.build()
+        return self.module._build()
 
 
 def find_moved_reference(recorded: str, sha256: str, emitted: Path) -> Path | None:

@@ -16,6 +16,7 @@ any constant by name. The batch needs no constant: without one, inputs are drawn
 
 from __future__ import annotations
 
+import __future__
 import ast
 import hashlib
 import types
@@ -114,10 +115,20 @@ class Reference:
         # Where no constant sets the batch, `inputs` draws get_inputs() again and takes rows.
         self.batch_override: int | None = None
         self.applied: list[str] = []   # what the overrides changed, for the CLI to say
-        for key in SHAPE_KEYS:
-            value = (overrides or {}).get(key)
-            if value is not None:
-                self._override(key, int(value))
+        asked = {key: int(v) for key, v in (overrides or {}).items() if v is not None}
+        for key, value in asked.items():
+            self._override(key, value)
+        # One constant may set two of them (a `features` used for both in and out), or an
+        # override may undo a --set: every request must still hold after all of them.
+        for key, value in asked.items():
+            got = self._measure(key)
+            if got != value:
+                raise ReferenceError(f"{self.path}: {OPTION_NAMES[key]} {value} cannot hold with the other "
+                                     f"options: the constants set ({', '.join(self.applied)}) give {got}")
+        for name, value in (constants or {}).items():
+            if self.module.__dict__.get(name) != value and name in self.defaults:
+                raise ReferenceError(f"{self.path}: --set {name}={value} is undone by another option "
+                                     f"(it is {self.module.__dict__.get(name)} now)")
 
     def _execute(self):
         """Runs the file's top-level statements in order, each constant set so far pinned as soon
@@ -127,8 +138,17 @@ class Reference:
         self.module = types.ModuleType(f"kgen_reference_{self.name}")
         self.module.__dict__["__file__"] = str(self.path)
         try:
-            for statement in ast.parse(self.source).body:
-                exec(compile(ast.Module([statement], []), str(self.path), "exec"), self.module.__dict__)
+            tree = ast.parse(self.source)
+            # The file's __future__ imports apply to each statement compiled alone (and kgen's
+            # own do not: dont_inherit).
+            flags = 0
+            for node in tree.body:
+                if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                    for alias in node.names:
+                        flags |= getattr(__future__, alias.name).compiler_flag
+            for statement in tree.body:
+                exec(compile(ast.Module([statement], []), str(self.path), "exec", flags=flags,
+                             dont_inherit=True), self.module.__dict__)
                 self.module.__dict__.update({k: v for k, v in self.set_constants.items()
                                              if k in self.module.__dict__})
         except Exception as e:  # noqa: BLE001 - the user's file failing is a message
@@ -168,6 +188,9 @@ class Reference:
         # The input's rank and dtype are checked by the tracer, after it has named the first op
         # (a Conv2d on a 4-D input is refused as a Conv2d).
         (self.input,) = tensors
+        if getattr(self, "batch_override", None) is not None and self.input.dim():
+            self.input = torch.empty((self.batch_override, *self.input.shape[1:]), dtype=self.input.dtype,
+                                     device="meta")
         for a in self._init_args:
             if isinstance(a, torch.Tensor):
                 raise ReferenceError(f"{self.path}: get_init_inputs() returns a tensor; kgen needs "
@@ -224,16 +247,58 @@ class Reference:
         self._read_workload()
         return found
 
+    def _only_moving(self, key: str, names: list[str]) -> list[str]:
+        """Of several constants that move `key`, those that move nothing else of the workload
+        (`out_features = in_features * 2`: out's own constant, not in's), the last GEMM found by
+        a fresh trace each time (`num_layers` moves which Linear is last, not its width)."""
+        from .ir import module_tensor
+        from .trace import trace
+
+        def workload() -> tuple:
+            self._read_workload()
+            try:
+                g = trace(self)
+                with torch.device("meta"):
+                    width = int(module_tensor(self.meta_model(), g.parts[-1].gemm.attrs["weight"]).shape[0])
+            except Exception:  # noqa: BLE001 - a value the module cannot take moves everything
+                width = None
+            return tuple(self.input.shape), width
+
+        before = workload()
+        kept = []
+        for name in names:
+            saved = dict(self.set_constants)
+            self.set_constants[name] = self.constants()[name] * 2
+            try:
+                self._execute()
+                after = workload()
+            except ReferenceError:
+                after = None
+            finally:
+                self.set_constants = saved
+            if after is None:
+                continue
+            moved_key = (after[0][0] != before[0][0]) if key == "batch" else (
+                (after[0][-1] != before[0][-1]) if key == "in_features" else after[1] != before[1])
+            others = [after[0][0] != before[0][0], after[0][-1] != before[0][-1], after[1] != before[1]]
+            others[{"batch": 0, "in_features": 1, "out_features": 2}[key]] = False
+            if moved_key and not any(others):
+                kept.append(name)
+        self._execute()
+        self._read_workload()
+        return kept or names
+
     def _override(self, key: str, value: int):
         current = self._measure(key)
         if value == current:
             return
         names = self.constant_for(key)
+        if len(names) > 1:
+            names = self._only_moving(key, names)
         if len(names) != 1:
             if key == "batch" and not names:
                 self.batch_override = value
-                self.input = torch.empty((value, *self.input.shape[1:]), dtype=self.input.dtype,
-                                         device="meta")
+                self._read_workload()
                 self.applied.append(f"batch {value} (no constant sets it: inputs are rows of "
                                     "repeated get_inputs() calls)")
                 return

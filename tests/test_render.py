@@ -193,10 +193,10 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
         kgen_backward_0=types.SimpleNamespace(), kgen_backward_floats_0=types.SimpleNamespace()))
     if refused:
         with pytest.raises(RuntimeError, match=r"wgmma.*sm_90a.*--backend kgen"):
-            module.build()
+            module._build()
         assert compiled == []
     else:
-        module.build()
+        module._build()
         assert [kw["extra_cuda_cflags"][-1] for kw in compiled] == ["-gencode=arch=compute_90a,code=sm_90a"]
 
 
@@ -211,4 +211,4 @@ def test_file_refuses_a_gpu_with_too_little_shared_memory(monkeypatch):
                         lambda device=None: types.SimpleNamespace(shared_memory_per_block_optin=101376))
     monkeypatch.setattr(module, "load_inline", lambda **kw: pytest.fail("compiled"))
     with pytest.raises(RuntimeError, match=r"needs \d+ bytes of shared memory.*allows 101376.*--arch sm_86"):
-        module.build()
+        module._build()

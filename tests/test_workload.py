@@ -160,3 +160,94 @@ def test_a_copied_reference_finds_the_shipped_records_by_content(tmp_path, monke
 def test_records_carry_no_absolute_paths():
     for path in [*(REPO / "results").glob("*.json"), REPO / "generated" / "index.json"]:
         assert str(REPO) not in path.read_text(), path
+
+
+def _module(init: str, forward: str, constants: str, get_inputs: str, init_args: str, head: str = "") -> str:
+    return f'''{head}
+import torch
+import torch.nn as nn
+
+
+{constants}
+
+
+class Model(nn.Module):
+    def __init__(self, *args):
+        super(Model, self).__init__()
+{textwrap.indent(textwrap.dedent(init).strip(), "        ")}
+
+    def forward(self, x):
+{textwrap.indent(textwrap.dedent(forward).strip(), "        ")}
+
+
+def get_inputs():
+    return [{get_inputs}]
+
+
+def get_init_inputs():
+    return {init_args}
+'''
+
+
+def test_options_set_by_one_constant_cannot_both_hold(tmp_path):
+    path = write(tmp_path, _module("self.fc = nn.Linear(args[0], args[1])", "return torch.relu(self.fc(x))",
+                                   "batch_size = 16\nfeatures = 64", "torch.rand(batch_size, features)",
+                                   "[features, features]"))
+    with pytest.raises(ReferenceError, match="cannot hold"):
+        Reference(path, {"in_features": 32, "out_features": 128})
+    ref = Reference(path, {"in_features": 32, "out_features": 32})   # both at once: fine
+    assert ref.set_constants == {"features": 32}
+    with pytest.raises(ReferenceError, match="undone"):
+        Reference(path, {"batch": 4}, {"batch_size": 8})
+
+
+def test_a_batch_without_a_constant_survives_other_options(tmp_path):
+    path = write(tmp_path, _module("self.fc = nn.Linear(args[0], 32)", "return torch.relu(self.fc(x))",
+                                   "in_features = 64", "torch.rand(16, in_features)", "[in_features]"))
+    ref = Reference(path, {"batch": 40, "in_features": 48})
+    assert tuple(ref.input.shape) == (40, 48) and tuple(ref.inputs()[0].shape) == (40, 48)
+
+
+def test_out_is_the_constant_that_moves_only_it(tmp_path):
+    derived = write(tmp_path / "derived", _module(
+        "self.fc = nn.Linear(args[0], args[1])", "return torch.relu(self.fc(x))",
+        "batch_size = 8\nin_features = 16\nout_features = in_features * 2",
+        "torch.rand(batch_size, in_features)", "[in_features, out_features]"))
+    assert Reference(derived, {"out_features": 48}).set_constants == {"out_features": 48}
+    layers = write(tmp_path / "layers", _module(
+        "self.layers = nn.ModuleList([nn.Linear(args[0] if i == 0 else args[1], args[1]) for i in range(args[2])])",
+        "for layer in self.layers:\n    x = torch.relu(layer(x))\nreturn x",
+        "batch_size = 8\nin_features = 16\nout_features = 32\nnum_layers = 2",
+        "torch.rand(batch_size, in_features)", "[in_features, out_features, num_layers]"))
+    assert Reference(layers, {"out_features": 64}).set_constants == {"out_features": 64}
+
+
+def test_emitted_files_keep_the_references_names_and_future_imports(tmp_path):
+    """A helper named like one of the emitted file's own functions stays the reference's in
+    KernelBench's one namespace; a file with `from __future__ import annotations` and names only
+    its annotations use loads with constants pinned, statement by statement."""
+    source = _module("self.fc = build(args[0], args[1])", "return torch.relu(self.fc(x))",
+                     "batch_size = 8\nin_features = 16\nout_features = 32\n\n\n"
+                     "def build(i, o):\n    return nn.Linear(i, o)\n\n\n"
+                     "if typing.TYPE_CHECKING:\n    from torch import Tensor",
+                     "torch.rand(batch_size, in_features)", "[in_features, out_features]",
+                     head="from __future__ import annotations\nimport typing")
+    source = source.replace("def forward(self, x):", "def forward(self, x: Tensor) -> Tensor:")
+    path = write(tmp_path, source)
+    out = tmp_path / "new.py"
+    r = CliRunner().invoke(main, ["generate", str(path), "--out", "24", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    ctx: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), ctx)
+    build = ctx["build"]
+    exec(compile(out.read_text(), str(out), "exec"), ctx)
+    assert ctx["build"] is build
+    model = ctx["ModelNew"](*ctx["get_init_inputs"]())
+    assert tuple(model.fc.weight.shape) == (24, 16)
+
+
+def test_set_refuses_values_a_file_cannot_hold(tmp_path):
+    path = write(tmp_path, NAMED)
+    for bad in ("nan", "inf", "1e400"):
+        r = CliRunner().invoke(main, ["generate", str(path), "--set", f"hidden_size={bad}", "-o", str(tmp_path / "x.py")])
+        assert r.exit_code == 2 and "finite" in r.output

@@ -262,6 +262,9 @@ def _load(file, ref=None):
 
     try:
         f = EmittedFile(file, ref)
+        if f.reference_embedded:
+            click.echo(f"note: {file}'s reference is not where it was ({f.module.KGEN_SPEC['problem']}); "
+                       f"checking against the copy of it the file carries ({f.reference.path})", err=True)
         if f.reference_changed:
             click.echo(f"note: {f.reference.path} changed since {file} was generated (sha256 differs); "
                        "checking against it as it is now", err=True)

@@ -42,6 +42,7 @@ class EmittedFile:
             self.spec = Spec.from_dict(self.module.KGEN_SPEC)
         except (SpecError, TypeError) as e:
             raise ValueError(f"{self.path}: its KGEN_SPEC is not one this kgen makes: {e}") from None
+        self.reference_embedded = False   # checked against the copy the file carries
         if ref is None:
             self._follow_a_moved_reference()
         elif is_path(str(ref)):
@@ -81,8 +82,30 @@ class EmittedFile:
         if not is_path(recorded) or Path(recorded).is_file() or not sha256:
             return
         found = find_moved_reference(recorded, sha256, self.path)
+        if found is None:
+            found = self._embedded_reference(recorded, sha256)
         if found is not None:
             self.spec = dataclasses.replace(self.spec, problem=str(found))
+
+    def _embedded_reference(self, recorded: str, sha256: str) -> Path | None:
+        """The copy of the reference the file carries (`_REFERENCE_SOURCE`, checked against the
+        recorded sha256), written once under kgen's cache with the reference's file name: a
+        file whose reference is nowhere to be found is still checked against exactly it."""
+        from .reference import sha256_text
+        from .search import cache_dir
+
+        source = getattr(self.module, "_REFERENCE_SOURCE", None)
+        if not isinstance(source, str) or sha256_text(source) != sha256:
+            return None
+        path = cache_dir() / "references" / sha256[:16] / Path(recorded).name
+        try:
+            if not path.is_file() or sha256_text(path.read_text()) != sha256:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(source)
+        except OSError:
+            return None
+        self.reference_embedded = True
+        return path
 
     def init_args(self) -> tuple:
         return tuple(self.reference.init_args())

@@ -41,8 +41,12 @@ def test_a_moved_reference_with_other_content_is_not_taken(tmp_path, monkeypatch
     moved = tmp_path / "b" / "refs" / REF.name
     moved.write_text(moved.read_text() + "\n# edited\n")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match="cannot load its reference.*name it with --ref"):
-        EmittedFile(tmp_path / "b" / "out" / emitted.name)
+    monkeypatch.setenv("KGEN_CACHE_DIR", str(tmp_path / "cache"))
+    # Not the edited one: the copy of the reference the emitted file carries, byte for byte.
+    f = EmittedFile(tmp_path / "b" / "out" / emitted.name)
+    assert f.reference_embedded and not f.reference_changed
+    assert f.reference.path.parent.parent == tmp_path / "cache" / "references"
+    assert f.reference.source == REF.read_text()
     # --ref names it explicitly (an edited reference is still the yardstick, and said to be)
     f = EmittedFile(tmp_path / "b" / "out" / emitted.name, ref=moved)
     assert f.reference_changed

@@ -61,6 +61,8 @@ def _softmax(input, dim=None, _stacklevel=3, dtype=None): ...
 def _linear(input, weight, bias=None): ...
 def _dropout(input, p=0.5, training=True, inplace=False): ...
 def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-05): ...
+def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05): ...
+def _normalize(input, p=2.0, dim=1, eps=1e-12, out=None): ...
 def _max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                 return_indices=False): ...
 def _avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -142,7 +144,7 @@ SUPPORTED = (
     "scalars, per-feature (N,) or (1, N) parameters, per-row values, and parameters of other "
     "shapes that broadcast onto the result as torch broadcasts them); row reductions over "
     "dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax; BatchNorm1d (one); "
-    "GroupNorm; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
+    "GroupNorm, LayerNorm, F.normalize over the features; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
     "in-place forms (x.mul_(2), x += y, inplace=True); order-keeping views of parameters "
     "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach; Dropout (the "
     "identity in eval mode; in training mode torch's own mask, drawn by the forward, for a "
@@ -422,6 +424,25 @@ class Tracer:
                 args.append(p)
         return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
                         weight=weight is not None, bias=bias is not None)
+
+    def layer_norm(self, x, normalized_shape: tuple, weight, bias, eps) -> int:
+        """LayerNorm over the N features of each row: GroupNorm with one group (the same mean,
+        biased variance, eps and per-feature affine; one kernel path, one backward)."""
+        if normalized_shape != (self.out_features,):
+            raise self.refuse(f"LayerNorm over {normalized_shape} after a GEMM of {self.out_features} "
+                              "features (kgen normalizes each row's features: normalized_shape (N,))")
+        return self.group_norm(x, 1, weight or None, bias or None, eps, None)
+
+    def normalize(self, x, p, dim, eps) -> int:
+        """F.normalize(x, 2, dim=1): x / max(||x||_2, eps) over each row's features, as torch
+        computes it (the norm, clamped below, then a division)."""
+        if p != 2 or dim not in (1, -1):
+            raise self.refuse(f"F.normalize with p={p!r}, dim={dim!r} (kgen takes p=2 over dim 1)")
+        if self.level(self.value(x)) != "tile":
+            raise self.refuse("F.normalize of a value that is not (batch, features)")
+        squares = self.pointwise("pow", [x], {"exponent": 2.0})
+        norm = self.pointwise("sqrt", [self.reduce("sum", squares, 1, True)])
+        return self.pointwise("div", [x, self.pointwise("maximum_const", [norm], {"other": float(eps)})])
 
     def pool(self, op: str, x, kernel_size, stride, padding, ceil_mode, dilation=1,
              return_indices=False) -> _Marker:
@@ -733,7 +754,7 @@ class Tracer:
         if kind is nn.Linear:
             return self.gemm(args[0], f"{path}.weight", f"{path}.bias" if module.bias is not None else None)
         known = (*ACTIVATION_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.BatchNorm1d, nn.Dropout,
-                 nn.GroupNorm, nn.MaxPool1d, nn.AvgPool1d)
+                 nn.GroupNorm, nn.LayerNorm, nn.MaxPool1d, nn.AvgPool1d)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
         for a in args:
@@ -755,6 +776,9 @@ class Tracer:
                 if n.kind == "reduce" and self._depends(x, n.id):
                     raise self.refuse("BatchNorm1d after a row reduction is not supported yet")
             return self.add("batchnorm", "tile", [x], module=path)
+        if kind is nn.LayerNorm:
+            return self.layer_norm(args[0], tuple(module.normalized_shape), module.weight is not None and f"{path}.weight",
+                                   module.bias is not None and f"{path}.bias", module.eps)
         if kind is nn.GroupNorm:
             affine = module.affine
             return self.group_norm(args[0], module.num_groups, f"{path}.weight" if affine else None,
@@ -895,6 +919,20 @@ class Tracer:
         if fn in SOFTMAX_FUNCTIONS:
             a = self._bind(_softmax, args, kwargs)
             return self.reduce(SOFTMAX_FUNCTIONS[fn], a["input"], a["dim"], True)
+        if fn is F.layer_norm:
+            a = self._bind(_layer_norm, args, kwargs)
+            paths = []
+            for key in ("weight", "bias"):
+                v = a[key]
+                if v is not None and not (isinstance(v, _Marker) and v.kind == "tensor"):
+                    raise self.refuse(f"F.layer_norm with a {key} that is not a parameter of the module")
+                paths.append(v.payload if v is not None else None)
+            shape = a["normalized_shape"]
+            return self.layer_norm(a["input"], tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
+                                   *paths, a["eps"])
+        if fn is F.normalize:
+            a = self._bind(_normalize, args, kwargs)
+            return self.normalize(a["input"], a["p"], a["dim"], a["eps"])
         if fn is F.group_norm:
             a = self._bind(_group_norm, args, kwargs)
             paths = []

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import queue
+import re
 import statistics
 import subprocess
 import sys
@@ -501,6 +502,20 @@ def winner_path(out_dir: Path, spec: Spec, tol: float) -> Path:
     return out_dir / f"{spec.shape_name()}_tol{tol:g}.py"
 
 
+def distinct_path(path: Path, sha256: str) -> Path:
+    """`path`, or, where it holds another reference's file (two files of one name, shape and
+    tier: two `model.py`), the same name with this reference's sha256 prefix added: a search
+    never replaces a different module's winner or record."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return path
+    m = re.search(r"(?:KGEN_REFERENCE_SHA256 = |\"reference_sha256\": )['\"]([0-9a-f]{64})['\"]", text)
+    if m is None or m.group(1) == sha256:
+        return path
+    return path.with_name(f"{path.stem}_{sha256[:8]}{path.suffix}")
+
+
 def read_index(out_dir: Path) -> dict:
     try:
         return json.loads((out_dir / INDEX_NAME).read_text())
@@ -606,7 +621,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         candidates.append(c)
     winners: dict = {}
     tol_tag = "_".join(f"{t:g}" for t in sorted(tols))
-    record_path = results_dir / f"search_{shape}_tol{tol_tag}.json"
+    record_path = distinct_path(results_dir / f"search_{shape}_tol{tol_tag}.json", load(problem).sha256)
     results_dir.mkdir(parents=True, exist_ok=True)
 
     def save():
@@ -671,7 +686,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                                 **({"eager_max_abs_err": eager["max_abs"]}
                                    if "max_abs" in eager and tol not in eager["within"] else {}))
                 out_dir.mkdir(parents=True, exist_ok=True)
-                path = generator.write(c.spec, winner_path(out_dir, c.spec, tol), measured=measured)
+                path = generator.write(c.spec, distinct_path(winner_path(out_dir, c.spec, tol),
+                                                             c.spec.reference().sha256), measured=measured)
                 previous = record_winner(out_dir, path, c.spec, tol, measured)
                 winners[f"{tol:g}"] = {"name": c.spec.name(), "path": portable_problem(str(path)), "spec": portable_spec(c.spec),
                                        "measured": measured}

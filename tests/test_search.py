@@ -152,3 +152,19 @@ def test_runoff_orders_by_the_median_of_its_rounds(tmp_path):
     assert runoff_order([a, b], times) == [b, a]
     assert (a.runoff_ms, b.runoff_ms) == (1.05, 1.02)
     assert b.summary()["runoff_ms"] == 1.02
+
+
+def test_a_search_never_replaces_another_references_winner_or_record(tmp_path):
+    """Two references of one file name (two `model.py`) at one shape and tier: the second's
+    winner and record get its sha256 prefix instead of replacing the first's."""
+    from kgen.search import distinct_path
+
+    mine, theirs = "a" * 64, "b" * 64
+    winner = tmp_path / "model_b8_i16_o32_tol0.0001.py"
+    record = tmp_path / "search_model_b8_i16_o32_tol0.0001.json"
+    assert distinct_path(winner, mine) == winner   # nothing there yet
+    winner.write_text(f"KGEN_REFERENCE_SHA256 = '{theirs}'\n")
+    record.write_text(json.dumps({"reference_sha256": theirs}, indent=1))
+    assert distinct_path(winner, mine).name == "model_b8_i16_o32_tol0.0001_aaaaaaaa.py"
+    assert distinct_path(record, mine).name == "search_model_b8_i16_o32_tol0.0001_aaaaaaaa.json"
+    assert distinct_path(winner, theirs) == winner and distinct_path(record, theirs) == record

@@ -519,6 +519,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         reference_source_literal=source_literal,
         reference_encoding_note=note,
         reference_constants=pprint.pformat(ref.set_constants, sort_dicts=False, width=100),
+        pins_constants=bool(ref.set_constants),   # else the file's text runs as it is
         reference_module_name=re.sub(r"\W", "_", ref.name),
         hopper_only=spec.family == "wgmma",
         smem_bytes=spec_smem_bytes(spec),

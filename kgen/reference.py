@@ -196,105 +196,75 @@ class Reference:
                 raise ReferenceError(f"{self.path}: get_init_inputs() returns a tensor; kgen needs "
                                      "plain values it can write into the emitted file")
 
-    def _measure(self, key: str) -> int | None:
-        """The workload's current value of batch / in_features / out_features."""
-        if key == "batch":
-            return int(self.input.shape[0]) if self.input.dim() else None
-        if key == "in_features":
-            return int(self.input.shape[-1]) if self.input.dim() else None
-        weight = self._last_weight_path()
-        if weight is None:
-            return None
-        from .ir import module_tensor
-
-        with torch.device("meta"):
-            try:
-                model = self.Model(*self._init_args)
-                return int(module_tensor(model, weight).shape[0])
-            except Exception as e:  # noqa: BLE001 - a perturbed constant that breaks the module moves nothing
-                self._build_error = f"{type(e).__name__}: {e}"
-                return None
-
-    def _last_weight_path(self) -> str | None:
-        if not hasattr(self, "_weight_path"):
-            from .trace import trace
-
-            # A module kgen cannot trace has no GEMM to size: its refusal is the message.
-            self._weight_path = trace(self).parts[-1].gemm.attrs["weight"]
-        return self._weight_path
-
-    def constant_for(self, key: str) -> list[str]:
-        """The constants that set `key` (batch, in_features or out_features): those whose change
-        (doubled) changes it. Found by trying each, since files name them as they please."""
-        before = self._measure(key)
-        found = []
-        for name, value in self.constants().items():
-            if not isinstance(value, int) or value < 1:
-                continue
-            saved = dict(self.set_constants)
-            self.set_constants[name] = value * 2
-            try:
-                self._execute()
-                self._read_workload()
-                after = self._measure(key)
-            except ReferenceError:
-                after = before
-            finally:
-                self.set_constants = saved
-            if after is not None and after != before:
-                found.append(name)
-        self._execute()
-        self._read_workload()
-        return found
-
-    def _only_moving(self, key: str, names: list[str]) -> list[str]:
-        """Of several constants that move `key`, those that move nothing else of the workload
-        (`out_features = in_features * 2`: out's own constant, not in's), the last GEMM found by
-        a fresh trace each time (`num_layers` moves which Linear is last, not its width)."""
+    def _measure(self, key: str, fresh: bool = False) -> int | None:
+        """The workload's current value of batch / in_features / out_features (None where the
+        module cannot be built). out_features is the last GEMM's width: of the GEMM the first
+        trace found, or, `fresh`, of a new trace (a `num_layers` moves which GEMM is last)."""
+        if key in ("batch", "in_features"):
+            return int(self.input.shape[0 if key == "batch" else -1]) if self.input.dim() else None
         from .ir import module_tensor
         from .trace import trace
 
-        def workload() -> tuple:
-            self._read_workload()
-            try:
-                g = trace(self)
-                with torch.device("meta"):
-                    width = int(module_tensor(self.meta_model(), g.parts[-1].gemm.attrs["weight"]).shape[0])
-            except Exception:  # noqa: BLE001 - a value the module cannot take moves everything
-                width = None
-            return tuple(self.input.shape), width
+        try:
+            if fresh:
+                weight = trace(self).parts[-1].gemm.attrs["weight"]
+            else:
+                # A module kgen cannot trace has no GEMM to size: its refusal is the message.
+                if not hasattr(self, "_weight_path"):
+                    self._weight_path = trace(self).parts[-1].gemm.attrs["weight"]
+                weight = self._weight_path
+            with torch.device("meta"):
+                return int(module_tensor(self.meta_model(), weight).shape[0])
+        except Exception as e:  # noqa: BLE001 - a value the module cannot take moves nothing
+            if not fresh and not hasattr(self, "_weight_path"):
+                raise
+            self._build_error = f"{type(e).__name__}: {e}"
+            return None
 
-        before = workload()
-        kept = []
+    def _doubled(self, name: str, measure):
+        """measure() with constant `name` doubled (None where the file fails with it); the
+        workload is back as it was afterwards."""
+        saved = dict(self.set_constants)
+        self.set_constants[name] = self.constants()[name] * 2
+        try:
+            self._execute()
+            self._read_workload()
+            return measure()
+        except ReferenceError:
+            return None
+        finally:
+            self.set_constants = saved
+            self._execute()
+            self._read_workload()
+
+    def constant_for(self, key: str) -> list[str]:
+        """The constants that set `key` (batch, in_features or out_features): those whose change
+        (doubled) changes it, found by trying each, since files name them as they please. Of
+        several, those that move nothing else of the workload (`out_features = in_features * 2`:
+        out's own constant, not in's; the last GEMM found afresh each time)."""
+        before = self._measure(key)
+        names = [name for name, value in self.constants().items()
+                 if isinstance(value, int) and value >= 1
+                 and self._doubled(name, lambda: self._measure(key)) not in (None, before)]
+        if len(names) < 2:
+            return names
+
+        def workload():
+            return tuple(self._measure(k, fresh=True) for k in SHAPE_KEYS)
+
+        now = workload()
+        only = []
         for name in names:
-            saved = dict(self.set_constants)
-            self.set_constants[name] = self.constants()[name] * 2
-            try:
-                self._execute()
-                after = workload()
-            except ReferenceError:
-                after = None
-            finally:
-                self.set_constants = saved
-            if after is None:
-                continue
-            moved_key = (after[0][0] != before[0][0]) if key == "batch" else (
-                (after[0][-1] != before[0][-1]) if key == "in_features" else after[1] != before[1])
-            others = [after[0][0] != before[0][0], after[0][-1] != before[0][-1], after[1] != before[1]]
-            others[{"batch": 0, "in_features": 1, "out_features": 2}[key]] = False
-            if moved_key and not any(others):
-                kept.append(name)
-        self._execute()
-        self._read_workload()
-        return kept or names
+            after = self._doubled(name, workload)
+            if after is not None and [a != b for a, b in zip(after, now)] == [k == key for k in SHAPE_KEYS]:
+                only.append(name)
+        return only or names
 
     def _override(self, key: str, value: int):
         current = self._measure(key)
         if value == current:
             return
         names = self.constant_for(key)
-        if len(names) > 1:
-            names = self._only_moving(key, names)
         if len(names) != 1:
             if key == "batch" and not names:
                 self.batch_override = value

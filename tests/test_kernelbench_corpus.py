@@ -102,7 +102,6 @@ def test_published_file_constructs_both_ways_with_the_references_seeded_state(re
     _state_equal(model, alone["ModelNew"](*init))
     torch.manual_seed(42)
     _state_equal(model, Model(*init))   # the reference still builds after the exec
-    assert isinstance(alone["ModelNew"](*init), torch.nn.Module)
 
 
 # KernelBench's eval cannot pass these with any faithful kernel, for reasons measured on an H100

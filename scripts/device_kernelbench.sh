@@ -3,8 +3,6 @@
 # the call's carry): `cp -r ../shared/kernelbench .kb`. PART selects the files (a glob on their
 # numbers' first digit, default all); GPU_TESTS, if set, are run first with pytest -m gpu.
 . scripts/device_setup.sh
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl 2>&1 | tail -1
-export PYTHONPATH=.:/tmp/site
 refs=$(ls .kb/level2/${PART:-}*.py)
 if [ -n "${GPU_TESTS:-}" ]; then
   t "gpu tests: $GPU_TESTS"

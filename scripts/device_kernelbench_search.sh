@@ -2,8 +2,6 @@
 # eval, kgen's fp64 replay and bench on each winner, in one device call. The search records
 # and winners come back in $OUT/search.tgz (results/ and generated/ layout).
 . scripts/device_setup.sh
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl 2>&1 | tail -1
-export PYTHONPATH=.:/tmp/site
 mkdir -p /tmp/s/results /tmp/s/generated /tmp/s/win
 for n in $NUMS; do
   r=$(ls .kb/level2/${n}_*.py)

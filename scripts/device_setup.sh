@@ -1,8 +1,14 @@
 # Sourced by the device scripts (each runs in the repository root on the device machine):
-# installs kgen into the device image's Python, names the GPU, puts the tree on PYTHONPATH, and
+# installs kgen into the device image's Python, names the GPU, puts the tree (and KernelBench's
+# wheels, where .kb/ is carried) on PYTHONPATH, and
 # defines t, which prints a line stamped with the seconds since the script began.
 python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
 nvidia-smi --query-gpu=name --format=csv,noheader
 export PYTHONPATH=.
+# KernelBench's eval, where its folder was copied to .kb/ and carried: its wheels (pydantic).
+if [ -d .kb/wheels ]; then
+  python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .kb/wheels/*.whl 2>&1 | grep -v WARNING | tail -1
+  export PYTHONPATH=.:/tmp/site
+fi
 start=$(date +%s)
 t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }

@@ -4,6 +4,7 @@
 # numbers' first digit, default all); GPU_TESTS, if set, are run first with pytest -m gpu.
 . scripts/device_setup.sh
 refs=$(ls .kb/level2/${PART:-}*.py)
+label=$(printf %s "${PART:-all}" | tr -c 'A-Za-z0-9' '_')   # $OUT takes plain file names only
 if [ -n "${GPU_TESTS:-}" ]; then
   t "gpu tests: $GPU_TESTS"
   timeout ${GPU_TESTS_LIMIT:-240} python3 -m pytest -m gpu -q $GPU_TESTS > $OUT/gpu_tests.log 2>&1; tail -8 $OUT/gpu_tests.log
@@ -23,7 +24,7 @@ grep -v " 0 " $OUT/chosen.log || true
 t "build"
 for r in $refs; do (timeout 300 python3 -m kgen.worker build /tmp/kbf/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r") & done; wait
 t "KernelBench eval, kgen's replay against fp64, bench"
-timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files /tmp/kbf --json $OUT/kb_${PART:-all}.jsonl $refs > $OUT/kb_${PART:-all}.log 2>&1
-tail -40 $OUT/kb_${PART:-all}.log | grep "^|"
+timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files /tmp/kbf --json $OUT/kb_$label.jsonl $refs > $OUT/kb_$label.log 2>&1
+tail -40 $OUT/kb_$label.log | grep "^|"
 if [ -n "${THEN:-}" ]; then t "then: $THEN"; bash -c "$THEN"; fi
 t done

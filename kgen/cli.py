@@ -10,13 +10,14 @@ from pathlib import Path
 
 import click
 
-from . import __version__, generator
-from .ir import Unsupported
-from .problems import PROBLEMS
-from .reference import ReferenceError
-from .spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
+from kgen import __version__
+from kgen.codegen import generator
+from kgen.ir.graph import Unsupported
+from kgen.frontend.problems import PROBLEMS
+from kgen.frontend.reference import ReferenceError
+from kgen.tune.spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
                    Tile, arch_for_capability, check_shape, gemm_family)
-from .static_checks import StaticCheckError
+from kgen.check.static_checks import StaticCheckError
 
 # What each backend computes when --math is not given: its fastest fp32-accurate mode.
 DEFAULT_MATH = {"wgmma": "tf32x3", "kgen": "tf32x3", "cublas": "fp32_simt", "gemv": "fp32_simt"}
@@ -74,7 +75,7 @@ def problem_option(f):
 def _problem(ref, problem) -> str:
     """The spec's problem: REF's absolute path or a shipped name. A module kgen cannot
     synthesize (or a file it cannot read) exits 2 with the reason."""
-    from .problems import graph, problem_id
+    from kgen.frontend.problems import graph, problem_id
 
     if ref and problem:
         raise click.UsageError("give either REF or --problem, not both")
@@ -125,7 +126,7 @@ def _shape(problem, batch, in_features, out_features, sets=()):
     """(batch, in_features, out_features, constants) of the workload: the reference's own, with
     the options given mapped onto the constants that set them (what they changed is printed).
     An option that cannot apply is an error only when given."""
-    from .problems import graph, load
+    from kgen.frontend.problems import graph, load
 
     constants = _constants(sets)
     try:
@@ -186,7 +187,7 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
     With no --math/--backend/--fusion/--tile/--warp/--thread/--stages/--group, emits the fastest
     fp32-accurate file kgen knows for the target (an earlier search's winner, else a rule) and
     says what it chose and why."""
-    from . import choose
+    from kgen.tune import choose
 
     problem = _problem(ref, problem)
     batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)
@@ -211,7 +212,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
                        warp, thread, stages, group, target, constants=()) -> Spec:
     """The spec the options name; what they leave out takes the defaults of the family they
     name. An option the chosen GEMM has no use for is an error, never silently dropped."""
-    from . import choose
+    from kgen.tune import choose
 
     if backend is None:
         backend = "wgmma" if target.arch == WGMMA_ARCH and (math or "tf32x3") in WGMMA_MATHS else "kgen"
@@ -258,7 +259,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
 
 
 def _load(file, ref=None):
-    from .loading import EmittedFile
+    from kgen.check.loading import EmittedFile
 
     try:
         f = EmittedFile(file, ref)
@@ -284,8 +285,8 @@ def validate(file, tol, batch, quick, ref):
     """Check FILE against its reference on the GPU; exits non-zero on any failure."""
     f = _load(file, ref)
     _require_cuda("validate")
-    from .validate import gate_description, summary
-    from .validate import validate as run_validation
+    from kgen.check.validate import gate_description, summary
+    from kgen.check.validate import validate as run_validation
 
     click.echo(f"validating {file} ({f.spec.name()}) at tol {tol:g}, errors against fp64; "
                f"passing means {gate_description(tol)}")
@@ -306,7 +307,7 @@ def bench(file, batch, iters, ref, with_compile):
     """Time FILE and the eager reference in the same run and print their ratio."""
     f = _load(file, ref)
     _require_cuda("bench")
-    from .bench import bench as run_bench
+    from kgen.check.bench import bench as run_bench
 
     f.build()
     click.echo(run_bench(f, batch=batch, iters=iters, with_compile=with_compile).report())
@@ -339,7 +340,7 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
     _require_cuda("search")
     import torch
 
-    from .search import DEFAULT_MATHS, run_search
+    from kgen.tune.search import DEFAULT_MATHS, run_search
 
     problem = _problem(ref, problem)
     batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)

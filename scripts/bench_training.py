@@ -6,7 +6,7 @@ process, with the gradients' errors against fp64 beside the times.
 One training step's work is timed (for the file, eager fp32, eager with TF32 allowed and
 torch.compile of the reference in fp32): y = model(x); y.backward(g) (parameter gradients set
 to None before each call), twice: as a first layer (x needs no gradient: eager computes dW alone) and as
-an inner layer (x needs its gradient too), with kgen.bench.time_calls (CUDA events, L2 flushed,
+an inner layer (x needs its gradient too), with kgen.check.bench.time_calls (CUDA events, L2 flushed,
 warm-up, median of 30); eager fp32 and the file alternate over 5 rounds so that neither always
 runs first, and each line gives the median of the rounds' medians with their smallest and
 largest. The errors: max abs of dL/dx and of each parameter's gradient against fp64 autograd of
@@ -18,8 +18,8 @@ import sys
 
 import torch
 
-from kgen.bench import time_calls
-from kgen.reference import Reference
+from kgen.check.bench import time_calls
+from kgen.frontend.reference import Reference
 
 ROUNDS = 5
 

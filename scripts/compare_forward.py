@@ -15,8 +15,8 @@ ROUNDS = 7  # interleaved rounds; the GPU's timing can be bimodal from one round
 
 import torch
 
-from kgen.bench import time_calls
-from kgen.reference import Reference
+from kgen.check.bench import time_calls
+from kgen.frontend.reference import Reference
 
 
 def load(path):

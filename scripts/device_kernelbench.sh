@@ -22,7 +22,7 @@ for ref in sys.argv[1:]:   # one process: torch is imported once
 PY
 grep -v " 0 " $OUT/chosen.log || true
 t "build"
-for r in $refs; do (timeout 300 python3 -m kgen.worker build /tmp/kbf/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r") & done; wait
+for r in $refs; do (timeout 300 python3 -m kgen.tune.worker build /tmp/kbf/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r") & done; wait
 t "KernelBench eval, kgen's replay against fp64, bench"
 timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files /tmp/kbf --json $OUT/kb_$label.jsonl $refs > $OUT/kb_$label.log 2>&1
 tail -40 $OUT/kb_$label.log | grep "^|"

@@ -29,9 +29,9 @@ def main():
     sys.path.insert(0, str(args.kb / "src"))
     from kernelbench import eval as kb
 
-    from kgen.bench import bench
-    from kgen.loading import EmittedFile
-    from kgen.validate import check_kernelbench_eval
+    from kgen.check.bench import bench
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import check_kernelbench_eval
 
     rows = []
     for ref in args.refs:

@@ -11,7 +11,7 @@ import collections
 
 import torch
 
-from kgen.loading import EmittedFile
+from kgen.check.loading import EmittedFile
 
 
 def profile(path: str, batch: int | None, iters: int) -> None:

@@ -13,8 +13,8 @@ import ast
 import json
 from pathlib import Path
 
-from kgen import generator
-from kgen.spec import Spec
+from kgen.codegen import generator
+from kgen.tune.spec import Spec
 
 GENERATED = Path("generated")
 

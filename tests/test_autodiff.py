@@ -1,6 +1,6 @@
-"""The backward's oracle (CPU): every point-wise op's VJP from kgen.derivatives matches
+"""The backward's oracle (CPU): every point-wise op's VJP from kgen.ir.derivatives matches
 torch.autograd of the op's torch definition, and its CUDA form compiles; reverse mode over the
-IR (kgen.autodiff.graph_vjp) gives, for every module kgen synthesizes, the gradients
+IR (kgen.ir.autodiff.graph_vjp) gives, for every module kgen synthesizes, the gradients
 torch.autograd gives for the module itself: of the input and of every parameter, in training and
 eval mode."""
 
@@ -10,11 +10,11 @@ import subprocess
 import pytest
 import torch
 
-from kgen.autodiff import graph_vjp
-from kgen.derivatives import DERIVATIVES, cuda_vjp, torch_vjp
-from kgen.ops import POINTWISE, torch_apply
-from kgen.reference import Reference
-from kgen.trace import trace
+from kgen.ir.autodiff import graph_vjp
+from kgen.ir.derivatives import DERIVATIVES, cuda_vjp, torch_vjp
+from kgen.ir.ops import POINTWISE, torch_apply
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import trace
 
 from conftest import SYNTHESIZED_REFS
 from test_chain import CHAINS, chain_module

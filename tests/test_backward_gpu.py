@@ -1,4 +1,4 @@
-"""GPU tier of the backward kernels (kgen/backward.py, kernels/backward.cuh): for each module
+"""GPU tier of the backward kernels (kgen/lower/backward.py, kernels/backward.cuh): for each module
 whose parts have them, the gradients of the input and of every parameter against fp64
 torch.autograd of the reference module, with eager fp32's own gradient error beside them (the
 fp32-exact gate: at most FP32_EXACT_FACTOR times eager's error), at an odd shape on the Hopper
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgen import generator
-from kgen.search import Candidate, build_all
-from kgen.spec import Spec, Tile
-from kgen.validate import FP32_EXACT_FACTOR
+from kgen.codegen import generator
+from kgen.tune.search import Candidate, build_all
+from kgen.tune.spec import Spec, Tile
+from kgen.check.validate import FP32_EXACT_FACTOR
 
 from conftest import REFS_DIR, module_source
 from test_render import exec_file
@@ -73,7 +73,7 @@ ROW_PARAMETERS = module_source("""
       "b2": "nn.Parameter(torch.randn(out_features))"}, 32)
 
 # Point-wise parts (struct Backward), then staged ones (row reductions, softmax, GroupNorm,
-# BatchNorm, pooling: kgen/backward.py's BackwardRows / BnSums / Prefix).
+# BatchNorm, pooling: kgen/lower/backward.py's BackwardRows / BnSums / Prefix).
 # Linear -> GroupNorm(16) -> tanh: GroupNorm with a smooth op after it.
 GROUPNORM_TANH = module_source("x = torch.tanh(self.group_norm(x))",
                                {"group_norm": "nn.GroupNorm(16, out_features)"}, 528)
@@ -151,7 +151,7 @@ def test_gradients_when_ctas_take_several_rows(refs, files, name):
 def assert_gradients_fp32_exact(refs, files, name, backend, mode, batch):
     if backend not in backends():
         pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
-    from kgen.problems import load
+    from kgen.frontend.problems import load
 
     ref_path = refs[name]
     module = exec_file(Path(files[(ref_path, backend)]).read_text(), "backward_file")
@@ -190,7 +190,7 @@ def assert_gradients_fp32_exact(refs, files, name, backend, mode, batch):
 def test_sgd_steps_track_the_reference(refs, files, name, backend):
     if backend not in backends():
         pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
-    from kgen.problems import load
+    from kgen.frontend.problems import load
 
     ref_path = refs[name]
     module = exec_file(Path(files[(ref_path, backend)]).read_text(), "sgd_file")

@@ -1,4 +1,4 @@
-"""The staged backward's row kernel (kgen/backward.py, BackwardRows) compiled for the host with
+"""The staged backward's row kernel (kgen/lower/backward.py, BackwardRows) compiled for the host with
 g++ and run by 64 threads with CUDA's barriers and reductions emulated (SHIMS), against
 torch.autograd of the module itself: the gradient of z and of every parameter the epilogue
 reads.
@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgen import backward
-from kgen.lower import lower
-from kgen.problems import graph, load
+from kgen.codegen.generator import CODEGEN_DIR
+from kgen.lower import backward
+from kgen.lower.forward import lower
+from kgen.frontend.problems import graph, load
 
 from conftest import SYNTHESIZED_REFS, module_source
 from test_backward_gpu import ROW_PARAMETERS
@@ -30,7 +31,7 @@ DETACHED_CASES = {
     "detached_max_alone": "x * (x.amax(dim=1, keepdim=True).detach() * self.s)",
 }
 GXX = shutil.which("g++")
-KERNELS = Path(backward.__file__).resolve().parent / "kernels"
+KERNELS = CODEGEN_DIR / "kernels"
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
 M, N = 6, 1024   # N: a multiple of every GroupNorm's groups in tests/refs/
 

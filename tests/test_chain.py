@@ -12,13 +12,13 @@ import sys
 import pytest
 import torch
 
-from kgen import generator
-from kgen.ir import Unsupported
-from kgen.reference import Reference
-from kgen.search import enumerate_specs, predicted_ms
-from kgen.spec import Spec, Tile
-from kgen.static_checks import check_emitted
-from kgen.trace import trace
+from kgen.codegen import generator
+from kgen.ir.graph import Unsupported
+from kgen.frontend.reference import Reference
+from kgen.tune.search import enumerate_specs, predicted_ms
+from kgen.tune.spec import Spec, Tile
+from kgen.check.static_checks import check_emitted
+from kgen.frontend.trace import trace
 
 from conftest import REFS_DIR
 from test_render import entry_points_agree, exec_file

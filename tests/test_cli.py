@@ -7,9 +7,9 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from kgen import generator
+from kgen.codegen import generator
 from kgen.cli import main
-from kgen.spec import Spec, Tile
+from kgen.tune.spec import Spec, Tile
 
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU defaults")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kgen import generator
-from kgen.search import enumerate_specs
-from kgen.spec import WGMMA_FLUSH_KTILES, wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads
+from kgen.codegen import generator
+from kgen.tune.search import enumerate_specs
+from kgen.tune.spec import WGMMA_FLUSH_KTILES, wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads
 
 from conftest import module_source
 
@@ -94,8 +94,8 @@ def test_wgmma_smem_mirror_matches_the_kernel(tmp_path):
     tile a search tries."""
     specs = [s for s in enumerate_specs("gemm_scale_bn", 1024, 8192, 8192) if s.family == "wgmma"]
     assert specs
-    lines = ['#include "kgen/kernels/common.cuh"', '#include "kgen/kernels/gemm_mma.cuh"',
-             '#include "kgen/kernels/gemm_wgmma.cuh"', '#include "kgen/kernels/gemm_wgmma_ws.cuh"']
+    lines = ['#include "kgen/codegen/kernels/common.cuh"', '#include "kgen/codegen/kernels/gemm_mma.cuh"',
+             '#include "kgen/codegen/kernels/gemm_wgmma.cuh"', '#include "kgen/codegen/kernels/gemm_wgmma_ws.cuh"']
     for s in specs:
         gemm = generator.gemm_type(s)
         lines.append(f"static_assert({gemm}::kSmemBytes == {wgmma_smem_bytes(s.tile, s.math)}, "
@@ -120,7 +120,7 @@ def test_generated_wgmma_wrappers_are_current():
 def test_tile_grid_says_what_to_launch(tmp_path):
     """Every GEMM launcher sizes its grid with tile_grid (common.cuh): host code, so it runs here."""
     cu = tmp_path / "grid.cu"
-    cu.write_text('#include "kgen/kernels/common.cuh"\n#include <cstdio>\n' + r'''
+    cu.write_text('#include "kgen/codegen/kernels/common.cuh"\n#include <cstdio>\n' + r'''
 int main() {
   struct Case { int M, N, K; bool launch; cudaError_t status; unsigned tiles; };
   const Case cases[] = {
@@ -157,7 +157,7 @@ int main() {
 
 def test_the_smem_limit_of_the_target_is_asserted_in_the_kernel_source(tmp_path):
     """kgen_cfg::kMaxSmemBytes comes from spec.ARCH_LIMITS; a tile over it does not compile."""
-    from kgen.spec import ARCH_LIMITS, Spec, Tile
+    from kgen.tune.spec import ARCH_LIMITS, Spec, Tile
 
     big = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="kgen",
                tile=Tile(128, 128, 32, 64, 32, stages=4), arch="sm_80")
@@ -181,7 +181,7 @@ def test_an_extension_exports_its_entry_points_only(tmp_path):
     the kernel templates); every symbol but the kgen_* entry points is hidden, or the dynamic
     linker binds one library's data to another's (g++ emits inline variables as STB_GNU_UNIQUE:
     a backward once read another module's slot table so, on the GPU tier)."""
-    from kgen.spec import Spec, Tile
+    from kgen.tune.spec import Spec, Tile
 
     spec = Spec("gemm_bn_scale_softmax", 64, 128, 256, math="tf32x3", backend="kgen", fusion=1,
                 tile=Tile(128, 128, 32, 64, 32, stages=3), arch="sm_80")
@@ -218,7 +218,7 @@ ROW_OPS_SHARE_A_PARAMETER = module_source("""
 def test_row_ops_after_two_reductions_share_a_parameter(tmp_path):
     """A one-element parameter used by row ops after two reductions is declared once in the
     row function's scope (the forward's row kernel declared it twice, which nvcc refused)."""
-    from kgen.spec import Spec, Tile
+    from kgen.tune.spec import Spec, Tile
 
     ref = tmp_path / "shared_parameter.py"
     ref.write_text(ROW_OPS_SHARE_A_PARAMETER)

@@ -1,10 +1,10 @@
-"""The tables of kgen/configs.py hold together: every tile the shape rule may pick is one the
+"""The tables of kgen/tune/configs.py hold together: every tile the shape rule may pick is one the
 search tries (so a search can confirm or beat what `kgen generate` chose)."""
 
 import pytest
 
-from kgen import configs
-from kgen.search import enumerate_specs
+from kgen.tune import configs
+from kgen.tune.search import enumerate_specs
 
 
 @pytest.mark.parametrize("family", sorted(configs.RULE_TILES))

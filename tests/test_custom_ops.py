@@ -17,9 +17,9 @@ import ctypes
 import pytest
 import torch
 
-from kgen import generator
-from kgen.search import enumerate_specs
-from kgen.spec import Spec, Tile
+from kgen.codegen import generator
+from kgen.tune.search import enumerate_specs
+from kgen.tune.spec import Spec, Tile
 
 from conftest import REFS_DIR, SYNTHESIZED_REFS
 from test_render import exec_file
@@ -116,7 +116,7 @@ def test_backward_ops_and_their_fake_kernels(spec):
     gradients' shapes, wired as the forward op's autograd) or a reason that names the op it
     lacks; through the fake kernels, backward gives each input and parameter a gradient of its
     shape."""
-    from kgen import backward
+    from kgen.lower import backward
 
     module = exec_file(generator.render(spec))
     parts = generator.lowered_parts(spec)
@@ -142,7 +142,7 @@ def test_backward_ops_and_their_fake_kernels(spec):
 
 
 def test_unsupported_parts_name_the_op():
-    from kgen import backward
+    from kgen.lower import backward
 
     tail = Spec(str(REFS_DIR / "gemm_groupnorm_min_bias.py"), 64, 128, 1024, math="tf32x3", backend="wgmma",
                 fusion=1, tile=WGMMA)
@@ -195,7 +195,7 @@ GPU_REFS = ["gemm_scale_bn", "gemm_bn_scale_softmax", str(REFS_DIR / "gemm_sigmo
 def test_compile_fullgraph_and_cuda_graph_capture(problem, tmp_path):
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the wgmma GEMM needs sm_90a")
-    from kgen.problems import load
+    from kgen.frontend.problems import load
 
     shape = (257, 300, 1536)
     spec = Spec(problem, *shape, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)

@@ -20,12 +20,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kgen import autodiff, backward, generator, lower
-from kgen.ir import Unsupported
-from kgen.reference import Reference
-from kgen.spec import Spec, Tile
-from kgen.static_checks import check_emitted
-from kgen.trace import trace
+from kgen.ir import autodiff
+from kgen.lower import backward
+from kgen.codegen import generator
+from kgen.lower import forward as lower
+from kgen.ir.graph import Unsupported
+from kgen.frontend.reference import Reference
+from kgen.tune.spec import Spec, Tile
+from kgen.check.static_checks import check_emitted
+from kgen.frontend.trace import trace
 
 from conftest import module_source
 

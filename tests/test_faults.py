@@ -17,11 +17,11 @@ import sys
 import pytest
 import torch
 
-from kgen import generator
-from kgen.loading import EmittedFile
-from kgen.spec import Spec, Tile
-from kgen.search import Candidate, build_all
-from kgen.validate import NOT_RUN, check_gradients, validate
+from kgen.codegen import generator
+from kgen.check.loading import EmittedFile
+from kgen.tune.spec import Spec, Tile
+from kgen.tune.search import Candidate, build_all
+from kgen.check.validate import NOT_RUN, check_gradients, validate
 
 pytestmark = pytest.mark.gpu
 

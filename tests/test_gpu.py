@@ -6,11 +6,11 @@ import os
 import pytest
 import torch
 
-from kgen import generator
-from kgen.search import Candidate, build_all
-from kgen.loading import EmittedFile
-from kgen.spec import Spec, Tile, gemm_family
-from kgen.validate import validate
+from kgen.codegen import generator
+from kgen.tune.search import Candidate, build_all
+from kgen.check.loading import EmittedFile
+from kgen.tune.spec import Spec, Tile, gemm_family
+from kgen.check.validate import validate
 
 pytestmark = pytest.mark.gpu
 
@@ -136,9 +136,9 @@ def test_validation_catches_a_wrong_kernel(tmp_path):
 
 
 def test_runoff_times_each_contender_right_after_eager(tmp_path):
-    """The search's runoff (kgen.worker runoff, in a subprocess) on two prebuilt variants of
+    """The search's runoff (kgen.tune.worker runoff, in a subprocess) on two prebuilt variants of
     problem 33 at KernelBench's shape: every round times each file once, right after eager."""
-    from kgen.search import RUNOFF_ROUNDS, run_runoff, runoff_order
+    from kgen.tune.search import RUNOFF_ROUNDS, run_runoff, runoff_order
 
     files = [make(tmp_path, "gemm_scale_bn", *v, 1024, 8192, 8192)
              for v in (("cublas", "fp32_simt", 1), ("kgen", "tf32x3", 2))]

@@ -19,13 +19,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgen import generator, lower, problems
-from kgen.ir import Unsupported
-from kgen.ops import POINTWISE
-from kgen.reference import Reference
-from kgen.search import enumerate_specs
-from kgen.static_checks import check_emitted
-from kgen.trace import trace
+from kgen.codegen import generator
+from kgen.lower import forward as lower
+from kgen.frontend import problems
+from kgen.ir.graph import Unsupported
+from kgen.ir.ops import POINTWISE
+from kgen.frontend.reference import Reference
+from kgen.tune.search import enumerate_specs
+from kgen.check.static_checks import check_emitted
+from kgen.frontend.trace import trace
 
 from conftest import REFUSED_REFS, SYNTHESIZED_REFS, module_source
 
@@ -173,7 +175,7 @@ def test_second_batchnorm_and_unknown_ops_raise_unsupported(tmp_path):
 
 
 def test_operand_limit_is_the_kernels():
-    common = (ROOT / "kgen" / "kernels" / "common.cuh").read_text()
+    common = (ROOT / "kgen" / "codegen" / "kernels" / "common.cuh").read_text()
     assert f"constexpr int kMaxOperands = {lower.MAX_OPERANDS};" in common
 
 

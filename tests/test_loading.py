@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from kgen import generator, problems
-from kgen.loading import EmittedFile
-from kgen.spec import Spec, Tile
+from kgen.codegen import generator
+from kgen.frontend import problems
+from kgen.check.loading import EmittedFile
+from kgen.tune.spec import Spec, Tile
 
 REF = Path(__file__).parent / "refs" / "gemm_mul_leakyrelu.py"
 

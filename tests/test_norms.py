@@ -5,9 +5,9 @@ row's 2-norm, clamped below by eps, dividing the row. Each checked against the m
 
 import pytest
 
-from kgen import lower
-from kgen.reference import Reference
-from kgen.trace import trace
+from kgen.lower import forward as lower
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import trace
 
 from conftest import module_source
 from test_autodiff import check_module_gradients
@@ -51,7 +51,7 @@ def test_layernorm_is_groupnorm_with_one_group(tmp_path):
 
 
 def test_layernorm_over_other_shapes_is_refused(tmp_path):
-    from kgen.ir import Unsupported
+    from kgen.ir.graph import Unsupported
 
     path = tmp_path / "bad.py"
     path.write_text(module_source("x = F.layer_norm(x, (2, 512))", {}, out_features=N))

@@ -1,4 +1,4 @@
-"""kgen.ops, the table of point-wise ops. CPU tier: each torch oracle is torch's own function
+"""kgen.ir.ops, the table of point-wise ops. CPU tier: each torch oracle is torch's own function
 (checked against nn modules and operators), each CUDA expression is well formed, uses only the
 accurate math functions and compiles with nvcc (sm_90a), fp32 literals round-trip, and bad names
 are refused by name. GPU tier (`pytest -m gpu`): every CUDA expression, run on the GPU, is as
@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from kgen.ops import POINTWISE, REQUIRED, cuda_expr, cuda_float, torch_apply
+from kgen.ir.ops import POINTWISE, REQUIRED, cuda_expr, cuda_float, torch_apply
 
 INF = float("inf")
 NAN = float("nan")
@@ -239,7 +239,7 @@ def function_names() -> list[str]:
 def cuda_source() -> str:
     """A device function per variant and a kernel that writes variant v of element i at
     out[v * n + i]."""
-    lines = ["// kgen.ops: the CUDA expression of every point-wise op (written by tests/test_ops.py)."]
+    lines = ["// kgen.ir.ops: the CUDA expression of every point-wise op (written by tests/test_ops.py)."]
     for fn, (name, attrs) in zip(function_names(), VARIANTS):
         operands = ["a", "b"][:POINTWISE[name].arity]
         lines.append(f"__device__ float {fn}(float a, float b) {{ return {cuda_expr(name, operands, attrs)}; }}")

@@ -12,12 +12,13 @@ import ast
 import pytest
 import torch
 
-from kgen import generator, lower
-from kgen.ir import Unsupported, broadcast_shapes
-from kgen.reference import Reference
-from kgen.spec import Spec, Tile
-from kgen.static_checks import check_emitted
-from kgen.trace import trace
+from kgen.codegen import generator
+from kgen.lower import forward as lower
+from kgen.ir.graph import Unsupported, broadcast_shapes
+from kgen.frontend.reference import Reference
+from kgen.tune.spec import Spec, Tile
+from kgen.check.static_checks import check_emitted
+from kgen.frontend.trace import trace
 
 from conftest import module_source
 from test_ir import SMALL, check_oracle

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgen import generator
-from kgen.loading import EmittedFile
-from kgen.search import Candidate, build_all
-from kgen.spec import Spec, Tile
-from kgen.validate import validate
+from kgen.codegen import generator
+from kgen.check.loading import EmittedFile
+from kgen.tune.search import Candidate, build_all
+from kgen.tune.spec import Spec, Tile
+from kgen.check.validate import validate
 
 from conftest import SYNTHESIZED_REFS
 
@@ -32,7 +32,7 @@ ODD_K = (257, 301, 528)
 
 
 def spec_for(ref, backend, shape=ODD) -> Spec:
-    from kgen.problems import default_shape
+    from kgen.frontend.problems import default_shape
 
     if shape is ODD:
         shape = ODD_OVERRIDES.get(Path(ref).stem, ODD)
@@ -42,8 +42,8 @@ def spec_for(ref, backend, shape=ODD) -> Spec:
 
 
 def gemv_applies(ref) -> bool:
-    from kgen.problems import graph
-    from kgen.rewrite import row_sum_of_gemm, simplify
+    from kgen.frontend.problems import graph
+    from kgen.ir.rewrite import row_sum_of_gemm, simplify
 
     return row_sum_of_gemm(simplify(graph(ref))[0]) is not None
 
@@ -52,7 +52,7 @@ GEMV_REFS = [r for r in REFS if gemv_applies(r)]
 
 
 def gemv_spec(ref, shape=ODD) -> Spec:
-    from kgen.problems import default_shape
+    from kgen.frontend.problems import default_shape
 
     if shape in (ODD, ODD_K):
         batch, _, out = ODD_OVERRIDES.get(Path(ref).stem, ODD)

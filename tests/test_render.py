@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgen import generator, problems
-from kgen.problems import PROBLEMS
-from kgen.search import enumerate_specs
-from kgen.spec import Spec, Tile
-from kgen.static_checks import check_emitted
+from kgen.codegen import generator
+from kgen.frontend import problems
+from kgen.frontend.problems import PROBLEMS
+from kgen.tune.search import enumerate_specs
+from kgen.tune.spec import Spec, Tile
+from kgen.check.static_checks import check_emitted
 
 SHAPES = [(1024, 8192, 8192), (16384, 4096, 4096), (1000, 1000, 1000), (7, 3, 5)]
 # Every variant the search space holds, for both problems, at several shapes, for Hopper and for

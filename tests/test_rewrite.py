@@ -1,4 +1,4 @@
-"""The IR rewrites (kgen/rewrite.py): the exact ones compute bit for bit what the traced graph
+"""The IR rewrites (kgen/ir/rewrite.py): the exact ones compute bit for bit what the traced graph
 computes; the matrix-vector rewrite's algebra holds (in fp64) and applies only where it may."""
 
 import itertools
@@ -6,9 +6,10 @@ import itertools
 import pytest
 import torch
 
-from kgen import lower, rewrite
-from kgen.reference import Reference
-from kgen.trace import trace
+from kgen.lower import forward as lower
+from kgen.ir import rewrite
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import trace
 
 from conftest import module_source
 

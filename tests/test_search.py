@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kgen import generator
-from kgen.search import (MeasurementCache, enumerate_specs, probe_maths, prune, read_index,
+from kgen.codegen import generator
+from kgen.tune.search import (MeasurementCache, enumerate_specs, probe_maths, prune, read_index,
                          record_winner, winner_path)
-from kgen.spec import Spec, Tile
+from kgen.tune.spec import Spec, Tile
 
 H100_SMS = 132
 
@@ -43,7 +43,7 @@ def test_cost_model_counts_the_tail_wave():
     """At batch 128 and 8192 features, 128x128 tiles leave half the SMs idle; 128x64 do not."""
     specs = [s for s in enumerate_specs("gemm_scale_bn", 128, 8192, 8192, maths=("tf32x3",))
              if s.backend == "wgmma"]
-    from kgen.search import predicted_ms
+    from kgen.tune.search import predicted_ms
 
     by_tile = {(s.tile.bm, s.tile.bn): predicted_ms(s, H100_SMS) for s in specs}
     assert by_tile[(128, 64)] < by_tile[(128, 128)]
@@ -112,7 +112,7 @@ def test_an_optimistic_probe_does_not_cost_a_tier_its_accurate_candidates():
 def test_a_rewrite_candidate_does_not_prune_the_gemms():
     """The matrix-vector rewrite is predicted far faster than any GEMM, but it may fail
     validation: the GEMM candidates stay, so the search has a fallback."""
-    from kgen.search import enumerate_specs, prune
+    from kgen.tune.search import enumerate_specs, prune
 
     ref = str(Path(__file__).resolve().parent / "refs" / "gemm_sum_max_mean_lse.py")
     specs = enumerate_specs(ref, 1024, 8192, 8192, maths=("tf32x3",), include_cublas=False)
@@ -124,7 +124,7 @@ def test_a_rewrite_candidate_does_not_prune_the_gemms():
 
 
 def _passing(tmp_path, medians):
-    from kgen.search import Candidate
+    from kgen.tune.search import Candidate
 
     spec = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=1,
                 tile=Tile(128, 128, 32, 16, 128, stages=4))
@@ -133,7 +133,7 @@ def _passing(tmp_path, medians):
 
 
 def test_runoff_takes_the_fastest_within_the_margin_only(tmp_path):
-    from kgen.search import RUNOFF_MARGIN, runoff_contenders
+    from kgen.tune.search import RUNOFF_MARGIN, runoff_contenders
 
     a, b, c, d = _passing(tmp_path, [1.000, 1.000 + RUNOFF_MARGIN * 0.9, 1.000 + RUNOFF_MARGIN * 0.95, 1.01])
     assert runoff_contenders([a, b, c, d]) == [a, b, c]       # at most RUNOFF_MAX (3)
@@ -143,7 +143,7 @@ def test_runoff_takes_the_fastest_within_the_margin_only(tmp_path):
 
 
 def test_runoff_orders_by_the_median_of_its_rounds(tmp_path):
-    from kgen.search import runoff_order
+    from kgen.tune.search import runoff_order
 
     a, b = _passing(tmp_path, [1.000, 1.010])
     # a's single measurement was lucky: its rounds are slower than b's but for one outlier
@@ -157,7 +157,7 @@ def test_runoff_orders_by_the_median_of_its_rounds(tmp_path):
 def test_a_search_never_replaces_another_references_winner_or_record(tmp_path):
     """Two references of one file name (two `model.py`) at one shape and tier: the second's
     winner and record get its sha256 prefix instead of replacing the first's."""
-    from kgen.search import distinct_path
+    from kgen.tune.search import distinct_path
 
     mine, theirs = "a" * 64, "b" * 64
     winner = tmp_path / "model_b8_i16_o32_tol0.0001.py"

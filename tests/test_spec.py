@@ -1,7 +1,7 @@
 import pytest
 
-from kgen.search import enumerate_specs
-from kgen.spec import ARCH_LIMITS, Spec, SpecError, Tile, arch_for_capability, spec_smem_bytes
+from kgen.tune.search import enumerate_specs
+from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Tile, arch_for_capability, spec_smem_bytes
 
 SIMT = Tile(128, 128, 8, 32, 64, tm=8, tn=8)
 MMA = Tile(128, 128, 32, 64, 32, stages=3)

@@ -21,12 +21,12 @@ import textwrap
 import pytest
 import torch
 
-from kgen import lower
-from kgen.derivatives import torch_vjp
-from kgen.ir import Unsupported
-from kgen.ops import cuda_expr, torch_apply
-from kgen.reference import Reference
-from kgen.trace import trace
+from kgen.lower import forward as lower
+from kgen.ir.derivatives import torch_vjp
+from kgen.ir.graph import Unsupported
+from kgen.ir.ops import cuda_expr, torch_apply
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import trace
 
 from conftest import module_source
 from test_autodiff import check_module_gradients
@@ -349,8 +349,8 @@ def test_kernelbench_68_traces():
 def test_generated_cuda_of_the_new_spellings_compiles(tmp_path):
     """One module with every new spelling: its first candidate's CUDA (forward and backward
     structs, minimum / maximum and their VJPs) compiles with nvcc."""
-    from kgen import generator
-    from kgen.search import enumerate_specs
+    from kgen.codegen import generator
+    from kgen.tune.search import enumerate_specs
     from test_compile import NVCC, SM90A, compile_report, spills
 
     if NVCC is None:

@@ -1,6 +1,6 @@
 import pytest
 
-from kgen.static_checks import violations
+from kgen.check.static_checks import violations
 
 OK = "import torch\nimport math\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
 
@@ -31,7 +31,7 @@ def test_missing_model_new_and_syntax_errors():
 
 
 # ---- KernelBench's checker, restated ----------------------------------------------------------
-from kgen.static_checks import check_emitted, kernelbench_violations, kernelbench_warnings  # noqa: E402
+from kgen.check.static_checks import check_emitted, kernelbench_violations, kernelbench_warnings  # noqa: E402
 
 KERNEL = ('src = r"""\n__global__ void k(float* x) { x[threadIdx.x] = 0.f; }\n"""\n'
           "from torch.utils.cpp_extension import load_inline\n")
@@ -85,8 +85,8 @@ def test_warning_level_rules_are_reported_not_enforced():
 
 
 def test_kgen_refuses_to_write_a_file_that_breaks_a_rule(tmp_path, monkeypatch):
-    from kgen import generator
-    from kgen.spec import Spec, Tile
+    from kgen.codegen import generator
+    from kgen.tune.spec import Spec, Tile
 
     spec = Spec("gemm_scale_bn", 64, 64, 64, math="tf32x3", backend="wgmma",
                 tile=Tile(128, 128, 32, 16, 128, stages=4))

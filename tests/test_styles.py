@@ -52,9 +52,9 @@ import torch
 from click.testing import CliRunner
 
 from kgen.cli import main
-from kgen.ir import Unsupported
-from kgen.reference import Reference
-from kgen.trace import trace
+from kgen.ir.graph import Unsupported
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import trace
 
 from test_ir import SMALL, check_oracle
 
@@ -428,7 +428,7 @@ def _param(s: Spelling):
 
 
 # Spellings that once broke kgen, kept as checks: a view of a buffer in forward (fx used to
-# run it at trace time and record a constant the module lacks: kgen.trace proxies buffers
+# run it at trace time and record a constant the module lacks: kgen.frontend.trace proxies buffers
 # now), and a GEMM weight registered as a buffer (a frozen weight).
 FIXED = [
     Spelling("sub_min_add", create="register_buffer", steps=(5, 0, 0)),

@@ -1,8 +1,8 @@
-"""The comparison rules of kgen/validate.py on tensors made to a known error (CPU)."""
+"""The comparison rules of kgen/check/validate.py on tensors made to a known error (CPU)."""
 
 import torch
 
-from kgen.validate import FP32_EXACT_FACTOR, Comparison
+from kgen.check.validate import FP32_EXACT_FACTOR, Comparison
 
 
 def outputs(ref_err: float, new_err: float, scale: float = 4000.0):
@@ -140,7 +140,7 @@ class _KernelBenchFile:
 
 
 def test_kernelbench_eval_runs_kernelbenchs_procedure():
-    from kgen import validate
+    from kgen.check import validate
 
     passed = validate.check_kernelbench_eval(_KernelBenchFile(0.0), "cpu", 1e-4)
     assert passed.passed and passed.name == validate.KERNELBENCH_CHECK
@@ -180,7 +180,7 @@ def test_the_kernelbench_replay_is_a_check_unless_dropout_makes_training_random(
     eval mode only) is left out of the replay, every other file gets it in its full validation."""
     import types
 
-    from kgen import validate
+    from kgen.check import validate
 
     def names(dropouts):
         f = types.SimpleNamespace(dropouts=dropouts, runs_in_training=not dropouts, has_batchnorm=False)

@@ -9,11 +9,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from kgen import choose
+from kgen.tune import choose
 from kgen.cli import main
-from kgen.reference import Reference, ReferenceError
-from kgen.search import MeasurementCache
-from kgen.spec import Spec, Tile
+from kgen.frontend.reference import Reference, ReferenceError
+from kgen.tune.search import MeasurementCache
+from kgen.tune.spec import Spec, Tile
 
 REPO = Path(__file__).resolve().parent.parent
 

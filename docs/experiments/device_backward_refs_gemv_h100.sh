@@ -9,7 +9,7 @@ timeout 240 python3 -m pytest -m gpu -q -rA tests/test_backward_gpu.py tests/tes
 tail -1 $OUT/gpu_backward.log; grep -E "^(FAILED|ERROR)|^E " $OUT/gpu_backward.log | head -20
 t "sum chain: build"
 REF=tests/refs/gemm_sum_max_mean_lse.py
-for f in $OLD $NEW; do (timeout 120 python3 -m kgen.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done; wait
+for f in $OLD $NEW; do (timeout 120 python3 -m kgen.tune.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done; wait
 t "sum chain: compare"
 timeout 150 python3 scripts/compare_forward.py $REF $OLD $NEW 2>&1 | tee $OUT/sum_chain_compare.log | tail -4
 t "sum chain: validate 1e-4 / 1e-2"

@@ -4,7 +4,7 @@
 # training step's peak GPU memory, and bench_training.py (time against eager, gradient errors).
 . scripts/device_setup.sh
 REF=tests/refs/gemm_groupnorm_hardtanh.py
-for f in $BEFORE $AFTER; do (timeout 150 python3 -m kgen.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done
+for f in $BEFORE $AFTER; do (timeout 150 python3 -m kgen.tune.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done
 t "backward tests"
 timeout 240 python3 -m pytest -m gpu -q -rA tests/test_backward_gpu.py > $OUT/gpu_backward.log 2>&1
 tail -1 $OUT/gpu_backward.log; grep -E "^(FAILED|ERROR)|^E " $OUT/gpu_backward.log | head -12
@@ -14,7 +14,7 @@ for f in $BEFORE $AFTER; do
   t "peak memory $f"
   timeout 120 python3 - $REF $f <<'PY' 2>&1 | tee -a $OUT/memory.log
 import sys, torch
-from kgen.loading import EmittedFile
+from kgen.check.loading import EmittedFile
 f = EmittedFile(sys.argv[2])
 torch.manual_seed(0)
 m = f.ModelNew(*f.init_args()).cuda()

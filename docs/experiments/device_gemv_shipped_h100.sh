@@ -5,7 +5,7 @@
 . scripts/device_setup.sh
 REF=tests/refs/gemm_sum_max_mean_lse.py
 t "sum chain: build"
-for f in $OLD $V2 $V3; do (timeout 120 python3 -m kgen.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done; wait
+for f in $OLD $V2 $V3; do (timeout 120 python3 -m kgen.tune.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done; wait
 t "sum chain: profile"
 timeout 100 python3 scripts/profile_forward.py $V3 --iters 20 2>&1 | tee $OUT/sum_chain_profile.log | tail -4
 t "sum chain: compare"

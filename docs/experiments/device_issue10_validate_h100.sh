@@ -11,7 +11,7 @@ L=$OUT/logs; mkdir -p $L
 t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
 REF=tests/refs/gemm_sum_max_mean_lse.py
 t "build"
-for f in $OLD $V3 $V4 $FILES; do (timeout 150 python3 -m kgen.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done; wait
+for f in $OLD $V3 $V4 $FILES; do (timeout 150 python3 -m kgen.tune.worker build $f > /dev/null 2>&1 || echo "build failed: $f") & done; wait
 t "sum chain: profile, compare"
 timeout 60 python3 scripts/profile_forward.py $V4 --iters 20 2>&1 | tee $L/sum_chain_profile.log | tail -4
 timeout 150 python3 scripts/compare_forward.py $REF $OLD $V3 $V4 2>&1 | tee $L/sum_chain_compare.log | tail -5

@@ -1,4 +1,4 @@
-// Standalone correctness and speed check of kgen::MmaGemm (kgen/kernels/gemm_mma.cuh); what is
+// Standalone correctness and speed check of kgen::MmaGemm (kgen/codegen/kernels/gemm_mma.cuh); what is
 // checked and how: selftest_harness.cuh.
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a tests/cuda/mma_selftest.cu \

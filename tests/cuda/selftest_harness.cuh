@@ -21,10 +21,10 @@
 #include <cstring>
 #include <vector>
 
-#include "../../kgen/kernels/common.cuh"
-#include "../../kgen/kernels/gemm_mma.cuh"
-#include "../../kgen/kernels/gemm_wgmma.cuh"
-#include "../../kgen/kernels/gemm_wgmma_ws.cuh"
+#include "../../kgen/codegen/kernels/common.cuh"
+#include "../../kgen/codegen/kernels/gemm_mma.cuh"
+#include "../../kgen/codegen/kernels/gemm_wgmma.cuh"
+#include "../../kgen/codegen/kernels/gemm_wgmma_ws.cuh"
 
 using kgen::Epi;
 using kgen::EpilogueParams;

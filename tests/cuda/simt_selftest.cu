@@ -14,8 +14,8 @@
 #include <cstring>
 #include <vector>
 
-#include "../../kgen/kernels/common.cuh"
-#include "../../kgen/kernels/gemm_simt.cuh"
+#include "../../kgen/codegen/kernels/common.cuh"
+#include "../../kgen/codegen/kernels/gemm_simt.cuh"
 
 using kgen::Epi;
 using kgen::EpilogueParams;

@@ -1,4 +1,4 @@
-// Standalone correctness and speed check of kgen::WgmmaGemm (kgen/kernels/gemm_wgmma.cuh); what
+// Standalone correctness and speed check of kgen::WgmmaGemm (kgen/codegen/kernels/gemm_wgmma.cuh); what
 // is checked and how: selftest_harness.cuh. sm_90a only.
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a tests/cuda/wgmma_selftest.cu \

@@ -267,7 +267,7 @@ _DEFINITIONS = (
                 _binary(torch.maximum),
                 doc="max(a, b) of two tensors, NaN propagating from either (torch.maximum)"),
     PointwiseOp("identity", 1, lambda a: f"({a})", lambda x: x, doc="x (nn.Identity)"),
-    # The identity forward; backward, no gradient flows through it (kgen.derivatives).
+    # The identity forward; backward, no gradient flows through it (kgen.ir.derivatives).
     PointwiseOp("detach", 1, lambda a: f"({a})", lambda x: x.detach(),
                 doc="x, cut from autograd: no gradient flows back through it (Tensor.detach)"),
 )

@@ -5,7 +5,7 @@ the search space). Per-target hardware limits are spec.ARCH_LIMITS'."""
 
 from __future__ import annotations
 
-from .spec import WGMMA_ARCH, Tile
+from kgen.tune.spec import WGMMA_ARCH, Tile
 
 # The target when there is no GPU to ask and no --arch: Hopper, where kgen is fastest.
 DEFAULT_ARCH = WGMMA_ARCH

@@ -1,5 +1,5 @@
 // The plain CUDA kernels around the GEMM that every module's stages are made of, each driven by
-// a generated struct (kgen/lower.py) with static device functions:
+// a generated struct (kgen/lower/forward.py) with static device functions:
 //   column_stats_kernel   BatchNorm's per-tile column partials of S when not fused into the GEMM
 //   bn_finalize_kernel    the partials (or running statistics) -> per-column a, c; running buffers
 //   pointwise_kernel      dst = Stage::apply(src) element-wise (stage 2, or a cuBLAS GEMM's epilogue)
@@ -197,7 +197,7 @@ __device__ __forceinline__ float block_min(float v, float* scratch) { return blo
 
 // One CTA per row m: Stage::row reads the row of S at src + m * N and writes the row's output at
 // dst + m * dst_stride (N for an (M, N) output, 1 for (M, 1) or (M,)). With kCacheRow the row (of
-// S, or of the first pass's value: kgen/lower.py, _cache_node) stays in shared memory after the
+// S, or of the first pass's value: kgen/lower/forward.py, _cache_node) stays in shared memory after the
 // first pass (one read of S from global memory).
 template <class Stage, bool kCacheRow>
 __global__ void __launch_bounds__(kRowThreads)
@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(kRowThreads)
   Stage::template row<kCacheRow>(src + m * N, dst + m * dst_stride, static_cast<int>(m), N, p, row_cache, scratch);
 }
 
-// ---- a row sum of the GEMM output as a matrix-vector product (kgen/rewrite.py) -------------
+// ---- a row sum of the GEMM output as a matrix-vector product (kgen/ir/rewrite.py) -------------
 // sum_n (scale[n] * (x_m . W_n) + shift[n]) = x_m . (sum_n scale[n] W_n) + sum_n shift[n]:
 // column sums of the scaled W (read once, in chunks of rows for parallelism, merged in chunk
 // order: deterministic), the sum of the shifts, then one CTA per row for the dot product and
@@ -333,7 +333,7 @@ __global__ void __launch_bounds__(kRowThreads)
   if (threadIdx.x == 0) dst[blockIdx.x] = Rows::finish(acc + *shift_total, N, p);
 }
 
-// ---- a broadcast tail: the output has a shape of its own (kgen/lower.py, split_tail) ---------
+// ---- a broadcast tail: the output has a shape of its own (kgen/lower/forward.py, split_tail) ---------
 constexpr int kTailThreads = 256;
 
 // out[i] = Tail::at(i, t): every element of the output from the stages' core value t and the

@@ -11,7 +11,7 @@ Two kinds:
 - `row_sum_as_gemv`: a sum or mean over the features of an affine function of the GEMM output is a
   matrix-vector product (sum_n (s_n * (x . W_n) + b_n) = x . (sum_n s_n W_n) + sum_n b_n), which
   reads W once instead of computing the M x N GEMM. It rounds differently, so it is a candidate
-  (Spec.gemv) that the search validates like any other; kgen/lower.py lowers it.
+  (Spec.gemv) that the search validates like any other; kgen/lower/forward.py lowers it.
 
 Each applied rewrite is described in one line, which the emitted file's header repeats.
 """
@@ -22,8 +22,8 @@ import dataclasses
 
 import torch
 
-from . import ops
-from .ir import TAIL_LEVELS, Graph, Node, affine_chain
+from kgen.ir import ops
+from kgen.ir.graph import TAIL_LEVELS, Graph, Node, affine_chain
 
 _CLAMPS = ("clamp", "hardtanh")
 

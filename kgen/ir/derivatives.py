@@ -1,4 +1,4 @@
-"""The vector-Jacobian product of every point-wise op of kgen.ops, written once for two back ends.
+"""The vector-Jacobian product of every point-wise op of kgen.ir.ops, written once for two back ends.
 
 Each derivative is a Python function of a *math builder* `m`: with `TorchMath` it computes the
 VJP on tensors (the oracle, checked against torch.autograd of the op's torch definition by the
@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import torch
 
-from .ops import POINTWISE, SELU_ALPHA, SELU_SCALE, _resolve, cuda_float
+from kgen.ir.ops import POINTWISE, SELU_ALPHA, SELU_SCALE, _resolve, cuda_float
 
 
 class TorchMath:

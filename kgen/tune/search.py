@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import generator
-from .problems import is_path, load
-from .configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES
-from .spec import WGMMA_ARCH, Spec, SpecError, Tile, kgen_source_digest
-from .worker import RESULT_PREFIX, RUNOFF_PREFIX
+from kgen.codegen import generator
+from kgen.frontend.problems import is_path, load
+from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES
+from kgen.tune.spec import WGMMA_ARCH, Spec, SpecError, Tile, kgen_source_digest
+from kgen.tune.worker import RESULT_PREFIX, RUNOFF_PREFIX
 
 GROUP_M = 8
 DEFAULT_MATHS = ("fp32_simt", "tf32x3", "tf32", "bf16")
@@ -41,11 +41,11 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
                     top: int | None = None, constants: tuple = ()) -> list[Spec]:
     """Every valid spec of the search space (invalid tile/shape combinations are dropped);
     `top` keeps only the first (fastest-measured) tiles of each math mode."""
-    from .problems import graph
+    from kgen.frontend.problems import graph
 
     shape = dict(problem=problem, batch=batch, in_features=in_features, out_features=out_features, arch=arch,
                  constants=constants)
-    from .rewrite import row_sum_of_gemm, simplify
+    from kgen.ir.rewrite import row_sum_of_gemm, simplify
 
     g = graph(problem, batch, in_features, out_features, constants)
     has_batchnorm = any(part.batchnorms for part in g.parts)
@@ -186,8 +186,8 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
 
     import torch
 
-    from .ir import module_tensor
-    from .problems import graph, load
+    from kgen.ir.graph import module_tensor
+    from kgen.frontend.problems import graph, load
 
     ref = load(problem, batch, in_features, out_features, constants)
     weights = [part.gemm.attrs["weight"] for part in graph(problem, batch, in_features, out_features,
@@ -305,7 +305,7 @@ class Candidate:
 def _build(c: Candidate, timeout: float, env: dict) -> Candidate:
     start = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-m", "kgen.worker", "build", str(c.path)],
+        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "build", str(c.path)],
                               capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         c.status, c.detail = "timeout", f"build took longer than {timeout:.0f} s"
@@ -362,7 +362,7 @@ class Evaluator:
         self.thread.join()
 
     def _start(self):
-        cmd = [sys.executable, "-m", "kgen.worker", "evaluate", "--iters", str(self.iters)]
+        cmd = [sys.executable, "-m", "kgen.tune.worker", "evaluate", "--iters", str(self.iters)]
         for t in self.tols:
             cmd += ["--tol", repr(t)]
         if self.batch:
@@ -463,16 +463,16 @@ def runoff_contenders(passing: list[Candidate]) -> list[Candidate]:
 
 
 def runoff_order(contenders: list[Candidate], times: dict) -> list[Candidate]:
-    """The contenders by the median of their runoff rounds (kgen.bench.runoff's times)."""
+    """The contenders by the median of their runoff rounds (kgen.check.bench.runoff's times)."""
     for c in contenders:
         c.runoff_ms = round(statistics.median(times[str(c.path)]), 4)
     return sorted(contenders, key=lambda c: c.runoff_ms)
 
 
 def run_runoff(contenders: list[Candidate], timeout: float) -> tuple[dict | None, str]:
-    """kgen.worker runoff in a subprocess (a crash costs only the runoff): (times, error)."""
+    """kgen.tune.worker runoff in a subprocess (a crash costs only the runoff): (times, error)."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "kgen.worker", "runoff", "--rounds", str(RUNOFF_ROUNDS),
+        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "runoff", "--rounds", str(RUNOFF_ROUNDS),
                                *(str(c.path) for c in contenders)],
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -575,7 +575,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     device = torch.cuda.get_device_name()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cache = cache or MeasurementCache()
-    from .problems import problem_name
+    from kgen.frontend.problems import problem_name
 
     shape = f"{problem_name(problem)}_b{batch}_i{in_features}_o{out_features}"
     shape += "".join(f"_{name}{value:g}" for name, value in constants)

@@ -1,5 +1,5 @@
-// The backward pass of one GEMM part whose epilogue is point-wise (kgen/backward.py decides
-// which parts; their generated struct Backward comes from kgen/derivatives.py through the IR).
+// The backward pass of one GEMM part whose epilogue is point-wise (kgen/lower/backward.py decides
+// which parts; their generated struct Backward comes from kgen/ir/derivatives.py through the IR).
 //
 // In training, the forward pass of such a part keeps z = x w^T (forward_keeping_z: the GEMM
 // stores z, a point-wise pass applies the epilogue; M x N floats more of memory traffic, which
@@ -16,7 +16,7 @@
 
 namespace kgen {
 
-// A part's kind of backward (kgen/backward.py writes these names, never the numbers): none, the
+// A part's kind of backward (kgen/lower/backward.py writes these names, never the numbers): none, the
 // point-wise struct Backward, or the staged BackwardRows / BnSums / Prefix.
 constexpr int kBackwardNone = 0;
 constexpr int kBackwardPointwise = 1;
@@ -195,7 +195,7 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, con
   return backward_gemms<Gemm>(x, w, z, M, N, K, w_t, dz_t, x_t, dx, dw, need_dx, need_dw, stream);
 }
 
-// ---- the staged backward (kgen/backward.py, KIND_STAGED) -------------------------------------
+// ---- the staged backward (kgen/lower/backward.py, KIND_STAGED) -------------------------------------
 // Given the forward's kept z (and, with BatchNorm, its per-column a, c, x̂ coefficients and γ/σ
 // after z in the same buffer) and g = dL/d(out):
 //   1. B::Rows, one CTA per row (unless the output is BatchNorm's own): the gradient of the

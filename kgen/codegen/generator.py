@@ -14,13 +14,16 @@ from pathlib import Path
 
 import jinja2
 
-from . import __version__
-from . import backward
-from .lower import Lowered, lower
-from .ops import cuda_float
-from .spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, KGEN_DIR, WGMMA_FLUSH_KTILES,
+from kgen import __version__
+from kgen.lower import backward
+from kgen.lower.forward import Lowered, lower
+from kgen.ir.ops import cuda_float
+from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, WGMMA_FLUSH_KTILES,
                    Spec, cta_threads, kgen_source_digest, spec_smem_bytes)
-from .static_checks import StaticCheckError, check_emitted
+from kgen.check.static_checks import StaticCheckError, check_emitted
+
+# The templates and the plain CUDA they include live beside this module.
+CODEGEN_DIR = Path(__file__).resolve().parent
 
 KERNEL_SOURCES = {
     "common": "common.cuh",
@@ -277,7 +280,7 @@ MMA_MATH_ENUMS = {"tf32x3": "kTF32x3", "tf32": "kTF32", "bf16": "kBF16"}
 DEFAULT_OUTPUT_DIR = Path("generated")
 
 _ENV = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(str(KGEN_DIR / "templates")),
+    loader=jinja2.FileSystemLoader(str(CODEGEN_DIR / "templates")),
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
     autoescape=False,
@@ -289,7 +292,7 @@ def kernel_sources() -> dict[str, str]:
     include guards of the separate files have nothing to guard."""
     out = {}
     for key, filename in KERNEL_SOURCES.items():
-        path = KGEN_DIR / "kernels" / filename
+        path = CODEGEN_DIR / "kernels" / filename
         text = path.read_text() if path.exists() else ""
         out[key] = text.replace("#pragma once\n", "").strip() + "\n"
     return out
@@ -386,8 +389,8 @@ def code_key(spec: Spec) -> str:
 
 def generate_command(spec: Spec) -> str:
     """The `kgen generate` command line that reproduces this spec."""
-    from .configs import DEFAULT_ARCH
-    from .problems import is_path
+    from kgen.tune.configs import DEFAULT_ARCH
+    from kgen.frontend.problems import is_path
 
     source = spec.problem if is_path(spec.problem) else f"--problem {spec.problem}"
     parts = ["kgen generate", source, f"--batch {spec.batch}",
@@ -542,7 +545,7 @@ def reference_source_literal(source: str) -> tuple[str, str]:
     """The reference's text as a Python literal for the emitted file, and a note on its form:
     verbatim in a raw triple-quoted string where that round-trips and KernelBench's checker,
     which reads string contents too, finds nothing in it; else base64, and the note says why."""
-    from .static_checks import kernelbench_strict_matches
+    from kgen.check.static_checks import kernelbench_strict_matches
 
     for quote in ("'''", '"""'):
         literal = f"r{quote}{source}{quote}"

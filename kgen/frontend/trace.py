@@ -1,4 +1,4 @@
-"""From a reference module to the epilogue IR (kgen.ir), with torch.fx.
+"""From a reference module to the epilogue IR (kgen.ir.graph), with torch.fx.
 
 The module is built on the meta device (no memory, no compute) and traced symbolically. Each
 fx node maps to IR nodes through the tables below; anything else is refused with an
@@ -19,9 +19,9 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import ops
-from .ir import INPUT_PATH, Graph, Node, Unsupported, broadcast_shapes, combine_levels, pooled_width, shape_text
-from .reference import Reference
+from kgen.ir import ops
+from kgen.ir.graph import INPUT_PATH, Graph, Node, Unsupported, broadcast_shapes, combine_levels, pooled_width, shape_text
+from kgen.frontend.reference import Reference
 
 # ---- what kgen accepts -----------------------------------------------------------------------
 # Activation modules: module type -> (op, {op attr: module attribute}).

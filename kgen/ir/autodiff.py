@@ -11,7 +11,7 @@ The rules, by node kind (g: the gradient of the node's value; values broadcast a
 forward pass, so a gradient is summed over the dimensions its operand was broadcast along):
 
     gemm       z = x Wᵀ: dx = dz W, dW = dzᵀ x (the two backward GEMMs)
-    pointwise  the op's VJP from kgen.derivatives (torch's own formulas)
+    pointwise  the op's VJP from kgen.ir.derivatives (torch's own formulas)
     reduce     sum: g to every column; mean: g / width; max, min: g shared evenly among the
                columns equal to the result (torch.amax's rule; torch.max(dim) sends it to the
                one index it returned, which differs only on ties)
@@ -34,8 +34,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .derivatives import torch_vjp
-from .ir import module_tensor, INPUT_PATH, Graph, Node
+from kgen.ir.derivatives import torch_vjp
+from kgen.ir.graph import module_tensor, INPUT_PATH, Graph, Node
 
 
 def _sum_to(grad: torch.Tensor, shape: tuple) -> torch.Tensor:

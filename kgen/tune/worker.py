@@ -1,9 +1,9 @@
 """Subprocess entry points of a search, so that a candidate that hangs, crashes or corrupts the
 CUDA context costs only itself.
 
-    python -m kgen.worker build FILE
-    python -m kgen.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] FILE... | -
-    python -m kgen.worker runoff [--rounds R] [--iters N] FILE...
+    python -m kgen.tune.worker build FILE
+    python -m kgen.tune.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] FILE... | -
+    python -m kgen.tune.worker runoff [--rounds R] [--iters N] FILE...
 
 `evaluate` prints one line `KGEN_RESULT {json}` per candidate as it finishes (with `-`, it reads
 the files from stdin, one per line, as a search builds them), and exits after a candidate whose
@@ -24,16 +24,16 @@ EXIT_AFTER_RUNTIME_ERROR = 3
 
 
 def build(path: str) -> int:
-    from .loading import EmittedFile
+    from kgen.check.loading import EmittedFile
 
     EmittedFile(path).build()
     return 0
 
 
 def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int) -> dict:
-    from .bench import bench
-    from .loading import EmittedFile
-    from .validate import gate_description, validate, worst_error, worst_error_ratio
+    from kgen.check.bench import bench
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import gate_description, validate, worst_error, worst_error_ratio
 
     record: dict = {"path": path}
     try:
@@ -68,9 +68,9 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int) ->
 
 
 def runoff(paths: list[str], rounds: int, iters: int) -> int:
-    """Prints one line `KGEN_RUNOFF {json}`: kgen.bench.runoff of the files."""
-    from .bench import runoff as timed
-    from .loading import EmittedFile
+    """Prints one line `KGEN_RUNOFF {json}`: kgen.check.bench.runoff of the files."""
+    from kgen.check.bench import runoff as timed
+    from kgen.check.loading import EmittedFile
 
     files = [EmittedFile(p) for p in paths]
     for f in files:
@@ -80,7 +80,7 @@ def runoff(paths: list[str], rounds: int, iters: int) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kgen.worker")
+    parser = argparse.ArgumentParser(prog="python -m kgen.tune.worker")
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_build = sub.add_parser("build")
     p_build.add_argument("file")

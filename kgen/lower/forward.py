@@ -21,7 +21,7 @@ cannot be recomputed (a value from before BatchNorm that is not BatchNorm's inpu
 is refused.
 
 The result is plain CUDA text (structs with static device functions that the plain CUDA kernels
-in kgen/kernels/stages.cuh call) plus the list of operands (parameters and buffers) in the
+in kgen/codegen/kernels/stages.cuh call) plus the list of operands (parameters and buffers) in the
 order the kernels index them; generator.py writes the parameter struct, the C entry point, the
 ctypes signature and the Python call from the same lists.
 """
@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import ops
-from . import rewrite
-from .ir import OPERAND_KINDS, Graph, Node, Unsupported, affine_chain, shape_text
+from kgen.ir import ops
+from kgen.ir import rewrite
+from kgen.ir.graph import OPERAND_KINDS, Graph, Node, Unsupported, affine_chain, shape_text
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
 # the two).
@@ -183,7 +183,7 @@ def _bn_input_struct(graph: Graph, operands: dict) -> str:
     steps = bn_input_affine(graph, graph.batchnorms[0])[1] if graph.batchnorms else []
     return _affine_struct("BnInput", "BatchNorm's input t = scale[n] * S + shift[n], S what stage 1 "
                           "stores: finalize turns\n// the statistics of S into those of t "
-                          "(kgen/lower.py, bn_input_affine).", graph, operands, steps)
+                          "(kgen/lower/forward.py, bn_input_affine).", graph, operands, steps)
 
 
 @dataclasses.dataclass
@@ -703,7 +703,7 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                                "x W^T (scaled and shifted per feature) computed as x . (sum_n "
                                "scale_n W_n) + sum_n shift_n, a matrix-vector product (no GEMM)"]
         structs += [_affine_struct("GemvAffine", "The reduced value is scale[n] * (x . W_n) + "
-                                   "shift[n] (kgen/rewrite.py, row_sum_of_gemm).", graph,
+                                   "shift[n] (kgen/ir/rewrite.py, row_sum_of_gemm).", graph,
                                    operands, row_sum.steps),
                     _gemv_rows_struct(graph, operands, row_sum.reduce),
                     _tail_struct(traced, operands, tail, core)]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-SHIPPED_DIR = Path(__file__).parent / "refs"
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "refs"
 SHIPPED_PREFIX = "kgen:"   # "kgen:NAME" names kgen/refs/NAME.py, the references shipped with kgen
 # The workload dimensions --batch, --in and --out name (keys of Reference's `overrides`).
 SHAPE_KEYS = ("batch", "in_features", "out_features")
@@ -202,8 +202,8 @@ class Reference:
         trace found, or, `fresh`, of a new trace (a `num_layers` moves which GEMM is last)."""
         if key in ("batch", "in_features"):
             return int(self.input.shape[0 if key == "batch" else -1]) if self.input.dim() else None
-        from .ir import module_tensor
-        from .trace import trace
+        from kgen.ir.graph import module_tensor
+        from kgen.frontend.trace import trace
 
         try:
             if fresh:

@@ -18,7 +18,7 @@ MATH_MODES = ("fp32_simt", "tf32x3", "tf32", "bf16")
 # kgen: kgen's portable GEMMs (sm_80 and newer), SIMT for fp32_simt, mma.sync otherwise.
 # wgmma: kgen's Hopper GEMM (sm_90a only). cublas: cuBLAS computes the GEMM, kgen the rest.
 # gemv: no GEMM at all: a sum over the features of the GEMM output (scaled and shifted per
-# feature) computed as a matrix-vector product (kgen/rewrite.py, row_sum_of_gemm; fp32).
+# feature) computed as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm; fp32).
 BACKENDS = ("kgen", "wgmma", "cublas", "gemv")
 WGMMA_MATHS = ("tf32x3", "tf32")
 # k-tiles of 32 summed in one tf32x3 partial accumulator of the wgmma GEMM before it is added to
@@ -64,7 +64,7 @@ def arch_for_capability(major: int, minor: int) -> str:
     return FALLBACK_ARCH
 
 
-KGEN_DIR = Path(__file__).resolve().parent
+KGEN_DIR = Path(__file__).resolve().parents[1]  # the kgen package
 
 
 class SpecError(ValueError):
@@ -201,7 +201,7 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
     _check(t.bn % min(t.bn, threads) == 0,
            f"BN={t.bn} must be a multiple of the CTA's {threads} threads for the statistics epilogue")
     if family == "wgmma":
-        # Mirrors the static_asserts of WgmmaWsGemm (kgen/kernels/gemm_wgmma_ws.cuh): each
+        # Mirrors the static_asserts of WgmmaWsGemm (kgen/codegen/kernels/gemm_wgmma_ws.cuh): each
         # consumer warpgroup of 4 warps owns 64 rows x BN, so the warp tile is 16 x BN.
         _check(arch == WGMMA_ARCH, f"the wgmma GEMM runs on {WGMMA_ARCH} only, not {arch}")
         _check(t.tm == 0 and t.tn == 0, "wgmma tiles have no thread tile")
@@ -215,7 +215,7 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
         # 128x256 tf32 164, 64-row tiles ~100).
         regs = t.bn // 2 * (2 if math == "tf32x3" else 1) + 36
     elif family == "simt":
-        # Mirrors the static_asserts of SimtGemm (kgen/kernels/gemm_simt.cuh).
+        # Mirrors the static_asserts of SimtGemm (kgen/codegen/kernels/gemm_simt.cuh).
         _check(t.tm > 0 and t.tn > 0 and t.stages == 0,
                "SIMT tiles need a thread tile (TM, TN) and no stages")
         _check(t.wm % t.tm == 0 and t.wn % t.tn == 0,
@@ -235,7 +235,7 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
         # SimtGemm's launch bounds: 128 registers per thread for thread tiles up to 8x8, else 255.
         regs = 128 if t.tm * t.tn <= 64 else 255
     else:
-        # Mirrors the static_asserts of MmaGemm (kgen/kernels/gemm_mma.cuh).
+        # Mirrors the static_asserts of MmaGemm (kgen/codegen/kernels/gemm_mma.cuh).
         _check(t.stages >= 2 and t.tm == 0 and t.tn == 0,
                "MMA tiles need >= 2 pipeline stages and no thread tile")
         _check(t.wm % 16 == 0 and t.wn % 8 == 0,
@@ -274,7 +274,7 @@ class Spec:
     constants: tuple = ()
 
     def __post_init__(self):
-        from .problems import PROBLEMS, is_path
+        from kgen.frontend.problems import PROBLEMS, is_path
 
         _check(isinstance(self.problem, str) and (self.problem in PROBLEMS or is_path(self.problem)),
                f"unknown problem {self.problem!r}; shipped: {', '.join(PROBLEMS)} (or a reference file's path)")
@@ -312,7 +312,7 @@ class Spec:
 
     @property
     def problem_name(self) -> str:
-        from .problems import problem_name
+        from kgen.frontend.problems import problem_name
 
         return problem_name(self.problem)
 
@@ -335,12 +335,12 @@ class Spec:
         return f"{self.shape_name()}_{self.config_name()[len(self.problem_name) + 1:]}"
 
     def reference(self):
-        from .problems import load
+        from kgen.frontend.problems import load
 
         return load(self.problem, self.batch, self.in_features, self.out_features, self.constants)
 
     def graph(self):
-        from .problems import graph
+        from kgen.frontend.problems import graph
 
         return graph(self.problem, self.batch, self.in_features, self.out_features, self.constants)
 
@@ -362,7 +362,7 @@ class Spec:
         """Hash of the exact kernel source (and link flags) this spec renders to: it names the
         extension build, so specs that differ only in shape (problems 33 and 39's tf32x3 files)
         share one build, and a change of kgen's kernels or templates is a new key."""
-        from .generator import code_key
+        from kgen.codegen.generator import code_key
 
         return code_key(self)
 

@@ -10,10 +10,10 @@ import dataclasses
 import json
 from pathlib import Path
 
-from .problems import load
-from .reference import shipped_names
-from .configs import DEFAULT_ARCH, FUSED_STATS_MIN_BATCH, RULE_TILES, TYPICAL_SMS, fastest_family
-from .spec import ARCH_LIMITS, Spec, SpecError, Tile, arch_for_capability, gemm_family
+from kgen.frontend.problems import load
+from kgen.frontend.reference import shipped_names
+from kgen.tune.configs import DEFAULT_ARCH, FUSED_STATS_MIN_BATCH, RULE_TILES, TYPICAL_SMS, fastest_family
+from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Tile, arch_for_capability, gemm_family
 
 # The tolerance at which a search winner counts as fp32-accurate (KernelBench's fp32 tolerance).
 FP32_TOL = 1e-4
@@ -126,8 +126,8 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
         ratio = measured.get("ratio")
         numbers = f": {ms:.3f} ms, {ratio:.3f}x eager fp32 on {measured.get('device')}" if ms and ratio else ""
         return spec, f"the fp32-accurate winner of an earlier search ({path}){numbers}"
-    from .problems import graph
-    from .rewrite import row_sum_of_gemm, simplify
+    from kgen.frontend.problems import graph
+    from kgen.ir.rewrite import row_sum_of_gemm, simplify
 
     backend, math = fastest_family(target.arch)
     spec, why = shape_rule(problem, batch, in_features, out_features, target, backend, math,

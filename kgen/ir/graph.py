@@ -22,7 +22,7 @@ into the same output and BatchNorm's column statistics):
     gemm       z = x @ W^T, W the (N, K) matrix at `attrs["weight"]` (a bias is a later `add`)
     param      a parameter or buffer of the module (`attrs["path"]`), col or scalar
     const      a Python number (`attrs["value"]`)
-    pointwise  `op` from kgen.ops.POINTWISE on its args (levels combine as torch broadcasts)
+    pointwise  `op` from kgen.ir.ops.POINTWISE on its args (levels combine as torch broadcasts)
     reduce     `op` in REDUCTIONS over dim 1 of a tile value (softmax, log_softmax and
                logsumexp are written with max, sub, exp, sum, log and div when traced)
     batchnorm  BatchNorm1d (`attrs["module"]`) of a tile value: column statistics in training
@@ -44,7 +44,7 @@ into the same output and BatchNorm's column statistics):
 Operand nodes (param, mask, input) are what the kernels read through EpilogueParams::operand,
 each by `attrs["path"]` ("<input>", "<dropout K>" for the last two: no module attribute).
 
-`Graph.interpret` runs the graph with torch (each op through its torch oracle in kgen.ops, each
+`Graph.interpret` runs the graph with torch (each op through its torch oracle in kgen.ir.ops, each
 BatchNorm through the module itself), so a traced graph can be checked against the module it
 came from, and the lowering's CUDA against the graph.
 """
@@ -56,7 +56,7 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
-from . import ops
+from kgen.ir import ops
 
 LEVELS = ("tile", "row", "rowflat", "pooled", "col", "scalar", "free", "full")
 TAIL_LEVELS = ("free", "full")

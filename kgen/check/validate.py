@@ -30,8 +30,8 @@ from typing import Callable
 
 import torch
 
-from .loading import EmittedFile
-from .static_checks import check_emitted
+from kgen.check.loading import EmittedFile
+from kgen.check.static_checks import check_emitted
 
 TRIALS = 5
 # A common offset much larger than the spread of the inputs: E[z^2] - E[z]^2 cancels
@@ -232,7 +232,7 @@ class Trio:
         """One forward of all three on x; compares outputs, buffers, and that x is untouched."""
         before = x.clone()
         # Each forward starts from one RNG state: a Dropout in training mode draws the same mask
-        # in all three (ModelNew draws torch's own, kgen.trace.Tracer.dropout).
+        # in all three (ModelNew draws torch's own, kgen.frontend.trace.Tracer.dropout).
         rng = torch.cuda.get_rng_state(x.device)
         with torch.no_grad():
             ref = self.ref(x)

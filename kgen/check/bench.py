@@ -14,7 +14,7 @@ import statistics
 
 import torch
 
-from .loading import EmittedFile
+from kgen.check.loading import EmittedFile
 
 FLUSH_BYTES = 256 * 1024 * 1024
 

@@ -7,10 +7,10 @@ import hashlib
 import types
 from pathlib import Path
 
-from .problems import is_path, problem_id
-from .reference import Reference, ReferenceError
-from .spec import Spec, SpecError
-from .static_checks import check_emitted
+from kgen.frontend.problems import is_path, problem_id
+from kgen.frontend.reference import Reference, ReferenceError
+from kgen.tune.spec import Spec, SpecError
+from kgen.check.static_checks import check_emitted
 
 
 class EmittedFile:
@@ -91,8 +91,8 @@ class EmittedFile:
         """The copy of the reference the file carries (`_REFERENCE_SOURCE`, checked against the
         recorded sha256), written once under kgen's cache with the reference's file name: a
         file whose reference is nowhere to be found is still checked against exactly it."""
-        from .reference import sha256_text
-        from .search import cache_dir
+        from kgen.frontend.reference import sha256_text
+        from kgen.tune.search import cache_dir
 
         source = getattr(self.module, "_REFERENCE_SOURCE", None)
         if not isinstance(source, str) or sha256_text(source) != sha256:
@@ -124,7 +124,7 @@ def find_moved_reference(recorded: str, sha256: str, emitted: Path) -> Path | No
             candidate = base.joinpath(*tail[i:])
             if not candidate.is_file():
                 continue
-            try:  # hashed as kgen.reference.Reference hashes the text it reads
+            try:  # hashed as kgen.frontend.reference.Reference hashes the text it reads
                 digest = hashlib.sha256(candidate.read_text().encode()).hexdigest()
             except (OSError, UnicodeDecodeError):
                 continue

@@ -1,5 +1,5 @@
 // The forward pass of one GEMM part of a module (one GEMM and its epilogue), in the order its
-// stages dictate (kgen/lower.py). The template places this file and entry.cuh inside a namespace
+// stages dictate (kgen/lower/forward.py). The template places this file and entry.cuh inside a namespace
 // of their own per part (kgen_part0, kgen_part1, ... for chained GEMMs), beside that part's
 // namespace kgen_cfg, which defines Gemm, kGemmExternal, kFusedStats, kGemmTileM, kHasBatchNorm,
 // kOutputIsTile, output_width, kGemv, kConstantOutput, kConstantValue and the generated structs
@@ -146,13 +146,13 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
     return cudaGetLastError();
   };
   if constexpr (kgen_cfg::kConstantOutput) {
-    // Rewrites made the output a constant (kgen/rewrite.py): no GEMM.
+    // Rewrites made the output a constant (kgen/ir/rewrite.py): no GEMM.
     const long long total = static_cast<long long>(M) * kgen_cfg::output_width(N);
     fill_kernel<<<pointwise_blocks(M, kgen_cfg::output_width(N)), kApplyThreads, 0, stream>>>(
         b.out, total, kgen_cfg::kConstantValue);
     err = cudaGetLastError();
   } else if constexpr (kgen_cfg::kGemv) {
-    // No GEMM: the row sum as a matrix-vector product (kgen/rewrite.py, row_sum_of_gemm).
+    // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm).
     const int chunks = colsum_chunks(N);
     float* partial = b.gemv;
     float* w_sum = partial + static_cast<size_t>(chunks) * K;

@@ -7,7 +7,7 @@
 // accumulators into a shared-memory tile (row-major, leading dimension ldt, ldt % 4 == 0) and
 // calls tile_epilogue<..., EPI>(), which
 //   1. replaces each valid element v at (m, n) by EPI::apply(v, m, n, p) unless EPI::kIdentity
-//      (EPI is a struct that kgen/lower.py generates from the module's epilogue IR),
+//      (EPI is a struct that kgen/lower/forward.py generates from the module's epilogue IR),
 //   2. when EPI::kColStats, writes the tile's per-column (mean, M2) of the result over its valid
 //      rows (BatchNorm's partial statistics),
 //   3. stores the result to p.z.

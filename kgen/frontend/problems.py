@@ -1,11 +1,11 @@
 """The problems kgen synthesizes: a reference module in the KernelBench convention, named either
 by a path (`kgen generate REF.py`) or by the name of a reference shipped in kgen/refs/
-(`--problem gemm_scale_bn`). Both go through the same path: load (kgen.reference), trace
-(kgen.trace), lower (kgen.lower).
+(`--problem gemm_scale_bn`). Both go through the same path: load (kgen.frontend.reference), trace
+(kgen.frontend.trace), lower (kgen.lower.forward).
 
 A spec's `problem` is the shipped name or the reference file's absolute path; its shape
 (batch, in_features, out_features) and `constants` set the reference's workload
-(kgen.reference maps each onto the module-level constant that sets it).
+(kgen.frontend.reference maps each onto the module-level constant that sets it).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from .ir import Graph, Unsupported
-from .reference import SHIPPED_PREFIX, Reference, ReferenceError, shipped_names
-from .trace import trace
+from kgen.ir.graph import Graph, Unsupported
+from kgen.frontend.reference import SHIPPED_PREFIX, Reference, ReferenceError, shipped_names
+from kgen.frontend.trace import trace
 
 PROBLEMS = tuple(shipped_names())
 

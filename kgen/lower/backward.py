@@ -4,7 +4,7 @@ Two kinds, both ending in the part's own 3xTF32 GEMMs for dx = dz W and dW = dz�
 
 1. **Point-wise parts** (GEMM, parameters per feature or of one element, constants and point-wise
    ops): `struct Backward`'s `apply` recomputes the forward values of one element from z, then
-   walks the nodes in reverse with each op's VJP from kgen.derivatives, and returns dz and each
+   walks the nodes in reverse with each op's VJP from kgen.ir.derivatives, and returns dz and each
    parameter's gradient contribution, which the kernel sums per column in registers.
 2. **Staged parts** (row reductions, softmax and logsumexp chains, GroupNorm, BatchNorm in
    training or eval mode): the reverse of the forward's stages.
@@ -18,7 +18,7 @@ Two kinds, both ending in the part's own 3xTF32 GEMMs for dx = dz W and dW = dz�
    - BatchNorm: `BackwardBnSums` gives Σ ȳ and Σ ȳ x̂ per column (dβ and dγ), then
      `BackwardPrefix` computes BatchNorm's input gradient (batch statistics: γ/σ (ȳ − Σȳ/M −
      x̂ Σȳx̂/M); running ones: γ/σ ȳ) and walks the ops before BatchNorm back to z.
-   The rules are kgen.autodiff's (the CPU tests check those against torch.autograd).
+   The rules are kgen.ir.autodiff's (the CPU tests check those against torch.autograd).
 
 Every other node kind has no backward kernel yet: `unsupported` names the first one, and the
 emitted file's backward() raises with that message.
@@ -26,10 +26,10 @@ emitted file's backward() raises with that message.
 
 from __future__ import annotations
 
-from . import ops
-from .derivatives import cuda_vjp
-from .ir import Graph, Node
-from .lower import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, _block, _group_stats_pass, _loop,
+from kgen.ir import ops
+from kgen.ir.derivatives import cuda_vjp
+from kgen.ir.graph import Graph, Node
+from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, _block, _group_stats_pass, _loop,
                     bn_input_affine, row_width)
 
 POINTWISE_PART_KINDS = ("gemm", "param", "const", "pointwise")
@@ -156,7 +156,7 @@ def backward_struct(lowered: Lowered) -> str:
     assert sorted(operands[n.attrs["path"]] for n in params) == list(range(len(lowered.operands)))
     lines += [f"c[{operands[n.attrs['path']]}] = {adjoint[n.id]};" for n in params]
     body = "\n".join(f"    {line}" for line in lines)
-    return f"""// The backward of the epilogue (kgen/backward.py): dz of one element from z and g = dL/dout,
+    return f"""// The backward of the epilogue (kgen/lower/backward.py): dz of one element from z and g = dL/dout,
 // and each parameter's gradient contribution c[k] (summed over rows; over all elements for a
 // one-element parameter, kScalar[k]).
 struct Backward {{
@@ -551,7 +551,7 @@ def _staged_structs(lowered: Lowered) -> str:
     else:
         stub = "// (not used: no BatchNorm)"
         bn_structs = [_element_struct(name, stub, 2, [], "0.0f") for name in ("BackwardBnSums", "BackwardPrefix")]
-    rows_struct = f"""// The reverse of the row stages, one row (kgen/backward.py, _RowReverse): the gradient of
+    rows_struct = f"""// The reverse of the row stages, one row (kgen/lower/backward.py, _RowReverse): the gradient of
 // {"BatchNorm's output" if has_bn else "z"} into dst, parameter kSlotOperand[k]'s contributions added into contrib + k * plane.
 struct BackwardRows {{
   static constexpr bool kRuns = {str(runs).lower()};

@@ -1,0 +1,1 @@
+"""Checks: validation against fp64, benchmarks, static checks, loading emitted files."""

@@ -1,0 +1,1 @@
+"""Frontend: a reference module file -> its workload (Reference) and its traced epilogue IR."""

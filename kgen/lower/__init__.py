@@ -1,0 +1,1 @@
+"""Lowering: IR -> the CUDA stages of the forward epilogue and the backward kernels."""

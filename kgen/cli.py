@@ -18,6 +18,7 @@ from kgen.frontend.reference import ReferenceError
 from kgen.tune.spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
                    Tile, arch_for_capability, check_shape, gemm_family)
 from kgen.check.static_checks import StaticCheckError
+from kgen.tune.configs import PRECISIONS
 
 # What each backend computes when --math is not given: its fastest fp32-accurate mode.
 DEFAULT_MATH = {"wgmma": "tf32x3", "kgen": "tf32x3", "cublas": "fp32_simt", "gemv": "fp32_simt"}
@@ -147,6 +148,10 @@ def _shape(problem, batch, in_features, out_features, sets=()):
                    f"out_features {shape[2]}")
     return (*shape, constants)
 
+
+# --dtype's names (KernelBench's precision names) -> the module's torch dtype (torch.<name>;
+# torch is imported where a command needs it).
+DTYPES = PRECISIONS
 
 @click.group()
 @click.version_option(__version__, prog_name="kgen")
@@ -303,14 +308,22 @@ def validate(file, tol, batch, quick, ref):
               help="Reference file to time against [the one FILE was generated from].")
 @click.option("--compile", "with_compile", is_flag=True,
               help="Also time torch.compile of the reference (default mode) in the same run.")
-def bench(file, batch, iters, ref, with_compile):
+@click.option("--autotune", "with_autotune", is_flag=True,
+              help='Also time torch.compile(mode="max-autotune") of the reference (slow to compile).')
+@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default="fp32", show_default=True,
+              help="Run the module and its input in this dtype (as module.to(dtype)); eager and "
+                   "torch.compile are timed in it too.")
+def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
     """Time FILE and the eager reference in the same run and print their ratio."""
     f = _load(file, ref)
     _require_cuda("bench")
     from kgen.check.bench import bench as run_bench
 
+    import torch
+
     f.build()
-    click.echo(run_bench(f, batch=batch, iters=iters, with_compile=with_compile).report())
+    click.echo(run_bench(f, batch=batch, iters=iters, with_compile=with_compile, with_autotune=with_autotune,
+                         dtype=getattr(torch, DTYPES[dtype])).report())
 
 
 @main.command()

@@ -1,7 +1,9 @@
 # KernelBench's own eval on kgen's files for KernelBench's published level-2 GEMM files, in one
 # device call (logs under $OUT). Needs KernelBench's folder copied to .kb/ (ignored; name it in
 # the call's carry): `cp -r ../shared/kernelbench .kb`. PART selects the files (a glob on their
-# numbers' first digit, default all); GPU_TESTS, if set, are run first with pytest -m gpu.
+# numbers' first digit, default all); GPU_TESTS, if set, are run first with pytest -m gpu;
+# PRECISIONS (default fp32) the KernelBench precisions to evaluate at, one after the other;
+# KB_FLAGS extra flags of scripts/kernelbench_corpus.py (--compile, --autotune).
 . scripts/device_setup.sh
 refs=$(ls .kb/level2/${PART:-}*.py)
 label=$(printf %s "${PART:-all}" | tr -c 'A-Za-z0-9' '_')   # $OUT takes plain file names only
@@ -21,10 +23,15 @@ for ref in sys.argv[1:]:   # one process: torch is imported once
     print(Path(ref).name, r.exit_code, [l for l in r.output.splitlines() if l.startswith("chose")][0][:200] if r.exit_code == 0 else r.output[-300:])
 PY
 grep -v " 0 " $OUT/chosen.log || true
-t "build"
-for r in $refs; do (timeout 300 python3 -m kgen.tune.worker build /tmp/kbf/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r") & done; wait
-t "KernelBench eval, kgen's replay against fp64, bench"
-timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files /tmp/kbf --json $OUT/kb_$label.jsonl $refs > $OUT/kb_$label.log 2>&1
-tail -40 $OUT/kb_$label.log | grep "^|"
+for precision in ${PRECISIONS:-fp32}; do
+  t "build ($precision)"
+  for r in $refs; do
+    (timeout 300 python3 -m kgen.tune.worker build --dtype $precision /tmp/kbf/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r $precision") &
+  done; wait
+  t "KernelBench eval at $precision, kgen's replay against fp64 (fp32), bench"
+  timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files /tmp/kbf --precision $precision \
+    ${KB_FLAGS:-} --json $OUT/kb_${label}_$precision.jsonl $refs > $OUT/kb_${label}_$precision.log 2>&1
+  tail -40 $OUT/kb_${label}_$precision.log | grep "^|"
+done
 if [ -n "${THEN:-}" ]; then t "then: $THEN"; bash -c "$THEN"; fi
 t done

@@ -24,6 +24,11 @@ def main():
     p.add_argument("--kb", type=Path, required=True, help="KernelBench's folder (src/kernelbench)")
     p.add_argument("--files", type=Path, required=True, help="folder of the kgen files")
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
+                   help="KernelBench's precision: its eval casts models and inputs to it (tolerance "
+                        "1e-4 for fp32, 1e-2 for bf16/fp16); the bench runs ModelNew and eager in it")
+    p.add_argument("--compile", action="store_true", help="bench torch.compile (default mode) too")
+    p.add_argument("--autotune", action="store_true", help='bench torch.compile(mode="max-autotune") too')
     p.add_argument("refs", nargs="+", type=Path)
     args = p.parse_args()
     sys.path.insert(0, str(args.kb / "src"))
@@ -33,6 +38,7 @@ def main():
     from kgen.check.loading import EmittedFile
     from kgen.check.validate import check_kernelbench_eval
 
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.precision]
     rows = []
     for ref in args.refs:
         new = args.files / ref.name
@@ -42,7 +48,7 @@ def main():
             r = kb.eval_kernel_against_ref(ref.read_text(), new.read_text(), seed_num=42, num_correct_trials=5,
                                            num_perf_trials=100, measure_performance=True,
                                            timing_method="cuda_event", build_dir=None,
-                                           precision=torch.float32)
+                                           precision=dtype)
             row.update(compiled=r.compiled, correct=r.correctness, kb_ms=r.runtime / 1e3 if r.runtime > 0 else None,
                        kb_ref_ms=r.ref_runtime / 1e3 if r.ref_runtime > 0 else None,
                        kb_metadata={k: str(v)[:300] for k, v in r.metadata.items()
@@ -51,11 +57,18 @@ def main():
             row.update(compiled=False, correct=False, kb_error=f"{type(e).__name__}: {e}"[:300])
         try:
             f = EmittedFile(new, ref)
-            c = check_kernelbench_eval(f, torch.device("cuda"), 1e-4)
-            row.update(replay_passed=c.passed, err_new=c.max_abs, err_eager=c.ref_abs,
-                       replay_line=c.line()[:400])
-            b = bench(f)
+            if dtype == torch.float32:   # kgen's replay of KernelBench's fp32 eval, with fp64 beside
+                c = check_kernelbench_eval(f, torch.device("cuda"), 1e-4)
+                row.update(replay_passed=c.passed, err_new=c.max_abs, err_eager=c.ref_abs,
+                           replay_line=c.line()[:400])
+            b = bench(f, dtype=dtype, with_compile=args.compile, with_autotune=args.autotune)
             row.update(kgen_ms=b.new.median_ms, eager_ms=b.eager_fp32.median_ms, ratio=b.ratio)
+            if dtype != torch.float32:
+                row.update(err_new=b.max_abs_err, err_eager=b.eager_abs_err)
+            if b.compiled:
+                row.update(compile_ms=b.compiled.median_ms)
+            if b.autotuned:
+                row.update(autotune_ms=b.autotuned.median_ms)
         except Exception as e:  # noqa: BLE001
             row.update(kgen_error=f"{type(e).__name__}: {e}"[:300])
         row["seconds"] = round(time.monotonic() - start, 1)
@@ -65,14 +78,16 @@ def main():
             with args.json.open("a") as out:
                 out.write(json.dumps(row) + "\n")
         torch.cuda.empty_cache()
-    print("\n| file | KernelBench eval | KB speedup | kgen ms | eager fp32 ms | ratio | error vs fp64 (eager's) |")
-    print("|---|---|---|---|---|---|---|")
+    nan = float("nan")
+    print(f"\n| file | KernelBench eval ({args.precision}) | KB speedup | kgen ms | eager {args.precision} ms | ratio "
+          f"| compile ms | max-autotune ms | error vs fp64 (eager's) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         speed = (f"{r['kb_ref_ms'] / r['kb_ms']:.2f}x" if r.get("kb_ms") and r.get("kb_ref_ms") else "-")
         print(f"| {r['file']} | {'correct' if r.get('correct') else 'FAIL'} | {speed} | "
-              f"{r.get('kgen_ms', float('nan')):.3f} | {r.get('eager_ms', float('nan')):.3f} | "
-              f"{r.get('ratio', float('nan')):.3f} | {r.get('err_new', float('nan')):.1e} "
-              f"({r.get('err_eager', float('nan')):.1e}) |")
+              f"{r.get('kgen_ms', nan):.3f} | {r.get('eager_ms', nan):.3f} | {r.get('ratio', nan):.3f} | "
+              f"{r.get('compile_ms', nan):.3f} | {r.get('autotune_ms', nan):.3f} | "
+              f"{r.get('err_new', nan):.1e} ({r.get('err_eager', nan):.1e}) |")
 
 
 if __name__ == "__main__":

@@ -81,6 +81,19 @@ def test_kernels_compile_without_spills(spec, tmp_path):
     assert spills(report) == [], "\n".join(spills(report))
 
 
+@pytest.mark.parametrize("operand", ["__nv_bfloat16", "__half"])
+@pytest.mark.parametrize("spec", [s for s in representative_specs()
+                                  if generator.half_gemm_type(s) and s.math == "tf32x3" and s.fusion == 2],
+                         ids=lambda s: s.name())
+def test_half_precision_builds_compile_without_spills(spec, operand, tmp_path):
+    """The build a module in bf16 / fp16 gets (the emitted file passes -DKGEN_OPERAND=...): the
+    16-bit wgmma GEMM with its epilogues (fusion 2: column statistics from registers, the
+    heaviest), no spills. The fp32 GEMM's math mode does not change the 16-bit build."""
+    report = compile_report(generator.render_cuda_source(spec), tmp_path, (SM90A, f"-DKGEN_OPERAND={operand}"))
+    assert "wgmma_half_kernel" in report
+    assert spills(report) == [], "\n".join(spills(report))
+
+
 def test_spill_parser_catches_spills():
     report = ("ptxas info    : Compiling entry function '_Z3fooPf' for 'sm_90a'\n"
               "ptxas info    : Function properties for _Z3fooPf\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import math
 import statistics
 
 import torch
@@ -59,8 +60,13 @@ class BenchResult:
     eager_tf32: Timing
     max_abs_err: float
     max_rel_err: float
-    compiled: Timing | None = None   # torch.compile(reference), default mode, fp32
+    compiled: Timing | None = None   # torch.compile(reference), default mode, in `dtype`
     mode: str = "training"           # "eval" for a module with Dropout (it refuses training)
+    # The module's dtype: ModelNew and eager (eager_fp32 then means eager in this dtype; TF32
+    # does not apply to 16-bit GEMMs) ran in it; errors are against an fp64 copy.
+    dtype: str = "float32"
+    eager_abs_err: float = float("nan")   # eager's own max abs error vs fp64 (the yardstick)
+    autotuned: Timing | None = None  # torch.compile(reference, mode="max-autotune"), in `dtype`
 
     @property
     def ratio(self) -> float:
@@ -86,23 +92,32 @@ class BenchResult:
             "ratio": round(self.ratio, 4),
             "max_abs_err": float(f"{self.max_abs_err:.3e}"),
             "max_rel_err": float(f"{self.max_rel_err:.3e}"),
+            **({} if self.dtype == "float32" else {"dtype": self.dtype}),
         }
 
     def report(self) -> str:
+        half = self.dtype != "float32"
+        name = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}[self.dtype]
         return "\n".join([
-            f"device: {self.device}, batch {self.batch}, {self.mode} mode, L2 flushed before each call",
+            f"device: {self.device}, batch {self.batch}, {self.mode} mode, {self.dtype} module, "
+            "L2 flushed before each call",
             f"ModelNew            {self.new}",
-            f"eager fp32          {self.eager_fp32}   ModelNew takes {self.ratio:.3f}x its time "
+            f"{'eager ' + name:<20}{self.eager_fp32}   ModelNew takes {self.ratio:.3f}x its time "
             f"({1 / self.ratio:.2f}x speedup)",
-            f"eager TF32 allowed  {self.eager_tf32}   ModelNew takes {self.ratio_tf32:.3f}x its time",
-            *([f"torch.compile fp32  {self.compiled}   ModelNew takes "
+            *([] if half else [f"eager TF32 allowed  {self.eager_tf32}   ModelNew takes {self.ratio_tf32:.3f}x its time"]),
+            *([f"{'torch.compile ' + name:<20}{self.compiled}   ModelNew takes "
                f"{self.new.median_ms / self.compiled.median_ms:.3f}x its time"] if self.compiled else []),
-            f"ModelNew error vs fp64: max abs {self.max_abs_err:.2e}, max rel {self.max_rel_err:.2e}",
+            *([f"{'max-autotune ' + name:<20}{self.autotuned}   ModelNew takes "
+               f"{self.new.median_ms / self.autotuned.median_ms:.3f}x its time"] if self.autotuned else []),
+            f"ModelNew error vs fp64: max abs {self.max_abs_err:.2e}, max rel {self.max_rel_err:.2e}"
+            + (f" (eager {name}: {self.eager_abs_err:.2e})" if not math.isnan(self.eager_abs_err) else ""),
         ])
 
 
 def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int = 0,
-          with_compile: bool = False) -> BenchResult:
+          with_compile: bool = False, dtype: torch.dtype = torch.float32,
+          with_autotune: bool = False) -> BenchResult:
+    """ModelNew against eager (and torch.compile) with the module and its input in `dtype`."""
     device = torch.device("cuda")
     batch = batch or f.spec.batch
     torch.manual_seed(seed)
@@ -111,15 +126,19 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
         new = f.ModelNew(*f.init_args())
         ref64 = f.Model(*f.init_args()).double()
     new.load_state_dict(ref.state_dict())
-    ref64.load_state_dict(ref.state_dict())
+    ref.to(dtype)
+    new.to(dtype)
+    ref64.load_state_dict(ref.state_dict())   # the module's values as rounded to dtype
     for m in (ref, new, ref64):   # eval mode for a module with Dropout (loading.EmittedFile)
         m.train(f.runs_in_training)
-    (x,) = [t.to(device) for t in f.reference.inputs(batch)]   # the reference's own get_inputs()
+    # The reference's own get_inputs(), in the module's dtype (as KernelBench's eval casts them).
+    (x,) = [t.to(device, dtype) for t in f.reference.inputs(batch)]
 
     # Error first, on fresh modules, so the number refers to the same state as a user's first call.
     with torch.no_grad():
         out = new(x).double()
         expect = ref64(x.double())
+        eager_err = (ref(x).double() - expect).abs().max().item()
     abs_err = (out - expect).abs().max().item()
     scale = expect.abs().max().item()
     rel_err = abs_err / scale if scale > 0 else abs_err  # an all-zero output (ReLU of negatives)
@@ -129,11 +148,13 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
     new_t = time_calls(new, x, iters)
     eager = time_calls(ref, x, iters)
     compiled = time_calls(torch.compile(ref), x, iters) if with_compile else None
+    autotuned = time_calls(torch.compile(ref, mode="max-autotune"), x, iters) if with_autotune else None
     torch.backends.cuda.matmul.allow_tf32 = True
-    eager_tf32 = time_calls(ref, x, iters)
+    eager_tf32 = time_calls(ref, x, iters) if dtype == torch.float32 else eager
     torch.backends.cuda.matmul.allow_tf32 = previous
     return BenchResult(torch.cuda.get_device_name(device), batch, new_t, eager, eager_tf32,
-                       abs_err, rel_err, compiled, "training" if f.runs_in_training else "eval")
+                       abs_err, rel_err, compiled, "training" if f.runs_in_training else "eval",
+                       str(dtype).removeprefix("torch."), eager_err, autotuned)
 
 
 def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int = 0) -> dict:

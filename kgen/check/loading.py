@@ -110,8 +110,10 @@ class EmittedFile:
     def init_args(self) -> tuple:
         return tuple(self.reference.init_args())
 
-    def build(self):
-        return self.module._build()
+    def build(self, dtype=None):
+        """The file's extension for the current GPU and a module in `dtype` (default fp32),
+        compiled on first use."""
+        return self.module._build() if dtype is None else self.module._build(dtype=dtype)
 
 
 def find_moved_reference(recorded: str, sha256: str, emitted: Path) -> Path | None:

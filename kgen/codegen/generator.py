@@ -32,16 +32,24 @@ KERNEL_SOURCES = {
     "gemm_mma": "gemm_mma.cuh",
     "gemm_wgmma": "gemm_wgmma.cuh",
     "gemm_wgmma_ws": "gemm_wgmma_ws.cuh",
+    "gemm_wgmma_half": "gemm_wgmma_half.cuh",
     "backward": "backward.cuh",
     "forward": "forward.cuh",
     "cublas_gemm": "cublas_gemm.cuh",
     "entry": "entry.cuh",
 }
+# The C type of the GEMM's operands x and w in the extension: float, or the 16-bit type of a
+# module in bf16 or fp16 (kernel.cu.j2 defines it from the build's -DKGEN_OPERAND=...; the
+# emitted file builds once per dtype it meets: model_new.py.j2, OPERAND_BUILDS).
+OPERAND_CTYPE = "kgen_operand_t"
+# torch dtype name -> the extension build's definition of KGEN_OPERAND (float: the default).
+OPERAND_BUILDS = {"float32": None, "bfloat16": "__nv_bfloat16", "float16": "__half"}
+
 # The parameters of the extension's C entry point kgen_forward, in order: (name, C type). The
 # lists that the CUDA side's ForwardArgs struct, prototype and fill_operands (kernel.cu.j2) and
 # the Python side's ctypes signature and call (model_new.py.j2) are written from.
 BASE_ARGS = (
-    ("x", "const float*"), ("w", "const float*"), ("out", "float*"), ("workspace", "float*"),
+    ("x", f"const {OPERAND_CTYPE}*"), ("w", f"const {OPERAND_CTYPE}*"), ("out", "float*"), ("workspace", "float*"),
     ("M", "int"), ("N", "int"), ("K", "int"), ("training", "int"), ("stream", "void*"),
     ("z_out", "float*"),
 )
@@ -224,7 +232,7 @@ def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
             # result is ones * mask * scale = mask * scale, which the epilogue multiplies by.
             mode = _self_attr(f"{node.attrs['module']}.training") if node.attrs["module"] else "self.training"
             lines += [f"# Dropout(p={node.attrs['p']:g}), line {node.line}: torch's own mask in training mode",
-                      f"operand{k} = torch.nn.functional.dropout(torch.ones(x.shape[0], n, dtype=torch.float32, device=x.device), "
+                      f"operand{k} = torch.nn.functional.dropout(torch.ones(x.shape[0], n, dtype=x.dtype, device=x.device), "
                       f"{node.attrs['p']!r}, True) if {mode} else None"]
             call.append(f"operand{k}=operand{k}")
             continue
@@ -272,7 +280,7 @@ def ctypes_type(ctype: str) -> str:
 GEMM_SOURCES = {
     "simt": ("gemm_simt",),
     "mma": ("gemm_mma",),
-    "wgmma": ("gemm_mma", "gemm_wgmma", "gemm_wgmma_ws"),
+    "wgmma": ("gemm_mma", "gemm_wgmma", "gemm_wgmma_ws", "gemm_wgmma_half"),
     "cublas": (),
     "gemv": (),
 }
@@ -309,6 +317,17 @@ def gemm_type(spec: Spec) -> str:
         return (f"kgen::WgmmaWsGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, "
                 f"{t.stages}, {WGMMA_FLUSH_KTILES}, {t.group_m}>")
     return "kgen::ExternalGemm"
+
+
+def half_gemm_type(spec: Spec) -> str | None:
+    """The GEMM of the spec's tile on 16-bit operands (a module in bf16 or fp16), for the families
+    that have one (kgen's Hopper wgmma GEMM); None: the variant runs fp32 modules only."""
+    from kgen.tune.configs import HALF_WGMMA_BN, HALF_WGMMA_STAGES
+
+    if spec.family != "wgmma":
+        return None
+    t = spec.tile
+    return f"kgen::WgmmaWsHalfGemm<{OPERAND_CTYPE}, {t.bm}, {HALF_WGMMA_BN}, {HALF_WGMMA_STAGES}, {t.group_m}>"
 
 
 def lowered(spec: Spec) -> Lowered:
@@ -363,6 +382,8 @@ def _source_context(spec: Spec) -> dict:
         "fused_stats": spec.fusion == 2 and spec.family != "cublas",
         "parts": [_part_context(low, spec.family == "cublas") for low in lowered_parts(spec)],
         "gemm_type": gemm_type(spec),
+        "half_gemm_type": half_gemm_type(spec),
+        "operand_ctype": OPERAND_CTYPE,
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
         "sources": sources,
         "gemm_sources": [sources[name] for name in GEMM_SOURCES[spec.family]],
@@ -538,7 +559,14 @@ def render(spec: Spec, measured: dict | None = None) -> str:
                        [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],
         kgen_digest=kgen_source_digest(),
         updated_in_place=repr(UPDATED_IN_PLACE),
+        operand_builds=operand_builds_literal(spec),
     )
+
+
+def operand_builds_literal(spec: Spec) -> str:
+    """The emitted file's _OPERAND_BUILDS: the dtypes it runs, each with its build's operand type."""
+    dtypes = OPERAND_BUILDS if half_gemm_type(spec) else {"float32": None}
+    return "{" + ", ".join(f"torch.{name}: {operand!r}" for name, operand in dtypes.items()) + "}"
 
 
 def reference_source_literal(source: str) -> tuple[str, str]:

@@ -23,6 +23,10 @@ from kgen.ir import ops
 from kgen.ir.graph import INPUT_PATH, Graph, Node, Unsupported, broadcast_shapes, combine_levels, pooled_width, shape_text
 from kgen.frontend.reference import Reference
 
+# The dtypes of module (parameters and input) that kgen's files run: the IR is the same for all
+# three; the emitted file builds its GEMM per dtype (codegen/generator.py, OPERAND_BUILDS).
+MODULE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
 # ---- what kgen accepts -----------------------------------------------------------------------
 # Activation modules: module type -> (op, {op attr: module attribute}).
 ACTIVATION_MODULES = {
@@ -289,8 +293,9 @@ class Tracer:
             level = "col"
         else:
             level = "free"     # broadcast as torch does, in the output's tail (ir.py)
-        if t.dtype != torch.float32:
-            raise self.refuse(f"the parameter {path} is {t.dtype}; kgen computes in float32")
+        if t.dtype not in MODULE_DTYPES:
+            raise self.refuse(f"the parameter {path} is {t.dtype}; kgen runs float32, bfloat16 and "
+                              "float16 modules")
         self.params[path] = self.add("param", level, path=path, shape=shape)
         return self.params[path]
 
@@ -505,13 +510,14 @@ class Tracer:
         w = getattr(self.model.get_submodule(weight.rpartition(".")[0]) if "." in weight else self.model,
                     weight.rpartition(".")[2])
         inp = self.ref.input
-        if inp.dim() != 2 or inp.dtype != torch.float32:
+        if inp.dim() != 2 or inp.dtype not in MODULE_DTYPES:
             raise self.refuse(f"the input is {inp.dtype} of shape {tuple(inp.shape)}; kgen's GEMM "
-                              "takes one float32 (batch, in_features) tensor")
+                              "takes one (batch, in_features) tensor of float32, bfloat16 or float16")
         if w.dim() != 2 or w.shape[1] != self.in_features:
             raise self.refuse(f"the weight {weight} has shape {tuple(w.shape)}, not (N, {self.in_features})")
-        if w.dtype != torch.float32:
-            raise self.refuse(f"the weight {weight} is {w.dtype}; kgen computes in float32")
+        if w.dtype != inp.dtype:
+            raise self.refuse(f"the weight {weight} is {w.dtype} and the input {inp.dtype}: "
+                              "nn.Linear needs one dtype")
         self.out_features = int(w.shape[0])
         self.gemm_id = self.add("gemm", "tile", weight=weight)
         if bias_path is None:

@@ -72,3 +72,16 @@ WGMMA_TILES = {
     "tf32x3": [(128, 128, 4), (128, 128, 3), (128, 64, 6), (64, 128, 4), (64, 64, 6)],
     "tf32": [(128, 256, 4), (128, 128, 6)],
 }
+
+# The dtypes a module may run in, by KernelBench's precision names (--dtype, --precision) -> the
+# torch dtype's name; KernelBench's tolerance at each (its eval's get_tolerance_for_precision).
+PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+PRECISION_TOLERANCES = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
+
+# The tile of the 16-bit wgmma GEMM (a module in bf16 or fp16), whatever the variant's fp32 tile:
+# BM x 256 (each consumer warpgroup 64 x 256, 128 fp32 accumulators per thread: 168 registers,
+# no spills), 64 of k per stage (128-byte rows), 4 stages (192 KB at BM = 128). A bf16 k-tile
+# is a quarter of the tf32x3 one's tensor-core work, so the wide tile keeps the consumers busy
+# per byte the producer loads.
+HALF_WGMMA_BN = 256
+HALF_WGMMA_STAGES = 4

@@ -23,10 +23,13 @@ RUNOFF_PREFIX = "KGEN_RUNOFF "
 EXIT_AFTER_RUNTIME_ERROR = 3
 
 
-def build(path: str) -> int:
-    from kgen.check.loading import EmittedFile
+def build(path: str, dtype: str = "fp32") -> int:
+    import torch
 
-    EmittedFile(path).build()
+    from kgen.check.loading import EmittedFile
+    from kgen.tune.configs import PRECISIONS
+
+    EmittedFile(path).build(getattr(torch, PRECISIONS[dtype]))
     return 0
 
 
@@ -84,6 +87,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_build = sub.add_parser("build")
     p_build.add_argument("file")
+    p_build.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32",
+                         help="the build for a module in this dtype")
     p_eval = sub.add_parser("evaluate")
     p_eval.add_argument("--tol", type=float, action="append", required=True)
     p_eval.add_argument("--batch", type=int, default=None)
@@ -95,7 +100,7 @@ def main(argv=None) -> int:
     p_runoff.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
     if args.cmd == "build":
-        return build(args.file)
+        return build(args.file, args.dtype)
     if args.cmd == "runoff":
         return runoff(args.files, args.rounds, args.iters)
     files = (line.strip() for line in sys.stdin) if args.files == ["-"] else iter(args.files)

@@ -347,8 +347,8 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
 
 // The forward of a point-wise part that keeps z for its backward: z = x w^T stored as it is, then
 // out = Epi(z) by a point-wise pass.
-template <class Gemm, class Epi>
-cudaError_t forward_keeping_z(const float* x, const float* w, int M, int N, int K, EpilogueParams p,
+template <class Gemm, class Epi, class T>
+cudaError_t forward_keeping_z(const T* x, const T* w, int M, int N, int K, EpilogueParams p,
                               float* z, float* out, cudaStream_t stream) {
   if (M == 0 || N == 0) return cudaSuccess;
   p.z = z;

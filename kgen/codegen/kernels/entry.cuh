@@ -110,10 +110,10 @@ BackwardStatus backward_entry(const float* x, const float* w, const float* g, co
                               float* bn_grads, bool bn_training, bool need_dx, bool need_dw, cudaStream_t stream) {
   if constexpr (B::kKind == kBackwardPointwise) {
     (void)bn_grads; (void)bn_training;
-    return backward_part<kgen_cfg::Gemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw,
+    return backward_part<kgen_cfg::BackwardGemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw,
                                             stream);
   } else {
-    return backward_staged<kgen_cfg::Gemm, B>(x, w, g, kgen_cfg::output_width(N), z, M, N, K, p, workspace, dx, dw,
+    return backward_staged<kgen_cfg::BackwardGemm, B>(x, w, g, kgen_cfg::output_width(N), z, M, N, K, p, workspace, dx, dw,
                                               grad_cols, bn_grads, bn_training, need_dx, need_dw, stream);
   }
 }

@@ -54,7 +54,7 @@ struct Buffers {
 // With an external GEMM, z is already in S and the epilogue is a point-wise pass over it.
 // z_ready: z is already computed (kept for the backward): the epilogue as a point-wise pass.
 template <class Gemm, class Epi>
-cudaError_t run_stage1(const float* x, const float* w, int M, int N, int K, EpilogueParams p,
+cudaError_t run_stage1(const kgen_operand_t* x, const kgen_operand_t* w, int M, int N, int K, EpilogueParams p,
                        const float* z_ready, cudaStream_t stream) {
   if (z_ready != nullptr) {
     if (p.z == z_ready) return cudaSuccess;  // S is z itself (kept_as_s)
@@ -109,7 +109,7 @@ cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, 
 // z_ready: where to keep z for the backward (nullptr: not kept); the GEMM stores it there and
 // the epilogue runs as a point-wise pass over it.
 template <class Gemm>
-const char* forward_impl(const float* x, const float* w, int M, int N, int K, bool training,
+const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M, int N, int K, bool training,
                          EpilogueParams p, FinalizeArgs f, const Buffers& b, float* z_ready, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (M == 0 || N == 0) return nullptr;
@@ -153,15 +153,18 @@ const char* forward_impl(const float* x, const float* w, int M, int N, int K, bo
     err = cudaGetLastError();
   } else if constexpr (kgen_cfg::kGemv) {
     // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm).
+    // (fp32 operands only: kgen_operand_t is float in every build of a gemv variant.)
+    const float* xf = reinterpret_cast<const float*>(x);
+    const float* wf = reinterpret_cast<const float*>(w);
     const int chunks = colsum_chunks(N);
     float* partial = b.gemv;
     float* w_sum = partial + static_cast<size_t>(chunks) * K;
     float* total = w_sum + K;
-    if (K > 0) err = launch_weighted_column_sum<kgen_cfg::GemvAffine>(w, N, K, p, partial, stream);
+    if (K > 0) err = launch_weighted_column_sum<kgen_cfg::GemvAffine>(wf, N, K, p, partial, stream);
     if (err != cudaSuccess) return cudaGetErrorString(err);
     column_sum_merge_kernel<kgen_cfg::GemvAffine>
         <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, chunks, N, K, p, w_sum, total);
-    gemv_rows_kernel<kgen_cfg::GemvRows><<<M, kRowThreads, 0, stream>>>(x, w_sum, total, N, K, b.out, p);
+    gemv_rows_kernel<kgen_cfg::GemvRows><<<M, kRowThreads, 0, stream>>>(xf, w_sum, total, N, K, b.out, p);
     err = cudaGetLastError();
   } else if (kgen_cfg::kHasBatchNorm && training) {
     const Buffers bt = kept_as_s<kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(b, z_ready, p);

@@ -102,24 +102,148 @@ inline EncodeTiled encode_tiled() {
   return fn;
 }
 
-// Tensor map of a row-major [rows][K] fp32 matrix read in boxes of box_rows x 32, 128-byte
-// swizzled, zero-filled out of bounds.
-inline cudaError_t make_kmajor_map(CUtensorMap* map, const float* g, int rows, int K,
-                                   int box_rows) {
+// Tensor map of a row-major [rows][K] matrix of `type` (elements of elem_bytes) read in boxes of
+// box_rows rows x 128 bytes of k, 128-byte swizzled, zero-filled out of bounds. TMA needs a
+// 16-byte row pitch: K * elem_bytes % 16 == 0.
+inline cudaError_t make_kmajor_map(CUtensorMap* map, const void* g, CUtensorMapDataType type,
+                                   int elem_bytes, int rows, int K, int box_rows) {
   const EncodeTiled encode = encode_tiled();
   if (encode == nullptr) return cudaErrorNotSupported;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(K) * 4};
-  const cuuint32_t box[2] = {32, static_cast<cuuint32_t>(box_rows)};
+  const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(K) * elem_bytes};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(128 / elem_bytes), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t step[2] = {1, 1};
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(g), dims,
-                            pitch, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = encode(map, type, 2, const_cast<void*>(g), dims, pitch, box, step,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+inline cudaError_t make_kmajor_map(CUtensorMap* map, const float* g, int rows, int K, int box_rows) {
+  return make_kmajor_map(map, g, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, rows, K, box_rows);
 }
 
 }  // namespace ws_detail
+
+// The epilogue of the warp-specialized GEMMs (fp32 and 16-bit operands alike), after the last
+// k-tile, by all kThreads threads, with each consumer warpgroup's 64 x BN fp32 accumulators in
+// registers (the wgmma layout: acc[4j + e] at row lane / 4 (+8 for e >= 2) of the warp's 16,
+// column 8j + 2 (lane % 4) + e % 2) and `tile` shared memory of at least kTileBytes and
+// kStatsBytes that nothing else uses any more: the generated epilogue on the registers, kColStats'
+// column statistics from them (column_stats), then the tile through shared memory for coalesced
+// stores (tile_store).
+template <int BM, int BN>
+struct WsEpilogue {
+  static constexpr int kConsumers = BM / 64;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kAccRegs = BN / 2;
+  static constexpr int kLdt = BN + 4;
+  static constexpr int kTileBytes = BM * kLdt * 4;
+  static constexpr int kStatsBytes = (4 * kConsumers + 1) * BN * 4;
+
+  template <class EPI>
+  __device__ static __forceinline__ void run(float (&acc)[kAccRegs], float* tile, int m0, int n0,
+                                             int M, int N, const EpilogueParams& p) {
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int wg = warp >> 2;
+    __syncthreads();
+    if constexpr (!EPI::kIdentity) {
+      // The generated epilogue, on the accumulators in registers (before the statistics,
+      // which are of its result). Layout as in column_stats below.
+      if (wg > 0) {
+        const int r = m0 + (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = r + (e >= 2 ? 8 : 0);
+            const int col = n0 + 8 * j + 2 * (lane & 3) + (e & 1);
+            if (row < M && col < N) acc[4 * j + e] = EPI::apply(acc[4 * j + e], row, col, p);
+          }
+        }
+      }
+    }
+    if constexpr (EPI::kColStats) {
+      if (wg > 0) column_stats(acc, tile, m0, n0, M, N, p);
+    }
+    __syncthreads();
+    if (wg > 0) {
+      const int r = (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
+      const int c = 2 * (lane & 3);
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        *reinterpret_cast<float2*>(&tile[r * kLdt + 8 * j + c]) =
+            make_float2(acc[4 * j + 0], acc[4 * j + 1]);
+        *reinterpret_cast<float2*>(&tile[(r + 8) * kLdt + 8 * j + c]) =
+            make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+    }
+    __syncthreads();
+    tile_store<BM, BN, kThreads>(tile, kLdt, m0, n0, M, N, p);
+  }
+
+  // The kColStats epilogue from the consumers' registers (what tile_column_stats computes from
+  // shared memory, without the round trip): per column of the tile, the mean over its valid
+  // rows, then the sum of squared deviations from it. Each sum runs over a thread's two rows,
+  // the warp's 16 (shuffles across lane bits 2-4) and the consumer warps (shared memory).
+  // Thread layout of acc: the wgmma accumulator, acc[4j + e] at row lane / 4 (+8 for e >= 2)
+  // of the warp's 16, column 8j + 2 (lane % 4) + e % 2.
+  __device__ static __forceinline__ void column_stats(const float (&acc)[kAccRegs], float* scratch,
+                                                      int m0, int n0, int M, int N,
+                                                      const EpilogueParams& p) {
+    constexpr int kConsumerWarps = 4 * kConsumers;
+    float* red = scratch;                          // [kConsumerWarps][BN]
+    float* mean = scratch + kConsumerWarps * BN;   // [BN]
+    const int ctid = threadIdx.x - 128;
+    const int lane = ctid & 31;
+    const int cw = ctid >> 5;
+    const int rows = min(BM, M - m0);
+    const int row = cw * 16 + (lane >> 2);
+    const bool valid_lo = row < rows;
+    const bool valid_hi = row + 8 < rows;
+    auto consumers_sync = [] { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 128) : "memory"); };
+    // Sums of f(value, column) over the tile's valid rows, per consumer warp, into red.
+    auto warp_column_sums = [&](auto f) {
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = 8 * j + 2 * (lane & 3) + e;
+          float v = (valid_lo ? f(acc[4 * j + e], col) : 0.f) +
+                    (valid_hi ? f(acc[4 * j + 2 + e], col) : 0.f);
+          v += __shfl_xor_sync(0xffffffffu, v, 4);
+          v += __shfl_xor_sync(0xffffffffu, v, 8);
+          v += __shfl_xor_sync(0xffffffffu, v, 16);
+          if (lane < 4) red[cw * BN + col] = v;
+        }
+      }
+      consumers_sync();
+    };
+    auto column_total = [&](int col) {
+      float t = 0.f;
+#pragma unroll
+      for (int w = 0; w < kConsumerWarps; ++w) t += red[w * BN + col];
+      return t;
+    };
+    warp_column_sums([](float v, int) { return v; });
+    for (int col = ctid; col < BN; col += kConsumers * 128) {
+      mean[col] = column_total(col) / static_cast<float>(rows);
+    }
+    consumers_sync();
+    warp_column_sums([&](float v, int col) {
+      const float d = v - mean[col];
+      return d * d;
+    });
+    for (int col = ctid; col < BN; col += kConsumers * 128) {
+      if (n0 + col < N) {
+        const size_t at = static_cast<size_t>(m0 / BM) * N + n0 + col;
+        p.part_mean[at] = mean[col];
+        p.part_m2[at] = column_total(col);
+      }
+    }
+  }
+};
 
 template <MathMode MATH, int BM, int BN, int STAGES, int FLUSH, int GROUP_M>
 struct WgmmaWsGemm {
@@ -139,8 +263,7 @@ struct WgmmaWsGemm {
   // the producer's reuse of a stage.
   static constexpr int kStageBytes = kABytes + kBBytes + (kSplit ? kBBytes : 0);
   static constexpr int kPipeBytes = STAGES * kStageBytes;
-  static constexpr int kLdt = BN + 4;
-  static constexpr int kEpiBytes = BM * kLdt * 4;
+  static constexpr int kEpiBytes = WsEpilogue<BM, BN>::kTileBytes;
   static constexpr int kBarrierBytes = 3 * STAGES * 8;
   // + 1024: the dynamic shared memory is aligned up to the 1024-byte swizzle atom in-kernel.
   static constexpr int kSmemBytes =
@@ -158,7 +281,7 @@ struct WgmmaWsGemm {
   static_assert(FLUSH >= 1, "FLUSH (k-tiles per partial accumulator) must be >= 1");
   static_assert(GROUP_M >= 1, "GROUP_M must be >= 1");
   static_assert(BN <= 256 && BM <= 256, "a TMA box has at most 256 rows");
-  static_assert((4 * kConsumers + 1) * BN * 4 <= (kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes),
+  static_assert(WsEpilogue<BM, BN>::kStatsBytes <= (kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes),
                 "column_stats' scratch must fit in the pipeline buffers");
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90");
@@ -319,105 +442,11 @@ struct WgmmaWsGemm {
       wgmma_detail::fence_regs(acc);
     }
 
-    // Epilogue: every stage the producer filled has been consumed, so the pipeline buffers are
-    // free for the statistics' scratch and then the accumulator tile.
-    __syncthreads();
-    float* tile = reinterpret_cast<float*>(smem_ptr);
-    if constexpr (!EPI::kIdentity) {
-      // The generated epilogue, on the accumulators in registers (before the statistics,
-      // which are of its result). Layout as in column_stats below.
-      if (wg > 0) {
-        const int r = m0 + (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = r + (e >= 2 ? 8 : 0);
-            const int col = n0 + 8 * j + 2 * (lane & 3) + (e & 1);
-            if (row < M && col < N) acc[4 * j + e] = EPI::apply(acc[4 * j + e], row, col, p);
-          }
-        }
-      }
-    }
-    if constexpr (EPI::kColStats) {
-      if (wg > 0) column_stats(acc, tile, m0, n0, M, N, p);
-    }
-    __syncthreads();
-    if (wg > 0) {
-      const int r = (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
-      const int c = 2 * (lane & 3);
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        *reinterpret_cast<float2*>(&tile[r * kLdt + 8 * j + c]) =
-            make_float2(acc[4 * j + 0], acc[4 * j + 1]);
-        *reinterpret_cast<float2*>(&tile[(r + 8) * kLdt + 8 * j + c]) =
-            make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-      }
-    }
-    __syncthreads();
-    tile_store<BM, BN, kThreads>(tile, kLdt, m0, n0, M, N, p);
+    // Every stage the producer filled has been consumed: the pipeline buffers are free for the
+    // epilogue's scratch and tile.
+    WsEpilogue<BM, BN>::template run<EPI>(acc, reinterpret_cast<float*>(smem_ptr), m0, n0, M, N, p);
   }
 
-  // The kColStats epilogue from the consumers' registers (what tile_column_stats computes from
-  // shared memory, without the round trip): per column of the tile, the mean over its valid
-  // rows, then the sum of squared deviations from it. Each sum runs over a thread's two rows,
-  // the warp's 16 (shuffles across lane bits 2-4) and the consumer warps (shared memory).
-  // Thread layout of acc: the wgmma accumulator, acc[4j + e] at row lane / 4 (+8 for e >= 2)
-  // of the warp's 16, column 8j + 2 (lane % 4) + e % 2.
-  __device__ static __forceinline__ void column_stats(const float (&acc)[kAccRegs], float* scratch,
-                                                      int m0, int n0, int M, int N,
-                                                      const EpilogueParams& p) {
-    constexpr int kConsumerWarps = 4 * kConsumers;
-    float* red = scratch;                          // [kConsumerWarps][BN]
-    float* mean = scratch + kConsumerWarps * BN;   // [BN]
-    const int ctid = threadIdx.x - 128;
-    const int lane = ctid & 31;
-    const int cw = ctid >> 5;
-    const int rows = min(BM, M - m0);
-    const int row = cw * 16 + (lane >> 2);
-    const bool valid_lo = row < rows;
-    const bool valid_hi = row + 8 < rows;
-    auto consumers_sync = [] { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 128) : "memory"); };
-    // Sums of f(value, column) over the tile's valid rows, per consumer warp, into red.
-    auto warp_column_sums = [&](auto f) {
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int col = 8 * j + 2 * (lane & 3) + e;
-          float v = (valid_lo ? f(acc[4 * j + e], col) : 0.f) +
-                    (valid_hi ? f(acc[4 * j + 2 + e], col) : 0.f);
-          v += __shfl_xor_sync(0xffffffffu, v, 4);
-          v += __shfl_xor_sync(0xffffffffu, v, 8);
-          v += __shfl_xor_sync(0xffffffffu, v, 16);
-          if (lane < 4) red[cw * BN + col] = v;
-        }
-      }
-      consumers_sync();
-    };
-    auto column_total = [&](int col) {
-      float t = 0.f;
-#pragma unroll
-      for (int w = 0; w < kConsumerWarps; ++w) t += red[w * BN + col];
-      return t;
-    };
-    warp_column_sums([](float v, int) { return v; });
-    for (int col = ctid; col < BN; col += kConsumers * 128) {
-      mean[col] = column_total(col) / static_cast<float>(rows);
-    }
-    consumers_sync();
-    warp_column_sums([&](float v, int col) {
-      const float d = v - mean[col];
-      return d * d;
-    });
-    for (int col = ctid; col < BN; col += kConsumers * 128) {
-      if (n0 + col < N) {
-        const size_t at = static_cast<size_t>(m0 / BM) * N + n0 + col;
-        p.part_mean[at] = mean[col];
-        p.part_m2[at] = column_total(col);
-      }
-    }
-  }
 };
 
 }  // namespace kgen

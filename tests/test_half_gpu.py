@@ -1,0 +1,148 @@
+"""GPU tier of modules in bf16 and fp16: each module of tests/refs/ with its emitted file (the
+Hopper wgmma variant), the module and its input converted with .to(dtype) as a user (or
+KernelBench's eval at that precision) does. ModelNew's output, BatchNorm buffers and gradients
+are judged against an fp64 copy of the same (rounded) module, with eager in the same dtype as the
+yardstick: at most its error (times a small factor), and allclose to eager at KernelBench's
+tolerance for the dtype (1e-2)."""
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgen.check.loading import EmittedFile
+from kgen.check.validate import has_backward
+from kgen.codegen import generator
+from kgen.tune.search import Candidate, build_all
+from kgen.tune.spec import Spec, Tile
+
+from conftest import SYNTHESIZED_REFS
+
+pytestmark = pytest.mark.gpu
+
+_ONLY = [w for w in os.environ.get("KGEN_TEST_REFS", "").split(",") if w]
+REFS = [str(p) for p in SYNTHESIZED_REFS if not _ONLY or any(w in p.stem for w in _ONLY)]
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+TOL = 1e-2   # KernelBench's tolerance at bf16 and fp16
+# ModelNew rounds once (the output); eager rounds after every op. Its error may exceed eager's
+# where the rounding of one element happens to go the other way: a factor, not equality.
+ERROR_FACTOR = 2.0
+# An odd batch (partial tiles), in_features a multiple of 8 (TMA's 16-byte rows of 16-bit
+# values), 528 = 16 groups of 33 for GroupNorm(16); GroupNorm(512) needs 1536.
+SHAPE = (257, 296, 528)
+SHAPE_OVERRIDES = {"gemm_groupnorm_min_bias": (257, 296, 1536)}
+
+
+def spec_for(ref) -> Spec:
+    shape = SHAPE_OVERRIDES.get(Path(ref).stem, SHAPE)
+    fusion = 2 if "bn" in Path(ref).stem else 1
+    return Spec(ref, *shape, math="tf32x3", backend="wgmma", fusion=fusion,
+                tile=Tile(128, 128, 32, 16, 128, stages=4))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    if not HOPPER:
+        return {}
+    d = tmp_path_factory.mktemp("half")
+    candidates = [Candidate(s, generator.write(s, d / f"{s.name()}.py")) for s in map(spec_for, REFS)]
+    build_all(candidates, 16, 600, lambda line: None)
+    return {c.spec.problem: c.path for c in candidates}
+
+
+def trio(f: EmittedFile, dtype):
+    """ModelNew and the reference in dtype, and an fp64 copy of the dtype-rounded reference."""
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        ref = f.Model(*f.init_args()).to(dtype)
+        new = f.ModelNew(*f.init_args()).to(dtype)
+        ref64 = f.Model(*f.init_args()).double()
+    new.load_state_dict(ref.state_dict())
+    ref64.load_state_dict(ref.state_dict())
+    for m in (ref, new, ref64):
+        m.train(f.runs_in_training)
+    return new, ref, ref64
+
+
+def max_err(a, b) -> float:
+    return (a.double() - b.double()).abs().max().item()
+
+
+def judge(what, new, ref, ref64):
+    """new's error vs fp64 at most ERROR_FACTOR x eager's (plus a rounding step of the dtype at
+    the output's scale, for outputs where eager happens to be exact), and allclose to eager."""
+    assert new.dtype == ref.dtype, f"{what}: ModelNew gave {new.dtype}, eager {ref.dtype}"
+    assert not new.isnan().any() and not new.isinf().any(), f"{what}: non-finite values"
+    err_new, err_ref = max_err(new, ref64), max_err(ref, ref64)
+    step = torch.finfo(new.dtype).eps * ref64.abs().max().item()
+    assert err_new <= ERROR_FACTOR * err_ref + step, f"{what}: error vs fp64 {err_new:.3e}, eager's {err_ref:.3e}"
+    torch.testing.assert_close(new.double(), ref.double(), rtol=TOL, atol=TOL, msg=what)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("ref", REFS, ids=lambda r: Path(r).stem)
+def test_forward_and_buffers_in_half_precision(files, ref, dtype):
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    f = EmittedFile(files[ref])
+    new, eager, ref64 = trio(f, DTYPES[dtype])
+    for call in range(2):
+        x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda")
+        rng = torch.cuda.get_rng_state()
+        with torch.no_grad():
+            expect = eager(x.to(DTYPES[dtype]))
+            torch.cuda.set_rng_state(rng)
+            exact = ref64(x.to(DTYPES[dtype]).double())
+            torch.cuda.set_rng_state(rng)
+            out = new(x.to(DTYPES[dtype]))
+        judge(f"call {call} output", out, expect, exact)
+        for (name, b_new), b_ref, b64 in zip(new.named_buffers(), eager.buffers(), ref64.buffers()):
+            assert b_new.dtype == b_ref.dtype, f"{name}: {b_new.dtype}, torch keeps {b_ref.dtype}"
+            if b_ref.is_floating_point():
+                judge(f"call {call} {name}", b_new, b_ref, b64)
+            else:
+                assert torch.equal(b_new, b_ref), name
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("ref", REFS, ids=lambda r: Path(r).stem)
+def test_gradients_in_half_precision(files, ref, dtype):
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    f = EmittedFile(files[ref])
+    new, eager, ref64 = trio(f, DTYPES[dtype])
+    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda", dtype=DTYPES[dtype])
+    g = torch.randn(new(x.detach()).shape, device="cuda", dtype=DTYPES[dtype]) if f.runs_in_training else None
+    if g is None:
+        pytest.skip("a module that runs in eval mode only")
+    if not has_backward(f):
+        pytest.skip("this module's file has no backward kernels yet")
+    grads = []
+    rng = torch.cuda.get_rng_state()
+    for model, cast in ((new, None), (eager, None), (ref64, torch.float64)):
+        xi = (x.double() if cast else x.clone()).requires_grad_(True)
+        torch.cuda.set_rng_state(rng)   # one Dropout mask for the three
+        out = model(xi)
+        out.backward(g.double() if cast else g)
+        grads.append([xi.grad] + [p.grad for p in model.parameters()])
+        model.zero_grad()
+    for i, (gn, gr, g64) in enumerate(zip(*grads)):
+        if gr is None:
+            continue
+        assert gn is not None, f"gradient {i}: ModelNew gave none"
+        judge(f"gradient {i}", gn, gr, g64)
+
+
+def test_dtypes_the_file_refuses_are_named(files):
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    f = EmittedFile(files[REFS[0]])
+    with torch.device("cuda"):
+        new = f.ModelNew(*f.init_args()).to(torch.bfloat16)
+    x = torch.rand(4, f.spec.in_features, device="cuda")
+    with pytest.raises(TypeError, match="float32 and its weight torch.bfloat16"):
+        new(x)
+    with pytest.raises(TypeError, match="runs float32, bfloat16, float16"):
+        new.double()(x.double())

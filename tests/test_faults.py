@@ -9,6 +9,14 @@ caught by `kgen validate` at tol 1e-4, each with a one-line reason (issue 12).
   and every later one is "not run: CUDA context lost" (in a subprocess: the context is gone);
 - in the backward kernels only (the forward untouched): softmax's reverse pass scaled by 1.001,
   and BatchNorm's weight gradient scaled by 1.001: the gradient check must catch both.
+
+Issue 22's classes, each caught by the check made for it (and the unmodified files pass):
+- a row max that drops NaN (fmaxf for kgen::nan_max): the NaN checks;
+- softmax without its max shift (exp overflows for large logits): the magnitude sweep;
+- BatchNorm's variance clamped with fmaxf (a NaN batch leaves running_var finite): the NaN input
+  check, through the running buffer; finalize without the NaN guard of a folded Linear bias:
+  the NaN-in-a-parameter check;
+- a forward fault (logits x 1.001) and a backward fault (dγ x 1.001): the training check.
 """
 
 import subprocess
@@ -21,7 +29,8 @@ from kgen.codegen import generator
 from kgen.check.loading import EmittedFile
 from kgen.tune.spec import Spec, Tile
 from kgen.tune.search import Candidate, build_all
-from kgen.check.validate import NOT_RUN, check_gradients, validate
+from kgen.check.validate import (MAGNITUDE_CHECK, NOT_RUN, TRAINING_CHECK, check_gradients,
+                                 check_training, validate)
 
 pytestmark = pytest.mark.gpu
 
@@ -40,8 +49,8 @@ def softmax_spec() -> Spec:
                 fusion=2, tile=Tile(128, 128, 32, 64, 32, stages=3))
 
 
-def plant(tmp_path, name: str, old: str, new: str, count: int) -> EmittedFile:
-    source = generator.render(softmax_spec())
+def plant(tmp_path, name: str, old: str, new: str, count: int, spec: Spec | None = None) -> EmittedFile:
+    source = generator.render(spec or softmax_spec())
     assert source.count(old) == count, f"the fault site {old!r} is not in the rendered file"
     path = tmp_path / f"{name}.py"
     path.write_text(source.replace(old, new))
@@ -107,3 +116,117 @@ def test_faults_in_the_backward_kernels_are_rejected(tmp_path):
         r = check_gradients(f, torch.device("cuda"), 1e-4, f.spec.batch, training=True)
         assert not r.passed, f"{name}: the planted fault passed the gradient check"
         assert BACKWARD_FAULTS[name][3] in r.detail and "\n" not in r.detail, (name, r.detail)
+
+
+ROW_MAX_REF = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.amax(self.linear(x), dim=1, keepdim=True)
+
+
+batch_size = 257
+in_features = 300
+out_features = 528
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+"""
+
+
+def row_max_spec(tmp_path) -> Spec:
+    """Linear -> amax over the features: the row max is the output (in softmax or logsumexp a
+    dropped NaN still reaches the output through the sum, so only a bare max shows it)."""
+    ref = tmp_path / "gemm_row_max.py"
+    ref.write_text(ROW_MAX_REF)
+    tile = Tile(128, 128, 32, 16, 128, stages=4) if HOPPER else Tile(128, 128, 32, 64, 32, stages=3)
+    return Spec(str(ref), 257, 300, 528, math="tf32x3", backend="wgmma" if HOPPER else "kgen",
+                fusion=1, tile=tile)
+
+
+def failed_names(results) -> dict[str, str]:
+    return {r.name: r.detail for r in assert_caught(results)}
+
+
+def test_a_row_max_that_drops_nan_is_rejected(tmp_path):
+    spec = row_max_spec(tmp_path)
+    clean = tmp_path / "row_max.py"
+    clean.write_text(generator.render(spec))
+    assert all(r.passed for r in validate(EmittedFile(clean), tol=1e-4, quick=True))
+    source = generator.render(spec)
+    sites = source.count("kgen::nan_max(")
+    assert sites >= 2, "the row max's per-thread step is not in the rendered file"
+    f = plant(tmp_path, "fmaxf_row_max", "kgen::nan_max(", "fmaxf(", sites, spec)
+    failed = failed_names(validate(f, tol=1e-4, quick=True))
+    assert "NaN pattern differs" in failed.get("NaN and Inf in input rows", ""), failed
+    assert "NaN pattern differs" in failed.get("NaN in each parameter", ""), failed
+
+
+# The softmax's shift, in every pass that exponentiates (forward row kernel, cached and not,
+# training and eval; the backward row kernel's forward and reverse passes).
+UNSHIFTED = [("const float v8 = ((s) - (v7));", "const float v8 = (s);", 6),
+             ("const float v8 = ((v5) - (v7));", "const float v8 = (v5);", 5)]
+
+
+def test_a_softmax_without_its_max_shift_is_rejected(tmp_path):
+    source = generator.render(softmax_spec())
+    for old, new, count in UNSHIFTED:
+        assert source.count(old) == count, old
+        source = source.replace(old, new)
+    path = tmp_path / "unshifted.py"
+    path.write_text(source)
+    failed = failed_names(validate(EmittedFile(path), tol=1e-4, quick=True))
+    assert MAGNITUDE_CHECK in failed, failed
+    # and at the loose tier, where the sweep gates on the NaN/Inf pattern only
+    loose = failed_names(validate(EmittedFile(path), tol=1e-2, quick=True))
+    assert "pattern differs" in loose.get(MAGNITUDE_CHECK, ""), loose
+
+
+FINALIZE_VAR = "var = scale * scale * (m2 / count) + 0.f * shift;"
+
+
+def test_a_running_variance_that_drops_nan_is_rejected(tmp_path):
+    f = plant(tmp_path, "clamped_var", FINALIZE_VAR, "var = fmaxf(scale * scale * (m2 / count) + 0.f * shift, 0.f);", 1)
+    failed = failed_names(validate(f, tol=1e-4, quick=True))
+    detail = failed.get("NaN and Inf in input rows", "")
+    assert "running_var" in detail and "NaN pattern differs" in detail, failed
+
+
+def test_a_linear_bias_folded_out_of_batchnorm_still_poisons_it(tmp_path):
+    """Without `0 * shift`, a NaN Linear bias cancels out of training BatchNorm's statistics in
+    kgen's algebra, not in torch's."""
+    f = plant(tmp_path, "no_shift_guard", FINALIZE_VAR, "var = scale * scale * (m2 / count);", 1)
+    failed = failed_names(validate(f, tol=1e-4, quick=True))
+    assert "NaN in linear.bias" in failed.get("NaN in each parameter", ""), failed
+
+
+def test_the_unmodified_file_passes_every_check(tmp_path):
+    path = tmp_path / "clean.py"
+    path.write_text(generator.render(softmax_spec()))
+    results = validate(EmittedFile(path), tol=1e-4)
+    assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+    assert TRAINING_CHECK in [r.name for r in results]
+
+
+@pytest.mark.parametrize("fault", ["forward_logits", "backward_bn_weight"])
+def test_the_training_check_fails_a_forward_and_a_backward_fault(tmp_path, fault):
+    if fault == "forward_logits":
+        f = plant(tmp_path, fault, SOFTMAX_LOGIT, f"(1.001f * {SOFTMAX_LOGIT})", 8)
+    else:
+        old, new, count, _ = BACKWARD_FAULTS["bn_weight"]
+        f = plant(tmp_path, fault, old, new, count)
+    build_all([Candidate(f.spec, f.path)], 16, 600, lambda line: None)
+    r = check_training(f, torch.device("cuda"), 1e-4, f.spec.batch)
+    assert not r.passed, f"{fault}: passed the training check: {r.line()}"
+    assert r.detail and "\n" not in r.detail and "cannot judge" not in r.detail, r.detail

@@ -190,3 +190,110 @@ def test_the_kernelbench_replay_is_a_check_unless_dropout_makes_training_random(
     assert validate.KERNELBENCH_CHECK not in names(["dropout"])
     f = types.SimpleNamespace(dropouts=[], runs_in_training=True, has_batchnorm=False)
     assert validate.KERNELBENCH_CHECK not in [n for n, _ in validate.checks(f, 1e-4, quick=True, batch=8, device="cpu")]
+
+
+def pattern_judged(new: torch.Tensor, ref32: torch.Tensor, truth: torch.Tensor, **kwargs) -> Comparison:
+    cmp = Comparison(1e-4)
+    for key, value in kwargs.items():
+        setattr(cmp, key, value)
+    cmp.add("output", new, ref32, truth)
+    return cmp
+
+
+def rows_with_nan():
+    """Eager fp32 with a NaN row (a NaN input row through a row reduction) and a finite one."""
+    truth = torch.tensor([[float("nan")] * 3, [0.25, 0.5, 0.25]], dtype=torch.float64)
+    return truth.float(), truth
+
+
+def test_a_nan_dropped_by_the_candidate_fails_with_where_and_what():
+    ref32, truth = rows_with_nan()
+    new = ref32.clone()
+    new[0] = torch.tensor([0.53, 0.2, 0.27])      # a row max that dropped the NaN
+    cmp = pattern_judged(new, ref32, truth)
+    assert not cmp.ok and cmp.pattern_failed
+    assert cmp.failures == ["output: NaN pattern differs at 3 element(s): eager NaN, new 0.53 at (0, 0)"]
+
+
+def test_equal_nan_patterns_pass_and_the_finite_elements_are_still_judged():
+    ref32, truth = rows_with_nan()
+    cmp = pattern_judged(ref32.clone(), ref32, truth)
+    assert cmp.ok and cmp.max_abs == 0.0
+    off = ref32.clone()
+    off[1, 1] += 1e-3                               # the finite row, beyond tol
+    cmp = pattern_judged(off, ref32, truth)
+    assert not cmp.ok and not cmp.pattern_failed and "differs (max abs" in cmp.failures[0]
+
+
+def test_a_nan_where_eager_is_finite_fails():
+    ref32, truth = rows_with_nan()
+    new = ref32.clone()
+    new[1, 2] = float("nan")
+    cmp = pattern_judged(new, ref32, truth)
+    assert not cmp.ok and "eager 0.25, new NaN at (1, 2)" in cmp.failures[0]
+
+
+def test_an_infinity_against_a_large_finite_value_fails_unless_rounding_decides_it():
+    largest = torch.finfo(torch.float32).max
+    truth = torch.tensor([1e30, 1.0], dtype=torch.float64)
+    ref32 = torch.tensor([float("inf"), 1.0])      # eager overflowed (say exp of a larger logit)
+    cmp = pattern_judged(torch.tensor([3e38, 1.0]), ref32, truth)
+    assert not cmp.ok and "inf pattern differs at 1 element(s): eager inf, new 3e+38 at (0,)" in cmp.failures[0]
+    # ... and the other way round
+    cmp = pattern_judged(ref32, torch.tensor([3e38, 1.0]), truth)
+    assert not cmp.ok
+    # an exact value at fp32's largest: which side of it the rounding lands on is not a fault
+    at_the_edge = torch.tensor([largest, 1.0], dtype=torch.float64)
+    assert pattern_judged(torch.tensor([largest, 1.0]), ref32, at_the_edge).ok
+    # the sign of an infinity counts
+    assert not pattern_judged(torch.tensor([float("-inf"), 1.0]), ref32, truth).ok
+
+
+def test_infinities_may_become_nan_only_where_allowed():
+    truth = torch.tensor([float("inf"), float("-inf"), 0.5], dtype=torch.float64)
+    ref32 = truth.float()
+    new = torch.tensor([float("nan"), float("nan"), 0.5])
+    assert not pattern_judged(new, ref32, truth).ok
+    assert pattern_judged(new, ref32, truth, infinities_may_become_nan=True).ok
+    # ... but a finite element may not become NaN, nor an infinity a number
+    assert not pattern_judged(torch.tensor([float("nan"), float("nan"), float("nan")]), ref32, truth,
+                              infinities_may_become_nan=True).ok
+    assert not pattern_judged(torch.tensor([1.0, float("nan"), 0.5]), ref32, truth,
+                              infinities_may_become_nan=True).ok
+
+
+def test_nan_allowed_where_the_mask_says_so():
+    """A split-operand GEMM (3xTF32) turns an infinite input into NaN wherever it reaches:
+    the NaN run's eager output marks where that is."""
+    truth = torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64)    # sigmoid of -inf, +inf, 0
+    ref32 = truth.float()
+    new = torch.tensor([float("nan"), float("nan"), 0.5])
+    reached = torch.tensor([True, True, False])
+    cmp = Comparison(1e-4)
+    cmp.add("output", new, ref32, truth, nan_allowed=reached)
+    assert cmp.ok
+    cmp = Comparison(1e-4)
+    cmp.add("output", torch.tensor([float("nan"), 1.0, float("nan")]), ref32, truth, nan_allowed=reached)
+    assert not cmp.ok
+
+
+def test_kernelbench_replay_keeps_its_own_nan_semantics():
+    """KernelBench's allclose has equal_nan=False: its replay fails on NaN even where both are."""
+    ref32, truth = rows_with_nan()
+    plain = Comparison(1e-4, plain_allclose=True)
+    plain.add("output", ref32.clone(), ref32, truth)
+    assert not plain.ok
+
+
+def test_the_new_checks_run_in_both_tiers_and_training_replaces_sgd():
+    import types
+
+    from kgen.check import validate
+
+    f = types.SimpleNamespace(dropouts=[], runs_in_training=True, has_batchnorm=True)
+    quick = [n for n, _ in validate.checks(f, 1e-4, quick=True, batch=8, device="cpu")]
+    full = [n for n, _ in validate.checks(f, 1e-4, quick=False, batch=8, device="cpu")]
+    for name in ("NaN and Inf in input rows", "NaN in each parameter", validate.MAGNITUDE_CHECK):
+        assert name in quick and name in full
+    assert validate.TRAINING_CHECK in full and validate.TRAINING_CHECK not in quick
+    assert not any("SGD" in n for n in full)

@@ -121,8 +121,29 @@ class Comparison:
         # itself is not within an absolute 1e-4 of fp64 there); the ratio gate on top at the
         # fp32-exact tier, as for outputs.
         self.gradients = gradients
+        # An infinity of eager's output may come out NaN (the check with infinite inputs: where
+        # an infinity meets another of the other sign, or a zero, in another order than eager's
+        # kernels sum in, the result is NaN; which one torch gets depends on its kernel).
+        self.infinities_may_become_nan = False
+        self.pattern_failed = False   # a failure of the non-finite pattern (not of the numbers)
 
-    def add(self, what: str, new: torch.Tensor, ref32: torch.Tensor, ref64: torch.Tensor):
+    def add(self, what: str, new: torch.Tensor, ref32: torch.Tensor, ref64: torch.Tensor,
+            nan_allowed: torch.Tensor | None = None):
+        """Judge `new` against eager `ref32`, errors against `ref64`. Outside KernelBench's replay,
+        the non-finite pattern comes first (nonfinite_mismatch: NaN, +inf, -inf where eager has
+        them, `nan_allowed` aside); the numbers then judge the elements finite in both."""
+        if not self.plain_allclose and new.shape == ref32.shape:
+            mismatch = nonfinite_mismatch(new, ref32, ref64, self.tol, nan_allowed,
+                                          self.infinities_may_become_nan)
+            if mismatch:
+                self.ok = False
+                self.max_abs = self.max_rel = self.ratio = float("inf")
+                self.failures.append(f"{what}: {mismatch}")
+                self.pattern_failed = True
+                return
+            finite = torch.isfinite(ref32.detach()) & torch.isfinite(new.detach())
+            if not bool(finite.all()):
+                new, ref32, ref64 = new.detach()[finite], ref32.detach()[finite], ref64.detach()[finite]
         new64 = new.detach().double()
         ref64 = ref64.detach().double()
         scale = ref64.abs().max().item() if ref64.numel() else 0.0
@@ -189,6 +210,44 @@ class Comparison:
                            gate="fp32-exact" if self.fp32_exact else "")
 
 
+def _value_text(v: float) -> str:
+    return "NaN" if math.isnan(v) else (f"{v:g}" if math.isinf(v) else f"{v:.3g}")
+
+
+def nonfinite_mismatch(new: torch.Tensor, ref32: torch.Tensor, ref64: torch.Tensor, tol: float,
+                       nan_allowed: torch.Tensor | None = None,
+                       infinities_may_become_nan: bool = False) -> str:
+    """Where `new` is not NaN, +inf, -inf or finite exactly where eager (`ref32`) is, element by
+    element, one line saying how many and the first of them ("" when the patterns agree): torch
+    propagates NaN through every reduction (a row max that drops a NaN turns a diverging model's
+    row into numbers), and an overflow to inf in eager must be inf in the candidate too.
+    Exceptions: an element whose exact value (`ref64`) is within tol of the dtype's largest
+    finite value (or beyond it) may be inf in one and a finite value within tol of that largest
+    one (of the same sign) in the other, since rounding decides that; where `nan_allowed` is True, or (with `infinities_may_become_nan`) where eager
+    is infinite, NaN is accepted. Tensors of any floating dtype; all three of one shape."""
+    new, ref32, ref64 = new.detach(), ref32.detach(), ref64.detach()
+    nan_e, nan_n = torch.isnan(ref32), torch.isnan(new)
+    inf_e, inf_n = torch.isinf(ref32), torch.isinf(new)
+    same = (nan_e == nan_n) & (inf_e == inf_n) & (~inf_e | (torch.sign(ref32) == torch.sign(new)))
+    largest = torch.finfo(ref32.dtype).max
+    borderline = ((inf_e ^ inf_n) & ~nan_e & ~nan_n & (torch.sign(ref32) == torch.sign(new))
+                  & (ref64.double().abs() * (1 + tol) >= largest)
+                  & (torch.where(inf_e, new, ref32).double().abs() * (1 + tol) >= largest))
+    ok = same | borderline
+    if nan_allowed is not None:
+        ok |= nan_allowed & nan_n
+    if infinities_may_become_nan:
+        ok |= inf_e & nan_n
+    if bool(ok.all()):
+        return ""
+    bad = ~ok
+    first = tuple(int(i) for i in bad.nonzero()[0])
+    eager_v, new_v = ref32[first].item(), new[first].item()
+    kind = "NaN" if math.isnan(eager_v) or math.isnan(new_v) else "inf"
+    return (f"{kind} pattern differs at {int(bad.sum())} element(s): eager {_value_text(eager_v)}, "
+            f"new {_value_text(new_v)} at {first}")
+
+
 def fp32_exact_tier(tol: float) -> bool:
     """Whether passing at `tol` also requires the fp32-exact gate."""
     return tol <= FP32_EXACT_MAX_TOL
@@ -228,8 +287,12 @@ class Trio:
         for m in self.models():
             m.train(mode)
 
-    def call(self, x: torch.Tensor, cmp: Comparison, what: str):
-        """One forward of all three on x; compares outputs, buffers, and that x is untouched."""
+    def call(self, x: torch.Tensor, cmp: Comparison, what: str,
+             nan_allowed: dict[str, torch.Tensor] | None = None):
+        """One forward of all three on x; compares outputs, buffers, and that x is untouched.
+        `nan_allowed`: per "output" or buffer name, where ModelNew may be NaN whatever eager is.
+        Eager fp32's output and buffers stay in `last_eager` (keyed the same way)."""
+        nan_allowed = nan_allowed or {}
         before = x.clone()
         # Each forward starts from one RNG state: a Dropout in training mode draws the same mask
         # in all three (ModelNew draws torch's own, kgen.frontend.trace.Tracer.dropout).
@@ -242,19 +305,27 @@ class Trio:
             torch.cuda.set_rng_state(rng, x.device)
             out = self.new(x)
         torch.cuda.synchronize()
-        cmp.add(f"{what} output", out, ref, ref64)
+        cmp.add(f"{what} output", out, ref, ref64, nan_allowed.get("output"))
+        self.last_eager = {"output": ref}
         new_buffers = dict(self.new.named_buffers())
         ref64_buffers = dict(self.ref64.named_buffers())
         for name, buf in self.ref.named_buffers():
             if buf.is_floating_point():
-                cmp.add(f"{what} {name}", new_buffers[name], buf, ref64_buffers[name])
+                cmp.add(f"{what} {name}", new_buffers[name], buf, ref64_buffers[name], nan_allowed.get(name))
+                self.last_eager[name] = buf.clone()
             elif not torch.equal(new_buffers[name], buf):
                 cmp.ok = False
                 cmp.failures.append(f"{what} {name} differs")
-        if not torch.equal(before, x):
+        if not _same_values(before, x):
             cmp.ok = False
             cmp.failures.append(f"{what} modified its input")
         return out
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """torch.equal, NaN equal to NaN (an input poisoned with NaN is unchanged if still NaN)."""
+    nan_a, nan_b = torch.isnan(a), torch.isnan(b)
+    return torch.equal(nan_a, nan_b) and torch.equal(a.masked_fill(nan_a, 0), b.masked_fill(nan_b, 0))
 
 
 def batchnorms(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -421,6 +492,100 @@ def check_noncontiguous(f, device, tol, batch) -> CheckResult:
     return cmp.result("non-contiguous / misaligned input")
 
 
+# Math modes that split each operand into a big and a small part (3xTF32): an infinite operand's
+# small part is inf - inf = NaN, and a big * small product of opposite signs meets the big *
+# big one as inf - inf, so an infinity in the input comes out NaN wherever it reaches (as in
+# CUTLASS's 3xTF32). A NaN in its place shows where that is.
+SPLIT_OPERAND_MATHS = ("tf32x3",)
+
+
+def _poisoned_positions(batch: int, features: int) -> list[tuple[int, int]]:
+    """Two elements of an input in two different rows (one mid-tile, one in the last rows)."""
+    return [(batch // 3, features // 5), (max(batch - 2, 0), max(features - 3, 0))]
+
+
+def check_nonfinite_inputs(f, device, tol, batch) -> CheckResult:
+    """NaN, then +inf and -inf, in two rows of the input: ModelNew's output (and buffers) must be
+    NaN, +inf, -inf and finite exactly where eager fp32's are (nonfinite_mismatch), the finite
+    elements within the gate. In training mode with BatchNorm, a clean call then an eval call
+    after the NaN one: the running statistics stay poisoned as torch's do. Each case starts
+    from a fresh Trio (a poisoned running statistic would carry into the next)."""
+    x = _inputs(f, "rand", batch, device)
+    positions = _poisoned_positions(*x.shape)
+    cmp = Comparison(tol)
+    trio = Trio(f, device)
+    nan_x = x.clone()
+    for r, c in positions:
+        nan_x[r, c] = float("nan")
+    trio.call(nan_x, cmp, "NaN input")
+    reached = {name: torch.isnan(t) for name, t in trio.last_eager.items()}
+    if f.has_batchnorm and f.runs_in_training:
+        trio.call(x, cmp, "clean input after NaN")
+        trio.train(False)
+        trio.call(x, cmp, "eval after NaN")
+    trio = Trio(f, device)
+    inf_x = x.clone()
+    for (r, c), value in zip(positions, (float("inf"), float("-inf"))):
+        inf_x[r, c] = value
+    cmp.infinities_may_become_nan = True
+    split = getattr(f.spec, "math", None) in SPLIT_OPERAND_MATHS
+    trio.call(inf_x, cmp, "Inf input", nan_allowed=reached if split else None)
+    cmp.infinities_may_become_nan = False
+    return cmp.result("NaN and Inf in input rows")
+
+
+def check_nan_parameters(f, device, tol, batch) -> CheckResult:
+    """A NaN in one element of each parameter in turn (a fresh Trio each time), one call in the
+    module's mode (and, with BatchNorm in training, one in eval mode after it): the NaN must
+    reach exactly the elements and buffers it reaches in eager fp32. (kgen folds a Linear bias
+    out of training-mode BatchNorm: a NaN there must still poison the column.)"""
+    x = _inputs(f, "rand", batch, device)
+    cmp = Comparison(tol)
+    trio = Trio(f, device)
+    names = [name for name, p in trio.ref.named_parameters() if p.is_floating_point()]
+    for i, name in enumerate(names):
+        trio = trio if i == 0 else Trio(f, device)
+        with torch.no_grad():
+            for m in trio.models():
+                q = m.get_parameter(name)
+                q.view(-1)[q.numel() // 3] = float("nan")
+        trio.call(x, cmp, f"NaN in {name}")
+        if f.has_batchnorm and f.runs_in_training:
+            trio.train(False)
+            trio.call(x, cmp, f"NaN in {name}, then eval")
+    return cmp.result("NaN in each parameter")
+
+
+# Scales of the reference's own inputs for the magnitude sweep: with KernelBench's inputs and
+# Linear initialization the GEMM output is O(1), so the logits reach ~1e1 .. 1e4, past where
+# exp overflows (88.7 in fp32), tanh, erf and sigmoid saturate and softplus switches to x.
+MAGNITUDES = (1e1, 1e2, 1e3, 1e4)
+MAGNITUDE_CHECK = f"inputs x {MAGNITUDES[0]:g} .. {MAGNITUDES[-1]:g} (vs fp64)"
+
+
+def check_magnitudes(f, device, tol, batch) -> CheckResult:
+    """The inputs scaled by each of MAGNITUDES, judged against fp64 as the offset check is
+    (error <= tol + the gate's factor times eager fp32's at the fp32-exact tier, where the ratio
+    gate applies too); the non-finite pattern must be eager's (an overflow to inf in eager is
+    inf in ModelNew, a softmax that does not subtract its row max gives NaN where eager is
+    finite). A module with BatchNorm runs in eval mode with its initial running statistics,
+    which pass the magnitudes through (batch statistics would normalize them away). At the
+    loose tiers (tol >= OFFSET_GATES_BELOW_TOL) a TF32 or BF16 GEMM's relative error times
+    logits of 1e4 is beyond any absolute tolerance (cuBLAS's as much as kgen's): there only the
+    pattern gates and the numbers are reported."""
+    trio = Trio(f, device)
+    if f.has_batchnorm:
+        trio.train(False)
+    cmp = Comparison(tol, judge_by_fp64=True)
+    for scale in MAGNITUDES:
+        trio.call(_inputs(f, "rand", batch, device) * scale, cmp, f"x * {scale:g}")
+    r = cmp.result(MAGNITUDE_CHECK)
+    if tol >= OFFSET_GATES_BELOW_TOL and not r.passed and not cmp.pattern_failed:
+        r.passed = True
+        r.detail = f"reported, not gating at tol {tol:g} (only the NaN/Inf pattern): {r.detail}"
+    return r
+
+
 def has_backward(f: EmittedFile) -> bool:
     """Whether every GEMM part of the file has backward kernels (else backward() raises)."""
     ops = getattr(f.module, "_BACKWARD_OPS", None)
@@ -462,37 +627,82 @@ def check_gradients(f, device, tol, batch, training: bool) -> CheckResult:
     return cmp.result(name)
 
 
-SGD_STEPS = 20
-SGD_LR = 0.05
+TRAIN_STEPS = 20
+# Every parameter that has a gradient must move, in the fp64 run, by at least this many times
+# the comparison's threshold for it (tol times 1 + its largest value): a file whose update is
+# wrong, or missing, then cannot pass. Each parameter's learning rate is set from its first fp64
+# gradient so that one step moves it by TRAIN_STEP_MARGIN times its share of that.
+TRAIN_MOVE_FACTOR = 10
+TRAIN_STEP_MARGIN = 3
+# A parameter whose fp64 gradient is below this fraction of the largest one has none in exact
+# arithmetic (a Linear bias under training-mode BatchNorm cancels): it gets no step.
+NO_GRADIENT = 1e-10
+TRAINING_CHECK = f"training, {TRAIN_STEPS} steps"
 
 
-def check_sgd(f, device, tol, batch) -> CheckResult:
-    """SGD_STEPS steps of SGD on (y * g).mean() of random inputs, g a fixed random tensor (a loss
-    linear in y: its gradients do not grow with the output, so no module diverges, whatever its
-    scale): ModelNew's parameters and buffers track the fp64 reference's as closely as eager
-    fp32's do (judged as gradients)."""
-    name = f"SGD, {SGD_STEPS} steps"
+def check_training(f, device, tol, batch) -> CheckResult:
+    """TRAIN_STEPS steps of gradient descent on sum(G * y), G a fixed standard normal tensor
+    (dL/dy = G: gradients O(1) per element of y, summed over the batch, however large y
+    grows), one fixed batch, each parameter with its own learning rate (see TRAIN_MOVE_FACTOR);
+    the same steps for ModelNew, eager fp32 and fp64. Every step's output is judged as an
+    output (a fault in the forward fails here too), the parameters and buffers at the end as
+    gradients are, against the fp64 run with eager fp32's drift as the yardstick. The check
+    fails itself where the fp64 run did not move a parameter that has a gradient enough to
+    judge it."""
     if not has_backward(f):
-        return CheckResult(name, True, detail="not checked: the file has no backward kernels")
+        return CheckResult(TRAINING_CHECK, True, detail="not checked: the file has no backward kernels")
     trio = Trio(f, device)
-    optimizers = [torch.optim.SGD(m.parameters(), lr=SGD_LR) for m in trio.models()]
-    gen = torch.Generator(device=device).manual_seed(3)
+    x = _inputs(f, "rand", batch, device)
+    names = [name for name, p in trio.ref.named_parameters() if p.is_floating_point()]
+    start = {name: trio.ref64.get_parameter(name).detach().clone() for name in names}
+    outputs = Comparison(tol)
     g = None
-    for _ in range(SGD_STEPS):
-        x = torch.rand(batch, f.spec.in_features, device=device, generator=gen)
-        for model, opt, dtype in zip(trio.models(), optimizers, (torch.float32, torch.float32, torch.float64)):
-            opt.zero_grad(set_to_none=True)
+    rates: dict[str, float] = {}
+    for step in range(TRAIN_STEPS):
+        rng = torch.cuda.get_rng_state(device)
+        ys, grads = [], []
+        for model, dtype in zip(trio.models(), (torch.float32, torch.float32, torch.float64)):
+            torch.cuda.set_rng_state(rng, device)   # one Dropout mask for the three
             y = model(x.to(dtype))
             if g is None:
-                g = torch.randn(y.shape, device=device, generator=gen)
-            (y * g.to(dtype)).mean().backward()
-            opt.step()
+                g = torch.randn(y.shape, device=device, generator=torch.Generator(device=device).manual_seed(3))
+            params = [model.get_parameter(name) for name in names]
+            grads.append(torch.autograd.grad((y * g.to(dtype)).sum(), params, allow_unused=True))
+            ys.append(y.detach())
+        outputs.add(f"step {step} output", *ys)
+        if not rates:
+            largest = max(float(d.abs().max()) for d in grads[2] if d is not None)
+            for name, d in zip(names, grads[2]):
+                size = float(d.abs().max()) if d is not None else 0.0
+                threshold = tol * (1 + float(start[name].abs().max()))
+                rates[name] = (0.0 if size <= NO_GRADIENT * largest else
+                               TRAIN_STEP_MARGIN * TRAIN_MOVE_FACTOR * threshold / TRAIN_STEPS / size)
+        with torch.no_grad():
+            for model, model_grads in zip(trio.models(), grads):
+                for name, d in zip(names, model_grads):
+                    if d is not None and rates[name]:
+                        model.get_parameter(name).sub_(rates[name] * d)
     cmp = Comparison(tol, relative_to_largest=True, gradients=True)
     tensors = [dict(m.named_parameters()) | dict(m.named_buffers()) for m in trio.models()]
     for what, a in tensors[0].items():
         if a.is_floating_point():
-            cmp.add(what, a, tensors[1][what], tensors[2][what])
-    return cmp.result(name)
+            cmp.add(what, a.detach(), tensors[1][what].detach(), tensors[2][what].detach())
+    still = []
+    for name in names:
+        if rates[name]:
+            final = trio.ref64.get_parameter(name).detach()
+            moved = float((final - start[name]).abs().max())
+            needed = TRAIN_MOVE_FACTOR * tol * (1 + float(final.abs().max()))
+            if not moved >= needed:
+                still.append(f"{name} moved {moved:.2e} in the fp64 run, under {needed:.2e}: the check cannot judge it")
+    r = cmp.result(TRAINING_CHECK)
+    r.passed = r.passed and outputs.ok and not still
+    failures = (outputs.failures if not outputs.ok else []) + still
+    if failures:
+        r.detail = "; ".join((failures + ([r.detail] if r.detail and not cmp.ok else []))[:3])
+    r.max_abs, r.ref_abs = max(r.max_abs, outputs.max_abs), max(r.ref_abs, outputs.ref_abs)
+    r.error_ratio = max(r.error_ratio, outputs.ratio)
+    return r
 
 
 def check_dropout_refused(f, device) -> CheckResult:
@@ -570,6 +780,9 @@ def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device) -> list[
         # for the three models, Trio.call); one it does not must refuse training mode.
         *((("training mode refused (Dropout)", lambda: check_dropout_refused(f, device)),)
           if not f.runs_in_training else ()),
+        ("NaN and Inf in input rows", lambda: check_nonfinite_inputs(f, device, tol, batch)),
+        ("NaN in each parameter", lambda: check_nan_parameters(f, device, tol, batch)),
+        (MAGNITUDE_CHECK, lambda: check_magnitudes(f, device, tol, batch)),
     ]
     if quick:
         return core
@@ -586,7 +799,7 @@ def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device) -> list[
           if f.runs_in_training else ()),
         *((("gradients, eval mode", lambda: check_gradients(f, device, tol, batch, False)),)
           if f.has_batchnorm or not f.runs_in_training else ()),
-        *(((f"SGD, {SGD_STEPS} steps", lambda: check_sgd(f, device, tol, batch)),)
+        *(((TRAINING_CHECK, lambda: check_training(f, device, tol, batch)),)
           if f.runs_in_training else ()),
         ("non-contiguous / misaligned input", lambda: check_noncontiguous(f, device, tol, batch)),
         ("clear errors for bad input", lambda: check_errors(f, device)),

@@ -93,7 +93,11 @@ __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
       count = total;
     }
     centre = scale * mean;
-    var = scale * scale * (m2 / count);  // biased, as BatchNorm normalizes with
+    // biased, as BatchNorm normalizes with. The shift cancels out of t - mean_t in exact
+    // arithmetic, but not in torch's when it is NaN or infinite (t is then NaN or inf in every
+    // row, its variance NaN): 0 * shift carries that into var (and so into the output and
+    // running_var), and is 0 otherwise.
+    var = scale * scale * (m2 / count) + 0.f * shift;
     if (f.running_mean != nullptr) {
       const float factor =
           f.cumulative ? 1.0f / static_cast<float>(*f.num_batches_tracked) : f.momentum;

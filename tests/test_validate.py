@@ -190,3 +190,17 @@ def test_the_kernelbench_replay_is_a_check_unless_dropout_makes_training_random(
     assert validate.KERNELBENCH_CHECK not in names(["dropout"])
     f = types.SimpleNamespace(dropouts=[], runs_in_training=True, has_batchnorm=False)
     assert validate.KERNELBENCH_CHECK not in [n for n, _ in validate.checks(f, 1e-4, quick=True, batch=8, device="cpu")]
+
+
+def test_a_reproduced_dropout_gets_its_gradients_checked_in_both_modes():
+    """Dropout has backward kernels (the mask in training mode, none in eval): a file with one
+    has its gradients checked in each mode and its SGD steps tracked; KernelBench's replay stays
+    out (its two draws would differ)."""
+    import types
+
+    from kgen.check import validate
+
+    f = types.SimpleNamespace(dropouts=[{"reproduced": True}], runs_in_training=True, has_batchnorm=False)
+    names = [name for name, _ in validate.checks(f, 1e-4, quick=False, batch=8, device="cpu")]
+    assert {"gradients, train mode", "gradients, eval mode", f"SGD, {validate.SGD_STEPS} steps"} <= set(names)
+    assert validate.KERNELBENCH_CHECK not in names

@@ -50,6 +50,7 @@ SHIMS = r"""
 #define __forceinline__ inline
 #define __restrict__
 #define __shared__ static
+template <class T> inline T __ldg(const T* p) { return *p; }
 struct Index { unsigned x; };
 constexpr int T = 64;
 thread_local Index threadIdx{0};
@@ -87,7 +88,8 @@ inline float warp_sum(float v) {
 """
 
 MAIN = r"""
-// stdin: M N G P, z [M][N], g [M][G], then per operand its size and values.
+// stdin: M N G P, z [M][N], g [M][G], then per operand its size and values (size 0: nullptr, a
+// Dropout mask in eval mode).
 // stdout: dz [M][N], then per operand its gradient (its contributions summed over the rows; a
 // one-element operand's over the row too).
 int main() {
@@ -97,13 +99,14 @@ int main() {
   for (auto& v : z) scanf("%f", &v);
   for (auto& v : g) scanf("%f", &v);
   kgen::EpilogueParams p{};
+  p.N = N;
   int sizes[16];
   std::vector<std::vector<float>> operands(P);
   for (int k = 0; k < P; ++k) {
     scanf("%d", &sizes[k]);
     operands[k].resize(sizes[k]);
     for (auto& v : operands[k]) scanf("%f", &v);
-    p.operand[k] = operands[k].data();
+    p.operand[k] = sizes[k] > 0 ? operands[k].data() : nullptr;
   }
   // Rows are added into plane rows R at a time, as the row kernel does beyond
   // kBackwardRowCtas rows (R = 4 of M = 6 rows: the last plane row has fewer).
@@ -119,7 +122,7 @@ int main() {
     threadIdx.x = t;
     float scratch[32];
     for (int m = 0; m < M; ++m) {
-      BackwardRows::row(z.data() + m * N, g.data() + m * G, dz.data() + m * N, contrib.data() + (m / R) * N, plane, N, p,
+      BackwardRows::row(z.data() + m * N, g.data() + m * G, dz.data() + m * N, contrib.data() + (m / R) * N, plane, m, N, p,
                         m % 2 ? cache.data() : nullptr, scratch, pool.data());   // both ways of reading the row
       __syncthreads();
     }
@@ -173,9 +176,11 @@ def synthetic(tmp_path_factory):
     return {name: str(d / f"{name}.py") for name in texts}
 
 
-def run_row_kernel(ref: str, tmp_path):
-    """(module, x, g, the kernel's dz, its gradient of each operand by path) for `ref` at M x N
-    -> N with the identity as weight."""
+def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4):
+    """(module, x, g, the kernel's dz, its gradient of each parameter operand by path) for `ref`
+    at M x N -> N with the identity as weight. A Dropout draws its mask in training mode (the
+    oracle's draw right after torch.manual_seed(seed), which is the module's: the kernel reads
+    it as an operand; rerun the module after the same seed to compare), none in eval mode."""
     low = lower(graph(ref, M, N, N).parts[0], False, False)
     source = SHIMS.replace("@KERNEL_DECLARATIONS@", kernel_declarations()) + backward.backward_struct(low).split("// (not used: no BatchNorm)")[0] + MAIN
     (tmp_path / "rows.cpp").write_text(source)
@@ -184,14 +189,21 @@ def run_row_kernel(ref: str, tmp_path):
     assert build.returncode == 0, build.stderr[-3000:]
     reference = load(ref, M, N, N)
     torch.manual_seed(0)
-    model = reference.Model(*reference.init_args()).double().eval()   # Dropout: the identity
+    model = reference.Model(*reference.init_args()).double().train(training)
     with torch.no_grad():
         model.get_parameter(low.graph.gemm.attrs["weight"]).copy_(torch.eye(N))
     x = torch.rand(M, N, dtype=torch.float64) * 2 - 1
+    torch.manual_seed(seed)
     out = model(x)
     g = torch.randn(out.shape, dtype=torch.float64)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        values = low.graph.part_values(x, model)
     params = dict(model.named_parameters())
-    operands = [params[n.attrs["path"]].detach() for n in low.operands]
+    empty = torch.zeros(0, dtype=torch.float64)
+    # A mask's value is mask * scale (training) or 1.0 (eval: the operand is nullptr).
+    operands = [(values[n.id] if isinstance(values[n.id], torch.Tensor) else empty) if n.kind == "mask"
+                else params[n.attrs["path"]].detach() for n in low.operands]
     lines = [f"{M} {N} {g[0].numel() if g.dim() > 1 else 1} {len(operands)}",
              " ".join(map(repr, x.float().flatten().tolist())), " ".join(map(repr, g.float().flatten().tolist()))]
     lines += [f"{t.numel()} " + " ".join(map(repr, t.float().flatten().tolist())) for t in operands]
@@ -201,17 +213,21 @@ def run_row_kernel(ref: str, tmp_path):
     rows = run.stdout.strip("\n").split("\n")
     dz = torch.tensor([float(v) for v in rows[0].split()], dtype=torch.float64).reshape(M, N)
     grads = {n.attrs["path"]: torch.tensor([float(v) for v in row.split()], dtype=torch.float64)
-             for n, row in zip(low.operands, rows[1:])}
+             for n, row in zip(low.operands, rows[1:]) if n.kind == "param"}
     return model, x, g, dz, grads
 
 
 @pytest.mark.parametrize("ref", [r for r in REFS if staged_without_finalize(r)] +
                          ["row_parameters", *DETACHED_CASES], ids=lambda r: r.rsplit("/", 1)[-1].removesuffix(".py"))
 def test_row_kernel_gradients_match_autograd(ref, synthetic, tmp_path):
-    ref = synthetic.get(ref, ref)
-    model, x, g, dz, grads = run_row_kernel(ref, tmp_path)
+    check_row_kernel(synthetic.get(ref, ref), tmp_path, training=False)
+
+
+def check_row_kernel(ref: str, tmp_path, training: bool, seed: int = 4):
+    model, x, g, dz, grads = run_row_kernel(ref, tmp_path, training, seed)
     x = x.clone().requires_grad_()
     names = list(grads)
+    torch.manual_seed(seed)   # (a Dropout in training mode draws the kernel's mask again)
     expected = torch.autograd.grad(model(x), [x] + [model.get_parameter(p) for p in names], g)
     scale = max(e.abs().max().item() for e in expected)
     torch.testing.assert_close(dz, expected[0], rtol=0, atol=2e-5 * scale, msg="dL/dz")
@@ -226,3 +242,26 @@ def test_the_host_check_covers_every_row_kernel_path():
     ops = {(n.kind, n.op, n.level) for low in lowered for n in low.graph.live()}
     assert {("pool", "max", "pooled"), ("pool", "avg", "pooled"), ("reduce", "sum", "rowflat"),
             ("reduce", "max", "row"), ("reduce", "sum", "row"), ("groupnorm", "", "tile")} <= ops
+
+
+def _dropout_cases():
+    from test_element_operands import DROPOUTS
+    # The mask before a row reduction (read when the row is recomputed), after one (read in the
+    # last pass), and a functional dropout before a row sum.
+    return {"mask_before_softmax": DROPOUTS[1], "mask_after_mean": DROPOUTS[2], "functional_then_sum": DROPOUTS[4]}
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("case", [*_dropout_cases(), "gemm_dropout_scale_softmax"])
+def test_row_kernel_gradients_through_dropout_masks(case, training, tmp_path):
+    """The row kernel reads Dropout's mask (row m, column n) as the forward does and sends
+    g * mask * scale back; in eval mode (no mask: nullptr) the dropout is the identity."""
+    from conftest import REFS_DIR
+    from test_element_operands import dropout_module
+
+    ref = (REFS_DIR / f"{case}.py" if case == "gemm_dropout_scale_softmax"
+           else dropout_module(tmp_path, _dropout_cases()[case]).path)
+    low = lower(graph(str(ref), M, N, N).parts[0], False, False)
+    assert any(n.kind == "mask" for n in low.operands) and backward.unsupported(low, False) is None
+    assert backward.kind(low) == backward.KIND_STAGED
+    check_row_kernel(str(ref), tmp_path, training)

@@ -5,10 +5,11 @@ the GEMM (51: ... -> x + original_x).
 CPU tier: torch draws the same mask for F.dropout of ones as for F.dropout of the real value
 under one seed; the trace (mask and input nodes), the IR's torch oracle against the module in
 training and eval mode under one seed, the lowering (where each is read), the emitted forward
-(the mask drawn by torch, the input passed as an operand), backward refused naming them, nvcc
-compile-only of the CUDA (one compile per module). GPU tier (`-m gpu`): an emitted file in
-training mode matches the reference in training mode under the same seed, and leaves torch's
-generator where the reference leaves it.
+(the mask drawn by torch, the input passed as an operand), the backward reading the mask as the
+forward does (the input's read refused: a broadcast tail has no backward), nvcc compile-only of
+the CUDA (one compile per module). GPU tier (`-m gpu`): an emitted file in training mode matches
+the reference in training mode under the same seed, and leaves torch's generator where the
+reference leaves it; Dropout's gradients against fp64 in both modes (kgen.check.validate).
 """
 
 import ast
@@ -168,11 +169,15 @@ def test_dropout_modules_oracle_matches_the_module_under_one_seed(body, tmp_path
     low = lower.lower(graph, fused_stats=True, external_gemm=False)
     masks = [k for k, n in enumerate(low.operands) if n.kind == "mask"]
     assert len(masks) == len(graph.dropouts)
+    # The backward reads each mask as the forward does (the dropout's mul sends g * mask * scale
+    # back; in eval mode nullptr, the identity) and returns it no gradient.
+    assert backward.unsupported(low, False) is None
+    structs = backward.backward_struct(low)
     for k in masks:   # read per element, row stride N; nullptr (eval mode) is the identity
-        assert (f"(p.operand[{k}] != nullptr ? __ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n) : 1.f)"
-                in low.cuda)
+        read = f"(p.operand[{k}] != nullptr ? __ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n) : 1.f)"
+        assert read in low.cuda and read in structs
+        assert backward.grad_expressions(low)[k] == "None"
     assert "in training mode the forward draws torch's own mask" in "\n".join(low.summary())
-    assert backward.unsupported(low, False).startswith("no backward kernel yet for Dropout")
 
 
 def test_a_mask_after_a_row_reduction_is_read_in_the_row_kernel(tmp_path):
@@ -194,9 +199,10 @@ def test_the_emitted_forward_draws_the_mask_with_torch_in_training_mode_only(tmp
     text = generator.render(spec)
     ast.parse(text)
     assert check_emitted(text) == []
-    # The masks are optional op arguments (None in eval mode); the file says backward raises.
-    assert "operand1: typing.Optional[torch.Tensor]" in text
-    assert "backward:  raises at backward() (no backward kernel yet for Dropout" in text
+    # The masks are optional arguments of the op and of its backward op (None in eval mode);
+    # the file has backward kernels, the masks kept by autograd for them.
+    assert text.count("operand1: typing.Optional[torch.Tensor]") == 2
+    assert "backward:  kgen kernels" in text and "p.N = N;" in generator.render_cuda_source(spec)
 
 
 def test_functional_dropout_refuses_a_model_of_mixed_modes(tmp_path):
@@ -229,13 +235,18 @@ def test_kernelbench_66_renders_and_compiles_for_wgmma(tmp_path):
     assert spills(compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))) == []
 
 
-def test_a_mask_in_the_row_kernel_compiles_for_the_portable_gemm(tmp_path):
+@pytest.mark.parametrize("body", [DROPOUTS[0], DROPOUTS[2]], ids=["pointwise_backward", "row_kernel"])
+def test_a_mask_read_forward_and_backward_compiles_for_the_portable_gemm(body, tmp_path):
+    """The mask in the GEMM epilogue and struct Backward (a point-wise part), and in the row
+    kernel forward and in BackwardRows (a staged part)."""
     from test_compile import NVCC, SM90A, compile_report, spills
 
-    ref = dropout_module(tmp_path, DROPOUTS[2])
+    ref = dropout_module(tmp_path, body)
     spec = Spec(str(ref.path), 64, 16, 1024, math="tf32x3", backend="kgen", fusion=1, tile=MMA_TILE)
     text = generator.render(spec)
     assert check_emitted(text) == []
+    low = generator.lowered_parts(spec)[0]
+    assert backward.unsupported(low, False) is None and "kgen_backward_0" in generator.render_cuda_source(spec)
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
     assert spills(compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))) == []
@@ -434,3 +445,49 @@ def test_gpu_kernelbench_51(tmp_path):
         with pytest.raises(RuntimeError, match="read of the module's input"):
             x = torch.rand(4, 1024, device="cuda", requires_grad=True)
             new(x).sum().backward()
+
+
+# Dropout's backward on the GPU, judged by kgen's own gradient checks (kgen.check.validate):
+# the gradients of the input and of every parameter against fp64 autograd of the reference (each
+# model's forward from one CUDA RNG state: the same mask), in training mode (the mask) and in
+# eval mode (none), and 20 SGD steps; a point-wise part (struct Backward) and staged ones (the mask
+# before and after a row reduction, two dropouts), at an odd shape, on each GEMM backend.
+GPU_DROPOUT_BACKWARD = {"pointwise": DROPOUTS[0], "before_softmax": DROPOUTS[1], "after_mean": DROPOUTS[2],
+                        "two_dropouts": DROPOUTS[3]}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", sorted(GPU_DROPOUT_BACKWARD))
+def test_gpu_dropout_gradients_against_fp64_in_both_modes(case, tmp_path):
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import check_gradients, check_training, has_backward
+
+    path = tmp_path / "dropout_ref.py"
+    path.write_text(module_source(GPU_DROPOUT_BACKWARD[case], {
+        "drop": "nn.Dropout(0.3)", "drop2": "nn.Dropout(0.5)", "bias2": "nn.Parameter(torch.randn(out_features))"},
+        out_features=528))
+    device = torch.device("cuda")
+    for backend, tile in _gpu_backends():
+        spec = Spec(str(path), 257, 300, 528, math="tf32x3", backend=backend, fusion=1, tile=tile)
+        f = EmittedFile(generator.write(spec, tmp_path / f"{spec.name()}.py"))
+        assert f.runs_in_training and has_backward(f)
+        for training in (True, False):
+            r = check_gradients(f, device, 1e-4, 257, training)
+            assert r.passed, f"{backend}, training={training}: {r.detail}"
+        r = check_training(f, device, 1e-4, 257)
+        assert r.passed, f"{backend}: {r.detail}"
+
+
+@pytest.mark.gpu
+def test_gpu_kernelbench_66_gradients(tmp_path):
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import check_gradients
+
+    if not KB_DROPOUT.is_file():
+        pytest.skip(f"{KB_DROPOUT} is absent")
+    for backend, tile in _gpu_backends():
+        spec = Spec(str(KB_DROPOUT), 128, 1024, 4096, math="tf32x3", backend=backend, fusion=1, tile=tile)
+        f = EmittedFile(generator.write(spec, tmp_path / f"{spec.name()}.py"))
+        for training in (True, False):
+            r = check_gradients(f, torch.device("cuda"), 1e-4, 128, training)
+            assert r.passed, f"{backend}, training={training}: {r.detail}"

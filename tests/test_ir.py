@@ -101,6 +101,8 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "rsqrt": ["torch.rsqrt(x.abs() + 1.0)"],
     "minimum": ["torch.min(x, self.scale2)", "torch.minimum(x, self.bias2)"],
     "maximum": ["torch.maximum(x, self.bias2)"],
+    "where": ["torch.where(x > 0, x, 0.1 * x)", "x.where(x < self.bias2, self.scale2 * x)",
+              "torch.where(x >= 0.2, x, torch.zeros_like(x))"],
 }
 REDUCTION_FORMS = ["torch.softmax(x, dim=1)", "F.log_softmax(x, dim=-1)",
                    "torch.logsumexp(x, dim=1, keepdim=True)", "x.sum(dim=1, keepdim=True)",

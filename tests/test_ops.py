@@ -11,6 +11,8 @@ import re
 import shutil
 import subprocess
 
+import operator
+
 import numpy
 import pytest
 import torch
@@ -36,6 +38,7 @@ EXPECTED_ATTRS = {
     "clamp": (("min", None), ("max", None)),
     "minimum_const": (("other", REQUIRED),), "maximum_const": (("other", REQUIRED),),
     "minimum": (), "maximum": (),
+    "where": (("compare", "gt"),),
     "identity": (), "detach": (),
 }
 BINARY = {"add", "sub", "mul", "div", "minimum", "maximum"}
@@ -58,8 +61,16 @@ VARIANTS = [
     ("clamp", {"min": -0.1, "max": INF}),
     ("minimum_const", {"other": 0.5}), ("maximum_const", {"other": -0.25}),
     ("minimum", {}), ("maximum", {}),
+    *[("where", {"compare": c}) for c in ("gt", "ge", "lt", "le", "eq", "ne")],
     ("identity", {}), ("detach", {}),
 ]
+
+
+def operands_of(name: str, pair) -> list:
+    """The op's operands made from two: (a,) or (a, b), and where's (lhs, rhs, a, b) as
+    (a, b, b, a), i.e. torch.where(a > b, b, a) for compare='gt'."""
+    arity = POINTWISE[name].arity
+    return list(pair)[:arity] if arity <= 2 else [pair[0], pair[1], pair[1], pair[0]]
 
 
 def variant_id(variant):
@@ -99,6 +110,7 @@ REFERENCES = {
     "maximum_const": lambda x, other: torch.maximum(x, torch.full_like(x, other)),
     "minimum": lambda x, y: torch.min(x, y),
     "maximum": lambda x, y: torch.max(x, y),
+    "where": lambda lhs, rhs, a, b, compare="gt": torch.where(getattr(operator, compare)(lhs, rhs), a, b),
     "identity": lambda x: nn.Identity()(x),
     "detach": lambda x: x.detach(),
 }
@@ -136,7 +148,7 @@ def test_table_holds_the_ops_with_their_attributes():
     assert {name: op.attrs for name, op in POINTWISE.items()} == EXPECTED_ATTRS
     for name, op in POINTWISE.items():
         assert op.name == name
-        assert op.arity == (2 if name in BINARY else 1), name
+        assert op.arity == (2 if name in BINARY else 4 if name == "where" else 1), name
         assert op.doc and "\n" not in op.doc, name
 
 
@@ -152,7 +164,7 @@ def test_torch_oracle_is_torchs_definition(variant):
     name, attrs = variant
     x = cpu_inputs()
     operands = [x, x[torch.randperm(len(x), generator=torch.Generator().manual_seed(1))]]
-    operands = operands[:POINTWISE[name].arity]
+    operands = operands_of(name, operands)
     expected = REFERENCES[name](*operands, **attrs)
     assert_same(torch_apply(name, operands, attrs), expected)
     full = dict(dict(POINTWISE[name].attrs), **attrs)
@@ -179,7 +191,7 @@ def test_binary_oracles_take_a_number_for_either_operand(name):
 def test_oracle_keeps_the_dtype():
     x = cpu_inputs().double()
     for name, attrs in VARIANTS:
-        operands = [x, x.flip(0)][:POINTWISE[name].arity]
+        operands = operands_of(name, [x, x.flip(0)])
         assert torch_apply(name, operands, attrs).dtype == torch.float64, name
 
 
@@ -202,7 +214,7 @@ def closes_at_end(text: str, open_at: int) -> bool:
 @pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
 def test_cuda_expression_is_well_formed(variant):
     name, attrs = variant
-    operands = OPERAND_NAMES[:POINTWISE[name].arity]
+    operands = operands_of(name, OPERAND_NAMES)
     expr = cuda_expr(name, operands, attrs)
     # A primary expression (a call or a parenthesized one): safe as an operand of the next op.
     call = re.match(r"\w+\(", expr)
@@ -241,7 +253,7 @@ def cuda_source() -> str:
     out[v * n + i]."""
     lines = ["// kgen.ir.ops: the CUDA expression of every point-wise op (written by tests/test_ops.py)."]
     for fn, (name, attrs) in zip(function_names(), VARIANTS):
-        operands = ["a", "b"][:POINTWISE[name].arity]
+        operands = operands_of(name, ["a", "b"])
         lines.append(f"__device__ float {fn}(float a, float b) {{ return {cuda_expr(name, operands, attrs)}; }}")
     lines += ["",
               "__global__ void all_ops(const float* __restrict__ a, const float* __restrict__ b,",
@@ -380,10 +392,9 @@ def test_cuda_expressions_are_as_accurate_as_torch(tmp_path):
     ours_all = module.run_ops(x, y).double()
     failures, report = [], []
     for v, (name, attrs) in enumerate(VARIANTS):
-        arity = POINTWISE[name].arity
         ours = ours_all[v]
-        ref = torch_apply(name, [x.double(), y.double()][:arity], attrs)  # fp64 on the fp32 inputs
-        theirs = torch_apply(name, [x, y][:arity], attrs).double()  # torch's fp32 kernel
+        ref = torch_apply(name, operands_of(name, [x.double(), y.double()]), attrs)  # fp64 on the fp32 inputs
+        theirs = torch_apply(name, operands_of(name, [x, y]), attrs).double()  # torch's fp32 kernel
         ref32 = ref.float().double()  # what fp32 can hold: beyond its range, infinity
         finite = torch.isfinite(ref32)
         # Where fp32 cannot hold the answer (NaN, infinity), ours must give exactly that.

@@ -297,3 +297,17 @@ def test_the_new_checks_run_in_both_tiers_and_training_replaces_sgd():
         assert name in quick and name in full
     assert validate.TRAINING_CHECK in full and validate.TRAINING_CHECK not in quick
     assert not any("SGD" in n for n in full)
+
+
+def test_a_reproduced_dropout_gets_its_gradients_checked_in_both_modes():
+    """Dropout has backward kernels (the mask in training mode, none in eval): a file with one
+    has its gradients checked in each mode and its training steps tracked; KernelBench's replay stays
+    out (its two draws would differ)."""
+    import types
+
+    from kgen.check import validate
+
+    f = types.SimpleNamespace(dropouts=[{"reproduced": True}], runs_in_training=True, has_batchnorm=False)
+    names = [name for name, _ in validate.checks(f, 1e-4, quick=False, batch=8, device="cpu")]
+    assert {"gradients, train mode", "gradients, eval mode", validate.TRAINING_CHECK} <= set(names)
+    assert validate.KERNELBENCH_CHECK not in names

@@ -592,8 +592,11 @@ def has_backward(f: EmittedFile) -> bool:
     return bool(ops) and all(op is not None for op in ops)
 
 
-def _gradients(model, x, g):
+def _gradients(model, x, g, rng: torch.Tensor):
+    """dL/dx and every parameter's gradient; the forward starts from the CUDA RNG state `rng`
+    (a Dropout in training mode draws the same mask in each model, as in Trio.call)."""
     x = x.detach().clone().requires_grad_()
+    torch.cuda.set_rng_state(rng, x.device)
     y = model(x)
     return torch.autograd.grad(y, [x] + list(model.parameters()), g.to(y.dtype))
 
@@ -619,7 +622,8 @@ def check_gradients(f, device, tol, batch, training: bool) -> CheckResult:
         shape = trio.ref(x).shape
     g = torch.randn(shape, device=device, generator=torch.Generator(device=device).manual_seed(5))
     cmp = Comparison(tol, relative_to_largest=True, gradients=True)
-    new, ref, ref64 = (_gradients(m, x.to(dtype), g) for m, dtype in
+    rng = torch.cuda.get_rng_state(x.device)
+    new, ref, ref64 = (_gradients(m, x.to(dtype), g, rng) for m, dtype in
                        zip(trio.models(), (torch.float32, torch.float32, torch.float64)))
     names = ["input"] + [n for n, _ in trio.new.named_parameters()]
     for what, a, b, c in zip(names, new, ref, ref64):
@@ -798,7 +802,7 @@ def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device) -> list[
         *((("gradients, train mode", lambda: check_gradients(f, device, tol, batch, True)),)
           if f.runs_in_training else ()),
         *((("gradients, eval mode", lambda: check_gradients(f, device, tol, batch, False)),)
-          if f.has_batchnorm or not f.runs_in_training else ()),
+          if f.has_batchnorm or f.dropouts or not f.runs_in_training else ()),
         *(((TRAINING_CHECK, lambda: check_training(f, device, tol, batch)),)
           if f.runs_in_training else ()),
         ("non-contiguous / misaligned input", lambda: check_noncontiguous(f, device, tol, batch)),

@@ -114,7 +114,7 @@ def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
         "batchnorm": lowered.batchnorm is not None,
         "no_backward": reason,
         "backward": None if reason else {
-            "signature": ", ".join([f"{n}: torch.Tensor" for n in ["x", "w"] + operands + ["z"]] +
+            "signature": ", ".join([f"{n}: {annotation(n, 'const float*')}" for n in ["x", "w"] + operands + ["z"]] +
                                    ["need_dx: int", "need_dw: int"]),
             "names": ", ".join(["x", "w"] + operands + ["z"]),
             "call": ", ".join(["x", "w", "z", "need_dx", "need_dw"] + [f"{n}={n}" for n in operands]),
@@ -357,7 +357,8 @@ def _part_context(low: Lowered, external_gemm: bool) -> dict:
         "backward_kind": backward.KIND_NAMES[backward.kind(low) if has_backward else 0],
         "kept_per_column": backward.kept_per_column(low),
         "backward_params": ", ".join(f"{ctype} {name}" for name, ctype in back),
-        "backward_operands": [f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))],
+        # (p.N: the row stride of a per-element operand, Dropout's mask.)
+        "backward_operands": [f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))] + ["p.N = N;"],
         "lowered": low,
         # The constant a rewritten part outputs (kgen_cfg::kConstantValue; unused without one).
         "constant_literal": cuda_float(0.0 if low.constant is None else low.constant),

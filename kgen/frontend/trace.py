@@ -75,6 +75,12 @@ def _unsqueeze(input, dim): ...
 def _addmm(input, mat1, mat2, *, beta=1, alpha=1): ...
 def _binary_tensors(input, other): ...
 def _squeeze(input, dim=None): ...
+def _where(condition, input, other): ...
+def _compare(input, other): ...
+def _fill_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False,
+               memory_format=torch.preserve_format): ...
+def _full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
+               requires_grad=False, memory_format=torch.preserve_format): ...
 
 
 # Point-wise functions: callable -> (signature, op, {op attr: argument}).
@@ -117,6 +123,20 @@ EXTREMUM_FUNCTIONS = {torch.minimum: "minimum", torch.maximum: "maximum"}
 # 1-d pooling over the features of x.unsqueeze(1): function -> (signature, op).
 POOL_FUNCTIONS = {F.max_pool1d: (_max_pool1d, "max"), torch.max_pool1d: (_max_pool1d, "max"),
                   F.avg_pool1d: (_avg_pool1d, "avg")}
+# Comparisons (a where's condition only: Tracer.where_op): function -> ops.COMPARISONS' name.
+COMPARISON_FUNCTIONS = {
+    operator.gt: "gt", operator.ge: "ge", operator.lt: "lt", operator.le: "le", operator.eq: "eq",
+    operator.ne: "ne", torch.gt: "gt", torch.ge: "ge", torch.lt: "lt", torch.le: "le", torch.eq: "eq",
+    torch.ne: "ne", torch.greater: "gt", torch.greater_equal: "ge", torch.less: "lt",
+    torch.less_equal: "le", torch.not_equal: "ne",
+}
+COMPARISON_METHODS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le,
+                      "eq": operator.eq, "ne": operator.ne, "greater": operator.gt, "greater_equal": operator.ge,
+                      "less": operator.lt, "less_equal": operator.le, "not_equal": operator.ne,
+                      "__gt__": operator.gt, "__ge__": operator.ge, "__lt__": operator.lt, "__le__": operator.le}
+# torch.zeros_like(v) and its kin: a constant of v's shape (Tracer.fill_like).
+FILL_FUNCTIONS = {torch.zeros_like: (_fill_like, 0.0), torch.ones_like: (_fill_like, 1.0),
+                  torch.full_like: (_full_like, None)}
 IDENTITY_METHODS = ("clone", "contiguous")
 # Methods that turn a (M, 1) row value into (M,) (Tracer._flatten_row).
 ROW_FLATTEN_METHODS = ("squeeze", "view", "reshape", "flatten")
@@ -153,7 +173,9 @@ SUPPORTED = (
     "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach; Dropout (the "
     "identity in eval mode; in training mode torch's own mask, drawn by the forward, for a "
     "dropout of a (batch, features) value); the module's input read again after the GEMM (a "
-    "residual such as x + x_in, broadcast as torch broadcasts it)"
+    "residual such as x + x_in, broadcast as torch broadcasts it); torch.where(cond, a, b) and "
+    "a.where(cond, b) with a comparison (>, >=, <, <=, ==, !=) of values, constants and parameters "
+    "as cond; torch.zeros_like / ones_like / full_like of a value as an operand of a point-wise op"
 )
 
 
@@ -168,7 +190,9 @@ class _Marker:
     """An fx value that is not an IR node: a weight matrix, its transpose, the (values,
     indices) pair of torch.max(dim=...), a (batch, 1, features) view of a value
     ("unsqueezed": the input form of 1-d pooling), or the module's input ("input", payload
-    whether it was detached: clone, contiguous and detach of it are the input itself)."""
+    whether it was detached: clone, contiguous and detach of it are the input itself), a
+    comparison ("comparison", (op, lhs id, rhs id): a torch.where's condition, no value of its
+    own) or a constant of a value's shape ("filled", (value, the value's id): zeros_like)."""
 
     def __init__(self, kind: str, payload, shape: tuple | None = None):
         self.kind, self.payload = kind, payload
@@ -228,6 +252,12 @@ class Tracer:
         if isinstance(v, _Marker) and v.kind == "earlier":
             raise self.refuse(f"a value computed before the GEMM at line {v.payload} is used after "
                               "it (kgen chains GEMMs through the next GEMM's input alone)")
+        if isinstance(v, _Marker) and v.kind == "comparison":
+            raise self.refuse("a comparison used other than as the condition of torch.where (kgen's "
+                              "values are floats; write torch.where(x > c, a, b))")
+        if isinstance(v, _Marker) and v.kind == "filled":
+            raise self.refuse("torch.zeros_like / ones_like / full_like used other than as an operand "
+                              "of a point-wise op")
         if isinstance(v, _Marker) and v.kind == "unsqueezed":
             raise self.refuse("a (batch, 1, features) view is used other than as the input of "
                               "MaxPool1d / AvgPool1d (squeeze(1) the result)")
@@ -337,6 +367,10 @@ class Tracer:
         return ("M", pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
 
     def pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
+        # zeros_like(v) and its kin: the constant, provided v's shape adds nothing to the result's
+        # (checked below), so that the result has the shape torch gives it.
+        likes = [a.payload[1] for a in args if isinstance(a, _Marker) and a.kind == "filled"]
+        args = [a.payload[0] if isinstance(a, _Marker) and a.kind == "filled" else a for a in args]
         ids = [self.value(a) for a in args]
         level = self.level(ids[0])
         shape = self.shape_of(ids[0])
@@ -355,6 +389,15 @@ class Tracer:
                                       "columns); use keepdim=True") from None
                 raise self.refuse(f"{op}: {e}") from None
             level = combined
+        for like in likes:
+            try:
+                grown = broadcast_shapes(shape, self.shape_of(like)) != shape
+            except ValueError:
+                grown = True
+            if grown:
+                raise self.refuse(f"{op} of a zeros_like / ones_like / full_like of a value of shape "
+                                  f"{shape_text(self.shape_of(like))} that the other operands, of shape "
+                                  f"{shape_text(shape)}, do not broadcast to")
         canonical = {"tile": ("M", self.out_features), "row": ("M", 1), "rowflat": ("M",)}
         if level in (None, "free") or (level in canonical and shape != canonical[level]):
             level = "full"   # a shape of its own: torch's broadcasting made it (ir.py)
@@ -899,6 +942,13 @@ class Tracer:
                 raise self.refuse("a matmul whose right operand is not W.T / W.t() of an (N, K) "
                                   "parameter W of the module")
             return self.gemm(x, w.payload, None)
+        if fn in COMPARISON_FUNCTIONS:
+            a = self._bind(_compare, args, kwargs)
+            return _Marker("comparison", (COMPARISON_FUNCTIONS[fn], a["input"], a["other"]))
+        if fn is torch.where:
+            return self.where_op(args, kwargs)
+        if fn in FILL_FUNCTIONS:
+            return self.fill_like(fn, args, kwargs)
         if fn in EXTREMUM_FUNCTIONS:
             return self.binary_extremum(EXTREMUM_FUNCTIONS[fn], args, kwargs)
         if fn in BINARY_FUNCTIONS:
@@ -971,6 +1021,41 @@ class Tracer:
             raise self.refuse(f"torch.{kind} over all elements")
         return _Marker("values_indices", self.reduce(kind, args[0], dim, keepdim))
 
+    def where_op(self, args, kwargs):
+        """torch.where(lhs <compare> rhs, a, b): the op `where` of (lhs, rhs, a, b) (kgen.ir.ops).
+        Its condition must be a comparison written in the forward (no bool values in the IR)."""
+        if len(args) + len(kwargs) == 1:
+            raise self.refuse("torch.where(condition) of one argument (the indices where it holds)")
+        a = self._bind(_where, args, kwargs)
+        cond = a["condition"]
+        if not (isinstance(cond, _Marker) and cond.kind == "comparison"):
+            raise self.refuse("torch.where whose condition is not a comparison written in the forward "
+                              "(kgen takes x > c, x <= self.t, ...: >, >=, <, <=, ==, != of values, "
+                              "constants and parameters)")
+        compare, lhs, rhs = cond.payload
+        for v in (a["input"], a["other"]):
+            if isinstance(v, bool):
+                raise self.refuse(f"torch.where with the bool {v!r} as a value")
+        return self.pointwise("where", [lhs, rhs, a["input"], a["other"]], {"compare": compare})
+
+    def fill_like(self, fn, args, kwargs):
+        """torch.zeros_like(v) / ones_like(v) / full_like(v, c): the constant (of v's shape: the
+        point-wise op that reads it checks that v's shape is within its result's)."""
+        signature, value = FILL_FUNCTIONS[fn]
+        a = self._bind(signature, args, kwargs)
+        name = fn.__name__
+        if value is None:
+            value = a["fill_value"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.refuse(f"torch.{name} with the fill value {value!r} (kgen takes a number)")
+        if any(a[k] is not None for k in ("dtype", "layout", "device", "pin_memory")) or a["requires_grad"]:
+            raise self.refuse(f"torch.{name} with dtype, layout, device, pin_memory or requires_grad "
+                              "(kgen computes in the input's fp32)")
+        like = a["input"]
+        if not isinstance(like, _Id):
+            raise self.refuse(f"torch.{name} of something other than a value computed after the GEMM")
+        return _Marker("filled", (float(value), like))
+
     def binary_extremum(self, op: str, args, kwargs):
         a = self._bind(_binary_tensors, args, kwargs)
         if not all(isinstance(v, (_Id, _Marker)) for v in (a["input"], a["other"])):
@@ -997,6 +1082,11 @@ class Tracer:
             return self.visit_method(INPLACE_METHODS[name], args, kwargs)
         if name in ("minimum", "maximum"):
             return self.binary_extremum(name, args, kwargs)
+        if name in COMPARISON_METHODS:
+            return self.visit_function(COMPARISON_METHODS[name], args, kwargs)
+        if name == "where":   # x.where(condition, y) is torch.where(condition, x, y)
+            a = self._bind(lambda input, condition, other: None, args, kwargs)
+            return self.where_op((a["condition"], a["input"], a["other"]), {})
         if name == "unsqueeze":
             a = self._bind(_unsqueeze, args, kwargs)
             x = self.value(a["input"])

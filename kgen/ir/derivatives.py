@@ -47,6 +47,8 @@ class TorchMath:
     ge = staticmethod(lambda a, b: torch.as_tensor(a >= b))
     lt = staticmethod(lambda a, b: torch.as_tensor(a < b))
     le = staticmethod(lambda a, b: torch.as_tensor(a <= b))
+    eq = staticmethod(lambda a, b: torch.as_tensor(a == b))
+    ne = staticmethod(lambda a, b: torch.as_tensor(a != b))
     both = staticmethod(lambda p, q: p & q)
 
     @staticmethod
@@ -81,6 +83,8 @@ class CudaMath:
     ge = staticmethod(lambda a, b: f"(({a}) >= ({b}))")
     lt = staticmethod(lambda a, b: f"(({a}) < ({b}))")
     le = staticmethod(lambda a, b: f"(({a}) <= ({b}))")
+    eq = staticmethod(lambda a, b: f"(({a}) == ({b}))")
+    ne = staticmethod(lambda a, b: f"(({a}) != ({b}))")
     both = staticmethod(lambda p, q: f"(({p}) && ({q}))")
     where = staticmethod(lambda cond, a, b: f"(({cond}) ? ({a}) : ({b}))")
 
@@ -155,6 +159,13 @@ def _maximum(m, g, y, a, b):
             m.where(tie, half, m.where(m.gt(a, b), m.c(0.0), g)))
 
 
+def _where(m, g, y, lhs, rhs, a, b, compare):
+    """torch's rule: g to a where the condition holds, to b elsewhere; none to the comparison's
+    operands (a comparison has no gradient; where they are a or b too, those uses get theirs)."""
+    cond = getattr(m, compare)(lhs, rhs)
+    return (None, None, m.where(cond, g, m.c(0.0)), m.where(cond, m.c(0.0), g))
+
+
 Vjp = Callable[..., tuple]
 DERIVATIVES: dict[str, Vjp] = {
     "add": lambda m, g, y, a, b: (g, g),
@@ -194,6 +205,7 @@ DERIVATIVES: dict[str, Vjp] = {
     "maximum_const": lambda m, g, y, x, other: (m.where(m.ge(x, m.c(other)), g, m.c(0.0)),),
     "minimum": _minimum,
     "maximum": _maximum,
+    "where": _where,
     "identity": lambda m, g, y, x: (g,),
     "detach": lambda m, g, y, x: (None,),   # no gradient flows back
 }

@@ -59,7 +59,7 @@ GELU_APPROXIMATIONS = ("none", "tanh")
 @dataclasses.dataclass(frozen=True)
 class PointwiseOp:
     name: str
-    arity: int  # operands: 1 unary, 2 binary
+    arity: int  # operands: 1 unary, 2 binary, 4 where (lhs, rhs, a, b)
     cuda: Callable[..., str]  # cuda(*operand_exprs, **attrs) -> CUDA fp32 expression
     torch: Callable[..., torch.Tensor]  # torch(*operands, **attrs) -> tensor (the oracle)
     attrs: tuple[tuple[str, float | str | None | _Required], ...] = ()  # (name, default)
@@ -173,6 +173,29 @@ def _clamp_cuda(a: str, min: float | None, max: float | None) -> str:
     return _nan_or(a, f"fminf(fmaxf(({a}), {_f(min)}), {_f(max)})")
 
 
+# torch.where(lhs <compare> rhs, a, b): the comparisons a condition may make, as CUDA and torch
+# write them. A NaN compares false (b is taken), except by `ne`, in both.
+COMPARISONS = {"gt": (">", torch.gt), "ge": (">=", torch.ge), "lt": ("<", torch.lt), "le": ("<=", torch.le),
+               "eq": ("==", torch.eq), "ne": ("!=", torch.ne)}
+
+
+def _check_compare(compare: str) -> None:
+    if compare not in COMPARISONS:
+        raise ValueError(f"where's compare must be one of {tuple(COMPARISONS)}, got {compare!r}")
+
+
+def _where_cuda(lhs: str, rhs: str, a: str, b: str, compare: str) -> str:
+    _check_compare(compare)
+    return f"(({lhs}) {COMPARISONS[compare][0]} ({rhs}) ? ({a}) : ({b}))"
+
+
+def _where_torch(lhs, rhs, a, b, compare: str) -> torch.Tensor:
+    """torch.where(compare(lhs, rhs), a, b); the operands are tensors (torch_apply made any
+    Python number a 0-dim tensor of the tensors' dtype, as torch takes a scalar in a tensor op)."""
+    _check_compare(compare)
+    return torch.where(COMPARISONS[compare][1](lhs, rhs), a, b)
+
+
 def _hard_sigmoid_cuda(a: str) -> str:
     """relu6(x + 3) / 6 without the NaN guard."""
     return f"fminf(fmaxf(({a}) + 3.0f, 0.0f), 6.0f) / 6.0f"
@@ -266,6 +289,10 @@ _DEFINITIONS = (
     PointwiseOp("maximum", 2, lambda a, b: _nan_or(a, _nan_or(b, f"fmaxf(({a}), ({b}))")),
                 _binary(torch.maximum),
                 doc="max(a, b) of two tensors, NaN propagating from either (torch.maximum)"),
+    # torch.where with a comparison as its condition: operands (lhs, rhs, a, b); the comparison
+    # is no value of its own (the IR's values are all floats), and no gradient flows through it.
+    PointwiseOp("where", 4, _where_cuda, _where_torch, attrs=(("compare", "gt"),),
+                doc="a where lhs <compare> rhs else b (torch.where(lhs > rhs, a, b) for compare='gt')"),
     PointwiseOp("identity", 1, lambda a: f"({a})", lambda x: x, doc="x (nn.Identity)"),
     # The identity forward; backward, no gradient flows through it (kgen.ir.derivatives).
     PointwiseOp("detach", 1, lambda a: f"({a})", lambda x: x.detach(),

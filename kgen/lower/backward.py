@@ -32,7 +32,8 @@ from kgen.ir.graph import Graph, Node
 from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, _block, _group_stats_pass, _loop,
                     bn_input_affine, row_width)
 
-POINTWISE_PART_KINDS = ("gemm", "param", "const", "pointwise")
+# (A Dropout mask is a per-element operand the backward reads as the forward does.)
+POINTWISE_PART_KINDS = ("gemm", "param", "const", "pointwise", "mask")
 ELEMENT_LEVELS = ("tile", "col", "scalar")
 # Node kinds the staged backward handles (beyond the point-wise ones).
 STAGED_KINDS = POINTWISE_PART_KINDS + ("reduce", "groupnorm", "batchnorm", "pool")
@@ -73,11 +74,10 @@ def unsupported(lowered: Lowered, external_gemm: bool) -> str | None:
         return "no backward kernel for a cuBLAS GEMM yet (the backward GEMMs are kgen's own)"
     if lowered.gemv or lowered.constant is not None:
         return "no backward kernel yet for a module whose GEMM a rewrite removed"
-    # Per-element operands: the backward kernels read per-column and one-element ones only.
+    # Dropout's mask is read per element as the forward reads it (the same operand, kept by
+    # autograd; nullptr in eval mode): the dropout's mul sends g * mask * scale back. The
+    # module's input read after the GEMM is only ever in a broadcast tail, which has no backward.
     for n in lowered.graph.live() + lowered.tail:
-        if n.kind == "mask":
-            return ("no backward kernel yet for Dropout (its mask is read per element; the VJP "
-                    f"is grad * mask * scale){_where(n)}")
         if n.kind == "input":
             return f"no backward kernel yet for a read of the module's input after the GEMM{_where(n)}"
     if lowered.tail:
@@ -123,7 +123,7 @@ def operand_index(lowered: Lowered) -> dict[str, int]:
 def _elementwise_vjp(graph: Graph, nodes: list[Node], top: int, seed: str, value: dict) -> tuple[list[str], dict]:
     """Reverse mode over the element-level `nodes` (in graph order) from `top`, whose gradient
     is the C expression `seed`: the statements, and each node's adjoint variable."""
-    adjoint = {n.id: f"d{n.id}" for n in nodes if n.kind != "const"}
+    adjoint = {n.id: f"d{n.id}" for n in nodes if n.kind not in ("const", "mask")}  # (a mask takes none)
     lines = [f"float {adjoint[n.id]} = {seed if n.id == top else '0.0f'};" for n in nodes if n.id in adjoint]
     for n in reversed(nodes):
         if n.kind != "pointwise" or n.id not in adjoint:
@@ -150,11 +150,14 @@ def backward_struct(lowered: Lowered) -> str:
     value = {n.id: forward.get(n.id) for n in live}
     reverse, adjoint = _elementwise_vjp(graph, live, graph.output, "g", value)
     lines = list(forward.lines) + reverse
-    # A point-wise part has no tail, so its operands are exactly its live parameters: every
-    # c[k] is written.
+    # A point-wise part has no tail, so its operands are its live parameters and Dropout's
+    # masks (drawn, not learned: their slot's contribution is 0, and no gradient is returned for
+    # them, grad_expressions): every c[k] is written.
     params = [n for n in live if n.kind == "param"]
-    assert sorted(operands[n.attrs["path"]] for n in params) == list(range(len(lowered.operands)))
+    masks = [n for n in live if n.kind == "mask"]
+    assert sorted(operands[n.attrs["path"]] for n in params + masks) == list(range(len(lowered.operands)))
     lines += [f"c[{operands[n.attrs['path']]}] = {adjoint[n.id]};" for n in params]
+    lines += [f"c[{operands[n.attrs['path']]}] = 0.0f;  // Dropout's mask: no gradient" for n in masks]
     body = "\n".join(f"    {line}" for line in lines)
     return f"""// The backward of the epilogue (kgen/lower/backward.py): dz of one element from z and g = dL/dout,
 // and each parameter's gradient contribution c[k] (summed over rows; over all elements for a
@@ -559,11 +562,12 @@ struct BackwardRows {{
   static constexpr int kSlotOperand[{max(1, len(slots))}] = {{{", ".join(map(str, slots)) or "0"}}};
   // pool: the row's scratch for a pooling (2 N floats: the pooled gradient, the windows' first maxima).
   static constexpr bool kPool = {str(bool(rows and rows.pooled)).lower()};
+  // m: the row's index (a per-element operand, Dropout's mask, is read at m * p.N + n).
   __device__ static void row(const float* __restrict__ zrow, const float* __restrict__ grow, float* __restrict__ dst,
-                             float* __restrict__ contrib, size_t plane, int N, const kgen::EpilogueParams& p,
+                             float* __restrict__ contrib, size_t plane, int m, int N, const kgen::EpilogueParams& p,
                              float* cache, float* scratch, float* pool) {{
-    (void)zrow; (void)grow; (void)dst; (void)contrib; (void)plane; (void)N; (void)p; (void)cache; (void)scratch;
-    (void)pool;
+    (void)zrow; (void)grow; (void)dst; (void)contrib; (void)plane; (void)m; (void)N; (void)p; (void)cache;
+    (void)scratch; (void)pool;
 {body}
   }}
 }};"""
@@ -582,9 +586,13 @@ struct Backward {{
 
 def grad_expressions(lowered: Lowered) -> list[str]:
     """Python expressions of each operand's gradient from `cols` (the backward's [P][N]
-    column sums; a one-element parameter's total is at [k][0]) and `operandK` (its shape)."""
+    column sums; a one-element parameter's total is at [k][0]) and `operandK` (its shape);
+    "None" for Dropout's mask (drawn, not learned: torch sends it no gradient)."""
     out = []
     for k, n in enumerate(lowered.operands):
+        if n.kind == "mask":
+            out.append("None")
+            continue
         row = f"cols[{k}, :1]" if n.level == "scalar" else f"cols[{k}]"
         out.append(f"{row}.reshape(operand{k}.shape)")
     return out

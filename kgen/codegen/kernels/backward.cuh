@@ -231,8 +231,8 @@ __global__ void __launch_bounds__(kRowThreads)
   float* block_pool = pool != nullptr ? pool + static_cast<size_t>(blockIdx.x) * 2 * N : nullptr;
   for (size_t m = m0; m < m1; ++m) {
     if (m > m0) __syncthreads();  // every thread is done with the previous row's cache and scratch
-    Rows::row(z + m * N, g + m * g_stride, dst + m * N, block_contrib, plane, N, p, cached ? row_cache : nullptr,
-              scratch, block_pool);
+    Rows::row(z + m * N, g + m * g_stride, dst + m * N, block_contrib, plane, static_cast<int>(m), N, p,
+              cached ? row_cache : nullptr, scratch, block_pool);
   }
 }
 

@@ -1,6 +1,9 @@
 import ast
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -273,9 +276,6 @@ def test_gpu_commands_say_when_there_is_no_gpu(tmp_path):
 
 
 def test_commands_that_load_torch_print_no_numpy_warning():
-    import subprocess
-    import sys
-
     proc = subprocess.run([sys.executable, "-m", "kgen", "generate", "--help"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and "NumPy" not in proc.stderr + proc.stdout
@@ -333,3 +333,41 @@ def test_the_reference_docstring_is_a_sentence_of_its_own(tmp_path):
     assert rest.startswith("Drop-in replacement for the reference Model: the same class")
     # a docstring line without a full stop gets one
     assert generator.sentence("Linear -> ReLU") == "Linear -> ReLU."
+
+
+@NO_GPU
+def test_a_copy_of_the_repository_run_from_elsewhere_finds_its_shipped_winners(tmp_path, monkeypatch):
+    """A clone's results/ is found from the reference's place, whatever the working directory
+    (kgen's own checkout, whose records would also match, is taken out of the search)."""
+    from kgen.tune import choose
+
+    repo = Path(__file__).parent.parent
+    clone = tmp_path / "clone"
+    shutil.copytree(repo / "results", clone / "results")
+    ref = clone / "tests" / "refs" / "gemm_groupnorm_hardtanh.py"
+    ref.parent.mkdir(parents=True)
+    shutil.copy(REFS / ref.name, ref)
+    monkeypatch.setattr(choose, "SHIPPED_RESULTS_DIR", tmp_path / "no_checkout" / "results")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    r = run("generate", str(ref), "-o", "m.py")
+    assert r.exit_code == 0, r.output
+    record = clone / "results" / "search_gemm_groupnorm_hardtanh_b1024_i8192_o8192_tol0.0001.json"
+    assert f"winner of an earlier search ({record})" in r.output
+    assert f"recorded in {record}" in header_of(elsewhere / "m.py")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["m.py"]   # no results/ or generated/ made here
+
+
+@NO_GPU
+def test_kgens_own_records_are_found_from_any_working_directory(tmp_path):
+    """The shipped problem's winner, from a directory with no results/ of its own (a subprocess:
+    the installed command as a user runs it)."""
+    repo = Path(__file__).parent.parent
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    proc = subprocess.run([sys.executable, "-m", "kgen.cli", "generate", "--in", "8192", "--out", "8192",
+                           "-o", "m.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"winner of an earlier search ({repo / 'results'}" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]

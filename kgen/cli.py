@@ -398,5 +398,50 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
     sys.exit(0 if record["winners"] else 1)
 
 
+@main.command()
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Read the search records in this folder alone [results/ here and the records kgen ships].")
+@click.option("--json", "as_json", is_flag=True, help="Print the winners as a JSON list (for scripts).")
+def winners(results_dir, as_json):
+    """List the winners of earlier searches from their records: problem, shape, tolerance tier,
+    time, ratio to eager fp32, device and date. `kgen list` is the same command."""
+    import json
+
+    from kgen.tune import choose
+
+    dirs = [results_dir] if results_dir else [d for d in (choose.RESULTS_DIR, choose.SHIPPED_RESULTS_DIR)
+                                              if d.is_dir()]
+    rows = choose.known_winners(list({d.resolve(): d for d in dirs}.values()))
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        click.echo(f"no search records with a winner in {', '.join(str(d) for d in dirs) or 'results/'}")
+        return
+    click.echo(winners_table(rows))
+
+
+def winners_table(rows: list[dict]) -> str:
+    """The rows of `kgen winners` as aligned text columns."""
+
+    def number(value, fmt):
+        return format(value, fmt) if isinstance(value, (int, float)) else "-"
+
+    table = [("problem", "batch x in -> out", "tol", "ms", "x eager fp32", "device", "date")]
+    for r in rows:
+        shape = f"{r['batch']} x {r['in_features']} -> {r['out_features']}"
+        shape += "".join(f", {name}={value:g}" for name, value in r["constants"].items())
+        table.append((r["problem"], shape, f"{r['tol']:g}", number(r["median_ms"], ".3f"),
+                      number(r["ratio"], ".3f"), r["device"] or "-", r["date"] or "-"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    right = {3, 4}   # numbers align right
+    return "\n".join("  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                               for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+                     for row in table)
+
+
+main.add_command(winners, name="list")
+
+
 if __name__ == "__main__":
     main()

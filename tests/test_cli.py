@@ -371,3 +371,44 @@ def test_kgens_own_records_are_found_from_any_working_directory(tmp_path):
     assert f"winner of an earlier search ({repo / 'results'}" in proc.stdout
     assert "Traceback" not in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+
+
+def write_record(folder, problem, shape, tols_ms, device="NVIDIA H100 80GB HBM3", date="2026-11-22"):
+    """A search record of `problem` at `shape` with one winner per (tol, ms) pair."""
+    batch, in_features, out_features = shape
+    winners = {f"{tol:g}": {"name": f"{problem}_variant_{tol:g}", "path": f"generated/{problem}_tol{tol:g}.py",
+                            "measured": {"median_ms": ms, "ratio": ms / 2.5, "device": device, "date": date}}
+               for tol, ms in tols_ms}
+    record = {"problem": problem, "batch": batch, "in_features": in_features, "out_features": out_features,
+              "constants": [], "arch": "sm_90a", "device": device, "winners": winners, "candidates": []}
+    path = folder / f"search_{problem}_b{batch}.json"
+    path.write_text(json.dumps(record))
+    return path
+
+
+def test_winners_lists_the_records_winners_as_a_table_and_as_json(tmp_path):
+    write_record(tmp_path, "gemm_scale_bn", (1024, 8192, 8192), [(1e-4, 1.117), (1e-2, 0.376)])
+    write_record(tmp_path, "abc_module", (128, 64, 32), [(1e-4, 0.5)])
+    write_record(tmp_path, "no_winner", (8, 8, 8), [])
+    (tmp_path / "search_broken.json").write_text("{")
+    r = run("winners", "--results-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    header, *rows = r.output.strip().splitlines()
+    assert header.split() == ["problem", "batch", "x", "in", "->", "out", "tol", "ms", "x", "eager", "fp32",
+                              "device", "date"]
+    assert [row.split()[0] for row in rows] == ["abc_module", "gemm_scale_bn", "gemm_scale_bn"]
+    assert rows[1].split()[1:9] == ["1024", "x", "8192", "->", "8192", "0.0001", "1.117", "0.447"]
+    assert rows[1].endswith("NVIDIA H100 80GB HBM3  2026-11-22")
+    assert run("list", "--results-dir", str(tmp_path)).output == r.output   # `list` is the same command
+    r = run("winners", "--json", "--results-dir", str(tmp_path))
+    listed = json.loads(r.output)
+    assert [(w["problem"], w["tol"], w["median_ms"]) for w in listed] == [
+        ("abc_module", 1e-4, 0.5), ("gemm_scale_bn", 1e-4, 1.117), ("gemm_scale_bn", 1e-2, 0.376)]
+    assert listed[0]["record"] == str(tmp_path / "search_abc_module_b128.json")
+
+
+def test_winners_without_records_says_so(tmp_path):
+    r = run("winners", "--results-dir", str(tmp_path))
+    assert r.exit_code == 0 and "no search records with a winner" in r.output
+    (tmp_path / "a_file").write_text("")
+    refused(run("winners", "--results-dir", str(tmp_path / "a_file")), "is a file")

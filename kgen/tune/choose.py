@@ -97,6 +97,33 @@ def search_records(dirs: list[Path]):
                 yield path, record
 
 
+def known_winners(dirs: list[Path]) -> list[dict]:
+    """Every tier's winner in the search records of `dirs`, one flat dict each (what `kgen
+    winners` prints), ordered by problem, shape and tolerance."""
+    from kgen.frontend.problems import problem_name
+
+    rows = []
+    for path, record in search_records(dirs):
+        for tol, winner in (record.get("winners") or {}).items():
+            if not isinstance(winner, dict):
+                continue
+            m = winner.get("measured") or {}
+            problem = str(record.get("problem") or (winner.get("spec") or {}).get("problem") or "?")
+            rows.append({
+                "problem": problem_name(problem), "reference": problem,
+                "reference_sha256": record.get("reference_sha256"),
+                "batch": record.get("batch"), "in_features": record.get("in_features"),
+                "out_features": record.get("out_features"),
+                "constants": {name: value for name, value in record.get("constants") or []},
+                "tol": float(tol), "variant": winner.get("name"), "file": winner.get("path"),
+                "median_ms": m.get("median_ms"), "ratio": m.get("ratio"), "eager_ms": m.get("eager_ms"),
+                "max_abs_err": m.get("max_abs_err"), "arch": record.get("arch"),
+                "device": m.get("device") or record.get("device"), "date": m.get("date"),
+                "record": str(path)})
+    return sorted(rows, key=lambda r: (r["problem"], r["batch"] or 0, r["in_features"] or 0,
+                                       r["out_features"] or 0, sorted(r["constants"].items()), r["tol"]))
+
+
 def earlier_winner(problem: str, batch: int, in_features: int, out_features: int, arch: str,
                    results_dir: Path | None = None, constants: tuple = ()) -> tuple[Spec, dict, Path] | None:
     """The fastest fp32-accurate winner (tol <= 1e-4) of an earlier search of this reference

@@ -373,15 +373,23 @@ def bench(file, batch, iters, ref, with_compile):
               show_default=True, help="Where the winner of each tolerance tier is written.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Where the search's full record is written.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to draw every candidate's time against its error, per tier (.png, .svg, "
+                   ".pdf) [beside the record, as .png]; needs matplotlib (pip install 'kgen[plot]').")
 def search(ref, problem, batch, in_features, out_features, sets, tol, maths, jobs, iters, top, exhaustive,
-           out_dir, results_dir):
+           out_dir, results_dir, plot_path):
     """Find the fastest valid file per tolerance tier and write it to --out-dir.
 
     Drops what cannot win before building (math modes whose operand rounding alone breaks every
     tolerance, tiles a cost model puts far behind), reuses measurements cached from earlier
     runs on this device, builds the rest in parallel while the GPU measures each as soon as it
     is built, and runs the full validation on the fastest."""
+    from kgen.tune.plot import FORMATS
+
     # What can be checked without a GPU is checked first: the module and the options.
+    if plot_path is not None and plot_path.suffix.lower() not in FORMATS:
+        raise click.BadParameter(f"{plot_path}: a plot is written as {', '.join(FORMATS)}",
+                                 param_hint="--plot")
     problem = _problem(ref, problem)
     batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)
     _require_cuda("search")
@@ -395,7 +403,47 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
                         maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
                         iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
                         exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants)
+    _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
     sys.exit(0 if record["winners"] else 1)
+
+
+def _draw(record: dict, path: Path) -> bool:
+    """Draws a search record; without matplotlib, one line says how to get it."""
+    from kgen.tune.plot import PlotUnavailable, plot_record
+
+    try:
+        click.echo(f"plot: {plot_record(record, path)}")
+        return True
+    except PlotUnavailable as e:
+        click.echo(f"note: no plot: {e}", err=True)
+    except OSError as e:
+        click.echo(f"note: no plot: cannot write {path}: {e.strerror or e}", err=True)
+    return False
+
+
+@main.command()
+@click.argument("record_file", metavar="RECORD.json", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The picture (.png, .svg, .pdf) [RECORD.png beside the record].")
+def plot(record_file, output):
+    """Draw a search record (results/search_*.json): every candidate's time against its error vs
+    fp64, one panel per tolerance tier, the winner marked, eager fp32 / TF32 and the 3xTF32
+    floor as lines. Needs matplotlib: pip install 'kgen[plot]'."""
+    import json
+
+    from kgen.tune.plot import FORMATS
+
+    output = output or record_file.with_suffix(".png")
+    if output.suffix.lower() not in FORMATS:
+        raise click.BadParameter(f"{output}: a plot is written as {', '.join(FORMATS)}", param_hint="-o")
+    try:
+        record = json.loads(record_file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise click.UsageError(f"{record_file} is not a search record (JSON): {e}") from None
+    if not isinstance(record, dict) or "candidates" not in record:
+        raise click.UsageError(f"{record_file} is not a search record (no candidates)")
+    if not _draw(record, output):
+        sys.exit(1)
 
 
 @main.command()

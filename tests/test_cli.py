@@ -200,6 +200,7 @@ def test_gemv_on_a_module_the_rewrite_does_not_fit_is_a_usage_error(tmp_path):
     (("--in", "0"), "must be a positive integer"),
     (("--batch", "1000000000"), "elements"),
     (("--set", "nosuch=3"), "nosuch"),
+    (("--plot", "candidates.txt"), "a plot is written as .png, .svg, .pdf"),
 ])
 def test_search_checks_the_module_and_options_before_it_needs_a_gpu(tmp_path, monkeypatch, args, phrase):
     monkeypatch.chdir(tmp_path)

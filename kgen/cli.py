@@ -57,6 +57,21 @@ class FeatureCount(click.ParamType):
         return number
 
 
+class Tolerance(click.ParamType):
+    """A tolerance (atol = rtol): a positive finite number."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"expected a number like 1e-4, got {value!r}", param, ctx)
+        if not (math.isfinite(number) and number > 0):
+            self.fail(f"a tolerance must be a positive finite number, got {value!r}", param, ctx)
+        return number
+
+
 def _require_cuda(what: str):
     import torch
 
@@ -93,7 +108,8 @@ def shape_options(f):
     f = click.option("--batch", type=FeatureCount("--batch"), default=None,
                      help="Batch size to tune and measure at [problem default; any batch works at run time].")(f)
     f = click.option("--out", "out_features", type=FeatureCount("--out (out_features)"), default=None,
-                     help="out_features of the Linear layer [problem default]; the file is -o.")(f)
+                     help="out_features of the (last) Linear layer [problem default]. Not the output "
+                          "file: that is -o/--output (search: --out-dir).")(f)
     f = click.option("--in", "in_features", type=FeatureCount("--in (in_features)"), default=None,
                      help="in_features of the Linear layer [problem default].")(f)
     f = click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
@@ -167,7 +183,9 @@ def main():
                    "[the backend's fastest fp32-accurate one].")
 @click.option("--backend", type=click.Choice(BACKENDS), default=None,
               help="kgen's portable GEMM kernels (sm_80+), kgen's Hopper wgmma GEMM (sm_90a; tf32x3, "
-                   "tf32), or cuBLAS with kgen's BatchNorm kernels [wgmma on sm_90a, else kgen].")
+                   "tf32), cuBLAS's GEMM with kgen's epilogue kernels, or gemv: no GEMM, the "
+                   "matrix-vector rewrite of a module that only sums the GEMM output over its "
+                   "features (fp32) [wgmma on sm_90a, else kgen].")
 @click.option("--fusion", type=click.Choice([str(k) for k in FUSION_LEVELS]), default=None,
               help="1: separate statistics kernel; 2: statistics fused into the GEMM [by batch; 1 for cuBLAS].")
 @click.option("--tile", help="CTA tile BMxBNxBK, e.g. 128x128x32.")
@@ -178,11 +196,14 @@ def main():
 @click.option("--arch", type=click.Choice(list(ARCH_LIMITS)), default=None,
               help="Target whose instructions and limits the file must fit [the local GPU; "
                    "without one, sm_90a].")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
-              show_default=True, help="Where earlier searches' records are looked up.")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Output file [generated/<name>.py].")
-@click.option("--force", is_flag=True, help="Replace the output file if it exists.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where earlier searches' records are looked up [results/ here, beside REF and in "
+                   "the folders above it, and the records kgen ships].")
+@click.option("-o", "--output", type=click.Path(),
+              help="Output file, or a folder to write <name>.py into [generated/<name>.py].")
+@click.option("--force", is_flag=True,
+              help="Replace the output file if it holds anything else (a rerun that would write "
+                   "the same text succeeds without it).")
 def generate(ref, problem, batch, in_features, out_features, sets, math, backend, fusion, tile, warp,
              thread, stages, group, arch, results_dir, output, force):
     """Write a ModelNew file for the reference module REF (a KernelBench-style file: Model,
@@ -199,18 +220,36 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
     target = choose.target(arch)
     click.echo(f"target {target.arch}: {target.why}")
     variant_options = (math, backend, fusion, tile, warp, thread, stages, group)
+    measured = None
     try:
         if all(v is None for v in variant_options):
-            spec, why = choose.fastest_known(problem, batch, in_features, out_features, target,
-                                             results_dir, constants)
+            spec, why, measured = choose.fastest_known(problem, batch, in_features, out_features, target,
+                                                       results_dir, constants)
             click.echo(f"chose {spec.config_name()}: {why}")
         else:
             spec = _spec_from_options(problem, batch, in_features, out_features, math, backend,
                                       fusion, tile, warp, thread, stages, group, target, constants)
-        path = generator.write(spec, output, overwrite=force)
-    except (SpecError, StaticCheckError, generator.WriteError) as e:
-        raise click.UsageError(str(e)) if isinstance(e, SpecError) else click.ClickException(str(e)) from None
-    click.echo(f"wrote {path}  ({spec.name()}, key {spec.key()})")
+        path = output_path(output, spec)
+        existed = path.exists()
+        path = generator.write(spec, path, measured=measured, overwrite=force)
+    except (SpecError, Unsupported, generator.WriteRefused) as e:
+        raise click.UsageError(str(e)) from None
+    except (StaticCheckError, generator.WriteError) as e:
+        raise click.ClickException(str(e)) from None
+    if existed and not force:
+        click.echo(f"unchanged {path}: it already holds this file ({spec.name()}, key {spec.key()})")
+    else:
+        click.echo(f"wrote {path}  ({spec.name()}, key {spec.key()})")
+
+
+def output_path(output: str | None, spec: Spec) -> Path:
+    """The file generate writes: -o's file, or <name>.py in -o's folder (one that exists, or a
+    path ending in a slash), or generated/<name>.py."""
+    if output is None:
+        return generator.default_path(spec)
+    if Path(output).is_dir() or output.endswith(("/", os.sep)):
+        return Path(output) / f"{spec.name()}.py"
+    return Path(output)
 
 
 def _spec_from_options(problem, batch, in_features, out_features, math, backend, fusion, tile,
@@ -264,7 +303,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
 
 
 def _load(file, ref=None):
-    from kgen.check.loading import EmittedFile
+    from kgen.check.loading import EmittedFile, NotAnEmittedFile
 
     try:
         f = EmittedFile(file, ref)
@@ -275,13 +314,15 @@ def _load(file, ref=None):
             click.echo(f"note: {f.reference.path} changed since {file} was generated (sha256 differs); "
                        "checking against it as it is now", err=True)
         return f
+    except NotAnEmittedFile as e:
+        raise click.UsageError(str(e)) from None
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
 
 
 @main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--tol", type=float, default=1e-4, show_default=True, help="atol = rtol of torch.allclose.")
+@click.option("--tol", type=Tolerance(), default=1e-4, show_default=True, help="atol = rtol of torch.allclose.")
 @click.option("--batch", type=click.IntRange(min=2), default=None, help="Batch size [the file's].")
 @click.option("--quick", is_flag=True, help="Core numerical checks only (what a search runs first).")
 @click.option("--ref", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -329,11 +370,14 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
 @main.command()
 @problem_option
 @shape_options
-@click.option("--tol", type=float, multiple=True, help="Tolerance tier(s); one winner each [1e-4].")
+@click.option("--tol", type=Tolerance(), multiple=True,
+              help="Tolerance tier(s), atol = rtol of torch.allclose; one winner each [1e-4].")
 @click.option("--math", "maths", type=click.Choice(MATH_MODES), multiple=True,
               help="Math modes to try [all].")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel builds [cores].")
-@click.option("--iters", type=click.IntRange(min=10), default=30, show_default=True)
+@click.option("--iters", type=click.IntRange(min=10), default=30, show_default=True,
+              help="Timed calls per candidate (the median is its time; the runoff and the full "
+                   "validation of the fastest are extra).")
 @click.option("--top", type=click.IntRange(min=1), default=None,
               help="Try only the N fastest-measured tiles of each math mode (a quick search).")
 @click.option("--all", "exhaustive", is_flag=True,
@@ -342,28 +386,122 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
               show_default=True, help="Where the winner of each tolerance tier is written.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True, help="Where the search's full record is written.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to draw every candidate's time against its error, per tier (.png, .svg, "
+                   ".pdf) [beside the record, as .png]; needs matplotlib (pip install 'kgen[plot]').")
 def search(ref, problem, batch, in_features, out_features, sets, tol, maths, jobs, iters, top, exhaustive,
-           out_dir, results_dir):
+           out_dir, results_dir, plot_path):
     """Find the fastest valid file per tolerance tier and write it to --out-dir.
 
     Drops what cannot win before building (math modes whose operand rounding alone breaks every
     tolerance, tiles a cost model puts far behind), reuses measurements cached from earlier
     runs on this device, builds the rest in parallel while the GPU measures each as soon as it
     is built, and runs the full validation on the fastest."""
+    from kgen.tune.plot import FORMATS
+
+    # What can be checked without a GPU is checked first: the module and the options.
+    if plot_path is not None and plot_path.suffix.lower() not in FORMATS:
+        raise click.BadParameter(f"{plot_path}: a plot is written as {', '.join(FORMATS)}",
+                                 param_hint="--plot")
+    problem = _problem(ref, problem)
+    batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)
     _require_cuda("search")
     import torch
 
     from kgen.tune.search import DEFAULT_MATHS, run_search
 
-    problem = _problem(ref, problem)
-    batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)
     # Only what this GPU can build and run: wgmma variants on Hopper alone.
     arch = arch_for_capability(*torch.cuda.get_device_capability())
     record = run_search(problem, batch, in_features, out_features, sorted(tol or (1e-4,)),
                         maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
                         iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
                         exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants)
+    _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
     sys.exit(0 if record["winners"] else 1)
+
+
+def _draw(record: dict, path: Path) -> bool:
+    """Draws a search record; without matplotlib, one line says how to get it."""
+    from kgen.tune.plot import PlotUnavailable, plot_record
+
+    try:
+        click.echo(f"plot: {plot_record(record, path)}")
+        return True
+    except PlotUnavailable as e:
+        click.echo(f"note: no plot: {e}", err=True)
+    except OSError as e:
+        click.echo(f"note: no plot: cannot write {path}: {e.strerror or e}", err=True)
+    return False
+
+
+@main.command()
+@click.argument("record_file", metavar="RECORD.json", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The picture (.png, .svg, .pdf) [RECORD.png beside the record].")
+def plot(record_file, output):
+    """Draw a search record (results/search_*.json): every candidate's time against its error vs
+    fp64, one panel per tolerance tier, the winner marked, eager fp32 / TF32 and the 3xTF32
+    floor as lines. Needs matplotlib: pip install 'kgen[plot]'."""
+    import json
+
+    from kgen.tune.plot import FORMATS
+
+    output = output or record_file.with_suffix(".png")
+    if output.suffix.lower() not in FORMATS:
+        raise click.BadParameter(f"{output}: a plot is written as {', '.join(FORMATS)}", param_hint="-o")
+    try:
+        record = json.loads(record_file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise click.UsageError(f"{record_file} is not a search record (JSON): {e}") from None
+    if not isinstance(record, dict) or "candidates" not in record:
+        raise click.UsageError(f"{record_file} is not a search record (no candidates)")
+    if not _draw(record, output):
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Read the search records in this folder alone [results/ here and the records kgen ships].")
+@click.option("--json", "as_json", is_flag=True, help="Print the winners as a JSON list (for scripts).")
+def winners(results_dir, as_json):
+    """List the winners of earlier searches from their records: problem, shape, tolerance tier,
+    time, ratio to eager fp32, device and date. `kgen list` is the same command."""
+    import json
+
+    from kgen.tune import choose
+
+    dirs = [results_dir] if results_dir else [d for d in (choose.RESULTS_DIR, choose.SHIPPED_RESULTS_DIR)
+                                              if d.is_dir()]
+    rows = choose.known_winners(list({d.resolve(): d for d in dirs}.values()))
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        click.echo(f"no search records with a winner in {', '.join(str(d) for d in dirs) or 'results/'}")
+        return
+    click.echo(winners_table(rows))
+
+
+def winners_table(rows: list[dict]) -> str:
+    """The rows of `kgen winners` as aligned text columns."""
+
+    def number(value, fmt):
+        return format(value, fmt) if isinstance(value, (int, float)) else "-"
+
+    table = [("problem", "batch x in -> out", "tol", "ms", "x eager fp32", "device", "date")]
+    for r in rows:
+        shape = f"{r['batch']} x {r['in_features']} -> {r['out_features']}"
+        shape += "".join(f", {name}={value:g}" for name, value in r["constants"].items())
+        table.append((r["problem"], shape, f"{r['tol']:g}", number(r["median_ms"], ".3f"),
+                      number(r["ratio"], ".3f"), r["device"] or "-", r["date"] or "-"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    right = {3, 4}   # numbers align right
+    return "\n".join("  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                               for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+                     for row in table)
+
+
+main.add_command(winners, name="list")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,10 @@
 import ast
 import json
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +15,7 @@ from kgen.codegen import generator
 from kgen.cli import main
 from kgen.tune.spec import Spec, Tile
 
+REFS = Path(__file__).parent / "refs"
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU defaults")
 
 
@@ -135,14 +140,88 @@ def test_tile_hints_are_valid_tiles(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def refused(r, phrase: str):
+    """A usage error as kgen reports one: exit 2, the reason, no traceback."""
+    assert r.exit_code == 2, r.output
+    assert phrase in r.output, r.output
+    assert "Traceback" not in r.output
+    assert isinstance(r.exception, SystemExit)
+
+
 def test_no_existing_file_is_replaced_without_force(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("mine")
-    r = run("generate", "-o", str(readme))
-    assert r.exit_code == 1 and "exists; pass --force" in r.output
+    refused(run("generate", "-o", str(readme)), "pass --force")
     assert readme.read_text() == "mine"
     r = run("generate", "-o", str(readme), "--force")
     assert r.exit_code == 0 and "ModelNew" in readme.read_text()
+
+
+def test_a_rerun_that_would_write_the_same_file_succeeds_and_says_so(tmp_path):
+    out = tmp_path / "m.py"
+    assert run("generate", "-o", str(out), "--results-dir", str(tmp_path)).exit_code == 0
+    written = out.read_text()
+    r = run("generate", "-o", str(out), "--results-dir", str(tmp_path))
+    assert r.exit_code == 0 and f"unchanged {out}" in r.output, r.output
+    # another variant into the same file is refused, and the file is kept
+    refused(run("generate", "-o", str(out), "--results-dir", str(tmp_path), "--arch", "sm_80"),
+            "differs from what kgen would write; pass --force")
+    assert out.read_text() == written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+
+
+def test_o_names_a_folder_to_write_into(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    r = run("generate", "-o", str(folder), "--results-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    (path,) = folder.iterdir()
+    assert path.name.startswith("gemm_scale_bn_b1024_i8192_o8192_") and path.suffix == ".py"
+    assert f"wrote {path}" in r.output
+    # a folder that does not exist yet, named with a trailing slash
+    r = run("generate", "-o", str(tmp_path / "new") + "/", "--results-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    assert [p.name for p in (tmp_path / "new").iterdir()] == [path.name]
+
+
+def test_gemv_on_a_module_the_rewrite_does_not_fit_is_a_usage_error(tmp_path):
+    out = tmp_path / "g.py"
+    refused(run("generate", "--backend", "gemv", "-o", str(out)),
+            "the matrix-vector rewrite (backend gemv) does not apply to this module")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@NO_GPU
+@pytest.mark.parametrize("args, phrase", [
+    ((str(REFS / "conv2d_relu.py"),), "Conv2d"),
+    (("--tol", "-1"), "a tolerance must be a positive finite number"),
+    (("--tol", "nan"), "a tolerance must be a positive finite number"),
+    (("--tol", "1e-4", "--tol", "abc"), "expected a number like 1e-4"),
+    (("--in", "0"), "must be a positive integer"),
+    (("--batch", "1000000000"), "elements"),
+    (("--set", "nosuch=3"), "nosuch"),
+    (("--plot", "candidates.txt"), "a plot is written as .png, .svg, .pdf"),
+])
+def test_search_checks_the_module_and_options_before_it_needs_a_gpu(tmp_path, monkeypatch, args, phrase):
+    monkeypatch.chdir(tmp_path)
+    r = run("search", *args)
+    assert r.exit_code == 2 and phrase in r.output and "needs a CUDA GPU" not in r.output, r.output
+    assert "Traceback" not in r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_validate_refuses_a_tolerance_that_is_not_positive(tmp_path):
+    out = tmp_path / "m.py"
+    assert run("generate", "-o", str(out), "--results-dir", str(tmp_path)).exit_code == 0
+    refused(run("validate", str(out), "--tol", "0"), "a tolerance must be a positive finite number")
+
+
+def test_bench_of_a_reference_module_says_what_it_is(tmp_path):
+    for cmd in ("bench", "validate"):
+        r = run(cmd, str(REFS / "gemm_swish_scale.py"))
+        refused(r, "is not a ModelNew file written by kgen")
+        assert f"kgen generate {REFS / 'gemm_swish_scale.py'}" in r.output
+        assert "inheritance bypass" not in r.output and "static rules" not in r.output
 
 
 def test_a_symlink_is_written_through(tmp_path):
@@ -198,9 +277,139 @@ def test_gpu_commands_say_when_there_is_no_gpu(tmp_path):
 
 
 def test_commands_that_load_torch_print_no_numpy_warning():
-    import subprocess
-    import sys
-
     proc = subprocess.run([sys.executable, "-m", "kgen", "generate", "--help"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and "NumPy" not in proc.stderr + proc.stdout
+
+
+def header_of(path) -> str:
+    return ast.get_docstring(ast.parse(path.read_text()))
+
+
+def class_docstring(path, name="ModelNew") -> str:
+    (cls,) = [n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef) and n.name == name]
+    return ast.get_docstring(cls)
+
+
+@NO_GPU
+def test_a_file_made_from_a_search_winner_says_what_that_search_measured(tmp_path):
+    winner = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=2,
+                  tile=Tile(128, 64, 32, 16, 64, stages=6))
+    measured = {"device": "NVIDIA H100 80GB HBM3", "date": "2026-11-22", "batch": 1024, "tol": 1e-4,
+                "median_ms": 1.117, "p20_ms": 1.110, "p80_ms": 1.130, "eager_ms": 2.785, "ratio": 0.401,
+                "max_abs_err": 6.3e-6, "max_rel_err": 2.0e-5}
+    record = {"winners": {"0.0001": {"name": winner.name(), "spec": winner.to_dict(), "measured": measured}},
+              "candidates": [{"name": winner.name(), "key": "0123456789abcdef"}]}
+    (tmp_path / "search_x.json").write_text(json.dumps(record))
+    out = tmp_path / "m.py"
+    r = run("generate", "-o", str(out), "--results-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    header = header_of(out)
+    assert "nothing yet" not in header
+    assert "measured:  NVIDIA H100 80GB HBM3, 2026-11-22, batch 1024, tol 0.0001" in header
+    assert "1.117 ms median (p20 1.110, p80 1.130); eager fp32 reference 2.785 ms" in header
+    assert f"the winner of the search recorded in {tmp_path / 'search_x.json'}" in header
+    # the record's build of the variant is not this file's: the header says so
+    assert f"(key 0123456789abcdef; this file's is {winner.key()})" in header
+    assert spec_of(out) == winner.to_dict()
+
+
+def test_the_variant_line_describes_what_the_variant_does(tmp_path):
+    plain, with_bn = tmp_path / "relu.py", tmp_path / "bn.py"
+    for ref, out in ((str(REFS / "matmul_sub_mul_relu.py"), plain), ("--problem=gemm_scale_bn", with_bn)):
+        r = run("generate", ref, "--backend", "kgen", "--fusion", "1", "-o", str(out))
+        assert r.exit_code == 0, r.output
+    (variant,) = [line for line in header_of(plain).splitlines() if line.startswith("variant:")]
+    assert "separate kernel" not in variant and "no BatchNorm" in variant
+    (variant,) = [line for line in header_of(with_bn).splitlines() if line.startswith("variant:")]
+    assert "column statistics in a separate kernel" in variant
+
+
+def test_the_reference_docstring_is_a_sentence_of_its_own(tmp_path):
+    out = tmp_path / "m.py"
+    r = run("generate", str(REFS / "matmul_sub_mul_relu.py"), "--backend", "kgen", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    first, blank, rest = class_docstring(out).split("\n", 2)
+    assert first == "Linear -> -2.0 -> x1.5 -> ReLU (KernelBench level 2, problem 9)." and blank == ""
+    assert rest.startswith("Drop-in replacement for the reference Model: the same class")
+    # a docstring line without a full stop gets one
+    assert generator.sentence("Linear -> ReLU") == "Linear -> ReLU."
+
+
+@NO_GPU
+def test_a_copy_of_the_repository_run_from_elsewhere_finds_its_shipped_winners(tmp_path, monkeypatch):
+    """A clone's results/ is found from the reference's place, whatever the working directory
+    (kgen's own checkout, whose records would also match, is taken out of the search)."""
+    from kgen.tune import choose
+
+    repo = Path(__file__).parent.parent
+    clone = tmp_path / "clone"
+    shutil.copytree(repo / "results", clone / "results")
+    ref = clone / "tests" / "refs" / "gemm_groupnorm_hardtanh.py"
+    ref.parent.mkdir(parents=True)
+    shutil.copy(REFS / ref.name, ref)
+    monkeypatch.setattr(choose, "SHIPPED_RESULTS_DIR", tmp_path / "no_checkout" / "results")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    r = run("generate", str(ref), "-o", "m.py")
+    assert r.exit_code == 0, r.output
+    record = clone / "results" / "search_gemm_groupnorm_hardtanh_b1024_i8192_o8192_tol0.0001.json"
+    assert f"winner of an earlier search ({record})" in r.output
+    assert f"recorded in {record}" in header_of(elsewhere / "m.py")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["m.py"]   # no results/ or generated/ made here
+
+
+@NO_GPU
+def test_kgens_own_records_are_found_from_any_working_directory(tmp_path):
+    """The shipped problem's winner, from a directory with no results/ of its own (a subprocess:
+    the installed command as a user runs it)."""
+    repo = Path(__file__).parent.parent
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    proc = subprocess.run([sys.executable, "-m", "kgen.cli", "generate", "--in", "8192", "--out", "8192",
+                           "-o", "m.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"winner of an earlier search ({repo / 'results'}" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+
+
+def write_record(folder, problem, shape, tols_ms, device="NVIDIA H100 80GB HBM3", date="2026-11-22"):
+    """A search record of `problem` at `shape` with one winner per (tol, ms) pair."""
+    batch, in_features, out_features = shape
+    winners = {f"{tol:g}": {"name": f"{problem}_variant_{tol:g}", "path": f"generated/{problem}_tol{tol:g}.py",
+                            "measured": {"median_ms": ms, "ratio": ms / 2.5, "device": device, "date": date}}
+               for tol, ms in tols_ms}
+    record = {"problem": problem, "batch": batch, "in_features": in_features, "out_features": out_features,
+              "constants": [], "arch": "sm_90a", "device": device, "winners": winners, "candidates": []}
+    path = folder / f"search_{problem}_b{batch}.json"
+    path.write_text(json.dumps(record))
+    return path
+
+
+def test_winners_lists_the_records_winners_as_a_table_and_as_json(tmp_path):
+    write_record(tmp_path, "gemm_scale_bn", (1024, 8192, 8192), [(1e-4, 1.117), (1e-2, 0.376)])
+    write_record(tmp_path, "abc_module", (128, 64, 32), [(1e-4, 0.5)])
+    write_record(tmp_path, "no_winner", (8, 8, 8), [])
+    (tmp_path / "search_broken.json").write_text("{")
+    r = run("winners", "--results-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    header, *rows = r.output.strip().splitlines()
+    assert header.split() == ["problem", "batch", "x", "in", "->", "out", "tol", "ms", "x", "eager", "fp32",
+                              "device", "date"]
+    assert [row.split()[0] for row in rows] == ["abc_module", "gemm_scale_bn", "gemm_scale_bn"]
+    assert rows[1].split()[1:9] == ["1024", "x", "8192", "->", "8192", "0.0001", "1.117", "0.447"]
+    assert rows[1].endswith("NVIDIA H100 80GB HBM3  2026-11-22")
+    assert run("list", "--results-dir", str(tmp_path)).output == r.output   # `list` is the same command
+    r = run("winners", "--json", "--results-dir", str(tmp_path))
+    listed = json.loads(r.output)
+    assert [(w["problem"], w["tol"], w["median_ms"]) for w in listed] == [
+        ("abc_module", 1e-4, 0.5), ("gemm_scale_bn", 1e-4, 1.117), ("gemm_scale_bn", 1e-2, 0.376)]
+    assert listed[0]["record"] == str(tmp_path / "search_abc_module_b128.json")
+
+
+def test_winners_without_records_says_so(tmp_path):
+    r = run("winners", "--results-dir", str(tmp_path))
+    assert r.exit_code == 0 and "no search records with a winner" in r.output
+    (tmp_path / "a_file").write_text("")
+    refused(run("winners", "--results-dir", str(tmp_path / "a_file")), "is a file")

@@ -4,10 +4,14 @@ family: sm_90a only), with the ptxas resource report: a spill or a compile error
 The cuBLAS-backed variants need cuBLAS's header, which a bare CUDA toolkit may lack; where it
 does, they are compiled on the GPU machine only (the GPU tier builds them)."""
 
+import concurrent.futures
+import functools
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -50,12 +54,39 @@ def representative_specs():
 
 
 def compile_report(source: str, tmp_path, targets=(SM80, SM90A)) -> str:
-    cu = tmp_path / "k.cu"
-    cu.write_text(source)
-    proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-c", "-Xptxas", "-v", *targets, str(cu),
-                           "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return proc.stderr
+    """nvcc's stderr (the ptxas report) for `source`; a compile error fails the test."""
+    returncode, stderr = _compile(source, targets)
+    assert returncode == 0, stderr[-4000:]
+    return stderr
+
+
+def _compile(source: str, targets) -> tuple[int, str]:
+    prefetch_compiles([(source, targets)])
+    return _COMPILES[(source, tuple(targets))].result()
+
+
+# The spill tests' compiles are most of the CPU tier's time; one nvcc is one core, so they run
+# side by side on every core (started together by the first test, each test then waits for
+# its own), and an identical source is compiled once per run.
+_COMPILES: dict = {}
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+
+
+def prefetch_compiles(jobs):
+    """Starts the compiles of (source, targets) pairs not started yet."""
+    for source, targets in jobs:
+        key = (source, tuple(targets))
+        if key not in _COMPILES:
+            _COMPILES[key] = _POOL.submit(_compile_uncached, source, key[1])
+
+
+def _compile_uncached(source, targets):
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / "k.cu"
+        cu.write_text(source)
+        proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-c", "-Xptxas", "-v", *targets, str(cu),
+                               "-o", str(Path(tmp) / "k.o")], capture_output=True, text=True, timeout=900)
+    return proc.returncode, proc.stderr
 
 
 def spills(report: str) -> list[str]:
@@ -71,12 +102,25 @@ def spills(report: str) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("spec", representative_specs(), ids=lambda s: s.name())
+def spill_test_targets(spec):
+    return (SM90A,) if spec.family == "wgmma" else (SM80, SM90A)
+
+
+SPILL_TEST_SPECS = representative_specs()
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_source(spec) -> str:
+    return generator.render_cuda_source(spec)
+
+
+@pytest.mark.parametrize("spec", SPILL_TEST_SPECS, ids=lambda s: s.name())
 def test_kernels_compile_without_spills(spec, tmp_path):
     if spec.family == "cublas" and not HAS_CUBLAS:
         pytest.skip("this CUDA toolkit has no cublas_v2.h; the GPU tier builds the cuBLAS variants")
-    targets = (SM90A,) if spec.family == "wgmma" else (SM80, SM90A)
-    report = compile_report(generator.render_cuda_source(spec), tmp_path, targets)
+    prefetch_compiles((cuda_source(s), spill_test_targets(s)) for s in SPILL_TEST_SPECS
+                      if s.family != "cublas" or HAS_CUBLAS)
+    report = compile_report(cuda_source(spec), tmp_path, spill_test_targets(spec))
     assert "Compiling entry function" in report
     assert spills(report) == [], "\n".join(spills(report))
 

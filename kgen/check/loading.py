@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import types
@@ -11,6 +12,10 @@ from kgen.frontend.problems import is_path, problem_id
 from kgen.frontend.reference import Reference, ReferenceError
 from kgen.tune.spec import Spec, SpecError
 from kgen.check.static_checks import check_emitted
+
+
+class NotAnEmittedFile(ValueError):
+    """A file given where an emitted ModelNew file belongs (a usage error)."""
 
 
 class EmittedFile:
@@ -23,14 +28,15 @@ class EmittedFile:
             self.source = self.path.read_text()
         except (OSError, UnicodeDecodeError) as e:
             raise ValueError(f"cannot read {self.path}: {e}") from None
-        # Read before it runs: a file that does not parse, breaks the static rules or is not a
-        # kgen file is refused without executing any of it.
+        # Read before it runs: a file that is not a kgen file, does not parse or breaks the
+        # static rules is refused without executing any of it. Not being kgen's is said first:
+        # the rules' complaints about a reference module would only mislead.
+        if "KGEN_SPEC = " not in self.source:
+            raise NotAnEmittedFile(not_emitted_message(self.path, self.source))
         broken = check_emitted(self.source)
         if broken:
             raise ValueError(f"{self.path} breaks the static rules of emitted files: "
                              + "; ".join(broken[:3]))
-        if "KGEN_SPEC = " not in self.source:
-            raise ValueError(f"{self.path} is not a kgen file (no KGEN_SPEC)")
         self.module = types.ModuleType(f"kgen_emitted_{self.path.stem}")
         try:
             exec(compile(self.source, str(self.path), "exec"), self.module.__dict__)
@@ -114,6 +120,21 @@ class EmittedFile:
         """The file's extension for the current GPU and a module in `dtype` (default fp32),
         compiled on first use."""
         return self.module._build() if dtype is None else self.module._build(dtype=dtype)
+
+
+def not_emitted_message(path: Path, source: str) -> str:
+    """Why `path` is refused as an emitted file, and what to run instead where it looks like a
+    reference module (a class Model and get_inputs, no ModelNew)."""
+    message = f"{path} is not a ModelNew file written by kgen (no KGEN_SPEC)"
+    try:
+        names = {node.name for node in ast.parse(source).body
+                 if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+    except SyntaxError:
+        return message
+    if {"Model", "get_inputs"} <= names and "ModelNew" not in names:
+        message += (f"; it looks like a reference module: `kgen generate {path}` writes a ModelNew "
+                    "for it; validate and bench take that file")
+    return message
 
 
 def find_moved_reference(recorded: str, sha256: str, emitted: Path) -> Path | None:

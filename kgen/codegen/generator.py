@@ -444,7 +444,13 @@ def describe_variant(spec: Spec) -> list[str]:
                 f"producer warpgroup feeds {spec.tile.bm // 64} consumer warpgroup(s))")
     else:
         gemm = f"kgen tensor-core GEMM (mma.sync, {spec.math})"
-    lines = [f"variant:   {gemm}; fusion {spec.fusion}: {FUSION_LEVELS[spec.fusion]}"]
+    # The fusion level places BatchNorm's column statistics; a module without a BatchNorm has
+    # none, and both levels are the same code (its stages are listed below).
+    if any(low.batchnorm for low in lowered_parts(spec)):
+        fusion = f"fusion {spec.fusion}: {FUSION_LEVELS[spec.fusion]}"
+    else:
+        fusion = f"fusion {spec.fusion}: no BatchNorm, so no column statistics to place (both levels are this code)"
+    lines = [f"variant:   {gemm}; {fusion}"]
     t = spec.tile
     if t is not None:
         detail = f"thread {t.tm}x{t.tn}" if t.tm else f"{t.stages} stages"
@@ -453,23 +459,41 @@ def describe_variant(spec: Spec) -> list[str]:
     return lines
 
 
-def describe_measured(measured: dict | None) -> list[str]:
+def describe_measured(measured: dict | None, key: str | None = None) -> list[str]:
+    """The header's measurement: what the search that chose this file measured (`key`: this
+    file's code, said to differ where the search measured another build of the variant)."""
     if not measured:
         return ["measured:  nothing yet (not from a search); run `kgen validate` and `kgen bench`"]
     m = measured
-    return [
-        f"measured:  {m['device']}, {m['date']}, batch {m['batch']}, tol {m['tol']:g}",
-        f"           {m['median_ms']:.3f} ms median (p20 {m['p20_ms']:.3f}, p80 {m['p80_ms']:.3f}); "
-        f"eager fp32 reference {m['eager_ms']:.3f} ms in the same run -> {m['ratio']:.3f}x its time",
-        f"           max abs error vs fp64 {m['max_abs_err']:.2e}, max rel {m['max_rel_err']:.2e}",
-        *([f"           ill-conditioned: eager fp32 itself fails allclose with fp64 at tol {m['tol']:g} "
-           f"(max abs {m['eager_max_abs_err']:.2e}); KernelBench's eval, which compares with eager, can "
-           "fail a result nearer the exact one"] if "eager_max_abs_err" in m else []),
-        *([f"passed:    {m['gate']}; worst error {m['error_ratio']:.2f}x eager fp32's"]
-          if "gate" in m else []),
-        *([f"runoff:    {m['runoff_ms']:.3f} ms, the median of its runoff rounds against the candidates "
-           "closest to it (each timed right after eager fp32)"] if "runoff_ms" in m else []),
-    ]
+    lines = [f"measured:  {m.get('device', 'an unnamed device')}, {m.get('date', 'undated')}"
+             + "".join(f", {label} {m[k]:{fmt}}" for k, label, fmt in (("batch", "batch", ""), ("tol", "tol", "g"))
+                       if k in m)]
+    if "median_ms" in m:
+        spread = f" (p20 {m['p20_ms']:.3f}, p80 {m['p80_ms']:.3f})" if "p20_ms" in m and "p80_ms" in m else ""
+        eager = (f"; eager fp32 reference {m['eager_ms']:.3f} ms in the same run" if "eager_ms" in m else "")
+        ratio = f" -> {m['ratio']:.3f}x its time" if "ratio" in m else ""
+        lines.append(f"           {m['median_ms']:.3f} ms median{spread}{eager}{ratio}")
+    if "max_abs_err" in m:
+        rel = f", max rel {m['max_rel_err']:.2e}" if "max_rel_err" in m else ""
+        lines.append(f"           max abs error vs fp64 {m['max_abs_err']:.2e}{rel}")
+    if "eager_max_abs_err" in m:
+        lines.append(f"           ill-conditioned: eager fp32 itself fails allclose with fp64 at tol {m['tol']:g} "
+                     f"(max abs {m['eager_max_abs_err']:.2e}); KernelBench's eval, which compares with eager, can "
+                     "fail a result nearer the exact one")
+    if "gate" in m:
+        worst = f"; worst error {m['error_ratio']:.2f}x eager fp32's" if "error_ratio" in m else ""
+        lines.append(f"passed:    {m['gate']}{worst}")
+    if "runoff_ms" in m:
+        lines.append(f"runoff:    {m['runoff_ms']:.3f} ms, the median of its runoff rounds against the candidates "
+                     "closest to it (each timed right after eager fp32)")
+    if "search_record" in m:
+        # A file `kgen generate` re-made from an earlier search's winner: the numbers are that
+        # search's, and the code they were measured on may be an older build of the variant.
+        same = m.get("key") in (None, key)
+        lines.append(f"source:    the winner of the search recorded in {m['search_record']}"
+                     + ("" if same else f", measured on that day's code of the variant (key {m['key']}; this "
+                        f"file's is {key}): `kgen bench` measures this one"))
+    return lines
 
 
 def reference_label(spec: Spec) -> str:
@@ -522,7 +546,7 @@ def render_header(spec: Spec, measured: dict | None) -> str:
         describe_backward(parts, spec.family == "cublas"),
         f"target:    {spec.arch} (the extension is built for the GPU it runs on)",
         f"key:       {spec.key()} (hash of the CUDA source; names the build)",
-        *describe_measured(measured),
+        *describe_measured(measured, spec.key()),
     ]
     return "\n".join(lines)
 
@@ -551,7 +575,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         extra_ldflags=repr(extra_ldflags(spec)),
         parts_args=[[(name, ctypes_type(ctype)) for name, ctype in forward_args(low)] for low in parts],
         cuda_source=cuda_source,
-        title=ref.docstring() or spec.problem_name,
+        title=sentence(ref.docstring() or f"ModelNew for {spec.problem_name}"),
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts, spec.family == "cublas"),
@@ -568,6 +592,11 @@ def operand_builds_literal(spec: Spec) -> str:
     """The emitted file's _OPERAND_BUILDS: the dtypes it runs, each with its build's operand type."""
     dtypes = OPERAND_BUILDS if half_gemm_type(spec) else {"float32": None}
     return "{" + ", ".join(f"torch.{name}: {operand!r}" for name, operand in dtypes.items()) + "}"
+
+
+def sentence(text: str) -> str:
+    """`text` as a sentence of its own (a reference's docstring line often lacks the stop)."""
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def reference_source_literal(source: str) -> tuple[str, str]:
@@ -604,17 +633,31 @@ class WriteError(OSError):
     """A file kgen was asked to write and did not: the message says why; nothing was left."""
 
 
+class WriteRefused(WriteError):
+    """A write the user's request itself rules out (an existing file without --force, a
+    directory where a file was named): a usage error, where WriteError is the machine's."""
+
+
 def write_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
     """Write via a temporary file in the same directory and rename: a reader (or a crash) never
     sees half a file, and a failed write (no permission, a full disk) leaves nothing behind.
+    Without `overwrite`, an existing file that already holds `text` is left as it is (a rerun
+    succeeds) and one that holds anything else is refused.
     A symbolic link is written through (the link stays, its target gets the text). The file gets
     the usual mode (0666 less the umask), not mkstemp's 0600."""
     path = Path(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    if target.exists() and not overwrite:
-        raise WriteError(f"{path} exists; pass --force to replace it")
     if target.is_dir():
-        raise WriteError(f"{path} is a directory")
+        raise WriteRefused(f"{path} is a directory")
+    if target.exists() and not overwrite:
+        try:
+            unchanged = target.read_text() == text
+        except (OSError, UnicodeDecodeError):
+            unchanged = False
+        if unchanged:   # a rerun: the file already holds exactly this text
+            return path
+        raise WriteRefused(f"{path} exists and differs from what kgen would write; pass --force to "
+                           "replace it")
     tmp = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -698,7 +698,10 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
     if gemv:
         row_sum = rewrite.row_sum_of_gemm(graph)
         if row_sum is None:
-            raise ValueError("the matrix-vector rewrite does not apply to this module")
+            raise Unsupported("the matrix-vector rewrite (backend gemv) does not apply to this module: it "
+                              "needs a module whose GEMM output is only summed over its features "
+                              "(after per-feature scales and shifts); use a GEMM backend (kgen, "
+                              "wgmma, cublas)")
         rewrites = rewrites + [f"line {row_sum.reduce.line}: {row_sum.reduce.op} over the features of "
                                "x W^T (scaled and shifted per feature) computed as x . (sum_n "
                                "scale_n W_n) + sum_n shift_n, a matrix-vector product (no GEMM)"]

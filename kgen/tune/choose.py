@@ -18,6 +18,9 @@ from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Tile, arch_for_capabili
 # The tolerance at which a search winner counts as fp32-accurate (KernelBench's fp32 tolerance).
 FP32_TOL = 1e-4
 RESULTS_DIR = Path("results")
+# The records that ship with kgen: results/ of the checkout kgen runs from (an editable install
+# or PYTHONPATH; a wheel has none, and the folder is then simply absent).
+SHIPPED_RESULTS_DIR = Path(__file__).resolve().parents[2] / RESULTS_DIR
 
 # A tile "fills" the GPU when the shape gives it at least this share of the SMs: KernelBench 68
 # (128 x 16384 -> 16384) on the H100's 132 SMs ran 0.574 ms in 128 tiles of 128x128 and
@@ -59,22 +62,85 @@ def record_sha256(record: dict, spec_dict: dict) -> str | None:
     return None
 
 
+def results_dirs(problem: str, given: Path | None = None) -> list[Path]:
+    """Where records of earlier searches are looked for: `given` (--results-dir) alone when
+    named; else results/ in the working directory, beside the reference file and in each folder
+    above it (a clone's tests/refs/x.py finds the clone's results/, from any working directory),
+    and the records that ship with kgen. Records match by the reference's content, so a folder
+    of other modules' records costs only the reading."""
+    if given is not None:
+        return [given]
+    from kgen.frontend.problems import is_path
+
+    dirs = [RESULTS_DIR]
+    if is_path(problem):
+        folder = Path(problem).resolve().parent
+        dirs += [base / RESULTS_DIR for base in (folder, *folder.parents)]
+    dirs.append(SHIPPED_RESULTS_DIR)
+    unique: dict[Path, Path] = {}
+    for d in dirs:
+        if d.is_dir():
+            unique.setdefault(d.resolve(), d)
+    return list(unique.values())
+
+
+def search_records(dirs: list[Path]):
+    """(path, record) of every readable search record in `dirs`, in order; unreadable ones are
+    skipped (a half-written or foreign file is not a record)."""
+    for d in dirs:
+        for path in sorted(d.glob("search_*.json")):
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(record, dict):
+                yield path, record
+
+
+def known_winners(dirs: list[Path]) -> list[dict]:
+    """Every tier's winner in the search records of `dirs`, one flat dict each (what `kgen
+    winners` prints), ordered by problem, shape and tolerance."""
+    from kgen.frontend.problems import problem_name
+
+    rows = []
+    for path, record in search_records(dirs):
+        for tol, winner in (record.get("winners") or {}).items():
+            if not isinstance(winner, dict):
+                continue
+            m = winner.get("measured") or {}
+            problem = str(record.get("problem") or (winner.get("spec") or {}).get("problem") or "?")
+            rows.append({
+                "problem": problem_name(problem), "reference": problem,
+                "reference_sha256": record.get("reference_sha256"),
+                "batch": record.get("batch"), "in_features": record.get("in_features"),
+                "out_features": record.get("out_features"),
+                "constants": {name: value for name, value in record.get("constants") or []},
+                "tol": float(tol), "variant": winner.get("name"), "file": winner.get("path"),
+                "median_ms": m.get("median_ms"), "ratio": m.get("ratio"), "eager_ms": m.get("eager_ms"),
+                "max_abs_err": m.get("max_abs_err"), "arch": record.get("arch"),
+                "device": m.get("device") or record.get("device"), "date": m.get("date"),
+                "record": str(path)})
+    return sorted(rows, key=lambda r: (r["problem"], r["batch"] or 0, r["in_features"] or 0,
+                                       r["out_features"] or 0, sorted(r["constants"].items()), r["tol"]))
+
+
 def earlier_winner(problem: str, batch: int, in_features: int, out_features: int, arch: str,
-                   results_dir: Path = RESULTS_DIR, constants: tuple = ()) -> tuple[Spec, dict, Path] | None:
+                   results_dir: Path | None = None, constants: tuple = ()) -> tuple[Spec, dict, Path] | None:
     """The fastest fp32-accurate winner (tol <= 1e-4) of an earlier search of this reference
     (by content: its sha256, wherever the file lies now), shape and target, re-made at today's
-    code for the reference where it is now; None when there is none."""
+    code for the reference where it is now; None when there is none. Its measurement comes with
+    the key of the code the search measured (`key`), which today's code may no longer have."""
     sha256 = load(problem, constants=constants).sha256
     best = None
-    for path in sorted(results_dir.glob("search_*.json")) if results_dir.is_dir() else []:
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        specs_by_name = {c.get("name"): c.get("spec") for c in record.get("candidates") or []}
+    for path, record in search_records(results_dirs(problem, results_dir)):
+        candidates = [c for c in record.get("candidates") or [] if isinstance(c, dict)]
+        specs_by_name = {c.get("name"): c.get("spec") for c in candidates}
+        keys_by_name = {c.get("name"): c.get("key") for c in candidates}
         for tol, winner in (record.get("winners") or {}).items():
             spec_dict = winner.get("spec") or specs_by_name.get(winner.get("name"))
-            measured = winner.get("measured") or {}
+            measured = dict(winner.get("measured") or {})
+            if keys_by_name.get(winner.get("name")):
+                measured["key"] = keys_by_name[winner.get("name")]
             if not spec_dict or float(tol) > FP32_TOL or record_sha256(record, spec_dict) != sha256:
                 continue
             try:
@@ -118,14 +184,17 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
 
 
 def fastest_known(problem: str, batch: int, in_features: int, out_features: int, target: Target,
-                  results_dir: Path = RESULTS_DIR, constants: tuple = ()) -> tuple[Spec, str]:
+                  results_dir: Path | None = None, constants: tuple = ()) -> tuple[Spec, str, dict | None]:
+    """(spec, why, measured): measured is the earlier search's measurement of the winner, with
+    the record it comes from (`search_record`), for the file's header; None for the rule."""
     found = earlier_winner(problem, batch, in_features, out_features, target.arch, results_dir, constants)
     if found:
         spec, measured, path = found
         ms = measured.get("median_ms")
         ratio = measured.get("ratio")
         numbers = f": {ms:.3f} ms, {ratio:.3f}x eager fp32 on {measured.get('device')}" if ms and ratio else ""
-        return spec, f"the fp32-accurate winner of an earlier search ({path}){numbers}"
+        return (spec, f"the fp32-accurate winner of an earlier search ({path}){numbers}",
+                dict(measured, search_record=str(path)))
     from kgen.frontend.problems import graph
     from kgen.ir.rewrite import row_sum_of_gemm, simplify
 
@@ -141,4 +210,4 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
                                                            constants))[0]) is not None else "")
     return spec, (f"no earlier search for this shape and target, so the fastest fp32-accurate "
                   f"family for {target.arch}, kgen's 3xTF32 {family}; {why} (fusion 2 from batch "
-                  f"{FUSED_STATS_MIN_BATCH}){rewrite}")
+                  f"{FUSED_STATS_MIN_BATCH}){rewrite}"), None

@@ -565,6 +565,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                top: int | None = None, arch: str = WGMMA_ARCH, exhaustive: bool = False,
                cache: MeasurementCache | None = None,
                echo: Callable[[str], None] = print, constants: tuple = ()) -> dict:
+    """The search; returns its record as written, with where (`record_path`)."""
     import torch
 
     started = time.monotonic()
@@ -707,4 +708,4 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         else:
             echo(f"{stamp()} tol {tol:g}: no candidate passed")
     echo(f"{stamp()} record: {record_path}")
-    return save()
+    return dict(save(), record_path=str(record_path))

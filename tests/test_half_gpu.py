@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from kgen.check.loading import EmittedFile
-from kgen.check.validate import has_backward
 from kgen.codegen import generator
 from kgen.tune.search import Candidate, build_all
 from kgen.tune.spec import Spec, Tile
@@ -107,32 +106,17 @@ def test_forward_and_buffers_in_half_precision(files, ref, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("ref", REFS, ids=lambda r: Path(r).stem)
-def test_gradients_in_half_precision(files, ref, dtype):
+def test_backward_of_a_half_precision_module_refuses_clearly(files, dtype):
+    """No gradients rather than wrong ones: the backward of a bf16 / fp16 module is not there yet
+    (docs/perf.md), and says so when it is asked for."""
     if not HOPPER:
         pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
-    f = EmittedFile(files[ref])
-    new, eager, ref64 = trio(f, DTYPES[dtype])
-    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda", dtype=DTYPES[dtype])
-    g = torch.randn(new(x.detach()).shape, device="cuda", dtype=DTYPES[dtype]) if f.runs_in_training else None
-    if g is None:
-        pytest.skip("a module that runs in eval mode only")
-    if not has_backward(f):
-        pytest.skip("this module's file has no backward kernels yet")
-    grads = []
-    rng = torch.cuda.get_rng_state()
-    for model, cast in ((new, None), (eager, None), (ref64, torch.float64)):
-        xi = (x.double() if cast else x.clone()).requires_grad_(True)
-        torch.cuda.set_rng_state(rng)   # one Dropout mask for the three
-        out = model(xi)
-        out.backward(g.double() if cast else g)
-        grads.append([xi.grad] + [p.grad for p in model.parameters()])
-        model.zero_grad()
-    for i, (gn, gr, g64) in enumerate(zip(*grads)):
-        if gr is None:
-            continue
-        assert gn is not None, f"gradient {i}: ModelNew gave none"
-        judge(f"gradient {i}", gn, gr, g64)
+    f = EmittedFile(files[REFS[0]])
+    with torch.device("cuda"):
+        new = f.ModelNew(*f.init_args()).to(DTYPES[dtype])
+    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda", dtype=DTYPES[dtype], requires_grad=True)
+    with pytest.raises(RuntimeError, match="no backward for a torch.(bfloat16|float16) module"):
+        new(x).sum().backward()
 
 
 def test_dtypes_the_file_refuses_are_named(files):

@@ -598,7 +598,11 @@ def _gradients(model, x, g, rng: torch.Tensor):
     x = x.detach().clone().requires_grad_()
     torch.cuda.set_rng_state(rng, x.device)
     y = model(x)
-    return torch.autograd.grad(y, [x] + list(model.parameters()), g.to(y.dtype))
+    # A parameter only compared against (torch.where's threshold) gets no gradient: zeros, as
+    # .grad would hold after zero_grad(set_to_none=False).
+    inputs = [x] + list(model.parameters())
+    grads = torch.autograd.grad(y, inputs, g.to(y.dtype), allow_unused=True)
+    return tuple(torch.zeros_like(t) if d is None else d for t, d in zip(inputs, grads))
 
 
 def check_gradients(f, device, tol, batch, training: bool) -> CheckResult:
@@ -636,7 +640,7 @@ TRAIN_STEPS = 20
 # the comparison's threshold for it (tol times 1 + its largest value): a file whose update is
 # wrong, or missing, then cannot pass. Each parameter's learning rate is set from its first fp64
 # gradient so that one step moves it by TRAIN_STEP_MARGIN times its share of that.
-TRAIN_MOVE_FACTOR = 10
+TRAIN_MOVE_FACTOR = 100
 TRAIN_STEP_MARGIN = 3
 # A parameter whose fp64 gradient is below this fraction of the largest one has none in exact
 # arithmetic (a Linear bias under training-mode BatchNorm cancels): it gets no step.
@@ -659,7 +663,11 @@ def check_training(f, device, tol, batch) -> CheckResult:
     x = _inputs(f, "rand", batch, device)
     names = [name for name, p in trio.ref.named_parameters() if p.is_floating_point()]
     start = {name: trio.ref64.get_parameter(name).detach().clone() for name in names}
-    outputs = Comparison(tol)
+    # Steps apart, eager fp32, ModelNew and fp64 follow trajectories of their own (each step's
+    # rounding moves the parameters): the outputs are judged against fp64 with eager fp32's drift
+    # as the yardstick, not element by element against eager (measured on an H100: a 3xTF32 file
+    # 8.6e-4 from eager at step 13, 1.2e-3 from fp64, where eager was 7.2e-3 from it).
+    outputs = Comparison(tol, judge_by_fp64=True)
     g = None
     rates: dict[str, float] = {}
     for step in range(TRAIN_STEPS):

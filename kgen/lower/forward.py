@@ -53,6 +53,20 @@ class _NeedsValue(Exception):
     before BatchNorm)."""
 
 
+def linear_output(graph: Graph) -> int | None:
+    """The node holding the Linear's output: z + bias where the GEMM's only consumer adds a
+    per-column parameter to it (nn.Linear, F.linear, addmm), else z itself."""
+    gemms = [n.id for n in graph.nodes if n.kind == "gemm"]
+    if len(gemms) != 1:
+        return None
+    gemm = gemms[0]
+    users = [n for n in graph.nodes if gemm in n.args]
+    if (len(users) == 1 and users[0].kind == "pointwise" and users[0].op == "add"
+            and users[0].args[0] == gemm and graph.node(users[0].args[1]).kind == "param"):
+        return users[0].id
+    return gemm
+
+
 class Emitter:
     """Statements computing IR values as fp32 locals, each at most once (in dependency order).
 
@@ -67,6 +81,14 @@ class Emitter:
         self.bn_ready = bn_ready
         self.element = element      # per-element context (n is defined); else per-row
         self.group_stats: dict[int, str] = {}  # GroupNorm node -> its statistics (row kernel)
+        # The Linear's output (z plus its bias where it has one) is rounded to the module's dtype
+        # (kgen::rounded_to_module: the identity in an fp32 build), as torch's bf16 / fp16 Linear
+        # returns it: the epilogue then starts from the value eager's next op reads. Rounding z
+        # before the bias would move values near 0 across it (a LeakyReLU's derivative flips).
+        self.linear_output = linear_output(graph)
+        if self.linear_output is not None and self.graph.node(self.linear_output).kind == "gemm" \
+                and self.linear_output in self.names:
+            self.names[self.linear_output] = f"kgen::rounded_to_module<kgen_operand_t>({self.names[self.linear_output]})"
         # Row kernel only: what a pooling window's elements are computed from (S as `s`, the row
         # values so far), read at column n = j * stride + tap of the cached row.
         self.window_available: dict[int, str] | None = None
@@ -111,6 +133,8 @@ class Emitter:
             expr = f"fmaf(p.col_a[n], {self.get(root)}, p.col_c[n])"
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
+        if i == self.linear_output:
+            expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         name = f"v{i}"
         self.lines.append(f"const float {name} = {expr};")
         self.names[i] = name

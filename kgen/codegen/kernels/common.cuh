@@ -32,6 +32,13 @@ inline void enter() {
   (void)cudaGetLastError();
 }
 
+// v rounded to the module's dtype T: the identity for fp32 modules (gemm_wgmma_half.cuh
+// specializes it for bf16 and fp16). The generated epilogue rounds the Linear's output with it.
+template <class T>
+__device__ __forceinline__ float rounded_to_module(float v) {
+  return v;
+}
+
 // The parameters and buffers the generated epilogue reads, by index (lower.MAX_OPERANDS; a test
 // ties the two).
 constexpr int kMaxOperands = 16;

@@ -38,16 +38,6 @@ struct TmaType<__half> {
   static constexpr CUtensorMapDataType kValue = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 };
 
-__device__ __forceinline__ float rounded_to(float v, __nv_bfloat16*) {
-  return __bfloat162float(__float2bfloat16_rn(v));
-}
-__device__ __forceinline__ float rounded_to(float v, __half*) { return __half2float(__float2half_rn(v)); }
-// v rounded to nearest T, as an fp32 value.
-template <class T>
-__device__ __forceinline__ float rounded(float v) {
-  return rounded_to(v, static_cast<T*>(nullptr));
-}
-
 // d (+)= A * B for a warpgroup: d the 64 x N fp32 accumulator tile (as WgmmaTf32's), A 64 x 16
 // and B N x 16, both K-major in shared memory (descriptors). scale_d == 0 overwrites d.
 template <class T, int N>
@@ -193,6 +183,16 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
 
 }  // namespace half_detail
 
+// The Linear's output rounded to a 16-bit module's dtype (common.cuh's rounded_to_module).
+template <>
+__device__ __forceinline__ float rounded_to_module<__nv_bfloat16>(float v) {
+  return __bfloat162float(__float2bfloat16_rn(v));
+}
+template <>
+__device__ __forceinline__ float rounded_to_module<__half>(float v) {
+  return __half2float(__float2half_rn(v));
+}
+
 template <class T, int BM, int BN, int STAGES, int GROUP_M>
 struct WgmmaWsHalfGemm {
   using Operand = T;
@@ -317,10 +317,6 @@ struct WgmmaWsHalfGemm {
       }
       wgmma_detail::wait<0>();
       wgmma_detail::fence_regs(acc);
-      // The GEMM's result in the module's dtype, as torch's Linear returns it: the epilogue then
-      // starts from the value eager's next op reads (and computes on it in fp32).
-#pragma unroll
-      for (int i = 0; i < kAccRegs; ++i) acc[i] = half_detail::rounded<T>(acc[i]);
     }
     // Every stage the producer filled has been consumed: the pipeline buffers are free for the
     // epilogue's scratch and tile.

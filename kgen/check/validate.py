@@ -640,7 +640,7 @@ TRAIN_STEPS = 20
 # the comparison's threshold for it (tol times 1 + its largest value): a file whose update is
 # wrong, or missing, then cannot pass. Each parameter's learning rate is set from its first fp64
 # gradient so that one step moves it by TRAIN_STEP_MARGIN times its share of that.
-TRAIN_MOVE_FACTOR = 100
+TRAIN_MOVE_FACTOR = 10
 TRAIN_STEP_MARGIN = 3
 # A parameter whose fp64 gradient is below this fraction of the largest one has none in exact
 # arithmetic (a Linear bias under training-mode BatchNorm cancels): it gets no step.

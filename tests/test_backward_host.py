@@ -51,6 +51,7 @@ SHIMS = r"""
 #define __restrict__
 #define __shared__ static
 template <class T> inline T __ldg(const T* p) { return *p; }
+typedef float kgen_operand_t;   // the fp32 build (the backward runs in fp32 builds only)
 struct Index { unsigned x; };
 constexpr int T = 64;
 thread_local Index threadIdx{0};
@@ -60,6 +61,7 @@ std::barrier<>* warp_barrier[T / 32];
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 namespace kgen {
 @KERNEL_DECLARATIONS@
+template <class T> inline float rounded_to_module(float v) { return v; }
 inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
 static float block_values[T], warp_values[T];

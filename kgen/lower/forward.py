@@ -74,7 +74,7 @@ class Emitter:
     `bn_ready` says whether BatchNorm's a, c are known (then BN(t) = fmaf(a[n], t, c[n]))."""
 
     def __init__(self, graph: Graph, operands: dict[str, int], available: dict[int, str],
-                 bn_ready: bool, element: bool):
+                 bn_ready: bool, element: bool, round_linear: bool = True):
         self.graph = graph
         self.operands = operands
         self.names = dict(available)
@@ -85,7 +85,8 @@ class Emitter:
         # (kgen::rounded_to_module: the identity in an fp32 build), as torch's bf16 / fp16 Linear
         # returns it: the epilogue then starts from the value eager's next op reads. Rounding z
         # before the bias would move values near 0 across it (a LeakyReLU's derivative flips).
-        self.linear_output = linear_output(graph)
+        # (round_linear False: the backward's recomputation, which runs in fp32 builds only.)
+        self.linear_output = linear_output(graph) if round_linear else None
         if self.linear_output is not None and self.graph.node(self.linear_output).kind == "gemm" \
                 and self.linear_output in self.names:
             self.names[self.linear_output] = f"kgen::rounded_to_module<kgen_operand_t>({self.names[self.linear_output]})"

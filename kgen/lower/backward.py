@@ -146,7 +146,7 @@ def backward_struct(lowered: Lowered) -> str:
     graph = lowered.graph
     operands = operand_index(lowered)
     live = graph.live()
-    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True, round_linear=False)
+    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True, module_rounding=False)
     value = {n.id: forward.get(n.id) for n in live}
     reverse, adjoint = _elementwise_vjp(graph, live, graph.output, "g", value)
     lines = list(forward.lines) + reverse
@@ -199,14 +199,14 @@ def _batchnorm_structs(lowered: Lowered) -> list[str]:
     def xhat_of(e: Emitter) -> str:
         return f"const float xhat = fmaf(p.bn_xa[n], {e.get(root)}, p.bn_xc[n]);"
 
-    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True, round_linear=False)
+    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True, module_rounding=False)
     xhat = xhat_of(forward)
     sums = _element_struct(
         "BackwardBnSums", f"// BatchNorm (line {bn.line}): c[0] = g, c[1] = g * x̂ of one element, g the gradient of\n"
         "// its output; summed over the batch they are dβ and dγ.", 2,
         [*forward.lines, xhat, "c[0] = g;", "c[1] = g * xhat;"], "0.0f")
     prefix_nodes = [n for n in graph.live() if n.id not in downstream]
-    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True, round_linear=False)
+    forward = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True, module_rounding=False)
     value = {n.id: forward.get(n.id) for n in prefix_nodes}
     xhat = xhat_of(forward)
     dt = ("p.bn_gi[n] * (p.bn_training ? g - p.bn_sum_y[n] * p.inv_batch - xhat * (p.bn_sum_yx[n] * p.inv_batch) "
@@ -264,7 +264,7 @@ class _RowReverse:
         self.slots = {n.attrs["path"]: k for k, n in enumerate(self.params)}
         self.rows: dict[int, str] = {}      # row values
         # Per-row values (row ops, one-element parameters) declared once in the function's scope.
-        self._row_emitter = Emitter(graph, self.operands, {}, bn_ready=True, element=False, round_linear=False)
+        self._row_emitter = Emitter(graph, self.operands, {}, bn_ready=True, element=False, module_rounding=False)
         self.groups: dict[int, str] = {}    # GroupNorm node -> statistics array
         self.counts: dict[int, str] = {}    # max / min reduction -> number of ties
         # Which reduction's pass collects each row value's gradient: the latest reduction with a
@@ -290,14 +290,14 @@ class _RowReverse:
 
     def pooled_emitter(self) -> Emitter:
         """Per pooled column j: the row values, and z's row inside a pooling window."""
-        e = Emitter(self.graph, self.operands, dict(self.rows), bn_ready=True, element=False, round_linear=False)
+        e = Emitter(self.graph, self.operands, dict(self.rows), bn_ready=True, element=False, module_rounding=False)
         e.group_stats = self.groups
         e.window_available = {self.graph.gemm.id: "s", **self.rows}
         return e
 
     def emitter(self, element: bool = True) -> Emitter:
         available = {self.graph.gemm.id: "s", **self.rows} if element else dict(self.rows)
-        e = Emitter(self.graph, self.operands, available, bn_ready=True, element=element, round_linear=False)
+        e = Emitter(self.graph, self.operands, available, bn_ready=True, element=element, module_rounding=False)
         e.group_stats = self.groups
         return e
 

@@ -67,6 +67,11 @@ def linear_output(graph: Graph) -> int | None:
     return gemm
 
 
+# IR values that are not an op's result: read as they are in the module's dtype (or, constants,
+# as torch applies them).
+UNROUNDED_KINDS = ("const", "param", "mask", "input")
+
+
 class Emitter:
     """Statements computing IR values as fp32 locals, each at most once (in dependency order).
 
@@ -74,19 +79,24 @@ class Emitter:
     `bn_ready` says whether BatchNorm's a, c are known (then BN(t) = fmaf(a[n], t, c[n]))."""
 
     def __init__(self, graph: Graph, operands: dict[str, int], available: dict[int, str],
-                 bn_ready: bool, element: bool, round_linear: bool = True):
+                 bn_ready: bool, element: bool, module_rounding: bool = True):
         self.graph = graph
         self.operands = operands
         self.names = dict(available)
         self.bn_ready = bn_ready
         self.element = element      # per-element context (n is defined); else per-row
         self.group_stats: dict[int, str] = {}  # GroupNorm node -> its statistics (row kernel)
-        # The Linear's output (z plus its bias where it has one) is rounded to the module's dtype
-        # (kgen::rounded_to_module: the identity in an fp32 build), as torch's bf16 / fp16 Linear
-        # returns it: the epilogue then starts from the value eager's next op reads. Rounding z
-        # before the bias would move values near 0 across it (a LeakyReLU's derivative flips).
-        # (round_linear False: the backward's recomputation, which runs in fp32 builds only.)
-        self.linear_output = linear_output(graph) if round_linear else None
+        # Every op's result is rounded to the module's dtype (kgen::rounded_to_module: the identity
+        # in an fp32 build), as each of torch's bf16 / fp16 ops returns a tensor of that dtype
+        # (computing in fp32 inside): the Linear's output once, after its bias (rounding z before
+        # the bias would move values near 0 across it: a LeakyReLU's derivative flips), then each
+        # op after it; constants and parameters are not (torch applies a Python scalar in fp32).
+        # Measured on an H100 before this (one rounding, after the Linear): KernelBench's eval at
+        # bf16 failed 9 of 36 files, each where eager's per-op rounding put eager further from
+        # fp64 than kgen and beyond 1e-2 of it (BatchNorm, GroupNorm, logsumexp).
+        # (module_rounding False: the backward's recomputation, which runs in fp32 builds only.)
+        self.round_ops = module_rounding
+        self.linear_output = linear_output(graph) if module_rounding else None
         if self.linear_output is not None and self.graph.node(self.linear_output).kind == "gemm" \
                 and self.linear_output in self.names:
             self.names[self.linear_output] = f"kgen::rounded_to_module<kgen_operand_t>({self.names[self.linear_output]})"
@@ -134,7 +144,7 @@ class Emitter:
             expr = f"fmaf(p.col_a[n], {self.get(root)}, p.col_c[n])"
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
-        if i == self.linear_output:
+        if self.round_ops and n.kind not in UNROUNDED_KINDS:
             expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         name = f"v{i}"
         self.lines.append(f"const float {name} = {expr};")
@@ -481,6 +491,8 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
                 copied = True
             if n.op == "mean":
                 out.append(f"{acc} /= static_cast<float>({row_width(graph, level)});")
+            # (a 16-bit module's reduction returns its dtype, summed in fp32: Emitter's rounding)
+            out.append(f"{acc} = kgen::rounded_to_module<kgen_operand_t>({acc});")
             rows[n.id] = acc
         elif n.level in ("row", "rowflat"):
             e = emitter(element=False)

@@ -285,9 +285,10 @@ class Lowered:
             out = self.graph.node(self.graph.output).attrs
             if "nonfinite" in out:
                 return lines + [f"stages:    none: the output is the constant {self.constant!r}, "
-                                f"{out['nonfinite']!r} where what it reads is not finite (no GEMM; one "
-                                "pass over " + ("W and " if out["reads_gemm"] else "") + "the parameters, then "
-                                "one CTA per row" + (" reading x's row" if out["reads_gemm"] else "") + ")"]
+                                f"{out['nonfinite']!r} where what it reads is not finite (no GEMM: "
+                                + ("W and " if out["reads_gemm"] else "") + "the parameters read once for "
+                                "NaN and Inf, then one CTA per row" + (" reading x's row" if out["reads_gemm"] else "")
+                                + ")"]
             return lines + [f"stages:    none: the output is the constant {self.constant!r} (no GEMM; "
                             "a fill kernel)"]
         if self.gemv:

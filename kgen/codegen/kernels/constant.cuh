@@ -3,7 +3,7 @@
 // Reads::kNonFiniteValue (what the ops after x - x make of NaN) in row m where x's row m holds a
 // NaN or an infinity, and in every row where W or a parameter the dropped chain read does
 // (Reads: the generated kgen_cfg::ConstantReads, kgen/lower/forward.py), the constant elsewhere.
-// One pass over W and the parameters (a flag, set by any CTA that meets a non-finite element),
+// One read of W and the parameters (a flag, set by any CTA that meets a non-finite element),
 // then one CTA per row: it reads x's row and writes the row's outputs. Deterministic (the flag
 // only ever goes from 0 to 1).
 #pragma once

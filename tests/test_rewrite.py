@@ -1,7 +1,9 @@
 """The IR rewrites (kgen/ir/rewrite.py): the exact ones compute bit for bit what the traced graph
 computes; the matrix-vector rewrite's algebra holds (in fp64) and applies only where it may."""
 
+import copy
 import itertools
+import math
 
 import pytest
 import torch
@@ -133,7 +135,9 @@ def test_x_minus_x_is_zero_and_the_module_runs_no_gemm(tmp_path):
                                   "        x = x - x.mean(dim=1, keepdim=True)\n"
                                   "        x = torch.nn.functional.gelu(x)")
     low = lower.lower(graph, fused_stats=True, external_gemm=False)
-    assert low.constant == 0.0 and low.operands == [] and low.output_level == "row"
+    # (The Linear's bias is read only for torch's NaN: test_constant_output_keeps_torchs_nan.)
+    assert low.constant == 0.0 and [n.attrs["path"] for n in low.operands] == ["linear.bias"]
+    assert low.output_level == "row"
     assert any("x - x is 0" in r for r in low.rewrites)
     assert "no GEMM" in " ".join(low.summary())
     _, module = run(ref, graph, torch.float32)
@@ -170,3 +174,78 @@ def test_width_1_softmax_and_logsumexp_fold_whole(tmp_path, name, expected):
     assert not any(n.kind == "pointwise" and n.op in ("exp", "log", "detach") for n in live)
     if expected is not None:
         assert simple.node(simple.output).kind == "const" and simple.node(simple.output).attrs["value"] == expected
+
+
+# Constant outputs (x - x and the ops after it) and what torch gives where the chain x - x
+# dropped reads a NaN or an infinity: (body, the constant, the value there, reads the GEMM).
+NONFINITE = {
+    "max - mean, gelu (KernelBench 80)": ("        x = torch.max(x, dim=1, keepdim=True).values\n"
+                                          "        x = x - x.mean(dim=1, keepdim=True)\n"
+                                          "        x = torch.nn.functional.gelu(x)", 0.0, "nan", True),
+    "sum, exp((x - x) + 0.1) * 3": ("        x = x.sum(dim=1, keepdim=True)\n"
+                                    "        x = torch.exp((x - x) + 0.1) * 3.0", None, "nan", True),
+    "x - x of the tile, times a scale": ("        y = x * self.scale\n        x = torch.relu(y - y)", 0.0, "nan", True),
+    "pow(x - x, 0) is 1 even for NaN": ("        x = x.amax(dim=1, keepdim=True)\n"
+                                        "        x = torch.pow(x - x, 0.0)", 1.0, None, False),
+    "softmax of width 1": ("        x = x.amax(dim=1, keepdim=True)\n        x = torch.softmax(x, dim=1)", 1.0,
+                           "nan", True),
+}
+
+
+def _poisoned(model, x, case: str):
+    """x and model with NaN / Inf where `case` says (a fresh copy of each)."""
+    x = x.clone()
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        if case == "rows":
+            x[1, 3], x[4, 0], x[6, -1] = float("nan"), float("inf"), float("-inf")
+        elif case == "weight":
+            model.linear.weight[5, 7] = float("nan")
+        elif case == "bias":
+            model.linear.bias[2] = float("nan")
+        elif case == "scale":
+            model.scale[0] = float("nan")
+        elif case == "inf bias":
+            model.linear.bias[2] = float("inf")
+    return model, x
+
+
+@pytest.mark.parametrize("name", NONFINITE)
+def test_constant_output_keeps_torchs_nan(tmp_path, name):
+    """The constant output is torch's where what x - x dropped reads NaN or Inf: in the rows of
+    x that hold one, everywhere where W or a parameter the chain read does; elsewhere the
+    constant. The graph's interpreter runs the kernels' rule (Graph.constant_nonfinite): its
+    output equals the module's, NaN for NaN, on each poisoned input and parameter."""
+    body, constant, nonfinite, reads_gemm = NONFINITE[name]
+    ref, graph = traced(tmp_path, body)
+    low = lower.lower(graph, fused_stats=True, external_gemm=False)
+    assert low.constant is not None and (constant is None or low.constant == constant)
+    out = low.graph.node(low.graph.output)
+    assert out.attrs.get("reads_gemm", False) == reads_gemm
+    assert ("nonfinite" in out.attrs) == (nonfinite is not None)
+    reads = [n.attrs["path"] for n in low.operands]
+    if nonfinite is not None:
+        assert math.isnan(out.attrs["nonfinite"])
+        assert reads == sorted(out.attrs["reads"]) and "linear.bias" in reads
+        struct = lower.constant_reads_struct(low.graph, out, {p: k for k, p in enumerate(reads)})
+        assert "kAny = true" in struct and "kNonFiniteValue = NAN" in struct
+    else:
+        assert reads == [] and "kAny = false" in low.cuda.split("struct ConstantReads")[1]
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args())
+    x = torch.rand(8, 16) * 4 - 2
+    cases = ["clean", "rows", "weight", "bias", "inf bias"] + (["scale"] if "scale" in body else [])
+    for case in cases:
+        m, xx = _poisoned(model, x, case)
+        with torch.no_grad():
+            expected, got = m(xx), low.graph.interpret(xx, m)
+        assert expected.shape == got.shape, case
+        if out.level == "tile" and case not in ("clean", "rows"):
+            # Known: a non-finite parameter or row of W makes torch's x - x NaN in its column
+            # only; the kernels flag rows and everything, not columns (docs/design.md).
+            assert torch.isnan(got).all() and torch.isnan(expected).any(dim=0).sum() == 1, case
+            continue
+        assert torch.equal(torch.isnan(expected), torch.isnan(got)), (case, expected, got)
+        assert torch.equal(expected.nan_to_num(), got.nan_to_num()), case
+        if case != "clean" and nonfinite is not None:
+            assert torch.isnan(expected).any(), case   # (the case poisons what the chain reads)

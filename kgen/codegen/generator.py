@@ -28,6 +28,7 @@ CODEGEN_DIR = Path(__file__).resolve().parent
 KERNEL_SOURCES = {
     "common": "common.cuh",
     "stages": "stages.cuh",
+    "constant": "constant.cuh",
     "gemm_simt": "gemm_simt.cuh",
     "gemm_mma": "gemm_mma.cuh",
     "gemm_wgmma": "gemm_wgmma.cuh",

@@ -274,8 +274,18 @@ class Graph:
                 # x - x (rewrite.simplify): a constant of a tensor's shape
                 values[n.id] = torch.full(self.level_shape(n.level, x.shape[0]), n.attrs["value"],
                                           dtype=x.dtype, device=x.device)
+                if "nonfinite" in n.attrs:
+                    bad = self.constant_nonfinite(n, x, model)
+                    if n.level in ("tile", "row", "pooled"):
+                        bad = bad[:, None]
+                    elif n.level == "col":
+                        bad = bad.any()
+                    values[n.id] = values[n.id].masked_fill(bad, n.attrs["nonfinite"])
             elif n.kind == "const":
-                values[n.id] = n.attrs["value"]
+                value = n.attrs["value"]
+                if "nonfinite" in n.attrs and bool(self.constant_nonfinite(n, x, model).any()):
+                    value = n.attrs["nonfinite"]
+                values[n.id] = value
             elif n.kind == "pointwise":
                 values[n.id] = ops.torch_apply(n.op, a, n.attrs)
                 if n.level == "rowflat" and values[n.id].dim() == 2:
@@ -296,6 +306,18 @@ class Graph:
             else:
                 raise AssertionError(n.kind)
         return values
+
+
+    def constant_nonfinite(self, n: Node, x: torch.Tensor, model: torch.nn.Module) -> torch.Tensor:
+        """Per row of x, whether constant `n` (from x - x, rewrite.simplify) is its `nonfinite`
+        value there: x's row (when the chain read the GEMM), W or a parameter the chain read
+        holds a NaN or an infinity (the kernels' rule, kernels/constant.cuh)."""
+        every = [module_tensor(model, self.gemm.attrs["weight"])] if n.attrs["reads_gemm"] else []
+        every += [_get_tensor(model, path) for path in n.attrs["reads"]]
+        anywhere = any(bool((~torch.isfinite(t.detach())).any()) for t in every)
+        rows = (~torch.isfinite(x.detach())).any(dim=1) if n.attrs["reads_gemm"] else \
+            torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
+        return rows | anywhere
 
 
 def dropout_training(model: torch.nn.Module, module_path: str) -> bool:

@@ -7,7 +7,11 @@ Two kinds:
   a width-1 value is that value (sum, mean, max and min of one element); `x + x` is `2 * x`;
   two clamps in a row are one clamp. One more is exact for finite values only: `x - x` is 0
   (an infinite or NaN x gives NaN), and the ops after it fold into a constant (in fp32, as
-  torch computes them); when the output is a constant the module runs no GEMM at all.
+  torch computes them); when the output is a constant the module runs no GEMM at all. The
+  constant records what torch gives where x is not finite (`nonfinite`: the ops after x - x
+  folded on NaN) and what x read (`reads_gemm`: x's row and W; `reads`: parameter paths), and
+  the kernels output that value in a row of x holding a NaN or an infinity, and everywhere
+  when W or one of those parameters holds one (kernels/constant.cuh).
 - `row_sum_as_gemv`: a sum or mean over the features of an affine function of the GEMM output is a
   matrix-vector product (sum_n (s_n * (x . W_n) + b_n) = x . (sum_n s_n W_n) + sum_n b_n), which
   reads W once instead of computing the M x N GEMM. It rounds differently, so it is a candidate
@@ -19,6 +23,8 @@ Each applied rewrite is described in one line, which the emitted file's header r
 from __future__ import annotations
 
 import dataclasses
+import math
+import struct
 
 import torch
 
@@ -58,6 +64,53 @@ def merge_clamps(inner: tuple, outer: tuple) -> tuple[float | None, float | None
     return lo, hi
 
 
+def _same(a: float, b: float) -> bool:
+    """a and b are the same fp32 value (NaN the same as NaN, -0.0 not 0.0)."""
+    return (math.isnan(a) and math.isnan(b)) or struct.pack("<d", a) == struct.pack("<d", b)
+
+
+def _fold(node: Node, values: list[float]) -> float:
+    """The op of `node` on constants, as torch computes it in fp32."""
+    return float(ops.torch_apply(node.op, [torch.tensor(v, dtype=torch.float32) for v in values], node.attrs))
+
+
+def _constant(value: float, nonfinite: float, reads_gemm: bool, reads: tuple) -> dict:
+    """A constant's attrs. Where it comes from x - x (rewrite of a value that torch computes):
+    `nonfinite` is what torch gives where that x is not finite (NaN for x - x itself, then
+    what the ops after it make of NaN), and the x reads x's row and W (`reads_gemm`) and the
+    parameters at the paths `reads`; the kernels output `nonfinite` in a row where x's row
+    holds a NaN or an infinity, and everywhere where W or one of those parameters does. A
+    constant that does not change (pow(NaN, 0) is 1) reads nothing."""
+    if _same(value, nonfinite) or not (reads_gemm or reads):
+        return {"value": value}
+    return {"value": value, "nonfinite": nonfinite, "reads_gemm": reads_gemm, "reads": reads}
+
+
+def _reads(nodes: list[Node], i: int) -> tuple[bool, tuple]:
+    """Whether node i's value depends on the GEMM (x's row and W), and the paths of the
+    parameters it reads (those of constants it was folded from included), sorted."""
+    gemm, paths, stack, seen = False, set(), [i], set()
+    while stack:
+        n = nodes[stack.pop()]
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.kind == "gemm":
+            gemm = True
+        elif n.kind == "param":
+            paths.add(n.attrs["path"])
+        elif n.kind == "const":
+            gemm |= n.attrs.get("reads_gemm", False)
+            paths.update(n.attrs.get("reads", ()))
+        stack.extend(n.args)
+    return gemm, tuple(sorted(paths))
+
+
+def _reads_text(reads_gemm: bool, reads: tuple) -> str:
+    what = (["a row of x (that row)", "W (every row)"] if reads_gemm else []) + [f"{p} (every row)" for p in reads]
+    return "a NaN or infinity in " + ", ".join(what) if what else "never: x reads nothing"
+
+
 def simplify(graph: Graph) -> tuple[Graph, list[str]]:
     """The graph with the exact rewrites applied, and what was applied."""
     nodes: list[Node] = []
@@ -72,7 +125,7 @@ def simplify(graph: Graph) -> tuple[Graph, list[str]]:
 
     def const(value: float) -> int:
         for n in nodes:
-            if n.kind == "const" and n.attrs["value"] == value:
+            if n.kind == "const" and n.level == "scalar" and n.attrs["value"] == value:
                 return n.id
         return append("const", "scalar", (), attrs={"value": value})
 
@@ -88,17 +141,25 @@ def simplify(graph: Graph) -> tuple[Graph, list[str]]:
             continue
         if old.kind == "pointwise" and old.op == "sub" and len(args) == 2 and args[0] == args[1] \
                 and old.level not in TAIL_LEVELS:
-            applied.append(f"{at}: x - x is 0 (for finite x; torch gives NaN where x is infinite "
-                           "or NaN)")
-            new_id[old.id] = append("const", old.level, (), attrs={"value": 0.0}, like=old)
+            reads_gemm, reads = _reads(nodes, args[0])
+            applied.append(f"{at}: x - x is 0 where x is finite (NaN where it is not: "
+                           f"{_reads_text(reads_gemm, reads)})")
+            new_id[old.id] = append("const", old.level, (), attrs=_constant(0.0, math.nan, reads_gemm, reads),
+                                    like=old)
             continue
         if old.kind == "pointwise" and all(nodes[a].kind == "const" for a in args) and \
                 any(nodes[a].level != "scalar" for a in args):
-            # A constant of a tensor's shape (from x - x): torch computes on it in fp32.
-            value = float(ops.torch_apply(old.op, [torch.tensor(nodes[a].attrs["value"], dtype=torch.float32)
-                                                   for a in args], old.attrs))
-            applied.append(f"{at}: {old.op} of constants is the constant {value!r}")
-            new_id[old.id] = append("const", old.level, (), attrs={"value": value}, like=old)
+            # A constant of a tensor's shape (from x - x): torch computes on it in fp32, once
+            # as it is and once with each x - x NaN (where what its x reads is not finite).
+            value = _fold(old, [nodes[a].attrs["value"] for a in args])
+            nonfinite = _fold(old, [nodes[a].attrs.get("nonfinite", nodes[a].attrs["value"]) for a in args])
+            reads_gemm = any(nodes[a].attrs.get("reads_gemm", False) for a in args)
+            reads = tuple(sorted({path for a in args for path in nodes[a].attrs.get("reads", ())}))
+            applied.append(f"{at}: {old.op} of constants is the constant {value!r}" +
+                           (f" ({nonfinite!r} where what it reads is not finite)"
+                            if (reads_gemm or reads) and not _same(value, nonfinite) else ""))
+            new_id[old.id] = append("const", old.level, (), attrs=_constant(value, nonfinite, reads_gemm, reads),
+                                    like=old)
             continue
         if old.kind == "pointwise" and old.op == "add" and len(args) == 2 and args[0] == args[1]:
             applied.append(f"{at}: x + x is 2 * x")

@@ -282,6 +282,13 @@ class Lowered:
                          f"({'M, ' + self.output_width if self.output_level != 'rowflat' else 'M,'}) "
                          "result by a point-wise kernel")
         if self.constant is not None:
+            out = self.graph.node(self.graph.output).attrs
+            if "nonfinite" in out:
+                return lines + [f"stages:    none: the output is the constant {self.constant!r}, "
+                                f"{out['nonfinite']!r} where what it reads is not finite (no GEMM: "
+                                + ("W and " if out["reads_gemm"] else "") + "the parameters read once for "
+                                "NaN and Inf, then one CTA per row" + (" reading x's row" if out["reads_gemm"] else "")
+                                + ")"]
             return lines + [f"stages:    none: the output is the constant {self.constant!r} (no GEMM; "
                             "a fill kernel)"]
         if self.gemv:
@@ -594,6 +601,57 @@ GEMV_ROWS_STUB = ("struct GemvRows {  // (not used: no matrix-vector rewrite)\n 
                   "__forceinline__ float finish(float sum, int, const kgen::EpilogueParams&) { return sum; }\n};")
 
 
+CONSTANT_READS_STUB = ("struct ConstantReads {  // (not used: the output is no constant)\n"
+                       "  static constexpr bool kAny = false;\n};")
+
+
+def constant_reads_struct(graph: Graph, output: Node, operands: dict[str, int]) -> str:
+    """kgen_cfg::ConstantReads of a constant output (kernels/constant.cuh): what the chain that
+    rewrite.simplify folded into it read (x's row and W, and parameters), and its value where
+    one of those holds a NaN or an infinity."""
+    attrs = output.attrs
+    if "nonfinite" not in attrs:
+        return ("struct ConstantReads {  // (the constant reads nothing: a plain fill)\n"
+                "  static constexpr bool kAny = false;\n};")
+    by_path = {n.attrs["path"]: n for n in graph.params}
+    loops, largest = [], 1
+    for path in attrs["reads"]:
+        n = by_path[path]
+        count = {"col": "N", "scalar": "1"}.get(n.level)
+        if count is None:
+            largest = max(largest, _numel(n.attrs["shape"]))
+            count = str(_numel(n.attrs["shape"]))
+        loops.append(f"    for (long long i = first; i < {count}; i += step) "
+                     f"bad |= kgen::is_nonfinite(p.operand[{operands[path]}][i]);  // {path} ({n.level})")
+    reads = (["x's row m (that row)", "W (every row)"] if attrs["reads_gemm"] else []) + \
+        [f"{p} (every row)" for p in attrs["reads"]]
+    return "\n".join([
+        f"// The output is {attrs['value']!r} where what the rewritten chain read is finite, and "
+        f"{attrs['nonfinite']!r} (torch's) where",
+        f"// one of these holds a NaN or an infinity: {', '.join(reads)}.",
+        "struct ConstantReads {",
+        "  static constexpr bool kAny = true;",
+        f"  static constexpr bool kReadsGemm = {'true' if attrs['reads_gemm'] else 'false'};",
+        f"  static constexpr float kNonFiniteValue = {ops.cuda_float(attrs['nonfinite'])};",
+        f"  static constexpr long long kMaxNumel = {largest};  // the largest parameter of another shape",
+        "  // Whether an element first, first + step, ... of a parameter it reads is NaN or infinite.",
+        "  __device__ static __forceinline__ bool params_nonfinite(const kgen::EpilogueParams& p, int N, "
+        "long long first, long long step) {",
+        "    (void)p; (void)N; (void)first; (void)step;",
+        "    bool bad = false;",
+        *loops,
+        "    return bad;",
+        "  }",
+        "};"])
+
+
+def _numel(shape) -> int:
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count
+
+
 def split_tail(graph: Graph) -> tuple[Graph, list[Node], int | None]:
     """A graph whose output has a shape of its own (level full: a parameter of another shape
     broadcast onto the output) as its core (the same nodes, the output being the one value of
@@ -706,6 +764,12 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
     graph, rewrites = rewrite.simplify(graph)
     live = graph.live()
     params = [n for n in live if n.kind in OPERAND_KINDS]
+    output = graph.node(graph.output)
+    # A constant output reads the parameters of what rewrites dropped, for torch's NaN.
+    by_path = {n.attrs["path"]: n for n in graph.params}
+    for path in output.attrs.get("reads", ()) if output.kind == "const" else ():
+        if path not in {p.attrs["path"] for p in params}:
+            params.append(by_path[path])
     for n in tail:
         if n.kind in OPERAND_KINDS and n.attrs["path"] not in {p.attrs["path"] for p in params}:
             params.append(n)
@@ -714,7 +778,6 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                           f"supports up to {MAX_OPERANDS}")
     operands = {n.attrs["path"]: k for k, n in enumerate(params)}
     bns = graph.batchnorms
-    output = graph.node(graph.output)
     if gemv or output.kind == "const":
         # No GEMM: stage plans that name the structs the forward pass names, and run nothing.
         trivial = [StagePlan(graph.gemm.id, False, STAGE2_NONE,
@@ -728,7 +791,8 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                               "still updates its running statistics; kgen does not run a GEMM for "
                               "the statistics alone")
         structs += [_affine_struct("GemvAffine", "(not used: no matrix-vector rewrite)", graph, operands, []),
-                    GEMV_ROWS_STUB, _tail_struct(traced, operands, tail, core)]
+                    GEMV_ROWS_STUB, _tail_struct(traced, operands, tail, core),
+                    constant_reads_struct(graph, output, operands)]
         return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1],
                        "\n\n".join(structs), rewrites, tail=tail, traced=traced,
                        constant=output.attrs["value"])
@@ -746,7 +810,7 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                                    "shift[n] (kgen/ir/rewrite.py, row_sum_of_gemm).", graph,
                                    operands, row_sum.steps),
                     _gemv_rows_struct(graph, operands, row_sum.reduce),
-                    _tail_struct(traced, operands, tail, core)]
+                    _tail_struct(traced, operands, tail, core), CONSTANT_READS_STUB]
         return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1],
                        "\n\n".join(structs), rewrites, gemv=True, tail=tail, traced=traced)
     fused = fused_stats and not external_gemm
@@ -756,6 +820,6 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                evaluation.stage2_cuda, _bn_input_struct(graph, operands)]
     # Structs the forward pass names whichever path it takes.
     structs += [_affine_struct("GemvAffine", "(not used: no matrix-vector rewrite)", graph, operands, []),
-                GEMV_ROWS_STUB, _tail_struct(traced, operands, tail, core)]
+                GEMV_ROWS_STUB, _tail_struct(traced, operands, tail, core), CONSTANT_READS_STUB]
     return Lowered(graph, params, bns[0].attrs["module"] if bns else None, graph.output_level(),
                    train, evaluation, "\n\n".join(structs), rewrites, tail=tail, traced=traced)

@@ -18,7 +18,8 @@ inline long long gemv_floats(int N, int K) {
   return (colsum_chunks(N) + 1) * static_cast<long long>(K) + 1;
 }
 inline long long stages_floats(int M, int N, int K) {
-  if (kgen_cfg::kConstantOutput) return 0;
+  // (A constant output that keeps torch's NaN: one word, kernels/constant.cuh's flag.)
+  if (kgen_cfg::kConstantOutput) return kgen_cfg::ConstantReads::kAny ? 1 : 0;
   if (kgen_cfg::kGemv) return gemv_floats(N, K);
   const long long tiles = stats_tiles(M);
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;

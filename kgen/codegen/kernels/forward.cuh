@@ -147,10 +147,18 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
   };
   if constexpr (kgen_cfg::kConstantOutput) {
     // Rewrites made the output a constant (kgen/ir/rewrite.py): no GEMM.
-    const long long total = static_cast<long long>(M) * kgen_cfg::output_width(N);
-    fill_kernel<<<pointwise_blocks(M, kgen_cfg::output_width(N)), kApplyThreads, 0, stream>>>(
-        b.out, total, kgen_cfg::kConstantValue);
-    err = cudaGetLastError();
+    if constexpr (kgen_cfg::ConstantReads::kAny) {
+      // torch's NaN kept: the constant where what the dropped chain reads is finite
+      // (kernels/constant.cuh); the workspace's first word is its flag (entry.cuh).
+      err = launch_constant_output<kgen_cfg::ConstantReads>(x, w, M, N, K, p, kgen_cfg::output_width(N),
+                                                            kgen_cfg::kConstantValue,
+                                                            reinterpret_cast<unsigned int*>(b.gemv), b.out, stream);
+    } else {
+      const long long total = static_cast<long long>(M) * kgen_cfg::output_width(N);
+      fill_kernel<<<pointwise_blocks(M, kgen_cfg::output_width(N)), kApplyThreads, 0, stream>>>(
+          b.out, total, kgen_cfg::kConstantValue);
+      err = cudaGetLastError();
+    }
   } else if constexpr (kgen_cfg::kGemv) {
     // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm).
     // (fp32 operands only: kgen_operand_t is float in every build of a gemv variant.)

@@ -132,10 +132,93 @@ def test_kernels_compile_without_spills(spec, tmp_path):
 def test_half_precision_builds_compile_without_spills(spec, operand, tmp_path):
     """The build a module in bf16 / fp16 gets (the emitted file passes -DKGEN_OPERAND=...): the
     16-bit wgmma GEMM with its epilogues (fusion 2: column statistics from registers, the
-    heaviest), no spills. The fp32 GEMM's math mode does not change the 16-bit build."""
+    heaviest), no spills. The fp32 GEMM's math mode does not change the 16-bit build. The
+    kernels that write the module's output write it in the 16-bit type: the GEMM whose epilogue
+    makes it (eval mode: StoringAs) and stage 2's point-wise or row kernel (training mode)."""
     report = compile_report(generator.render_cuda_source(spec), tmp_path, (SM90A, f"-DKGEN_OPERAND={operand}"))
     assert "wgmma_half_kernel" in report
     assert spills(report) == [], "\n".join(spills(report))
+    mangled = {"__nv_bfloat16": "13__nv_bfloat16", "__half": "6__half"}[operand]
+    kernels = re.findall(r"Compiling entry function '(\w+)'", report)
+    typed = [k for k in kernels if mangled in k and ("pointwise_kernel" in k or "row_kernel" in k)]
+    assert typed, "no stage-2 kernel writes the 16-bit output"
+    if spec.problem == "gemm_scale_bn":   # eval: the GEMM's epilogue makes the output
+        assert any("wgmma_half_kernel" in k and "StoringAs" in k and mangled in k for k in kernels)
+
+
+# Modules of tests/refs/ by the way their output is made, and per GEMM part what a 16-bit build
+# should say: whether the kernels write the output in the module's dtype (else fp32 and
+# converted by ModelNew), and whether S moves out of the output's buffer into the workspace (a
+# 16-bit output cannot hold the fp32 S that a stage 2 reads: M x N floats more of it).
+OUTPUT_TYPE_CASES = {
+    "gemm_swish_scale": [(1, False)],            # point-wise: the GEMM's epilogue writes it
+    "matmul_gelu_softmax": [(1, True)],          # a row kernel
+    "gemm_bn_gelu_relu": [(1, True)],            # training: stage 2 point-wise; eval: the epilogue
+    "gemm_maxpool_sum_scale": [(1, False)],      # an (M,) output: S was in the workspace already
+    "gemm_groupnorm_min_bias": [(0, False)],     # a broadcast tail: fp32
+    "gemm_max_sub_gelu": [(0, False)],           # a constant: fp32
+    "gemm_sigmoid_gemm_lse": [(1, False), (1, False)],  # a chain: point-wise, then an (M,) output
+}
+ENTRY_MAIN = r"""
+#include <cstdio>
+int main() {
+  for (int part = 0; part < @PARTS@; ++part) {
+    int typed = 0;
+    long long floats = 0;
+    switch (part) {
+@CASES@
+    }
+    std::printf("%d %lld\n", typed, floats);
+  }
+}
+"""
+ENTRY_SHAPE = (257, 528, 296)   # M, N, K
+
+
+def _entry_points_output(source: str, flags) -> str:
+    """stdout of the extension's source built with `flags` into a program that prints, per part,
+    kgen_output_is_operand_typed_<part>() and kgen_workspace_floats_<part>(M, N, K) (host code:
+    no GPU needed); a spill in its kernels fails the test."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / "k.cu"
+        cu.write_text(source)
+        build = subprocess.run([NVCC, "-std=c++17", "-O3", "-Xptxas", "-v", SM90A, *flags, str(cu), "-o",
+                                str(Path(tmp) / "k")], capture_output=True, text=True, timeout=900)
+        assert build.returncode == 0, build.stderr[-4000:]
+        assert spills(build.stderr) == [], "\n".join(spills(build.stderr))
+        run = subprocess.run([str(Path(tmp) / "k")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+@pytest.mark.parametrize("ref", sorted(OUTPUT_TYPE_CASES))
+def test_the_output_type_and_workspace_each_build_reports(ref):
+    """What kgen_output_is_operand_typed_<part>() tells ModelNew (which dtype to allocate the
+    output in) for the fp32 build, the 16-bit builds and a 16-bit build with KGEN_FP32_OUTPUT
+    (the old path: every output fp32), and the workspace each needs: the fp32 build's is what it
+    was (its output holds S), a 16-bit build's has room for S where the output cannot hold it."""
+    from kgen.tune.spec import Spec, Tile
+
+    M, N, K = ENTRY_SHAPE
+    out = 1536 if ref == "gemm_groupnorm_min_bias" else N   # GroupNorm(512)
+    spec = Spec(str(ROOT / "tests" / "refs" / f"{ref}.py"), M, K, out, math="tf32x3", backend="wgmma",
+                fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
+    parts = OUTPUT_TYPE_CASES[ref]
+    cases = "\n".join(f"      case {k}: typed = kgen_output_is_operand_typed_{k}(); "
+                      f"floats = kgen_workspace_floats_{k}({M}, {N}, {K}); break;" for k in range(len(parts)))
+    source = generator.render_cuda_source(spec) + ENTRY_MAIN.replace("@PARTS@", str(len(parts))).replace("@CASES@", cases)
+    builds = {"fp32": [], "bf16": ["-DKGEN_OPERAND=__nv_bfloat16"], "fp16": ["-DKGEN_OPERAND=__half"],
+              "bf16 fp32 output": ["-DKGEN_OPERAND=__nv_bfloat16", "-DKGEN_FP32_OUTPUT"]}
+    jobs = {name: _POOL.submit(_entry_points_output, source, flags) for name, flags in builds.items()}
+    said = {name: [tuple(int(v) for v in line.split()) for line in job.result().splitlines()]
+            for name, job in jobs.items()}
+    assert [typed for typed, _ in said["fp32"]] == [1] * len(parts)
+    assert [typed for typed, _ in said["bf16 fp32 output"]] == [0] * len(parts)
+    assert [floats for _, floats in said["bf16 fp32 output"]] == [floats for _, floats in said["fp32"]]
+    for dtype in ("bf16", "fp16"):
+        assert [typed for typed, _ in said[dtype]] == [typed for typed, _ in parts], dtype
+        moved = [half - full for (_, half), (_, full) in zip(said[dtype], said["fp32"])]
+        assert moved == [M * N if s_moves else 0 for _, s_moves in parts], dtype
 
 
 def test_spill_parser_catches_spills():
@@ -261,7 +344,8 @@ def test_an_extension_exports_its_entry_points_only(tmp_path):
     # constructor, stay visible: identical in every library, they may bind to any.)
     assert [name for kind, name in exported if kind == "OBJECT"] == []
     ours = {name for kind, name in exported if "kgen" in name}
-    assert ours == {"kgen_forward_0", "kgen_workspace_floats_0", "kgen_backward_0", "kgen_backward_floats_0"}
+    assert ours == {"kgen_forward_0", "kgen_workspace_floats_0", "kgen_backward_0", "kgen_backward_floats_0",
+                    "kgen_output_is_operand_typed_0"}
 
 
 ROW_OPS_SHARE_A_PARAMETER = module_source("""

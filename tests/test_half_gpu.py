@@ -130,3 +130,74 @@ def test_dtypes_the_file_refuses_are_named(files):
         new(x)
     with pytest.raises(TypeError, match="runs float32, bfloat16, float16"):
         new.double()(x.double())
+
+
+# Modules whose output the kernels write in the module's dtype, by the kernel that writes it: the
+# GEMM's epilogue (point-wise; BatchNorm in eval mode), stage 2's point-wise kernel (BatchNorm in
+# training mode), a row kernel (softmax; an (M,) output), the point-wise pass of a part that keeps
+# z for its backward (autograd on), and a chain (part 0's output is part 1's input).
+STORE_REFS = ["gemm_swish_scale", "matmul_gelu_softmax", "gemm_bn_gelu_relu", "gemm_maxpool_sum_scale",
+              "gemm_sigmoid_gemm_lse"]
+# N = 300: rows of 16-bit values that are not whole 16-byte stores (the kernels' scalar stores).
+ODD_SHAPE = (257, 296, 300)
+
+
+@pytest.fixture(scope="module")
+def odd_files(tmp_path_factory):
+    """gemm_bn_gelu_relu at ODD_SHAPE: the epilogue's and stage 2's scalar 16-bit stores."""
+    if not HOPPER:
+        return {}
+    ref = next((r for r in REFS if Path(r).stem == "gemm_bn_gelu_relu"), None)
+    if ref is None:
+        return {}
+    spec = Spec(ref, *ODD_SHAPE, math="tf32x3", backend="wgmma", fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
+    return {"gemm_bn_gelu_relu": generator.write(spec, tmp_path_factory.mktemp("odd") / f"{spec.name()}.py")}
+
+
+def _outputs(f: EmittedFile, new, state, x):
+    """new(x) in each mode the module has (training and eval with a BatchNorm), with autograd
+    off and on (on: a part with backward kernels keeps z, its output from another kernel), each
+    from the same parameters and buffers `state`."""
+    outs = []
+    for training in ((False, True) if f.has_batchnorm else (f.runs_in_training,)):
+        for grad in (False, True):
+            new.load_state_dict(state)
+            new.train(training)
+            with torch.set_grad_enabled(grad):
+                outs.append((f"training={training} grad={grad}", new(x).detach()))
+    return outs
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("ref", STORE_REFS + ["gemm_bn_gelu_relu N=300"])
+def test_the_output_written_in_the_module_dtype_is_the_fp32_output_rounded(files, odd_files, ref, dtype, monkeypatch):
+    """The kernels write a 16-bit module's output in its dtype, rounded to nearest even: bit for
+    bit what the fp32 output converted by torch (`out.to(dtype)`, the path before, which the
+    file's KGEN_FP32_OUTPUT=1 build keeps) gives, NaN-free or not, in every mode and path."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    stem = ref.split()[0]
+    if ref.endswith("N=300"):
+        path = odd_files.get(stem)
+    else:
+        path = next((files[r] for r in REFS if Path(r).stem == stem), None)
+    if path is None:
+        pytest.skip("not among KGEN_TEST_REFS")
+    f = EmittedFile(path)
+    dt = DTYPES[dtype]
+    # The file's own builds say which they are: every output in dt, then every output fp32.
+    assert all(f.module._OUTPUT_TYPED[f.module._build(dtype=dt)])
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        new = f.ModelNew(*f.init_args()).to(dt)
+    state = {k: v.clone() for k, v in new.state_dict().items()}
+    x = (torch.rand(f.spec.batch, f.spec.in_features, device="cuda") * 4 - 2).to(dt)
+    typed = _outputs(f, new, state, x)
+    monkeypatch.setenv("KGEN_FP32_OUTPUT", "1")
+    assert not any(f.module._OUTPUT_TYPED[f.module._build(dtype=dt)])
+    converted = _outputs(f, new, state, x)
+    for (what, a), (_, b) in zip(typed, converted):
+        assert a.dtype == b.dtype == dt, what
+        assert a.shape == b.shape, what
+        same = a.view(torch.int16) == b.view(torch.int16)
+        assert bool(same.all()), f"{what}: {int((~same).sum())} of {same.numel()} elements differ"

@@ -63,6 +63,7 @@ def entry_points_agree(module) -> int:
     for part, args in enumerate(module._FORWARD_ARGS):
         agree(protos[str(part)], args)
         assert f'KGEN_EXPORT long long kgen_workspace_floats_{part}(' in module._CUDA_SOURCE
+        assert f'KGEN_EXPORT int kgen_output_is_operand_typed_{part}()' in module._CUDA_SOURCE
         if module._BACKWARD_ARGS[part] is not None:
             agree(backward[str(part)], module._BACKWARD_ARGS[part])
     return len(module._FORWARD_ARGS)
@@ -179,6 +180,21 @@ def test_search_index_lists_every_winner():
         assert entry["key"] == Spec.from_dict(module.KGEN_SPEC).key()   # the file's build
 
 
+class _Library(types.SimpleNamespace):
+    """A stand-in for the ctypes library (hashable, as a CDLL is: the file keys data by it)."""
+    __hash__ = object.__hash__
+
+
+class _CFunction:
+    """A stand-in for a ctypes function of the library (argtypes, restype) returning `value`."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, *args):
+        return self.value
+
+
 @pytest.mark.parametrize("capability, refused", [((8, 0), True), ((10, 0), True), ((9, 0), False)])
 def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refused, monkeypatch):
     """wgmma exists on sm_90 only: elsewhere build() says so instead of failing inside nvcc."""
@@ -189,9 +205,10 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
     monkeypatch.setattr(module.torch.cuda, "get_device_properties",
                         lambda device=None: types.SimpleNamespace(shared_memory_per_block_optin=232448))
     monkeypatch.setattr(module, "load_inline", lambda **kw: compiled.append(kw) or "lib.so")
-    monkeypatch.setattr(module.ctypes, "CDLL", lambda path: types.SimpleNamespace(
+    monkeypatch.setattr(module.ctypes, "CDLL", lambda path: _Library(
         kgen_forward_0=types.SimpleNamespace(), kgen_workspace_floats_0=types.SimpleNamespace(),
-        kgen_backward_0=types.SimpleNamespace(), kgen_backward_floats_0=types.SimpleNamespace()))
+        kgen_backward_0=types.SimpleNamespace(), kgen_backward_floats_0=types.SimpleNamespace(),
+        kgen_output_is_operand_typed_0=_CFunction(1)))
     if refused:
         with pytest.raises(RuntimeError, match=r"wgmma.*sm_90a.*--backend kgen"):
             module._build()

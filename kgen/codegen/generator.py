@@ -48,9 +48,10 @@ OPERAND_BUILDS = {"float32": None, "bfloat16": "__nv_bfloat16", "float16": "__ha
 
 # The parameters of the extension's C entry point kgen_forward, in order: (name, C type). The
 # lists that the CUDA side's ForwardArgs struct, prototype and fill_operands (kernel.cu.j2) and
-# the Python side's ctypes signature and call (model_new.py.j2) are written from.
+# the Python side's ctypes signature and call (model_new.py.j2) are written from. `out` is fp32
+# or of the module's dtype, as the extension's kgen_output_is_operand_typed_<part>() says.
 BASE_ARGS = (
-    ("x", f"const {OPERAND_CTYPE}*"), ("w", f"const {OPERAND_CTYPE}*"), ("out", "float*"), ("workspace", "float*"),
+    ("x", f"const {OPERAND_CTYPE}*"), ("w", f"const {OPERAND_CTYPE}*"), ("out", "void*"), ("workspace", "float*"),
     ("M", "int"), ("N", "int"), ("K", "int"), ("training", "int"), ("stream", "void*"),
     ("z_out", "float*"),
 )

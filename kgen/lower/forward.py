@@ -439,6 +439,11 @@ def _cache_node(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> in
     return x
 
 
+# The row function's store of an output value: in the output's type Out (kernels/stages.cuh,
+# row_kernel; fp32, or a 16-bit module's dtype, rounded to nearest even as torch's .to does).
+OUTPUT_STORE = "kgen::OutputType<Out>::one({})"
+
+
 def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cached: bool) -> str:
     """The row function's body: one pass per row reduction and per GroupNorm, then the output
     pass (tile or pooled output) or thread 0's store (row output). `cached`: `cache` holds the
@@ -513,9 +518,9 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
         level = graph.output_level()
         e = emitter(level=level)
         v = e.get(graph.output)
-        out.extend(_loop(graph, level, [*e.lines, f"dst[{'n' if level == 'tile' else 'j'}] = {v};"]))
+        out.extend(_loop(graph, level, [*e.lines, f"dst[{'n' if level == 'tile' else 'j'}] = {OUTPUT_STORE.format(v)};"]))
     else:
-        out.append(f"if (threadIdx.x == 0) dst[0] = {rows[graph.output]};")
+        out.append(f"if (threadIdx.x == 0) dst[0] = {OUTPUT_STORE.format(rows[graph.output])};")
     return "\n".join(f"      {line}" for line in out)
 
 
@@ -533,8 +538,9 @@ def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
     return {apply_result};
   }}
   // kCached: `cache` holds room for the row in shared memory. m: the row (per-element operands).
-  template <bool kCached>
-  __device__ static void row(const float* __restrict__ src, float* __restrict__ dst, int m, int N,
+  // Out: the output's type (fp32, or the module's 16-bit dtype: kernels/common.cuh, OutputType).
+  template <bool kCached, class Out>
+  __device__ static void row(const float* __restrict__ src, Out* __restrict__ dst, int m, int N,
                              const kgen::EpilogueParams& p, float* cache, float* scratch) {{
     (void)src; (void)dst; (void)m; (void)N; (void)p; (void)cache; (void)scratch;{rows_body}
   }}

@@ -346,15 +346,15 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
 }
 
 // The forward of a point-wise part that keeps z for its backward: z = x w^T stored as it is, then
-// out = Epi(z) by a point-wise pass.
-template <class Gemm, class Epi, class T>
+// out = Epi(z) by a point-wise pass (out of Out: fp32, or the module's 16-bit dtype, rounded).
+template <class Gemm, class Epi, class T, class Out>
 cudaError_t forward_keeping_z(const T* x, const T* w, int M, int N, int K, EpilogueParams p,
-                              float* z, float* out, cudaStream_t stream) {
+                              float* z, Out* out, cudaStream_t stream) {
   if (M == 0 || N == 0) return cudaSuccess;
   p.z = z;
   cudaError_t err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, p, stream);
   if (err != cudaSuccess) return err;
-  pointwise_kernel<Epi><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(z, out, M, N, p);
+  pointwise_kernel<Epi, Out><<<pointwise_blocks_of<Out>(M, N), kApplyThreads, 0, stream>>>(z, out, M, N, p);
   return cudaGetLastError();
 }
 

@@ -10,7 +10,8 @@
 //      (EPI is a struct that kgen/lower/forward.py generates from the module's epilogue IR),
 //   2. when EPI::kColStats, writes the tile's per-column (mean, M2) of the result over its valid
 //      rows (BatchNorm's partial statistics),
-//   3. stores the result to p.z.
+//   3. stores the result to p.z, in fp32, or in the module's 16-bit dtype where EPI says so
+//      (EPI::Store, EpilogueStore: the epilogue that writes a 16-bit module's output).
 #pragma once
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -38,6 +39,27 @@ template <class T>
 __device__ __forceinline__ float rounded_to_module(float v) {
   return v;
 }
+
+// How a kernel writes an element of T, the type of the part's output (forward.cuh's Output):
+// `one` converts a value. fp32 here; gemm_wgmma_half.cuh adds bf16 and fp16, rounded to nearest
+// even as torch's .to(dtype) rounds, with `eight`, a 16-byte store of eight consecutive values.
+template <class T>
+struct OutputType;
+template <>
+struct OutputType<float> {
+  __device__ static __forceinline__ float one(float v) { return v; }
+};
+
+// The type an epilogue struct stores into p.z: EPI::Store where it names one (forward.cuh's
+// StoringAs, around the epilogue that writes a 16-bit module's output), else fp32.
+template <class EPI, class = void>
+struct EpilogueStore {
+  using type = float;
+};
+template <class EPI>
+struct EpilogueStore<EPI, std::void_t<typename EPI::Store>> {
+  using type = typename EPI::Store;
+};
 
 // The parameters and buffers the generated epilogue reads, by index (lower.MAX_OPERANDS; a test
 // ties the two).
@@ -144,6 +166,36 @@ __device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, i
   }
 }
 
+// tile_store in T, a 16-bit module's dtype: p.z holds T elements, each the tile's value rounded
+// (OutputType), 8 per 16-byte store when the row pitch allows.
+template <int BM, int BN, int NTHREADS, class T>
+__device__ __forceinline__ void tile_store_as(const float* tile, int ldt, int m0, int n0, int M,
+                                              int N, const EpilogueParams& p) {
+  static_assert(sizeof(T) == 2 && BN % 8 == 0, "16-bit stores of 8 elements");
+  const int rows = min(BM, M - m0);
+  T* const z = reinterpret_cast<T*>(p.z);
+  if (N % 8 == 0 && (reinterpret_cast<uintptr_t>(z) & 15) == 0) {
+    constexpr int kOcts = BN / 8;
+    for (int i = threadIdx.x; i < rows * kOcts; i += NTHREADS) {
+      const int r = i / kOcts;
+      const int c = (i % kOcts) * 8;
+      const int n = n0 + c;
+      if (n >= N) continue;  // N % 8 == 0, so eight are either all in or all out
+      const float* t = &tile[r * ldt + c];
+      OutputType<T>::eight(&z[static_cast<size_t>(m0 + r) * N + n], *reinterpret_cast<const float4*>(t),
+                           *reinterpret_cast<const float4*>(t + 4));
+    }
+  } else {
+    for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
+      const int r = i / BN;
+      const int c = i % BN;
+      const int n = n0 + c;
+      if (n >= N) continue;
+      z[static_cast<size_t>(m0 + r) * N + n] = OutputType<T>::one(tile[r * ldt + c]);
+    }
+  }
+}
+
 // The one entry point the GEMM mainloops call, by all NTHREADS threads of the CTA, after the
 // accumulator tile is complete in shared memory (and a __syncthreads()).
 template <int BM, int BN, int NTHREADS, class EPI>
@@ -162,7 +214,11 @@ __device__ __forceinline__ void tile_epilogue(float* tile, int ldt, int m0, int 
     tile_column_stats<BM, BN, NTHREADS>(tile, ldt, min(BM, M - m0), n0, N, m0 / BM, p.part_mean,
                                         p.part_m2);
   }
-  tile_store<BM, BN, NTHREADS>(tile, ldt, m0, n0, M, N, p);
+  if constexpr (std::is_same<typename EpilogueStore<EPI>::type, float>::value) {
+    tile_store<BM, BN, NTHREADS>(tile, ldt, m0, n0, M, N, p);
+  } else {
+    tile_store_as<BM, BN, NTHREADS, typename EpilogueStore<EPI>::type>(tile, ldt, m0, n0, M, N, p);
+  }
 }
 
 // The grid of a GEMM with one CTA per BM x BN tile of z, into `tiles`. Returns false when

@@ -11,7 +11,7 @@
 namespace kgen {
 
 // Workspace layout: BatchNorm's partials and a, c (when the module has a BatchNorm), then S
-// (when the stages' output is not (M, N) and so cannot hold it); with the matrix-vector rewrite,
+// (where the output's buffer cannot hold it: forward.cuh, kSInOutput); with the matrix-vector rewrite,
 // its column-sum partials, column sums and shift total instead; last, with a broadcast tail, the
 // stages' output (the tail's core value, output_width(N) per row).
 inline long long gemv_floats(int N, int K) {
@@ -23,7 +23,7 @@ inline long long stages_floats(int M, int N, int K) {
   if (kgen_cfg::kGemv) return gemv_floats(N, K);
   const long long tiles = stats_tiles(M);
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;
-  return stats + (kgen_cfg::kOutputIsTile ? 0 : static_cast<long long>(M) * N);
+  return stats + (kSInOutput ? 0 : static_cast<long long>(M) * N);
 }
 inline long long workspace_floats(int M, int N, int K) {
   const long long core = kgen_cfg::kHasTail ? static_cast<long long>(M) * kgen_cfg::output_width(N) : 0;
@@ -40,8 +40,9 @@ const char* forward_keeping_z_entry(const kgen_cfg::ForwardArgs& a) {
     FinalizeArgs f{};
     kgen_cfg::fill_operands(a, p, f);
     p.N = a.N;
+    static_assert(!kKeepsZ || (kgen_cfg::EvalStage2::kKind == 0 && !kgen_cfg::kHasTail), "a point-wise part: its epilogue makes the output");
     const cudaError_t err = forward_keeping_z<kgen_cfg::Gemm, kgen_cfg::EvalEpilogue>(
-        a.x, a.w, a.M, a.N, a.K, p, a.z_out, a.out, static_cast<cudaStream_t>(a.stream));
+        a.x, a.w, a.M, a.N, a.K, p, a.z_out, static_cast<Output*>(a.out), static_cast<cudaStream_t>(a.stream));
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
   } else {
     return "this part keeps no z (it has no backward kernels)";
@@ -61,8 +62,9 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(a.N) : 0;
   Buffers b{};
   // With a broadcast tail the stages write its core value into the workspace.
-  b.out = kgen_cfg::kHasTail ? ws + stages_floats(a.M, a.N, a.K) : a.out;
-  b.s = kgen_cfg::kOutputIsTile ? b.out : ws + stats;
+  // (a.out's elements are Output: forward.cuh)
+  b.out = kgen_cfg::kHasTail ? ws + stages_floats(a.M, a.N, a.K) : static_cast<float*>(a.out);
+  b.s = kSInOutput ? b.out : ws + stats;
   b.gemv = ws;
   if (kgen_cfg::kHasBatchNorm) {
     b.part_mean = ws;
@@ -89,7 +91,9 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   if (err != nullptr || !kgen_cfg::kHasTail || a.M == 0) return err;
   const long long total = kgen_cfg::Tail::numel(a.M);
   const long long blocks = std::min<long long>((total + kTailThreads - 1) / kTailThreads, 65535LL * 8);
-  if (total > 0) tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(b.out, a.out, total, a.M, p);
+  if (total > 0) {
+    tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(b.out, static_cast<float*>(a.out), total, a.M, p);
+  }
   const cudaError_t launched = cudaGetLastError();
   return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
 }

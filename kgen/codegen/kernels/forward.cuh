@@ -28,6 +28,37 @@ static_assert(cta_smem_bytes<kgen_cfg::Gemm>() <= kgen_cfg::kMaxSmemBytes,
 
 inline int div_up(int a, int b) { return (a + b - 1) / b; }
 
+// The element type of the part's output, which ModelNew allocates so (it asks
+// kgen_output_is_operand_typed_<part>): the module's dtype (kgen_operand_t: float, or bf16 / fp16
+// in a 16-bit build), written by the kernel that computes it (stage 1's epilogue, stage 2's
+// point-wise or row kernel, the point-wise pass of a part that keeps z), rounded to nearest even
+// as torch's .to(dtype) rounds. fp32 where a broadcast tail, a constant fill or the
+// matrix-vector rewrite writes the output (ModelNew converts those); also with KGEN_FP32_OUTPUT
+// defined (the emitted file's KGEN_FP32_OUTPUT=1: every output fp32 and converted in Python, as
+// before kgen 16-bit stores, kept for the test that compares the two).
+#ifdef KGEN_FP32_OUTPUT
+constexpr bool kOutputOperandTyped = std::is_same<kgen_operand_t, float>::value;
+#else
+constexpr bool kOutputOperandTyped = !kgen_cfg::kHasTail && !kgen_cfg::kConstantOutput && !kgen_cfg::kGemv;
+#endif
+using Output = std::conditional_t<kOutputOperandTyped, kgen_operand_t, float>;
+static_assert(std::is_same<Output, float>::value || !kgen_cfg::kGemmExternal,
+              "an external GEMM's epilogue runs in place on fp32 (its builds are fp32 only)");
+
+// Stage 1 stores S into the output's buffer where the output is (M, N) and S fits it (fp32), or
+// where no stage 2 reads S in either mode (stage 1 then stores the output itself); elsewhere S
+// has M x N floats of the workspace (entry.cuh, stages_floats).
+constexpr bool kSInOutput =
+    kgen_cfg::kOutputIsTile && (std::is_same<Output, float>::value ||
+                                (kgen_cfg::TrainStage2::kKind == 0 && kgen_cfg::EvalStage2::kKind == 0));
+
+// An epilogue that stores its result in T (common.cuh, EpilogueStore): stage 1's when it stores a
+// 16-bit output.
+template <class Epi, class T>
+struct StoringAs : Epi {
+  using Store = T;
+};
+
 // Rows of S summarized by one BatchNorm partial (z_ready: the forward of a part that keeps z
 // for its backward takes the statistics in a kernel of their own).
 constexpr int stats_rows_per_tile(bool z_ready = false) {
@@ -40,8 +71,8 @@ inline long long stats_tiles(int M) {
 }
 
 struct Buffers {
-  float* s;           // [M][N] stage 1's output S (the module output when that is (M, N))
-  float* out;         // the module output
+  float* s;           // [M][N] stage 1's output S (in the module output's buffer: kSInOutput)
+  float* out;         // the module output, of Output (or the core value a broadcast tail reads)
   float* part_mean;   // [tiles][N]
   float* part_m2;     // [tiles][N]
   float* col_a;       // [N]
@@ -50,15 +81,19 @@ struct Buffers {
   float* bn_saved;    // [3][N] x̂'s coefficients and γ/σ for the backward (nullptr: not kept)
 };
 
-// Stage 1: z = x w^T and the epilogue Epi into S (and, when Epi::kColStats, the partials).
+// Stage 1: z = x w^T and the epilogue Epi into S (and, when Epi::kColStats, the partials); where
+// Stage (this mode's stage 2) is none, S is the output: into `out`, of Output.
 // With an external GEMM, z is already in S and the epilogue is a point-wise pass over it.
 // z_ready: z is already computed (kept for the backward): the epilogue as a point-wise pass.
-template <class Gemm, class Epi>
+template <class Gemm, class Epi, class Stage>
 cudaError_t run_stage1(const kgen_operand_t* x, const kgen_operand_t* w, int M, int N, int K, EpilogueParams p,
-                       const float* z_ready, cudaStream_t stream) {
+                       const float* z_ready, float* out, cudaStream_t stream) {
+  using Store = std::conditional_t<Stage::kKind == 0, Output, float>;
+  if constexpr (Stage::kKind == 0) p.z = out;
   if (z_ready != nullptr) {
     if (p.z == z_ready) return cudaSuccess;  // S is z itself (kept_as_s)
-    pointwise_kernel<Epi><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(z_ready, p.z, M, N, p);
+    pointwise_kernel<Epi, Store><<<pointwise_blocks_of<Store>(M, N), kApplyThreads, 0, stream>>>(
+        z_ready, reinterpret_cast<Store*>(p.z), M, N, p);
     return cudaGetLastError();
   }
   if constexpr (kgen_cfg::kGemmExternal) {
@@ -68,7 +103,8 @@ cudaError_t run_stage1(const kgen_operand_t* x, const kgen_operand_t* w, int M, 
     }
     return cudaSuccess;
   } else {
-    return Gemm::template launch<Epi>(x, w, M, N, K, p, stream);
+    using Stored = std::conditional_t<std::is_same<Store, float>::value, Epi, StoringAs<Epi, Store>>;
+    return Gemm::template launch<Stored>(x, w, M, N, K, p, stream);
   }
 }
 
@@ -83,22 +119,24 @@ Buffers kept_as_s(const Buffers& b, float* z_ready, EpilogueParams& p) {
   return out;
 }
 
+// Stage 2: from S to the output (of Output).
 template <class Stage>
 cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, cudaStream_t stream) {
+  Output* const out = reinterpret_cast<Output*>(b.out);
   if constexpr (Stage::kKind == 1) {
-    pointwise_kernel<Stage><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(b.s, b.out, M, N, p);
+    pointwise_kernel<Stage, Output><<<pointwise_blocks_of<Output>(M, N), kApplyThreads, 0, stream>>>(b.s, out, M, N, p);
   } else if constexpr (Stage::kKind == 2) {
     const int dst_stride = kgen_cfg::output_width(N);
     const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
     if (row_bytes <= kRowCacheBytes) {
       if (row_bytes > 48 * 1024) {
         const cudaError_t err = cudaFuncSetAttribute(
-            row_kernel<Stage, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(row_bytes));
+            row_kernel<Stage, true, Output>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(row_bytes));
         if (err != cudaSuccess) return err;
       }
-      row_kernel<Stage, true><<<M, kRowThreads, row_bytes, stream>>>(b.s, b.out, N, dst_stride, p);
+      row_kernel<Stage, true, Output><<<M, kRowThreads, row_bytes, stream>>>(b.s, out, N, dst_stride, p);
     } else {
-      row_kernel<Stage, false><<<M, kRowThreads, 0, stream>>>(b.s, b.out, N, dst_stride, p);
+      row_kernel<Stage, false, Output><<<M, kRowThreads, 0, stream>>>(b.s, out, N, dst_stride, p);
     }
   }
   return cudaGetLastError();
@@ -176,7 +214,7 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
     err = cudaGetLastError();
   } else if (kgen_cfg::kHasBatchNorm && training) {
     const Buffers bt = kept_as_s<kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(b, z_ready, p);
-    err = run_stage1<Gemm, kgen_cfg::TrainEpilogue>(x, w, M, N, K, p, z_ready, stream);
+    err = run_stage1<Gemm, kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(x, w, M, N, K, p, z_ready, b.out, stream);
     if (err == cudaSuccess && (!kgen_cfg::TrainEpilogue::kColStats || z_ready != nullptr)) {
       dim3 grid(div_up(N, kStatsTileCols), div_up(M, kStatsTileRows));
       column_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(bt.s, M, N, b.part_mean, b.part_m2);
@@ -188,7 +226,7 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
     // Eval: BatchNorm's a, c come from the running statistics alone, ready before the GEMM.
     if (kgen_cfg::kHasBatchNorm) err = finalize();
     const Buffers be = kept_as_s<kgen_cfg::EvalEpilogue, kgen_cfg::EvalStage2>(b, z_ready, p);
-    if (err == cudaSuccess) err = run_stage1<Gemm, kgen_cfg::EvalEpilogue>(x, w, M, N, K, p, z_ready, stream);
+    if (err == cudaSuccess) err = run_stage1<Gemm, kgen_cfg::EvalEpilogue, kgen_cfg::EvalStage2>(x, w, M, N, K, p, z_ready, b.out, stream);
     if (err == cudaSuccess) err = run_stage2<kgen_cfg::EvalStage2>(be, M, N, p, stream);
   }
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);

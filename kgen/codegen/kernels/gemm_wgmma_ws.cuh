@@ -130,7 +130,7 @@ inline cudaError_t make_kmajor_map(CUtensorMap* map, const float* g, int rows, i
 // column 8j + 2 (lane % 4) + e % 2) and `tile` shared memory of at least kTileBytes and
 // kStatsBytes that nothing else uses any more: the generated epilogue on the registers, kColStats'
 // column statistics from them (column_stats), then the tile through shared memory for coalesced
-// stores (tile_store).
+// stores (tile_store; in the module's 16-bit dtype where EPI::Store says so: EpilogueStore).
 template <int BM, int BN>
 struct WsEpilogue {
   static constexpr int kConsumers = BM / 64;
@@ -180,7 +180,11 @@ struct WsEpilogue {
       }
     }
     __syncthreads();
-    tile_store<BM, BN, kThreads>(tile, kLdt, m0, n0, M, N, p);
+    if constexpr (std::is_same<typename EpilogueStore<EPI>::type, float>::value) {
+      tile_store<BM, BN, kThreads>(tile, kLdt, m0, n0, M, N, p);
+    } else {
+      tile_store_as<BM, BN, kThreads, typename EpilogueStore<EPI>::type>(tile, kLdt, m0, n0, M, N, p);
+    }
   }
 
   // The kColStats epilogue from the consumers' registers (what tile_column_stats computes from

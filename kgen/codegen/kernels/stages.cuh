@@ -126,28 +126,55 @@ constexpr int kApplyThreads = 256;
 constexpr size_t kApplyMaxBlocks = 4096;
 
 // dst = Stage::apply(src) element-wise over [M][N] (dst may be src); 16-byte accesses when rows
-// and pointers allow. Grid-stride: a few waves of CTAs cover any size.
-template <class Stage>
+// and pointers allow. Grid-stride: a few waves of CTAs cover any size. dst's elements are Out:
+// fp32, or the module's 16-bit dtype (the part's output, forward.cuh's Output; dst then is not
+// src), rounded as torch rounds, 8 per 16-byte store where N % 8 == 0.
+template <class Stage, class Out = float>
 __global__ void __launch_bounds__(kApplyThreads)
-    pointwise_kernel(const float* src, float* dst, int M, int N, EpilogueParams p) {
+    pointwise_kernel(const float* src, Out* dst, int M, int N, EpilogueParams p) {
   const size_t total = static_cast<size_t>(M) * N;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  const bool vec = N % 4 == 0 && ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0;
-  if (vec) {
-    for (size_t i = first; i < total / 4; i += stride) {
-      const int m = static_cast<int>((i * 4) / N);
-      const int n = static_cast<int>((i * 4) % N);
-      float4 v = reinterpret_cast<const float4*>(src)[i];
-      v.x = Stage::apply(v.x, m, n + 0, p);
-      v.y = Stage::apply(v.y, m, n + 1, p);
-      v.z = Stage::apply(v.z, m, n + 2, p);
-      v.w = Stage::apply(v.w, m, n + 3, p);
-      reinterpret_cast<float4*>(dst)[i] = v;
+  if constexpr (std::is_same<Out, float>::value) {
+    const bool vec = N % 4 == 0 && ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0;
+    if (vec) {
+      for (size_t i = first; i < total / 4; i += stride) {
+        const int m = static_cast<int>((i * 4) / N);
+        const int n = static_cast<int>((i * 4) % N);
+        float4 v = reinterpret_cast<const float4*>(src)[i];
+        v.x = Stage::apply(v.x, m, n + 0, p);
+        v.y = Stage::apply(v.y, m, n + 1, p);
+        v.z = Stage::apply(v.z, m, n + 2, p);
+        v.w = Stage::apply(v.w, m, n + 3, p);
+        reinterpret_cast<float4*>(dst)[i] = v;
+      }
+    } else {
+      for (size_t i = first; i < total; i += stride) {
+        dst[i] = Stage::apply(src[i], static_cast<int>(i / N), static_cast<int>(i % N), p);
+      }
     }
   } else {
-    for (size_t i = first; i < total; i += stride) {
-      dst[i] = Stage::apply(src[i], static_cast<int>(i / N), static_cast<int>(i % N), p);
+    const bool vec = N % 8 == 0 && ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0;
+    if (vec) {
+      for (size_t i = first; i < total / 8; i += stride) {
+        const int m = static_cast<int>((i * 8) / N);
+        const int n = static_cast<int>((i * 8) % N);
+        float4 lo = reinterpret_cast<const float4*>(src)[2 * i];
+        float4 hi = reinterpret_cast<const float4*>(src)[2 * i + 1];
+        lo.x = Stage::apply(lo.x, m, n + 0, p);
+        lo.y = Stage::apply(lo.y, m, n + 1, p);
+        lo.z = Stage::apply(lo.z, m, n + 2, p);
+        lo.w = Stage::apply(lo.w, m, n + 3, p);
+        hi.x = Stage::apply(hi.x, m, n + 4, p);
+        hi.y = Stage::apply(hi.y, m, n + 5, p);
+        hi.z = Stage::apply(hi.z, m, n + 6, p);
+        hi.w = Stage::apply(hi.w, m, n + 7, p);
+        OutputType<Out>::eight(dst + 8 * i, lo, hi);
+      }
+    } else {
+      for (size_t i = first; i < total; i += stride) {
+        dst[i] = OutputType<Out>::one(Stage::apply(src[i], static_cast<int>(i / N), static_cast<int>(i % N), p));
+      }
     }
   }
 }
@@ -160,9 +187,15 @@ __global__ void fill_kernel(float* __restrict__ out, long long total, float valu
   }
 }
 
-inline int pointwise_blocks(int M, int N) {
-  const size_t items = static_cast<size_t>(M) * N / (N % 4 == 0 ? 4 : 1);
+// The grid of pointwise_kernel<Stage, Out>: a CTA's threads take `vector` elements each where
+// N allows (4 floats, 8 halves: one 16-byte store).
+inline int pointwise_blocks(int M, int N, int vector = 4) {
+  const size_t items = static_cast<size_t>(M) * N / (N % vector == 0 ? vector : 1);
   return static_cast<int>(std::min<size_t>((items + kApplyThreads - 1) / kApplyThreads, kApplyMaxBlocks));
+}
+template <class Out>
+inline int pointwise_blocks_of(int M, int N) {
+  return pointwise_blocks(M, N, std::is_same<Out, float>::value ? 4 : 8);
 }
 
 constexpr int kRowThreads = 512;
@@ -200,12 +233,13 @@ __device__ __forceinline__ float block_max(float v, float* scratch) { return blo
 __device__ __forceinline__ float block_min(float v, float* scratch) { return block_reduce(v, 2, scratch); }
 
 // One CTA per row m: Stage::row reads the row of S at src + m * N and writes the row's output at
-// dst + m * dst_stride (N for an (M, N) output, 1 for (M, 1) or (M,)). With kCacheRow the row (of
-// S, or of the first pass's value: kgen/lower/forward.py, _cache_node) stays in shared memory after the
-// first pass (one read of S from global memory).
-template <class Stage, bool kCacheRow>
+// dst + m * dst_stride (N for an (M, N) output, 1 for (M, 1) or (M,)), of Out (fp32, or the
+// module's 16-bit dtype: OutputType). With kCacheRow the row (of S, or of the first pass's
+// value: kgen/lower/forward.py, _cache_node) stays in shared memory after the first pass (one
+// read of S from global memory).
+template <class Stage, bool kCacheRow, class Out = float>
 __global__ void __launch_bounds__(kRowThreads)
-    row_kernel(const float* src, float* dst, int N, int dst_stride, EpilogueParams p) {
+    row_kernel(const float* src, Out* dst, int N, int dst_stride, EpilogueParams p) {
   extern __shared__ __align__(16) float row_cache[];
   __shared__ float scratch[32];
   const size_t m = blockIdx.x;

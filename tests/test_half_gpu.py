@@ -69,15 +69,25 @@ def max_err(a, b) -> float:
     return (a.double() - b.double()).abs().max().item()
 
 
-def judge(what, new, ref, ref64):
+def judge(what, new, ref, ref64, near_eager=True):
     """new's error vs fp64 at most ERROR_FACTOR x eager's (plus a rounding step of the dtype at
-    the output's scale, for outputs where eager happens to be exact), and allclose to eager."""
+    the output's scale, for outputs where eager happens to be exact), and (near_eager) allclose
+    to eager."""
     assert new.dtype == ref.dtype, f"{what}: ModelNew gave {new.dtype}, eager {ref.dtype}"
     assert not new.isnan().any() and not new.isinf().any(), f"{what}: non-finite values"
     err_new, err_ref = max_err(new, ref64), max_err(ref, ref64)
     step = torch.finfo(new.dtype).eps * ref64.abs().max().item()
     assert err_new <= ERROR_FACTOR * err_ref + step, f"{what}: error vs fp64 {err_new:.3e}, eager's {err_ref:.3e}"
-    torch.testing.assert_close(new.double(), ref.double(), rtol=TOL, atol=TOL, msg=what)
+    if near_eager:
+        torch.testing.assert_close(new.double(), ref.double(), rtol=TOL, atol=TOL, msg=what)
+
+
+def folds_normalization(f: EmittedFile) -> bool:
+    """A BatchNorm or GroupNorm whose input kgen folds (the Linear's bias, an affine prefix) into
+    its per-column a, c: in bf16, eager's roundings of those intermediate values are not there to
+    copy, and eager is further from fp64 than kgen and beyond 1e-2 of it (docs/perf.md: 33, 39,
+    41, 75, 88, 97 under KernelBench's eval). Judged against fp64 only there."""
+    return any(n.kind in ("batchnorm", "groupnorm") for n in f.spec.graph().nodes)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -87,6 +97,7 @@ def test_forward_and_buffers_in_half_precision(files, ref, dtype):
         pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
     f = EmittedFile(files[ref])
     new, eager, ref64 = trio(f, DTYPES[dtype])
+    near_eager = not (dtype == "bf16" and folds_normalization(f))
     for call in range(2):
         x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda")
         rng = torch.cuda.get_rng_state()
@@ -96,11 +107,11 @@ def test_forward_and_buffers_in_half_precision(files, ref, dtype):
             exact = ref64(x.to(DTYPES[dtype]).double())
             torch.cuda.set_rng_state(rng)
             out = new(x.to(DTYPES[dtype]))
-        judge(f"call {call} output", out, expect, exact)
+        judge(f"call {call} output", out, expect, exact, near_eager)
         for (name, b_new), b_ref, b64 in zip(new.named_buffers(), eager.buffers(), ref64.buffers()):
             assert b_new.dtype == b_ref.dtype, f"{name}: {b_new.dtype}, torch keeps {b_ref.dtype}"
             if b_ref.is_floating_point():
-                judge(f"call {call} {name}", b_new, b_ref, b64)
+                judge(f"call {call} {name}", b_new, b_ref, b64, near_eager)
             else:
                 assert torch.equal(b_new, b_ref), name
 

@@ -187,11 +187,22 @@ NVCC_SPECS = [enumerate_specs(str(p.resolve()), 64, 128, 1024)[0] for p in REFS]
     s for p in REFS for s in enumerate_specs(str(p.resolve()), 64, 128, 1024) if s.family == "gemv"]
 
 
-@pytest.mark.parametrize("spec", NVCC_SPECS, ids=lambda s: f"{s.problem_name}-{s.family}")
-def test_every_generated_epilogue_compiles(spec, tmp_path):
-    from test_compile import NVCC, SM90A, compile_report, spills
+@pytest.fixture(scope="module")
+def nvcc_started():
+    """All of NVCC_SPECS' compiles started side by side on every core (test_compile's pool; one
+    nvcc is one core), once: each test then waits for its own."""
+    from test_compile import NVCC, SM90A, prefetch_compiles
 
-    if NVCC is None:
+    if NVCC is not None:
+        prefetch_compiles([(generator.render_cuda_source(s), (SM90A,)) for s in NVCC_SPECS])
+    return NVCC
+
+
+@pytest.mark.parametrize("spec", NVCC_SPECS, ids=lambda s: f"{s.problem_name}-{s.family}")
+def test_every_generated_epilogue_compiles(spec, tmp_path, nvcc_started):
+    from test_compile import SM90A, compile_report, spills
+
+    if nvcc_started is None:
         pytest.skip("nvcc not on PATH")
     report = compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
     assert spills(report) == []

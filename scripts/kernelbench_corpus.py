@@ -18,13 +18,15 @@ from pathlib import Path
 
 import torch
 
+from kgen.tune.configs import PRECISIONS
+
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--kb", type=Path, required=True, help="KernelBench's folder (src/kernelbench)")
     p.add_argument("--files", type=Path, required=True, help="folder of the kgen files")
     p.add_argument("--json", type=Path, default=None)
-    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
+    p.add_argument("--precision", choices=sorted(PRECISIONS), default="fp32",
                    help="KernelBench's precision: its eval casts models and inputs to it (tolerance "
                         "1e-4 for fp32, 1e-2 for bf16/fp16); the bench runs ModelNew and eager in it")
     p.add_argument("--compile", action="store_true", help="bench torch.compile (default mode) too")
@@ -38,7 +40,7 @@ def main():
     from kgen.check.loading import EmittedFile
     from kgen.check.validate import check_kernelbench_eval
 
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.precision]
+    dtype = getattr(torch, PRECISIONS[args.precision])
     rows = []
     for ref in args.refs:
         new = args.files / ref.name

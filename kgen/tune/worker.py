@@ -18,6 +18,8 @@ import json
 import sys
 import traceback
 
+from kgen.tune.configs import PRECISIONS
+
 RESULT_PREFIX = "KGEN_RESULT "
 RUNOFF_PREFIX = "KGEN_RUNOFF "
 EXIT_AFTER_RUNTIME_ERROR = 3
@@ -27,7 +29,6 @@ def build(path: str, dtype: str = "fp32") -> int:
     import torch
 
     from kgen.check.loading import EmittedFile
-    from kgen.tune.configs import PRECISIONS
 
     EmittedFile(path).build(getattr(torch, PRECISIONS[dtype]))
     return 0
@@ -87,7 +88,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_build = sub.add_parser("build")
     p_build.add_argument("file")
-    p_build.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32",
+    p_build.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",
                          help="the build for a module in this dtype")
     p_eval = sub.add_parser("evaluate")
     p_eval.add_argument("--tol", type=float, action="append", required=True)

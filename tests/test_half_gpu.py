@@ -13,6 +13,7 @@ import torch
 
 from kgen.check.loading import EmittedFile
 from kgen.codegen import generator
+from kgen.tune.configs import PRECISIONS
 from kgen.tune.search import Candidate, build_all
 from kgen.tune.spec import Spec, Tile
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.gpu
 _ONLY = [w for w in os.environ.get("KGEN_TEST_REFS", "").split(",") if w]
 REFS = [str(p) for p in SYNTHESIZED_REFS if not _ONLY or any(w in p.stem for w in _ONLY)]
 HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = {name: getattr(torch, PRECISIONS[name]) for name in ("bf16", "fp16")}
 TOL = 1e-2   # KernelBench's tolerance at bf16 and fp16
 # ModelNew rounds once (the output); eager rounds after every op. Its error may exceed eager's
 # where the rounding of one element happens to go the other way: a factor, not equality.

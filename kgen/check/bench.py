@@ -16,6 +16,7 @@ import statistics
 import torch
 
 from kgen.check.loading import EmittedFile
+from kgen.tune.configs import PRECISIONS
 
 FLUSH_BYTES = 256 * 1024 * 1024
 
@@ -97,7 +98,7 @@ class BenchResult:
 
     def report(self) -> str:
         half = self.dtype != "float32"
-        name = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}[self.dtype]
+        name = {torch_name: short for short, torch_name in PRECISIONS.items()}[self.dtype]
         return "\n".join([
             f"device: {self.device}, batch {self.batch}, {self.mode} mode, {self.dtype} module, "
             "L2 flushed before each call",

@@ -107,6 +107,31 @@ def test_a_gradient_that_is_zero_in_exact_arithmetic_gets_no_huge_relative_error
     assert cmp.ok and cmp.max_rel < 1e-8
 
 
+def _trained(dtype, steps=20, gradient_error=0.0):
+    """A parameter of size ~1 moved by SGD on a fixed gradient, stored in `dtype` between steps
+    (what a training check's parameter sees), its gradient off by `gradient_error` (relative)."""
+    gen = torch.Generator().manual_seed(0)
+    start = torch.rand(256, generator=gen, dtype=torch.float64) + 0.5
+    grad = torch.randn(256, generator=gen, dtype=torch.float64)
+    p = start.to(dtype)
+    for _ in range(steps):
+        p = p - (1.5e-4 * (1 + gradient_error) * grad).to(dtype)   # ~30x tol over the run
+    return p - start.to(dtype)
+
+
+def test_training_moves_are_judged_against_the_size_of_the_move():
+    """The training check's parameters move ~30x tol over the run: a 1 % error in a gradient is a
+    third of tol of a parameter of size 1, but 1 % of the move, outside the displacements judge;
+    fp32's own rounding of the parameters passes it."""
+    truth, eager = _trained(torch.float64), _trained(torch.float32)
+    same = Comparison(1e-4, relative_to_largest=True, displacements=True)
+    same.add("weight (its change)", _trained(torch.float32), eager, truth)
+    assert same.ok, same.failures
+    faulty = Comparison(1e-4, relative_to_largest=True, displacements=True)
+    faulty.add("weight (its change)", _trained(torch.float32, gradient_error=0.01), eager, truth)
+    assert not faulty.ok
+
+
 class _KernelBenchFile:
     """What check_kernelbench_eval reads of an EmittedFile, on the CPU: a reference Model and
     get_inputs, and a ModelNew (here the reference itself, or one that adds an offset)."""

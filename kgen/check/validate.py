@@ -92,7 +92,7 @@ class Comparison:
     """Accumulates the worst errors over the tensors of one check."""
 
     def __init__(self, tol: float, judge_by_fp64: bool = False, relative_to_largest: bool = False,
-                 gradients: bool = False, plain_allclose: bool = False):
+                 gradients: bool = False, plain_allclose: bool = False, displacements: bool = False):
         # judge_by_fp64: pass when the error vs fp64 is within tol + twice the fp32 reference's
         # (the gate's factor at the fp32-exact tier; see LARGE_OFFSET).
         self.tol = tol
@@ -121,6 +121,11 @@ class Comparison:
         # itself is not within an absolute 1e-4 of fp64 there); the ratio gate on top at the
         # fp32-exact tier, as for outputs.
         self.gradients = gradients
+        # Displacements (a parameter's change over training): within tol of the tensor's largest
+        # displacement plus the gate's factor times eager fp32's error, with no absolute floor. The
+        # parameters' own scale (1 + |p|) would hide a 1 % error in a gradient: each moves only
+        # some 30x tol over the run, so 1 % of it is a third of tol (measured on an H100).
+        self.displacements = displacements
         # An infinity of eager's output may come out NaN (the check with infinite inputs: where
         # an infinity meets another of the other sign, or a zero, in another order than eager's
         # kernels sum in, the result is NaN; which one torch gets depends on its kernel).
@@ -160,7 +165,9 @@ class Comparison:
         self.ref_abs = max(self.ref_abs, ref_err)
         ratio = abs_err / max(ref_err, ULP_FP32 * scale, 1e-30)
         self.ratio = max(self.ratio, ratio)
-        if self.gradients:
+        if self.displacements:
+            close = new64.shape == ref64.shape and abs_err <= self.tol * scale + FP32_EXACT_FACTOR * ref_err
+        elif self.gradients:
             close = new64.shape == ref64.shape and (
                 abs_err <= self.tol * (1 + scale) or abs_err <= self.tol + FP32_EXACT_FACTOR * ref_err)
         elif self.judge_by_fp64:
@@ -653,8 +660,9 @@ def check_training(f, device, tol, batch) -> CheckResult:
     (dL/dy = G: gradients O(1) per element of y, summed over the batch, however large y
     grows), one fixed batch, each parameter with its own learning rate (see TRAIN_MOVE_FACTOR);
     the same steps for ModelNew, eager fp32 and fp64. Every step's output is judged as an
-    output (a fault in the forward fails here too), the parameters and buffers at the end as
-    gradients are, against the fp64 run with eager fp32's drift as the yardstick. The check
+    output (a fault in the forward fails here too); at the end, how far each parameter and
+    buffer moved, against the fp64 run's move, within tol of the largest move plus the gate's
+    factor times eager fp32's drift (Comparison's `displacements` judge). The check
     fails itself where the fp64 run did not move a parameter that has a gradient enough to
     judge it."""
     if not has_backward(f):
@@ -663,6 +671,8 @@ def check_training(f, device, tol, batch) -> CheckResult:
     x = _inputs(f, "rand", batch, device)
     names = [name for name, p in trio.ref.named_parameters() if p.is_floating_point()]
     start = {name: trio.ref64.get_parameter(name).detach().clone() for name in names}
+    initial = [{k: v.detach().clone() for k, v in (dict(m.named_parameters()) | dict(m.named_buffers())).items()
+                if v.is_floating_point()} for m in trio.models()]
     # Steps apart, eager fp32, ModelNew and fp64 follow trajectories of their own (each step's
     # rounding moves the parameters): the outputs are judged against fp64 with eager fp32's drift
     # as the yardstick, not element by element against eager (measured on an H100: a 3xTF32 file
@@ -694,11 +704,14 @@ def check_training(f, device, tol, batch) -> CheckResult:
                 for name, d in zip(names, model_grads):
                     if d is not None and rates[name]:
                         model.get_parameter(name).sub_(rates[name] * d)
-    cmp = Comparison(tol, relative_to_largest=True, gradients=True)
+    # What training changed, parameter by parameter and buffer by buffer, each model from its own
+    # start (the fp32 two share theirs, fp64 holds the same values widened).
+    cmp = Comparison(tol, relative_to_largest=True, displacements=True)
     tensors = [dict(m.named_parameters()) | dict(m.named_buffers()) for m in trio.models()]
     for what, a in tensors[0].items():
         if a.is_floating_point():
-            cmp.add(what, a.detach(), tensors[1][what].detach(), tensors[2][what].detach())
+            moved = [t[what].detach() - s[what] for t, s in zip(tensors, initial)]
+            cmp.add(f"{what} (its change)", *moved)
     still = []
     for name in names:
         if rates[name]:

@@ -18,7 +18,7 @@ from kgen.frontend.reference import ReferenceError
 from kgen.tune.spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
                    Tile, arch_for_capability, check_shape, gemm_family)
 from kgen.check.static_checks import StaticCheckError
-from kgen.tune.configs import PRECISIONS
+from kgen.tune.configs import PRECISION_TOLERANCES, PRECISIONS
 
 # What each backend computes when --math is not given: its fastest fp32-accurate mode.
 DEFAULT_MATH = {"wgmma": "tf32x3", "kgen": "tf32x3", "cublas": "fp32_simt", "gemv": "fp32_simt"}
@@ -322,21 +322,37 @@ def _load(file, ref=None):
 
 @main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--tol", type=Tolerance(), default=1e-4, show_default=True, help="atol = rtol of torch.allclose.")
+@click.option("--tol", type=Tolerance(), default=None,
+              help="atol = rtol of torch.allclose [KernelBench's for the dtype: "
+                   + ", ".join(f"{t:g} {name}" for name, t in PRECISION_TOLERANCES.items()) + "].")
 @click.option("--batch", type=click.IntRange(min=2), default=None, help="Batch size [the file's].")
 @click.option("--quick", is_flag=True, help="Core numerical checks only (what a search runs first).")
 @click.option("--ref", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Reference file to check against [the one FILE was generated from].")
-def validate(file, tol, batch, quick, ref):
+@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default="fp32", show_default=True,
+              help="Check the module in this dtype (module and input converted with .to(dtype)); "
+                   "eager in that dtype is the yardstick, fp64 the judge.")
+def validate(file, tol, batch, quick, ref, dtype):
     """Check FILE against its reference on the GPU; exits non-zero on any failure."""
     f = _load(file, ref)
+    import torch
+
+    from kgen.check.validate import runs_dtypes
+
+    module_dtype = getattr(torch, DTYPES[dtype])
+    if module_dtype not in runs_dtypes(f):
+        raise click.UsageError(f"{file} runs {', '.join(str(d)[6:] for d in runs_dtypes(f))} modules, not "
+                               f"{DTYPES[dtype]}: 16-bit modules run in the Hopper wgmma files "
+                               "(kgen generate --backend wgmma)")
     _require_cuda("validate")
     from kgen.check.validate import gate_description, summary
     from kgen.check.validate import validate as run_validation
 
-    click.echo(f"validating {file} ({f.spec.name()}) at tol {tol:g}, errors against fp64; "
+    tol = PRECISION_TOLERANCES[dtype] if tol is None else tol
+    click.echo(f"validating {file} ({f.spec.name()}) in {DTYPES[dtype]} at tol {tol:g}, errors against fp64; "
                f"passing means {gate_description(tol)}")
-    results = run_validation(f, tol=tol, quick=quick, batch=batch, report=lambda r: click.echo(r.line()))
+    results = run_validation(f, tol=tol, quick=quick, batch=batch, report=lambda r: click.echo(r.line()),
+                             dtype=module_dtype)
     click.echo(summary(results))
     sys.exit(0 if all(r.passed for r in results) else 1)
 

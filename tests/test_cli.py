@@ -216,6 +216,16 @@ def test_validate_refuses_a_tolerance_that_is_not_positive(tmp_path):
     refused(run("validate", str(out), "--tol", "0"), "a tolerance must be a positive finite number")
 
 
+def test_validate_in_a_dtype_the_file_does_not_run_is_a_usage_error(tmp_path):
+    """Only the Hopper wgmma files run bf16 / fp16 modules: asking another file to be checked in
+    bf16 names what it runs and where 16-bit modules run, before any GPU is looked for."""
+    out = tmp_path / "m.py"
+    assert run("generate", "-o", str(out), "--backend", "kgen", "--results-dir", str(tmp_path)).exit_code == 0
+    r = run("validate", str(out), "--dtype", "bf16")
+    refused(r, "runs float32 modules, not bfloat16")
+    assert "--backend wgmma" in r.output and "needs a CUDA GPU" not in r.output
+
+
 def test_bench_of_a_reference_module_says_what_it_is(tmp_path):
     for cmd in ("bench", "validate"):
         r = run(cmd, str(REFS / "gemm_swish_scale.py"))

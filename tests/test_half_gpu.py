@@ -170,6 +170,29 @@ def test_gradients_in_half_precision(files, ref, dtype):
     assert not failures, "; ".join(failures)
 
 
+# kgen validate --dtype on modules of each kind: point-wise, a softmax row, GroupNorm, BatchNorm
+# in training mode, a reduction to one value per row.
+VALIDATED = ["gemm_mul_leakyrelu", "matmul_gelu_softmax", "gemm_groupnorm_hardtanh", "gemm_bn_gelu_relu",
+             "gemm_sum_max_mean_lse"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("stem", VALIDATED)
+def test_the_full_gate_in_half_precision(files, stem, dtype):
+    """kgen validate --dtype: every check in the module's dtype (fp64 of the rounded module the
+    judge, eager in that dtype the yardstick, KernelBench's eval at its precision), the
+    tolerance KernelBench's for the dtype."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    from kgen.check.validate import validate
+
+    (ref,) = [r for r in REFS if Path(r).stem == stem] or [pytest.skip(f"{stem} not selected")]
+    results = validate(EmittedFile(files[ref]), tol=TOL, dtype=DTYPES[dtype])
+    for r in results:
+        print(r.line())
+    assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+
+
 def test_dtypes_the_file_refuses_are_named(files):
     if not HOPPER:
         pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")

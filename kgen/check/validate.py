@@ -269,16 +269,19 @@ def gate_description(tol: float) -> str:
 
 
 class Trio:
-    """ModelNew, the fp32 reference and an fp64 copy of it, holding identical state."""
+    """ModelNew and the reference in the module's dtype (fp32, or bf16 / fp16 as module.to(dtype)
+    makes them), and an fp64 copy of the reference holding the same (rounded) values."""
 
-    def __init__(self, f: EmittedFile, device, seed: int = 0, momentum_none: bool = False):
+    def __init__(self, f: EmittedFile, device, seed: int = 0, momentum_none: bool = False,
+                 dtype: torch.dtype = torch.float32):
         # Built on the GPU: initializing 8192x8192 Linear layers on the CPU dominated the checks.
         with torch.device(device):
             torch.manual_seed(seed)
-            self.ref = f.Model(*f.init_args())
+            self.ref = f.Model(*f.init_args()).to(dtype)
             torch.manual_seed(seed)
-            self.new = f.ModelNew(*f.init_args())
+            self.new = f.ModelNew(*f.init_args()).to(dtype)
             self.ref64 = f.Model(*f.init_args()).double()
+        self.dtype = dtype
         self.ref64.load_state_dict(self.ref.state_dict())
         self.new.load_state_dict(self.ref.state_dict())
         self.train(f.runs_in_training)
@@ -346,16 +349,16 @@ def _poison_allocator(numel: int, device):
     del block
 
 
-def _inputs(f, kind: str, batch: int, device) -> torch.Tensor:
-    """An input of `batch` rows: "rand" is the reference's own get_inputs() (whatever it
-    draws), "randn" standard normal and "offset" uniform plus LARGE_OFFSET, of its shape."""
+def _inputs(f, kind: str, batch: int, device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """An input of `batch` rows in `dtype`: "rand" is the reference's own get_inputs() (whatever
+    it draws), "randn" standard normal and "offset" uniform plus LARGE_OFFSET, of its shape."""
     (x,) = f.reference.inputs(batch)
     if kind == "rand":
-        return x.to(device)
+        return x.to(device, dtype)
     if kind == "randn":
-        return torch.randn(x.shape, device=device)
+        return torch.randn(x.shape, device=device).to(dtype)
     if kind == "offset":
-        return torch.rand(x.shape, device=device) + LARGE_OFFSET
+        return (torch.rand(x.shape, device=device) + LARGE_OFFSET).to(dtype)
     raise ValueError(kind)
 
 
@@ -382,12 +385,13 @@ def cuda_context_lost() -> bool:
 NOT_RUN = "not run: CUDA context lost"
 
 
-def _train_check(f, device, tol, kind, batch, trials, judge_by_fp64=False, momentum_none=False):
+def _train_check(f, device, tol, kind, batch, trials, judge_by_fp64=False, momentum_none=False,
+                 dtype=torch.float32):
     def body():
-        trio = Trio(f, device, momentum_none=momentum_none)
+        trio = Trio(f, device, momentum_none=momentum_none, dtype=dtype)
         cmp = Comparison(tol, judge_by_fp64)
         for t in range(trials):
-            trio.call(_inputs(f, kind, batch, device), cmp, f"call {t}")
+            trio.call(_inputs(f, kind, batch, device, dtype), cmp, f"call {t}")
         return cmp.result("")
     return body
 
@@ -421,14 +425,14 @@ def check_construction(f: EmittedFile, device) -> CheckResult:
                        detail="" if same else "seeded parameters differ")
 
 
-def check_eval(f, device, tol, batch) -> CheckResult:
-    trio = Trio(f, device)
+def check_eval(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
+    trio = Trio(f, device, dtype=dtype)
     cmp = Comparison(tol)
     for t in range(2):  # move the running statistics away from their initial values
-        trio.call(_inputs(f, "rand", batch, device), Comparison(tol), "warm")
+        trio.call(_inputs(f, "rand", batch, device, dtype), Comparison(tol), "warm")
     trio.train(False)
     for t in range(2):
-        trio.call(_inputs(f, "rand", batch, device), cmp, f"eval {t}")
+        trio.call(_inputs(f, "rand", batch, device, dtype), cmp, f"eval {t}")
     return cmp.result("eval mode")
 
 
@@ -437,25 +441,26 @@ def _seed_all(seed: int):
     torch.cuda.manual_seed(seed)
 
 
-def check_kernelbench_eval(f, device, tol) -> CheckResult:
+def check_kernelbench_eval(f, device, tol, dtype=torch.float32) -> CheckResult:
     """KernelBench's correctness check as its eval runs it, at the reference's own get_inputs():
     Model and ModelNew each built on the CPU right after seeding 42 (nothing copied between
     them: seeded construction alone must give both the same parameters), moved to the GPU and
     left in training mode; five trials, each seeding with the trial's seed before the
-    reference's get_inputs(), both forwards under no_grad, allclose(atol=rtol=tol). An fp64 copy
-    of the reference gives the errors reported beside it."""
+    reference's get_inputs(), both forwards under no_grad, allclose(atol=rtol=tol). At its bf16 /
+    fp16 precision both models and the inputs are converted with .to(dtype), as its eval does. An
+    fp64 copy of the (converted) reference gives the errors reported beside it."""
     _seed_all(KERNELBENCH_SEED)
     ref = f.Model(*f.init_args())
     _seed_all(KERNELBENCH_SEED)
     new = f.ModelNew(*f.init_args())
-    ref64 = copy.deepcopy(ref).double().to(device)
-    ref, new = ref.to(device), new.to(device)
+    ref, new = ref.to(device, dtype), new.to(device, dtype)
+    ref64 = copy.deepcopy(ref).double()
     torch.manual_seed(KERNELBENCH_SEED)
     seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(KERNELBENCH_TRIALS)]
     cmp = Comparison(tol, plain_allclose=True)
     for t, seed in enumerate(seeds):
         _seed_all(seed)
-        (x,) = [v.to(device) for v in f.reference.module.get_inputs()]
+        (x,) = [v.to(device, dtype) for v in f.reference.module.get_inputs()]
         with torch.no_grad():
             out32, out64, out = ref(x), ref64(x.double()), new(x)
         cmp.add(f"trial {t} (seed {seed})", out, out32, out64)
@@ -465,10 +470,10 @@ def check_kernelbench_eval(f, device, tol) -> CheckResult:
 KERNELBENCH_CHECK = f"KernelBench's eval (seed {KERNELBENCH_SEED}, {KERNELBENCH_TRIALS} trials)"
 
 
-def check_weights_change(f, device, tol, batch) -> CheckResult:
-    trio = Trio(f, device)
+def check_weights_change(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
+    trio = Trio(f, device, dtype=dtype)
     cmp = Comparison(tol)
-    x = _inputs(f, "rand", batch, device)
+    x = _inputs(f, "rand", batch, device, dtype)
     trio.call(x, cmp, "before")
     # Like an optimizer step: a random update of every parameter, the same for all three models.
     # (A constant added to every weight would instead give z a large common offset, an
@@ -489,12 +494,12 @@ def check_weights_change(f, device, tol, batch) -> CheckResult:
     return cmp.result("weights changed in place")
 
 
-def check_noncontiguous(f, device, tol, batch) -> CheckResult:
-    trio = Trio(f, device)
+def check_noncontiguous(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
+    trio = Trio(f, device, dtype=dtype)
     cmp = Comparison(tol)
-    x = torch.rand(f.spec.in_features, batch, device=device).t()
+    x = torch.rand(f.spec.in_features, batch, device=device).to(dtype).t()
     trio.call(x, cmp, "transposed view")
-    base = torch.rand(batch * f.spec.in_features + 1, device=device)
+    base = torch.rand(batch * f.spec.in_features + 1, device=device).to(dtype)
     trio.call(base[1:].view(batch, f.spec.in_features), cmp, "misaligned view")
     return cmp.result("non-contiguous / misaligned input")
 
@@ -511,16 +516,16 @@ def _poisoned_positions(batch: int, features: int) -> list[tuple[int, int]]:
     return [(batch // 3, features // 5), (max(batch - 2, 0), max(features - 3, 0))]
 
 
-def check_nonfinite_inputs(f, device, tol, batch) -> CheckResult:
+def check_nonfinite_inputs(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
     """NaN, then +inf and -inf, in two rows of the input: ModelNew's output (and buffers) must be
     NaN, +inf, -inf and finite exactly where eager fp32's are (nonfinite_mismatch), the finite
     elements within the gate. In training mode with BatchNorm, a clean call then an eval call
     after the NaN one: the running statistics stay poisoned as torch's do. Each case starts
     from a fresh Trio (a poisoned running statistic would carry into the next)."""
-    x = _inputs(f, "rand", batch, device)
+    x = _inputs(f, "rand", batch, device, dtype)
     positions = _poisoned_positions(*x.shape)
     cmp = Comparison(tol)
-    trio = Trio(f, device)
+    trio = Trio(f, device, dtype=dtype)
     nan_x = x.clone()
     for r, c in positions:
         nan_x[r, c] = float("nan")
@@ -530,7 +535,7 @@ def check_nonfinite_inputs(f, device, tol, batch) -> CheckResult:
         trio.call(x, cmp, "clean input after NaN")
         trio.train(False)
         trio.call(x, cmp, "eval after NaN")
-    trio = Trio(f, device)
+    trio = Trio(f, device, dtype=dtype)
     inf_x = x.clone()
     for (r, c), value in zip(positions, (float("inf"), float("-inf"))):
         inf_x[r, c] = value
@@ -541,17 +546,17 @@ def check_nonfinite_inputs(f, device, tol, batch) -> CheckResult:
     return cmp.result("NaN and Inf in input rows")
 
 
-def check_nan_parameters(f, device, tol, batch) -> CheckResult:
+def check_nan_parameters(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
     """A NaN in one element of each parameter in turn (a fresh Trio each time), one call in the
     module's mode (and, with BatchNorm in training, one in eval mode after it): the NaN must
     reach exactly the elements and buffers it reaches in eager fp32. (kgen folds a Linear bias
     out of training-mode BatchNorm: a NaN there must still poison the column.)"""
-    x = _inputs(f, "rand", batch, device)
+    x = _inputs(f, "rand", batch, device, dtype)
     cmp = Comparison(tol)
-    trio = Trio(f, device)
+    trio = Trio(f, device, dtype=dtype)
     names = [name for name, p in trio.ref.named_parameters() if p.is_floating_point()]
     for i, name in enumerate(names):
-        trio = trio if i == 0 else Trio(f, device)
+        trio = trio if i == 0 else Trio(f, device, dtype=dtype)
         with torch.no_grad():
             for m in trio.models():
                 q = m.get_parameter(name)
@@ -570,7 +575,7 @@ MAGNITUDES = (1e1, 1e2, 1e3, 1e4)
 MAGNITUDE_CHECK = f"inputs x {MAGNITUDES[0]:g} .. {MAGNITUDES[-1]:g} (vs fp64)"
 
 
-def check_magnitudes(f, device, tol, batch) -> CheckResult:
+def check_magnitudes(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
     """The inputs scaled by each of MAGNITUDES, judged against fp64 as the offset check is
     (error <= tol + the gate's factor times eager fp32's at the fp32-exact tier, where the ratio
     gate applies too); the non-finite pattern must be eager's (an overflow to inf in eager is
@@ -580,12 +585,12 @@ def check_magnitudes(f, device, tol, batch) -> CheckResult:
     loose tiers (tol >= OFFSET_GATES_BELOW_TOL) a TF32 or BF16 GEMM's relative error times
     logits of 1e4 is beyond any absolute tolerance (cuBLAS's as much as kgen's): there only the
     pattern gates and the numbers are reported."""
-    trio = Trio(f, device)
+    trio = Trio(f, device, dtype=dtype)
     if f.has_batchnorm:
         trio.train(False)
     cmp = Comparison(tol, judge_by_fp64=True)
     for scale in MAGNITUDES:
-        trio.call(_inputs(f, "rand", batch, device) * scale, cmp, f"x * {scale:g}")
+        trio.call(_inputs(f, "rand", batch, device, dtype) * scale, cmp, f"x * {scale:g}")
     r = cmp.result(MAGNITUDE_CHECK)
     if tol >= OFFSET_GATES_BELOW_TOL and not r.passed and not cmp.pattern_failed:
         r.passed = True
@@ -612,16 +617,16 @@ def _gradients(model, x, g, rng: torch.Tensor):
     return tuple(torch.zeros_like(t) if d is None else d for t, d in zip(inputs, grads))
 
 
-def check_gradients(f, device, tol, batch, training: bool) -> CheckResult:
+def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) -> CheckResult:
     """dL/dx and every parameter's gradient, for a random dL/dy, against fp64 autograd of the
     reference, with eager fp32's beside them (Comparison's `gradients` judge: within
     tol of its largest value, or error <= tol + the gate's factor times eager's; at the fp32-exact
     tier the ratio too).
     A file without backward kernels must say so when backward() runs."""
     name = f"gradients, {'train' if training else 'eval'} mode"
-    trio = Trio(f, device)
+    trio = Trio(f, device, dtype=dtype)
     trio.train(training)
-    x = _inputs(f, "rand", batch, device)
+    x = _inputs(f, "rand", batch, device, dtype)
     if not has_backward(f):
         try:
             trio.new(x.clone().requires_grad_()).sum().backward()
@@ -634,8 +639,7 @@ def check_gradients(f, device, tol, batch, training: bool) -> CheckResult:
     g = torch.randn(shape, device=device, generator=torch.Generator(device=device).manual_seed(5))
     cmp = Comparison(tol, relative_to_largest=True, gradients=True)
     rng = torch.cuda.get_rng_state(x.device)
-    new, ref, ref64 = (_gradients(m, x.to(dtype), g, rng) for m, dtype in
-                       zip(trio.models(), (torch.float32, torch.float32, torch.float64)))
+    new, ref, ref64 = (_gradients(m, x.to(t), g, rng) for m, t in zip(trio.models(), (dtype, dtype, torch.float64)))
     names = ["input"] + [n for n, _ in trio.new.named_parameters()]
     for what, a, b, c in zip(names, new, ref, ref64):
         cmp.add(f"dL/d({what})", a, b, c)
@@ -655,7 +659,7 @@ NO_GRADIENT = 1e-10
 TRAINING_CHECK = f"training, {TRAIN_STEPS} steps"
 
 
-def check_training(f, device, tol, batch) -> CheckResult:
+def check_training(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
     """TRAIN_STEPS steps of gradient descent on sum(G * y), G a fixed standard normal tensor
     (dL/dy = G: gradients O(1) per element of y, summed over the batch, however large y
     grows), one fixed batch, each parameter with its own learning rate (see TRAIN_MOVE_FACTOR);
@@ -667,6 +671,10 @@ def check_training(f, device, tol, batch) -> CheckResult:
     judge it."""
     if not has_backward(f):
         return CheckResult(TRAINING_CHECK, True, detail="not checked: the file has no backward kernels")
+    if dtype != torch.float32:
+        # (Its learning rates move each parameter 30x tol: at a 16-bit tier's 1e-2 that is a third
+        # of a parameter's size per run, not a small step; the gradients check covers the backward.)
+        return CheckResult(TRAINING_CHECK, True, detail=f"not run for a {str(dtype)[6:]} module")
     trio = Trio(f, device)
     x = _inputs(f, "rand", batch, device)
     names = [name for name, p in trio.ref.named_parameters() if p.is_floating_point()]
@@ -743,20 +751,21 @@ def check_dropout_refused(f, device) -> CheckResult:
                        detail="ModelNew ran in training mode: its output cannot match torch's random mask")
 
 
-def check_errors(f, device) -> CheckResult:
+def check_errors(f, device, dtype=torch.float32) -> CheckResult:
     """Bad inputs raise errors that name what was expected, as the reference raises at all."""
     with torch.device(device):
-        new = f.ModelNew(*f.init_args()).train(f.runs_in_training)
-        ref = f.Model(*f.init_args()).train(f.runs_in_training)
+        new = f.ModelNew(*f.init_args()).to(dtype).train(f.runs_in_training)
+        ref = f.Model(*f.init_args()).to(dtype).train(f.runs_in_training)
     n_in = f.spec.in_features
+    other = torch.float32 if dtype != torch.float32 else torch.float64
     cases = {
-        "wrong feature size": (torch.rand(4, n_in + 1, device=device), ValueError, f"{n_in}"),
-        "float64 input": (torch.rand(4, n_in, device=device, dtype=torch.float64), TypeError, "float32"),
-        "CPU input": (torch.rand(4, n_in), ValueError, "CUDA"),
+        "wrong feature size": (torch.rand(4, n_in + 1, device=device, dtype=dtype), ValueError, f"{n_in}"),
+        f"{str(other)[6:]} input": (torch.rand(4, n_in, device=device, dtype=other), TypeError, str(dtype)[6:]),
+        "CPU input": (torch.rand(4, n_in, dtype=dtype), ValueError, "CUDA"),
     }
     has_bn = bool(batchnorms(ref))
     if has_bn:
-        cases["batch 1 in training"] = (torch.rand(1, n_in, device=device), ValueError,
+        cases["batch 1 in training"] = (torch.rand(1, n_in, device=device, dtype=dtype), ValueError,
                                         "Expected more than 1 value")
     failures = []
     for what, (x, kind, phrase) in cases.items():
@@ -769,7 +778,7 @@ def check_errors(f, device) -> CheckResult:
             failures.append(f"{what}: expected {kind.__name__} mentioning {phrase!r}, got {raised!r}")
     if has_bn:
         # Batch 1 raises what BatchNorm raises, word for word.
-        x1 = torch.rand(1, n_in, device=device)
+        x1 = torch.rand(1, n_in, device=device, dtype=dtype)
         msgs = []
         for m in (ref, new):
             try:
@@ -782,11 +791,14 @@ def check_errors(f, device) -> CheckResult:
     return CheckResult("clear errors for bad input", not failures, detail="; ".join(failures))
 
 
-def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device) -> list[tuple[str, Callable[[], CheckResult]]]:
-    """(name, run) of every check, in order; `quick` keeps the core numerical ones."""
+def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device,
+           dtype: torch.dtype = torch.float32) -> list[tuple[str, Callable[[], CheckResult]]]:
+    """(name, run) of every check, in order; `quick` keeps the core numerical ones. `dtype`: the
+    module's (bf16 / fp16: ModelNew and eager both converted, fp64 of the rounded module the
+    judge, eager in that dtype the yardstick)."""
     def offset():
         r = _named(f"{mode}, offset {LARGE_OFFSET:g} (vs fp64)",
-                   _train_check(f, device, tol, "offset", batch, 2, judge_by_fp64=True))
+                   _train_check(f, device, tol, "offset", batch, 2, judge_by_fp64=True, dtype=dtype))
         if tol >= OFFSET_GATES_BELOW_TOL and not r.passed and not r.crashed:
             r.passed = True
             r.detail = f"reported, not gating at tol {tol:g} (reduced-precision GEMMs): {r.detail}"
@@ -798,52 +810,60 @@ def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device) -> list[
     core = [
         ("static rules (kgen's and KernelBench's)", lambda: check_static(f)),
         ("seeded construction, state_dict", lambda: check_construction(f, device)),
-        (f"{mode}, torch.rand, {trials} calls", _train_check(f, device, tol, "rand", batch, trials)),
-        ("eval mode", lambda: check_eval(f, device, tol, batch)),
-        (f"{mode}, batch 7", _train_check(f, device, tol, "rand", 7, 1)),
+        (f"{mode}, torch.rand, {trials} calls", _train_check(f, device, tol, "rand", batch, trials, dtype=dtype)),
+        ("eval mode", lambda: check_eval(f, device, tol, batch, dtype)),
+        (f"{mode}, batch 7", _train_check(f, device, tol, "rand", 7, 1, dtype=dtype)),
         # A Dropout whose mask kgen reproduces runs in training mode in every check (one RNG state
         # for the three models, Trio.call); one it does not must refuse training mode.
         *((("training mode refused (Dropout)", lambda: check_dropout_refused(f, device)),)
           if not f.runs_in_training else ()),
-        ("NaN and Inf in input rows", lambda: check_nonfinite_inputs(f, device, tol, batch)),
-        ("NaN in each parameter", lambda: check_nan_parameters(f, device, tol, batch)),
-        (MAGNITUDE_CHECK, lambda: check_magnitudes(f, device, tol, batch)),
+        ("NaN and Inf in input rows", lambda: check_nonfinite_inputs(f, device, tol, batch, dtype)),
+        ("NaN in each parameter", lambda: check_nan_parameters(f, device, tol, batch, dtype)),
+        (MAGNITUDE_CHECK, lambda: check_magnitudes(f, device, tol, batch, dtype)),
     ]
     if quick:
         return core
     rest = [
-        (f"{mode}, torch.randn, 2 calls", _train_check(f, device, tol, "randn", batch, 2)),
+        (f"{mode}, torch.randn, 2 calls", _train_check(f, device, tol, "randn", batch, 2, dtype=dtype)),
         (f"{mode}, offset {LARGE_OFFSET:g} (vs fp64)", offset),
-        *((f"{mode}, batch {b}", _train_check(f, device, tol, "rand", b, 1)) for b in ODD_BATCHES if b != 7),
-        *((("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True)),)
+        *((f"{mode}, batch {b}", _train_check(f, device, tol, "rand", b, 1, dtype=dtype))
+          for b in ODD_BATCHES if b != 7),
+        *((("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True,
+                                                    dtype=dtype)),)
           if f.has_batchnorm else ()),
         # KernelBench runs the module in training mode, where Dropout draws a random mask.
-        *(((KERNELBENCH_CHECK, lambda: check_kernelbench_eval(f, device, tol)),) if not f.dropouts else ()),
-        ("weights changed in place", lambda: check_weights_change(f, device, tol, batch)),
-        *((("gradients, train mode", lambda: check_gradients(f, device, tol, batch, True)),)
+        *(((KERNELBENCH_CHECK, lambda: check_kernelbench_eval(f, device, tol, dtype)),) if not f.dropouts else ()),
+        ("weights changed in place", lambda: check_weights_change(f, device, tol, batch, dtype)),
+        *((("gradients, train mode", lambda: check_gradients(f, device, tol, batch, True, dtype)),)
           if f.runs_in_training else ()),
-        *((("gradients, eval mode", lambda: check_gradients(f, device, tol, batch, False)),)
+        *((("gradients, eval mode", lambda: check_gradients(f, device, tol, batch, False, dtype)),)
           if f.has_batchnorm or f.dropouts or not f.runs_in_training else ()),
-        *(((TRAINING_CHECK, lambda: check_training(f, device, tol, batch)),)
+        *(((TRAINING_CHECK, lambda: check_training(f, device, tol, batch, dtype)),)
           if f.runs_in_training else ()),
-        ("non-contiguous / misaligned input", lambda: check_noncontiguous(f, device, tol, batch)),
-        ("clear errors for bad input", lambda: check_errors(f, device)),
+        ("non-contiguous / misaligned input", lambda: check_noncontiguous(f, device, tol, batch, dtype)),
+        ("clear errors for bad input", lambda: check_errors(f, device, dtype)),
     ]
     return core + rest
 
 
 def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int | None = None,
-             report: Callable[[CheckResult], None] = lambda r: None) -> list[CheckResult]:
-    """Run the checks; `quick` (used inside a search) runs the core numerical checks only.
+             report: Callable[[CheckResult], None] = lambda r: None,
+             dtype: torch.dtype = torch.float32) -> list[CheckResult]:
+    """Run the checks on the module in `dtype` (its parameters and input, as module.to(dtype));
+    `quick` (used inside a search) runs the core numerical checks only.
     Stops at the first check after which the CUDA context is lost; the rest come back marked
     not run (and failed)."""
+    runs = runs_dtypes(f)
+    if dtype not in runs:
+        raise ValueError(f"{f.path.name} runs {', '.join(str(d)[6:] for d in runs)} modules, not {str(dtype)[6:]} "
+                         "(16-bit modules run in the Hopper wgmma files: kgen generate --backend wgmma)")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     device = torch.device("cuda")
     batch = batch or f.spec.batch
     results: list[CheckResult] = []
     context_lost = False
-    for name, body in checks(f, tol, quick, batch, device):
+    for name, body in checks(f, tol, quick, batch, device, dtype):
         if context_lost:
             results.append(CheckResult(name, False, detail=NOT_RUN, crashed=True, not_run=True))
             continue
@@ -852,6 +872,11 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
         report(r)
         context_lost = r.crashed and cuda_context_lost()
     return results
+
+
+def runs_dtypes(f: EmittedFile) -> list[torch.dtype]:
+    """The module dtypes the file's kernels run (its _OPERAND_BUILDS; fp32 for a file without)."""
+    return list(getattr(f.module, "_OPERAND_BUILDS", {torch.float32: None}))
 
 
 def worst_error(results: list[CheckResult]) -> tuple[float, float]:

@@ -86,6 +86,9 @@ struct EpilogueParams {
   const float* bn_sum_yx;
   int bn_training;
   float inv_batch;
+  // Room for a split-K GEMM's partial tiles and per-tile arrival counters (WgmmaWsGemm, where
+  // M leaves most SMs idle: entry.cuh sizes it); nullptr: the GEMM runs unsplit.
+  float* split_partials;
 };
 
 // Per-column two-pass statistics of the valid rows of a shared-memory tile. Two passes over
@@ -247,8 +250,8 @@ struct ExternalGemm {
 // Grouped rasterization: CTAs that run together share rows of x and columns of w in L2.
 // Maps a linear block index to (tile_m, tile_n) walking GROUP_M tile-rows at a time.
 template <int GROUP_M>
-__device__ __forceinline__ void raster_tile(int tiles_m, int tiles_n, int& tile_m, int& tile_n) {
-  const int bid = blockIdx.x;
+__device__ __forceinline__ void raster_tile(int tiles_m, int tiles_n, int& tile_m, int& tile_n,
+                                            int bid = static_cast<int>(blockIdx.x)) {
   const int per_group = GROUP_M * tiles_n;
   const int group = bid / per_group;
   const int first_m = group * GROUP_M;

@@ -25,9 +25,25 @@ inline long long stages_floats(int M, int N, int K) {
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;
   return stats + (kSInOutput ? 0 : static_cast<long long>(M) * N);
 }
+inline long long tail_floats(int M, int N) {
+  return kgen_cfg::kHasTail ? static_cast<long long>(M) * kgen_cfg::output_width(N) : 0;
+}
+// A GEMM that splits K at small M (WgmmaWsGemm: split_floats) gets room for its partials last.
+template <class G, class = void>
+struct SplitsK : std::false_type {};
+template <class G>
+struct SplitsK<G, std::void_t<decltype(G::split_floats(0, 0, 0))>> : std::true_type {};
+// (A template, so that the branch a GEMM without split_floats discards is never instantiated.)
+template <class G = kgen_cfg::Gemm>
+long long split_floats(int M, int N, int K) {
+  if constexpr (SplitsK<G>::value && !kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput) {
+    return G::split_floats(M, N, K);
+  } else {
+    return 0;
+  }
+}
 inline long long workspace_floats(int M, int N, int K) {
-  const long long core = kgen_cfg::kHasTail ? static_cast<long long>(M) * kgen_cfg::output_width(N) : 0;
-  return stages_floats(M, N, K) + core;
+  return stages_floats(M, N, K) + tail_floats(M, N) + split_floats(M, N, K);
 }
 
 // A point-wise part with backward kernels, in training: z kept into a.z_out (kernels/backward.cuh). A
@@ -80,6 +96,7 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   EpilogueParams p{};
   FinalizeArgs f{};
   kgen_cfg::fill_operands(a, p, f);
+  if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = ws + stages_floats(a.M, a.N, a.K) + tail_floats(a.M, a.N);
 #ifdef KGEN_CUBLAS_COMPUTE
   // (A constant output runs no GEMM, and its workspace has no room for z.)
   if (!kgen_cfg::kConstantOutput) {

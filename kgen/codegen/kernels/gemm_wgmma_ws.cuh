@@ -79,8 +79,26 @@ template <class Gemm, class EPI>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x,
                     const __grid_constant__ CUtensorMap map_w, int M, int N, int K,
-                    EpilogueParams p) {
-  Gemm::template run<EPI>(&map_x, &map_w, M, N, K, p);
+                    EpilogueParams p, int splits) {
+  Gemm::template run<EPI>(&map_x, &map_w, M, N, K, p, splits);
+}
+
+// Streaming multiprocessors of the current device (cached per device).
+inline int sm_count() {
+  static int counts[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return 1;
+  if (dev >= 64) {
+    int n = 1;
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    return n;
+  }
+  if (counts[dev] == 0) {
+    int n = 1;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) n = 1;
+    counts[dev] = n;
+  }
+  return counts[dev];
 }
 
 using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
@@ -249,6 +267,76 @@ struct WsEpilogue {
   }
 };
 
+// Split-K where the output has too few tiles to fill the GPU (a small batch: 128 rows of an
+// 8192-wide output are 64 tiles of 128 x 128 on 132 SMs): `splits` CTAs per tile, each summing
+// a contiguous range of the k-tiles. Each writes its partial tile to the workspace, then counts
+// itself in on the tile's counter; the CTA that arrives last adds the partials in the order of
+// their k-ranges (so the result does not depend on which CTA finished when: bit-for-bit the
+// same on every run) and runs the epilogue. No CTA waits for another, so no co-residency is
+// assumed. Workspace: the counters (rounded up to 4 words), then [tile][split] partials, each
+// laid out float4-major over the consumer threads (coalesced stores and loads).
+template <int BM, int BN>
+struct SplitK {
+  static constexpr int kConsumerThreads = 128 * (BM / 64);
+  static constexpr int kVecs = BN / 8;   // float4 per consumer thread (BN / 2 accumulators)
+  // Each split sums at least this many k-tiles (and at most kMaxSplits splits per tile): a
+  // partial tile costs a store and a load, worth it only over a long enough k-range.
+  static constexpr int kMinKTiles = 16;
+  static constexpr int kMaxSplits = 8;
+
+  static int splits_for(long long tiles, int k_tiles) {
+    if (tiles <= 0) return 1;
+    long long s = ws_detail::sm_count() / tiles;
+    s = std::min<long long>(s, k_tiles / kMinKTiles);
+    s = std::min<long long>(s, kMaxSplits);
+    return static_cast<int>(std::max<long long>(s, 1));
+  }
+  __host__ __device__ static long long counter_floats(long long tiles) { return (tiles + 3) / 4 * 4; }
+  static long long floats(long long tiles, int splits) {
+    return splits > 1 ? counter_floats(tiles) + tiles * splits * static_cast<long long>(BM) * BN : 0;
+  }
+
+  // Returns true in the CTA that holds the tile's whole sum in acc (and runs the epilogue).
+  // is_last: a word of shared memory nothing else uses now (the drained pipeline's).
+  __device__ static __forceinline__ bool combine(float (&acc)[BN / 2], float* region, int tile, int tiles,
+                                                 int split, int splits, int& is_last) {
+    unsigned int* counters = reinterpret_cast<unsigned int*>(region);
+    float4* partials = reinterpret_cast<float4*>(region + counter_floats(tiles));
+    const int ctid = static_cast<int>(threadIdx.x) - 128;   // consumers: warpgroups 1..
+    auto slot = [&](int s) { return partials + (static_cast<size_t>(tile) * splits + s) * kVecs * kConsumerThreads; };
+    if (ctid >= 0) {
+      float4* mine = slot(split);
+#pragma unroll
+      for (int j = 0; j < kVecs; ++j) {
+        mine[j * kConsumerThreads + ctid] = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      __threadfence();   // the partial is visible before the counter says it is there
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) is_last = atomicAdd(&counters[tile], 1u) == static_cast<unsigned int>(splits - 1);
+    __syncthreads();
+    if (!is_last) return false;
+    __threadfence();
+    if (ctid >= 0) {
+#pragma unroll
+      for (int j = 0; j < kVecs; ++j) {
+        float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int s = 0; s < splits; ++s) {
+          const float4 v = s == split ? make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3])
+                                      : __ldcg(slot(s) + j * kConsumerThreads + ctid);
+          if (s == 0) {
+            t = v;
+          } else {
+            t.x += v.x; t.y += v.y; t.z += v.z; t.w += v.w;
+          }
+        }
+        acc[4 * j] = t.x; acc[4 * j + 1] = t.y; acc[4 * j + 2] = t.z; acc[4 * j + 3] = t.w;
+      }
+    }
+    return true;
+  }
+};
+
 template <MathMode MATH, int BM, int BN, int STAGES, int FLUSH, int GROUP_M>
 struct WgmmaWsGemm {
   static constexpr MathMode kMath = MATH;
@@ -260,6 +348,9 @@ struct WgmmaWsGemm {
   static constexpr bool kSplit = MATH == MathMode::kTF32x3;
   static constexpr int kKSteps = BK / 8;
   static constexpr int kAccRegs = BN / 2;
+  // Split-K at small M (SplitK): tiles up to 128 wide. At 256 (tf32) the partials' sum spills
+  // the 128 accumulators a thread holds, so those tiles run unsplit.
+  static constexpr bool kSplitsK = BN <= 128;
 
   static constexpr int kABytes = BM * BK * 4;
   static constexpr int kBBytes = BN * BK * 4;
@@ -290,6 +381,21 @@ struct WgmmaWsGemm {
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90");
 
+  // The k-splits per tile at this shape on the current GPU (1: unsplit; K % 4 != 0 runs the
+  // fallback, unsplit), and the workspace floats they need (entry.cuh adds them).
+  static int splits_for(int M, int N, int K) {
+    unsigned tiles = 0;
+    cudaError_t e;
+    if (!kSplitsK || K % 4 != 0 || K == 0 || !tile_grid<BM, BN>(M, N, K, tiles, e)) return 1;
+    return SplitK<BM, BN>::splits_for(tiles, K / BK + (K % BK != 0));
+  }
+  static long long split_floats(int M, int N, int K) {
+    unsigned tiles = 0;
+    cudaError_t e;
+    if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return 0;
+    return SplitK<BM, BN>::floats(tiles, splits_for(M, N, K));
+  }
+
   template <class EPI>
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
@@ -306,7 +412,12 @@ struct WgmmaWsGemm {
     const auto kernel = ws_detail::wgmma_ws_kernel<WgmmaWsGemm, EPI>;
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     if (e != cudaSuccess) return e;
-    kernel<<<tiles, kThreads, kSmemBytes, stream>>>(map_x, map_w, M, N, K, p);
+    const int splits = p.split_partials != nullptr ? splits_for(M, N, K) : 1;
+    if (splits > 1) {
+      e = cudaMemsetAsync(p.split_partials, 0, tiles * sizeof(unsigned int), stream);
+      if (e != cudaSuccess) return e;
+    }
+    kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_x, map_w, M, N, K, p, splits);
     return cudaGetLastError();
   }
 
@@ -322,7 +433,7 @@ struct WgmmaWsGemm {
 
   template <class EPI>
   __device__ static __forceinline__ void run(const CUtensorMap* map_x, const CUtensorMap* map_w,
-                                             int M, int N, int K, const EpilogueParams& p) {
+                                             int M, int N, int K, const EpilogueParams& p, int splits) {
     using Mma = wgmma_detail::WgmmaTf32<BN>;
     extern __shared__ __align__(1024) unsigned char kgen_wgmma_ws_smem[];
     const uint32_t smem_raw = mma_detail::smem_addr(kgen_wgmma_ws_smem);
@@ -339,11 +450,18 @@ struct WgmmaWsGemm {
 
     const int tiles_m = M / BM + (M % BM != 0);
     const int tiles_n = N / BN + (N % BN != 0);
+    // Split-K: the CTAs of split s are blocks [s * tiles, (s + 1) * tiles); split s sums
+    // k-tiles [k_first, k_first + k_tiles).
+    const int tiles = tiles_m * tiles_n;
+    const int tile = static_cast<int>(blockIdx.x) % tiles;
+    const int split = static_cast<int>(blockIdx.x) / tiles;
     int tile_m, tile_n;
-    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n);
+    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n, tile);
     const int m0 = tile_m * BM;
     const int n0 = tile_n * BN;
-    const int k_tiles = K / BK + (K % BK != 0);
+    const int k_all = K / BK + (K % BK != 0);
+    const int k_first = static_cast<int>(static_cast<long long>(split) * k_all / splits);
+    const int k_tiles = static_cast<int>(static_cast<long long>(split + 1) * k_all / splits) - k_first;
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
@@ -371,8 +489,8 @@ struct WgmmaWsGemm {
             const int s = kt % STAGES;
             if (kt >= STAGES) ws_detail::mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
             ws_detail::mbar_arrive_expect_tx(full(s), kABytes + kBBytes);
-            ws_detail::tma_load(a_stage(s), map_x, full(s), kt * BK, m0);
-            ws_detail::tma_load(b_stage(s), map_w, full(s), kt * BK, n0);
+            ws_detail::tma_load(a_stage(s), map_x, full(s), (k_first + kt) * BK, m0);
+            ws_detail::tma_load(b_stage(s), map_w, full(s), (k_first + kt) * BK, n0);
           }
         }
         __syncwarp();
@@ -446,6 +564,12 @@ struct WgmmaWsGemm {
       wgmma_detail::fence_regs(acc);
     }
 
+    if constexpr (kSplitsK) {
+      if (splits > 1 && !SplitK<BM, BN>::combine(acc, p.split_partials, tile, tiles, split, splits,
+                                                 *reinterpret_cast<int*>(smem_ptr))) {
+        return;
+      }
+    }
     // Every stage the producer filled has been consumed: the pipeline buffers are free for the
     // epilogue's scratch and tile.
     WsEpilogue<BM, BN>::template run<EPI>(acc, reinterpret_cast<float*>(smem_ptr), m0, n0, M, N, p);

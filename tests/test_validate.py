@@ -64,6 +64,26 @@ def test_an_element_further_from_fp64_than_eager_and_beyond_tol_fails():
     assert not cmp.ok
 
 
+def test_in_bf16_one_rounding_step_further_than_eager_passes_and_two_fail():
+    """A bf16 output of ~12 (a step of 2**-4 there, eps * 12 ~ 0.094): eager 1/32 below the exact
+    value, the candidate 3/32 above (beyond 1e-3 of eager, its error within eager's plus one
+    rounding step at that magnitude) passes; 5/32 above fails, as does the same difference in
+    fp32."""
+    truth = torch.full((4,), 12.03125, dtype=torch.float64)
+    eager = torch.full((4,), 12.0, dtype=torch.bfloat16)        # 1/32 below
+    one_up = torch.full((4,), 12.125, dtype=torch.bfloat16)     # 3/32 above
+    cmp = Comparison(1e-3)
+    cmp.add("output", one_up, eager, truth)
+    assert cmp.ok, cmp.failures
+    two_up = torch.full((4,), 12.1875, dtype=torch.bfloat16)
+    cmp = Comparison(1e-3)
+    cmp.add("output", two_up, eager, truth)
+    assert not cmp.ok
+    cmp = Comparison(1e-3)
+    cmp.add("output", one_up.float(), eager.float(), truth)
+    assert not cmp.ok
+
+
 def gradients_judged(tol: float, truth: torch.Tensor, ref32: torch.Tensor, new: torch.Tensor) -> Comparison:
     cmp = Comparison(tol, relative_to_largest=True, gradients=True)
     cmp.add("dL/d(weight)", new, ref32, truth)

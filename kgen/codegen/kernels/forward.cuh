@@ -198,20 +198,11 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
       err = cudaGetLastError();
     }
   } else if constexpr (kgen_cfg::kGemv) {
-    // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm).
+    // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm; kernels/gemv.cuh).
     // (fp32 operands only: kgen_operand_t is float in every build of a gemv variant.)
-    const float* xf = reinterpret_cast<const float*>(x);
-    const float* wf = reinterpret_cast<const float*>(w);
-    const int chunks = colsum_chunks(N);
-    float* partial = b.gemv;
-    float* w_sum = partial + static_cast<size_t>(chunks) * K;
-    float* total = w_sum + K;
-    if (K > 0) err = launch_weighted_column_sum<kgen_cfg::GemvAffine>(wf, N, K, p, partial, stream);
-    if (err != cudaSuccess) return cudaGetErrorString(err);
-    column_sum_merge_kernel<kgen_cfg::GemvAffine>
-        <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, chunks, N, K, p, w_sum, total);
-    gemv_rows_kernel<kgen_cfg::GemvRows><<<M, kRowThreads, 0, stream>>>(xf, w_sum, total, N, K, b.out, p);
-    err = cudaGetLastError();
+    err = launch_gemv<kgen_cfg::GemvAffine, kgen_cfg::GemvRows>(reinterpret_cast<const float*>(x),
+                                                                reinterpret_cast<const float*>(w), M, N, K, p,
+                                                                b.gemv, b.out, stream);
   } else if (kgen_cfg::kHasBatchNorm && training) {
     const Buffers bt = kept_as_s<kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(b, z_ready, p);
     err = run_stage1<Gemm, kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(x, w, M, N, K, p, z_ready, b.out, stream);

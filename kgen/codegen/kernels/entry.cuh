@@ -62,14 +62,18 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
 #endif
   const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
   const char* err = forward_impl<kgen_cfg::Gemm>(a.x, a.w, a.M, a.N, a.K, a.training != 0, p, f, b, a.z_out, stream);
-  if (err != nullptr || !kgen_cfg::kHasTail || a.M == 0) return err;
-  const long long total = kgen_cfg::Tail::numel(a.M);
-  const long long blocks = std::min<long long>((total + kTailThreads - 1) / kTailThreads, 65535LL * 8);
-  if (total > 0) {
-    tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(b.out, static_cast<float*>(a.out), total, a.M, p);
+  if constexpr (!kgen_cfg::kHasTail) {   // (a part without a tail instantiates no tail kernel)
+    return err;
+  } else {
+    if (err != nullptr || a.M == 0) return err;
+    const long long total = kgen_cfg::Tail::numel(a.M);
+    const long long blocks = std::min<long long>((total + kTailThreads - 1) / kTailThreads, 65535LL * 8);
+    if (total > 0) {
+      tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(b.out, static_cast<float*>(a.out), total, a.M, p);
+    }
+    const cudaError_t launched = cudaGetLastError();
+    return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
   }
-  const cudaError_t launched = cudaGetLastError();
-  return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
 }
 
 }  // namespace kgen

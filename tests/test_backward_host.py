@@ -149,12 +149,13 @@ int main() {
 
 def kernel_declarations() -> str:
     """The kernel library's declarations the row function uses, as the library writes them
-    (kernels/common.cuh's EpilogueParams and operand count, backward.cuh's kinds of backward)."""
+    (kernels/common.cuh's EpilogueParams, operand count and kinds of backward, backward.cuh's
+    sizes)."""
     common = (KERNELS / "common.cuh").read_text()
-    kinds = (KERNELS / "backward.cuh").read_text()
+    sizes = (KERNELS / "backward.cuh").read_text()
     return "\n".join([re.search(r"constexpr int kMaxOperands = \d+;", common).group(0),
                       re.search(r"struct EpilogueParams \{.*?\n\};", common, re.S).group(0),
-                      *re.findall(r"constexpr int kBackward\w+ = \d+;", kinds)])
+                      *re.findall(r"constexpr int kBackward\w+ = \d+;", common + sizes)])
 
 
 def staged_without_finalize(ref: str) -> bool:

@@ -234,7 +234,7 @@ def test_wgmma_smem_mirror_matches_the_kernel(tmp_path):
     tile a search tries."""
     specs = [s for s in enumerate_specs("gemm_scale_bn", 1024, 8192, 8192) if s.family == "wgmma"]
     assert specs
-    lines = ['#include "kgen/codegen/kernels/common.cuh"', '#include "kgen/codegen/kernels/gemm_mma.cuh"',
+    lines = ['#include "kgen/codegen/kernels/common.cuh"', '#include "kgen/codegen/kernels/mma_detail.cuh"',
              '#include "kgen/codegen/kernels/gemm_wgmma.cuh"', '#include "kgen/codegen/kernels/gemm_wgmma_ws.cuh"']
     for s in specs:
         gemm = generator.gemm_type(s)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ast
 import base64
+import dataclasses
 import functools
 import hashlib
 import os
 import pprint
 import re
 import tempfile
+import typing
 from pathlib import Path
 
 import jinja2
@@ -25,20 +27,6 @@ from kgen.check.static_checks import StaticCheckError, check_emitted
 # The templates and the plain CUDA they include live beside this module.
 CODEGEN_DIR = Path(__file__).resolve().parent
 
-KERNEL_SOURCES = {
-    "common": "common.cuh",
-    "stages": "stages.cuh",
-    "constant": "constant.cuh",
-    "gemm_simt": "gemm_simt.cuh",
-    "gemm_mma": "gemm_mma.cuh",
-    "gemm_wgmma": "gemm_wgmma.cuh",
-    "gemm_wgmma_ws": "gemm_wgmma_ws.cuh",
-    "gemm_wgmma_half": "gemm_wgmma_half.cuh",
-    "backward": "backward.cuh",
-    "forward": "forward.cuh",
-    "cublas_gemm": "cublas_gemm.cuh",
-    "entry": "entry.cuh",
-}
 # The C type of the GEMM's operands x and w in the extension: float, or the 16-bit type of a
 # module in bf16 or fp16 (kernel.cu.j2 defines it from the build's -DKGEN_OPERAND=...; the
 # emitted file builds once per dtype it meets: model_new.py.j2, OPERAND_BUILDS).
@@ -276,16 +264,92 @@ def ctypes_type(ctype: str) -> str:
     return "ctypes.c_void_p" if ctype.endswith("*") else _CTYPES[ctype]
 
 
-# The GEMM library each family's kernel translation unit inlines, in order (the wgmma GEMMs
-# build on the mma.sync file's loader, swizzle and tf32 helpers; the warp-specialized one on
-# gemm_wgmma.cuh's wgmma wrappers, and falls back to its kernel when TMA cannot load x or w).
-GEMM_SOURCES = {
-    "simt": ("gemm_simt",),
-    "mma": ("gemm_mma",),
-    "wgmma": ("gemm_mma", "gemm_wgmma", "gemm_wgmma_ws", "gemm_wgmma_half"),
-    "cublas": (),
-    "gemv": (),
-}
+@dataclasses.dataclass(frozen=True)
+class KernelNeeds:
+    """What a translation unit (or one GEMM part of it) uses of the kernel library: the GEMM
+    family, whether it builds for 16-bit modules too, and which parts' kinds of kernels it runs."""
+
+    family: str           # simt, mma, wgmma, cublas or gemv (spec.gemm_family)
+    half: bool = False    # 16-bit builds: the wgmma family's half GEMM (half_gemm_type)
+    backward: bool = False  # backward kernels (kgen/lower/backward.py)
+    gemv: bool = False    # the matrix-vector rewrite (kgen/ir/rewrite.py)
+    constant: bool = False  # an output that rewrites made a constant
+
+
+@dataclasses.dataclass(frozen=True)
+class LibraryFile:
+    """A file of kgen/codegen/kernels/: the files it builds on (inlined before it) and whether a
+    translation unit or part with these KernelNeeds uses it."""
+
+    name: str
+    after: tuple
+    used: typing.Callable[[KernelNeeds], bool]
+
+
+def _always(needs: KernelNeeds) -> bool:
+    return True
+
+
+# The one place that says which kernel code an emitted file inlines, in the order it inlines it
+# (each file after those it builds on): every file of the kernel library with the variants that
+# use it, so that a file holds only its variant's kernels (a cuBLAS file no kgen GEMM and no
+# backward, a wgmma file no SIMT or mma.sync GEMM, a file without a rewrite none of the
+# rewrites' kernels). The headers include nothing of each other: the emitted file is one
+# translation unit, and `after` (checked by selected_files) is the order its parts need.
+# mma_detail.cuh is the mma.sync family's loader, swizzle, ldmatrix and tf32 helpers, which the
+# wgmma GEMMs share; the warp-specialized wgmma GEMM falls back to gemm_wgmma.cuh's kernel when
+# TMA cannot load x or w; a wgmma file builds per dtype (fp32, bf16, fp16), hence its half GEMM.
+KERNEL_LIBRARY = (
+    LibraryFile("common.cuh", (), _always),
+    LibraryFile("stages.cuh", ("common.cuh",), _always),
+    LibraryFile("gemv.cuh", ("stages.cuh",), lambda n: n.gemv),
+    LibraryFile("constant.cuh", ("common.cuh",), lambda n: n.constant),
+    LibraryFile("mma_detail.cuh", ("common.cuh",), lambda n: n.family in ("mma", "wgmma")),
+    LibraryFile("gemm_simt.cuh", ("common.cuh",), lambda n: n.family == "simt"),
+    LibraryFile("gemm_mma.cuh", ("mma_detail.cuh",), lambda n: n.family == "mma"),
+    LibraryFile("gemm_wgmma.cuh", ("mma_detail.cuh",), lambda n: n.family == "wgmma"),
+    LibraryFile("gemm_wgmma_ws.cuh", ("gemm_wgmma.cuh",), lambda n: n.family == "wgmma"),
+    LibraryFile("gemm_wgmma_half.cuh", ("gemm_wgmma_ws.cuh",), lambda n: n.half),
+    LibraryFile("backward.cuh", ("stages.cuh",), lambda n: n.backward),
+    LibraryFile("cublas_gemm.cuh", (), lambda n: n.family == "cublas"),
+)
+# The files each GEMM part inlines in its own namespace (after its kgen_cfg), by that part's
+# needs: a part with backward kernels gets the entry points that keep z and run them.
+PART_LIBRARY = (
+    LibraryFile("forward.cuh", ("stages.cuh",), _always),
+    LibraryFile("entry.cuh", ("forward.cuh",), _always),
+    LibraryFile("entry_backward.cuh", ("entry.cuh", "backward.cuh"), lambda n: n.backward),
+)
+
+
+def kernel_needs(spec: Spec, parts: list[Lowered] | None = None) -> KernelNeeds:
+    """What the spec's translation unit uses (of `parts`, a subset of its lowered parts: what
+    those parts use)."""
+    external = spec.family == "cublas"
+    parts = lowered_parts(spec) if parts is None else parts
+    return KernelNeeds(
+        family=spec.family,
+        half=half_gemm_type(spec) is not None,
+        backward=any(backward.unsupported(low, external) is None for low in parts),
+        gemv=any(low.gemv for low in parts),
+        constant=any(low.constant is not None for low in parts),
+    )
+
+
+def selected_files(library: tuple, needs: KernelNeeds, before: tuple = ()) -> list[str]:
+    """The files of `library` that `needs` uses, in order; each file's `after` must be among
+    them or `before` (the files already inlined), else the table above is wrong."""
+    chosen = [f for f in library if f.used(needs)]
+    seen = list(before)
+    for f in chosen:
+        missing = [d for d in f.after if d not in seen]
+        if missing:
+            raise AssertionError(f"{f.name} builds on {', '.join(missing)}, which is not inlined before it "
+                                 "(generator.KERNEL_LIBRARY)")
+        seen.append(f.name)
+    return [f.name for f in chosen]
+
+
 MMA_MATH_ENUMS = {"tf32x3": "kTF32x3", "tf32": "kTF32", "bf16": "kBF16"}
 DEFAULT_OUTPUT_DIR = Path("generated")
 
@@ -297,15 +361,11 @@ _ENV = jinja2.Environment(
 )
 
 
-def kernel_sources() -> dict[str, str]:
-    """The kernel library, ready to inline: the emitted file holds one translation unit, so the
-    include guards of the separate files have nothing to guard."""
-    out = {}
-    for key, filename in KERNEL_SOURCES.items():
-        path = CODEGEN_DIR / "kernels" / filename
-        text = path.read_text() if path.exists() else ""
-        out[key] = text.replace("#pragma once\n", "").strip() + "\n"
-    return out
+def kernel_source(name: str) -> str:
+    """A file of the kernel library, ready to inline: the emitted file holds one translation
+    unit, so the include guards of the separate files have nothing to guard."""
+    text = (CODEGEN_DIR / "kernels" / name).read_text()
+    return text.replace("#pragma once\n", "").strip() + "\n"
 
 
 def gemm_type(spec: Spec) -> str:
@@ -350,11 +410,16 @@ def _lowered(graph, fused: bool, external: bool, gemv: bool) -> Lowered:
     return lower(graph, fused, external, gemv)
 
 
-def _part_context(low: Lowered, external_gemm: bool) -> dict:
+def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
+    external_gemm = spec.family == "cublas"
     args = forward_args(low)
     has_backward = backward.unsupported(low, external_gemm) is None
     back = backward_args(low)
+    files = selected_files(PART_LIBRARY, kernel_needs(spec, [low]), tuple(library))
     return {
+        "sources": [kernel_source(name) for name in files],
+        # kgen_forward_<part> calls: a part with backward kernels may keep z (entry_backward.cuh).
+        "forward_entry": "forward_entry_with_backward" if has_backward else "forward_entry",
         "backward_struct": backward.backward_struct(low) if has_backward else None,
         "backward_kind": backward.KIND_NAMES[backward.kind(low) if has_backward else 0],
         "kept_per_column": backward.kept_per_column(low),
@@ -373,7 +438,7 @@ def _part_context(low: Lowered, external_gemm: bool) -> dict:
 
 
 def _source_context(spec: Spec) -> dict:
-    sources = kernel_sources()
+    library = selected_files(KERNEL_LIBRARY, kernel_needs(spec))
     return {
         "version": __version__,
         "config_name": spec.config_name(),
@@ -383,13 +448,12 @@ def _source_context(spec: Spec) -> dict:
         "fusion": spec.fusion,
         "tile": spec.tile,
         "fused_stats": spec.fusion == 2 and spec.family != "cublas",
-        "parts": [_part_context(low, spec.family == "cublas") for low in lowered_parts(spec)],
+        "parts": [_part_context(spec, low, library) for low in lowered_parts(spec)],
         "gemm_type": gemm_type(spec),
         "half_gemm_type": half_gemm_type(spec),
         "operand_ctype": OPERAND_CTYPE,
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
-        "sources": sources,
-        "gemm_sources": [sources[name] for name in GEMM_SOURCES[spec.family]],
+        "library": [kernel_source(name) for name in library],
     }
 
 

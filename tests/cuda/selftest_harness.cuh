@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../../kgen/codegen/kernels/common.cuh"
+#include "../../kgen/codegen/kernels/mma_detail.cuh"
 #include "../../kgen/codegen/kernels/gemm_mma.cuh"
 #include "../../kgen/codegen/kernels/gemm_wgmma.cuh"
 #include "../../kgen/codegen/kernels/gemm_wgmma_ws.cuh"

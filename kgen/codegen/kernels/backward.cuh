@@ -16,18 +16,8 @@
 
 namespace kgen {
 
-// A part's kind of backward (kgen/lower/backward.py writes these names, never the numbers): none, the
-// point-wise struct Backward, or the staged BackwardRows / BnSums / Prefix.
-constexpr int kBackwardNone = 0;
-constexpr int kBackwardPointwise = 1;
-constexpr int kBackwardStaged = 2;
-
-// An epilogue that stores the accumulator as it is.
-struct StoreEpilogue {
-  static constexpr bool kColStats = false;
-  static constexpr bool kIdentity = true;
-  __device__ static __forceinline__ float apply(float v, int, int, const EpilogueParams&) { return v; }
-};
+// (kBackwardNone / kBackwardPointwise / kBackwardStaged and StoreEpilogue are common.cuh's: every
+// part names its kind, and the forward of a part that keeps z stores it with StoreEpilogue.)
 
 constexpr int kTransposeTile = 32;
 constexpr int kTransposeRows = 8;

@@ -91,6 +91,19 @@ struct EpilogueParams {
   float* split_partials;
 };
 
+// A part's kind of backward (kgen/lower/backward.py writes these names, never the numbers): none, the
+// point-wise struct Backward, or the staged BackwardRows / BnSums / Prefix (backward.cuh runs them).
+constexpr int kBackwardNone = 0;
+constexpr int kBackwardPointwise = 1;
+constexpr int kBackwardStaged = 2;
+
+// An epilogue that stores the accumulator as it is (z, kept for a backward, and the backward's GEMMs).
+struct StoreEpilogue {
+  static constexpr bool kColStats = false;
+  static constexpr bool kIdentity = true;
+  __device__ static __forceinline__ float apply(float v, int, int, const EpilogueParams&) { return v; }
+};
+
 // Per-column two-pass statistics of the valid rows of a shared-memory tile. Two passes over
 // shared memory (mean, then squared deviations from it) cost little next to the mainloop and
 // keep M2 exact even when |mean| >> std, where sum(z^2) - n*mean^2 would cancel.

@@ -178,11 +178,6 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
     f.col_xc = b.bn_saved + N;
     f.col_gi = b.bn_saved + 2 * N;
   }
-  constexpr int kFinalizeThreads = 256;
-  auto finalize = [&]() {
-    bn_finalize_kernel<kgen_cfg::BnInput><<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f, p);
-    return cudaGetLastError();
-  };
   if constexpr (kgen_cfg::kConstantOutput) {
     // Rewrites made the output a constant (kgen/ir/rewrite.py): no GEMM.
     if constexpr (kgen_cfg::ConstantReads::kAny) {
@@ -198,33 +193,36 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
       err = cudaGetLastError();
     }
   } else if constexpr (kgen_cfg::kGemv) {
-    // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm).
+    // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm; kernels/gemv.cuh).
     // (fp32 operands only: kgen_operand_t is float in every build of a gemv variant.)
-    const float* xf = reinterpret_cast<const float*>(x);
-    const float* wf = reinterpret_cast<const float*>(w);
-    const int chunks = colsum_chunks(N);
-    float* partial = b.gemv;
-    float* w_sum = partial + static_cast<size_t>(chunks) * K;
-    float* total = w_sum + K;
-    if (K > 0) err = launch_weighted_column_sum<kgen_cfg::GemvAffine>(wf, N, K, p, partial, stream);
-    if (err != cudaSuccess) return cudaGetErrorString(err);
-    column_sum_merge_kernel<kgen_cfg::GemvAffine>
-        <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, chunks, N, K, p, w_sum, total);
-    gemv_rows_kernel<kgen_cfg::GemvRows><<<M, kRowThreads, 0, stream>>>(xf, w_sum, total, N, K, b.out, p);
-    err = cudaGetLastError();
-  } else if (kgen_cfg::kHasBatchNorm && training) {
-    const Buffers bt = kept_as_s<kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(b, z_ready, p);
-    err = run_stage1<Gemm, kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(x, w, M, N, K, p, z_ready, b.out, stream);
-    if (err == cudaSuccess && (!kgen_cfg::TrainEpilogue::kColStats || z_ready != nullptr)) {
-      dim3 grid(div_up(N, kStatsTileCols), div_up(M, kStatsTileRows));
-      column_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(bt.s, M, N, b.part_mean, b.part_m2);
-      err = cudaGetLastError();
-    }
-    if (err == cudaSuccess) err = finalize();
-    if (err == cudaSuccess) err = run_stage2<kgen_cfg::TrainStage2>(bt, M, N, p, stream);
+    err = launch_gemv<kgen_cfg::GemvAffine, kgen_cfg::GemvRows>(reinterpret_cast<const float*>(x),
+                                                                reinterpret_cast<const float*>(w), M, N, K, p,
+                                                                b.gemv, b.out, stream);
   } else {
-    // Eval: BatchNorm's a, c come from the running statistics alone, ready before the GEMM.
-    if (kgen_cfg::kHasBatchNorm) err = finalize();
+    // A part without a BatchNorm runs the Eval structs in either mode (its Train ones are the
+    // same code): `if constexpr`, so that its build instantiates neither the Train GEMM kernels
+    // nor BatchNorm's.
+    if constexpr (kgen_cfg::kHasBatchNorm) {
+      constexpr int kFinalizeThreads = 256;
+      auto finalize = [&]() {
+        bn_finalize_kernel<kgen_cfg::BnInput><<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f, p);
+        return cudaGetLastError();
+      };
+      if (training) {
+        const Buffers bt = kept_as_s<kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(b, z_ready, p);
+        err = run_stage1<Gemm, kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(x, w, M, N, K, p, z_ready, b.out, stream);
+        if (err == cudaSuccess && (!kgen_cfg::TrainEpilogue::kColStats || z_ready != nullptr)) {
+          dim3 grid(div_up(N, kStatsTileCols), div_up(M, kStatsTileRows));
+          column_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(bt.s, M, N, b.part_mean, b.part_m2);
+          err = cudaGetLastError();
+        }
+        if (err == cudaSuccess) err = finalize();
+        if (err == cudaSuccess) err = run_stage2<kgen_cfg::TrainStage2>(bt, M, N, p, stream);
+        return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+      }
+      // Eval: BatchNorm's a, c come from the running statistics alone, ready before the GEMM.
+      err = finalize();
+    }
     const Buffers be = kept_as_s<kgen_cfg::EvalEpilogue, kgen_cfg::EvalStage2>(b, z_ready, p);
     if (err == cudaSuccess) err = run_stage1<Gemm, kgen_cfg::EvalEpilogue, kgen_cfg::EvalStage2>(x, w, M, N, K, p, z_ready, b.out, stream);
     if (err == cudaSuccess) err = run_stage2<kgen_cfg::EvalStage2>(be, M, N, p, stream);

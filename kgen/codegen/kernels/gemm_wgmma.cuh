@@ -1,7 +1,7 @@
 // kgen Hopper tensor-core GEMM on wgmma (sm_90a only): z = x * w^T, x [M][K] and w [N][K] fp32
 // row-major.
 //
-// Follows common.cuh and gemm_mma.cuh (concatenated before this file; not included here): it
+// Follows common.cuh and mma_detail.cuh (concatenated before this file; not included here): it
 // shares their epilogue, cp.async loader, swizzle and tf32 rounding helpers.
 //
 // Since the warp-specialized WgmmaWsGemm (gemm_wgmma_ws.cuh, 23 % faster on the H100) this
@@ -13,7 +13,7 @@
 //   * A CTA of BM / 64 warpgroups owns a BM x BN tile of z; warpgroup g owns rows
 //     [64 g, 64 g + 64), all BN columns, in one m64nBNk8 wgmma per k-step.
 //   * Every thread issues cp.async copies into a STAGES-deep ring of swizzled [rows][32] fp32
-//     tiles (gemm_mma.cuh's loader; with 128-byte rows its swizzle is wgmma's 128-byte swizzle).
+//     tiles (mma_detail.cuh's loader; with 128-byte rows its swizzle is wgmma's 128-byte swizzle).
 //   * A (x) goes through registers: ldmatrix, then split (tf32x3) or rounded (tf32) per thread,
 //     the wgmma's A operand; the split costs 2 integer/fp ops per element in each warp's own
 //     16 rows only. B (w) is read by the tensor cores straight from shared memory, where they

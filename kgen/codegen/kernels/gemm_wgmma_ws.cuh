@@ -1,7 +1,7 @@
 // kgen Hopper GEMM, warp-specialized (sm_90a only): z = x * w^T, x [M][K] and w [N][K] fp32
 // row-major. TMA loads on mbarriers feed wgmma consumers; no CTA-wide barrier in the mainloop.
 //
-// Follows common.cuh, gemm_mma.cuh and gemm_wgmma.cuh (concatenated before this file): it shares
+// Follows common.cuh, mma_detail.cuh and gemm_wgmma.cuh (concatenated before this file): it shares
 // their epilogue, swizzle, tf32 helpers and wgmma wrappers, and WgmmaGemm is its fallback.
 //
 // Why: Nsight Compute put WgmmaGemm's largest stall on its per-k-tile __syncthreads (every

@@ -38,7 +38,7 @@ def meta_args(module, part: int, x: torch.Tensor, n: int, lowered=None) -> dict:
     """Keyword arguments of part `part`'s op: meta tensors of the right sizes (`lowered` gives
     the operands' shapes; else n elements each), zeros for numbers."""
     args = {"x": x, "w": torch.empty(n, x.shape[1], device="meta")}
-    shapes = {f"operand{k}": (1,) if node.level == "scalar" else (n,)
+    shapes = {f"operand{k}": (1,) if node.level == "scalar" else tuple(x.shape) if node.kind == "input" else (n,)
               for k, node in enumerate(lowered.operands if lowered else [])}
     for name, ctype in module._FORWARD_ARGS[part]:
         if name in args or name in generator.LAUNCH_ARGS:
@@ -67,16 +67,18 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
         n = low.graph.out_features
         result = op(**meta_args(module, k, x, n))
         kept_per_column = 5 if low.batchnorm else 0     # BatchNorm's a, c, x̂ coefficients, γ/σ
+        # A broadcast tail's core value (the stages' output), kept after them for the tail's backward.
+        core = x.shape[0] * generator.core_width(low)
         if low.batchnorm and module._BACKWARD_OPS[k] is not None:
             out, kept, running_mean, running_var = result
             assert running_mean.shape == running_var.shape == (n,)
-            assert tuple(kept.shape) == (x.shape[0] * n + kept_per_column * n,)
+            assert tuple(kept.shape) == (x.shape[0] * n + kept_per_column * n + core,)
         elif low.batchnorm:
             out, running_mean, running_var = result
             assert running_mean.shape == running_var.shape == (n,)
         elif module._BACKWARD_OPS[k] is not None:
-            out, kept = result     # z kept for the backward: M x N
-            assert tuple(kept.shape) == (x.shape[0] * n,)
+            out, kept = result     # z kept for the backward: M x N (and a tail's core value)
+            assert tuple(kept.shape) == (x.shape[0] * n + core,)
         else:
             out = result
         assert out.device.type == "meta"
@@ -148,23 +150,20 @@ def test_backward_ops_and_their_fake_kernels(spec):
 def test_unsupported_parts_name_the_op():
     from kgen.lower import backward
 
-    tail = Spec(str(REFS_DIR / "gemm_groupnorm_min_bias.py"), 64, 128, 1024, math="tf32x3", backend="wgmma",
-                fusion=1, tile=WGMMA)
-    assert backward.unsupported(generator.lowered(tail), external_gemm=False) == \
-        "no backward kernel for a broadcast tail yet"
     cublas = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32",
                   backend="cublas", fusion=1)
     assert "cuBLAS" in backward.unsupported(generator.lowered(cublas), external_gemm=True)
+    # (A broadcast tail has backward kernels: tests/test_tail_backward.py.)
     for ref in ("gemm_mul_leakyrelu.py", "matmul_gelu_softmax.py", "gemm_groupnorm_hardtanh.py",
-                "gemm_maxpool_sum_scale.py"):
+                "gemm_maxpool_sum_scale.py", "gemm_groupnorm_min_bias.py"):
         supported = Spec(str(REFS_DIR / ref), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
         assert backward.unsupported(generator.lowered(supported), external_gemm=False) is None
     bn = Spec("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
     assert backward.unsupported(generator.lowered(bn), external_gemm=False) is None
     # The header says it, one line.
     assert "\nbackward:  kgen kernels" in generator.render_header(bn, None)
-    assert "\nbackward:  raises at backward() (no backward kernel for a broadcast tail yet)" in \
-        generator.render_header(tail, None)
+    assert "\nbackward:  raises at backward() (no backward kernel for a cuBLAS GEMM yet" in \
+        generator.render_header(cublas, None)
 
 
 def test_running_statistics_carry_no_autograd_history():

@@ -69,7 +69,7 @@ BACKWARD_BASE_ARGS = (
     ("x", "const float*"), ("w", "const float*"), ("g", "const float*"), ("z", "const float*"), ("dx", "float*"),
     ("dw", "float*"), ("grad_cols", "float*"), ("workspace", "float*"), ("M", "int"), ("N", "int"),
     ("K", "int"), ("need_dx", "int"), ("need_dw", "int"), ("stream", "void*"), ("bn_grads", "float*"),
-    ("bn_training", "int"),
+    ("bn_training", "int"), ("d_input", "float*"),
 )
 
 
@@ -97,6 +97,10 @@ def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
     # The backward's gradient of each input of the op, by name (None: no gradient flows).
     gradient = {"x": "dx", "w": "dw", "gamma": "bn_grads[1]", "beta": "bn_grads[0]",
                 **dict(zip(operands, backward.grad_expressions(lowered)))}
+    # The module's input read by a broadcast tail, where a gradient flows through that read.
+    input_operand = next((f"operand{k}" for k, n in enumerate(lowered.operands) if n.kind == "input"), None)
+    if not (reason is None and backward.input_gradient(lowered)):
+        input_operand = None
     return {
         "signature": ", ".join(f"{name}: {annotation(name, ctype)}" for name, ctype in args),
         "names": ", ".join(names),
@@ -105,14 +109,28 @@ def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
         "no_backward": reason,
         "backward": None if reason else {
             "signature": ", ".join([f"{n}: {annotation(n, 'const float*')}" for n in ["x", "w"] + operands + ["z"]] +
-                                   ["need_dx: int", "need_dw: int"]),
+                                   ["need_dx: int", "need_dw: int", "need_dinput: int"]),
             "names": ", ".join(["x", "w"] + operands + ["z"]),
-            "call": ", ".join(["x", "w", "z", "need_dx", "need_dw"] + [f"{n}={n}" for n in operands]),
+            "call": ", ".join(["x", "w", "z", "need_dx", "need_dw", "need_dinput"] + [f"{n}={n}" for n in operands]
+                              + [f"input_operand={input_operand!r}"]),
             "params": len(operands),
             "grads": ", ".join(gradient.get(name, "None") for name in names),
             "kept_per_column": backward.kept_per_column(lowered),
+            # Floats per row of the core value a broadcast tail reads (kept after z; 0: no tail).
+            "core_width": core_width(lowered),
+            "need_dinput": f"ctx.needs_input_grad[{names.index(input_operand)}]" if input_operand else "False",
+            # The shape of the input gradient the backward op returns (empty: none flows).
+            "dinput_fake": f"{input_operand}.new_empty({input_operand}.shape)" if input_operand else "x.new_empty(0)",
         },
     }
+
+
+def core_width(lowered: Lowered) -> int:
+    """Floats per row of a broadcast tail's core value (its N is the traced one: ModelNew checks
+    it), 0 without a tail."""
+    if not lowered.tail:
+        return 0
+    return int(eval(lowered.output_width.replace(" / ", " // "), {"N": lowered.traced.out_features}))
 
 
 def fill_lines(lowered: Lowered) -> list[str]:
@@ -421,6 +439,8 @@ def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
         # kgen_forward_<part> calls: a part with backward kernels may keep z (entry_backward.cuh).
         "forward_entry": "forward_entry_with_backward" if has_backward else "forward_entry",
         "backward_struct": backward.backward_struct(low) if has_backward else None,
+        # (A stub where the part has no tail or no backward: entry.cuh names it.)
+        "tail_backward": backward.tail_backward_struct(low if has_backward else None),
         "backward_kind": backward.KIND_NAMES[backward.kind(low) if has_backward else 0],
         "kept_per_column": backward.kept_per_column(low),
         "backward_params": ", ".join(f"{ctype} {name}" for name, ctype in back),
@@ -587,8 +607,13 @@ def describe_backward(parts: list[Lowered], external_gemm: bool) -> str:
     if not missing:
         kept = ("z (M x N floats per GEMM part) and BatchNorm's 5 values per feature"
                 if any(low.batchnorm for low in parts) else "z (M x N floats per GEMM part)")
+        tail = any(low.tail for low in parts)
+        if tail:
+            kept += " and the broadcast tail's core value"
         staged = any(backward.kind(low) == backward.KIND_STAGED for low in parts)
         how = ("the epilogue's stages reversed, then" if staged else "dz from z, then")
+        if tail:
+            how = "the broadcast tail's gradient summed to its core value, " + how
         return (f"backward:  kgen kernels ({how} dx = dz W and dW = dz^T x on the same GEMM); "
                 f"gradients of the input and of every parameter; in training the forward keeps {kept}")
     return f"backward:  raises at backward() ({'; '.join(missing)})"

@@ -20,6 +20,12 @@ Two kinds, both ending in the part's own 3xTF32 GEMMs for dx = dz W and dW = dz�
      x̂ Σȳx̂/M); running ones: γ/σ ȳ) and walks the ops before BatchNorm back to z.
    The rules are kgen.ir.autodiff's (the CPU tests check those against torch.autograd).
 
+A broadcast tail (the output broadcast from the stages' core value against the module's input or
+parameters of other shapes, forward.split_tail) runs first: `TailBackward` (tail_backward_struct)
+sums the output's gradient into the core value's, through the tail's ops reversed, and the kinds
+above run from it; then the tail's operands (its parameters, the module's input where the read
+is not detached) get theirs the same way.
+
 Every other node kind has no backward kernel yet: `unsupported` names the first one, and the
 emitted file's backward() raises with that message.
 """
@@ -29,8 +35,9 @@ from __future__ import annotations
 from kgen.ir import ops
 from kgen.ir.derivatives import cuda_vjp
 from kgen.ir.graph import Graph, Node
-from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, _block, _group_stats_pass, _loop,
-                    bn_input_affine, row_width)
+from kgen.ir.graph import shape_text
+from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, TailValues, _block,
+                                _group_stats_pass, _loop, bn_input_affine, row_width, split_index, split_tail)
 
 # (A Dropout mask is a per-element operand the backward reads as the forward does.)
 POINTWISE_PART_KINDS = ("gemm", "param", "const", "pointwise", "mask")
@@ -76,12 +83,18 @@ def unsupported(lowered: Lowered, external_gemm: bool) -> str | None:
         return "no backward kernel yet for a module whose GEMM a rewrite removed"
     # Dropout's mask is read per element as the forward reads it (the same operand, kept by
     # autograd; nullptr in eval mode): the dropout's mul sends g * mask * scale back. The
-    # module's input read after the GEMM is only ever in a broadcast tail, which has no backward.
-    for n in lowered.graph.live() + lowered.tail:
+    # module's input read after the GEMM is only ever in a broadcast tail (tail_backward_struct).
+    for n in lowered.graph.live():
         if n.kind == "input":
-            return f"no backward kernel yet for a read of the module's input after the GEMM{_where(n)}"
-    if lowered.tail:
-        return "no backward kernel for a broadcast tail yet"
+            return f"no backward kernel yet for a read of the module's input outside a broadcast tail{_where(n)}"
+    width = lowered.traced.out_features if lowered.traced is not None else None
+    for n in lowered.tail:
+        if n.kind not in ("param", "const", "input", "pointwise"):
+            return f"no backward kernel yet for {n.kind} in a broadcast tail{_where(n)}"
+        # (A tail parameter's gradient goes into its row of the backward's [P][N] column sums.)
+        if n.kind == "param" and _numel(n.attrs["shape"]) > width:
+            return (f"no backward kernel yet for a parameter of more than N = {width} elements in a "
+                    f"broadcast tail ({n.attrs['path']}, {n.attrs['shape']}){_where(n)}")
     graph = lowered.graph
     live = graph.live()
     for n in live:
@@ -155,9 +168,13 @@ def backward_struct(lowered: Lowered) -> str:
     # them, grad_expressions): every c[k] is written.
     params = [n for n in live if n.kind == "param"]
     masks = [n for n in live if n.kind == "mask"]
-    assert sorted(operands[n.attrs["path"]] for n in params + masks) == list(range(len(lowered.operands)))
+    # Operands read by a broadcast tail alone (its parameters, the module's input) get their
+    # gradients from TailBackward: none here.
+    rest = sorted(set(range(len(lowered.operands))) - {operands[n.attrs["path"]] for n in params + masks})
+    assert all(n.kind != "mask" for n in lowered.operands if operands[n.attrs["path"]] in rest)
     lines += [f"c[{operands[n.attrs['path']]}] = {adjoint[n.id]};" for n in params]
     lines += [f"c[{operands[n.attrs['path']]}] = 0.0f;  // Dropout's mask: no gradient" for n in masks]
+    lines += [f"c[{k}] = 0.0f;  // read by the broadcast tail alone" for k in rest]
     body = "\n".join(f"    {line}" for line in lines)
     return f"""// The backward of the epilogue (kgen/lower/backward.py): dz of one element from z and g = dL/dout,
 // and each parameter's gradient contribution c[k] (summed over rows; over all elements for a
@@ -593,6 +610,131 @@ def grad_expressions(lowered: Lowered) -> list[str]:
         if n.kind == "mask":
             out.append("None")
             continue
+        if n.kind == "input":   # the module's input, read by a broadcast tail
+            out.append("d_input" if input_gradient(lowered) else "None")
+            continue
         row = f"cols[{k}, :1]" if n.level == "scalar" else f"cols[{k}]"
+        if n.level not in ("col", "scalar") and _numel(n.attrs["shape"]) != lowered.graph.out_features:
+            row = f"cols[{k}, :{_numel(n.attrs['shape'])}]"   # a broadcast tail's parameter
         out.append(f"{row}.reshape(operand{k}.shape)")
     return out
+
+
+def _numel(shape) -> int:
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count
+
+
+# ---- the broadcast tail ------------------------------------------------------------------------
+def tail_core(lowered: Lowered) -> Node:
+    """The core value the tail broadcasts (the stages' output), as a node of the traced graph."""
+    return lowered.traced.node(split_tail(lowered.traced)[2])
+
+
+def tail_leaves(lowered: Lowered) -> list[Node]:
+    """The tail's values that take a gradient, as nodes of the traced graph: the core value
+    first (its gradient is the stages' output gradient), then the module's input where a read
+    of it is not detached (x.detach(), x.clone().detach(): no gradient flows through that read,
+    as in torch), then each parameter the tail reads."""
+    core = tail_core(lowered)
+    inputs = [n for n in lowered.tail if n.kind == "input" and not n.attrs["detached"]]
+    return [core, *inputs, *(n for n in lowered.tail if n.kind == "param")]
+
+
+def input_gradient(lowered: Lowered) -> bool:
+    """Whether the part sends a gradient to the module's input read in its broadcast tail."""
+    return any(n.kind == "input" and not n.attrs["detached"] for n in lowered.tail)
+
+
+def tail_backward_struct(lowered: Lowered | None) -> str:
+    """struct TailBackward (kernels/backward.cuh, tail_grad): for each leaf of the tail
+    (tail_leaves), its element count, the output elements that read each element (`reduced`:
+    the product of the output dimensions it is broadcast along) and grad<leaf>(e, r), the
+    gradient that output element r of those sends to element e: the tail's values recomputed
+    at that output element (forward.TailValues), then its ops' VJPs in reverse, seeded with
+    g[i]. The leaf's gradient is the sum over r; for the core value it is the stages' output
+    gradient (for `row + x`: sum_j g[i, j]). None, or no tail: a stub (entry.cuh names the struct)."""
+    if lowered is None or not lowered.tail:
+        return ("struct TailBackward {  // no broadcast tail\n  static constexpr int kLeaves = 0;\n"
+                "  static constexpr int kOperand[1] = {0};\n  static constexpr bool kInput[1] = {false};\n"
+                "  static long long count(int, int) { return 0; }\n  static long long reduced(int, int) { return 0; }\n"
+                "  template <int kLeaf>\n  __device__ static __forceinline__ float grad(long long, long long, const float*, "
+                "const float*, int, const kgen::EpilogueParams&) { return 0.f; }\n};")
+    graph = lowered.traced
+    operands = operand_index(lowered)
+    out = graph.node(graph.output).shape
+    rank = len(out)
+    leaves = tail_leaves(lowered)
+    core = leaves[0].id
+    tail = sorted(lowered.tail, key=lambda n: n.id)
+    shown = [d for d in range(rank) if out[d] != 1]
+    flat = "0"
+    for d in shown:   # the output's flat index, row-major (Horner)
+        flat = f"i{d}" if flat == "0" else f"({flat}) * {out[d]} + i{d}"
+
+    def product(sizes) -> str:
+        return " * ".join(["1LL", *(str(s) for s in sizes)])
+
+    counts, reduceds, bodies = [], [], []
+    for k, leaf in enumerate(leaves):
+        values = TailValues(graph, operands, core)
+        shape = values.leaf_shape(leaf)
+        kept = [rank - len(shape) + j for j, size in enumerate(shape) if size != 1]
+        reduced = [d for d in shown if d not in kept]
+        counts.append(product(shape))
+        reduceds.append(product(out[d] for d in reduced))
+        lines = [*split_index("e", kept, out), *split_index("r", reduced, out), f"const long long i = {flat};"]
+        values.get(graph.output)
+        lines += values.lines
+        adjoint = {n.id: f"d{n.id}" for n in [leaves[0], *tail] if n.kind != "const"}
+        lines += [f"float {adjoint[i]} = {'g[i]' if i == graph.output else '0.0f'};" for i in adjoint]
+        for n in reversed(tail):
+            if n.kind != "pointwise":
+                continue
+            grads = cuda_vjp(n.op, adjoint[n.id], values.get(n.id), [values.get(a) for a in n.args], n.attrs)
+            for a, grad in zip(n.args, grads):
+                if grad is not None and a in adjoint:
+                    lines.append(f"{adjoint[a]} += {grad};")
+        what = ("the core value" if k == 0 else "the module's input" if leaf.kind == "input"
+                else leaf.attrs["path"])
+        body = "".join(f"\n      {line}" for line in lines)
+        keyword = "if" if k == 0 else "} else if"
+        bodies.append(f"    {keyword} constexpr (kLeaf == {k}) {{  // {what} {shape_text(shape)}{body}\n"
+                      f"      return {adjoint[leaf.id]};")
+    operand_of = ["-1"] + [str(operands[n.attrs["path"]]) for n in leaves[1:]]
+    is_input = ["false"] + ["true" if n.kind == "input" else "false" for n in leaves[1:]]
+    cases = "\n".join(f"      case {k}: return {c};" for k, c in enumerate(counts))
+    rcases = "\n".join(f"      case {k}: return {c};" for k, c in enumerate(reduceds))
+    return f"""// The broadcast tail's backward (kgen/lower/backward.py, tail_backward_struct): leaf 0 is the core
+// value (its gradient: the stages' output gradient), then the operands the tail reads (kOperand;
+// kInput: the module's input). grad<leaf>(e, r): what output element r of those reading the leaf's
+// element e sends it; the leaf's gradient is their sum over r < reduced(leaf).
+struct TailBackward {{
+  static constexpr int kLeaves = {len(leaves)};
+  static constexpr int kOperand[{len(leaves)}] = {{{", ".join(operand_of)}}};
+  static constexpr bool kInput[{len(leaves)}] = {{{", ".join(is_input)}}};
+  static long long count(int leaf, int M) {{
+    (void)M;
+    switch (leaf) {{
+{cases}
+    }}
+    return 0;
+  }}
+  static long long reduced(int leaf, int M) {{
+    (void)M;
+    switch (leaf) {{
+{rcases}
+    }}
+    return 0;
+  }}
+  template <int kLeaf>
+  __device__ static __forceinline__ float grad(long long e, long long r, const float* __restrict__ t,
+                                               const float* __restrict__ g, int M, const kgen::EpilogueParams& p) {{
+    (void)e; (void)r; (void)t; (void)M; (void)p;
+{chr(10).join(bodies)}
+    }}
+    return 0.f;
+  }}
+}};"""

@@ -693,25 +693,23 @@ def _core_shape(graph: Graph, core: Node) -> tuple:
     return ("M",) + graph.level_shape(core.level, 1)[1:]
 
 
-def _tail_struct(graph: Graph, operands: dict, tail: list[Node], core: int | None) -> str:
-    """struct Tail: numel(M), the output's element count, and at(i, t, M, p), the output's
-    element i (row-major) from the core value t and the parameters, each operand read at the
-    offset torch's broadcasting gives (contiguous strides, 0 along its broadcast dims)."""
-    if core is None:
-        return ("struct Tail {  // no broadcast tail\n  static long long numel(int) { return 0; }\n"
-                "  __device__ static __forceinline__ float at(long long, const float*, int, "
-                "const kgen::EpilogueParams&) { return 0.f; }\n};")
-    out = graph.node(graph.output).shape
-    rank = len(out)
-    dims = [d for d in range(rank) if out[d] != 1]
-    lines = []
-    for k, d in enumerate(reversed(dims)):
-        if k == len(dims) - 1:
-            lines.append(f"const long long i{d} = i;  // dim {d} ({out[d]})")
-        else:
-            lines.append(f"const long long i{d} = i % {out[d]}; i /= {out[d]};  // dim {d}")
+class TailValues:
+    """C statements computing the broadcast tail's values at one output element, whose indices
+    i<d> (one per output dimension of size > 1) are defined: the core value t and each operand
+    read at the offset torch's broadcasting gives (contiguous strides, 0 along its broadcast
+    dims). The forward's struct Tail and the backward's TailBackward (kgen/lower/backward.py)
+    both compute them so."""
 
-    def offset(shape: tuple) -> str:
+    def __init__(self, graph: Graph, operands: dict, core: int):
+        self.graph, self.operands, self.core = graph, operands, core
+        self.out = graph.node(graph.output).shape
+        self.rank = len(self.out)
+        self.names: dict[int, str] = {}
+        self.lines: list[str] = []
+
+    def offset(self, shape: tuple) -> str:
+        """The flat offset, in a contiguous tensor of `shape` (right-aligned to the output), of
+        the element the current output element reads."""
         terms = []
         for k, size in enumerate(shape):
             if size == 1:
@@ -719,31 +717,61 @@ def _tail_struct(graph: Graph, operands: dict, tail: list[Node], core: int | Non
             stride = 1
             for s in shape[k + 1:]:
                 stride *= s
-            d = rank - len(shape) + k
+            d = self.rank - len(shape) + k
             terms.append(f"i{d}" + (f" * {stride}" if stride != 1 else ""))
         return " + ".join(terms) or "0"
 
-    names: dict[int, str] = {}
+    def leaf_shape(self, n: Node) -> tuple:
+        """The shape a leaf of the tail (the core value, a parameter, the module's input) is read as."""
+        if n.id == self.core:
+            return _core_shape(self.graph, n)
+        if n.kind == "param":
+            return tuple(n.attrs["shape"])
+        return tuple(n.shape)
 
-    def get(i: int) -> str:
-        if i in names:
-            return names[i]
-        n = graph.node(i)
+    def get(self, i: int) -> str:
+        if i in self.names:
+            return self.names[i]
+        n = self.graph.node(i)
         if n.kind == "const":
             return ops.cuda_float(n.attrs["value"])
-        if i == core:
-            expr = f"t[{offset(_core_shape(graph, n))}]"
+        if i == self.core:
+            expr = f"t[{self.offset(self.leaf_shape(n))}]"
         elif n.kind == "param":
-            expr = f"p.operand[{operands[n.attrs['path']]}][{offset(n.attrs['shape'])}]"
+            expr = f"p.operand[{self.operands[n.attrs['path']]}][{self.offset(self.leaf_shape(n))}]"
         elif n.kind == "input":   # the module's input (M, K), row-major
-            expr = f"p.operand[{operands[n.attrs['path']]}][{offset(n.shape)}]"
+            expr = f"p.operand[{self.operands[n.attrs['path']]}][{self.offset(self.leaf_shape(n))}]"
         else:
-            expr = ops.cuda_expr(n.op, [get(a) for a in n.args], n.attrs)
-        names[i] = f"v{i}"
-        lines.append(f"const float v{i} = {expr};")
-        return names[i]
+            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
+        self.names[i] = f"v{i}"
+        self.lines.append(f"const float v{i} = {expr};")
+        return self.names[i]
 
-    result = get(graph.output)
+
+def split_index(var: str, dims: list[int], sizes: tuple) -> list[str]:
+    """Statements defining i<d> for each of `dims` (in order, the last fastest) from the flat
+    index `var` (a long long they consume), sizes[d] the size of dimension d."""
+    lines = []
+    for k, d in enumerate(reversed(dims)):
+        if k == len(dims) - 1:
+            lines.append(f"const long long i{d} = {var};  // dim {d} ({sizes[d]})")
+        else:
+            lines.append(f"const long long i{d} = {var} % {sizes[d]}; {var} /= {sizes[d]};  // dim {d}")
+    return lines
+
+
+def _tail_struct(graph: Graph, operands: dict, tail: list[Node], core: int | None) -> str:
+    """struct Tail: numel(M), the output's element count, and at(i, t, M, p), the output's
+    element i (row-major) from the core value t and the parameters (TailValues)."""
+    if core is None:
+        return ("struct Tail {  // no broadcast tail\n  static long long numel(int) { return 0; }\n"
+                "  __device__ static __forceinline__ float at(long long, const float*, int, "
+                "const kgen::EpilogueParams&) { return 0.f; }\n};")
+    out = graph.node(graph.output).shape
+    values = TailValues(graph, operands, core)
+    lines = split_index("i", [d for d in range(len(out)) if out[d] != 1], out)
+    result = values.get(graph.output)
+    lines += values.lines
     numel = " * ".join(str(d) for d in out if d != 1) or "1"
     body = "".join(f"\n    {line}" for line in lines)
     shape_text = ", ".join(map(str, out))

@@ -335,6 +335,62 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
   return backward_gemms<Gemm>(x, w, dz, M, N, K, w_t, dz_t, x_t, dx, dw, need_dx, need_dw, stream);
 }
 
+// ---- a broadcast tail's backward (kgen/lower/backward.py, tail_backward_struct) ---------------------
+// The gradient of one leaf of the tail (TB::grad<kLeaf>): dst[e] (+)= sum over r < reduced of
+// TB::grad<kLeaf>(e, r), for each of its `count` elements e. With reduced == 1 a thread per element;
+// else a CTA per element, its threads striding r (compensated sums, then the block's fixed-order
+// reduction: deterministic, no atomics).
+template <class TB, int kLeaf>
+__global__ void __launch_bounds__(kRowThreads)
+    tail_grad_kernel(const float* __restrict__ t, const float* __restrict__ g, float* __restrict__ dst, long long count,
+                     long long reduced, int M, EpilogueParams p, bool accumulate) {
+  if (reduced == 1) {
+    const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count; e += step) {
+      const float v = TB::template grad<kLeaf>(e, 0, t, g, M, p);
+      dst[e] = accumulate ? dst[e] + v : v;
+    }
+    return;
+  }
+  __shared__ float scratch[32];
+  for (long long e = blockIdx.x; e < count; e += gridDim.x) {
+    KahanSum s;
+    for (long long r = threadIdx.x; r < reduced; r += blockDim.x) s.add(TB::template grad<kLeaf>(e, r, t, g, M, p));
+    const float total = block_sum(s.sum, scratch);
+    if (threadIdx.x == 0) dst[e] = accumulate ? dst[e] + total : total;
+  }
+}
+
+template <class TB, int kLeaf>
+cudaError_t tail_grad(const float* t, const float* g, float* dst, int M, const EpilogueParams& p, bool accumulate,
+                      cudaStream_t stream) {
+  const long long count = TB::count(kLeaf, M), reduced = TB::reduced(kLeaf, M);
+  if (count == 0) return cudaSuccess;
+  if (reduced == 0) return accumulate ? cudaSuccess : cudaMemsetAsync(dst, 0, count * sizeof(float), stream);
+  const long long blocks = reduced == 1 ? (count + kRowThreads - 1) / kRowThreads : count;
+  tail_grad_kernel<TB, kLeaf><<<static_cast<int>(std::min<long long>(blocks, 65535LL * 8)), kRowThreads, 0, stream>>>(
+      t, g, dst, count, reduced, M, p, accumulate);
+  return cudaGetLastError();
+}
+
+// The gradients of the tail's operands (leaves kLeaf.. of TB): a parameter's added into its row of
+// grad_cols [P][N] (after the stages' backward wrote theirs), the module's input's into d_input
+// (nullptr: autograd wants none).
+template <class TB, int kLeaf = 1>
+cudaError_t tail_operand_grads(const float* t, const float* g, float* grad_cols, float* d_input, int M, int N,
+                               const EpilogueParams& p, cudaStream_t stream) {
+  if constexpr (kLeaf >= TB::kLeaves) {
+    return cudaSuccess;
+  } else {
+    float* dst = TB::kInput[kLeaf] ? d_input : grad_cols + static_cast<size_t>(TB::kOperand[kLeaf]) * N;
+    if (dst != nullptr) {
+      const cudaError_t err = tail_grad<TB, kLeaf>(t, g, dst, M, p, !TB::kInput[kLeaf], stream);
+      if (err != cudaSuccess) return err;
+    }
+    return tail_operand_grads<TB, kLeaf + 1>(t, g, grad_cols, d_input, M, N, p, stream);
+  }
+}
+
 // The forward of a point-wise part that keeps z for its backward: z = x w^T stored as it is, then
 // out = Epi(z) by a point-wise pass (out of Out: fp32, or the module's 16-bit dtype, rounded).
 template <class Gemm, class Epi, class T, class Out>

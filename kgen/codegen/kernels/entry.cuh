@@ -25,7 +25,7 @@ inline long long stages_floats(int M, int N, int K) {
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;
   return stats + (kSInOutput ? 0 : static_cast<long long>(M) * N);
 }
-inline long long tail_floats(int M, int N) {
+inline long long core_floats(int M, int N) {
   return kgen_cfg::kHasTail ? static_cast<long long>(M) * kgen_cfg::output_width(N) : 0;
 }
 // A GEMM that splits K at small M (WgmmaWsGemm: split_floats) gets room for its partials last.
@@ -43,7 +43,29 @@ long long split_floats(int M, int N, int K) {
   }
 }
 inline long long workspace_floats(int M, int N, int K) {
-  return stages_floats(M, N, K) + tail_floats(M, N) + split_floats(M, N, K);
+  return stages_floats(M, N, K) + core_floats(M, N) + split_floats(M, N, K);
+}
+
+// A part with a broadcast tail that keeps z for its backward keeps the core value too, after z
+// and BatchNorm's per-column values (the tail's backward reads it: kernels/backward.cuh, tail_grad).
+inline float* kept_core(float* z_out, int M, int N) {
+  return z_out + static_cast<long long>(M) * N + static_cast<long long>(kgen_cfg::kKeptPerColumn) * N;
+}
+
+// The broadcast tail: the output's every element from the core value (struct Tail). A template,
+// so that a part without a tail instantiates no tail kernel.
+template <bool kHasTail = kgen_cfg::kHasTail>
+cudaError_t run_tail(const float* core, void* out, int M, const EpilogueParams& p, cudaStream_t stream) {
+  if constexpr (kHasTail) {
+    const long long total = kgen_cfg::Tail::numel(M);
+    const long long blocks = std::min<long long>((total + kTailThreads - 1) / kTailThreads, 65535LL * 8);
+    if (total > 0 && M > 0) {
+      tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(core, static_cast<float*>(out), total, M, p);
+    }
+    return cudaGetLastError();
+  } else {
+    return cudaSuccess;
+  }
 }
 
 inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
@@ -51,9 +73,10 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   float* ws = a.workspace;
   const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(a.N) : 0;
   Buffers b{};
-  // With a broadcast tail the stages write its core value into the workspace.
-  // (a.out's elements are Output: forward.cuh)
-  b.out = kgen_cfg::kHasTail ? ws + stages_floats(a.M, a.N, a.K) : static_cast<float*>(a.out);
+  // With a broadcast tail the stages write its core value into the workspace (kept after z when
+  // the backward will want it). (a.out's elements are Output: forward.cuh)
+  b.out = !kgen_cfg::kHasTail ? static_cast<float*>(a.out)
+          : a.z_out != nullptr ? kept_core(a.z_out, a.M, a.N) : ws + stages_floats(a.M, a.N, a.K);
   b.s = kSInOutput ? b.out : ws + stats;
   b.gemv = ws;
   if (kgen_cfg::kHasBatchNorm) {
@@ -70,7 +93,7 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   EpilogueParams p{};
   FinalizeArgs f{};
   kgen_cfg::fill_operands(a, p, f);
-  if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = ws + stages_floats(a.M, a.N, a.K) + tail_floats(a.M, a.N);
+  if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = ws + stages_floats(a.M, a.N, a.K) + core_floats(a.M, a.N);
 #ifdef KGEN_CUBLAS_COMPUTE
   // (A constant output runs no GEMM, and its workspace has no room for z.)
   if (!kgen_cfg::kConstantOutput) {
@@ -79,18 +102,9 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
 #endif
   const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
   const char* err = forward_impl<kgen_cfg::Gemm>(a.x, a.w, a.M, a.N, a.K, a.training != 0, p, f, b, a.z_out, stream);
-  if constexpr (!kgen_cfg::kHasTail) {   // (a part without a tail instantiates no tail kernel)
-    return err;
-  } else {
-    if (err != nullptr || a.M == 0) return err;
-    const long long total = kgen_cfg::Tail::numel(a.M);
-    const long long blocks = std::min<long long>((total + kTailThreads - 1) / kTailThreads, 65535LL * 8);
-    if (total > 0) {
-      tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(b.out, static_cast<float*>(a.out), total, a.M, p);
-    }
-    const cudaError_t launched = cudaGetLastError();
-    return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
-  }
+  if (err != nullptr || !kgen_cfg::kHasTail || a.M == 0) return err;
+  const cudaError_t launched = run_tail(b.out, a.out, a.M, p, stream);
+  return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
 }
 
 }  // namespace kgen

@@ -15,9 +15,12 @@ const char* forward_keeping_z_entry(const kgen_cfg::ForwardArgs& a) {
     FinalizeArgs f{};
     kgen_cfg::fill_operands(a, p, f);
     p.N = a.N;
-    static_assert(!kKeepsZ || (kgen_cfg::EvalStage2::kKind == 0 && !kgen_cfg::kHasTail), "a point-wise part: its epilogue makes the output");
-    const cudaError_t err = forward_keeping_z<kgen_cfg::Gemm, kgen_cfg::EvalEpilogue>(
-        a.x, a.w, a.M, a.N, a.K, p, a.z_out, static_cast<Output*>(a.out), static_cast<cudaStream_t>(a.stream));
+    static_assert(!kKeepsZ || kgen_cfg::EvalStage2::kKind == 0, "a point-wise part: its epilogue makes the output");
+    // With a broadcast tail the epilogue makes the core value (kept after z), the tail the output.
+    const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
+    Output* const out = kgen_cfg::kHasTail ? reinterpret_cast<Output*>(kept_core(a.z_out, a.M, a.N)) : static_cast<Output*>(a.out);
+    cudaError_t err = forward_keeping_z<kgen_cfg::Gemm, kgen_cfg::EvalEpilogue>(a.x, a.w, a.M, a.N, a.K, p, a.z_out, out, stream);
+    if (err == cudaSuccess && kgen_cfg::kHasTail) err = run_tail(reinterpret_cast<float*>(out), a.out, a.M, p, stream);
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
   } else {
     return "this part keeps no z (it has no backward kernels)";
@@ -38,20 +41,24 @@ inline const char* forward_entry_with_backward(const kgen_cfg::ForwardArgs& a) {
   return forward_entry(a);
 }
 
-// The backward entry's work (kgen_backward_<part>), by the part's kind of backward.
+// The backward entry's work (kgen_backward_<part>), by the part's kind of backward; with a broadcast
+// tail, the tail's backward first (the stages' output gradient, after the backward's own workspace)
+// and its operands' gradients last.
 template <class B>
 long long backward_workspace_floats(int M, int N, int K) {
+  long long core;
   if constexpr (B::kKind == kBackwardPointwise) {
-    return backward_floats(M, N, K, B::kParams);
+    core = backward_floats(M, N, K, B::kParams);
   } else {
-    return backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool);
+    core = backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool);
   }
+  return core + (kgen_cfg::kHasTail ? backward_segment(core_floats(M, N)) : 0);
 }
 
 template <class B>
-BackwardStatus backward_entry(const float* x, const float* w, const float* g, const float* z, int M, int N, int K,
-                              const EpilogueParams& p, float* workspace, float* dx, float* dw, float* grad_cols,
-                              float* bn_grads, bool bn_training, bool need_dx, bool need_dw, cudaStream_t stream) {
+BackwardStatus backward_stages(const float* x, const float* w, const float* g, const float* z, int M, int N, int K,
+                               const EpilogueParams& p, float* workspace, float* dx, float* dw, float* grad_cols,
+                               float* bn_grads, bool bn_training, bool need_dx, bool need_dw, cudaStream_t stream) {
   if constexpr (B::kKind == kBackwardPointwise) {
     (void)bn_grads; (void)bn_training;
     return backward_part<kgen_cfg::BackwardGemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw,
@@ -59,6 +66,33 @@ BackwardStatus backward_entry(const float* x, const float* w, const float* g, co
   } else {
     return backward_staged<kgen_cfg::BackwardGemm, B>(x, w, g, kgen_cfg::output_width(N), z, M, N, K, p, workspace, dx, dw,
                                               grad_cols, bn_grads, bn_training, need_dx, need_dw, stream);
+  }
+}
+
+// d_input: the gradient of the module's input read by a broadcast tail (nullptr: none wanted).
+template <class B>
+BackwardStatus backward_entry(const float* x, const float* w, const float* g, const float* z, int M, int N, int K,
+                              const EpilogueParams& p, float* workspace, float* dx, float* dw, float* grad_cols,
+                              float* bn_grads, bool bn_training, bool need_dx, bool need_dw, float* d_input,
+                              cudaStream_t stream) {
+  if constexpr (kgen_cfg::kHasTail) {
+    using TB = kgen_cfg::TailBackward;
+    if (M == 0) return {"", cudaSuccess};
+    // The tail's backward reads the core value the forward kept after z.
+    if (z == nullptr) return {"the forward kept no z (it ran without autograd)", cudaErrorInvalidValue};
+    const float* t = kept_core(const_cast<float*>(z), M, N);
+    float* g_core = workspace + (backward_workspace_floats<B>(M, N, K) - backward_segment(core_floats(M, N)));
+    cudaError_t err = tail_grad<TB, 0>(t, g, g_core, M, p, false, stream);
+    if (err != cudaSuccess) return {"the broadcast tail's gradient", err};
+    const BackwardStatus status = backward_stages<B>(x, w, g_core, z, M, N, K, p, workspace, dx, dw, grad_cols, bn_grads,
+                                                     bn_training, need_dx, need_dw, stream);
+    if (status.error != cudaSuccess) return status;
+    err = tail_operand_grads<TB>(t, g, grad_cols, d_input, M, N, p, stream);
+    return {"the broadcast tail's operand gradients", err};
+  } else {
+    (void)d_input;
+    return backward_stages<B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, bn_grads, bn_training, need_dx,
+                              need_dw, stream);
   }
 }
 

@@ -14,6 +14,7 @@ The CPU test at the end runs the same harness on two CPU processes with gloo, th
 place of kgen's blocks: the plumbing, everywhere.
 """
 
+import copy
 import os
 from pathlib import Path
 
@@ -107,6 +108,46 @@ def test_sync_batchnorm_is_refused_with_a_clear_error(blocks, tmp_path):
     for r in results:
         assert "error" not in r, r.get("error")
         assert r["refused"] and "SyncBatchNorm" in r["refused"] and "per-process statistics" in r["refused"], r
+
+
+@pytest.mark.multigpu
+@needs_two_gpus
+def test_one_process_runs_a_block_on_each_gpu_with_device_0_current(blocks):
+    """No process group: copies of each block on cuda:1 and cuda:0 in one process, cuda:0 the
+    current device throughout (the extension, its launches, TMA descriptors, cuBLAS handles and
+    autograd's backward thread must all follow the tensors to cuda:1), forward and backward
+    against the reference in fp64 on the same device, kgen's fp32-exact gate."""
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import Comparison
+
+    torch.cuda.set_device(0)
+    for block in blocks:
+        f = EmittedFile(block["path"])
+        for device in ("cuda:1", "cuda:0"):
+            torch.manual_seed(0)
+            ref = f.Model(*f.init_args())
+            new = f.ModelNew(*f.init_args())
+            new.load_state_dict(ref.state_dict())
+            ref64 = copy.deepcopy(ref).double()
+            models = [m.to(device).train() for m in (new, ref, ref64)]
+            gen = torch.Generator().manual_seed(5)
+            x = torch.rand(block["batch"], block["in"], generator=gen).to(device)
+            g = torch.randn(block["batch"], block["out"], generator=gen).to(device)
+            outs, grads = Comparison(harness.TOL, judge_by_fp64=True), Comparison(
+                harness.TOL, relative_to_largest=True, gradients=True)
+            ys, gs = [], []
+            for m, dtype in zip(models, (torch.float32, torch.float32, torch.float64)):
+                y = m(x.to(dtype))
+                (y * g.to(dtype)).sum().backward()
+                ys.append(y.detach())
+                gs.append({n: p.grad for n, p in m.named_parameters()})
+            assert torch.cuda.current_device() == 0
+            assert ys[0].device == torch.device(device)
+            outs.add(f"{device} output", *ys)
+            for n in gs[0]:
+                grads.add(f"{device} {n}.grad", gs[0][n], gs[1][n], gs[2][n])
+            assert outs.ok, outs.failures
+            assert grads.ok, grads.failures
 
 
 def test_the_harness_on_cpu_with_gloo(tmp_path):

@@ -5,7 +5,6 @@ speaking the worker's protocol)."""
 import json
 import sys
 import textwrap
-import threading
 
 import click
 import pytest

@@ -21,7 +21,7 @@ mkdir -p "$OUT"
 python3 -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda, 'GPUs', torch.cuda.device_count())"
 
 t "multigpu tests"
-timeout ${TEST_LIMIT:-240} python3 -m pytest -m multigpu -s -q -rfEs --durations=8 tests/test_multigpu.py \
+timeout ${TEST_LIMIT:-300} python3 -m pytest -m multigpu -s -q -rfEs --durations=8 tests/test_multigpu.py \
   > $OUT/multigpu_tests.log 2>&1
 echo "exit $?"
 grep -E "rank [01] \(cuda|passed|failed|error" $OUT/multigpu_tests.log | cut -c1-400 | tail -20

@@ -18,6 +18,7 @@ the plumbing is tested, not kgen.
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import os
 import statistics
@@ -183,7 +184,9 @@ def run_rank(rank: int, world: int, port: int, cfg: dict):
         torch.cuda.set_device(device)
     else:
         torch.set_num_threads(1)   # two ranks on a small CPU: no oversubscription
+    # A rank that fails leaves the other waiting in a collective: a timeout, not a hang.
     dist.init_process_group(cfg["backend"], rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=cfg.get("timeout_s", 240)),
                             **({"device_id": device} if cuda else {}))
     try:
         body = {"train": train, "sync_batchnorm": sync_batchnorm}[cfg["scenario"]]

@@ -161,8 +161,8 @@ def train(cfg, rank: int, device) -> dict:
         "params_max_abs": params.max_abs, "params_ratio": params.ratio,
         "loss_failures": loss_failures[:3], "losses": losses,
         "moved": moved,
-        "step_ms": {"kgen": 1e3 * statistics.median(step_s[0][warm]),
-                    "reference": 1e3 * statistics.median(step_s[1][warm])},
+        "step_ms": {"kgen": 1e3 * statistics.median(step_s[0][warm] or step_s[0]),
+                    "reference": 1e3 * statistics.median(step_s[1][warm] or step_s[1])},
     }
 
 

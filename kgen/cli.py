@@ -57,6 +57,40 @@ class FeatureCount(click.ParamType):
         return number
 
 
+class GpuCount(click.ParamType):
+    """`all` (None: every visible GPU) or a positive number of GPUs."""
+
+    name = "all|N"
+
+    def convert(self, value, param, ctx):
+        if value is None or isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+        text = str(value).strip().lower()
+        if text == "all":
+            return None
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        self.fail(f"expected 'all' or a positive number of GPUs, got {value!r}", param, ctx)
+
+
+def search_gpus(count: int | None) -> list[int]:
+    """The GPUs a search measures on: the first `count` of those visible (all where None), all of
+    one kind (their times are compared with each other)."""
+    import torch
+
+    visible = torch.cuda.device_count()
+    if count is not None and count > visible:
+        raise click.BadParameter(f"{count} GPUs asked for, {visible} visible", param_hint="--gpus")
+    gpus = list(range(visible if count is None else count))
+    names = {i: torch.cuda.get_device_name(i) for i in gpus}
+    if len(set(names.values())) > 1:
+        raise click.BadParameter(
+            "the GPUs of one search must be of one kind, so that their times compare; got "
+            + ", ".join(f"{i}: {n}" for i, n in names.items())
+            + " (choose them with CUDA_VISIBLE_DEVICES or a smaller --gpus)", param_hint="--gpus")
+    return gpus
+
+
 class Tolerance(click.ParamType):
     """A tolerance (atol = rtol): a positive finite number."""
 
@@ -405,8 +439,12 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to draw every candidate's time against its error, per tier (.png, .svg, "
                    ".pdf) [beside the record, as .png]; needs matplotlib (pip install 'kgen[plot]').")
+@click.option("--gpus", "gpu_count", type=GpuCount(), default="all", show_default=True,
+              help="How many of the visible GPUs measure candidates: `all` or N (the first N), one "
+                   "worker each; every candidate is timed with eager on one GPU, the runoff and the "
+                   "full validations on the first.")
 def search(ref, problem, batch, in_features, out_features, sets, tol, maths, jobs, iters, top, exhaustive,
-           out_dir, results_dir, plot_path):
+           out_dir, results_dir, plot_path, gpu_count):
     """Find the fastest valid file per tolerance tier and write it to --out-dir.
 
     Drops what cannot win before building (math modes whose operand rounding alone breaks every
@@ -426,12 +464,15 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
 
     from kgen.tune.search import DEFAULT_MATHS, run_search
 
+    gpus = search_gpus(gpu_count)
+
     # Only what this GPU can build and run: wgmma variants on Hopper alone.
     arch = arch_for_capability(*torch.cuda.get_device_capability())
     record = run_search(problem, batch, in_features, out_features, sorted(tol or (1e-4,)),
                         maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
                         iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
-                        exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants)
+                        exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants,
+                        gpus=gpus)
     _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
     sys.exit(0 if record["winners"] else 1)
 

@@ -42,7 +42,7 @@ def target(arch_option: str | None) -> Target:
     import torch
 
     if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
         arch = arch_for_capability(props.major, props.minor)
         return Target(arch, props.multi_processor_count,
                       f"the local GPU, {props.name} (compute capability {props.major}.{props.minor})")

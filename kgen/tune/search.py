@@ -1,7 +1,8 @@
 """Search: enumerate specs -> drop what cannot win (a probe of the math modes' rounding, a cost
 model of the tiles) -> reuse cached measurements -> render -> build (parallel) -> validate +
-bench (one GPU worker, fed each candidate as soon as it is built) -> full validation of the
-fastest -> one winner file per tolerance tier in generated/, listed in generated/index.json.
+bench (one GPU worker per GPU of the search, each fed the next candidate as soon as it is built
+and free) -> a runoff of the closest and the full validation of the fastest (on one GPU) -> one
+winner file per tolerance tier in generated/, listed in generated/index.json.
 
 Failure is data: every candidate ends with a status (compile_error, incorrect, runtime_error,
 timeout, passed, or pruned with the reason) and its error text, and one bad candidate never
@@ -338,37 +339,83 @@ def _reader(stream, q: queue.Queue):
     q.put(None)
 
 
+def gpu_env(gpus: list[int] | None, gpu: int | None) -> dict | None:
+    """The environment of a GPU subprocess that is to use GPU `gpu` (an index among the GPUs this
+    process sees): CUDA_VISIBLE_DEVICES naming that GPU alone (it is then the subprocess's device
+    0), mapped through this process's own CUDA_VISIBLE_DEVICES where it has one. None (inherit
+    the environment unchanged: the single-GPU search as it always ran) for a search on this
+    process's device 0 alone."""
+    if gpu is None or (gpus in (None, [0]) and gpu == 0):
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    tokens = [t.strip() for t in visible.split(",")] if visible is not None else None
+    name = tokens[gpu] if tokens is not None else str(gpu)
+    return dict(os.environ, CUDA_VISIBLE_DEVICES=name)
+
+
+def worker_command(tols: list[float], batch: int | None, iters: int) -> list[str]:
+    cmd = [sys.executable, "-m", "kgen.tune.worker", "evaluate", "--iters", str(iters)]
+    for t in tols:
+        cmd += ["--tol", repr(t)]
+    if batch:
+        cmd += ["--batch", str(batch)]
+    return cmd + ["-"]
+
+
 class Evaluator:
-    """One GPU worker process, fed one candidate at a time as builds finish, so that measuring
-    overlaps building. A worker that crashes or hangs is replaced and the candidate it was on is
-    marked; the CUDA context of a healthy worker stays warm across candidates."""
+    """One GPU worker process per GPU of the search, all fed from one queue of built candidates
+    (a free worker takes the next one), so that measuring overlaps building. Each candidate is
+    validated and timed, eager with it, on one GPU by one worker; its record says which
+    (`gpu`, an index among the GPUs the search sees). A worker that crashes or hangs is replaced
+    on its GPU and the candidate it was on is marked; the CUDA context of a healthy worker stays
+    warm across candidates. gpus None: one worker in the search's own environment."""
 
     def __init__(self, tols: list[float], batch: int | None, iters: int, timeout: float, echo,
-                 on_result: Callable[[Candidate], None], total: int):
+                 on_result: Callable[[Candidate], None], total: int, gpus: list[int] | None = None,
+                 command: list[str] | None = None):
         self.tols, self.batch, self.iters, self.timeout = tols, batch, iters, timeout
         self.echo, self.on_result, self.total = echo, on_result, total
+        self.gpus = list(gpus) if gpus else None
+        self.command = command or worker_command(tols, batch, iters)
         self.done = 0
+        self.lock = threading.Lock()
         self.inbox: queue.Queue = queue.Queue()
-        self.proc = None
-        self.lines: queue.Queue | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.workers = [_Worker(self, gpu) for gpu in (self.gpus or [None])]
+        for w in self.workers:
+            w.thread.start()
 
     def submit(self, c: Candidate):
         self.inbox.put(c)
 
     def finish(self):
-        self.inbox.put(None)
-        self.thread.join()
+        for _ in self.workers:
+            self.inbox.put(None)
+        for w in self.workers:
+            w.thread.join()
+
+    def finished(self, c: Candidate, gpu: int | None):
+        with self.lock:
+            self.done += 1
+            m = c.measured
+            timing = f"{m['median_ms']:.3f} ms, {m['ratio']:.3f}x eager" if m else ""
+            where = f" gpu {gpu}" if self.gpus and len(self.gpus) > 1 else ""
+            self.echo(f"  eval  [{self.done}/{self.total}]{where} {c.status:<13} {timing:<26} {c.spec.name()}")
+            self.on_result(c)
+
+
+class _Worker:
+    """One evaluate subprocess on one GPU, restarted after a crash or a hang."""
+
+    def __init__(self, owner: Evaluator, gpu: int | None):
+        self.owner, self.gpu = owner, gpu
+        self.env = gpu_env(owner.gpus, gpu)
+        self.proc = None
+        self.lines: queue.Queue | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _start(self):
-        cmd = [sys.executable, "-m", "kgen.tune.worker", "evaluate", "--iters", str(self.iters)]
-        for t in self.tols:
-            cmd += ["--tol", repr(t)]
-        if self.batch:
-            cmd += ["--batch", str(self.batch)]
-        self.proc = subprocess.Popen(cmd + ["-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(self.owner.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, env=self.env)
         self.lines = queue.Queue()
         threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True).start()
 
@@ -384,18 +431,17 @@ class Evaluator:
 
     def _run(self):
         while True:
-            c = self.inbox.get()
+            c = self.owner.inbox.get()
             if c is None:
                 self._stop(kill=False)
                 return
             self._evaluate(c)
-            self.done += 1
-            m = c.measured
-            timing = f"{m['median_ms']:.3f} ms, {m['ratio']:.3f}x eager" if m else ""
-            self.echo(f"  eval  [{self.done}/{self.total}] {c.status:<13} {timing:<26} {c.spec.name()}")
-            self.on_result(c)
+            if self.gpu is not None:
+                c.record["gpu"] = self.gpu
+            self.owner.finished(c, self.gpu)
 
     def _evaluate(self, c: Candidate):
+        timeout = self.owner.timeout
         if self.proc is None:
             self._start()
         self.proc.stdin.write(f"{c.path}\n")
@@ -403,10 +449,10 @@ class Evaluator:
         log: list[str] = []
         while True:
             try:
-                line = self.lines.get(timeout=self.timeout)
+                line = self.lines.get(timeout=timeout)
             except queue.Empty:
                 self._stop(kill=True)
-                c.status, c.detail = "timeout", f"no result within {self.timeout:.0f} s"
+                c.status, c.detail = "timeout", f"no result within {timeout:.0f} s"
                 return
             if line is None:
                 code = self.proc.wait()
@@ -469,12 +515,13 @@ def runoff_order(contenders: list[Candidate], times: dict) -> list[Candidate]:
     return sorted(contenders, key=lambda c: c.runoff_ms)
 
 
-def run_runoff(contenders: list[Candidate], timeout: float) -> tuple[dict | None, str]:
-    """kgen.tune.worker runoff in a subprocess (a crash costs only the runoff): (times, error)."""
+def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = None) -> tuple[dict | None, str]:
+    """kgen.tune.worker runoff in a subprocess (a crash costs only the runoff): (times, error).
+    env: the subprocess's environment (gpu_env: the GPU it runs on)."""
     try:
         proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "runoff", "--rounds", str(RUNOFF_ROUNDS),
                                *(str(c.path) for c in contenders)],
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, f"took longer than {timeout:.0f} s"
     for line in proc.stdout.splitlines():
@@ -487,9 +534,9 @@ def run_runoff(contenders: list[Candidate], timeout: float) -> tuple[dict | None
     return None, tail[-1] if tail else f"exit {proc.returncode}"
 
 
-def full_validation(path: Path, tol: float, timeout: float) -> tuple[bool, str]:
+def full_validation(path: Path, tol: float, timeout: float, env: dict | None = None) -> tuple[bool, str]:
     proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(path), "--tol", repr(tol)],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
     return proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -564,8 +611,11 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                build_timeout: float = 900, eval_timeout: float = 300, iters: int = 30,
                top: int | None = None, arch: str = WGMMA_ARCH, exhaustive: bool = False,
                cache: MeasurementCache | None = None,
-               echo: Callable[[str], None] = print, constants: tuple = ()) -> dict:
-    """The search; returns its record as written, with where (`record_path`)."""
+               echo: Callable[[str], None] = print, constants: tuple = (),
+               gpus: list[int] | None = None) -> dict:
+    """The search; returns its record as written, with where (`record_path`). gpus: the GPUs it
+    measures on (indices among those this process sees; one worker each) [this process's device
+    0 alone]; the runoff and the full validations run on the first, so that their times compare."""
     import torch
 
     started = time.monotonic()
@@ -573,8 +623,15 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     def stamp() -> str:
         return f"[{time.monotonic() - started:5.1f} s]"
 
-    device = torch.cuda.get_device_name()
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    gpus = list(gpus) if gpus else [0]
+    names = {i: torch.cuda.get_device_name(i) for i in gpus}
+    if len(set(names.values())) > 1:
+        raise ValueError(f"the GPUs of a search must be of one kind, so that their times compare: "
+                         + ", ".join(f"{i}: {n}" for i, n in names.items()))
+    device = names[gpus[0]]
+    sms = torch.cuda.get_device_properties(gpus[0]).multi_processor_count
+    home = gpus[0]   # the runoff and the full validations run here
+    home_env = gpu_env(gpus, home)
     cache = cache or MeasurementCache()
     from kgen.frontend.problems import problem_name
 
@@ -582,7 +639,10 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     shape += "".join(f"_{name}{value:g}" for name, value in constants)
     specs = enumerate_specs(problem, batch, in_features, out_features, maths, arch=arch, top=top,
                             constants=constants)
-    echo(f"{stamp()} search {shape} on {device} ({arch}, {sms} SMs): {len(specs)} valid specs, "
+    on = (f"{len(gpus)} x {device} (GPUs {', '.join(map(str, gpus))}: one worker each, every candidate "
+          f"timed with eager on one; the runoff and full validations on GPU {home})"
+          if len(gpus) > 1 else device)
+    echo(f"{stamp()} search {shape} on {on} ({arch}, {sms} SMs): {len(specs)} valid specs, "
          f"tolerances {', '.join(f'{t:g}' for t in tols)}")
 
     dropped: dict[Spec, str] = {}
@@ -630,6 +690,10 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         record = {"search": shape, "problem": portable_problem(problem),
                   "reference_sha256": load(problem).sha256, "constants": [list(c) for c in constants], "batch": batch, "in_features": in_features,
                   "out_features": out_features, "arch": arch, "device": device, "tols": tols,
+                  # which GPU measured what: each candidate's `gpu`, each winner's runoff and
+                  # full validation on `runoff_and_validation_gpu`
+                  "gpus": [{"index": i, "name": names[i]} for i in gpus],
+                  "runoff_and_validation_gpu": home,
                   "winners": winners, "candidates": [c.summary() for c in candidates]}
         generator.write_atomic(record_path, json.dumps(record, indent=1))
         return record
@@ -645,10 +709,10 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         with lock:
             save()
 
-    evaluator = Evaluator(tols, None, iters, eval_timeout, echo, on_result, total=len(to_build))
+    evaluator = Evaluator(tols, None, iters, eval_timeout, echo, on_result, total=len(to_build), gpus=gpus)
     if to_build:
         echo(f"{stamp()} building {len(to_build)} candidates ({jobs} at a time); each is measured "
-             f"as soon as it is built")
+             f"as soon as it is built" + (f", by the first free of {len(gpus)} GPU workers" if len(gpus) > 1 else ""))
     build_all(to_build, jobs, build_timeout, echo,
               on_built=lambda c: evaluator.submit(c) if c.status == "built" else None)
     evaluator.finish()
@@ -662,7 +726,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
             c.runoff_ms = None   # a runoff of an earlier tier says nothing here
         contenders = runoff_contenders(passing)
         if contenders:
-            times, error = run_runoff(contenders, eval_timeout)
+            times, error = run_runoff(contenders, eval_timeout, home_env)
             if times is None:
                 echo(f"{stamp()} tol {tol:g}: the runoff of the {len(contenders)} fastest failed ({error}); "
                      "keeping the order of their first measurements")
@@ -679,7 +743,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 echo(f"{stamp()} tol {tol:g}: {c.spec.name()} passed the full validation before on this device")
             else:
                 echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()}")
-                ok, log = full_validation(c.path, tol, eval_timeout * 3)
+                ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env)
             if ok:
                 cache.store_full_validation(c.spec, device, tol)
                 measured = dict(c.measured, tol=tol, **({"runoff_ms": c.runoff_ms} if c.runoff_ms else {}),
@@ -691,7 +755,9 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                                                              c.spec.reference().sha256), measured=measured)
                 previous = record_winner(out_dir, path, c.spec, tol, measured)
                 winners[f"{tol:g}"] = {"name": c.spec.name(), "path": portable_problem(str(path)), "spec": portable_spec(c.spec),
-                                       "measured": measured}
+                                       "measured": measured, "measured_on_gpu": c.record.get("gpu"),
+                                       **({"runoff_gpu": home} if c.runoff_ms else {}),
+                                       **({"full_validation_gpu": home} if log != "cached" else {})}
                 save()
                 runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""
                 echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "

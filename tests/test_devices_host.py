@@ -1,0 +1,89 @@
+"""Emitted files on any GPU of a host, not only device 0, and under torch.distributed (CPU: the
+text of the files, and their BatchNorm argument code run on CPU tensors). The GPU side is
+tests/test_multigpu.py (two ranks, cuda:0 and cuda:1)."""
+
+import re
+
+import pytest
+import torch
+
+from kgen.check.loading import EmittedFile
+from kgen.codegen import generator
+from kgen.tune.spec import Spec, Tile
+
+SPECS = [
+    Spec("gemm_scale_bn", 256, 512, 512, math="tf32x3", backend="wgmma", fusion=2,
+         tile=Tile(128, 128, 32, 16, 128, stages=4)),
+    Spec("gemm_bn_scale_softmax", 256, 512, 512, math="tf32x3", backend="kgen", fusion=1,
+         tile=Tile(128, 128, 32, 64, 32, stages=3)),
+    Spec("gemm_scale_bn", 256, 512, 512, math="fp32_simt", backend="cublas", fusion=1),
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name())
+def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
+    text = generator.render(spec)
+    python = text[text.index("_SOURCE_HASH = "):]
+    # No device chosen by number or by whatever happens to be current: every launch, build,
+    # stream and allocation names x's device.
+    assert not re.search(r"cuda:0|device=0\b|get_device_properties\(0\)|get_device_capability\(0\)", text)
+    assert "current_device()" not in python and "set_device(" not in python
+    assert python.count("with torch.cuda.device(x.device):") == 2   # the forward and backward calls
+    assert "_build(x.device, x.dtype)" in python and "_build(x.device)" in python
+    assert "torch.cuda.current_stream(x.device)" in python
+    assert "torch.cuda.current_stream()" not in python
+    for line in python.splitlines():
+        if re.search(r"torch\.(?:empty|zeros|ones|full)\(", line):
+            assert "device=x.device" in line, line
+    # The C side: every entry point makes the current device's (the caller's x.device) primary
+    # context current on the calling thread before anything else (autograd's backward thread).
+    assert "cudaGetDevice(&device) == cudaSuccess) (void)cudaSetDevice(device)" in text
+    entries = re.findall(r"KGEN_EXPORT const char\* kgen_(?:forward|backward)_\d+\([^)]*\) \{\n(.*)", text)
+    assert entries and all(first.strip() == "kgen::enter();" for first in entries), entries
+    if spec.backend == "cublas":
+        # one cuBLAS handle per device
+        assert "handles[device]" in text
+
+
+@pytest.fixture()
+def emitted(tmp_path):
+    spec = SPECS[0]
+    return EmittedFile(generator.write(spec, tmp_path / f"{spec.name()}.py"))
+
+
+def _pretend_world(monkeypatch, size):
+    monkeypatch.setattr(torch.distributed, "is_available", lambda: True)
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda group=None: size)
+
+
+def test_sync_batchnorm_that_would_synchronize_is_refused(emitted, monkeypatch):
+    """convert_sync_batchnorm swaps the BatchNorm1d ModelNew reads for a SyncBatchNorm: its
+    kernels would silently compute per-process statistics, so training mode across processes is
+    refused, with what to do instead."""
+    model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(emitted.ModelNew(*emitted.init_args()))
+    assert isinstance(model.bn, torch.nn.SyncBatchNorm)
+    x = torch.randn(8, 512)
+    _pretend_world(monkeypatch, 2)
+    with pytest.raises(RuntimeError, match="SyncBatchNorm.*per-process statistics"):
+        emitted.module._batchnorm_args(model.bn, x, 512, "bn")
+    # eval mode: SyncBatchNorm is BatchNorm1d with running statistics; allowed
+    model.eval()
+    args = emitted.module._batchnorm_args(model.bn, x, 512, "bn")
+    assert args["training"] == 0
+
+
+def test_sync_batchnorm_of_one_process_is_batchnorm(emitted, monkeypatch):
+    model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(emitted.ModelNew(*emitted.init_args()))
+    x = torch.randn(8, 512)
+    args = emitted.module._batchnorm_args(model.bn, x, 512, "bn")   # no process group
+    assert args["training"] == 1 and int(model.bn.num_batches_tracked) == 1
+    _pretend_world(monkeypatch, 1)
+    assert emitted.module._batchnorm_args(model.bn, x, 512, "bn")["training"] == 1
+
+
+def test_plain_batchnorm_under_a_process_group_is_per_process(emitted, monkeypatch):
+    """BatchNorm1d under DDP computes each process's statistics, as torch's does: no refusal."""
+    model = emitted.ModelNew(*emitted.init_args())
+    _pretend_world(monkeypatch, 2)
+    assert emitted.module._batchnorm_args(model.bn, torch.randn(8, 512), 512, "bn")["training"] == 1

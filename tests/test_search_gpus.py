@@ -1,0 +1,230 @@
+"""`kgen search --gpus`: the option, the choice of GPUs, and the scheduling of candidates over one
+worker per GPU, with fake workers (CPU: no GPU and no build; a fake worker is a small script
+speaking the worker's protocol)."""
+
+import json
+import sys
+import textwrap
+
+import click
+import pytest
+import torch
+from click.testing import CliRunner
+
+from kgen import cli
+from kgen.tune import search
+from kgen.tune.search import Candidate, Evaluator, enumerate_specs, gpu_env
+
+SPEC = enumerate_specs("gemm_scale_bn", 256, 512, 512, maths=("tf32x3",))[0]
+
+# A fake `kgen.tune.worker evaluate -`: one KGEN_RESULT line per path read from stdin, saying
+# which GPU it ran on (its CUDA_VISIBLE_DEVICES); a path with "crash" in it makes it report a
+# runtime error and exit, as the real worker does; "hang" makes it hang.
+FAKE_WORKER = textwrap.dedent('''
+    import json, os, sys, time
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "inherited")
+    for line in sys.stdin:
+        path = line.strip()
+        name = os.path.basename(path)
+        time.sleep(0.05)
+        if "hang" in name:
+            time.sleep(60)
+        if "crash" in name:
+            print("KGEN_RESULT " + json.dumps({"path": path, "status": "runtime_error", "detail": "boom"}), flush=True)
+            sys.exit(3)
+        ms = float(name.rsplit("_ms", 1)[1][:-3]) if "_ms" in name else 1.0
+        print("KGEN_RESULT " + json.dumps({
+            "path": path, "status": "passed", "passing_tols": [0.0001], "worker_gpu": gpu, "pid": os.getpid(),
+            "measured": {"device": "Fake GPU", "date": "2026-11-23", "batch": 256, "tol": 0.0001,
+                         "median_ms": ms, "p20_ms": ms, "p80_ms": ms, "eager_ms": 2.0, "eager_tf32_ms": 0.5,
+                         "ratio": ms / 2.0, "max_abs_err": 1e-6, "max_rel_err": 1e-6, "error_ratio": 1.0}}),
+              flush=True)
+''')
+
+
+def run(*args):
+    return CliRunner().invoke(cli.main, list(args))
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", ""])
+def test_a_bad_gpus_option_is_a_usage_error_before_any_gpu_is_needed(tmp_path, monkeypatch, value):
+    monkeypatch.chdir(tmp_path)
+    r = run("search", "--gpus", value)
+    assert r.exit_code == 2, r.output
+    assert "--gpus" in r.output and "expected 'all' or a positive number of GPUs" in r.output
+    assert "needs a CUDA GPU" not in r.output and "Traceback" not in r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gpus_option_values():
+    t = cli.GpuCount()
+    assert t.convert("all", None, None) is None and t.convert("ALL", None, None) is None
+    assert t.convert("2", None, None) == 2 and t.convert(3, None, None) == 3
+
+
+def _visible(monkeypatch, names):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(names))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: names[i or 0])
+
+
+def test_the_search_uses_the_visible_gpus_or_the_first_n(monkeypatch):
+    _visible(monkeypatch, ["NVIDIA H200"] * 2)
+    assert cli.search_gpus(None) == [0, 1]
+    assert cli.search_gpus(1) == [0]
+    assert cli.search_gpus(2) == [0, 1]
+    with pytest.raises(click.BadParameter, match="3 GPUs asked for, 2 visible"):
+        cli.search_gpus(3)
+    _visible(monkeypatch, ["NVIDIA H200", "NVIDIA H100 80GB HBM3"])
+    assert cli.search_gpus(1) == [0]
+    with pytest.raises(click.BadParameter, match="of one kind"):
+        cli.search_gpus(None)
+
+
+def test_too_many_gpus_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    _visible(monkeypatch, ["NVIDIA H200"] * 2)
+    r = run("search", "--gpus", "4", "--in", "64", "--out", "64")
+    assert r.exit_code == 2 and "4 GPUs asked for, 2 visible" in r.output, r.output
+
+
+def test_each_worker_sees_its_gpu_alone(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    # one GPU, device 0: the environment as it always was (the single-GPU search unchanged)
+    assert gpu_env([0], 0) is None and gpu_env(None, 0) is None
+    assert gpu_env([0, 1], 0)["CUDA_VISIBLE_DEVICES"] == "0"
+    assert gpu_env([0, 1], 1)["CUDA_VISIBLE_DEVICES"] == "1"
+    # the indices are this process's: mapped through its own CUDA_VISIBLE_DEVICES
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5")
+    assert gpu_env([0, 1], 1)["CUDA_VISIBLE_DEVICES"] == "5"
+    assert gpu_env([0, 1], 0)["CUDA_VISIBLE_DEVICES"] == "3"
+
+
+def _candidates(tmp_path, names):
+    out = []
+    for name in names:
+        path = tmp_path / f"{name}.py"
+        path.write_text("")
+        out.append(Candidate(SPEC, path, status="built"))
+    return out
+
+
+def _evaluator(tmp_path, gpus, timeout=30.0, total=0):
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+    results, lines = [], []
+    ev = Evaluator([1e-4], None, 10, timeout, lines.append, results.append, total=total, gpus=gpus,
+                   command=[sys.executable, str(script)])
+    return ev, results, lines
+
+
+def test_candidates_are_shared_by_one_worker_per_gpu(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cands = _candidates(tmp_path, [f"c{i}" for i in range(12)])
+    ev, results, lines = _evaluator(tmp_path, [0, 1], total=len(cands))
+    for c in cands:
+        ev.submit(c)
+    ev.finish()
+    assert sorted(id(c) for c in results) == sorted(id(c) for c in cands)
+    assert all(c.status == "passed" for c in cands)
+    # each record says which GPU measured it, and that is the GPU its worker saw alone
+    assert all(c.record["worker_gpu"] == str(c.record["gpu"]) for c in cands)
+    per_gpu = {g: [c for c in cands if c.record["gpu"] == g] for g in (0, 1)}
+    assert per_gpu[0] and per_gpu[1], "both workers measured"
+    # one warm worker process per GPU
+    assert all(len({c.record["pid"] for c in cs}) == 1 for cs in per_gpu.values())
+    assert any(" gpu 1 " in line for line in lines) and len(lines) == 12
+
+
+def test_a_crash_costs_its_candidate_only_and_the_worker_comes_back_on_its_gpu(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cands = _candidates(tmp_path, ["a", "crash", "b", "c", "d", "e"])
+    ev, results, _ = _evaluator(tmp_path, [0, 1])
+    for c in cands:
+        ev.submit(c)
+    ev.finish()
+    status = {c.path.stem: c.status for c in cands}
+    assert status.pop("crash") == "runtime_error"
+    assert set(status.values()) == {"passed"}
+    assert {c.record["gpu"] for c in cands} <= {0, 1}
+    assert all(c.record.get("worker_gpu") == str(c.record["gpu"]) for c in cands if c.status == "passed")
+
+
+def test_a_hang_times_out_on_its_gpu_while_the_other_goes_on(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cands = _candidates(tmp_path, ["hang"] + [f"c{i}" for i in range(6)])
+    ev, results, _ = _evaluator(tmp_path, [0, 1], timeout=3.0)
+    for c in cands:
+        ev.submit(c)
+    ev.finish()
+    assert cands[0].status == "timeout"
+    assert all(c.status == "passed" for c in cands[1:])
+    hung_on = cands[0].record["gpu"]
+    assert any(c.record["gpu"] != hung_on for c in cands[1:])
+
+
+def test_one_gpu_runs_one_worker_in_the_searchs_own_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cands = _candidates(tmp_path, ["a", "b", "c"])
+    ev, _, lines = _evaluator(tmp_path, [0])
+    for c in cands:
+        ev.submit(c)
+    ev.finish()
+    assert {c.record["worker_gpu"] for c in cands} == {"inherited"}
+    assert {c.record["gpu"] for c in cands} == {0}
+    assert not any(" gpu " in line for line in lines)
+
+
+def test_the_record_says_which_gpu_measured_what(tmp_path, monkeypatch):
+    """A whole search on two fake GPUs: builds and the GPU subprocesses replaced by fakes. Every
+    candidate's record names the GPU that measured it; the runoff and the full validation run on
+    the first GPU, and the record and the winner say so."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: "Fake GPU")
+
+    class Props:
+        multi_processor_count = 132
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=None: Props())
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+    monkeypatch.setattr(search, "worker_command", lambda *a: [sys.executable, str(script)])
+
+    def fake_build_all(cands, jobs, timeout, echo, on_built=lambda c: None):
+        for i, c in enumerate(cands):
+            # every candidate within the runoff's margin: 1.00, 1.01, ... ms
+            c.path = c.path.rename(c.path.with_name(f"{c.path.stem}_ms{1 + i / 100:.2f}.py"))
+            c.status = "built"
+            on_built(c)
+
+    calls = {}
+
+    def fake_runoff(contenders, timeout, env=None):
+        calls["runoff_env"] = env
+        return {"eager": [2.0] * 10, **{str(c.path): [1.0 + 0.001 * k] * 5 for k, c in enumerate(contenders)}}, ""
+
+    def fake_validation(path, tol, timeout, env=None):
+        calls["validation_env"] = env
+        return True, "ok"
+
+    monkeypatch.setattr(search, "build_all", fake_build_all)
+    monkeypatch.setattr(search, "run_runoff", fake_runoff)
+    monkeypatch.setattr(search, "full_validation", fake_validation)
+    record = search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], maths=("tf32x3",), top=3,
+                               work_dir=tmp_path / "work", out_dir=tmp_path / "out",
+                               results_dir=tmp_path / "results", exhaustive=True,
+                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lambda s: None,
+                               gpus=[0, 1])
+    saved = json.loads(open(record["record_path"]).read())
+    assert saved["gpus"] == [{"index": 0, "name": "Fake GPU"}, {"index": 1, "name": "Fake GPU"}]
+    assert saved["runoff_and_validation_gpu"] == 0
+    measured = [c for c in saved["candidates"] if c["status"] == "passed"]
+    assert len(measured) >= 3 and {c["gpu"] for c in measured} == {0, 1}
+    assert all(c["worker_gpu"] == str(c["gpu"]) for c in measured)
+    winner = saved["winners"]["0.0001"]
+    assert winner["runoff_gpu"] == 0 and winner["full_validation_gpu"] == 0
+    assert winner["measured_on_gpu"] in (0, 1)
+    # the runoff and the validation ran on GPU 0 alone
+    assert calls["runoff_env"]["CUDA_VISIBLE_DEVICES"] == "0"
+    assert calls["validation_env"]["CUDA_VISIBLE_DEVICES"] == "0"

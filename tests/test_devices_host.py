@@ -28,7 +28,8 @@ def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     # stream and allocation names x's device.
     assert not re.search(r"cuda:0|device=0\b|get_device_properties\(0\)|get_device_capability\(0\)", text)
     assert "current_device()" not in python and "set_device(" not in python
-    assert python.count("with torch.cuda.device(x.device):") == 2   # the forward and backward calls
+    # the forward's workspace size (split-K depends on the SM count), the forward and backward calls
+    assert python.count("with torch.cuda.device(x.device):") == 3
     assert "_build(x.device, x.dtype)" in python and "_build(x.device)" in python
     assert "torch.cuda.current_stream(x.device)" in python
     assert "torch.cuda.current_stream()" not in python

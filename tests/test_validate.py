@@ -67,7 +67,8 @@ def test_an_element_further_from_fp64_than_eager_and_beyond_tol_fails():
 def test_in_bf16_one_rounding_step_further_than_eager_passes_and_two_fail():
     """A bf16 output of ~12 (a step of 2**-4 there, eps * 12 ~ 0.094): eager 1/32 below the exact
     value, the candidate 3/32 above (beyond 1e-3 of eager, its error within eager's plus one
-    rounding step at that magnitude) passes; 5/32 above fails, as does the same difference in
+    rounding step at that magnitude) passes; one element 5/32 above passes as a whole (worst
+    error within twice eager's plus a step), 9/32 above fails, as does a 3/32 difference in
     fp32."""
     truth = torch.full((4,), 12.03125, dtype=torch.float64)
     eager = torch.full((4,), 12.0, dtype=torch.bfloat16)        # 1/32 below
@@ -75,9 +76,18 @@ def test_in_bf16_one_rounding_step_further_than_eager_passes_and_two_fail():
     cmp = Comparison(1e-3)
     cmp.add("output", one_up, eager, truth)
     assert cmp.ok, cmp.failures
-    two_up = torch.full((4,), 12.1875, dtype=torch.bfloat16)
+    # 5/32 above on one element (the others exact) passes as a whole: 0.156 <= 2 x eager's 1/32
+    # + a step (0.094) ... 
+    mixed = eager.clone()
+    mixed[0] = 12.1875
     cmp = Comparison(1e-3)
-    cmp.add("output", two_up, eager, truth)
+    cmp.add("output", mixed, eager, truth)
+    assert cmp.ok and "worst error" in cmp.result("x").detail
+    # ... but not a worst error past that: 2 x 1/32 + 0.094 < 0.28
+    far = eager.clone()
+    far[0] = 12.3125
+    cmp = Comparison(1e-3)
+    cmp.add("output", far, eager, truth)
     assert not cmp.ok
     cmp = Comparison(1e-3)
     cmp.add("output", one_up.float(), eager.float(), truth)

@@ -53,6 +53,10 @@ ODD_BATCHES = (1000, 7, 2051)
 # (3xTF32 drops the lo*lo product and rounds to TF32 twice: a little more error than SGEMM's);
 # the TF32 and BF16 winners of the 1e-2 tier are at 48x and above, planted faults far higher.
 FP32_EXACT_FACTOR = 16.0
+# In bf16 / fp16, a tensor whose elements are not each within tol of eager or as near fp64 passes
+# when its worst error is at most this many times eager's worst (plus one rounding step of the
+# dtype): Comparison._close_to_eager.
+HALF_ERROR_FACTOR = 2.0
 FP32_EXACT_MAX_TOL = 1e-4
 # KernelBench's correctness procedure (its eval's run_and_check_correctness): the models built
 # right after seeding 42, five trials whose input seeds torch.manual_seed(42) then randint draws.
@@ -197,7 +201,11 @@ class Comparison:
         it, the exact result included, so those elements are judged against the exact result.
         In bf16 / fp16 an element one rounding step of its dtype further than eager's passes too:
         both round the result to the dtype, and a sum taken in another order lands on the
-        neighbouring value (measured on an H100: a bf16 row sum of ~10 one step from eager's)."""
+        neighbouring value. And there the tensor passes as a whole when its worst error is within
+        HALF_ERROR_FACTOR times eager's worst plus a step: a sum of hundreds of rounded values
+        lands a few steps from eager's on some rows, on either side of the exact value (measured
+        on an H100: a bf16 row sum 5.6e-2 from fp64 where eager's worst was 5.1e-2, one row
+        beyond 1e-2 of eager; KernelBench's eval accepts the file)."""
         if new64.shape != ref32_64.shape:
             return False
         near_eager = torch.isclose(new64, ref32_64, atol=self.tol, rtol=self.tol)
@@ -205,11 +213,19 @@ class Comparison:
             return True
         # Where eager overflowed (inf for a finite exact value), its error is inf and would
         # excuse any value: there, only allclose.
-        step = torch.finfo(dtype).eps * ref64.abs() if dtype in (torch.bfloat16, torch.float16) else 0.0
+        half = dtype in (torch.bfloat16, torch.float16)
+        step = torch.finfo(dtype).eps * ref64.abs() if half else 0.0
         as_accurate = (torch.isfinite(ref32_64) & torch.isfinite(new64)
                        & ((new64 - ref64).abs() <= (ref32_64 - ref64).abs() + step))
         if not bool((near_eager | as_accurate).all()):
-            return False
+            if not (half and bool(torch.isfinite(new64).all())):
+                return False
+            worst, eager_worst = (new64 - ref64).abs().max().item(), (ref32_64 - ref64).abs().max().item()
+            if not worst <= HALF_ERROR_FACTOR * eager_worst + torch.finfo(dtype).eps * ref64.abs().max().item():
+                return False
+            self.notes.append(f"{what}: {int((~(near_eager | as_accurate)).sum())} element(s) beyond tol of eager "
+                              f"and further from fp64 than it; worst error {worst:.2e}, eager's {eager_worst:.2e}")
+            return True
         self.notes.append(f"{what}: {int((~near_eager).sum())} element(s) beyond tol of eager fp32, "
                           "each at least as close to fp64 as eager's")
         return True

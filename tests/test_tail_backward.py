@@ -386,6 +386,20 @@ def _gradients(model, x, g):
     return [torch.zeros_like(t) if d is None else d for t, d in zip([x] + params, grads)]
 
 
+def _rows_at_a_near_tie(exact, x) -> list[int]:
+    """Rows whose min over the features (gemm_groupnorm_min_bias) has its two smallest values
+    within fp32 rounding of each other in the fp64 module: min's gradient goes to one element,
+    and an fp32 forward (eager's as much as kgen's) may pick the other (measured on an H100: row
+    230 of 257, where kgen's x gradient was 1.7e-2 from fp64 and eager fp32's 6.6e-6 by chance;
+    at 2051 rows eager's own was 2.1e-1). Those rows' gradients are not defined to fp32 accuracy."""
+    if not hasattr(exact, "group_norm"):
+        return []
+    with torch.no_grad():
+        y = exact.group_norm(exact.gemm(x.double()))
+    two = y.topk(2, dim=1, largest=False).values
+    return ((two[:, 1] - two[:, 0]) <= 1e-5 * y.abs().amax(dim=1)).nonzero().flatten().tolist()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", GPU_CASES)
 @pytest.mark.parametrize("batch", [257, 2051], ids=["rows257", "rows2051"])
@@ -398,9 +412,11 @@ def test_gpu_tail_gradients_are_fp32_exact(name, batch, tmp_path):
         new, eager, exact, k = _gpu_pair(name, tmp_path, backend, tile, batch)
         x = torch.rand(batch, k, device="cuda") * 2 - 1
         g = torch.randn(new(x).shape, device="cuda")
+        ties = _rows_at_a_near_tie(exact, x)
+        g[..., ties, :] = 0   # (the output is (1, N, M, 1): rows along its third dimension)
         ours, eager32, fp64 = _gradients(new, x, g), _gradients(eager, x, g), _gradients(exact, x.double(), g)
         names = ["x"] + [p for p, _ in new.named_parameters()]
-        lines, bad = [], []
+        lines, bad = [f"{len(ties)} row(s) at a near-tie of min given no gradient"], []
         for what, a, b, e in zip(names, ours, eager32, fp64):
             err = (a.double() - e).abs().max().item()
             eager_err = (b.double() - e).abs().max().item()

@@ -371,13 +371,12 @@ def validate(file, tol, batch, quick, ref, dtype):
     f = _load(file, ref)
     import torch
 
-    from kgen.check.validate import runs_dtypes
+    from kgen.check.validate import dtype_refusal
 
     module_dtype = getattr(torch, DTYPES[dtype])
-    if module_dtype not in runs_dtypes(f):
-        raise click.UsageError(f"{file} runs {', '.join(str(d)[6:] for d in runs_dtypes(f))} modules, not "
-                               f"{DTYPES[dtype]}: 16-bit modules run in the Hopper wgmma files "
-                               "(kgen generate --backend wgmma)")
+    refusal = dtype_refusal(f, module_dtype)
+    if refusal:
+        raise click.UsageError(refusal)
     _require_cuda("validate")
     from kgen.check.validate import gate_description, summary
     from kgen.check.validate import validate as run_validation

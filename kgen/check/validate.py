@@ -873,10 +873,9 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
     `quick` (used inside a search) runs the core numerical checks only.
     Stops at the first check after which the CUDA context is lost; the rest come back marked
     not run (and failed)."""
-    runs = runs_dtypes(f)
-    if dtype not in runs:
-        raise ValueError(f"{f.path.name} runs {', '.join(str(d)[6:] for d in runs)} modules, not {str(dtype)[6:]} "
-                         "(16-bit modules run in the Hopper wgmma files: kgen generate --backend wgmma)")
+    refusal = dtype_refusal(f, dtype)
+    if refusal:
+        raise ValueError(refusal)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     device = torch.device("cuda")
@@ -897,6 +896,15 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
 def runs_dtypes(f: EmittedFile) -> list[torch.dtype]:
     """The module dtypes the file's kernels run (its _OPERAND_BUILDS; fp32 for a file without)."""
     return list(getattr(f.module, "_OPERAND_BUILDS", {torch.float32: None}))
+
+
+def dtype_refusal(f: EmittedFile, dtype: torch.dtype) -> str | None:
+    """Why the file cannot be checked with a module in `dtype` (None: it can)."""
+    runs = runs_dtypes(f)
+    if dtype in runs:
+        return None
+    return (f"{f.path.name} runs {', '.join(str(d)[6:] for d in runs)} modules, not {str(dtype)[6:]}: "
+            "16-bit modules run in the Hopper wgmma files (kgen generate --backend wgmma)")
 
 
 def worst_error(results: list[CheckResult]) -> tuple[float, float]:

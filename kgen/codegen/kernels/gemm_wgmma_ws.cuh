@@ -83,22 +83,16 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
   Gemm::template run<EPI>(&map_x, &map_w, M, N, K, p, splits);
 }
 
-// Streaming multiprocessors of the current device (cached per device).
+// Streaming multiprocessors of the current device (cached for the first 64 devices).
 inline int sm_count() {
   static int counts[64] = {};
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return 1;
-  if (dev >= 64) {
-    int n = 1;
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n;
-  }
-  if (counts[dev] == 0) {
-    int n = 1;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) n = 1;
-    counts[dev] = n;
-  }
-  return counts[dev];
+  if (dev < 64 && counts[dev] > 0) return counts[dev];
+  int n = 1;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) n = 1;
+  if (dev < 64) counts[dev] = n;
+  return n;
 }
 
 using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,

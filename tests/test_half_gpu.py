@@ -84,12 +84,13 @@ def judge(what, new, ref, ref64, near_eager=True):
         torch.testing.assert_close(new.double(), ref.double(), rtol=TOL, atol=TOL, msg=what)
 
 
-def folds_normalization(f: EmittedFile) -> bool:
-    """A BatchNorm or GroupNorm whose input kgen folds (the Linear's bias, an affine prefix) into
-    its per-column a, c: in bf16, eager's roundings of those intermediate values are not there to
-    copy, and eager is further from fp64 than kgen and beyond 1e-2 of it (docs/perf.md: 33, 39,
-    41, 75, 88, 97 under KernelBench's eval). Judged against fp64 only there."""
-    return any(n.kind in ("batchnorm", "groupnorm") for n in f.spec.graph().nodes)
+def normalizes_groups(f: EmittedFile) -> bool:
+    """A GroupNorm: in bf16 a rounding of the Linear's output that lands on the other side of a
+    tie from eager's (kgen's GEMM sums in another order) moves the group's normalized values by
+    a bf16 step, and eager is further from fp64 than kgen and beyond 1e-2 of it (docs/perf.md:
+    75 and 88 under KernelBench's eval). Judged against fp64 only there. (BatchNorm is held to
+    eager too: a 16-bit build normalizes its input rounded as eager rounds it.)"""
+    return any(n.kind == "groupnorm" for n in f.spec.graph().nodes)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -99,7 +100,7 @@ def test_forward_and_buffers_in_half_precision(files, ref, dtype):
         pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
     f = EmittedFile(files[ref])
     new, eager, ref64 = trio(f, DTYPES[dtype])
-    near_eager = not (dtype == "bf16" and folds_normalization(f))
+    near_eager = not (dtype == "bf16" and normalizes_groups(f))
     for call in range(2):
         x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda")
         rng = torch.cuda.get_rng_state()
@@ -194,9 +195,9 @@ def test_the_full_gate_in_half_precision(files, stem, dtype):
     for r in results:
         print(r.line())
     failed = [r for r in results if not r.passed]
-    if dtype == "bf16" and folds_normalization(f):
+    if dtype == "bf16" and normalizes_groups(f):
         # KernelBench's allclose against eager, which is further from fp64 than kgen and beyond
-        # 1e-2 of it here (folds_normalization): kgen's own checks judge by fp64 and pass.
+        # 1e-2 of it here (normalizes_groups): kgen's own checks judge by fp64 and pass.
         failed = [r for r in failed if r.name != KERNELBENCH_CHECK]
     assert not failed, [r.line() for r in failed]
 

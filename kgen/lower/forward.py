@@ -140,8 +140,17 @@ class Emitter:
             if not self.bn_ready:
                 raise _NeedsValue(n)
             # col_a, col_c fold BatchNorm and its input's affine prefix (bn_input_affine).
-            root, _ = bn_input_affine(self.graph, n)
+            root, steps = bn_input_affine(self.graph, n)
             expr = f"fmaf(p.col_a[n], {self.get(root)}, p.col_c[n])"
+            if self.round_ops and steps:
+                # A 16-bit module: eager rounds the prefix's every step (z + b, then * scale) to
+                # the module's dtype and normalizes that; col_at, col_ct normalize t itself, so
+                # the epilogue computes t rounded the same way. Before this KernelBench's eval at
+                # bf16 failed 33, 39, 41 and 97, whose eager result is 1.3-4x further from fp64
+                # than the fold's. (An fp32 build keeps the fold: it compiles the other branch.)
+                t = self.get(n.args[0])
+                expr = (f"(std::is_same<kgen_operand_t, float>::value ? {expr} "
+                        f": fmaf(p.col_at[n], {t}, p.col_ct[n]))")
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
         if self.round_ops and n.kind not in UNROUNDED_KINDS:

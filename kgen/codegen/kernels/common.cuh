@@ -71,6 +71,10 @@ struct EpilogueParams {
   float* part_m2;                        // [ceil(M / BM)][N] per-(m-tile, column) sum (v-mean)^2
   const float* col_a;                    // [N] BatchNorm folded: BN(t) = a[n] * t + c[n]
   const float* col_c;                    // [N]
+  // [N] BatchNorm of its input t itself: BN(t) = col_at[n] * t + col_ct[n]. A 16-bit module's
+  // epilogue applies these to t rounded as torch's ops round it (kgen/lower/forward.py, Emitter).
+  const float* col_at;
+  const float* col_ct;
   // Per-column [N] or one-element parameters, a parameter of another shape (the broadcast tail),
   // or a per-element [M][N] row-major value (Dropout's mask; nullptr in eval mode), or the
   // module's input [M][K] (the tail).

@@ -10,19 +10,22 @@
 
 namespace kgen {
 
-// Workspace layout: BatchNorm's partials and a, c (when the module has a BatchNorm), then S
+// Workspace layout: BatchNorm's partials, a, c and at, ct (when the module has a BatchNorm), then S
 // (where the output's buffer cannot hold it: forward.cuh, kSInOutput); with the matrix-vector rewrite,
 // its column-sum partials, column sums and shift total instead; last, with a broadcast tail, the
 // stages' output (the tail's core value, output_width(N) per row).
 inline long long gemv_floats(int N, int K) {
   return (colsum_chunks(N) + 1) * static_cast<long long>(K) + 1;
 }
+// BatchNorm's part of the workspace: the tile partials (mean, m2) and a, c, at, ct per column.
+inline long long batchnorm_floats(long long tiles, int N) {
+  return kgen_cfg::kHasBatchNorm ? (2 * tiles + 4) * static_cast<long long>(N) : 0;
+}
 inline long long stages_floats(int M, int N, int K) {
   // (A constant output that keeps torch's NaN: one word, kernels/constant.cuh's flag.)
   if (kgen_cfg::kConstantOutput) return kgen_cfg::ConstantReads::kAny ? 1 : 0;
   if (kgen_cfg::kGemv) return gemv_floats(N, K);
-  const long long tiles = stats_tiles(M);
-  const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(N) : 0;
+  const long long stats = batchnorm_floats(stats_tiles(M), N);
   return stats + (kSInOutput ? 0 : static_cast<long long>(M) * N);
 }
 inline long long core_floats(int M, int N) {
@@ -71,7 +74,7 @@ cudaError_t run_tail(const float* core, void* out, int M, const EpilogueParams& 
 inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   const long long tiles = stats_tiles(a.M);
   float* ws = a.workspace;
-  const long long stats = kgen_cfg::kHasBatchNorm ? (2 * tiles + 2) * static_cast<long long>(a.N) : 0;
+  const long long stats = batchnorm_floats(tiles, a.N);
   Buffers b{};
   // With a broadcast tail the stages write its core value into the workspace (kept after z when
   // the backward will want it). (a.out's elements are Output: forward.cuh)
@@ -84,6 +87,8 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
     b.part_m2 = ws + tiles * a.N;
     b.col_a = ws + 2 * tiles * a.N;
     b.col_c = ws + (2 * tiles + 1) * a.N;
+    b.col_at = ws + (2 * tiles + 2) * a.N;
+    b.col_ct = ws + (2 * tiles + 3) * a.N;
     if (a.z_out != nullptr) {
       b.col_a = a.z_out + static_cast<long long>(a.M) * a.N;
       b.col_c = b.col_a + a.N;

@@ -77,6 +77,8 @@ struct Buffers {
   float* part_m2;     // [tiles][N]
   float* col_a;       // [N]
   float* col_c;       // [N]
+  float* col_at;      // [N] BatchNorm of t itself (EpilogueParams::col_at)
+  float* col_ct;      // [N]
   float* gemv;        // the matrix-vector rewrite: [chunks][K] partials, [K] column sums, total
   float* bn_saved;    // [3][N] x̂'s coefficients and γ/σ for the backward (nullptr: not kept)
 };
@@ -165,6 +167,8 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
   p.part_m2 = b.part_m2;
   p.col_a = b.col_a;
   p.col_c = b.col_c;
+  p.col_at = b.col_at;
+  p.col_ct = b.col_ct;
   f.part_mean = b.part_mean;
   f.part_m2 = b.part_m2;
   f.rows_per_tile = stats_rows_per_tile(z_ready != nullptr);
@@ -172,6 +176,8 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
   f.N = N;
   f.col_a = b.col_a;
   f.col_c = b.col_c;
+  f.col_at = b.col_at;
+  f.col_ct = b.col_ct;
   f.training = training;
   if (b.bn_saved != nullptr) {
     f.col_xa = b.bn_saved;

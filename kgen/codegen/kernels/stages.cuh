@@ -58,6 +58,8 @@ struct FinalizeArgs {
   float eps;
   float* col_a;            // [N] out
   float* col_c;            // [N] out
+  float* col_at;           // [N] out: BN(t) = col_at * t + col_ct, for t itself (EpilogueParams)
+  float* col_ct;           // [N] out
   // [N] out, for the backward (nullptr: not wanted): x̂ = col_xa * S + col_xc, col_gi = γ / σ.
   float* col_xa;
   float* col_xc;
@@ -71,7 +73,9 @@ struct FinalizeArgs {
 // update the running buffers with mean_t and the unbiased var_t as BatchNorm1d does, and fold
 // everything into a, c with BN(t) = a * S + c: a = scale * gamma / sqrt(var_t + eps) and
 // c = beta - a * mean_S (the shift cancels). Eval: the same from the running statistics,
-// c = beta - gamma / sqrt(var + eps) * (running_mean - shift).
+// c = beta - gamma / sqrt(var + eps) * (running_mean - shift). col_at, col_ct are the same
+// BatchNorm unfolded, for t itself: a 16-bit module's epilogue computes t rounded as torch's
+// ops round it (z + b, then * scale, each to bf16 / fp16) and normalizes that, as eager does.
 template <class BnInput>
 __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
@@ -80,7 +84,7 @@ __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
   const float be = f.beta != nullptr ? f.beta[n] : 0.f;
   float scale, shift;
   BnInput::affine(n, p, scale, shift);
-  float centre, var;  // centre: mean_t - shift
+  float centre, var, mean_t;  // centre: mean_t - shift
   if (f.training) {
     const int tiles = (f.M + f.rows_per_tile - 1) / f.rows_per_tile;
     float count = 0.f, m2 = 0.f, mean = 0.f;
@@ -94,6 +98,7 @@ __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
       count = total;
     }
     centre = scale * mean;
+    mean_t = centre + shift;
     // biased, as BatchNorm normalizes with. The shift cancels out of t - mean_t in exact
     // arithmetic, but not in torch's when it is NaN or infinite (t is then NaN or inf in every
     // row, its variance NaN): 0 * shift carries that into var (and so into the output and
@@ -103,16 +108,19 @@ __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
       const float factor =
           f.cumulative ? 1.0f / static_cast<float>(*f.num_batches_tracked) : f.momentum;
       const float unbiased = f.M > 1 ? var * (static_cast<float>(f.M) / (f.M - 1)) : var;
-      f.running_mean[n] = (1.f - factor) * f.running_mean[n] + factor * (centre + shift);
+      f.running_mean[n] = (1.f - factor) * f.running_mean[n] + factor * mean_t;
       f.running_var[n] = (1.f - factor) * f.running_var[n] + factor * unbiased;
     }
   } else {
-    centre = f.running_mean[n] - shift;
+    mean_t = f.running_mean[n];
+    centre = mean_t - shift;
     var = f.running_var[n];
   }
   const float a = g / sqrtf(var + f.eps);
   f.col_a[n] = a * scale;
   f.col_c[n] = be - a * centre;
+  f.col_at[n] = a;
+  f.col_ct[n] = be - a * mean_t;
   if (f.col_xa != nullptr) {
     // x̂ = (t - mean_t) / σ = (scale * S - centre) / σ: from S, not t, so the shift (a Linear
     // bias) does not cancel digits away.

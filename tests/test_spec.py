@@ -11,7 +11,7 @@ WGMMA = Tile(128, 128, 32, 16, 128, stages=4)
 def spec(**kw):
     base = dict(problem="gemm_scale_bn", batch=1024, in_features=8192, out_features=8192, tile=SIMT)
     base.update(kw)
-    return Spec(**base)
+    return Spec.of(**base)
 
 
 def test_key_is_stable_and_distinguishes_what_changes_the_code():

@@ -16,7 +16,7 @@ from kgen.ir.graph import Unsupported
 from kgen.frontend.problems import PROBLEMS
 from kgen.frontend.reference import ReferenceError
 from kgen.tune.spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
-                   Tile, arch_for_capability, check_shape, gemm_family)
+                   Tile, Variant, Workload, arch_for_capability, check_shape, gemm_family)
 from kgen.check.static_checks import StaticCheckError
 from kgen.tune.configs import PRECISION_TOLERANCES, PRECISIONS
 
@@ -292,6 +292,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
     name. An option the chosen GEMM has no use for is an error, never silently dropped."""
     from kgen.tune import choose
 
+    workload = Workload(problem, batch, in_features, out_features, constants)
     if backend is None:
         backend = "wgmma" if target.arch == WGMMA_ARCH and (math or "tf32x3") in WGMMA_MATHS else "kgen"
     math = math or DEFAULT_MATH[backend]
@@ -300,8 +301,7 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
         if any(v is not None for v in (tile, warp, thread, stages, group)):
             raise click.UsageError(f"{'cuBLAS chooses its own tiles' if family == 'cublas' else 'the matrix-vector rewrite has no GEMM'}: "
                                    "drop --tile/--warp/--thread/--stages/--group")
-        return Spec(problem, batch, in_features, out_features, math=math, backend=backend,
-                    fusion=int(fusion or 1), arch=target.arch, constants=constants)
+        return Spec(workload, Variant(math=math, backend=backend, fusion=int(fusion or 1), arch=target.arch))
     if family == "simt" and stages is not None:
         raise click.UsageError("--stages: the fp32_simt GEMM (SIMT) has no pipeline stages")
     if family != "simt" and thread is not None:
@@ -328,8 +328,8 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
                      stages=(stages or d.stages) if family != "simt" else 0,
                      group_m=group or d.group_m)
     try:
-        return Spec(problem, batch, in_features, out_features, math=math, backend=backend,
-                    fusion=fusion_level, tile=spec_tile, arch=target.arch, constants=constants)
+        return Spec(workload, Variant(math=math, backend=backend, fusion=fusion_level, tile=spec_tile,
+                                      arch=target.arch))
     except SpecError as e:
         if not given_warp and ("WM=" in str(e) or "WN=" in str(e) or "warp tile" in str(e)):
             raise SpecError(f"{e} (the warp tile {wm}x{wn} is the default for this tile; set --warp)") from None

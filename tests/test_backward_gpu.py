@@ -109,7 +109,7 @@ def backends():
 @pytest.fixture(scope="module")
 def files(refs, tmp_path_factory):
     d = tmp_path_factory.mktemp("backward_files")
-    specs = [Spec(refs[r], *ODD, math="tf32x3", backend=b, fusion=1, tile=TILES[b]) for r in REF_NAMES
+    specs = [Spec.of(refs[r], *ODD, math="tf32x3", backend=b, fusion=1, tile=TILES[b]) for r in REF_NAMES
              for b in backends()]
     candidates = [Candidate(s, generator.write(s, d / f"{s.name()}.py")) for s in specs]
     build_all(candidates, 16, 600, lambda line: None)

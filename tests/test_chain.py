@@ -110,8 +110,8 @@ def test_chains_trace_to_parts_whose_oracle_is_the_module(name, training, tmp_pa
 def test_chained_file_runs_each_part_through_its_own_entry_point(name, tmp_path):
     init, body, widths = CHAINS[name]
     ref = chain_module(tmp_path, init, body, name)
-    spec = Spec(str(ref.path), 8, 12, 16, math="tf32x3", backend="wgmma", fusion=2,
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of(str(ref.path), 8, 12, 16, math="tf32x3", backend="wgmma", fusion=2,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
     text = generator.render(spec)
     ast.parse(text)
     assert check_emitted(text) == []
@@ -135,10 +135,10 @@ def test_chained_file_runs_each_part_through_its_own_entry_point(name, tmp_path)
 def test_chain_cost_model_counts_every_gemm():
     ref = str(REFS_DIR / "gemm_sigmoid_gemm_lse.py")
     spec = next(s for s in enumerate_specs(ref, 16384, 2048, 1024) if s.family == "wgmma")
-    alone = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 16384, 2048, 4096, math=spec.math,
-                 backend=spec.backend, fusion=spec.fusion, tile=spec.tile)
-    second = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 16384, 4096, 1024, math=spec.math,
-                  backend=spec.backend, fusion=spec.fusion, tile=spec.tile)
+    alone = Spec.of(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 16384, 2048, 4096, math=spec.math,
+                    backend=spec.backend, fusion=spec.fusion, tile=spec.tile)
+    second = Spec.of(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 16384, 4096, 1024, math=spec.math,
+                     backend=spec.backend, fusion=spec.fusion, tile=spec.tile)
     assert predicted_ms(spec, 132) == pytest.approx(predicted_ms(alone, 132) + predicted_ms(second, 132))
     # No matrix-vector rewrite for a chain's last part, and the row reduction is its own stage.
     assert all(s.family != "gemv" for s in enumerate_specs(ref, 64, 128, 1024))
@@ -151,8 +151,8 @@ def test_chained_epilogues_compile(tmp_path):
         pytest.skip("nvcc not on PATH")
     init, body, _ = CHAINS["functional_bn_in_both"]
     ref = chain_module(tmp_path, init, body, "functional_bn_in_both")
-    spec = Spec(str(ref.path), 64, 12, 16, math="tf32x3", backend="wgmma", fusion=2,
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of(str(ref.path), 64, 12, 16, math="tf32x3", backend="wgmma", fusion=2,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
     report = compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
     assert spills(report) == []
 

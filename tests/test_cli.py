@@ -54,10 +54,10 @@ def test_generate_defaults_elsewhere_to_the_mma_tf32x3_gemm_that_fits(tmp_path, 
 
 @NO_GPU
 def test_generate_reuses_an_earlier_search_winner(tmp_path):
-    winner = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=2,
-                  tile=Tile(128, 64, 32, 16, 64, stages=6))
-    slower = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=1,
-                  tile=Tile(128, 128, 32, 16, 128, stages=4))
+    winner = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=2,
+                     tile=Tile(128, 64, 32, 16, 64, stages=6))
+    slower = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=1,
+                     tile=Tile(128, 128, 32, 16, 128, stages=4))
     record = {"winners": {
         "0.0001": {"name": winner.name(), "spec": winner.to_dict(),
                    "measured": {"median_ms": 1.0, "ratio": 0.36, "device": "NVIDIA H100"}},
@@ -303,8 +303,8 @@ def class_docstring(path, name="ModelNew") -> str:
 
 @NO_GPU
 def test_a_file_made_from_a_search_winner_says_what_that_search_measured(tmp_path):
-    winner = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=2,
-                  tile=Tile(128, 64, 32, 16, 64, stages=6))
+    winner = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=2,
+                     tile=Tile(128, 64, 32, 16, 64, stages=6))
     measured = {"device": "NVIDIA H100 80GB HBM3", "date": "2026-11-22", "batch": 1024, "tol": 1e-4,
                 "median_ms": 1.117, "p20_ms": 1.110, "p80_ms": 1.130, "eager_ms": 2.785, "ratio": 0.401,
                 "max_abs_err": 6.3e-6, "max_rel_err": 2.0e-5}

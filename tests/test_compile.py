@@ -201,8 +201,8 @@ def test_the_output_type_and_workspace_each_build_reports(ref):
 
     M, N, K = ENTRY_SHAPE
     out = 1536 if ref == "gemm_groupnorm_min_bias" else N   # GroupNorm(512)
-    spec = Spec(str(ROOT / "tests" / "refs" / f"{ref}.py"), M, K, out, math="tf32x3", backend="wgmma",
-                fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of(str(ROOT / "tests" / "refs" / f"{ref}.py"), M, K, out, math="tf32x3", backend="wgmma",
+                   fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
     parts = OUTPUT_TYPE_CASES[ref]
     cases = "\n".join(f"      case {k}: typed = kgen_output_is_operand_typed_{k}(); "
                       f"floats = kgen_workspace_floats_{k}({M}, {N}, {K}); break;" for k in range(len(parts)))
@@ -299,8 +299,8 @@ def test_the_smem_limit_of_the_target_is_asserted_in_the_kernel_source(tmp_path)
     """kgen_cfg::kMaxSmemBytes comes from spec.ARCH_LIMITS; a tile over it does not compile."""
     from kgen.tune.spec import ARCH_LIMITS, Spec, Tile
 
-    big = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="kgen",
-               tile=Tile(128, 128, 32, 64, 32, stages=4), arch="sm_80")
+    big = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="kgen",
+                  tile=Tile(128, 128, 32, 64, 32, stages=4), arch="sm_80")
     source = generator.render_cuda_source(big)
     line = f"constexpr int kMaxSmemBytes = {ARCH_LIMITS['sm_80']['smem']};"
     assert line in source
@@ -323,8 +323,8 @@ def test_an_extension_exports_its_entry_points_only(tmp_path):
     a backward once read another module's slot table so, on the GPU tier)."""
     from kgen.tune.spec import Spec, Tile
 
-    spec = Spec("gemm_bn_scale_softmax", 64, 128, 256, math="tf32x3", backend="kgen", fusion=1,
-                tile=Tile(128, 128, 32, 64, 32, stages=3), arch="sm_80")
+    spec = Spec.of("gemm_bn_scale_softmax", 64, 128, 256, math="tf32x3", backend="kgen", fusion=1,
+                   tile=Tile(128, 128, 32, 64, 32, stages=3), arch="sm_80")
     source = generator.render_cuda_source(spec)
     assert "static constexpr int kSlotOperand" in source    # the data that was bound across files
     cu = tmp_path / "k.cu"
@@ -363,6 +363,6 @@ def test_row_ops_after_two_reductions_share_a_parameter(tmp_path):
 
     ref = tmp_path / "shared_parameter.py"
     ref.write_text(ROW_OPS_SHARE_A_PARAMETER)
-    spec = Spec(str(ref), 8, 16, 32, math="tf32x3", backend="kgen", fusion=1,
-                tile=Tile(128, 128, 32, 64, 32, stages=3), arch="sm_80")
+    spec = Spec.of(str(ref), 8, 16, 32, math="tf32x3", backend="kgen", fusion=1,
+                   tile=Tile(128, 128, 32, 64, 32, stages=3), arch="sm_80")
     compile_report(generator.render_cuda_source(spec), tmp_path, (SM80,))

@@ -26,7 +26,7 @@ SHAPES = {"odd": (257, 528, 300), "odd_k": (257, 301, 300), "kernelbench": (1024
 
 
 def spec(shape: str) -> Spec:
-    return Spec(REF, *SHAPES[shape], math="tf32x3", backend=BACKEND, fusion=1, tile=TILES[BACKEND])
+    return Spec.of(REF, *SHAPES[shape], math="tf32x3", backend=BACKEND, fusion=1, tile=TILES[BACKEND])
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ WGMMA = Tile(128, 128, 32, 16, 128, stages=4)
 # (A module that rewrites make constant has one spec: no GEMM.)
 SPECS = [next((s for s in specs if s.family == "wgmma"), specs[0])
          for specs in (enumerate_specs(str(p), 64, 128, 1024) for p in SYNTHESIZED_REFS)] + [
-    Spec(p, 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    Spec.of(p, 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
     for p in ("gemm_scale_bn", "gemm_bn_scale_softmax")]
 
 
@@ -150,15 +150,15 @@ def test_backward_ops_and_their_fake_kernels(spec):
 def test_unsupported_parts_name_the_op():
     from kgen.lower import backward
 
-    cublas = Spec(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32",
-                  backend="cublas", fusion=1)
+    cublas = Spec.of(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32",
+                     backend="cublas", fusion=1)
     assert "cuBLAS" in backward.unsupported(generator.lowered(cublas), external_gemm=True)
     # (A broadcast tail has backward kernels: tests/test_tail_backward.py.)
     for ref in ("gemm_mul_leakyrelu.py", "matmul_gelu_softmax.py", "gemm_groupnorm_hardtanh.py",
                 "gemm_maxpool_sum_scale.py", "gemm_groupnorm_min_bias.py"):
-        supported = Spec(str(REFS_DIR / ref), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
+        supported = Spec.of(str(REFS_DIR / ref), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
         assert backward.unsupported(generator.lowered(supported), external_gemm=False) is None
-    bn = Spec("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    bn = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
     assert backward.unsupported(generator.lowered(bn), external_gemm=False) is None
     # The header says it, one line.
     assert "\nbackward:  kgen kernels" in generator.render_header(bn, None)
@@ -201,7 +201,7 @@ def test_compile_fullgraph_and_cuda_graph_capture(problem, tmp_path):
     from kgen.frontend.problems import load
 
     shape = (257, 300, 1536)
-    spec = Spec(problem, *shape, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    spec = Spec.of(problem, *shape, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
     module = exec_file(generator.render(spec))
     ref = load(problem, *shape)
     torch.manual_seed(0)

@@ -12,11 +12,11 @@ from kgen.codegen import generator
 from kgen.tune.spec import Spec, Tile
 
 SPECS = [
-    Spec("gemm_scale_bn", 256, 512, 512, math="tf32x3", backend="wgmma", fusion=2,
-         tile=Tile(128, 128, 32, 16, 128, stages=4)),
-    Spec("gemm_bn_scale_softmax", 256, 512, 512, math="tf32x3", backend="kgen", fusion=1,
-         tile=Tile(128, 128, 32, 64, 32, stages=3)),
-    Spec("gemm_scale_bn", 256, 512, 512, math="fp32_simt", backend="cublas", fusion=1),
+    Spec.of("gemm_scale_bn", 256, 512, 512, math="tf32x3", backend="wgmma", fusion=2,
+            tile=Tile(128, 128, 32, 16, 128, stages=4)),
+    Spec.of("gemm_bn_scale_softmax", 256, 512, 512, math="tf32x3", backend="kgen", fusion=1,
+            tile=Tile(128, 128, 32, 64, 32, stages=3)),
+    Spec.of("gemm_scale_bn", 256, 512, 512, math="fp32_simt", backend="cublas", fusion=1),
 ]
 
 

@@ -48,8 +48,8 @@ def test_the_emitted_forward_draws_the_mask_in_training_mode(tmp_path):
     path = REFS_DIR / "gemm_dropout_scale_softmax.py"
     ref = Reference(path)
     assert trace(ref).dropouts[0]["path"] == "dropout"
-    spec = Spec(str(path), 64, 128, 256, math="tf32x3", backend="wgmma", fusion=1,
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of(str(path), 64, 128, 256, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
     text = generator.render(spec)
     assert check_emitted(text) == []
     forward = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == "forward")
@@ -78,8 +78,8 @@ def test_dropout_active_only_in_eval_mode_is_refused(tmp_path):
 
 def test_functional_dropout_is_guarded_on_every_modules_mode(tmp_path):
     ref = module(tmp_path, "x = F.dropout(x, 0.3, training=self.training)\nx = torch.relu(x)")
-    spec = Spec(str(ref.path), 64, 128, 256, math="tf32x3", backend="wgmma", fusion=1,
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of(str(ref.path), 64, 128, 256, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
     # F.dropout's flag reaches the trace as a bool: which module's mode it follows is unknown;
     # the mask follows the model's, and modules in different modes refuse (never a silently
     # different output).

@@ -189,7 +189,7 @@ def test_a_mask_after_a_row_reduction_is_read_in_the_row_kernel(tmp_path):
 
 def test_the_emitted_forward_draws_the_mask_with_torch_in_training_mode_only(tmp_path):
     ref = dropout_module(tmp_path, DROPOUTS[3])
-    spec = Spec(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     lines = generator.forward_lines(generator.lowered_parts(spec))
     draws = [line for line in lines if "torch.nn.functional.dropout(" in line]
     assert len(draws) == 2
@@ -207,7 +207,7 @@ def test_the_emitted_forward_draws_the_mask_with_torch_in_training_mode_only(tmp
 
 def test_functional_dropout_refuses_a_model_of_mixed_modes(tmp_path):
     ref = dropout_module(tmp_path, DROPOUTS[4])
-    spec = Spec(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     lines = generator.forward_lines(generator.lowered_parts(spec))
     assert lines[0] == "if any(m.training != self.training for m in self.modules()):"
     assert any(line.endswith("0.4, True) if self.training else None") for line in lines)
@@ -218,7 +218,7 @@ def test_a_dropout_of_a_row_value_is_not_reproduced_and_training_mode_still_rais
     graph = trace(ref)
     (d,) = graph.dropouts
     assert not d["reproduced"] and not [n for n in graph.nodes if n.kind == "mask"]
-    spec = Spec(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     assert generator.forward_lines(generator.lowered_parts(spec))[:1] == ["if self.drop.training:"]
 
 
@@ -226,7 +226,7 @@ def test_kernelbench_66_renders_and_compiles_for_wgmma(tmp_path):
     from test_compile import NVCC, SM90A, compile_report, spills
 
     ref = kernelbench(KB_DROPOUT)
-    spec = Spec(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     text = generator.render(spec)
     ast.parse(text)
     assert check_emitted(text) == []
@@ -242,7 +242,7 @@ def test_a_mask_read_forward_and_backward_compiles_for_the_portable_gemm(body, t
     from test_compile import NVCC, SM90A, compile_report, spills
 
     ref = dropout_module(tmp_path, body)
-    spec = Spec(str(ref.path), 64, 16, 1024, math="tf32x3", backend="kgen", fusion=1, tile=MMA_TILE)
+    spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="kgen", fusion=1, tile=MMA_TILE)
     text = generator.render(spec)
     assert check_emitted(text) == []
     low = generator.lowered_parts(spec)[0]
@@ -286,7 +286,7 @@ def test_residual_reads_of_the_input_trace_lower_and_match_the_module(body, k, t
     assert graph.node(graph.output).shape == ("M", k)
     low = lower.lower(graph, fused_stats=True, external_gemm=False)
     assert "struct Tail {" in low.cuda and any(n.kind == "input" for n in low.operands)
-    spec = Spec(str(ref.path), 64, k, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    spec = Spec.of(str(ref.path), 64, k, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     lines = generator.forward_lines(generator.lowered_parts(spec))
     assert "module_input = x  # read again after the GEMM (a residual)" in lines
     k_op = next(i for i, n in enumerate(low.operands) if n.kind == "input")
@@ -320,7 +320,7 @@ def test_kernelbench_51_renders_and_compiles_for_the_portable_gemm(tmp_path):
     from test_compile import NVCC, SM90A, compile_report, spills
 
     ref = kernelbench(KB_RESIDUAL)
-    spec = Spec(str(ref.path), 64, 16, 1024, math="tf32x3", backend="kgen", fusion=1, tile=MMA_TILE)
+    spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="kgen", fusion=1, tile=MMA_TILE)
     text = generator.render(spec)
     ast.parse(text)
     assert check_emitted(text) == []
@@ -358,7 +358,7 @@ def _emitted_pair(ref_path: Path, shape: tuple, backend: str, tile: Tile, tmp_pa
     """(ModelNew, the reference Model) on the GPU, built with the same seed, the same state,
     both in training mode (as constructed: KernelBench's convention)."""
     batch, k, n = shape
-    spec = Spec(str(ref_path), batch, k, n, math="tf32x3", backend=backend, fusion=1, tile=tile)
+    spec = Spec.of(str(ref_path), batch, k, n, math="tf32x3", backend=backend, fusion=1, tile=tile)
     path = generator.write(spec, tmp_path / f"{spec.name()}.py")
     module = _exec_file(path.read_text(), f"elem_{backend}")
     ref = Reference(ref_path, {"batch": batch, "in_features": k, "out_features": n})
@@ -470,7 +470,7 @@ def test_gpu_dropout_gradients_against_fp64_in_both_modes(case, tmp_path):
         out_features=528))
     device = torch.device("cuda")
     for backend, tile in _gpu_backends():
-        spec = Spec(str(path), 257, 300, 528, math="tf32x3", backend=backend, fusion=1, tile=tile)
+        spec = Spec.of(str(path), 257, 300, 528, math="tf32x3", backend=backend, fusion=1, tile=tile)
         f = EmittedFile(generator.write(spec, tmp_path / f"{spec.name()}.py"))
         assert f.runs_in_training and has_backward(f)
         for training in (True, False):
@@ -488,7 +488,7 @@ def test_gpu_kernelbench_66_gradients(tmp_path):
     if not KB_DROPOUT.is_file():
         pytest.skip(f"{KB_DROPOUT} is absent")
     for backend, tile in _gpu_backends():
-        spec = Spec(str(KB_DROPOUT), 128, 1024, 4096, math="tf32x3", backend=backend, fusion=1, tile=tile)
+        spec = Spec.of(str(KB_DROPOUT), 128, 1024, 4096, math="tf32x3", backend=backend, fusion=1, tile=tile)
         f = EmittedFile(generator.write(spec, tmp_path / f"{spec.name()}.py"))
         for training in (True, False):
             r = check_gradients(f, torch.device("cuda"), 1e-4, 128, training)

@@ -43,10 +43,10 @@ SOFTMAX_LOGIT = "fmaf(p.col_a[n], s, p.col_c[n])"
 def softmax_spec() -> Spec:
     """Problem 84 at KernelBench's shape, as its shipped 1e-4 winner computes it (3xTF32)."""
     if HOPPER:
-        return Spec("gemm_bn_scale_softmax", 1024, 8192, 8192, math="tf32x3", backend="wgmma",
-                    fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
-    return Spec("gemm_bn_scale_softmax", 1024, 8192, 8192, math="tf32x3", backend="kgen",
-                fusion=2, tile=Tile(128, 128, 32, 64, 32, stages=3))
+        return Spec.of("gemm_bn_scale_softmax", 1024, 8192, 8192, math="tf32x3", backend="wgmma",
+                       fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
+    return Spec.of("gemm_bn_scale_softmax", 1024, 8192, 8192, math="tf32x3", backend="kgen",
+                   fusion=2, tile=Tile(128, 128, 32, 64, 32, stages=3))
 
 
 def plant(tmp_path, name: str, old: str, new: str, count: int, spec: Spec | None = None) -> EmittedFile:
@@ -151,8 +151,8 @@ def row_max_spec(tmp_path) -> Spec:
     ref = tmp_path / "gemm_row_max.py"
     ref.write_text(ROW_MAX_REF)
     tile = Tile(128, 128, 32, 16, 128, stages=4) if HOPPER else Tile(128, 128, 32, 64, 32, stages=3)
-    return Spec(str(ref), 257, 300, 528, math="tf32x3", backend="wgmma" if HOPPER else "kgen",
-                fusion=1, tile=tile)
+    return Spec.of(str(ref), 257, 300, 528, math="tf32x3", backend="wgmma" if HOPPER else "kgen",
+                   fusion=1, tile=tile)
 
 
 def failed_names(results) -> dict[str, str]:

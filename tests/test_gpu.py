@@ -48,7 +48,7 @@ HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9,
 
 def spec_for(problem, backend, math, fusion, batch, n_in, n_out) -> Spec:
     tile = TILES.get(gemm_family(backend, math))
-    return Spec(problem, batch, n_in, n_out, math=math, backend=backend, fusion=fusion, tile=tile)
+    return Spec.of(problem, batch, n_in, n_out, math=math, backend=backend, fusion=fusion, tile=tile)
 
 
 def make(tmp_path, *args) -> EmittedFile:

@@ -39,8 +39,8 @@ SHAPE_OVERRIDES = {"gemm_groupnorm_min_bias": (257, 296, 1536)}
 def spec_for(ref) -> Spec:
     shape = SHAPE_OVERRIDES.get(Path(ref).stem, SHAPE)
     fusion = 2 if "bn" in Path(ref).stem else 1
-    return Spec(ref, *shape, math="tf32x3", backend="wgmma", fusion=fusion,
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    return Spec.of(ref, *shape, math="tf32x3", backend="wgmma", fusion=fusion,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +243,7 @@ def odd_files(tmp_path_factory):
     ref = next((r for r in REFS if Path(r).stem == "gemm_bn_gelu_relu"), None)
     if ref is None:
         return {}
-    spec = Spec(ref, *ODD_SHAPE, math="tf32x3", backend="wgmma", fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of(ref, *ODD_SHAPE, math="tf32x3", backend="wgmma", fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
     return {"gemm_bn_gelu_relu": generator.write(spec, tmp_path_factory.mktemp("odd") / f"{spec.name()}.py")}
 
 

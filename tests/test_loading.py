@@ -18,8 +18,8 @@ def emit(tree: Path) -> Path:
     (tree / "refs").mkdir(parents=True)
     ref = tree / "refs" / REF.name
     shutil.copy(REF, ref)
-    spec = Spec(str(ref), 64, 128, 256, math="tf32x3", backend="kgen", fusion=1,
-                tile=Tile(128, 128, 32, 64, 32, stages=3))
+    spec = Spec.of(str(ref), 64, 128, 256, math="tf32x3", backend="kgen", fusion=1,
+                   tile=Tile(128, 128, 32, 64, 32, stages=3))
     path = generator.write(spec, tree / "out" / f"{spec.name()}.py")
     # as in a later process: nothing loaded from where the reference was
     problems.load.cache_clear()

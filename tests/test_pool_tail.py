@@ -156,8 +156,8 @@ def test_rendered_files_parse_pass_the_static_rules_and_compile(body, shape, tmp
     from test_compile import NVCC, SM90A, compile_report, spills
 
     ref = module(tmp_path, body, shape)
-    spec = Spec(str(ref.path), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1,
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of(str(ref.path), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
     text = generator.render(spec)
     ast.parse(text)
     assert check_emitted(text) == []
@@ -189,7 +189,7 @@ def test_a_broadcast_tail_checks_the_features_it_was_generated_for(tmp_path):
 
 def test_a_negative_zero_constant_keeps_its_sign(tmp_path):
     ref = module(tmp_path, "y = x.sum(dim=1, keepdim=True)\nx = -(y - y)")
-    spec = Spec(str(ref.path), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1,
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of(str(ref.path), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
     assert generator.lowered(spec).constant == 0.0 and str(generator.lowered(spec).constant) == "-0.0"
     assert "constexpr float kConstantValue = -0.0f;" in generator.render_cuda_source(spec)

@@ -38,7 +38,7 @@ def spec_for(ref, backend, shape=ODD) -> Spec:
         shape = ODD_OVERRIDES.get(Path(ref).stem, ODD)
     shape = shape or default_shape(ref)
     fusion = 2 if "bn" in Path(ref).stem else 1
-    return Spec(ref, *shape, math="tf32x3", backend=backend, fusion=fusion, tile=TILES[backend])
+    return Spec.of(ref, *shape, math="tf32x3", backend=backend, fusion=fusion, tile=TILES[backend])
 
 
 def gemv_applies(ref) -> bool:
@@ -57,7 +57,7 @@ def gemv_spec(ref, shape=ODD) -> Spec:
     if shape in (ODD, ODD_K):
         batch, _, out = ODD_OVERRIDES.get(Path(ref).stem, ODD)
         shape = (batch, shape[1], out)
-    return Spec(ref, *(shape or default_shape(ref)), math="fp32_simt", backend="gemv", fusion=1)
+    return Spec.of(ref, *(shape or default_shape(ref)), math="fp32_simt", backend="gemv", fusion=1)
 
 
 def cases():

@@ -220,8 +220,8 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
 
 def test_file_refuses_a_gpu_with_too_little_shared_memory(monkeypatch):
     """A file made for Hopper's 227 KB says so on a 99 KB GPU instead of failing at launch."""
-    spec = Spec("gemm_scale_bn", 16, 24, 40, math="tf32x3", backend="kgen", fusion=2,
-                tile=Tile(128, 128, 64, 64, 32, stages=3))
+    spec = Spec.of("gemm_scale_bn", 16, 24, 40, math="tf32x3", backend="kgen", fusion=2,
+                   tile=Tile(128, 128, 64, 64, 32, stages=3))
     module = exec_file(generator.render(spec))
     assert module.KGEN_SMEM_BYTES > 101376
     monkeypatch.setattr(module.torch.cuda, "get_device_capability", lambda device=None: (8, 6))

@@ -126,8 +126,8 @@ def test_a_rewrite_candidate_does_not_prune_the_gemms():
 def _passing(tmp_path, medians):
     from kgen.tune.search import Candidate
 
-    spec = Spec("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=1,
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
     return [Candidate(spec, tmp_path / f"c{i}.py", status="passed",
                       record={"measured": {"median_ms": ms}}) for i, ms in enumerate(medians)]
 

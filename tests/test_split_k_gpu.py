@@ -37,8 +37,8 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("split_k")
     candidates = []
     for stem, fusion in CASES.items():
-        spec = Spec(str(REFS / f"{stem}.py"), SMALL, IN, OUT, math="tf32x3", backend="wgmma", fusion=fusion,
-                    tile=Tile(128, 128, 32, 16, 128, stages=4))
+        spec = Spec.of(str(REFS / f"{stem}.py"), SMALL, IN, OUT, math="tf32x3", backend="wgmma", fusion=fusion,
+                       tile=Tile(128, 128, 32, 16, 128, stages=4))
         candidates.append(Candidate(spec, generator.write(spec, d / f"{spec.name()}.py")))
     build_all(candidates, 8, 600, lambda line: None)
     return {Path(c.spec.problem).stem: EmittedFile(c.path) for c in candidates}

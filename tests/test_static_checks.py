@@ -88,8 +88,8 @@ def test_kgen_refuses_to_write_a_file_that_breaks_a_rule(tmp_path, monkeypatch):
     from kgen.codegen import generator
     from kgen.tune.spec import Spec, Tile
 
-    spec = Spec("gemm_scale_bn", 64, 64, 64, math="tf32x3", backend="wgmma",
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of("gemm_scale_bn", 64, 64, 64, math="tf32x3", backend="wgmma",
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
     real = generator.render
     monkeypatch.setattr(generator, "render", lambda s, m=None: real(s, m).replace("Drop-in", "A pass-through"))
     with pytest.raises(generator.StaticCheckError, match="inheritance bypass"):

@@ -290,8 +290,8 @@ def test_tail_backward_matches_autograd_on_the_host(name, tmp_path):
 @pytest.mark.parametrize("name", ["kb51", "alias", "mul", "tail_parameters", "tile_core", "both_reads"])
 def test_emitted_files_have_the_tail_backward(name, tmp_path):
     ref = reference(name, tmp_path)
-    spec = Spec(str(ref.path), 64, ref.input.shape[1], trace(ref).out_features, math="tf32x3", backend="wgmma",
-                fusion=1, tile=WGMMA_TILE)
+    spec = Spec.of(str(ref.path), 64, ref.input.shape[1], trace(ref).out_features, math="tf32x3", backend="wgmma",
+                   fusion=1, tile=WGMMA_TILE)
     text = generator.render(spec)
     assert check_emitted(text) == []
     assert "struct TailBackward {" in text and "no backward yet" not in generator.render_header(spec, None)
@@ -310,7 +310,7 @@ def test_autograd_through_the_fake_kernels(name, tmp_path):
 
     ref = reference(name, tmp_path)
     k, n = ref.input.shape[1], trace(ref).out_features
-    spec = Spec(str(ref.path), 64, k, n, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    spec = Spec.of(str(ref.path), 64, k, n, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     module = exec_file(generator.render(spec), f"fake_{name}")
     low = generator.lowered_parts(spec)[0]
     x = torch.empty(64, k, device="meta", requires_grad=True)
@@ -338,8 +338,8 @@ def test_emitted_cuda_compiles(name, backend, tmp_path):
     from test_compile import NVCC, SM90A, compile_report
 
     ref = reference(name, tmp_path)
-    spec = Spec(str(ref.path), 64, ref.input.shape[1], trace(ref).out_features, math="tf32x3", backend=backend,
-                fusion=1, tile=WGMMA_TILE if backend == "wgmma" else MMA_TILE)
+    spec = Spec.of(str(ref.path), 64, ref.input.shape[1], trace(ref).out_features, math="tf32x3", backend=backend,
+                   fusion=1, tile=WGMMA_TILE if backend == "wgmma" else MMA_TILE)
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
     compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
@@ -368,7 +368,7 @@ def _gpu_pair(name: str, tmp_path, backend: str, tile: Tile, batch: int):
     else:
         problem = str(tail_module(tmp_path, name, k, n, batch).path)
         n = k if name == "tile_core" else n
-    spec = Spec(problem, batch, k, n, math="tf32x3", backend=backend, fusion=1, tile=tile)
+    spec = Spec.of(problem, batch, k, n, math="tf32x3", backend=backend, fusion=1, tile=tile)
     module = exec_file(generator.write(spec, tmp_path / f"{spec.name()}.py").read_text(), f"tail_{backend}")
     shaped = Reference(Path(problem), {"batch": batch, "in_features": k, "out_features": n})
     torch.manual_seed(0)
@@ -453,7 +453,7 @@ def test_gpu_kernelbench_51_validates_with_gradients(tmp_path):
 
     ref = kernelbench_51()
     for backend, tile in _gpu_backends():
-        spec = Spec(str(ref.path), 257, 300, 528, math="tf32x3", backend=backend, fusion=1, tile=tile)
+        spec = Spec.of(str(ref.path), 257, 300, 528, math="tf32x3", backend=backend, fusion=1, tile=tile)
         f = EmittedFile(generator.write(spec, tmp_path / f"{spec.name()}.py"))
         assert has_backward(f)
         r = check_gradients(f, torch.device("cuda"), 1e-4, 257, True)

@@ -145,7 +145,7 @@ def test_the_emitted_file_constructs_and_has_backward_kernels(name, tmp_path):
     from test_render import exec_file
 
     ref = where_module(tmp_path, name)
-    spec = Spec(str(ref.path), 64, 16, N, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    spec = Spec.of(str(ref.path), 64, 16, N, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     (low,) = generator.lowered_parts(spec)
     assert backward.unsupported(low, False) is None
     text = generator.render(spec)
@@ -170,8 +170,8 @@ def test_the_emitted_cuda_compiles_for_sm90a(name, backend, tmp_path):
     from test_compile import NVCC, SM90A, compile_report, spills
 
     ref = where_module(tmp_path, name)
-    spec = Spec(str(ref.path), 64, 16, N, math="tf32x3", backend=backend, fusion=1,
-                tile=WGMMA_TILE if backend == "wgmma" else MMA_TILE)
+    spec = Spec.of(str(ref.path), 64, 16, N, math="tf32x3", backend=backend, fusion=1,
+                   tile=WGMMA_TILE if backend == "wgmma" else MMA_TILE)
     source = generator.render_cuda_source(spec)
     (low,) = generator.lowered_parts(spec)
     compare = {"zeros_like_param": ">=", "lt_one_element": "<", "after_row_sum": ">"}[name]
@@ -194,7 +194,7 @@ def test_gpu_where_output_and_gradients_against_fp64(name, tmp_path):
     path.write_text(module_source(body, PARAMS, 528))
     hopper = torch.cuda.get_device_capability() == (9, 0)
     for backend, tile in [("kgen", MMA_TILE)] + ([("wgmma", WGMMA_TILE)] if hopper else []):
-        spec = Spec(str(path), 257, 300, 528, math="tf32x3", backend=backend, fusion=1, tile=tile)
+        spec = Spec.of(str(path), 257, 300, 528, math="tf32x3", backend=backend, fusion=1, tile=tile)
         f = EmittedFile(generator.write(spec, tmp_path / f"{spec.name()}.py"))
         results = validate(f, tol=1e-4, quick=True)
         assert all(r.passed for r in results), [r.line() for r in results if not r.passed]

@@ -127,8 +127,8 @@ def test_generate_says_what_the_options_changed_and_refuses_what_cannot_apply(tm
 
 
 def _spec(path: Path) -> Spec:
-    return Spec(str(path), 8, 16, 32, math="tf32x3", backend="wgmma", fusion=1,
-                tile=Tile(128, 128, 32, 16, 128, stages=4))
+    return Spec.of(str(path), 8, 16, 32, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
 
 
 def test_measurements_are_keyed_by_the_references_content_not_its_name(tmp_path):

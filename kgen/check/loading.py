@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import dataclasses
 import hashlib
 import sys
 import types
@@ -62,7 +61,7 @@ class EmittedFile:
         elif is_path(str(ref)):
             # The reference named is the module this file stands for from here on (its graph
             # too: the one the file recorded may be gone).
-            self.spec = dataclasses.replace(self.spec, problem=problem_id(str(ref)))
+            self.spec = self.spec.replace(problem=problem_id(str(ref)))
         try:
             if ref is None:
                 self.reference = self.spec.reference()
@@ -99,7 +98,7 @@ class EmittedFile:
         if found is None:
             found = self._embedded_reference(recorded, sha256)
         if found is not None:
-            self.spec = dataclasses.replace(self.spec, problem=str(found))
+            self.spec = self.spec.replace(problem=str(found))
 
     def _embedded_reference(self, recorded: str, sha256: str) -> Path | None:
         """The copy of the reference the file carries (`_REFERENCE_SOURCE`, checked against the

@@ -13,7 +13,7 @@ from pathlib import Path
 from kgen.frontend.problems import load
 from kgen.frontend.reference import shipped_names
 from kgen.tune.configs import DEFAULT_ARCH, FUSED_STATS_MIN_BATCH, RULE_TILES, TYPICAL_SMS, fastest_family
-from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Tile, arch_for_capability, gemm_family
+from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Tile, Variant, Workload, arch_for_capability, gemm_family
 
 # The tolerance at which a search winner counts as fp32-accurate (KernelBench's fp32 tolerance).
 FP32_TOL = 1e-4
@@ -131,6 +131,7 @@ def earlier_winner(problem: str, batch: int, in_features: int, out_features: int
     code for the reference where it is now; None when there is none. Its measurement comes with
     the key of the code the search measured (`key`), which today's code may no longer have."""
     sha256 = load(problem, constants=constants).sha256
+    workload = Workload(problem, batch, in_features, out_features, constants)
     best = None
     for path, record in search_records(results_dirs(problem, results_dir)):
         candidates = [c for c in record.get("candidates") or [] if isinstance(c, dict)]
@@ -147,8 +148,7 @@ def earlier_winner(problem: str, batch: int, in_features: int, out_features: int
                 spec = Spec.from_dict({**spec_dict, "problem": problem})
             except (SpecError, TypeError):
                 continue  # a record of a variant today's kgen no longer makes
-            same = (spec.batch, spec.in_features, spec.out_features, spec.constants, spec.arch) == \
-                (batch, in_features, out_features, constants, arch)
+            same = spec.workload == workload and spec.arch == arch
             if same and (best is None or measured.get("median_ms", 1e9) < best[1].get("median_ms", 1e9)):
                 best = (spec, measured, path)
     return best
@@ -166,11 +166,12 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
     family = gemm_family(backend, math)
     tiles = RULE_TILES[family]
     fusion = fusion or (2 if batch >= FUSED_STATS_MIN_BATCH else 1)
+    workload = Workload(problem, batch, in_features, out_features, constants)
     valid, refusals = [], []
     for tile in tiles:
         try:
-            valid.append(Spec(problem, batch, in_features, out_features, math=math, backend=backend,
-                              fusion=fusion, tile=tile, arch=target.arch, constants=constants))
+            valid.append(Spec(workload, Variant(math=math, backend=backend, fusion=fusion, tile=tile,
+                                                arch=target.arch)))
         except SpecError as e:
             refusals.append(str(e))
     if not valid:

@@ -28,7 +28,7 @@ from typing import Callable
 from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
 from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES
-from kgen.tune.spec import WGMMA_ARCH, Spec, SpecError, Tile, kgen_source_digest
+from kgen.tune.spec import WGMMA_ARCH, Spec, SpecError, Tile, Variant, Workload, kgen_source_digest
 from kgen.tune.worker import RESULT_PREFIX, RUNOFF_PREFIX
 
 GROUP_M = 8
@@ -40,21 +40,26 @@ STATUSES = ("passed", "incorrect", "runtime_error", "compile_error", "timeout")
 def enumerate_specs(problem: str, batch: int, in_features: int, out_features: int,
                     maths=DEFAULT_MATHS, arch: str = WGMMA_ARCH, include_cublas: bool = True,
                     top: int | None = None, constants: tuple = ()) -> list[Spec]:
-    """Every valid spec of the search space (invalid tile/shape combinations are dropped);
-    `top` keeps only the first (fastest-measured) tiles of each math mode."""
-    from kgen.frontend.problems import graph
+    """Every valid spec of the search space: one workload, each variant of
+    enumerate_variants."""
+    workload = Workload(problem, batch, in_features, out_features, constants)
+    return [Spec(workload, v) for v in enumerate_variants(workload, maths, arch, include_cublas, top)]
 
-    shape = dict(problem=problem, batch=batch, in_features=in_features, out_features=out_features, arch=arch,
-                 constants=constants)
+
+def enumerate_variants(workload: Workload, maths=DEFAULT_MATHS, arch: str = WGMMA_ARCH,
+                       include_cublas: bool = True, top: int | None = None) -> list[Variant]:
+    """The code variants the search tries for a workload (invalid tiles are dropped; the
+    module's graph decides the fusion levels, the matrix-vector rewrite and whether there is a
+    GEMM at all); `top` keeps only the first (fastest-measured) tiles of each math mode."""
     from kgen.ir.rewrite import row_sum_of_gemm, simplify
 
-    g = graph(problem, batch, in_features, out_features, constants)
+    g = workload.graph()
     has_batchnorm = any(part.batchnorms for part in g.parts)
-    specs: list[Spec] = []
+    variants: list[Variant] = []
 
     def add(**kw):
         try:
-            specs.append(Spec(**shape, **kw))
+            variants.append(Variant(arch=arch, **kw))
         except SpecError:
             return
 
@@ -84,11 +89,11 @@ def enumerate_specs(problem: str, batch: int, in_features: int, out_features: in
     simplified = simplify(g)[0]
     if simplified.node(simplified.output).kind == "const":
         # Rewrites made the output a constant: every variant is the same fill, so one is built.
-        return specs[:1]
+        return variants[:1]
     if row_sum_of_gemm(simplified) is not None:
         # The matrix-vector rewrite: a candidate like any other, kept only if it validates.
         add(math="fp32_simt", backend="gemv", fusion=1)
-    return specs
+    return variants
 
 
 # ---- what cannot win is not built ----------------------------------------------------------
@@ -228,8 +233,9 @@ def cache_dir() -> Path:
 
 class MeasurementCache:
     """Results of earlier evaluations and full validations, keyed by the code (spec.key()), the
-    shape, the device, the torch version and kgen's own source (a change of the validation is a
-    change of verdicts): a rerun rebuilds and remeasures nothing it has measured. Only deterministic verdicts are kept (passed, incorrect); crashes and timeouts
+    workload (the reference's content and the shape: Workload.identity()), the device, the
+    torch version and kgen's own source (a change of the validation is a change of verdicts):
+    a rerun rebuilds and remeasures nothing it has measured. Only deterministic verdicts are kept (passed, incorrect); crashes and timeouts
     are tried again."""
 
     def __init__(self, path: Path | None = None):
@@ -245,9 +251,7 @@ class MeasurementCache:
 
         # The reference's content and the workload, not its path: two files of one stem never
         # share a measurement, and an edited reference never reuses a stale one.
-        workload = f"{spec.reference().sha256[:16]}|{spec.batch}x{spec.in_features}x{spec.out_features}"
-        workload += "".join(f"|{name}={value!r}" for name, value in spec.constants)
-        return (f"{what}|{spec.key()}|{workload}|{device}|"
+        return (f"{what}|{spec.key()}|{spec.workload.identity()}|{device}|"
                 f"torch {torch.__version__}|kgen {kgen_source_digest()}")
 
     def evaluation(self, spec: Spec, device: str, tols: list[float], iters: int) -> dict | None:
@@ -596,7 +600,7 @@ def record_winner(out_dir: Path, path: Path, spec: Spec, tol: float, measured: d
                       "`kgen search`; every file's header holds the same measurement.")
     previous = index["winners"].get(path.name)
     index["winners"][path.name] = {
-        "problem": portable_problem(spec.problem), "reference_sha256": spec.reference().sha256,
+        "problem": portable_problem(spec.problem), "reference_sha256": spec.workload.sha256,
         "batch": spec.batch, "in_features": spec.in_features,
         "out_features": spec.out_features, "tol": tol, "arch": spec.arch, "variant": spec.name(),
         "key": spec.key(), "spec": portable_spec(spec), "measured": measured}
@@ -633,12 +637,10 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     home = gpus[0]   # the runoff and the full validations run here
     home_env = gpu_env(gpus, home)
     cache = cache or MeasurementCache()
-    from kgen.frontend.problems import problem_name
-
-    shape = f"{problem_name(problem)}_b{batch}_i{in_features}_o{out_features}"
-    shape += "".join(f"_{name}{value:g}" for name, value in constants)
-    specs = enumerate_specs(problem, batch, in_features, out_features, maths, arch=arch, top=top,
-                            constants=constants)
+    # One workload, many code variants: the candidates.
+    workload = Workload(problem, batch, in_features, out_features, constants)
+    shape = workload.shape_name()
+    specs = [Spec(workload, v) for v in enumerate_variants(workload, maths, arch=arch, top=top)]
     on = (f"{len(gpus)} x {device} (GPUs {', '.join(map(str, gpus))}: one worker each, every candidate "
           f"timed with eager on one; the runoff and full validations on GPU {home})"
           if len(gpus) > 1 else device)
@@ -682,13 +684,13 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         candidates.append(c)
     winners: dict = {}
     tol_tag = "_".join(f"{t:g}" for t in sorted(tols))
-    record_path = distinct_path(results_dir / f"search_{shape}_tol{tol_tag}.json", load(problem).sha256)
+    record_path = distinct_path(results_dir / f"search_{shape}_tol{tol_tag}.json", workload.sha256)
     results_dir.mkdir(parents=True, exist_ok=True)
 
     def save():
         """Rewritten after every result, so an interrupted search keeps what it measured."""
         record = {"search": shape, "problem": portable_problem(problem),
-                  "reference_sha256": load(problem).sha256, "constants": [list(c) for c in constants], "batch": batch, "in_features": in_features,
+                  "reference_sha256": workload.sha256, "constants": [list(c) for c in constants], "batch": batch, "in_features": in_features,
                   "out_features": out_features, "arch": arch, "device": device, "tols": tols,
                   # which GPU measured what: each candidate's `gpu`, each winner's runoff and
                   # full validation on `runoff_and_validation_gpu`
@@ -752,7 +754,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                                    if "max_abs" in eager and tol not in eager["within"] else {}))
                 out_dir.mkdir(parents=True, exist_ok=True)
                 path = generator.write(c.spec, distinct_path(winner_path(out_dir, c.spec, tol),
-                                                             c.spec.reference().sha256), measured=measured)
+                                                             c.spec.workload.sha256), measured=measured)
                 previous = record_winner(out_dir, path, c.spec, tol, measured)
                 winners[f"{tol:g}"] = {"name": c.spec.name(), "path": portable_problem(str(path)), "spec": portable_spec(c.spec),
                                        "measured": measured, "measured_on_gpu": c.record.get("gpu"),

@@ -1,9 +1,11 @@
-"""Variant specifications: everything that decides the text of an emitted file.
+"""Specifications: everything that decides the text of an emitted file.
 
-A Spec is validated when it is made (shapes, admissible combinations, tile divisibility,
+A Spec is a Workload (the reference, by path or shipped name, at a shape and with its `--set`
+constants) and a Variant (the code: GEMM backend, math mode, tile, fusion level, target). Each
+half is validated when it is made (shapes; admissible combinations, tile divisibility,
 shared-memory and register budgets), so every Spec that exists renders, compiles and launches.
-Its key() hashes the fields, the template and kernel bytes and the toolchain, and names the
-extension, the emitted file's build and the results record alike.
+Its key() hashes the CUDA source it renders to and names the extension build; what kgen
+remembers of a workload is keyed by the reference's content (Workload.sha256), not its path.
 """
 
 from __future__ import annotations
@@ -258,19 +260,21 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
            f"tile needs about {regs * threads} registers per CTA; {arch} has {limits['regs']}")
 
 
+WORKLOAD_FIELDS = ("problem", "batch", "in_features", "out_features", "constants")
+VARIANT_FIELDS = ("math", "backend", "fusion", "tile", "arch")
+
+
 @dataclasses.dataclass(frozen=True)
-class Spec:
+class Workload:
+    """The problem a file solves: the reference (a shipped problem's name or a reference file's
+    path) at a shape, with the module-level constants set by name (`--set NAME=VALUE`, sorted
+    (name, value) pairs; batch / in / out are the fields). Its identity is the reference's
+    content (`sha256`) and the shape, never the path: what kgen remembers is keyed by that."""
+
     problem: str
     batch: int
     in_features: int
     out_features: int
-    math: str = "fp32_simt"
-    backend: str = "kgen"
-    fusion: int = 2
-    tile: Tile | None = None
-    arch: str = WGMMA_ARCH
-    # Module-level constants of the reference set by name (`--set NAME=VALUE`), as sorted
-    # (name, value) pairs; batch / in / out are the fields above.
     constants: tuple = ()
 
     def __post_init__(self):
@@ -286,6 +290,65 @@ class Spec:
             isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], (int, float))
             and not isinstance(c[1], bool) for c in self.constants) and list(self.constants) == sorted(self.constants),
             f"constants must be sorted (name, number) pairs, got {self.constants!r}")
+
+    @property
+    def problem_name(self) -> str:
+        from kgen.frontend.problems import problem_name
+
+        return problem_name(self.problem)
+
+    def shape_name(self) -> str:
+        name = f"{self.problem_name}_b{self.batch}_i{self.in_features}_o{self.out_features}"
+        for constant, value in self.constants:
+            name += f"_{constant}{value:g}"
+        return name
+
+    def reference(self):
+        from kgen.frontend.problems import load
+
+        return load(self.problem, self.batch, self.in_features, self.out_features, self.constants)
+
+    def graph(self):
+        from kgen.frontend.problems import graph
+
+        return graph(self.problem, self.batch, self.in_features, self.out_features, self.constants)
+
+    @property
+    def sha256(self) -> str:
+        """The reference's content hash (its text), wherever the file lies."""
+        return self.reference().sha256
+
+    def identity(self) -> str:
+        """The workload as caches key it: the reference's content and the shape, not its path
+        (two files of one stem never share an entry; an edited reference never reuses one)."""
+        return (f"{self.sha256[:16]}|{self.batch}x{self.in_features}x{self.out_features}"
+                + "".join(f"|{name}={value!r}" for name, value in self.constants))
+
+    def to_dict(self) -> dict:
+        """Plain data, as JSON keeps it (the constants as [name, value] lists)."""
+        return {"problem": self.problem, "batch": self.batch, "in_features": self.in_features,
+                "out_features": self.out_features, "constants": [list(c) for c in self.constants]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Workload":
+        return cls(**{k: d[k] for k in WORKLOAD_FIELDS if k in d and k != "constants"},
+                   constants=tuple(tuple(c) for c in d.get("constants", ())))
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """The code variant: the GEMM (backend, math mode, tile), the fusion level and the target.
+    Validated on its own (admissible combinations, tile divisibility, shared-memory and
+    register budgets of the target): whether a variant can be built does not depend on the
+    workload."""
+
+    math: str = "fp32_simt"
+    backend: str = "kgen"
+    fusion: int = 2
+    tile: Tile | None = None
+    arch: str = WGMMA_ARCH
+
+    def __post_init__(self):
         _check(self.math in MATH_MODES, f"unknown math mode {self.math!r}; known: {', '.join(MATH_MODES)}")
         _check(self.backend in BACKENDS, f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
         _check(self.fusion in FUSION_LEVELS, f"fusion must be one of {sorted(FUSION_LEVELS)}, got {self.fusion!r}")
@@ -310,53 +373,107 @@ class Spec:
     def family(self) -> str:
         return gemm_family(self.backend, self.math)
 
-    @property
-    def problem_name(self) -> str:
-        from kgen.frontend.problems import problem_name
+    def name(self) -> str:
+        """The variant in a file name (without the target, which the key holds)."""
+        if self.backend == "cublas":
+            return f"cublas-{self.math}_f{self.fusion}"
+        if self.backend == "gemv":
+            return f"gemv-{self.math}"
+        prefix = f"wgmma-{self.math}" if self.backend == "wgmma" else self.math
+        return f"{prefix}_f{self.fusion}_{self.tile.name()}"
 
-        return problem_name(self.problem)
+    def to_dict(self) -> dict:
+        return {"math": self.math, "backend": self.backend, "fusion": self.fusion,
+                "tile": None if self.tile is None else dataclasses.asdict(self.tile), "arch": self.arch}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Variant":
+        tile = d.get("tile")
+        return cls(**{**{k: d[k] for k in VARIANT_FIELDS if k in d},
+                      "tile": None if tile is None else Tile(**tile)})
+
+
+def _forward(part: str, field: str) -> property:
+    return property(lambda self: getattr(getattr(self, part), field), doc=f"spec.{part}.{field}")
+
+
+# The flat record of a spec (KGEN_SPEC, results/*.json, generated/index.json), in this order.
+SPEC_FIELDS = ("problem", "batch", "in_features", "out_features", "math", "backend", "fusion", "tile",
+               "arch", "constants")
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """A workload and the code variant that solves it: everything that decides the text of an
+    emitted file. The flat names (spec.batch, spec.math, spec.tile, ...) read the two halves."""
+
+    workload: Workload
+    variant: Variant
+
+    def __post_init__(self):
+        if not isinstance(self.workload, Workload) or not isinstance(self.variant, Variant):
+            raise TypeError("Spec(workload, variant) takes a Workload and a Variant; "
+                            "Spec.of(problem, batch, in_features, out_features, ...) takes the flat fields")
+
+    @classmethod
+    def of(cls, problem: str, batch: int, in_features: int, out_features: int, math: str = "fp32_simt",
+           backend: str = "kgen", fusion: int = 2, tile: Tile | None = None, arch: str = WGMMA_ARCH,
+           constants: tuple = ()) -> "Spec":
+        """The spec of the flat fields (the workload is validated first, then the variant)."""
+        return cls(Workload(problem, batch, in_features, out_features, constants),
+                   Variant(math, backend, fusion, tile, arch))
+
+    problem = _forward("workload", "problem")
+    batch = _forward("workload", "batch")
+    in_features = _forward("workload", "in_features")
+    out_features = _forward("workload", "out_features")
+    constants = _forward("workload", "constants")
+    problem_name = _forward("workload", "problem_name")
+    math = _forward("variant", "math")
+    backend = _forward("variant", "backend")
+    fusion = _forward("variant", "fusion")
+    tile = _forward("variant", "tile")
+    arch = _forward("variant", "arch")
+    family = _forward("variant", "family")
+
+    def replace(self, **changes) -> "Spec":
+        """This spec with flat fields changed (each goes to its half)."""
+        unknown = set(changes) - set(SPEC_FIELDS)
+        if unknown:
+            raise TypeError(f"Spec has no field {', '.join(sorted(unknown))}")
+        work = {k: v for k, v in changes.items() if k in WORKLOAD_FIELDS}
+        var = {k: v for k, v in changes.items() if k not in WORKLOAD_FIELDS}
+        return Spec(dataclasses.replace(self.workload, **work) if work else self.workload,
+                    dataclasses.replace(self.variant, **var) if var else self.variant)
 
     def config_name(self) -> str:
         """The variant without its shape: what the kernel code depends on (with the arch)."""
-        if self.backend == "cublas":
-            return f"{self.problem_name}_cublas-{self.math}_f{self.fusion}"
-        if self.backend == "gemv":
-            return f"{self.problem_name}_gemv-{self.math}"
-        prefix = f"wgmma-{self.math}" if self.backend == "wgmma" else self.math
-        return f"{self.problem_name}_{prefix}_f{self.fusion}_{self.tile.name()}"
+        return f"{self.problem_name}_{self.variant.name()}"
 
     def shape_name(self) -> str:
-        name = f"{self.problem_name}_b{self.batch}_i{self.in_features}_o{self.out_features}"
-        for constant, value in self.constants:
-            name += f"_{constant}{value:g}"
-        return name
+        return self.workload.shape_name()
 
     def name(self) -> str:
-        return f"{self.shape_name()}_{self.config_name()[len(self.problem_name) + 1:]}"
+        return f"{self.shape_name()}_{self.variant.name()}"
 
     def reference(self):
-        from kgen.frontend.problems import load
-
-        return load(self.problem, self.batch, self.in_features, self.out_features, self.constants)
+        return self.workload.reference()
 
     def graph(self):
-        from kgen.frontend.problems import graph
-
-        return graph(self.problem, self.batch, self.in_features, self.out_features, self.constants)
+        return self.workload.graph()
 
     def to_dict(self) -> dict:
-        """Plain data, as JSON keeps it (the constants as [name, value] lists)."""
-        d = dataclasses.asdict(self)
-        d["constants"] = [list(c) for c in self.constants]
-        return d
+        """Plain data, as JSON keeps it: the flat fields of both halves (the constants as
+        [name, value] lists)."""
+        d = {**self.workload.to_dict(), **self.variant.to_dict()}
+        return {k: d[k] for k in SPEC_FIELDS}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Spec":
-        d = dict(d)
-        if d.get("tile") is not None:
-            d["tile"] = Tile(**d["tile"])
-        d["constants"] = tuple(tuple(c) for c in d.get("constants", ()))
-        return cls(**d)
+        unknown = set(d) - set(SPEC_FIELDS)
+        if unknown:
+            raise TypeError(f"unexpected spec field(s) {', '.join(sorted(unknown))}")
+        return cls(Workload.from_dict(d), Variant.from_dict(d))
 
     def key(self) -> str:
         """Hash of the exact kernel source (and link flags) this spec renders to: it names the

@@ -81,7 +81,7 @@ TIE_SHARE = 1e-3
 def judge(what, new, ref, ref64, near_eager=True):
     """new's error vs fp64 at most ERROR_FACTOR x eager's (plus a rounding step of the dtype at
     the output's scale, for outputs where eager happens to be exact), and allclose to eager:
-    every element (near_eager), or all but TIE_SHARE of them."""
+    every element (near_eager True), all but TIE_SHARE of them (False), or not judged (None)."""
     assert new.dtype == ref.dtype, f"{what}: ModelNew gave {new.dtype}, eager {ref.dtype}"
     assert not new.isnan().any() and not new.isinf().any(), f"{what}: non-finite values"
     err_new, err_ref = max_err(new, ref64), max_err(ref, ref64)
@@ -89,7 +89,7 @@ def judge(what, new, ref, ref64, near_eager=True):
     assert err_new <= ERROR_FACTOR * err_ref + step, f"{what}: error vs fp64 {err_new:.3e}, eager's {err_ref:.3e}"
     if near_eager:
         torch.testing.assert_close(new.double(), ref.double(), rtol=TOL, atol=TOL, msg=what)
-    else:
+    elif near_eager is not None:
         beyond = ((new.double() - ref.double()).abs() > TOL + TOL * ref.double().abs()).double().mean().item()
         assert beyond <= TIE_SHARE, f"{what}: {beyond:.2e} of the elements beyond 1e-2 of eager"
 
@@ -99,8 +99,19 @@ def normalizes(f: EmittedFile) -> bool:
     other side of a tie from eager's (kgen's GEMM sums in another order; cuBLAS's order is not
     ours to copy) moves that element by a bf16 step, which the normalization scales by |z| / σ
     to beyond 1e-2: eager is as far from fp64 as kgen there (docs/perf.md: 41, 75, 88, 97 under
-    KernelBench's eval at bf16). Both are held to eager on all but TIE_SHARE of the elements."""
+    KernelBench's eval at bf16). Both are held to eager on all but TIE_SHARE of the elements,
+    except where a broadcast tail repeats each row's value over the output (gemm_groupnorm_min_
+    bias: a tie in a row's min moves its every element; 3.6e-2 of them on the H100): there by
+    fp64 alone."""
     return any(n.kind in ("batchnorm", "groupnorm") for n in f.spec.graph().nodes)
+
+
+def eager_judge(f: EmittedFile, dtype: str):
+    """judge()'s near_eager for f in dtype: True (every element), False (all but TIE_SHARE) or
+    None (fp64 alone)."""
+    if dtype != "bf16" or not normalizes(f):
+        return True
+    return None if f.spec.graph().output_level() == "full" else False
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -110,7 +121,7 @@ def test_forward_and_buffers_in_half_precision(files, ref, dtype):
         pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
     f = EmittedFile(files[ref])
     new, eager, ref64 = trio(f, DTYPES[dtype])
-    near_eager = not (dtype == "bf16" and normalizes(f))
+    near_eager = eager_judge(f, dtype)
     for call in range(2):
         x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda")
         rng = torch.cuda.get_rng_state()

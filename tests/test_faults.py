@@ -40,18 +40,21 @@ HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9,
 SOFTMAX_LOGIT = "fmaf(p.col_a[n], s, p.col_c[n])"
 
 
-def softmax_spec() -> Spec:
+def softmax_spec(hopper: bool = HOPPER) -> Spec:
     """Problem 84 at KernelBench's shape, as its shipped 1e-4 winner computes it (3xTF32)."""
-    if HOPPER:
+    if hopper:
         return Spec.of("gemm_bn_scale_softmax", 1024, 8192, 8192, math="tf32x3", backend="wgmma",
                        fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
     return Spec.of("gemm_bn_scale_softmax", 1024, 8192, 8192, math="tf32x3", backend="kgen",
                    fusion=2, tile=Tile(128, 128, 32, 64, 32, stages=3))
 
 
-def plant(tmp_path, name: str, old: str, new: str, count: int, spec: Spec | None = None) -> EmittedFile:
+def plant(tmp_path, name: str, old: str, new: str, count: int | None = None, spec: Spec | None = None) -> EmittedFile:
+    """The softmax file (or spec's) with `old` replaced by `new` at each of its sites: count of
+    them (the softmax file's: SOFTMAX_SITES)."""
     source = generator.render(spec or softmax_spec())
-    assert source.count(old) == count, f"the fault site {old!r} is not in the rendered file"
+    count = SOFTMAX_SITES[old] if count is None else count
+    assert source.count(old) == count, f"the fault site {old!r} is not in the rendered file {count} times"
     path = tmp_path / f"{name}.py"
     path.write_text(source.replace(old, new))
     return EmittedFile(path)
@@ -71,7 +74,7 @@ def test_scaled_logits_are_rejected(tmp_path, factor):
     # copy in shared memory holds it), the uncached path in each of its 3 passes; the backward
     # row kernel in its 2 forward passes (max, sum) and its 2 reverse passes. (The quick
     # validation runs no backward: the forward's sites are the ones that must be caught.)
-    f = plant(tmp_path, f"logits_{factor}", SOFTMAX_LOGIT, f"({factor} * {SOFTMAX_LOGIT})", 8)
+    f = plant(tmp_path, f"logits_{factor}", SOFTMAX_LOGIT, f"({factor} * {SOFTMAX_LOGIT})")
     failed = assert_caught(validate(f, tol=1e-4, quick=True))
     if factor == "1.001f":
         # allclose alone passes this one on the output checks: the fp32-exact gate catches it.
@@ -79,13 +82,13 @@ def test_scaled_logits_are_rejected(tmp_path, factor):
 
 
 def test_missing_num_batches_tracked_update_is_rejected(tmp_path):
-    f = plant(tmp_path, "no_nbt", "bn.num_batches_tracked.add_(1)", "bn.num_batches_tracked.add_(0)", 1)
+    f = plant(tmp_path, "no_nbt", NBT_SITE, "bn.num_batches_tracked.add_(0)")
     failed = assert_caught(validate(f, tol=1e-4, quick=True))
     assert any("num_batches_tracked" in r.detail for r in failed)
 
 
 def test_out_of_bounds_write_stops_at_the_first_check(tmp_path):
-    f = plant(tmp_path, "oob", "f.col_c[n] = be - a * centre;", "f.col_c[n + (1 << 30)] = be - a * centre;", 1)
+    f = plant(tmp_path, "oob", OOB_SITE, "f.col_c[n + (1 << 30)] = be - a * centre;")
     proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(f.path), "--tol", "1e-4"],
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
@@ -102,20 +105,20 @@ def test_out_of_bounds_write_stops_at_the_first_check(tmp_path):
 # Sites in the backward kernels only: the reverse pass of softmax (in the row kernel's two
 # reverse passes), and BatchNorm's weight gradient (its per-element contribution to dγ).
 BACKWARD_FAULTS = {
-    "softmax_reverse": ("d9 += ((d11) / (r10));", "d9 += ((1.001f * d11) / (r10));", 2, "dL/d(input)"),
-    "bn_weight": ("c[1] = g * xhat;", "c[1] = 1.001f * g * xhat;", 1, "dL/d(bn.weight)"),
+    "softmax_reverse": ("d9 += ((d11) / (r10));", "d9 += ((1.001f * d11) / (r10));", "dL/d(input)"),
+    "bn_weight": ("c[1] = g * xhat;", "c[1] = 1.001f * g * xhat;", "dL/d(bn.weight)"),
 }
 
 
 def test_faults_in_the_backward_kernels_are_rejected(tmp_path):
-    files = {name: plant(tmp_path, name, old, new, count) for name, (old, new, count, _) in BACKWARD_FAULTS.items()}
+    files = {name: plant(tmp_path, name, old, new) for name, (old, new, _) in BACKWARD_FAULTS.items()}
     build_all([Candidate(f.spec, f.path) for f in files.values()], 16, 600, lambda line: None)
     for name, f in files.items():
         # the forward is untouched: its output checks pass
         assert all(r.passed for r in validate(f, tol=1e-4, quick=True)), name
         r = check_gradients(f, torch.device("cuda"), 1e-4, f.spec.batch, training=True)
         assert not r.passed, f"{name}: the planted fault passed the gradient check"
-        assert BACKWARD_FAULTS[name][3] in r.detail and "\n" not in r.detail, (name, r.detail)
+        assert BACKWARD_FAULTS[name][2] in r.detail and "\n" not in r.detail, (name, r.detail)
 
 
 ROW_MAX_REF = """import torch
@@ -175,14 +178,16 @@ def test_a_row_max_that_drops_nan_is_rejected(tmp_path):
 
 # The softmax's shift, in every pass that exponentiates (forward row kernel, cached and not,
 # training and eval; the backward row kernel's forward and reverse passes).
-UNSHIFTED = [("const float v8 = ((s) - (v7));", "const float v8 = (s);", 6),
-             ("const float v8 = ((v5) - (v7));", "const float v8 = (v5);", 5)]
+# (A 16-bit build rounds each step to the module's dtype: rounded_to_module, a no-op in fp32.)
+UNSHIFTED = [("rounded_to_module<kgen_operand_t>(((s) - (v7)))", "rounded_to_module<kgen_operand_t>((s))"),
+             ("rounded_to_module<kgen_operand_t>(((v5) - (v7)))", "rounded_to_module<kgen_operand_t>((v5))"),
+             ("const float v8 = ((v5) - (v7));", "const float v8 = (v5);")]
 
 
 def test_a_softmax_without_its_max_shift_is_rejected(tmp_path):
     source = generator.render(softmax_spec())
-    for old, new, count in UNSHIFTED:
-        assert source.count(old) == count, old
+    for old, new in UNSHIFTED:
+        assert source.count(old) == SOFTMAX_SITES[old], old
         source = source.replace(old, new)
     path = tmp_path / "unshifted.py"
     path.write_text(source)
@@ -194,10 +199,18 @@ def test_a_softmax_without_its_max_shift_is_rejected(tmp_path):
 
 
 FINALIZE_VAR = "var = scale * scale * (m2 / count) + 0.f * shift;"
+NBT_SITE = "bn.num_batches_tracked.add_(1)"
+OOB_SITE = "f.col_c[n] = be - a * centre;"
+# Every text planted into the softmax file, with how many times it occurs there (both GEMM
+# families render the same epilogue): tests/test_render.py checks these without a GPU, so that
+# a change to the generated code cannot leave a GPU test planting nothing.
+SOFTMAX_SITES = {SOFTMAX_LOGIT: 8, NBT_SITE: 1, OOB_SITE: 1, FINALIZE_VAR: 1,
+                 BACKWARD_FAULTS["softmax_reverse"][0]: 2, BACKWARD_FAULTS["bn_weight"][0]: 1,
+                 UNSHIFTED[0][0]: 6, UNSHIFTED[1][0]: 2, UNSHIFTED[2][0]: 3}
 
 
 def test_a_running_variance_that_drops_nan_is_rejected(tmp_path):
-    f = plant(tmp_path, "clamped_var", FINALIZE_VAR, "var = fmaxf(scale * scale * (m2 / count) + 0.f * shift, 0.f);", 1)
+    f = plant(tmp_path, "clamped_var", FINALIZE_VAR, "var = fmaxf(scale * scale * (m2 / count) + 0.f * shift, 0.f);")
     failed = failed_names(validate(f, tol=1e-4, quick=True))
     detail = failed.get("NaN and Inf in input rows", "")
     assert "running_var" in detail and "NaN pattern differs" in detail, failed
@@ -206,7 +219,7 @@ def test_a_running_variance_that_drops_nan_is_rejected(tmp_path):
 def test_a_linear_bias_folded_out_of_batchnorm_still_poisons_it(tmp_path):
     """Without `0 * shift`, a NaN Linear bias cancels out of training BatchNorm's statistics in
     kgen's algebra, not in torch's."""
-    f = plant(tmp_path, "no_shift_guard", FINALIZE_VAR, "var = scale * scale * (m2 / count);", 1)
+    f = plant(tmp_path, "no_shift_guard", FINALIZE_VAR, "var = scale * scale * (m2 / count);")
     failed = failed_names(validate(f, tol=1e-4, quick=True))
     assert "NaN in gemm.bias" in failed.get("NaN in each parameter", ""), failed
 
@@ -222,11 +235,11 @@ def test_the_unmodified_file_passes_every_check(tmp_path):
 @pytest.mark.parametrize("fault", ["forward_logits", "backward_bn_weight"])
 def test_the_training_check_fails_a_forward_and_a_backward_fault(tmp_path, fault):
     if fault == "forward_logits":
-        f = plant(tmp_path, fault, SOFTMAX_LOGIT, f"(1.001f * {SOFTMAX_LOGIT})", 8)
+        f = plant(tmp_path, fault, SOFTMAX_LOGIT, f"(1.001f * {SOFTMAX_LOGIT})")
     else:
         # 1 % in dγ (the gradient check catches 0.1 %, BACKWARD_FAULTS)
-        old, _, count, _ = BACKWARD_FAULTS["bn_weight"]
-        f = plant(tmp_path, fault, old, "c[1] = 1.01f * g * xhat;", count)
+        old, _, _ = BACKWARD_FAULTS["bn_weight"]
+        f = plant(tmp_path, fault, old, "c[1] = 1.01f * g * xhat;")
     build_all([Candidate(f.spec, f.path)], 16, 600, lambda line: None)
     r = check_training(f, torch.device("cuda"), 1e-4, f.spec.batch)
     assert not r.passed, f"{fault}: passed the training check: {r.line()}"

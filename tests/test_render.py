@@ -230,3 +230,15 @@ def test_file_refuses_a_gpu_with_too_little_shared_memory(monkeypatch):
     monkeypatch.setattr(module, "load_inline", lambda **kw: pytest.fail("compiled"))
     with pytest.raises(RuntimeError, match=r"needs \d+ bytes of shared memory.*allows 101376.*--arch sm_86"):
         module._build()
+
+
+@pytest.mark.parametrize("hopper", [True, False], ids=["wgmma", "kgen"])
+def test_the_gpu_tiers_planted_faults_find_their_sites(hopper):
+    """tests/test_faults.py plants faults by replacing text in the rendered softmax file; each text
+    must occur there as often as that file says (checked here, without a GPU: a change to the
+    generated code once left a GPU test asserting on sites that were no longer there)."""
+    import test_faults
+
+    source = generator.render(test_faults.softmax_spec(hopper))
+    found = {site: source.count(site) for site in test_faults.SOFTMAX_SITES}
+    assert found == test_faults.SOFTMAX_SITES

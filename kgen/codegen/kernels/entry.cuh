@@ -45,8 +45,14 @@ long long split_floats(int M, int N, int K) {
     return 0;
   }
 }
+// Where the split partials start: rounded up to 4 floats, as SplitK reads them as float4 (a
+// broadcast tail's core value, M floats, leaves the offset odd at odd M).
+inline long long split_offset(int M, int N, int K) {
+  return (stages_floats(M, N, K) + core_floats(M, N) + 3) / 4 * 4;
+}
 inline long long workspace_floats(int M, int N, int K) {
-  return stages_floats(M, N, K) + core_floats(M, N) + split_floats(M, N, K);
+  const long long splits = split_floats(M, N, K);
+  return splits > 0 ? split_offset(M, N, K) + splits : stages_floats(M, N, K) + core_floats(M, N);
 }
 
 // A part with a broadcast tail that keeps z for its backward keeps the core value too, after z
@@ -98,7 +104,7 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   EpilogueParams p{};
   FinalizeArgs f{};
   kgen_cfg::fill_operands(a, p, f);
-  if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = ws + stages_floats(a.M, a.N, a.K) + core_floats(a.M, a.N);
+  if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = ws + split_offset(a.M, a.N, a.K);
 #ifdef KGEN_CUBLAS_COMPUTE
   // (A constant output runs no GEMM, and its workspace has no room for z.)
   if (!kgen_cfg::kConstantOutput) {

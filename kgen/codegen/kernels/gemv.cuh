@@ -102,13 +102,60 @@ __global__ void __launch_bounds__(kRowThreads)
   w_sum[k] = acc;
 }
 
+// The row sum as torch computes it where x's row holds an infinity (and no NaN): there each
+// z[m][n] = x_m . W_n is +-inf or NaN on its own (inf * W[n][k] of both signs, or inf * 0), and
+// the row sum of the scaled z is NaN as soon as one is NaN or the signs differ; x_m . w_sum
+// (the rewrite) would be a plain +-inf. So: sum_n scale[n] * (the infinite elements' part of
+// x_m . W_n), plus the finite elements' part of x_m . w_sum (NaN where W holds one), plus the
+// shifts. Reads W only at the infinite elements (a list of up to kGemvInfList of them, else every
+// element again): a slow path that rows of finite values never take.
+constexpr int kGemvInfList = 64;
+
+template <class Affine>
+__device__ float nonfinite_row_sum(const float* __restrict__ xm, const float* __restrict__ w,
+                                   const float* __restrict__ w_sum, float shift_total, int N, int K,
+                                   const EpilogueParams& p, float* scratch) {
+  __shared__ int inf_k[kGemvInfList];
+  __shared__ int inf_count;
+  if (threadIdx.x == 0) inf_count = 0;
+  __syncthreads();
+  float finite = 0.f;
+  for (int k = threadIdx.x; k < K; k += blockDim.x) {
+    const float v = xm[k];
+    if (isinf(v)) {
+      const int slot = atomicAdd(&inf_count, 1);
+      if (slot < kGemvInfList) inf_k[slot] = k;
+    } else {
+      finite = fmaf(v, w_sum[k], finite);
+    }
+  }
+  __syncthreads();
+  const int listed = inf_count;  // (> kGemvInfList: scan the row for them instead)
+  float infinite = 0.f;
+  for (int n = threadIdx.x; n < N; n += blockDim.x) {
+    const float* wn = w + static_cast<size_t>(n) * K;
+    float u = 0.f;
+    if (listed <= kGemvInfList) {
+      for (int i = 0; i < listed; ++i) u += xm[inf_k[i]] * wn[inf_k[i]];
+    } else {
+      for (int k = 0; k < K; ++k) {
+        if (isinf(xm[k])) u += xm[k] * wn[k];
+      }
+    }
+    float scale, shift;
+    Affine::affine(n, p, scale, shift);
+    infinite += scale * u;
+  }
+  return block_sum(finite, scratch) + block_sum(infinite, scratch) + shift_total;
+}
+
 // dst[m] = Rows::finish(x_m . w_sum + shift total): one CTA per row, 16-byte loads where
 // K % 4 == 0 (x's rows and w_sum then start 16-byte aligned).
-template <class Rows>
+template <class Affine, class Rows>
 __global__ void __launch_bounds__(kRowThreads)
-    gemv_rows_kernel(const float* __restrict__ x, const float* __restrict__ w_sum,
-                     const float* __restrict__ shift_total, int N, int K, float* __restrict__ dst,
-                     EpilogueParams p) {
+    gemv_rows_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                     const float* __restrict__ w_sum, const float* __restrict__ shift_total, int N, int K,
+                     float* __restrict__ dst, EpilogueParams p) {
   __shared__ float scratch[32];
   const float* xm = x + static_cast<size_t>(blockIdx.x) * K;
   float acc = 0.f;
@@ -127,7 +174,19 @@ __global__ void __launch_bounds__(kRowThreads)
     for (int k = threadIdx.x; k < K; k += blockDim.x) acc = fmaf(__ldg(xm + k), w_sum[k], acc);
   }
   acc = block_sum(acc, scratch);
-  if (threadIdx.x == 0) dst[blockIdx.x] = Rows::finish(acc + *shift_total, N, p);
+  float sum = acc + *shift_total;
+  // (acc is the same in every thread: the branch is uniform.)
+  if (!isfinite(acc)) {
+    bool inf = false, nan = false;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+      inf |= isinf(xm[k]);
+      nan |= isnan(xm[k]);
+    }
+    if (__syncthreads_or(inf) && !__syncthreads_or(nan)) {
+      sum = nonfinite_row_sum<Affine>(xm, w, w_sum, *shift_total, N, K, p, scratch);
+    }
+  }
+  if (threadIdx.x == 0) dst[blockIdx.x] = Rows::finish(sum, N, p);
 }
 
 // The whole rewrite, into `out` (M floats): workspace holds gemv_floats(N, K) floats (entry.cuh),
@@ -145,7 +204,7 @@ cudaError_t launch_gemv(const float* x, const float* w, int M, int N, int K, con
   if (err != cudaSuccess) return err;
   column_sum_merge_kernel<Affine>
       <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, chunks, N, K, p, w_sum, total);
-  gemv_rows_kernel<Rows><<<M, kRowThreads, 0, stream>>>(x, w_sum, total, N, K, out, p);
+  gemv_rows_kernel<Affine, Rows><<<M, kRowThreads, 0, stream>>>(x, w, w_sum, total, N, K, out, p);
   return cudaGetLastError();
 }
 

@@ -60,3 +60,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def build_once(tmp_path_factory, name: str, candidates, jobs: int, timeout: float, echo) -> None:
+    """A GPU module's builds, up front and in parallel. Under pytest-xdist one worker builds while
+    the others wait on a lock, then find every build cached (kgen's build cache is keyed by the
+    source, which the workers' files share): not every worker compiling all of them at once."""
+    import fcntl
+
+    from kgen.tune.search import build_all
+
+    with open(tmp_path_factory.getbasetemp().parent / f"{name}_builds.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        build_all(candidates, jobs, timeout, echo)

@@ -8,10 +8,12 @@ import pytest
 import torch
 
 from kgen.codegen import generator
-from kgen.tune.search import Candidate, build_all
+from kgen.tune.search import Candidate
 from kgen.check.loading import EmittedFile
 from kgen.tune.spec import Spec, Tile, gemm_family
 from kgen.check.validate import validate
+
+from conftest import build_once
 
 pytestmark = pytest.mark.gpu
 
@@ -79,7 +81,8 @@ def prebuilt(tmp_path_factory):
     d = tmp_path_factory.mktemp("prebuilt")
     specs = {s.name(): s for s in all_specs() if s.family != "wgmma" or HOPPER}.values()
     candidates = [Candidate(s, generator.write(s, d / f"{s.name()}.py")) for s in specs]
-    build_all(candidates, jobs=max(1, (os.cpu_count() or 2) // 2), timeout=1200, echo=print)
+    build_once(tmp_path_factory, "test_gpu", candidates, jobs=max(1, (os.cpu_count() or 2) // 2), timeout=1200,
+               echo=print)
 
 
 def assert_valid(results):

@@ -10,11 +10,11 @@ import torch
 
 from kgen.codegen import generator
 from kgen.check.loading import EmittedFile
-from kgen.tune.search import Candidate, build_all
+from kgen.tune.search import Candidate
 from kgen.tune.spec import Spec, Tile
 from kgen.check.validate import validate
 
-from conftest import SYNTHESIZED_REFS
+from conftest import SYNTHESIZED_REFS, build_once
 
 pytestmark = pytest.mark.gpu
 
@@ -78,7 +78,7 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("refs")
     specs = list(cases()) if torch.cuda.is_available() else []
     candidates = [Candidate(s, generator.write(s, d / f"{s.name()}.py")) for s in specs]
-    build_all(candidates, 16, 600, lambda line: None)
+    build_once(tmp_path_factory, "test_refs_gpu", candidates, 16, 600, lambda line: None)
     return {c.spec.name(): c.path for c in candidates}
 
 

@@ -162,7 +162,7 @@ def staged_without_finalize(ref: str) -> bool:
     low = lower(graph(ref, M, N, N).parts[-1], False, False)
     # (A broadcast tail's backward, which turns the output's gradient into the stages' first, is
     # checked on the host by tests/test_tail_backward.py.)
-    return (len(graph(ref, M, N, N).parts) == 1 and backward.unsupported(low, False) is None
+    return (len(graph(ref, M, N, N).parts) == 1 and backward.unsupported(low) is None
             and backward.kind(low) == backward.KIND_STAGED and not low.batchnorm and not low.tail)
 
 
@@ -267,6 +267,6 @@ def test_row_kernel_gradients_through_dropout_masks(case, training, tmp_path):
     ref = (REFS_DIR / f"{case}.py" if case == "gemm_dropout_scale_softmax"
            else dropout_module(tmp_path, _dropout_cases()[case]).path)
     low = lower(graph(str(ref), M, N, N).parts[0], False, False)
-    assert any(n.kind == "mask" for n in low.operands) and backward.unsupported(low, False) is None
+    assert any(n.kind == "mask" for n in low.operands) and backward.unsupported(low) is None
     assert backward.kind(low) == backward.KIND_STAGED
     check_row_kernel(str(ref), tmp_path, training)

@@ -123,7 +123,7 @@ def test_backward_ops_and_their_fake_kernels(spec):
     module = exec_file(generator.render(spec))
     parts = generator.lowered_parts(spec)
     for k, low in enumerate(parts):
-        reason = backward.unsupported(low, spec.family == "cublas")
+        reason = backward.unsupported(low)
         assert (module._BACKWARD_OPS[k] is None) == (reason is not None)
         assert (module._BACKWARD_ARGS[k] is None) == (reason is not None)
         if reason is not None:
@@ -150,20 +150,27 @@ def test_backward_ops_and_their_fake_kernels(spec):
 def test_unsupported_parts_name_the_op():
     from kgen.lower import backward
 
-    cublas = Spec.of(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 128, 1024, math="tf32",
-                     backend="cublas", fusion=1)
-    assert "cuBLAS" in backward.unsupported(generator.lowered(cublas), external_gemm=True)
+    rewritten = Spec.of(str(REFS_DIR / "gemm_sum_max_mean_lse.py"), 64, 128, 1024, math="fp32_simt",
+                        backend="gemv", fusion=1)
+    assert "rewrite" in backward.unsupported(generator.lowered(rewritten))
+    # A cuBLAS variant's backward runs the same kernels, its GEMMs on cuBLAS (issue 24).
+    for math in ("tf32", "bf16", "fp32_simt"):
+        for ref in ("gemm_mul_leakyrelu", "gemm_scale_bn", "gemm_groupnorm_min_bias"):
+            cublas = Spec.of(str(REFS_DIR / f"{ref}.py") if ref != "gemm_scale_bn" else ref, 64, 128, 1024,
+                             math=math, backend="cublas", fusion=1)
+            assert backward.unsupported(generator.lowered(cublas)) is None, (ref, math)
+            assert "\nbackward:  kgen kernels" in generator.render_header(cublas, None)
     # (A broadcast tail has backward kernels: tests/test_tail_backward.py.)
     for ref in ("gemm_mul_leakyrelu.py", "matmul_gelu_softmax.py", "gemm_groupnorm_hardtanh.py",
                 "gemm_maxpool_sum_scale.py", "gemm_groupnorm_min_bias.py"):
         supported = Spec.of(str(REFS_DIR / ref), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
-        assert backward.unsupported(generator.lowered(supported), external_gemm=False) is None
+        assert backward.unsupported(generator.lowered(supported)) is None
     bn = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
-    assert backward.unsupported(generator.lowered(bn), external_gemm=False) is None
+    assert backward.unsupported(generator.lowered(bn)) is None
     # The header says it, one line.
     assert "\nbackward:  kgen kernels" in generator.render_header(bn, None)
-    assert "\nbackward:  raises at backward() (no backward kernel for a cuBLAS GEMM yet" in \
-        generator.render_header(cublas, None)
+    assert "\nbackward:  raises at backward() (no backward kernel yet for a module whose GEMM a rewrite" in \
+        generator.render_header(rewritten, None)
 
 
 def test_running_statistics_carry_no_autograd_history():

@@ -171,7 +171,7 @@ def test_dropout_modules_oracle_matches_the_module_under_one_seed(body, tmp_path
     assert len(masks) == len(graph.dropouts)
     # The backward reads each mask as the forward does (the dropout's mul sends g * mask * scale
     # back; in eval mode nullptr, the identity) and returns it no gradient.
-    assert backward.unsupported(low, False) is None
+    assert backward.unsupported(low) is None
     structs = backward.backward_struct(low)
     for k in masks:   # read per element, row stride N; nullptr (eval mode) is the identity
         read = f"(p.operand[{k}] != nullptr ? __ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n) : 1.f)"
@@ -246,7 +246,7 @@ def test_a_mask_read_forward_and_backward_compiles_for_the_portable_gemm(body, t
     text = generator.render(spec)
     assert check_emitted(text) == []
     low = generator.lowered_parts(spec)[0]
-    assert backward.unsupported(low, False) is None and "kgen_backward_0" in generator.render_cuda_source(spec)
+    assert backward.unsupported(low) is None and "kgen_backward_0" in generator.render_cuda_source(spec)
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
     assert spills(compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))) == []
@@ -265,7 +265,7 @@ def test_kernelbench_51_reads_its_input_in_the_tail_and_its_oracle_matches():
     assert f"p.operand[{k}][i0 * 16 + i1]" in low.cuda and "= t[i0];" in low.cuda
     assert eval(f"({generator.out_shape(low)})", {"M": 8, "N": 1024}) == (8, 16)
     # The tail's backward (tests/test_tail_backward.py): no gradient through the detached read.
-    assert backward.unsupported(low, False) is None and not backward.input_gradient(low)
+    assert backward.unsupported(low) is None and not backward.input_gradient(low)
 
 
 RESIDUALS = [

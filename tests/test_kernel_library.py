@@ -41,10 +41,10 @@ def _holds(spec) -> set[str]:
 
 
 # (reference, family, math): exactly the kinds of kernel code its file holds. gemm_swish_scale
-# has point-wise backward kernels (kgen's GEMMs only), gemm_sum_max_mean_lse the matrix-vector
-# rewrite, gemm_max_sub_gelu a constant output.
+# has point-wise backward kernels (on a cuBLAS variant too: its GEMMs on cuBLAS),
+# gemm_sum_max_mean_lse the matrix-vector rewrite, gemm_max_sub_gelu a constant output.
 CASES = [
-    ("gemm_swish_scale", "cublas", None, {"cuBLAS"}),
+    ("gemm_swish_scale", "cublas", None, {"cuBLAS", "backward", "backward entry"}),
     ("gemm_swish_scale", "simt", None, {"simt", "backward", "backward entry"}),
     ("gemm_swish_scale", "mma", "tf32x3", {"mma.sync GEMM", "mma.sync helpers", "backward", "backward entry"}),
     ("gemm_swish_scale", "wgmma", "tf32x3", {"mma.sync helpers", "wgmma", "wgmma warp-specialized", "wgmma 16-bit",
@@ -59,12 +59,13 @@ def test_a_file_holds_only_the_kernel_code_its_variant_uses(ref, family, math, e
     assert _holds(_spec(ref, family, math)) == expected
 
 
-def test_a_cublas_file_has_no_kgen_gemm_no_backward_and_no_rewrite():
+def test_a_cublas_file_has_no_kgen_gemm_and_no_rewrite():
+    """Its backward kernels call cuBLAS for dx and dW (CublasGemm), no GEMM of kgen's."""
     source = generator.render_cuda_source(_spec("gemm_bn_gelu_relu", "cublas"))
     for absent in ("wgmma_ws_kernel", "wgmma_gemm_kernel", "namespace mma_detail", "mma_gemm_kernel", "struct SimtGemm",
-                   "backward_pointwise_kernel", "transpose_kernel", "backward_rows_kernel", "weighted_column_sum_kernel",
-                   "constant_flag_kernel", DEFINES["constant fill"]):
+                   "weighted_column_sum_kernel", "constant_flag_kernel", DEFINES["constant fill"]):
         assert absent not in source, absent
+    assert "using BackwardGemm = kgen::CublasGemm;" in source and "backward_rows_kernel(" in source
 
 
 def test_a_part_without_backward_kernels_gets_no_backward_entry():
@@ -75,7 +76,7 @@ def test_a_part_without_backward_kernels_gets_no_backward_entry():
     parts = generator.lowered_parts(spec)
     source = generator.render_cuda_source(spec)
     for k, low in enumerate(parts):
-        has = backward.unsupported(low, False) is None
+        has = backward.unsupported(low) is None
         entry = "forward_entry_with_backward" if has else "forward_entry"
         assert f"kgen_part{k}::kgen::{entry}(kgen_part{k}::" in source
         assert (f"KGEN_EXPORT const char* kgen_backward_{k}(" in source) == has

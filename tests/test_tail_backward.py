@@ -160,7 +160,7 @@ def test_detached_reads_send_no_gradient(tmp_path):
         (inp,) = [n for n in low.tail if n.kind == "input"]
         assert inp.attrs["detached"] == detached, name
         assert backward.input_gradient(low) == (not detached), name
-        assert backward.unsupported(low, False) is None, name
+        assert backward.unsupported(low) is None, name
         k = next(i for i, n in enumerate(low.operands) if n.kind == "input")
         assert backward.grad_expressions(low)[k] == ("None" if detached else "d_input"), name
     low = lower(trace(tail_module(tmp_path, "both_reads")), False, False)
@@ -244,7 +244,7 @@ def test_tail_backward_matches_autograd_on_the_host(name, tmp_path):
     k_in = ref.input.shape[1]
     graph = trace(ref)
     low = lower(graph, False, False)
-    assert backward.unsupported(low, False) is None
+    assert backward.unsupported(low) is None
     leaves = backward.tail_leaves(low)
     struct = backward.tail_backward_struct(low)
     calls = "\n".join(f"  leaf<{k}>(M, t.data(), g.data(), p);" for k in range(len(leaves)))

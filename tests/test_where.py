@@ -147,7 +147,7 @@ def test_the_emitted_file_constructs_and_has_backward_kernels(name, tmp_path):
     ref = where_module(tmp_path, name)
     spec = Spec.of(str(ref.path), 64, 16, N, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     (low,) = generator.lowered_parts(spec)
-    assert backward.unsupported(low, False) is None
+    assert backward.unsupported(low) is None
     text = generator.render(spec)
     ast.parse(text)
     assert check_emitted(text) == []

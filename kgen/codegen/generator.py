@@ -77,7 +77,7 @@ def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
     return list(BACKWARD_BASE_ARGS) + [(f"operand{k}", "const float*") for k in range(len(lowered.operands))]
 
 
-def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
+def op_part(lowered: Lowered) -> dict:
     """One GEMM part's custom op, from the C entry's argument list: its Python signature (torch
     infers the op schema from the annotations) and the call of _launch; and its backward op,
     where the part has backward kernels (else why not)."""
@@ -92,7 +92,7 @@ def op_part(lowered: Lowered, external_gemm: bool = False) -> dict:
             return "typing.Optional[torch.Tensor]" if name in optional else "torch.Tensor"
         return {"int": "int", "float": "float"}[ctype]
 
-    reason = backward.unsupported(lowered, external_gemm)
+    reason = backward.unsupported(lowered)
     operands = [f"operand{k}" for k in range(len(lowered.operands))]
     # The backward's gradient of each input of the op, by name (None: no gradient flows).
     gradient = {"x": "dx", "w": "dw", "gamma": "bn_grads[1]", "beta": "bn_grads[0]",
@@ -161,7 +161,7 @@ def numel(shape: tuple) -> int:
     return count
 
 
-def forward_lines(parts: list[Lowered], external_gemm: bool = False) -> list[str]:
+def forward_lines(parts: list[Lowered]) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call
     each GEMM part's entry point in turn (a part's output is the next part's x)."""
     lines = []
@@ -193,7 +193,7 @@ def forward_lines(parts: list[Lowered], external_gemm: bool = False) -> list[str
             then = f"; its output is part {k + 1}'s x" if k + 1 < len(parts) else ""
             lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
                          f"and its epilogue{then}")
-        keeps_z = backward.unsupported(lowered, external_gemm) is None
+        keeps_z = backward.unsupported(lowered) is None
         call = _part_lines(lowered, lines, keeps_z)
         op = f"_OPS[{k}]({', '.join(call)})"
         last = k + 1 == len(parts)
@@ -343,12 +343,11 @@ PART_LIBRARY = (
 def kernel_needs(spec: Spec, parts: list[Lowered] | None = None) -> KernelNeeds:
     """What the spec's translation unit uses (of `parts`, a subset of its lowered parts: what
     those parts use)."""
-    external = spec.family == "cublas"
     parts = lowered_parts(spec) if parts is None else parts
     return KernelNeeds(
         family=spec.family,
         half=half_gemm_type(spec) is not None,
-        backward=any(backward.unsupported(low, external) is None for low in parts),
+        backward=any(backward.unsupported(low) is None for low in parts),
         gemv=any(low.gemv for low in parts),
         constant=any(low.constant is not None for low in parts),
     )
@@ -396,7 +395,8 @@ def gemm_type(spec: Spec) -> str:
     if spec.family == "wgmma":
         return (f"kgen::WgmmaWsGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, "
                 f"{t.stages}, {WGMMA_FLUSH_KTILES}, {t.group_m}>")
-    return "kgen::ExternalGemm"
+    # (A part that a rewrite left without a GEMM names ExternalGemm: never launched.)
+    return "kgen::CublasGemm" if spec.family == "cublas" else "kgen::ExternalGemm"
 
 
 def half_gemm_type(spec: Spec) -> str | None:
@@ -429,9 +429,8 @@ def _lowered(graph, fused: bool, external: bool, gemv: bool) -> Lowered:
 
 
 def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
-    external_gemm = spec.family == "cublas"
     args = forward_args(low)
-    has_backward = backward.unsupported(low, external_gemm) is None
+    has_backward = backward.unsupported(low) is None
     back = backward_args(low)
     files = selected_files(PART_LIBRARY, kernel_needs(spec, [low]), tuple(library))
     return {
@@ -600,9 +599,9 @@ def describe_parts(parts: list[Lowered]) -> list[str]:
     return lines
 
 
-def describe_backward(parts: list[Lowered], external_gemm: bool) -> str:
+def describe_backward(parts: list[Lowered]) -> str:
     """One line: whether training works (every part has backward kernels) and, if not, why."""
-    reasons = [backward.unsupported(low, external_gemm) for low in parts]
+    reasons = [backward.unsupported(low) for low in parts]
     missing = [f"part {k}: {r}" if len(parts) > 1 else r for k, r in enumerate(reasons) if r]
     if not missing:
         kept = ("z (M x N floats per GEMM part) and BatchNorm's 5 values per feature"
@@ -634,7 +633,7 @@ def render_header(spec: Spec, measured: dict | None) -> str:
         f"out_features {spec.out_features}",
         *describe_variant(spec),
         *describe_parts(parts),
-        describe_backward(parts, spec.family == "cublas"),
+        describe_backward(parts),
         f"target:    {spec.arch} (the extension is built for the GPU it runs on)",
         f"key:       {spec.key()} (hash of the CUDA source; names the build)",
         *describe_measured(measured, spec.key()),
@@ -669,9 +668,9 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         title=sentence(ref.docstring() or f"ModelNew for {spec.problem_name}"),
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
-        forward_lines=forward_lines(parts, spec.family == "cublas"),
-        op_parts=[op_part(low, spec.family == "cublas") for low in parts],
-        backward_args=[None if backward.unsupported(low, spec.family == "cublas") else
+        forward_lines=forward_lines(parts),
+        op_parts=[op_part(low) for low in parts],
+        backward_args=[None if backward.unsupported(low) else
                        [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],
         kgen_digest=kgen_source_digest(),
         updated_in_place=repr(UPDATED_IN_PLACE),

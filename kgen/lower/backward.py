@@ -75,10 +75,8 @@ def boundary(graph: Graph) -> int:
     return graph.batchnorms[0].id if graph.batchnorms else graph.gemm.id
 
 
-def unsupported(lowered: Lowered, external_gemm: bool) -> str | None:
+def unsupported(lowered: Lowered) -> str | None:
     """Why this part has no backward kernel yet (None: it has one)."""
-    if external_gemm:
-        return "no backward kernel for a cuBLAS GEMM yet (the backward GEMMs are kgen's own)"
     if lowered.gemv or lowered.constant is not None:
         return "no backward kernel yet for a module whose GEMM a rewrite removed"
     # Dropout's mask is read per element as the forward reads it (the same operand, kept by

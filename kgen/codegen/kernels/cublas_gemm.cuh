@@ -1,5 +1,5 @@
 // z = x * w^T through cuBLAS, for the cuBLAS-backed variants (the baseline the custom GEMMs are
-// measured against). The extension links no torch, so it cannot borrow PyTorch's cuBLAS handle:
+// measured against), in the forward and in the backward's two GEMMs (kgen::CublasGemm). The extension links no torch, so it cannot borrow PyTorch's cuBLAS handle:
 // it keeps one handle per device, created on first use, and binds it to the caller's stream for
 // each call. The compute type is the variant's (KGEN_CUBLAS_COMPUTE), never a global flag such
 // as torch.backends.cuda.matmul.allow_tf32.
@@ -39,3 +39,21 @@ inline const char* cublas_gemm(const float* x, const float* w, float* z, int M, 
 }
 
 }  // namespace kgen_api
+
+namespace kgen {
+
+// The cuBLAS variants' GEMM as the backward kernels call a GEMM (Gemm::launch<StoreEpilogue>:
+// z = a b^T stored as it is), in the variant's compute type: dx and dW in the tier's math.
+// (The forward calls kgen_api::cublas_gemm from its entry point, the epilogue then a pass of
+// its own: ExternalGemm.)
+struct CublasGemm : ExternalGemm {
+  template <class EPI>
+  static cudaError_t launch(const float* a, const float* b, int M, int N, int K, const EpilogueParams& p,
+                            cudaStream_t stream) {
+    static_assert(std::is_same<EPI, StoreEpilogue>::value, "cuBLAS stores z as it is; an epilogue runs after it");
+    // (cuBLAS's own status has no cudaError_t: the backward names the step that failed.)
+    return kgen_api::cublas_gemm(a, b, p.z, M, N, K, stream) == nullptr ? cudaSuccess : cudaErrorUnknown;
+  }
+};
+
+}  // namespace kgen

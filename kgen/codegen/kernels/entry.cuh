@@ -106,9 +106,12 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   kgen_cfg::fill_operands(a, p, f);
   if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = ws + split_offset(a.M, a.N, a.K);
 #ifdef KGEN_CUBLAS_COMPUTE
-  // (A constant output runs no GEMM, and its workspace has no room for z.)
+  // (A constant output runs no GEMM, and its workspace has no room for z.) z into S, where the
+  // epilogue then runs in place; or, kept for the backward, into z_out, from which the epilogue
+  // reads it (forward_impl's z_ready).
   if (!kgen_cfg::kConstantOutput) {
-    if (const char* err = kgen_api::cublas_gemm(a.x, a.w, b.s, a.M, a.N, a.K, a.stream)) return err;
+    float* const z = a.z_out != nullptr ? a.z_out : b.s;
+    if (const char* err = kgen_api::cublas_gemm(a.x, a.w, z, a.M, a.N, a.K, a.stream)) return err;
   }
 #endif
   const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);

@@ -1,8 +1,9 @@
 """GPU tier of a cuBLAS variant's backward (issue 24, item 3): the same backward kernels as kgen's
 own GEMMs use, with dx = dz W and dW = dz^T x on cuBLAS in the variant's compute type (fp32,
 TF32, BF16), judged as `kgen validate` judges gradients, against fp64 at the tier's tolerance
-(cuBLAS fp32 is eager's own GEMM: the fp32-exact gate), on a point-wise part, a staged part with
-BatchNorm and softmax, and a broadcast tail after GroupNorm; and 20 training steps at TF32."""
+with eager in the same math beside them (cuBLAS fp32 is eager's own GEMM: the fp32-exact gate),
+on a point-wise part with a kink (LeakyReLU), a staged part with BatchNorm and softmax, and a
+broadcast tail after GroupNorm; and 20 training steps at TF32."""
 
 import pytest
 import torch

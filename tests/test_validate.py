@@ -1,5 +1,6 @@
 """The comparison rules of kgen/check/validate.py on tensors made to a known error (CPU)."""
 
+import pytest
 import torch
 
 from kgen.check.validate import FP32_EXACT_FACTOR, Comparison
@@ -366,3 +367,18 @@ def test_a_reproduced_dropout_gets_its_gradients_checked_in_both_modes():
     names = [name for name, _ in validate.checks(f, 1e-4, quick=False, batch=8, device="cpu")]
     assert {"gradients, train mode", "gradients, eval mode", validate.TRAINING_CHECK} <= set(names)
     assert validate.KERNELBENCH_CHECK not in names
+
+
+def test_a_relaxed_tiers_gradient_yardstick_is_eager_in_its_math():
+    """check_gradients runs eager's GEMMs in a TF32 / BF16 file's math (the yardstick of its
+    gradients), fp32 for every other math, and leaves torch's setting as it found it."""
+    from kgen.check.validate import eager_matmul_math
+
+    before = torch.get_float32_matmul_precision()
+    for math, inside in (("tf32", "high"), ("bf16", "medium"), ("tf32x3", before), ("fp32_simt", before)):
+        with eager_matmul_math(math):
+            assert torch.get_float32_matmul_precision() == inside, math
+        assert torch.get_float32_matmul_precision() == before
+    with pytest.raises(ValueError), eager_matmul_math("tf32"):
+        raise ValueError("a failing check")
+    assert torch.get_float32_matmul_precision() == before

@@ -716,7 +716,8 @@ def check_training(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
     """TRAIN_STEPS steps of gradient descent on sum(G * y), G a fixed standard normal tensor
     (dL/dy = G: gradients O(1) per element of y, summed over the batch, however large y
     grows), one fixed batch, each parameter with its own learning rate (see TRAIN_MOVE_FACTOR);
-    the same steps for ModelNew, eager fp32 and fp64. Every step's output is judged as an
+    the same steps for ModelNew, eager fp32 (its GEMMs in a TF32 / BF16 file's math:
+    eager_matmul_math) and fp64. Every step's output is judged as an
     output (a fault in the forward fails here too); at the end, how far each parameter and
     buffer moved, against the fp64 run's move, within tol of the largest move plus the gate's
     factor times eager fp32's drift (Comparison's `displacements` judge). The check
@@ -746,11 +747,13 @@ def check_training(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
         ys, grads = [], []
         for model, dtype in zip(trio.models(), (torch.float32, torch.float32, torch.float64)):
             torch.cuda.set_rng_state(rng, device)   # one Dropout mask for the three
-            y = model(x.to(dtype))
-            if g is None:
-                g = torch.randn(y.shape, device=device, generator=torch.Generator(device=device).manual_seed(3))
-            params = [model.get_parameter(name) for name in names]
-            grads.append(torch.autograd.grad((y * g.to(dtype)).sum(), params, allow_unused=True))
+            # (eager, the yardstick, in a TF32 / BF16 file's math, as in check_gradients)
+            with eager_matmul_math(f.spec.math if model is trio.ref else ""):
+                y = model(x.to(dtype))
+                if g is None:
+                    g = torch.randn(y.shape, device=device, generator=torch.Generator(device=device).manual_seed(3))
+                params = [model.get_parameter(name) for name in names]
+                grads.append(torch.autograd.grad((y * g.to(dtype)).sum(), params, allow_unused=True))
             ys.append(y.detach())
         outputs.add(f"step {step} output", *ys)
         if not rates:

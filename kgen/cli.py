@@ -442,8 +442,13 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
               help="How many of the visible GPUs measure candidates: `all` or N (the first N), one "
                    "worker each; every candidate is timed with eager on one GPU, the runoff and the "
                    "full validations on the first.")
+@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None,
+              help="The module's dtype (module and input converted with .to(dtype)): every candidate "
+                   "validated and timed in it against eager in it, the tolerance KernelBench's for it "
+                   "unless --tol; bf16 / fp16 run on kgen's Hopper GEMM only [the dtype of the "
+                   "reference's get_inputs()].")
 def search(ref, problem, batch, in_features, out_features, sets, tol, maths, jobs, iters, top, exhaustive,
-           out_dir, results_dir, plot_path, gpu_count):
+           out_dir, results_dir, plot_path, gpu_count, dtype):
     """Find the fastest valid file per tolerance tier and write it to --out-dir.
 
     Drops what cannot win before building (math modes whose operand rounding alone breaks every
@@ -458,6 +463,7 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
                                  param_hint="--plot")
     problem = _problem(ref, problem)
     batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)
+    dtype = dtype or _reference_dtype(problem, constants)
     _require_cuda("search")
     import torch
 
@@ -467,13 +473,21 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
 
     # Only what this GPU can build and run: wgmma variants on Hopper alone.
     arch = arch_for_capability(*torch.cuda.get_device_capability())
-    record = run_search(problem, batch, in_features, out_features, sorted(tol or (1e-4,)),
+    record = run_search(problem, batch, in_features, out_features, sorted(tol or (PRECISION_TOLERANCES[dtype],)),
                         maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
                         iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
                         exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants,
-                        gpus=gpus)
+                        gpus=gpus, dtype=dtype)
     _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
     sys.exit(0 if record["winners"] else 1)
+
+
+def _reference_dtype(problem: str, constants: tuple) -> str:
+    """--dtype's name of the reference's input dtype (its get_inputs()); fp32 for any other."""
+    from kgen.frontend.problems import load
+
+    torch_name = str(load(problem, constants=constants).input.dtype).removeprefix("torch.")
+    return next((name for name, t in DTYPES.items() if t == torch_name), "fp32")
 
 
 def _draw(record: dict, path: Path) -> bool:
@@ -544,14 +558,15 @@ def winners_table(rows: list[dict]) -> str:
     def number(value, fmt):
         return format(value, fmt) if isinstance(value, (int, float)) else "-"
 
-    table = [("problem", "batch x in -> out", "tol", "ms", "x eager fp32", "device", "date")]
+    # (x eager: against eager in the module's dtype, fp32 unless the dtype column says otherwise)
+    table = [("problem", "batch x in -> out", "dtype", "tol", "ms", "x eager", "device", "date")]
     for r in rows:
         shape = f"{r['batch']} x {r['in_features']} -> {r['out_features']}"
         shape += "".join(f", {name}={value:g}" for name, value in r["constants"].items())
-        table.append((r["problem"], shape, f"{r['tol']:g}", number(r["median_ms"], ".3f"),
+        table.append((r["problem"], shape, r["dtype"], f"{r['tol']:g}", number(r["median_ms"], ".3f"),
                       number(r["ratio"], ".3f"), r["device"] or "-", r["date"] or "-"))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    right = {3, 4}   # numbers align right
+    right = {4, 5}   # numbers align right
     return "\n".join("  ".join(cell.rjust(w) if i in right else cell.ljust(w)
                                for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
                      for row in table)

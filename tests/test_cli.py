@@ -15,6 +15,8 @@ from kgen.codegen import generator
 from kgen.cli import main
 from kgen.tune.spec import Spec, Tile
 
+from conftest import module_source
+
 REFS = Path(__file__).parent / "refs"
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU defaults")
 
@@ -201,6 +203,7 @@ def test_gemv_on_a_module_the_rewrite_does_not_fit_is_a_usage_error(tmp_path):
     (("--batch", "1000000000"), "elements"),
     (("--set", "nosuch=3"), "nosuch"),
     (("--plot", "candidates.txt"), "a plot is written as .png, .svg, .pdf"),
+    (("--dtype", "int8"), "'int8' is not one of"),
 ])
 def test_search_checks_the_module_and_options_before_it_needs_a_gpu(tmp_path, monkeypatch, args, phrase):
     monkeypatch.chdir(tmp_path)
@@ -278,6 +281,8 @@ def test_validate_and_bench_read_the_file_before_anything_else(tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown without a GPU")
 def test_gpu_commands_say_when_there_is_no_gpu(tmp_path):
     r = run("search", "--in", "64", "--out", "64")
+    assert r.exit_code == 2 and "needs a CUDA GPU" in r.output
+    r = run("search", "--in", "64", "--out", "64", "--dtype", "bf16")
     assert r.exit_code == 2 and "needs a CUDA GPU" in r.output
     out = tmp_path / "m.py"
     run("generate", "-o", str(out))
@@ -405,10 +410,10 @@ def test_winners_lists_the_records_winners_as_a_table_and_as_json(tmp_path):
     r = run("winners", "--results-dir", str(tmp_path))
     assert r.exit_code == 0, r.output
     header, *rows = r.output.strip().splitlines()
-    assert header.split() == ["problem", "batch", "x", "in", "->", "out", "tol", "ms", "x", "eager", "fp32",
+    assert header.split() == ["problem", "batch", "x", "in", "->", "out", "dtype", "tol", "ms", "x", "eager",
                               "device", "date"]
     assert [row.split()[0] for row in rows] == ["abc_module", "gemm_scale_bn", "gemm_scale_bn"]
-    assert rows[1].split()[1:9] == ["1024", "x", "8192", "->", "8192", "0.0001", "1.117", "0.447"]
+    assert rows[1].split()[1:10] == ["1024", "x", "8192", "->", "8192", "fp32", "0.0001", "1.117", "0.447"]
     assert rows[1].endswith("NVIDIA H100 80GB HBM3  2026-11-22")
     assert run("list", "--results-dir", str(tmp_path)).output == r.output   # `list` is the same command
     r = run("winners", "--json", "--results-dir", str(tmp_path))
@@ -423,3 +428,17 @@ def test_winners_without_records_says_so(tmp_path):
     assert r.exit_code == 0 and "no search records with a winner" in r.output
     (tmp_path / "a_file").write_text("")
     refused(run("winners", "--results-dir", str(tmp_path / "a_file")), "is a file")
+
+
+def test_searchs_dtype_is_the_references_unless_given(tmp_path):
+    """kgen search's --dtype defaults to the dtype of the reference's get_inputs()."""
+    ref = tmp_path / "half_input.py"
+    # (a module in bf16 as its author writes it: the Linear's weights and the input)
+    ref.write_text(module_source("x = torch.relu(x)", {}, 64)
+                   .replace("torch.rand(batch_size, in_features)", "torch.rand(batch_size, in_features, dtype=torch.bfloat16)")
+                   .replace("nn.Linear(in_features, out_features)", "nn.Linear(in_features, out_features, dtype=torch.bfloat16)"))
+    assert ref.read_text().count("bfloat16") == 2
+    from kgen.cli import _reference_dtype
+
+    assert _reference_dtype(str(ref), ()) == "bf16"
+    assert _reference_dtype("gemm_scale_bn", ()) == "fp32"

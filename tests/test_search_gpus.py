@@ -175,10 +175,9 @@ def test_one_gpu_runs_one_worker_in_the_searchs_own_environment(tmp_path, monkey
     assert not any(" gpu " in line for line in lines)
 
 
-def test_the_record_says_which_gpu_measured_what(tmp_path, monkeypatch):
-    """A whole search on two fake GPUs: builds and the GPU subprocesses replaced by fakes. Every
-    candidate's record names the GPU that measured it; the runoff and the full validation run on
-    the first GPU, and the record and the winner say so."""
+def fake_gpus(tmp_path, monkeypatch) -> dict:
+    """A search's builds and GPU subprocesses replaced by fakes on CPU (the worker: FAKE_WORKER);
+    returns what the fakes were called with."""
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: "Fake GPU")
@@ -189,28 +188,42 @@ def test_the_record_says_which_gpu_measured_what(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=None: Props())
     script = tmp_path / "fake_worker.py"
     script.write_text(FAKE_WORKER)
-    monkeypatch.setattr(search, "worker_command", lambda *a: [sys.executable, str(script)])
+    calls: dict = {"worker_commands": []}
+    real_worker_command = search.worker_command
+
+    def fake_worker_command(*a):
+        calls["worker_commands"].append(real_worker_command(*a))
+        return [sys.executable, str(script)]
+
+    monkeypatch.setattr(search, "worker_command", fake_worker_command)
 
     def fake_build_all(cands, jobs, timeout, echo, on_built=lambda c: None):
+        calls["built"] = [c.spec for c in cands]
         for i, c in enumerate(cands):
             # every candidate within the runoff's margin: 1.00, 1.01, ... ms
             c.path = c.path.rename(c.path.with_name(f"{c.path.stem}_ms{1 + i / 100:.2f}.py"))
             c.status = "built"
             on_built(c)
 
-    calls = {}
-
-    def fake_runoff(contenders, timeout, env=None):
-        calls["runoff_env"] = env
+    def fake_runoff(contenders, timeout, env=None, dtype="fp32"):
+        calls["runoff"] = (env, dtype)
         return {"eager": [2.0] * 10, **{str(c.path): [1.0 + 0.001 * k] * 5 for k, c in enumerate(contenders)}}, ""
 
-    def fake_validation(path, tol, timeout, env=None):
-        calls["validation_env"] = env
+    def fake_validation(path, tol, timeout, env=None, dtype="fp32"):
+        calls["validation"] = (env, dtype)
         return True, "ok"
 
     monkeypatch.setattr(search, "build_all", fake_build_all)
     monkeypatch.setattr(search, "run_runoff", fake_runoff)
     monkeypatch.setattr(search, "full_validation", fake_validation)
+    return calls
+
+
+def test_the_record_says_which_gpu_measured_what(tmp_path, monkeypatch):
+    """A whole search on two fake GPUs: builds and the GPU subprocesses replaced by fakes. Every
+    candidate's record names the GPU that measured it; the runoff and the full validation run on
+    the first GPU, and the record and the winner say so."""
+    calls = fake_gpus(tmp_path, monkeypatch)
     record = search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], maths=("tf32x3",), top=3,
                                work_dir=tmp_path / "work", out_dir=tmp_path / "out",
                                results_dir=tmp_path / "results", exhaustive=True,
@@ -225,6 +238,39 @@ def test_the_record_says_which_gpu_measured_what(tmp_path, monkeypatch):
     winner = saved["winners"]["0.0001"]
     assert winner["runoff_gpu"] == 0 and winner["full_validation_gpu"] == 0
     assert winner["measured_on_gpu"] in (0, 1)
-    # the runoff and the validation ran on GPU 0 alone
-    assert calls["runoff_env"]["CUDA_VISIBLE_DEVICES"] == "0"
-    assert calls["validation_env"]["CUDA_VISIBLE_DEVICES"] == "0"
+    # the runoff and the validation ran on GPU 0 alone, for the module in fp32
+    assert calls["runoff"][0]["CUDA_VISIBLE_DEVICES"] == "0" and calls["runoff"][1] == "fp32"
+    assert calls["validation"][0]["CUDA_VISIBLE_DEVICES"] == "0" and calls["validation"][1] == "fp32"
+    assert all("--dtype" not in cmd for cmd in calls["worker_commands"])
+
+
+def test_a_search_in_bf16_tries_each_16_bit_build_once_and_says_its_dtype(tmp_path, monkeypatch):
+    """kgen search --dtype bf16 (fakes for the GPU): only variants with a 16-bit build (kgen's
+    Hopper GEMM), one per distinct one (BM, group, fusion: its GEMM ignores the math mode and
+    the tile's BN), the fp32-exact math kept; the worker, the runoff and the full validation run
+    the module in bf16; the record, the winner's file name and the index say bf16, and
+    `kgen generate` does not take it for an fp32-accurate file."""
+    from kgen.codegen import generator
+    from kgen.tune.choose import earlier_winner
+
+    calls = fake_gpus(tmp_path, monkeypatch)
+    record = search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], work_dir=tmp_path / "work",
+                               out_dir=tmp_path / "out", results_dir=tmp_path / "results",
+                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lambda s: None,
+                               gpus=[0], dtype="bf16")
+    built = calls["built"]
+    assert built and all(generator.half_gemm_type(s) is not None for s in built)
+    builds = [(s.tile.bm, s.tile.group_m, s.fusion) for s in built]
+    assert len(set(builds)) == len(builds) and {s.math for s in built} == {"tf32x3"}
+    assert all(cmd[-3:] == ["--dtype", "bf16", "-"] for cmd in calls["worker_commands"])
+    assert calls["runoff"][1] == "bf16" and calls["validation"][1] == "bf16"
+    saved = json.loads(open(record["record_path"]).read())
+    assert saved["dtype"] == "bf16" and record["record_path"].endswith("_tol0.0001_bf16.json")
+    winner = saved["winners"]["0.0001"]
+    assert winner["path"].endswith("_tol0.0001_bf16.py")
+    index = json.loads((tmp_path / "out" / "index.json").read_text())
+    assert [w["dtype"] for w in index["winners"].values()] == ["bf16"]
+    assert earlier_winner("gemm_scale_bn", 256, 512, 512, "sm_90a", results_dir=tmp_path / "results") is None
+    # the same search in fp32 keeps to its own cache entries and files
+    assert search.MeasurementCache.key(built[0], "Fake GPU", "eval") != \
+        search.MeasurementCache.key(built[0], "Fake GPU", "eval", "bf16")

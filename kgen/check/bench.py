@@ -158,12 +158,13 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
                        str(dtype).removeprefix("torch."), eager_err, autotuned)
 
 
-def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int = 0) -> dict:
+def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int = 0,
+           dtype: torch.dtype = torch.float32) -> dict:
     """Close candidates timed against each other: in each of `rounds` rounds every file runs
     right after an eager run (a tensor-core file timed right after another one measured up to
     8 % slower than after eager: the clocks depend on what ran before, docs/perf.md), in an
-    order that alternates between rounds. Returns {"eager": [ms per timing], path: [ms per
-    round]} (medians of `iters` calls each)."""
+    order that alternates between rounds; the modules and the input in `dtype`. Returns
+    {"eager": [ms per timing], path: [ms per round]} (medians of `iters` calls each)."""
     device = torch.device("cuda")
     f0 = files[0]
     torch.manual_seed(seed)
@@ -173,8 +174,8 @@ def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int
     for new in news:
         new.load_state_dict(ref.state_dict())
     for m in (ref, *news):
-        m.train(f0.runs_in_training)
-    (x,) = [t.to(device) for t in f0.reference.inputs(f0.spec.batch)]
+        m.to(dtype).train(f0.runs_in_training)
+    (x,) = [t.to(device, dtype) for t in f0.reference.inputs(f0.spec.batch)]
     previous = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     times: dict = {"eager": [], **{str(f.path): [] for f in files}}

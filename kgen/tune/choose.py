@@ -115,13 +115,14 @@ def known_winners(dirs: list[Path]) -> list[dict]:
                 "batch": record.get("batch"), "in_features": record.get("in_features"),
                 "out_features": record.get("out_features"),
                 "constants": {name: value for name, value in record.get("constants") or []},
-                "tol": float(tol), "variant": winner.get("name"), "file": winner.get("path"),
+                "tol": float(tol), "dtype": record.get("dtype", "fp32"), "variant": winner.get("name"),
+                "file": winner.get("path"),
                 "median_ms": m.get("median_ms"), "ratio": m.get("ratio"), "eager_ms": m.get("eager_ms"),
                 "max_abs_err": m.get("max_abs_err"), "arch": record.get("arch"),
                 "device": m.get("device") or record.get("device"), "date": m.get("date"),
                 "record": str(path)})
     return sorted(rows, key=lambda r: (r["problem"], r["batch"] or 0, r["in_features"] or 0,
-                                       r["out_features"] or 0, sorted(r["constants"].items()), r["tol"]))
+                                       r["out_features"] or 0, sorted(r["constants"].items()), r["dtype"], r["tol"]))
 
 
 def earlier_winner(problem: str, batch: int, in_features: int, out_features: int, arch: str,
@@ -134,6 +135,8 @@ def earlier_winner(problem: str, batch: int, in_features: int, out_features: int
     workload = Workload(problem, batch, in_features, out_features, constants)
     best = None
     for path, record in search_records(results_dirs(problem, results_dir)):
+        if record.get("dtype", "fp32") != "fp32":
+            continue  # a search of the module in bf16 / fp16: its winner is no fp32-accurate file
         candidates = [c for c in record.get("candidates") or [] if isinstance(c, dict)]
         specs_by_name = {c.get("name"): c.get("spec") for c in candidates}
         keys_by_name = {c.get("name"): c.get("key") for c in candidates}

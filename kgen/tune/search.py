@@ -96,6 +96,19 @@ def enumerate_variants(workload: Workload, maths=DEFAULT_MATHS, arch: str = WGMM
     return variants
 
 
+def half_variants(workload: Workload, variants: list[Variant]) -> list[Variant]:
+    """The variants that run the module in bf16 / fp16 (those with a 16-bit build: kgen's Hopper
+    GEMM, generator.half_gemm_type), one per distinct 16-bit build: that GEMM takes the tile's BM
+    and group only (its BN and stages are configs.HALF_WGMMA_BN / _STAGES) and no math mode, so
+    of the variants alike in those and the fusion level the first is kept (enumerate_variants
+    lists the fp32-exact math before TF32: the file then stays fp32-exact for fp32 input)."""
+    kept: dict[tuple, Variant] = {}
+    for v in variants:
+        if generator.half_gemm_type(Spec(workload, v)) is not None:
+            kept.setdefault((v.tile.bm, v.tile.group_m, v.fusion, v.arch), v)
+    return list(kept.values())
+
+
 # ---- what cannot win is not built ----------------------------------------------------------
 # Effective rate of each GEMM (family, math) at KernelBench's shapes, TFLOP/s, from the GEMM-alone
 # and winner timings on an H100 (docs/perf.md). They only rank candidates before anything is
@@ -246,35 +259,38 @@ class MeasurementCache:
             self.entries = {}
 
     @staticmethod
-    def key(spec: Spec, device: str, what: str) -> str:
+    def key(spec: Spec, device: str, what: str, dtype: str = "fp32") -> str:
         import torch
 
         # The reference's content and the workload, not its path: two files of one stem never
-        # share a measurement, and an edited reference never reuses a stale one.
+        # share a measurement, and an edited reference never reuses a stale one. A module in
+        # bf16 / fp16 is another measurement (fp32's keys name no dtype).
+        what = what if dtype == "fp32" else f"{what} {dtype}"
         return (f"{what}|{spec.key()}|{spec.workload.identity()}|{device}|"
                 f"torch {torch.__version__}|kgen {kgen_source_digest()}")
 
-    def evaluation(self, spec: Spec, device: str, tols: list[float], iters: int) -> dict | None:
+    def evaluation(self, spec: Spec, device: str, tols: list[float], iters: int, dtype: str = "fp32") -> dict | None:
         """A cached evaluation that answers every requested tolerance, or None."""
-        e = self.entries.get(self.key(spec, device, "eval"))
+        e = self.entries.get(self.key(spec, device, "eval", dtype))
         if not e or e.get("iters", 0) < iters:
             return None
         tried, passing = set(e["tols_tried"]), e["record"].get("passing_tols") or []
         known = all(t in tried or (passing and t >= min(passing)) for t in tols)
         return e["record"] if known else None
 
-    def store_evaluation(self, spec: Spec, device: str, tols: list[float], iters: int, record: dict):
+    def store_evaluation(self, spec: Spec, device: str, tols: list[float], iters: int, record: dict,
+                         dtype: str = "fp32"):
         if record.get("status") in ("passed", "incorrect"):
-            self.entries[self.key(spec, device, "eval")] = {
+            self.entries[self.key(spec, device, "eval", dtype)] = {
                 "tols_tried": sorted(tols), "iters": iters,
                 "record": {k: v for k, v in record.items() if k != "path"}}
             self.save()
 
-    def full_validation(self, spec: Spec, device: str, tol: float) -> bool:
-        return bool(self.entries.get(self.key(spec, device, f"full tol {tol:g}")))
+    def full_validation(self, spec: Spec, device: str, tol: float, dtype: str = "fp32") -> bool:
+        return bool(self.entries.get(self.key(spec, device, f"full tol {tol:g}", dtype)))
 
-    def store_full_validation(self, spec: Spec, device: str, tol: float):
-        self.entries[self.key(spec, device, f"full tol {tol:g}")] = True
+    def store_full_validation(self, spec: Spec, device: str, tol: float, dtype: str = "fp32"):
+        self.entries[self.key(spec, device, f"full tol {tol:g}", dtype)] = True
         self.save()
 
     def save(self):
@@ -357,13 +373,18 @@ def gpu_env(gpus: list[int] | None, gpu: int | None) -> dict | None:
     return dict(os.environ, CUDA_VISIBLE_DEVICES=name)
 
 
-def worker_command(tols: list[float], batch: int | None, iters: int) -> list[str]:
+def dtype_args(dtype: str) -> list[str]:
+    """A worker's or `kgen validate`'s --dtype (fp32, the default, unsaid)."""
+    return [] if dtype == "fp32" else ["--dtype", dtype]
+
+
+def worker_command(tols: list[float], batch: int | None, iters: int, dtype: str = "fp32") -> list[str]:
     cmd = [sys.executable, "-m", "kgen.tune.worker", "evaluate", "--iters", str(iters)]
     for t in tols:
         cmd += ["--tol", repr(t)]
     if batch:
         cmd += ["--batch", str(batch)]
-    return cmd + ["-"]
+    return cmd + dtype_args(dtype) + ["-"]
 
 
 class Evaluator:
@@ -519,12 +540,13 @@ def runoff_order(contenders: list[Candidate], times: dict) -> list[Candidate]:
     return sorted(contenders, key=lambda c: c.runoff_ms)
 
 
-def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = None) -> tuple[dict | None, str]:
+def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = None,
+               dtype: str = "fp32") -> tuple[dict | None, str]:
     """kgen.tune.worker runoff in a subprocess (a crash costs only the runoff): (times, error).
     env: the subprocess's environment (gpu_env: the GPU it runs on)."""
     try:
         proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "runoff", "--rounds", str(RUNOFF_ROUNDS),
-                               *(str(c.path) for c in contenders)],
+                               *dtype_args(dtype), *(str(c.path) for c in contenders)],
                               capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, f"took longer than {timeout:.0f} s"
@@ -538,8 +560,10 @@ def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = N
     return None, tail[-1] if tail else f"exit {proc.returncode}"
 
 
-def full_validation(path: Path, tol: float, timeout: float, env: dict | None = None) -> tuple[bool, str]:
-    proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(path), "--tol", repr(tol)],
+def full_validation(path: Path, tol: float, timeout: float, env: dict | None = None,
+                    dtype: str = "fp32") -> tuple[bool, str]:
+    proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(path), "--tol", repr(tol),
+                           *dtype_args(dtype)],
                           capture_output=True, text=True, timeout=timeout, env=env)
     return proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -548,9 +572,10 @@ def full_validation(path: Path, tol: float, timeout: float, env: dict | None = N
 INDEX_NAME = "index.json"
 
 
-def winner_path(out_dir: Path, spec: Spec, tol: float) -> Path:
-    """One file per problem, shape and tolerance tier: a new winner replaces the old one."""
-    return out_dir / f"{spec.shape_name()}_tol{tol:g}.py"
+def winner_path(out_dir: Path, spec: Spec, tol: float, dtype: str = "fp32") -> Path:
+    """One file per problem, shape, tolerance tier and module dtype (fp32 unsaid): a new winner
+    replaces the old one."""
+    return out_dir / f"{spec.shape_name()}_tol{tol:g}{'' if dtype == 'fp32' else '_' + dtype}.py"
 
 
 def distinct_path(path: Path, sha256: str) -> Path:
@@ -593,7 +618,8 @@ def portable_spec(spec: Spec) -> dict:
     return d
 
 
-def record_winner(out_dir: Path, path: Path, spec: Spec, tol: float, measured: dict) -> dict | None:
+def record_winner(out_dir: Path, path: Path, spec: Spec, tol: float, measured: dict,
+                  dtype: str = "fp32") -> dict | None:
     """Lists the winner in out_dir/index.json; returns the entry it replaced, if any."""
     index = read_index(out_dir)
     index["about"] = ("The current winner of each problem, shape and tolerance tier, written by "
@@ -602,7 +628,8 @@ def record_winner(out_dir: Path, path: Path, spec: Spec, tol: float, measured: d
     index["winners"][path.name] = {
         "problem": portable_problem(spec.problem), "reference_sha256": spec.workload.sha256,
         "batch": spec.batch, "in_features": spec.in_features,
-        "out_features": spec.out_features, "tol": tol, "arch": spec.arch, "variant": spec.name(),
+        "out_features": spec.out_features, "tol": tol, **({} if dtype == "fp32" else {"dtype": dtype}),
+        "arch": spec.arch, "variant": spec.name(),
         "key": spec.key(), "spec": portable_spec(spec), "measured": measured}
     index["winners"] = dict(sorted(index["winners"].items()))
     generator.write_atomic(out_dir / INDEX_NAME, json.dumps(index, indent=1) + "\n")
@@ -616,10 +643,14 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                top: int | None = None, arch: str = WGMMA_ARCH, exhaustive: bool = False,
                cache: MeasurementCache | None = None,
                echo: Callable[[str], None] = print, constants: tuple = (),
-               gpus: list[int] | None = None) -> dict:
+               gpus: list[int] | None = None, dtype: str = "fp32") -> dict:
     """The search; returns its record as written, with where (`record_path`). gpus: the GPUs it
     measures on (indices among those this process sees; one worker each) [this process's device
-    0 alone]; the runoff and the full validations run on the first, so that their times compare."""
+    0 alone]; the runoff and the full validations run on the first, so that their times compare.
+    dtype: the module's (configs.PRECISIONS; the module and its input converted as
+    module.to(dtype) makes them): every candidate validated and timed in it, against eager in it;
+    in bf16 / fp16 only the variants with a 16-bit build are tried (half_variants), and the probe
+    of the math modes and the cost model, both about fp32 operands, are skipped."""
     import torch
 
     started = time.monotonic()
@@ -640,17 +671,23 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     # One workload, many code variants: the candidates.
     workload = Workload(problem, batch, in_features, out_features, constants)
     shape = workload.shape_name()
-    specs = [Spec(workload, v) for v in enumerate_variants(workload, maths, arch=arch, top=top)]
+    variants = enumerate_variants(workload, maths, arch=arch, top=top)
+    if dtype != "fp32":
+        variants = half_variants(workload, variants)
+    specs = [Spec(workload, v) for v in variants]
     on = (f"{len(gpus)} x {device} (GPUs {', '.join(map(str, gpus))}: one worker each, every candidate "
           f"timed with eager on one; the runoff and full validations on GPU {home})"
           if len(gpus) > 1 else device)
-    echo(f"{stamp()} search {shape} on {on} ({arch}, {sms} SMs): {len(specs)} valid specs, "
-         f"tolerances {', '.join(f'{t:g}' for t in tols)}")
+    echo(f"{stamp()} search {shape}{'' if dtype == 'fp32' else ' in ' + dtype} on {on} ({arch}, {sms} SMs): "
+         f"{len(specs)} valid specs, tolerances {', '.join(f'{t:g}' for t in tols)}")
+    if not specs:
+        echo(f"{stamp()} no variant runs a {dtype} module on {arch} (16-bit modules run on kgen's Hopper "
+             "wgmma GEMM, sm_90a)")
 
     dropped: dict[Spec, str] = {}
     admissible = {t: set(FP32_ACCURATE_MATHS) for t in tols}
     eager: dict = {}
-    if not exhaustive:
+    if not exhaustive and dtype == "fp32":
         probe = probe_maths(problem, batch, in_features, out_features, sorted({s.math for s in specs}),
                             tols, "cuda", constants, eager)
         beyond = [t for t in tols if t not in eager["within"]]
@@ -678,20 +715,21 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
             candidates.append(Candidate(s, cand_dir / f"{s.name()}.py", status="pruned", detail=dropped[s]))
             continue
         c = Candidate(s, generator.write(s, cand_dir / f"{s.name()}.py"))
-        hit = cache.evaluation(s, device, tols, iters)
+        hit = cache.evaluation(s, device, tols, iters, dtype)
         if hit:
             c.record, c.status, c.detail, c.cached = dict(hit, path=str(c.path)), hit["status"], hit.get("detail", ""), True
         candidates.append(c)
     winners: dict = {}
     tol_tag = "_".join(f"{t:g}" for t in sorted(tols))
-    record_path = distinct_path(results_dir / f"search_{shape}_tol{tol_tag}.json", workload.sha256)
+    dtype_tag = "" if dtype == "fp32" else f"_{dtype}"
+    record_path = distinct_path(results_dir / f"search_{shape}_tol{tol_tag}{dtype_tag}.json", workload.sha256)
     results_dir.mkdir(parents=True, exist_ok=True)
 
     def save():
         """Rewritten after every result, so an interrupted search keeps what it measured."""
         record = {"search": shape, "problem": portable_problem(problem),
                   "reference_sha256": workload.sha256, "constants": [list(c) for c in constants], "batch": batch, "in_features": in_features,
-                  "out_features": out_features, "arch": arch, "device": device, "tols": tols,
+                  "out_features": out_features, "arch": arch, "device": device, "tols": tols, "dtype": dtype,
                   # which GPU measured what: each candidate's `gpu`, each winner's runoff and
                   # full validation on `runoff_and_validation_gpu`
                   "gpus": [{"index": i, "name": names[i]} for i in gpus],
@@ -707,11 +745,12 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     lock = threading.Lock()
 
     def on_result(c: Candidate):
-        cache.store_evaluation(c.spec, device, tols, iters, c.record)
+        cache.store_evaluation(c.spec, device, tols, iters, c.record, dtype)
         with lock:
             save()
 
-    evaluator = Evaluator(tols, None, iters, eval_timeout, echo, on_result, total=len(to_build), gpus=gpus)
+    evaluator = Evaluator(tols, None, iters, eval_timeout, echo, on_result, total=len(to_build), gpus=gpus,
+                          command=worker_command(tols, None, iters, dtype))
     if to_build:
         echo(f"{stamp()} building {len(to_build)} candidates ({jobs} at a time); each is measured "
              f"as soon as it is built" + (f", by the first free of {len(gpus)} GPU workers" if len(gpus) > 1 else ""))
@@ -728,7 +767,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
             c.runoff_ms = None   # a runoff of an earlier tier says nothing here
         contenders = runoff_contenders(passing)
         if contenders:
-            times, error = run_runoff(contenders, eval_timeout, home_env)
+            times, error = run_runoff(contenders, eval_timeout, home_env, dtype)
             if times is None:
                 echo(f"{stamp()} tol {tol:g}: the runoff of the {len(contenders)} fastest failed ({error}); "
                      "keeping the order of their first measurements")
@@ -736,26 +775,26 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 ordered = runoff_order(contenders, times)
                 passing = ordered + [c for c in passing if c not in contenders]
                 echo(f"{stamp()} tol {tol:g}: {len(contenders)} candidates within {RUNOFF_MARGIN:.0%} of "
-                     f"each other, timed again in {RUNOFF_ROUNDS} rounds, each right after eager fp32 "
+                     f"each other, timed again in {RUNOFF_ROUNDS} rounds, each right after eager {dtype} "
                      f"({statistics.median(times['eager']):.3f} ms): "
                      + ", ".join(f"{c.spec.name()} {c.runoff_ms:.3f} ms" for c in ordered))
         for c in passing:
-            if cache.full_validation(c.spec, device, tol):
+            if cache.full_validation(c.spec, device, tol, dtype):
                 ok, log = True, "cached"
                 echo(f"{stamp()} tol {tol:g}: {c.spec.name()} passed the full validation before on this device")
             else:
                 echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()}")
-                ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env)
+                ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env, dtype)
             if ok:
-                cache.store_full_validation(c.spec, device, tol)
+                cache.store_full_validation(c.spec, device, tol, dtype)
                 measured = dict(c.measured, tol=tol, **({"runoff_ms": c.runoff_ms} if c.runoff_ms else {}),
                                 # eager fp32 itself fails allclose(fp64) at this tol: ill-conditioned
                                 **({"eager_max_abs_err": eager["max_abs"]}
                                    if "max_abs" in eager and tol not in eager["within"] else {}))
                 out_dir.mkdir(parents=True, exist_ok=True)
-                path = generator.write(c.spec, distinct_path(winner_path(out_dir, c.spec, tol),
+                path = generator.write(c.spec, distinct_path(winner_path(out_dir, c.spec, tol, dtype),
                                                              c.spec.workload.sha256), measured=measured)
-                previous = record_winner(out_dir, path, c.spec, tol, measured)
+                previous = record_winner(out_dir, path, c.spec, tol, measured, dtype)
                 winners[f"{tol:g}"] = {"name": c.spec.name(), "path": portable_problem(str(path)), "spec": portable_spec(c.spec),
                                        "measured": measured, "measured_on_gpu": c.record.get("gpu"),
                                        **({"runoff_gpu": home} if c.runoff_ms else {}),
@@ -763,7 +802,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 save()
                 runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""
                 echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "
-                     f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager fp32{runoff}) -> {path}")
+                     f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager {dtype}{runoff}) -> {path}")
                 if previous and previous.get("variant") != c.spec.name():
                     pm = previous.get("measured") or {}
                     echo(f"           replaced the earlier winner {previous.get('variant')} "

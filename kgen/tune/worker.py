@@ -1,9 +1,9 @@
 """Subprocess entry points of a search, so that a candidate that hangs, crashes or corrupts the
 CUDA context costs only itself.
 
-    python -m kgen.tune.worker build FILE
-    python -m kgen.tune.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] FILE... | -
-    python -m kgen.tune.worker runoff [--rounds R] [--iters N] FILE...
+    python -m kgen.tune.worker build [--dtype D] FILE
+    python -m kgen.tune.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] [--dtype D] FILE... | -
+    python -m kgen.tune.worker runoff [--rounds R] [--iters N] [--dtype D] FILE...
 
 `evaluate` prints one line `KGEN_RESULT {json}` per candidate as it finishes (with `-`, it reads
 the files from stdin, one per line, as a search builds them), and exits after a candidate whose
@@ -34,21 +34,26 @@ def build(path: str, dtype: str = "fp32") -> int:
     return 0
 
 
-def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int) -> dict:
+def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dtype: str = "fp32") -> dict:
+    """The quick validation and the timing of one file, with the module and its input in
+    `dtype` (eager in that dtype the yardstick and the baseline)."""
+    import torch
+
     from kgen.check.bench import bench
     from kgen.check.loading import EmittedFile
     from kgen.check.validate import gate_description, validate, worst_error, worst_error_ratio
 
+    module_dtype = getattr(torch, PRECISIONS[dtype])
     record: dict = {"path": path}
     try:
         f = EmittedFile(path)
-        f.build()
+        f.build(module_dtype)
         # allclose is monotone in the tolerance: passing the tightest tier passes them all, so
         # fp32-accurate candidates validate once; the others retry at the looser tiers.
         passing: list[float] = []
         results = []
         for tol in sorted(tols):
-            results = validate(f, tol=tol, quick=True, batch=batch)
+            results = validate(f, tol=tol, quick=True, batch=batch, dtype=module_dtype)
             if all(r.passed for r in results):
                 passing = [t for t in tols if t >= tol]
                 break
@@ -62,7 +67,7 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int) ->
                       detail="; ".join(f"{r.name}: {r.detail}" for r in failed)[:2000])
         return record
     max_abs, max_rel = worst_error(results)
-    b = bench(f, batch=batch, iters=iters)
+    b = bench(f, batch=batch, iters=iters, dtype=module_dtype)
     measured = b.measured(min(passing))
     measured.update(gate=gate_description(min(passing)), error_ratio=round(worst_error_ratio(results), 3))
     record.update(status="passed", passing_tols=sorted(passing), validation_max_abs=max_abs,
@@ -71,15 +76,18 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int) ->
     return record
 
 
-def runoff(paths: list[str], rounds: int, iters: int) -> int:
+def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> int:
     """Prints one line `KGEN_RUNOFF {json}`: kgen.check.bench.runoff of the files."""
+    import torch
+
     from kgen.check.bench import runoff as timed
     from kgen.check.loading import EmittedFile
 
+    module_dtype = getattr(torch, PRECISIONS[dtype])
     files = [EmittedFile(p) for p in paths]
     for f in files:
-        f.build()
-    print(RUNOFF_PREFIX + json.dumps(timed(files, rounds, iters)), flush=True)
+        f.build(module_dtype)
+    print(RUNOFF_PREFIX + json.dumps(timed(files, rounds, iters, dtype=module_dtype)), flush=True)
     return 0
 
 
@@ -94,21 +102,23 @@ def main(argv=None) -> int:
     p_eval.add_argument("--tol", type=float, action="append", required=True)
     p_eval.add_argument("--batch", type=int, default=None)
     p_eval.add_argument("--iters", type=int, default=30)
-    p_eval.add_argument("files", nargs="+")
     p_runoff = sub.add_parser("runoff")
     p_runoff.add_argument("--rounds", type=int, default=5)
     p_runoff.add_argument("--iters", type=int, default=30)
-    p_runoff.add_argument("files", nargs="+")
+    for p in (p_eval, p_runoff):
+        p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",
+                       help="the module and its input in this dtype (eager too)")
+        p.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
     if args.cmd == "build":
         return build(args.file, args.dtype)
     if args.cmd == "runoff":
-        return runoff(args.files, args.rounds, args.iters)
+        return runoff(args.files, args.rounds, args.iters, args.dtype)
     files = (line.strip() for line in sys.stdin) if args.files == ["-"] else iter(args.files)
     for path in files:
         if not path:
             continue
-        record = evaluate_one(path, args.tol, args.batch, args.iters)
+        record = evaluate_one(path, args.tol, args.batch, args.iters, args.dtype)
         print(RESULT_PREFIX + json.dumps(record), flush=True)
         if record["status"] == "runtime_error":
             return EXIT_AFTER_RUNTIME_ERROR

@@ -39,6 +39,8 @@ def test_the_points_and_lines_come_from_the_record():
     assert lines["eager fp32"] == pytest.approx(2.8)          # the median of 2.7, 2.9, 2.8, 2.8
     assert lines["eager TF32"] == pytest.approx(0.4)
     assert lines["3xTF32 floor: 3x eager TF32"] == pytest.approx(1.2)
+    # a search of the module in bf16: eager in bf16 alone (its eager_ms), no fp32 or TF32 lines
+    assert plot.eager_lines({**RECORD, "dtype": "bf16"}) == {"eager bf16": pytest.approx(2.8)}
 
 
 def test_a_panel_per_tier_with_its_winner_marked(tmp_path):

@@ -45,9 +45,14 @@ def eager_lines(record: dict) -> dict[str, float]:
     """Times drawn as vertical lines (ms): eager fp32 and eager TF32 (the medians over the
     candidates' same-run measurements), and 3x eager TF32: the 3xTF32 floor, three TF32
     products per fp32 one at the rate eager TF32 runs the module (a guide, not a bound: it
-    counts eager's non-GEMM work three times too, and a winner can come in under it)."""
+    counts eager's non-GEMM work three times too, and a winner can come in under it). A search
+    of a module in bf16 / fp16 draws eager in that dtype alone."""
     measured = [c.get("measured") or {} for c in record.get("candidates") or []]
     lines = {}
+    dtype = record.get("dtype", "fp32")
+    if dtype != "fp32":
+        eager = [m["eager_ms"] for m in measured if m.get("eager_ms")]
+        return {f"eager {dtype}": statistics.median(eager)} if eager else {}
     fp32 = [m["eager_ms"] for m in measured if m.get("eager_ms")]
     tf32 = [m["eager_tf32_ms"] for m in measured if m.get("eager_tf32_ms")]
     if fp32:

@@ -83,7 +83,12 @@ def test_header_reports_measurements():
     text = generator.render(spec, measured)
     header = ast.get_docstring(ast.parse(text))
     assert "NVIDIA H100 80GB HBM3" in header and "0.542x" in header and "2.00e-06" in header
+    assert "eager fp32 reference 2.770 ms" in header
     assert exec_file(text).KGEN_MEASURED == measured
+    # a search of the module in bf16 measured it against eager in bf16, and the header says so
+    header = ast.get_docstring(ast.parse(generator.render(spec, {**measured, "dtype": "bfloat16"})))
+    assert "the module in bf16" in header and "eager bf16 reference 2.770 ms" in header and "fp32" not in \
+        header.split("max abs error")[0].split("measured:")[1]
 
 
 @pytest.mark.parametrize("problem", sorted(PROBLEMS))

@@ -550,12 +550,16 @@ def describe_measured(measured: dict | None, key: str | None = None) -> list[str
     if not measured:
         return ["measured:  nothing yet (not from a search); run `kgen validate` and `kgen bench`"]
     m = measured
+    from kgen.tune.configs import PRECISIONS
+
+    # (bench.measured names the module's dtype, torch's name, where it is not fp32: eager ran in it too)
+    dtype = {torch_name: name for name, torch_name in PRECISIONS.items()}.get(m.get("dtype", "float32"), "fp32")
     lines = [f"measured:  {m.get('device', 'an unnamed device')}, {m.get('date', 'undated')}"
              + "".join(f", {label} {m[k]:{fmt}}" for k, label, fmt in (("batch", "batch", ""), ("tol", "tol", "g"))
-                       if k in m)]
+                       if k in m) + ("" if dtype == "fp32" else f", the module in {dtype}")]
     if "median_ms" in m:
         spread = f" (p20 {m['p20_ms']:.3f}, p80 {m['p80_ms']:.3f})" if "p20_ms" in m and "p80_ms" in m else ""
-        eager = (f"; eager fp32 reference {m['eager_ms']:.3f} ms in the same run" if "eager_ms" in m else "")
+        eager = (f"; eager {dtype} reference {m['eager_ms']:.3f} ms in the same run" if "eager_ms" in m else "")
         ratio = f" -> {m['ratio']:.3f}x its time" if "ratio" in m else ""
         lines.append(f"           {m['median_ms']:.3f} ms median{spread}{eager}{ratio}")
     if "max_abs_err" in m:
@@ -566,11 +570,11 @@ def describe_measured(measured: dict | None, key: str | None = None) -> list[str
                      f"(max abs {m['eager_max_abs_err']:.2e}); KernelBench's eval, which compares with eager, can "
                      "fail a result nearer the exact one")
     if "gate" in m:
-        worst = f"; worst error {m['error_ratio']:.2f}x eager fp32's" if "error_ratio" in m else ""
+        worst = f"; worst error {m['error_ratio']:.2f}x eager {dtype}'s" if "error_ratio" in m else ""
         lines.append(f"passed:    {m['gate']}{worst}")
     if "runoff_ms" in m:
         lines.append(f"runoff:    {m['runoff_ms']:.3f} ms, the median of its runoff rounds against the candidates "
-                     "closest to it (each timed right after eager fp32)")
+                     f"closest to it (each timed right after eager {dtype})")
     if "search_record" in m:
         # A file `kgen generate` re-made from an earlier search's winner: the numbers are that
         # search's, and the code they were measured on may be an older build of the variant.

@@ -5,6 +5,7 @@ speaking the worker's protocol)."""
 import json
 import sys
 import textwrap
+from pathlib import Path
 
 import click
 import pytest
@@ -254,10 +255,18 @@ def test_a_search_in_bf16_tries_each_16_bit_build_once_and_says_its_dtype(tmp_pa
     from kgen.tune.choose import earlier_winner
 
     calls = fake_gpus(tmp_path, monkeypatch)
+    times = {"dtype": "bf16", "kgen_ms": 0.3, "eager_ms": 0.33, "compile_ms": 0.36, "max_autotune_ms": 0.3}
+
+    def fake_compare(path, timeout, env=None, dtype="fp32"):
+        calls["compare"] = (path, dtype)
+        return times, ""
+
+    monkeypatch.setattr(search, "compare_with_compile", fake_compare)
+    lines = []
     record = search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], work_dir=tmp_path / "work",
                                out_dir=tmp_path / "out", results_dir=tmp_path / "results",
-                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lambda s: None,
-                               gpus=[0], dtype="bf16")
+                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append,
+                               gpus=[0], dtype="bf16", vs_compile=True)
     built = calls["built"]
     assert built and all(generator.half_gemm_type(s) is not None for s in built)
     builds = [(s.tile.bm, s.tile.group_m, s.fusion) for s in built]
@@ -271,6 +280,43 @@ def test_a_search_in_bf16_tries_each_16_bit_build_once_and_says_its_dtype(tmp_pa
     index = json.loads((tmp_path / "out" / "index.json").read_text())
     assert [w["dtype"] for w in index["winners"].values()] == ["bf16"]
     assert earlier_winner("gemm_scale_bn", 256, 512, 512, "sm_90a", results_dir=tmp_path / "results") is None
+    # --vs-compile: the winner against torch.compile in bf16, in the record and the output
+    assert calls["compare"] == (tmp_path / "out" / Path(winner["path"]).name, "bf16")
+    assert winner["vs_compile"] == times
+    assert any("torch.compile 0.360 ms (0.833x), max-autotune 0.300 ms (1.000x)" in line for line in lines)
     # the same search in fp32 keeps to its own cache entries and files
     assert search.MeasurementCache.key(built[0], "Fake GPU", "eval") != \
         search.MeasurementCache.key(built[0], "Fake GPU", "eval", "bf16")
+
+
+def test_the_compare_worker_prints_the_winner_eager_and_torch_compile(monkeypatch, capsys):
+    """python -m kgen.tune.worker compare --dtype bf16 FILE (bench faked: no GPU here): builds the
+    file's bf16 library, benches with both torch.compile modes in bf16, prints one KGEN_COMPARE line."""
+    from kgen.check import bench as bench_module
+    from kgen.check import loading
+    from kgen.check.bench import BenchResult, Timing
+    from kgen.tune import worker
+
+    seen = {}
+
+    class FakeFile:
+        def __init__(self, path):
+            seen["path"] = path
+
+        def build(self, dtype=None):
+            seen["built"] = dtype
+
+    def fake_bench(f, iters, dtype, with_compile, with_autotune):
+        seen["bench"] = (dtype, with_compile, with_autotune)
+        t = lambda ms: Timing(ms, ms, ms)  # noqa: E731
+        return BenchResult("Fake GPU", 8, t(0.3), t(0.33), t(0.33), 0.0, 0.0, compiled=t(0.36),
+                           dtype="bfloat16", autotuned=t(0.3))
+
+    monkeypatch.setattr(loading, "EmittedFile", FakeFile)
+    monkeypatch.setattr(bench_module, "bench", fake_bench)
+    assert worker.main(["compare", "--dtype", "bf16", "winner.py"]) == 0
+    assert seen == {"path": "winner.py", "built": torch.bfloat16, "bench": (torch.bfloat16, True, True)}
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(worker.COMPARE_PREFIX)
+    assert json.loads(line[len(worker.COMPARE_PREFIX):]) == {
+        "dtype": "bf16", "kgen_ms": 0.3, "eager_ms": 0.33, "compile_ms": 0.36, "max_autotune_ms": 0.3}

@@ -29,7 +29,7 @@ from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
 from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES
 from kgen.tune.spec import WGMMA_ARCH, Spec, SpecError, Tile, Variant, Workload, kgen_source_digest
-from kgen.tune.worker import RESULT_PREFIX, RUNOFF_PREFIX
+from kgen.tune.worker import COMPARE_PREFIX, RESULT_PREFIX, RUNOFF_PREFIX
 
 GROUP_M = 8
 DEFAULT_MATHS = ("fp32_simt", "tf32x3", "tf32", "bf16")
@@ -560,6 +560,33 @@ def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = N
     return None, tail[-1] if tail else f"exit {proc.returncode}"
 
 
+def compare_with_compile(path: Path, timeout: float, env: dict | None = None,
+                         dtype: str = "fp32") -> tuple[dict | None, str]:
+    """kgen.tune.worker compare in a subprocess: the winner, eager and torch.compile of the
+    reference (default and max-autotune) in one run, in the module's dtype: (times, error)."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "compare", *dtype_args(dtype), str(path)],
+                              capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return None, f"took longer than {timeout:.0f} s"
+    for line in proc.stdout.splitlines():
+        if line.startswith(COMPARE_PREFIX):
+            try:
+                return json.loads(line[len(COMPARE_PREFIX):]), ""
+            except ValueError as e:
+                return None, f"unreadable result: {e}"
+    tail = (proc.stdout + proc.stderr).strip().splitlines()
+    return None, tail[-1] if tail else f"exit {proc.returncode}"
+
+
+def compile_line(times: dict) -> str:
+    """One line of `compare_with_compile`'s times, as ratios of kgen's time to each."""
+    k = times["kgen_ms"]
+    return (f"kgen {k:.3f} ms; eager {times['dtype']} {times['eager_ms']:.3f} ms ({k / times['eager_ms']:.3f}x), "
+            f"torch.compile {times['compile_ms']:.3f} ms ({k / times['compile_ms']:.3f}x), "
+            f"max-autotune {times['max_autotune_ms']:.3f} ms ({k / times['max_autotune_ms']:.3f}x), one run")
+
+
 def full_validation(path: Path, tol: float, timeout: float, env: dict | None = None,
                     dtype: str = "fp32") -> tuple[bool, str]:
     proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(path), "--tol", repr(tol),
@@ -643,14 +670,17 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                top: int | None = None, arch: str = WGMMA_ARCH, exhaustive: bool = False,
                cache: MeasurementCache | None = None,
                echo: Callable[[str], None] = print, constants: tuple = (),
-               gpus: list[int] | None = None, dtype: str = "fp32") -> dict:
+               gpus: list[int] | None = None, dtype: str = "fp32", vs_compile: bool = False) -> dict:
     """The search; returns its record as written, with where (`record_path`). gpus: the GPUs it
     measures on (indices among those this process sees; one worker each) [this process's device
     0 alone]; the runoff and the full validations run on the first, so that their times compare.
     dtype: the module's (configs.PRECISIONS; the module and its input converted as
     module.to(dtype) makes them): every candidate validated and timed in it, against eager in it;
     in bf16 / fp16 only the variants with a 16-bit build are tried (half_variants), and the probe
-    of the math modes and the cost model, both about fp32 operands, are skipped."""
+    of the math modes and the cost model, both about fp32 operands, are skipped.
+    vs_compile: each tier's winner is timed again with eager and torch.compile of the reference
+    (default and max-autotune: minutes of compiling) in one run, on the first GPU; the record's
+    winner keeps the times (`vs_compile`)."""
     import torch
 
     started = time.monotonic()
@@ -803,6 +833,13 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""
                 echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "
                      f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager {dtype}{runoff}) -> {path}")
+                if vs_compile:
+                    echo(f"{stamp()} tol {tol:g}: timing torch.compile of the reference (default and "
+                         "max-autotune) against the winner")
+                    times, error = compare_with_compile(path, eval_timeout * 6, home_env, dtype)
+                    winners[f"{tol:g}"]["vs_compile"] = times or {"error": error}
+                    save()
+                    echo(f"           {compile_line(times)}" if times else f"           no comparison: {error}")
                 if previous and previous.get("variant") != c.spec.name():
                     pm = previous.get("measured") or {}
                     echo(f"           replaced the earlier winner {previous.get('variant')} "

@@ -4,6 +4,7 @@ CUDA context costs only itself.
     python -m kgen.tune.worker build [--dtype D] FILE
     python -m kgen.tune.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] [--dtype D] FILE... | -
     python -m kgen.tune.worker runoff [--rounds R] [--iters N] [--dtype D] FILE...
+    python -m kgen.tune.worker compare [--iters N] [--dtype D] FILE
 
 `evaluate` prints one line `KGEN_RESULT {json}` per candidate as it finishes (with `-`, it reads
 the files from stdin, one per line, as a search builds them), and exits after a candidate whose
@@ -22,6 +23,7 @@ from kgen.tune.configs import PRECISIONS
 
 RESULT_PREFIX = "KGEN_RESULT "
 RUNOFF_PREFIX = "KGEN_RUNOFF "
+COMPARE_PREFIX = "KGEN_COMPARE "
 EXIT_AFTER_RUNTIME_ERROR = 3
 
 
@@ -91,6 +93,24 @@ def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> in
     return 0
 
 
+def compare(path: str, iters: int, dtype: str = "fp32") -> int:
+    """Prints one line `KGEN_COMPARE {json}`: the file, eager and torch.compile of the reference
+    (default mode and max-autotune), in `dtype`, timed in one run (kgen.check.bench.bench)."""
+    import torch
+
+    from kgen.check.bench import bench
+    from kgen.check.loading import EmittedFile
+
+    module_dtype = getattr(torch, PRECISIONS[dtype])
+    f = EmittedFile(path)
+    f.build(module_dtype)
+    b = bench(f, iters=iters, dtype=module_dtype, with_compile=True, with_autotune=True)
+    ms = {"kgen_ms": b.new.median_ms, "eager_ms": b.eager_fp32.median_ms,
+          "compile_ms": b.compiled.median_ms, "max_autotune_ms": b.autotuned.median_ms}
+    print(COMPARE_PREFIX + json.dumps({"dtype": dtype, **{k: round(v, 4) for k, v in ms.items()}}), flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kgen.tune.worker")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -105,7 +125,9 @@ def main(argv=None) -> int:
     p_runoff = sub.add_parser("runoff")
     p_runoff.add_argument("--rounds", type=int, default=5)
     p_runoff.add_argument("--iters", type=int, default=30)
-    for p in (p_eval, p_runoff):
+    p_compare = sub.add_parser("compare")
+    p_compare.add_argument("--iters", type=int, default=30)
+    for p in (p_eval, p_runoff, p_compare):
         p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",
                        help="the module and its input in this dtype (eager too)")
         p.add_argument("files", nargs="+")
@@ -114,6 +136,8 @@ def main(argv=None) -> int:
         return build(args.file, args.dtype)
     if args.cmd == "runoff":
         return runoff(args.files, args.rounds, args.iters, args.dtype)
+    if args.cmd == "compare":
+        return max(compare(path, args.iters, args.dtype) for path in args.files)
     files = (line.strip() for line in sys.stdin) if args.files == ["-"] else iter(args.files)
     for path in files:
         if not path:

@@ -320,3 +320,12 @@ def test_the_compare_worker_prints_the_winner_eager_and_torch_compile(monkeypatc
     assert line.startswith(worker.COMPARE_PREFIX)
     assert json.loads(line[len(worker.COMPARE_PREFIX):]) == {
         "dtype": "bf16", "kgen_ms": 0.3, "eager_ms": 0.33, "compile_ms": 0.36, "max_autotune_ms": 0.3}
+
+
+def test_a_worker_subprocess_that_fails_says_why():
+    """The runoff's and --vs-compile's subprocess (search._worker_json): no result line, the
+    worker's last line as the reason, and a timeout said as one."""
+    times, error = search._worker_json(["nosuch"], search.RUNOFF_PREFIX, 60, None)
+    assert times is None and "invalid choice: 'nosuch'" in error
+    times, error = search._worker_json(["evaluate", "--tol", "1e-4", "-"], search.RESULT_PREFIX, 1e-3, None)
+    assert times is None and error == "took longer than 0 s"

@@ -540,43 +540,37 @@ def runoff_order(contenders: list[Candidate], times: dict) -> list[Candidate]:
     return sorted(contenders, key=lambda c: c.runoff_ms)
 
 
-def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = None,
-               dtype: str = "fp32") -> tuple[dict | None, str]:
-    """kgen.tune.worker runoff in a subprocess (a crash costs only the runoff): (times, error).
-    env: the subprocess's environment (gpu_env: the GPU it runs on)."""
+def _worker_json(args: list[str], prefix: str, timeout: float, env: dict | None) -> tuple[dict | None, str]:
+    """`python -m kgen.tune.worker ARGS` in a subprocess (a crash costs only its own work): the
+    JSON of its line starting with `prefix`, or None and why not."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "runoff", "--rounds", str(RUNOFF_ROUNDS),
-                               *dtype_args(dtype), *(str(c.path) for c in contenders)],
+        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", *args],
                               capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, f"took longer than {timeout:.0f} s"
     for line in proc.stdout.splitlines():
-        if line.startswith(RUNOFF_PREFIX):
+        if line.startswith(prefix):
             try:
-                return json.loads(line[len(RUNOFF_PREFIX):]), ""
+                return json.loads(line[len(prefix):]), ""
             except ValueError as e:
                 return None, f"unreadable result: {e}"
     tail = (proc.stdout + proc.stderr).strip().splitlines()
     return None, tail[-1] if tail else f"exit {proc.returncode}"
+
+
+def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = None,
+               dtype: str = "fp32") -> tuple[dict | None, str]:
+    """kgen.tune.worker runoff in a subprocess: (times, error). env: the subprocess's
+    environment (gpu_env: the GPU it runs on)."""
+    return _worker_json(["runoff", "--rounds", str(RUNOFF_ROUNDS), *dtype_args(dtype), *(str(c.path) for c in contenders)],
+                        RUNOFF_PREFIX, timeout, env)
 
 
 def compare_with_compile(path: Path, timeout: float, env: dict | None = None,
                          dtype: str = "fp32") -> tuple[dict | None, str]:
     """kgen.tune.worker compare in a subprocess: the winner, eager and torch.compile of the
     reference (default and max-autotune) in one run, in the module's dtype: (times, error)."""
-    try:
-        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "compare", *dtype_args(dtype), str(path)],
-                              capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return None, f"took longer than {timeout:.0f} s"
-    for line in proc.stdout.splitlines():
-        if line.startswith(COMPARE_PREFIX):
-            try:
-                return json.loads(line[len(COMPARE_PREFIX):]), ""
-            except ValueError as e:
-                return None, f"unreadable result: {e}"
-    tail = (proc.stdout + proc.stderr).strip().splitlines()
-    return None, tail[-1] if tail else f"exit {proc.returncode}"
+    return _worker_json(["compare", *dtype_args(dtype), str(path)], COMPARE_PREFIX, timeout, env)
 
 
 def compile_line(times: dict) -> str:

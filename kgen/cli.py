@@ -363,12 +363,14 @@ def _load(file, ref=None):
 @click.option("--quick", is_flag=True, help="Core numerical checks only (what a search runs first).")
 @click.option("--ref", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Reference file to check against [the one FILE was generated from].")
-@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default="fp32", show_default=True,
+@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None,
               help="Check the module in this dtype (module and input converted with .to(dtype)); "
-                   "eager in that dtype is the yardstick, fp64 the judge.")
+                   "eager in that dtype is the yardstick, fp64 the judge [the dtype of the "
+                   "reference's get_inputs()].")
 def validate(file, tol, batch, quick, ref, dtype):
     """Check FILE against its reference on the GPU; exits non-zero on any failure."""
     f = _load(file, ref)
+    dtype = dtype or _input_dtype(f.reference)
     import torch
 
     from kgen.check.validate import dtype_refusal
@@ -400,12 +402,13 @@ def validate(file, tol, batch, quick, ref, dtype):
               help="Also time torch.compile of the reference (default mode) in the same run.")
 @click.option("--autotune", "with_autotune", is_flag=True,
               help='Also time torch.compile(mode="max-autotune") of the reference (slow to compile).')
-@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default="fp32", show_default=True,
+@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None,
               help="Run the module and its input in this dtype (as module.to(dtype)); eager and "
-                   "torch.compile are timed in it too.")
+                   "torch.compile are timed in it too [the dtype of the reference's get_inputs()].")
 def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
     """Time FILE and the eager reference in the same run and print their ratio."""
     f = _load(file, ref)
+    dtype = dtype or _input_dtype(f.reference)
     _require_cuda("bench")
     from kgen.check.bench import bench as run_bench
 
@@ -490,7 +493,11 @@ def _reference_dtype(problem: str, constants: tuple) -> str:
     """--dtype's name of the reference's input dtype (its get_inputs()); fp32 for any other."""
     from kgen.frontend.problems import load
 
-    torch_name = str(load(problem, constants=constants).input.dtype).removeprefix("torch.")
+    return _input_dtype(load(problem, constants=constants))
+
+
+def _input_dtype(reference) -> str:
+    torch_name = str(reference.input.dtype).removeprefix("torch.")
     return next((name for name, t in DTYPES.items() if t == torch_name), "fp32")
 
 

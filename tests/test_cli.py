@@ -442,3 +442,12 @@ def test_searchs_dtype_is_the_references_unless_given(tmp_path):
 
     assert _reference_dtype(str(ref), ()) == "bf16"
     assert _reference_dtype("gemm_scale_bn", ()) == "fp32"
+    # validate's too: a file of it without a 16-bit build is refused for the module's dtype, bf16,
+    # before a GPU is needed; with --dtype fp32 it goes on (to say it needs a GPU, here)
+    out = tmp_path / "portable.py"
+    assert run("generate", str(ref), "--backend", "kgen", "--math", "tf32x3", "-o", str(out)).exit_code == 0
+    r = run("validate", str(out))
+    assert r.exit_code == 2 and "runs float32 modules, not bfloat16" in r.output, r.output
+    if not torch.cuda.is_available():
+        r = run("validate", str(out), "--dtype", "fp32")
+        assert r.exit_code == 2 and "needs a CUDA GPU" in r.output, r.output

@@ -59,8 +59,12 @@ def test_the_corpus_is_there_in_ci():
 @pytest.mark.parametrize("ref", FILES, ids=lambda p: p.name.split("_")[0])
 def test_published_file_generates_and_passes_kernelbenchs_static_checker(ref, tmp_path):
     text = generate(ref, tmp_path / "new.py")
-    valid, errors, _ = kernelbench_checker()(text, backend="cuda", precision="fp32")
-    assert valid, errors
+    for precision in ("fp32", "bf16", "fp16"):
+        valid, errors, _ = kernelbench_checker()(text, backend="cuda", precision=precision)
+        assert valid, (precision, errors)
+    # The same file runs the module in bf16 and fp16 (KernelBench's eval at those precisions
+    # casts the models and inputs): it has those builds.
+    assert "_OPERAND_BUILDS = {torch.float32: None, torch.bfloat16: '__nv_bfloat16', torch.float16: '__half'}" in text
     # Built on the meta device at the published shapes: the same parameters and buffers, in
     # the same order and shapes, imported alone.
     ns: dict = {}

@@ -1,3 +1,6 @@
+import os
+import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -51,6 +54,26 @@ def module_source(body: str, params: dict[str, str], out_features: int, gemm: st
                           body="\n".join(f"        {line}" for line in
                                          textwrap.dedent(body).strip("\n").splitlines()),
                           gemm=gemm, out_features=out_features)
+
+
+# Where the CPU tier's nvcc compiles leave their results for the run (tests/test_compile.py): one
+# folder per run, made by the controller of a pytest-xdist run (or the one process of a plain
+# run) before the workers start, which inherit the variable, and removed at its end; so two
+# workers that need one compile (test_ir's and test_compile's prefetches) run nvcc once.
+NVCC_RESULTS = "KGEN_TEST_NVCC_RESULTS"
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and NVCC_RESULTS not in os.environ:
+        config.kgen_nvcc_results = tempfile.mkdtemp(prefix="kgen-test-nvcc-")
+        os.environ[NVCC_RESULTS] = config.kgen_nvcc_results
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "kgen_nvcc_results", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(NVCC_RESULTS, None)
 
 
 def pytest_collection_modifyitems(config, items):

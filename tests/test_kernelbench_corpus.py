@@ -91,6 +91,18 @@ def test_published_files_cublas_variant_trains(ref, tmp_path):
     assert line.startswith("backward:  kgen kernels") or "a rewrite removed" in line, line
 
 
+@needs_corpus
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("ref", FILES, ids=lambda p: p.name.split("_")[0])
+def test_published_files_ir_runs_as_the_module_in_half_precision(ref, dtype):
+    """The traced IR of every published file, run in bf16 / fp16, against the module converted
+    to that dtype (test_ir.check_half_oracle)."""
+    from kgen.frontend.reference import Reference
+    from test_ir import SMALL, check_half_oracle
+
+    check_half_oracle(Reference(str(ref), SMALL), dtype)
+
+
 def _state_equal(a: torch.nn.Module, b: torch.nn.Module):
     sa, sb = a.state_dict(), b.state_dict()
     assert list(sa) == list(sb)

@@ -254,6 +254,7 @@ class Graph:
         part's output for a later part of a chain); `module_input`: the module's input (x when
         this is the first part)."""
         values: dict[int, object] = {}
+        z32 = None   # a 16-bit module's GEMM output before rounding (below)
         for n in self.live():
             a = [values[i] for i in n.args]
             if n.kind == "input":
@@ -267,6 +268,11 @@ class Graph:
                 continue
             if n.kind == "gemm":
                 values[n.id] = F.linear(x, module_tensor(model, n.attrs["weight"]))
+                if x.dtype in (torch.bfloat16, torch.float16):
+                    # A 16-bit Linear rounds once, after its bias (the GEMM's fp32 accumulator plus
+                    # the bias, as addmm and kgen's kernels do): the add of a parameter right after
+                    # the GEMM reads z unrounded.
+                    z32 = F.linear(x.float(), module_tensor(model, n.attrs["weight"]).float())
             elif n.kind == "param":
                 # The shape the module reads it as (an order-keeping view: trace.Tracer.param_view).
                 values[n.id] = _get_tensor(model, n.attrs["path"]).reshape(n.attrs["shape"])
@@ -286,6 +292,9 @@ class Graph:
                 if "nonfinite" in n.attrs and bool(self.constant_nonfinite(n, x, model).any()):
                     value = n.attrs["nonfinite"]
                 values[n.id] = value
+            elif n.kind == "pointwise" and z32 is not None and n.op == "add" and n.args[0] == self.gemm.id \
+                    and self.node(n.args[1]).kind == "param":
+                values[n.id] = (z32 + a[1].float()).to(x.dtype)
             elif n.kind == "pointwise":
                 values[n.id] = ops.torch_apply(n.op, a, n.attrs)
                 if n.level == "rowflat" and values[n.id].dim() == 2:

@@ -274,6 +274,10 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo(f"unchanged {path}: it already holds this file ({spec.name()}, key {spec.key()})")
     else:
         click.echo(f"wrote {path}  ({spec.name()}, key {spec.key()})")
+    dtype = _input_dtype(spec.reference())
+    if dtype != "fp32" and generator.half_gemm_type(spec) is None:
+        click.echo(f"note: the module is {dtype} (its get_inputs()), and this file runs fp32 modules only: "
+                   "16-bit modules run in the Hopper wgmma files (--backend wgmma, sm_90a)", err=True)
 
 
 def output_path(output: str | None, spec: Spec) -> Path:

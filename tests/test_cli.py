@@ -445,7 +445,10 @@ def test_searchs_dtype_is_the_references_unless_given(tmp_path):
     # validate's too: a file of it without a 16-bit build is refused for the module's dtype, bf16,
     # before a GPU is needed; with --dtype fp32 it goes on (to say it needs a GPU, here)
     out = tmp_path / "portable.py"
-    assert run("generate", str(ref), "--backend", "kgen", "--math", "tf32x3", "-o", str(out)).exit_code == 0
+    r = run("generate", str(ref), "--backend", "kgen", "--math", "tf32x3", "-o", str(out))
+    assert r.exit_code == 0 and "note: the module is bf16" in r.output and "runs fp32 modules only" in r.output
+    r = run("generate", str(ref), "-o", str(tmp_path / "hopper.py"))
+    assert r.exit_code == 0 and "note:" not in r.output, r.output
     r = run("validate", str(out))
     assert r.exit_code == 2 and "runs float32 modules, not bfloat16" in r.output, r.output
     if not torch.cuda.is_available():

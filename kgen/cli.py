@@ -501,8 +501,9 @@ def _reference_dtype(problem: str, constants: tuple) -> str:
 
 
 def _input_dtype(reference) -> str:
-    torch_name = str(reference.input.dtype).removeprefix("torch.")
-    return next((name for name, t in DTYPES.items() if t == torch_name), "fp32")
+    from kgen.tune.configs import precision_name
+
+    return precision_name(reference.input.dtype)
 
 
 def _draw(record: dict, path: Path) -> bool:

@@ -280,6 +280,8 @@ def test_a_search_in_bf16_tries_each_16_bit_build_once_and_says_its_dtype(tmp_pa
     index = json.loads((tmp_path / "out" / "index.json").read_text())
     assert [w["dtype"] for w in index["winners"].values()] == ["bf16"]
     assert earlier_winner("gemm_scale_bn", 256, 512, 512, "sm_90a", results_dir=tmp_path / "results") is None
+    found = earlier_winner("gemm_scale_bn", 256, 512, 512, "sm_90a", results_dir=tmp_path / "results", dtype="bf16")
+    assert found is not None and found[0].name() == winner["name"]
     # --vs-compile: the winner against torch.compile in bf16, in the record and the output
     assert calls["compare"] == (tmp_path / "out" / Path(winner["path"]).name, "bf16")
     assert winner["vs_compile"] == times
@@ -329,3 +331,25 @@ def test_a_worker_subprocess_that_fails_says_why():
     assert times is None and "invalid choice: 'nosuch'" in error
     times, error = search._worker_json(["evaluate", "--tol", "1e-4", "-"], search.RESULT_PREFIX, 1e-3, None)
     assert times is None and error == "took longer than 0 s"
+
+
+def test_generate_takes_a_bf16_references_winner_of_a_search_in_bf16(tmp_path, monkeypatch):
+    """A module written in bf16 (its Linear and its get_inputs()): `kgen search` searches it in
+    bf16 by default, and `kgen generate` then takes that winner (fakes for the GPU)."""
+    from conftest import module_source
+    from kgen.tune import choose
+
+    ref = tmp_path / "bf16_module.py"
+    ref.write_text(module_source("x = torch.relu(x) * 2.0", {}, 512)
+                   .replace("torch.rand(batch_size, in_features)", "torch.rand(batch_size, in_features, dtype=torch.bfloat16)")
+                   .replace("nn.Linear(in_features, out_features)", "nn.Linear(in_features, out_features, dtype=torch.bfloat16)"))
+    calls = fake_gpus(tmp_path, monkeypatch)
+    record = search.run_search(str(ref), 256, 512, 512, [1e-4], work_dir=tmp_path / "work",
+                               out_dir=tmp_path / "out", results_dir=tmp_path / "results",
+                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lambda s: None,
+                               gpus=[0], dtype=cli._reference_dtype(str(ref), ()))
+    assert calls["validation"][1] == "bf16" and record["winners"]
+    spec, why, measured = choose.fastest_known(str(ref), 256, 512, 512, choose.target("sm_90a"),
+                                               tmp_path / "results")
+    assert spec.name() == record["winners"]["0.0001"]["name"]
+    assert why.startswith("the winner in bf16 of an earlier search") and "x eager bf16" in why

@@ -550,10 +550,10 @@ def describe_measured(measured: dict | None, key: str | None = None) -> list[str
     if not measured:
         return ["measured:  nothing yet (not from a search); run `kgen validate` and `kgen bench`"]
     m = measured
-    from kgen.tune.configs import PRECISIONS
+    from kgen.tune.configs import precision_name
 
     # (bench.measured names the module's dtype, torch's name, where it is not fp32: eager ran in it too)
-    dtype = {torch_name: name for name, torch_name in PRECISIONS.items()}.get(m.get("dtype", "float32"), "fp32")
+    dtype = precision_name(m.get("dtype", "float32"))
     lines = [f"measured:  {m.get('device', 'an unnamed device')}, {m.get('date', 'undated')}"
              + "".join(f", {label} {m[k]:{fmt}}" for k, label, fmt in (("batch", "batch", ""), ("tol", "tol", "g"))
                        if k in m) + ("" if dtype == "fp32" else f", the module in {dtype}")]

@@ -12,11 +12,10 @@ from pathlib import Path
 
 from kgen.frontend.problems import load
 from kgen.frontend.reference import shipped_names
-from kgen.tune.configs import DEFAULT_ARCH, FUSED_STATS_MIN_BATCH, RULE_TILES, TYPICAL_SMS, fastest_family
+from kgen.tune.configs import (DEFAULT_ARCH, FUSED_STATS_MIN_BATCH, PRECISION_TOLERANCES, RULE_TILES, TYPICAL_SMS,
+                               fastest_family, precision_name)
 from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Tile, Variant, Workload, arch_for_capability, gemm_family
 
-# The tolerance at which a search winner counts as fp32-accurate (KernelBench's fp32 tolerance).
-FP32_TOL = 1e-4
 RESULTS_DIR = Path("results")
 # The records that ship with kgen: results/ of the checkout kgen runs from (an editable install
 # or PYTHONPATH; a wheel has none, and the folder is then simply absent).
@@ -126,17 +125,19 @@ def known_winners(dirs: list[Path]) -> list[dict]:
 
 
 def earlier_winner(problem: str, batch: int, in_features: int, out_features: int, arch: str,
-                   results_dir: Path | None = None, constants: tuple = ()) -> tuple[Spec, dict, Path] | None:
-    """The fastest fp32-accurate winner (tol <= 1e-4) of an earlier search of this reference
-    (by content: its sha256, wherever the file lies now), shape and target, re-made at today's
-    code for the reference where it is now; None when there is none. Its measurement comes with
-    the key of the code the search measured (`key`), which today's code may no longer have."""
+                   results_dir: Path | None = None, constants: tuple = (),
+                   dtype: str = "fp32") -> tuple[Spec, dict, Path] | None:
+    """The fastest winner of an earlier search of this reference (by content: its sha256,
+    wherever the file lies now), shape and target with the module in `dtype`, at that dtype's
+    tolerance or tighter (fp32: fp32-accurate, tol <= 1e-4), re-made at today's code for the
+    reference where it is now; None when there is none. Its measurement comes with the key of
+    the code the search measured (`key`), which today's code may no longer have."""
     sha256 = load(problem, constants=constants).sha256
     workload = Workload(problem, batch, in_features, out_features, constants)
     best = None
     for path, record in search_records(results_dirs(problem, results_dir)):
-        if record.get("dtype", "fp32") != "fp32":
-            continue  # a search of the module in bf16 / fp16: its winner is no fp32-accurate file
+        if record.get("dtype", "fp32") != dtype:
+            continue  # a search of the module in another dtype
         candidates = [c for c in record.get("candidates") or [] if isinstance(c, dict)]
         specs_by_name = {c.get("name"): c.get("spec") for c in candidates}
         keys_by_name = {c.get("name"): c.get("key") for c in candidates}
@@ -145,7 +146,7 @@ def earlier_winner(problem: str, batch: int, in_features: int, out_features: int
             measured = dict(winner.get("measured") or {})
             if keys_by_name.get(winner.get("name")):
                 measured["key"] = keys_by_name[winner.get("name")]
-            if not spec_dict or float(tol) > FP32_TOL or record_sha256(record, spec_dict) != sha256:
+            if not spec_dict or float(tol) > PRECISION_TOLERANCES[dtype] or record_sha256(record, spec_dict) != sha256:
                 continue
             try:
                 spec = Spec.from_dict({**spec_dict, "problem": problem})
@@ -191,14 +192,21 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
                   results_dir: Path | None = None, constants: tuple = ()) -> tuple[Spec, str, dict | None]:
     """(spec, why, measured): measured is the earlier search's measurement of the winner, with
     the record it comes from (`search_record`), for the file's header; None for the rule."""
-    found = earlier_winner(problem, batch, in_features, out_features, target.arch, results_dir, constants)
-    if found:
-        spec, measured, path = found
-        ms = measured.get("median_ms")
-        ratio = measured.get("ratio")
-        numbers = f": {ms:.3f} ms, {ratio:.3f}x eager fp32 on {measured.get('device')}" if ms and ratio else ""
-        return (spec, f"the fp32-accurate winner of an earlier search ({path}){numbers}",
-                dict(measured, search_record=str(path)))
+    # A module in bf16 / fp16 (its get_inputs()) takes a search of it in that dtype first; any
+    # fp32-accurate winner otherwise.
+    dtype = precision_name(load(problem, constants=constants).input.dtype)
+    for searched in dict.fromkeys((dtype, "fp32")):
+        found = earlier_winner(problem, batch, in_features, out_features, target.arch, results_dir, constants,
+                               searched)
+        if found:
+            spec, measured, path = found
+            ms = measured.get("median_ms")
+            ratio = measured.get("ratio")
+            numbers = (f": {ms:.3f} ms, {ratio:.3f}x eager {searched} on {measured.get('device')}"
+                       if ms and ratio else "")
+            which = "fp32-accurate winner" if searched == "fp32" else f"winner in {searched}"
+            return (spec, f"the {which} of an earlier search ({path}){numbers}",
+                    dict(measured, search_record=str(path)))
     from kgen.frontend.problems import graph
     from kgen.ir.rewrite import row_sum_of_gemm, simplify
 

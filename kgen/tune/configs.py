@@ -78,6 +78,12 @@ WGMMA_TILES = {
 PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 PRECISION_TOLERANCES = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
 
+
+def precision_name(dtype) -> str:
+    """PRECISIONS' name of a torch dtype (or of its name, "bfloat16"); fp32 for any other."""
+    torch_name = str(dtype).removeprefix("torch.")
+    return next((name for name, t in PRECISIONS.items() if t == torch_name), "fp32")
+
 # The tile of the 16-bit wgmma GEMM (a module in bf16 or fp16), whatever the variant's fp32 tile:
 # BM x 256 (each consumer warpgroup 64 x 256, 128 fp32 accumulators per thread: 168 registers,
 # no spills), 64 of k per stage (128-byte rows), 4 stages (192 KB at BM = 128). A bf16 k-tile

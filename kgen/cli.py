@@ -18,7 +18,7 @@ from kgen.frontend.reference import ReferenceError
 from kgen.tune.spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
                    Tile, Variant, Workload, arch_for_capability, check_shape, gemm_family)
 from kgen.check.static_checks import StaticCheckError
-from kgen.tune.configs import PRECISION_TOLERANCES, PRECISIONS
+from kgen.tune.configs import PRECISION_TOLERANCES, PRECISIONS, precision_name, torch_dtype
 
 # What each backend computes when --math is not given: its fastest fp32-accurate mode.
 DEFAULT_MATH = {"wgmma": "tf32x3", "kgen": "tf32x3", "cublas": "fp32_simt", "gemv": "fp32_simt"}
@@ -274,7 +274,7 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo(f"unchanged {path}: it already holds this file ({spec.name()}, key {spec.key()})")
     else:
         click.echo(f"wrote {path}  ({spec.name()}, key {spec.key()})")
-    dtype = _input_dtype(spec.reference())
+    dtype = precision_name(spec.reference().input.dtype)
     if dtype != "fp32" and generator.half_gemm_type(spec) is None:
         click.echo(f"note: the module is {dtype} (its get_inputs()), and this file runs fp32 modules only: "
                    "16-bit modules run in the Hopper wgmma files (--backend wgmma, sm_90a)", err=True)
@@ -374,12 +374,10 @@ def _load(file, ref=None):
 def validate(file, tol, batch, quick, ref, dtype):
     """Check FILE against its reference on the GPU; exits non-zero on any failure."""
     f = _load(file, ref)
-    dtype = dtype or _input_dtype(f.reference)
-    import torch
-
+    dtype = dtype or precision_name(f.reference.input.dtype)
     from kgen.check.validate import dtype_refusal
 
-    module_dtype = getattr(torch, DTYPES[dtype])
+    module_dtype = torch_dtype(dtype)
     refusal = dtype_refusal(f, module_dtype)
     if refusal:
         raise click.UsageError(refusal)
@@ -412,15 +410,13 @@ def validate(file, tol, batch, quick, ref, dtype):
 def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
     """Time FILE and the eager reference in the same run and print their ratio."""
     f = _load(file, ref)
-    dtype = dtype or _input_dtype(f.reference)
+    dtype = dtype or precision_name(f.reference.input.dtype)
     _require_cuda("bench")
     from kgen.check.bench import bench as run_bench
 
-    import torch
-
     f.build()
     click.echo(run_bench(f, batch=batch, iters=iters, with_compile=with_compile, with_autotune=with_autotune,
-                         dtype=getattr(torch, DTYPES[dtype])).report())
+                         dtype=torch_dtype(dtype)).report())
 
 
 @main.command()
@@ -466,6 +462,7 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
     tolerance, tiles a cost model puts far behind), reuses measurements cached from earlier
     runs on this device, builds the rest in parallel while the GPU measures each as soon as it
     is built, and runs the full validation on the fastest."""
+    from kgen.tune import choose
     from kgen.tune.plot import FORMATS
 
     # What can be checked without a GPU is checked first: the module and the options.
@@ -474,7 +471,7 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
                                  param_hint="--plot")
     problem = _problem(ref, problem)
     batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)
-    dtype = dtype or _reference_dtype(problem, constants)
+    dtype = dtype or choose.module_dtype(problem, constants)
     _require_cuda("search")
     import torch
 
@@ -491,19 +488,6 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
                         gpus=gpus, dtype=dtype, vs_compile=vs_compile)
     _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
     sys.exit(0 if record["winners"] else 1)
-
-
-def _reference_dtype(problem: str, constants: tuple) -> str:
-    """--dtype's name of the reference's input dtype (its get_inputs()); fp32 for any other."""
-    from kgen.frontend.problems import load
-
-    return _input_dtype(load(problem, constants=constants))
-
-
-def _input_dtype(reference) -> str:
-    from kgen.tune.configs import precision_name
-
-    return precision_name(reference.input.dtype)
 
 
 def _draw(record: dict, path: Path) -> bool:

@@ -36,7 +36,7 @@ out_features = {out_features}
 
 
 def get_inputs():
-    return [torch.rand(batch_size, in_features)]
+    return [torch.rand(batch_size, in_features{dtype_arg})]
 
 
 def get_init_inputs():
@@ -44,16 +44,19 @@ def get_init_inputs():
 '''
 
 
-def module_source(body: str, params: dict[str, str], out_features: int, gemm: str = "gemm") -> str:
+def module_source(body: str, params: dict[str, str], out_features: int, gemm: str = "gemm",
+                  dtype: str | None = None) -> str:
     """A reference file in KernelBench form: Linear `gemm`, then the lines of `body` (any common
     indentation is removed) on x; `params` maps attribute names to the expressions that create
-    them (in __init__, after the Linear)."""
-    init = [f"self.{gemm} = nn.Linear(in_features, out_features)"]
+    them (in __init__, after the Linear). dtype ("bfloat16", ...): the module as its author
+    writes it in that dtype, the Linear's weights and get_inputs()' tensor."""
+    dtype_arg = f", dtype=torch.{dtype}" if dtype else ""
+    init = [f"self.{gemm} = nn.Linear(in_features, out_features{dtype_arg})"]
     init += [f"self.{name} = {expr}" for name, expr in params.items()]
     return _MODULE.format(init="\n".join(f"        {line}" for line in init),
                           body="\n".join(f"        {line}" for line in
                                          textwrap.dedent(body).strip("\n").splitlines()),
-                          gemm=gemm, out_features=out_features)
+                          gemm=gemm, out_features=out_features, dtype_arg=dtype_arg)
 
 
 # Where the CPU tier's nvcc compiles leave their results for the run (tests/test_compile.py): one

@@ -433,15 +433,11 @@ def test_winners_without_records_says_so(tmp_path):
 def test_searchs_dtype_is_the_references_unless_given(tmp_path):
     """kgen search's --dtype defaults to the dtype of the reference's get_inputs()."""
     ref = tmp_path / "half_input.py"
-    # (a module in bf16 as its author writes it: the Linear's weights and the input)
-    ref.write_text(module_source("x = torch.relu(x)", {}, 64)
-                   .replace("torch.rand(batch_size, in_features)", "torch.rand(batch_size, in_features, dtype=torch.bfloat16)")
-                   .replace("nn.Linear(in_features, out_features)", "nn.Linear(in_features, out_features, dtype=torch.bfloat16)"))
-    assert ref.read_text().count("bfloat16") == 2
-    from kgen.cli import _reference_dtype
+    ref.write_text(module_source("x = torch.relu(x)", {}, 64, dtype="bfloat16"))
+    from kgen.tune.choose import module_dtype
 
-    assert _reference_dtype(str(ref), ()) == "bf16"
-    assert _reference_dtype("gemm_scale_bn", ()) == "fp32"
+    assert module_dtype(str(ref)) == "bf16"
+    assert module_dtype("gemm_scale_bn") == "fp32"
     # validate's too: a file of it without a 16-bit build is refused for the module's dtype, bf16,
     # before a GPU is needed; with --dtype fp32 it goes on (to say it needs a GPU, here)
     out = tmp_path / "portable.py"

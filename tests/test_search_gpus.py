@@ -340,14 +340,12 @@ def test_generate_takes_a_bf16_references_winner_of_a_search_in_bf16(tmp_path, m
     from kgen.tune import choose
 
     ref = tmp_path / "bf16_module.py"
-    ref.write_text(module_source("x = torch.relu(x) * 2.0", {}, 512)
-                   .replace("torch.rand(batch_size, in_features)", "torch.rand(batch_size, in_features, dtype=torch.bfloat16)")
-                   .replace("nn.Linear(in_features, out_features)", "nn.Linear(in_features, out_features, dtype=torch.bfloat16)"))
+    ref.write_text(module_source("x = torch.relu(x) * 2.0", {}, 512, dtype="bfloat16"))
     calls = fake_gpus(tmp_path, monkeypatch)
     record = search.run_search(str(ref), 256, 512, 512, [1e-4], work_dir=tmp_path / "work",
                                out_dir=tmp_path / "out", results_dir=tmp_path / "results",
                                cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lambda s: None,
-                               gpus=[0], dtype=cli._reference_dtype(str(ref), ()))
+                               gpus=[0], dtype=choose.module_dtype(str(ref)))
     assert calls["validation"][1] == "bf16" and record["winners"]
     spec, why, measured = choose.fastest_known(str(ref), 256, 512, 512, choose.target("sm_90a"),
                                                tmp_path / "results")

@@ -188,13 +188,19 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
     return spec, why
 
 
+def module_dtype(problem: str, constants: tuple = ()) -> str:
+    """PRECISIONS' name of the reference's input dtype (its get_inputs()): the dtype a user runs
+    the module in; fp32 for any other."""
+    return precision_name(load(problem, constants=constants).input.dtype)
+
+
 def fastest_known(problem: str, batch: int, in_features: int, out_features: int, target: Target,
                   results_dir: Path | None = None, constants: tuple = ()) -> tuple[Spec, str, dict | None]:
     """(spec, why, measured): measured is the earlier search's measurement of the winner, with
     the record it comes from (`search_record`), for the file's header; None for the rule."""
     # A module in bf16 / fp16 (its get_inputs()) takes a search of it in that dtype first; any
     # fp32-accurate winner otherwise.
-    dtype = precision_name(load(problem, constants=constants).input.dtype)
+    dtype = module_dtype(problem, constants)
     for searched in dict.fromkeys((dtype, "fp32")):
         found = earlier_winner(problem, batch, in_features, out_features, target.arch, results_dir, constants,
                                searched)

@@ -79,6 +79,13 @@ PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 PRECISION_TOLERANCES = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
 
 
+def torch_dtype(name: str):
+    """The torch dtype of a PRECISIONS name ("bf16" -> torch.bfloat16)."""
+    import torch
+
+    return getattr(torch, PRECISIONS[name])
+
+
 def precision_name(dtype) -> str:
     """PRECISIONS' name of a torch dtype (or of its name, "bfloat16"); fp32 for any other."""
     torch_name = str(dtype).removeprefix("torch.")

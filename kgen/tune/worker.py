@@ -19,7 +19,7 @@ import json
 import sys
 import traceback
 
-from kgen.tune.configs import PRECISIONS
+from kgen.tune.configs import PRECISIONS, torch_dtype
 
 RESULT_PREFIX = "KGEN_RESULT "
 RUNOFF_PREFIX = "KGEN_RUNOFF "
@@ -28,24 +28,20 @@ EXIT_AFTER_RUNTIME_ERROR = 3
 
 
 def build(path: str, dtype: str = "fp32") -> int:
-    import torch
-
     from kgen.check.loading import EmittedFile
 
-    EmittedFile(path).build(getattr(torch, PRECISIONS[dtype]))
+    EmittedFile(path).build(torch_dtype(dtype))
     return 0
 
 
 def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dtype: str = "fp32") -> dict:
     """The quick validation and the timing of one file, with the module and its input in
     `dtype` (eager in that dtype the yardstick and the baseline)."""
-    import torch
-
     from kgen.check.bench import bench
     from kgen.check.loading import EmittedFile
     from kgen.check.validate import gate_description, validate, worst_error, worst_error_ratio
 
-    module_dtype = getattr(torch, PRECISIONS[dtype])
+    module_dtype = torch_dtype(dtype)
     record: dict = {"path": path}
     try:
         f = EmittedFile(path)
@@ -80,12 +76,10 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dt
 
 def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> int:
     """Prints one line `KGEN_RUNOFF {json}`: kgen.check.bench.runoff of the files."""
-    import torch
-
     from kgen.check.bench import runoff as timed
     from kgen.check.loading import EmittedFile
 
-    module_dtype = getattr(torch, PRECISIONS[dtype])
+    module_dtype = torch_dtype(dtype)
     files = [EmittedFile(p) for p in paths]
     for f in files:
         f.build(module_dtype)
@@ -96,12 +90,10 @@ def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> in
 def compare(path: str, iters: int, dtype: str = "fp32") -> int:
     """Prints one line `KGEN_COMPARE {json}`: the file, eager and torch.compile of the reference
     (default mode and max-autotune), in `dtype`, timed in one run (kgen.check.bench.bench)."""
-    import torch
-
     from kgen.check.bench import bench
     from kgen.check.loading import EmittedFile
 
-    module_dtype = getattr(torch, PRECISIONS[dtype])
+    module_dtype = torch_dtype(dtype)
     f = EmittedFile(path)
     f.build(module_dtype)
     b = bench(f, iters=iters, dtype=module_dtype, with_compile=True, with_autotune=True)

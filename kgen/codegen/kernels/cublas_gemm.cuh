@@ -1,8 +1,9 @@
 // z = x * w^T through cuBLAS, for the cuBLAS-backed variants (the baseline the custom GEMMs are
-// measured against), in the forward and in the backward's two GEMMs (kgen::CublasGemm). The extension links no torch, so it cannot borrow PyTorch's cuBLAS handle:
-// it keeps one handle per device, created on first use, and binds it to the caller's stream for
-// each call. The compute type is the variant's (KGEN_CUBLAS_COMPUTE), never a global flag such
-// as torch.backends.cuda.matmul.allow_tf32.
+// measured against), in the forward and in the backward's two GEMMs (kgen::CublasGemm). The
+// extension links no torch, so it cannot borrow PyTorch's cuBLAS handle: it keeps one handle per
+// device, created on first use, and binds it to the caller's stream for each call. The compute
+// type is the variant's (KGEN_CUBLAS_COMPUTE), never a global flag such as
+// torch.backends.cuda.matmul.allow_tf32.
 #pragma once
 #include <cublas_v2.h>
 

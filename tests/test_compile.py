@@ -263,7 +263,8 @@ def test_wgmma_smem_mirror_matches_the_kernel(tmp_path):
     specs = [s for s in enumerate_specs("gemm_scale_bn", 1024, 8192, 8192) if s.family == "wgmma"]
     assert specs
     lines = ['#include "kgen/codegen/kernels/common.cuh"', '#include "kgen/codegen/kernels/mma_detail.cuh"',
-             '#include "kgen/codegen/kernels/gemm_wgmma.cuh"', '#include "kgen/codegen/kernels/gemm_wgmma_ws.cuh"']
+             '#include "kgen/codegen/kernels/gemm_wgmma.cuh"', '#include "kgen/codegen/kernels/gemm_skinny.cuh"',
+             '#include "kgen/codegen/kernels/gemm_wgmma_ws.cuh"']
     for s in specs:
         gemm = generator.gemm_type(s)
         lines.append(f"static_assert({gemm}::kSmemBytes == {wgmma_smem_bytes(s.tile, s.math)}, "

@@ -316,7 +316,8 @@ def _always(needs: KernelNeeds) -> bool:
 # translation unit, and `after` (checked by selected_files) is the order its parts need.
 # mma_detail.cuh is the mma.sync family's loader, swizzle, ldmatrix and tf32 helpers, which the
 # wgmma GEMMs share; the warp-specialized wgmma GEMM falls back to gemm_wgmma.cuh's kernel when
-# TMA cannot load x or w; a wgmma file builds per dtype (fp32, bf16, fp16), hence its half GEMM.
+# TMA cannot load x or w and hands batches of at most 16 rows to gemm_skinny.cuh's; a wgmma file
+# builds per dtype (fp32, bf16, fp16), hence its half GEMM.
 KERNEL_LIBRARY = (
     LibraryFile("common.cuh", (), _always),
     LibraryFile("stages.cuh", ("common.cuh",), _always),
@@ -326,7 +327,8 @@ KERNEL_LIBRARY = (
     LibraryFile("gemm_simt.cuh", ("common.cuh",), lambda n: n.family == "simt"),
     LibraryFile("gemm_mma.cuh", ("mma_detail.cuh",), lambda n: n.family == "mma"),
     LibraryFile("gemm_wgmma.cuh", ("mma_detail.cuh",), lambda n: n.family == "wgmma"),
-    LibraryFile("gemm_wgmma_ws.cuh", ("gemm_wgmma.cuh",), lambda n: n.family == "wgmma"),
+    LibraryFile("gemm_skinny.cuh", ("mma_detail.cuh",), lambda n: n.family == "wgmma"),
+    LibraryFile("gemm_wgmma_ws.cuh", ("gemm_wgmma.cuh", "gemm_skinny.cuh"), lambda n: n.family == "wgmma"),
     LibraryFile("gemm_wgmma_half.cuh", ("gemm_wgmma_ws.cuh",), lambda n: n.half),
     LibraryFile("backward.cuh", ("stages.cuh",), lambda n: n.backward),
     LibraryFile("cublas_gemm.cuh", (), lambda n: n.family == "cublas"),

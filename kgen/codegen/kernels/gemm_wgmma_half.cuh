@@ -256,6 +256,8 @@ struct WgmmaWsHalfGemm {
     cudaError_t e;
     if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return e;
     if (K % 8 != 0 || K == 0) return cudaErrorInvalidValue;  // ModelNew refuses these first
+    // A few rows: a stream over w on FMAs (gemm_skinny.cuh), not 64-row wgmma tiles.
+    if (SkinnyGemm<T>::applies(x, w, M, N, K)) return SkinnyGemm<T>::template launch<EPI>(x, w, M, N, K, p, stream);
     CUtensorMap map_x, map_w;
     constexpr CUtensorMapDataType type = half_detail::TmaType<T>::kValue;
     e = ws_detail::make_kmajor_map(&map_x, x, type, 2, M, K, BM);

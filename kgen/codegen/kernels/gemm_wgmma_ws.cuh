@@ -31,7 +31,8 @@
 // is kept as docs/experiments/wgmma_ws_persistent.patch.
 //
 // TMA needs a 16-byte row pitch: K % 4 == 0 (and 16-byte aligned x and w, which the binding
-// checks). Other K go to WgmmaGemm's scalar-load kernel, as its own kVec16 dispatch does.
+// checks). Other K go to WgmmaGemm's scalar-load kernel, as its own kVec16 dispatch does. A batch
+// of at most 16 rows goes to gemm_skinny.cuh's kernel (mma.sync's 16-row tiles, w read once).
 #pragma once
 #include <cuda.h>  // CUtensorMap and its enums only: the encoder is found at run time, no -lcuda
 #include <cuda_runtime.h>
@@ -376,11 +377,14 @@ struct WgmmaWsGemm {
                 "shared memory over the 227 KB per-CTA limit of sm_90");
 
   // The k-splits per tile at this shape on the current GPU (1: unsplit; K % 4 != 0 runs the
-  // fallback, unsplit), and the workspace floats they need (entry.cuh adds them).
+  // fallback, unsplit; at most SkinnyGemm's rows run that kernel, unsplit), and the workspace
+  // floats they need (entry.cuh adds them).
   static int splits_for(int M, int N, int K) {
     unsigned tiles = 0;
     cudaError_t e;
-    if (!kSplitsK || K % 4 != 0 || K == 0 || !tile_grid<BM, BN>(M, N, K, tiles, e)) return 1;
+    if (!kSplitsK || K % 4 != 0 || K == 0 || M <= SkinnyGemm<float>::kMaxRows || !tile_grid<BM, BN>(M, N, K, tiles, e)) {
+      return 1;
+    }
     return SplitK<BM, BN>::splits_for(tiles, K / BK + (K % BK != 0));
   }
   static long long split_floats(int M, int N, int K) {
@@ -396,6 +400,8 @@ struct WgmmaWsGemm {
     unsigned tiles = 0;
     cudaError_t e;
     if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return e;
+    // A few rows: a stream over w on FMAs (gemm_skinny.cuh), not 64-row wgmma tiles.
+    if (SkinnyGemm<float>::applies(x, w, M, N, K)) return SkinnyGemm<float>::template launch<EPI>(x, w, M, N, K, p, stream);
     if (K % 4 != 0 || K == 0) return Fallback::template launch<EPI>(x, w, M, N, K, p, stream);
     // x and w are 16-byte aligned (the launch contract, as for the fallback's vec16 kernel);
     // the encoder refuses a pointer that is not, and that error is returned.

@@ -97,6 +97,10 @@ __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
       m2 += f.part_m2[static_cast<size_t>(t) * f.N + n] + delta * delta * (count * nb / total);
       count = total;
     }
+    // torch's Welford statistics meet inf - inf where a column holds an infinite value among
+    // other rows: its mean is NaN there, where the partials' mean is inf (one partial: a batch of
+    // at most a tile's rows with exact products, seen on the H100 at 7 rows).
+    if (isinf(mean) && f.M > 1) mean = __int_as_float(0x7fffffff);
     centre = scale * mean;
     mean_t = centre + shift;
     // biased, as BatchNorm normalizes with. The shift cancels out of t - mean_t in exact

@@ -449,13 +449,17 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
               help="Time each tier's winner against torch.compile of the reference (default mode and "
                    "max-autotune, in the module's dtype) in one run, and keep the ratios in the record "
                    "(max-autotune compiles for minutes).")
+@click.option("--also-batch", "also_batches", type=click.IntRange(min=2), multiple=True,
+              help="Another batch size the file must serve (repeatable): each tier's fastest "
+                   "candidates are measured at it too, the winner is the one whose slowest ratio to "
+                   "eager over all batches is lowest, fully validated at each.")
 @click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None,
               help="The module's dtype (module and input converted with .to(dtype)): every candidate "
                    "validated and timed in it against eager in it, the tolerance KernelBench's for it "
                    "unless --tol; bf16 / fp16 run on kgen's Hopper GEMM only [the dtype of the "
                    "reference's get_inputs()].")
 def search(ref, problem, batch, in_features, out_features, sets, tol, maths, jobs, iters, top, exhaustive,
-           out_dir, results_dir, plot_path, gpu_count, vs_compile, dtype):
+           out_dir, results_dir, plot_path, gpu_count, vs_compile, also_batches, dtype):
     """Find the fastest valid file per tolerance tier and write it to --out-dir.
 
     Drops what cannot win before building (math modes whose operand rounding alone breaks every
@@ -485,7 +489,8 @@ def search(ref, problem, batch, in_features, out_features, sets, tol, maths, job
                         maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
                         iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
                         exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants,
-                        gpus=gpus, dtype=dtype, vs_compile=vs_compile)
+                        gpus=gpus, dtype=dtype, vs_compile=vs_compile,
+                        also_batches=tuple(b for b in dict.fromkeys(also_batches) if b != batch))
     _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
     sys.exit(0 if record["winners"] else 1)
 

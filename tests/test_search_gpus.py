@@ -351,3 +351,70 @@ def test_generate_takes_a_bf16_references_winner_of_a_search_in_bf16(tmp_path, m
                                                tmp_path / "results")
     assert spec.name() == record["winners"]["0.0001"]["name"]
     assert why.startswith("the winner in bf16 of an earlier search") and "x eager bf16" in why
+
+
+def test_also_batch_picks_the_fastest_over_every_batch_and_validates_at_each(tmp_path, monkeypatch):
+    """kgen search --also-batch 1024 (fakes for the GPU): the tier's fastest are measured at 1024
+    too; the one fastest at the search's batch but slow at 1024 loses to one good at both, one
+    that fails at 1024 is out, the winner is fully validated at both batches, and the record and
+    the file's header carry its times at 1024."""
+    calls = fake_gpus(tmp_path, monkeypatch)
+    validations = []
+
+    def fake_validation(path, tol, timeout, env=None, dtype="fp32", batch=None):
+        validations.append((Path(path).name, batch))
+        return True, "ok"
+
+    monkeypatch.setattr(search, "full_validation", fake_validation)
+    at_1024 = {}
+
+    def fake_measure(paths, tol, batch, timeout, env=None, dtype="fp32"):
+        calls.setdefault("measured_at", []).append((batch, [Path(p).name for p in paths], env))
+        records = {}
+        for rank, p in enumerate(paths):
+            if rank == 2:
+                records[str(p)] = {"path": str(p), "status": "incorrect", "detail": "allclose failed"}
+                continue
+            ratio = 0.9 if rank == 0 else 0.6   # the fastest at 256 is slow at 1024
+            records[str(p)] = {"path": str(p), "status": "passed", "passing_tols": [tol],
+                               "measured": {"batch": batch, "median_ms": 8 * ratio, "eager_ms": 8.0, "ratio": ratio}}
+            at_1024[Path(p).name] = ratio
+        return records, ""
+
+    monkeypatch.setattr(search, "measure_at_batch", fake_measure)
+    lines = []
+    record = search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], maths=("tf32x3",), top=4,
+                               work_dir=tmp_path / "work", out_dir=tmp_path / "out",
+                               results_dir=tmp_path / "results", exhaustive=True,
+                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append,
+                               gpus=[0], also_batches=(1024,))
+    (batch, measured_names, _), = calls["measured_at"]
+    assert batch == 1024 and len(measured_names) == search.ACROSS_BATCHES_TOP
+    fastest, second, failing = measured_names
+    winner = record["winners"]["0.0001"]
+    assert Path(winner["path"]).name and winner["name"] == Path(second).stem.rsplit("_ms", 1)[0]
+    assert winner["measured"]["at_batches"] == {"1024": {"batch": 1024, "median_ms": 4.8, "eager_ms": 8.0, "ratio": 0.6}}
+    # the winner fully validated at 1024 and at the search's own batch; nothing validated the loser
+    assert (second, 1024) in validations and (second, None) in validations
+    assert not any(name == fastest for name, _ in validations)
+    assert any(f"fails at batch 1024 (incorrect: allclose failed); it is out" in line for line in lines)
+    header = (tmp_path / "out" / Path(winner["path"]).name).read_text()
+    assert "at batch 1024: 4.800 ms; eager fp32 8.000 ms -> 0.600x" in header
+    saved = json.loads(open(record["record_path"]).read())
+    by_name = {c["name"]: c for c in saved["candidates"]}
+    assert by_name[winner["name"]]["at_batches"]["1024"]["ratio"] == 0.6
+
+
+def test_also_batch_is_checked_before_a_gpu_is_needed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = run("search", "--problem", "gemm_scale_bn", "--also-batch", "1")
+    assert r.exit_code == 2 and "--also-batch" in r.output, r.output
+
+
+def test_a_failed_full_validation_says_which_checks_failed():
+    """The search's line for a candidate that failed its full validation names the failing checks
+    (or the last line of a validation that ended another way)."""
+    log = "PASS  eval mode\nFAIL  training, 20 steps   max abs 1.0e-02\nFAIL  gradients, train mode   x\n18 passed, 2 failed\n"
+    assert search.failed_checks(log) == ": FAIL  training, 20 steps   max abs 1.0e-02; FAIL  gradients, train mode   x"
+    assert search.failed_checks("Traceback (most recent call last):\nRuntimeError: boom\n") == ": RuntimeError: boom"
+    assert search.failed_checks("") == ""

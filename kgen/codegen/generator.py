@@ -574,6 +574,9 @@ def describe_measured(measured: dict | None, key: str | None = None) -> list[str
     if "gate" in m:
         worst = f"; worst error {m['error_ratio']:.2f}x eager {dtype}'s" if "error_ratio" in m else ""
         lines.append(f"passed:    {m['gate']}{worst}")
+    for b, at in (m.get("at_batches") or {}).items():
+        lines.append(f"           at batch {b}: {at['median_ms']:.3f} ms; eager {dtype} {at['eager_ms']:.3f} ms "
+                     f"-> {at['ratio']:.3f}x (the search's other batches: fully validated at each)")
     if "runoff_ms" in m:
         lines.append(f"runoff:    {m['runoff_ms']:.3f} ms, the median of its runoff rounds against the candidates "
                      f"closest to it (each timed right after eager {dtype})")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import json
+import math
 import os
 import queue
 import re
@@ -311,6 +312,9 @@ class Candidate:
     record: dict = dataclasses.field(default_factory=dict)
     cached: bool = False
     runoff_ms: float | None = None   # median of its runoff rounds, when it was in one
+    # (--also-batch) its quick validation and timing at each other batch: measured dict, or None
+    # where it failed there
+    at_batches: dict = dataclasses.field(default_factory=dict)
 
     @property
     def measured(self) -> dict | None:
@@ -320,6 +324,7 @@ class Candidate:
         return {"name": self.spec.name(), "key": self.spec.key(), "spec": portable_spec(self.spec),
                 "status": self.status, "detail": self.detail, "build_s": round(self.build_s, 1),
                 "cached": self.cached, **({"runoff_ms": self.runoff_ms} if self.runoff_ms else {}),
+                **({"at_batches": {str(b): m for b, m in self.at_batches.items()}} if self.at_batches else {}),
                 **{k: v for k, v in self.record.items() if k not in ("path", "status", "detail")}}
 
 
@@ -582,11 +587,80 @@ def compile_line(times: dict) -> str:
 
 
 def full_validation(path: Path, tol: float, timeout: float, env: dict | None = None,
-                    dtype: str = "fp32") -> tuple[bool, str]:
+                    dtype: str = "fp32", batch: int | None = None) -> tuple[bool, str]:
     proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(path), "--tol", repr(tol),
-                           *dtype_args(dtype)],
+                           *dtype_args(dtype), *(["--batch", str(batch)] if batch else [])],
                           capture_output=True, text=True, timeout=timeout, env=env)
     return proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def failed_checks(log: str) -> str:
+    """What a full validation's output says failed, for the search's line (its FAIL lines, or its
+    last line where it ended another way), e.g. ': FAIL  training, 20 steps ...'."""
+    fails = [line.strip() for line in log.splitlines() if line.startswith("FAIL")]
+    if not fails:
+        last = log.strip().splitlines()[-1:] if log.strip() else []
+        return f": {last[0][:200]}" if last else ""
+    return ": " + "; ".join(line[:160] for line in fails[:3]) + (f"; {len(fails) - 3} more" if len(fails) > 3 else "")
+
+
+# --also-batch: how many of a tier's fastest candidates (in their runoff's order) are measured at
+# the other batches too; the rest follow them, each still fully validated at every batch before
+# it can win.
+ACROSS_BATCHES_TOP = 3
+
+
+def measure_at_batch(paths: list[Path], tol: float, batch: int, timeout: float, env: dict | None = None,
+                     dtype: str = "fp32") -> tuple[dict, str]:
+    """The worker's quick validation and timing of each file at `batch` (eager timed in the same
+    run), in one subprocess on the GPU `env` names: ({path: its record}, why some are missing)."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "evaluate", "--tol", repr(tol),
+                               "--batch", str(batch), *dtype_args(dtype), *map(str, paths)],
+                              capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {}, f"took longer than {timeout:.0f} s"
+    records = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            record = json.loads(line[len(RESULT_PREFIX):])
+            records[record["path"]] = record
+    missing = [str(p) for p in paths if str(p) not in records]
+    return records, (f"no result for {', '.join(missing)}: {(proc.stdout + proc.stderr)[-500:]}" if missing else "")
+
+
+def worst_ratio(c: Candidate, tol: float) -> float:
+    """The candidate's largest ratio to eager over the search's batch and its other batches
+    (inf where it failed at one or was not measured there)."""
+    ratios = [c.measured["ratio"]] + [m["ratio"] if m else math.inf for m in c.at_batches.values()]
+    return max(ratios)
+
+
+def rank_across_batches(passing: list[Candidate], tol: float, batches: tuple, timeout: float,
+                        env: dict | None, dtype: str, echo: Callable[[str], None], stamp) -> list[Candidate]:
+    """--also-batch: the tier's ACROSS_BATCHES_TOP fastest measured again at each other batch
+    (quick validation at that batch too), then ordered by their worst ratio to eager over all the
+    batches; one that fails at a batch is out. The rest keep their order after them."""
+    contenders = passing[:ACROSS_BATCHES_TOP]
+    for b in batches:
+        records, error = measure_at_batch([c.path for c in contenders], tol, b, timeout, env, dtype)
+        if error:
+            echo(f"{stamp()} tol {tol:g}: at batch {b}: {error}")
+        for c in contenders:
+            r = records.get(str(c.path))
+            ok = r is not None and r.get("status") == "passed" and tol in r.get("passing_tols", [])
+            c.at_batches[b] = r["measured"] if ok else None
+            if r is not None and not ok:
+                echo(f"{stamp()} tol {tol:g}: {c.spec.name()} fails at batch {b} ({r.get('status')}: "
+                     f"{r.get('detail', '')[:200]}); it is out")
+    kept = sorted((c for c in contenders if worst_ratio(c, tol) < math.inf), key=lambda c: worst_ratio(c, tol))
+    batch_list = ", ".join(str(b) for b in batches)
+    for c in kept:
+        each = ", ".join(f"batch {b} {m['median_ms']:.3f} ms ({m['ratio']:.3f}x)" for b, m in c.at_batches.items())
+        echo(f"           {c.spec.name()}: {c.measured['median_ms']:.3f} ms ({c.measured['ratio']:.3f}x); {each}")
+    echo(f"{stamp()} tol {tol:g}: {len(kept)} of the {len(contenders)} fastest also pass at batch {batch_list}; "
+         "ordered by their slowest ratio to eager over all batches")
+    return kept + [c for c in passing if c not in contenders]
 
 
 # ---- winners ---------------------------------------------------------------------------------
@@ -664,7 +738,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                top: int | None = None, arch: str = WGMMA_ARCH, exhaustive: bool = False,
                cache: MeasurementCache | None = None,
                echo: Callable[[str], None] = print, constants: tuple = (),
-               gpus: list[int] | None = None, dtype: str = "fp32", vs_compile: bool = False) -> dict:
+               gpus: list[int] | None = None, dtype: str = "fp32", vs_compile: bool = False,
+               also_batches: tuple = ()) -> dict:
     """The search; returns its record as written, with where (`record_path`). gpus: the GPUs it
     measures on (indices among those this process sees; one worker each) [this process's device
     0 alone]; the runoff and the full validations run on the first, so that their times compare.
@@ -674,7 +749,10 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     of the math modes and the cost model, both about fp32 operands, are skipped.
     vs_compile: each tier's winner is timed again with eager and torch.compile of the reference
     (default and max-autotune: minutes of compiling) in one run, on the first GPU; the record's
-    winner keeps the times (`vs_compile`)."""
+    winner keeps the times (`vs_compile`).
+    also_batches: other batch sizes the file must serve well: each tier's fastest are measured
+    at each of them too, the winner is the one whose slowest ratio to eager over all the batches
+    is lowest (rank_across_batches), and it is fully validated at every batch."""
     import torch
 
     started = time.monotonic()
@@ -789,6 +867,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                          key=lambda c: c.measured["median_ms"])
         for c in passing:
             c.runoff_ms = None   # a runoff of an earlier tier says nothing here
+            c.at_batches = {}
         contenders = runoff_contenders(passing)
         if contenders:
             times, error = run_runoff(contenders, eval_timeout, home_env, dtype)
@@ -802,7 +881,22 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                      f"each other, timed again in {RUNOFF_ROUNDS} rounds, each right after eager {dtype} "
                      f"({statistics.median(times['eager']):.3f} ms): "
                      + ", ".join(f"{c.spec.name()} {c.runoff_ms:.3f} ms" for c in ordered))
+        if also_batches and passing:
+            passing = rank_across_batches(passing, tol, also_batches, eval_timeout, home_env, dtype, echo, stamp)
         for c in passing:
+            if also_batches:
+                # every batch, the search's own first (its result is cached like any search's)
+                ok, log = True, ""
+                for b in also_batches:
+                    echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()} at batch {b}")
+                    ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env, dtype, batch=b)
+                    if not ok:
+                        break
+                if not ok:
+                    c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
+                    echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation at batch {b}"
+                         f"{failed_checks(log)}; trying the next")
+                    continue
             if cache.full_validation(c.spec, device, tol, dtype):
                 ok, log = True, "cached"
                 echo(f"{stamp()} tol {tol:g}: {c.spec.name()} passed the full validation before on this device")
@@ -812,6 +906,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
             if ok:
                 cache.store_full_validation(c.spec, device, tol, dtype)
                 measured = dict(c.measured, tol=tol, **({"runoff_ms": c.runoff_ms} if c.runoff_ms else {}),
+                                **({"at_batches": {str(b): m for b, m in c.at_batches.items()}}
+                                   if c.at_batches else {}),
                                 # eager fp32 itself fails allclose(fp64) at this tol: ill-conditioned
                                 **({"eager_max_abs_err": eager["max_abs"]}
                                    if "max_abs" in eager and tol not in eager["within"] else {}))
@@ -842,7 +938,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                     echo("           (the same variant as the earlier winner; its measurement is updated)")
                 break
             c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
-            echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation; trying the next")
+            echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation{failed_checks(log)}; trying the next")
         else:
             echo(f"{stamp()} tol {tol:g}: no candidate passed")
     echo(f"{stamp()} record: {record_path}")

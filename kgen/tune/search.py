@@ -785,6 +785,14 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     if not specs:
         echo(f"{stamp()} no variant runs a {dtype} module on {arch} (16-bit modules run on kgen's Hopper "
              "wgmma GEMM, sm_90a)")
+    elif dtype != "fp32":
+        # The names are the variants' (their fp32 build's tile and math); in this dtype each runs
+        # the 16-bit GEMM of its BM and group, which is what differs between them.
+        from kgen.tune.configs import HALF_WGMMA_BN, HALF_WGMMA_STAGES
+
+        echo(f"{stamp()} in {dtype} every candidate runs kgen's 16-bit GEMM (tile BM x {HALF_WGMMA_BN}, "
+             f"{HALF_WGMMA_STAGES} stages, fp32 accumulators); the names give the variant's fp32 build: "
+             + ", ".join(f"{s.name()} -> BM {s.tile.bm}, group {s.tile.group_m}, fusion {s.fusion}" for s in specs))
 
     dropped: dict[Spec, str] = {}
     admissible = {t: set(FP32_ACCURATE_MATHS) for t in tols}

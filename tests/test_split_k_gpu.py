@@ -78,3 +78,16 @@ def test_the_split_sum_is_the_same_on_every_call(files, stem):
     for out, buffers in outs[1:]:
         assert torch.equal(out, outs[0][0])
         assert all(torch.equal(a, b) for a, b in zip(buffers, outs[0][1]))
+
+
+@pytest.mark.xfail(strict=True, reason="session 6 (H100): every candidate of `kgen search --also-batch 128` on "
+                   "gemm_mul_leakyrelu 4096->4096 and KernelBench 30 failed kgen validate's full tier at 128 rows, "
+                   "where split-K runs, after passing its quick tier; which check was not captured (docs/perf.md). "
+                   "Run with -rx to see the failing checks.")
+def test_the_full_gate_at_a_split_batch(files):
+    """Every check of `kgen validate` (gradients, training, misaligned input, ...) at the batch
+    where the GEMM splits K; the tests above run the quick tier only."""
+    if not HOPPER:
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
+    results = validate(files["gemm_mul_leakyrelu"], tol=1e-4, batch=SMALL)
+    assert all(r.passed for r in results), [r.line() for r in results if not r.passed]

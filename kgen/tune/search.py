@@ -629,7 +629,7 @@ def measure_at_batch(paths: list[Path], tol: float, batch: int, timeout: float, 
     return records, (f"no result for {', '.join(missing)}: {(proc.stdout + proc.stderr)[-500:]}" if missing else "")
 
 
-def worst_ratio(c: Candidate, tol: float) -> float:
+def worst_ratio(c: Candidate) -> float:
     """The candidate's largest ratio to eager over the search's batch and its other batches
     (inf where it failed at one or was not measured there)."""
     ratios = [c.measured["ratio"]] + [m["ratio"] if m else math.inf for m in c.at_batches.values()]
@@ -653,7 +653,7 @@ def rank_across_batches(passing: list[Candidate], tol: float, batches: tuple, ti
             if r is not None and not ok:
                 echo(f"{stamp()} tol {tol:g}: {c.spec.name()} fails at batch {b} ({r.get('status')}: "
                      f"{r.get('detail', '')[:200]}); it is out")
-    kept = sorted((c for c in contenders if worst_ratio(c, tol) < math.inf), key=lambda c: worst_ratio(c, tol))
+    kept = sorted((c for c in contenders if worst_ratio(c) < math.inf), key=worst_ratio)
     batch_list = ", ".join(str(b) for b in batches)
     for c in kept:
         each = ", ".join(f"batch {b} {m['median_ms']:.3f} ms ({m['ratio']:.3f}x)" for b, m in c.at_batches.items())

@@ -99,3 +99,23 @@ def build_once(tmp_path_factory, name: str, candidates, jobs: int, timeout: floa
     with open(tmp_path_factory.getbasetemp().parent / f"{name}_builds.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         build_all(candidates, jobs, timeout, echo)
+
+
+def assert_same_bits_every_call(f, rows: int, calls: int = 3) -> None:
+    """A fresh ModelNew of the emitted file `f` (seeded alike each time) called on one input of
+    `rows` rows `calls` times: its output and buffers (BatchNorm's running statistics) bit for bit
+    the same every time. For the kernels whose sums meet across CTAs or warps in a fixed order."""
+    import torch
+
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        x = torch.rand(rows, f.spec.in_features)
+        outs = []
+        for _ in range(calls):
+            torch.manual_seed(1)
+            model = f.ModelNew(*f.init_args()).cuda()
+            with torch.no_grad():
+                outs.append((model(x), [b.clone() for b in model.buffers()]))
+    for out, buffers in outs[1:]:
+        assert torch.equal(out, outs[0][0])
+        assert all(torch.equal(a, b) for a, b in zip(buffers, outs[0][1]))

@@ -15,7 +15,7 @@ from kgen.codegen import generator
 from kgen.tune.search import Candidate
 from kgen.tune.spec import Spec, Tile
 
-from conftest import build_once
+from conftest import assert_same_bits_every_call, build_once
 
 pytestmark = pytest.mark.gpu
 
@@ -110,16 +110,4 @@ def test_few_rows_in_bf16(files, stem):
 @pytest.mark.parametrize("stem", CASES)
 def test_the_sum_is_the_same_on_every_call(files, stem):
     needs_hopper()
-    f = files[stem]
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        x = torch.rand(7, IN)
-        outs = []
-        for _ in range(3):
-            torch.manual_seed(1)
-            model = f.ModelNew(*f.init_args()).cuda()
-            with torch.no_grad():
-                outs.append((model(x), [b.clone() for b in model.buffers()]))
-    for out, buffers in outs[1:]:
-        assert torch.equal(out, outs[0][0])
-        assert all(torch.equal(a, b) for a, b in zip(buffers, outs[0][1]))
+    assert_same_bits_every_call(files[stem], 7)

@@ -16,6 +16,8 @@ from kgen.codegen import generator
 from kgen.tune.search import Candidate, build_all
 from kgen.tune.spec import Spec, Tile
 
+from conftest import assert_same_bits_every_call
+
 pytestmark = pytest.mark.gpu
 
 REFS = Path(__file__).parent / "refs"
@@ -65,19 +67,7 @@ def test_the_split_sum_is_the_same_on_every_call(files, stem):
     bit-for-bit the same on every call (and the BatchNorm buffers too)."""
     if not HOPPER:
         pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
-    f = files[stem]
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        x = torch.rand(SMALL, IN)
-        outs = []
-        for _ in range(4):
-            torch.manual_seed(1)
-            model = f.ModelNew(*f.init_args()).cuda()
-            with torch.no_grad():
-                outs.append((model(x), [b.clone() for b in model.buffers()]))
-    for out, buffers in outs[1:]:
-        assert torch.equal(out, outs[0][0])
-        assert all(torch.equal(a, b) for a, b in zip(buffers, outs[0][1]))
+    assert_same_bits_every_call(files[stem], SMALL, calls=4)
 
 
 @pytest.mark.xfail(strict=True, reason="session 6 (H100): every candidate of `kgen search --also-batch 128` on "

@@ -6,6 +6,7 @@ import dataclasses
 import math
 import os
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -136,6 +137,14 @@ def _problem(ref, problem) -> str:
         click.echo(f"kgen: {e}", err=True)
         sys.exit(2)
     return chosen
+
+
+def search_problem_option(f):
+    """problem_option for `kgen search`, which also takes several reference files (each searched
+    in turn at its own shape)."""
+    f = click.option("--problem", type=click.Choice(sorted(PROBLEMS)), default=None,
+                     help="A reference shipped with kgen, instead of REF [gemm_scale_bn].")(f)
+    return click.argument("refs", nargs=-1, type=click.Path(exists=True, dir_okay=False))(f)
 
 
 def shape_options(f):
@@ -420,7 +429,7 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
 
 
 @main.command()
-@problem_option
+@search_problem_option
 @shape_options
 @click.option("--tol", type=Tolerance(), multiple=True,
               help="Tolerance tier(s), atol = rtol of torch.allclose; one winner each [1e-4].")
@@ -458,41 +467,79 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
                    "validated and timed in it against eager in it, the tolerance KernelBench's for it "
                    "unless --tol; bf16 / fp16 run on kgen's Hopper GEMM only [the dtype of the "
                    "reference's get_inputs()].")
-def search(ref, problem, batch, in_features, out_features, sets, tol, maths, jobs, iters, top, exhaustive,
+def search(refs, problem, batch, in_features, out_features, sets, tol, maths, jobs, iters, top, exhaustive,
            out_dir, results_dir, plot_path, gpu_count, vs_compile, also_batches, dtype):
     """Find the fastest valid file per tolerance tier and write it to --out-dir.
 
     Drops what cannot win before building (math modes whose operand rounding alone breaks every
     tolerance, tiles a cost model puts far behind), reuses measurements cached from earlier
     runs on this device, builds the rest in parallel while the GPU measures each as soon as it
-    is built, and runs the full validation on the fastest."""
+    is built, and runs the full validation on the fastest.
+
+    Several REF files are searched one after the other, each at its own shape (a loop over files
+    in one command, e.g. KernelBench's folder), with a table of their winners at the end."""
     from kgen.tune import choose
     from kgen.tune.plot import FORMATS
 
-    # What can be checked without a GPU is checked first: the module and the options.
+    # What can be checked without a GPU is checked first: the module(s) and the options.
     if plot_path is not None and plot_path.suffix.lower() not in FORMATS:
         raise click.BadParameter(f"{plot_path}: a plot is written as {', '.join(FORMATS)}",
                                  param_hint="--plot")
-    problem = _problem(ref, problem)
-    batch, in_features, out_features, constants = _shape(problem, batch, in_features, out_features, sets)
-    dtype = dtype or choose.module_dtype(problem, constants)
+    several = len(refs) > 1
+    if several:
+        given = [name for name, value in (("--problem", problem), ("--batch", batch), ("--in", in_features),
+                                          ("--out", out_features), ("--set", sets), ("--plot", plot_path))
+                 if value]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} take one reference file; several files are each "
+                                   "searched at their own shape, each plot beside its record")
+    problems = [_problem(ref, problem) for ref in (refs or (None,))]
+    workloads = []
+    for p in problems:
+        shape = _shape(p, batch, in_features, out_features, sets)
+        workloads.append((p, *shape, dtype or choose.module_dtype(p, shape[3])))
     _require_cuda("search")
     import torch
 
     from kgen.tune.search import DEFAULT_MATHS, run_search
 
     gpus = search_gpus(gpu_count)
-
     # Only what this GPU can build and run: wgmma variants on Hopper alone.
     arch = arch_for_capability(*torch.cuda.get_device_capability())
-    record = run_search(problem, batch, in_features, out_features, sorted(tol or (PRECISION_TOLERANCES[dtype],)),
-                        maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
-                        iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
-                        exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants,
-                        gpus=gpus, dtype=dtype, vs_compile=vs_compile,
-                        also_batches=tuple(b for b in dict.fromkeys(also_batches) if b != batch))
-    _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
-    sys.exit(0 if record["winners"] else 1)
+    rows = []
+    for i, (p, b, k, n, constants, module_dtype) in enumerate(workloads):
+        if several:
+            click.echo(f"=== [{i + 1}/{len(workloads)}] {refs[i]}")
+        started = time.monotonic()
+        record = run_search(p, b, k, n, sorted(tol or (PRECISION_TOLERANCES[module_dtype],)),
+                            maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
+                            iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
+                            exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants,
+                            gpus=gpus, dtype=module_dtype, vs_compile=vs_compile,
+                            also_batches=tuple(x for x in dict.fromkeys(also_batches) if x != b))
+        _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
+        rows.append((refs[i] if refs else p, record, time.monotonic() - started))
+    if several:
+        click.echo(searches_table(rows))
+    sys.exit(0 if all(record["winners"] for _, record, _ in rows) else 1)
+
+
+def searches_table(rows) -> str:
+    """The winners of several searches, one row per file and tier (none: no candidate passed),
+    and their wall times."""
+    lines = [f"{'file':<56} {'tol':>7} {'ms':>8} {'x eager':>8} {'wall s':>7}"]
+    for ref, record, wall in rows:
+        name = Path(str(ref)).name[:56]
+        winners = record["winners"] or {f"{t:g}": None for t in record["tols"]}
+        for tol, w in winners.items():
+            m = (w or {}).get("measured") or {}
+            ms = f"{m['median_ms']:8.3f} {m['ratio']:8.3f}" if "median_ms" in m else f"{'none':>8} {'':>8}"
+            lines.append(f"{name:<56} {tol:>7} {ms} {wall:7.1f}")
+    total = sum(wall for _, _, wall in rows)
+    lines.append(f"{len(rows)} files, {sum(1 for _, r, _ in rows if r['winners'])} with a winner, {total:.1f} s in all")
+    return "\n".join(lines)
+
+
 
 
 def _draw(record: dict, path: Path) -> bool:

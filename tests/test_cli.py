@@ -12,6 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from kgen.codegen import generator
+from kgen import cli
 from kgen.cli import main
 from kgen.tune.spec import Spec, Tile
 
@@ -450,3 +451,65 @@ def test_searchs_dtype_is_the_references_unless_given(tmp_path):
     if not torch.cuda.is_available():
         r = run("validate", str(out), "--dtype", "fp32")
         assert r.exit_code == 2 and "needs a CUDA GPU" in r.output, r.output
+
+
+@NO_GPU
+@pytest.mark.parametrize("extra, phrase", [
+    (("--batch", "64"), "--batch take one reference file"),
+    (("--set", "x=3"), "--set take one reference file"),
+    (("--plot", "p.png"), "--plot take one reference file"),
+])
+def test_several_files_take_no_one_file_options(tmp_path, monkeypatch, extra, phrase):
+    monkeypatch.chdir(tmp_path)
+    r = run("search", str(REFS / "gemm_mul_leakyrelu.py"), str(REFS / "gemm_swish_scale.py"), *extra)
+    assert r.exit_code == 2 and phrase in r.output and "needs a CUDA GPU" not in r.output, r.output
+
+
+@NO_GPU
+def test_several_files_are_all_checked_before_a_gpu_is_needed(tmp_path, monkeypatch):
+    """One file kgen cannot take among several: refused with its reason, before any GPU is
+    looked for (nothing searched, nothing written); all good: on to the GPU check."""
+    monkeypatch.chdir(tmp_path)
+    good = [str(REFS / "gemm_mul_leakyrelu.py"), str(REFS / "gemm_swish_scale.py")]
+    r = run("search", *good, str(REFS / "conv2d_relu.py"))
+    assert r.exit_code == 2 and "Conv2d" in r.output and "needs a CUDA GPU" not in r.output, r.output
+    r = run("search", *good)
+    assert r.exit_code == 2 and "needs a CUDA GPU" in r.output, r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_several_files_are_searched_in_turn_with_a_table_at_the_end(tmp_path, monkeypatch):
+    """kgen search A.py B.py (run_search faked: no GPU here): each file searched at its own shape
+    and dtype, in the order given, one plot beside each record; the table lists each file's
+    winner (or none) and wall time; the exit code is 1 where a file got no winner."""
+    from kgen.tune import search as search_module
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "_require_cuda", lambda what: None)
+    monkeypatch.setattr(cli, "search_gpus", lambda count: [0])
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(cli, "_draw", lambda record, path: calls.append(("draw", path.name)))
+    calls = []
+
+    def fake_run_search(problem, batch, in_features, out_features, tols, **kw):
+        calls.append(("search", Path(problem).name, batch, in_features, out_features, tuple(tols), kw["dtype"]))
+        won = "swish" not in problem
+        measured = {"median_ms": 1.25, "ratio": 0.45}
+        return {"record_path": str(tmp_path / f"search_{Path(problem).stem}.json"), "tols": tols,
+                "winners": {f"{tols[0]:g}": {"measured": measured}} if won else {}}
+
+    monkeypatch.setattr(search_module, "run_search", fake_run_search)
+    files = [REFS / "gemm_mul_leakyrelu.py", REFS / "gemm_swish_scale.py"]
+    r = run("search", *map(str, files), "--tol", "1e-4")
+    assert r.exit_code == 1, r.output
+    searched = [c for c in calls if c[0] == "search"]
+    assert [c[1] for c in searched] == [f.name for f in files]
+    from kgen.frontend.problems import default_shape
+    for c, f in zip(searched, files):
+        assert c[2:5] == tuple(default_shape(str(f))) and c[5] == (1e-4,) and c[6] == "fp32"
+    assert [c[1] for c in calls if c[0] == "draw"] == ["search_gemm_mul_leakyrelu.png", "search_gemm_swish_scale.png"]
+    assert "=== [1/2]" in r.output and "=== [2/2]" in r.output
+    table = r.output[r.output.index("file "):]
+    assert "gemm_mul_leakyrelu.py" in table and "1.250" in table and "0.450" in table
+    assert "gemm_swish_scale.py" in table and "none" in table
+    assert "2 files, 1 with a winner" in table

@@ -8,7 +8,7 @@
 #    and the reference's printed) -> $OUT/multigpu_tests.log
 # 2. the DDP run again at batch 1024 x 4096 features, for per-step times nearer KernelBench's
 #    shapes -> $OUT/multigpu_timing_1024x4096.log
-# 3. kgen search of a few KernelBench files (NUMS) with --gpus 2 and with --gpus 1, each from
+# 3. kgen search of a few KernelBench files (NUMS; NUMS=all: the 36) with --gpus 2 and with --gpus 1, each from
 #    cold caches (measurements and builds: both pay the same builds), then again with the builds
 #    warm (measuring only); the wall time of each -> $OUT/search_times.txt, the logs and records
 #    beside it.
@@ -34,6 +34,8 @@ grep -E "rank [01] \(cuda|passed|failed|error" $OUT/multigpu_timing_1024x4096.lo
 
 # ---- search wall time, --gpus 2 against --gpus 1 ----
 NUMS=${NUMS:-"33 84 12"}
+# NUMS=all: KernelBench's 36 files (issue 26's search with both GPUs busy, against one).
+[ "$NUMS" = all ] && NUMS=$(ls .kb/level2 | cut -d_ -f1 | sort -n | tr '\n' ' ')
 FILES=$(for n in $NUMS; do ls .kb/level2/${n}_*.py; done)
 W=/tmp/kgen_mg_search
 rm -rf $W && mkdir -p $W

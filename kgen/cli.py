@@ -540,8 +540,6 @@ def searches_table(rows) -> str:
     return "\n".join(lines)
 
 
-
-
 def _draw(record: dict, path: Path) -> bool:
     """Draws a search record; without matplotlib, one line says how to get it."""
     from kgen.tune.plot import PlotUnavailable, plot_record

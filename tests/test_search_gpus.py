@@ -371,7 +371,7 @@ def test_also_batch_picks_the_fastest_over_every_batch_and_validates_at_each(tmp
     monkeypatch.setattr(search, "full_validation", fake_validation)
     at_1024 = {}
 
-    def fake_measure(paths, tol, batch, timeout, env=None, dtype="fp32"):
+    def fake_measure(paths, tol, batch, iters, timeout, env=None, dtype="fp32"):
         calls.setdefault("measured_at", []).append((batch, [Path(p).name for p in paths], env))
         records = {}
         for rank, p in enumerate(paths):
@@ -421,3 +421,18 @@ def test_a_failed_full_validation_says_which_checks_failed():
     assert search.failed_checks(log) == ": FAIL  training, 20 steps   max abs 1.0e-02; FAIL  gradients, train mode   x"
     assert search.failed_checks("Traceback (most recent call last):\nRuntimeError: boom\n") == ": RuntimeError: boom"
     assert search.failed_checks("") == ""
+
+
+def test_measure_at_batch_runs_the_searchs_worker_command_on_its_files(tmp_path, monkeypatch):
+    """--also-batch's measurement is the search's own worker command (here the fake worker, its
+    paths on stdin) at that batch, one record per file; a file the worker never answers for is
+    named."""
+    calls = fake_gpus(tmp_path, monkeypatch)
+    paths = [tmp_path / "a_ms1.20.py", tmp_path / "b_ms0.80.py"]
+    records, error = search.measure_at_batch(paths, 1e-4, 128, 30, 60, dtype="bf16")
+    assert error == "" and sorted(records) == sorted(map(str, paths))
+    assert records[str(paths[1])]["measured"]["median_ms"] == 0.8
+    assert calls["worker_commands"][-1][-5:] == ["--batch", "128", "--dtype", "bf16", "-"]
+    monkeypatch.setattr(search, "worker_command", lambda *a: [sys.executable, "-c", "pass"])
+    records, error = search.measure_at_batch(paths, 1e-4, 128, 30, 60)
+    assert records == {} and str(paths[0]) in error

@@ -610,13 +610,13 @@ def failed_checks(log: str) -> str:
 ACROSS_BATCHES_TOP = 3
 
 
-def measure_at_batch(paths: list[Path], tol: float, batch: int, timeout: float, env: dict | None = None,
-                     dtype: str = "fp32") -> tuple[dict, str]:
+def measure_at_batch(paths: list[Path], tol: float, batch: int, iters: int, timeout: float,
+                     env: dict | None = None, dtype: str = "fp32") -> tuple[dict, str]:
     """The worker's quick validation and timing of each file at `batch` (eager timed in the same
-    run), in one subprocess on the GPU `env` names: ({path: its record}, why some are missing)."""
+    run; the search's worker command, its paths on stdin), in one subprocess on the GPU `env`
+    names: ({path: its record}, why some are missing)."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "evaluate", "--tol", repr(tol),
-                               "--batch", str(batch), *dtype_args(dtype), *map(str, paths)],
+        proc = subprocess.run(worker_command([tol], batch, iters, dtype), input="\n".join(map(str, paths)) + "\n",
                               capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {}, f"took longer than {timeout:.0f} s"
@@ -636,14 +636,14 @@ def worst_ratio(c: Candidate) -> float:
     return max(ratios)
 
 
-def rank_across_batches(passing: list[Candidate], tol: float, batches: tuple, timeout: float,
+def rank_across_batches(passing: list[Candidate], tol: float, batches: tuple, iters: int, timeout: float,
                         env: dict | None, dtype: str, echo: Callable[[str], None], stamp) -> list[Candidate]:
     """--also-batch: the tier's ACROSS_BATCHES_TOP fastest measured again at each other batch
     (quick validation at that batch too), then ordered by their worst ratio to eager over all the
     batches; one that fails at a batch is out. The rest keep their order after them."""
     contenders = passing[:ACROSS_BATCHES_TOP]
     for b in batches:
-        records, error = measure_at_batch([c.path for c in contenders], tol, b, timeout, env, dtype)
+        records, error = measure_at_batch([c.path for c in contenders], tol, b, iters, timeout, env, dtype)
         if error:
             echo(f"{stamp()} tol {tol:g}: at batch {b}: {error}")
         for c in contenders:
@@ -890,7 +890,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                      f"({statistics.median(times['eager']):.3f} ms): "
                      + ", ".join(f"{c.spec.name()} {c.runoff_ms:.3f} ms" for c in ordered))
         if also_batches and passing:
-            passing = rank_across_batches(passing, tol, also_batches, eval_timeout, home_env, dtype, echo, stamp)
+            passing = rank_across_batches(passing, tol, also_batches, iters, eval_timeout, home_env, dtype, echo, stamp)
         for c in passing:
             if also_batches:
                 # every batch, the search's own first (its result is cached like any search's)

@@ -70,13 +70,11 @@ def test_the_split_sum_is_the_same_on_every_call(files, stem):
     assert_same_bits_every_call(files[stem], SMALL, calls=4)
 
 
-@pytest.mark.xfail(strict=True, reason="session 6 (H100): every candidate of `kgen search --also-batch 128` on "
-                   "gemm_mul_leakyrelu 4096->4096 and KernelBench 30 failed kgen validate's full tier at 128 rows, "
-                   "where split-K runs, after passing its quick tier; which check was not captured (docs/perf.md). "
-                   "Run with -rx to see the failing checks.")
 def test_the_full_gate_at_a_split_batch(files):
     """Every check of `kgen validate` (gradients, training, misaligned input, ...) at the batch
-    where the GEMM splits K; the tests above run the quick tier only."""
+    where the GEMM splits K; the tests above run the quick tier only. (Session 6 saw this fail:
+    not split-K but one element of z 1e-6 from LeakyReLU's kink, on the other side of it in the
+    file's fp32 result; the gradient checks now leave such elements out: kgen/check/kinks.py.)"""
     if not HOPPER:
         pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
     results = validate(files["gemm_mul_leakyrelu"], tol=1e-4, batch=SMALL)

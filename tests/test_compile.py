@@ -203,12 +203,14 @@ def _entry_points_output(source: str, flags, machine_code: bool = True) -> str:
     """stdout of the extension's source built with `flags` into a program that prints, per part,
     kgen_output_is_operand_typed_<part>() and kgen_workspace_floats_<part>(M, N, K) (host code:
     no GPU needed); a spill in its kernels fails the test. Without machine_code the kernels stop
-    at PTX (no ptxas: a third of the build's time), for builds whose kernels another build
-    checks for spills."""
+    at PTX, unoptimized (no ptxas, cicc at -O0: a third of the build's time; the host code the
+    program runs is compiled as always), for builds whose kernels another build checks for
+    spills."""
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / "k.cu"
         cu.write_text(source)
-        build = subprocess.run([NVCC, "-std=c++17", "-O3", "-Xptxas", "-v", SM90A if machine_code else PTX90A, *flags,
+        device = [SM90A] if machine_code else [PTX90A, "-Xcicc", "-O0"]
+        build = subprocess.run([NVCC, "-std=c++17", "-O3", "-Xptxas", "-v", *device, *flags,
                                 str(cu), "-o", str(Path(tmp) / "k")], capture_output=True, text=True, timeout=900)
         assert build.returncode == 0, build.stderr[-4000:]
         assert spills(build.stderr) == [], "\n".join(spills(build.stderr))

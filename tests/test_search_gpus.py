@@ -436,3 +436,40 @@ def test_measure_at_batch_runs_the_searchs_worker_command_on_its_files(tmp_path,
     monkeypatch.setattr(search, "worker_command", lambda *a: [sys.executable, "-c", "pass"])
     records, error = search.measure_at_batch(paths, 1e-4, 128, 30, 60)
     assert records == {} and str(paths[0]) in error
+
+
+def test_also_batch_times_an_outlier_again_and_keeps_the_faster(tmp_path, monkeypatch):
+    """A contender measured more than RETIME_FACTOR times slower at a batch than the fastest there
+    is timed once more (alone), keeps the faster median, and the search says so; one whose second
+    time is as slow stays slow."""
+    fake_gpus(tmp_path, monkeypatch)
+    monkeypatch.setattr(search, "full_validation", lambda path, tol, timeout, env=None, dtype="fp32", batch=None: (True, "ok"))
+    calls = []
+
+    def fake_measure(paths, tol, batch, iters, timeout, env=None, dtype="fp32"):
+        names = [Path(p).name for p in paths]
+        calls.append(names)
+        records = {}
+        for rank, p in enumerate(paths):
+            if len(calls) == 1:
+                ratio = [0.3, 0.9, 1.2][rank]    # the second and third 3x / 4x the first
+            else:
+                ratio = {0: 0.35, 1: 1.5}[rank]   # timed again: the second was disturbed, the third not
+            records[str(p)] = {"path": str(p), "status": "passed", "passing_tols": [tol],
+                               "measured": {"batch": batch, "median_ms": 10 * ratio, "eager_ms": 10.0, "ratio": ratio}}
+        return records, ""
+
+    monkeypatch.setattr(search, "measure_at_batch", fake_measure)
+    lines = []
+    record = search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], maths=("tf32x3",), top=4,
+                               work_dir=tmp_path / "work", out_dir=tmp_path / "out",
+                               results_dir=tmp_path / "results", exhaustive=True,
+                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append,
+                               gpus=[0], also_batches=(7,))
+    first, again = calls
+    assert again == first[1:]
+    retimed = [line for line in lines if "the faster kept" in line]
+    assert len(retimed) == 2 and "9.000 ms" in retimed[0] and "3.500 ms" in retimed[0]
+    saved = json.loads(open(record["record_path"]).read())
+    at_7 = {c["name"]: c["at_batches"]["7"]["median_ms"] for c in saved["candidates"] if c.get("at_batches")}
+    assert sorted(at_7.values()) == [3.0, 3.5, 12.0]

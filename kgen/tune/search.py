@@ -608,6 +608,11 @@ def failed_checks(log: str) -> str:
 # the other batches too; the rest follow them, each still fully validated at every batch before
 # it can win.
 ACROSS_BATCHES_TOP = 3
+# A contender more than this many times slower at a batch than the fastest there is timed once
+# more and keeps the faster of its two medians: one disturbed measurement decides the ranking by
+# the slowest ratio otherwise (measured on an H100: two 128x128 files at 0.187 / 0.211 ms at 7
+# rows where a third, and they in an earlier run, took 0.040 ms, all three running one kernel).
+RETIME_FACTOR = 2.0
 
 
 def measure_at_batch(paths: list[Path], tol: float, batch: int, iters: int, timeout: float,
@@ -653,6 +658,7 @@ def rank_across_batches(passing: list[Candidate], tol: float, batches: tuple, it
             if r is not None and not ok:
                 echo(f"{stamp()} tol {tol:g}: {c.spec.name()} fails at batch {b} ({r.get('status')}: "
                      f"{r.get('detail', '')[:200]}); it is out")
+        _retime_outliers(contenders, tol, b, iters, timeout, env, dtype, echo, stamp)
     kept = sorted((c for c in contenders if worst_ratio(c) < math.inf), key=worst_ratio)
     batch_list = ", ".join(str(b) for b in batches)
     for c in kept:
@@ -661,6 +667,32 @@ def rank_across_batches(passing: list[Candidate], tol: float, batches: tuple, it
     echo(f"{stamp()} tol {tol:g}: {len(kept)} of the {len(contenders)} fastest also pass at batch {batch_list}; "
          "ordered by their slowest ratio to eager over all batches")
     return kept + [c for c in passing if c not in contenders]
+
+
+def _retime_outliers(contenders: list[Candidate], tol: float, batch: int, iters: int, timeout: float,
+                     env: dict | None, dtype: str, echo: Callable[[str], None], stamp) -> None:
+    """Times again, once, each contender more than RETIME_FACTOR times slower at `batch` than the
+    fastest there; it keeps the faster of its two medians (a real slowness is slow twice)."""
+    timed = [c for c in contenders if c.at_batches.get(batch)]
+    if not timed:
+        return
+    best = min(c.at_batches[batch]["median_ms"] for c in timed)
+    slow = [c for c in timed if c.at_batches[batch]["median_ms"] > RETIME_FACTOR * best]
+    if not slow:
+        return
+    records, error = measure_at_batch([c.path for c in slow], tol, batch, iters, timeout, env, dtype)
+    if error:
+        echo(f"{stamp()} tol {tol:g}: timing again at batch {batch}: {error}")
+    for c in slow:
+        first = c.at_batches[batch]
+        r = records.get(str(c.path))
+        again = r["measured"] if r is not None and r.get("status") == "passed" and tol in r.get("passing_tols", []) \
+            else None
+        if again is not None and again["median_ms"] < first["median_ms"]:
+            c.at_batches[batch] = again
+        echo(f"{stamp()} tol {tol:g}: {c.spec.name()} at batch {batch}: {first['median_ms']:.3f} ms, over "
+             f"{RETIME_FACTOR:g}x the fastest ({best:.3f} ms); timed again: "
+             f"{'no result' if again is None else format(again['median_ms'], '.3f') + ' ms'}; the faster kept")
 
 
 # ---- winners ---------------------------------------------------------------------------------

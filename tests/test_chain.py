@@ -123,7 +123,7 @@ def test_chained_file_runs_each_part_through_its_own_entry_point(name, tmp_path)
     forward = text[text.index("class ModelNew"):].splitlines()
     calls = [line.strip() for line in forward if "_OPS[" in line]
     assert [c.split("_OPS[")[1].split("]")[0] for c in calls] == [str(k) for k in range(len(widths))]
-    assert all(c.split("_OPS[")[1].split("(")[1].startswith("x, w") for c in calls)
+    assert all(c.split("_OPS[")[1].split("]", 1)[1].startswith(f", _part{k}, x, w") for k, c in enumerate(calls))
     assert all(c.startswith(("x = ", "x, _ = ", "x, running_mean, running_var = ", "x, _, running_mean, running_var = ",
                              "return ")) for c in calls)
     assert forward[-1].strip() in ("return x", calls[-1])

@@ -27,9 +27,12 @@ def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     # No device chosen by number or by whatever happens to be current: every launch, build,
     # stream and allocation names x's device.
     assert not re.search(r"cuda:0|device=0\b|get_device_properties\(0\)|get_device_capability\(0\)", text)
-    assert "current_device()" not in python and "set_device(" not in python
+    # (current_device() once: _on enters no guard where x's device is the current one already)
+    assert python.count("current_device()") == 1 and "set_device(" not in python
+    assert ("return _NO_GUARD if device.index == torch.cuda.current_device() else torch.cuda.device(device)"
+            in python)
     # the forward's workspace size (split-K depends on the SM count), the forward and backward calls
-    assert python.count("with torch.cuda.device(x.device):") == 3
+    assert python.count("with _on(x.device):") == 3
     assert "_build(x.device, x.dtype)" in python and "_build(x.device)" in python
     assert "torch.cuda.current_stream(x.device)" in python
     assert "torch.cuda.current_stream()" not in python

@@ -106,6 +106,14 @@ def test_eager_inference_calls_the_kernels_without_the_op(monkeypatch):
     with FakeTensorMode() as mode:
         fake = mode.from_tensor(x)
     assert module._part_call(op, impl, fake, w.detach(), operand0=b.detach()) == "op"
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recording(TorchDispatchMode):   # make_fx and FlopCounterMode are such modes
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), Recording():
+        assert module._part_call(op, impl, x, w.detach(), operand0=b.detach()) == "op"
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
     assert module._part_call(op, impl, x, w.detach(), operand0=b.detach()) == "op"
     forward = generator.render(SPECS[0])

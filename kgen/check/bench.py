@@ -1,7 +1,7 @@
 """Benchmarking against the eager reference in the same process (docs/design.md, "Measurement").
 
 CUDA events around each call, the L2 flushed (a 256 MB write) before each timed call, warm-up
-first, median with p20/p80. Absolute times drift between machines and runs; the ratio to the
+first (WARMUP_CALLS calls and at least WARMUP_SECONDS of them), median with p20/p80. Absolute times drift between machines and runs; the ratio to the
 eager reference measured side by side is the number that holds.
 """
 
@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import math
 import statistics
+import time
 
 import torch
 
@@ -19,6 +20,13 @@ from kgen.check.loading import EmittedFile
 from kgen.tune.configs import PRECISIONS
 
 FLUSH_BYTES = 256 * 1024 * 1024
+# Warm-up before the timed calls: at least this many calls, and calls for at least this long. A
+# GPU left idle (a build of several seconds before the first timing in a worker) runs the first
+# calls slower; a few calls of 0.1 ms are not enough to bring it back (measured on an H100: the
+# first of three timings in a fresh process 0.411 ms, the next two 0.113, KernelBench 12 at 7
+# rows). The time is the fix's guess at the cause, not measured.
+WARMUP_CALLS = 5
+WARMUP_SECONDS = 0.1
 
 
 @dataclasses.dataclass
@@ -31,13 +39,17 @@ class Timing:
         return f"{self.median_ms:8.3f} ms  (p20 {self.p20_ms:.3f}, p80 {self.p80_ms:.3f})"
 
 
-def time_calls(fn, x, iters: int = 50, warmup: int = 5, grad: bool = False) -> Timing:
+def time_calls(fn, x, iters: int = 50, warmup: int = WARMUP_CALLS, grad: bool = False) -> Timing:
     """fn(x) timed as the module docstring says; under torch.no_grad() unless `grad` (a training
     step's fn, which runs backward itself)."""
     flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=x.device)
     with contextlib.nullcontext() if grad else torch.no_grad():
-        for _ in range(warmup):
+        start, calls = time.perf_counter(), 0
+        while calls < warmup or time.perf_counter() - start < WARMUP_SECONDS:
             fn(x)
+            calls += 1
+            if calls % 16 == 0:
+                torch.cuda.synchronize()   # the GPU's time, not the queue's
         torch.cuda.synchronize()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]

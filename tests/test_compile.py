@@ -45,11 +45,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def representative_specs():
     """Per problem, the first tile of each (family, math, fusion) in the search space at
-    KernelBench's shape: every distinct kernel instantiation a search can emit."""
+    KernelBench's shape: every distinct kernel instantiation a search can emit. The cuBLAS
+    variants' math is the compute type of the host's cuBLAS call alone (their kernels are the
+    same: test_cublas_maths_differ_in_the_host_call_only), so one of them stands for all."""
     seen, out = set(), []
     for problem in ("gemm_scale_bn", "gemm_bn_scale_softmax"):
         for s in enumerate_specs(problem, 1024, 8192, 8192):
-            k = (problem, s.family, s.math, s.fusion)
+            k = (problem, s.family, "" if s.family == "cublas" else s.math, s.fusion)
             if k not in seen:
                 seen.add(k)
                 out.append(s)
@@ -121,6 +123,22 @@ def spills(report: str) -> list[str]:
         if m and (int(m.group(1)) or int(m.group(2))):
             bad.append(f"{kernel}: {line.strip()}")
     return bad
+
+
+def test_cublas_maths_differ_in_the_host_call_only():
+    """The CUDA sources of a problem's cuBLAS variants differ in their first comment line and in
+    KGEN_CUBLAS_COMPUTE (the host's cublasGemmEx compute type) alone: one spill test covers them."""
+    for problem in ("gemm_scale_bn", "gemm_bn_scale_softmax"):
+        variants = [s for s in enumerate_specs(problem, 1024, 8192, 8192) if s.family == "cublas"]
+        assert len({s.math for s in variants}) == 3
+        bodies = {tuple(line for line in cuda_source(s).splitlines()
+                        if not line.startswith(("// kgen ", "#define KGEN_CUBLAS_COMPUTE ")))
+                  for s in variants}
+        assert len(bodies) == 1
+        # (the macro's uses: comments, the #ifdef around the host's GEMM call, the call's argument)
+        uses = [line.strip() for line in next(iter(bodies)) if "KGEN_CUBLAS_COMPUTE" in line]
+        assert all(u.startswith(("//", "#ifdef KGEN_CUBLAS_COMPUTE", "CUDA_R_32F, K, &beta")) for u in uses), uses
+    assert sum(s.family == "cublas" for s in SPILL_TEST_SPECS) == 2
 
 
 def spill_test_targets(spec):

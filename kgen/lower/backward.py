@@ -36,7 +36,7 @@ from kgen.ir import ops
 from kgen.ir.derivatives import cuda_vjp
 from kgen.ir.graph import Graph, Node
 from kgen.ir.graph import shape_text
-from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, TailValues, _block,
+from kgen.lower.forward import (REDUCE_BLOCK, live_lines, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, TailValues, _block,
                                 _group_stats_pass, _loop, bn_input_affine, row_width, split_index, split_tail)
 
 # (A Dropout mask is a per-element operand the backward reads as the forward does.)
@@ -191,7 +191,7 @@ struct Backward {{
 
 
 def _element_struct(name: str, comment: str, params: int, lines: list[str], result: str) -> str:
-    body = "".join(f"\n    {line}" for line in lines)
+    body = "".join(f"\n    {line}" for line in live_lines(lines, result))
     return f"""{comment}
 struct {name} {{
   __device__ static __forceinline__ float apply(float z, float g, int m, int n, const kgen::EpilogueParams& p,

@@ -29,6 +29,7 @@ ctypes signature and the Python call from the same lists.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from kgen.ir import ops
 from kgen.ir import rewrite
@@ -329,12 +330,31 @@ def _stage1_nodes(graph: Graph, bn_ready: bool) -> set[int]:
     return ok
 
 
+_CONST_DECL = re.compile(r"const float (\w+) = ")
+
+
+def live_lines(lines: list[str], result: str) -> list[str]:
+    """`lines` less each `const float NAME = ...;` whose NAME no later line (nor `result`) reads:
+    an emitter computes the values a node needs, and some structs need fewer of them (a VJP's
+    reverse pass does not read BatchNorm's input, whose gradient comes from the kept x̂); an
+    emitted file has no dead code."""
+    kept: list[str] = []
+    later = result
+    for line in reversed(lines):
+        m = _CONST_DECL.match(line)
+        if m and not re.search(rf"\b{m.group(1)}\b", later):
+            continue
+        kept.append(line)
+        later += "\n" + line
+    return kept[::-1]
+
+
 def _epilogue_struct(name: str, graph: Graph, operands: dict, stored: int, bn_ready: bool,
                      col_stats: bool) -> str:
     e = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready, element=True)
     result = e.get(stored)
     identity = stored == graph.gemm.id
-    body = "\n".join(f"    {line}" for line in e.lines)
+    body = "\n".join(f"    {line}" for line in live_lines(e.lines, result))
     return f"""struct {name}Epilogue {{
   static constexpr bool kColStats = {str(col_stats).lower()};
   static constexpr bool kIdentity = {str(identity).lower()};
@@ -349,7 +369,7 @@ def _epilogue_struct(name: str, graph: Graph, operands: dict, stored: int, bn_re
 def _stage2_pointwise(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> str:
     e = Emitter(graph, operands, {stored: "s"}, bn_ready, element=True)
     result = e.get(graph.output)
-    return "\n".join(f"    {line}" for line in e.lines), result
+    return "\n".join(f"    {line}" for line in live_lines(e.lines, result)), result
 
 
 def _group_norm_expr(graph: Graph, n: Node, stats: str, value: str, operand) -> str:
@@ -600,7 +620,7 @@ def _gemv_rows_struct(graph: Graph, operands: dict, reduce: Node) -> str:
     e = Emitter(graph, operands, {reduce.id: "r"}, bn_ready=True, element=False)
     v = e.get(graph.output)
     r = "sum / static_cast<float>(N)" if reduce.op == "mean" else "sum"
-    body = "".join(f"\n    {line}" for line in e.lines)
+    body = "".join(f"\n    {line}" for line in live_lines(e.lines, v))
     return f"""// The row's {reduce.op} over the features (line {reduce.line}), then the ops after it.
 struct GemvRows {{
   __device__ static __forceinline__ float finish(float sum, int N, const kgen::EpilogueParams& p) {{

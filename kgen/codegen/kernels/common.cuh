@@ -97,9 +97,9 @@ struct EpilogueParams {
 
 // A part's kind of backward (kgen/lower/backward.py writes these names, never the numbers): none, the
 // point-wise struct Backward, or the staged BackwardRows / BnSums / Prefix (backward.cuh runs them).
-constexpr int kBackwardNone = 0;
-constexpr int kBackwardPointwise = 1;
-constexpr int kBackwardStaged = 2;
+inline constexpr int kBackwardNone = 0;
+inline constexpr int kBackwardPointwise = 1;
+inline constexpr int kBackwardStaged = 2;
 
 // An epilogue that stores the accumulator as it is (z, kept for a backward, and the backward's GEMMs).
 struct StoreEpilogue {

@@ -356,6 +356,21 @@ def test_generate_takes_a_bf16_references_winner_of_a_search_in_bf16(tmp_path, m
     assert why.startswith("the winner in bf16 of an earlier search") and "x eager bf16" in why
 
 
+def _passed(path, tol: float, batch: int, ratio: float, eager_ms: float) -> dict:
+    """A fake worker's record: `path` passed at `batch`, `ratio` times eager's `eager_ms`."""
+    return {"path": str(path), "status": "passed", "passing_tols": [tol],
+            "measured": {"batch": batch, "median_ms": eager_ms * ratio, "eager_ms": eager_ms, "ratio": ratio}}
+
+
+def _also_batch_search(tmp_path, batches: tuple, echo) -> dict:
+    """run_search on the shipped problem's tf32x3 tier (4 fastest) with --also-batch `batches`."""
+    return search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], maths=("tf32x3",), top=4,
+                             work_dir=tmp_path / "work", out_dir=tmp_path / "out",
+                             results_dir=tmp_path / "results", exhaustive=True,
+                             cache=search.MeasurementCache(tmp_path / "cache.json"), echo=echo,
+                             gpus=[0], also_batches=batches)
+
+
 def test_also_batch_picks_the_fastest_over_every_batch_and_validates_at_each(tmp_path, monkeypatch):
     """kgen search --also-batch 1024 (fakes for the GPU): the tier's fastest are measured at 1024
     too; the one fastest at the search's batch but slow at 1024 loses to one good at both, one
@@ -379,18 +394,13 @@ def test_also_batch_picks_the_fastest_over_every_batch_and_validates_at_each(tmp
                 records[str(p)] = {"path": str(p), "status": "incorrect", "detail": "allclose failed"}
                 continue
             ratio = 0.9 if rank == 0 else 0.6   # the fastest at 256 is slow at 1024
-            records[str(p)] = {"path": str(p), "status": "passed", "passing_tols": [tol],
-                               "measured": {"batch": batch, "median_ms": 8 * ratio, "eager_ms": 8.0, "ratio": ratio}}
+            records[str(p)] = _passed(p, tol, batch, ratio, 8.0)
             at_1024[Path(p).name] = ratio
         return records, ""
 
     monkeypatch.setattr(search, "measure_at_batch", fake_measure)
     lines = []
-    record = search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], maths=("tf32x3",), top=4,
-                               work_dir=tmp_path / "work", out_dir=tmp_path / "out",
-                               results_dir=tmp_path / "results", exhaustive=True,
-                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append,
-                               gpus=[0], also_batches=(1024,))
+    record = _also_batch_search(tmp_path, (1024,), lines.append)
     (batch, measured_names, _), = calls["measured_at"]
     assert batch == 1024 and len(measured_names) == search.ACROSS_BATCHES_TOP
     fastest, second, failing = measured_names
@@ -455,17 +465,12 @@ def test_also_batch_times_an_outlier_again_and_keeps_the_faster(tmp_path, monkey
                 ratio = [0.3, 0.9, 1.2][rank]    # the second and third 3x / 4x the first
             else:
                 ratio = {0: 0.35, 1: 1.5}[rank]   # timed again: the second was disturbed, the third not
-            records[str(p)] = {"path": str(p), "status": "passed", "passing_tols": [tol],
-                               "measured": {"batch": batch, "median_ms": 10 * ratio, "eager_ms": 10.0, "ratio": ratio}}
+            records[str(p)] = _passed(p, tol, batch, ratio, 10.0)
         return records, ""
 
     monkeypatch.setattr(search, "measure_at_batch", fake_measure)
     lines = []
-    record = search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], maths=("tf32x3",), top=4,
-                               work_dir=tmp_path / "work", out_dir=tmp_path / "out",
-                               results_dir=tmp_path / "results", exhaustive=True,
-                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append,
-                               gpus=[0], also_batches=(7,))
+    record = _also_batch_search(tmp_path, (7,), lines.append)
     first, again = calls
     assert again == first[1:]
     retimed = [line for line in lines if "the lower ratio kept" in line]

@@ -114,16 +114,19 @@ def near_kinks(model: torch.nn.Module, x: torch.Tensor, before_forward: Callable
     return finite & (second > KINK_RATIO * torch.maximum(first, floor))
 
 
-def _fp64_gradients(model: torch.nn.Module, x: torch.Tensor, g: torch.Tensor,
-                    before_forward: Callable[[], None]) -> list[torch.Tensor]:
-    """d(sum(g * model(x))) / d(x and every parameter)."""
+def gradients(model: torch.nn.Module, x: torch.Tensor, g: torch.Tensor,
+              before_forward: Callable[[], None] = lambda: None) -> tuple[torch.Tensor, ...]:
+    """d(sum(g * model(x))) / d(x and every parameter); before_forward runs right before the
+    forward (the caller's RNG state: one Dropout mask). A parameter only compared against
+    (torch.where's threshold) gets no gradient: zeros, as .grad would hold after
+    zero_grad(set_to_none=False)."""
     with torch.enable_grad():
         x = x.detach().clone().requires_grad_()
         before_forward()
         y = model(x)
-        inputs = [x] + [p for p in model.parameters() if p.requires_grad]
+        inputs = [x] + list(model.parameters())
         grads = torch.autograd.grad(y, inputs, g.to(y.dtype), allow_unused=True)
-    return [torch.zeros_like(t) if d is None else d.detach() for t, d in zip(inputs, grads)]
+    return tuple(torch.zeros_like(t) if d is None else d for t, d in zip(inputs, grads))
 
 
 def gradient_is_smooth(model: torch.nn.Module, x: torch.Tensor, g: torch.Tensor, tol: float,
@@ -133,7 +136,7 @@ def gradient_is_smooth(model: torch.nn.Module, x: torch.Tensor, g: torch.Tensor,
     KINK_SMOOTH x tol of its largest value)."""
     r = _probe_direction(x, seed)
     with _BuffersKept(model):
-        at = [_fp64_gradients(model, x * (1 + sign * KINK_VERIFY * r), g, before_forward) for sign in (0.0, 1.0, -1.0)]
+        at = [gradients(model, x * (1 + sign * KINK_VERIFY * r), g, before_forward) for sign in (0.0, 1.0, -1.0)]
     for mid, up, down in zip(*at):
         if float((up + down - 2 * mid).abs().max()) > KINK_SMOOTH * tol * float(mid.abs().max()):
             return False

@@ -31,7 +31,7 @@ from typing import Callable
 
 import torch
 
-from kgen.check.kinks import kink_free_gradient, output_shape
+from kgen.check.kinks import gradients, kink_free_gradient, output_shape
 from kgen.check.loading import EmittedFile
 from kgen.check.static_checks import check_emitted
 
@@ -627,16 +627,10 @@ def has_backward(f: EmittedFile) -> bool:
 
 
 def _gradients(model, x, g, rng: torch.Tensor):
-    """dL/dx and every parameter's gradient; the forward starts from the CUDA RNG state `rng`
-    (a Dropout in training mode draws the same mask in each model, as in Trio.call)."""
-    x = x.detach().clone().requires_grad_()
-    torch.cuda.set_rng_state(rng, x.device)
-    y = model(x)
-    # A parameter only compared against (torch.where's threshold) gets no gradient: zeros, as
-    # .grad would hold after zero_grad(set_to_none=False).
-    inputs = [x] + list(model.parameters())
-    grads = torch.autograd.grad(y, inputs, g.to(y.dtype), allow_unused=True)
-    return tuple(torch.zeros_like(t) if d is None else d for t, d in zip(inputs, grads))
+    """dL/dx and every parameter's gradient (kinks.gradients); the forward starts from the CUDA
+    RNG state `rng` (a Dropout in training mode draws the same mask in each model, as in
+    Trio.call)."""
+    return gradients(model, x, g, lambda: torch.cuda.set_rng_state(rng, x.device))
 
 
 # torch.set_float32_matmul_precision for eager's GEMMs at a relaxed tier's math: the yardstick of

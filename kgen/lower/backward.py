@@ -36,8 +36,9 @@ from kgen.ir import ops
 from kgen.ir.derivatives import cuda_vjp
 from kgen.ir.graph import Graph, Node
 from kgen.ir.graph import shape_text
-from kgen.lower.forward import (REDUCE_BLOCK, live_lines, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, TailValues, _block,
-                                _group_stats_pass, _loop, bn_input_affine, row_width, split_index, split_tail)
+from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, TailValues, _block,
+                                _group_stats_pass, _loop, bn_input_affine, live_lines, row_width, split_index,
+                                split_tail)
 
 # (A Dropout mask is a per-element operand the backward reads as the forward does.)
 POINTWISE_PART_KINDS = ("gemm", "param", "const", "pointwise", "mask")

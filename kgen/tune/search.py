@@ -653,7 +653,7 @@ def rank_across_batches(passing: list[Candidate], tol: float, batches: tuple, it
             echo(f"{stamp()} tol {tol:g}: at batch {b}: {error}")
         for c in contenders:
             r = records.get(str(c.path))
-            ok = r is not None and r.get("status") == "passed" and tol in r.get("passing_tols", [])
+            ok = _passed_at(r, tol)
             c.at_batches[b] = r["measured"] if ok else None
             if r is not None and not ok:
                 echo(f"{stamp()} tol {tol:g}: {c.spec.name()} fails at batch {b} ({r.get('status')}: "
@@ -667,6 +667,11 @@ def rank_across_batches(passing: list[Candidate], tol: float, batches: tuple, it
     echo(f"{stamp()} tol {tol:g}: {len(kept)} of the {len(contenders)} fastest also pass at batch {batch_list}; "
          "ordered by their slowest ratio to eager over all batches")
     return kept + [c for c in passing if c not in contenders]
+
+
+def _passed_at(record: dict | None, tol: float) -> bool:
+    """Whether a worker's record at another batch says the file passed there at `tol`."""
+    return record is not None and record.get("status") == "passed" and tol in record.get("passing_tols", [])
 
 
 def _retime_outliers(contenders: list[Candidate], tol: float, batch: int, iters: int, timeout: float,
@@ -687,8 +692,7 @@ def _retime_outliers(contenders: list[Candidate], tol: float, batch: int, iters:
     for c in slow:
         first = c.at_batches[batch]
         r = records.get(str(c.path))
-        again = r["measured"] if r is not None and r.get("status") == "passed" and tol in r.get("passing_tols", []) \
-            else None
+        again = r["measured"] if _passed_at(r, tol) else None
         if again is not None and again["ratio"] < first["ratio"]:
             c.at_batches[batch] = again
         echo(f"{stamp()} tol {tol:g}: {c.spec.name()} at batch {batch}: {first['median_ms']:.3f} ms "

@@ -242,13 +242,17 @@ def main():
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where earlier searches' records are looked up [results/ here, beside REF and in "
                    "the folders above it, and the records kgen ships].")
+@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None,
+              help="The dtype the module will run in: an earlier search's winner in that dtype, else "
+                   "(bf16, fp16) an fp32 winner whose file runs 16-bit modules too, else the rule "
+                   "[the dtype of the reference's get_inputs()].")
 @click.option("-o", "--output", type=click.Path(),
               help="Output file, or a folder to write <name>.py into [generated/<name>.py].")
 @click.option("--force", is_flag=True,
               help="Replace the output file if it holds anything else (a rerun that would write "
                    "the same text succeeds without it).")
 def generate(ref, problem, batch, in_features, out_features, sets, math, backend, fusion, tile, warp,
-             thread, stages, group, arch, results_dir, output, force):
+             thread, stages, group, arch, dtype, results_dir, output, force):
     """Write a ModelNew file for the reference module REF (a KernelBench-style file: Model,
     get_inputs, get_init_inputs), or a shipped --problem. Needs no GPU. A module kgen cannot
     synthesize exits 2, naming the op and its line.
@@ -267,7 +271,7 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
     try:
         if all(v is None for v in variant_options):
             spec, why, measured = choose.fastest_known(problem, batch, in_features, out_features, target,
-                                                       results_dir, constants)
+                                                       results_dir, constants, dtype)
             click.echo(f"chose {spec.config_name()}: {why}")
         else:
             spec = _spec_from_options(problem, batch, in_features, out_features, math, backend,
@@ -283,10 +287,14 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo(f"unchanged {path}: it already holds this file ({spec.name()}, key {spec.key()})")
     else:
         click.echo(f"wrote {path}  ({spec.name()}, key {spec.key()})")
-    dtype = precision_name(spec.reference().input.dtype)
-    if dtype != "fp32" and generator.half_gemm_type(spec) is None:
-        click.echo(f"note: the module is {dtype} (its get_inputs()), and this file runs fp32 modules only: "
-                   "16-bit modules run in the Hopper wgmma files (--backend wgmma, sm_90a)", err=True)
+    if generator.half_gemm_type(spec) is None:
+        module = dtype or precision_name(spec.reference().input.dtype)
+        if module != "fp32":
+            click.echo(f"note: the module is {module}, and this file runs fp32 modules only: "
+                       "16-bit modules run in the Hopper wgmma files (--backend wgmma, sm_90a)", err=True)
+        elif measured is not None and target.arch == "sm_90a":
+            click.echo("note: this file runs fp32 modules only; for the module in bf16 or fp16, "
+                       "`kgen generate --dtype bf16` (or fp16) writes one that runs them", err=True)
 
 
 def output_path(output: str | None, spec: Spec) -> Path:

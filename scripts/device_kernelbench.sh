@@ -3,7 +3,8 @@
 # the call's carry): `cp -r ../shared/kernelbench .kb`. PART selects the files (a glob on their
 # numbers' first digit, default all); GPU_TESTS, if set, are run first with pytest -m gpu;
 # PRECISIONS (default fp32) the KernelBench precisions to evaluate at, one after the other;
-# KB_FLAGS extra flags of scripts/kernelbench_corpus.py (--compile, --autotune).
+# KB_FLAGS extra flags of scripts/kernelbench_corpus.py (--compile, --autotune). Each precision
+# gets the file `kgen generate FILE --dtype PRECISION` writes.
 . scripts/device_setup.sh
 refs=$(ls .kb/level2/${PART:-}*.py)
 label=$(printf %s "${PART:-all}" | tr -c 'A-Za-z0-9' '_')   # $OUT takes plain file names only
@@ -11,25 +12,27 @@ if [ -n "${GPU_TESTS:-}" ]; then
   t "gpu tests: $GPU_TESTS"
   timeout ${GPU_TESTS_LIMIT:-240} python3 -m pytest -m gpu -q $GPU_TESTS > $OUT/gpu_tests.log 2>&1; tail -8 $OUT/gpu_tests.log
 fi
-t "generate (kgen generate FILE, no options: the default variant for this GPU)"
-mkdir -p /tmp/kbf
-python3 - $refs <<'PY' > $OUT/chosen.log
+for precision in ${PRECISIONS:-fp32}; do
+  t "generate (kgen generate FILE --dtype $precision: the default variant for this GPU and dtype)"
+  files=/tmp/kbf_$precision
+  mkdir -p $files
+  python3 - $precision $files $refs <<'PY' > $OUT/chosen_$precision.log
 import sys
 from pathlib import Path
 from click.testing import CliRunner
 from kgen.cli import main
-for ref in sys.argv[1:]:   # one process: torch is imported once
-    r = CliRunner().invoke(main, ["generate", ref, "-o", f"/tmp/kbf/{Path(ref).name}", "--force"])
+precision, files = sys.argv[1:3]
+for ref in sys.argv[3:]:   # one process: torch is imported once
+    r = CliRunner().invoke(main, ["generate", ref, "--dtype", precision, "-o", f"{files}/{Path(ref).name}", "--force"])
     print(Path(ref).name, r.exit_code, [l for l in r.output.splitlines() if l.startswith("chose")][0][:200] if r.exit_code == 0 else r.output[-300:])
 PY
-grep -v " 0 " $OUT/chosen.log || true
-for precision in ${PRECISIONS:-fp32}; do
+  grep -v " 0 " $OUT/chosen_$precision.log || true
   t "build ($precision)"
   for r in $refs; do
-    (timeout 300 python3 -m kgen.tune.worker build --dtype $precision /tmp/kbf/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r $precision") &
+    (timeout 300 python3 -m kgen.tune.worker build --dtype $precision $files/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r $precision") &
   done; wait
   t "KernelBench eval at $precision, kgen's replay against fp64 (fp32), bench"
-  timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files /tmp/kbf --precision $precision \
+  timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files $files --precision $precision \
     ${KB_FLAGS:-} --json $OUT/kb_${label}_$precision.jsonl $refs > $OUT/kb_${label}_$precision.log 2>&1
   tail -40 $OUT/kb_${label}_$precision.log | grep "^|"
 done

@@ -164,6 +164,44 @@ def test_kernels_compile_without_spills(spec, tmp_path):
     assert spills(report) == [], "\n".join(spills(report))
 
 
+# The declarations of cuBLAS's that kernels/cublas_gemm.cuh uses, where this toolkit has no
+# cublas_v2.h: enough for a compile-only check (nothing is linked or run).
+CUBLAS_DECLARATIONS = """#pragma once
+#include <library_types.h>
+typedef struct cublasContext* cublasHandle_t;
+typedef enum { CUBLAS_STATUS_SUCCESS = 0 } cublasStatus_t;
+typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
+typedef enum { CUBLAS_DEFAULT_MATH = 0 } cublasMath_t;
+typedef enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_16BF = 75, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
+cublasStatus_t cublasCreate(cublasHandle_t*);
+cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t);
+cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t);
+const char* cublasGetStatusString(cublasStatus_t);
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+"""
+
+
+def test_the_cublas_fp32_file_sums_rows_in_eagers_order(tmp_path):
+    """The cuBLAS fp32 variant of a module with a row sum (its GEMM is eager's own call) sums in
+    eager's order (kernels/eager_sum.cuh; bit for bit torch.sum's on the GPU:
+    tests/test_eager_sum_gpu.py), compiled here without spills; the TF32 variant, whose GEMM
+    is not eager's, keeps kgen's order and does not carry the file."""
+    specs = {s.math: s for s in enumerate_specs(str(ROOT / "tests" / "refs" / "gemm_sigmoid_sum.py"), 1024, 8192, 8192)
+             if s.family == "cublas"}
+    source = cuda_source(specs["fp32_simt"])
+    assert "kgen::eager_row_sum(static_cast<int>(gridDim.x), N, [&](int n) -> float {" in source
+    assert "eager_row_sum" not in cuda_source(specs["tf32"])
+    if not HAS_CUBLAS:
+        (tmp_path / "cublas_v2.h").write_text(CUBLAS_DECLARATIONS)
+        source = source.replace("#include <cublas_v2.h>", f'#include "{tmp_path / "cublas_v2.h"}"')
+    report = compile_report(source, tmp_path, (SM90A,))
+    assert "row_kernel" in report
+    assert spills(report) == [], "\n".join(spills(report))
+
+
 @pytest.mark.parametrize("operand", ["__nv_bfloat16", "__half"])
 @pytest.mark.parametrize("spec", [s for s in representative_specs()
                                   if generator.half_gemm_type(s) and s.math == "tf32x3" and s.fusion == 2],

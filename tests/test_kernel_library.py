@@ -85,7 +85,8 @@ def test_a_part_without_backward_kernels_gets_no_backward_entry():
 def test_the_library_table_names_every_kernel_file_once_in_an_order_that_builds():
     files = [f.name for f in generator.KERNEL_LIBRARY + generator.PART_LIBRARY]
     assert sorted(files) == sorted(p.name for p in (generator.CODEGEN_DIR / "kernels").glob("*.cuh"))
-    everything = generator.KernelNeeds("wgmma", half=True, backward=True, gemv=True, constant=True)
+    everything = generator.KernelNeeds("wgmma", half=True, backward=True, gemv=True, constant=True,
+                                      eager_sums=True)
     library = generator.selected_files(generator.KERNEL_LIBRARY, everything)
     generator.selected_files(generator.PART_LIBRARY, everything, tuple(library))
     # A file whose prerequisite is left out is refused, not emitted.

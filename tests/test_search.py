@@ -123,6 +123,23 @@ def test_a_rewrite_candidate_does_not_prune_the_gemms():
     assert any(s.family == "wgmma" for s in kept)
 
 
+def test_an_ill_conditioned_module_keeps_the_variant_with_eagers_rounding():
+    """Where eager fp32 is itself beyond the tolerance of fp64 (KernelBench 14's cancelling row
+    sums), only eager's own rounding passes a judge that compares with eager: the cuBLAS fp32
+    variant (eager's GEMM, eager's order of row sums), which the cost model drops as slow, is
+    measured after all; nothing else is taken back."""
+    from kgen.tune.search import keep_eagers_rounding
+
+    ref = str(Path(__file__).resolve().parent / "refs" / "gemm_sigmoid_sum.py")
+    specs = enumerate_specs(ref, 1024, 8192, 8192)
+    dropped = prune(specs, {1e-4: {"fp32_simt", "tf32x3"}}, H100_SMS)
+    eagers = [s for s in dropped if (s.family, s.math) == ("cublas", "fp32_simt")]
+    assert len(eagers) == 1
+    others = {s: why for s, why in dropped.items() if s not in eagers}
+    assert keep_eagers_rounding(dropped) == eagers
+    assert dropped == others
+
+
 def _passing(tmp_path, medians):
     from kgen.tune.search import Candidate
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import gc
 import math
 from typing import Callable
 
@@ -557,6 +558,7 @@ def check_nonfinite_inputs(f, device, tol, batch, dtype=torch.float32) -> CheckR
         trio.call(x, cmp, "clean input after NaN")
         trio.train(False)
         trio.call(x, cmp, "eval after NaN")
+    trio = None   # (the NaN case's three models go before the next three are built)
     trio = Trio(f, device, dtype=dtype)
     inf_x = x.clone()
     for (r, c), value in zip(positions, (float("inf"), float("-inf"))):
@@ -578,7 +580,9 @@ def check_nan_parameters(f, device, tol, batch, dtype=torch.float32) -> CheckRes
     trio = Trio(f, device, dtype=dtype)
     names = [name for name, p in trio.ref.named_parameters() if p.is_floating_point()]
     for i, name in enumerate(names):
-        trio = trio if i == 0 else Trio(f, device, dtype=dtype)
+        if i:
+            trio = None   # (one parameter's three models go before the next three are built)
+            trio = Trio(f, device, dtype=dtype)
         with torch.no_grad():
             for m in trio.models():
                 q = m.get_parameter(name)
@@ -969,6 +973,12 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
         results.append(r)
         report(r)
         context_lost = r.crashed and cuda_context_lost()
+        if not context_lost:
+            # A check's models (fp64 copies included: 8 GB a weight at 32768 x 32768) are
+            # garbage now; hand the memory back so that the next check, or another process on
+            # the GPU, can have it.
+            gc.collect()
+            torch.cuda.empty_cache()
     return results
 
 

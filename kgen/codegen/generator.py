@@ -292,6 +292,7 @@ class KernelNeeds:
     backward: bool = False  # backward kernels (kgen/lower/backward.py)
     gemv: bool = False    # the matrix-vector rewrite (kgen/ir/rewrite.py)
     constant: bool = False  # an output that rewrites made a constant
+    eager_sums: bool = False  # row sums in eager's order (the cuBLAS fp32 GEMM's files)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,6 +322,7 @@ def _always(needs: KernelNeeds) -> bool:
 KERNEL_LIBRARY = (
     LibraryFile("common.cuh", (), _always),
     LibraryFile("stages.cuh", ("common.cuh",), _always),
+    LibraryFile("eager_sum.cuh", ("stages.cuh",), lambda n: n.eager_sums),
     LibraryFile("gemv.cuh", ("stages.cuh",), lambda n: n.gemv),
     LibraryFile("constant.cuh", ("common.cuh",), lambda n: n.constant),
     LibraryFile("mma_detail.cuh", ("common.cuh",), lambda n: n.family in ("mma", "wgmma")),
@@ -352,6 +354,7 @@ def kernel_needs(spec: Spec, parts: list[Lowered] | None = None) -> KernelNeeds:
         backward=any(backward.unsupported(low) is None for low in parts),
         gemv=any(low.gemv for low in parts),
         constant=any(low.constant is not None for low in parts),
+        eager_sums=any(low.eager_sums for low in parts),
     )
 
 
@@ -421,13 +424,14 @@ def lowered(spec: Spec) -> Lowered:
 def lowered_parts(spec: Spec) -> list[Lowered]:
     """Each GEMM part of the spec's module, first to last, lowered for its variant (the same
     GEMM variant for every part)."""
-    return [_lowered(part, spec.fusion == 2, spec.family == "cublas", spec.family == "gemv")
+    eager_gemm = spec.family == "cublas" and spec.math == "fp32_simt"
+    return [_lowered(part, spec.fusion == 2, spec.family == "cublas", spec.family == "gemv", eager_gemm)
             for part in spec.graph().parts]
 
 
 @functools.lru_cache(maxsize=256)
-def _lowered(graph, fused: bool, external: bool, gemv: bool) -> Lowered:
-    return lower(graph, fused, external, gemv)
+def _lowered(graph, fused: bool, external: bool, gemv: bool, eager_gemm: bool) -> Lowered:
+    return lower(graph, fused, external, gemv, eager_gemm)
 
 
 def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
@@ -524,6 +528,9 @@ def describe_variant(spec: Spec) -> list[str]:
         return ["variant:   no GEMM: the matrix-vector rewrite (fp32 FFMA), see `rewrite:`"]
     if spec.family == "cublas":
         gemm = f"cuBLAS GEMM ({CUBLAS_COMPUTE_TYPES[spec.math]})"
+        if any(low.eager_sums for low in lowered_parts(spec)):
+            # (the GEMM is the call eager makes: with its row sums, eager's own rounding)
+            gemm += ", row sums in the order of torch's own CUDA reduction (kernels/eager_sum.cuh)"
     elif spec.family == "simt":
         gemm = "kgen SIMT GEMM (fp32 FFMA)"
     elif spec.family == "wgmma":
@@ -684,6 +691,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         kgen_digest=kgen_source_digest(),
         updated_in_place=repr(UPDATED_IN_PLACE),
         operand_builds=operand_builds_literal(spec),
+        fp32_only=half_gemm_type(spec) is None,
     )
 
 

@@ -418,7 +418,9 @@ class Tracer:
             self.nodes[node].shape = shape
         return node
 
-    def reduce(self, kind: str, x, dim, keepdim: bool) -> int:
+    def reduce(self, kind: str, x, dim, keepdim: bool, of: str | None = None) -> int:
+        """`of`: the op whose part this reduction is (softmax's sum of exponentials, say), where
+        torch computes it in that op's own kernel, not as a reduction of its own."""
         x = self.value(x)
         width = self.level(x)   # tile: N columns; pooled: P; row: a width-1 value (M, 1)
         if width not in ("tile", "pooled", "row"):
@@ -429,7 +431,7 @@ class Tracer:
         if dims not in ((1,), (-1,)):
             raise self.refuse(f"{kind} over dim={dim!r}; kgen reduces rows (dim=1 or -1)")
         if kind in ("sum", "mean", "max", "min"):
-            return self.add("reduce", "row" if keepdim else "rowflat", [x], kind)
+            return self.add("reduce", "row" if keepdim else "rowflat", [x], kind, **({"of": of} if of else {}))
         # The row max only shifts the exponentials out of overflow: the result does not depend
         # on it (d/dm of m + log sum exp(x - m) is exactly 0), so no gradient flows through it,
         # as in torch's own backward of softmax and logsumexp. Routing one through it would add
@@ -441,7 +443,7 @@ class Tracer:
             mx = self.add("pointwise", "row", [mx], "detach")
         shifted = self.add("pointwise", width, [x, mx], "sub")
         e = self.add("pointwise", width, [shifted], "exp")
-        total = self.add("reduce", "row", [e], "sum")
+        total = self.add("reduce", "row", [e], "sum", of=kind)
         if kind == "softmax":
             return self.add("pointwise", width, [e, total], "div")
         log_total = self.add("pointwise", "row", [total], "log")
@@ -489,7 +491,7 @@ class Tracer:
         if self.level(self.value(x)) != "tile":
             raise self.refuse("F.normalize of a value that is not (batch, features)")
         squares = self.pointwise("pow", [x], {"exponent": 2.0})
-        norm = self.pointwise("sqrt", [self.reduce("sum", squares, 1, True)])
+        norm = self.pointwise("sqrt", [self.reduce("sum", squares, 1, True, of="normalize")])
         return self.pointwise("div", [x, self.pointwise("maximum_const", [norm], {"other": float(eps)})])
 
     def pool(self, op: str, x, kernel_size, stride, padding, ceil_mode, dilation=1,

@@ -255,6 +255,7 @@ class Lowered:
     tail: list[Node] = dataclasses.field(default_factory=list)  # the broadcast tail (split_tail)
     traced: Graph | None = None  # the graph as traced (graph is its core, simplified)
     constant: float | None = None  # the output is this constant (rewrites made it): no GEMM
+    eager_sums: bool = False    # its row sums run in eager's order (kernels/eager_sum.cuh)
 
     @property
     def output_shape(self) -> tuple | None:
@@ -412,6 +413,17 @@ def _loop(graph: Graph, level: str, body: list[str]) -> list[str]:
     return _block(ROW_LOOP, ["const float s = row[n];", *body])
 
 
+def _eager_sum(graph: Graph, level: str, acc: str, n: Node, body: list[str]) -> list[str]:
+    """A row sum in eager's order (kgen::eager_row_sum): `body` computes and returns the row's
+    element at column n (level tile) or j (pooled); the CTA's M rows are the grid."""
+    index, read = ("j", []) if level == "pooled" else ("n", ["const float s = row[n];"])
+    return [f"// sum over the row, line {n.line}, in the order of torch's CUDA reduction",
+            f"float {acc} = kgen::eager_row_sum(static_cast<int>(gridDim.x), {row_width(graph, level)}, "
+            f"[&](int {index}) -> float {{",
+            *(f"  {line}" for line in [*read, *body]),
+            "}, scratch);"]
+
+
 def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
     """The pass computing GroupNorm's statistics of one row: one warp per group (its lanes
     stride the group's columns), the mean first and then the squared deviations from it
@@ -473,13 +485,15 @@ def _cache_node(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> in
 OUTPUT_STORE = "kgen::OutputType<Out>::one({})"
 
 
-def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cached: bool) -> str:
+def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cached: bool,
+                 eager_sums: bool = False) -> str:
     """The row function's body: one pass per row reduction and per GroupNorm, then the output
     pass (tile or pooled output) or thread 0's store (row output). `cached`: `cache` holds the
     row in shared memory (_cache_node says of which value): a first pass over the columns in
     order (a row reduction of a tile value) fills it as it reads S, a first pass that reads the
     row otherwise (GroupNorm's warps, pooling windows) comes after a copy of S; the later passes
-    read the copy. Not cached: every pass reads S."""
+    read the copy. Not cached: every pass reads S. `eager_sums`: row sums in the order torch's
+    CUDA reduction takes them (kernels/eager_sum.cuh), for a GEMM that is eager's own."""
     live = {n.id for n in graph.live()}
     rows: dict[int, str] = {}     # row values computed so far
     row_scope: dict[int, str] = {}  # everything the row ops declared in the function's scope
@@ -524,9 +538,12 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
             if fill:
                 e.lines.append(f"cache[n] = {e.get(kept)};")
             acc = f"r{n.id}"
-            out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
-            out.extend(_loop(graph, level, [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)]))
-            out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
+            if eager_sums and n.op == "sum" and "of" not in n.attrs:
+                out.extend(_eager_sum(graph, level, acc, n, [*e.lines, f"return {v};"]))
+            else:
+                out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
+                out.extend(_loop(graph, level, [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)]))
+                out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
             if fill:
                 out.extend(["__syncthreads();", "row = cache;"])
                 copied = True
@@ -576,7 +593,8 @@ def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
 }};"""
 
 
-def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: bool) -> StagePlan:
+def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: bool,
+          eager_sums: bool = False) -> StagePlan:
     bns = graph.batchnorms
     bn_ready = not (training and bns)
     stage1 = _stage1_nodes(graph, bn_ready)
@@ -597,7 +615,8 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
                 kind, pointwise, rows = STAGE2_NONE, None, None
             elif has_rows:
                 kind, pointwise = STAGE2_ROWS, None
-                rows = tuple(_stage2_rows(graph, operands, stored, True, cached) for cached in (True, False))
+                rows = tuple(_stage2_rows(graph, operands, stored, True, cached, eager_sums)
+                             for cached in (True, False))
             else:
                 kind, rows = STAGE2_POINTWISE, None
                 pointwise = _stage2_pointwise(graph, operands, stored, True)
@@ -815,11 +834,13 @@ struct Tail {{
 }};"""
 
 
-def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = False) -> Lowered:
+def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = False,
+          eager_order: bool = False) -> Lowered:
     """`fused_stats`: BatchNorm's column partials in the GEMM epilogue (fusion 2), else in a
     separate kernel; `external_gemm`: cuBLAS computes z, stage 1's epilogue runs as a point-wise
     pass over it (and never fuses the partials); `gemv`: the row sum of the GEMM output as a
-    matrix-vector product (rewrite.row_sum_of_gemm must apply). The exact rewrites of
+    matrix-vector product (rewrite.row_sum_of_gemm must apply); `eager_order`: the GEMM is the
+    one eager calls (cuBLAS in fp32), so row sums follow eager's order too (eager_sum.cuh). The exact rewrites of
     rewrite.simplify are applied first. A broadcast tail (split_tail) runs after the stages,
     from the core value they write."""
     traced = graph
@@ -877,12 +898,15 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
         return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1],
                        "\n\n".join(structs), rewrites, gemv=True, tail=tail, traced=traced)
     fused = fused_stats and not external_gemm
-    train = _plan("Train", graph, operands, True, fused)
-    evaluation = _plan("Eval", graph, operands, False, fused)
+    # (torch's own sums only: a softmax's or a norm's runs in that op's kernel, in its order)
+    eager_sums = eager_order and any(n.kind == "reduce" and n.op == "sum" and "of" not in n.attrs for n in live)
+    train = _plan("Train", graph, operands, True, fused, eager_sums)
+    evaluation = _plan("Eval", graph, operands, False, fused, eager_sums)
     structs = [train.epilogue_cuda, train.stage2_cuda, evaluation.epilogue_cuda,
                evaluation.stage2_cuda, _bn_input_struct(graph, operands)]
     # Structs the forward pass names whichever path it takes.
     structs += [_affine_struct("GemvAffine", "(not used: no matrix-vector rewrite)", graph, operands, []),
                 GEMV_ROWS_STUB, _tail_struct(traced, operands, tail, core), CONSTANT_READS_STUB]
     return Lowered(graph, params, bns[0].attrs["module"] if bns else None, graph.output_level(),
-                   train, evaluation, "\n\n".join(structs), rewrites, tail=tail, traced=traced)
+                   train, evaluation, "\n\n".join(structs), rewrites, tail=tail, traced=traced,
+                   eager_sums=eager_sums)

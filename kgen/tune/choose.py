@@ -195,15 +195,22 @@ def module_dtype(problem: str, constants: tuple = ()) -> str:
 
 
 def fastest_known(problem: str, batch: int, in_features: int, out_features: int, target: Target,
-                  results_dir: Path | None = None, constants: tuple = ()) -> tuple[Spec, str, dict | None]:
+                  results_dir: Path | None = None, constants: tuple = (),
+                  dtype: str | None = None) -> tuple[Spec, str, dict | None]:
     """(spec, why, measured): measured is the earlier search's measurement of the winner, with
-    the record it comes from (`search_record`), for the file's header; None for the rule."""
-    # A module in bf16 / fp16 (its get_inputs()) takes a search of it in that dtype first; any
-    # fp32-accurate winner otherwise.
-    dtype = module_dtype(problem, constants)
+    the record it comes from (`search_record`), for the file's header; None for the rule.
+    `dtype`: the module's (default: its get_inputs()')."""
+    from kgen.codegen.generator import half_gemm_type
+
+    # A module in bf16 / fp16 takes a search of it in that dtype first, then an fp32-accurate
+    # winner whose file runs 16-bit modules too (not a cuBLAS or SIMT one: KernelBench 14's
+    # cuBLAS fp32 winner, chosen for eager's rounding, runs fp32 modules only).
+    dtype = dtype or module_dtype(problem, constants)
     for searched in dict.fromkeys((dtype, "fp32")):
         found = earlier_winner(problem, batch, in_features, out_features, target.arch, results_dir, constants,
                                searched)
+        if found and dtype != "fp32" and searched == "fp32" and half_gemm_type(found[0]) is None:
+            found = None
         if found:
             spec, measured, path = found
             ms = measured.get("median_ms")

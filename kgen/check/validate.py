@@ -763,9 +763,12 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
     trio = Trio(f, device)
     x = _inputs(f, "rand", batch, device)
     names = [name for name, p in trio.ref.named_parameters() if p.is_floating_point()]
-    start = {name: trio.ref64.get_parameter(name).detach().clone() for name in names}
-    initial = [{k: v.detach().clone() for k, v in (dict(m.named_parameters()) | dict(m.named_buffers())).items()
+    # Each model's start, kept in host memory: on the GPU, with the three models, their
+    # gradients and the kink probe's, a 32768 x 32768 module (KernelBench 56: 4 GB a weight,
+    # 8 GB in fp64) needs more than an H100 has.
+    initial = [{k: v.detach().to("cpu", copy=True) for k, v in (dict(m.named_parameters()) | dict(m.named_buffers())).items()
                 if v.is_floating_point()} for m in trio.models()]
+    start = initial[2]
     # Steps apart, eager fp32, ModelNew and fp64 follow trajectories of their own (each step's
     # rounding moves the parameters): the outputs are judged against fp64 with eager fp32's drift
     # as the yardstick, not element by element against eager (measured on an H100: a 3xTF32 file
@@ -785,43 +788,48 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
         g_step, note = kink_free_gradient(trio.ref64, x.double(), g, train_step_tol(tol), reset)
         left_out += int((g_step != g).sum()) if g_step is not g else 0
         kink_note = kink_note or (note if g_step is g else "")
-        ys, grads = [], []
-        for model, dtype in zip(trio.models(), (torch.float32, torch.float32, torch.float64)):
+        ys = {}
+        # fp64 first (the rates come from its first gradients); each model steps right after its
+        # own backward, so that one model's gradients are on the GPU at a time.
+        for k in (2, 0, 1):
+            model, dtype = trio.models()[k], (torch.float32, torch.float32, torch.float64)[k]
             torch.cuda.set_rng_state(rng, device)   # one Dropout mask for the three
             # (eager, the yardstick, in a TF32 / BF16 file's math, as in check_gradients)
             with eager_matmul_math(f.spec.math if model is trio.ref else ""):
                 y = model(x.to(dtype))
                 params = [model.get_parameter(name) for name in names]
-                grads.append(torch.autograd.grad((y * g_step.to(dtype)).sum(), params, allow_unused=True))
-            ys.append(y.detach())
-        outputs.add(f"step {step} output", *ys)
-        if not rates:
-            largest = max(float(d.abs().max()) for d in grads[2] if d is not None)
-            for name, d in zip(names, grads[2]):
-                size = float(d.abs().max()) if d is not None else 0.0
-                threshold = train_step_tol(tol) * (1 + float(start[name].abs().max()))
-                rates[name] = (0.0 if size <= NO_GRADIENT * largest else
-                               TRAIN_STEP_MARGIN * TRAIN_MOVE_FACTOR * threshold / TRAIN_STEPS / size
-                               * rate_scales.get(name, 1.0))
-        with torch.no_grad():
-            for model, model_grads in zip(trio.models(), grads):
-                for name, d in zip(names, model_grads):
+                grads = torch.autograd.grad((y * g_step.to(dtype)).sum(), params, allow_unused=True)
+            ys[k] = y.detach()
+            del y
+            if not rates:
+                largest = max(float(d.abs().max()) for d in grads if d is not None)
+                for name, d in zip(names, grads):
+                    size = float(d.abs().max()) if d is not None else 0.0
+                    threshold = train_step_tol(tol) * (1 + float(start[name].abs().max()))
+                    rates[name] = (0.0 if size <= NO_GRADIENT * largest else
+                                   TRAIN_STEP_MARGIN * TRAIN_MOVE_FACTOR * threshold / TRAIN_STEPS / size
+                                   * rate_scales.get(name, 1.0))
+            with torch.no_grad():
+                for name, d in zip(names, grads):
                     if d is not None and rates[name]:
                         model.get_parameter(name).sub_(rates[name] * d)
+            del grads
+        outputs.add(f"step {step} output", ys[0], ys[1], ys[2])
     # What training changed, parameter by parameter and buffer by buffer, each model from its own
     # start (the fp32 two share theirs, fp64 holds the same values widened).
     cmp = Comparison(tol, relative_to_largest=True, displacements=True)
     tensors = [dict(m.named_parameters()) | dict(m.named_buffers()) for m in trio.models()]
     for what, a in tensors[0].items():
         if a.is_floating_point():
-            moved = [t[what].detach() - s[what] for t, s in zip(tensors, initial)]
+            moved = [t[what].detach() - s[what].to(t[what].device) for t, s in zip(tensors, initial)]
             cmp.add(f"{what} (its change)", *moved)
+            del moved
     still = []
     short: dict[str, float] = {}
     for name in names:
         if rates[name]:
             final = trio.ref64.get_parameter(name).detach()
-            moved = float((final - start[name]).abs().max())
+            moved = float((final - start[name].to(final.device)).abs().max())
             needed = TRAIN_MOVE_FACTOR * train_step_tol(tol) * (1 + float(final.abs().max()))
             if not moved >= needed:
                 still.append(f"{name} moved {moved:.2e} in the fp64 run, under {needed:.2e}: the check cannot judge it")

@@ -63,6 +63,8 @@ def test_published_file_generates_and_passes_kernelbenchs_static_checker(ref, tm
     # the models and inputs), or, where the fp32 winner is a variant without a 16-bit GEMM (14's
     # cuBLAS fp32 file, chosen for eager's rounding), `--dtype bf16` writes one that does.
     builds = "_OPERAND_BUILDS = {torch.float32: None, torch.bfloat16: '__nv_bfloat16', torch.float16: '__half'}"
+    if builds not in text:   # only a file that says it runs fp32 modules only, and what to do
+        assert "`kgen generate --dtype bf16` " in text and "(or fp16) writes a file for a 16-bit module" in text
     half = text if builds in text else generate(ref, tmp_path / "half.py", "--dtype", "bf16")
     assert builds in half
     for precision, source in (("fp32", text), ("bf16", half), ("fp16", half)):
@@ -172,3 +174,19 @@ def test_kernelbenchs_eval_accepts_the_generated_file(ref, tmp_path):
                                    num_perf_trials=10, measure_performance=False,
                                    timing_method="cuda_event", build_dir=None, precision=torch.float32)
     assert r is not None and r.compiled and r.correctness, getattr(r, "metadata", r)
+
+
+@needs_corpus
+def test_an_fp32_only_winner_is_passed_over_for_a_16_bit_module(tmp_path):
+    """14's search picked its cuBLAS fp32 file (eager's rounding: the only one KernelBench's eval
+    accepts at fp32), which runs fp32 modules only: `kgen generate` says so and how to get one for
+    bf16; `--dtype bf16` passes the fp32 winner over, says why, and writes a file with the 16-bit
+    builds."""
+    ref = next(p for p in FILES if p.name.startswith("14_"))
+    r = CliRunner().invoke(main, ["generate", str(ref), "-o", str(tmp_path / "a.py")])
+    assert r.exit_code == 0, r.output
+    assert "cublas-fp32_simt" in r.output and "`kgen generate --dtype bf16`" in r.output
+    r = CliRunner().invoke(main, ["generate", str(ref), "--dtype", "bf16", "-o", str(tmp_path / "b.py")])
+    assert r.exit_code == 0, r.output
+    assert "runs fp32 modules only, and no search of the module in bf16 is recorded" in r.output
+    assert "torch.bfloat16: '__nv_bfloat16'" in (tmp_path / "b.py").read_text()

@@ -587,6 +587,7 @@ def check_nan_parameters(f, device, tol, batch, dtype=torch.float32) -> CheckRes
             for m in trio.models():
                 q = m.get_parameter(name)
                 q.view(-1)[q.numel() // 3] = float("nan")
+            del m, q   # (the fp64 model would outlive `trio = None` below)
         trio.call(x, cmp, f"NaN in {name}")
         if f.has_batchnorm and f.runs_in_training:
             trio.train(False)

@@ -419,8 +419,9 @@ class Tracer:
         return node
 
     def reduce(self, kind: str, x, dim, keepdim: bool, of: str | None = None) -> int:
-        """`of`: the op whose part this reduction is (softmax's sum of exponentials, say), where
-        torch computes it in that op's own kernel, not as a reduction of its own."""
+        """`of`: the op whose part this reduction is (softmax's sum of exponentials, the norm of
+        F.normalize), where torch computes it inside that op's own kernel, not as a reduction of
+        its own (logsumexp's sum is torch.sum's: its reductions carry no `of`)."""
         x = self.value(x)
         width = self.level(x)   # tile: N columns; pooled: P; row: a width-1 value (M, 1)
         if width not in ("tile", "pooled", "row"):
@@ -443,7 +444,7 @@ class Tracer:
             mx = self.add("pointwise", "row", [mx], "detach")
         shifted = self.add("pointwise", width, [x, mx], "sub")
         e = self.add("pointwise", width, [shifted], "exp")
-        total = self.add("reduce", "row", [e], "sum", of=kind)
+        total = self.add("reduce", "row", [e], "sum", **({} if kind == "logsumexp" else {"of": kind}))
         if kind == "softmax":
             return self.add("pointwise", width, [e, total], "div")
         log_total = self.add("pointwise", "row", [total], "log")

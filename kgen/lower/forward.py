@@ -898,7 +898,7 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
         return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1],
                        "\n\n".join(structs), rewrites, gemv=True, tail=tail, traced=traced)
     fused = fused_stats and not external_gemm
-    # (torch's own sums only: a softmax's or a norm's runs in that op's kernel, in its order)
+    # (torch.sum's only: a softmax's or a norm's runs inside that op's kernel, in its order)
     eager_sums = eager_order and any(n.kind == "reduce" and n.op == "sum" and "of" not in n.attrs for n in live)
     train = _plan("Train", graph, operands, True, fused, eager_sums)
     evaluation = _plan("Eval", graph, operands, False, fused, eager_sums)

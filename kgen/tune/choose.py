@@ -206,10 +206,13 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
     # winner whose file runs 16-bit modules too (not a cuBLAS or SIMT one: KernelBench 14's
     # cuBLAS fp32 winner, chosen for eager's rounding, runs fp32 modules only).
     dtype = dtype or module_dtype(problem, constants)
+    passed_over = ""
     for searched in dict.fromkeys((dtype, "fp32")):
         found = earlier_winner(problem, batch, in_features, out_features, target.arch, results_dir, constants,
                                searched)
         if found and dtype != "fp32" and searched == "fp32" and half_gemm_type(found[0]) is None:
+            passed_over = (f"the fp32 search's winner ({found[2]}) runs fp32 modules only, and no search "
+                           f"of the module in {dtype} is recorded")
             found = None
         if found:
             spec, measured, path = found
@@ -233,6 +236,6 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
     rewrite = ("; the matrix-vector rewrite also applies (`--backend gemv`), and `kgen search` "
                "tries it" if row_sum_of_gemm(simplify(graph(problem, batch, in_features, out_features,
                                                            constants))[0]) is not None else "")
-    return spec, (f"no earlier search for this shape and target, so the fastest fp32-accurate "
-                  f"family for {target.arch}, kgen's 3xTF32 {family}; {why} (fusion 2 from batch "
-                  f"{FUSED_STATS_MIN_BATCH}){rewrite}"), None
+    return spec, (f"{passed_over or 'no earlier search for this shape and target'}, so the fastest "
+                  f"fp32-accurate family for {target.arch}, kgen's 3xTF32 {family}; {why} (fusion 2 "
+                  f"from batch {FUSED_STATS_MIN_BATCH}){rewrite}"), None

@@ -184,10 +184,11 @@ def prune(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dic
 
 def keep_eagers_rounding(dropped: dict[Spec, str]) -> list[Spec]:
     """For an ill-conditioned module (eager fp32 itself beyond the tolerance of fp64): takes out
-    of `dropped` and returns the specs whose result has eager's own rounding, the cuBLAS fp32
-    variants (the GEMM eager calls, row sums in eager's order: kernels/eager_sum.cuh). A judge
-    that compares with eager (KernelBench's eval, the gate's replay of it) passes only that, so
-    the cost model keeps them however slow it predicts them."""
+    of `dropped` and returns the specs whose result can have eager's own rounding, the cuBLAS
+    fp32 variants (a plain cuBLAS fp32 GEMM, as eager's matmul is; row sums in eager's order:
+    kernels/eager_sum.cuh). A judge that compares with eager (KernelBench's eval, the gate's
+    replay of it) passes only that, so the cost model keeps them however slow it predicts them;
+    the gate says whether the bits came out eager's."""
     kept = [s for s in dropped if s.family == "cublas" and s.math == "fp32_simt"]
     for s in kept:
         del dropped[s]
@@ -873,8 +874,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         dropped.update(prune(live, {t: m for t, m in admissible.items()}, sms))
         if beyond:
             for s in keep_eagers_rounding(dropped):
-                echo(f"{stamp()} kept {s.name()}: eager's GEMM and eager's order of row sums, "
-                     "a result with eager's rounding")
+                echo(f"{stamp()} kept {s.name()}: a plain cuBLAS fp32 GEMM and eager's order of "
+                     "row sums, which can give eager's own rounding")
         echo(f"{stamp()} {len(specs) - len(dropped)} candidates to measure, {len(dropped)} dropped "
              f"(probe, cost model; --all keeps every spec)")
 

@@ -1,9 +1,12 @@
 // A row sum in the order PyTorch's CUDA reduction takes it, for the cuBLAS fp32 variants: their
-// GEMM is the call eager makes, so with the sum in eager's order too a row sum after the GEMM is
-// eager's to the bit. That is what a judge that compares with eager (KernelBench's
-// allclose(eager, new, 1e-4, 1e-4)) needs of an ill-conditioned sum, one whose terms cancel
-// (KernelBench 14: row sums of ~1e3 that pass near 0, where eager is itself 2e-2 from fp64 and
-// any other order of the same fp32 terms differs from eager by ~1e-3).
+// GEMM is a plain cuBLAS fp32 call, as eager's torch.matmul / x @ W.t() / a Linear without bias
+// is (a Linear with a bias is addmm, which torch may hand to cublasLt with the bias in its
+// epilogue: not necessarily the same bits), so with the sum in eager's order too a row sum after
+// the GEMM is eager's to the bit wherever the point-wise ops before it round as eager's do. That
+// is what a judge that compares with eager (KernelBench's allclose(eager, new, 1e-4, 1e-4))
+// needs of an ill-conditioned sum, one whose terms cancel (KernelBench 14: row sums of ~1e3 that
+// pass near 0, where eager is itself 2e-2 from fp64 and any other order of the same fp32 terms
+// differs from eager by ~1e-3). Where the bits differ, the sum is still an exact-order fp32 sum.
 //
 // The order, for x.sum(-1) of a contiguous fp32 (M, N) tensor: the launch configuration is ATen's
 // (Reduce.cuh, setReduceConfig): rows are read as 4-element vectors; `width` threads (a power of

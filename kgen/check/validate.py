@@ -843,8 +843,8 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
     r.max_abs, r.ref_abs = max(r.max_abs, outputs.max_abs), max(r.ref_abs, outputs.ref_abs)
     r.error_ratio = max(r.error_ratio, outputs.ratio)
     if rate_scales:
-        r.detail = "; ".join(d for d in (r.detail, "rates of " + ", ".join(
-            f"{name} x{scale:.3g}" for name, scale in rate_scales.items()) + " (a first run moved them too little)") if d)
+        r = _with_note(r, "rates of " + ", ".join(f"{name} x{scale:.3g}" for name, scale in rate_scales.items())
+                       + " (a first run moved them too little)")
     r = _with_note(r, f"{left_out} loss term(s) at a kink of the reference left out over the steps"
                    if left_out else kink_note)
     return r, {name: need for name, need in short.items() if math.isfinite(need)}, cmp.ok and outputs.ok

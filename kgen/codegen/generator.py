@@ -424,8 +424,7 @@ def lowered(spec: Spec) -> Lowered:
 def lowered_parts(spec: Spec) -> list[Lowered]:
     """Each GEMM part of the spec's module, first to last, lowered for its variant (the same
     GEMM variant for every part)."""
-    eager_gemm = spec.family == "cublas" and spec.math == "fp32_simt"
-    return [_lowered(part, spec.fusion == 2, spec.family == "cublas", spec.family == "gemv", eager_gemm)
+    return [_lowered(part, spec.fusion == 2, spec.family == "cublas", spec.family == "gemv", spec.eager_gemm)
             for part in spec.graph().parts]
 
 

@@ -413,6 +413,13 @@ def _loop(graph: Graph, level: str, body: list[str]) -> list[str]:
     return _block(ROW_LOOP, ["const float s = row[n];", *body])
 
 
+def is_torch_sum(n: Node) -> bool:
+    """A row sum that torch computes as a reduction of its own (torch.sum, logsumexp's), which
+    eager_sum.cuh can reproduce; not a softmax's or a norm's, inside that op's own kernel (the
+    trace marks those with `of`)."""
+    return n.kind == "reduce" and n.op == "sum" and "of" not in n.attrs
+
+
 def _eager_sum(graph: Graph, level: str, acc: str, n: Node, body: list[str]) -> list[str]:
     """A row sum in eager's order (kgen::eager_row_sum): `body` computes and returns the row's
     element at column n (level tile) or j (pooled); the CTA's M rows are the grid."""
@@ -538,7 +545,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
             if fill:
                 e.lines.append(f"cache[n] = {e.get(kept)};")
             acc = f"r{n.id}"
-            if eager_sums and n.op == "sum" and "of" not in n.attrs:
+            if eager_sums and is_torch_sum(n):
                 out.extend(_eager_sum(graph, level, acc, n, [*e.lines, f"return {v};"]))
             else:
                 out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
@@ -898,8 +905,7 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
         return Lowered(graph, params, None, graph.output_level(), trivial[0], trivial[1],
                        "\n\n".join(structs), rewrites, gemv=True, tail=tail, traced=traced)
     fused = fused_stats and not external_gemm
-    # (torch.sum's only: a softmax's or a norm's runs inside that op's kernel, in its order)
-    eager_sums = eager_order and any(n.kind == "reduce" and n.op == "sum" and "of" not in n.attrs for n in live)
+    eager_sums = eager_order and any(is_torch_sum(n) for n in live)
     train = _plan("Train", graph, operands, True, fused, eager_sums)
     evaluation = _plan("Eval", graph, operands, False, fused, eager_sums)
     structs = [train.epilogue_cuda, train.stage2_cuda, evaluation.epilogue_cuda,

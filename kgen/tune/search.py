@@ -189,7 +189,7 @@ def keep_eagers_rounding(dropped: dict[Spec, str]) -> list[Spec]:
     kernels/eager_sum.cuh). A judge that compares with eager (KernelBench's eval, the gate's
     replay of it) passes only that, so the cost model keeps them however slow it predicts them;
     the gate says whether the bits came out eager's."""
-    kept = [s for s in dropped if s.family == "cublas" and s.math == "fp32_simt"]
+    kept = [s for s in dropped if s.eager_gemm]
     for s in kept:
         del dropped[s]
     return kept

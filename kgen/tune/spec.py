@@ -373,6 +373,12 @@ class Variant:
     def family(self) -> str:
         return gemm_family(self.backend, self.math)
 
+    @property
+    def eager_gemm(self) -> bool:
+        """The GEMM is a plain cuBLAS fp32 call, as eager's matmul is: with row sums in eager's
+        order (kernels/eager_sum.cuh) the variant can give eager's own rounding."""
+        return self.family == "cublas" and self.math == "fp32_simt"
+
     def name(self) -> str:
         """The variant in a file name (without the target, which the key holds)."""
         if self.backend == "cublas":
@@ -435,6 +441,7 @@ class Spec:
     tile = _forward("variant", "tile")
     arch = _forward("variant", "arch")
     family = _forward("variant", "family")
+    eager_gemm = _forward("variant", "eager_gemm")
 
     def replace(self, **changes) -> "Spec":
         """This spec with flat fields changed (each goes to its half)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import sys
@@ -475,8 +476,11 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
                    "validated and timed in it against eager in it, the tolerance KernelBench's for it "
                    "unless --tol; bf16 / fp16 run on kgen's Hopper GEMM only [the dtype of the "
                    "reference's get_inputs()].")
+@click.option("--summary-json", "summary_json", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              hidden=True, help="Where to list each file's record and wall time (for a search of "
+                                "several files spread over the GPUs, which runs one per GPU).")
 def search(refs, problem, batch, in_features, out_features, sets, tol, maths, jobs, iters, top, exhaustive,
-           out_dir, results_dir, plot_path, gpu_count, vs_compile, also_batches, dtype):
+           out_dir, results_dir, plot_path, gpu_count, vs_compile, also_batches, dtype, summary_json):
     """Find the fastest valid file per tolerance tier and write it to --out-dir.
 
     Drops what cannot win before building (math modes whose operand rounding alone breaks every
@@ -484,8 +488,9 @@ def search(refs, problem, batch, in_features, out_features, sets, tol, maths, jo
     runs on this device, builds the rest in parallel while the GPU measures each as soon as it
     is built, and runs the full validation on the fastest.
 
-    Several REF files are searched one after the other, each at its own shape (a loop over files
-    in one command, e.g. KernelBench's folder), with a table of their winners at the end."""
+    Several REF files are each searched at their own shape (e.g. KernelBench's folder), with a
+    table of their winners at the end: on one GPU one after the other; on several, one search per
+    GPU at a time, each file measured, validated and timed against eager on one GPU."""
     from kgen.tune import choose
     from kgen.tune.plot import FORMATS
 
@@ -512,6 +517,11 @@ def search(refs, problem, batch, in_features, out_features, sets, tol, maths, jo
     from kgen.tune.search import DEFAULT_MATHS, run_search
 
     gpus = search_gpus(gpu_count)
+    jobs = jobs or os.cpu_count() or 2
+    if several and len(gpus) > 1:
+        _search_files_on_gpus(refs, gpus, jobs, tol=tol, maths=maths, iters=iters, top=top,
+                              exhaustive=exhaustive, out_dir=out_dir, results_dir=results_dir,
+                              vs_compile=vs_compile, also_batches=also_batches, dtype=dtype)
     # Only what this GPU can build and run: wgmma variants on Hopper alone.
     arch = arch_for_capability(*torch.cuda.get_device_capability())
     rows = []
@@ -520,29 +530,61 @@ def search(refs, problem, batch, in_features, out_features, sets, tol, maths, jo
             click.echo(f"=== [{i + 1}/{len(workloads)}] {refs[i]}")
         started = time.monotonic()
         record = run_search(p, b, k, n, sorted(tol or (PRECISION_TOLERANCES[module_dtype],)),
-                            maths=maths or DEFAULT_MATHS, jobs=jobs or os.cpu_count() or 2,
+                            maths=maths or DEFAULT_MATHS, jobs=jobs,
                             iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
                             exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants,
                             gpus=gpus, dtype=module_dtype, vs_compile=vs_compile,
                             also_batches=tuple(x for x in dict.fromkeys(also_batches) if x != b))
         _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
         rows.append((refs[i] if refs else p, record, time.monotonic() - started))
+    if summary_json is not None:
+        generator.write_atomic(summary_json, json.dumps(
+            [{"ref": str(ref), "record_path": record["record_path"], "wall_s": wall} for ref, record, wall in rows]))
     if several:
         click.echo(searches_table(rows))
     sys.exit(0 if all(record["winners"] for _, record, _ in rows) else 1)
 
 
-def searches_table(rows) -> str:
+def _search_files_on_gpus(refs, gpus, jobs, *, tol, maths, iters, top, exhaustive, out_dir, results_dir,
+                          vs_compile, also_batches, dtype):
+    """Several files on several GPUs: one search per GPU at a time (tune.several); the table of
+    their winners, which GPU searched each, and the wall time against the searches' own."""
+    from kgen.tune.several import gpu_groups, search_files
+
+    args = [a for t in tol for a in ("--tol", repr(t))] + [a for m in maths for a in ("--math", m)]
+    args += ["--iters", str(iters), "--out-dir", str(out_dir), "--results-dir", str(results_dir)]
+    args += (["--top", str(top)] if top else []) + (["--all"] if exhaustive else [])
+    args += (["--vs-compile"] if vs_compile else []) + (["--dtype", dtype] if dtype else [])
+    args += [a for b in also_batches for a in ("--also-batch", str(b))]
+    groups = gpu_groups(gpus, len(refs))
+    share = max(1, jobs // len(groups))   # the host's cores shared by the searches running at once
+    click.echo(f"{len(refs)} files, {len(groups)} searches at a time (GPUs "
+               + "; ".join(",".join(map(str, g)) for g in groups) + f"), {share} builds each")
+    results, wall = search_files([str(r) for r in refs], gpus, args, share, echo=click.echo)
+    rows = [(r.ref, r.record or {"winners": {}, "tols": list(tol) or ["?"]}, r.wall_s) for r in results]
+    gpu_of = {r.ref: ",".join(r.group) for r in results}
+    click.echo(searches_table(rows, gpu_of))
+    own = sum(r.wall_s for r in results)
+    click.echo(f"wall time {wall:.1f} s on {len(gpus)} GPUs; the searches' own wall times add up to {own:.1f} s")
+    failed = [Path(r.ref).name for r in results if r.record is None]
+    if failed:
+        click.echo(f"{len(failed)} searches ended without a record (their output above says why): "
+                   + ", ".join(failed))
+    sys.exit(0 if all(r.record and r.record.get("winners") for r in results) else 1)
+
+
+def searches_table(rows, gpu_of: dict | None = None) -> str:
     """The winners of several searches, one row per file and tier (none: no candidate passed),
-    and their wall times."""
-    lines = [f"{'file':<56} {'tol':>7} {'ms':>8} {'x eager':>8} {'wall s':>7}"]
+    their wall times and (a search spread over GPUs) the GPU each ran on."""
+    gpu_col = gpu_of is not None
+    lines = [f"{'file':<56} {'tol':>7} {'ms':>8} {'x eager':>8} {'wall s':>7}" + (f" {'gpu':>5}" if gpu_col else "")]
     for ref, record, wall in rows:
         name = Path(str(ref)).name[:56]
-        winners = record["winners"] or {f"{t:g}": None for t in record["tols"]}
+        winners = record["winners"] or {f"{t:g}" if isinstance(t, float) else t: None for t in record["tols"]}
         for tol, w in winners.items():
             m = (w or {}).get("measured") or {}
             ms = f"{m['median_ms']:8.3f} {m['ratio']:8.3f}" if "median_ms" in m else f"{'none':>8} {'':>8}"
-            lines.append(f"{name:<56} {tol:>7} {ms} {wall:7.1f}")
+            lines.append(f"{name:<56} {tol:>7} {ms} {wall:7.1f}" + (f" {gpu_of.get(str(ref), ''):>5}" if gpu_col else ""))
     total = sum(wall for _, _, wall in rows)
     lines.append(f"{len(rows)} files, {sum(1 for _, r, _ in rows if r['winners'])} with a winner, {total:.1f} s in all")
     return "\n".join(lines)

@@ -500,8 +500,12 @@ def test_several_files_are_searched_in_turn_with_a_table_at_the_end(tmp_path, mo
 
     monkeypatch.setattr(search_module, "run_search", fake_run_search)
     files = [REFS / "gemm_mul_leakyrelu.py", REFS / "gemm_swish_scale.py"]
-    r = run("search", *map(str, files), "--tol", "1e-4")
+    r = run("search", *map(str, files), "--tol", "1e-4", "--summary-json", str(tmp_path / "summary.json"))
     assert r.exit_code == 1, r.output
+    # what a search of several files spread over GPUs reads of each (tune.several)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [(Path(s["ref"]).name, Path(s["record_path"]).name) for s in summary] == [
+        (f.name, f"search_{f.stem}.json") for f in files] and all(s["wall_s"] >= 0 for s in summary)
     searched = [c for c in calls if c[0] == "search"]
     assert [c[1] for c in searched] == [f.name for f in files]
     from kgen.frontend.problems import default_shape

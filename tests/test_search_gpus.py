@@ -3,6 +3,8 @@ worker per GPU, with fake workers (CPU: no GPU and no build; a fake worker is a 
 speaking the worker's protocol)."""
 
 import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -15,6 +17,8 @@ from click.testing import CliRunner
 from kgen import cli
 from kgen.tune import search
 from kgen.tune.search import Candidate, Evaluator, enumerate_specs, gpu_env
+
+from conftest import REFS_DIR as REFS
 
 SPEC = enumerate_specs("gemm_scale_bn", 256, 512, 512, maths=("tf32x3",))[0]
 
@@ -231,7 +235,8 @@ def test_the_record_says_which_gpu_measured_what(tmp_path, monkeypatch):
                                cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lambda s: None,
                                gpus=[0, 1])
     saved = json.loads(open(record["record_path"]).read())
-    assert saved["gpus"] == [{"index": 0, "name": "Fake GPU"}, {"index": 1, "name": "Fake GPU"}]
+    assert saved["gpus"] == [{"index": 0, "host_gpu": "0", "name": "Fake GPU"},
+                             {"index": 1, "host_gpu": "1", "name": "Fake GPU"}]
     assert saved["runoff_and_validation_gpu"] == 0
     measured = [c for c in saved["candidates"] if c["status"] == "passed"]
     assert len(measured) >= 3 and {c["gpu"] for c in measured} == {0, 1}
@@ -478,3 +483,120 @@ def test_also_batch_times_an_outlier_again_and_keeps_the_faster(tmp_path, monkey
     saved = json.loads(open(record["record_path"]).read())
     at_7 = {c["name"]: c["at_batches"]["7"]["median_ms"] for c in saved["candidates"] if c.get("at_batches")}
     assert sorted(at_7.values()) == [3.0, 3.5, 12.0]
+
+
+# ---- several files on several GPUs: one search per GPU (tune.several) ------------------------
+# A fake `kgen search FILE ... --gpus N --jobs J --summary-json S`: sleeps (a search's time),
+# writes a record naming the GPUs it saw and the options it got, and the summary; a file with
+# "crash" in its name dies before its summary, "nowin" ends with no winner.
+FAKE_SEARCH = textwrap.dedent('''
+    import json, os, sys, time
+    ref, args = sys.argv[1], sys.argv[2:]
+    opt = lambda name: args[args.index(name) + 1]
+    print("searching", os.path.basename(ref), flush=True)
+    time.sleep(0.4)
+    if "crash" in ref:
+        print("Traceback (most recent call last): boom", flush=True)
+        sys.exit(3)
+    record = {"problem": ref, "tols": [1e-4], "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+              "gpus_option": opt("--gpus"), "jobs": opt("--jobs"), "args": args, "pid": os.getpid(),
+              "winners": {} if "nowin" in ref else {"0.0001": {"measured": {"median_ms": 1.0, "ratio": 0.4}}}}
+    path = os.path.join(os.path.dirname(opt("--summary-json")), "record.json")
+    open(path, "w").write(json.dumps(record))
+    open(opt("--summary-json"), "w").write(json.dumps([{"ref": ref, "record_path": path, "wall_s": 0.4}]))
+    sys.exit(0 if record["winners"] else 1)
+''')
+
+
+def test_gpu_groups_one_gpu_per_search_or_a_share_of_them():
+    from kgen.tune.several import gpu_groups
+
+    assert gpu_groups([0, 1], 36) == [[0], [1]]
+    assert gpu_groups([0, 1, 2, 3], 2) == [[0, 1], [2, 3]]
+    assert gpu_groups([0, 1, 2], 2) == [[0, 1], [2]]
+    assert gpu_groups([0, 1], 1) == [[0, 1]]
+    assert gpu_groups([0], 5) == [[0]]
+
+
+def test_several_files_run_one_search_per_gpu_at_once(tmp_path, monkeypatch):
+    """search_files with a fake search: every file searched once, each search seeing its GPU alone
+    (mapped through the host's CUDA_VISIBLE_DEVICES) with its share of the builds; both GPUs
+    busy at once (the wall time well under the searches' sum); each line tagged with its GPU;
+    a search that dies costs its file only (no record, its exit code kept)."""
+    from kgen.tune.several import search_files
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    script = tmp_path / "fake_search.py"
+    script.write_text(FAKE_SEARCH)
+    refs = [str(tmp_path / f"{name}.py") for name in ("a", "b", "crash", "c", "nowin", "d")]
+    lines = []
+    results, wall = search_files(refs, [0, 1], ["--tol", "0.0001"], 8, echo=lines.append,
+                                 command=[sys.executable, str(script)])
+    assert [r.ref for r in results] == refs
+    by_name = {Path(r.ref).stem: r for r in results}
+    crashed = by_name.pop("crash")
+    assert crashed.record is None and crashed.exit_code == 3
+    assert by_name["nowin"].exit_code == 1 and by_name["nowin"].record["winners"] == {}
+    for r in by_name.values():
+        assert r.record["cuda_visible_devices"] == r.group[0] and r.group[0] in ("4", "6")
+        assert r.record["gpus_option"] == "1" and r.record["jobs"] == "8"
+        assert r.record["args"][:2] == ["--tol", "0.0001"]
+    assert {r.group[0] for r in results} == {"4", "6"}, "both GPUs searched files"
+    assert wall < 0.8 * sum(r.wall_s for r in results), "the searches ran at once"
+    assert any(line.startswith("[gpu 6] searching ") for line in lines)
+    assert any("boom" in line and line.startswith("[gpu ") for line in lines)
+    assert sum(line.startswith("=== [") for line in lines) == len(refs)
+    assert any(line.startswith("--- [3/6] crash.py") and "no record, exit 3" in line for line in lines)
+
+
+def test_search_of_several_files_on_two_gpus_through_the_cli(tmp_path, monkeypatch):
+    """kgen search A.py B.py --gpus 2 (search_files faked): the options reach each file's search,
+    the builds are shared between the two searches at a time, and the table says which GPU
+    searched each file; the exit code is 1 where a file got no winner."""
+    from kgen.tune import several
+    from kgen.tune.several import FileSearch
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "_require_cuda", lambda what: None)
+    monkeypatch.setattr(cli, "search_gpus", lambda count: [0, 1])
+    seen = {}
+
+    def fake_search_files(refs, gpus, args, jobs, echo):
+        seen.update(refs=refs, gpus=gpus, args=args, jobs=jobs)
+        won = {"winners": {"0.0001": {"measured": {"median_ms": 1.25, "ratio": 0.45}}}, "tols": [1e-4]}
+        return [FileSearch(refs[0], ["0"], 0, 50.0, won), FileSearch(refs[1], ["1"], 3, 20.0, None)], 52.0
+
+    monkeypatch.setattr(several, "search_files", fake_search_files)
+    refs = [str(REFS / "gemm_mul_leakyrelu.py"), str(REFS / "gemm_swish_scale.py")]
+    r = run("search", *refs, "--tol", "1e-4", "--jobs", "16", "--top", "2", "--out-dir", "o")
+    assert r.exit_code == 1, r.output
+    assert seen["refs"] == refs and seen["gpus"] == [0, 1] and seen["jobs"] == 8
+    assert seen["args"] == ["--tol", "0.0001", "--iters", "30", "--out-dir", "o", "--results-dir", "results",
+                            "--top", "2"]
+    table = r.output[r.output.index("file "):]
+    leaky = next(line for line in table.splitlines() if line.startswith("gemm_mul_leakyrelu.py"))
+    assert "1.250" in leaky and "0.450" in leaky and leaky.split()[-1] == "0"
+    swish = next(line for line in table.splitlines() if line.startswith("gemm_swish_scale.py"))
+    assert "none" in swish and swish.split()[-1] == "1"
+    assert "wall time 52.0 s on 2 GPUs; the searches' own wall times add up to 70.0 s" in r.output
+    assert "1 searches ended without a record" in r.output and "gemm_swish_scale.py" in r.output
+
+
+def test_the_measurement_cache_keeps_every_searchs_entries(tmp_path):
+    """Searches at once (one per GPU) share the measurement cache: each save merges with what the
+    others saved, under a lock, so no search's entries are lost."""
+    path = tmp_path / "cache" / "measurements.json"
+    writer = textwrap.dedent(f'''
+        import sys
+        from kgen.tune.search import MeasurementCache
+        c = MeasurementCache(__import__("pathlib").Path({str(path)!r}))   # read once: stale at once
+        for i in range(20):
+            c.entries[f"{{sys.argv[1]}} {{i}}"] = i
+            c.save()
+    ''')
+    env = dict(os.environ, KGEN_CACHE_DIR=str(tmp_path / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-c", writer, name], env=env) for name in ("a", "b", "c")]
+    assert [p.wait() for p in procs] == [0, 0, 0]
+    entries = json.loads(path.read_text())
+    assert sorted(entries) == sorted(f"{n} {i}" for n in "abc" for i in range(20))
+    assert sorted(f.name for f in path.parent.iterdir()) == ["locks", "measurements.json"]

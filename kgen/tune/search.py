@@ -12,7 +12,9 @@ stops the search.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -258,6 +260,30 @@ def cache_dir() -> Path:
     return Path(os.environ.get("KGEN_CACHE_DIR") or Path.home() / ".cache" / "kgen")
 
 
+@contextlib.contextmanager
+def locked(path: Path):
+    """Holds an exclusive lock for `path` while the body reads, changes and rewrites it: several
+    searches at once (one per GPU: `kgen search A.py B.py --gpus 2`) share the measurement cache
+    and an output folder's index, and a read-modify-write must not drop another's entries. The
+    lock file lies in the cache folder (named by the path's hash), never beside a user's files.
+    Where no lock can be taken (no fcntl, an unwritable cache folder), the body runs unlocked."""
+    name = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:24]
+    try:
+        import fcntl
+        folder = cache_dir() / "locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / f"{name}.lock", "a")
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class MeasurementCache:
     """Results of earlier evaluations and full validations, keyed by the code (spec.key()), the
     workload (the reference's content and the shape: Workload.identity()), the device, the
@@ -308,8 +334,16 @@ class MeasurementCache:
         self.save()
 
     def save(self):
+        """Merges with what is on disk now (another search may have stored entries since this one
+        read the file: one search per GPU shares the cache) and rewrites it, under a lock."""
         try:
-            generator.write_atomic(self.path, json.dumps(self.entries, indent=0, sort_keys=True))
+            with locked(self.path):
+                try:
+                    on_disk = json.loads(self.path.read_text())
+                except (OSError, ValueError):
+                    on_disk = {}
+                self.entries = {**on_disk, **self.entries}
+                generator.write_atomic(self.path, json.dumps(self.entries, indent=0, sort_keys=True))
         except generator.WriteError:
             return  # a cache that cannot be written only costs time
 
@@ -385,10 +419,17 @@ def gpu_env(gpus: list[int] | None, gpu: int | None) -> dict | None:
     process's device 0 alone."""
     if gpu is None or (gpus in (None, [0]) and gpu == 0):
         return None
+    return dict(os.environ, CUDA_VISIBLE_DEVICES=host_gpu(gpu))
+
+
+def host_gpu(gpu: int) -> str:
+    """How the host names GPU `gpu` of this process: through this process's CUDA_VISIBLE_DEVICES
+    where it has one (an index or a UUID, as written there), else the index itself. A record says
+    this, so that a search run with CUDA_VISIBLE_DEVICES=1 (one of several run at once) names
+    the GPU that measured it."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     tokens = [t.strip() for t in visible.split(",")] if visible is not None else None
-    name = tokens[gpu] if tokens is not None else str(gpu)
-    return dict(os.environ, CUDA_VISIBLE_DEVICES=name)
+    return tokens[gpu] if tokens is not None and gpu < len(tokens) else str(gpu)
 
 
 def dtype_args(dtype: str) -> list[str]:
@@ -766,7 +807,13 @@ def portable_spec(spec: Spec) -> dict:
 
 def record_winner(out_dir: Path, path: Path, spec: Spec, tol: float, measured: dict,
                   dtype: str = "fp32") -> dict | None:
-    """Lists the winner in out_dir/index.json; returns the entry it replaced, if any."""
+    """Lists the winner in out_dir/index.json; returns the entry it replaced, if any. Locked:
+    searches running at once (one per GPU) may list their winners in one folder."""
+    with locked(out_dir / INDEX_NAME):
+        return _record_winner(out_dir, path, spec, tol, measured, dtype)
+
+
+def _record_winner(out_dir: Path, path: Path, spec: Spec, tol: float, measured: dict, dtype: str) -> dict | None:
     index = read_index(out_dir)
     index["about"] = ("The current winner of each problem, shape and tolerance tier, written by "
                       "`kgen search`; every file's header holds the same measurement.")
@@ -903,7 +950,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                   "out_features": out_features, "arch": arch, "device": device, "tols": tols, "dtype": dtype,
                   # which GPU measured what: each candidate's `gpu`, each winner's runoff and
                   # full validation on `runoff_and_validation_gpu`
-                  "gpus": [{"index": i, "name": names[i]} for i in gpus],
+                  "gpus": [{"index": i, "host_gpu": host_gpu(i), "name": names[i]} for i in gpus],
                   "runoff_and_validation_gpu": home,
                   "winners": winners, "candidates": [c.summary() for c in candidates]}
         generator.write_atomic(record_path, json.dumps(record, indent=1))

@@ -1,0 +1,115 @@
+"""Several reference files searched at once, one search per GPU (or group of GPUs).
+
+`kgen search A.py B.py ... --gpus N` with several files and several GPUs: a file's search is
+mostly its builds (CPU) and its one full validation (one GPU), so spreading one file's candidates
+over the GPUs leaves them idle most of the time. Here each GPU group runs whole searches, one file
+after another from a shared queue, each a `kgen search FILE` subprocess with CUDA_VISIBLE_DEVICES
+naming its group: every measurement of a file, its eager baseline, runoff and full validation
+included, is taken on that group's GPUs, so the file's ratios compare as in a search of its own.
+The searches share the measurement cache and the output folders (both written under a lock:
+search.locked) and the host's cores (each builds with its share).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from kgen.tune.search import host_gpu
+
+
+def gpu_groups(gpus: list[int], files: int) -> list[list[int]]:
+    """The GPUs split into min(files, GPUs) groups of consecutive GPUs, as equal as they come: with
+    at least as many files as GPUs, one GPU per search; with fewer, each search spreads its
+    candidates over its group (the GPUs left over go to the first groups)."""
+    n = max(1, min(files, len(gpus)))
+    size, extra = divmod(len(gpus), n)
+    groups, start = [], 0
+    for g in range(n):
+        end = start + size + (1 if g < extra else 0)
+        groups.append(gpus[start:end])
+        start = end
+    return groups
+
+
+@dataclasses.dataclass
+class FileSearch:
+    """One file's search as it ran: where, how long, and its summary (none if it crashed)."""
+    ref: str
+    group: list[str]          # the host's names of the GPUs it ran on
+    exit_code: int | None = None
+    wall_s: float = 0.0
+    record: dict | None = None
+
+
+SEARCH_COMMAND = [sys.executable, "-m", "kgen.cli", "search"]
+
+
+def search_files(refs: list[str], gpus: list[int], child_args: list[str], jobs: int,
+                 echo: Callable[[str], None] = print,
+                 command: list[str] = SEARCH_COMMAND) -> tuple[list[FileSearch], float]:
+    """Searches every file in `refs`, one `kgen search` subprocess per GPU group at a time, in the
+    order given (a free group takes the next file). child_args: the search's options for one
+    file (tolerances, math modes, folders, ...), without --gpus and --jobs: each search gets
+    `jobs` parallel builds. Each line a search prints is echoed as `[gpu G] line`. Returns each
+    file's FileSearch (in `refs`' order) and the wall time of the whole. command: what runs one
+    file's search (tests: a fake)."""
+    groups = gpu_groups(gpus, len(refs))
+    todo: queue.Queue = queue.Queue()
+    for i, ref in enumerate(refs):
+        todo.put((i, ref))
+    results: list[FileSearch | None] = [None] * len(refs)
+    lock = threading.Lock()
+    started = time.monotonic()
+
+    def say(line: str):
+        with lock:
+            echo(line)
+
+    def worker(group: list[int]):
+        names = [host_gpu(g) for g in group]
+        tag = f"[gpu {','.join(names)}]"
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(names))
+        while True:
+            try:
+                i, ref = todo.get_nowait()
+            except queue.Empty:
+                return
+            say(f"=== [{i + 1}/{len(refs)}] {ref} on GPU {', '.join(names)}")
+            result = FileSearch(ref, names)
+            with tempfile.TemporaryDirectory(prefix="kgen-search-") as tmp:
+                summary = Path(tmp) / "summary.json"
+                cmd = [*command, ref, *child_args,
+                       "--gpus", str(len(group)), "--jobs", str(jobs), "--summary-json", str(summary)]
+                t0 = time.monotonic()
+                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, errors="replace")
+                for line in proc.stdout:
+                    say(f"{tag} {line.rstrip()}")
+                result.exit_code = proc.wait()
+                result.wall_s = time.monotonic() - t0
+                try:
+                    rows = json.loads(summary.read_text())
+                    result.record = json.loads(Path(rows[0]["record_path"]).read_text())
+                except (OSError, ValueError, IndexError, KeyError):
+                    result.record = None   # it crashed before its summary: said in the table
+            verdict = ("no record" if result.record is None else
+                       "a winner" if result.record.get("winners") else "no candidate passed")
+            say(f"--- [{i + 1}/{len(refs)}] {Path(ref).name} on GPU {', '.join(names)}: {verdict}, "
+                f"exit {result.exit_code}, {result.wall_s:.1f} s")
+            results[i] = result
+
+    threads = [threading.Thread(target=worker, args=(g,), daemon=True) for g in groups]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [r for r in results if r is not None], time.monotonic() - started

@@ -600,3 +600,33 @@ def test_the_measurement_cache_keeps_every_searchs_entries(tmp_path):
     entries = json.loads(path.read_text())
     assert sorted(entries) == sorted(f"{n} {i}" for n in "abc" for i in range(20))
     assert sorted(f.name for f in path.parent.iterdir()) == ["locks", "measurements.json"]
+
+
+def test_a_rerun_measures_nothing_the_runoff_included(tmp_path, monkeypatch):
+    """A search run again with its measurements cached builds nothing (so starts no worker) and takes
+    the runoff's times from the cache too (the README's main job, rerun), choosing the same
+    winner; a different set of contenders is timed afresh."""
+    calls = fake_gpus(tmp_path, monkeypatch)
+    cache_path = tmp_path / "cache.json"
+
+    def once(lines):
+        return search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], maths=("tf32x3",), top=3,
+                                 work_dir=tmp_path / "work", out_dir=tmp_path / "out",
+                                 results_dir=tmp_path / "results", exhaustive=True,
+                                 cache=search.MeasurementCache(cache_path), echo=lines.append, gpus=[0])
+
+    first_lines, again_lines = [], []
+    first = once(first_lines)
+    assert "runoff" in calls and calls["built"]
+    del calls["runoff"], calls["built"]
+    again = once(again_lines)
+    assert "runoff" not in calls and calls["built"] == []   # nothing built; so no worker started
+    assert again["winners"]["0.0001"]["name"] == first["winners"]["0.0001"]["name"]
+    assert again["winners"]["0.0001"]["measured"]["runoff_ms"] == first["winners"]["0.0001"]["measured"]["runoff_ms"]
+    assert any("in an earlier run on this device, cached" in line for line in again_lines)
+    assert not any("cached" in line and "timed again" in line for line in first_lines)
+    # another set of contenders (a tile dropped from the search): timed again, not taken from the cache
+    cache = search.MeasurementCache(cache_path)
+    contenders = [search.Candidate(s, tmp_path / f"{s.name()}.py") for s in
+                  search.enumerate_specs("gemm_scale_bn", 256, 512, 512, maths=("tf32x3",))[:2]]
+    assert cache.runoff(contenders, "Fake GPU") is None

@@ -333,6 +333,26 @@ class MeasurementCache:
         self.entries[self.key(spec, device, f"full tol {tol:g}", dtype)] = True
         self.save()
 
+    def runoff(self, contenders: list, device: str, dtype: str = "fp32") -> dict | None:
+        """A runoff of exactly these contenders timed before on this device: their rounds (and
+        eager's), keyed by their paths now; None where there was none."""
+        e = self.entries.get(self._runoff_key(contenders, device, dtype))
+        if not e:
+            return None
+        by_key = {c.spec.key(): str(c.path) for c in contenders}
+        return {("eager" if k == "eager" else by_key[k]): v for k, v in e.items()}
+
+    def store_runoff(self, contenders: list, device: str, times: dict, dtype: str = "fp32"):
+        by_path = {str(c.path): c.spec.key() for c in contenders}
+        self.entries[self._runoff_key(contenders, device, dtype)] = {
+            ("eager" if k == "eager" else by_path[k]): v for k, v in times.items() if k == "eager" or k in by_path}
+        self.save()
+
+    def _runoff_key(self, contenders: list, device: str, dtype: str) -> str:
+        # the contenders' keys in order (the order they were timed in), the rounds per contender
+        return self.key(contenders[0].spec, device, f"runoff of {len(contenders)} in {RUNOFF_ROUNDS} rounds: "
+                        + " ".join(c.spec.key() for c in contenders), dtype)
+
     def save(self):
         """Merges with what is on disk now (another search may have stored entries since this one
         read the file: one search per GPU shares the cache) and rewrites it, under a lock."""
@@ -986,7 +1006,14 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
             c.at_batches = {}
         contenders = runoff_contenders(passing)
         if contenders:
-            times, error = run_runoff(contenders, eval_timeout, home_env, dtype)
+            # A rerun of a search whose every measurement is cached takes the runoff's times
+            # too (the rerun then measures nothing: README's main job, rerun).
+            times, error = cache.runoff(contenders, device, dtype), ""
+            known = times is not None
+            if not known:
+                times, error = run_runoff(contenders, eval_timeout, home_env, dtype)
+                if times is not None:
+                    cache.store_runoff(contenders, device, times, dtype)
             if times is None:
                 echo(f"{stamp()} tol {tol:g}: the runoff of the {len(contenders)} fastest failed ({error}); "
                      "keeping the order of their first measurements")
@@ -995,7 +1022,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 passing = ordered + [c for c in passing if c not in contenders]
                 echo(f"{stamp()} tol {tol:g}: {len(contenders)} candidates within {RUNOFF_MARGIN:.0%} of "
                      f"each other, timed again in {RUNOFF_ROUNDS} rounds, each right after eager {dtype} "
-                     f"({statistics.median(times['eager']):.3f} ms): "
+                     f"({statistics.median(times['eager']):.3f} ms"
+                     + ("; in an earlier run on this device, cached" if known else "") + "): "
                      + ", ".join(f"{c.spec.name()} {c.runoff_ms:.3f} ms" for c in ordered))
         if also_batches and passing:
             passing = rank_across_batches(passing, tol, also_batches, iters, eval_timeout, home_env, dtype, echo, stamp)

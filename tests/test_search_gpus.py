@@ -630,3 +630,27 @@ def test_a_rerun_measures_nothing_the_runoff_included(tmp_path, monkeypatch):
     contenders = [search.Candidate(s, tmp_path / f"{s.name()}.py") for s in
                   search.enumerate_specs("gemm_scale_bn", 256, 512, 512, maths=("tf32x3",))[:2]]
     assert cache.runoff(contenders, "Fake GPU") is None
+
+
+def test_the_build_worker_runs_the_file_without_tracing_its_reference(tmp_path, monkeypatch):
+    """python -m kgen.tune.worker build: the emitted file is read, checked and run, and its build
+    asked for in the dtype given; its reference is never loaded (tracing it cost a fresh build
+    process 7 of its 21 s on an H100 host)."""
+    from kgen.check.loading import EmittedFile
+    from kgen.tune import worker
+    from kgen.tune.spec import Spec
+
+    path = tmp_path / "f.py"
+    r = run("generate", "--problem", "gemm_scale_bn", "--batch", "64", "--in", "64", "--out", "64", "-o", str(path))
+    assert r.exit_code == 0, r.output
+
+    def traced(self):
+        raise AssertionError("the build worker loaded the reference")
+
+    monkeypatch.setattr(Spec, "reference", traced)
+    seen = []
+    monkeypatch.setattr(EmittedFile, "build", lambda self, dtype=None: seen.append((self.spec.name(), dtype)))
+    assert worker.main(["build", "--dtype", "bf16", str(path)]) == 0
+    assert seen == [(EmittedFile(path, with_reference=False).spec.name(), torch.bfloat16)]
+    with pytest.raises(AssertionError, match="loaded the reference"):
+        EmittedFile(path)   # the checks' way loads it

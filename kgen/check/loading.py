@@ -19,8 +19,11 @@ class NotAnEmittedFile(ValueError):
 
 
 class EmittedFile:
-    def __init__(self, path: str | Path, ref: str | Path | None = None):
-        """`ref`: the reference file to check against [the one the file names]."""
+    def __init__(self, path: str | Path, ref: str | Path | None = None, with_reference: bool = True):
+        """`ref`: the reference file to check against [the one the file names]. Without
+        `with_reference` only the file itself is read, checked and run (enough to build it): loading the
+        reference traces it, whose first use of torch.fx costs a fresh process seconds (7 s of a
+        candidate's 21 s build on an H100 host, docs/perf.md)."""
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"no such file: {self.path}")
@@ -56,6 +59,9 @@ class EmittedFile:
         except (SpecError, TypeError) as e:
             raise ValueError(f"{self.path}: its KGEN_SPEC is not one this kgen makes: {e}") from None
         self.reference_embedded = False   # checked against the copy the file carries
+        self.ModelNew = self.module.ModelNew
+        if not with_reference:
+            return
         if ref is None:
             self._follow_a_moved_reference()
         elif is_path(str(ref)):
@@ -76,7 +82,6 @@ class EmittedFile:
         # mean exactly that), but say so.
         self.reference_changed = (getattr(self.module, "KGEN_REFERENCE_SHA256", None)
                                    not in (None, self.reference.sha256))
-        self.ModelNew = self.module.ModelNew
         self.Model = self.reference.Model
         self.has_batchnorm = any(part.batchnorms for part in self.spec.graph().parts) if ref is None else any(
             "BatchNorm" in type(m).__name__ for m in self.reference.meta_model().modules())

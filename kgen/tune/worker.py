@@ -30,7 +30,7 @@ EXIT_AFTER_RUNTIME_ERROR = 3
 def build(path: str, dtype: str = "fp32") -> int:
     from kgen.check.loading import EmittedFile
 
-    EmittedFile(path).build(torch_dtype(dtype))
+    EmittedFile(path, with_reference=False).build(torch_dtype(dtype))
     return 0
 
 

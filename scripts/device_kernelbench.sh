@@ -6,8 +6,9 @@
 # KB_FLAGS extra flags of scripts/kernelbench_corpus.py (--compile, --autotune). Each precision
 # gets the file `kgen generate FILE --dtype PRECISION` writes.
 . scripts/device_setup.sh
-refs=$(ls .kb/level2/${PART:-}*.py)
-label=$(printf %s "${PART:-all}" | tr -c 'A-Za-z0-9' '_')   # $OUT takes plain file names only
+# NUMS (e.g. "33 41 97"): those files only, instead of PART's glob.
+refs=$(if [ -n "${NUMS:-}" ]; then for n in $NUMS; do ls .kb/level2/${n}_*.py; done; else ls .kb/level2/${PART:-}*.py; fi)
+label=$(printf %s "${NUMS:-${PART:-all}}" | tr -c 'A-Za-z0-9' '_')   # $OUT takes plain file names only
 if [ -n "${GPU_TESTS:-}" ]; then
   t "gpu tests: $GPU_TESTS"
   timeout ${GPU_TESTS_LIMIT:-240} python3 -m pytest -m gpu -q $GPU_TESTS > $OUT/gpu_tests.log 2>&1; tail -8 $OUT/gpu_tests.log

@@ -225,10 +225,39 @@ struct {name} {{
 
 
 def _bn_input_struct(graph: Graph, operands: dict) -> str:
-    steps = bn_input_affine(graph, graph.batchnorms[0])[1] if graph.batchnorms else []
-    return _affine_struct("BnInput", "BatchNorm's input t = scale[n] * S + shift[n], S what stage 1 "
-                          "stores: finalize turns\n// the statistics of S into those of t "
-                          "(kgen/lower/forward.py, bn_input_affine).", graph, operands, steps)
+    """BnInput: BatchNorm's input t as an affine function of S, what stage 1 stores (affine), and
+    the value whose statistics stage 1 takes (stat). An fp32 build takes those of S itself and
+    finalize moves them to t (mean_t = scale mean_S + shift, var_t = scale^2 var_S). A 16-bit
+    build takes them of t as eager's BatchNorm sees it: the Linear's output and each step after
+    it rounded to the module's dtype (Emitter's per-op rounding, as the epilogue computes t
+    where it normalizes). Measured on an H100 (docs/perf.md, session 9): kgen's bf16 GEMM is
+    cuBLAS's to the bit, yet KernelBench's bf16 eval failed 41 and 97 by two bf16 steps near 2,
+    where the statistics of the unrounded S moved the normalized value across a rounding."""
+    bn = graph.batchnorms[0] if graph.batchnorms else None
+    root, steps = bn_input_affine(graph, bn) if bn is not None else (None, [])
+    affine = _affine_struct("BnInput", "BatchNorm's input t = scale[n] * S + shift[n], S what stage 1 "
+                            "stores: finalize turns\n// the statistics of S into those of t "
+                            "(kgen/lower/forward.py, bn_input_affine); in a 16-bit build stage 1 takes "
+                            "those of t itself (stat).", graph, operands, steps)
+    if bn is None:
+        return affine
+    e = Emitter(graph, operands, {root: "s"}, bn_ready=False, element=True)
+    t = e.get(bn.args[0])
+    body = "".join(f"\n      {line}" for line in live_lines(e.lines, t))
+    stat = f"""
+  // Whether stage 1's statistics are of t itself (stat), or of S (finalize moves them to t).
+  static constexpr bool kStatsOfT = !std::is_same<kgen_operand_t, float>::value;
+  // The value whose statistics stage 1 takes, from S at column n (< N).
+  __device__ static __forceinline__ float stat(float s, int n, const kgen::EpilogueParams& p) {{
+    (void)n; (void)p;
+    if constexpr (std::is_same<kgen_operand_t, float>::value) {{
+      return s;
+    }} else {{{body}
+      return {t};
+    }}
+  }}
+}};"""
+    return affine[:-len("\n};")] + stat
 
 
 @dataclasses.dataclass
@@ -356,6 +385,13 @@ def _epilogue_struct(name: str, graph: Graph, operands: dict, stored: int, bn_re
     result = e.get(stored)
     identity = stored == graph.gemm.id
     body = "\n".join(f"    {line}" for line in live_lines(e.lines, result))
+    stat = ("""
+  // What BatchNorm's statistics are taken of (BnInput): the stored value itself (an fp32 build),
+  // or stat of it at column n < N.
+  static constexpr bool kStatsOfStored = !BnInput::kStatsOfT;
+  __device__ static __forceinline__ float stat(float s, int n, const kgen::EpilogueParams& p) {
+    return BnInput::stat(s, n, p);
+  }""" if col_stats else "")
     return f"""struct {name}Epilogue {{
   static constexpr bool kColStats = {str(col_stats).lower()};
   static constexpr bool kIdentity = {str(identity).lower()};
@@ -363,7 +399,7 @@ def _epilogue_struct(name: str, graph: Graph, operands: dict, stored: int, bn_re
     (void)m; (void)n; (void)p;
 {body}
     return {result};
-  }}
+  }}{stat}
 }};"""
 
 
@@ -874,8 +910,8 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
         trivial = [StagePlan(graph.gemm.id, False, STAGE2_NONE,
                              _epilogue_struct(name, graph, operands, graph.gemm.id, True, False),
                              _stage2_struct(name, STAGE2_NONE, None, None)) for name in ("Train", "Eval")]
-        structs = [trivial[0].epilogue_cuda, trivial[0].stage2_cuda, trivial[1].epilogue_cuda,
-                   trivial[1].stage2_cuda, _bn_input_struct(graph, operands)]
+        structs = [_bn_input_struct(graph, operands), trivial[0].epilogue_cuda, trivial[0].stage2_cuda,
+                   trivial[1].epilogue_cuda, trivial[1].stage2_cuda]
     if output.kind == "const":
         if bns:
             raise Unsupported(f"line {output.line}: the output is a constant, but BatchNorm1d "
@@ -908,8 +944,9 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
     eager_sums = eager_order and any(is_torch_sum(n) for n in live)
     train = _plan("Train", graph, operands, True, fused, eager_sums)
     evaluation = _plan("Eval", graph, operands, False, fused, eager_sums)
-    structs = [train.epilogue_cuda, train.stage2_cuda, evaluation.epilogue_cuda,
-               evaluation.stage2_cuda, _bn_input_struct(graph, operands)]
+    # BnInput first: an epilogue that takes BatchNorm's statistics asks it for their value (stat).
+    structs = [_bn_input_struct(graph, operands), train.epilogue_cuda, train.stage2_cuda,
+               evaluation.epilogue_cuda, evaluation.stage2_cuda]
     # Structs the forward pass names whichever path it takes.
     structs += [_affine_struct("GemvAffine", "(not used: no matrix-vector rewrite)", graph, operands, []),
                 GEMV_ROWS_STUB, _tail_struct(traced, operands, tail, core), CONSTANT_READS_STUB]

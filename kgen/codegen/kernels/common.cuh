@@ -111,10 +111,13 @@ struct StoreEpilogue {
 // Per-column two-pass statistics of the valid rows of a shared-memory tile. Two passes over
 // shared memory (mean, then squared deviations from it) cost little next to the mainloop and
 // keep M2 exact even when |mean| >> std, where sum(z^2) - n*mean^2 would cancel.
-template <int BM, int BN, int NTHREADS>
+// `stat(v, n)`: the value the statistics are of, from the tile's value v at column n < N (an
+// epilogue's stat: S itself in an fp32 build, BatchNorm's input t as eager rounds it in a 16-bit
+// one).
+template <int BM, int BN, int NTHREADS, class Stat>
 __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, int rows, int n0,
                                                   int N, int m_tile, float* part_mean,
-                                                  float* part_m2) {
+                                                  float* part_m2, Stat stat) {
   static_assert(NTHREADS % 32 == 0, "whole warps");
   // Threads split into row groups; within a group consecutive threads take consecutive columns
   // (conflict-free shared-memory reads). Partial sums across groups meet in `red`.
@@ -130,8 +133,11 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
   const float inv_rows = 1.0f / static_cast<float>(rows);
   for (int c0 = 0; c0 < BN; c0 += kCols) {
     const int c = c0 + col_in_pass;
+    const bool in_n = n0 + c < N;
     float s = 0.f;
-    for (int r = group; r < rows_here; r += kGroups) s += tile[r * ldt + c];
+    if (in_n) {
+      for (int r = group; r < rows_here; r += kGroups) s += stat(tile[r * ldt + c], n0 + c);
+    }
     if (group < kGroups) red[group][col_in_pass] = s;
     __syncthreads();
     float mean = 0.f;
@@ -140,9 +146,11 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
     mean *= inv_rows;
     __syncthreads();
     float q = 0.f;
-    for (int r = group; r < rows_here; r += kGroups) {
-      const float d = tile[r * ldt + c] - mean;
-      q = fmaf(d, d, q);
+    if (in_n) {
+      for (int r = group; r < rows_here; r += kGroups) {
+        const float d = stat(tile[r * ldt + c], n0 + c) - mean;
+        q = fmaf(d, d, q);
+      }
     }
     if (group < kGroups) red[group][col_in_pass] = q;
     __syncthreads();
@@ -232,7 +240,7 @@ __device__ __forceinline__ void tile_epilogue(float* tile, int ldt, int m0, int 
   }
   if constexpr (EPI::kColStats) {
     tile_column_stats<BM, BN, NTHREADS>(tile, ldt, min(BM, M - m0), n0, N, m0 / BM, p.part_mean,
-                                        p.part_m2);
+                                        p.part_m2, [&](float v, int n) { return EPI::stat(v, n, p); });
   }
   if constexpr (std::is_same<typename EpilogueStore<EPI>::type, float>::value) {
     tile_store<BM, BN, NTHREADS>(tile, ldt, m0, n0, M, N, p);

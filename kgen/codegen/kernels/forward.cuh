@@ -219,7 +219,8 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
         err = run_stage1<Gemm, kgen_cfg::TrainEpilogue, kgen_cfg::TrainStage2>(x, w, M, N, K, p, z_ready, b.out, stream);
         if (err == cudaSuccess && (!kgen_cfg::TrainEpilogue::kColStats || z_ready != nullptr)) {
           dim3 grid(div_up(N, kStatsTileCols), div_up(M, kStatsTileRows));
-          column_stats_kernel<<<grid, kStatsThreads, 0, stream>>>(bt.s, M, N, b.part_mean, b.part_m2);
+          column_stats_kernel<kgen_cfg::BnInput><<<grid, kStatsThreads, 0, stream>>>(bt.s, M, N, b.part_mean,
+                                                                                    b.part_m2, p);
           err = cudaGetLastError();
         }
         if (err == cudaSuccess) err = finalize();

@@ -177,8 +177,15 @@ struct WsEpilogue {
         }
       }
     }
+    // An fp32 build's statistics are of S, the accumulators themselves (EPI::kStatsOfStored):
+    // taken in registers. A 16-bit build's are of BatchNorm's input t as eager rounds it
+    // (EPI::stat, reading the parameters of each column): taken from the tile in shared memory
+    // below, since computing t in the consumers' registers as well made the 128x256 bf16 kernel
+    // spill.
     if constexpr (EPI::kColStats) {
-      if (wg > 0) column_stats(acc, tile, m0, n0, M, N, p);
+      if constexpr (EPI::kStatsOfStored) {
+        if (wg > 0) column_stats(acc, tile, m0, n0, M, N, p);
+      }
     }
     __syncthreads();
     if (wg > 0) {
@@ -193,6 +200,12 @@ struct WsEpilogue {
       }
     }
     __syncthreads();
+    if constexpr (EPI::kColStats) {
+      if constexpr (!EPI::kStatsOfStored) {
+        tile_column_stats<BM, BN, kThreads>(tile, kLdt, min(BM, M - m0), n0, N, m0 / BM, p.part_mean,
+                                            p.part_m2, [&](float v, int n) { return EPI::stat(v, n, p); });
+      }
+    }
     if constexpr (std::is_same<typename EpilogueStore<EPI>::type, float>::value) {
       tile_store<BM, BN, kThreads>(tile, kLdt, m0, n0, M, N, p);
     } else {

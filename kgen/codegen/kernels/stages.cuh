@@ -21,10 +21,12 @@ constexpr int kStatsTileRows = 128;
 constexpr int kStatsTileCols = 64;
 constexpr int kStatsThreads = 256;
 
-// Per-(row tile, column) mean and M2 of z, the same partial layout the fused epilogue writes.
+// Per-(row tile, column) mean and M2 of BnInput::stat of z (z itself in an fp32 build), the
+// same partial layout the fused epilogue writes.
+template <class BnInput>
 __global__ void __launch_bounds__(kStatsThreads)
     column_stats_kernel(const float* __restrict__ z, int M, int N, float* part_mean,
-                        float* part_m2) {
+                        float* part_m2, EpilogueParams p) {
   constexpr int ldt = kStatsTileCols + 4;
   __shared__ __align__(16) float tile[kStatsTileRows * ldt];
   const int m0 = blockIdx.y * kStatsTileRows;
@@ -37,9 +39,9 @@ __global__ void __launch_bounds__(kStatsThreads)
         (r < rows && n0 + c < N) ? z[static_cast<size_t>(m0 + r) * N + n0 + c] : 0.f;
   }
   __syncthreads();
-  tile_column_stats<kStatsTileRows, kStatsTileCols, kStatsThreads>(tile, ldt, rows, n0, N,
-                                                                   blockIdx.y, part_mean,
-                                                                   part_m2);
+  tile_column_stats<kStatsTileRows, kStatsTileCols, kStatsThreads>(
+      tile, ldt, rows, n0, N, blockIdx.y, part_mean, part_m2,
+      [&](float v, int n) { return BnInput::stat(v, n, p); });
 }
 
 struct FinalizeArgs {
@@ -101,13 +103,21 @@ __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
     // other rows: its mean is NaN there, where the partials' mean is inf (one partial: a batch of
     // at most a tile's rows with exact products, seen on the H100 at 7 rows).
     if (isinf(mean) && f.M > 1) mean = __int_as_float(0x7fffffff);
-    centre = scale * mean;
-    mean_t = centre + shift;
-    // biased, as BatchNorm normalizes with. The shift cancels out of t - mean_t in exact
-    // arithmetic, but not in torch's when it is NaN or infinite (t is then NaN or inf in every
-    // row, its variance NaN): 0 * shift carries that into var (and so into the output and
-    // running_var), and is 0 otherwise.
-    var = scale * scale * (m2 / count) + 0.f * shift;
+    if constexpr (BnInput::kStatsOfT) {
+      // A 16-bit build's partials are of t itself, rounded as eager's BatchNorm sees it
+      // (BnInput::stat); biased, as BatchNorm normalizes with. (An fp32 build's are of S.)
+      mean_t = mean;
+      centre = mean_t - shift;
+      var = m2 / count;
+    } else {
+      centre = scale * mean;
+      mean_t = centre + shift;
+      // biased, as BatchNorm normalizes with. The shift cancels out of t - mean_t in exact
+      // arithmetic, but not in torch's when it is NaN or infinite (t is then NaN or inf in every
+      // row, its variance NaN): 0 * shift carries that into var (and so into the output and
+      // running_var), and is 0 otherwise.
+      var = scale * scale * (m2 / count) + 0.f * shift;
+    }
     if (f.running_mean != nullptr) {
       const float factor =
           f.cumulative ? 1.0f / static_cast<float>(*f.num_batches_tracked) : f.momentum;

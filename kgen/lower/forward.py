@@ -480,21 +480,39 @@ def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
                       ["const float s = row[n];", *e.lines, *(line.format(v=v) for line in step)])
 
     eps = ops.cuda_float(n.attrs["eps"])
+    # fp32: two passes (the mean, then the squared deviations from it: exact even when |mean| >>
+    # std). 16-bit: torch's own Welford statistics (kgen::welford_*), its eps in the module's
+    # dtype (torch passes it so) and rsqrtf, as eager's kernel computes them: kgen's output is
+    # then eager's to the bit where the group has fewer than 512 elements.
+    two_pass = [
+        "float sum = 0.f;",
+        *loop("sum += {v};"),
+        "const float mean = kgen::warp_sum(sum) / static_cast<float>(size);",
+        "float q = 0.f;",
+        *loop("const float d = {v} - mean;", "q = fmaf(d, d, q);"),
+        "q = kgen::warp_sum(q);",
+        *_block("if (lane == 0)", [
+            f"{stats}[2 * g] = mean;",
+            f"{stats}[2 * g + 1] = 1.0f / sqrtf(q / static_cast<float>(size) + {eps});",
+        ]),
+    ]
+    welford = [
+        "kgen::Welford acc;",
+        *loop("kgen::welford_add(acc, {v});"),
+        "acc = kgen::welford_warp_reduce(acc);",
+        *_block("if (lane == 0)", [
+            f"{stats}[2 * g] = acc.mean;",
+            f"{stats}[2 * g + 1] = rsqrtf(acc.m2 / acc.nf + "
+            f"static_cast<float>(static_cast<kgen_operand_t>({eps})));",
+        ]),
+    ]
     return [
         f"__shared__ float {stats}[2 * {groups}];  // GroupNorm, line {n.line}: (mean, 1/std) per group",
         *_block("", [
             f"const int size = N / {groups}, lane = threadIdx.x % 32;",
             *_block(f"for (int g = threadIdx.x / 32; g < {groups}; g += blockDim.x / 32)", [
-                "float sum = 0.f;",
-                *loop("sum += {v};"),
-                "const float mean = kgen::warp_sum(sum) / static_cast<float>(size);",
-                "float q = 0.f;",
-                *loop("const float d = {v} - mean;", "q = fmaf(d, d, q);"),
-                "q = kgen::warp_sum(q);",
-                *_block("if (lane == 0)", [
-                    f"{stats}[2 * g] = mean;",
-                    f"{stats}[2 * g + 1] = 1.0f / sqrtf(q / static_cast<float>(size) + {eps});",
-                ]),
+                *_block("if constexpr (std::is_same<kgen_operand_t, float>::value)", two_pass),
+                *_block("else", welford),
             ]),
             "__syncthreads();",
         ]),

@@ -243,6 +243,47 @@ __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+// GroupNorm's statistics as torch's CUDA kernel takes them for a group of fewer than 512
+// elements (RowwiseMomentsCUDAKernel with one warp): each lane a Welford state over the elements
+// it strides (welford_add, WelfordOps::reduce), then the warp's tree (cuda_utils::WarpReduce:
+// offsets 16, 8, 4, 2, 1, lane l combining lane l + offset's state, WelfordOps::combine); lane 0
+// ends with the group's. The expressions are torch's, so that nvcc contracts them the same way.
+// A 16-bit module's GroupNorm uses it: there kgen's output is compared with eager's own, whose
+// one-step differences KernelBench's bf16 tolerance does not cover (docs/perf.md, session 9).
+struct Welford {
+  float mean = 0.f, m2 = 0.f, nf = 0.f;
+  int n = 0;
+};
+__device__ __forceinline__ void welford_add(Welford& acc, float data) {
+  const int new_n = acc.n + 1;
+  const float new_nf = static_cast<float>(new_n);
+  const float delta = data - acc.mean;
+  const float new_mean = acc.mean + delta / new_nf;
+  const float new_delta = data - new_mean;
+  acc.m2 = acc.m2 + delta * new_delta;
+  acc.mean = new_mean;
+  acc.n = new_n;
+  acc.nf = new_nf;
+}
+__device__ __forceinline__ Welford welford_warp_reduce(Welford a) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    Welford b;
+    b.mean = __shfl_down_sync(0xffffffffu, a.mean, offset);
+    b.m2 = __shfl_down_sync(0xffffffffu, a.m2, offset);
+    b.nf = __shfl_down_sync(0xffffffffu, a.nf, offset);
+    if (a.nf == 0.f) {
+      a = b;
+    } else if (b.nf != 0.f) {
+      const float delta = b.mean - a.mean;
+      const float new_count = a.nf + b.nf;
+      const float nb_over_n = b.nf / new_count;
+      a.mean = a.mean + delta * nb_over_n;
+      a.m2 = a.m2 + b.m2 + delta * delta * a.nf * nb_over_n;
+      a.nf = new_count;
+    }
+  }
+  return a;
+}
 __device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce(v, 0, scratch); }
 __device__ __forceinline__ float block_max(float v, float* scratch) { return block_reduce(v, 1, scratch); }
 __device__ __forceinline__ float block_min(float v, float* scratch) { return block_reduce(v, 2, scratch); }

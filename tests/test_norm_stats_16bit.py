@@ -1,10 +1,10 @@
-"""BatchNorm's statistics in a 16-bit build are those of its input t as eager's BatchNorm sees
-it (the Linear's output and each step after it rounded to the module's dtype), in an fp32 build
-those of S, what stage 1 stores (finalize moves them to t). On an H100 kgen's bf16 GEMM is
-cuBLAS's to the bit (docs/perf.md, session 9), so the statistics were what KernelBench's bf16
-eval saw differ. Here: the generated BnInput::stat and the epilogue that takes the statistics,
-for modules written with the bias, without it, and with a scale between the Linear and
-BatchNorm."""
+"""BatchNorm's and GroupNorm's statistics in a 16-bit build are eager's. On an H100 kgen's bf16
+GEMM is cuBLAS's to the bit (docs/perf.md, session 9), so the statistics were what KernelBench's
+bf16 eval saw differ. BatchNorm's: those of its input t as eager's BatchNorm sees it (the
+Linear's output and each step after it rounded to the module's dtype; an fp32 build takes those
+of S, what stage 1 stores, and finalize moves them to t). GroupNorm's: torch's Welford
+statistics in its order. Here: the generated code, for modules written with the bias, without
+it, and with a scale between the Linear and BatchNorm."""
 import re
 
 import pytest
@@ -71,3 +71,16 @@ def test_no_batchnorm_no_stat(tmp_path):
     low = lower(graph(str(ref), 8, 16, 16).parts[0], True, False)
     bn_input = re.search(r"struct BnInput \{.*?\n\};", low.cuda, re.S).group(0)
     assert "stat(" not in bn_input and "kStatsOfStored" not in low.cuda
+
+
+def test_group_norm_statistics_as_torch_takes_them_in_a_16_bit_build(tmp_path):
+    """GroupNorm in a 16-bit build: torch's own Welford statistics (each lane's elements, then the
+    warp's tree), its eps in the module's dtype and rsqrtf; an fp32 build keeps the two passes."""
+    src = module_source("x = self.gn(x)", {"gn": "nn.GroupNorm(4, out_features)"}, 16)
+    ref = tmp_path / "m.py"
+    ref.write_text(src)
+    low = lower(graph(str(ref), 8, 16, 16).parts[0], True, False)
+    fp32, half = low.cuda.split("if constexpr (std::is_same<kgen_operand_t, float>::value) {", 1)[1].split("else {", 1)
+    assert "kgen::warp_sum(sum)" in fp32 and "1.0f / sqrtf(q / static_cast<float>(size) + " in fp32
+    assert "kgen::welford_add(acc, " in half and "acc = kgen::welford_warp_reduce(acc);" in half
+    assert "rsqrtf(acc.m2 / acc.nf + static_cast<float>(static_cast<kgen_operand_t>(9.99999975e-06f)))" in half

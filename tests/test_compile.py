@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from torch.utils import cpp_extension
 
 from kgen.codegen import generator
 from kgen.tune.search import enumerate_specs
@@ -40,6 +41,10 @@ HAS_CUBLAS = _has_cublas_header()
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 SM80 = "-gencode=arch=compute_80,code=sm_80"
 SM90A = "-gencode=arch=compute_90a,code=sm_90a"
+# The flags torch's load_inline adds to every nvcc call of an emitted file's build (no implicit
+# half / bfloat16 conversions among them): the CPU tier's compiles see what a user's build sees.
+# (A 16-bit GroupNorm that converted a float to bf16 implicitly compiled here and not on the GPU.)
+TORCH_NVCC_FLAGS = list(cpp_extension.COMMON_NVCC_FLAGS)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -107,7 +112,7 @@ def _nvcc(source, targets):
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / "k.cu"
         cu.write_text(source)
-        proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-c", "-Xptxas", "-v", *targets, str(cu),
+        proc = subprocess.run([NVCC, "-std=c++17", "-O3", *TORCH_NVCC_FLAGS, "-c", "-Xptxas", "-v", *targets, str(cu),
                                "-o", str(Path(tmp) / "k.o")], capture_output=True, text=True, timeout=900)
     return proc.returncode, proc.stderr
 
@@ -266,7 +271,7 @@ def _entry_points_output(source: str, flags, machine_code: bool = True) -> str:
         cu = Path(tmp) / "k.cu"
         cu.write_text(source)
         device = [SM90A] if machine_code else [PTX90A, "-Xcicc", "-O0"]
-        build = subprocess.run([NVCC, "-std=c++17", "-O3", "-Xptxas", "-v", *device, *flags,
+        build = subprocess.run([NVCC, "-std=c++17", "-O3", *TORCH_NVCC_FLAGS, "-Xptxas", "-v", *device, *flags,
                                 str(cu), "-o", str(Path(tmp) / "k")], capture_output=True, text=True, timeout=900)
         assert build.returncode == 0, build.stderr[-4000:]
         assert spills(build.stderr) == [], "\n".join(spills(build.stderr))

@@ -75,7 +75,8 @@ def test_no_batchnorm_no_stat(tmp_path):
 
 def test_group_norm_statistics_as_torch_takes_them_in_a_16_bit_build(tmp_path):
     """GroupNorm in a 16-bit build: torch's own Welford statistics (each lane's elements, then the
-    warp's tree), its eps in the module's dtype and rsqrtf; an fp32 build keeps the two passes."""
+    warp's tree), its eps in the module's dtype, rsqrtf, the mean and 1/std rounded to the
+    module's dtype; an fp32 build keeps the two passes."""
     src = module_source("x = self.gn(x)", {"gn": "nn.GroupNorm(4, out_features)"}, 16)
     ref = tmp_path / "m.py"
     ref.write_text(src)
@@ -83,4 +84,7 @@ def test_group_norm_statistics_as_torch_takes_them_in_a_16_bit_build(tmp_path):
     fp32, half = low.cuda.split("if constexpr (std::is_same<kgen_operand_t, float>::value) {", 1)[1].split("else {", 1)
     assert "kgen::warp_sum(sum)" in fp32 and "1.0f / sqrtf(q / static_cast<float>(size) + " in fp32
     assert "kgen::welford_add(acc, " in half and "acc = kgen::welford_warp_reduce(acc);" in half
-    assert "rsqrtf(acc.m2 / acc.nf + static_cast<float>(static_cast<kgen_operand_t>(9.99999975e-06f)))" in half
+    # the mean and 1/std rounded to the module's dtype, as torch 2.11 normalizes with them
+    assert "= kgen::rounded_to_module<kgen_operand_t>(acc.mean);" in half
+    assert ("= kgen::rounded_to_module<kgen_operand_t>(rsqrtf(acc.m2 / acc.nf + "
+            "kgen::rounded_to_module<kgen_operand_t>(9.99999975e-06f)));") in half

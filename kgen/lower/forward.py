@@ -482,8 +482,12 @@ def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
     eps = ops.cuda_float(n.attrs["eps"])
     # fp32: two passes (the mean, then the squared deviations from it: exact even when |mean| >>
     # std). 16-bit: torch's own Welford statistics (kgen::welford_*), its eps in the module's
-    # dtype (torch passes it so) and rsqrtf, as eager's kernel computes them: kgen's output is
-    # then eager's to the bit where the group has fewer than 512 elements.
+    # dtype (torch passes it so) and rsqrtf, as eager's kernel computes them, and the mean and
+    # 1/std rounded to the module's dtype, as torch 2.11 stores them and normalizes with them
+    # (measured on an H100: with them rounded, an emulation gives all 8,388,608 of F.group_norm's
+    # bf16 outputs at KernelBench 88's shape; with fp64 statistics 44 % differ;
+    # docs/experiments/s9/gn_mean_rounding.py). kgen's output is then eager's to the bit where
+    # the group has fewer than 512 elements (torch's one-warp kernel).
     two_pass = [
         "float sum = 0.f;",
         *loop("sum += {v};"),
@@ -501,9 +505,9 @@ def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
         *loop("kgen::welford_add(acc, {v});"),
         "acc = kgen::welford_warp_reduce(acc);",
         *_block("if (lane == 0)", [
-            f"{stats}[2 * g] = acc.mean;",
-            f"{stats}[2 * g + 1] = rsqrtf(acc.m2 / acc.nf + "
-            f"static_cast<float>(static_cast<kgen_operand_t>({eps})));",
+            f"{stats}[2 * g] = kgen::rounded_to_module<kgen_operand_t>(acc.mean);",
+            f"{stats}[2 * g + 1] = kgen::rounded_to_module<kgen_operand_t>("
+            f"rsqrtf(acc.m2 / acc.nf + kgen::rounded_to_module<kgen_operand_t>({eps})));",
         ]),
     ]
     return [

@@ -17,6 +17,7 @@ Two kinds of job:
 """
 
 import concurrent.futures
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -26,6 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -67,11 +69,11 @@ def host_hidden_lines(source: str) -> list[str]:
 
 _JOBS: dict = {}
 _JOBS_LOCK = threading.Lock()
-# One nvcc is one core: the run keeps as many in the background as there are cores, shared out
-# among pytest-xdist's workers. (More only slows each: on the 2-core CI machine two nvcc side by
-# side take 1.2x the CPU time of one alone, four 1.35x.)
-_POOL = concurrent.futures.ThreadPoolExecutor(
-    max_workers=max(1, (os.cpu_count() or 2) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 1))))
+# One nvcc is one core: each worker keeps as many jobs going as there are cores, and the run as
+# a whole runs no more nvcc at once than that (_core_slot): more only slows each (on the 2-core
+# CI machine two side by side take 1.2x the CPU time of one alone, four 1.35x).
+CORES = os.cpu_count() or 2
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=CORES)
 
 
 def prefetch(jobs) -> None:
@@ -112,9 +114,26 @@ def _run_once(job: Job):
         done = Path(folder) / f"{key}.json"
         if done.exists():
             return tuple(json.loads(done.read_text()))
-        result = run(job.source, job.flags)
+        with _core_slot(Path(folder)):
+            result = run(job.source, job.flags)
         done.write_text(json.dumps(result))
         return result
+
+
+@contextlib.contextmanager
+def _core_slot(folder: Path):
+    """One of the run's CORES slots (a lock file each in the run's folder), held while nvcc runs.
+    Taken inside a job's lock and given back before it: a slot's holder waits for nothing."""
+    while True:
+        for k in range(CORES):
+            with open(folder / f"core{k}.lock", "w") as slot:
+                try:
+                    fcntl.flock(slot, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                yield
+                return
+        time.sleep(0.05)
 
 
 def _report(source: str, flags) -> tuple[int, str]:

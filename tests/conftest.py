@@ -59,14 +59,22 @@ def module_source(body: str, params: dict[str, str], out_features: int, gemm: st
                           gemm=gemm, out_features=out_features, dtype_arg=dtype_arg)
 
 
-# Where the CPU tier's nvcc compiles leave their results for the run (tests/test_compile.py): one
+# Where the CPU tier's nvcc jobs leave their results for the run (tests/nvcc_jobs.py): one
 # folder per run, made by the controller of a pytest-xdist run (or the one process of a plain
 # run) before the workers start, which inherit the variable, and removed at its end; so two
-# workers that need one compile (test_ir's and test_compile's prefetches) run nvcc once.
+# workers that start one job (each starts every collected test's) run nvcc once.
 NVCC_RESULTS = "KGEN_TEST_NVCC_RESULTS"
 
 
+def nvcc_prefetch(jobs_of):
+    """Marks a test with the nvcc jobs it waits for, `jobs_of(params)` (params: the test's
+    parametrization by name), which pytest_collection_finish starts in the background. The test
+    asks for the same jobs (nvcc_jobs.result), made by the same function."""
+    return pytest.mark.nvcc_jobs.with_args(jobs_of)   # (called with a function alone, a mark decorates it)
+
+
 def pytest_configure(config):
+    config.addinivalue_line("markers", "nvcc_jobs(jobs_of): the nvcc jobs the test waits for (conftest.nvcc_prefetch)")
     if not hasattr(config, "workerinput") and NVCC_RESULTS not in os.environ:
         config.kgen_nvcc_results = tempfile.mkdtemp(prefix="kgen-test-nvcc-")
         os.environ[NVCC_RESULTS] = config.kgen_nvcc_results
@@ -77,6 +85,22 @@ def pytest_unconfigure(config):
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
         os.environ.pop(NVCC_RESULTS, None)
+
+
+def pytest_collection_finish(session):
+    """Every collected test's nvcc jobs started, the longest first, while the tests run: a
+    pytest-xdist worker collects every test, so each starts all of them, and the two take turns
+    through the jobs' locks (nvcc_jobs._run_once) rather than compile one source twice."""
+    import nvcc_jobs
+
+    if nvcc_jobs.NVCC is None:
+        return
+    jobs = []
+    for item in session.items:
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        for marker in item.iter_markers("nvcc_jobs"):
+            jobs += marker.args[0](params)
+    nvcc_jobs.prefetch(jobs)
 
 
 def pytest_collection_modifyitems(config, items):

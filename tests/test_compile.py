@@ -1,32 +1,26 @@
-"""nvcc compile-only of the whole extension source (kernels and C entry points; there is no
-torch binding to compile) of every GEMM family and math mode, for sm_80 and sm_90a (the wgmma
-family: sm_90a only), with the ptxas resource report: a spill or a compile error fails the test.
+"""nvcc of the whole extension source (kernels and C entry points; there is no torch binding to
+compile) of every GEMM family and math mode, for sm_80 and sm_90a (the wgmma family: sm_90a
+only), up to the fat binary (tests/nvcc_jobs.py: a report job), with the ptxas resource report:
+a spill or a compile error fails the test.
 The cuBLAS-backed variants need cuBLAS's header, which a bare CUDA toolkit may lack; where it
 does, they are compiled on the GPU machine only (the GPU tier builds them)."""
 
-import concurrent.futures
-import fcntl
 import functools
-import hashlib
-import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
-from torch.utils import cpp_extension
 
 from kgen.codegen import generator
 from kgen.tune.search import enumerate_specs
 from kgen.tune.spec import WGMMA_FLUSH_KTILES, wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads
 
-from conftest import module_source
-
-NVCC = shutil.which("nvcc")
+import nvcc_jobs
+from conftest import module_source, nvcc_prefetch
+from nvcc_jobs import NVCC, PTX90A, SM80, SM90A, program_job, report_job
 
 
 def _has_cublas_header() -> bool:
@@ -39,12 +33,6 @@ def _has_cublas_header() -> bool:
 
 HAS_CUBLAS = _has_cublas_header()
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
-SM80 = "-gencode=arch=compute_80,code=sm_80"
-SM90A = "-gencode=arch=compute_90a,code=sm_90a"
-# The flags torch's load_inline adds to every nvcc call of an emitted file's build (no implicit
-# half / bfloat16 conversions among them): the CPU tier's compiles see what a user's build sees.
-# (A 16-bit GroupNorm that converted a float to bf16 implicitly compiled here and not on the GPU.)
-TORCH_NVCC_FLAGS = list(cpp_extension.COMMON_NVCC_FLAGS)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -64,57 +52,17 @@ def representative_specs():
 
 
 def compile_report(source: str, tmp_path, targets=(SM80, SM90A)) -> str:
-    """nvcc's stderr (the ptxas report) for `source`; a compile error fails the test."""
+    """nvcc's stderr (the ptxas report) for `source` (tests/nvcc_jobs.py: a report job); a
+    compile error fails the test."""
     returncode, stderr = _compile(source, targets)
     assert returncode == 0, stderr[-4000:]
     return stderr
 
 
 def _compile(source: str, targets) -> tuple[int, str]:
-    prefetch_compiles([(source, targets)])
-    return _COMPILES[(source, tuple(targets))].result()
-
-
-# The spill tests' compiles are most of the CPU tier's time; one nvcc is one core, so they run
-# side by side on every core (started together by the first test, each test then waits for
-# its own), and an identical source is compiled once per run.
-_COMPILES: dict = {}
-_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
-
-
-def prefetch_compiles(jobs):
-    """Starts the compiles of (source, targets) pairs not started yet."""
-    for source, targets in jobs:
-        key = (source, tuple(targets))
-        if key not in _COMPILES:
-            _COMPILES[key] = _POOL.submit(_compile_uncached, source, key[1])
-
-
-def _compile_uncached(source, targets):
-    """nvcc's (returncode, stderr), once per run for a (source, targets) pair: the result is left
-    in the run's folder (conftest.NVCC_RESULTS), and a worker that wants a compile another worker
-    is running waits for it (a lock per compile) and reads its result."""
-    folder = os.environ.get("KGEN_TEST_NVCC_RESULTS")
-    if not folder:
-        return _nvcc(source, targets)
-    key = hashlib.sha256("\0".join([source, *targets]).encode()).hexdigest()[:32]
-    with open(Path(folder) / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        done = Path(folder) / f"{key}.json"
-        if done.exists():
-            return tuple(json.loads(done.read_text()))
-        result = _nvcc(source, targets)
-        done.write_text(json.dumps(result))
-        return result
-
-
-def _nvcc(source, targets):
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / "k.cu"
-        cu.write_text(source)
-        proc = subprocess.run([NVCC, "-std=c++17", "-O3", *TORCH_NVCC_FLAGS, "-c", "-Xptxas", "-v", *targets, str(cu),
-                               "-o", str(Path(tmp) / "k.o")], capture_output=True, text=True, timeout=900)
-    return proc.returncode, proc.stderr
+    # A report job does not run g++ on the host code: none may hide from the device pass.
+    assert nvcc_jobs.host_hidden_lines(source) == [], nvcc_jobs.host_hidden_lines(source)
+    return nvcc_jobs.result(report_job(source, targets))
 
 
 def spills(report: str) -> list[str]:
@@ -158,12 +106,18 @@ def cuda_source(spec) -> str:
     return generator.render_cuda_source(spec)
 
 
+def spill_test_jobs(params) -> list:
+    spec = params["spec"]
+    if spec.family == "cublas" and not HAS_CUBLAS:
+        return []
+    return [report_job(cuda_source(spec), spill_test_targets(spec))]
+
+
+@nvcc_prefetch(spill_test_jobs)
 @pytest.mark.parametrize("spec", SPILL_TEST_SPECS, ids=lambda s: s.name())
 def test_kernels_compile_without_spills(spec, tmp_path):
     if spec.family == "cublas" and not HAS_CUBLAS:
         pytest.skip("this CUDA toolkit has no cublas_v2.h; the GPU tier builds the cuBLAS variants")
-    prefetch_compiles((cuda_source(s), spill_test_targets(s)) for s in SPILL_TEST_SPECS
-                      if s.family != "cublas" or HAS_CUBLAS)
     report = compile_report(cuda_source(spec), tmp_path, spill_test_targets(spec))
     assert "Compiling entry function" in report
     assert spills(report) == [], "\n".join(spills(report))
@@ -207,6 +161,11 @@ def test_the_cublas_fp32_file_sums_rows_in_eagers_order(tmp_path):
     assert spills(report) == [], "\n".join(spills(report))
 
 
+def half_build_targets(operand: str) -> tuple:
+    return (SM90A, f"-DKGEN_OPERAND={operand}")
+
+
+@nvcc_prefetch(lambda p: [report_job(cuda_source(p["spec"]), half_build_targets(p["operand"]))])
 @pytest.mark.parametrize("operand", ["__nv_bfloat16", "__half"])
 @pytest.mark.parametrize("spec", [s for s in representative_specs()
                                   if generator.half_gemm_type(s) and s.math == "tf32x3" and s.fusion == 2],
@@ -217,7 +176,7 @@ def test_half_precision_builds_compile_without_spills(spec, operand, tmp_path):
     heaviest), no spills. The fp32 GEMM's math mode does not change the 16-bit build. The
     kernels that write the module's output write it in the 16-bit type: the GEMM whose epilogue
     makes it (eval mode: StoringAs) and stage 2's point-wise or row kernel (training mode)."""
-    report = compile_report(generator.render_cuda_source(spec), tmp_path, (SM90A, f"-DKGEN_OPERAND={operand}"))
+    report = compile_report(cuda_source(spec), tmp_path, half_build_targets(operand))
     assert "wgmma_half_kernel" in report
     assert spills(report) == [], "\n".join(spills(report))
     mangled = {"__nv_bfloat16": "13__nv_bfloat16", "__half": "6__half"}[operand]
@@ -257,52 +216,54 @@ int main() {
 ENTRY_SHAPE = (257, 528, 296)   # M, N, K
 
 
-PTX90A = "-gencode=arch=compute_90a,code=compute_90a"
+# The output-type builds by name: their flags, and whether their kernels are machine code (with
+# ptxas's report: a spill fails the test) or unoptimized PTX (no ptxas, cicc at -O0: a third of
+# the build's time; the host code the program runs is compiled as always), for the builds whose
+# kernels another build checks for spills (fp16's kernels are bf16's with the other conversions).
+OUTPUT_TYPE_BUILDS = {"fp32": ([], True), "bf16": (["-DKGEN_OPERAND=__nv_bfloat16"], True),
+                      "fp16": (["-DKGEN_OPERAND=__half"], False),
+                      "bf16 fp32 output": (["-DKGEN_OPERAND=__nv_bfloat16", "-DKGEN_FP32_OUTPUT"], False)}
 
 
-def _entry_points_output(source: str, flags, machine_code: bool = True) -> str:
-    """stdout of the extension's source built with `flags` into a program that prints, per part,
-    kgen_output_is_operand_typed_<part>() and kgen_workspace_floats_<part>(M, N, K) (host code:
-    no GPU needed); a spill in its kernels fails the test. Without machine_code the kernels stop
-    at PTX, unoptimized (no ptxas, cicc at -O0: a third of the build's time; the host code the
-    program runs is compiled as always), for builds whose kernels another build checks for
-    spills."""
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / "k.cu"
-        cu.write_text(source)
-        device = [SM90A] if machine_code else [PTX90A, "-Xcicc", "-O0"]
-        build = subprocess.run([NVCC, "-std=c++17", "-O3", *TORCH_NVCC_FLAGS, "-Xptxas", "-v", *device, *flags,
-                                str(cu), "-o", str(Path(tmp) / "k")], capture_output=True, text=True, timeout=900)
-        assert build.returncode == 0, build.stderr[-4000:]
-        assert spills(build.stderr) == [], "\n".join(spills(build.stderr))
-        run = subprocess.run([str(Path(tmp) / "k")], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    return run.stdout
-
-
-@pytest.mark.parametrize("ref", sorted(OUTPUT_TYPE_CASES))
-def test_the_output_type_and_workspace_each_build_reports(ref):
-    """What kgen_output_is_operand_typed_<part>() tells ModelNew (which dtype to allocate the
-    output in) for the fp32 build, the 16-bit builds and a 16-bit build with KGEN_FP32_OUTPUT
-    (the old path: every output fp32), and the workspace each needs: the fp32 build's is what it
-    was (its output holds S), a 16-bit build's has room for S where the output cannot hold it."""
+def output_type_jobs(ref: str) -> dict:
+    """Per build of OUTPUT_TYPE_BUILDS, the program job of `ref`'s extension source with a main
+    that prints, per part, kgen_output_is_operand_typed_<part>() and
+    kgen_workspace_floats_<part>(M, N, K) (host code: no GPU needed)."""
     from kgen.tune.spec import Spec, Tile
 
     M, N, K = ENTRY_SHAPE
     out = 1536 if ref == "gemm_groupnorm_min_bias" else N   # GroupNorm(512)
     spec = Spec.of(str(ROOT / "tests" / "refs" / f"{ref}.py"), M, K, out, math="tf32x3", backend="wgmma",
                    fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
-    parts = OUTPUT_TYPE_CASES[ref]
+    parts = len(OUTPUT_TYPE_CASES[ref])
     cases = "\n".join(f"      case {k}: typed = kgen_output_is_operand_typed_{k}(); "
-                      f"floats = kgen_workspace_floats_{k}({M}, {N}, {K}); break;" for k in range(len(parts)))
-    source = generator.render_cuda_source(spec) + ENTRY_MAIN.replace("@PARTS@", str(len(parts))).replace("@CASES@", cases)
-    builds = {"fp32": [], "bf16": ["-DKGEN_OPERAND=__nv_bfloat16"], "fp16": ["-DKGEN_OPERAND=__half"],
-              "bf16 fp32 output": ["-DKGEN_OPERAND=__nv_bfloat16", "-DKGEN_FP32_OUTPUT"]}
-    # (fp16's kernels are bf16's with the other conversions: the bf16 build checks the spills.)
-    jobs = {name: _POOL.submit(_entry_points_output, source, flags, name in ("fp32", "bf16"))
-            for name, flags in builds.items()}
-    said = {name: [tuple(int(v) for v in line.split()) for line in job.result().splitlines()]
-            for name, job in jobs.items()}
+                      f"floats = kgen_workspace_floats_{k}({M}, {N}, {K}); break;" for k in range(parts))
+    source = generator.render_cuda_source(spec) + ENTRY_MAIN.replace("@PARTS@", str(parts)).replace("@CASES@", cases)
+    return {name: program_job(source, ([SM90A] if machine_code else [PTX90A, "-Xcicc", "-O0"]) + flags)
+            for name, (flags, machine_code) in OUTPUT_TYPE_BUILDS.items()}
+
+
+def _entry_points_output(job) -> str:
+    """stdout of the program job's run; a build error, or a spill where its kernels are machine
+    code, fails the test."""
+    build_returncode, build_stderr, returncode, stdout, stderr = nvcc_jobs.result(job)
+    assert build_returncode == 0, build_stderr[-4000:]
+    assert spills(build_stderr) == [], "\n".join(spills(build_stderr))
+    assert returncode == 0, stderr
+    return stdout
+
+
+@nvcc_prefetch(lambda p: list(output_type_jobs(p["ref"]).values()))
+@pytest.mark.parametrize("ref", sorted(OUTPUT_TYPE_CASES))
+def test_the_output_type_and_workspace_each_build_reports(ref):
+    """What kgen_output_is_operand_typed_<part>() tells ModelNew (which dtype to allocate the
+    output in) for the fp32 build, the 16-bit builds and a 16-bit build with KGEN_FP32_OUTPUT
+    (the old path: every output fp32), and the workspace each needs: the fp32 build's is what it
+    was (its output holds S), a 16-bit build's has room for S where the output cannot hold it."""
+    M, N, K = ENTRY_SHAPE
+    parts = OUTPUT_TYPE_CASES[ref]
+    said = {name: [tuple(int(v) for v in line.split()) for line in _entry_points_output(job).splitlines()]
+            for name, job in output_type_jobs(ref).items()}
     assert [typed for typed, _ in said["fp32"]] == [1] * len(parts)
     assert [typed for typed, _ in said["bf16 fp32 output"]] == [0] * len(parts)
     assert [floats for _, floats in said["bf16 fp32 output"]] == [floats for _, floats in said["fp32"]]
@@ -310,6 +271,54 @@ def test_the_output_type_and_workspace_each_build_reports(ref):
         assert [typed for typed, _ in said[dtype]] == [typed for typed, _ in parts], dtype
         moved = [half - full for (_, half), (_, full) in zip(said[dtype], said["fp32"])]
         assert moved == [M * N if s_moves else 0 for _, s_moves in parts], dtype
+
+
+# A kernel that needs more registers than its launch bounds leave it (256 threads x 2 blocks:
+# at most 128 each): ptxas spills its accumulators.
+SPILLING_KERNEL = r"""
+__global__ void __launch_bounds__(256, 2) planted_spill(const float* x, float* y, int n) {
+  float acc[160];
+#pragma unroll
+  for (int i = 0; i < 160; ++i) acc[i] = x[i * n + threadIdx.x];
+  for (int k = 0; k < n; ++k) {
+#pragma unroll
+    for (int i = 0; i < 160; ++i) acc[i] = acc[i] * acc[(i + 1) % 160] + x[k];
+  }
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < 160; ++i) s += acc[i];
+  y[threadIdx.x] = s;
+}
+"""
+
+
+def test_a_report_names_a_planted_spill():
+    """A report job (-fatbin) still runs ptxas with its report: a kernel that spills is named."""
+    report = compile_report(SPILLING_KERNEL, None, (SM90A,))
+    assert [line.split(":")[0] for line in spills(report)] == ["_Z13planted_spillPKfPfi (sm_90a)"]
+
+
+def test_a_host_code_error_fails_a_report():
+    """A report job does not run g++, but the device pass's front end checks the host code: an
+    error in a C entry point of an extension fails the compile, naming the line."""
+    source = cuda_source(SPILL_TEST_SPECS[0])
+    call = "return kgen_part0::kgen::workspace_floats(M, N, K);"
+    assert call in source
+    returncode, stderr = _compile(source.replace(call, "return kgen_part0::kgen::workspace_floats(M, N, K, 0);"),
+                                  (SM90A,))
+    assert returncode != 0 and "too many arguments in function call" in stderr, stderr[-4000:]
+    assert "workspace_floats(M, N, K, 0)" in stderr
+
+
+def test_host_code_behind_cuda_arch_is_refused():
+    """Host code behind a __CUDA_ARCH__ test would be compiled by g++ alone, which a report job
+    does not run: compile_report refuses such a source (the wgmma header's target guard aside)."""
+    assert nvcc_jobs.host_hidden_lines(cuda_source(SPILL_TEST_SPECS[0])) == []
+    assert nvcc_jobs.ALLOWED_ARCH_TEST in cuda_source(next(s for s in SPILL_TEST_SPECS if s.family == "wgmma"))
+    hidden = "#ifndef __CUDA_ARCH__\nint host_only() { return 1; }\n#endif\n"
+    assert nvcc_jobs.host_hidden_lines(hidden) == ["#ifndef __CUDA_ARCH__"]
+    with pytest.raises(AssertionError, match="__CUDA_ARCH__"):
+        _compile(hidden, (SM90A,))
 
 
 def test_spill_parser_catches_spills():

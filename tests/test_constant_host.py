@@ -5,7 +5,6 @@ for NaN and infinities in rows of x, in W and in the bias, on the 16-byte path (
 the element one; and the flag of a 16-bit build (bf16, fp16) is set by their NaN and infinities
 only. Plus: the emitted CUDA compiles with nvcc for sm_90a, in the fp32 and the 16-bit builds."""
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +17,9 @@ from kgen.codegen.generator import CODEGEN_DIR
 from kgen.frontend.problems import graph, load
 from kgen.lower.forward import constant_reads_struct, lower
 from kgen.tune.spec import Spec
+
+from conftest import nvcc_prefetch
+from nvcc_jobs import SM90A, report_job
 
 GXX = shutil.which("g++")
 NVCC = shutil.which("nvcc")
@@ -203,21 +205,27 @@ def test_16_bit_builds_flag_their_nan_and_infinities(binaries, dtype):
     assert torch.isnan(got).all() and flag == 1
 
 
+# The extension of KernelBench 80's file: its constant path with the NaN kernels.
+CONSTANT_SPEC = Spec.from_dict({"arch": "sm_90a", "backend": "wgmma", "batch": 1024, "constants": [], "fusion": 1,
+                                "in_features": 8192, "math": "tf32x3", "out_features": 8192, "problem": REF,
+                                "tile": {"bk": 32, "bm": 128, "bn": 128, "group_m": 8, "stages": 4, "tm": 0, "tn": 0,
+                                         "wm": 16, "wn": 128}})
+
+
+def constant_build_job(operand: str):
+    return report_job(generator.render_cuda_source(CONSTANT_SPEC), (SM90A, f"-DKGEN_OPERAND={operand}"))
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@nvcc_prefetch(lambda p: [constant_build_job(p["operand"])])
 @pytest.mark.parametrize("operand", ["float", "__nv_bfloat16"])
 def test_constant_output_compiles_for_sm90a(tmp_path, operand):
     """The extension of KernelBench 80's file (its constant path with the NaN kernels) compiles
     with nvcc for sm_90a, in the fp32 build and a 16-bit one, without spills."""
-    spec = Spec.from_dict({"arch": "sm_90a", "backend": "wgmma", "batch": 1024, "constants": [], "fusion": 1,
-                           "in_features": 8192, "math": "tf32x3", "out_features": 8192, "problem": REF,
-                           "tile": {"bk": 32, "bm": 128, "bn": 128, "group_m": 8, "stages": 4, "tm": 0, "tn": 0,
-                                    "wm": 16, "wn": 128}})
-    source = generator.render_cuda_source(spec)
-    assert "constant_flag_kernel" in source and "kAny = true" in source
-    (tmp_path / "k.cu").write_text(source)
-    build = subprocess.run([NVCC, "-std=c++17", "-O3", "-c", "-Xptxas", "-v", "-gencode=arch=compute_90a,code=sm_90a",
-                            f"-DKGEN_OPERAND={operand}", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
-                           capture_output=True, text=True, timeout=900)
-    assert build.returncode == 0, build.stderr[-4000:]
-    assert "constant_rows_kernel" in build.stderr
-    assert not re.search(r"[1-9]\d* bytes spill", build.stderr)
+    from test_compile import compile_report, spills
+
+    job = constant_build_job(operand)
+    assert "constant_flag_kernel" in job.source and "kAny = true" in job.source
+    report = compile_report(job.source, tmp_path, job.flags)
+    assert "constant_rows_kernel" in report
+    assert spills(report) == [], "\n".join(spills(report))

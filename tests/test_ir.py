@@ -29,7 +29,8 @@ from kgen.tune.search import enumerate_specs
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 
-from conftest import REFUSED_REFS, SYNTHESIZED_REFS, module_source
+from conftest import REFUSED_REFS, SYNTHESIZED_REFS, module_source, nvcc_prefetch
+from nvcc_jobs import SM90A, report_job
 
 ROOT = Path(__file__).resolve().parent.parent
 REFS = SYNTHESIZED_REFS
@@ -239,22 +240,12 @@ NVCC_SPECS = [enumerate_specs(str(p.resolve()), 64, 128, 1024)[0] for p in REFS]
     s for p in REFS for s in enumerate_specs(str(p.resolve()), 64, 128, 1024) if s.family == "gemv"]
 
 
-@pytest.fixture(scope="module")
-def nvcc_started():
-    """All of NVCC_SPECS' compiles started side by side on every core (test_compile's pool; one
-    nvcc is one core), once: each test then waits for its own."""
-    from test_compile import NVCC, SM90A, prefetch_compiles
-
-    if NVCC is not None:
-        prefetch_compiles([(generator.render_cuda_source(s), (SM90A,)) for s in NVCC_SPECS])
-    return NVCC
-
-
+@nvcc_prefetch(lambda p: [report_job(generator.render_cuda_source(p["spec"]), (SM90A,))])
 @pytest.mark.parametrize("spec", NVCC_SPECS, ids=lambda s: f"{s.problem_name}-{s.family}")
-def test_every_generated_epilogue_compiles(spec, tmp_path, nvcc_started):
-    from test_compile import SM90A, compile_report, spills
+def test_every_generated_epilogue_compiles(spec, tmp_path):
+    from test_compile import NVCC, compile_report, spills
 
-    if nvcc_started is None:
+    if NVCC is None:
         pytest.skip("nvcc not on PATH")
     report = compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
     assert spills(report) == []

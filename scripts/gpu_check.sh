@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (A record: the selftests predate the kernels' current epilogue interface and no longer build;
+# docs/perf.md's early GEMM measurements came from them.)
 # One device session's worth of checks, for the lent GPU machine (see docs/perf.md for results):
 # install kgen and run the standalone GEMM selftests named in SELFTESTS (any of: simt mma wgmma;
 # tests/cuda/<name>_selftest.cu). Logs go to $OUT. The GPU test tier: python -m pytest -m gpu.

@@ -52,6 +52,7 @@ SHIMS = r"""
 #define __shared__ static
 template <class T> inline T __ldg(const T* p) { return *p; }
 typedef float kgen_operand_t;   // the fp32 build (the backward runs in fp32 builds only)
+float rsqrtf(float);            // CUDA's, in the 16-bit branch only (never run here)
 struct Index { unsigned x; };
 constexpr int T = 64;
 thread_local Index threadIdx{0};
@@ -62,6 +63,12 @@ inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 namespace kgen {
 @KERNEL_DECLARATIONS@
 template <class T> inline float rounded_to_module(float v) { return v; }
+// A 16-bit build's GroupNorm statistics (torch's Welford order): declared for the branch an fp32
+// build discards (the row function is no template, so both branches must name things), never
+// run here.
+struct Welford { float mean = 0.f, m2 = 0.f, nf = 0.f; int n = 0; };
+void welford_add(Welford&, float);
+Welford welford_warp_reduce(Welford);
 inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
 static float block_values[T], warp_values[T];

@@ -16,7 +16,6 @@ ROUNDS = 7  # interleaved rounds; the GPU's timing can be bimodal from one round
 import torch
 
 from kgen.check.bench import time_calls
-from kgen.frontend.reference import Reference
 
 
 def load(path):
@@ -29,16 +28,17 @@ def main(ref_path, *files):
     device = torch.device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     loaded = [load(f) for f in files]
-    ns0 = loaded[0]
-    ref = Reference(ref_path, {"batch": ns0["batch_size"], "in_features": ns0["in_features"],
-                               "out_features": ns0["out_features"]})
+    # The reference as KernelBench runs it: its Model, get_init_inputs() and get_inputs(), under
+    # whatever names its constants have.
+    ref = load(ref_path)
+    init = ref["get_init_inputs"]()
     torch.manual_seed(0)
     with torch.device(device):
-        model = ref.Model(*ns0["get_init_inputs"]())
-        model64 = ref.Model(*ns0["get_init_inputs"]()).double()
-        news = [ns["ModelNew"](*ns["get_init_inputs"]()) for ns in loaded]
+        model = ref["Model"](*init)
+        model64 = ref["Model"](*init).double()
+        news = [ns["ModelNew"](*init) for ns in loaded]
     model64.load_state_dict(model.state_dict())
-    x = torch.rand(ns0["batch_size"], ns0["in_features"], device=device)
+    x = ref["get_inputs"]()[0].to(device)
     errors = []
     for new in news:
         new.load_state_dict(model.state_dict())
@@ -54,7 +54,7 @@ def main(ref_path, *files):
             rounds["eager"].append(time_calls(model, x, 30).median_ms)
             rounds[f].append(time_calls(new, x, 30).median_ms)
     eager = statistics.median(rounds["eager"])
-    print(f"{torch.cuda.get_device_name(device)}; {ref_path} batch {ns0['batch_size']}: eager fp32 {eager:.3f} ms")
+    print(f"{torch.cuda.get_device_name(device)}; {ref_path} input {tuple(x.shape)}: eager fp32 {eager:.3f} ms")
     for f, err in zip(files, errors):
         ms = statistics.median(rounds[f])
         rounds_text = " ".join(f"{t:.3f}" for t in rounds[f])

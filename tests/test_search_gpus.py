@@ -716,3 +716,25 @@ def test_an_interrupted_search_of_several_files_leaves_no_search_running(tmp_pat
             pass
     assert alive == [], "searches left running after the parent was interrupted"
     assert not (tmp_path / "c.pid").exists(), "no search started after the interrupt"
+
+
+def test_a_cache_saving_never_puts_back_what_another_search_replaced(tmp_path, monkeypatch):
+    """Each search read the whole cache when it started; its saves write what it changed, not its
+    stale copy of every other entry: a search that re-measured a candidate (more iterations,
+    another tolerance) keeps its newer entry when another search saves after it."""
+    monkeypatch.setenv("KGEN_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "cache" / "measurements.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"eval of B's candidate": {"iters": 30}}))
+    a, b = search.MeasurementCache(path), search.MeasurementCache(path)
+    b.entries["eval of B's candidate"] = {"iters": 100}
+    b.save()
+    a.entries["eval of A's candidate"] = {"iters": 30}
+    a.save()
+    assert json.loads(path.read_text()) == {"eval of B's candidate": {"iters": 100},
+                                            "eval of A's candidate": {"iters": 30}}
+    assert a.entries == json.loads(path.read_text())   # and the saver sees the others' entries now
+    # an entry changed in place is a change too
+    a.entries["eval of A's candidate"]["iters"] = 60
+    a.save()
+    assert json.loads(path.read_text())["eval of A's candidate"] == {"iters": 60}

@@ -6,10 +6,13 @@ of S, what stage 1 stores, and finalize moves them to t). GroupNorm's: torch's W
 statistics in its order. Here: the generated code, for modules written with the bias, without
 it, and with a scale between the Linear and BatchNorm."""
 import re
+import shutil
+import subprocess
 
 import pytest
 
 from conftest import module_source
+from kgen.codegen.generator import CODEGEN_DIR
 from kgen.frontend.problems import graph
 from kgen.lower.forward import lower
 
@@ -88,3 +91,126 @@ def test_group_norm_statistics_as_torch_takes_them_in_a_16_bit_build(tmp_path):
     assert "= kgen::rounded_to_module<kgen_operand_t>(acc.mean);" in half
     assert ("= kgen::rounded_to_module<kgen_operand_t>(rsqrtf(acc.m2 / acc.nf + "
             "kgen::rounded_to_module<kgen_operand_t>(9.99999975e-06f)));") in half
+
+
+# ---- kgen::welford_* (kernels/stages.cuh) on the host: torch's WelfordOps, in torch's order ----
+WELFORD_MAIN = r"""
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+#include <vector>
+#define __device__
+#define __forceinline__ inline
+// One warp emulated: 32 threads; __shfl_down_sync reads lane + offset's value (its own where
+// that is past lane 31), all lanes at once (a barrier before the write and after).
+static std::barrier<>* warp_barrier;
+static float slots[32];
+thread_local int lane_id;
+inline float __shfl_down_sync(unsigned, float v, int offset) {
+  warp_barrier->arrive_and_wait();
+  slots[lane_id] = v;
+  warp_barrier->arrive_and_wait();
+  const float r = lane_id + offset < 32 ? slots[lane_id + offset] : v;
+  return r;
+}
+namespace kgen {
+@WELFORD@
+}
+int main() {
+  int n;
+  std::vector<float> x;
+  float v;
+  if (std::scanf("%d", &n) != 1) return 2;
+  while (std::scanf("%a", &v) == 1) x.push_back(v);
+  std::barrier<> barrier(32);
+  warp_barrier = &barrier;
+  kgen::Welford out;
+  std::vector<std::thread> lanes;
+  for (int l = 0; l < 32; ++l) {
+    lanes.emplace_back([&, l] {
+      lane_id = l;
+      kgen::Welford acc;
+      for (int i = l; i < n; i += 32) kgen::welford_add(acc, x[i]);
+      acc = kgen::welford_warp_reduce(acc);
+      if (l == 0) out = acc;
+    });
+  }
+  for (auto& t : lanes) t.join();
+  std::printf("%a %a %a\n", out.mean, out.m2, out.nf);
+}
+"""
+
+
+def _torch_welford_one_warp(x: list[float]) -> tuple[float, float, float]:
+    """torch's RowwiseMomentsCUDAKernel for one group with a warp: each lane WelfordOps::reduce
+    over elements lane, lane + 32, ...; then cuda_utils::WarpReduce (offsets 16..1, each lane
+    combining the state of lane + offset, its own past lane 31) with WelfordOps::combine.
+    float32 arithmetic, each operation rounded (no contraction)."""
+    import numpy as np
+
+    f = np.float32
+    lanes = []
+    for lane in range(32):
+        mean, m2, n = f(0), f(0), 0
+        for v in x[lane::32]:
+            n += 1
+            nf = f(n)
+            delta = f(f(v) - mean)
+            mean = f(mean + f(delta / nf))
+            m2 = f(m2 + f(delta * f(f(v) - mean)))
+        lanes.append((mean, m2, f(n)))
+    offset = 16
+    while offset > 0:
+        new = []
+        for lane in range(32):
+            a, b = lanes[lane], lanes[lane + offset] if lane + offset < 32 else lanes[lane]
+            if a[2] == 0:
+                new.append(b)
+            elif b[2] == 0:
+                new.append(a)
+            else:
+                delta = f(b[0] - a[0])
+                count = f(a[2] + b[2])
+                nb_over_n = f(b[2] / count)
+                new.append((f(a[0] + f(delta * nb_over_n)),
+                            f(f(a[1] + b[1]) + f(f(f(delta * delta) * a[2]) * nb_over_n)), count))
+        lanes, offset = new, offset // 2
+    return lanes[0]
+
+
+@pytest.fixture(scope="module")
+def welford_exe(tmp_path_factory):
+    """kernels/stages.cuh's kgen::Welford, welford_add and welford_warp_reduce in WELFORD_MAIN,
+    compiled with g++ once."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not on PATH")
+    stages = (CODEGEN_DIR / "kernels" / "stages.cuh").read_text()
+    welford = re.search(r"struct Welford \{.*?\n__device__ __forceinline__ Welford welford_warp_reduce.*?\n\}\n",
+                        stages, re.S).group(0)
+    folder = tmp_path_factory.mktemp("welford")
+    src, exe = folder / "welford.cpp", folder / "welford"
+    src.write_text(WELFORD_MAIN.replace("@WELFORD@", welford))
+    build = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-pthread", str(src), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    return exe
+
+
+@pytest.mark.parametrize("offset", [0.0, 40.0])
+@pytest.mark.parametrize("n", [1, 7, 32, 45, 77, 256, 333, 511])
+def test_welford_is_torchs_welford_ops_in_torchs_order(welford_exe, n, offset):
+    """kgen::welford_add and welford_warp_reduce compiled for the host (no contraction, as the
+    reference below) give torch's one-warp Welford statistics bit for bit: a wrong formula, a
+    lane combining the wrong neighbour or the tree in another order changes the bits."""
+    import numpy as np
+
+    # lanes of unequal counts (n % 32 != 0: combines of 3 and 2 elements, ...); |mean| >> std
+    x = (np.random.default_rng(n).standard_normal(n).astype(np.float32) * 3 + np.float32(offset)).tolist()
+    run = subprocess.run([str(welford_exe)], input=f"{n}\n" + " ".join(float(v).hex() for v in x),
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = tuple(float.fromhex(t) for t in run.stdout.split())
+    want = tuple(float(v) for v in _torch_welford_one_warp(x))
+    assert got == want
+    assert abs(got[0] - float(np.mean(np.float64(x)))) < 1e-3 and got[2] == n

@@ -654,3 +654,87 @@ def test_the_build_worker_runs_the_file_without_tracing_its_reference(tmp_path, 
     assert seen == [(EmittedFile(path, with_reference=False).spec.name(), torch.bfloat16)]
     with pytest.raises(AssertionError, match="loaded the reference"):
         EmittedFile(path)   # the checks' way loads it
+
+
+def test_a_search_that_cannot_start_costs_its_file_only(tmp_path):
+    """A file whose search cannot even start (here: no such command) is a file without a record
+    in the results, never a file left out of them (which the table and the exit code would
+    count as searched)."""
+    from kgen.tune.several import search_files
+
+    refs = [str(tmp_path / f"{name}.py") for name in ("a", "b", "c")]
+    lines = []
+    results, _ = search_files(refs, [0, 1], [], 2, echo=lines.append, command=[str(tmp_path / "no-such-command")])
+    assert [r.ref for r in results] == refs
+    assert all(r.record is None for r in results)
+    assert sum("did not run: FileNotFoundError" in line for line in lines) == len(refs)
+
+
+# A parent searching with FAKE_SLOW_SEARCH (each search writes its pid, then sleeps): interrupted,
+# it must end its searches rather than leave them running on their GPUs.
+SEARCH_AND_WAIT = textwrap.dedent('''
+    import sys
+    from kgen.tune.several import search_files
+    fake, pids = sys.argv[1], sys.argv[2]
+    search_files([pids + "/a.py", pids + "/b.py", pids + "/c.py"], [0, 1], [], 1, echo=lambda line: print(line, flush=True),
+                 command=[sys.executable, fake])
+''')
+FAKE_SLOW_SEARCH = textwrap.dedent('''
+    import os, signal, sys, time
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # as a search busy in a build might be slow to
+    open(os.path.splitext(sys.argv[1])[0] + ".pid", "w").write(str(os.getpid()))
+    print("searching", flush=True)
+    time.sleep(60)
+''')
+
+
+def test_an_interrupted_search_of_several_files_leaves_no_search_running(tmp_path):
+    import signal
+    import time
+
+    fake = tmp_path / "fake.py"
+    fake.write_text(FAKE_SLOW_SEARCH)
+    parent = subprocess.Popen([sys.executable, "-c", SEARCH_AND_WAIT, str(fake), str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = [int(p.read_text()) for p in tmp_path.glob("*.pid")]
+    assert len(pids) == 2, parent.stdout.read() if parent.poll() is not None else "no searches started"
+    parent.send_signal(signal.SIGINT)   # the parent alone, as `kill -INT` would
+    try:
+        parent.wait(timeout=30)
+    finally:
+        parent.kill()
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive.append(pid)
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert alive == [], "searches left running after the parent was interrupted"
+    assert not (tmp_path / "c.pid").exists(), "no search started after the interrupt"
+
+
+def test_a_cache_saving_never_puts_back_what_another_search_replaced(tmp_path, monkeypatch):
+    """Each search read the whole cache when it started; its saves write what it changed, not its
+    stale copy of every other entry: a search that re-measured a candidate (more iterations,
+    another tolerance) keeps its newer entry when another search saves after it."""
+    monkeypatch.setenv("KGEN_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "cache" / "measurements.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"eval of B's candidate": {"iters": 30}}))
+    a, b = search.MeasurementCache(path), search.MeasurementCache(path)
+    b.entries["eval of B's candidate"] = {"iters": 100}
+    b.save()
+    a.entries["eval of A's candidate"] = {"iters": 30}
+    a.save()
+    assert json.loads(path.read_text()) == {"eval of B's candidate": {"iters": 100},
+                                            "eval of A's candidate": {"iters": 30}}
+    assert a.entries == json.loads(path.read_text())   # and the saver sees the others' entries now
+    # an entry changed in place is a change too
+    a.entries["eval of A's candidate"]["iters"] = 60
+    a.save()
+    assert json.loads(path.read_text())["eval of A's candidate"] == {"iters": 60}

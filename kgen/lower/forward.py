@@ -469,8 +469,9 @@ def _eager_sum(graph: Graph, level: str, acc: str, n: Node, body: list[str]) -> 
 
 def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
     """The pass computing GroupNorm's statistics of one row: one warp per group (its lanes
-    stride the group's columns), the mean first and then the squared deviations from it
-    (exact even when |mean| >> std), into `stats` in shared memory. `emit()` gives a fresh
+    stride the group's columns), into `stats` in shared memory: in an fp32 build the mean first
+    and then the squared deviations from it (exact even when |mean| >> std), in a 16-bit one
+    torch's Welford statistics (below). `emit()` gives a fresh
     Emitter and the name of GroupNorm's input in it."""
     groups = n.attrs["groups"]
 

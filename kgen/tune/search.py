@@ -294,9 +294,11 @@ class MeasurementCache:
     def __init__(self, path: Path | None = None):
         self.path = path or cache_dir() / "measurements.json"
         try:
-            self.entries = json.loads(self.path.read_text())
+            text = self.path.read_text()
+            self.entries = json.loads(text)
+            self._saved = json.loads(text)   # what the file held when last read: a copy of its own
         except (OSError, ValueError):
-            self.entries = {}
+            self.entries, self._saved = {}, {}
 
     @staticmethod
     def key(spec: Spec, device: str, what: str, dtype: str = "fp32") -> str:
@@ -354,18 +356,23 @@ class MeasurementCache:
                         + " ".join(c.spec.key() for c in contenders), dtype)
 
     def save(self):
-        """Merges with what is on disk now (another search may have stored entries since this one
-        read the file: one search per GPU shares the cache) and rewrites it, under a lock."""
+        """Merges what this search changed since it last read the file into what is on disk now
+        (another search may have stored or replaced entries since: one search per GPU shares the
+        cache) and rewrites it, under a lock. Only the changes: the entries this search read and
+        left alone are a stale copy, which would put back what another search replaced."""
+        missing = object()
         try:
             with locked(self.path):
                 try:
                     on_disk = json.loads(self.path.read_text())
                 except (OSError, ValueError):
                     on_disk = {}
-                self.entries = {**on_disk, **self.entries}
-                generator.write_atomic(self.path, json.dumps(self.entries, indent=0, sort_keys=True))
+                changed = {k: v for k, v in self.entries.items() if self._saved.get(k, missing) != v}
+                text = json.dumps({**on_disk, **changed}, indent=0, sort_keys=True)
+                generator.write_atomic(self.path, text)
         except generator.WriteError:
-            return  # a cache that cannot be written only costs time
+            return  # a cache that cannot be written only costs time (the changes are kept for the next save)
+        self.entries, self._saved = json.loads(text), json.loads(text)
 
 
 # ---- candidates ------------------------------------------------------------------------------

@@ -68,48 +68,101 @@ def search_files(refs: list[str], gpus: list[int], child_args: list[str], jobs: 
         todo.put((i, ref))
     results: list[FileSearch | None] = [None] * len(refs)
     lock = threading.Lock()
+    running: set = set()            # the searches' processes still running
+    stop = threading.Event()        # the parent was interrupted: start no more searches
     started = time.monotonic()
 
     def say(line: str):
         with lock:
             echo(line)
 
+    def search_one(i: int, ref: str, names: list[str], tag: str, env: dict, result: FileSearch):
+        say(f"=== [{i + 1}/{len(refs)}] {ref} on GPU {', '.join(names)}")
+        with tempfile.TemporaryDirectory(prefix="kgen-search-") as tmp:
+            summary = Path(tmp) / "summary.json"
+            cmd = [*command, ref, *child_args,
+                   "--gpus", str(len(names)), "--jobs", str(jobs), "--summary-json", str(summary)]
+            t0 = time.monotonic()
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, errors="replace")
+            with lock:
+                running.add(proc)
+            try:
+                for line in proc.stdout:
+                    say(f"{tag} {line.rstrip()}")
+                result.exit_code = proc.wait()
+            finally:
+                if proc.poll() is None:   # the echo failed (a closed stdout): no search left behind
+                    proc.kill()
+                    proc.wait()
+                with lock:
+                    running.discard(proc)
+            result.wall_s = time.monotonic() - t0
+            try:
+                rows = json.loads(summary.read_text())
+                result.record = json.loads(Path(rows[0]["record_path"]).read_text())
+            except (OSError, ValueError, IndexError, KeyError, TypeError):
+                result.record = None   # it crashed before its summary: said in the table
+
     def worker(group: list[int]):
         names = [host_gpu(g) for g in group]
         tag = f"[gpu {','.join(names)}]"
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(names))
-        while True:
+        while not stop.is_set():
             try:
                 i, ref = todo.get_nowait()
             except queue.Empty:
                 return
-            say(f"=== [{i + 1}/{len(refs)}] {ref} on GPU {', '.join(names)}")
             result = FileSearch(ref, names)
-            with tempfile.TemporaryDirectory(prefix="kgen-search-") as tmp:
-                summary = Path(tmp) / "summary.json"
-                cmd = [*command, ref, *child_args,
-                       "--gpus", str(len(group)), "--jobs", str(jobs), "--summary-json", str(summary)]
-                t0 = time.monotonic()
-                proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True, errors="replace")
-                for line in proc.stdout:
-                    say(f"{tag} {line.rstrip()}")
-                result.exit_code = proc.wait()
-                result.wall_s = time.monotonic() - t0
+            try:
+                search_one(i, ref, names, tag, env, result)
+            except Exception as e:  # noqa: BLE001 - one file's search that cannot run costs that file only
+                result.record = None
                 try:
-                    rows = json.loads(summary.read_text())
-                    result.record = json.loads(Path(rows[0]["record_path"]).read_text())
-                except (OSError, ValueError, IndexError, KeyError):
-                    result.record = None   # it crashed before its summary: said in the table
+                    say(f"{tag} the search of {ref} did not run: {type(e).__name__}: {e}")
+                except Exception:  # noqa: BLE001 - nowhere to say it
+                    pass
+            finally:
+                # every file taken has its result (none: no record), so that no file is dropped
+                # from the table and the exit code
+                results[i] = result
             verdict = ("no record" if result.record is None else
                        "a winner" if result.record.get("winners") else "no candidate passed")
-            say(f"--- [{i + 1}/{len(refs)}] {Path(ref).name} on GPU {', '.join(names)}: {verdict}, "
-                f"exit {result.exit_code}, {result.wall_s:.1f} s")
-            results[i] = result
+            try:
+                say(f"--- [{i + 1}/{len(refs)}] {Path(ref).name} on GPU {', '.join(names)}: {verdict}, "
+                    f"exit {result.exit_code}, {result.wall_s:.1f} s")
+            except Exception:  # noqa: BLE001 - the result is kept all the same
+                pass
 
     threads = [threading.Thread(target=worker, args=(g,), daemon=True) for g in groups]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
-    return [r for r in results if r is not None], time.monotonic() - started
+    try:
+        for t in threads:
+            t.join()
+    except BaseException:
+        # Ctrl-C (or any error) in the parent: the searches running end with it, none left
+        # holding a GPU. A terminal's Ctrl-C reached them too: a moment to end on their own first.
+        stop.set()
+        _end(running, lock)
+        raise
+    return [r if r is not None else FileSearch(ref, []) for ref, r in zip(refs, results)], time.monotonic() - started
+
+
+def _end(running: set, lock: threading.Lock, grace_s: float = 5.0):
+    """Ends the processes in `running`: each given `grace_s` to exit, then SIGTERM, then SIGKILL."""
+    with lock:
+        procs = list(running)
+    deadline = time.monotonic() + grace_s
+    for sig in ("wait", "terminate", "kill"):
+        for proc in procs:
+            if proc.poll() is None and sig != "wait":
+                getattr(proc, sig)()
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        if all(proc.poll() is not None for proc in procs):
+            return
+        deadline = time.monotonic() + grace_s

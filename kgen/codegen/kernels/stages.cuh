@@ -68,7 +68,8 @@ struct FinalizeArgs {
   float* col_gi;
 };
 
-// One thread per column. The statistics are those of S, what stage 1 stores; BatchNorm's input
+// One thread per column. In an fp32 build the statistics are those of S, what stage 1 stores
+// (a 16-bit build's are of t itself, BnInput::kStatsOfT: no move below); BatchNorm's input
 // is t = scale * S + shift per column (BnInput, generated: the input's affine prefix, e.g. a
 // Linear bias and a per-feature scale), so mean_t = scale * mean_S + shift and var_t = scale^2
 // * var_S. Training: Chan-merge the tile partials in tile order (deterministic, no atomics),

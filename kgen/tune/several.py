@@ -3,7 +3,7 @@
 `kgen search A.py B.py ... --gpus N` with several files and several GPUs: a file's search is
 mostly its builds (CPU) and its one full validation (one GPU), so spreading one file's candidates
 over the GPUs leaves them idle most of the time. Here each GPU group runs whole searches, one file
-after another from a shared queue, each a `kgen search FILE` subprocess with CUDA_VISIBLE_DEVICES
+after another from a shared list (two files of one name never at once), each a `kgen search FILE` subprocess with CUDA_VISIBLE_DEVICES
 naming its group: every measurement of a file, its eager baseline, runoff and full validation
 included, is taken on that group's GPUs, so the file's ratios compare as in a search of its own.
 The searches share the measurement cache and the output folders (both written under a lock:
@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import queue
 import subprocess
 import sys
 import tempfile
@@ -63,14 +62,34 @@ def search_files(refs: list[str], gpus: list[int], child_args: list[str], jobs: 
     file's FileSearch (in `refs`' order) and the wall time of the whole. command: what runs one
     file's search (tests: a fake)."""
     groups = gpu_groups(gpus, len(refs))
-    todo: queue.Queue = queue.Queue()
-    for i, ref in enumerate(refs):
-        todo.put((i, ref))
+    # Files not taken yet, in order. Two files of one name (a/model.py, b/model.py; or one file
+    # given twice) never run at once: a search names its work folder, record and winner after the
+    # file's stem and shape, and they would write each other's.
+    pending = list(enumerate(refs))
+    names_running: set = set()
+    taking = threading.Condition()
     results: list[FileSearch | None] = [None] * len(refs)
     lock = threading.Lock()
     running: set = set()            # the searches' processes still running
     stop = threading.Event()        # the parent was interrupted: start no more searches
     started = time.monotonic()
+
+    def take() -> tuple[int, str] | None:
+        """The next file whose name no running search has; None when none is left (or stop)."""
+        with taking:
+            while not stop.is_set() and pending:
+                for k, (i, ref) in enumerate(pending):
+                    if Path(ref).name not in names_running:
+                        del pending[k]
+                        names_running.add(Path(ref).name)
+                        return i, ref
+                taking.wait()
+            return None
+
+    def release(ref: str):
+        with taking:
+            names_running.discard(Path(ref).name)
+            taking.notify_all()
 
     def say(line: str):
         with lock:
@@ -108,11 +127,8 @@ def search_files(refs: list[str], gpus: list[int], child_args: list[str], jobs: 
         names = [host_gpu(g) for g in group]
         tag = f"[gpu {','.join(names)}]"
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(names))
-        while not stop.is_set():
-            try:
-                i, ref = todo.get_nowait()
-            except queue.Empty:
-                return
+        while (taken := take()) is not None:
+            i, ref = taken
             result = FileSearch(ref, names)
             try:
                 search_one(i, ref, names, tag, env, result)
@@ -126,6 +142,7 @@ def search_files(refs: list[str], gpus: list[int], child_args: list[str], jobs: 
                 # every file taken has its result (none: no record), so that no file is dropped
                 # from the table and the exit code
                 results[i] = result
+                release(ref)
             verdict = ("no record" if result.record is None else
                        "a winner" if result.record.get("winners") else "no candidate passed")
             try:
@@ -144,6 +161,8 @@ def search_files(refs: list[str], gpus: list[int], child_args: list[str], jobs: 
         # Ctrl-C (or any error) in the parent: the searches running end with it, none left
         # holding a GPU. A terminal's Ctrl-C reached them too: a moment to end on their own first.
         stop.set()
+        with taking:
+            taking.notify_all()
         _end(running, lock)
         raise
     return [r if r is not None else FileSearch(ref, []) for ref, r in zip(refs, results)], time.monotonic() - started

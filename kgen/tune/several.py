@@ -3,9 +3,10 @@
 `kgen search A.py B.py ... --gpus N` with several files and several GPUs: a file's search is
 mostly its builds (CPU) and its one full validation (one GPU), so spreading one file's candidates
 over the GPUs leaves them idle most of the time. Here each GPU group runs whole searches, one file
-after another from a shared list (two files of one name never at once), each a `kgen search FILE` subprocess with CUDA_VISIBLE_DEVICES
-naming its group: every measurement of a file, its eager baseline, runoff and full validation
-included, is taken on that group's GPUs, so the file's ratios compare as in a search of its own.
+after another from a shared list (two files of one name never at once), each a `kgen search FILE`
+subprocess with CUDA_VISIBLE_DEVICES naming its group: every measurement of a file, its eager
+baseline, runoff and full validation included, is taken on that group's GPUs, so the file's
+ratios compare as in a search of its own.
 The searches share the measurement cache and the output folders (both written under a lock:
 search.locked) and the host's cores (each builds with its share).
 """

@@ -561,7 +561,7 @@ def _search_files_on_gpus(refs, gpus, jobs, *, tol, maths, iters, top, exhaustiv
     click.echo(f"{len(refs)} files, {len(groups)} searches at a time (GPUs "
                + "; ".join(",".join(map(str, g)) for g in groups) + f"), {share} builds each")
     results, wall = search_files([str(r) for r in refs], gpus, args, share, echo=click.echo)
-    rows = [(r.ref, r.record or {"winners": {}, "tols": list(tol) or ["?"]}, r.wall_s) for r in results]
+    rows = [(r.ref, r.record, r.wall_s) for r in results]
     gpu_of = {r.ref: ",".join(r.group) for r in results}
     click.echo(searches_table(rows, gpu_of))
     own = sum(r.wall_s for r in results)
@@ -574,19 +574,25 @@ def _search_files_on_gpus(refs, gpus, jobs, *, tol, maths, iters, top, exhaustiv
 
 
 def searches_table(rows, gpu_of: dict | None = None) -> str:
-    """The winners of several searches, one row per file and tier (none: no candidate passed),
-    their wall times and (a search spread over GPUs) the GPU each ran on."""
+    """The winners of several searches, one row per file and tier (none: no candidate passed; a
+    record of None: the search ended without one), their wall times and (a search spread over
+    GPUs) the GPU each ran on."""
     gpu_col = gpu_of is not None
     lines = [f"{'file':<56} {'tol':>7} {'ms':>8} {'x eager':>8} {'wall s':>7}" + (f" {'gpu':>5}" if gpu_col else "")]
     for ref, record, wall in rows:
         name = Path(str(ref)).name[:56]
-        winners = record["winners"] or {f"{t:g}" if isinstance(t, float) else t: None for t in record["tols"]}
+        gpu = f" {gpu_of.get(str(ref), ''):>5}" if gpu_col else ""
+        if record is None:
+            lines.append(f"{name:<56} {'-':>7} {'no record':>17} {wall:7.1f}{gpu}")
+            continue
+        winners = record["winners"] or {f"{t:g}": None for t in record["tols"]}
         for tol, w in winners.items():
             m = (w or {}).get("measured") or {}
             ms = f"{m['median_ms']:8.3f} {m['ratio']:8.3f}" if "median_ms" in m else f"{'none':>8} {'':>8}"
-            lines.append(f"{name:<56} {tol:>7} {ms} {wall:7.1f}" + (f" {gpu_of.get(str(ref), ''):>5}" if gpu_col else ""))
+            lines.append(f"{name:<56} {tol:>7} {ms} {wall:7.1f}{gpu}")
     total = sum(wall for _, _, wall in rows)
-    lines.append(f"{len(rows)} files, {sum(1 for _, r, _ in rows if r['winners'])} with a winner, {total:.1f} s in all")
+    lines.append(f"{len(rows)} files, {sum(1 for _, r, _ in rows if r and r['winners'])} with a winner, "
+                 f"{total:.1f} s in all")
     return "\n".join(lines)
 
 

@@ -193,9 +193,11 @@ def bn_input_affine(graph: Graph, bn: Node) -> tuple[int, list[Node]]:
     return affine_chain(graph, bn.args[0])
 
 
-def _affine_struct(name: str, what: str, graph: Graph, operands: dict, steps: list[Node]) -> str:
+def _affine_struct(name: str, what: str, graph: Graph, operands: dict, steps: list[Node],
+                   members: str = "") -> str:
     """struct `name` with affine(n, p, scale, shift): the per-column scale and shift of the
-    affine steps (affine_chain), for a kernel that works per column."""
+    affine steps (affine_chain), for a kernel that works per column; `members`: more of the
+    struct's members (C++ text)."""
     lines: list[str] = []
     e = Emitter(graph, operands, {}, bn_ready=False, element=True)
     for n in steps:
@@ -220,7 +222,7 @@ struct {name} {{
     (void)n; (void)p;
     scale = 1.f;
     shift = 0.f;{body}
-  }}
+  }}{members}
 }};"""
 
 
@@ -235,29 +237,27 @@ def _bn_input_struct(graph: Graph, operands: dict) -> str:
     where the statistics of the unrounded S moved the normalized value across a rounding."""
     bn = graph.batchnorms[0] if graph.batchnorms else None
     root, steps = bn_input_affine(graph, bn) if bn is not None else (None, [])
-    affine = _affine_struct("BnInput", "BatchNorm's input t = scale[n] * S + shift[n], S what stage 1 "
-                            "stores: finalize turns\n// the statistics of S into those of t "
-                            "(kgen/lower/forward.py, bn_input_affine); in a 16-bit build stage 1 takes "
-                            "those of t itself (stat).", graph, operands, steps)
-    if bn is None:
-        return affine
-    e = Emitter(graph, operands, {root: "s"}, bn_ready=False, element=True)
-    t = e.get(bn.args[0])
-    body = "".join(f"\n      {line}" for line in live_lines(e.lines, t))
-    stat = f"""
+    stat = ""
+    if bn is not None:
+        e = Emitter(graph, operands, {root: "s"}, bn_ready=False, element=True)
+        t = e.get(bn.args[0])
+        body = "".join(f"\n      {line}" for line in live_lines(e.lines, t))
+        stat = f"""
   // Whether stage 1's statistics are of t itself (stat), or of S (finalize moves them to t).
   static constexpr bool kStatsOfT = !std::is_same<kgen_operand_t, float>::value;
   // The value whose statistics stage 1 takes, from S at column n (< N).
   __device__ static __forceinline__ float stat(float s, int n, const kgen::EpilogueParams& p) {{
     (void)n; (void)p;
-    if constexpr (std::is_same<kgen_operand_t, float>::value) {{
+    if constexpr (!kStatsOfT) {{
       return s;
     }} else {{{body}
       return {t};
     }}
-  }}
-}};"""
-    return affine[:-len("\n};")] + stat
+  }}"""
+    return _affine_struct("BnInput", "BatchNorm's input t = scale[n] * S + shift[n], S what stage 1 "
+                          "stores: finalize turns\n// the statistics of S into those of t "
+                          "(kgen/lower/forward.py, bn_input_affine); in a 16-bit build stage 1 takes "
+                          "those of t itself (stat).", graph, operands, steps, members=stat)
 
 
 @dataclasses.dataclass

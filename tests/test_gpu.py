@@ -37,7 +37,8 @@ PROBLEMS = ["gemm_scale_bn", "gemm_bn_scale_softmax"]
 # (in_features, out_features): K % 4 != 0 takes the scalar-load (and, for wgmma, the non-TMA)
 # path; (260, 36) keeps TMA but ends K mid-tile and N inside the first tile.
 RAGGED = [(257, 300), (1001, 77), (3, 5), (260, 36)]
-RAGGED_VARIANTS = [("kgen", "fp32_simt"), ("kgen", "tf32x3"), ("wgmma", "tf32x3")]
+# (backend, math, tol): wgmma tf32 reads w as it is on both of its paths (TMA and, K % 4 != 0, not).
+RAGGED_VARIANTS = [("kgen", "fp32_simt", 1e-4), ("kgen", "tf32x3", 1e-4), ("wgmma", "tf32x3", 1e-4), ("wgmma", "tf32", 1e-2)]
 
 
 # One tile per GEMM family, valid for every math mode of the family.
@@ -67,7 +68,7 @@ def all_specs():
             yield spec_for(p, backend, math, fusion, 1000, 1000, 1000)
             yield spec_for(p, backend, math, fusion, 1024, 8192, 8192)
         for n_in, n_out in RAGGED:
-            for backend, math in RAGGED_VARIANTS:
+            for backend, math, _ in RAGGED_VARIANTS:
                 yield spec_for(p, backend, math, 2, 129, n_in, n_out)
 
 
@@ -109,11 +110,11 @@ def test_kernelbench_shape(tmp_path, problem, backend, math, fusion, tol):
 @pytest.mark.parametrize("n_in, n_out", RAGGED)
 def test_ragged_features(tmp_path, problem, n_in, n_out):
     """Ragged K and N: the scalar-load paths, TMA's zero fill, tiles that are mostly edge."""
-    for backend, math in RAGGED_VARIANTS:
+    for backend, math, tol in RAGGED_VARIANTS:
         if backend == "wgmma" and not HOPPER:
             continue
         f = make(tmp_path, problem, backend, math, 2, 129, n_in, n_out)
-        assert_valid(validate(f, tol=1e-4, quick=True))
+        assert_valid(validate(f, tol=tol, quick=True))
 
 
 @pytest.mark.parametrize("backend", ["kgen", "wgmma"])

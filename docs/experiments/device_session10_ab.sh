@@ -18,7 +18,7 @@ if [ -n "${VALIDATE:-}" ]; then
   for f in $VALIDATE; do
     n=$(basename $f | sed 's/k\([0-9]*\).*/\1/')
     t "kgen validate $f"
-    timeout 200 python3 -m kgen.cli validate $f --ref $(ls .kb/level2/${n}_*.py) > $OUT/validate_$(basename $f .py).log 2>&1; echo "exit $?"; tail -4 $OUT/validate_$(basename $f .py).log
+    timeout 200 python3 -m kgen.cli validate $f ${VALIDATE_FLAGS:-} --ref $(ls .kb/level2/${n}_*.py) > $OUT/validate_$(basename $f .py).log 2>&1; echo "exit $?"; tail -4 $OUT/validate_$(basename $f .py).log
   done
 fi
 if [ -n "${GPU_TESTS:-}" ]; then

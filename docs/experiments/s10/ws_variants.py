@@ -15,6 +15,9 @@ remove work to see what it costs); the others are candidates and must pass valid
               wait per k-tile; registers moved from the producer warpgroup to the consumers
               (setmaxnreg 40 / 232) to hold two k-tiles of A fragments
   tilegroup_f4  tilegroup with FLUSH 4
+  tma_small   (diag) no preparation; TMA copies w's tile a second time into the small-part buffer:
+              the shared-memory traffic of a small part split once in global memory (wrong values)
+  tma_small_f4  (diag) tma_small with FLUSH 4
 """
 
 import pathlib
@@ -134,6 +137,13 @@ def variant(text, name):
     elif name == "onea":
         ws = body_replace(ws, ONEA_BODY)
         ws = setmaxnreg(ws)
+    elif name.startswith("tma_small"):
+        ws = once(ws, PREP, "")
+        ws = once(ws, "ws_detail::mbar_arrive_expect_tx(full(s), kABytes + kBBytes);",
+                  "ws_detail::mbar_arrive_expect_tx(full(s), kABytes + 2 * kBBytes);")
+        ws = once(ws, "            ws_detail::tma_load(b_stage(s), map_w, full(s), (k_first + kt) * BK, n0);\n",
+                  "            ws_detail::tma_load(b_stage(s), map_w, full(s), (k_first + kt) * BK, n0);\n"
+                  "            ws_detail::tma_load(small_buf(s), map_w, full(s), (k_first + kt) * BK, n0);\n")
     elif name in ("flush4", "group16"):
         pass
     elif name.startswith("tilegroup"):
@@ -142,14 +152,15 @@ def variant(text, name):
     else:
         raise SystemExit(f"unknown variant {name}")
     out = head + ws + tail
-    if name in ("flush4", "tilegroup_f4"):
+    if name in ("flush4", "tilegroup_f4", "tma_small_f4"):
         out = once(out, INST, INST.replace("4, 2, 8>", "4, 4, 8>"))
     if name == "group16":
         out = once(out, INST, INST.replace("4, 2, 8>", "4, 2, 16>"))
     return out
 
 
-VARIANTS = ["base", "noprep", "twoprod", "onea", "flush4", "group16", "tilegroup", "tilegroup_f4"]
+VARIANTS = ["base", "noprep", "twoprod", "onea", "flush4", "group16", "tilegroup", "tilegroup_f4",
+            "tma_small", "tma_small_f4"]
 
 if __name__ == "__main__":
     src, outdir = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])

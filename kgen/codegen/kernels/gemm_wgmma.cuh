@@ -20,19 +20,24 @@
 //     see the top 19 bits of each fp32 (tf32, truncated).
 //   * tf32x3 also needs B's small part: w - trunc_tf32(w), computed once per k-tile by all
 //     threads (elementwise, in the same swizzled layout) into one of three small-part buffers,
-//     one k-tile ahead of its use. tf32 instead rounds the stage of B in place.
+//     one k-tile ahead of its use. tf32 reads B as it is (the tensor cores truncate it).
 // Math modes:
 //   kTF32x3  part += xs*wb + xb*ws + xb*wb (xb, xs: x split in registers, round-to-nearest big;
 //            wb = trunc_tf32(w), ws = rna_tf32(w - wb)); part is a fresh accumulator every
 //            FLUSH k-tiles, then acc += part in fp32 (why: gemm_mma.cuh, the tensor cores
 //            truncate when they accumulate). The two warpgroups flush FLUSH / 2 k-tiles apart,
 //            so that one keeps the tensor cores busy while the other waits for its products.
-//   kTF32    acc += rna_tf32(x) * rna_tf32(w)
+//   kTF32    acc += rna_tf32(x) * trunc_tf32(w): w goes to the tensor cores as it is, which read
+//            its top 19 bits. Rounding w to nearest first cost a read and a write of every B
+//            tile in shared memory, which bounds the mainloop: without it the tf32 GEMM ran 24 %
+//            faster at 1024x8192x8192 (H100, 0.584 -> 0.443 ms, 128x256) and its error grew from
+//            9.9e-4 to 1.6e-3 against fp64, 6x inside the 1e-2 tier this mode serves
+//            (docs/perf.md, session 10).
 // Pipeline per k-tile kt (stage s = kt % STAGES):
 //   refill the stage of k-tile kt - 2 with k-tile kt + STAGES - 2 (cp.async, one commit group)
 //   4 k-steps: ldmatrix + split A, wgmma.fence, 1 or 3 wgmma, commit, wait until at most the
 //     newest group is in flight (the previous k-step's A registers are then free)
-//   after the first k-step's wgmmas are issued: prepare B of k-tile kt + 1 (small part / round)
+//   after the first k-step's wgmmas are issued: tf32x3: B's small part of k-tile kt + 1
 //   flush (tf32x3, every FLUSH k-tiles): wait for all, acc += part
 //   wait for the copies of k-tile kt + 2, fence.proxy.async, __syncthreads
 // The barrier at the end of k-tile kt ends every hazard that k-tile kt + 1 meets: the copies of
@@ -165,20 +170,14 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// What the tensor cores need of four elements of B (w). tf32x3: their small parts
-// rna_tf32(w - wb) with wb = trunc_tf32(w), the part the tensor cores drop when they read w.
-// tf32: w rounded to nearest (the tensor cores would truncate).
-template <bool kSplit>
-__device__ __forceinline__ uint4 prepared_b(uint4 v) {
+// tf32x3's small parts of four elements of B (w): rna_tf32(w - wb) with wb = trunc_tf32(w), the
+// part the tensor cores drop when they read w.
+__device__ __forceinline__ uint4 small_part_b(uint4 v) {
   uint32_t* e = reinterpret_cast<uint32_t*>(&v);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    if constexpr (kSplit) {
-      const float rest = __uint_as_float(e[j]) - __uint_as_float(e[j] & 0xffffe000u);
-      e[j] = mma_detail::round_tf32(__float_as_uint(rest));
-    } else {
-      e[j] = mma_detail::round_tf32(e[j]);
-    }
+    const float rest = __uint_as_float(e[j]) - __uint_as_float(e[j] & 0xffffe000u);
+    e[j] = mma_detail::round_tf32(__float_as_uint(rest));
   }
   return v;
 }
@@ -245,14 +244,12 @@ struct WgmmaGemm {
 
   // ---- device side (public only so the __global__ wrapper can call it) ----
 
-  // B of one k-tile becomes what the tensor cores need (wgmma_detail::prepared_b), in place
-  // (tf32) or into a small-part buffer (tf32x3). Elementwise, so the swizzled layout carries
-  // over; float4 per thread, conflict-free.
-  __device__ static __forceinline__ void prepare_b(float* b, float* small, int tid) {
+  // tf32x3: B's small part of one k-tile (wgmma_detail::small_part_b) into a small-part buffer.
+  // Elementwise, so the swizzled layout carries over; float4 per thread, conflict-free.
+  __device__ static __forceinline__ void prepare_b(const float* b, float* small, int tid) {
 #pragma unroll
     for (int i = tid; i < BN * BK / 4; i += kThreads) {
-      reinterpret_cast<uint4*>(kSplit ? small : b)[i] =
-          wgmma_detail::prepared_b<kSplit>(reinterpret_cast<const uint4*>(b)[i]);
+      reinterpret_cast<uint4*>(small)[i] = wgmma_detail::small_part_b(reinterpret_cast<const uint4*>(b)[i]);
     }
   }
 
@@ -288,9 +285,11 @@ struct WgmmaGemm {
       mma_detail::load_swizzled_rows<BN, BK, kThreads, kVec16>(b_stage(s), w, n0, N, K, kt * BK,
                                                                 tid);
     };
-    auto prepare_stage = [&](int s, int small) {
-      prepare_b(reinterpret_cast<float*>(smem_ptr + (b_stage(s) - smem)),
-                reinterpret_cast<float*>(smem_ptr + (small_buf(small) - smem)), tid);
+    auto prepare_stage = [&](int s, int small) {  // tf32x3 only: tf32 reads w as it is
+      if constexpr (kSplit) {
+        prepare_b(reinterpret_cast<float*>(smem_ptr + (b_stage(s) - smem)),
+                  reinterpret_cast<float*>(smem_ptr + (small_buf(small) - smem)), tid);
+      }
     };
 
     // ldmatrix lanes 0-15 address rows 0-15 of the warp's slice at k 0-3 of the k-step, lanes

@@ -13,12 +13,13 @@
 //         writes them in the 128-byte swizzle that ldmatrix addressing and the wgmma
 //         descriptors expect, and fills rows or k beyond the matrix with zeros) that complete
 //         on full[s].
-//       warps 1-3: wait for full[s], prepare B as WgmmaGemm does (tf32x3: its small part
-//         w - trunc_tf32(w) into the stage's own small buffer; tf32: rounded in place), make
-//         the writes visible to the tensor cores (fence.proxy.async) and arrive on ready[s].
+//       warps 1-3 (tf32x3 only): wait for full[s], write B's small part w - trunc_tf32(w) into
+//         the stage's own small buffer as WgmmaGemm does, make the writes visible to the tensor
+//         cores (fence.proxy.async) and arrive on ready[s]. tf32 reads w as it is (see
+//         gemm_wgmma.cuh: rounding it first was a shared-memory round trip per k-tile).
 //   * warpgroups 1..BM/64, the consumers: each owns 64 rows x BN of the tile and runs
 //     WgmmaGemm's k-steps (A by ldmatrix and split in registers, B from shared memory) on
-//     stage s once full[s] and ready[s] have completed; one k-step into k-tile kt its wgmmas
+//     stage s once full[s] (and, tf32x3, ready[s]) have completed; one k-step into k-tile kt its wgmmas
 //     of k-tile kt - 1 have completed, so every consumer warp arrives on empty[] for that stage.
 // The math (tf32x3 partial accumulators flushed every FLUSH k-tiles with the two warpgroups
 // staggered, tf32 rounding) is WgmmaGemm's; see gemm_wgmma.cuh.
@@ -436,11 +437,10 @@ struct WgmmaWsGemm {
 
   // ---- device side (public only so the __global__ wrapper can call it) ----
 
-  // WgmmaGemm::prepare_b over the producer's prep threads.
-  __device__ static __forceinline__ void prepare_b(float* b, float* small, int ptid) {
+  // WgmmaGemm::prepare_b over the producer's prep threads (tf32x3).
+  __device__ static __forceinline__ void prepare_b(const float* b, float* small, int ptid) {
     for (int i = ptid; i < BN * BK / 4; i += kPrepThreads) {
-      reinterpret_cast<uint4*>(kSplit ? small : b)[i] =
-          wgmma_detail::prepared_b<kSplit>(reinterpret_cast<const uint4*>(b)[i]);
+      reinterpret_cast<uint4*>(small)[i] = wgmma_detail::small_part_b(reinterpret_cast<const uint4*>(b)[i]);
     }
   }
 
@@ -507,7 +507,7 @@ struct WgmmaWsGemm {
           }
         }
         __syncwarp();
-      } else {
+      } else if constexpr (kSplit) {
         const int ptid = tid - 32;
         for (int kt = 0; kt < k_tiles; ++kt) {
           const int s = kt % STAGES;
@@ -532,7 +532,7 @@ struct WgmmaWsGemm {
         const int s = kt % STAGES;
         const uint32_t parity = (kt / STAGES) & 1;
         ws_detail::mbar_wait(full(s), parity);
-        ws_detail::mbar_wait(ready(s), parity);
+        if constexpr (kSplit) ws_detail::mbar_wait(ready(s), parity);
         const uint32_t a_base = a_stage(s) + a_lane;
         const uint64_t b_desc = wgmma_detail::sw128_desc(b_stage(s));
         const uint64_t s_desc = wgmma_detail::sw128_desc(small_buf(s));

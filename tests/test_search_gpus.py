@@ -695,7 +695,9 @@ FAKE_SLOW_SEARCH = textwrap.dedent('''
 ''')
 
 
-def test_an_interrupted_search_of_several_files_leaves_no_search_running(tmp_path):
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_an_interrupted_search_of_several_files_leaves_no_search_running(tmp_path, how):
+    """Ctrl-C, a scheduler's cancel (SIGTERM) or a closed terminal (SIGHUP) to the parent alone."""
     import signal
     import time
 
@@ -708,11 +710,12 @@ def test_an_interrupted_search_of_several_files_leaves_no_search_running(tmp_pat
         time.sleep(0.05)
     pids = [int(p.read_text()) for p in tmp_path.glob("*.pid")]
     assert len(pids) == 2, parent.stdout.read() if parent.poll() is not None else "no searches started"
-    parent.send_signal(signal.SIGINT)   # the parent alone, as `kill -INT` would
+    parent.send_signal(getattr(signal, how))   # the parent alone, as `kill` would
     try:
         parent.wait(timeout=30)
     finally:
         parent.kill()
+    assert parent.returncode != 0
     alive = []
     for pid in pids:
         try:

@@ -12,9 +12,11 @@ search.locked) and the host's cores (each builds with its share).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -156,8 +158,9 @@ def search_files(refs: list[str], gpus: list[int], child_args: list[str], jobs: 
     for t in threads:
         t.start()
     try:
-        for t in threads:
-            t.join()
+        with _terminate_as_exit():
+            for t in threads:
+                t.join()
     except BaseException:
         # Ctrl-C (or any error) in the parent: the searches running end with it, none left
         # holding a GPU. A terminal's Ctrl-C reached them too: a moment to end on their own first.
@@ -167,6 +170,27 @@ def search_files(refs: list[str], gpus: list[int], child_args: list[str], jobs: 
         _end(running, lock)
         raise
     return [r if r is not None else FileSearch(ref, []) for ref, r in zip(refs, results)], time.monotonic() - started
+
+
+@contextlib.contextmanager
+def _terminate_as_exit():
+    """SIGTERM and SIGHUP (a batch scheduler's cancel, a closed terminal) raise SystemExit in the
+    main thread while the searches run, as Ctrl-C raises KeyboardInterrupt: either way the parent
+    ends its searches before it goes (their default would end the parent alone, leaving the
+    searches running on their GPUs). Outside the main thread, nothing to install."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def leave(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    before = {s: signal.signal(s, leave) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def _end(running: set, lock: threading.Lock, grace_s: float = 5.0):

@@ -65,8 +65,8 @@ FAST_MMA_TILES = [
     (128, 128, 32, 64, 64, 3),
 ]
 # wgmma (WGMMA_ARCH, warp-specialized): (BM, BN, stages); the warp tile is 16 x BN. Fastest-measured
-# first (tests/cuda/wgmma_selftest.cu, docs/perf.md), and ahead of the mma.sync tiles of the
-# same math mode, which they beat.
+# first (docs/perf.md; the standalone selftest tests/cuda/wgmma_selftest.cu, removed after
+# 3e5e87a), and ahead of the mma.sync tiles of the same math mode, which they beat.
 WGMMA_TILES = {
     # (the 64-row tiles last: the shape rule's choice where 128-row tiles leave SMs idle)
     "tf32x3": [(128, 128, 4), (128, 128, 3), (128, 64, 6), (64, 128, 4), (64, 64, 6)],

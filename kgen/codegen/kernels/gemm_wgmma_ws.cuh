@@ -26,8 +26,9 @@
 // Epilogue, after the last k-tile: kColStats' column statistics from the consumers' registers
 // (column_stats), then the tile through shared memory for coalesced stores (tile_store).
 //
-// Measured (tests/cuda/wgmma_selftest.cu, H100, docs/perf.md): tf32x3 128x128 s4 at
-// 1024x8192x8192 in 1.09-1.11 ms against WgmmaGemm's 1.42-1.44 ms in the same run; a
+// Measured (H100, docs/perf.md; the standalone selftest tests/cuda/wgmma_selftest.cu, removed
+// after 3e5e87a): tf32x3 128x128 s4 at 1024x8192x8192 in 1.09-1.11 ms against WgmmaGemm's
+// 1.42-1.44 ms in the same run; a
 // persistent form of this kernel (one CTA per SM, epilogue from registers) was no faster and
 // is kept as docs/experiments/wgmma_ws_persistent.patch.
 //

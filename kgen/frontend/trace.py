@@ -13,6 +13,7 @@ import ast
 import inspect
 import operator
 import re
+import sys
 
 import torch
 import torch.fx
@@ -199,6 +200,34 @@ class _Marker:
         # A parameter's marker ("tensor", "matrix"): the shape of the view of it the module
         # reads (Tracer.param_view), None for the parameter itself.
         self.shape = shape
+
+
+class _LocatingTracer(torch.fx.Tracer):
+    """torch.fx's Tracer, each node's stack_trace the outermost line of the reference file on the
+    stack when fx made it, as fx's own `record_stack_traces` writes a frame (`File "...", line N,
+    in f` and the line): where kgen's messages and the IR say an op came from (Tracer._locate).
+    Why not record_stack_traces: its symbolized tracebacks import torch._inductor and with it
+    torch._dynamo the first time, 0.8 s of a 2-core machine's `kgen generate` and several
+    seconds of every fresh process on the GPU host (docs/perf.md, session 10)."""
+
+    def __init__(self, filename: str, source: str):
+        super().__init__()
+        self.filename = filename
+        self.lines = source.splitlines()
+
+    def create_node(self, *args, **kwargs):
+        node = super().create_node(*args, **kwargs)
+        outer = None
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.filename:
+                outer = frame
+            frame = frame.f_back
+        if outer is not None and not node.stack_trace:
+            n = outer.f_lineno
+            text = self.lines[n - 1].strip() if 0 < n <= len(self.lines) else ""
+            node.stack_trace = f'File "{self.filename}", line {n}, in {outer.f_code.co_name}\n    {text}'
+        return node
 
 
 class Tracer:
@@ -604,11 +633,10 @@ class Tracer:
 
     # ---- the walk ------------------------------------------------------------------------
     def run(self) -> Graph:
-        tracer = torch.fx.Tracer()
+        tracer = _LocatingTracer(str(self.ref.path), self.ref.source)
         # Buffers as get_attr nodes, like parameters: otherwise fx runs an op on a buffer (a
         # view, say) at trace time and records its result as a constant the module lacks.
         tracer.proxy_buffer_attributes = True
-        tracer.record_stack_traces = True
         try:
             fx_graph = tracer.trace(self.model)
         except Exception as e:  # noqa: BLE001 - fx's failure is the user's message

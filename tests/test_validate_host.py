@@ -1,0 +1,78 @@
+"""kgen.check.validate's driver without a GPU: the checks are stand-ins, so these test what
+validate() and the search's worker do with the checks' results (stopping, reporting), not the
+checks themselves (the GPU tier does)."""
+import pytest
+
+from kgen.check import validate as v
+from kgen.check.validate import NOT_RUN_AFTER_FAILURE, CheckResult
+
+
+@pytest.fixture
+def three_checks(monkeypatch):
+    """A passing, a failing and a passing check; `ran` lists the ones validate() ran."""
+    ran = []
+
+    def check(name, passed):
+        def run():
+            ran.append(name)
+            return CheckResult(name, passed, detail="" if passed else "off by a mile")
+        return name, run
+
+    monkeypatch.setattr(v, "dtype_refusal", lambda f, dtype: None)
+    monkeypatch.setattr(v, "checks", lambda f, tol, quick, batch, device, dtype: [
+        check("first", True), check("second", False), check("third", True)])
+
+    class File:
+        class spec:
+            batch = 8
+    return File(), ran
+
+
+def test_validate_runs_every_check_by_default(three_checks):
+    f, ran = three_checks
+    results = v.validate(f, tol=1e-4, quick=True)
+    assert ran == ["first", "second", "third"]
+    assert [r.passed for r in results] == [True, False, True]
+    assert v.summary(results) == "2 passed, 1 failed"
+
+
+def test_stop_at_failure_skips_the_checks_after_the_first_failure(three_checks):
+    f, ran = three_checks
+    results = v.validate(f, tol=1e-4, quick=True, stop_at_failure=True)
+    assert ran == ["first", "second"]
+    assert [(r.name, r.passed, r.not_run) for r in results] == [
+        ("first", True, False), ("second", False, False), ("third", False, True)]
+    assert results[2].detail == NOT_RUN_AFTER_FAILURE
+    assert v.summary(results) == f"1 passed, 1 failed, 1 {NOT_RUN_AFTER_FAILURE} (third)"
+
+
+def test_the_search_worker_gives_up_a_tighter_tier_at_its_first_failure(monkeypatch):
+    """A candidate that fails 1e-4 is judged at 1e-2 in full; its 1e-4 attempt stops early."""
+    from kgen.check import bench, loading
+    from kgen.tune import worker
+
+    calls = []
+
+    def fake_validate(f, tol, quick, batch, dtype, stop_at_failure=False):
+        calls.append((tol, stop_at_failure))
+        return [CheckResult("numbers", tol >= 1e-2, max_abs=1e-3, max_rel=1e-3)]
+
+    class File:
+        def __init__(self, path):
+            pass
+
+        def build(self, dtype):
+            pass
+
+    class Bench:
+        eager_tf32 = type("T", (), {"median_ms": 0.5})()
+
+        def measured(self, tol):
+            return {"median_ms": 1.0, "ratio": 0.5}
+
+    monkeypatch.setattr(loading, "EmittedFile", File)
+    monkeypatch.setattr(v, "validate", fake_validate)
+    monkeypatch.setattr(bench, "bench", lambda f, batch, iters, dtype: Bench())
+    record = worker.evaluate_one("x.py", [1e-4, 1e-2], None, 10)
+    assert record["status"] == "passed" and record["passing_tols"] == [1e-2]
+    assert calls == [(1e-4, True), (1e-2, False)]

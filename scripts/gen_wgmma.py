@@ -1,5 +1,5 @@
 """Writes the wgmma instruction wrappers of kgen/codegen/kernels/gemm_wgmma.cuh (tf32, A from
-registers) and gemm_wgmma_half.cuh (bf16 and fp16, A and B from shared memory).
+registers or shared memory) and gemm_wgmma_half.cuh (bf16 and fp16, A and B from shared memory).
 
 One wgmma names every accumulator register of the warpgroup's 64 x N tile as an asm operand
 (N / 2 per thread), which no C++ template can spell, so the operand lists are written out here.
@@ -38,6 +38,16 @@ struct WgmmaTf32<{n}> {{
         "{{{d}}}, {{{a}}}, %{regs + 5}, p, 1, 1;\\n}}\\n"
         : {_outputs(regs)}
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(scale_d), "l"(b_desc));
+  }}
+  // A from shared memory too (a_desc, K-major like B; tf32 has no transposed form).
+  __device__ static __forceinline__ void mma(float (&d)[{regs}], uint64_t a_desc, uint64_t b_desc,
+                                             int scale_d) {{
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 "
+        "{{{d}}}, %{regs}, %{regs + 1}, p, 1, 1;\\n}}\\n"
+        : {_outputs(regs)}
+        : "l"(a_desc), "l"(b_desc), "r"(scale_d));
   }}
 }};
 '''

@@ -18,11 +18,13 @@
 //         cores (fence.proxy.async) and arrive on ready[s]. tf32 reads w as it is (see
 //         gemm_wgmma.cuh: rounding it first was a shared-memory round trip per k-tile).
 //   * warpgroups 1..BM/64, the consumers: each owns 64 rows x BN of the tile and runs
-//     WgmmaGemm's k-steps (A by ldmatrix and split in registers, B from shared memory) on
-//     stage s once full[s] (and, tf32x3, ready[s]) have completed; one k-step into k-tile kt its wgmmas
-//     of k-tile kt - 1 have completed, so every consumer warp arrives on empty[] for that stage.
+//     WgmmaGemm's k-steps (tf32x3: A by ldmatrix and split in registers, B from shared memory;
+//     tf32: A and B both from shared memory, a k-tile's four k-steps in one group) on
+//     stage s once full[s] (and, tf32x3, ready[s]) have completed; once k-tile kt's first group
+//     is issued, k-tile kt - 1's have completed, and every consumer warp arrives on empty[] for
+//     its stage.
 // The math (tf32x3 partial accumulators flushed every FLUSH k-tiles with the two warpgroups
-// staggered, tf32 rounding) is WgmmaGemm's; see gemm_wgmma.cuh.
+// staggered) is WgmmaGemm's, see gemm_wgmma.cuh; tf32 here truncates x as well as w.
 // Epilogue, after the last k-tile: kColStats' column statistics from the consumers' registers
 // (column_stats), then the tile through shared memory for coalesced stores (tile_store).
 //
@@ -534,32 +536,45 @@ struct WgmmaWsGemm {
         const uint32_t parity = (kt / STAGES) & 1;
         ws_detail::mbar_wait(full(s), parity);
         if constexpr (kSplit) ws_detail::mbar_wait(ready(s), parity);
-        const uint32_t a_base = a_stage(s) + a_lane;
         const uint64_t b_desc = wgmma_detail::sw128_desc(b_stage(s));
-        const uint64_t s_desc = wgmma_detail::sw128_desc(small_buf(s));
+        if constexpr (kSplit) {
+          const uint32_t a_base = a_stage(s) + a_lane;
+          const uint64_t s_desc = wgmma_detail::sw128_desc(small_buf(s));
 #pragma unroll
-        for (int ks = 0; ks < kKSteps; ++ks) {
-          uint32_t raw[4], hi[4], lo[4];
-          mma_detail::ldsm_x4(a_base + ((a_chunk ^ (2 * ks)) << 4), raw[0], raw[1], raw[2],
-                              raw[3]);
-          const uint64_t k_off = static_cast<uint64_t>(ks * 2);  // 32 bytes in 16-byte units
-          if constexpr (kSplit) {
+          for (int ks = 0; ks < kKSteps; ++ks) {
+            uint32_t raw[4], hi[4], lo[4];
+            mma_detail::ldsm_x4(a_base + ((a_chunk ^ (2 * ks)) << 4), raw[0], raw[1], raw[2],
+                                raw[3]);
+            const uint64_t k_off = static_cast<uint64_t>(ks * 2);  // 32 bytes in 16-byte units
 #pragma unroll
             for (int i = 0; i < 4; ++i) mma_detail::split_tf32(raw[i], hi[i], lo[i]);
             wgmma_detail::fence();
             Mma::mma(part, lo, b_desc + k_off, ks == 0 && fresh ? 0 : 1);
             Mma::mma(part, hi, s_desc + k_off, 1);
             Mma::mma(part, hi, b_desc + k_off, 1);
-          } else {
+            wgmma_detail::commit();
+            wgmma_detail::wait<1>();
+            if (ks == 0 && kt > 0) {
+              // Only this k-step's group may still run: k-tile kt - 1 is done with its stage.
+              __syncwarp();
+              if (lane == 0) ws_detail::mbar_arrive(empty((kt - 1) % STAGES));
+            }
+          }
+        } else {
+          // tf32: A read by the tensor cores from shared memory as B is (both truncated to tf32),
+          // the k-tile's four k-steps in one group, as the 16-bit kernel does: no ldmatrix, no
+          // rounding in registers, and no wait between k-steps.
+          const uint64_t a_desc = wgmma_detail::sw128_desc(a_stage(s) + cwg * 64 * BK * 4);
+          wgmma_detail::fence();
 #pragma unroll
-            for (int i = 0; i < 4; ++i) hi[i] = mma_detail::round_tf32(raw[i]);
-            wgmma_detail::fence();
-            Mma::mma(acc, hi, b_desc + k_off, 1);
+          for (int ks = 0; ks < kKSteps; ++ks) {
+            const uint64_t k_off = static_cast<uint64_t>(ks * 2);
+            Mma::mma(acc, a_desc + k_off, b_desc + k_off, 1);
           }
           wgmma_detail::commit();
+          // Only this k-tile's group may still run: k-tile kt - 1 is done with its stage.
           wgmma_detail::wait<1>();
-          if (ks == 0 && kt > 0) {
-            // Only this k-step's group may still run: k-tile kt - 1 is done with its stage.
+          if (kt > 0) {
             __syncwarp();
             if (lane == 0) ws_detail::mbar_arrive(empty((kt - 1) % STAGES));
           }

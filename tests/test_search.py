@@ -98,6 +98,22 @@ def test_candidates_render_without_the_shape_in_their_code(problem):
         assert "8192" not in generator.render_cuda_source(s)
 
 
+@pytest.mark.parametrize("in_features, any_k", [(8192, False), (1001, True)])
+def test_a_forward_gemm_compiles_the_non_tma_fallback_only_where_its_k_needs_it(in_features, any_k):
+    """The wgmma GEMM's fallback (K % 4 != 0) is a sixth of a file's nvcc time: a forward GEMM
+    whose K (the module's in_features) TMA can read does not instantiate it; the backward's GEMMs
+    (K the batch, any value) always do."""
+    import re
+
+    spec = next(s for s in enumerate_specs("gemm_scale_bn", 1024, in_features, 512) if s.family == "wgmma")
+    source = generator.render_cuda_source(spec)
+    forward = re.search(r"using Gemm = std::conditional_t<std::is_same<\w+, float>::value, (kgen::WgmmaWsGemm<[^>]*>)",
+                        source).group(1)
+    backward = re.search(r"using BackwardGemm = (kgen::WgmmaWsGemm<[^>]*>);", source).group(1)
+    assert forward.endswith(", false>") != any_k, forward
+    assert not backward.endswith(", false>"), backward
+
+
 def test_an_optimistic_probe_does_not_cost_a_tier_its_accurate_candidates():
     """Softmax outputs are small: TF32 and BF16 rounding alone may stay under 1e-4 (problem 84).
     The tier still keeps the fastest fp32-accurate candidates in case the kernels do not."""

@@ -390,7 +390,9 @@ def kernel_source(name: str) -> str:
     return text.replace("#pragma once\n", "").strip() + "\n"
 
 
-def gemm_type(spec: Spec) -> str:
+def gemm_type(spec: Spec, k: int | None = None) -> str:
+    """The GEMM's C++ type. k: the K it always runs at (a part's forward GEMM: the module's
+    in_features), where that decides what it compiles; None: any K (the backward's GEMMs)."""
     t = spec.tile
     if spec.family == "simt":
         return f"kgen::SimtGemm<{t.bm}, {t.bn}, {t.bk}, {t.wm}, {t.wn}, {t.tm}, {t.tn}, {t.group_m}>"
@@ -398,8 +400,10 @@ def gemm_type(spec: Spec) -> str:
         return (f"kgen::MmaGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, {t.bk}, "
                 f"{t.wm}, {t.wn}, {t.stages}, {t.group_m}>")
     if spec.family == "wgmma":
+        # A K that TMA can read (K % 4 == 0) never needs the fallback: not compiled.
+        fixed_k = "" if k is None or k % 4 != 0 else ", false"
         return (f"kgen::WgmmaWsGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, "
-                f"{t.stages}, {WGMMA_FLUSH_KTILES}, {t.group_m}>")
+                f"{t.stages}, {WGMMA_FLUSH_KTILES}, {t.group_m}{fixed_k}>")
     # (A part that a rewrite left without a GEMM names ExternalGemm: never launched.)
     return "kgen::CublasGemm" if spec.family == "cublas" else "kgen::ExternalGemm"
 
@@ -439,6 +443,8 @@ def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
     back = backward_args(low)
     files = selected_files(PART_LIBRARY, kernel_needs(spec, [low]), tuple(library))
     return {
+        # The forward's GEMM runs at the part's K only (its in_features).
+        "gemm_type": gemm_type(spec, low.graph.in_features),
         "sources": [kernel_source(name) for name in files],
         # kgen_forward_<part> calls: a part with backward kernels may keep z (entry_backward.cuh).
         "forward_entry": "forward_entry_with_backward" if has_backward else "forward_entry",
@@ -484,7 +490,8 @@ def _source_context(spec: Spec) -> dict:
 @functools.lru_cache(maxsize=512)
 def render_cuda_source(spec: Spec) -> str:
     """The extension's one translation unit. It depends on the variant and its target, not on
-    the shape, so files for different shapes of one variant share a build."""
+    the shape (only on whether each part's K is a multiple of 4: gemm_type), so files for
+    different shapes of one variant share a build."""
     return _ENV.get_template("kernel.cu.j2").render(**_source_context(spec))
 
 

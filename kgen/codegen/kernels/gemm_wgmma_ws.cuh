@@ -349,7 +349,10 @@ struct SplitK {
   }
 };
 
-template <MathMode MATH, int BM, int BN, int STAGES, int FLUSH, int GROUP_M>
+// ANY_K: K may be any value at run time (the backward's GEMMs, whose K is the batch); false in a
+// forward GEMM whose K, the module's in_features, is a multiple of 4: the fallback is then never
+// launched and not compiled (KernelBench 33's file: nvcc 5.3 -> 4.4 s; docs/perf.md, session 10).
+template <MathMode MATH, int BM, int BN, int STAGES, int FLUSH, int GROUP_M, bool ANY_K = true>
 struct WgmmaWsGemm {
   static constexpr MathMode kMath = MATH;
   static constexpr int kTileM = BM;
@@ -419,7 +422,13 @@ struct WgmmaWsGemm {
     if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return e;
     // A few rows: a stream over w on FMAs (gemm_skinny.cuh), not 64-row wgmma tiles.
     if (SkinnyGemm<float>::applies(x, w, M, N, K)) return SkinnyGemm<float>::template launch<EPI>(x, w, M, N, K, p, stream);
-    if (K % 4 != 0 || K == 0) return Fallback::template launch<EPI>(x, w, M, N, K, p, stream);
+    if (K % 4 != 0 || K == 0) {
+      if constexpr (ANY_K) {
+        return Fallback::template launch<EPI>(x, w, M, N, K, p, stream);
+      } else {
+        return cudaErrorInvalidValue;   // built for the module's K, a multiple of 4
+      }
+    }
     // x and w are 16-byte aligned (the launch contract, as for the fallback's vec16 kernel);
     // the encoder refuses a pointer that is not, and that error is returned.
     CUtensorMap map_x, map_w;

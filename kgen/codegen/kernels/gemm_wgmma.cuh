@@ -291,11 +291,12 @@ struct WgmmaGemm {
                 "STAGES*(BM+BN)*128 + (tf32x3) 3*BN*128 + 1024 + 4*kThreads must be <= 232448");
 
   template <class EPI>
+  // Runs only as WgmmaWsGemm's fallback, for K % 4 != 0 (or K == 0), so its 16-byte-load kernel
+  // (kVec16) would never launch: the scalar-load kernel serves both and the other is not compiled.
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
-    return mma_detail::launch_tiles<BM, BN>(wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, true, EPI>,
-                                            wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, false, EPI>,
-                                            kThreads, kSmemBytes, x, w, M, N, K, p, stream);
+    const auto scalar = wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, false, EPI>;
+    return mma_detail::launch_tiles<BM, BN>(scalar, scalar, kThreads, kSmemBytes, x, w, M, N, K, p, stream);
   }
 
   // ---- device side (public only so the __global__ wrapper can call it) ----

@@ -100,7 +100,7 @@ def test_candidates_render_without_the_shape_in_their_code(problem):
 
 @pytest.mark.parametrize("in_features, any_k", [(8192, False), (1001, True)])
 def test_a_forward_gemm_compiles_the_non_tma_fallback_only_where_its_k_needs_it(in_features, any_k):
-    """The wgmma GEMM's fallback (K % 4 != 0) is a sixth of a file's nvcc time: a forward GEMM
+    """The wgmma GEMM's fallback (K % 4 != 0) is a sixth of a file's nvcc time (docs/perf.md): a forward GEMM
     whose K (the module's in_features) TMA can read does not instantiate it; the backward's GEMMs
     (K the batch, any value) always do."""
     import re

@@ -351,7 +351,8 @@ struct SplitK {
 
 // ANY_K: K may be any value at run time (the backward's GEMMs, whose K is the batch); false in a
 // forward GEMM whose K, the module's in_features, is a multiple of 4: the fallback is then never
-// launched and not compiled (KernelBench 33's file: nvcc 5.3 -> 4.4 s; docs/perf.md, session 10).
+// launched and not compiled (with WgmmaGemm::launch's scalar kernel alone, KernelBench 33's file
+// takes 3.6 s of nvcc instead of 4.3 s on a 2-core machine; docs/perf.md, session 10).
 template <MathMode MATH, int BM, int BN, int STAGES, int FLUSH, int GROUP_M, bool ANY_K = true>
 struct WgmmaWsGemm {
   static constexpr MathMode kMath = MATH;

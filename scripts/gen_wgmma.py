@@ -24,6 +24,23 @@ def _outputs(regs: int) -> str:
         ", ".join(f'"+f"(d[{j}])' for j in range(i, min(i + 8, regs))) for i in range(0, regs, 8))
 
 
+def _ss_method(n: int, instruction: str, modifiers: str) -> str:
+    """The mma() of A and B both from shared memory (descriptors): `instruction` the wgmma's
+    shape and types, `modifiers` its immediates after scale-d's predicate."""
+    regs = n // 2
+    d = ", ".join(f"%{i}" for i in range(regs))
+    return f'''  __device__ static __forceinline__ void mma(float (&d)[{regs}], uint64_t a_desc, uint64_t b_desc,
+                                             int scale_d) {{
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.{instruction} "
+        "{{{d}}}, %{regs}, %{regs + 1}, p, {modifiers};\\n}}\\n"
+        : {_outputs(regs)}
+        : "l"(a_desc), "l"(b_desc), "r"(scale_d));
+  }}
+'''
+
+
 def tf32_wrapper(n: int) -> str:
     regs = n // 2
     d = ", ".join(f"%{i}" for i in range(regs))
@@ -40,36 +57,13 @@ struct WgmmaTf32<{n}> {{
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(scale_d), "l"(b_desc));
   }}
   // A from shared memory too (a_desc, K-major like B; tf32 has no transposed form).
-  __device__ static __forceinline__ void mma(float (&d)[{regs}], uint64_t a_desc, uint64_t b_desc,
-                                             int scale_d) {{
-    asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 "
-        "{{{d}}}, %{regs}, %{regs + 1}, p, 1, 1;\\n}}\\n"
-        : {_outputs(regs)}
-        : "l"(a_desc), "l"(b_desc), "r"(scale_d));
-  }}
-}};
-'''
+''' + _ss_method(n, f"m64n{n}k8.f32.tf32.tf32", "1, 1") + "};\n"
 
 
 def half_wrapper(ctype: str, ptx: str, n: int) -> str:
-    regs = n // 2
-    d = ", ".join(f"%{i}" for i in range(regs))
     # scale-d by predicate; scale-a, scale-b 1; transpose-a, transpose-b 0 (both K-major).
-    return f'''template <>
-struct Wgmma16<{ctype}, {n}> {{
-  __device__ static __forceinline__ void mma(float (&d)[{regs}], uint64_t a_desc, uint64_t b_desc,
-                                             int scale_d) {{
-    asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} "
-        "{{{d}}}, %{regs}, %{regs + 1}, p, 1, 1, 0, 0;\\n}}\\n"
-        : {_outputs(regs)}
-        : "l"(a_desc), "l"(b_desc), "r"(scale_d));
-  }}
-}};
-'''
+    return (f"template <>\nstruct Wgmma16<{ctype}, {n}> {{\n"
+            + _ss_method(n, f"m64n{n}k16.f32.{ptx}.{ptx}", "1, 1, 0, 0") + "};\n")
 
 
 GENERATED = {

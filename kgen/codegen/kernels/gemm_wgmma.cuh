@@ -238,11 +238,11 @@ __device__ __forceinline__ uint4 small_part_b(uint4 v) {
   return v;
 }
 
-template <class Gemm, bool kVec16, class EPI>
+template <class Gemm, class EPI>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_gemm_kernel(const float* __restrict__ x, const float* __restrict__ w, int M, int N,
                       int K, EpilogueParams p) {
-  Gemm::template run<kVec16, EPI>(x, w, M, N, K, p);
+  Gemm::template run<EPI>(x, w, M, N, K, p);
 }
 
 }  // namespace wgmma_detail
@@ -290,13 +290,13 @@ struct WgmmaGemm {
                 "shared memory over the 227 KB per-CTA limit of sm_90: "
                 "STAGES*(BM+BN)*128 + (tf32x3) 3*BN*128 + 1024 + 4*kThreads must be <= 232448");
 
+  // Runs only as WgmmaWsGemm's fallback, for K % 4 != 0 (or K == 0), where 16-byte loads of a
+  // row cannot be used: one kernel, scalar loads (mma_detail::load_swizzled_rows<..., false>).
   template <class EPI>
-  // Runs only as WgmmaWsGemm's fallback, for K % 4 != 0 (or K == 0), so its 16-byte-load kernel
-  // (kVec16) would never launch: the scalar-load kernel serves both and the other is not compiled.
   static cudaError_t launch(const float* x, const float* w, int M, int N, int K,
                             const EpilogueParams& p, cudaStream_t stream) {
-    const auto scalar = wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, false, EPI>;
-    return mma_detail::launch_tiles<BM, BN>(scalar, scalar, kThreads, kSmemBytes, x, w, M, N, K, p, stream);
+    const auto kernel = wgmma_detail::wgmma_gemm_kernel<WgmmaGemm, EPI>;
+    return mma_detail::launch_tiles<BM, BN>(kernel, kernel, kThreads, kSmemBytes, x, w, M, N, K, p, stream);
   }
 
   // ---- device side (public only so the __global__ wrapper can call it) ----
@@ -310,7 +310,7 @@ struct WgmmaGemm {
     }
   }
 
-  template <bool kVec16, class EPI>
+  template <class EPI>
   __device__ static __forceinline__ void run(const float* __restrict__ x,
                                              const float* __restrict__ w, int M, int N, int K,
                                              const EpilogueParams& p) {
@@ -337,10 +337,8 @@ struct WgmmaGemm {
     auto b_stage = [&](int s) { return smem + s * kStageBytes + kABytes; };
     auto small_buf = [&](int i) { return smem + STAGES * kStageBytes + i * kBBytes; };
     auto load_stage = [&](int s, int kt) {
-      mma_detail::load_swizzled_rows<BM, BK, kThreads, kVec16>(a_stage(s), x, m0, M, K, kt * BK,
-                                                                tid);
-      mma_detail::load_swizzled_rows<BN, BK, kThreads, kVec16>(b_stage(s), w, n0, N, K, kt * BK,
-                                                                tid);
+      mma_detail::load_swizzled_rows<BM, BK, kThreads, false>(a_stage(s), x, m0, M, K, kt * BK, tid);
+      mma_detail::load_swizzled_rows<BN, BK, kThreads, false>(b_stage(s), w, n0, N, K, kt * BK, tid);
     };
     auto prepare_stage = [&](int s, int small) {  // tf32x3 only: tf32 reads w as it is
       if constexpr (kSplit) {

@@ -35,7 +35,7 @@
 // is kept as docs/experiments/wgmma_ws_persistent.patch.
 //
 // TMA needs a 16-byte row pitch: K % 4 == 0 (and 16-byte aligned x and w, which the binding
-// checks). Other K go to WgmmaGemm's scalar-load kernel, as its own kVec16 dispatch does. A batch
+// checks). Other K go to WgmmaGemm's scalar-load kernel (where ANY_K). A batch
 // of at most 16 rows goes to gemm_skinny.cuh's kernel (mma.sync's 16-row tiles, w read once).
 #pragma once
 #include <cuda.h>  // CUtensorMap and its enums only: the encoder is found at run time, no -lcuda

@@ -93,7 +93,7 @@ def pytest_collection_finish(session):
     through the jobs' locks (nvcc_jobs._run_once) rather than compile one source twice."""
     import nvcc_jobs
 
-    if nvcc_jobs.NVCC is None:
+    if nvcc_jobs.NVCC is None or session.config.option.collectonly:   # (--collect-only runs no test)
         return
     jobs = []
     for item in session.items:

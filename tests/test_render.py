@@ -35,8 +35,7 @@ def exec_file(text: str, name="emitted"):
 @pytest.mark.parametrize("spec", ALL_SPECS, ids=lambda s: s.name())
 def test_every_spec_renders_to_a_clean_file(spec):
     text = generator.render(spec)
-    ast.parse(text)
-    assert check_emitted(text) == []
+    assert check_emitted(text) == []   # (a file that does not parse is one of its violations)
     assert spec.key() in text and generator.generate_command(spec) in text
     module = exec_file(text)
     assert module.KGEN_SPEC == spec.to_dict()

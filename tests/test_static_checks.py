@@ -95,3 +95,27 @@ def test_kgen_refuses_to_write_a_file_that_breaks_a_rule(tmp_path, monkeypatch):
     with pytest.raises(generator.StaticCheckError, match="inheritance bypass"):
         generator.write(spec, tmp_path / "x.py")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_fast_search_finds_what_re_search_finds():
+    """static_checks._search drops a leading \\b before a word character and checks the boundary
+    at each hit: the same match as re.search, for every pattern of every rule set, at hits that
+    sit at the text's start, after a word character (ASCII, '_', a digit, a non-ASCII letter),
+    after a non-word one, and repeated where the first hits fail the boundary."""
+    import itertools
+    import re
+
+    from kgen.check import static_checks as sc
+
+    patterns = [p for rules in (sc.KERNELBENCH_STRICT, sc.KERNELBENCH_WARNINGS) for _, ps, _ in rules for p in ps]
+    patterns += list(sc.CUDA_FEATURE_PATTERNS)
+    assert sum(p.startswith(r"\b") for p in patterns) >= 8   # the fast path is exercised
+    words = ["try:", "try :", "except:", "except ValueError", "pass", "threadIdx.x", "blockIdx.y",
+             "torch.relu(x)", "torch.mm (a)", "nn.functional.relu", "F.linear(x)", "__shared__ float"]
+    befores = ["", "x", "_", "9", "é", " ", ".", "\n", "(", "x_9é"]
+    texts = [b + w + a for w, b, a in itertools.product(words, befores, ["", "d", " ", "\n"])]
+    texts += ["".join(b + w for b in befores) for w in words]   # failing hits before a good one
+    texts += [(OK + KERNEL).replace("threadIdx", "xthreadIdx"), OK + KERNEL]
+    for p, t in itertools.product(patterns, texts):
+        want, got = re.search(p, t), sc._search(p, t)
+        assert (want and (want.span(), want.group(0))) == (got and (got.span(), got.group(0))), (p, t)

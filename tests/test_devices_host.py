@@ -31,8 +31,10 @@ def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     assert python.count("current_device()") == 1 and "set_device(" not in python
     assert ("return _NO_GUARD if device.index == torch.cuda.current_device() else torch.cuda.device(device)"
             in python)
-    # the forward's workspace size (split-K depends on the SM count), the forward and backward calls
-    assert python.count("with _on(x.device):") == 3
+    # the forward and backward calls; the forward's workspace size (split-K depends on the SM
+    # count), asked once per shape and device, on x's device
+    assert python.count("with _on(x.device):") == 2
+    assert python.count("with _on(device):") == 1 and "_workspace_floats(library, part, x.device, M, N, K)" in python
     assert "_build(x.device, x.dtype)" in python and "_build(x.device)" in python
     assert "torch.cuda.current_stream(x.device)" in python
     assert "torch.cuda.current_stream()" not in python
@@ -81,7 +83,7 @@ def test_sync_batchnorm_of_one_process_is_batchnorm(emitted, monkeypatch):
     model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(emitted.ModelNew(*emitted.init_args()))
     x = torch.randn(8, 512)
     args = emitted.module._batchnorm_args(model.bn, x, 512, "bn")   # no process group
-    assert args["training"] == 1 and int(model.bn.num_batches_tracked) == 1
+    assert args["training"] == 1
     _pretend_world(monkeypatch, 1)
     assert emitted.module._batchnorm_args(model.bn, x, 512, "bn")["training"] == 1
 
@@ -91,3 +93,24 @@ def test_plain_batchnorm_under_a_process_group_is_per_process(emitted, monkeypat
     model = emitted.ModelNew(*emitted.init_args())
     _pretend_world(monkeypatch, 2)
     assert emitted.module._batchnorm_args(model.bn, torch.randn(8, 512), 512, "bn")["training"] == 1
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_a_training_forward_counts_its_batch_once(emitted, momentum):
+    """num_batches_tracked goes up by one per training forward, as nn.BatchNorm1d's: before the
+    kernels launch where they average over it (momentum None), after their launch otherwise
+    (_store_running_stats: off the host's path before the launch); not in eval mode."""
+    model = emitted.ModelNew(*emitted.init_args())
+    bn, m = model.bn, emitted.module
+    bn.momentum = momentum
+    x = torch.randn(8, 512)
+    for step in (1, 2):
+        args = m._batchnorm_args(bn, x, 512, "bn")
+        assert int(bn.num_batches_tracked) == (step if momentum is None else step - 1)
+        assert args["cumulative"] == int(momentum is None)
+        m._store_running_stats(bn, args, bn.running_mean.clone(), bn.running_var.clone())
+        assert int(bn.num_batches_tracked) == step
+    bn.eval()
+    args = m._batchnorm_args(bn, x, 512, "bn")
+    m._store_running_stats(bn, args, bn.running_mean.clone(), bn.running_var.clone())
+    assert int(bn.num_batches_tracked) == 2

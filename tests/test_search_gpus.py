@@ -771,3 +771,11 @@ def test_two_files_of_one_name_are_never_searched_at_once(tmp_path, monkeypatch)
     for name, records in by_name.items():
         (a, b), = [records]
         assert a["end"] <= b["start"] or b["end"] <= a["start"], f"two {name} searched at once"
+
+
+def test_the_several_files_module_imports_no_torch():
+    """kgen.tune.several runs no torch (its searches are subprocesses): importing it stays
+    light, which the interrupted-parent tests above rely on for their time."""
+    code = "import sys, kgen.tune.several; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stdout + out.stderr

@@ -31,6 +31,7 @@ from typing import Callable
 from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
 from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES
+from kgen.tune.several import host_gpu
 from kgen.tune.spec import WGMMA_ARCH, Spec, SpecError, Tile, Variant, Workload, kgen_source_digest
 from kgen.tune.worker import COMPARE_PREFIX, RESULT_PREFIX, RUNOFF_PREFIX
 
@@ -447,16 +448,6 @@ def gpu_env(gpus: list[int] | None, gpu: int | None) -> dict | None:
     if gpu is None or (gpus in (None, [0]) and gpu == 0):
         return None
     return dict(os.environ, CUDA_VISIBLE_DEVICES=host_gpu(gpu))
-
-
-def host_gpu(gpu: int) -> str:
-    """How the host names GPU `gpu` of this process: through this process's CUDA_VISIBLE_DEVICES
-    where it has one (an index or a UUID, as written there), else the index itself. A record says
-    this, so that a search run with CUDA_VISIBLE_DEVICES=1 (one of several run at once) names
-    the GPU that measured it."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    tokens = [t.strip() for t in visible.split(",")] if visible is not None else None
-    return tokens[gpu] if tokens is not None and gpu < len(tokens) else str(gpu)
 
 
 def dtype_args(dtype: str) -> list[str]:

@@ -25,7 +25,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from kgen.tune.search import host_gpu
+
+def host_gpu(gpu: int) -> str:
+    """How the host names GPU `gpu` of this process: through this process's CUDA_VISIBLE_DEVICES
+    where it has one (an index or a UUID, as written there), else the index itself. A record says
+    this, so that a search run with CUDA_VISIBLE_DEVICES=1 (one of several run at once) names
+    the GPU that measured it. (Here, not in search.py: a parent searching several files needs
+    no torch.)"""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    tokens = [t.strip() for t in visible.split(",")] if visible is not None else None
+    return tokens[gpu] if tokens is not None and gpu < len(tokens) else str(gpu)
 
 
 def gpu_groups(gpus: list[int], files: int) -> list[list[int]]:

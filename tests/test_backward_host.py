@@ -21,6 +21,7 @@ from kgen.lower import backward
 from kgen.lower.forward import lower
 from kgen.frontend.problems import graph, load
 
+import host_builds
 from conftest import SYNTHESIZED_REFS, module_source
 from test_backward_gpu import ROW_PARAMETERS
 
@@ -196,8 +197,7 @@ def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4):
     low = lower(graph(ref, M, N, N).parts[0], False, False)
     source = SHIMS.replace("@KERNEL_DECLARATIONS@", kernel_declarations()) + backward.backward_struct(low).split("// (not used: no BatchNorm)")[0] + MAIN
     (tmp_path / "rows.cpp").write_text(source)
-    build = subprocess.run([GXX, "-std=c++20", "-O1", "-pthread", "-o", str(tmp_path / "rows"), str(tmp_path / "rows.cpp")],
-                           capture_output=True, text=True, timeout=120)
+    build = host_builds.build(tmp_path / "rows.cpp", tmp_path / "rows")
     assert build.returncode == 0, build.stderr[-3000:]
     reference = load(ref, M, N, N)
     torch.manual_seed(0)

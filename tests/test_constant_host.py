@@ -18,6 +18,7 @@ from kgen.frontend.problems import graph, load
 from kgen.lower.forward import constant_reads_struct, lower
 from kgen.tune.spec import Spec
 
+import host_builds
 from conftest import nvcc_prefetch
 from nvcc_jobs import SM90A, report_job
 
@@ -131,8 +132,7 @@ def binaries(tmp_path_factory):
         source = (SHIMS + KERNELS + "namespace kgen_cfg {\n" + _reads_struct(8) + "\n}\n"
                   + MAIN.replace("@ELEM@", elem))
         (d / f"{elem}.cpp").write_text(source)
-        build = subprocess.run([GXX, "-std=c++20", "-O1", "-pthread", "-o", str(d / elem), str(d / f"{elem}.cpp")],
-                               capture_output=True, text=True, timeout=120)
+        build = host_builds.build(d / f"{elem}.cpp", d / elem)
         assert build.returncode == 0, build.stderr[-3000:]
         out[elem] = d / elem
     return out

@@ -162,6 +162,8 @@ def kernel_declarations() -> str:
     common = (KERNELS / "common.cuh").read_text()
     sizes = (KERNELS / "backward.cuh").read_text()
     return "\n".join([re.search(r"constexpr int kMaxOperands = \d+;", common).group(0),
+                      "using Param = float;   // the fp32 build's (the backward runs in fp32 builds only)",
+                      "inline float as_float(float v) { return v; }",
                       re.search(r"struct EpilogueParams \{.*?\n\};", common, re.S).group(0),
                       *re.findall(r"constexpr int kBackward\w+ = \d+;", common + sizes)])
 

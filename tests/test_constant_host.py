@@ -64,7 +64,9 @@ inline int __syncthreads_or(int p) {
 }
 namespace kgen {
 constexpr int kMaxOperands = 16;
-struct EpilogueParams { const float* operand[kMaxOperands]; int N; };
+using Param = float;   // the fp32 build's (common.cuh)
+inline float as_float(float v) { return v; }
+struct EpilogueParams { const Param* operand[kMaxOperands]; int N; };
 }
 """
 

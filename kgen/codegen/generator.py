@@ -44,14 +44,14 @@ BASE_ARGS = (
     ("z_out", "float*"),
 )
 BATCHNORM_ARGS = (
-    ("gamma", "const float*"), ("beta", "const float*"), ("running_mean", "float*"),
-    ("running_var", "float*"), ("num_batches_tracked", "const long long*"), ("momentum", "float"),
+    ("gamma", f"const {OPERAND_CTYPE}*"), ("beta", f"const {OPERAND_CTYPE}*"), ("running_mean", f"{OPERAND_CTYPE}*"),
+    ("running_var", f"{OPERAND_CTYPE}*"), ("num_batches_tracked", "const long long*"), ("momentum", "float"),
     ("cumulative", "int"), ("eps", "float"),
 )
 
 
 def forward_args(lowered: Lowered) -> list[tuple[str, str]]:
-    args = list(BASE_ARGS) + [(f"operand{k}", "const float*") for k in range(len(lowered.operands))]
+    args = list(BASE_ARGS) + [(f"operand{k}", f"const {OPERAND_CTYPE}*") for k in range(len(lowered.operands))]
     return args + (list(BATCHNORM_ARGS) if lowered.batchnorm else [])
 
 
@@ -74,7 +74,7 @@ BACKWARD_BASE_ARGS = (
 
 
 def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
-    return list(BACKWARD_BASE_ARGS) + [(f"operand{k}", "const float*") for k in range(len(lowered.operands))]
+    return list(BACKWARD_BASE_ARGS) + [(f"operand{k}", f"const {OPERAND_CTYPE}*") for k in range(len(lowered.operands))]
 
 
 def op_part(lowered: Lowered) -> dict:

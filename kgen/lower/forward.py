@@ -124,7 +124,7 @@ class Emitter:
             index = "n" if n.level == "col" else "0"
             if n.level == "col" and not self.element:
                 raise AssertionError("a per-column value in a per-row context")
-            expr = f"p.operand[{self.operands[n.attrs['path']]}][{index}]"
+            expr = f"kgen::as_float(p.operand[{self.operands[n.attrs['path']]}][{index}])"
         elif n.kind == "mask":
             # Dropout's mask * scale, [M][N] row-major (training mode); nullptr in eval mode,
             # where the dropout is the identity (v * 1.f is v, infinities and NaN included).
@@ -133,7 +133,7 @@ class Emitter:
             if not self.element:
                 raise AssertionError("a per-element value in a per-row context")
             k = self.operands[n.attrs["path"]]
-            expr = (f"(p.operand[{k}] != nullptr ? __ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n) "
+            expr = (f"(p.operand[{k}] != nullptr ? kgen::as_float(__ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n)) "
                     ": 1.f)")
         elif n.kind == "input":
             raise AssertionError("the module's input is read in the broadcast tail only")
@@ -742,7 +742,7 @@ def constant_reads_struct(graph: Graph, output: Node, operands: dict[str, int]) 
             largest = max(largest, _numel(n.attrs["shape"]))
             count = str(_numel(n.attrs["shape"]))
         loops.append(f"    for (long long i = first; i < {count}; i += step) "
-                     f"bad |= kgen::is_nonfinite(p.operand[{operands[path]}][i]);  // {path} ({n.level})")
+                     f"bad |= kgen::is_nonfinite(kgen::as_float(p.operand[{operands[path]}][i]));  // {path} ({n.level})")
     reads = (["x's row m (that row)", "W (every row)"] if attrs["reads_gemm"] else []) + \
         [f"{p} (every row)" for p in attrs["reads"]]
     return "\n".join([
@@ -851,10 +851,8 @@ class TailValues:
             return ops.cuda_float(n.attrs["value"])
         if i == self.core:
             expr = f"t[{self.offset(self.leaf_shape(n))}]"
-        elif n.kind == "param":
-            expr = f"p.operand[{self.operands[n.attrs['path']]}][{self.offset(self.leaf_shape(n))}]"
-        elif n.kind == "input":   # the module's input (M, K), row-major
-            expr = f"p.operand[{self.operands[n.attrs['path']]}][{self.offset(self.leaf_shape(n))}]"
+        elif n.kind in ("param", "input"):   # the module's input: (M, K), row-major
+            expr = f"kgen::as_float(p.operand[{self.operands[n.attrs['path']]}][{self.offset(self.leaf_shape(n))}])"
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
         self.names[i] = f"v{i}"

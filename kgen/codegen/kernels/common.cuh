@@ -65,6 +65,26 @@ struct EpilogueStore<EPI, std::void_t<typename EPI::Store>> {
 // ties the two).
 constexpr int kMaxOperands = 16;
 
+// The module's dtype (the build's -DKGEN_OPERAND; kernel.cu.j2): its parameters, buffers,
+// Dropout's mask and its input are read in it, and BatchNorm's running buffers updated in it,
+// so a 16-bit module's go to the kernels as they are, with no conversion kernels (and no host
+// time) before the launch. Every value is computed with in fp32 (as_float).
+#ifndef KGEN_OPERAND
+#define KGEN_OPERAND float
+#endif
+using Param = KGEN_OPERAND;
+__device__ __forceinline__ float as_float(float v) { return v; }
+// *dst = v rounded to the buffer's dtype (to nearest even, as torch's stores round).
+__device__ __forceinline__ void store_as(float* dst, float v) { *dst = v; }
+#ifdef __CUDA_BF16_TYPES_EXIST__
+__device__ __forceinline__ float as_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ void store_as(__nv_bfloat16* dst, float v) { *dst = __float2bfloat16_rn(v); }
+#endif
+#ifdef __CUDA_FP16_TYPES_EXIST__
+__device__ __forceinline__ float as_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ void store_as(__half* dst, float v) { *dst = __float2half_rn(v); }
+#endif
+
 struct EpilogueParams {
   float* z;                              // [M][N] row-major output of the stage
   float* part_mean;                      // [ceil(M / BM)][N] per-(m-tile, column) mean (kColStats)
@@ -77,8 +97,8 @@ struct EpilogueParams {
   const float* col_ct;
   // Per-column [N] or one-element parameters, a parameter of another shape (the broadcast tail),
   // or a per-element [M][N] row-major value (Dropout's mask; nullptr in eval mode), or the
-  // module's input [M][K] (the tail).
-  const float* operand[kMaxOperands];
+  // module's input [M][K] (the tail); in the module's dtype, read through as_float.
+  const Param* operand[kMaxOperands];
   int N;                                 // columns of z: the row stride of a per-element operand
   // The staged backward's BatchNorm (kernels/backward.cuh), per column: x̂ = bn_xa * S + bn_xc for
   // S the root of BatchNorm's input, bn_gi = γ / σ, and the batch sums of the output's gradient

@@ -49,10 +49,12 @@ struct FinalizeArgs {
   const float* part_m2;    // [tiles][N]
   int rows_per_tile;       // every tile but the last holds this many rows
   int M, N;
-  const float* gamma;      // [N], nullptr when BatchNorm has no affine weight
-  const float* beta;       // [N], nullptr when BatchNorm has no affine bias
-  float* running_mean;     // [N], nullptr: no running statistics to update (or read)
-  float* running_var;      // [N]
+  // BatchNorm's parameters and running buffers, in the module's dtype (Param): a 16-bit
+  // module's running statistics are computed in fp32 and stored rounded, as torch's are.
+  const Param* gamma;      // [N], nullptr when BatchNorm has no affine weight
+  const Param* beta;       // [N], nullptr when BatchNorm has no affine bias
+  Param* running_mean;     // [N], nullptr: no running statistics to update (or read)
+  Param* running_var;      // [N]
   const long long* num_batches_tracked;  // already incremented for this call
   float momentum;
   bool cumulative;         // momentum=None: factor 1/num_batches_tracked
@@ -83,8 +85,8 @@ template <class BnInput>
 __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= f.N) return;
-  const float g = f.gamma != nullptr ? f.gamma[n] : 1.f;
-  const float be = f.beta != nullptr ? f.beta[n] : 0.f;
+  const float g = f.gamma != nullptr ? as_float(f.gamma[n]) : 1.f;
+  const float be = f.beta != nullptr ? as_float(f.beta[n]) : 0.f;
   float scale, shift;
   BnInput::affine(n, p, scale, shift);
   float centre, var, mean_t;  // centre: mean_t - shift
@@ -123,13 +125,13 @@ __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
       const float factor =
           f.cumulative ? 1.0f / static_cast<float>(*f.num_batches_tracked) : f.momentum;
       const float unbiased = f.M > 1 ? var * (static_cast<float>(f.M) / (f.M - 1)) : var;
-      f.running_mean[n] = (1.f - factor) * f.running_mean[n] + factor * mean_t;
-      f.running_var[n] = (1.f - factor) * f.running_var[n] + factor * unbiased;
+      store_as(&f.running_mean[n], (1.f - factor) * as_float(f.running_mean[n]) + factor * mean_t);
+      store_as(&f.running_var[n], (1.f - factor) * as_float(f.running_var[n]) + factor * unbiased);
     }
   } else {
-    mean_t = f.running_mean[n];
+    mean_t = as_float(f.running_mean[n]);
     centre = mean_t - shift;
-    var = f.running_var[n];
+    var = as_float(f.running_var[n]);
   }
   const float a = g / sqrtf(var + f.eps);
   f.col_a[n] = a * scale;

@@ -2,7 +2,10 @@
 one process (so the ratios share one eager measurement; each file runs right after eager), with
 each file's error vs fp64.
 
-    PYTHONPATH=. python3 scripts/compare_forward.py REF.py FILE.py [FILE.py ...]
+    PYTHONPATH=. python3 scripts/compare_forward.py REF.py FILE.py [FILE.py ...] [--dtype bf16|fp16]
+
+--dtype runs the modules and the input in that dtype (module.to(dtype), as KernelBench's eval at
+that precision); eager is timed in it too, the error is still against the fp64 module.
 
 Each FILE is exec'd as KernelBench does (its ModelNew and get_init_inputs); the files may come
 from different kgen versions (an older commit's winners: what "no slower than before" means).
@@ -24,7 +27,10 @@ def load(path):
     return ns
 
 
-def main(ref_path, *files):
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def main(ref_path, *files, dtype="fp32"):
     device = torch.device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     loaded = [load(f) for f in files]
@@ -42,8 +48,14 @@ def main(ref_path, *files):
     errors = []
     for new in news:
         new.load_state_dict(model.state_dict())
+    model, news = model.to(DTYPES[dtype]), [new.to(DTYPES[dtype]) for new in news]
+    x = x.to(DTYPES[dtype])
+    x64 = x.double()   # the input the modules get, exactly
+    with torch.no_grad():
+        eager_error = (model(x).double() - model64(x64)).abs().max().item()
+    for new in news:
         with torch.no_grad():
-            errors.append((new(x).double() - model64(x.double())).abs().max().item())
+            errors.append((new(x).double() - model64(x64)).abs().max().item())
     rounds = {name: [] for name in ["eager", *files]}
     for r in range(ROUNDS):
         # Each file is timed right after an eager run, and the files' order alternates from
@@ -54,7 +66,7 @@ def main(ref_path, *files):
             rounds["eager"].append(time_calls(model, x, 30).median_ms)
             rounds[f].append(time_calls(new, x, 30).median_ms)
     eager = statistics.median(rounds["eager"])
-    print(f"{torch.cuda.get_device_name(device)}; {ref_path} input {tuple(x.shape)}: eager fp32 {eager:.3f} ms")
+    print(f"{torch.cuda.get_device_name(device)}; {ref_path} input {tuple(x.shape)}: eager {dtype} {eager:.3f} ms, err {eager_error:.2e}")
     for f, err in zip(files, errors):
         ms = statistics.median(rounds[f])
         rounds_text = " ".join(f"{t:.3f}" for t in rounds[f])
@@ -63,4 +75,10 @@ def main(ref_path, *files):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    args = sys.argv[1:]
+    dtype = "fp32"
+    if "--dtype" in args:
+        at = args.index("--dtype")
+        dtype = args[at + 1]
+        del args[at:at + 2]
+    main(*args, dtype=dtype)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kgen.frontend.problems import load
 from kgen.frontend.reference import shipped_names
-from kgen.tune.configs import (DEFAULT_ARCH, FUSED_STATS_MIN_BATCH, PRECISION_TOLERANCES, RULE_TILES, TYPICAL_SMS,
+from kgen.tune.configs import (DEFAULT_ARCH, PRECISION_TOLERANCES, fused_stats_min_batch, RULE_TILES, TYPICAL_SMS,
                                fastest_family, precision_name)
 from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Tile, Variant, Workload, arch_for_capability, gemm_family
 
@@ -163,13 +163,15 @@ def _tiles_for(tile: Tile, batch: int, out_features: int) -> int:
 
 
 def shape_rule(problem: str, batch: int, in_features: int, out_features: int, target: Target,
-               backend: str, math: str, fusion: int | None = None, constants: tuple = ()) -> tuple[Spec, str]:
+               backend: str, math: str, fusion: int | None = None, constants: tuple = (),
+               dtype: str = "fp32") -> tuple[Spec, str]:
     """The spec of a kgen GEMM family with tiles chosen by the shape: the largest tile of the
     family's list that the target admits and that still gives (nearly: FILL_FRACTION) every SM a tile; a shape too small
-    for that takes the tile that gives the most. Fusion by the batch unless given."""
+    for that takes the tile that gives the most. Fusion by the batch (and the module's dtype)
+    unless given."""
     family = gemm_family(backend, math)
     tiles = RULE_TILES[family]
-    fusion = fusion or (2 if batch >= FUSED_STATS_MIN_BATCH else 1)
+    fusion = fusion or (2 if batch >= fused_stats_min_batch(dtype) else 1)
     workload = Workload(problem, batch, in_features, out_features, constants)
     valid, refusals = [], []
     for tile in tiles:
@@ -221,14 +223,22 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
             numbers = (f": {ms:.3f} ms, {ratio:.3f}x eager {searched} on {measured.get('device')}"
                        if ms and ratio else "")
             which = "fp32-accurate winner" if searched == "fp32" else f"winner in {searched}"
-            return (spec, f"the {which} of an earlier search ({path}){numbers}",
-                    dict(measured, search_record=str(path)))
+            why = f"the {which} of an earlier search ({path}){numbers}"
+            fusion = 2 if batch >= fused_stats_min_batch(dtype) else 1
+            if searched != dtype and spec.fusion != fusion:
+                # The fp32 search measured its fusion level in fp32; a 16-bit module's follows the
+                # rule measured in 16 bits.
+                spec = Spec(spec.workload, dataclasses.replace(spec.variant, fusion=fusion))
+                why += (f"; fusion {fusion} for a {dtype} module at batch {batch} (the rule's, measured in 16 "
+                        "bits; this variant itself unmeasured)")
+                return spec, why, None
+            return spec, why, dict(measured, search_record=str(path))
     from kgen.frontend.problems import graph
     from kgen.ir.rewrite import row_sum_of_gemm, simplify
 
     backend, math = fastest_family(target.arch)
     spec, why = shape_rule(problem, batch, in_features, out_features, target, backend, math,
-                           constants=constants)
+                           constants=constants, dtype=dtype)
     family = "warp-specialized wgmma GEMM" if backend == "wgmma" else "mma.sync GEMM"
     # The matrix-vector rewrite changes the rounding (where eager fp32 is itself far from the
     # exact sums, KernelBench's comparison with eager can fail it: KernelBench 14), so only a
@@ -238,4 +248,4 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
                                                            constants))[0]) is not None else "")
     return spec, (f"{passed_over or 'no earlier search for this shape and target'}, so the fastest "
                   f"fp32-accurate family for {target.arch}, kgen's 3xTF32 {family}; {why} (fusion 2 "
-                  f"from batch {FUSED_STATS_MIN_BATCH}){rewrite}"), None
+                  f"from batch {fused_stats_min_batch(dtype)} in {dtype}){rewrite}"), None

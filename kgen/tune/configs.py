@@ -27,6 +27,15 @@ RULE_TILES = {"wgmma": RULE_WGMMA_TF32X3_TILES, "mma": RULE_MMA_TF32X3_TILES, "s
 # Fusion: the fused statistics epilogue lengthens every GEMM tile, a separate statistics kernel
 # costs a read of z. Measured (docs/perf.md): fusion 1 wins at batch 1024, fusion 2 at 16384.
 FUSED_STATS_MIN_BATCH = 4096
+# A bf16 / fp16 module's GEMM is several times faster, and the statistics kernel's read of S (in
+# fp32) a larger share: fusion 2 wins at batch 1024 (docs/perf.md, session 12: KernelBench 33, 84,
+# 97 in bf16, 0.256 / 0.261 / 0.252 ms against 0.269 / 0.272 / 0.265).
+FUSED_STATS_MIN_BATCH_16BIT = 1024
+
+
+def fused_stats_min_batch(dtype: str) -> int:
+    """The batch from which the rule fuses the statistics into the GEMM, for a module in `dtype`."""
+    return FUSED_STATS_MIN_BATCH if dtype == "fp32" else FUSED_STATS_MIN_BATCH_16BIT
 
 
 def fastest_family(arch: str) -> tuple[str, str]:

@@ -198,8 +198,12 @@ OUTPUT_TYPE_CASES = {
     "gemm_maxpool_sum_scale": [(1, False)],      # an (M,) output: S was in the workspace already
     "gemm_groupnorm_min_bias": [(0, False)],     # a broadcast tail: fp32
     "gemm_max_sub_gelu": [(0, False)],           # a constant: fp32
-    "gemm_sigmoid_gemm_lse": [(1, False), (1, False)],  # a chain: point-wise, then an (M,) output
+    # A chain at fusion 0 (OUTPUT_TYPE_FUSION): the first part's sigmoid in a point-wise kernel
+    # of its own, which reads S from the workspace; then an (M,) output.
+    "gemm_sigmoid_gemm_lse": [(1, True), (1, False)],
 }
+# Fusion 2 (the statistics from the GEMM's registers, the heaviest epilogue) but where named.
+OUTPUT_TYPE_FUSION = {"gemm_sigmoid_gemm_lse": 0}
 ENTRY_MAIN = r"""
 #include <cstdio>
 int main() {
@@ -234,7 +238,7 @@ def output_type_jobs(ref: str) -> dict:
     M, N, K = ENTRY_SHAPE
     out = 1536 if ref == "gemm_groupnorm_min_bias" else N   # GroupNorm(512)
     spec = Spec.of(str(ROOT / "tests" / "refs" / f"{ref}.py"), M, K, out, math="tf32x3", backend="wgmma",
-                   fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
+                   fusion=OUTPUT_TYPE_FUSION.get(ref, 2), tile=Tile(128, 128, 32, 16, 128, stages=4))
     parts = len(OUTPUT_TYPE_CASES[ref])
     cases = "\n".join(f"      case {k}: typed = kgen_output_is_operand_typed_{k}(); "
                       f"floats = kgen_workspace_floats_{k}({M}, {N}, {K}); break;" for k in range(parts))

@@ -421,20 +421,22 @@ def half_gemm_type(spec: Spec) -> str | None:
 
 def lowered(spec: Spec) -> Lowered:
     """The spec's module (its last GEMM part), lowered for its variant (fusion 2 fuses
-    BatchNorm's partials into the GEMM epilogue; a cuBLAS GEMM never does)."""
+    BatchNorm's partials into the GEMM epilogue, a cuBLAS GEMM never does; fusion 0 runs a
+    point-wise chain after the Linear's output in a kernel of its own)."""
     return lowered_parts(spec)[-1]
 
 
 def lowered_parts(spec: Spec) -> list[Lowered]:
     """Each GEMM part of the spec's module, first to last, lowered for its variant (the same
     GEMM variant for every part)."""
-    return [_lowered(part, spec.fusion == 2, spec.family == "cublas", spec.family == "gemv", spec.eager_gemm)
+    return [_lowered(part, spec.fusion == 2, spec.family == "cublas", spec.family == "gemv", spec.eager_gemm,
+                     spec.fusion == 0)
             for part in spec.graph().parts]
 
 
 @functools.lru_cache(maxsize=256)
-def _lowered(graph, fused: bool, external: bool, gemv: bool, eager_gemm: bool) -> Lowered:
-    return lower(graph, fused, external, gemv, eager_gemm)
+def _lowered(graph, fused: bool, external: bool, gemv: bool, eager_gemm: bool, defer_chain: bool) -> Lowered:
+    return lower(graph, fused, external, gemv, eager_gemm, defer_chain)
 
 
 def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
@@ -544,9 +546,15 @@ def describe_variant(spec: Spec) -> list[str]:
                 f"producer warpgroup feeds {spec.tile.bm // 64} consumer warpgroup(s))")
     else:
         gemm = f"kgen tensor-core GEMM (mma.sync, {spec.math})"
-    # The fusion level places BatchNorm's column statistics; a module without a BatchNorm has
-    # none, and both levels are the same code (its stages are listed below).
-    if any(low.batchnorm for low in lowered_parts(spec)):
+    # The fusion level places BatchNorm's column statistics (1, 2) or a point-wise chain (0); a
+    # module without the one or the other has the same code at either level (its stages are
+    # listed below).
+    parts = lowered_parts(spec)
+    if spec.fusion == 0:
+        fusion = (f"fusion 0: {FUSION_LEVELS[0]}" if any(low.deferred_chain for low in parts) else
+                  "fusion 0: no point-wise chain after the Linear to take out of the GEMM's epilogue "
+                  "(the code of fusion 1)")
+    elif any(low.batchnorm for low in parts):
         fusion = f"fusion {spec.fusion}: {FUSION_LEVELS[spec.fusion]}"
     else:
         fusion = f"fusion {spec.fusion}: no BatchNorm, so no column statistics to place (both levels are this code)"

@@ -285,6 +285,7 @@ class Lowered:
     traced: Graph | None = None  # the graph as traced (graph is its core, simplified)
     constant: float | None = None  # the output is this constant (rewrites made it): no GEMM
     eager_sums: bool = False    # its row sums run in eager's order (kernels/eager_sum.cuh)
+    deferred_chain: bool = False  # fusion 0 applied: the chain after the Linear in stage 2
 
     @property
     def output_shape(self) -> tuple | None:
@@ -660,12 +661,16 @@ def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
 
 
 def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: bool,
-          eager_sums: bool = False) -> StagePlan:
+          eager_sums: bool = False, deferred: int | None = None) -> StagePlan:
+    """`deferred`: the node stage 1 stores where the point-wise chain after it runs in a kernel
+    of its own (fusion 0: deferred_store), else None."""
     bns = graph.batchnorms
     bn_ready = not (training and bns)
     stage1 = _stage1_nodes(graph, bn_ready)
     has_rows = any(n.kind in ROW_KINDS for n in graph.live())
-    if training and bns:
+    if deferred is not None:
+        candidates = [deferred]
+    elif training and bns:
         (bn,) = bns
         stored, _ = bn_input_affine(graph, bn)
         if stored not in stage1:
@@ -699,6 +704,44 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
                       "from what the GEMM stage stores")
 
 
+# CUDA's accurate math functions: tens of instructions each, the costly part of a chain.
+_MATH_CALL = re.compile(r"\b(?:expf|expm1f|exp2f|logf|log1pf|log2f|tanhf|erff|erfcf|powf|sinf|cosf|atanf)\(")
+
+
+def deferred_store(graph: Graph) -> int | None:
+    """Fusion 0: the node stage 1 stores where the GEMM's epilogue stops at the Linear's output
+    (z + bias) and a point-wise kernel of its own applies the chain after it; None where the
+    part's chain is not a point-wise one (BatchNorm, a row reduction) or is the Linear alone.
+    The GEMM's epilogue runs on its consumer warps only, after the mainloop, unoverlapped: a
+    chain of accurate exp / log / erf / tanh there costs more than the point-wise kernel's read
+    and write of the output at full occupancy (docs/perf.md, session 12). `graph`: simplified,
+    its broadcast tail split off."""
+    if graph.batchnorms or any(n.kind in ROW_KINDS for n in graph.live()):
+        return None
+    stage1 = _stage1_nodes(graph, True)
+    stored = linear_output(graph)
+    if graph.output not in stage1 or stored not in stage1 or stored == graph.output:
+        return None
+    return stored
+
+
+def chain_math_calls(graph: Graph) -> int:
+    """The accurate math functions (exp, log, erf, tanh, ...) the point-wise chain after the
+    Linear's output calls per element, from the op table's CUDA: what fusion 0 takes out of the
+    GEMM's epilogue (0 where deferred_store finds no such chain)."""
+    stored = deferred_store(graph)
+    if stored is None:
+        return 0
+    after, live = {stored}, {n.id for n in graph.live()}
+    calls = 0
+    for n in graph.nodes:
+        if n.id in live and n.id not in after and any(a in after for a in n.args):
+            after.add(n.id)
+            if n.op:
+                calls += len(_MATH_CALL.findall(ops.cuda_expr(n.op, [f"a{i}" for i in range(len(n.args))], n.attrs)))
+    return calls
+
+
 def _gemv_rows_struct(graph: Graph, operands: dict, reduce: Node) -> str:
     """struct GemvRows: from a row's sum (the matrix-vector product plus the shifts) to the
     row's output, through the row-level ops after the reduction."""
@@ -717,6 +760,9 @@ struct GemvRows {{
 
 
 CORE_LEVELS = ("tile", "row", "rowflat", "pooled")
+# The epilogue of the forward that keeps z for a point-wise backward (kernels/entry_backward.cuh)
+# where stage 1's epilogue is the whole chain.
+KEEP_Z_IS_EVAL = "using KeepZEpilogue = EvalEpilogue;  // the forward keeping z: the whole chain"
 GEMV_ROWS_STUB = ("struct GemvRows {  // (not used: no matrix-vector rewrite)\n  __device__ static "
                   "__forceinline__ float finish(float sum, int, const kgen::EpilogueParams&) { return sum; }\n};")
 
@@ -899,9 +945,11 @@ struct Tail {{
 
 
 def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = False,
-          eager_order: bool = False) -> Lowered:
+          eager_order: bool = False, defer_chain: bool = False) -> Lowered:
     """`fused_stats`: BatchNorm's column partials in the GEMM epilogue (fusion 2), else in a
-    separate kernel; `external_gemm`: cuBLAS computes z, stage 1's epilogue runs as a point-wise
+    separate kernel; `defer_chain` (fusion 0): the point-wise chain after the Linear's output in
+    a kernel of its own where the part has such a chain and no broadcast tail (deferred_store),
+    else as fusion 1; `external_gemm`: cuBLAS computes z, stage 1's epilogue runs as a point-wise
     pass over it (and never fuses the partials); `gemv`: the row sum of the GEMM output as a
     matrix-vector product (rewrite.row_sum_of_gemm must apply); `eager_order`: the GEMM is the
     one eager calls (cuBLAS in fp32), so row sums follow eager's order too (eager_sum.cuh). The exact rewrites of
@@ -932,7 +980,7 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                              _epilogue_struct(name, graph, operands, graph.gemm.id, True, False),
                              _stage2_struct(name, STAGE2_NONE, None, None)) for name in ("Train", "Eval")]
         structs = [_bn_input_struct(graph, operands), trivial[0].epilogue_cuda, trivial[0].stage2_cuda,
-                   trivial[1].epilogue_cuda, trivial[1].stage2_cuda]
+                   trivial[1].epilogue_cuda, trivial[1].stage2_cuda, KEEP_Z_IS_EVAL]
     if output.kind == "const":
         if bns:
             raise Unsupported(f"line {output.line}: the output is a constant, but BatchNorm1d "
@@ -963,14 +1011,22 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                        "\n\n".join(structs), rewrites, gemv=True, tail=tail, traced=traced)
     fused = fused_stats and not external_gemm
     eager_sums = eager_order and any(is_torch_sum(n) for n in live)
-    train = _plan("Train", graph, operands, True, fused, eager_sums)
-    evaluation = _plan("Eval", graph, operands, False, fused, eager_sums)
+    deferred = deferred_store(graph) if defer_chain and not tail and not external_gemm else None
+    train = _plan("Train", graph, operands, True, fused, eager_sums, deferred)
+    evaluation = _plan("Eval", graph, operands, False, fused, eager_sums, deferred)
     # BnInput first: an epilogue that takes BatchNorm's statistics asks it for their value (stat).
     structs = [_bn_input_struct(graph, operands), train.epilogue_cuda, train.stage2_cuda,
                evaluation.epilogue_cuda, evaluation.stage2_cuda]
+    # The epilogue of the forward that keeps z for a point-wise backward (kernels/
+    # entry_backward.cuh): the whole chain, the output made in one pass with z kept beside it.
+    if deferred is None:
+        structs.append(KEEP_Z_IS_EVAL)
+    else:
+        structs.append("// The whole chain, for the forward that keeps z (its stage-2 kernel is for the others).\n"
+                       + _epilogue_struct("KeepZ", graph, operands, graph.output, True, False))
     # Structs the forward pass names whichever path it takes.
     structs += [_affine_struct("GemvAffine", "(not used: no matrix-vector rewrite)", graph, operands, []),
                 GEMV_ROWS_STUB, _tail_struct(traced, operands, tail, core), CONSTANT_READS_STUB]
     return Lowered(graph, params, bns[0].attrs["module"] if bns else None, graph.output_level(),
                    train, evaluation, "\n\n".join(structs), rewrites, tail=tail, traced=traced,
-                   eager_sums=eager_sums)
+                   eager_sums=eager_sums, deferred_chain=deferred is not None)

@@ -162,6 +162,30 @@ def _tiles_for(tile: Tile, batch: int, out_features: int) -> int:
     return -(-batch // tile.bm) * -(-out_features // tile.bn)
 
 
+def rule_fusion(workload: Workload, dtype: str = "fp32") -> tuple[int, str]:
+    """The rule's fusion level for a module in `dtype`, and why. A BatchNorm module fuses its
+    statistics into the GEMM from a batch that depends on the dtype (fused_stats_min_batch). A
+    bf16 / fp16 module whose chain after the Linear calls exp / log / erf / tanh runs that chain
+    in a kernel of its own (fusion 0): measured on the H100 (docs/perf.md, session 12), in bf16
+    at KernelBench's shapes it saved 2-37 % on all eight such modules (29: 0.392 -> 0.248 ms) and
+    cost 5 % on a chain without such calls (12); in fp32 it changed nothing beyond the noise
+    (the 3xTF32 mainloop is ~6x longer), so fp32 keeps the chain in the epilogue."""
+    from kgen.ir import rewrite
+    from kgen.lower.forward import chain_math_calls, split_tail
+
+    parts = workload.graph().parts
+    fused_from = fused_stats_min_batch(dtype)
+    if any(part.batchnorms for part in parts):
+        fusion = 2 if workload.batch >= fused_from else 1
+        return fusion, f"fusion {fusion} (BatchNorm's statistics fused into the GEMM from batch {fused_from} in {dtype})"
+    calls = [chain_math_calls(rewrite.simplify(split_tail(part)[0])[0]) for part in parts]
+    if dtype != "fp32" and any(calls):
+        return 0, (f"fusion 0 (a {dtype} module whose point-wise chain calls {max(calls)} accurate math "
+                   "function(s) per element: the chain in a kernel of its own)")
+    fusion = 2 if workload.batch >= fused_from else 1
+    return fusion, f"fusion {fusion} (no BatchNorm: levels 1 and 2 are the same code)"
+
+
 def shape_rule(problem: str, batch: int, in_features: int, out_features: int, target: Target,
                backend: str, math: str, fusion: int | None = None, constants: tuple = (),
                dtype: str = "fp32") -> tuple[Spec, str]:
@@ -171,8 +195,10 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
     unless given."""
     family = gemm_family(backend, math)
     tiles = RULE_TILES[family]
-    fusion = fusion or (2 if batch >= fused_stats_min_batch(dtype) else 1)
     workload = Workload(problem, batch, in_features, out_features, constants)
+    fusion_why = f"fusion {fusion}"
+    if fusion is None:
+        fusion, fusion_why = rule_fusion(workload, dtype)
     valid, refusals = [], []
     for tile in tiles:
         try:
@@ -186,7 +212,7 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
     spec = filling[0] if filling else max(valid, key=lambda s: _tiles_for(s.tile, batch, out_features))
     t = spec.tile
     why = (f"tile {t.bm}x{t.bn}x{t.bk} ({_tiles_for(t, batch, out_features)} tiles for "
-           f"{target.sms} SMs), fusion {fusion}")
+           f"{target.sms} SMs), {fusion_why}")
     return spec, why
 
 
@@ -224,13 +250,13 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
                        if ms and ratio else "")
             which = "fp32-accurate winner" if searched == "fp32" else f"winner in {searched}"
             why = f"the {which} of an earlier search ({path}){numbers}"
-            fusion = 2 if batch >= fused_stats_min_batch(dtype) else 1
+            fusion, fusion_why = rule_fusion(spec.workload, dtype)
             if searched != dtype and spec.fusion != fusion:
                 # The fp32 search measured its fusion level in fp32; a 16-bit module's follows the
                 # rule measured in 16 bits.
                 spec = Spec(spec.workload, dataclasses.replace(spec.variant, fusion=fusion))
-                why += (f"; fusion {fusion} for a {dtype} module at batch {batch} (the rule's, measured in 16 "
-                        "bits; this variant itself unmeasured)")
+                why += (f"; for a {dtype} module at batch {batch}, {fusion_why}: the rule's, measured "
+                        "in 16 bits (this variant itself unmeasured)")
                 return spec, why, None
             return spec, why, dict(measured, search_record=str(path))
     from kgen.frontend.problems import graph
@@ -247,5 +273,4 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
                "tries it" if row_sum_of_gemm(simplify(graph(problem, batch, in_features, out_features,
                                                            constants))[0]) is not None else "")
     return spec, (f"{passed_over or 'no earlier search for this shape and target'}, so the fastest "
-                  f"fp32-accurate family for {target.arch}, kgen's 3xTF32 {family}; {why} (fusion 2 "
-                  f"from batch {fused_stats_min_batch(dtype)} in {dtype}){rewrite}"), None
+                  f"fp32-accurate family for {target.arch}, kgen's 3xTF32 {family}; {why}{rewrite}"), None

@@ -27,6 +27,7 @@ WGMMA_MATHS = ("tf32x3", "tf32")
 # the main one (FLUSH in gemm_wgmma.cuh; docs/perf.md has the error/time trade-off).
 WGMMA_FLUSH_KTILES = 2
 FUSION_LEVELS = {
+    0: "GEMM writes the Linear's output; the point-wise chain after it in a kernel of its own",
     1: "GEMM writes z; column statistics in a separate kernel",
     2: "column statistics fused into the GEMM epilogue",
 }
@@ -359,7 +360,7 @@ class Variant:
         if self.backend == "gemv":
             _check(self.math == "fp32_simt", "the matrix-vector rewrite computes in fp32 (--math fp32_simt)")
             _check(self.fusion == 1 and self.tile is None, "the matrix-vector rewrite has no GEMM: "
-                   "no fusion level 2 and no tile")
+                   "only fusion level 1 and no tile")
         elif self.backend == "cublas":
             _check(self.math in CUBLAS_COMPUTE_TYPES,
                    f"cuBLAS has no {self.math} compute type on this path; use one of {', '.join(CUBLAS_COMPUTE_TYPES)}")

@@ -15,11 +15,13 @@ const char* forward_keeping_z_entry(const kgen_cfg::ForwardArgs& a) {
     FinalizeArgs f{};
     kgen_cfg::fill_operands(a, p, f);
     p.N = a.N;
-    static_assert(!kKeepsZ || kgen_cfg::EvalStage2::kKind == 0, "a point-wise part: its epilogue makes the output");
-    // With a broadcast tail the epilogue makes the core value (kept after z), the tail the output.
+    // KeepZEpilogue is the whole chain (the eval epilogue, or at fusion 0, whose eval epilogue
+    // stops at the Linear's output for a point-wise kernel, the chain as fusion 1 fuses it): one
+    // pass makes the output and keeps z. With a broadcast tail it makes the core value (kept
+    // after z), the tail the output.
     const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
     Output* const out = kgen_cfg::kHasTail ? reinterpret_cast<Output*>(kept_core(a.z_out, a.M, a.N)) : static_cast<Output*>(a.out);
-    cudaError_t err = forward_keeping_z<kgen_cfg::Gemm, kgen_cfg::EvalEpilogue>(a.x, a.w, a.M, a.N, a.K, p, a.z_out, out, stream);
+    cudaError_t err = forward_keeping_z<kgen_cfg::Gemm, kgen_cfg::KeepZEpilogue>(a.x, a.w, a.M, a.N, a.K, p, a.z_out, out, stream);
     if (err == cudaSuccess && kgen_cfg::kHasTail) err = run_tail(reinterpret_cast<float*>(out), a.out, a.M, p, stream);
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
   } else {

@@ -1,0 +1,79 @@
+"""Fusion 0: the point-wise chain after the Linear's output in a kernel of its own (stage 2),
+where the GEMM's epilogue would run it on the consumer warps after the mainloop. What the
+lowering makes of it, which modules it applies to, the rule that picks it (16-bit modules whose
+chain calls accurate math functions: measured in docs/perf.md, session 12) and the 16-bit
+search trying it. The generated files' builds: tests/test_compile.py (OUTPUT_TYPE_FUSION); on
+the GPU: tests/test_half_gpu.py runs the modules of tests/refs with such a chain at fusion 0."""
+
+import pytest
+
+from conftest import module_source
+from kgen.codegen import generator
+from kgen.lower import forward
+from kgen.tune import choose, search
+from kgen.tune.spec import Spec, Tile, Workload
+
+TILE = Tile(128, 128, 32, 16, 128, stages=4)
+MISH = "x = torch.nn.functional.mish(x)\nx = x * 2.0"
+CHEAP = "x = x * 2.0\nx = torch.relu(x)"
+BATCHNORM = "x = self.bn(x)\nx = torch.sigmoid(x)"
+
+
+def spec(tmp_path, body, fusion, params=None, batch=256, name="m"):
+    ref = tmp_path / f"{name}.py"
+    ref.write_text(module_source(body, params or {}, 512))
+    return Spec.of(str(ref), batch, 512, 512, math="tf32x3", backend="wgmma", fusion=fusion, tile=TILE)
+
+
+def test_the_gemm_stores_the_linears_output_and_stage_2_runs_the_chain(tmp_path):
+    low = generator.lowered(spec(tmp_path, MISH, 0))
+    assert low.deferred_chain
+    assert low.eval.stored == forward.linear_output(low.graph) != low.graph.output
+    assert low.eval.stage2 == forward.STAGE2_POINTWISE and low.train.stage2 == forward.STAGE2_POINTWISE
+    # The forward that keeps z for the backward makes the output in one pass: the whole chain,
+    # which the eval epilogue no longer holds.
+    keep = low.cuda.split("struct KeepZEpilogue {")[1].split("\n};")[0]
+    evaluation = low.cuda.split("struct EvalEpilogue {")[1].split("\n};")[0]
+    assert "expf" in keep or "log1pf" in keep
+    assert "expf" not in evaluation and "log1pf" not in evaluation
+    fused = generator.lowered(spec(tmp_path, MISH, 1))
+    assert not fused.deferred_chain and fused.eval.stage2 == forward.STAGE2_NONE
+    assert "using KeepZEpilogue = EvalEpilogue;" in fused.cuda
+
+
+@pytest.mark.parametrize("body, params", [(BATCHNORM, {"bn": "nn.BatchNorm1d(out_features)"}),
+                                          ("x = torch.logsumexp(x, dim=1, keepdim=True)", {})],
+                         ids=["batchnorm", "row reduction"])
+def test_a_part_without_a_point_wise_chain_is_fusion_1s_code(tmp_path, body, params):
+    """BatchNorm and row reductions have stages of their own: fusion 0 leaves them as fusion 1
+    does, and the file's header says so."""
+    at0, at1 = (spec(tmp_path, body, f, params) for f in (0, 1))
+    assert not generator.lowered(at0).deferred_chain
+    assert generator.lowered(at0).cuda == generator.lowered(at1).cuda
+    assert "no point-wise chain after the Linear" in "\n".join(generator.describe_variant(at0))
+
+
+def test_the_chain_s_math_calls_are_counted_from_the_op_table(tmp_path):
+    costly = generator.lowered(spec(tmp_path, MISH, 1)).graph
+    cheap = generator.lowered(spec(tmp_path, CHEAP, 1, name="c")).graph
+    assert forward.chain_math_calls(costly) >= 2      # mish: softplus's exp and log, tanh
+    assert forward.chain_math_calls(cheap) == 0
+
+
+def test_the_rule_defers_a_costly_chain_in_16_bits_only(tmp_path):
+    def rule(body, dtype, params=None, batch=256, name="m"):
+        return choose.rule_fusion(spec(tmp_path, body, 1, params, batch, name).workload, dtype)[0]
+
+    assert rule(MISH, "bf16") == 0 and rule(MISH, "fp16") == 0
+    assert rule(MISH, "fp32") != 0            # measured: no gain in fp32
+    assert rule(CHEAP, "bf16", name="c") != 0  # measured: 5 % slower without math calls
+    bn = {"bn": "nn.BatchNorm1d(out_features)"}
+    assert rule(BATCHNORM, "bf16", bn, 1024, "b") == 2 and rule(BATCHNORM, "fp32", bn, 1024, "b") == 1
+
+
+def test_the_16_bit_search_tries_fusion_0_where_a_chain_can_move(tmp_path):
+    for body, params, expected in [(MISH, {}, True), (BATCHNORM, {"bn": "nn.BatchNorm1d(out_features)"}, False)]:
+        workload = spec(tmp_path, body, 1, params, name=f"s{expected}").workload
+        variants = search.half_variants(workload, search.enumerate_variants(workload))
+        assert any(v.fusion == 0 for v in variants) == expected
+        assert all(v.fusion != 0 for v in search.enumerate_variants(workload))   # fp32: not searched

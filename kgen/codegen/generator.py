@@ -73,6 +73,11 @@ BACKWARD_BASE_ARGS = (
 )
 
 
+# Where the backward's dz lies in its workspace: kernels/backward.cuh's kBackwardDzOffset (a test
+# ties the two), which the emitted file's 16-bit backward reads dz from (model_new.py.j2).
+BACKWARD_DZ_OFFSET = 0
+
+
 def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
     return list(BACKWARD_BASE_ARGS) + [(f"operand{k}", f"const {OPERAND_CTYPE}*") for k in range(len(lowered.operands))]
 
@@ -629,8 +634,10 @@ def describe_parts(parts: list[Lowered]) -> list[str]:
     return lines
 
 
-def describe_backward(parts: list[Lowered]) -> str:
-    """One line: whether training works (every part has backward kernels) and, if not, why."""
+def describe_backward(parts: list[Lowered], half: bool = False) -> str:
+    """One line: whether training works (every part has backward kernels) and, if not, why.
+    `half`: the file runs bf16 / fp16 modules too (their dx and dW GEMMs run on torch's GEMM in
+    the module's dtype: model_new.py.j2, _launch_backward)."""
     reasons = [backward.unsupported(low) for low in parts]
     missing = [f"part {k}: {r}" if len(parts) > 1 else r for k, r in enumerate(reasons) if r]
     if not missing:
@@ -643,7 +650,9 @@ def describe_backward(parts: list[Lowered]) -> str:
         how = ("the epilogue's stages reversed, then" if staged else "dz from z, then")
         if tail:
             how = "the broadcast tail's gradient summed to its core value, " + how
-        return (f"backward:  kgen kernels ({how} dx = dz W and dW = dz^T x on the same GEMM); "
+        gemms = ("on the same GEMM; a bf16 / fp16 module's on torch's GEMM in its dtype, from dz rounded "
+                 "to it" if half else "on the same GEMM")
+        return (f"backward:  kgen kernels ({how} dx = dz W and dW = dz^T x {gemms}); "
                 f"gradients of the input and of every parameter; in training the forward keeps {kept}")
     return f"backward:  raises at backward() ({'; '.join(missing)})"
 
@@ -663,7 +672,7 @@ def render_header(spec: Spec, measured: dict | None) -> str:
         f"out_features {spec.out_features}",
         *describe_variant(spec),
         *describe_parts(parts),
-        describe_backward(parts),
+        describe_backward(parts, half_gemm_type(spec) is not None),
         f"target:    {spec.arch} (the extension is built for the GPU it runs on)",
         f"key:       {spec.key()} (hash of the CUDA source; names the build)",
         *describe_measured(measured, spec.key()),
@@ -700,6 +709,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts),
         op_parts=[op_part(low) for low in parts],
+        backward_dz_offset=BACKWARD_DZ_OFFSET,
         backward_args=[None if backward.unsupported(low) else
                        [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],
         kgen_digest=kgen_source_digest(),

@@ -122,6 +122,12 @@ inline long long backward_floats(int M, int N, int K, int params) {
          backward_segment(k * m) + static_cast<long long>(backward_row_blocks(M)) * params * n;
 }
 
+// Where dz [M][N] (fp32) lies in the backward's workspace, in both kinds of backward: its first
+// segment. A 16-bit module's backward runs these kernels without the GEMMs (need_dx = need_dw =
+// 0), and ModelNew computes dx = dz w and dw = dz^T x from there in the module's dtype
+// (model_new.py.j2, _launch_backward, whose _BACKWARD_DZ_OFFSET a test ties to this).
+constexpr long long kBackwardDzOffset = 0;
+
 // What failed, for the error message: the step and the CUDA error.
 struct BackwardStatus {
   const char* step;
@@ -158,7 +164,7 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, con
                              int K, EpilogueParams p, float* workspace, float* dx, float* dw, float* grad_cols,
                              bool need_dx, bool need_dw, cudaStream_t stream) {
   if (M == 0 || N == 0) return {"", cudaSuccess};
-  float* z = workspace;
+  float* z = workspace + kBackwardDzOffset;   // z, then dz in its place
   float* w_t = z + backward_segment(static_cast<long long>(M) * N);
   float* dz_t = w_t + backward_segment(static_cast<long long>(K) * N);
   float* x_t = dz_t + backward_segment(static_cast<long long>(N) * M);
@@ -264,7 +270,7 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
   const size_t mn_segment = static_cast<size_t>(backward_segment(mn));
   const int plane_rows = backward_plane_rows(M);
   const size_t plane = static_cast<size_t>(backward_segment(static_cast<long long>(plane_rows) * N));
-  float* dz = workspace;
+  float* dz = workspace + kBackwardDzOffset;
   float* w_t = dz + mn_segment;
   float* dz_t = w_t + backward_segment(static_cast<long long>(K) * N);
   float* x_t = dz_t + mn_segment;

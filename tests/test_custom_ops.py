@@ -275,6 +275,27 @@ def test_compile_fullgraph_and_cuda_graph_capture(problem, tmp_path):
     check_training_step_compiles_and_captures(model, x)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem, fusion", [("gemm_scale_bn", 2), (str(REFS_DIR / "gemm_sigmoid_gemm_lse.py"), 0)],
+                         ids=["batchnorm", "chain at fusion 0"])
+def test_a_bf16_module_compiles_and_captures_a_training_step(problem, fusion):
+    """A bf16 module: its forward reads the parameters and updates BatchNorm's buffers in bf16,
+    fusion 0 runs a chain in a kernel of its own, and its backward's GEMMs run on torch's GEMM
+    in bf16 inside the backward op; under torch.compile(fullgraph=True) and in a CUDA graph a
+    training step still gives what eager ModelNew gives, bit for bit."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the wgmma GEMM needs sm_90a")
+    from kgen.frontend.problems import load
+
+    shape = (257, 296, 1536)   # in_features a multiple of 8: 16-bit rows for TMA
+    spec = Spec.of(problem, *shape, math="tf32x3", backend="wgmma", fusion=fusion, tile=WGMMA)
+    module = exec_file(generator.render(spec))
+    torch.manual_seed(0)
+    model = module.ModelNew(*load(problem, *shape).init_args()).cuda().to(torch.bfloat16)
+    x = torch.rand(257, 296, device="cuda").to(torch.bfloat16)
+    check_training_step_compiles_and_captures(model, x)
+
+
 def check_training_step_compiles_and_captures(model, x):
     """A training step (forward, backward, SGD) of ModelNew, as is, under
     torch.compile(fullgraph=True) and captured in a CUDA graph, gives what eager ModelNew gives,

@@ -2,7 +2,7 @@
 versions) against eager in that dtype, interleaved in one process, with the gradients' errors
 against fp64 beside the times.
 
-    PYTHONPATH=. python3 docs/experiments/s12/train16.py REF.py FILE.py [FILE.py ...] [--dtype bf16]
+    PYTHONPATH=. python3 docs/experiments/s12/train16.py REF.py FILE.py [FILE.py ...] [--dtype bf16] [--profile]
 
 The step: parameter and input gradients reset, y = model(x), y.backward(g), x needing its
 gradient (an inner layer); kgen.check.bench.time_calls (CUDA events, L2 flushed, median of 30),
@@ -18,6 +18,7 @@ import torch
 from kgen.check.bench import time_calls
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+PROFILE = False   # --profile: kernels per step instead of the timing
 ROUNDS = 7
 
 
@@ -65,6 +66,22 @@ def main(ref_path, *files, dtype="bf16"):
         errs = [(a.double() - e).abs().max().item() for a, e in zip(grads(model, x, g), fp64)]
         print(f"  gradient errors vs fp64, {label}: " + ", ".join(f"{n} {e:.2e}" for n, e in zip(names, errs)))
     xin = x.detach().clone().requires_grad_()
+    if PROFILE:
+        # GPU time per kernel of one step (10 steps profiled), eager's and each file's.
+        for label, model in [("eager", eager)] + list(zip(files, news)):
+            step = step_of(model, g)
+            for _ in range(3):
+                step(xin)
+            torch.cuda.synchronize()
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                for _ in range(10):
+                    step(xin)
+                torch.cuda.synchronize()
+            rows = sorted(((e.key, e.device_time_total / 10 / 1000) for e in prof.key_averages()), key=lambda r: -r[1])
+            print(f"  == {label}: {sum(t for _, t in rows):.3f} ms of kernels per step")
+            for name, ms in rows[:14]:
+                print(f"     {ms:.3f} ms  {name[:110]}")
+        return
     times = {k: [] for k in ["eager", *files]}
     models = list(zip(files, news))
     for r in range(ROUNDS):
@@ -81,6 +98,9 @@ def main(ref_path, *files, dtype="bf16"):
 if __name__ == "__main__":
     args = sys.argv[1:]
     dtype = "bf16"
+    if "--profile" in args:
+        args.remove("--profile")
+        PROFILE = True
     if "--dtype" in args:
         i = args.index("--dtype")
         dtype = args[i + 1]

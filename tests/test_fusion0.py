@@ -77,3 +77,18 @@ def test_the_16_bit_search_tries_fusion_0_where_a_chain_can_move(tmp_path):
         variants = search.half_variants(workload, search.enumerate_variants(workload))
         assert any(v.fusion == 0 for v in variants) == expected
         assert all(v.fusion != 0 for v in search.enumerate_variants(workload))   # fp32: not searched
+
+
+def test_an_fp32_winner_for_a_16_bit_module_changes_only_where_the_code_would(tmp_path, monkeypatch):
+    """A 16-bit module that takes an fp32 search's winner: a costly chain gets fusion 0 (and no
+    claimed measurement); a chain without math calls keeps the winner as measured (its levels 1
+    and 2 are the same code)."""
+    measured = {"median_ms": 1.2, "ratio": 0.45, "device": "GPU"}
+    for body, name, expected, keeps_measurement in [(MISH, "costly", 0, False), (CHEAP, "cheap", 1, True)]:
+        winner = spec(tmp_path, body, 1, batch=1024, name=name)
+        monkeypatch.setattr(choose, "earlier_winner",   # an fp32 search's record only
+                            lambda *a, winner=winner: (winner, measured, tmp_path / "r.json") if a[-1] == "fp32" else None)
+        got, why, header = choose.fastest_known(winner.problem, 1024, 512, 512, choose.target("sm_90a"),
+                                                dtype="bf16")
+        assert got.fusion == expected, why
+        assert (header is not None) == keeps_measurement

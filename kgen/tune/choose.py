@@ -251,7 +251,9 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
             which = "fp32-accurate winner" if searched == "fp32" else f"winner in {searched}"
             why = f"the {which} of an earlier search ({path}){numbers}"
             fusion, fusion_why = rule_fusion(spec.workload, dtype)
-            if searched != dtype and spec.fusion != fusion:
+            # (Without BatchNorm levels 1 and 2 are the same code: only fusion 0 would change it.)
+            changes_code = fusion == 0 or any(part.batchnorms for part in spec.workload.graph().parts)
+            if searched != dtype and spec.fusion != fusion and changes_code:
                 # The fp32 search measured its fusion level in fp32; a 16-bit module's follows the
                 # rule measured in 16 bits.
                 spec = Spec(spec.workload, dataclasses.replace(spec.variant, fusion=fusion))

@@ -92,3 +92,19 @@ def test_an_fp32_winner_for_a_16_bit_module_changes_only_where_the_code_would(tm
                                                 dtype="bf16")
         assert got.fusion == expected, why
         assert (header is not None) == keeps_measurement
+
+
+def test_a_part_with_a_broadcast_tail_is_left_as_fusion_1_by_every_decision(tmp_path):
+    """A costly chain whose output a broadcast tail reads (sigmoid(x W^T - s) * x): the lowering
+    keeps it in the epilogue (its forward keeping z makes the tail's core value there), and the
+    rule and the 16-bit search, asking lower.forward.fusion0_moves, neither pick nor try fusion 0."""
+    from test_tail_backward import reference
+    from kgen.frontend.trace import trace
+
+    ref = reference("tile_core", tmp_path)
+    at0 = Spec.of(str(ref.path), 64, ref.input.shape[1], trace(ref).out_features, math="tf32x3",
+                  backend="wgmma", fusion=0, tile=TILE)
+    assert [forward.fusion0_moves(part) for part in at0.graph().parts] == [None]
+    assert not generator.lowered(at0).deferred_chain
+    assert choose.rule_fusion(at0.workload, "bf16")[0] != 0
+    assert all(v.fusion != 0 for v in search.half_variants(at0.workload, search.enumerate_variants(at0.workload)))

@@ -14,8 +14,7 @@ import torch
 from kgen.check.loading import EmittedFile
 from kgen.check.validate import has_backward
 from kgen.codegen import generator
-from kgen.ir import rewrite
-from kgen.lower.forward import deferred_store, split_tail
+from kgen.lower.forward import fusion0_moves
 from kgen.tune.configs import PRECISIONS
 from kgen.tune.search import Candidate, build_all
 from kgen.tune.spec import Spec, Tile
@@ -45,8 +44,7 @@ def spec_for(ref) -> Spec:
     fusion = 2 if "bn" in Path(ref).stem else 1
     spec = Spec.of(ref, *shape, math="tf32x3", backend="wgmma", fusion=fusion,
                    tile=Tile(128, 128, 32, 16, 128, stages=4))
-    if fusion == 1 and any(deferred_store(rewrite.simplify(split_tail(part)[0])[0]) is not None
-                           for part in spec.graph().parts):
+    if fusion == 1 and any(fusion0_moves(part) is not None for part in spec.graph().parts):
         spec = Spec.of(ref, *shape, math="tf32x3", backend="wgmma", fusion=0, tile=spec.tile)
     return spec
 

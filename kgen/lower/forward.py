@@ -716,13 +716,26 @@ def deferred_store(graph: Graph) -> int | None:
     chain of accurate exp / log / erf / tanh there costs more than the point-wise kernel's read
     and write of the output at full occupancy (docs/perf.md, session 12). `graph`: simplified,
     its broadcast tail split off."""
-    if graph.batchnorms or any(n.kind in ROW_KINDS for n in graph.live()):
+    if (graph.batchnorms or any(n.kind in ROW_KINDS for n in graph.live())
+            or graph.node(graph.output).kind == "const"):
         return None
     stage1 = _stage1_nodes(graph, True)
     stored = linear_output(graph)
     if graph.output not in stage1 or stored not in stage1 or stored == graph.output:
         return None
     return stored
+
+
+def fusion0_moves(part: Graph) -> int | None:
+    """What fusion 0 does to one GEMM part as traced (lower(defer_chain=True) decides the same
+    way): None where it lowers the part as fusion 1 does (no point-wise chain after the Linear, or
+    a broadcast tail, whose forward keeping z makes its core value in the epilogue), else the
+    accurate math calls per element of the chain it moves out of the GEMM's epilogue."""
+    core, tail, _ = split_tail(part)
+    graph = rewrite.simplify(core)[0]
+    if tail or deferred_store(graph) is None:
+        return None
+    return chain_math_calls(graph)
 
 
 def chain_math_calls(graph: Graph) -> int:
@@ -1011,6 +1024,7 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                        "\n\n".join(structs), rewrites, gemv=True, tail=tail, traced=traced)
     fused = fused_stats and not external_gemm
     eager_sums = eager_order and any(is_torch_sum(n) for n in live)
+    # (fusion0_moves asks the same: no broadcast tail.)
     deferred = deferred_store(graph) if defer_chain and not tail and not external_gemm else None
     train = _plan("Train", graph, operands, True, fused, eager_sums, deferred)
     evaluation = _plan("Eval", graph, operands, False, fused, eager_sums, deferred)

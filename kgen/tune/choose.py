@@ -170,15 +170,14 @@ def rule_fusion(workload: Workload, dtype: str = "fp32") -> tuple[int, str]:
     at KernelBench's shapes it saved 2-37 % on all eight such modules (29: 0.392 -> 0.248 ms) and
     cost 5 % on a chain without such calls (12); in fp32 it changed nothing beyond the noise
     (the 3xTF32 mainloop is ~6x longer), so fp32 keeps the chain in the epilogue."""
-    from kgen.ir import rewrite
-    from kgen.lower.forward import chain_math_calls, split_tail
+    from kgen.lower.forward import fusion0_moves
 
     parts = workload.graph().parts
     fused_from = fused_stats_min_batch(dtype)
     if any(part.batchnorms for part in parts):
         fusion = 2 if workload.batch >= fused_from else 1
         return fusion, f"fusion {fusion} (BatchNorm's statistics fused into the GEMM from batch {fused_from} in {dtype})"
-    calls = [chain_math_calls(rewrite.simplify(split_tail(part)[0])[0]) for part in parts]
+    calls = [fusion0_moves(part) or 0 for part in parts]
     if dtype != "fp32" and any(calls):
         return 0, (f"fusion 0 (a {dtype} module whose point-wise chain calls {max(calls)} accurate math "
                    "function(s) per element: the chain in a kernel of its own)")

@@ -106,17 +106,16 @@ def half_variants(workload: Workload, variants: list[Variant]) -> list[Variant]:
     and group only (its BN and stages are configs.HALF_WGMMA_BN / _STAGES) and no math mode, so
     of the variants alike in those and the fusion level the first is kept (enumerate_variants
     lists the fp32-exact math before TF32: the file then stays fp32-exact for fp32 input)."""
-    from kgen.ir import rewrite
-    from kgen.lower.forward import deferred_store, split_tail
+    from kgen.lower.forward import fusion0_moves
 
     kept: dict[tuple, Variant] = {}
     for v in variants:
         if generator.half_gemm_type(Spec(workload, v)) is not None:
             kept.setdefault((v.tile.bm, v.tile.group_m, v.fusion, v.arch), v)
-    # Fusion 0 where a part has a point-wise chain after the Linear (lower.forward.deferred_store):
-    # in 16 bits that chain in a kernel of its own can beat it in the GEMM's epilogue (choose.
-    # rule_fusion), so each 16-bit build is also tried so.
-    if any(deferred_store(rewrite.simplify(split_tail(part)[0])[0]) is not None for part in workload.graph().parts):
+    # Fusion 0 where it moves a part's point-wise chain after the Linear (lower.forward.
+    # fusion0_moves): in 16 bits that chain in a kernel of its own can beat it in the GEMM's
+    # epilogue (choose.rule_fusion), so each 16-bit build is also tried so.
+    if any(fusion0_moves(part) is not None for part in workload.graph().parts):
         for v in list(kept.values()):
             kept.setdefault((v.tile.bm, v.tile.group_m, 0, v.arch), dataclasses.replace(v, fusion=0))
     return list(kept.values())

@@ -40,15 +40,45 @@ __device__ __forceinline__ float rounded_to_module(float v) {
   return v;
 }
 
-// How a kernel writes an element of T, the type of the part's output (forward.cuh's Output):
-// `one` converts a value. fp32 here; gemm_wgmma_half.cuh adds bf16 and fp16, rounded to nearest
-// even as torch's .to(dtype) rounds, with `eight`, a 16-byte store of eight consecutive values.
+// How a kernel writes an element of T, the type of the part's output (forward.cuh's Output), or
+// of a buffer in the module's dtype (store_as): `one` converts a value. fp32, and bf16 and fp16
+// where their headers came first (a 16-bit build: kernel.cu.j2), rounded to nearest even as
+// torch's .to(dtype) rounds, with `eight`, a 16-byte store of eight consecutive values.
 template <class T>
 struct OutputType;
 template <>
 struct OutputType<float> {
   __device__ static __forceinline__ float one(float v) { return v; }
 };
+// bf16 and fp16: rounded to nearest even, as torch's .to(dtype) (and its kernels' stores) round,
+// NaN and infinities kept; `eight` stores eight values with one 16-byte store (dst 16-byte
+// aligned), in order.
+#ifdef __CUDA_BF16_TYPES_EXIST__
+template <>
+struct OutputType<__nv_bfloat16> {
+  __device__ static __forceinline__ __nv_bfloat16 one(float v) { return __float2bfloat16_rn(v); }
+  __device__ static __forceinline__ uint32_t two(float a, float b) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);  // .x = a, at the lower address
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  __device__ static __forceinline__ void eight(__nv_bfloat16* dst, float4 lo, float4 hi) {
+    *reinterpret_cast<uint4*>(dst) = make_uint4(two(lo.x, lo.y), two(lo.z, lo.w), two(hi.x, hi.y), two(hi.z, hi.w));
+  }
+};
+#endif
+#ifdef __CUDA_FP16_TYPES_EXIST__
+template <>
+struct OutputType<__half> {
+  __device__ static __forceinline__ __half one(float v) { return __float2half_rn(v); }
+  __device__ static __forceinline__ uint32_t two(float a, float b) {
+    const __half2 h = __floats2half2_rn(a, b);  // .x = a, at the lower address
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  __device__ static __forceinline__ void eight(__half* dst, float4 lo, float4 hi) {
+    *reinterpret_cast<uint4*>(dst) = make_uint4(two(lo.x, lo.y), two(lo.z, lo.w), two(hi.x, hi.y), two(hi.z, hi.w));
+  }
+};
+#endif
 
 // The type an epilogue struct stores into p.z: EPI::Store where it names one (forward.cuh's
 // StoringAs, around the epilogue that writes a 16-bit module's output), else fp32.
@@ -74,16 +104,15 @@ constexpr int kMaxOperands = 16;
 #endif
 using Param = KGEN_OPERAND;
 __device__ __forceinline__ float as_float(float v) { return v; }
-// *dst = v rounded to the buffer's dtype (to nearest even, as torch's stores round).
-__device__ __forceinline__ void store_as(float* dst, float v) { *dst = v; }
 #ifdef __CUDA_BF16_TYPES_EXIST__
 __device__ __forceinline__ float as_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ void store_as(__nv_bfloat16* dst, float v) { *dst = __float2bfloat16_rn(v); }
 #endif
 #ifdef __CUDA_FP16_TYPES_EXIST__
 __device__ __forceinline__ float as_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ void store_as(__half* dst, float v) { *dst = __float2half_rn(v); }
 #endif
+// *dst = v in the buffer's dtype, rounded as the output's stores round (OutputType).
+template <class T>
+__device__ __forceinline__ void store_as(T* dst, float v) { *dst = OutputType<T>::one(v); }
 
 struct EpilogueParams {
   float* z;                              // [M][N] row-major output of the stage

@@ -193,32 +193,6 @@ __device__ __forceinline__ float rounded_to_module<__half>(float v) {
   return __half2float(__float2half_rn(v));
 }
 
-// A 16-bit module's output written in its dtype (common.cuh's OutputType): rounded to nearest
-// even, as torch's .to(dtype) (and its kernels' stores) round, NaN and infinities kept; `eight`
-// stores eight values with one 16-byte store (dst 16-byte aligned), in order.
-template <>
-struct OutputType<__nv_bfloat16> {
-  __device__ static __forceinline__ __nv_bfloat16 one(float v) { return __float2bfloat16_rn(v); }
-  __device__ static __forceinline__ uint32_t two(float a, float b) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);  // .x = a, at the lower address
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  __device__ static __forceinline__ void eight(__nv_bfloat16* dst, float4 lo, float4 hi) {
-    *reinterpret_cast<uint4*>(dst) = make_uint4(two(lo.x, lo.y), two(lo.z, lo.w), two(hi.x, hi.y), two(hi.z, hi.w));
-  }
-};
-template <>
-struct OutputType<__half> {
-  __device__ static __forceinline__ __half one(float v) { return __float2half_rn(v); }
-  __device__ static __forceinline__ uint32_t two(float a, float b) {
-    const __half2 h = __floats2half2_rn(a, b);  // .x = a, at the lower address
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  __device__ static __forceinline__ void eight(__half* dst, float4 lo, float4 hi) {
-    *reinterpret_cast<uint4*>(dst) = make_uint4(two(lo.x, lo.y), two(lo.z, lo.w), two(hi.x, hi.y), two(hi.z, hi.w));
-  }
-};
-
 template <class T, int BM, int BN, int STAGES, int GROUP_M>
 struct WgmmaWsHalfGemm {
   using Operand = T;

@@ -121,9 +121,9 @@ def test_chained_file_runs_each_part_through_its_own_entry_point(name, tmp_path)
     assert f"chain:     {len(widths)} GEMMs" in header
     # forward calls the parts' ops in order, each on the output of the one before.
     forward = text[text.index("class ModelNew"):].splitlines()
-    calls = [line.strip() for line in forward if "_OPS[" in line]
-    assert [c.split("_OPS[")[1].split("]")[0] for c in calls] == [str(k) for k in range(len(widths))]
-    assert all(c.split("_OPS[")[1].split("]", 1)[1].startswith(f", _part{k}, x, w") for k, c in enumerate(calls))
+    calls = [line.strip() for line in forward if "_part_call(" in line]
+    assert [c.split("_part_call(")[1].split(",")[0] for c in calls] == [str(k) for k in range(len(widths))]
+    assert all(c.split("_part_call(")[1].startswith(f"{k}, x, w") for k, c in enumerate(calls))
     assert all(c.startswith(("x = ", "x, _ = ", "x, running_mean, running_var = ", "x, _, running_mean, running_var = ",
                              "return ")) for c in calls)
     assert forward[-1].strip() in ("return x", calls[-1])

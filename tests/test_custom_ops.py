@@ -86,26 +86,29 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
         x = out if k + 1 < len(parts) else x
 
 
-def test_eager_inference_calls_the_kernels_without_the_op(monkeypatch):
+def test_each_call_takes_the_cheapest_path_that_keeps_what_it_needs(monkeypatch):
     """ModelNew's forward calls each part through _part_call: in eager inference (no gradient
     wanted) the op's body directly (the op's dispatch is host time on every call: 124.6 -> 85.9
-    us a call of KernelBench 12 at 7 rows on an H100); wherever autograd will want a backward,
-    torch.compile traces, or the tensors are fake, the op (its autograd formula and fake kernel
-    are registered there)."""
+    us a call of KernelBench 12 at 7 rows on an H100); in eager training the part's
+    autograd.Function (the op's dispatch, forward and backward, cost a bf16 training step ~1 ms
+    of host time on an H100's host, session 13); wherever torch.compile traces, the tensors are
+    fake or something records the call, the op (its autograd formula and fake kernel are
+    registered there); a part without backward kernels trains through the op, whose backward
+    raises."""
     module = exec_file(generator.render(SPECS[0]))
     calls = []
-    op = lambda x, w, **args: calls.append("op") or "op"        # noqa: E731
-    impl = lambda x, w, **args: calls.append("impl") or "impl"  # noqa: E731
+    for table, label in (("_OPS", "op"), ("_IMPLS", "impl"), ("_AUTOGRAD", "function")):
+        monkeypatch.setattr(module, table, (lambda x, w, label=label, **args: calls.append(label) or label,))
     x, w, b = torch.rand(3, 4), torch.rand(5, 4), torch.rand(5)
-    assert module._part_call(op, impl, x, w, training=0, operand0=b) == "impl"
+    assert module._part_call(0, x, w, training=0, operand0=b) == "impl"
     with torch.no_grad():
-        assert module._part_call(op, impl, x, w.requires_grad_(), operand0=b) == "impl"
-    assert module._part_call(op, impl, x, w, operand0=b) == "op"        # w requires grad
-    assert module._part_call(op, impl, x, w.detach(), operand0=b.requires_grad_()) == "op"
+        assert module._part_call(0, x, w.requires_grad_(), operand0=b) == "impl"
+    assert module._part_call(0, x, w, operand0=b) == "function"        # w requires grad
+    assert module._part_call(0, x, w.detach(), operand0=b.requires_grad_()) == "function"
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode() as mode:
         fake = mode.from_tensor(x)
-    assert module._part_call(op, impl, fake, w.detach(), operand0=b.detach()) == "op"
+    assert module._part_call(0, fake, w.detach(), operand0=b.detach()) == "op"
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Recording(TorchDispatchMode):   # make_fx and FlopCounterMode are such modes
@@ -113,12 +116,112 @@ def test_eager_inference_calls_the_kernels_without_the_op(monkeypatch):
             return func(*args, **(kwargs or {}))
 
     with torch.no_grad(), Recording():
-        assert module._part_call(op, impl, x, w.detach(), operand0=b.detach()) == "op"
+        assert module._part_call(0, x, w.detach(), operand0=b.detach()) == "op"
+    with Recording():
+        assert module._part_call(0, x, w, operand0=b) == "op"
+    monkeypatch.setattr(module, "_AUTOGRAD", (None,))   # no backward kernels: the op's backward raises
+    assert module._part_call(0, x, w, operand0=b) == "op"
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
-    assert module._part_call(op, impl, x, w.detach(), operand0=b.detach()) == "op"
+    assert module._part_call(0, x, w.detach(), operand0=b.detach()) == "op"
     forward = generator.render(SPECS[0])
     forward = forward[forward.index("class ModelNew"):]
-    assert "_part_call(_OPS[0], _part0, x, w" in forward and "= _OPS[" not in forward
+    assert "_part_call(0, x, w" in forward and "_OPS[" not in forward
+
+
+def _stub_kernels(monkeypatch, module, launches):
+    """CPU stand-ins for a part's forward and backward kernels (z = x w^T, out = 2 z; the
+    backward's dz = 2 g, and 1 as the first operand's column sums): what the Python around
+    the kernels does with their results is then checked without a GPU. A BatchNorm part's
+    running mean gets + 1 in place, as the kernels update it."""
+
+    def launch(part, x, w, **args):
+        launches.append("forward")
+        z = x @ w.t()
+        if args.get("z_out") is not None:
+            args["z_out"][:z.numel()] = z.reshape(-1)
+        if args.get("training") and args.get("running_mean") is not None:
+            args["running_mean"].add_(1)
+        return 2 * z
+
+    def launch_backward(part, g, x, w, z, need_dx, need_dw, need_dinput, bn_training, input_operand=None, **operands):
+        launches.append("backward")
+        dz = 2 * g
+        column_grads = torch.cat([torch.ones(len(operands), w.shape[0]), torch.zeros(2, w.shape[0])])
+        return dz @ w, dz.t() @ x, column_grads, x.new_empty(0)
+
+    monkeypatch.setattr(module, "_launch", launch)
+    monkeypatch.setattr(module, "_launch_backward", launch_backward)
+
+
+@pytest.mark.parametrize("problem", ["gemm_scale_bn", str(REFS_DIR / "gemm_mul_leakyrelu.py")],
+                         ids=lambda p: p.rsplit("/", 1)[-1])
+def test_eager_training_runs_the_ops_formula_without_its_dispatch(monkeypatch, problem):
+    """The autograd.Function of eager training: the part's body in the forward, the op's own
+    save and vjp, the backward kernels' body called directly (never the backward op), the
+    gradients the kernels give for x, w and the operands; a BatchNorm's running buffers updated
+    in place by the kernels and marked dirty (the same tensor, its version moved); the backward
+    is not differentiable again (create_graph raises instead of giving wrong second
+    derivatives)."""
+    spec = Spec.of(problem, 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
+    module = exec_file(generator.render(spec))
+    launches = []
+    _stub_kernels(monkeypatch, module, launches)
+    monkeypatch.setattr(module, "_BACKWARD_OPS", (None,))     # the op must not be reached
+    low = generator.lowered_parts(spec)[0]
+    x = torch.rand(6, 4, requires_grad=True)
+    w = torch.rand(5, 4, requires_grad=True)
+    args = {name: (torch.rand((1,) if node.level == "scalar" else (5,), requires_grad=True) if node.kind != "mask" else None)
+            for name, node in ((f"operand{k}", node) for k, node in enumerate(low.operands))}
+    if low.batchnorm:
+        running_mean, running_var = torch.zeros(5), torch.ones(5)
+        args.update(training=1, gamma=torch.ones(5, requires_grad=True), beta=torch.zeros(5, requires_grad=True),
+                    running_mean=running_mean, running_var=running_var, num_batches_tracked=None,
+                    momentum=0.1, cumulative=0, eps=1e-5)
+        version = running_mean._version
+    else:
+        args.update(training=0)
+    result = module._part_call(0, x, w, **args, keep_z=1)
+    out, kept = result[0], result[1]
+    assert launches == ["forward"]
+    assert torch.allclose(out, 2 * (x @ w.t()).detach()) and out.requires_grad and not kept.requires_grad
+    if low.batchnorm:
+        assert result[2] is running_mean and result[3] is running_var       # in place, no copy to store
+        assert torch.equal(running_mean, torch.ones(5)) and running_mean._version > version
+        assert not running_mean.requires_grad
+    g = torch.rand_like(out)
+    grads = torch.autograd.grad(out, [x, w, args["operand0"]], g, retain_graph=True)
+    assert launches == ["forward", "backward"]
+    assert torch.allclose(grads[0], 2 * g @ w.detach()) and torch.allclose(grads[1], 2 * g.t() @ x.detach())
+    assert torch.equal(grads[2], torch.ones_like(args["operand0"]))
+    gx, = torch.autograd.grad(out, [x], g.requires_grad_(), create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        gx.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype):
+    """A custom op's results may alias neither its inputs nor each other (torch checks it on
+    every real call, not on fake tensors): _launch_backward, the backward op's body, run on
+    the CPU with the library stubbed (the kernels write nothing), gives results that pass
+    torch's own check, for an fp32 module (kgen's GEMMs) and a bf16 one (torch's), and in the
+    module's dtype."""
+    import types
+
+    spec = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
+    module = exec_file(generator.render(spec))
+    library = types.SimpleNamespace(kgen_backward_floats_0=lambda M, N, K: M * N + 8 * N,
+                                    kgen_backward_0=lambda *values: None)
+    monkeypatch.setattr(module, "_build", lambda device=None, dtype=None: library)
+    monkeypatch.setattr(module, "_on", lambda device: module._NO_GUARD)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    x, w = torch.rand(6, 4, dtype=dtype), torch.rand(5, 4, dtype=dtype)
+    operands = {"operand0": torch.rand(5, dtype=dtype), "operand1": torch.rand(1, dtype=dtype)}
+    g, z = torch.rand(6, 5, dtype=dtype), torch.zeros(6 * 5 + 5 * 5)
+    inputs = (g, x, w, *operands.values(), z)
+    result = module._launch_backward(0, g, x, w, z, 1, 1, 0, 1, **operands)
+    assert len(result) == 4 and all(t.dtype == dtype for t in result)
+    assert result[2].shape == (len(operands) + 2, 5)      # the column sums and BatchNorm's (dβ, dγ)
+    assert not torch._C._any_output_is_alias_to_input_or_output(inputs, {}, result)
 
 
 def test_an_edited_kernel_gets_ops_of_its_own():

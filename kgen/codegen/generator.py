@@ -200,7 +200,7 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
                          f"and its epilogue{then}")
         keeps_z = backward.unsupported(lowered) is None
         call = _part_lines(lowered, lines, keeps_z)
-        op = f"_part_call(_OPS[{k}], _part{k}, {', '.join(call)})"
+        op = f"_part_call({k}, {', '.join(call)})"
         last = k + 1 == len(parts)
         if keeps_z and not lowered.batchnorm:
             lines += [f"x, _ = {op}"] + (["return x"] if last else [])

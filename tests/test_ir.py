@@ -134,6 +134,7 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "sub": ["x - 0.25", "1.0 - x", "x - self.bias2"], "mul": ["x * 3.0", "self.scale2 * x"],
     "div": ["x / 2.0", "x / self.scale2"], "residual": ["x + x"], "detach": ["x + x.clone().detach()"],
     "sqrt": ["torch.sqrt(x.abs() + 1.0)"], "log": ["torch.log(x.abs() + 1.0)"],
+    "log1p": ["torch.log1p(x.abs())"], "erf": ["torch.erf(x * 0.5)"],
     "rsqrt": ["torch.rsqrt(x.abs() + 1.0)"],
     "minimum": ["torch.min(x, self.scale2)", "torch.minimum(x, self.bias2)"],
     "maximum": ["torch.maximum(x, self.bias2)"],

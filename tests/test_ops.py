@@ -26,7 +26,7 @@ NAN = float("nan")
 # What the table must hold: op -> its attributes with their defaults.
 EXPECTED_ATTRS = {
     "add": (), "sub": (), "mul": (), "div": (),
-    "neg": (), "abs": (), "exp": (), "log": (), "sqrt": (), "rsqrt": (),
+    "neg": (), "abs": (), "exp": (), "log": (), "log1p": (), "erf": (), "sqrt": (), "rsqrt": (),
     "pow": (("exponent", REQUIRED),),
     "relu": (), "leaky_relu": (("negative_slope", 0.01),),
     "gelu": (("approximate", "none"),),
@@ -47,7 +47,7 @@ BINARY = {"add", "sub", "mul", "div", "minimum", "maximum"}
 # non-default ones; pow at each exponent that takes its own code path and at two that do not.
 VARIANTS = [
     ("add", {}), ("sub", {}), ("mul", {}), ("div", {}),
-    ("neg", {}), ("abs", {}), ("exp", {}), ("log", {}), ("sqrt", {}), ("rsqrt", {}),
+    ("neg", {}), ("abs", {}), ("exp", {}), ("log", {}), ("log1p", {}), ("erf", {}), ("sqrt", {}), ("rsqrt", {}),
     *[("pow", {"exponent": e}) for e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 0.0, 1.0, 1.5, -2.5)],
     ("relu", {}), ("leaky_relu", {}), ("leaky_relu", {"negative_slope": 0.2}),
     ("gelu", {}), ("gelu", {"approximate": "tanh"}),
@@ -89,6 +89,8 @@ REFERENCES = {
     "abs": lambda x: x.abs(),
     "exp": lambda x: x.exp(),
     "log": lambda x: x.log(),
+    "log1p": lambda x: torch.special.log1p(x),
+    "erf": lambda x: torch.special.erf(x),
     "sqrt": lambda x: x.sqrt(),
     "rsqrt": lambda x: x.rsqrt(),
     "pow": lambda x, exponent: x ** exponent,

@@ -160,6 +160,89 @@ def test_a_python_int_is_a_constant_not_a_node(tmp_path):
     assert "mul(%2, %3)" in graph.describe() and "2.0 : scalar" in graph.describe()
 
 
+# ---- 1b. other names for the same ops (session 13: spellings a probe of unseen modules met) --
+# (spelling, the canonical one with the same IR)
+OTHER_NAMES = {
+    "torch.true_divide": ("x = torch.true_divide(x, 2.0)", "x = x / 2.0"),
+    "torch.divide": ("x = torch.divide(x, self.c)", "x = x / self.c"),
+    "x.divide": ("x = x.divide(self.b)", "x = x / self.b"),
+    "x.true_divide": ("x = x.true_divide(2.0)", "x = x / 2.0"),
+    "torch.multiply": ("x = torch.multiply(x, self.b)", "x = x * self.b"),
+    "x.multiply": ("x = x.multiply(3.0)", "x = x * 3.0"),
+    "torch.subtract": ("x = torch.subtract(x, self.c)", "x = x - self.c"),
+    "x.subtract_": ("x.subtract_(0.5)", "x = x - 0.5"),
+    "torch.sigmoid_": ("x = torch.sigmoid_(x)", "x = torch.sigmoid(x)"),
+    "torch.tanh_ unassigned": ("torch.tanh_(x)", "x = torch.tanh(x)"),
+    "torch.exp_": ("x = torch.exp_(x * 0.1)", "x = torch.exp(x * 0.1)"),
+    "torch.clamp_": ("torch.clamp_(x, -0.2, 0.3)", "x = torch.clamp(x, -0.2, 0.3)"),
+    "flatten(1)": ("x = x.flatten(1)\nx = torch.relu(x)", "x = torch.relu(x)"),
+    "torch.flatten start_dim": ("x = torch.flatten(x, start_dim=1)\nx = torch.relu(x)", "x = torch.relu(x)"),
+    "nn.Flatten": ("x = self.flat(x)\nx = torch.relu(x)", "x = torch.relu(x)"),
+    "max with dropped indices": ("v, _ = torch.max(x, dim=1, keepdim=True)\nx = x - v",
+                                 "x = x - torch.max(x, dim=1, keepdim=True)[0]"),
+    "min method, indices unused": ("v, i = x.min(1, True)\nx = x * v", "x = x * x.amin(1, keepdim=True)"),
+    "x.log1p": ("x = x.abs().log1p()", "x = torch.log1p(x.abs())"),
+    "torch.special.erf": ("x = torch.special.erf(x)", "x = torch.erf(x)"),
+    "x.erf_": ("x.erf_()", "x = x.erf()"),
+    # A one-element tensor made in forward (torch.fx lifts it as an attribute the module lacks):
+    # the number it holds.
+    "x * torch.tensor(2.0)": ("x = x * torch.tensor(2.0)", "x = x * 2.0"),
+    "torch.tensor(0.5) - x": ("x = torch.tensor(0.5) - x", "x = 0.5 - x"),
+}
+
+
+# Functions a module writes by hand (GELU from erf, softplus from log1p): traced, checked against
+# the module and for gradients, lowered.
+BY_HAND = {
+    "GELU from erf": "x = 0.5 * x * (1.0 + torch.erf(x / 1.4142135623730951))",
+    "softplus from log1p": "x = torch.log1p(torch.exp(x * 0.5))",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BY_HAND))
+def test_functions_written_by_hand(name, tmp_path):
+    graph = check(write(tmp_path, "by_hand", BY_HAND[name]))
+    assert {"erf", "log1p"} & {n.op for n in graph.nodes}
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_NAMES))
+def test_other_names_for_the_same_ops(name, tmp_path):
+    spelled, plain = OTHER_NAMES[name]
+    params = dict(PARAMS, flat="nn.Flatten()")
+    ref = write(tmp_path, "spelled", spelled, params)
+    check(ref)
+    assert describe(ref) == describe(write(tmp_path, "plain", plain, params))
+
+
+def test_softmax_in_the_modules_own_dtype_is_softmax(tmp_path):
+    """dtype= naming the module's own dtype changes nothing (the oracle's fp64 run would make it a
+    cast, so only the IR is compared)."""
+    spelled = write(tmp_path, "spelled", "x = F.softmax(x, dim=1, dtype=torch.float32)")
+    assert describe(spelled) == describe(write(tmp_path, "plain", "x = F.softmax(x, dim=1)"))
+
+
+REFUSED_NAMES = {
+    "max's indices used": ("v, i = torch.max(x, 1, keepdim=True)\nx = x - i", "indices of torch.max"),
+    "max's indices returned": ("v, i = torch.max(x, 1)\nx = i", "indices of torch.max"),
+    "flatten() to 1-d": ("x = x.flatten()", r"\.flatten\(\)"),
+    "divide with a rounding mode": ("x = torch.divide(x, 2.0, rounding_mode='floor')", "rounding_mode"),
+    "clamp with tensor bounds": ("x = torch.clamp(x, min=self.b, max=self.c)", "clamp with a tensor as its min and max"),
+    "einsum": ("x = torch.einsum('bn,n->bn', x, self.b)", "torch.einsum is not supported"),
+    "a vector made in forward": ("x = x + torch.ones(24)", r"shape \(24,\) made in forward.*register_buffer"),
+    "softmax to another dtype": ("x = F.softmax(x, dim=1, dtype=torch.float64)", "dtype=torch.float64 on a torch.float32"),
+    # fx traces one branch: the emitted forward would compute it in both modes.
+    "a branch on self.training": ("if self.training:\n    x = x * 2.0", "training mode than in eval mode"),
+    "a conditional expression": ("x = x * (0.5 if self.training else 1.0)", "training mode than in eval mode"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_NAMES))
+def test_other_names_kgen_cannot_run_are_refused(name, tmp_path):
+    body, message = REFUSED_NAMES[name]
+    with pytest.raises(Unsupported, match=message):
+        trace(write(tmp_path, "refused", body))
+
+
 # ---- 2. GEMM spellings -----------------------------------------------------------------------
 SOURCE = '''
 import torch
@@ -196,6 +279,7 @@ self.wkn = nn.Parameter(torch.randn(in_features, out_features) * 0.1)
 self.bias = nn.Parameter(torch.randn(out_features))
 self.b = nn.Parameter(torch.randn(out_features))
 self.bc = nn.Parameter(torch.randn(out_features, 1))
+self.flat = nn.Flatten()
 """
 
 
@@ -221,6 +305,10 @@ GEMMS = {
     "transpose(0, 1)": ("x = x @ self.weight.transpose(0, 1)", "x = x @ self.weight.t()"),
     "F.linear no bias": ("x = F.linear(x, self.weight)", "x = x @ self.weight.t()"),
     "F.linear bias view": ("x = F.linear(x, self.weight, self.bc.view(-1))", "x = x @ self.weight.t() + self.bc.t()"),
+    # A CNN head's flatten of a (batch, features) input before the GEMM: the input itself.
+    "torch.flatten(x, 1) first": ("x = torch.flatten(x, 1)\nx = self.gemm(x)", "x = self.gemm(x)"),
+    "x.flatten(1) first": ("x = x.flatten(1)\nx = self.gemm(x)", "x = self.gemm(x)"),
+    "nn.Flatten first": ("x = self.flat(x)\nx = self.gemm(x)", "x = self.gemm(x)"),
 }
 
 

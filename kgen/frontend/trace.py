@@ -87,7 +87,8 @@ def _full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_m
 # Point-wise functions: callable -> (signature, op, {op attr: argument}).
 _TORCH_UNARY = {
     torch.relu: "relu", torch.sigmoid: "sigmoid", torch.tanh: "tanh", torch.exp: "exp",
-    torch.log: "log", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
+    torch.log: "log", torch.log1p: "log1p", torch.erf: "erf", torch.special.erf: "erf",
+    torch.special.log1p: "log1p", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
     operator.neg: "neg", F.sigmoid: "sigmoid", F.tanh: "tanh", torch.special.expit: "sigmoid",
 }
 POINTWISE_FUNCTIONS = {
@@ -111,6 +112,7 @@ POINTWISE_FUNCTIONS = {
 BINARY_FUNCTIONS = {
     operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
     torch.add: "add", torch.sub: "sub", torch.mul: "mul", torch.div: "div",
+    torch.subtract: "sub", torch.multiply: "mul", torch.divide: "div", torch.true_divide: "div",
     operator.iadd: "add", operator.isub: "sub", operator.imul: "mul", operator.itruediv: "div",
 }
 POW_FUNCTIONS = (operator.pow, torch.pow)
@@ -144,21 +146,26 @@ ROW_FLATTEN_METHODS = ("squeeze", "view", "reshape", "flatten")
 # In-place methods: the out-of-place method they are (Tracer.run rebinds the receiver).
 INPLACE_METHODS = {f"{name}_": name for name in (
     "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
-    "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow")}
+    "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow", "subtract", "multiply", "divide",
+    "true_divide", "log1p", "erf")}
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
 INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
                      operator.imul: operator.mul, operator.itruediv: operator.truediv,
-                     torch.relu_: torch.relu, F.relu_: F.relu}
+                     torch.relu_: torch.relu, F.relu_: F.relu, torch.sigmoid_: torch.sigmoid,
+                     torch.tanh_: torch.tanh, torch.exp_: torch.exp, torch.clamp_: torch.clamp,
+                     torch.clip_: torch.clip, torch.clamp_min_: torch.clamp_min,
+                     torch.clamp_max_: torch.clamp_max}
 # Views of a parameter, read as the parameter in another shape (Tracer.param_view).
 PARAM_VIEWS = ("view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "transpose", "permute")
 # Functions with an `inplace` flag (True: the result is written into the input).
 _INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.elu: _elu,
                  F.silu: _act, F.mish: _act, F.hardsigmoid: _act, F.hardswish: _act, F.selu: _act,
                  F.relu6: _act, F.dropout: _dropout}
-METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg")
+METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "log1p", "erf")
 METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add__": "add",
-                 "__sub__": "sub", "__mul__": "mul", "__truediv__": "div"}
+                 "__sub__": "sub", "__mul__": "mul", "__truediv__": "div", "subtract": "sub",
+                 "multiply": "mul", "divide": "div", "true_divide": "div"}
 METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "logsumexp": "logsumexp"}
 
 SUPPORTED = (
@@ -171,7 +178,7 @@ SUPPORTED = (
     "dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax; BatchNorm1d (one); "
     "GroupNorm, LayerNorm, F.normalize over the features; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
     "in-place forms (x.mul_(2), x += y, inplace=True); order-keeping views of parameters "
-    "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach; Dropout (the "
+    "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach, flatten(1) of a (batch, features) value; Dropout (the "
     "identity in eval mode; in training mode torch's own mask, drawn by the forward, for a "
     "dropout of a (batch, features) value); the module's input read again after the GEMM (a "
     "residual such as x + x_in, broadcast as torch broadcasts it); torch.where(cond, a, b) and "
@@ -287,6 +294,8 @@ class Tracer:
         if isinstance(v, _Marker) and v.kind == "filled":
             raise self.refuse("torch.zeros_like / ones_like / full_like used other than as an operand "
                               "of a point-wise op")
+        if isinstance(v, _Marker) and v.kind == "indices":
+            raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
         if isinstance(v, _Marker) and v.kind == "unsqueezed":
             raise self.refuse("a (batch, 1, features) view is used other than as the input of "
                               "MaxPool1d / AvgPool1d (squeeze(1) the result)")
@@ -318,6 +327,14 @@ class Tracer:
         t = getattr(owner, name)
         if not isinstance(t, torch.Tensor):
             raise self.refuse(f"{path} is not a tensor")
+        if not module_path and name.startswith("_tensor_constant"):
+            # torch.fx's name for a tensor made in forward (torch.tensor(2.0)): not the module's,
+            # so the emitted file could not read it. One element: the number it holds.
+            if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
+                return float(t.item())
+            raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward "
+                              "(torch.tensor / torch.ones / ...): kgen reads the module's parameters and "
+                              "buffers; make it one in __init__ (self.register_buffer)")
         return _Marker("matrix" if t.dim() == 2 else "tensor", path)
 
     def _tensor(self, path: str) -> torch.Tensor:
@@ -432,6 +449,10 @@ class Tracer:
             level = "full"   # a shape of its own: torch's broadcasting made it (ir.py)
         if op not in ops.POINTWISE:
             raise self.refuse(f"the point-wise op {op} is not in kgen's table")
+        tensors = [k for k, v in (attrs or {}).items() if isinstance(v, (_Marker, _Id))]
+        if tensors:
+            raise self.refuse(f"{op} with a tensor as its {' and '.join(tensors)} (kgen takes numbers there; "
+                              "for tensor bounds write torch.minimum / torch.maximum)")
         try:
             ops.cuda_expr(op, ["a"] * len(ids), attrs or {})
         except (ValueError, TypeError) as e:
@@ -665,6 +686,8 @@ class Tracer:
                 continue
             if fx_node.op == "output":
                 output = env[fx_node.args[0]] if not isinstance(fx_node.args[0], (tuple, list)) else None
+                if isinstance(output, _Marker) and output.kind == "indices":
+                    self.value(output)   # (refused, naming the indices)
                 if not isinstance(output, int):
                     raise self.refuse("the module returns something other than one tensor computed "
                                       "from the GEMM")
@@ -824,6 +847,14 @@ class Tracer:
             return self.visit_function(fx_node.target, args, kwargs)
         raise self.refuse(f"fx node kind {op}")
 
+    def _softmax_args(self, args, kwargs) -> dict:
+        """softmax's arguments; a dtype other than the module's (the output in another dtype) refused."""
+        a = self._bind(_softmax, args, kwargs)
+        if a["dtype"] is not None and a["dtype"] != self.ref.input.dtype:
+            raise self.refuse(f"softmax with dtype={a['dtype']} on a {self.ref.input.dtype} module (its output "
+                              "in another dtype than the module's; kgen's outputs are in the module's dtype)")
+        return a
+
     def _check_input(self, a):
         if isinstance(a, _Marker) and a.kind == "input" and self.gemm_id is None:
             raise self.refuse("an op on the module's input before the GEMM (kgen's GEMM comes first; "
@@ -833,6 +864,8 @@ class Tracer:
         kind = type(module)
         if kind is nn.Linear:
             return self.gemm(args[0], f"{path}.weight", f"{path}.bias" if module.bias is not None else None)
+        if kind is nn.Flatten:
+            return self.visit_method("flatten", (args[0], module.start_dim, module.end_dim), {})
         known = (*ACTIVATION_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.BatchNorm1d, nn.Dropout,
                  nn.GroupNorm, nn.LayerNorm, nn.MaxPool1d, nn.AvgPool1d)
         if kind not in known:
@@ -924,6 +957,8 @@ class Tracer:
             if isinstance(target, _Marker) and target.kind == "values_indices":
                 if index == 0:
                     return target.payload
+                if index == 1:   # (x, _ = torch.max(x, 1): refused only where the indices are used)
+                    return _Marker("indices", None)
                 raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
             raise self.refuse("indexing a tensor is not supported")
         if fn is getattr:
@@ -937,6 +972,10 @@ class Tracer:
             if isinstance(target, _Marker) and target.kind == "values_indices" and name == "values":
                 return target.payload
             raise self.refuse(f"the attribute .{name} is not supported")
+        if fn is torch.flatten:
+            return self.visit_method("flatten", args, kwargs)
+        if fn is torch.einsum:
+            raise self.refuse("torch.einsum is not supported (write the GEMM as nn.Linear, F.linear or x @ W.t())")
         if fn not in MATMUL_FUNCTIONS and fn not in (F.linear, torch.addmm):
             for a in args:
                 self._check_input(a)
@@ -1004,7 +1043,7 @@ class Tracer:
         if fn in (torch.max, torch.min):
             return self._max_min("max" if fn is torch.max else "min", args, kwargs)
         if fn in SOFTMAX_FUNCTIONS:
-            a = self._bind(_softmax, args, kwargs)
+            a = self._softmax_args(args, kwargs)
             return self.reduce(SOFTMAX_FUNCTIONS[fn], a["input"], a["dim"], True)
         if fn is F.layer_norm:
             a = self._bind(_layer_norm, args, kwargs)
@@ -1133,6 +1172,11 @@ class Tracer:
                 raise self.refuse(f"squeeze({'' if a['dim'] is None else a['dim']!r}) of a (batch, 1, "
                                   "features) value; write squeeze(1) (squeeze() also drops a batch of 1)")
             return self_arg.payload
+        if name == "flatten" and _keeps_2d(rest, kwargs) and (
+                (isinstance(self_arg, _Marker) and self_arg.kind == "input" and self.ref.input.dim() == 2)
+                or (isinstance(self_arg, _Id) and self.level(self_arg) == "tile")):
+            # flatten(1) of a (batch, features) tensor (a CNN head's habit, nn.Flatten): itself.
+            return self_arg
         if isinstance(self_arg, _Marker) and self_arg.kind == "input" and name in (*IDENTITY_METHODS, "detach"):
             # clone / contiguous / detach of the input: the input (detach: no gradient through
             # this read), whatever the order, before or after the GEMM.
@@ -1161,9 +1205,16 @@ class Tracer:
         if name in ("max", "min"):
             return self._max_min(name, args, kwargs)
         if name in ("softmax", "log_softmax"):
-            a = self._bind(_softmax, args, kwargs)
+            a = self._softmax_args(args, kwargs)
             return self.reduce(name, a["input"], a["dim"], True)
         raise self.refuse(f"the tensor method .{name}() is not supported")
+
+
+def _keeps_2d(rest, kwargs) -> bool:
+    """Whether flatten's arguments (start_dim, end_dim) leave a 2-d tensor as it is: start 1 or -1."""
+    start = rest[0] if rest else kwargs.get("start_dim", 0)
+    end = rest[1] if len(rest) > 1 else kwargs.get("end_dim", -1)
+    return isinstance(start, int) and isinstance(end, int) and start in (1, -1) and end in (1, -1)
 
 
 def _swaps_2d(rest, kwargs) -> bool:
@@ -1189,11 +1240,16 @@ def trace(ref: Reference) -> Graph:
     # meta device: the second trace costs milliseconds.)
     evaluation = Tracer(ref)
     evaluation.model.eval()
-    evaluation.run()
+    evaluated = evaluation.run()
     for d in evaluation.dropouts:
         raise Unsupported(f"{ref.path}: line {d['line']}: `{d['text']}`: dropout with p={d['p']:g} "
                           "is active in eval mode (pass training=self.training); kgen does not "
                           "reproduce torch's random mask")
+    # A forward that branches on self.training (fx bakes the branch in): the two modes' IRs
+    # differ where no dropout explains it, and one emitted forward cannot be both.
+    if not tracer.dropouts and not evaluation.dropouts and graph.describe() != evaluated.describe():
+        raise Unsupported(f"{ref.path}: the forward computes other ops in training mode than in eval mode "
+                          "(a branch on self.training?); kgen emits one forward for both modes")
     graph.dropouts = tracer.dropouts
     return graph
 

@@ -176,6 +176,9 @@ DERIVATIVES: dict[str, Vjp] = {
     "abs": lambda m, g, y, x: (m.mul(g, m.sign(x)),),
     "exp": lambda m, g, y, x: (m.mul(g, y),),
     "log": lambda m, g, y, x: (m.div(g, x),),
+    "log1p": lambda m, g, y, x: (m.div(g, m.add(m.c(1.0), x)),),
+    # d erf(x) / dx = 2 / sqrt(pi) exp(-x^2)
+    "erf": lambda m, g, y, x: (m.mul(g, m.mul(m.c(1.1283791670955126), m.exp(m.neg(m.mul(x, x))))),),
     "sqrt": lambda m, g, y, x: (m.div(g, m.mul(m.c(2.0), y)),),
     "rsqrt": lambda m, g, y, x: (m.mul(m.mul(m.c(-0.5), g), m.mul(m.mul(y, y), y)),),
     "pow": _pow,

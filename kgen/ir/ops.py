@@ -224,6 +224,8 @@ _DEFINITIONS = (
     PointwiseOp("abs", 1, lambda a: f"fabsf(({a}))", torch.abs, doc="|x| (torch.abs)"),
     PointwiseOp("exp", 1, lambda a: f"expf(({a}))", torch.exp, doc="e^x (torch.exp)"),
     PointwiseOp("log", 1, lambda a: f"logf(({a}))", torch.log, doc="natural logarithm (torch.log)"),
+    PointwiseOp("log1p", 1, lambda a: f"log1pf(({a}))", torch.log1p, doc="log(1 + x), accurate near 0 (torch.log1p)"),
+    PointwiseOp("erf", 1, lambda a: f"erff(({a}))", torch.erf, doc="the error function (torch.erf)"),
     PointwiseOp("sqrt", 1, lambda a: f"sqrtf(({a}))", torch.sqrt, doc="square root (torch.sqrt)"),
     PointwiseOp("rsqrt", 1, lambda a: f"(1.0f / sqrtf(({a})))", torch.rsqrt,
                 doc="1 / sqrt(x) (torch.rsqrt)"),

@@ -305,6 +305,18 @@ def test_an_infinity_against_a_large_finite_value_fails_unless_rounding_decides_
     assert not pattern_judged(torch.tensor([float("-inf"), 1.0]), ref32, truth).ok
 
 
+def test_an_overflow_of_eager_on_the_way_may_be_the_exact_value_in_the_candidate():
+    """log1p(exp(x)) - log1p(x) at x = 88.72: eager's exp overflowed (inf), the exact value is
+    84.2; a candidate with 84.2 is the closer one and passes, one with another number fails, and
+    so does a candidate's own overflow where eager is finite."""
+    truth = torch.tensor([84.2, 1.0], dtype=torch.float64)
+    ref32 = torch.tensor([float("inf"), 1.0])
+    assert pattern_judged(torch.tensor([84.2, 1.0]), ref32, truth).ok
+    cmp = pattern_judged(torch.tensor([85.0, 1.0]), ref32, truth)
+    assert not cmp.ok and "inf pattern differs" in cmp.failures[0]
+    assert not pattern_judged(torch.tensor([float("inf"), 1.0]), torch.tensor([84.2, 1.0]), truth).ok
+
+
 def test_infinities_may_become_nan_only_where_allowed():
     truth = torch.tensor([float("inf"), float("-inf"), 0.5], dtype=torch.float64)
     ref32 = truth.float()

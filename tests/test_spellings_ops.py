@@ -184,6 +184,9 @@ OTHER_NAMES = {
     "x.log1p": ("x = x.abs().log1p()", "x = torch.log1p(x.abs())"),
     "torch.special.erf": ("x = torch.special.erf(x)", "x = torch.erf(x)"),
     "x.erf_": ("x.erf_()", "x = x.erf()"),
+    "torch.square": ("x = torch.square(x)", "x = x ** 2"),
+    "mean over a list of dims": ("x = x - x.mean(dim=[1], keepdim=True)", "x = x - x.mean(dim=1, keepdim=True)"),
+
     # A one-element tensor made in forward (torch.fx lifts it as an attribute the module lacks):
     # the number it holds.
     "x * torch.tensor(2.0)": ("x = x * torch.tensor(2.0)", "x = x * 2.0"),
@@ -214,11 +217,20 @@ def test_other_names_for_the_same_ops(name, tmp_path):
     assert describe(ref) == describe(write(tmp_path, "plain", plain, params))
 
 
-def test_softmax_in_the_modules_own_dtype_is_softmax(tmp_path):
-    """dtype= naming the module's own dtype changes nothing (the oracle's fp64 run would make it a
-    cast, so only the IR is compared)."""
-    spelled = write(tmp_path, "spelled", "x = F.softmax(x, dim=1, dtype=torch.float32)")
-    assert describe(spelled) == describe(write(tmp_path, "plain", "x = F.softmax(x, dim=1)"))
+# A dtype named that is the module's own changes nothing (the oracle's fp64 run would make them
+# casts, so only the IR is compared).
+OWN_DTYPE = {
+    "softmax": ("x = F.softmax(x, dim=1, dtype=torch.float32)", "x = F.softmax(x, dim=1)"),
+    "x.float()": ("x = torch.relu(x).float()", "x = torch.relu(x)"),
+    "x.to(torch.float32)": ("x = x.to(torch.float32) * 2.0", "x = x * 2.0"),
+    "x.to(dtype=...)": ("x = x.to(dtype=torch.float32) * 2.0", "x = x * 2.0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OWN_DTYPE))
+def test_the_modules_own_dtype_named_changes_nothing(name, tmp_path):
+    spelled, plain = OWN_DTYPE[name]
+    assert describe(write(tmp_path, "spelled", spelled)) == describe(write(tmp_path, "plain", plain))
 
 
 REFUSED_NAMES = {
@@ -228,6 +240,8 @@ REFUSED_NAMES = {
     "divide with a rounding mode": ("x = torch.divide(x, 2.0, rounding_mode='floor')", "rounding_mode"),
     "clamp with tensor bounds": ("x = torch.clamp(x, min=self.b, max=self.c)", "clamp with a tensor as its min and max"),
     "einsum": ("x = torch.einsum('bn,n->bn', x, self.b)", "torch.einsum is not supported"),
+    "a cast to another dtype": ("x = x.to(torch.float64)", r"\.to\(\)"),
+    "x.half()": ("x = x.half()", r"\.half\(\)"),
     "a vector made in forward": ("x = x + torch.ones(24)", r"shape \(24,\) made in forward.*register_buffer"),
     "softmax to another dtype": ("x = F.softmax(x, dim=1, dtype=torch.float64)", "dtype=torch.float64 on a torch.float32"),
     # fx traces one branch: the emitted forward would compute it in both modes.

@@ -478,7 +478,7 @@ class Tracer:
             raise self.refuse(f"{kind} over dim={dim!r} of a value of shape "
                               f"{'(M,)' if width == 'rowflat' else 'that is not (batch, features)'}; "
                               "kgen reduces over the features (dim 1) of a (batch, features) value")
-        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         if dims not in ((1,), (-1,)):
             raise self.refuse(f"{kind} over dim={dim!r}; kgen reduces rows (dim=1 or -1)")
         if kind in ("sum", "mean", "max", "min"):
@@ -847,6 +847,15 @@ class Tracer:
             return self.visit_function(fx_node.target, args, kwargs)
         raise self.refuse(f"fx node kind {op}")
 
+    def _same_dtype(self, name: str, rest, kwargs) -> bool:
+        """Whether x.float() / x.to(dtype) / x.type(dtype) keeps the module's dtype (a no-op); a
+        change of dtype or device is not (the caller refuses it)."""
+        dtype = self.ref.input.dtype
+        if name == "float":
+            return not rest and not kwargs and dtype == torch.float32
+        target = rest[0] if len(rest) == 1 and not kwargs else kwargs.get("dtype") if not rest and set(kwargs) == {"dtype"} else None
+        return target == dtype
+
     def _softmax_args(self, args, kwargs) -> dict:
         """softmax's arguments; a dtype other than the module's (the output in another dtype) refused."""
         a = self._bind(_softmax, args, kwargs)
@@ -1026,6 +1035,8 @@ class Tracer:
             if a["alpha"] != 1:
                 raise self.refuse(f"{BINARY_FUNCTIONS[fn]} with alpha={a['alpha']}")
             return self.pointwise(BINARY_FUNCTIONS[fn], [a["input"], a["other"]])
+        if fn is torch.square:
+            return self.visit_function(torch.pow, (args[0] if args else kwargs["input"], 2), {})
         if fn in POW_FUNCTIONS:
             a = self._bind(_pow, args, kwargs)
             if not isinstance(a["exponent"], (int, float)):
@@ -1186,6 +1197,8 @@ class Tracer:
             return self._flatten_row(self_arg, name, rest, kwargs)
         if name in IDENTITY_METHODS:
             return self_arg
+        if name in ("float", "to", "type") and self._same_dtype(name, rest, kwargs):
+            return self_arg   # x.float() / x.to(torch.float32) of an fp32 module's value: itself
         if name == "detach":   # the identity, but no gradient flows back through it
             return self.pointwise("detach", [self_arg])
         if name in METHOD_UNARY:

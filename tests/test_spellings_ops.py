@@ -185,6 +185,9 @@ OTHER_NAMES = {
     "torch.special.erf": ("x = torch.special.erf(x)", "x = torch.erf(x)"),
     "x.erf_": ("x.erf_()", "x = x.erf()"),
     "torch.square": ("x = torch.square(x)", "x = x ** 2"),
+    "nn.PReLU()": ("x = self.prelu1(x)", "x = torch.where(x > 0, x, self.prelu1.weight * x)"),
+    "nn.PReLU(N)": ("x = self.prelu(x)", "x = torch.where(x > 0, x, self.prelu.weight * x)"),
+    "F.prelu": ("x = F.prelu(x, self.prelu.weight)", "x = torch.where(x > 0, x, self.prelu.weight * x)"),
     "mean over a list of dims": ("x = x - x.mean(dim=[1], keepdim=True)", "x = x - x.mean(dim=1, keepdim=True)"),
 
     # A one-element tensor made in forward (torch.fx lifts it as an attribute the module lacks):
@@ -211,7 +214,7 @@ def test_functions_written_by_hand(name, tmp_path):
 @pytest.mark.parametrize("name", sorted(OTHER_NAMES))
 def test_other_names_for_the_same_ops(name, tmp_path):
     spelled, plain = OTHER_NAMES[name]
-    params = dict(PARAMS, flat="nn.Flatten()")
+    params = dict(PARAMS, flat="nn.Flatten()", prelu1="nn.PReLU()", prelu="nn.PReLU(out_features, 0.1)")
     ref = write(tmp_path, "spelled", spelled, params)
     check(ref)
     assert describe(ref) == describe(write(tmp_path, "plain", plain, params))

@@ -875,6 +875,8 @@ class Tracer:
             return self.gemm(args[0], f"{path}.weight", f"{path}.bias" if module.bias is not None else None)
         if kind is nn.Flatten:
             return self.visit_method("flatten", (args[0], module.start_dim, module.end_dim), {})
+        if kind is nn.PReLU:
+            return self.prelu(args[0], self.attribute(f"{path}.weight"))
         known = (*ACTIVATION_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.BatchNorm1d, nn.Dropout,
                  nn.GroupNorm, nn.LayerNorm, nn.MaxPool1d, nn.AvgPool1d)
         if kind not in known:
@@ -983,6 +985,10 @@ class Tracer:
             raise self.refuse(f"the attribute .{name} is not supported")
         if fn is torch.flatten:
             return self.visit_method("flatten", args, kwargs)
+        if fn in (F.prelu, torch.prelu):
+            x = args[0] if args else kwargs["input"]
+            weight = args[1] if len(args) > 1 else kwargs["weight"]
+            return self.prelu(x, weight)
         if fn is torch.einsum:
             raise self.refuse("torch.einsum is not supported (write the GEMM as nn.Linear, F.linear or x @ W.t())")
         if fn not in MATMUL_FUNCTIONS and fn not in (F.linear, torch.addmm):
@@ -1101,6 +1107,14 @@ class Tracer:
         if dim is None:
             raise self.refuse(f"torch.{kind} over all elements")
         return _Marker("values_indices", self.reduce(kind, args[0], dim, keepdim))
+
+    def prelu(self, x, weight):
+        """PReLU (nn.PReLU, F.prelu) as torch computes it: x where x > 0, else weight * x (one
+        weight, or one per feature: dim 1 of a (batch, features) value)."""
+        self._check_input(x)
+        if not (isinstance(weight, _Marker) and weight.kind == "tensor"):
+            raise self.refuse("prelu whose weight is not a parameter of the module")
+        return self.pointwise("where", [x, 0.0, x, self.pointwise("mul", [weight, x])], {"compare": "gt"})
 
     def where_op(self, args, kwargs):
         """torch.where(lhs <compare> rhs, a, b): the op `where` of (lhs, rhs, a, b) (kgen.ir.ops).

@@ -135,6 +135,8 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "div": ["x / 2.0", "x / self.scale2"], "residual": ["x + x"], "detach": ["x + x.clone().detach()"],
     "sqrt": ["torch.sqrt(x.abs() + 1.0)"], "log": ["torch.log(x.abs() + 1.0)"],
     "log1p": ["torch.log1p(x.abs())"], "erf": ["torch.erf(x * 0.5)"],
+    "expm1": ["torch.expm1(x * 0.1)", "x.expm1()"], "exp2": ["torch.exp2(x * 0.1)"],
+    "log2": ["torch.log2(x.abs() + 1.0)"], "log10": ["(x.abs() + 1.0).log10()"],
     "rsqrt": ["torch.rsqrt(x.abs() + 1.0)"],
     "minimum": ["torch.min(x, self.scale2)", "torch.minimum(x, self.bias2)"],
     "maximum": ["torch.maximum(x, self.bias2)"],

@@ -27,6 +27,7 @@ NAN = float("nan")
 EXPECTED_ATTRS = {
     "add": (), "sub": (), "mul": (), "div": (),
     "neg": (), "abs": (), "exp": (), "log": (), "log1p": (), "erf": (), "sqrt": (), "rsqrt": (),
+    "expm1": (), "exp2": (), "log2": (), "log10": (),
     "pow": (("exponent", REQUIRED),),
     "relu": (), "leaky_relu": (("negative_slope", 0.01),),
     "gelu": (("approximate", "none"),),
@@ -48,6 +49,7 @@ BINARY = {"add", "sub", "mul", "div", "minimum", "maximum"}
 VARIANTS = [
     ("add", {}), ("sub", {}), ("mul", {}), ("div", {}),
     ("neg", {}), ("abs", {}), ("exp", {}), ("log", {}), ("log1p", {}), ("erf", {}), ("sqrt", {}), ("rsqrt", {}),
+    ("expm1", {}), ("exp2", {}), ("log2", {}), ("log10", {}),
     *[("pow", {"exponent": e}) for e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 0.0, 1.0, 1.5, -2.5)],
     ("relu", {}), ("leaky_relu", {}), ("leaky_relu", {"negative_slope": 0.2}),
     ("gelu", {}), ("gelu", {"approximate": "tanh"}),
@@ -91,6 +93,10 @@ REFERENCES = {
     "log": lambda x: x.log(),
     "log1p": lambda x: torch.special.log1p(x),
     "erf": lambda x: torch.special.erf(x),
+    "expm1": lambda x: torch.special.expm1(x),
+    "exp2": lambda x: torch.special.exp2(x),
+    "log2": lambda x: x.log2(),
+    "log10": lambda x: x.log10(),
     "sqrt": lambda x: x.sqrt(),
     "rsqrt": lambda x: x.rsqrt(),
     "pow": lambda x, exponent: x ** exponent,
@@ -118,7 +124,8 @@ REFERENCES = {
 }
 
 # The CUDA functions an expression may call: the accurate ones (no fast-math intrinsics).
-ACCURATE_FUNCTIONS = {"expf", "logf", "sqrtf", "erff", "tanhf", "expm1f", "log1pf", "powf",
+ACCURATE_FUNCTIONS = {"expf", "logf", "sqrtf", "erff", "tanhf", "expm1f", "log1pf", "powf", "exp2f",
+                      "log2f", "log10f",
                       "fabsf", "fminf", "fmaxf"}
 FAST_MATH = ("__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
              "__tanf", "__fdividef", "__frcp", "__fsqrt", "__frsqrt", "__saturatef", "rsqrtf")

@@ -194,7 +194,79 @@ OTHER_NAMES = {
     # the number it holds.
     "x * torch.tensor(2.0)": ("x = x * torch.tensor(2.0)", "x = x * 2.0"),
     "torch.tensor(0.5) - x": ("x = torch.tensor(0.5) - x", "x = 0.5 - x"),
+    # ... which stays a tensor where torch tells the two apart: an element-wise minimum, not a dim.
+    "torch.min(x, torch.tensor(0.5))": ("x = torch.min(x, torch.tensor(0.5))", "x = torch.minimum(x, self.halfp)"),
+
+    # Activations torch defines from others (session 14), written out in torch's own formula.
+    "F.logsigmoid": ("x = F.logsigmoid(x)", "x = -F.softplus(-x)"),
+    "nn.LogSigmoid": ("x = self.logsigmoid(x)", "x = -F.softplus(-x)"),
+    "F.softsign": ("x = F.softsign(x)", "x = x / (x.abs() + 1)"),
+    "nn.Softsign": ("x = self.softsign(x)", "x = x / (x.abs() + 1)"),
+    "F.tanhshrink": ("x = F.tanhshrink(x)", "x = x - torch.tanh(x)"),
+    "nn.Tanhshrink": ("x = self.tanhshrink(x)", "x = x - torch.tanh(x)"),
+    "F.threshold": ("x = F.threshold(x, 0.1, 20.0)", "x = torch.where(x <= 0.1, 20.0, x)"),
+    "nn.Threshold": ("x = self.threshold(x)", "x = torch.where(x <= 0.1, 20.0, x)"),
+    "F.threshold_": ("F.threshold_(x, 0.1, 20.0)", "x = torch.where(x <= 0.1, 20.0, x)"),
+    "F.hardshrink": ("x = F.hardshrink(x, 0.3)", "x = torch.where(x.abs() <= 0.3, 0.0, x)"),
+    "x.hardshrink": ("x = x.hardshrink(0.3)", "x = torch.where(x.abs() <= 0.3, 0.0, x)"),
+    "nn.Softshrink": ("x = self.softshrink(x)",
+                      "x = torch.where(x > 0.3, x - 0.3, torch.where(x < -0.3, x + 0.3, x * 0.0))"),
+    "F.celu": ("x = F.celu(x, alpha=0.5)", "x = torch.where(x > 0, x, F.elu(x * 2.0, alpha=0.5))"),
+    "nn.CELU": ("x = self.celu(x)", "x = torch.where(x > 0, x, F.elu(x * 2.0, alpha=0.5))"),
+    "F.softmin": ("x = F.softmin(x, dim=1)", "x = torch.softmax(-x, dim=1)"),
+    "nn.Softmin": ("x = self.softmin(x)", "x = torch.softmax(-x, dim=1)"),
+    "torch.reciprocal": ("x = torch.reciprocal(x)", "x = 1.0 / x"),
+    "x.reciprocal_": ("x.reciprocal_()", "x = 1.0 / x"),
+    "F.hardtanh_": ("F.hardtanh_(x, -0.5, 0.5)", "x = F.hardtanh(x, -0.5, 0.5)"),
+    "F.elu_": ("F.elu_(x, 0.5)", "x = F.elu(x, 0.5)"),
+    "F.leaky_relu_": ("F.leaky_relu_(x, 0.2)", "x = F.leaky_relu(x, 0.2)"),
+    "torch.add alpha": ("x = torch.add(x, self.b, alpha=2.0)", "x = x + self.b * 2.0"),
+    "x.sub alpha": ("x = x.sub(self.b, alpha=0.5)", "x = x - self.b * 0.5"),
+    "x.type_as": ("x = x.type_as(self.b) * 2", "x = x * 2"),
+
+    # Sizes and views of a (batch, features) value to its own shape; a per-row value between
+    # (batch, 1) and (batch,).
+    "view(x.size(0), -1)": ("x = x.view(x.size(0), -1)\nx = torch.relu(x)", "x = torch.relu(x)"),
+    "view(-1, N)": ("x = x.view(-1, 24)\nx = torch.relu(x)", "x = torch.relu(x)"),
+    "reshape(x.shape[0], -1)": ("x = x.reshape(x.shape[0], -1)\nx = torch.relu(x)", "x = torch.relu(x)"),
+    "batch = x.shape[0]": ("batch = x.shape[0]\nx = torch.relu(x.view(batch, -1))", "x = torch.relu(x)"),
+    "torch.reshape(x, x.size())": ("x = torch.reshape(x, x.size())\nx = torch.relu(x)", "x = torch.relu(x)"),
+    "view(x.shape)": ("x = x.view(x.shape)\nx = torch.relu(x)", "x = torch.relu(x)"),
+    "x.size(1) as a number": ("x = x.sum(1, keepdim=True) / x.size(1)", "x = x.sum(1, keepdim=True) / 24"),
+    "x.shape[-1] as a number": ("x = x - x.sum(-1, keepdim=True) / x.shape[-1]", "x = x - x.sum(-1, keepdim=True) / 24"),
+    "sum(1).unsqueeze(1)": ("x = torch.sum(x, dim=1).unsqueeze(1)", "x = torch.sum(x, dim=1, keepdim=True)"),
+    "sum(1).view(-1, 1)": ("x = x.sum(1).view(-1, 1)", "x = torch.sum(x, dim=1, keepdim=True)"),
+    "keepdim then reshape(x.size(0))": ("x = x.sum(1, keepdim=True).reshape(x.size(0))", "x = torch.sum(x, dim=1)"),
+    "keepdim then view(-1)": ("x = x.mean(1, keepdim=True).view(-1)", "x = x.mean(1)"),
 }
+
+
+# Row statistics (session 14): the squared deviations from the row mean, summed (var, std and
+# var_mean, std_mean), and the norms: traced, checked against the module (fp64) and for
+# gradients, lowered; the ops they are made of.
+STATISTICS = {
+    "x.var(1, keepdim=True)": ("x = x / x.var(1, keepdim=True)", 23),
+    "torch.var(unbiased=False)": ("x = (x - x.mean(1, keepdim=True)) / torch.sqrt(torch.var(x, 1, False, True) + 1e-5)", 24),
+    "torch.var(correction=0)": ("x = x / torch.var(x, dim=-1, correction=0, keepdim=True)", 24),
+    "x.std(dim=1)": ("x = x.std(dim=1)", 23),
+    "torch.var_mean": ("v, m = torch.var_mean(x, dim=1, keepdim=True)\nx = (x - m) / torch.sqrt(v + 1e-5)", 23),
+    "torch.std_mean without keepdim": ("s, m = torch.std_mean(x, 1)\nx = (s * m).unsqueeze(1) + x", 23),
+    "torch.norm": ("x = x / torch.norm(x, dim=1, keepdim=True)", None),
+    "x.norm(p=2)": ("x = x / x.norm(p=2, dim=1, keepdim=True)", None),
+    "x.norm(p=1)": ("x = x / x.norm(p=1, dim=1, keepdim=True)", None),
+    "torch.linalg.vector_norm inf": ("x = x / torch.linalg.vector_norm(x, ord=float('inf'), dim=1, keepdim=True)", None),
+    "torch.linalg.norm": ("x = torch.linalg.norm(x, dim=-1)", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATISTICS))
+def test_row_statistics(name, tmp_path):
+    body, count = STATISTICS[name]
+    graph = check(write(tmp_path, "statistic", body))
+    sums = [n for n in graph.nodes if n.kind == "reduce" and n.op == "sum"]
+    assert all(n.attrs.get("of") in ("var", "norm") for n in sums)   # not torch.sum's order
+    if count is not None:   # (count - correction) divides the sum of squared deviations
+        assert any(n.kind == "const" and n.attrs["value"] == count for n in graph.nodes)
 
 
 # Functions a module writes by hand (GELU from erf, softplus from log1p): traced, checked against
@@ -214,7 +286,14 @@ def test_functions_written_by_hand(name, tmp_path):
 @pytest.mark.parametrize("name", sorted(OTHER_NAMES))
 def test_other_names_for_the_same_ops(name, tmp_path):
     spelled, plain = OTHER_NAMES[name]
-    params = dict(PARAMS, flat="nn.Flatten()", prelu1="nn.PReLU()", prelu="nn.PReLU(out_features, 0.1)")
+    if "self.halfp" in plain:   # the canonical spelling's 0-d parameter, where the spelled one has a constant
+        check(write(tmp_path, "spelled", spelled))
+        assert "minimum(%" in describe(write(tmp_path, "spelled", spelled)) and "0.5 : scalar" in describe(write(tmp_path, "spelled", spelled))
+        return
+    params = dict(PARAMS, flat="nn.Flatten()", prelu1="nn.PReLU()", prelu="nn.PReLU(out_features, 0.1)",
+                  halfp="nn.Parameter(torch.tensor(0.5))", logsigmoid="nn.LogSigmoid()", softsign="nn.Softsign()",
+                  tanhshrink="nn.Tanhshrink()", threshold="nn.Threshold(0.1, 20.0)",
+                  softshrink="nn.Softshrink(0.3)", celu="nn.CELU(0.5)", softmin="nn.Softmin(dim=1)")
     ref = write(tmp_path, "spelled", spelled, params)
     check(ref)
     assert describe(ref) == describe(write(tmp_path, "plain", plain, params))
@@ -246,6 +325,11 @@ REFUSED_NAMES = {
     "a cast to another dtype": ("x = x.to(torch.float64)", r"\.to\(\)"),
     "x.half()": ("x = x.half()", r"\.half\(\)"),
     "a vector made in forward": ("x = x + torch.ones(24)", r"shape \(24,\) made in forward.*register_buffer"),
+    "a view to another shape": ("x = x.view(-1)", r"view\(-1\) of a \(batch, 24\) value"),
+    "a view with the batch as a number": ("x = x.view(8, -1)", "holds the batch as a number"),
+    "the batch size as a number": ("x = x * x.size(0)", "the batch size used as a number"),
+    "a norm with p=3": ("x = x.norm(p=3, dim=1)", "p=3"),
+    "var over one element": ("x = x.sum(1, keepdim=True).var(1, keepdim=True)", "no degrees of freedom"),
     "softmax to another dtype": ("x = F.softmax(x, dim=1, dtype=torch.float64)", "dtype=torch.float64 on a torch.float32"),
     # fx traces one branch: the emitted forward would compute it in both modes.
     "a branch on self.training": ("if self.training:\n    x = x * 2.0", "training mode than in eval mode"),
@@ -326,6 +410,9 @@ GEMMS = {
     "torch.flatten(x, 1) first": ("x = torch.flatten(x, 1)\nx = self.gemm(x)", "x = self.gemm(x)"),
     "x.flatten(1) first": ("x = x.flatten(1)\nx = self.gemm(x)", "x = self.gemm(x)"),
     "nn.Flatten first": ("x = self.flat(x)\nx = self.gemm(x)", "x = self.gemm(x)"),
+    "view(x.size(0), -1) first": ("x = x.view(x.size(0), -1)\nx = self.gemm(x)", "x = self.gemm(x)"),
+    "reshape(-1, K) first": ("x = self.gemm(x.reshape(-1, 16))", "x = self.gemm(x)"),
+    "batch = x.shape[0] first": ("batch = x.shape[0]\nx = self.gemm(x.view(batch, -1))", "x = self.gemm(x)"),
 }
 
 
@@ -474,5 +561,30 @@ def test_generated_cuda_of_the_new_spellings_compiles(tmp_path):
     spec = enumerate_specs(str(ref.path), 64, 128, 1024)[0]
     source = generator.render_cuda_source(spec)
     assert "Backward" in source
+    report = compile_report(source, tmp_path, targets=(SM90A,))
+    assert spills(report) == []
+
+
+def test_generated_cuda_of_session_14s_spellings_compiles(tmp_path):
+    """One module with the composite activations, the new ops, a row statistic and a (batch,)
+    value unsqueezed back: its first candidate's CUDA (forward and backward) compiles with nvcc,
+    without spills."""
+    from kgen.codegen import generator
+    from kgen.tune.search import enumerate_specs
+    from test_compile import NVCC, SM90A, compile_report, spills
+
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    body = """
+    x = F.logsigmoid(x) + F.softsign(x) + F.celu(x, 0.5) + F.softshrink(x, 0.3)
+    x = torch.expm1(x * 0.1) + torch.exp2(x * 0.1) + torch.log2(x.abs() + 1) + torch.log10(x.abs() + 1)
+    x = x / x.std(dim=1, keepdim=True)
+    x = x * x.norm(dim=1).unsqueeze(1)
+    """
+    ref = write(tmp_path, "session14", body)
+    check(ref)
+    spec = enumerate_specs(str(ref.path), 64, 128, 1024)[0]
+    source = generator.render_cuda_source(spec)
+    assert "Backward" in source and "expm1f" in source and "log10f" in source
     report = compile_report(source, tmp_path, targets=(SM90A,))
     assert spills(report) == []

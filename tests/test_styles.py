@@ -123,6 +123,15 @@ LOGSUMEXP = [fn("x = torch.logsumexp(x, dim=1, keepdim=True)"), fn("x = x.logsum
              fn("x = torch.logsumexp(x, -1, True)"), fn("x = x.logsumexp(dim=-1, keepdim=True)"),
              fn("x = torch.logsumexp(x, dim=(1,), keepdim=True)"),
              fn("x = torch.logsumexp(input=x, dim=1, keepdim=True)")]
+STD = [fn("x = x / x.std(dim=1, keepdim=True)"), fn("x = x / torch.std(x, 1, keepdim=True)"),
+       fn("x = x / torch.std(x, dim=-1, unbiased=True, keepdim=True)"),
+       fn("x = x / torch.std(x, dim=1, correction=1, keepdim=True)"),
+       fn("x = x / torch.std_mean(x, 1, keepdim=True)[0]"), fn("x /= x.std(-1, True, True)")]
+LOGSIGMOID = [mod("logsigmoid", "nn.LogSigmoid()"), fn("x = F.logsigmoid(x)"),
+              fn("x = torch.nn.functional.logsigmoid(x)"), fn("x = -F.softplus(-x)")]
+FLAT_VIEW = [fn("x = x.view(x.size(0), -1)"), fn("x = x.reshape(x.shape[0], -1)"),
+             fn("x = torch.flatten(x, 1)"), fn("batch_size = x.size(0)", "x = x.view(batch_size, -1)"),
+             mod("flatten", "nn.Flatten()"), fn("x = x.contiguous().view(x.shape)")]
 MEAN_FLAT = [fn("x = x.mean(1)"), fn("x = torch.mean(x, dim=1)"), fn("x = x.mean(dim=-1, keepdim=False)"),
              fn("x = torch.mean(x, -1)"), fn("x = x.mean(-1, False)")]
 
@@ -146,6 +155,7 @@ SPECS = [
     ModuleSpec("sub_min_add", (SUB_PARAM, MIN_PARAM, ADD_ONE), (("p", "col"), ("c", "scalar"))),
     ModuleSpec("logsumexp", (LOGSUMEXP,)),
     ModuleSpec("relu_mean_flat", (RELU, MEAN_FLAT)),
+    ModuleSpec("view_std_logsigmoid", (FLAT_VIEW, STD, LOGSIGMOID)),
 ]
 SPEC = {s.name: s for s in SPECS}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import operator
 import re
 import sys
@@ -46,6 +47,17 @@ ACTIVATION_MODULES = {
     nn.SELU: ("selu", {}),
     nn.Identity: ("identity", {}),
 }
+# Activations torch defines from others (Tracer.composite writes them out with kgen's ops, in
+# torch's own formula): module type -> (name, {argument: module attribute}).
+COMPOSITE_MODULES = {
+    nn.LogSigmoid: ("logsigmoid", {}),
+    nn.Softsign: ("softsign", {}),
+    nn.Tanhshrink: ("tanhshrink", {}),
+    nn.Threshold: ("threshold", {"threshold": "threshold", "value": "value"}),
+    nn.Hardshrink: ("hardshrink", {"lambd": "lambd"}),
+    nn.Softshrink: ("softshrink", {"lambd": "lambd"}),
+    nn.CELU: ("celu", {"alpha": "alpha"}),
+}
 
 
 # Signatures the tracer binds call arguments with (torch's own, reduced to what kgen reads).
@@ -80,6 +92,12 @@ def _where(condition, input, other): ...
 def _compare(input, other): ...
 def _fill_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False,
                memory_format=torch.preserve_format): ...
+def _threshold(input, threshold, value, inplace=False): ...
+def _shrink(input, lambd=0.5): ...
+def _celu(input, alpha=1.0, inplace=False): ...
+def _var(input, dim=None, unbiased=None, keepdim=False, *, correction=None): ...
+def _norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None): ...
+def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None): ...
 def _full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
                requires_grad=False, memory_format=torch.preserve_format): ...
 
@@ -88,7 +106,9 @@ def _full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_m
 _TORCH_UNARY = {
     torch.relu: "relu", torch.sigmoid: "sigmoid", torch.tanh: "tanh", torch.exp: "exp",
     torch.log: "log", torch.log1p: "log1p", torch.erf: "erf", torch.special.erf: "erf",
-    torch.special.log1p: "log1p", torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
+    torch.special.log1p: "log1p", torch.expm1: "expm1", torch.special.expm1: "expm1", torch.exp2: "exp2",
+    torch.special.exp2: "exp2", torch.log2: "log2", torch.log10: "log10",
+    torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
     operator.neg: "neg", F.sigmoid: "sigmoid", F.tanh: "tanh", torch.special.expit: "sigmoid",
 }
 POINTWISE_FUNCTIONS = {
@@ -109,6 +129,13 @@ POINTWISE_FUNCTIONS = {
     torch.clamp_min: (_clamp_min, "clamp", {"min": "min"}),
     torch.clamp_max: (_clamp_max, "clamp", {"max": "max"}),
 }
+# Composite activations as functions: callable -> (signature, Tracer.composite's name).
+COMPOSITE_FUNCTIONS = {
+    F.logsigmoid: (_unary, "logsigmoid"), F.softsign: (_unary, "softsign"),
+    F.tanhshrink: (_unary, "tanhshrink"), F.threshold: (_threshold, "threshold"),
+    F.hardshrink: (_shrink, "hardshrink"), F.softshrink: (_shrink, "softshrink"),
+    F.celu: (_celu, "celu"), torch.reciprocal: (_unary, "reciprocal"),
+}
 BINARY_FUNCTIONS = {
     operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
     torch.add: "add", torch.sub: "sub", torch.mul: "mul", torch.div: "div",
@@ -120,6 +147,13 @@ REDUCE_FUNCTIONS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", tor
                     torch.logsumexp: "logsumexp"}
 SOFTMAX_FUNCTIONS = {F.softmax: "softmax", torch.softmax: "softmax", F.log_softmax: "log_softmax",
                      torch.log_softmax: "log_softmax"}
+# Row statistics written out with a row mean and sums (Tracer.variance, Tracer.norm): function
+# -> (signature, what).
+STATISTIC_FUNCTIONS = {torch.var: (_var, "var"), torch.std: (_var, "std"),
+                       torch.var_mean: (_var, "var_mean"), torch.std_mean: (_var, "std_mean"),
+                       torch.norm: (_norm, "norm"), torch.linalg.vector_norm: (_vector_norm, "norm"),
+                       torch.linalg.norm: (_vector_norm, "norm")}
+STATISTIC_METHODS = {"var": torch.var, "std": torch.std, "norm": torch.norm}
 MATMUL_FUNCTIONS = (torch.matmul, operator.matmul, torch.mm)
 # Element-wise min / max of two tensors (NaN propagating): function -> op.
 EXTREMUM_FUNCTIONS = {torch.minimum: "minimum", torch.maximum: "maximum"}
@@ -142,12 +176,12 @@ FILL_FUNCTIONS = {torch.zeros_like: (_fill_like, 0.0), torch.ones_like: (_fill_l
                   torch.full_like: (_full_like, None)}
 IDENTITY_METHODS = ("clone", "contiguous")
 # Methods that turn a (M, 1) row value into (M,) (Tracer._flatten_row).
-ROW_FLATTEN_METHODS = ("squeeze", "view", "reshape", "flatten")
+ROW_FLATTEN_METHODS = ("squeeze", "flatten")   # (view and reshape: Tracer._view)
 # In-place methods: the out-of-place method they are (Tracer.run rebinds the receiver).
 INPLACE_METHODS = {f"{name}_": name for name in (
     "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
     "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow", "subtract", "multiply", "divide",
-    "true_divide", "log1p", "erf")}
+    "true_divide", "log1p", "erf", "reciprocal", "expm1", "exp2", "log2", "log10")}
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
 INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
@@ -155,14 +189,17 @@ INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
                      torch.relu_: torch.relu, F.relu_: F.relu, torch.sigmoid_: torch.sigmoid,
                      torch.tanh_: torch.tanh, torch.exp_: torch.exp, torch.clamp_: torch.clamp,
                      torch.clip_: torch.clip, torch.clamp_min_: torch.clamp_min,
-                     torch.clamp_max_: torch.clamp_max}
+                     torch.clamp_max_: torch.clamp_max, F.hardtanh_: F.hardtanh, F.elu_: F.elu,
+                     F.leaky_relu_: F.leaky_relu, F.threshold_: F.threshold, F.celu_: F.celu,
+                     torch.reciprocal_: torch.reciprocal}
 # Views of a parameter, read as the parameter in another shape (Tracer.param_view).
 PARAM_VIEWS = ("view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "transpose", "permute")
 # Functions with an `inplace` flag (True: the result is written into the input).
 _INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.elu: _elu,
                  F.silu: _act, F.mish: _act, F.hardsigmoid: _act, F.hardswish: _act, F.selu: _act,
-                 F.relu6: _act, F.dropout: _dropout}
-METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "log1p", "erf")
+                 F.relu6: _act, F.dropout: _dropout, F.threshold: _threshold, F.celu: _celu}
+METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "log1p", "erf",
+                "expm1", "exp2", "log2", "log10")
 METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add__": "add",
                  "__sub__": "sub", "__mul__": "mul", "__truediv__": "div", "subtract": "sub",
                  "multiply": "mul", "divide": "div", "true_divide": "div"}
@@ -174,11 +211,15 @@ SUPPORTED = (
     "features) output of the part before it); "
     f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
     "scalars, per-feature (N,) or (1, N) parameters, per-row values, and parameters of other "
-    "shapes that broadcast onto the result as torch broadcasts them); row reductions over "
-    "dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax; BatchNorm1d (one); "
+    "shapes that broadcast onto the result as torch broadcasts them); activations torch defines "
+    "from those (logsigmoid, softsign, tanhshrink, threshold, hardshrink, softshrink, celu, "
+    "reciprocal); row reductions over dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, "
+    "log_softmax, softmin, var, std, var_mean, std_mean, norm (p = 1, 2, inf); BatchNorm1d (one); "
     "GroupNorm, LayerNorm, F.normalize over the features; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
     "in-place forms (x.mul_(2), x += y, inplace=True); order-keeping views of parameters "
-    "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach, flatten(1) of a (batch, features) value; Dropout (the "
+    "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach, flatten(1) of a (batch, features) value; "
+    "views of a value to its own shape (x.view(x.size(0), -1), x.reshape(-1, N)) and between (batch, 1) and "
+    "(batch,) (unsqueeze(1), view(-1)); Dropout (the "
     "identity in eval mode; in training mode torch's own mask, drawn by the forward, for a "
     "dropout of a (batch, features) value); the module's input read again after the GEMM (a "
     "residual such as x + x_in, broadcast as torch broadcasts it); torch.where(cond, a, b) and "
@@ -190,6 +231,14 @@ SUPPORTED = (
 class _Id(int):
     """An IR node id as an fx value. A subclass of int, so that an fx argument that is a Python
     int (a constant, a dim) is never taken for a node: `x * 2` once read node 2 for the 2."""
+
+    __slots__ = ()
+
+
+class _TensorNumber(float):
+    """The number a one-element tensor made in forward holds (torch.tensor(0.5)): a constant
+    like any Python float, except where torch tells a tensor from a number
+    (torch.min(x, torch.tensor(0.5)) is an element-wise minimum, torch.min(x, 1) a reduction)."""
 
     __slots__ = ()
 
@@ -296,6 +345,9 @@ class Tracer:
                               "of a point-wise op")
         if isinstance(v, _Marker) and v.kind == "indices":
             raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
+        if isinstance(v, _Marker) and v.kind in ("batch", "shape"):
+            raise self.refuse("the batch size used as a number (kgen's files run at any batch; "
+                              "it takes x.size(0) as a size of view / reshape only)")
         if isinstance(v, _Marker) and v.kind == "unsqueezed":
             raise self.refuse("a (batch, 1, features) view is used other than as the input of "
                               "MaxPool1d / AvgPool1d (squeeze(1) the result)")
@@ -331,7 +383,7 @@ class Tracer:
             # torch.fx's name for a tensor made in forward (torch.tensor(2.0)): not the module's,
             # so the emitted file could not read it. One element: the number it holds.
             if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
-                return float(t.item())
+                return _TensorNumber(t.item())
             raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward "
                               "(torch.tensor / torch.ones / ...): kgen reads the module's parameters and "
                               "buffers; make it one in __init__ (self.register_buffer)")
@@ -444,6 +496,9 @@ class Tracer:
                 raise self.refuse(f"{op} of a zeros_like / ones_like / full_like of a value of shape "
                                   f"{shape_text(self.shape_of(like))} that the other operands, of shape "
                                   f"{shape_text(shape)}, do not broadcast to")
+        if list(shape).count("M") > 1:
+            raise self.refuse(f"{op} broadcasts a (batch,) value against a (batch, 1) one: a (batch, batch) "
+                              "result (torch gives it; kgen does not: unsqueeze(1) both, or keepdim=True)")
         canonical = {"tile": ("M", self.out_features), "row": ("M", 1), "rowflat": ("M",)}
         if level in (None, "free") or (level in canonical and shape != canonical[level]):
             level = "full"   # a shape of its own: torch's broadcasting made it (ir.py)
@@ -544,6 +599,42 @@ class Tracer:
         squares = self.pointwise("pow", [x], {"exponent": 2.0})
         norm = self.pointwise("sqrt", [self.reduce("sum", squares, 1, True, of="normalize")])
         return self.pointwise("div", [x, self.pointwise("maximum_const", [norm], {"other": float(eps)})])
+
+    def _row_width(self, x: int) -> int:
+        """The number of elements a row reduction of x sums."""
+        return {"tile": self.out_features, "row": 1}.get(self.level(x)) or self.shape_of(x)[1]
+
+    def variance(self, what: str, x, dim, correction, keepdim: bool):
+        """torch.var / std (and var_mean, std_mean) over the features: the squared deviations
+        from the row mean, summed, over (count - correction). Two passes, as exact as torch's
+        Welford; the mean is detached inside, as its gradient there is 0 in exact arithmetic
+        (sum(x - mean) = 0) and rounding noise in fp32."""
+        if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+            raise self.refuse(f"{what} with correction={correction!r}")
+        mean = self.reduce("mean", x, dim, True)
+        count = self._row_width(self.value(x)) - correction
+        if count <= 0:
+            raise self.refuse(f"{what} of {self._row_width(self.value(x))} elements with correction "
+                              f"{correction:g} (no degrees of freedom; torch gives NaN or inf)")
+        deviation = self.pointwise("sub", [x, self.pointwise("detach", [mean])])
+        squares = self.pointwise("mul", [deviation, deviation])
+        var = self.pointwise("div", [self.reduce("sum", squares, dim, keepdim, of="var"), float(count)])
+        result = self.pointwise("sqrt", [var]) if what.startswith("std") else var
+        if what.endswith("_mean"):
+            return _Marker("pair", (result, mean if keepdim else self._relevel(mean, "rowflat")))
+        return result
+
+    def norm(self, x, p, dim, keepdim: bool):
+        """torch.norm / x.norm / torch.linalg.vector_norm over the features: p = 2 ('fro'), 1 or
+        inf, as torch defines them (the 2-norm's sum inside the norm's own kernel in torch)."""
+        if p in ("fro", 2, 2.0):
+            squares = self.pointwise("pow", [x], {"exponent": 2.0})
+            return self.pointwise("sqrt", [self.reduce("sum", squares, dim, keepdim, of="norm")])
+        if p in (1, 1.0):
+            return self.reduce("sum", self.pointwise("abs", [x]), dim, keepdim, of="norm")
+        if p == float("inf"):
+            return self.reduce("max", self.pointwise("abs", [x]), dim, keepdim)
+        raise self.refuse(f"a norm with p={p!r} (kgen takes p = 2, 'fro', 1 and inf)")
 
     def pool(self, op: str, x, kernel_size, stride, padding, ceil_mode, dilation=1,
              return_indices=False) -> _Marker:
@@ -723,7 +814,7 @@ class Tracer:
         if fx_node.op == "call_method":
             if fx_node.target in INPLACE_METHODS:
                 return first, True
-            if fx_node.target in ("contiguous", "detach", "unsqueeze", "squeeze"):
+            if fx_node.target in ("contiguous", "detach", "unsqueeze", "squeeze", "view", "reshape", "flatten"):
                 return first, False
         elif fx_node.op == "call_function":
             fn = fx_node.target
@@ -856,6 +947,14 @@ class Tracer:
         target = rest[0] if len(rest) == 1 and not kwargs else kwargs.get("dtype") if not rest and set(kwargs) == {"dtype"} else None
         return target == dtype
 
+    def _dtype_of(self, v):
+        """The dtype of an fx value: a parameter's own, the module's for a computed value."""
+        if isinstance(v, _Marker) and v.kind in ("tensor", "matrix", "matrix_t"):
+            return self._tensor(v.payload).dtype
+        if isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind == "input"):
+            return self.ref.input.dtype
+        return None
+
     def _softmax_args(self, args, kwargs) -> dict:
         """softmax's arguments; a dtype other than the module's (the output in another dtype) refused."""
         a = self._bind(_softmax, args, kwargs)
@@ -877,8 +976,8 @@ class Tracer:
             return self.visit_method("flatten", (args[0], module.start_dim, module.end_dim), {})
         if kind is nn.PReLU:
             return self.prelu(args[0], self.attribute(f"{path}.weight"))
-        known = (*ACTIVATION_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.BatchNorm1d, nn.Dropout,
-                 nn.GroupNorm, nn.LayerNorm, nn.MaxPool1d, nn.AvgPool1d)
+        known = (*ACTIVATION_MODULES, *COMPOSITE_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.Softmin,
+                 nn.BatchNorm1d, nn.Dropout, nn.GroupNorm, nn.LayerNorm, nn.MaxPool1d, nn.AvgPool1d)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
         for a in args:
@@ -886,8 +985,13 @@ class Tracer:
         if kind in ACTIVATION_MODULES:
             name, attr_map = ACTIVATION_MODULES[kind]
             return self.pointwise(name, [args[0]], {k: getattr(module, v) for k, v in attr_map.items()})
+        if kind in COMPOSITE_MODULES:
+            name, attr_map = COMPOSITE_MODULES[kind]
+            return self.composite(name, args[0], **{k: getattr(module, v) for k, v in attr_map.items()})
         if kind is nn.ReLU6:
             return self.pointwise("hardtanh", [args[0]], {"min_val": 0.0, "max_val": 6.0})
+        if kind is nn.Softmin:
+            return self.reduce("softmax", self.pointwise("neg", [args[0]]), module.dim, True)
         if kind in (nn.Softmax, nn.LogSoftmax):
             return self.reduce("softmax" if kind is nn.Softmax else "log_softmax", args[0], module.dim, True)
         if kind is nn.BatchNorm1d:
@@ -930,23 +1034,69 @@ class Tracer:
         return False
 
     def _flatten_row(self, x, name: str, rest, kwargs):
-        """A (M, 1) row value as (M,): squeeze(1), view(-1), reshape(-1), flatten() — the value
-        keepdim=False would have given. squeeze() with no dim is refused (a batch of 1 would go too)."""
-        ok = {"squeeze": [(1,), (-1,)], "view": [(-1,), ((-1,),)], "reshape": [(-1,), ((-1,),)],
-              "flatten": [()]}[name]
+        """A (M, 1) row value as (M,) by squeeze(1) or flatten() (view and reshape: Tracer._view)
+        — the value keepdim=False would have given. squeeze() with no dim is refused (a batch of
+        1 would go too)."""
+        ok = {"squeeze": [(1,), (-1,)], "flatten": [()]}[name]
         given = tuple(rest) + tuple(kwargs.get(k) for k in ("dim",) if k in kwargs)
         if given not in ok:
             raise self.refuse(f".{name}{given if len(given) != 1 else '(' + repr(given[0]) + ')'} of a "
                               "(batch, 1) value; kgen takes squeeze(1), view(-1), reshape(-1) and flatten() "
                               "(the (batch,) value keepdim=False gives)")
+        return self._relevel(x, "rowflat")
+
+    def _relevel(self, x: int, level: str) -> int:
+        """A per-row value x, (M, 1) or (M,), as the other of the two (`level`: row or rowflat):
+        the same floats, another shape."""
         node = self.nodes[x]
         receiver = self.fx_node.args[0] if self.fx_node.args else None
         if (node.kind == "reduce" and x == len(self.nodes) - 1 and isinstance(receiver, torch.fx.Node)
                 and len(receiver.users) == 1):
-            # The reduction's only use: it is the keepdim=False reduction (one IR for both spellings).
-            node.level = "rowflat"
+            # The reduction's only use: it is the reduction with the other keepdim (one IR for
+            # both spellings).
+            node.level = level
             return x
-        return self.add("pointwise", "rowflat", [x], "identity")
+        return self.add("pointwise", level, [x], "identity")
+
+    # ---- sizes and views of values --------------------------------------------------------
+    def _shape_or_none(self, v) -> tuple | None:
+        """The shape of a value (the module's input or a node), "M" for the batch; None for
+        anything else (a parameter's views are Tracer.param_view's)."""
+        if isinstance(v, _Marker) and v.kind == "input":
+            return ("M", *tuple(self.ref.input.shape)[1:])
+        if isinstance(v, _Id):
+            return tuple(self.shape_of(v))
+        return None
+
+    def _size(self, d):
+        """One size of a value's shape: a Python int, or for the batch a marker (the emitted file
+        runs at any batch, so the batch is no number the trace may bake in)."""
+        return _Marker("batch", None) if d == "M" else int(d)
+
+    def _view(self, x, name: str, rest, kwargs):
+        """x.view(...) / x.reshape(...) of a value to its own shape (x.view(x.size(0), -1),
+        x.view(-1, N), x.reshape(x.shape)): itself; a per-row value between (M, 1) and (M,):
+        Tracer._relevel. Any other shape is refused (kgen's values are (batch, features))."""
+        sizes = kwargs.get("shape", rest[0] if len(rest) == 1 else rest)
+        if isinstance(sizes, _Marker) and sizes.kind == "shape":
+            sizes = sizes.payload
+        if not isinstance(sizes, (tuple, list, torch.Size)):
+            sizes = (sizes,)
+        target = tuple("M" if isinstance(d, _Marker) and d.kind == "batch" else d for d in sizes)
+        own = self._shape_or_none(x)
+        shown = shape_text(tuple("batch" if d == "M" else d for d in own))
+        call = f"{name}({', '.join('x.size(0)' if d == 'M' else repr(d) for d in target)})"
+        if not all(d == "M" or (isinstance(d, int) and not isinstance(d, bool)) for d in target):
+            raise self.refuse(f"{call} with a size kgen cannot read (it takes numbers, x.size(d) and x.shape[d])")
+        resolved = _resolve_view(own, target)
+        if resolved == own:
+            return x
+        if resolved is not None and isinstance(x, _Id) and {own, resolved} == {("M", 1), ("M",)}:
+            return self._relevel(x, "rowflat" if resolved == ("M",) else "row")
+        hint = ("; a size that holds the batch as a number works at that batch only: write x.size(0) or -1"
+                if "M" not in target and target[:1] != (-1,) else "")
+        raise self.refuse(f"{call} of a {shown} value (kgen keeps values (batch, features): it takes views "
+                          f"to the value's own shape, and between (batch, 1) and (batch,)){hint}")
 
     def _bind(self, signature, args, kwargs):
         # torch's numpy-style aliases (x.sum(axis=1, keepdims=True))
@@ -971,6 +1121,12 @@ class Tracer:
                 if index == 1:   # (x, _ = torch.max(x, 1): refused only where the indices are used)
                     return _Marker("indices", None)
                 raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
+            if isinstance(target, _Marker) and target.kind == "pair" and index in (0, 1):
+                return target.payload[index]
+            if isinstance(target, _Marker) and target.kind == "shape":
+                if isinstance(index, bool) or not isinstance(index, int) or not -len(target.payload) <= index < len(target.payload):
+                    raise self.refuse(f"the size index {index!r} of a {len(target.payload)}-d shape")
+                return self._size(target.payload[index])
             raise self.refuse("indexing a tensor is not supported")
         if fn is getattr:
             target, name = args
@@ -982,9 +1138,13 @@ class Tracer:
                 return self.param_view(target, "t" if name == "T" else "mT", (), {})
             if isinstance(target, _Marker) and target.kind == "values_indices" and name == "values":
                 return target.payload
+            if name == "shape" and self._shape_or_none(target) is not None:
+                return _Marker("shape", self._shape_or_none(target))
             raise self.refuse(f"the attribute .{name} is not supported")
         if fn is torch.flatten:
             return self.visit_method("flatten", args, kwargs)
+        if fn is torch.reshape:
+            return self.visit_method("reshape", args, kwargs)
         if fn in (F.prelu, torch.prelu):
             x = args[0] if args else kwargs["input"]
             weight = args[1] if len(args) > 1 else kwargs["weight"]
@@ -1038,9 +1198,33 @@ class Tracer:
             return self.binary_extremum(EXTREMUM_FUNCTIONS[fn], args, kwargs)
         if fn in BINARY_FUNCTIONS:
             a = self._bind(_binary, args, kwargs)
+            op, other = BINARY_FUNCTIONS[fn], a["other"]
             if a["alpha"] != 1:
-                raise self.refuse(f"{BINARY_FUNCTIONS[fn]} with alpha={a['alpha']}")
-            return self.pointwise(BINARY_FUNCTIONS[fn], [a["input"], a["other"]])
+                # torch.add(x, y, alpha=a) is x + a * y (torch.sub: x - a * y)
+                if op not in ("add", "sub") or isinstance(a["alpha"], bool) or not isinstance(a["alpha"], (int, float)):
+                    raise self.refuse(f"{op} with alpha={a['alpha']!r}")
+                other = self.pointwise("mul", [other, a["alpha"]])
+            return self.pointwise(op, [a["input"], other])
+        if fn in COMPOSITE_FUNCTIONS:
+            sig, name = COMPOSITE_FUNCTIONS[fn]
+            a = self._bind(sig, args, kwargs)
+            a.pop("inplace", None)
+            return self.composite(name, **a)
+        if fn in STATISTIC_FUNCTIONS:
+            sig, what = STATISTIC_FUNCTIONS[fn]
+            a = self._bind(sig, args, kwargs)
+            if a.get("dtype") is not None or a.get("out") is not None:
+                raise self.refuse(f"{what} with dtype or out")
+            if what == "norm":
+                p = a["p"] if "p" in a else (2 if a["ord"] is None else a["ord"])
+                return self.norm(a["input"], p, a["dim"], a["keepdim"])
+            if a["unbiased"] is not None and a["correction"] is not None:
+                raise self.refuse(f"{what} with both unbiased and correction")
+            correction = a["correction"] if a["correction"] is not None else 1 if a["unbiased"] in (None, True) else 0
+            return self.variance(what, a["input"], a["dim"], correction, a["keepdim"])
+        if fn is F.softmin:
+            a = self._softmax_args(args, kwargs)
+            return self.reduce("softmax", self.pointwise("neg", [a["input"]]), a["dim"], True)
         if fn is torch.square:
             return self.visit_function(torch.pow, (args[0] if args else kwargs["input"], 2), {})
         if fn in POW_FUNCTIONS:
@@ -1099,7 +1283,7 @@ class Tracer:
 
     def _max_min(self, kind: str, args, kwargs):
         second = args[1] if len(args) >= 2 else kwargs.get("other")
-        if isinstance(second, (_Id, _Marker)) or "other" in kwargs:
+        if isinstance(second, (_Id, _Marker, _TensorNumber)) or "other" in kwargs:
             # torch.min(x, other) / torch.max(x, other) of two tensors: torch.minimum / maximum.
             return self.binary_extremum({"min": "minimum", "max": "maximum"}[kind], args, kwargs)
         dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
@@ -1107,6 +1291,40 @@ class Tracer:
         if dim is None:
             raise self.refuse(f"torch.{kind} over all elements")
         return _Marker("values_indices", self.reduce(kind, args[0], dim, keepdim))
+
+    def composite(self, name: str, input, **a):
+        """An activation torch defines from others, written out with kgen's ops in torch's own
+        formula (its Python definition, or its kernel's expression), so that the result, NaN
+        and infinities included, and the gradient are torch's."""
+        x = input
+        for key, v in a.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise self.refuse(f"{name} with {key}={v!r} (kgen takes a number)")
+        if name == "logsigmoid":     # log(sigmoid(x)) = -softplus(-x)
+            softplus = self.pointwise("softplus", [self.pointwise("neg", [x])], {"beta": 1.0, "threshold": 20.0})
+            return self.pointwise("neg", [softplus])
+        if name == "softsign":       # F.softsign: x / (x.abs() + 1)
+            return self.pointwise("div", [x, self.pointwise("add", [self.pointwise("abs", [x]), 1.0])])
+        if name == "tanhshrink":     # F.tanhshrink: x - x.tanh()
+            return self.pointwise("sub", [x, self.pointwise("tanh", [x])])
+        if name == "reciprocal":     # torch's kernel: 1 / x
+            return self.pointwise("div", [1.0, x])
+        if name == "threshold":      # ATen: x <= threshold ? value : x (a NaN stays)
+            return self.pointwise("where", [x, a["threshold"], a["value"], x], {"compare": "le"})
+        if name == "hardshrink":     # ATen: -lambd <= x <= lambd ? 0 : x (a NaN stays)
+            return self.pointwise("where", [self.pointwise("abs", [x]), a["lambd"], 0.0, x], {"compare": "le"})
+        if name == "softshrink":     # ATen: x > lambd ? x - lambd : x < -lambd ? x + lambd : 0 (NaN stays)
+            lambd = a["lambd"]
+            above, under = self.pointwise("sub", [x, lambd]), self.pointwise("add", [x, lambd])
+            below = self.pointwise("where", [x, -lambd, under, self.pointwise("mul", [x, 0.0])], {"compare": "lt"})
+            return self.pointwise("where", [x, lambd, above, below], {"compare": "gt"})
+        if name == "celu":           # ATen: elu with input scale 1 / alpha: x > 0 ? x : alpha * expm1(x / alpha)
+            alpha = a["alpha"]
+            if alpha == 0:
+                raise self.refuse("celu with alpha=0 (torch refuses it too)")
+            scaled = self.pointwise("elu", [self.pointwise("mul", [x, 1.0 / alpha])], {"alpha": alpha})
+            return self.pointwise("where", [x, 0.0, x, scaled], {"compare": "gt"})
+        raise AssertionError(name)
 
     def prelu(self, x, weight):
         """PReLU (nn.PReLU, F.prelu) as torch computes it: x where x > 0, else weight * x (one
@@ -1153,7 +1371,7 @@ class Tracer:
 
     def binary_extremum(self, op: str, args, kwargs):
         a = self._bind(_binary_tensors, args, kwargs)
-        if not all(isinstance(v, (_Id, _Marker)) for v in (a["input"], a["other"])):
+        if not all(isinstance(v, (_Id, _Marker, _TensorNumber)) for v in (a["input"], a["other"])):
             raise self.refuse(f"{op} of a tensor and a number (torch takes two tensors; write "
                               "torch.clamp(x, max=c) or torch.clamp(x, min=c))")
         return self.pointwise(op, [a["input"], a["other"]])
@@ -1182,6 +1400,19 @@ class Tracer:
         if name == "where":   # x.where(condition, y) is torch.where(condition, x, y)
             a = self._bind(lambda input, condition, other: None, args, kwargs)
             return self.where_op((a["condition"], a["input"], a["other"]), {})
+        if name == "size" and self._shape_or_none(self_arg) is not None:
+            shape = self._shape_or_none(self_arg)
+            a = self._bind(lambda input, dim=None: None, args, kwargs)
+            if a["dim"] is None:
+                return _Marker("shape", shape)
+            return self.visit_function(operator.getitem, (_Marker("shape", shape), a["dim"]), {})
+        if name in ("view", "reshape") and self._shape_or_none(self_arg) is not None:
+            return self._view(self_arg, name, rest, kwargs)
+        if name == "unsqueeze" and isinstance(self_arg, _Id) and self.level(self_arg) == "rowflat":
+            a = self._bind(_unsqueeze, args, kwargs)
+            if a["dim"] not in (1, -1):
+                raise self.refuse(f"unsqueeze({a['dim']!r}) of a (batch,) value (kgen takes unsqueeze(1): (batch, 1))")
+            return self._relevel(self_arg, "row")
         if name == "unsqueeze":
             a = self._bind(_unsqueeze, args, kwargs)
             x = self.value(a["input"])
@@ -1217,6 +1448,12 @@ class Tracer:
             return self.pointwise("detach", [self_arg])
         if name in METHOD_UNARY:
             return self.pointwise(name, [self_arg])
+        if name == "reciprocal":
+            return self.composite("reciprocal", self_arg)
+        if name == "hardshrink":
+            return self.visit_function(F.hardshrink, args, kwargs)
+        if name == "type_as" and len(rest) == 1 and not kwargs and self._dtype_of(rest[0]) == self.ref.input.dtype:
+            return self_arg   # x.type_as(y) with y in the module's dtype: itself
         if name in METHOD_BINARY:
             fn = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[METHOD_BINARY[name]]
             return self.visit_function(fn, (self_arg, *rest), kwargs)
@@ -1231,6 +1468,8 @@ class Tracer:
             return self.reduce(METHOD_REDUCE[name], a["input"], a["dim"], a["keepdim"])
         if name in ("max", "min"):
             return self._max_min(name, args, kwargs)
+        if name in STATISTIC_METHODS:
+            return self.visit_function(STATISTIC_METHODS[name], args, kwargs)
         if name in ("softmax", "log_softmax"):
             a = self._softmax_args(args, kwargs)
             return self.reduce(name, a["input"], a["dim"], True)
@@ -1249,6 +1488,25 @@ def _swaps_2d(rest, kwargs) -> bool:
     dims = tuple(rest) + tuple(kwargs.get(k) for k in ("dim0", "dim1") if k in kwargs)
     return len(dims) == 2 and all(isinstance(d, int) and not isinstance(d, _Id) for d in dims) \
         and {d % 2 for d in dims} == {0, 1}
+
+
+def _resolve_view(own: tuple, target: tuple) -> tuple | None:
+    """The shape x.view(*target) gives a value of shape `own` at every batch ("M" the batch,
+    one -1 inferred), or None where it does not hold at every batch (or at none)."""
+    if list(target).count(-1) > 1 or any(isinstance(d, int) and d < -1 for d in target):
+        return None
+    own_m, own_c = own.count("M"), math.prod(d for d in own if d != "M")
+    known = [d for d in target if d != -1]
+    m, c = known.count("M"), math.prod(d for d in known if d != "M")
+    if -1 not in target:
+        return tuple(target) if (m, c) == (own_m, own_c) else None
+    if m == own_m and c and own_c % c == 0:
+        fill = own_c // c
+    elif m == own_m - 1 and c == own_c:
+        fill = "M"
+    else:
+        return None
+    return tuple(fill if d == -1 else d for d in target)
 
 
 def _strip_leading_ones(shape: tuple) -> tuple:

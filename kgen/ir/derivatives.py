@@ -177,6 +177,10 @@ DERIVATIVES: dict[str, Vjp] = {
     "exp": lambda m, g, y, x: (m.mul(g, y),),
     "log": lambda m, g, y, x: (m.div(g, x),),
     "log1p": lambda m, g, y, x: (m.div(g, m.add(m.c(1.0), x)),),
+    "expm1": lambda m, g, y, x: (m.mul(g, m.add(y, m.c(1.0))),),
+    "exp2": lambda m, g, y, x: (m.mul(g, m.mul(y, m.c(math.log(2.0)))),),
+    "log2": lambda m, g, y, x: (m.div(g, m.mul(x, m.c(math.log(2.0)))),),
+    "log10": lambda m, g, y, x: (m.div(g, m.mul(x, m.c(math.log(10.0)))),),
     # d erf(x) / dx = 2 / sqrt(pi) exp(-x^2)
     "erf": lambda m, g, y, x: (m.mul(g, m.mul(m.c(1.1283791670955126), m.exp(m.neg(m.mul(x, x))))),),
     "sqrt": lambda m, g, y, x: (m.div(g, m.mul(m.c(2.0), y)),),

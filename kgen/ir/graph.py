@@ -299,6 +299,8 @@ class Graph:
                 values[n.id] = ops.torch_apply(n.op, a, n.attrs)
                 if n.level == "rowflat" and values[n.id].dim() == 2:
                     values[n.id] = values[n.id].reshape(-1)  # keepdim=False of a width-1 value
+                elif n.level == "row" and values[n.id].dim() == 1:
+                    values[n.id] = values[n.id].reshape(-1, 1)  # a (M,) value unsqueezed
             elif n.kind == "reduce":
                 keep = n.level == "row"
                 fn = {"sum": torch.sum, "mean": torch.mean, "max": torch.amax, "min": torch.amin}[n.op]

@@ -122,3 +122,19 @@ def test_buffers_are_kept_and_before_forward_runs_before_each_forward():
     assert all(torch.equal(before[k], v) for k, v in model.named_buffers())
     assert events[:2] == ["reset", "forward"] and len(events) >= 8
     assert all(a == "reset" and b == "forward" for a, b in zip(events[::2], events[1::2]))
+
+
+@pytest.mark.parametrize("activation, at", [(nn.Hardshrink(0.1), 0.1), (nn.Hardshrink(0.1), -0.1),
+                                            (nn.Threshold(-0.5, 0.1), -0.5)])
+def test_an_element_at_a_jump_is_marked_for_the_forward_checks(activation, at):
+    """A jump (hardshrink, threshold) is found as a kink is: its second difference is as large as
+    its first. An element 1e-9 past it flips to the other side under an fp32 rounding of the
+    input, and moves by the whole jump; jump_mask leaves it out, and few others."""
+    from kgen.check.kinks import jump_mask
+
+    model, x = _linear_then([activation], at=at)
+    with torch.no_grad():
+        moved = (model(_flipped(model, x)) - model(x)).abs()
+    assert moved[5, 17] > 0.09   # the whole jump
+    mask = jump_mask(model, x)
+    assert mask is not None and mask[5, 17] and int(mask.sum()) <= 0.01 * mask.numel()

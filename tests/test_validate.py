@@ -394,3 +394,40 @@ def test_a_relaxed_tiers_gradient_yardstick_is_eager_in_its_math():
     with pytest.raises(ValueError), eager_matmul_math("tf32"):
         raise ValueError("a failing check")
     assert torch.get_float32_matmul_precision() == before
+
+
+def test_elements_left_out_at_a_jump_are_not_judged_and_the_check_says_so():
+    """An output element at a jump of the reference (kinks.jump_mask) that the file computed on
+    the other side of it, by the whole jump: left out, the check passes and counts it; judged,
+    it fails. The non-finite pattern is still checked on every element."""
+    ref64 = torch.linspace(-1, 1, 1000, dtype=torch.float64)
+    ref32 = ref64.float()
+    new = ref32.clone()
+    new[7] += 0.1
+    at_jump = torch.zeros(1000, dtype=torch.bool)
+    at_jump[7] = True
+    judged = Comparison(1e-4)
+    judged.add("output", new, ref32, ref64)
+    assert not judged.ok
+    left = Comparison(1e-4)
+    left.add("output", new, ref32, ref64, left_out=at_jump)
+    assert left.ok and "1 output element(s) at a jump or kink of the reference left out" in left.result("x").detail
+    new[9] = float("nan")
+    pattern = Comparison(1e-4)
+    pattern.add("output", new, ref32, ref64, left_out=at_jump)
+    assert not pattern.ok and pattern.pattern_failed
+
+
+def test_the_forward_checks_look_for_jumps_only_where_the_reference_has_a_where(tmp_path):
+    from types import SimpleNamespace
+    from kgen.check.validate import may_jump
+    from kgen.frontend.reference import Reference
+    from conftest import module_source
+
+    def ref(body):
+        path = tmp_path / f"m{len(list(tmp_path.iterdir()))}.py"
+        path.write_text(module_source(body, {}, out_features=16))
+        return SimpleNamespace(reference=Reference(path))
+
+    assert may_jump(ref("x = F.hardshrink(x, 0.1)")) and may_jump(ref("x = torch.where(x > 0, x, 0.5)"))
+    assert not may_jump(ref("x = torch.relu(x) * 2.0"))

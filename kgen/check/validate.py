@@ -32,9 +32,10 @@ from typing import Callable
 
 import torch
 
-from kgen.check.kinks import gradients, kink_free_gradient, output_shape
+from kgen.check.kinks import gradients, jump_mask, kink_free_gradient, output_shape
 from kgen.check.loading import EmittedFile
 from kgen.check.static_checks import check_emitted
+from kgen.frontend.trace import trace
 
 TRIALS = 5
 # A common offset much larger than the spread of the inputs: E[z^2] - E[z]^2 cancels
@@ -138,12 +139,14 @@ class Comparison:
         # kernels sum in, the result is NaN; which one torch gets depends on its kernel).
         self.infinities_may_become_nan = False
         self.pattern_failed = False   # a failure of the non-finite pattern (not of the numbers)
+        self.left_out = 0   # elements at a jump or kink of the reference, not judged (kinks.jump_mask)
 
     def add(self, what: str, new: torch.Tensor, ref32: torch.Tensor, ref64: torch.Tensor,
-            nan_allowed: torch.Tensor | None = None):
+            nan_allowed: torch.Tensor | None = None, left_out: torch.Tensor | None = None):
         """Judge `new` against eager `ref32`, errors against `ref64`. Outside KernelBench's replay,
         the non-finite pattern comes first (nonfinite_mismatch: NaN, +inf, -inf where eager has
-        them, `nan_allowed` aside); the numbers then judge the elements finite in both."""
+        them, `nan_allowed` aside); the numbers then judge the elements finite in both, except
+        those `left_out` marks (at a jump of the reference: kinks.jump_mask)."""
         if not self.plain_allclose and new.shape == ref32.shape:
             mismatch = nonfinite_mismatch(new, ref32, ref64, self.tol, nan_allowed,
                                           self.infinities_may_become_nan)
@@ -154,6 +157,9 @@ class Comparison:
                 self.pattern_failed = True
                 return
             finite = torch.isfinite(ref32.detach()) & torch.isfinite(new.detach())
+            if left_out is not None and left_out.shape == finite.shape and bool(left_out.any()):
+                finite &= ~left_out.to(finite.device)
+                self.left_out += int(left_out.sum())
             if not bool(finite.all()):
                 new, ref32, ref64 = new.detach()[finite], ref32.detach()[finite], ref64.detach()[finite]
         new64 = new.detach().double()
@@ -234,7 +240,9 @@ class Comparison:
         return True
 
     def result(self, name: str) -> CheckResult:
-        detail = self.failures if not self.ok else self.notes
+        notes = self.notes + ([f"{self.left_out} output element(s) at a jump or kink of the reference left out"]
+                              if self.left_out else [])
+        detail = self.failures if not self.ok else notes
         return CheckResult(name, self.ok, self.max_abs, self.max_rel, self.ref_abs,
                            "; ".join(detail[:3]), error_ratio=self.ratio,
                            gate="fp32-exact" if self.fp32_exact else "")
@@ -314,6 +322,7 @@ class Trio:
         self.ref64.load_state_dict(self.ref.state_dict())
         self.new.load_state_dict(self.ref.state_dict())
         self.train(f.runs_in_training)
+        self.may_jump = may_jump(f)
         if momentum_none:
             for m in self.models():
                 for bn in batchnorms(m):
@@ -336,6 +345,9 @@ class Trio:
         # Each forward starts from one RNG state: a Dropout in training mode draws the same mask
         # in all three (ModelNew draws torch's own, kgen.frontend.trace.Tracer.dropout).
         rng = torch.cuda.get_rng_state(x.device)
+        jumps = jump_mask(self.ref64, x.double(), lambda: torch.cuda.set_rng_state(rng, x.device)) \
+            if self.may_jump else None
+        torch.cuda.set_rng_state(rng, x.device)
         with torch.no_grad():
             ref = self.ref(x)
             torch.cuda.set_rng_state(rng, x.device)
@@ -344,7 +356,7 @@ class Trio:
             torch.cuda.set_rng_state(rng, x.device)
             out = self.new(x)
         torch.cuda.synchronize()
-        cmp.add(f"{what} output", out, ref, ref64, nan_allowed.get("output"))
+        cmp.add(f"{what} output", out, ref, ref64, nan_allowed.get("output"), jumps)
         self.last_eager = {"output": ref}
         new_buffers = dict(self.new.named_buffers())
         ref64_buffers = dict(self.ref64.named_buffers())
@@ -359,6 +371,17 @@ class Trio:
             cmp.ok = False
             cmp.failures.append(f"{what} modified its input")
         return out
+
+
+def may_jump(f) -> bool:
+    """Whether the reference's function may jump (a torch.where, whose branches may differ at its
+    condition's boundary): its forward checks then leave out the output elements at a jump
+    (kinks.jump_mask)."""
+    try:
+        graph = trace(f.reference)
+    except Exception:  # noqa: BLE001 - no IR (a cuBLAS-only file of an older kgen): nothing to leave out
+        return False
+    return any(n.op == "where" for part in graph.parts for n in part.nodes)
 
 
 def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -800,6 +823,9 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
         g_step, note = kink_free_gradient(trio.ref64, x.double(), g, train_step_tol(tol), reset)
         left_out += int((g_step != g).sum()) if g_step is not g else 0
         kink_note = kink_note or (note if g_step is g else "")
+        # The output elements at a jump of the fp64 model at this step's parameters: no better
+        # judged here than in Trio.call.
+        jumps = jump_mask(trio.ref64, x.double(), reset) if trio.may_jump else None
         ys = {}
         # fp64 first (the rates come from its first gradients); each model steps right after its
         # own backward, so that one model's gradients are on the GPU at a time.
@@ -826,7 +852,7 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
                     if d is not None and rates[name]:
                         model.get_parameter(name).sub_(rates[name] * d)
             del grads
-        outputs.add(f"step {step} output", ys[0], ys[1], ys[2])
+        outputs.add(f"step {step} output", ys[0], ys[1], ys[2], left_out=jumps)
     # What training changed, parameter by parameter and buffer by buffer, each model from its own
     # start (the fp32 two share theirs, fp64 holds the same values widened).
     cmp = Comparison(tol, relative_to_largest=True, displacements=True)

@@ -238,6 +238,15 @@ OTHER_NAMES = {
     "sum(1).view(-1, 1)": ("x = x.sum(1).view(-1, 1)", "x = torch.sum(x, dim=1, keepdim=True)"),
     "keepdim then reshape(x.size(0))": ("x = x.sum(1, keepdim=True).reshape(x.size(0))", "x = torch.sum(x, dim=1)"),
     "keepdim then view(-1)": ("x = x.mean(1, keepdim=True).view(-1)", "x = x.mean(1)"),
+    "x.sum(1)[:, None]": ("x = x.sum(1)[:, None] * x", "x = x.sum(1, keepdim=True) * x"),
+    "keepdim then [:, 0]": ("x = x.sum(1, keepdim=True)[:, 0]", "x = x.sum(1)"),
+    "x[:, :]": ("x = torch.relu(x[:, :])", "x = torch.relu(x)"),
+    "self.b[None, :]": ("x = x + self.b[None, :]", "x = x + self.b"),
+    "self.b[None]": ("x = x * self.b[None]", "x = x * self.b"),
+    "masked_fill": ("x = x.masked_fill(x < 0, 0.0)", "x = torch.where(x < 0, 0.0, x)"),
+    "masked_fill_": ("x.masked_fill_(x > 1.0, 1.0)", "x = torch.where(x > 1.0, 1.0, x)"),
+    "torch.addcmul": ("x = torch.addcmul(x, x, self.b, value=0.5)", "x = x + 0.5 * x * self.b"),
+    "x.addcdiv": ("x = self.b.addcdiv(x, x.abs() + 1.0)", "x = self.b + 1 * (x / (x.abs() + 1.0))"),
 }
 
 
@@ -256,6 +265,8 @@ STATISTICS = {
     "x.norm(p=1)": ("x = x / x.norm(p=1, dim=1, keepdim=True)", None),
     "torch.linalg.vector_norm inf": ("x = x / torch.linalg.vector_norm(x, ord=float('inf'), dim=1, keepdim=True)", None),
     "torch.linalg.norm": ("x = torch.linalg.norm(x, dim=-1)", None),
+    "F.normalize p=1": ("x = F.normalize(x, p=1, dim=1)", None),
+    "F.normalize p=inf": ("x = F.normalize(x, p=float('inf'), dim=-1)", None),
 }
 
 
@@ -321,13 +332,15 @@ REFUSED_NAMES = {
     "flatten() to 1-d": ("x = x.flatten()", r"\.flatten\(\)"),
     "divide with a rounding mode": ("x = torch.divide(x, 2.0, rounding_mode='floor')", "rounding_mode"),
     "clamp with tensor bounds": ("x = torch.clamp(x, min=self.b, max=self.c)", "clamp with a tensor as its min and max"),
-    "einsum": ("x = torch.einsum('bn,n->bn', x, self.b)", "torch.einsum is not supported"),
+    "einsum of another form": ("x = torch.einsum('bn,bn->b', x, x)", r"kgen takes 'bk,nk->bn'"),
     "a cast to another dtype": ("x = x.to(torch.float64)", r"\.to\(\)"),
     "x.half()": ("x = x.half()", r"\.half\(\)"),
     "a vector made in forward": ("x = x + torch.ones(24)", r"shape \(24,\) made in forward.*register_buffer"),
     "a view to another shape": ("x = x.view(-1)", r"view\(-1\) of a \(batch, 24\) value"),
     "a view with the batch as a number": ("x = x.view(8, -1)", "holds the batch as a number"),
     "the batch size as a number": ("x = x * x.size(0)", "the batch size used as a number"),
+    "indexing that selects": ("x = x[:, :4]", "selects elements"),
+    "a part of a parameter": ("x = x + self.m[0]", r"selects part of the parameter"),
     "a norm with p=3": ("x = x.norm(p=3, dim=1)", "p=3"),
     "var over one element": ("x = x.sum(1, keepdim=True).var(1, keepdim=True)", "no degrees of freedom"),
     "softmax to another dtype": ("x = F.softmax(x, dim=1, dtype=torch.float64)", "dtype=torch.float64 on a torch.float32"),
@@ -412,6 +425,11 @@ GEMMS = {
     "nn.Flatten first": ("x = self.flat(x)\nx = self.gemm(x)", "x = self.gemm(x)"),
     "view(x.size(0), -1) first": ("x = x.view(x.size(0), -1)\nx = self.gemm(x)", "x = self.gemm(x)"),
     "reshape(-1, K) first": ("x = self.gemm(x.reshape(-1, 16))", "x = self.gemm(x)"),
+    "einsum bk,nk->bn": ("x = torch.einsum('bk,nk->bn', x, self.weight) + self.bias",
+                         "x = x @ self.weight.t() + self.bias"),
+    "einsum with spaces, then a per-feature product": ("x = torch.einsum('ij, kj -> ik', x, self.weight)\n"
+                                                       "x = torch.einsum('bn,n->bn', x, self.b)",
+                                                       "x = x @ self.weight.t() * self.b"),
     "batch = x.shape[0] first": ("batch = x.shape[0]\nx = self.gemm(x.view(batch, -1))", "x = self.gemm(x)"),
 }
 
@@ -430,6 +448,7 @@ REFUSED_GEMMS = {
     "(K, N) weight": ("x = x @ self.wkn", r"\(16, 24\) parameter wkn not transposed.*W stored \(N, K\)"),
     "(K, N) weight mm": ("x = torch.mm(x, self.wkn)", "not transposed"),
     "(N, K) not transposed": ("x = x.matmul(self.weight)", "not transposed"),
+    "einsum with a (K, N) weight": ("x = torch.einsum('bk,kn->bn', x, self.wkn)", "not transposed"),
 }
 
 

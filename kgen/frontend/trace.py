@@ -181,7 +181,7 @@ ROW_FLATTEN_METHODS = ("squeeze", "flatten")   # (view and reshape: Tracer._view
 INPLACE_METHODS = {f"{name}_": name for name in (
     "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
     "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow", "subtract", "multiply", "divide",
-    "true_divide", "log1p", "erf", "reciprocal", "expm1", "exp2", "log2", "log10")}
+    "true_divide", "log1p", "erf", "reciprocal", "addcmul", "addcdiv", "masked_fill", "expm1", "exp2", "log2", "log10")}
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
 INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
@@ -206,7 +206,8 @@ METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add_
 METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "logsumexp": "logsumexp"}
 
 SUPPORTED = (
-    "nn.Linear, F.linear, x @ W.T, torch.matmul / torch.mm / x.mm(W.T) and torch.addmm(b, x, W.T) "
+    "nn.Linear, F.linear, x @ W.T, torch.matmul / torch.mm / x.mm(W.T), torch.addmm(b, x, W.T) and "
+    "torch.einsum('bk,nk->bn', x, W) "
     "with W stored (N, K) (the first on the module's input, each later one on the (batch, "
     "features) output of the part before it); "
     f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
@@ -219,7 +220,7 @@ SUPPORTED = (
     "in-place forms (x.mul_(2), x += y, inplace=True); order-keeping views of parameters "
     "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach, flatten(1) of a (batch, features) value; "
     "views of a value to its own shape (x.view(x.size(0), -1), x.reshape(-1, N)) and between (batch, 1) and "
-    "(batch,) (unsqueeze(1), view(-1)); Dropout (the "
+    "(batch,) (unsqueeze(1), view(-1), x[:, None]); masked_fill, addcmul, addcdiv; Dropout (the "
     "identity in eval mode; in training mode torch's own mask, drawn by the forward, for a "
     "dropout of a (batch, features) value); the module's input read again after the GEMM (a "
     "residual such as x + x_in, broadcast as torch broadcasts it); torch.where(cond, a, b) and "
@@ -440,6 +441,8 @@ class Tracer:
             viewed = getattr(torch.empty(shape, device="meta"), method)(*args, **kwargs)
         except (RuntimeError, TypeError, ValueError, IndexError) as e:
             raise self.refuse(f"{path}.{method}(): {e}") from None
+        if viewed.numel() != math.prod(shape):
+            raise self.refuse(f"{path}[...] selects part of the parameter {path} (kgen reads whole parameters)")
         if not viewed.is_contiguous():
             raise self.refuse(f"{path}.{method}() of the {shape_text(shape)} parameter {path} changes "
                               "the order of its elements (a transpose); kgen reads parameters in "
@@ -590,14 +593,17 @@ class Tracer:
         return self.group_norm(x, 1, weight or None, bias or None, eps, None)
 
     def normalize(self, x, p, dim, eps) -> int:
-        """F.normalize(x, 2, dim=1): x / max(||x||_2, eps) over each row's features, as torch
-        computes it (the norm, clamped below, then a division)."""
-        if p != 2 or dim not in (1, -1):
-            raise self.refuse(f"F.normalize with p={p!r}, dim={dim!r} (kgen takes p=2 over dim 1)")
+        """F.normalize(x, p, dim=1): x / max(||x||_p, eps) over each row's features, as torch
+        computes it (the norm, clamped below, then a division); p = 2, 1 or inf."""
+        if dim not in (1, -1):
+            raise self.refuse(f"F.normalize with dim={dim!r} (kgen takes dim 1)")
         if self.level(self.value(x)) != "tile":
             raise self.refuse("F.normalize of a value that is not (batch, features)")
-        squares = self.pointwise("pow", [x], {"exponent": 2.0})
-        norm = self.pointwise("sqrt", [self.reduce("sum", squares, 1, True, of="normalize")])
+        if p == 2:
+            squares = self.pointwise("pow", [x], {"exponent": 2.0})
+            norm = self.pointwise("sqrt", [self.reduce("sum", squares, 1, True, of="normalize")])
+        else:   # p = 1, inf: torch's input.norm(p, dim, keepdim=True)
+            norm = self.norm(x, p, dim, True)
         return self.pointwise("div", [x, self.pointwise("maximum_const", [norm], {"other": float(eps)})])
 
     def _row_width(self, x: int) -> int:
@@ -1073,6 +1079,21 @@ class Tracer:
         runs at any batch, so the batch is no number the trace may bake in)."""
         return _Marker("batch", None) if d == "M" else int(d)
 
+    def _index(self, x, index):
+        """x[...] with full slices, None and Ellipsis only (x[:, None], x[:, :], x[..., 0] of a
+        (batch, 1) value): an order-keeping view, taken as Tracer._view takes it. Anything that
+        selects elements is refused."""
+        items = index if isinstance(index, tuple) else (index,)
+        whole = all(i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None)) for i in items)
+        own = self._shape_or_none(x)
+        if not whole and not (own[1:] == (1,) and items[:1] == (slice(None),) and items[1:] in ((0,), (-1,))):
+            raise self.refuse("indexing that selects elements of a value (kgen takes x[:, None], x[:, 0] of a "
+                              "(batch, 1) value, and full slices)")
+        batch = 7919   # a stand-in for the batch, to read off the indexed shape
+        shape = tuple(batch if d == "M" else d for d in own)
+        indexed = torch.empty(shape, device="meta")[index].shape
+        return self._view(x, "view", (tuple("M" if d == batch else d for d in indexed),), {})
+
     def _view(self, x, name: str, rest, kwargs):
         """x.view(...) / x.reshape(...) of a value to its own shape (x.view(x.size(0), -1),
         x.view(-1, N), x.reshape(x.shape)): itself; a per-row value between (M, 1) and (M,):
@@ -1082,7 +1103,7 @@ class Tracer:
             sizes = sizes.payload
         if not isinstance(sizes, (tuple, list, torch.Size)):
             sizes = (sizes,)
-        target = tuple("M" if isinstance(d, _Marker) and d.kind == "batch" else d for d in sizes)
+        target = tuple("M" if d == "M" or (isinstance(d, _Marker) and d.kind == "batch") else d for d in sizes)
         own = self._shape_or_none(x)
         shown = shape_text(tuple("batch" if d == "M" else d for d in own))
         call = f"{name}({', '.join('x.size(0)' if d == 'M' else repr(d) for d in target)})"
@@ -1127,6 +1148,10 @@ class Tracer:
                 if isinstance(index, bool) or not isinstance(index, int) or not -len(target.payload) <= index < len(target.payload):
                     raise self.refuse(f"the size index {index!r} of a {len(target.payload)}-d shape")
                 return self._size(target.payload[index])
+            if isinstance(target, _Marker) and target.kind in ("tensor", "matrix"):
+                return self.param_view(target, "__getitem__", (index,), {})
+            if self._shape_or_none(target) is not None:
+                return self._index(target, index)
             raise self.refuse("indexing a tensor is not supported")
         if fn is getattr:
             target, name = args
@@ -1150,7 +1175,7 @@ class Tracer:
             weight = args[1] if len(args) > 1 else kwargs["weight"]
             return self.prelu(x, weight)
         if fn is torch.einsum:
-            raise self.refuse("torch.einsum is not supported (write the GEMM as nn.Linear, F.linear or x @ W.t())")
+            return self.einsum(args, kwargs)
         if fn not in MATMUL_FUNCTIONS and fn not in (F.linear, torch.addmm):
             for a in args:
                 self._check_input(a)
@@ -1222,6 +1247,16 @@ class Tracer:
                 raise self.refuse(f"{what} with both unbiased and correction")
             correction = a["correction"] if a["correction"] is not None else 1 if a["unbiased"] in (None, True) else 0
             return self.variance(what, a["input"], a["dim"], correction, a["keepdim"])
+        if fn in (torch.addcmul, torch.addcdiv):
+            # ATen: input + value * tensor1 * tensor2 (addcdiv: value * (tensor1 / tensor2))
+            a = self._bind(lambda input, tensor1, tensor2, *, value=1: None, args, kwargs)
+            if isinstance(a["value"], bool) or not isinstance(a["value"], (int, float)):
+                raise self.refuse(f"{fn.__name__} with value={a['value']!r}")
+            if fn is torch.addcmul:
+                term = self.pointwise("mul", [self.pointwise("mul", [a["value"], a["tensor1"]]), a["tensor2"]])
+            else:
+                term = self.pointwise("mul", [a["value"], self.pointwise("div", [a["tensor1"], a["tensor2"]])])
+            return self.pointwise("add", [a["input"], term])
         if fn is F.softmin:
             a = self._softmax_args(args, kwargs)
             return self.reduce("softmax", self.pointwise("neg", [a["input"]]), a["dim"], True)
@@ -1291,6 +1326,28 @@ class Tracer:
         if dim is None:
             raise self.refuse(f"torch.{kind} over all elements")
         return _Marker("values_indices", self.reduce(kind, args[0], dim, keepdim))
+
+    def einsum(self, args, kwargs):
+        """torch.einsum of the two forms kgen's ops are: 'bk,nk->bn' (x Wᵀ, W stored (N, K): the
+        GEMM, as x @ W.t()) and 'bn,n->bn' (a per-feature product). Others are refused."""
+        operands = args[1:] if len(args) > 2 or not isinstance(args[1:][0], (list, tuple)) else tuple(args[1])
+        equation = args[0].replace(" ", "") if args and isinstance(args[0], str) else ""
+        lhs, _, out = equation.partition("->")
+        terms = lhs.split(",")
+        if kwargs or len(terms) != 2 or len(operands) != 2:
+            raise self.refuse(f"torch.einsum({args[0]!r}, ...) (kgen takes 'bk,nk->bn', the GEMM x Wᵀ, and "
+                              "'bn,n->bn'; or write the GEMM as nn.Linear, F.linear or x @ W.t())")
+        (a, b), (x, w) = terms, operands
+        if len(a) == len(b) == len(out) == 2 and a[1] == b[1] and out == a[0] + b[0] and len(set(a + b)) == 3:
+            if not (isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None):
+                raise self.refuse(f"torch.einsum({args[0]!r}, ...) whose second operand is not a parameter of the module")
+            return self.visit_function(torch.matmul, (x, _Marker("matrix_t", w.payload)), {})
+        if len(a) == len(out) == 2 and b == a[1] and out == a:
+            return self.pointwise("mul", [x, w])
+        if len(a) == len(b) == len(out) == 2 and a[1] == b[0] and out == a[0] + b[1] and len(set(a + b)) == 3:
+            return self.visit_function(torch.matmul, (x, w), {})   # (refused: W stored (K, N))
+        raise self.refuse(f"torch.einsum({args[0]!r}, ...) (kgen takes 'bk,nk->bn', the GEMM x Wᵀ, and "
+                          "'bn,n->bn'; or write the GEMM as nn.Linear, F.linear or x @ W.t())")
 
     def composite(self, name: str, input, **a):
         """An activation torch defines from others, written out with kgen's ops in torch's own
@@ -1397,6 +1454,13 @@ class Tracer:
             return self.binary_extremum(name, args, kwargs)
         if name in COMPARISON_METHODS:
             return self.visit_function(COMPARISON_METHODS[name], args, kwargs)
+        if name == "masked_fill":   # torch.where(mask, value, x)
+            a = self._bind(lambda input, mask, value: None, args, kwargs)
+            if isinstance(a["value"], bool) or not isinstance(a["value"], (int, float)):
+                raise self.refuse("masked_fill with a value that is not a number")
+            return self.where_op((a["mask"], a["value"], a["input"]), {})
+        if name in ("addcmul", "addcdiv"):
+            return self.visit_function(getattr(torch, name), args, kwargs)
         if name == "where":   # x.where(condition, y) is torch.where(condition, x, y)
             a = self._bind(lambda input, condition, other: None, args, kwargs)
             return self.where_op((a["condition"], a["input"], a["other"]), {})

@@ -346,6 +346,9 @@ class Tracer:
                               "of a point-wise op")
         if isinstance(v, _Marker) and v.kind == "indices":
             raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
+        if isinstance(v, _Marker) and v.kind == "windows":
+            raise self.refuse("a (batch, P, k) view used other than by its max or mean over the last dim "
+                              "(1-d pooling)")
         if isinstance(v, _Marker) and v.kind in ("batch", "shape"):
             raise self.refuse("the batch size used as a number (kgen's files run at any batch; "
                               "it takes x.size(0) as a size of view / reshape only)")
@@ -530,6 +533,8 @@ class Tracer:
         """`of`: the op whose part this reduction is (softmax's sum of exponentials, the norm of
         F.normalize), where torch computes it inside that op's own kernel, not as a reduction of
         its own (logsumexp's sum is torch.sum's: its reductions carry no `of`)."""
+        if isinstance(x, _Marker) and x.kind == "windows":
+            return self._pool_windows(kind, x, dim, keepdim)
         x = self.value(x)
         width = self.level(x)   # tile: N columns; pooled: P; row: a width-1 value (M, 1)
         if width not in ("tile", "pooled", "row"):
@@ -560,6 +565,16 @@ class Tracer:
             return self.add("pointwise", width, [shifted, log_total], "sub")
         assert kind == "logsumexp"
         return self.add("pointwise", "row" if keepdim else "rowflat", [mx, log_total], "add")
+
+    def _pool_windows(self, kind: str, windows: _Marker, dim, keepdim: bool):
+        """x.view(batch, P, k).amax(-1) / .mean(-1): 1-d pooling by hand, windows of k features
+        side by side (MaxPool1d / AvgPool1d with kernel and stride k, as torch pools them)."""
+        x, k = windows.payload
+        dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        if kind not in ("max", "mean") or dims not in ((2,), (-1,)) or keepdim:
+            raise self.refuse(f"{kind} over dim={dim!r}{', keepdim' if keepdim else ''} of a (batch, P, {k}) view "
+                              "(kgen takes its max or mean over the last dim without keepdim: 1-d pooling)")
+        return self.pool("max" if kind == "max" else "avg", _Marker("unsqueezed", x), k, k, 0, False).payload
 
     def group_norm(self, x, groups, weight: str | None, bias: str | None, eps, channels) -> int:
         """GroupNorm over the N features of each row: G groups of N / G consecutive columns,
@@ -744,7 +759,7 @@ class Tracer:
         self.previous = self.close_part(x)
         line = self.where[0]
         for fx_node, v in self.env.items():
-            if isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed")):
+            if isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed", "windows")):
                 self.env[fx_node] = _Marker("earlier", line)
         self.nodes, self.params, self.consts, self.inputs = [], {}, {}, {}
         self.gemm_id, self.in_features = None, int(width)
@@ -1072,6 +1087,11 @@ class Tracer:
             return ("M", *tuple(self.ref.input.shape)[1:])
         if isinstance(v, _Id):
             return tuple(self.shape_of(v))
+        if isinstance(v, _Marker) and v.kind == "unsqueezed":
+            return ("M", 1, self.shape_of(v.payload)[1])
+        if isinstance(v, _Marker) and v.kind == "windows":
+            width, k = self.shape_of(v.payload[0])[1], v.payload[1]
+            return ("M", width // k, k)
         return None
 
     def _size(self, d):
@@ -1083,16 +1103,21 @@ class Tracer:
         """x[...] with full slices, None and Ellipsis only (x[:, None], x[:, :], x[..., 0] of a
         (batch, 1) value): an order-keeping view, taken as Tracer._view takes it. Anything that
         selects elements is refused."""
-        items = index if isinstance(index, tuple) else (index,)
-        whole = all(i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None)) for i in items)
         own = self._shape_or_none(x)
-        if not whole and not (own[1:] == (1,) and items[:1] == (slice(None),) and items[1:] in ((0,), (-1,))):
-            raise self.refuse("indexing that selects elements of a value (kgen takes x[:, None], x[:, 0] of a "
-                              "(batch, 1) value, and full slices)")
-        batch = 7919   # a stand-in for the batch, to read off the indexed shape
-        shape = tuple(batch if d == "M" else d for d in own)
-        indexed = torch.empty(shape, device="meta")[index].shape
-        return self._view(x, "view", (tuple("M" if d == batch else d for d in indexed),), {})
+        shapes = []
+        for batch in (7919, 7927):   # stand-ins for the batch: the index must keep every element at any batch
+            shape = tuple(batch if d == "M" else d for d in own)
+            try:
+                indexed = torch.empty(shape, device="meta")[index]
+            except (IndexError, TypeError, RuntimeError) as e:
+                raise self.refuse(f"indexing a value: {e}") from None
+            if indexed.numel() != math.prod(shape):
+                raise self.refuse("indexing that selects elements of a value (kgen takes indexing that keeps "
+                                  "them all: x[:, None], x[:, 0] of a (batch, 1) value, full slices)")
+            shapes.append(tuple("M" if d == batch else d for d in indexed.shape))
+        if shapes[0] != shapes[1]:
+            raise self.refuse("indexing that moves the batch to another place (kgen keeps it first)")
+        return self._view(x, "view", (shapes[0],), {})
 
     def _view(self, x, name: str, rest, kwargs):
         """x.view(...) / x.reshape(...) of a value to its own shape (x.view(x.size(0), -1),
@@ -1112,6 +1137,13 @@ class Tracer:
         resolved = _resolve_view(own, target)
         if resolved == own:
             return x
+        if isinstance(x, _Marker) and x.kind == "unsqueezed" and resolved == own[::2]:
+            return x.payload   # (batch, 1, W) back to (batch, W), as squeeze(1)
+        if isinstance(x, _Id) and self.level(x) == "tile" and resolved is not None and len(resolved) == 3:
+            if resolved == ("M", 1, own[1]):
+                return _Marker("unsqueezed", x)   # as x.unsqueeze(1): the input form of 1-d pooling
+            if resolved[0] == "M" and resolved[2] > 1 and resolved[1] * resolved[2] == own[1]:
+                return _Marker("windows", (x, resolved[2]))   # (batch, P, k): windows a reduction pools
         if resolved is not None and isinstance(x, _Id) and {own, resolved} == {("M", 1), ("M",)}:
             return self._relevel(x, "rowflat" if resolved == ("M",) else "row")
         hint = ("; a size that holds the batch as a number works at that batch only: write x.size(0) or -1"
@@ -1270,6 +1302,17 @@ class Tracer:
         if fn in POINTWISE_FUNCTIONS:
             sig, name, attr_map = POINTWISE_FUNCTIONS[fn]
             a = self._bind(sig, args, kwargs)
+            bounds = {k: a[k] for k in ("min", "max") if k in a and isinstance(a[k], (_Id, _Marker))}
+            if name == "clamp" and bounds:
+                # torch.clamp with tensor bounds: min(max(x, lo), hi), as ATen's clamp kernel
+                # (NaN from x or a bound propagates; at an exact tie the gradient is shared, where
+                # clamp's goes to x: a set of measure zero)
+                x = a["input"]
+                for key, op, const in (("min", "maximum", "maximum_const"), ("max", "minimum", "minimum_const")):
+                    if a.get(key) is not None:
+                        x = self.pointwise(op, [x, a[key]]) if key in bounds else \
+                            self.pointwise(const, [x], {"other": a[key]})
+                return x
             return self.pointwise(name, [a["input"]], {k: a[v] for k, v in attr_map.items()})
         if fn is F.relu6:
             return self.pointwise("hardtanh", [args[0]], {"min_val": 0.0, "max_val": 6.0})
@@ -1497,6 +1540,8 @@ class Tracer:
                 or (isinstance(self_arg, _Id) and self.level(self_arg) == "tile")):
             # flatten(1) of a (batch, features) tensor (a CNN head's habit, nn.Flatten): itself.
             return self_arg
+        if name == "flatten" and _keeps_2d(rest, kwargs) and isinstance(self_arg, _Marker) and self_arg.kind == "unsqueezed":
+            return self_arg.payload   # a pooled (batch, 1, P) flattened back to (batch, P), as squeeze(1)
         if isinstance(self_arg, _Marker) and self_arg.kind == "input" and name in (*IDENTITY_METHODS, "detach"):
             # clone / contiguous / detach of the input: the input (detach: no gradient through
             # this read), whatever the order, before or after the GEMM.

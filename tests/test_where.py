@@ -124,8 +124,9 @@ def test_where_gradients_are_torch_autograd(name, training, tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("x = torch.where(x > 0, x, 0.0) + (x > 0)", "comparison used other than as the condition"),
-    ("m = x > 0\nx = x * m", "comparison used other than as the condition"),
+    ("x = (x > 0) * 2", "of comparisons alone"),
+    ("x = (x > 0).sum(1, keepdim=True) * x", "sum of a comparison"),
+    ("x = x > 0", "returns something other than one tensor"),
     ("x = torch.where(torch.sigmoid(x), x, 0.0)", "condition is not a comparison"),
     ("x = torch.where(x > 0)", "of one argument"),
     ("x = torch.zeros_like(x).sum(dim=1, keepdim=True)", "zeros_like / ones_like / full_like used other"),

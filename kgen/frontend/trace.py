@@ -339,8 +339,10 @@ class Tracer:
             raise self.refuse(f"a value computed before the GEMM at line {v.payload} is used after "
                               "it (kgen chains GEMMs through the next GEMM's input alone)")
         if isinstance(v, _Marker) and v.kind == "comparison":
-            raise self.refuse("a comparison used other than as the condition of torch.where (kgen's "
-                              "values are floats; write torch.where(x > c, a, b))")
+            # A comparison as a number (x * (x > 0), (x > 0).float()): 1 where it holds, else 0,
+            # as torch promotes a bool tensor; no gradient flows through it.
+            compare, lhs, rhs = v.payload
+            return self.pointwise("where", [lhs, rhs, 1.0, 0.0], {"compare": compare})
         if isinstance(v, _Marker) and v.kind == "filled":
             raise self.refuse("torch.zeros_like / ones_like / full_like used other than as an operand "
                               "of a point-wise op")
@@ -473,6 +475,10 @@ class Tracer:
     def pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
         # zeros_like(v) and its kin: the constant, provided v's shape adds nothing to the result's
         # (checked below), so that the result has the shape torch gives it.
+        tensors = [a for a in args if isinstance(a, (_Id, _Marker))]
+        if tensors and all(isinstance(a, _Marker) and a.kind == "comparison" for a in tensors):
+            raise self.refuse(f"{op} of comparisons alone (a bool or integer tensor in torch; kgen's values "
+                              "are floats: combine a comparison with a float value, x * (x > 0))")
         likes = [a.payload[1] for a in args if isinstance(a, _Marker) and a.kind == "filled"]
         args = [a.payload[0] if isinstance(a, _Marker) and a.kind == "filled" else a for a in args]
         ids = [self.value(a) for a in args]
@@ -535,6 +541,8 @@ class Tracer:
         its own (logsumexp's sum is torch.sum's: its reductions carry no `of`)."""
         if isinstance(x, _Marker) and x.kind == "windows":
             return self._pool_windows(kind, x, dim, keepdim)
+        if isinstance(x, _Marker) and x.kind == "comparison":
+            raise self.refuse(f"{kind} of a comparison (an integer count in torch; kgen's values are floats)")
         x = self.value(x)
         width = self.level(x)   # tile: N columns; pooled: P; row: a width-1 value (M, 1)
         if width not in ("tile", "pooled", "row"):
@@ -965,6 +973,12 @@ class Tracer:
         dtype = self.ref.input.dtype
         if name == "float":
             return not rest and not kwargs and dtype == torch.float32
+        # x.to(x.device) and x.to(x.device, x.dtype) move nothing either (the value is on the
+        # input's device).
+        rest = tuple(a for a in rest if not (isinstance(a, _Marker) and a.kind == "device"))
+        kwargs = {k: v for k, v in kwargs.items() if not (k == "device" and isinstance(v, _Marker) and v.kind == "device")}
+        if name == "to" and not rest and not kwargs:
+            return True
         target = rest[0] if len(rest) == 1 and not kwargs else kwargs.get("dtype") if not rest and set(kwargs) == {"dtype"} else None
         return target == dtype
 
@@ -1195,6 +1209,10 @@ class Tracer:
                 return self.param_view(target, "t" if name == "T" else "mT", (), {})
             if isinstance(target, _Marker) and target.kind == "values_indices" and name == "values":
                 return target.payload
+            if name == "dtype" and self._dtype_of(target) is not None:
+                return self._dtype_of(target)
+            if name == "device" and self._dtype_of(target) is not None:
+                return _Marker("device", None)   # (taken by .to() only: the value's own device)
             if name == "shape" and self._shape_or_none(target) is not None:
                 return _Marker("shape", self._shape_or_none(target))
             raise self.refuse(f"the attribute .{name} is not supported")
@@ -1546,13 +1564,15 @@ class Tracer:
             # clone / contiguous / detach of the input: the input (detach: no gradient through
             # this read), whatever the order, before or after the GEMM.
             return _Marker("input", self_arg.payload or name == "detach")
+        if name in ("float", "to", "type") and self._same_dtype(name, rest, kwargs):
+            return self_arg   # x.float() / x.to(torch.float32) / x.to(x.device) of a value: itself
+        if name == "type_as" and len(rest) == 1 and not kwargs and self._dtype_of(rest[0]) == self.ref.input.dtype:
+            return self_arg   # x.type_as(y) with y in the module's dtype: itself
         self._check_input(self_arg)
         if isinstance(self_arg, _Id) and self.level(self_arg) == "row" and name in ROW_FLATTEN_METHODS:
             return self._flatten_row(self_arg, name, rest, kwargs)
         if name in IDENTITY_METHODS:
             return self_arg
-        if name in ("float", "to", "type") and self._same_dtype(name, rest, kwargs):
-            return self_arg   # x.float() / x.to(torch.float32) of an fp32 module's value: itself
         if name == "detach":   # the identity, but no gradient flows back through it
             return self.pointwise("detach", [self_arg])
         if name in METHOD_UNARY:
@@ -1561,8 +1581,6 @@ class Tracer:
             return self.composite("reciprocal", self_arg)
         if name == "hardshrink":
             return self.visit_function(F.hardshrink, args, kwargs)
-        if name == "type_as" and len(rest) == 1 and not kwargs and self._dtype_of(rest[0]) == self.ref.input.dtype:
-            return self_arg   # x.type_as(y) with y in the module's dtype: itself
         if name in METHOD_BINARY:
             fn = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[METHOD_BINARY[name]]
             return self.visit_function(fn, (self_arg, *rest), kwargs)

@@ -294,7 +294,8 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         module = dtype or precision_name(spec.reference().input.dtype)
         if module != "fp32":
             click.echo(f"note: the module is {module}, and this file runs fp32 modules only: "
-                       "16-bit modules run in the Hopper wgmma files (--backend wgmma, sm_90a)", err=True)
+                       + (generator.fp32_only_reason(spec) if generator.fp32_casts(spec) else
+                          "16-bit modules run in the Hopper wgmma files (--backend wgmma, sm_90a)"), err=True)
         elif measured is not None and target.arch == "sm_90a":
             click.echo("note: this file runs fp32 modules only; for the module in bf16 or fp16, "
                        "`kgen generate --dtype bf16` (or fp16) writes one that runs them", err=True)

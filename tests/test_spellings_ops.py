@@ -639,3 +639,28 @@ def test_generated_cuda_of_session_14s_spellings_compiles(tmp_path):
     assert "Backward" in source and "expm1f" in source and "log10f" in source
     report = compile_report(source, tmp_path, targets=(SM90A,))
     assert spills(report) == []
+
+
+@pytest.mark.parametrize("body, pins", [
+    ("x = x * (x > 0).float()", True),
+    ("x = torch.relu(x).to(torch.float32)", True),
+    ("x = F.softmax(x, dim=1, dtype=torch.float32)", True),
+    ("x = x * (x > 0).to(x.dtype)", False),
+    ("x = torch.relu(x).type_as(x)", False),
+    ("x = torch.relu(x)", False),
+])
+def test_a_cast_to_float32_makes_the_file_run_fp32_modules_only(body, pins, tmp_path):
+    """x.float() of an fp32 module is a no-op, but in a bf16 one torch computes on in float32
+    after it (and returns float32): the file then runs fp32 modules only, and says why; a cast
+    that follows the value's own dtype (x.to(x.dtype)) pins nothing."""
+    from kgen.codegen import generator
+    from kgen.tune.search import enumerate_specs
+
+    path = tmp_path / "cast.py"
+    path.write_text(module_source(body, {}, out_features=128))
+    assert bool(trace(Reference(path)).fp32_casts) == pins
+    spec = next(s for s in enumerate_specs(str(path), 64, 64, 128) if s.family == "wgmma")
+    assert (generator.half_gemm_type(spec) is None) == pins
+    assert ("torch.bfloat16" in generator.operand_builds_literal(spec)) == (not pins)
+    if pins:
+        assert "casts to float32 in its forward (line" in generator.fp32_only_reason(spec)

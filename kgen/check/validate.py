@@ -1043,8 +1043,11 @@ def dtype_refusal(f: EmittedFile, dtype: torch.dtype) -> str | None:
     runs = runs_dtypes(f)
     if dtype in runs:
         return None
-    return (f"{f.path.name} runs {', '.join(str(d)[6:] for d in runs)} modules, not {str(dtype)[6:]}: "
-            "16-bit modules run in the Hopper wgmma files (kgen generate --backend wgmma)")
+    from kgen.codegen.generator import fp32_casts, fp32_only_reason
+
+    why = fp32_only_reason(f.spec) if fp32_casts(f.spec) else \
+        "16-bit modules run in the Hopper wgmma files (kgen generate --backend wgmma)"
+    return f"{f.path.name} runs {', '.join(str(d)[6:] for d in runs)} modules, not {str(dtype)[6:]}: {why}"
 
 
 def worst_error(results: list[CheckResult]) -> tuple[float, float]:

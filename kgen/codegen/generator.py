@@ -413,12 +413,29 @@ def gemm_type(spec: Spec, k: int | None = None) -> str:
     return "kgen::CublasGemm" if spec.family == "cublas" else "kgen::ExternalGemm"
 
 
+def fp32_casts(spec: Spec) -> list:
+    """The casts to float32 the module's forward names (Graph.fp32_casts): its file runs fp32
+    modules only (in a 16-bit module torch computes on in float32 after them)."""
+    return [cast for part in spec.graph().parts for cast in part.fp32_casts]
+
+
+def fp32_only_reason(spec: Spec) -> str:
+    """Why the file runs fp32 modules only, for its error and the CLI's note."""
+    casts = fp32_casts(spec)
+    if casts:
+        line, text = casts[0]
+        return (f"the reference casts to float32 in its forward (line {line}: `{text}`), so in a 16-bit "
+                "module torch computes on in float32, which kgen's 16-bit build does not; run the module "
+                "in float32")
+    return "`kgen generate --dtype bf16` (or fp16) writes a file for a 16-bit module"
+
+
 def half_gemm_type(spec: Spec) -> str | None:
     """The GEMM of the spec's tile on 16-bit operands (a module in bf16 or fp16), for the families
     that have one (kgen's Hopper wgmma GEMM); None: the variant runs fp32 modules only."""
     from kgen.tune.configs import HALF_WGMMA_BN, HALF_WGMMA_STAGES
 
-    if spec.family != "wgmma":
+    if spec.family != "wgmma" or fp32_casts(spec):
         return None
     t = spec.tile
     return f"kgen::WgmmaWsHalfGemm<{OPERAND_CTYPE}, {t.bm}, {HALF_WGMMA_BN}, {HALF_WGMMA_STAGES}, {t.group_m}>"
@@ -716,6 +733,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         updated_in_place=repr(UPDATED_IN_PLACE),
         operand_builds=operand_builds_literal(spec),
         fp32_only=half_gemm_type(spec) is None,
+        fp32_only_reason=repr(fp32_only_reason(spec)),
     )
 
 

@@ -295,6 +295,7 @@ class Tracer:
         self.where: tuple[int | None, str] = (None, "")
         self.params: dict[str, int] = {}
         self.dropouts: list[dict] = []   # active dropouts (Tracer.dropout)
+        self.fp32_casts: list[tuple] = []   # casts to float32 taken as no-ops (Graph.fp32_casts)
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
 
@@ -972,7 +973,7 @@ class Tracer:
         change of dtype or device is not (the caller refuses it)."""
         dtype = self.ref.input.dtype
         if name == "float":
-            return not rest and not kwargs and dtype == torch.float32
+            return self._fp32_cast(not rest and not kwargs and dtype == torch.float32)
         # x.to(x.device) and x.to(x.device, x.dtype) move nothing either (the value is on the
         # input's device).
         rest = tuple(a for a in rest if not (isinstance(a, _Marker) and a.kind == "device"))
@@ -980,7 +981,18 @@ class Tracer:
         if name == "to" and not rest and not kwargs:
             return True
         target = rest[0] if len(rest) == 1 and not kwargs else kwargs.get("dtype") if not rest and set(kwargs) == {"dtype"} else None
+        if isinstance(target, _Marker) and target.kind == "dtype_of":
+            return target.payload == dtype
+        if target is torch.float32:
+            return self._fp32_cast(target == dtype)
         return target == dtype
+
+    def _fp32_cast(self, same: bool) -> bool:
+        """A cast that names float32 (x.float(), x.to(torch.float32)), a no-op here: recorded
+        (Graph.fp32_casts: in a 16-bit module it is not)."""
+        if same:
+            self.fp32_casts.append(self.where)
+        return same
 
     def _dtype_of(self, v):
         """The dtype of an fx value: a parameter's own, the module's for a computed value."""
@@ -993,6 +1005,10 @@ class Tracer:
     def _softmax_args(self, args, kwargs) -> dict:
         """softmax's arguments; a dtype other than the module's (the output in another dtype) refused."""
         a = self._bind(_softmax, args, kwargs)
+        if isinstance(a["dtype"], _Marker) and a["dtype"].kind == "dtype_of":
+            a["dtype"] = None if a["dtype"].payload == self.ref.input.dtype else a["dtype"].payload
+        if a["dtype"] is torch.float32:
+            self._fp32_cast(a["dtype"] == self.ref.input.dtype)
         if a["dtype"] is not None and a["dtype"] != self.ref.input.dtype:
             raise self.refuse(f"softmax with dtype={a['dtype']} on a {self.ref.input.dtype} module (its output "
                               "in another dtype than the module's; kgen's outputs are in the module's dtype)")
@@ -1210,7 +1226,9 @@ class Tracer:
             if isinstance(target, _Marker) and target.kind == "values_indices" and name == "values":
                 return target.payload
             if name == "dtype" and self._dtype_of(target) is not None:
-                return self._dtype_of(target)
+                # (a marker, not the dtype: x.to(x.dtype) follows the module's dtype, where
+                # x.to(torch.float32) names one: Tracer._fp32_cast)
+                return _Marker("dtype_of", self._dtype_of(target))
             if name == "device" and self._dtype_of(target) is not None:
                 return _Marker("device", None)   # (taken by .to() only: the value's own device)
             if name == "shape" and self._shape_or_none(target) is not None:
@@ -1663,6 +1681,7 @@ def trace(ref: Reference) -> Graph:
         raise Unsupported(f"{ref.path}: the forward computes other ops in training mode than in eval mode "
                           "(a branch on self.training?); kgen emits one forward for both modes")
     graph.dropouts = tracer.dropouts
+    graph.fp32_casts = tracer.fp32_casts
     return graph
 
 

@@ -158,6 +158,10 @@ class Graph:
     # identity in eval mode; in training mode a `mask` node reproduces torch's mask where
     # "reproduced" (a dropout of an (M, N) value), else the emitted forward refuses training mode.
     dropouts: list = dataclasses.field(default_factory=list)
+    # Casts to float32 the forward names ((line, text): x.float(), softmax(dtype=torch.float32)):
+    # no-ops in an fp32 module; in a bf16 / fp16 one torch computes on in float32, which kgen's
+    # 16-bit build does not, so such a module's file runs fp32 modules only.
+    fp32_casts: list = dataclasses.field(default_factory=list)
     # Chained GEMMs: the part that computes this part's GEMM input (its output, (M, in_features)),
     # itself a graph of one GEMM and its epilogue. The module's graph is its last part.
     previous: "Graph | None" = None

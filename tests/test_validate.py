@@ -431,3 +431,17 @@ def test_the_forward_checks_look_for_jumps_only_where_the_reference_has_a_where(
 
     assert may_jump(ref("x = F.hardshrink(x, 0.1)")) and may_jump(ref("x = torch.where(x > 0, x, 0.5)"))
     assert not may_jump(ref("x = torch.relu(x) * 2.0"))
+
+
+def test_a_yardstick_larger_than_eagers_own_error_judges_the_output():
+    """The training check's drift of two eager runs (kinks that flip by chance): an error within
+    the gate's factor of the yardstick passes, beyond it fails; a yardstick smaller than eager's
+    own error changes nothing."""
+    ref64 = torch.linspace(-1, 1, 1000, dtype=torch.float64)
+    eager = (ref64 + 1e-7).float()
+    new = ref64.float().clone()
+    new[3] += 1e-3
+    for yardstick, ok in ((0.0, False), (1e-4, True), (1e-5, False)):
+        cmp = Comparison(1e-4, judge_by_fp64=True)
+        cmp.add("step", new, eager, ref64, yardstick=yardstick)
+        assert cmp.ok == ok, yardstick

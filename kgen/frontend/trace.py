@@ -1362,12 +1362,7 @@ class Tracer:
             return self.reduce(SOFTMAX_FUNCTIONS[fn], a["input"], a["dim"], True)
         if fn is F.layer_norm:
             a = self._bind(_layer_norm, args, kwargs)
-            paths = []
-            for key in ("weight", "bias"):
-                v = a[key]
-                if v is not None and not (isinstance(v, _Marker) and v.kind == "tensor"):
-                    raise self.refuse(f"F.layer_norm with a {key} that is not a parameter of the module")
-                paths.append(v.payload if v is not None else None)
+            paths = self._affine_paths("F.layer_norm", a)
             shape = a["normalized_shape"]
             return self.layer_norm(a["input"], tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
                                    *paths, a["eps"])
@@ -1376,12 +1371,7 @@ class Tracer:
             return self.normalize(a["input"], a["p"], a["dim"], a["eps"])
         if fn is F.group_norm:
             a = self._bind(_group_norm, args, kwargs)
-            paths = []
-            for key in ("weight", "bias"):
-                v = a[key]
-                if v is not None and not (isinstance(v, _Marker) and v.kind == "tensor"):
-                    raise self.refuse(f"F.group_norm with a {key} that is not a parameter of the module")
-                paths.append(v.payload if v is not None else None)
+            paths = self._affine_paths("F.group_norm", a)
             return self.group_norm(a["input"], a["num_groups"], *paths, a["eps"], None)
         if fn in POOL_FUNCTIONS:
             sig, op = POOL_FUNCTIONS[fn]
@@ -1394,6 +1384,17 @@ class Tracer:
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
         module = getattr(fn, "__module__", None) or "torch"
         raise self.refuse(f"the function {module}.{name} is not supported")
+
+    def _affine_paths(self, fn: str, a: dict) -> list:
+        """The paths of a functional norm's weight and bias (None where absent); each must be a
+        parameter of the module."""
+        paths = []
+        for key in ("weight", "bias"):
+            v = a[key]
+            if v is not None and not (isinstance(v, _Marker) and v.kind == "tensor"):
+                raise self.refuse(f"{fn} with a {key} that is not a parameter of the module")
+            paths.append(v.payload if v is not None else None)
+        return paths
 
     def _max_min(self, kind: str, args, kwargs):
         second = args[1] if len(args) >= 2 else kwargs.get("other")
@@ -1413,9 +1414,10 @@ class Tracer:
         equation = args[0].replace(" ", "") if args and isinstance(args[0], str) else ""
         lhs, _, out = equation.partition("->")
         terms = lhs.split(",")
+        other_form = self.refuse(f"torch.einsum({args[0]!r}, ...) (kgen takes 'bk,nk->bn', the GEMM x Wᵀ, "
+                                 "and 'bn,n->bn'; or write the GEMM as nn.Linear, F.linear or x @ W.t())")
         if kwargs or len(terms) != 2 or len(operands) != 2:
-            raise self.refuse(f"torch.einsum({args[0]!r}, ...) (kgen takes 'bk,nk->bn', the GEMM x Wᵀ, and "
-                              "'bn,n->bn'; or write the GEMM as nn.Linear, F.linear or x @ W.t())")
+            raise other_form
         (a, b), (x, w) = terms, operands
         if len(a) == len(b) == len(out) == 2 and a[1] == b[1] and out == a[0] + b[0] and len(set(a + b)) == 3:
             if not (isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None):
@@ -1425,8 +1427,7 @@ class Tracer:
             return self.pointwise("mul", [x, w])
         if len(a) == len(b) == len(out) == 2 and a[1] == b[0] and out == a[0] + b[1] and len(set(a + b)) == 3:
             return self.visit_function(torch.matmul, (x, w), {})   # (refused: W stored (K, N))
-        raise self.refuse(f"torch.einsum({args[0]!r}, ...) (kgen takes 'bk,nk->bn', the GEMM x Wᵀ, and "
-                          "'bn,n->bn'; or write the GEMM as nn.Linear, F.linear or x @ W.t())")
+        raise other_form
 
     def composite(self, name: str, input, **a):
         """An activation torch defines from others, written out with kgen's ops in torch's own

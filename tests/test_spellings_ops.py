@@ -664,3 +664,32 @@ def test_a_cast_to_float32_makes_the_file_run_fp32_modules_only(body, pins, tmp_
     assert ("torch.bfloat16" in generator.operand_builds_literal(spec)) == (not pins)
     if pins:
         assert "casts to float32 in its forward (line" in generator.fp32_only_reason(spec)
+
+
+def test_functional_batch_norm_on_the_modules_tensors_leaves_num_batches_tracked_alone(tmp_path):
+    """F.batch_norm(x, self.bn.running_mean, ..., self.training, self.bn.momentum, self.bn.eps) is
+    the module's normalization, traced as its node with counts=False: the oracle (training and
+    eval, buffers included) is the module's, and the emitted forward passes counts=False so that
+    num_batches_tracked stays where F.batch_norm leaves it. Another momentum, or a fixed
+    training flag, is refused."""
+    from kgen.codegen import generator
+    from kgen.tune.search import enumerate_specs
+
+    params = dict(PARAMS, bn="nn.BatchNorm1d(out_features)")
+    body = ("x = F.batch_norm(x, self.bn.running_mean, self.bn.running_var, self.bn.weight, self.bn.bias, "
+            "self.training, self.bn.momentum, self.bn.eps)\nx = torch.relu(x)")
+    ref = write(tmp_path, "functional_bn", body, params)
+    graph = check(ref)
+    (bn,) = graph.batchnorms
+    assert bn.attrs["counts"] is False
+    module = describe(write(tmp_path, "module_bn", "x = self.bn(x)\nx = torch.relu(x)", params))
+    assert describe(ref).replace(", counts=False", "") == module
+    spec = next(s for s in enumerate_specs(str(ref.path), 64, 16, N))
+    text = generator.render(spec)
+    assert "_batchnorm_args(self.bn, x, n, 'bn', counts=False)" in text
+    assert "_store_running_stats(self.bn, bn, running_mean, running_var, counts=False)" in text
+    for other, message in (("self.training, 0.2, self.bn.eps", "momentum other than"),
+                           ("True, self.bn.momentum, self.bn.eps", "training other than")):
+        bad = write(tmp_path, "bad_bn", body.replace("self.training, self.bn.momentum, self.bn.eps", other), params)
+        with pytest.raises(Unsupported, match=message):
+            trace(bad)

@@ -445,3 +445,21 @@ def test_a_yardstick_larger_than_eagers_own_error_judges_the_output():
         cmp = Comparison(1e-4, judge_by_fp64=True)
         cmp.add("step", new, eager, ref64, yardstick=yardstick)
         assert cmp.ok == ok, yardstick
+
+
+def test_the_momentum_none_check_knows_a_functional_batch_norm(tmp_path):
+    """F.batch_norm takes no momentum=None (torch raises): the check that sets the modules'
+    momentum to None cannot run such a reference, and is said not run; a BatchNorm1d module's is run."""
+    from types import SimpleNamespace
+    from kgen.check.validate import functional_batchnorm
+    from kgen.frontend.reference import Reference
+    from conftest import module_source
+
+    def ref(body):
+        path = tmp_path / f"m{len(list(tmp_path.iterdir()))}.py"
+        path.write_text(module_source(body, {"bn": "nn.BatchNorm1d(out_features)"}, out_features=16))
+        return SimpleNamespace(reference=Reference(path))
+
+    assert functional_batchnorm(ref("x = F.batch_norm(x, self.bn.running_mean, self.bn.running_var, "
+                                    "self.bn.weight, self.bn.bias, self.training, 0.1, 1e-5)"))
+    assert not functional_batchnorm(ref("x = self.bn(x)"))

@@ -377,15 +377,27 @@ class Trio:
         return out
 
 
+def _reference_nodes(f) -> list:
+    """The IR nodes of the reference's every GEMM part ([] where it has no IR: a cuBLAS-only file
+    of an older kgen)."""
+    try:
+        graph = trace(f.reference)
+    except Exception:  # noqa: BLE001 - no IR: nothing the checks below would use
+        return []
+    return [n for part in graph.parts for n in part.nodes]
+
+
 def may_jump(f) -> bool:
     """Whether the reference's function may jump (a torch.where, whose branches may differ at its
     condition's boundary): its forward checks then leave out the output elements at a jump
     (kinks.jump_mask)."""
-    try:
-        graph = trace(f.reference)
-    except Exception:  # noqa: BLE001 - no IR (a cuBLAS-only file of an older kgen): nothing to leave out
-        return False
-    return any(n.op == "where" for part in graph.parts for n in part.nodes)
+    return any(n.op == "where" for n in _reference_nodes(f))
+
+
+def functional_batchnorm(f) -> bool:
+    """Whether the reference's BatchNorm is F.batch_norm on the module's tensors (which takes no
+    momentum=None: the check with the modules' momentum set to None cannot run the reference)."""
+    return any(n.kind == "batchnorm" and n.attrs.get("counts", True) is False for n in _reference_nodes(f))
 
 
 def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -1006,7 +1018,10 @@ def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device,
         *((f"{mode}, batch {b}", _train_check(f, device, tol, "rand", b, 1, dtype=dtype))
           for b in ODD_BATCHES if b != 7),
         *((("momentum=None, 3 calls", _train_check(f, device, tol, "rand", batch, 3, momentum_none=True,
-                                                    dtype=dtype)),)
+                                                    dtype=dtype)
+            if not functional_batchnorm(f) else
+            lambda: CheckResult("momentum=None, 3 calls", True, detail="not run: the reference's F.batch_norm "
+                                "takes no momentum=None")),)
           if f.has_batchnorm else ()),
         # KernelBench runs the module in training mode, where Dropout draws a random mask.
         *(((KERNELBENCH_CHECK, lambda: check_kernelbench_eval(f, device, tol, dtype)),) if not f.dropouts else ()),

@@ -204,17 +204,20 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
         last = k + 1 == len(parts)
         if keeps_z and not lowered.batchnorm:
             lines += [f"x, _ = {op}"] + (["return x"] if last else [])
-        elif keeps_z:
-            lines += [f"x, _, running_mean, running_var = {op}",
-                      f"_store_running_stats({_self_attr(lowered.batchnorm)}, bn, running_mean, running_var)"]
-            lines += ["return x"] if last else []
         elif lowered.batchnorm:
-            lines += [f"x, running_mean, running_var = {op}",
-                      f"_store_running_stats({_self_attr(lowered.batchnorm)}, bn, running_mean, running_var)"]
+            lines += [f"x, {'_, ' if keeps_z else ''}running_mean, running_var = {op}",
+                      f"_store_running_stats({_self_attr(lowered.batchnorm)}, bn, running_mean, running_var"
+                      f"{_counts_arg(lowered)})"]
             lines += ["return x"] if last else []
         else:
             lines.append(f"{'return' if last else 'x ='} {op}")
     return lines
+
+
+def _counts_arg(lowered: Lowered) -> str:
+    """`, counts=False` where the module's BatchNorm is F.batch_norm on its tensors (it leaves
+    num_batches_tracked alone, where nn.BatchNorm1d counts the batch)."""
+    return "" if lowered.graph.batchnorms[0].attrs.get("counts", True) else ", counts=False"
 
 
 def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
@@ -233,7 +236,8 @@ def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
                   "(its tail was generated for them); the module has {n}')"]
     call = ["x", "w"]
     if lowered.batchnorm:
-        lines.append(f"bn = _batchnorm_args({_self_attr(lowered.batchnorm)}, x, n, {lowered.batchnorm!r})")
+        lines.append(f"bn = _batchnorm_args({_self_attr(lowered.batchnorm)}, x, n, {lowered.batchnorm!r}"
+                     f"{_counts_arg(lowered)})")
     else:
         call.append("training=0")
     for k, node in enumerate(lowered.operands):

@@ -98,6 +98,8 @@ def _celu(input, alpha=1.0, inplace=False): ...
 def _var(input, dim=None, unbiased=None, keepdim=False, *, correction=None): ...
 def _norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None): ...
 def _vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None): ...
+def _batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+                eps=1e-05): ...
 def _full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None,
                requires_grad=False, memory_format=torch.preserve_format): ...
 
@@ -1046,15 +1048,7 @@ class Tracer:
         if kind in (nn.Softmax, nn.LogSoftmax):
             return self.reduce("softmax" if kind is nn.Softmax else "log_softmax", args[0], module.dim, True)
         if kind is nn.BatchNorm1d:
-            x = self.value(args[0])
-            if self.level(x) != "tile":
-                raise self.refuse("BatchNorm1d of a value that is not (batch, features)")
-            if module.num_features != self.out_features:
-                raise self.refuse(f"BatchNorm1d({module.num_features}) after a GEMM of {self.out_features} features")
-            for n in self.nodes:
-                if n.kind == "reduce" and self._depends(x, n.id):
-                    raise self.refuse("BatchNorm1d after a row reduction is not supported yet")
-            return self.add("batchnorm", "tile", [x], module=path)
+            return self.batchnorm(args[0], path, module)
         if kind is nn.LayerNorm:
             return self.layer_norm(args[0], tuple(module.normalized_shape), module.weight is not None and f"{path}.weight",
                                    module.bias is not None and f"{path}.bias", module.eps)
@@ -1325,6 +1319,8 @@ class Tracer:
             else:
                 term = self.pointwise("mul", [a["value"], self.pointwise("div", [a["tensor1"], a["tensor2"]])])
             return self.pointwise("add", [a["input"], term])
+        if fn is F.batch_norm:
+            return self.functional_batch_norm(self._bind(_batch_norm, args, kwargs))
         if fn is F.softmin:
             a = self._softmax_args(args, kwargs)
             return self.reduce("softmax", self.pointwise("neg", [a["input"]]), a["dim"], True)
@@ -1428,6 +1424,41 @@ class Tracer:
         if len(a) == len(b) == len(out) == 2 and a[1] == b[0] and out == a[0] + b[1] and len(set(a + b)) == 3:
             return self.visit_function(torch.matmul, (x, w), {})   # (refused: W stored (K, N))
         raise other_form
+
+    def batchnorm(self, x, path: str, module: nn.BatchNorm1d, counts: bool = True) -> int:
+        """BatchNorm1d `path` of x; `counts`: whether the forward adds one to its
+        num_batches_tracked (the module does; F.batch_norm on its buffers does not)."""
+        x = self.value(x)
+        if self.level(x) != "tile":
+            raise self.refuse("BatchNorm1d of a value that is not (batch, features)")
+        if module.num_features != self.out_features:
+            raise self.refuse(f"BatchNorm1d({module.num_features}) after a GEMM of {self.out_features} features")
+        for n in self.nodes:
+            if n.kind == "reduce" and self._depends(x, n.id):
+                raise self.refuse("BatchNorm1d after a row reduction is not supported yet")
+        return self.add("batchnorm", "tile", [x], module=path, **({} if counts else {"counts": False}))
+
+    def functional_batch_norm(self, a: dict) -> int:
+        """F.batch_norm on one BatchNorm1d's own running buffers, weight and bias, with its
+        momentum and eps and training=self.training: that module's normalization, except that
+        F.batch_norm leaves num_batches_tracked alone (the node's counts=False). Buffers of the
+        model's own, or another momentum, eps or mode, are refused."""
+        paths = {k: a[k].payload if isinstance(a[k], _Marker) and a[k].kind == "tensor" else a[k]
+                 for k in ("running_mean", "running_var", "weight", "bias")}
+        owner = paths["running_mean"].rpartition(".")[0] if isinstance(paths["running_mean"], str) else ""
+        module = self.model.get_submodule(owner) if owner else None
+        if not isinstance(module, nn.BatchNorm1d) or any(
+                paths[k] != (f"{owner}.{k}" if getattr(module, k) is not None else None) for k in paths):
+            raise self.refuse("F.batch_norm on buffers and parameters that are not one nn.BatchNorm1d's own "
+                              "running_mean, running_var, weight and bias (kgen takes F.batch_norm(x, "
+                              "self.bn.running_mean, self.bn.running_var, self.bn.weight, self.bn.bias, "
+                              "self.training, self.bn.momentum, self.bn.eps), or the module)")
+        differs = [k for k, want in (("training", module.training), ("momentum", module.momentum), ("eps", module.eps))
+                   if a[k] != want]
+        if differs:
+            raise self.refuse(f"F.batch_norm with a {' and '.join(differs)} other than self.{owner}'s own "
+                              "(training=self.training, its momentum and eps)")
+        return self.batchnorm(a["input"], owner, module, counts=False)
 
     def composite(self, name: str, input, **a):
         """An activation torch defines from others, written out with kgen's ops in torch's own

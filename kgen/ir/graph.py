@@ -25,7 +25,8 @@ into the same output and BatchNorm's column statistics):
     pointwise  `op` from kgen.ir.ops.POINTWISE on its args (levels combine as torch broadcasts)
     reduce     `op` in REDUCTIONS over dim 1 of a tile value (softmax, log_softmax and
                logsumexp are written with max, sub, exp, sum, log and div when traced)
-    batchnorm  BatchNorm1d (`attrs["module"]`) of a tile value: column statistics in training
+    batchnorm  BatchNorm1d (`attrs["module"]`; `attrs["counts"]` False for F.batch_norm on its
+               tensors, which leaves num_batches_tracked alone) of a tile value: column statistics in training
                mode, running statistics in eval mode, as the module itself decides
     groupnorm  GroupNorm of a tile value (args: the value, then the weight and bias params when
                `attrs["weight"]` / `attrs["bias"]`): statistics of each row's `attrs["groups"]`
@@ -310,7 +311,12 @@ class Graph:
                 fn = {"sum": torch.sum, "mean": torch.mean, "max": torch.amax, "min": torch.amin}[n.op]
                 values[n.id] = fn(a[0], dim=1, keepdim=keep)
             elif n.kind == "batchnorm":
-                values[n.id] = model.get_submodule(n.attrs["module"])(a[0])
+                bn = model.get_submodule(n.attrs["module"])
+                if n.attrs.get("counts", True):
+                    values[n.id] = bn(a[0])
+                else:   # F.batch_norm on the module's tensors: num_batches_tracked left alone
+                    values[n.id] = F.batch_norm(a[0], bn.running_mean, bn.running_var, bn.weight, bn.bias,
+                                                bn.training, bn.momentum, bn.eps)
             elif n.kind == "pool":
                 fn = F.max_pool1d if n.op == "max" else F.avg_pool1d
                 values[n.id] = fn(a[0].unsqueeze(1), n.attrs["kernel"], n.attrs["stride"]).squeeze(1)

@@ -12,7 +12,8 @@ formula, and use only the accurate CUDA math functions (expf, logf, erff, ...): 
 intrinsics (__expf, __fdividef, ...) and no rsqrtf, because the kernels are judged against
 fp64 at fp32 accuracy. Where torch's kernel is less accurate than the plain formula (torch's
 rsqrt calls rsqrtf; hardsigmoid and hardswish multiply by fp32(1/6)), the table takes the
-accurate form (1.0f / sqrtf(x); a division by 6). NaN inputs propagate as they do in torch.
+accurate form (1.0f / sqrtf(x); a division by 6); where an equally accurate form is much cheaper
+in an epilogue (mish's tanh(log1p(exp(x))) as a ratio of one exp), it takes that, measured. NaN inputs propagate as they do in torch.
 
 Conventions:
 - `cuda(*operands, **attrs)` takes fp32 operand expressions (strings) and the attribute values
@@ -196,6 +197,12 @@ def _where_torch(lhs, rhs, a, b, compare: str) -> torch.Tensor:
     return torch.where(COMPARISONS[compare][1](lhs, rhs), a, b)
 
 
+def _mish_cuda(a: str) -> str:
+    n = f"expf(({a}))"
+    m = f"({n} * ({n} + 2.0f))"
+    return f"(({a}) > 20.0f ? ({a}) : ({a}) * ({m} / ({m} + 2.0f)))"
+
+
 def _hard_sigmoid_cuda(a: str) -> str:
     """relu6(x + 3) / 6 without the NaN guard."""
     return f"fminf(fmaxf(({a}) + 3.0f, 0.0f), 6.0f) / 6.0f"
@@ -253,10 +260,15 @@ _DEFINITIONS = (
     PointwiseOp("tanh", 1, lambda a: f"tanhf(({a}))", torch.tanh, doc="tanh(x) (torch.tanh)"),
     PointwiseOp("silu", 1, lambda a: f"(({a}) / (1.0f + expf(-({a}))))", F.silu,
                 doc="x * sigmoid(x), as x / (1 + exp(-x)) (F.silu)"),
-    # torch's mish kernels (CUDA and CPU) compute log1p(exp(x)) with no softplus threshold; in
-    # fp32 that equals the thresholded softplus under tanh, which is 1.0f from x = 9 on.
-    PointwiseOp("mish", 1, lambda a: f"(({a}) * tanhf(log1pf(expf(({a})))))", F.mish,
-                doc="x * tanh(softplus(x)), as x * tanh(log1p(exp(x))) (F.mish)"),
+    # tanh(log1p(e^x)) is n (n + 2) / (n (n + 2) + 2) with n = e^x: one expf and a division,
+    # where torch's kernels call expf, log1pf and tanhf (three times the instructions in an
+    # epilogue that runs after the mainloop: KernelBench 29 has two). As accurate against fp64
+    # (measured over [-30, 30] and 1e6 normal draws x 5: max relative error 2.9e-7 against
+    # torch's form's 2.1e-7, mean 3.1e-8 against 2.5e-8; the GPU tier compares it with torch's
+    # own kernel). From x = 20 on the ratio is 1.0f (and n (n + 2) would overflow from x = 44):
+    # x itself, as torch's form gives. NaN and -inf give NaN, +inf itself, as torch's.
+    PointwiseOp("mish", 1, lambda a: _mish_cuda(a), F.mish,
+                doc="x * tanh(softplus(x)), as x * n (n + 2) / (n (n + 2) + 2), n = exp(x) (F.mish)"),
     PointwiseOp("softplus", 1,
                 lambda a, beta, threshold: (f"(({a}) * {_f(beta)} > {_f(threshold)} ? ({a}) : "
                                             f"log1pf(expf(({a}) * {_f(beta)})) / {_f(beta)})"),

@@ -379,12 +379,14 @@ class Trio:
 
 def _reference_nodes(f) -> list:
     """The IR nodes of the reference's every GEMM part ([] where it has no IR: a cuBLAS-only file
-    of an older kgen)."""
-    try:
-        graph = trace(f.reference)
-    except Exception:  # noqa: BLE001 - no IR: nothing the checks below would use
-        return []
-    return [n for part in graph.parts for n in part.nodes]
+    of an older kgen); traced once per file (every check's Trio asks)."""
+    if "_reference_nodes" not in f.__dict__:
+        try:
+            graph = trace(f.reference)
+            f._reference_nodes = [n for part in graph.parts for n in part.nodes]
+        except Exception:  # noqa: BLE001 - no IR: nothing the checks below would use
+            f._reference_nodes = []
+    return f._reference_nodes
 
 
 def may_jump(f) -> bool:

@@ -51,3 +51,20 @@ def test_a_moved_reference_with_other_content_is_not_taken(tmp_path, monkeypatch
     # --ref names it explicitly (an edited reference is still the yardstick, and said to be)
     f = EmittedFile(tmp_path / "b" / "out" / emitted.name, ref=moved)
     assert f.reference_changed
+
+
+@pytest.mark.parametrize("body, runs_one", [("x = self.bn(x)", True), ("x = torch.relu(x)", False)])
+def test_has_batchnorm_means_one_the_forward_runs(tmp_path, body, runs_one):
+    """A BatchNorm1d the module holds but its forward never calls changes nothing the checks see
+    (batch 1 in training raises only where one runs): has_batchnorm follows the IR, with or
+    without --ref."""
+    from click.testing import CliRunner
+    from kgen.cli import main
+    from conftest import module_source
+
+    ref = tmp_path / "held_bn.py"
+    ref.write_text(module_source(body, {"bn": "nn.BatchNorm1d(out_features)"}, out_features=64))
+    out = tmp_path / "new.py"
+    assert CliRunner().invoke(main, ["generate", str(ref), "-o", str(out)]).exit_code == 0
+    assert EmittedFile(out).has_batchnorm is runs_one
+    assert EmittedFile(out, ref=ref).has_batchnorm is runs_one

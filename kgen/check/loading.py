@@ -83,8 +83,14 @@ class EmittedFile:
         self.reference_changed = (getattr(self.module, "KGEN_REFERENCE_SHA256", None)
                                    not in (None, self.reference.sha256))
         self.Model = self.reference.Model
-        self.has_batchnorm = any(part.batchnorms for part in self.spec.graph().parts) if ref is None else any(
-            "BatchNorm" in type(m).__name__ for m in self.reference.meta_model().modules())
+        # A BatchNorm the forward runs (its IR's), not one the module merely holds: an unused one
+        # changes nothing the checks could see (batch 1 in training raises only where one runs).
+        try:
+            from kgen.frontend.trace import trace
+
+            self.has_batchnorm = any(part.batchnorms for part in trace(self.reference).parts)
+        except Exception:  # noqa: BLE001 - no IR of it (an older file's reference): the modules it holds
+            self.has_batchnorm = any("BatchNorm" in type(m).__name__ for m in self.reference.meta_model().modules())
         # A module with an active Dropout whose mask kgen does not reproduce runs in eval mode
         # only (its forward refuses training mode): checks and timings use eval mode for it.
         self.dropouts = self.spec.graph().dropouts

@@ -463,3 +463,33 @@ def test_the_momentum_none_check_knows_a_functional_batch_norm(tmp_path):
     assert functional_batchnorm(ref("x = F.batch_norm(x, self.bn.running_mean, self.bn.running_var, "
                                     "self.bn.weight, self.bn.bias, self.training, 0.1, 1e-5)"))
     assert not functional_batchnorm(ref("x = self.bn(x)"))
+
+
+def test_the_second_eager_run_sums_the_same_function_in_another_order(tmp_path):
+    """The training check's second eager model (validate._second_eager): its first GEMM's weight
+    columns and the input's features permuted alike, so its output is the reference's up to
+    rounding, and the map it returns puts the weight's columns back; without an IR (or with a
+    read of the input after the GEMM) its input is moved by a rounding instead."""
+    import copy
+    from types import SimpleNamespace
+    from kgen.check.validate import _second_eager
+    from kgen.frontend.reference import Reference
+    from conftest import module_source
+
+    def case(body):
+        path = tmp_path / f"m{len(list(tmp_path.iterdir()))}.py"
+        path.write_text(module_source(body, {}, out_features=32))
+        ref = Reference(path)
+        torch.manual_seed(0)
+        model = ref.Model(*ref.init_args())
+        x = torch.rand(8, 16)
+        return SimpleNamespace(reference=ref), model, x
+
+    f, model, x = case("x = torch.relu(x) * 2.0")
+    second, moved_x, unpermute = _second_eager(f, model, x)
+    assert list(unpermute) == ["gemm.weight"] and not torch.equal(moved_x, x)
+    torch.testing.assert_close(second(moved_x), model(x), rtol=1e-6, atol=1e-6)
+    assert torch.equal(second.gemm.weight[:, unpermute["gemm.weight"]], model.gemm.weight)
+    f._reference_nodes = []   # no IR: the input moved by a rounding
+    second, moved_x, unpermute = _second_eager(f, model, x)
+    assert unpermute == {} and 0 < float((moved_x - x).abs().max()) < 1e-6

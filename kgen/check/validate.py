@@ -809,6 +809,35 @@ def check_training(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
 TRAIN_RATE_RETRY_MAX = 10.0
 
 
+def _floating_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The model's floating-point parameters and buffers, copied to host memory."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in (dict(model.named_parameters()) | dict(model.named_buffers())).items()
+            if v.is_floating_point()}
+
+
+def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
+    """The training check's second eager run (see _training_run): a copy of the eager model that
+    computes the same function with another rounding, (model, its input, {weight path: the
+    column order that undoes its permutation}). Its first GEMM sums over the input features in
+    another order (the features of x and the columns of the weight permuted alike: x Wᵀ is the
+    same sum, taken as another GEMM would take it); where the module reads its input again after
+    the GEMM (a residual, which the permutation would scramble) or has no IR, its input is
+    moved by a rounding instead (x (1 + 2^-22 r))."""
+    model = copy.deepcopy(ref)
+    nodes = _reference_nodes(f)
+    weights = [n.attrs["weight"] for n in nodes if n.kind == "gemm"]
+    if not weights or any(n.kind == "input" for n in nodes):
+        noise = torch.randn(x.shape, device=x.device, generator=torch.Generator(device=x.device).manual_seed(5))
+        return model, x * (1 + 2.0 ** -22 * noise), {}
+    path = weights[0]   # the first GEMM's (its part's nodes come first)
+    perm = torch.randperm(x.shape[1], generator=torch.Generator(device="cpu").manual_seed(5)).to(x.device)
+    owner, _, name = path.rpartition(".")
+    w = getattr(model.get_submodule(owner) if owner else model, name)
+    with torch.no_grad():
+        w.copy_(w[:, perm])
+    return model, x[:, perm].contiguous(), {path: torch.argsort(perm)}
+
+
 def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple[CheckResult, dict[str, float], bool]:
     """One run of check_training, each parameter's rate times rate_scales' factor for it (1 where
     absent); also the parameters the fp64 run moved too little, each with needed / moved, and
@@ -819,8 +848,7 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
     # Each model's start, kept in host memory: on the GPU, with the three models, their
     # gradients and the kink probe's, a 32768 x 32768 module (KernelBench 56: 4 GB a weight,
     # 8 GB in fp64) needs more than an H100 has.
-    initial = [{k: v.detach().to("cpu", copy=True) for k, v in (dict(m.named_parameters()) | dict(m.named_buffers())).items()
-                if v.is_floating_point()} for m in trio.models()]
+    initial = [_floating_state(m) for m in trio.models()]
     start = initial[2]
     # Steps apart, eager fp32, ModelNew and fp64 follow trajectories of their own (each step's
     # rounding moves the parameters): the outputs are judged against fp64 with eager fp32's drift
@@ -837,10 +865,11 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
     # for the rest of the run, from a step of its own (measured on an H100: ReLU then a LayerNorm
     # by hand, the file 1.3e-3 from fp64 at step 7, where eager had not flipped yet; eager's drift
     # reached 3.9e-3 later; max pooling by hand, the file 8e-5 at step 17 where eager was 1.8e-6).
-    # There a second eager run, its input moved by a rounding, measures what such flips cost, and
-    # every step and every move is judged after the run against the larger drift of the two eager
-    # runs over all of it. (A smooth module has no kinks at step 0: one eager run, as before.)
-    second_eager, moved_x, drift, deferred = None, None, 0.0, []
+    # There a second eager run, the same function summed in another order (_second_eager),
+    # measures what such flips cost, and every step and every move is judged after the run
+    # against the larger drift of the two eager runs over all of it. (A smooth module has no
+    # kinks at step 0: one eager run, as before.)
+    second_eager, moved_x, drift, deferred, unpermute = None, None, 0.0, [], {}
     for step in range(TRAIN_STEPS):
         rng = torch.cuda.get_rng_state(device)
         # Output elements at a kink of the fp64 model at this step's parameters get no weight in
@@ -853,9 +882,8 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
         left_out += int((g_step != g).sum()) if g_step is not g else 0
         kink_note = kink_note or (note if g_step is g else "")
         if step == 0 and (g_step is not g or note):
-            second_eager = copy.deepcopy(trio.ref)
-            noise = torch.randn(x.shape, device=device, generator=torch.Generator(device=device).manual_seed(5))
-            moved_x = x * (1 + 2.0 ** -22 * noise)
+            second_eager, moved_x, unpermute = _second_eager(f, trio.ref, x)
+            initial.append(_floating_state(second_eager))
         models = [*trio.models(), *([second_eager] if second_eager is not None else [])]
         # The output elements at a jump of the fp64 model at this step's parameters: no better
         # judged here than in Trio.call.
@@ -899,7 +927,9 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
     tensors = [dict(m.named_parameters()) | dict(m.named_buffers()) for m in models]
     for what, a in tensors[0].items():
         if a.is_floating_point():
-            moved = [t[what].detach() - s[what].to(t[what].device) for t, s in zip(tensors, [*initial, initial[1]])]
+            moved = [t[what].detach() - s[what].to(t[what].device) for t, s in zip(tensors, initial)]
+            if what in unpermute:
+                moved[3] = moved[3][:, unpermute[what]]
             spread = 0.0 if second_eager is None else float((moved[3].double() - moved[2]).abs().max())
             cmp.add(f"{what} (its change)", *moved[:3], yardstick=spread)
             del moved
@@ -926,8 +956,8 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
     r = _with_note(r, f"{left_out} loss term(s) at a kink of the reference left out over the steps"
                    if left_out else kink_note)
     if second_eager is not None:
-        r = _with_note(r, f"judged against the larger drift of two eager runs, one with its input moved by a "
-                       f"rounding ({drift:.2e} at most)")
+        r = _with_note(r, f"judged against the larger drift of two eager runs, one summing in another order "
+                       f"({drift:.2e} at most)")
     return r, {name: need for name, need in short.items() if math.isfinite(need)}, cmp.ok and outputs.ok
 
 

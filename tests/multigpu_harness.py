@@ -195,6 +195,10 @@ def run_rank(rank: int, world: int, port: int, cfg: dict):
         except Exception:
             result = {"rank": rank, "error": traceback.format_exc()}
         Path(cfg["out"], f"rank{rank}.json").write_text(json.dumps(result))
+        # Both ranks done before either tears its group down: a gloo rank that destroyed its
+        # group while its peer's last collective was still in flight aborted ("terminate called
+        # without an active exception", SIGABRT; once in CI on the 2-core machine under load).
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 

@@ -8,8 +8,8 @@
 #    and the reference's printed) -> $OUT/multigpu_tests.log
 # 2. the DDP run again at batch 1024 x 4096 features, for per-step times nearer KernelBench's
 #    shapes -> $OUT/multigpu_timing_1024x4096.log
-#    (RUN_TESTS=0 skips 1 and 2.)
-# 3. one `kgen search FILES... --tol 1e-4` of KernelBench files (NUMS; NUMS=all: the 36; FIRST,
+#    (RUN_TESTS=0 skips 1 and 2; RUN_SEARCH=0 skips 3.)
+# 3. one `kgen search FILES... --tol 1e-4 $SEARCH_FLAGS` of KernelBench files (NUMS; NUMS=all: the 36; FIRST,
 #    LAST: a slice of them) for each --gpus value in GPUS (default "2 1"), each from cold caches
 #    (measurements and torch-extension builds); with several GPUs one search per GPU runs at
 #    once (tune.several). nvidia-smi samples each GPU's utilization every second meanwhile. The
@@ -35,6 +35,7 @@ echo "exit $?"
 grep -E "rank [01] \(cuda|passed|failed|error" $OUT/multigpu_timing_1024x4096.log | cut -c1-400 | tail -6
 fi
 
+[ "${RUN_SEARCH:-1}" = 1 ] || { t done; exit 0; }
 # ---- kgen search of several files: --gpus 2 against --gpus 1 ----
 NUMS=${NUMS:-"33 84 12"}
 # NUMS=all: KernelBench's 36 files (issue 26's search with both GPUs busy, against one).
@@ -52,7 +53,7 @@ for gpus in ${GPUS:-2 1}; do
   smi=$!
   t0=$(date +%s.%N)
   KGEN_CACHE_DIR=$W/$name/cache TORCH_EXTENSIONS_DIR=$W/$name/ext timeout ${SEARCH_LIMIT:-540} \
-    python3 -m kgen.cli search $FILES --tol 1e-4 --gpus $gpus \
+    python3 -m kgen.cli search $FILES --tol 1e-4 --gpus $gpus ${SEARCH_FLAGS:-} \
     --out-dir $W/$name/out --results-dir $W/$name/results > $OUT/search_$name.log 2>&1
   rc=$?
   t1=$(date +%s.%N)

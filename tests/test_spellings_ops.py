@@ -314,6 +314,13 @@ BY_HAND = {
     "LayerNorm with rsqrt": "mu = x.mean(dim=1, keepdim=True)\nx = (x - mu) * torch.rsqrt(((x - mu) ** 2).mean(dim=1, keepdim=True) + 1e-5)",
     "ReLU by a mask": "x = x * (x > 0).float()",
     "hardswish": "x = x * torch.clamp(x + 3, 0, 6) / 6",
+    # sign (0 at 0 and NaN, as c10::signum; no gradient) and lerp (torch's two-sided formula)
+    "signed square root": "x = torch.sign(x) * torch.sqrt(torch.abs(x) + 1e-3)",
+    "sign method and sgn": "x = x.sign() + torch.sgn(x) * x",
+    "lerp, small weight": "x = torch.lerp(x, torch.tanh(x), 0.3)",
+    "lerp method, large weight": "x = x.lerp(torch.sigmoid(x), 0.75)",
+    "lerp, per-feature weight": "x = torch.lerp(x, x * x, torch.sigmoid(self.b) * 1.5 - 0.25)",
+    "lerp_ in place": "y = torch.tanh(x)\nx.lerp_(y, 0.6)",
 }
 
 
@@ -675,3 +682,49 @@ def test_functional_batch_norm_on_the_modules_tensors_leaves_num_batches_tracked
         bad = write(tmp_path, "bad_bn", body.replace("self.training, self.bn.momentum, self.bn.eps", other), params)
         with pytest.raises(Unsupported, match=message):
             trace(bad)
+
+
+# ---- forward parameters left at their defaults --------------------------------------------------
+# get_inputs() gives the input alone, so a forward's later parameters with defaults
+# (`def forward(self, x, mask=None)`) run at their defaults: traced so, and the emitted forward
+# takes them and refuses any other value.
+DEFAULTED = {
+    "mask=None": ("x, mask=None", "if mask is not None:\n    x = x * mask\nx = torch.sigmoid(x)",
+                  "x = torch.sigmoid(x)", ("mask", None)),
+    "scale=2.0": ("x, scale: float = 2.0", "x = torch.relu(x) * scale", "x = torch.relu(x) * 2.0", ("scale", 2.0)),
+    "training flag": ("x, use_act=True", "if use_act:\n    x = torch.tanh(x)", "x = torch.tanh(x)", ("use_act", True)),
+}
+
+
+def _defaulted_module(tmp_path, name, signature, body):
+    src = module_source(body, {}, out_features=N).replace("def forward(self, x):", f"def forward(self, {signature}):")
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    return Reference(path)
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTED))
+def test_forward_parameters_at_their_defaults(name, tmp_path):
+    signature, body, plain, (param, default) = DEFAULTED[name]
+    ref = _defaulted_module(tmp_path, "defaulted", signature, body)
+    graph = check(ref)
+    assert graph.forward_defaults == [(param, default)]
+    assert describe(ref) == describe(write(tmp_path, "plain", plain, {}))
+    from kgen.codegen import generator
+    from kgen.tune.spec import Spec, Tile
+    spec = Spec.of(str(ref.path), 8, 16, N, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+    path = generator.write(spec, tmp_path / "new.py")
+    ns = {"__name__": "defaulted_new"}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    model = ns["ModelNew"](*ns["get_init_inputs"]())
+    other = torch.ones(1) if default is None else (not default if isinstance(default, bool) else default + 1)
+    # (The check comes first in the forward: no GPU is needed to see it.)
+    with pytest.raises(ValueError, match=f"synthesized for {param}={default!r}"):
+        model(torch.rand(8, 16), **{param: other})
+
+
+def test_a_forward_default_kgen_cannot_compare_is_refused(tmp_path):
+    ref = _defaulted_module(tmp_path, "defaulted", "x, dims=(1,)", "x = x.sum(dims[0], keepdim=True)")
+    with pytest.raises(Unsupported, match=r"dims=\(1,\).*must be None, a bool, a number or a string"):
+        trace(ref)

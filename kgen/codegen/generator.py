@@ -170,6 +170,13 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call
     each GEMM part's entry point in turn (a part's output is the next part's x)."""
     lines = []
+    for name, default in parts[-1].traced.forward_defaults:
+        # (kgen traced the forward with this parameter at its default, as get_inputs() leaves it)
+        differs = f"{name} is not {default!r}" if default is None or isinstance(default, bool) else f"{name} != {default!r}"
+        message = (f"this ModelNew was synthesized for {name}={default!r}, the reference forward's default "
+                   "(get_inputs() leaves it there); generate it again from a reference whose forward "
+                   "computes what you give it")
+        lines += [f"if {differs}:", f"    raise ValueError({message!r})"]
     for d in parts[-1].traced.dropouts:
         if d.get("reproduced") and d["path"]:
             continue   # its mask is drawn by the part that reads it (_part_lines)
@@ -729,6 +736,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts),
+        forward_params="".join(f", {name}={default!r}" for name, default in parts[-1].traced.forward_defaults),
         op_parts=[op_part(low) for low in parts],
         backward_dz_offset=BACKWARD_DZ_OFFSET,
         backward_args=[None if backward.unsupported(low) else

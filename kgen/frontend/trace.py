@@ -93,6 +93,7 @@ def _compare(input, other): ...
 def _fill_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False,
                memory_format=torch.preserve_format): ...
 def _threshold(input, threshold, value, inplace=False): ...
+def _lerp(input, end, weight): ...
 def _shrink(input, lambd=0.5): ...
 def _celu(input, alpha=1.0, inplace=False): ...
 def _var(input, dim=None, unbiased=None, keepdim=False, *, correction=None): ...
@@ -136,8 +137,11 @@ COMPOSITE_FUNCTIONS = {
     F.logsigmoid: (_unary, "logsigmoid"), F.softsign: (_unary, "softsign"),
     F.tanhshrink: (_unary, "tanhshrink"), F.threshold: (_threshold, "threshold"),
     F.hardshrink: (_shrink, "hardshrink"), F.softshrink: (_shrink, "softshrink"),
-    F.celu: (_celu, "celu"), torch.reciprocal: (_unary, "reciprocal"),
+    F.celu: (_celu, "celu"), torch.reciprocal: (_unary, "reciprocal"), torch.sign: (_unary, "sign"),
+    torch.sgn: (_unary, "sign"),
 }
+# torch.lerp(start, end, weight) (Tracer.lerp).
+LERP_FUNCTIONS = (torch.lerp,)
 BINARY_FUNCTIONS = {
     operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
     torch.add: "add", torch.sub: "sub", torch.mul: "mul", torch.div: "div",
@@ -183,7 +187,8 @@ ROW_FLATTEN_METHODS = ("squeeze", "flatten")   # (view and reshape: Tracer._view
 INPLACE_METHODS = {f"{name}_": name for name in (
     "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
     "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow", "subtract", "multiply", "divide",
-    "true_divide", "log1p", "erf", "reciprocal", "addcmul", "addcdiv", "masked_fill", "expm1", "exp2", "log2", "log10")}
+    "true_divide", "log1p", "erf", "reciprocal", "addcmul", "addcdiv", "masked_fill", "expm1", "exp2", "log2", "log10",
+    "sign", "sgn", "lerp")}
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
 INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
@@ -216,7 +221,7 @@ SUPPORTED = (
     "scalars, per-feature (N,) or (1, N) parameters, per-row values, and parameters of other "
     "shapes that broadcast onto the result as torch broadcasts them); activations torch defines "
     "from those (logsigmoid, softsign, tanhshrink, threshold, hardshrink, softshrink, celu, "
-    "reciprocal); row reductions over dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, "
+    "reciprocal, sign, lerp); row reductions over dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, "
     "log_softmax, softmin, var, std, var_mean, std_mean, norm (p = 1, 2, inf); BatchNorm1d (one); "
     "GroupNorm, LayerNorm, F.normalize over the features; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
     "in-place forms (x.mul_(2), x += y, inplace=True); order-keeping views of parameters "
@@ -776,13 +781,32 @@ class Tracer:
         self.gemm_id, self.in_features = None, int(width)
 
     # ---- the walk ------------------------------------------------------------------------
+    def _forward_defaults(self) -> list:
+        """Model.forward's parameters after its input that have defaults, as (name, default):
+        get_inputs() gives the input alone, so the reference runs with these at their defaults
+        and kgen traces it so. A default other than None, a bool, a number or a string is refused
+        (the emitted forward could not compare an argument with it); a parameter without one is
+        the second input that the caller refuses."""
+        params = list(inspect.signature(type(self.model).forward).parameters.values())[2:]
+        out = []
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is p.empty:
+                continue
+            if p.default is not None and not isinstance(p.default, (bool, int, float, str)):
+                raise Unsupported(f"{self.ref.path}: Model.forward's parameter {p.name}={p.default!r}: kgen "
+                                  "traces the forward with such parameters at their defaults, which must be "
+                                  "None, a bool, a number or a string")
+            out.append((p.name, p.default))
+        return out
+
     def run(self) -> Graph:
         tracer = _LocatingTracer(str(self.ref.path), self.ref.source)
         # Buffers as get_attr nodes, like parameters: otherwise fx runs an op on a buffer (a
         # view, say) at trace time and records its result as a constant the module lacks.
         tracer.proxy_buffer_attributes = True
+        self.forward_defaults = self._forward_defaults()
         try:
-            fx_graph = tracer.trace(self.model)
+            fx_graph = tracer.trace(self.model, concrete_args=dict(self.forward_defaults) or None)
         except Exception as e:  # noqa: BLE001 - fx's failure is the user's message
             raise Unsupported(f"{self.ref.path}: torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {e}") from None
@@ -797,13 +821,21 @@ class Tracer:
         self.augmented = self._augmented_assignments(fx_graph)
         env = self.env
         output = None
+        # (fx makes a placeholder of each parameter left at its default too, after the input's.)
         placeholders = [n for n in fx_graph.nodes if n.op == "placeholder"]
+        # fx's checks that those parameters have their traced values (nodes reading them, and
+        # the asserts of those): the emitted forward checks them itself.
+        fx_checks = set(placeholders[len(placeholders) - len(self.forward_defaults):])
+        placeholders = placeholders[:len(placeholders) - len(self.forward_defaults)]
         if len(placeholders) != 1:
             raise Unsupported(f"{self.ref.path}: Model.forward takes {len(placeholders)} inputs; "
                               "kgen synthesizes modules of one input tensor")
         for fx_node in fx_graph.nodes:
             self._locate(fx_node)
             self.fx_node = fx_node
+            if fx_node in fx_checks or any(a in fx_checks for a in fx_node.all_input_nodes):
+                fx_checks.add(fx_node)
+                continue
             if fx_node.op == "placeholder":
                 env[fx_node] = self.input_marker
                 continue
@@ -1281,6 +1313,8 @@ class Tracer:
             return self.where_op(args, kwargs)
         if fn in FILL_FUNCTIONS:
             return self.fill_like(fn, args, kwargs)
+        if fn in LERP_FUNCTIONS:
+            return self.lerp(**self._bind(_lerp, args, kwargs))
         if fn in EXTREMUM_FUNCTIONS:
             return self.binary_extremum(EXTREMUM_FUNCTIONS[fn], args, kwargs)
         if fn in BINARY_FUNCTIONS:
@@ -1460,6 +1494,21 @@ class Tracer:
                               "(training=self.training, its momentum and eps)")
         return self.batchnorm(a["input"], owner, module, counts=False)
 
+    def lerp(self, input, end, weight):
+        """torch.lerp in torch's formula (ATen/native/Lerp.h): start + weight (end - start) where
+        |weight| < 0.5, else end - (end - start)(1 - weight); a number weight picks its side
+        here, a value weight per element."""
+        diff = self.pointwise("sub", [end, input])
+        if isinstance(weight, bool):
+            raise self.refuse(f"lerp with weight={weight!r}")
+        if isinstance(weight, (int, float)) and not isinstance(weight, _Id):   # (a node id is an int)
+            if abs(weight) < 0.5:
+                return self.pointwise("add", [input, self.pointwise("mul", [diff, weight])])
+            return self.pointwise("sub", [end, self.pointwise("mul", [diff, 1.0 - weight])])
+        small = self.pointwise("add", [input, self.pointwise("mul", [weight, diff])])
+        large = self.pointwise("sub", [end, self.pointwise("mul", [diff, self.pointwise("sub", [1.0, weight])])])
+        return self.pointwise("where", [self.pointwise("abs", [weight]), 0.5, small, large], {"compare": "lt"})
+
     def composite(self, name: str, input, **a):
         """An activation torch defines from others, written out with kgen's ops in torch's own
         formula (its Python definition, or its kernel's expression), so that the result, NaN
@@ -1477,6 +1526,9 @@ class Tracer:
             return self.pointwise("sub", [x, self.pointwise("tanh", [x])])
         if name == "reciprocal":     # torch's kernel: 1 / x
             return self.pointwise("div", [1.0, x])
+        if name == "sign":           # c10::signum: (0 < x) - (x < 0), so 0 for 0 and NaN; no gradient
+            negative = self.pointwise("where", [x, 0.0, -1.0, 0.0], {"compare": "lt"})
+            return self.pointwise("where", [x, 0.0, 1.0, negative], {"compare": "gt"})
         if name == "threshold":      # ATen: x <= threshold ? value : x (a NaN stays)
             return self.pointwise("where", [x, a["threshold"], a["value"], x], {"compare": "le"})
         if name == "hardshrink":     # ATen: -lambd <= x <= lambd ? 0 : x (a NaN stays)
@@ -1629,6 +1681,10 @@ class Tracer:
             return self.pointwise(name, [self_arg])
         if name == "reciprocal":
             return self.composite("reciprocal", self_arg)
+        if name in ("sign", "sgn"):
+            return self.composite("sign", self_arg)
+        if name == "lerp":
+            return self.visit_function(torch.lerp, args, kwargs)
         if name == "hardshrink":
             return self.visit_function(F.hardshrink, args, kwargs)
         if name in METHOD_BINARY:
@@ -1714,6 +1770,7 @@ def trace(ref: Reference) -> Graph:
                           "(a branch on self.training?); kgen emits one forward for both modes")
     graph.dropouts = tracer.dropouts
     graph.fp32_casts = tracer.fp32_casts
+    graph.forward_defaults = tracer.forward_defaults
     return graph
 
 

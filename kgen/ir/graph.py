@@ -163,6 +163,10 @@ class Graph:
     # no-ops in an fp32 module; in a bf16 / fp16 one torch computes on in float32, which kgen's
     # 16-bit build does not, so such a module's file runs fp32 modules only.
     fp32_casts: list = dataclasses.field(default_factory=list)
+    # Model.forward's parameters after the input that get_inputs() leaves at their defaults
+    # ((name, default): `def forward(self, x, mask=None)`): traced at those values, and ModelNew's
+    # forward takes them too and refuses any other value.
+    forward_defaults: list = dataclasses.field(default_factory=list)
     # Chained GEMMs: the part that computes this part's GEMM input (its output, (M, in_features)),
     # itself a graph of one GEMM and its epilogue. The module's graph is its last part.
     previous: "Graph | None" = None

@@ -728,3 +728,31 @@ def test_a_forward_default_kgen_cannot_compare_is_refused(tmp_path):
     ref = _defaulted_module(tmp_path, "defaulted", "x, dims=(1,)", "x = x.sum(dims[0], keepdim=True)")
     with pytest.raises(Unsupported, match=r"dims=\(1,\).*must be None, a bool, a number or a string"):
         trace(ref)
+
+
+# ---- the input's number of dimensions in a branch -------------------------------------------
+# get_inputs() fixes the input's rank, so `x.dim()` / `x.ndim` / `x.ndimension()` of the input are
+# numbers while fx traces (their branches taken then); its sizes stay symbolic.
+RANK_BRANCHES = {
+    "x.dim() > 2": "if x.dim() > 2:\n    x = x.view(x.size(0), -1)",
+    "x.ndim == 2": "if x.ndim == 2:\n    x = x.reshape(x.size(0), -1)\nelse:\n    x = x.flatten(1) * 2.0",
+    "x.ndimension() != 2": "if x.ndimension() != 2:\n    raise ValueError('expected (batch, features)')",
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANK_BRANCHES))
+def test_a_branch_on_the_inputs_rank(name, tmp_path):
+    preamble = textwrap.indent(RANK_BRANCHES[name], " " * 8) + "\n"
+    src = module_source("x = torch.relu(x)", {}, out_features=N)
+    src = src.replace("        x = self.gemm(x)\n", preamble + "        x = self.gemm(x)\n", 1)
+    path = tmp_path / "rank.py"
+    path.write_text(src)
+    ref = Reference(path)
+    check(ref)
+    assert describe(ref) == describe(write(tmp_path, "plain", "x = torch.relu(x)", {}))
+
+
+def test_a_branch_on_a_computed_values_rank_is_still_fxs_refusal(tmp_path):
+    ref = write(tmp_path, "rank", "if x.dim() == 2:\n    x = torch.relu(x)", {})
+    with pytest.raises(Unsupported, match="torch.fx cannot trace"):
+        trace(ref)

@@ -266,6 +266,25 @@ class _Marker:
         self.shape = shape
 
 
+class _InputProxy(torch.fx.Proxy):
+    """The module's input while torch.fx traces the forward: its number of dimensions is a
+    number (get_inputs() fixes it), so that `if x.dim() > 2:` / `x.ndim` take their branch at
+    trace time instead of failing as control flow on a traced value. Its sizes stay symbolic
+    (x.size(0) is the batch, which the file does not fix)."""
+
+    rank = 2
+
+    @property
+    def ndim(self) -> int:
+        return self.rank
+
+    def dim(self) -> int:
+        return self.rank
+
+    def ndimension(self) -> int:
+        return self.rank
+
+
 class _LocatingTracer(torch.fx.Tracer):
     """torch.fx's Tracer, each node's stack_trace the outermost line of the reference file on the
     stack when fx made it, as fx's own `record_stack_traces` writes a frame (`File "...", line N,
@@ -274,10 +293,22 @@ class _LocatingTracer(torch.fx.Tracer):
     torch._dynamo the first time, 0.8 s of a 2-core machine's `kgen generate` and several
     seconds of every fresh process on the GPU host (docs/perf.md, session 10)."""
 
-    def __init__(self, filename: str, source: str):
+    def __init__(self, filename: str, source: str, input_rank: int):
         super().__init__()
         self.filename = filename
         self.lines = source.splitlines()
+        self.input_rank = input_rank
+        self.placeholders = 0
+
+    def proxy(self, node):
+        if node.op != "placeholder":
+            return super().proxy(node)
+        self.placeholders += 1
+        if self.placeholders > 1:   # (a parameter left at its default: Tracer._forward_defaults)
+            return super().proxy(node)
+        p = _InputProxy(node, self)
+        p.rank = self.input_rank
+        return p
 
     def create_node(self, *args, **kwargs):
         node = super().create_node(*args, **kwargs)
@@ -800,7 +831,7 @@ class Tracer:
         return out
 
     def run(self) -> Graph:
-        tracer = _LocatingTracer(str(self.ref.path), self.ref.source)
+        tracer = _LocatingTracer(str(self.ref.path), self.ref.source, self.ref.input.dim())
         # Buffers as get_attr nodes, like parameters: otherwise fx runs an op on a buffer (a
         # view, say) at trace time and records its result as a constant the module lacks.
         tracer.proxy_buffer_attributes = True

@@ -190,11 +190,14 @@ def run_rank(rank: int, world: int, port: int, cfg: dict):
                             **({"device_id": device} if cuda else {}))
     try:
         body = {"train": train, "sync_batchnorm": sync_batchnorm}[cfg["scenario"]]
-        try:
-            result = body(cfg, rank, device)
-        except Exception:
-            result = {"rank": rank, "error": traceback.format_exc()}
-        Path(cfg["out"], f"rank{rank}.json").write_text(json.dumps(result))
+        # cfg["wraps"]: several wrappings one after another in the same processes (spawn_wraps).
+        for how in cfg.get("wraps") or [None]:
+            try:
+                result = body(cfg if how is None else dict(cfg, wrap=how), rank, device)
+            except Exception:
+                result = {"rank": rank, "error": traceback.format_exc()}
+            name = f"rank{rank}.json" if how is None else f"rank{rank}_{how}.json"
+            Path(cfg["out"], name).write_text(json.dumps(result))
         # Both ranks done before either tears its group down: a gloo rank that destroyed its
         # group while its peer's last collective was still in flight aborted ("terminate called
         # without an active exception", SIGABRT; once in CI on the 2-core machine under load).
@@ -219,3 +222,15 @@ def spawn(cfg: dict, out: Path, world: int = 2) -> list[dict]:
     cfg = dict(cfg, out=str(out))
     mp.spawn(run_rank, args=(world, free_port(), cfg), nprocs=world, join=True)
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+
+
+def spawn_wraps(cfg: dict, wraps: list[str], out: Path, world: int = 2) -> dict[str, list[dict]]:
+    """Runs cfg once per wrapping in `wraps`, one after another in the same `world` processes
+    (each process starts, imports torch and joins the group once); returns each wrapping's
+    per-rank results."""
+    import torch.multiprocessing as mp
+
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = dict(cfg, out=str(out), wraps=list(wraps))
+    mp.spawn(run_rank, args=(world, free_port(), cfg), nprocs=world, join=True)
+    return {how: [json.loads((out / f"rank{r}_{how}.json").read_text()) for r in range(world)] for how in wraps}

@@ -163,6 +163,10 @@ def test_a_python_int_is_a_constant_not_a_node(tmp_path):
 # ---- 1b. other names for the same ops (session 13: spellings a probe of unseen modules met) --
 # (spelling, the canonical one with the same IR)
 OTHER_NAMES = {
+    "x.square()": ("x = x.square()", "x = torch.square(x)"),
+    "x.square_()": ("x.square_()", "x = x ** 2"),
+    "torch.rsub": ("x = torch.rsub(x, 1.0)", "x = 1.0 - x"),
+    "torch.rsub with alpha": ("x = torch.rsub(x, self.b, alpha=2)", "x = self.b - x * 2"),
     "torch.true_divide": ("x = torch.true_divide(x, 2.0)", "x = x / 2.0"),
     "torch.divide": ("x = torch.divide(x, self.c)", "x = x / self.c"),
     "x.divide": ("x = x.divide(self.b)", "x = x / self.b"),

@@ -188,7 +188,7 @@ INPLACE_METHODS = {f"{name}_": name for name in (
     "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
     "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow", "subtract", "multiply", "divide",
     "true_divide", "log1p", "erf", "reciprocal", "addcmul", "addcdiv", "masked_fill", "expm1", "exp2", "log2", "log10",
-    "sign", "sgn", "lerp")}
+    "sign", "sgn", "lerp", "square")}
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
 INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
@@ -1391,6 +1391,9 @@ class Tracer:
             return self.reduce("softmax", self.pointwise("neg", [a["input"]]), a["dim"], True)
         if fn is torch.square:
             return self.visit_function(torch.pow, (args[0] if args else kwargs["input"], 2), {})
+        if fn is torch.rsub:   # torch.rsub(x, y, alpha=a): y - a * x
+            a = self._bind(_binary, args, kwargs)
+            return self.visit_function(torch.sub, (a["other"], a["input"]), {"alpha": a["alpha"]})
         if fn in POW_FUNCTIONS:
             a = self._bind(_pow, args, kwargs)
             if not isinstance(a["exponent"], (int, float)):
@@ -1723,6 +1726,8 @@ class Tracer:
             return self.visit_function(fn, (self_arg, *rest), kwargs)
         if name == "pow":
             return self.visit_function(torch.pow, args, kwargs)
+        if name == "square":
+            return self.visit_function(torch.square, args, kwargs)
         if name in ("clamp", "clip", "clamp_min", "clamp_max"):
             fn = {"clamp": torch.clamp, "clip": torch.clamp, "clamp_min": torch.clamp_min,
                   "clamp_max": torch.clamp_max}[name]

@@ -28,6 +28,7 @@ EXPECTED_ATTRS = {
     "add": (), "sub": (), "mul": (), "div": (),
     "neg": (), "abs": (), "exp": (), "log": (), "log1p": (), "erf": (), "sqrt": (), "rsqrt": (),
     "expm1": (), "exp2": (), "log2": (), "log10": (),
+    "erfc": (), "atan": (), "floor": (), "ceil": (), "round": (), "trunc": (),
     "pow": (("exponent", REQUIRED),),
     "relu": (), "leaky_relu": (("negative_slope", 0.01),),
     "gelu": (("approximate", "none"),),
@@ -50,6 +51,7 @@ VARIANTS = [
     ("add", {}), ("sub", {}), ("mul", {}), ("div", {}),
     ("neg", {}), ("abs", {}), ("exp", {}), ("log", {}), ("log1p", {}), ("erf", {}), ("sqrt", {}), ("rsqrt", {}),
     ("expm1", {}), ("exp2", {}), ("log2", {}), ("log10", {}),
+    ("erfc", {}), ("atan", {}), ("floor", {}), ("ceil", {}), ("round", {}), ("trunc", {}),
     *[("pow", {"exponent": e}) for e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 0.0, 1.0, 1.5, -2.5)],
     ("relu", {}), ("leaky_relu", {}), ("leaky_relu", {"negative_slope": 0.2}),
     ("gelu", {}), ("gelu", {"approximate": "tanh"}),
@@ -97,6 +99,12 @@ REFERENCES = {
     "exp2": lambda x: torch.special.exp2(x),
     "log2": lambda x: x.log2(),
     "log10": lambda x: x.log10(),
+    "erfc": lambda x: torch.special.erfc(x),
+    "atan": lambda x: torch.arctan(x),
+    "floor": lambda x: x.floor(),
+    "ceil": lambda x: x.ceil(),
+    "round": lambda x: x.round(),
+    "trunc": lambda x: torch.fix(x),
     "sqrt": lambda x: x.sqrt(),
     "rsqrt": lambda x: x.rsqrt(),
     "pow": lambda x, exponent: x ** exponent,
@@ -125,7 +133,7 @@ REFERENCES = {
 
 # The CUDA functions an expression may call: the accurate ones (no fast-math intrinsics).
 ACCURATE_FUNCTIONS = {"expf", "logf", "sqrtf", "erff", "tanhf", "expm1f", "log1pf", "powf", "exp2f",
-                      "log2f", "log10f",
+                      "log2f", "log10f", "erfcf", "atanf", "floorf", "ceilf", "rintf", "truncf",
                       "fabsf", "fminf", "fmaxf"}
 FAST_MATH = ("__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
              "__tanf", "__fdividef", "__frcp", "__fsqrt", "__frsqrt", "__saturatef", "rsqrtf")

@@ -36,6 +36,7 @@ from kgen.check.kinks import gradients, jump_mask, kink_free_gradient, output_sh
 from kgen.check.loading import EmittedFile
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
+from kgen.ir.ops import JUMPING
 
 TRIALS = 5
 # A common offset much larger than the spread of the inputs: E[z^2] - E[z]^2 cancels
@@ -391,9 +392,9 @@ def _reference_nodes(f) -> list:
 
 def may_jump(f) -> bool:
     """Whether the reference's function may jump (a torch.where, whose branches may differ at its
-    condition's boundary): its forward checks then leave out the output elements at a jump
-    (kinks.jump_mask)."""
-    return any(n.op == "where" for n in _reference_nodes(f))
+    condition's boundary, or a rounding: ops.JUMPING): its forward checks then leave out the
+    output elements at a jump (kinks.jump_mask)."""
+    return any(n.op in JUMPING for n in _reference_nodes(f))
 
 
 def functional_batchnorm(f) -> bool:

@@ -183,6 +183,12 @@ DERIVATIVES: dict[str, Vjp] = {
     "log10": lambda m, g, y, x: (m.div(g, m.mul(x, m.c(math.log(10.0)))),),
     # d erf(x) / dx = 2 / sqrt(pi) exp(-x^2)
     "erf": lambda m, g, y, x: (m.mul(g, m.mul(m.c(1.1283791670955126), m.exp(m.neg(m.mul(x, x))))),),
+    # d erfc(x) / dx = -2 / sqrt(pi) exp(-x^2)
+    "erfc": lambda m, g, y, x: (m.mul(g, m.mul(m.c(-1.1283791670955126), m.exp(m.neg(m.mul(x, x))))),),
+    "atan": lambda m, g, y, x: (m.div(g, m.add(m.c(1.0), m.mul(x, x))),),
+    # Rounding: zeros, as torch's backward (where NaN or an infinite gradient arrives too).
+    **{name: (lambda m, g, y, x: (m.where(m.eq(x, x), m.c(0.0), m.c(0.0)),))
+       for name in ("floor", "ceil", "round", "trunc")},
     "sqrt": lambda m, g, y, x: (m.div(g, m.mul(m.c(2.0), y)),),
     "rsqrt": lambda m, g, y, x: (m.mul(m.mul(m.c(-0.5), g), m.mul(m.mul(y, y), y)),),
     "pow": _pow,

@@ -237,6 +237,16 @@ _DEFINITIONS = (
     PointwiseOp("log2", 1, lambda a: f"log2f(({a}))", torch.log2, doc="base-2 logarithm (torch.log2)"),
     PointwiseOp("log10", 1, lambda a: f"log10f(({a}))", torch.log10, doc="base-10 logarithm (torch.log10)"),
     PointwiseOp("erf", 1, lambda a: f"erff(({a}))", torch.erf, doc="the error function (torch.erf)"),
+    PointwiseOp("erfc", 1, lambda a: f"erfcf(({a}))", torch.erfc,
+                doc="1 - erf(x), accurate where erf(x) is near 1 (torch.erfc)"),
+    PointwiseOp("atan", 1, lambda a: f"atanf(({a}))", torch.atan, doc="arctangent (torch.atan)"),
+    # Rounding to an integer: no gradient (torch's backward is zeros); a jump at every boundary
+    # (JUMPING). round: to nearest, ties to even, as torch.round (decimals=0) and CUDA's rintf.
+    PointwiseOp("floor", 1, lambda a: f"floorf(({a}))", torch.floor, doc="round down (torch.floor)"),
+    PointwiseOp("ceil", 1, lambda a: f"ceilf(({a}))", torch.ceil, doc="round up (torch.ceil)"),
+    PointwiseOp("round", 1, lambda a: f"rintf(({a}))", torch.round,
+                doc="round to nearest, ties to even (torch.round)"),
+    PointwiseOp("trunc", 1, lambda a: f"truncf(({a}))", torch.trunc, doc="round toward zero (torch.trunc)"),
     PointwiseOp("sqrt", 1, lambda a: f"sqrtf(({a}))", torch.sqrt, doc="square root (torch.sqrt)"),
     PointwiseOp("rsqrt", 1, lambda a: f"(1.0f / sqrtf(({a})))", torch.rsqrt,
                 doc="1 / sqrt(x) (torch.rsqrt)"),
@@ -319,6 +329,11 @@ _DEFINITIONS = (
 
 POINTWISE: dict[str, PointwiseOp] = {op.name: op for op in _DEFINITIONS}
 assert len(POINTWISE) == len(_DEFINITIONS), "two point-wise ops share a name"
+# The ops whose result jumps (where, at its condition's boundary; rounding, at every integer):
+# an fp32 input a rounding error away from fp64's may land on the other side, so the gate leaves
+# such output elements out of its forward comparisons (check/validate.may_jump, kinks.jump_mask).
+JUMPING = frozenset({"where", "floor", "ceil", "round", "trunc"})
+assert JUMPING <= set(POINTWISE)
 
 
 # ----------------------------------------------------------------------------------------------

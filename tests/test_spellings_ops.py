@@ -325,6 +325,11 @@ BY_HAND = {
     "lerp method, large weight": "x = x.lerp(torch.sigmoid(x), 0.75)",
     "lerp, per-feature weight": "x = torch.lerp(x, x * x, torch.sigmoid(self.b) * 1.5 - 0.25)",
     "lerp_ in place": "y = torch.tanh(x)\nx.lerp_(y, 0.6)",
+    # nan_to_num (three wheres; torch's gradient, none through a replaced value). The oracle runs
+    # in fp64, where the default infinities' replacements are fp64's: these inputs make NaN only.
+    "nan_to_num of a log": "x = torch.nan_to_num(torch.log(x))",
+    "nan_to_num with its values": "x = torch.log(x).nan_to_num(nan=0.5, posinf=10.0, neginf=-10.0)",
+    "nan_to_num_ in place": "y = torch.log(x)\ny.nan_to_num_(0.0, 1.0, -1.0)\nx = y * x",
 }
 
 
@@ -760,3 +765,18 @@ def test_a_branch_on_a_computed_values_rank_is_still_fxs_refusal(tmp_path):
     ref = write(tmp_path, "rank", "if x.dim() == 2:\n    x = torch.relu(x)", {})
     with pytest.raises(Unsupported, match="torch.fx cannot trace"):
         trace(ref)
+
+
+def test_nan_to_num_with_its_default_infinities_makes_an_fp32_only_file(tmp_path):
+    """nan_to_num's default replacements of +-inf are the module dtype's largest values; kgen's
+    kernels compute in float32 whatever the module's dtype, so such a file runs fp32 modules
+    only, and says why."""
+    from kgen.codegen import generator
+    from kgen.tune.spec import Spec, Tile
+    tile = Tile(128, 128, 32, 16, 128, stages=4)
+    for k, (body, fp32_only) in enumerate((("x = torch.nan_to_num(x)", True), ("x = x.nan_to_num(0.0, 5.0, -5.0)", False))):
+        ref = write(tmp_path, f"ntn{k}", body, {})
+        spec = Spec.of(str(ref.path), 8, 16, N, math="tf32x3", backend="wgmma", fusion=1, tile=tile)
+        assert bool(generator.fp32_casts(spec)) == fp32_only
+        if fp32_only:
+            assert "nan_to_num" in generator.fp32_only_reason(spec)

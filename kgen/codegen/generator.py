@@ -434,7 +434,10 @@ def fp32_only_reason(spec: Spec) -> str:
     """Why the file runs fp32 modules only, for its error and the CLI's note."""
     casts = fp32_casts(spec)
     if casts:
-        line, text = casts[0]
+        line, text, *why = casts[0]
+        if why:   # (another float32 fact than a cast: Tracer.nan_to_num)
+            return (f"the reference's forward is float32's (line {line}: `{text}`: {why[0]}); run the "
+                    "module in float32")
         return (f"the reference casts to float32 in its forward (line {line}: `{text}`), so in a 16-bit "
                 "module torch computes on in float32, which kgen's 16-bit build does not; run the module "
                 "in float32")

@@ -94,6 +94,7 @@ def _fill_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, 
                memory_format=torch.preserve_format): ...
 def _threshold(input, threshold, value, inplace=False): ...
 def _lerp(input, end, weight): ...
+def _nan_to_num(input, nan=0.0, posinf=None, neginf=None): ...
 def _shrink(input, lambd=0.5): ...
 def _celu(input, alpha=1.0, inplace=False): ...
 def _var(input, dim=None, unbiased=None, keepdim=False, *, correction=None): ...
@@ -190,7 +191,7 @@ INPLACE_METHODS = {f"{name}_": name for name in (
     "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
     "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow", "subtract", "multiply", "divide",
     "true_divide", "log1p", "erf", "reciprocal", "addcmul", "addcdiv", "masked_fill", "expm1", "exp2", "log2", "log10",
-    "sign", "sgn", "lerp", "square", "erfc", "atan", "arctan", "floor", "ceil", "round", "trunc", "fix")}
+    "sign", "sgn", "lerp", "square", "nan_to_num", "erfc", "atan", "arctan", "floor", "ceil", "round", "trunc", "fix")}
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
 INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
@@ -225,7 +226,7 @@ SUPPORTED = (
     "scalars, per-feature (N,) or (1, N) parameters, per-row values, and parameters of other "
     "shapes that broadcast onto the result as torch broadcasts them); activations torch defines "
     "from those (logsigmoid, softsign, tanhshrink, threshold, hardshrink, softshrink, celu, "
-    "reciprocal, sign, lerp); row reductions over dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, "
+    "reciprocal, sign, lerp, nan_to_num); row reductions over dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, "
     "log_softmax, softmin, var, std, var_mean, std_mean, norm (p = 1, 2, inf); BatchNorm1d (one); "
     "GroupNorm, LayerNorm, F.normalize over the features; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
     "in-place forms (x.mul_(2), x += y, inplace=True); order-keeping views of parameters "
@@ -1350,6 +1351,8 @@ class Tracer:
             return self.fill_like(fn, args, kwargs)
         if fn in LERP_FUNCTIONS:
             return self.lerp(**self._bind(_lerp, args, kwargs))
+        if fn is torch.nan_to_num:
+            return self.nan_to_num(**self._bind(_nan_to_num, args, kwargs))
         if fn in EXTREMUM_FUNCTIONS:
             return self.binary_extremum(EXTREMUM_FUNCTIONS[fn], args, kwargs)
         if fn in BINARY_FUNCTIONS:
@@ -1531,6 +1534,24 @@ class Tracer:
             raise self.refuse(f"F.batch_norm with a {' and '.join(differs)} other than self.{owner}'s own "
                               "(training=self.training, its momentum and eps)")
         return self.batchnorm(a["input"], owner, module, counts=False)
+
+    def nan_to_num(self, input, nan=0.0, posinf=None, neginf=None):
+        """torch.nan_to_num: NaN to `nan`, +-inf to posinf / neginf (by default the dtype's
+        largest finite values), as three `where`s, so that the gradient is torch's, g where x is
+        finite and 0 elsewhere. The defaults are float32's: a file whose reference takes them runs
+        fp32 modules only (Graph.fp32_casts), since a 16-bit module's are its own dtype's."""
+        for key, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, _Id)):
+                raise self.refuse(f"nan_to_num with {key}={v!r} (kgen takes a number)")
+        if posinf is None or neginf is None:
+            self.fp32_casts.append((*self.where, "its nan_to_num replaces an infinity with the largest finite "
+                                    "value of the module's dtype, float32's in kgen's kernels"))
+        big = float(torch.finfo(torch.float32).max)
+        x = input
+        finite = self.pointwise("where", [x, math.inf, big if posinf is None else float(posinf), x], {"compare": "eq"})
+        finite = self.pointwise("where", [x, -math.inf, -big if neginf is None else float(neginf), finite],
+                                {"compare": "eq"})
+        return self.pointwise("where", [x, x, float(nan), finite], {"compare": "ne"})
 
     def lerp(self, input, end, weight):
         """torch.lerp in torch's formula (ATen/native/Lerp.h): start + weight (end - start) where
@@ -1726,6 +1747,8 @@ class Tracer:
             return self.composite("sign", self_arg)
         if name == "lerp":
             return self.visit_function(torch.lerp, args, kwargs)
+        if name == "nan_to_num":
+            return self.visit_function(torch.nan_to_num, args, kwargs)
         if name == "hardshrink":
             return self.visit_function(F.hardshrink, args, kwargs)
         if name in METHOD_BINARY:

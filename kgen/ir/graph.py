@@ -161,7 +161,8 @@ class Graph:
     dropouts: list = dataclasses.field(default_factory=list)
     # Casts to float32 the forward names ((line, text): x.float(), softmax(dtype=torch.float32)):
     # no-ops in an fp32 module; in a bf16 / fp16 one torch computes on in float32, which kgen's
-    # 16-bit build does not, so such a module's file runs fp32 modules only.
+    # 16-bit build does not, so such a module's file runs fp32 modules only. (line, text, why):
+    # another float32 fact of the forward's (nan_to_num's default infinities), with the same effect.
     fp32_casts: list = dataclasses.field(default_factory=list)
     # Model.forward's parameters after the input that get_inputs() leaves at their defaults
     # ((name, default): `def forward(self, x, mask=None)`): traced at those values, and ModelNew's

@@ -15,6 +15,7 @@
 Each traced IR is checked against the module itself (the oracle, fp64), against the IR of the
 out-of-place / canonical spelling, for gradients against torch.autograd, and for lowering."""
 
+import inspect
 import re
 import textwrap
 
@@ -780,3 +781,22 @@ def test_nan_to_num_with_its_default_infinities_makes_an_fp32_only_file(tmp_path
         assert bool(generator.fp32_casts(spec)) == fp32_only
         if fp32_only:
             assert "nan_to_num" in generator.fp32_only_reason(spec)
+
+
+@pytest.mark.parametrize("default", [float("inf"), float("-inf"), float("nan")], ids=repr)
+def test_a_non_finite_forward_default_reads_back_in_the_emitted_file(default, tmp_path):
+    """float('inf') / float('nan') defaults are written so that the emitted file imports (repr
+    gives `inf`, a name) and its forward takes the default and refuses another value."""
+    ref = _defaulted_module(tmp_path, "defaulted", f"x, cap=float({str(default)!r})", "x = torch.clamp(x, max=cap) * 1.0")
+    assert [(n, repr(d)) for n, d in trace(ref).forward_defaults] == [("cap", repr(default))]
+    from kgen.codegen import generator
+    from kgen.tune.spec import Spec, Tile
+    spec = Spec.of(str(ref.path), 8, 16, N, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+    path = generator.write(spec, tmp_path / "new.py")
+    ns = {"__name__": "defaulted_new"}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    model = ns["ModelNew"](*ns["get_init_inputs"]())
+    assert repr(inspect.signature(model.forward).parameters["cap"].default) == repr(default)
+    with pytest.raises(ValueError, match="synthesized for cap="):
+        model(torch.rand(8, 16), cap=3.0)

@@ -7,6 +7,7 @@ import base64
 import dataclasses
 import functools
 import hashlib
+import math
 import os
 import pprint
 import re
@@ -166,13 +167,33 @@ def numel(shape: tuple) -> int:
     return count
 
 
+def _literal(value) -> str:
+    """A forward parameter's default (None, a bool, a number or a string) as Python source that
+    reads back as that value: repr, but float('inf') / float('nan') for what repr leaves unnamed."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({repr(value)!r})"
+    return repr(value)
+
+
+def forward_params(parts: list[Lowered]) -> str:
+    """ModelNew.forward's parameters after x: the reference forward's that kgen traced at their
+    defaults (Graph.forward_defaults), with those defaults."""
+    return "".join(f", {name}={_literal(default)}" for name, default in parts[-1].traced.forward_defaults)
+
+
 def forward_lines(parts: list[Lowered]) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call
     each GEMM part's entry point in turn (a part's output is the next part's x)."""
     lines = []
     for name, default in parts[-1].traced.forward_defaults:
         # (kgen traced the forward with this parameter at its default, as get_inputs() leaves it)
-        differs = f"{name} is not {default!r}" if default is None or isinstance(default, bool) else f"{name} != {default!r}"
+        # (`is` for None and bools; a NaN default is matched by NaN alone, which != never is)
+        if default is None or isinstance(default, bool):
+            differs = f"{name} is not {default!r}"
+        elif isinstance(default, float) and math.isnan(default):
+            differs = f"{name} == {name}"
+        else:
+            differs = f"{name} != {_literal(default)}"
         message = (f"this ModelNew was synthesized for {name}={default!r}, the reference forward's default "
                    "(get_inputs() leaves it there); generate it again from a reference whose forward "
                    "computes what you give it")
@@ -739,7 +760,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts),
-        forward_params="".join(f", {name}={default!r}" for name, default in parts[-1].traced.forward_defaults),
+        forward_params=forward_params(parts),
         op_parts=[op_part(low) for low in parts],
         backward_dz_offset=BACKWARD_DZ_OFFSET,
         backward_args=[None if backward.unsupported(low) else

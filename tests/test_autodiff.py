@@ -5,7 +5,6 @@ torch.autograd gives for the module itself: of the input and of every parameter,
 eval mode."""
 
 import copy
-import subprocess
 
 import pytest
 import torch
@@ -18,7 +17,7 @@ from kgen.frontend.trace import trace
 
 from conftest import SYNTHESIZED_REFS
 from test_chain import CHAINS, chain_module
-from test_ops import VARIANTS, find_nvcc, operands_of, variant_id
+from test_ops import VARIANTS, compile_fp32_only, find_nvcc, operands_of, variant_id
 
 SMALL = {"batch": 8, "in_features": 16, "out_features": 1024}
 
@@ -96,10 +95,7 @@ def test_cuda_vjps_compile(tmp_path):
                          f"{{ (void)g; (void)y; (void)a; (void)b; return {expr}; }}")
     cu = tmp_path / "vjp.cu"
     cu.write_text("#include <math.h>\n" + "\n".join(lines) + "\n")
-    proc = subprocess.run([nvcc, "-c", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
-                           "-Werror", "all-warnings", "-Xptxas", "--warn-on-double-precision-use",
-                           str(cu), "-o", str(tmp_path / "vjp.o")], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    compile_fp32_only(nvcc, cu, tmp_path)
 
 
 def check_module_gradients(ref: Reference, training: bool, batch: int = 8, in_features: int = 16):

@@ -139,6 +139,8 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "log2": ["torch.log2(x.abs() + 1.0)"], "log10": ["(x.abs() + 1.0).log10()"],
     "rsqrt": ["torch.rsqrt(x.abs() + 1.0)"],
     "erfc": ["torch.erfc(x * 0.5)"], "atan": ["torch.atan(x)", "x.arctan()"],
+    "sin": ["torch.sin(x)", "x.sin()"], "cos": ["torch.cos(x) + x", "x.cos_()"],
+    "tan": ["torch.tan(x * 0.5)"], "sinh": ["x.sinh()"], "cosh": ["torch.cosh(x * 0.5)"],
     "floor": ["torch.floor(x * 4.0) + x"], "ceil": ["x.ceil() * 0.25 + x"],
     "round": ["torch.round(x * 3.0) + x"], "trunc": ["torch.trunc(x * 2.0) - x"],
     "minimum": ["torch.min(x, self.scale2)", "torch.minimum(x, self.bias2)"],

@@ -29,6 +29,7 @@ EXPECTED_ATTRS = {
     "neg": (), "abs": (), "exp": (), "log": (), "log1p": (), "erf": (), "sqrt": (), "rsqrt": (),
     "expm1": (), "exp2": (), "log2": (), "log10": (),
     "erfc": (), "atan": (), "floor": (), "ceil": (), "round": (), "trunc": (),
+    "sin": (), "cos": (), "tan": (), "sinh": (), "cosh": (),
     "pow": (("exponent", REQUIRED),),
     "relu": (), "leaky_relu": (("negative_slope", 0.01),),
     "gelu": (("approximate", "none"),),
@@ -52,6 +53,7 @@ VARIANTS = [
     ("neg", {}), ("abs", {}), ("exp", {}), ("log", {}), ("log1p", {}), ("erf", {}), ("sqrt", {}), ("rsqrt", {}),
     ("expm1", {}), ("exp2", {}), ("log2", {}), ("log10", {}),
     ("erfc", {}), ("atan", {}), ("floor", {}), ("ceil", {}), ("round", {}), ("trunc", {}),
+    ("sin", {}), ("cos", {}), ("tan", {}), ("sinh", {}), ("cosh", {}),
     *[("pow", {"exponent": e}) for e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 0.0, 1.0, 1.5, -2.5)],
     ("relu", {}), ("leaky_relu", {}), ("leaky_relu", {"negative_slope": 0.2}),
     ("gelu", {}), ("gelu", {"approximate": "tanh"}),
@@ -101,6 +103,11 @@ REFERENCES = {
     "log10": lambda x: x.log10(),
     "erfc": lambda x: torch.special.erfc(x),
     "atan": lambda x: torch.arctan(x),
+    "sin": lambda x: x.sin(),
+    "cos": lambda x: x.cos(),
+    "tan": lambda x: x.tan(),
+    "sinh": lambda x: x.sinh(),
+    "cosh": lambda x: x.cosh(),
     "floor": lambda x: x.floor(),
     "ceil": lambda x: x.ceil(),
     "round": lambda x: x.round(),
@@ -134,6 +141,7 @@ REFERENCES = {
 # The CUDA functions an expression may call: the accurate ones (no fast-math intrinsics).
 ACCURATE_FUNCTIONS = {"expf", "logf", "sqrtf", "erff", "tanhf", "expm1f", "log1pf", "powf", "exp2f",
                       "log2f", "log10f", "erfcf", "atanf", "floorf", "ceilf", "rintf", "truncf",
+                      "sinf", "cosf", "tanf", "sinhf", "coshf",
                       "fabsf", "fminf", "fmaxf"}
 FAST_MATH = ("__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
              "__tanf", "__fdividef", "__frcp", "__fsqrt", "__frsqrt", "__saturatef", "rsqrtf")
@@ -294,15 +302,32 @@ def test_cuda_expressions_compile(tmp_path):
         pytest.skip("nvcc not on PATH or in /usr/local/cuda/bin")
     cu = tmp_path / "ops.cu"
     cu.write_text(cuda_source())
-    # Warnings are errors, a double-precision instruction among them: a literal without its 'f'
-    # would make an op compute in fp64.
+    compile_fp32_only(nvcc, cu, tmp_path)
+
+
+# The fp64 instructions of CUDA's own sinf / cosf / tanf: their slow path for |x| > 105615 (Payne-
+# Hanek reduction) converts the reduced 64-bit integer to double and multiplies it by pi / 2^64,
+# as in torch's kernels, which call the same functions. No other fp64 instruction is allowed.
+LIBRARY_FP64 = re.compile(r"^\s*(cvt\.rn\.f64\.s64|cvt\.rn\.f32\.f64|mul\.f64\s+%fd\d+, %fd\d+, 0d3BF921FB54442D19;)")
+
+
+def compile_fp32_only(nvcc: str, cu, tmp_path) -> None:
+    """Compile `cu` for sm_90a with every warning an error, and check its PTX: no fp64 instruction
+    but CUDA's own trigonometric slow path (LIBRARY_FP64). A literal without its 'f' would make an
+    op compute in fp64."""
+    keep = tmp_path / "keep"
+    keep.mkdir()
     proc = subprocess.run([nvcc, "-c", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
-                           "-Werror", "all-warnings", "-Xptxas", "--warn-on-double-precision-use",
-                           str(cu), "-o", str(tmp_path / "ops.o")],
+                           "-Werror", "all-warnings", "--keep", "--keep-dir", str(keep),
+                           str(cu), "-o", str(tmp_path / (cu.stem + ".o"))],
                           capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        print(proc.stderr)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    ptx = list(keep.glob("*.ptx"))
+    assert len(ptx) == 1, ptx
+    fp64 = [line for line in ptx[0].read_text().splitlines()
+            if re.search(r"\.f64\b", line) and not line.strip().startswith(".reg")
+            and not LIBRARY_FP64.match(line)]
+    assert fp64 == [], fp64[:10]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -113,6 +113,7 @@ _TORCH_UNARY = {
     torch.special.log1p: "log1p", torch.expm1: "expm1", torch.special.expm1: "expm1", torch.exp2: "exp2",
     torch.special.exp2: "exp2", torch.log2: "log2", torch.log10: "log10",
     torch.erfc: "erfc", torch.special.erfc: "erfc", torch.atan: "atan", torch.arctan: "atan",
+    torch.sin: "sin", torch.cos: "cos", torch.tan: "tan", torch.sinh: "sinh", torch.cosh: "cosh",
     torch.floor: "floor", torch.ceil: "ceil", torch.round: "round", torch.trunc: "trunc", torch.fix: "trunc",
     torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
     operator.neg: "neg", F.sigmoid: "sigmoid", F.tanh: "tanh", torch.special.expit: "sigmoid",
@@ -191,7 +192,8 @@ INPLACE_METHODS = {f"{name}_": name for name in (
     "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
     "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow", "subtract", "multiply", "divide",
     "true_divide", "log1p", "erf", "reciprocal", "addcmul", "addcdiv", "masked_fill", "expm1", "exp2", "log2", "log10",
-    "sign", "sgn", "lerp", "square", "nan_to_num", "erfc", "atan", "arctan", "floor", "ceil", "round", "trunc", "fix")}
+    "sign", "sgn", "lerp", "square", "nan_to_num", "erfc", "atan", "arctan", "floor", "ceil", "round", "trunc", "fix",
+    "sin", "cos", "tan", "sinh", "cosh")}
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
 INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
@@ -209,7 +211,8 @@ _INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh,
                  F.silu: _act, F.mish: _act, F.hardsigmoid: _act, F.hardswish: _act, F.selu: _act,
                  F.relu6: _act, F.dropout: _dropout, F.threshold: _threshold, F.celu: _celu}
 METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "log1p", "erf",
-                "expm1", "exp2", "log2", "log10", "erfc", "atan", "floor", "ceil", "round", "trunc")
+                "expm1", "exp2", "log2", "log10", "erfc", "atan", "floor", "ceil", "round", "trunc",
+                "sin", "cos", "tan", "sinh", "cosh")
 # Other names of those methods.
 METHOD_ALIASES = {"arctan": "atan", "fix": "trunc"}
 METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add__": "add",

@@ -41,6 +41,10 @@ class TorchMath:
     log1p = staticmethod(torch.log1p)
     tanh = staticmethod(torch.tanh)
     erf = staticmethod(torch.erf)
+    sin = staticmethod(torch.sin)
+    cos = staticmethod(torch.cos)
+    sinh = staticmethod(torch.sinh)
+    cosh = staticmethod(torch.cosh)
     sign = staticmethod(torch.sign)
     pow = staticmethod(lambda a, e: torch.pow(a, e))
     gt = staticmethod(lambda a, b: torch.as_tensor(a > b))
@@ -76,6 +80,10 @@ class CudaMath:
     log1p = staticmethod(lambda a: f"log1pf(({a}))")
     tanh = staticmethod(lambda a: f"tanhf(({a}))")
     erf = staticmethod(lambda a: f"erff(({a}))")
+    sin = staticmethod(lambda a: f"sinf(({a}))")
+    cos = staticmethod(lambda a: f"cosf(({a}))")
+    sinh = staticmethod(lambda a: f"sinhf(({a}))")
+    cosh = staticmethod(lambda a: f"coshf(({a}))")
     # copysignf would give ±1 at ±0; torch.sign(0) is 0 (and NaN stays NaN).
     sign = staticmethod(lambda a: f"(({a}) > 0.0f ? 1.0f : (({a}) < 0.0f ? -1.0f : ({a}) * 0.0f))")
     pow = staticmethod(lambda a, e: f"powf(({a}), {cuda_float(e)})")
@@ -186,6 +194,12 @@ DERIVATIVES: dict[str, Vjp] = {
     # d erfc(x) / dx = -2 / sqrt(pi) exp(-x^2)
     "erfc": lambda m, g, y, x: (m.mul(g, m.mul(m.c(-1.1283791670955126), m.exp(m.neg(m.mul(x, x))))),),
     "atan": lambda m, g, y, x: (m.div(g, m.add(m.c(1.0), m.mul(x, x))),),
+    # torch's: cos x, -sin x, 1 + tan^2 x (of the result), cosh x, sinh x.
+    "sin": lambda m, g, y, x: (m.mul(g, m.cos(x)),),
+    "cos": lambda m, g, y, x: (m.mul(g, m.neg(m.sin(x))),),
+    "tan": lambda m, g, y, x: (m.mul(g, m.add(m.c(1.0), m.mul(y, y))),),
+    "sinh": lambda m, g, y, x: (m.mul(g, m.cosh(x)),),
+    "cosh": lambda m, g, y, x: (m.mul(g, m.sinh(x)),),
     # Rounding: zeros, as torch's backward (where NaN or an infinite gradient arrives too).
     **{name: (lambda m, g, y, x: (m.where(m.eq(x, x), m.c(0.0), m.c(0.0)),))
        for name in ("floor", "ceil", "round", "trunc")},

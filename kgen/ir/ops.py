@@ -240,6 +240,13 @@ _DEFINITIONS = (
     PointwiseOp("erfc", 1, lambda a: f"erfcf(({a}))", torch.erfc,
                 doc="1 - erf(x), accurate where erf(x) is near 1 (torch.erfc)"),
     PointwiseOp("atan", 1, lambda a: f"atanf(({a}))", torch.atan, doc="arctangent (torch.atan)"),
+    # The trigonometric and hyperbolic functions: CUDA's sinf ... coshf (full range reduction,
+    # as torch's fp32 kernels call them; never the __sinf intrinsics).
+    PointwiseOp("sin", 1, lambda a: f"sinf(({a}))", torch.sin, doc="sine (torch.sin)"),
+    PointwiseOp("cos", 1, lambda a: f"cosf(({a}))", torch.cos, doc="cosine (torch.cos)"),
+    PointwiseOp("tan", 1, lambda a: f"tanf(({a}))", torch.tan, doc="tangent (torch.tan)"),
+    PointwiseOp("sinh", 1, lambda a: f"sinhf(({a}))", torch.sinh, doc="hyperbolic sine (torch.sinh)"),
+    PointwiseOp("cosh", 1, lambda a: f"coshf(({a}))", torch.cosh, doc="hyperbolic cosine (torch.cosh)"),
     # Rounding to an integer: no gradient (torch's backward is zeros); a jump at every boundary
     # (JUMPING). round: to nearest, ties to even, as torch.round (decimals=0) and CUDA's rintf.
     PointwiseOp("floor", 1, lambda a: f"floorf(({a}))", torch.floor, doc="round down (torch.floor)"),

@@ -63,6 +63,8 @@ COMPOSITE_MODULES = {
 # Signatures the tracer binds call arguments with (torch's own, reduced to what kgen reads).
 def _unary(input): ...
 def _binary(input, other, *, alpha=1): ...
+def _div(input, other, *, rounding_mode=None): ...
+def _round(input, *, decimals=0): ...
 def _pow(input, exponent): ...
 def _leaky_relu(input, negative_slope=0.01, inplace=False): ...
 def _gelu(input, approximate="none"): ...
@@ -114,7 +116,7 @@ _TORCH_UNARY = {
     torch.special.exp2: "exp2", torch.log2: "log2", torch.log10: "log10",
     torch.erfc: "erfc", torch.special.erfc: "erfc", torch.atan: "atan", torch.arctan: "atan",
     torch.sin: "sin", torch.cos: "cos", torch.tan: "tan", torch.sinh: "sinh", torch.cosh: "cosh",
-    torch.floor: "floor", torch.ceil: "ceil", torch.round: "round", torch.trunc: "trunc", torch.fix: "trunc",
+    torch.floor: "floor", torch.ceil: "ceil", torch.trunc: "trunc", torch.fix: "trunc",
     torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
     operator.neg: "neg", F.sigmoid: "sigmoid", F.tanh: "tanh", torch.special.expit: "sigmoid",
 }
@@ -153,6 +155,9 @@ BINARY_FUNCTIONS = {
     operator.iadd: "add", operator.isub: "sub", operator.imul: "mul", operator.itruediv: "div",
 }
 POW_FUNCTIONS = (operator.pow, torch.pow)
+# The remainder of a division by a number: function -> op (x % c is torch.remainder).
+REMAINDER_FUNCTIONS = {torch.fmod: "fmod", torch.remainder: "remainder", operator.mod: "remainder",
+                       operator.imod: "remainder"}
 REDUCE_FUNCTIONS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", torch.amin: "min",
                     torch.logsumexp: "logsumexp"}
 SOFTMAX_FUNCTIONS = {F.softmax: "softmax", torch.softmax: "softmax", F.log_softmax: "log_softmax",
@@ -194,9 +199,10 @@ INPLACE_METHODS = {f"{name}_": name for name in (
     "true_divide", "log1p", "erf", "reciprocal", "addcmul", "addcdiv", "masked_fill", "expm1", "exp2", "log2", "log10",
     "sign", "sgn", "lerp", "square", "nan_to_num", "erfc", "atan", "arctan", "floor", "ceil", "round", "trunc", "fix",
     "sin", "cos", "tan", "sinh", "cosh")}
-INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div"})
+INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
+                        "fmod_": "fmod", "remainder_": "remainder", "__imod__": "remainder"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
-INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
+INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imod: operator.mod,
                      operator.imul: operator.mul, operator.itruediv: operator.truediv,
                      torch.relu_: torch.relu, F.relu_: F.relu, torch.sigmoid_: torch.sigmoid,
                      torch.tanh_: torch.tanh, torch.exp_: torch.exp, torch.clamp_: torch.clamp,
@@ -206,6 +212,9 @@ INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub,
                      torch.reciprocal_: torch.reciprocal}
 # Views of a parameter, read as the parameter in another shape (Tracer.param_view).
 PARAM_VIEWS = ("view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "transpose", "permute")
+# Copies along dimensions of size 1 (Tracer._broadcast), and constants made from a value.
+BROADCAST_METHODS = ("expand", "expand_as", "broadcast_to", "repeat")
+NEW_TENSOR_METHODS = ("new_zeros", "new_ones", "new_full", "new_tensor")
 # Functions with an `inplace` flag (True: the result is written into the input).
 _INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.elu: _elu,
                  F.silu: _act, F.mish: _act, F.hardsigmoid: _act, F.hardswish: _act, F.selu: _act,
@@ -240,7 +249,8 @@ SUPPORTED = (
     "dropout of a (batch, features) value); the module's input read again after the GEMM (a "
     "residual such as x + x_in, broadcast as torch broadcasts it); torch.where(cond, a, b) and "
     "a.where(cond, b) with a comparison (>, >=, <, <=, ==, !=) of values, constants and parameters "
-    "as cond; torch.zeros_like / ones_like / full_like of a value as an operand of a point-wise op"
+    "as cond; torch.zeros_like / ones_like / full_like (x.new_zeros / new_ones / new_full) of a value "
+    "as an operand of a point-wise op; expand / expand_as / repeat of a value over dimensions of size 1"
 )
 
 
@@ -265,7 +275,10 @@ class _Marker:
     ("unsqueezed": the input form of 1-d pooling), or the module's input ("input", payload
     whether it was detached: clone, contiguous and detach of it are the input itself), a
     comparison ("comparison", (op, lhs id, rhs id): a torch.where's condition, no value of its
-    own) or a constant of a value's shape ("filled", (value, the value's id): zeros_like)."""
+    own), a constant of a value's shape ("filled", (value, the value's id): zeros_like) or a value
+    broadcast to a larger shape ("broadcast", (the value, the shape): p.expand(x.size(0), -1),
+    p.expand_as(x), p.repeat(x.size(0), 1)), which is the value itself as an operand of a
+    point-wise op whose result has that shape anyway."""
 
     def __init__(self, kind: str, payload, shape: tuple | None = None):
         self.kind, self.payload = kind, payload
@@ -393,6 +406,9 @@ class Tracer:
         if isinstance(v, _Marker) and v.kind == "filled":
             raise self.refuse("torch.zeros_like / ones_like / full_like used other than as an operand "
                               "of a point-wise op")
+        if isinstance(v, _Marker) and v.kind == "broadcast":
+            raise self.refuse("a value expanded to a larger shape (expand / expand_as / broadcast_to / "
+                              "repeat) used other than as an operand of a point-wise op")
         if isinstance(v, _Marker) and v.kind == "indices":
             raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
         if isinstance(v, _Marker) and v.kind == "windows":
@@ -528,6 +544,8 @@ class Tracer:
                               "are floats: combine a comparison with a float value, x * (x > 0))")
         likes = [a.payload[1] for a in args if isinstance(a, _Marker) and a.kind == "filled"]
         args = [a.payload[0] if isinstance(a, _Marker) and a.kind == "filled" else a for a in args]
+        spread = [a.payload[1] for a in args if isinstance(a, _Marker) and a.kind == "broadcast"]
+        args = [a.payload[0] if isinstance(a, _Marker) and a.kind == "broadcast" else a for a in args]
         ids = [self.value(a) for a in args]
         level = self.level(ids[0])
         shape = self.shape_of(ids[0])
@@ -555,6 +573,14 @@ class Tracer:
                 raise self.refuse(f"{op} of a zeros_like / ones_like / full_like of a value of shape "
                                   f"{shape_text(self.shape_of(like))} that the other operands, of shape "
                                   f"{shape_text(shape)}, do not broadcast to")
+        for target in spread:
+            try:
+                grown = broadcast_shapes(shape, target) != shape
+            except ValueError:
+                grown = True
+            if grown:
+                raise self.refuse(f"{op} of a value expanded to the shape {shape_text(target)}, which the "
+                                  f"other operands, of shape {shape_text(shape)}, do not broadcast to")
         if list(shape).count("M") > 1:
             raise self.refuse(f"{op} broadcasts a (batch,) value against a (batch, 1) one: a (batch, batch) "
                               "result (torch gives it; kgen does not: unsqueeze(1) both, or keepdim=True)")
@@ -880,7 +906,7 @@ class Tracer:
                 continue
             if fx_node.op == "output":
                 output = env[fx_node.args[0]] if not isinstance(fx_node.args[0], (tuple, list)) else None
-                if isinstance(output, _Marker) and output.kind == "indices":
+                if isinstance(output, _Marker) and output.kind in ("indices", "broadcast", "filled"):
                     self.value(output)   # (refused, naming the indices)
                 if not isinstance(output, int):
                     raise self.refuse("the module returns something other than one tensor computed "
@@ -1214,6 +1240,92 @@ class Tracer:
             raise self.refuse("indexing that moves the batch to another place (kgen keeps it first)")
         return self._view(x, "view", (shapes[0],), {})
 
+    def _sizes(self, name: str, rest, kwargs, key: str = "size") -> tuple:
+        """The sizes of x.expand(...) / x.repeat(...) / x.new_zeros(...), given as numbers or as a
+        tuple: ints, "M" for the batch (x.size(0), x.shape[0])."""
+        sizes = kwargs.get(key, rest[0] if len(rest) == 1 else rest)
+        if isinstance(sizes, _Marker) and sizes.kind == "shape":
+            sizes = sizes.payload
+        if not isinstance(sizes, (tuple, list, torch.Size)):
+            sizes = (sizes,)
+        out = tuple("M" if d == "M" or (isinstance(d, _Marker) and d.kind == "batch") else d for d in sizes)
+        if not all(d == "M" or (isinstance(d, int) and not isinstance(d, bool)) for d in out):
+            raise self.refuse(f".{name}() with a size kgen cannot read (it takes numbers, x.size(d) and x.shape[d])")
+        return out
+
+    def _broadcast(self, x, name: str, rest, kwargs):
+        """x.expand(...) / x.expand_as(y) / x.broadcast_to(...) / x.repeat(...) that copies x along
+        dimensions of size 1 only (a per-feature bias repeated over the batch): x itself, as an
+        operand of a point-wise op whose result has the larger shape anyway (Tracer.pointwise).
+        A repeat that tiles the features (x.repeat(1, 2)) is refused."""
+        if isinstance(x, _Marker) and x.kind in ("tensor", "matrix"):
+            own = x.shape if x.shape is not None else tuple(self._tensor(x.payload).shape)
+        else:
+            own = self._shape_or_none(x)
+            if own is None:
+                raise self.refuse(f".{name}() of a value kgen cannot read the shape of")
+        if name == "expand_as":
+            other = kwargs.get("other", rest[0] if rest else None)
+            target = self._shape_or_none(other)
+            if target is None and isinstance(other, _Marker) and other.kind in ("tensor", "matrix"):
+                target = other.shape if other.shape is not None else tuple(self._tensor(other.payload).shape)
+            if target is None:
+                raise self.refuse(".expand_as() of a value kgen cannot read the shape of")
+        elif name == "repeat":
+            counts = self._sizes(name, rest, kwargs, "repeats")
+            if len(counts) < len(own):
+                raise self.refuse(f".repeat{counts} with fewer counts than the value has dimensions")
+            padded = (1,) * (len(counts) - len(own)) + tuple(own)
+            if any(c != 1 and d != 1 for c, d in zip(counts, padded)):
+                raise self.refuse(f".repeat{tuple('x.size(0)' if c == 'M' else c for c in counts)} of a "
+                                  f"{shape_text(own)} value tiles its elements (kgen takes a repeat along "
+                                  "dimensions of size 1 only: a broadcast)")
+            target = tuple(d if c == 1 else c for c, d in zip(counts, padded))
+        else:
+            sizes = self._sizes(name, rest, kwargs)
+            padded = (None,) * (len(sizes) - len(own)) + tuple(own)
+            if len(sizes) < len(own) or any(s == -1 and d is None for s, d in zip(sizes, padded)):
+                raise self.refuse(f".{name}{sizes} to fewer dimensions than the value has, or -1 for a new one")
+            target = tuple(d if s == -1 else s for s, d in zip(sizes, padded))
+        try:
+            if broadcast_shapes(tuple(own), target) != target:
+                raise ValueError
+        except ValueError:
+            raise self.refuse(f".{name}() of a {shape_text(own)} value to the shape {shape_text(target)}, "
+                              "which is not a broadcast of it") from None
+        if target == tuple(own):
+            return x
+        return _Marker("broadcast", (x, target))
+
+    def _new_tensor(self, x, name: str, rest, kwargs):
+        """x.new_zeros(x.shape) / new_ones / new_full(x.size(), v): a constant of x's shape (as
+        torch.zeros_like(x)); x.new_tensor(v) and a one-element new_full / new_zeros: a number."""
+        if name == "new_tensor":
+            data = kwargs.get("data", rest[0] if rest else None)
+            extra = {k: v for k, v in kwargs.items() if k != "data"}
+            if len(rest) > 1 or extra.keys() - {"requires_grad"} or extra.get("requires_grad"):
+                raise self.refuse(".new_tensor() with dtype, device or requires_grad (kgen computes in the input's dtype)")
+            if isinstance(data, bool) or not isinstance(data, (int, float)):
+                raise self.refuse(".new_tensor() of something other than a number")
+            return _TensorNumber(float(data))
+        if name == "new_full":
+            value = kwargs.get("fill_value", rest[1] if len(rest) > 1 else None)
+            rest = rest[:1]
+        else:
+            value = {"new_zeros": 0.0, "new_ones": 1.0}[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.refuse(f".{name}() with the fill value {value!r} (kgen takes a number)")
+        if {k for k in kwargs if k not in ("size", "fill_value")} :
+            raise self.refuse(f".{name}() with dtype, device or requires_grad (kgen computes in the input's dtype)")
+        sizes = self._sizes(name, rest, kwargs)
+        if math.prod(d for d in sizes if d != "M") == 1 and "M" not in sizes:
+            return _TensorNumber(float(value))
+        own = self._shape_or_none(x)
+        if isinstance(x, _Id) and sizes == tuple(own):
+            return _Marker("filled", (float(value), x))
+        raise self.refuse(f".{name}{tuple('x.size(0)' if d == 'M' else d for d in sizes)}: kgen takes a "
+                          "constant of the value's own shape or of one element")
+
     def _view(self, x, name: str, rest, kwargs):
         """x.view(...) / x.reshape(...) of a value to its own shape (x.view(x.size(0), -1),
         x.view(-1, N), x.reshape(x.shape)): itself; a per-row value between (M, 1) and (M,):
@@ -1358,6 +1470,29 @@ class Tracer:
             return self.nan_to_num(**self._bind(_nan_to_num, args, kwargs))
         if fn in EXTREMUM_FUNCTIONS:
             return self.binary_extremum(EXTREMUM_FUNCTIONS[fn], args, kwargs)
+        if fn in (torch.div, torch.divide) and "rounding_mode" in kwargs:
+            # true division (None), or torch's trunc(x / y) ('trunc'); 'floor' is not floor(x / y)
+            # in torch (its div_floor rounds the fmod-based quotient), and not taken.
+            a = self._bind(_div, args, kwargs)
+            if a["rounding_mode"] is None:
+                return self.pointwise("div", [a["input"], a["other"]])
+            if a["rounding_mode"] == "trunc":
+                return self.pointwise("trunc", [self.pointwise("div", [a["input"], a["other"]])])
+            raise self.refuse(f"{fn.__name__} with rounding_mode={a['rounding_mode']!r}")
+        if fn is torch.round:
+            a = self._bind(_round, args, kwargs)
+            return self.pointwise("round", [a["input"]], {"decimals": a["decimals"]})
+        if fn in REMAINDER_FUNCTIONS:
+            a = self._bind(lambda input, other: None, args, kwargs)
+            if isinstance(a["other"], bool) or not isinstance(a["other"], (int, float)):
+                raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} by something other than a number (kgen "
+                                  "takes the remainder of a value by a constant)")
+            if not isinstance(a["input"], (_Id, _Marker)):
+                raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} of a number by a tensor")
+            return self.pointwise(REMAINDER_FUNCTIONS[fn], [a["input"]], {"other": a["other"]})
+        if fn is torch.broadcast_to:
+            a = self._bind(lambda input, size: None, args, kwargs)
+            return self._broadcast(a["input"], "broadcast_to", (a["size"],), {})
         if fn in BINARY_FUNCTIONS:
             a = self._bind(_binary, args, kwargs)
             op, other = BINARY_FUNCTIONS[fn], a["other"]
@@ -1668,6 +1803,10 @@ class Tracer:
             return self.param_view(transposed, name, rest, kwargs)
         if isinstance(self_arg, _Marker) and self_arg.kind in ("tensor", "matrix") and name in PARAM_VIEWS:
             return self.param_view(self_arg, name, rest, kwargs)
+        if name in BROADCAST_METHODS:
+            return self._broadcast(self_arg, name, rest, kwargs)
+        if name in NEW_TENSOR_METHODS:
+            return self._new_tensor(self_arg, name, rest, kwargs)
         if name in ("mm", "matmul", "__matmul__"):
             return self.visit_function(torch.matmul, args, kwargs)
         if name == "addmm":
@@ -1740,6 +1879,11 @@ class Tracer:
         if name == "detach":   # the identity, but no gradient flows back through it
             return self.pointwise("detach", [self_arg])
         name = METHOD_ALIASES.get(name, name)
+        if name == "round":
+            return self.visit_function(torch.round, args, kwargs)
+        if name in ("fmod", "remainder", "__mod__"):
+            fn = {"fmod": torch.fmod, "remainder": torch.remainder, "__mod__": torch.remainder}[name]
+            return self.visit_function(fn, args, kwargs)
         if name in METHOD_UNARY:
             if rest or kwargs:   # (x.round(decimals=2): not a rounding to an integer)
                 raise self.refuse(f".{name}() with arguments {rest or ''}{kwargs or ''}")

@@ -201,8 +201,11 @@ DERIVATIVES: dict[str, Vjp] = {
     "sinh": lambda m, g, y, x: (m.mul(g, m.cosh(x)),),
     "cosh": lambda m, g, y, x: (m.mul(g, m.sinh(x)),),
     # Rounding: zeros, as torch's backward (where NaN or an infinite gradient arrives too).
-    **{name: (lambda m, g, y, x: (m.where(m.eq(x, x), m.c(0.0), m.c(0.0)),))
+    **{name: (lambda m, g, y, x, **_: (m.where(m.eq(x, x), m.c(0.0), m.c(0.0)),))
        for name in ("floor", "ceil", "round", "trunc")},
+    # fmod / remainder by a constant: the gradient passes (torch's `self: grad`).
+    "fmod": lambda m, g, y, x, other: (g,),
+    "remainder": lambda m, g, y, x, other: (g,),
     "sqrt": lambda m, g, y, x: (m.div(g, m.mul(m.c(2.0), y)),),
     "rsqrt": lambda m, g, y, x: (m.mul(m.mul(m.c(-0.5), g), m.mul(m.mul(y, y), y)),),
     "pow": _pow,

@@ -135,6 +135,26 @@ def _pow_cuda(a: str, exponent: float) -> str:
     return special.get(exponent, f"powf(({a}), {_f(exponent)})")
 
 
+def _round_cuda(a: str, decimals: float) -> str:
+    # ATen's round_decimals_kernel: 10^|d| in fp32, x * 10^d rounded then / 10^d (d > 0), or
+    # x / 10^-d rounded then * 10^-d (d < 0).
+    if decimals != int(decimals):
+        raise ValueError(f"round's decimals must be a whole number, got {decimals!r}")
+    if decimals == 0:
+        return f"rintf(({a}))"
+    scale = _f(10.0 ** abs(decimals))
+    if decimals > 0:
+        return f"(rintf(({a}) * {scale}) / {scale})"
+    return f"(rintf(({a}) / {scale}) * {scale})"
+
+
+def _remainder_cuda(a: str, other: float) -> str:
+    # ATen's remainder of floats: m = fmod(a, b); m + b where m != 0 and m's sign differs from b's.
+    m = f"fmodf(({a}), {_f(other)})"
+    differs = f"{m} > 0.0f" if other < 0 else f"{m} < 0.0f"
+    return f"({differs} ? {m} + {_f(other)} : {m})"
+
+
 def _check_gelu(approximate: str) -> None:
     if approximate not in GELU_APPROXIMATIONS:
         raise ValueError(f"gelu's approximate must be one of {GELU_APPROXIMATIONS}, got {approximate!r}")
@@ -251,9 +271,19 @@ _DEFINITIONS = (
     # (JUMPING). round: to nearest, ties to even, as torch.round (decimals=0) and CUDA's rintf.
     PointwiseOp("floor", 1, lambda a: f"floorf(({a}))", torch.floor, doc="round down (torch.floor)"),
     PointwiseOp("ceil", 1, lambda a: f"ceilf(({a}))", torch.ceil, doc="round up (torch.ceil)"),
-    PointwiseOp("round", 1, lambda a: f"rintf(({a}))", torch.round,
-                doc="round to nearest, ties to even (torch.round)"),
+    PointwiseOp("round", 1, _round_cuda, lambda x, decimals: torch.round(x, decimals=int(decimals)),
+                attrs=(("decimals", 0.0),),
+                doc="round to nearest, ties to even; with decimals, x * 10^d rounded, / 10^d (torch.round)"),
     PointwiseOp("trunc", 1, lambda a: f"truncf(({a}))", torch.trunc, doc="round toward zero (torch.trunc)"),
+    # The remainders of a division by a constant: fmod's has the sign of x (C's fmodf), remainder's
+    # the sign of the divisor (ATen's: fmod, then + other where the signs differ). A jump at every
+    # multiple of `other`.
+    PointwiseOp("fmod", 1, lambda a, other: f"fmodf(({a}), {_f(other)})",
+                lambda x, other: torch.fmod(x, other), attrs=(("other", REQUIRED),),
+                doc="x - trunc(x / other) * other, other a number (torch.fmod)"),
+    PointwiseOp("remainder", 1, _remainder_cuda, lambda x, other: torch.remainder(x, other),
+                attrs=(("other", REQUIRED),),
+                doc="x - floor(x / other) * other, other a number; x % other (torch.remainder)"),
     PointwiseOp("sqrt", 1, lambda a: f"sqrtf(({a}))", torch.sqrt, doc="square root (torch.sqrt)"),
     PointwiseOp("rsqrt", 1, lambda a: f"(1.0f / sqrtf(({a})))", torch.rsqrt,
                 doc="1 / sqrt(x) (torch.rsqrt)"),
@@ -339,7 +369,7 @@ assert len(POINTWISE) == len(_DEFINITIONS), "two point-wise ops share a name"
 # The ops whose result jumps (where, at its condition's boundary; rounding, at every integer):
 # an fp32 input a rounding error away from fp64's may land on the other side, so the gate leaves
 # such output elements out of its forward comparisons (check/validate.may_jump, kinks.jump_mask).
-JUMPING = frozenset({"where", "floor", "ceil", "round", "trunc"})
+JUMPING = frozenset({"where", "floor", "ceil", "round", "trunc", "fmod", "remainder"})
 assert JUMPING <= set(POINTWISE)
 
 

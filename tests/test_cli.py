@@ -517,3 +517,20 @@ def test_several_files_are_searched_in_turn_with_a_table_at_the_end(tmp_path, mo
     assert "gemm_mul_leakyrelu.py" in table and "1.250" in table and "0.450" in table
     assert "gemm_swish_scale.py" in table and "none" in table
     assert "2 files, 1 with a winner" in table
+
+
+def test_a_module_whose_constructor_raises_is_a_clear_refusal(tmp_path):
+    """Model(*get_init_inputs()) raising (GroupNorm of groups that do not divide the features)
+    is the user's error, said in one line: exit 2, no traceback."""
+    ref = tmp_path / "bad_groups.py"
+    ref.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(16, 24)\n"
+                   "        self.gn = nn.GroupNorm(5, 24)\n\n    def forward(self, x):\n"
+                   "        return self.gn(self.fc(x))\n\n\ndef get_inputs():\n    return [torch.randn(8, 16)]\n\n\n"
+                   "def get_init_inputs():\n    return []\n")
+    out = tmp_path / "new.py"
+    r = run("generate", str(ref), "-o", str(out))
+    assert r.exit_code == 2, r.output
+    assert "Model(*get_init_inputs()) raised ValueError: num_channels (24) must be divisible by num_groups (5)" in r.output
+    assert "Traceback" not in r.output
+    assert not out.exists()

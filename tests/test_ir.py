@@ -141,6 +141,7 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "erfc": ["torch.erfc(x * 0.5)"], "atan": ["torch.atan(x)", "x.arctan()"],
     "sin": ["torch.sin(x)", "x.sin()"], "cos": ["torch.cos(x) + x", "x.cos_()"],
     "tan": ["torch.tan(x * 0.5)"], "sinh": ["x.sinh()"], "cosh": ["torch.cosh(x * 0.5)"],
+    "rpow": ["2.0 ** x", "torch.pow(0.5, x) * x"],
     "fmod": ["torch.fmod(x, 0.3) + x"], "remainder": ["x % -0.3 + x", "torch.remainder(x, 0.25) + x"],
     "floor": ["torch.floor(x * 4.0) + x"], "ceil": ["x.ceil() * 0.25 + x"],
     "round": ["torch.round(x * 3.0) + x"], "trunc": ["torch.trunc(x * 2.0) - x"],

@@ -21,7 +21,9 @@ import textwrap
 
 import pytest
 import torch
+from click.testing import CliRunner
 
+from kgen.cli import main
 from kgen.lower import forward as lower
 from kgen.ir.derivatives import torch_vjp
 from kgen.ir.graph import Unsupported
@@ -381,6 +383,8 @@ OWN_DTYPE = {
     "x.float()": ("x = torch.relu(x).float()", "x = torch.relu(x)"),
     "x.to(torch.float32)": ("x = x.to(torch.float32) * 2.0", "x = x * 2.0"),
     "x.to(dtype=...)": ("x = x.to(dtype=torch.float32) * 2.0", "x = x * 2.0"),
+    "sum": ("x = torch.sum(x, 1, keepdim=True, dtype=torch.float32)", "x = torch.sum(x, 1, keepdim=True)"),
+    "x.mean": ("x = x.mean(dim=-1, keepdim=True, dtype=x.dtype)", "x = x.mean(dim=-1, keepdim=True)"),
 }
 
 
@@ -395,6 +399,12 @@ REFUSED_NAMES = {
     "max's indices returned": ("v, i = torch.max(x, 1)\nx = i", "indices of torch.max"),
     "flatten() to 1-d": ("x = x.flatten()", r"\.flatten\(\)"),
     "divide with a rounding mode": ("x = torch.divide(x, 2.0, rounding_mode='floor')", "rounding_mode"),
+    "a sum to another dtype": ("x = x.sum(1, keepdim=True, dtype=torch.float64)", "sum with dtype=torch.float64"),
+    "a mean to another dtype": ("x = torch.mean(x, 1, dtype=torch.float16)", "mean with dtype=torch.float16"),
+    "a tensor exponent": ("x = x ** torch.sigmoid(x)", "tensor exponent and a tensor base"),
+    "a tensor exponent, a parameter": ("x = torch.pow(x, self.c)", "tensor exponent and a tensor base"),
+    "x ** x": ("x = x.pow(x)", "tensor exponent and a tensor base"),
+    "a negative base": ("x = (-2.0) ** x", "base -2.0"),
     "a remainder by a tensor": ("x = torch.remainder(x, self.b)", "remainder by something other than a number"),
     "a number's remainder by a tensor": ("x = 2.0 % x", "of a number by a tensor"),
     "a repeat that tiles the features": ("x = x + self.b.repeat(2)", r"tiles its elements"),
@@ -502,6 +512,11 @@ GEMMS = {
                                                        "x = torch.einsum('bn,n->bn', x, self.b)",
                                                        "x = x @ self.weight.t() * self.b"),
     "x.to(x.device) first": ("x = self.gemm(x.to(x.device))", "x = self.gemm(x)"),
+    # A weight stored (K, N), read as x @ W (the emitted forward transposes it for the kernels).
+    "(K, N) weight, mm": ("x = torch.mm(x, self.wkn)", "x = x @ self.wkn"),
+    "(K, N) weight, matmul and a bias": ("x = torch.matmul(x, self.wkn) + self.bias", "x = x @ self.wkn + self.bias"),
+    "(K, N) weight, addmm": ("x = torch.addmm(self.bias, x, self.wkn)", "x = x @ self.wkn + self.bias"),
+    "(K, N) weight, einsum": ("x = torch.einsum('bk,kn->bn', x, self.wkn)", "x = x @ self.wkn"),
     "batch = x.shape[0] first": ("batch = x.shape[0]\nx = self.gemm(x.view(batch, -1))", "x = self.gemm(x)"),
 }
 
@@ -517,10 +532,8 @@ def test_gemm_spellings(name, tmp_path):
 REFUSED_GEMMS = {
     "addmm beta": ("x = torch.addmm(self.bias, x, self.weight.t(), beta=0.5)", "beta=0.5"),
     "addmm alpha": ("x = torch.addmm(self.bias, x, self.weight.t(), alpha=2)", "alpha=2"),
-    "(K, N) weight": ("x = x @ self.wkn", r"\(16, 24\) parameter wkn not transposed.*W stored \(N, K\)"),
-    "(K, N) weight mm": ("x = torch.mm(x, self.wkn)", "not transposed"),
-    "(N, K) not transposed": ("x = x.matmul(self.weight)", "not transposed"),
-    "einsum with a (K, N) weight": ("x = torch.einsum('bk,kn->bn', x, self.wkn)", "not transposed"),
+    "(N, K) not transposed": ("x = x.matmul(self.weight)", r"not \(16, N\) \(x @ W reads W stored \(in, out\).*x @ weight.t\(\)"),
+    "(K, N) weight transposed": ("x = x @ self.wkn.t()", r"not \(N, 16\)"),
 }
 
 
@@ -823,3 +836,68 @@ def test_a_non_finite_forward_default_reads_back_in_the_emitted_file(default, tm
     assert repr(inspect.signature(model.forward).parameters["cap"].default) == repr(default)
     with pytest.raises(ValueError, match="synthesized for cap="):
         model(torch.rand(8, 16), cap=3.0)
+
+
+# ---- a GEMM of one output feature, read as a (batch,) value -----------------------------------
+ONE_FEATURE = {   # spelling -> the canonical one
+    "view(-1)": ("x = torch.sigmoid(x).view(-1)", "x = torch.sigmoid(x).amax(1)"),
+    "[:, 0]": ("x = torch.sigmoid(x)[:, 0]", "x = torch.sigmoid(x).amax(1)"),
+    "squeeze(1)": ("x = torch.sigmoid(x).squeeze(1)", "x = torch.sigmoid(x).amax(1)"),
+    "flatten()": ("x = torch.sigmoid(x).flatten()", "x = torch.sigmoid(x).amax(1)"),
+    "reshape(-1), then a row op": ("x = x.reshape(-1) * 2.0", "x = x.amax(1) * 2.0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_FEATURE))
+def test_a_one_feature_gemm_read_as_a_batch_vector(name, tmp_path):
+    """Linear(K, 1) and then (batch,): its max over the one feature (itself, exactly), a per-row
+    value, where the (batch, 1) value once became a (batch,) one of the wrong level (a traceback
+    in the lowering)."""
+    spelled, plain = ONE_FEATURE[name]
+    path = tmp_path / "one.py"
+    path.write_text(module_source(spelled, {}, out_features=1))
+    ref = Reference(path)
+    check(ref)
+    canonical = tmp_path / "canonical.py"
+    canonical.write_text(module_source(plain, {}, out_features=1))
+    assert describe(ref) == describe(Reference(canonical))
+    out = tmp_path / "one_new.py"
+    result = CliRunner().invoke(main, ["generate", str(path), "-o", str(out), "--results-dir", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+
+
+HOOKED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 24)
+        {hook}
+
+    def forward(self, x):
+        return torch.sigmoid(self.fc(x))
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("hook, message", [
+    ("self.fc.register_forward_hook(lambda m, i, o: o * 0.5)", "submodule 'fc' has a forward hook"),
+    ("self.register_forward_pre_hook(lambda m, i: (i[0] * 2,))", "the model has a forward pre hook"),
+])
+def test_a_forward_hook_is_refused(hook, message, tmp_path):
+    """A hook changes the output outside forward(), which fx does not trace: kgen once dropped it
+    (a file that computed something else)."""
+    path = tmp_path / "hooked.py"
+    path.write_text(HOOKED.format(hook=hook))
+    with pytest.raises(Unsupported, match=message):
+        trace(Reference(path))

@@ -170,7 +170,11 @@ RAW_GEMMS = {
     "torch.matmul": "x = torch.matmul(x, self.weight.t()) + self.bias",
     "torch.mm": "x = torch.mm(x, self.weight.t())\nx += self.bias",
     "addmm": "x = torch.addmm(self.bias, x, self.weight.t())",
+    # self.weight stored (in, out), read as x @ W
+    "matmul_kn": "x = x @ self.weight + self.bias",
+    "addmm_kn": "x = torch.addmm(self.bias, x, self.weight)",
 }
+RAW_KN = ("matmul_kn", "addmm_kn")
 # Containers hold the Linear and the module-form steps that follow it (as many as there are).
 CONTAINERS = ["sequential", "sequential_named", "module_list"]
 GEMMS = ["linear", *RAW_GEMMS, *CONTAINERS, "child", "linear_subclass"]
@@ -256,17 +260,18 @@ def _constants(style: str, shape_arg: bool):
 
 
 def _create(name: str, kind: str, create: str, reset: bool, i: str, o: str, col: str) -> str:
-    shape = {"weight": f"{o}, {i}", "col": col, "scalar": "()"}[kind]
+    shape = {"weight": f"{o}, {i}", "weight_kn": f"{i}, {o}", "col": col, "scalar": "()"}[kind]
     if reset:
         value = f"torch.empty({shape})"
-    elif create == "zeros" and kind != "weight":
+    elif create == "zeros" and not kind.startswith("weight"):
         value = f"torch.zeros({shape})"
     elif create == "tensor":
-        value = {"weight": f"torch.randn({shape}) * 0.1", "col": f"torch.randn({shape}) * 0.02",
+        value = {"weight": f"torch.randn({shape}) * 0.1", "weight_kn": f"torch.randn({shape}) * 0.1",
+                 "col": f"torch.randn({shape}) * 0.02",
                  "scalar": "torch.tensor(0.5)"}[kind]
     else:
-        value = f"torch.randn({shape})" + (" * 0.1" if kind == "weight" else "")
-    if create == "register_buffer" and kind != "weight":   # a buffer weight: see the gaps below
+        value = f"torch.randn({shape})" + (" * 0.1" if kind.startswith("weight") else "")
+    if create == "register_buffer" and not kind.startswith("weight"):   # a buffer weight: see the gaps below
         return f'self.register_buffer("{name}", {value})'
     if create == "register_parameter":
         return f'self.register_parameter("{name}", nn.Parameter({value}))'
@@ -310,9 +315,10 @@ def source(s: Spelling) -> str:
         init.append(f"self.linear = nn.Linear({i}, {o})")
         forward.append("x = self.linear(x)")
     elif raw:
-        init.append(_create("weight", "weight", s.create, reset, i, o, col).replace(
+        kind = "weight_kn" if s.gemm in RAW_KN else "weight"
+        init.append(_create("weight", kind, s.create, reset, i, o, col).replace(
             'self.weight = nn.Parameter(', 'self.register_buffer("weight", ') if s.buffer_weight else
-            _create("weight", "weight", s.create, reset, i, o, col))
+            _create("weight", kind, s.create, reset, i, o, col))
         init.append(_create("bias", "col", s.create, reset, i, o, col))
         forward.extend(RAW_GEMMS[s.gemm].split("\n"))
     elif s.gemm in CONTAINERS:
@@ -500,6 +506,9 @@ def ir_form(graph) -> tuple:
         # F.batch_norm on a BatchNorm1d's tensors is the module's normalization; it only leaves
         # num_batches_tracked alone (tests/test_spellings_ops.py checks that the file does too)
         attrs.pop("counts", None)
+        # A weight stored (in, out) and read as x @ W is the same GEMM (check_oracle compares
+        # the function; the emitted file transposes the weight for the kernels).
+        attrs.pop("stored_kn", None)
         if n.kind == "param":
             shape = tuple(attrs["shape"])
             while shape and shape[0] == 1:

@@ -826,7 +826,8 @@ def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
     moved by a rounding instead (x (1 + 2^-22 r))."""
     model = copy.deepcopy(ref)
     nodes = _reference_nodes(f)
-    weights = [n.attrs["weight"] for n in nodes if n.kind == "gemm"]
+    gemms = [n for n in nodes if n.kind == "gemm"]
+    weights = [n.attrs["weight"] for n in gemms]
     if not weights or any(n.kind == "input" for n in nodes):
         noise = torch.randn(x.shape, device=x.device, generator=torch.Generator(device=x.device).manual_seed(5))
         return model, x * (1 + 2.0 ** -22 * noise), {}
@@ -835,7 +836,7 @@ def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
     owner, _, name = path.rpartition(".")
     w = getattr(model.get_submodule(owner) if owner else model, name)
     with torch.no_grad():
-        w.copy_(w[:, perm])
+        w.copy_(w[perm, :] if gemms[0].attrs.get("stored_kn") else w[:, perm])
     return model, x[:, perm].contiguous(), {path: torch.argsort(perm)}
 
 

@@ -217,8 +217,7 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
                        "value other than (batch, features)). Use the module in eval mode (.eval()), "
                        "where dropout is the identity")
         lines += [f"if {mode}:", f"    raise RuntimeError({message!r})"]
-    weight = _self_attr(parts[0].graph.gemm.attrs["weight"])
-    lines.append(f"x = _checked_input(x, {weight})")
+    lines.append(f"x = _checked_input(x, {_weight_nk(parts[0].graph.gemm)})")
     if any(n.kind == "input" for low in parts for n in low.operands):
         lines.append("module_input = x  # read again after the GEMM (a residual)")
     for k, lowered in enumerate(parts):
@@ -242,6 +241,12 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
     return lines
 
 
+def _weight_nk(gemm) -> str:
+    """Python for the GEMM's weight as (out, in): the module's tensor, or its transpose (a view)
+    where the module stores it (in, out) and writes x @ W."""
+    return _self_attr(gemm.attrs["weight"]) + (".t()" if gemm.attrs.get("stored_kn") else "")
+
+
 def _counts_arg(lowered: Lowered) -> str:
     """`, counts=False` where the module's BatchNorm is F.batch_norm on its tensors (it leaves
     num_batches_tracked alone, where nn.BatchNorm1d counts the batch)."""
@@ -251,11 +256,12 @@ def _counts_arg(lowered: Lowered) -> str:
 def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
     """Append the checks of one part's weight and operands to `lines`; return its op call's
     arguments. A part with backward kernels keeps z when autograd will want its backward."""
-    weight = lowered.graph.gemm.attrs["weight"]
-    lines += [
-        f"w = _checked_param({_self_attr(weight)}, x, (x.shape[1] * {_self_attr(weight)}.shape[0],), {weight!r})",
-        "n = w.shape[0]",
-    ]
+    gemm = lowered.graph.gemm
+    weight, w_nk = gemm.attrs["weight"], _weight_nk(gemm)
+    lines.append(f"w = _checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r})")
+    if gemm.attrs.get("stored_kn"):
+        lines.append(f"w = w.contiguous()  # {weight} is stored (in, out) (x @ W): the GEMM reads it (out, in)")
+    lines.append("n = w.shape[0]")
     if lowered.tail:
         # The broadcast tail's shape and strides are the traced ones (lower._tail_struct).
         n = lowered.traced.out_features

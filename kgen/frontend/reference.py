@@ -202,21 +202,21 @@ class Reference:
         trace found, or, `fresh`, of a new trace (a `num_layers` moves which GEMM is last)."""
         if key in ("batch", "in_features"):
             return int(self.input.shape[0 if key == "batch" else -1]) if self.input.dim() else None
-        from kgen.ir.graph import module_tensor
+        from kgen.ir.graph import gemm_weight
         from kgen.frontend.trace import trace
 
         try:
             if fresh:
-                weight = trace(self).parts[-1].gemm.attrs["weight"]
+                gemm = trace(self).parts[-1].gemm
             else:
                 # A module kgen cannot trace has no GEMM to size: its refusal is the message.
-                if not hasattr(self, "_weight_path"):
-                    self._weight_path = trace(self).parts[-1].gemm.attrs["weight"]
-                weight = self._weight_path
+                if not hasattr(self, "_last_gemm"):
+                    self._last_gemm = trace(self).parts[-1].gemm
+                gemm = self._last_gemm
             with torch.device("meta"):
-                return int(module_tensor(self.meta_model(), weight).shape[0])
+                return int(gemm_weight(self.meta_model(), gemm).shape[0])
         except Exception as e:  # noqa: BLE001 - a value the module cannot take moves nothing
-            if not fresh and not hasattr(self, "_weight_path"):
+            if not fresh and not hasattr(self, "_last_gemm"):
                 raise
             self._build_error = f"{type(e).__name__}: {e}"
             return None
@@ -308,8 +308,11 @@ class Reference:
         return [x.contiguous()]
 
     def meta_model(self) -> torch.nn.Module:
-        with torch.device("meta"):
-            return self.Model(*self._init_args)
+        try:
+            with torch.device("meta"):
+                return self.Model(*self._init_args)
+        except Exception as e:  # noqa: BLE001 - the module's own failure is the user's message
+            raise ReferenceError(f"{self.path}: Model(*get_init_inputs()) raised {type(e).__name__}: {e}") from None
 
     def docstring(self) -> str:
         """The first line of Model's docstring (empty without one)."""

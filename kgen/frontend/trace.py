@@ -232,7 +232,8 @@ METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "lo
 SUPPORTED = (
     "nn.Linear, F.linear, x @ W.T, torch.matmul / torch.mm / x.mm(W.T), torch.addmm(b, x, W.T) and "
     "torch.einsum('bk,nk->bn', x, W) "
-    "with W stored (N, K) (the first on the module's input, each later one on the (batch, "
+    "with W stored (N, K), or x @ W / torch.mm / torch.addmm(b, x, W) / einsum('bk,kn->bn') with W "
+    "stored (K, N) (the first on the module's input, each later one on the (batch, "
     "features) output of the part before it); "
     f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
     "scalars, per-feature (N,) or (1, N) parameters, per-row values, and parameters of other "
@@ -259,6 +260,11 @@ class _Id(int):
     int (a constant, a dim) is never taken for a node: `x * 2` once read node 2 for the 2."""
 
     __slots__ = ()
+
+
+def _is_number(v) -> bool:
+    """Whether an fx argument is a Python number (not a bool, not a node: _Id is an int)."""
+    return isinstance(v, (int, float)) and not isinstance(v, (bool, _Id))
 
 
 class _TensorNumber(float):
@@ -377,7 +383,7 @@ class Tracer:
         return _Id(node.id)
 
     def const(self, value) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not _is_number(value):
             raise self.refuse(f"the constant {value!r} is not a number")
         value = float(value)
         if value not in self.consts:
@@ -668,7 +674,7 @@ class Tracer:
             raise self.refuse(f"GroupNorm with {groups!r} groups of {n} features (torch needs a divisor)")
         if channels is not None and channels != n:
             raise self.refuse(f"GroupNorm over {channels} channels after a GEMM of {n} features")
-        if not isinstance(eps, (int, float)):
+        if not _is_number(eps):
             raise self.refuse("GroupNorm with an eps that is not a number")
         args = [x]
         for path in (weight, bias):
@@ -711,7 +717,7 @@ class Tracer:
         from the row mean, summed, over (count - correction). Two passes, as exact as torch's
         Welford; the mean is detached inside, as its gradient there is 0 in exact arithmetic
         (sum(x - mean) = 0) and rounding noise in fp32."""
-        if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+        if not _is_number(correction):
             raise self.refuse(f"{what} with correction={correction!r}")
         mean = self.reduce("mean", x, dim, True)
         count = self._row_width(self.value(x)) - correction
@@ -751,7 +757,7 @@ class Tracer:
 
         def one(v, what):
             v = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if isinstance(v, (bool, _Id)) or not isinstance(v, int) or v < 1:
                 raise self.refuse(f"{name} with {what}={v!r} (kgen takes a positive integer)")
             return v
 
@@ -775,7 +781,7 @@ class Tracer:
         emitted forward refuses training mode: the Dropout module at `path` training, or for
         F.dropout, whose flag the trace sees only as a bool, any module of the model training).
         trace() refuses one active in eval mode."""
-        if not isinstance(p, (int, float)) or isinstance(p, bool):
+        if not _is_number(p):
             raise self.refuse(f"dropout with p={p!r}")
         if p == 0 or not active:
             return x
@@ -789,7 +795,9 @@ class Tracer:
             return self.add("pointwise", "tile", [x, mask], "mul")
         return x
 
-    def gemm(self, x, weight: str, bias_path: str | None) -> int:
+    def gemm(self, x, weight: str, bias_path: str | None, stored_kn: bool = False) -> int:
+        """The GEMM x Wᵀ of W at `weight`, stored (N, K) (nn.Linear's layout), or, `stored_kn`,
+        x W of W stored (K, N) (node attribute stored_kn: graph.gemm_weight reads it (N, K))."""
         if self.gemm_id is not None:
             self.chain(x)
         elif not (isinstance(x, _Marker) and x.kind == "input" and not x.payload):
@@ -802,13 +810,17 @@ class Tracer:
         if inp.dim() != 2 or inp.dtype not in MODULE_DTYPES:
             raise self.refuse(f"the input is {inp.dtype} of shape {tuple(inp.shape)}; kgen's GEMM "
                               "takes one (batch, in_features) tensor of float32, bfloat16 or float16")
-        if w.dim() != 2 or w.shape[1] != self.in_features:
-            raise self.refuse(f"the weight {weight} has shape {tuple(w.shape)}, not (N, {self.in_features})")
+        k_dim = 0 if stored_kn else 1
+        if w.dim() != 2 or w.shape[k_dim] != self.in_features:
+            want = f"({self.in_features}, N)" if stored_kn else f"(N, {self.in_features})"
+            hint = (f" (x @ W reads W stored (in, out); for nn.Linear's (out, in) layout write "
+                    f"x @ {weight}.t())" if stored_kn and w.dim() == 2 and w.shape[1] == self.in_features else "")
+            raise self.refuse(f"the weight {weight} has shape {tuple(w.shape)}, not {want}{hint}")
         if w.dtype != inp.dtype:
             raise self.refuse(f"the weight {weight} is {w.dtype} and the input {inp.dtype}: "
                               "nn.Linear needs one dtype")
-        self.out_features = int(w.shape[0])
-        self.gemm_id = self.add("gemm", "tile", weight=weight)
+        self.out_features = int(w.shape[1 - k_dim])
+        self.gemm_id = self.add("gemm", "tile", weight=weight, **({"stored_kn": True} if stored_kn else {}))
         if bias_path is None:
             return self.gemm_id
         bias = self.param(bias_path)
@@ -864,12 +876,31 @@ class Tracer:
             out.append((p.name, p.default))
         return out
 
+    def _refuse_hooks(self) -> None:
+        """A forward hook changes what the module computes outside forward(), which torch.fx does
+        not see (it traces forward alone): refused, naming the module and the hook."""
+        kinds = ("_forward_hooks", "_forward_pre_hooks")
+        for name, module in self.model.named_modules():
+            for kind in kinds:
+                if getattr(module, kind, None):
+                    where = f"the submodule {name!r}" if name else "the model"
+                    raise Unsupported(f"{self.ref.path}: {where} has a {kind[1:-1].replace('_', ' ')} "
+                                      "(register_forward_hook / register_forward_pre_hook), which changes "
+                                      "its output outside forward(); kgen traces forward() alone")
+        from torch.nn.modules import module as torch_module
+        for kind in ("_global_forward_hooks", "_global_forward_pre_hooks"):
+            if getattr(torch_module, kind, None):
+                raise Unsupported(f"{self.ref.path}: a global forward hook is registered "
+                                  "(torch.nn.modules.module.register_module_forward_hook); kgen traces "
+                                  "forward() alone")
+
     def run(self) -> Graph:
         tracer = _LocatingTracer(str(self.ref.path), self.ref.source, self.ref.input.dim())
         # Buffers as get_attr nodes, like parameters: otherwise fx runs an op on a buffer (a
         # view, say) at trace time and records its result as a constant the module lacks.
         tracer.proxy_buffer_attributes = True
         self.forward_defaults = self._forward_defaults()
+        self._refuse_hooks()
         try:
             fx_graph = tracer.trace(self.model, concrete_args=dict(self.forward_defaults) or None)
         except Exception as e:  # noqa: BLE001 - fx's failure is the user's message
@@ -1104,14 +1135,19 @@ class Tracer:
     def _softmax_args(self, args, kwargs) -> dict:
         """softmax's arguments; a dtype other than the module's (the output in another dtype) refused."""
         a = self._bind(_softmax, args, kwargs)
+        self._output_dtype(a, "softmax")
+        return a
+
+    def _output_dtype(self, a: dict, what: str) -> None:
+        """A softmax's or reduction's dtype= argument: the module's own (a float32 named makes the
+        file run fp32 modules only: Tracer._fp32_cast), or refused (the output in another dtype)."""
         if isinstance(a["dtype"], _Marker) and a["dtype"].kind == "dtype_of":
             a["dtype"] = None if a["dtype"].payload == self.ref.input.dtype else a["dtype"].payload
         if a["dtype"] is torch.float32:
             self._fp32_cast(a["dtype"] == self.ref.input.dtype)
         if a["dtype"] is not None and a["dtype"] != self.ref.input.dtype:
-            raise self.refuse(f"softmax with dtype={a['dtype']} on a {self.ref.input.dtype} module (its output "
+            raise self.refuse(f"{what} with dtype={a['dtype']} on a {self.ref.input.dtype} module (its output "
                               "in another dtype than the module's; kgen's outputs are in the module's dtype)")
-        return a
 
     def _check_input(self, a):
         if isinstance(a, _Marker) and a.kind == "input" and self.gemm_id is None:
@@ -1189,7 +1225,11 @@ class Tracer:
 
     def _relevel(self, x: int, level: str) -> int:
         """A per-row value x, (M, 1) or (M,), as the other of the two (`level`: row or rowflat):
-        the same floats, another shape."""
+        the same floats, another shape. A (batch, features) value of one feature (a GEMM of
+        N = 1) is first made a per-row value: its max over the one feature, itself exactly."""
+        if self.level(x) == "tile":
+            assert self.out_features == 1, self.nodes[x]
+            x = self.reduce("max", x, 1, True)
         node = self.nodes[x]
         receiver = self.fx_node.args[0] if self.fx_node.args else None
         if (node.kind == "reduce" and x == len(self.nodes) - 1 and isinstance(receiver, torch.fx.Node)
@@ -1249,7 +1289,7 @@ class Tracer:
         if not isinstance(sizes, (tuple, list, torch.Size)):
             sizes = (sizes,)
         out = tuple("M" if d == "M" or (isinstance(d, _Marker) and d.kind == "batch") else d for d in sizes)
-        if not all(d == "M" or (isinstance(d, int) and not isinstance(d, bool)) for d in out):
+        if not all(d == "M" or (isinstance(d, int) and not isinstance(d, (bool, _Id))) for d in out):
             raise self.refuse(f".{name}() with a size kgen cannot read (it takes numbers, x.size(d) and x.shape[d])")
         return out
 
@@ -1305,7 +1345,7 @@ class Tracer:
             extra = {k: v for k, v in kwargs.items() if k != "data"}
             if len(rest) > 1 or extra.keys() - {"requires_grad"} or extra.get("requires_grad"):
                 raise self.refuse(".new_tensor() with dtype, device or requires_grad (kgen computes in the input's dtype)")
-            if isinstance(data, bool) or not isinstance(data, (int, float)):
+            if not _is_number(data):
                 raise self.refuse(".new_tensor() of something other than a number")
             return _TensorNumber(float(data))
         if name == "new_full":
@@ -1313,7 +1353,7 @@ class Tracer:
             rest = rest[:1]
         else:
             value = {"new_zeros": 0.0, "new_ones": 1.0}[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not _is_number(value):
             raise self.refuse(f".{name}() with the fill value {value!r} (kgen takes a number)")
         if {k for k in kwargs if k not in ("size", "fill_value")} :
             raise self.refuse(f".{name}() with dtype, device or requires_grad (kgen computes in the input's dtype)")
@@ -1339,7 +1379,7 @@ class Tracer:
         own = self._shape_or_none(x)
         shown = shape_text(tuple("batch" if d == "M" else d for d in own))
         call = f"{name}({', '.join('x.size(0)' if d == 'M' else repr(d) for d in target)})"
-        if not all(d == "M" or (isinstance(d, int) and not isinstance(d, bool)) for d in target):
+        if not all(d == "M" or (isinstance(d, int) and not isinstance(d, (bool, _Id))) for d in target):
             raise self.refuse(f"{call} with a size kgen cannot read (it takes numbers, x.size(d) and x.shape[d])")
         resolved = _resolve_view(own, target)
         if resolved == own:
@@ -1384,7 +1424,7 @@ class Tracer:
             if isinstance(target, _Marker) and target.kind == "pair" and index in (0, 1):
                 return target.payload[index]
             if isinstance(target, _Marker) and target.kind == "shape":
-                if isinstance(index, bool) or not isinstance(index, int) or not -len(target.payload) <= index < len(target.payload):
+                if isinstance(index, (bool, _Id)) or not isinstance(index, int) or not -len(target.payload) <= index < len(target.payload):
                     raise self.refuse(f"the size index {index!r} of a {len(target.payload)}-d shape")
                 return self._size(target.payload[index])
             if isinstance(target, _Marker) and target.kind in ("tensor", "matrix"):
@@ -1447,15 +1487,12 @@ class Tracer:
         if fn in MATMUL_FUNCTIONS:
             x, w = args
             if isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None:
-                shape = tuple(self._tensor(w.payload).shape)
-                raise self.refuse(f"x @ {w.payload} with the {shape_text(shape)} parameter "
-                                  f"{w.payload} not transposed: kgen's GEMM kernels compute x Wᵀ "
-                                  "with W stored (N, K), nn.Linear's layout, and do not transpose "
-                                  f"W; store {w.payload} as (N, K) and write x @ {w.payload}.t() "
-                                  "(or use nn.Linear)")
+                # x @ W with W stored (K, N): the GEMM x (Wᵀ)ᵀ; the emitted forward hands the
+                # kernels Wᵀ made contiguous (one transpose of W per call).
+                return self.gemm(x, w.payload, None, stored_kn=True)
             if not (isinstance(w, _Marker) and w.kind == "matrix_t"):
-                raise self.refuse("a matmul whose right operand is not W.T / W.t() of an (N, K) "
-                                  "parameter W of the module")
+                raise self.refuse("a matmul whose right operand is not a parameter W of the module "
+                                  "(stored (K, N): x @ W) or its transpose (stored (N, K): x @ W.t())")
             return self.gemm(x, w.payload, None)
         if fn in COMPARISON_FUNCTIONS:
             a = self._bind(_compare, args, kwargs)
@@ -1484,11 +1521,12 @@ class Tracer:
             return self.pointwise("round", [a["input"]], {"decimals": a["decimals"]})
         if fn in REMAINDER_FUNCTIONS:
             a = self._bind(lambda input, other: None, args, kwargs)
-            if isinstance(a["other"], bool) or not isinstance(a["other"], (int, float)):
+            if not isinstance(a["input"], (_Id, _Marker)):
+                raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} of a number by a tensor (kgen takes the "
+                                  "remainder of a value by a constant)")
+            if not _is_number(a["other"]):
                 raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} by something other than a number (kgen "
                                   "takes the remainder of a value by a constant)")
-            if not isinstance(a["input"], (_Id, _Marker)):
-                raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} of a number by a tensor")
             return self.pointwise(REMAINDER_FUNCTIONS[fn], [a["input"]], {"other": a["other"]})
         if fn is torch.broadcast_to:
             a = self._bind(lambda input, size: None, args, kwargs)
@@ -1498,7 +1536,7 @@ class Tracer:
             op, other = BINARY_FUNCTIONS[fn], a["other"]
             if a["alpha"] != 1:
                 # torch.add(x, y, alpha=a) is x + a * y (torch.sub: x - a * y)
-                if op not in ("add", "sub") or isinstance(a["alpha"], bool) or not isinstance(a["alpha"], (int, float)):
+                if op not in ("add", "sub") or not _is_number(a["alpha"]):
                     raise self.refuse(f"{op} with alpha={a['alpha']!r}")
                 other = self.pointwise("mul", [other, a["alpha"]])
             return self.pointwise(op, [a["input"], other])
@@ -1522,7 +1560,7 @@ class Tracer:
         if fn in (torch.addcmul, torch.addcdiv):
             # ATen: input + value * tensor1 * tensor2 (addcdiv: value * (tensor1 / tensor2))
             a = self._bind(lambda input, tensor1, tensor2, *, value=1: None, args, kwargs)
-            if isinstance(a["value"], bool) or not isinstance(a["value"], (int, float)):
+            if not _is_number(a["value"]):
                 raise self.refuse(f"{fn.__name__} with value={a['value']!r}")
             if fn is torch.addcmul:
                 term = self.pointwise("mul", [self.pointwise("mul", [a["value"], a["tensor1"]]), a["tensor2"]])
@@ -1541,9 +1579,17 @@ class Tracer:
             return self.visit_function(torch.sub, (a["other"], a["input"]), {"alpha": a["alpha"]})
         if fn in POW_FUNCTIONS:
             a = self._bind(_pow, args, kwargs)
-            if not isinstance(a["exponent"], (int, float)):
-                raise self.refuse("pow with a tensor exponent (kgen supports a constant exponent)")
-            return self.pointwise("pow", [a["input"]], {"exponent": float(a["exponent"])})
+            base, exponent = a["input"], a["exponent"]
+            if _is_number(base) and not _is_number(exponent):
+                # base ** x: ATen's pow(Scalar, Tensor) is powf(base, x)
+                if not base > 0:
+                    raise self.refuse(f"pow with the base {base!r} and a tensor exponent (kgen takes a "
+                                      "positive constant base)")
+                return self.pointwise("rpow", [exponent], {"base": float(base)})
+            if not _is_number(exponent):
+                raise self.refuse("pow with a tensor exponent and a tensor base (kgen takes a constant "
+                                  "exponent, x ** 2.0, or a positive constant base, 2.0 ** x)")
+            return self.pointwise("pow", [base], {"exponent": float(exponent)})
         if fn in POINTWISE_FUNCTIONS:
             sig, name, attr_map = POINTWISE_FUNCTIONS[fn]
             a = self._bind(sig, args, kwargs)
@@ -1563,6 +1609,7 @@ class Tracer:
             return self.pointwise("hardtanh", [args[0]], {"min_val": 0.0, "max_val": 6.0})
         if fn in REDUCE_FUNCTIONS:
             a = self._bind(_reduce, args, kwargs)
+            self._output_dtype(a, REDUCE_FUNCTIONS[fn])
             return self.reduce(REDUCE_FUNCTIONS[fn], a["input"], a["dim"], a["keepdim"])
         if fn in (torch.max, torch.min):
             return self._max_min("max" if fn is torch.max else "min", args, kwargs)
@@ -1635,7 +1682,7 @@ class Tracer:
         if len(a) == len(out) == 2 and b == a[1] and out == a:
             return self.pointwise("mul", [x, w])
         if len(a) == len(b) == len(out) == 2 and a[1] == b[0] and out == a[0] + b[1] and len(set(a + b)) == 3:
-            return self.visit_function(torch.matmul, (x, w), {})   # (refused: W stored (K, N))
+            return self.visit_function(torch.matmul, (x, w), {})   # W stored (K, N)
         raise other_form
 
     def batchnorm(self, x, path: str, module: nn.BatchNorm1d, counts: bool = True) -> int:
@@ -1679,7 +1726,7 @@ class Tracer:
         finite and 0 elsewhere. The defaults are float32's: a file whose reference takes them runs
         fp32 modules only (Graph.fp32_casts), since a 16-bit module's are its own dtype's."""
         for key, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, _Id)):
+            if v is not None and (not _is_number(v) or isinstance(v, _Id)):
                 raise self.refuse(f"nan_to_num with {key}={v!r} (kgen takes a number)")
         if posinf is None or neginf is None:
             self.fp32_casts.append((*self.where, "its nan_to_num replaces an infinity with the largest finite "
@@ -1712,7 +1759,7 @@ class Tracer:
         and infinities included, and the gradient are torch's."""
         x = input
         for key, v in a.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if not _is_number(v):
                 raise self.refuse(f"{name} with {key}={v!r} (kgen takes a number)")
         if name == "logsigmoid":     # log(sigmoid(x)) = -softplus(-x)
             softplus = self.pointwise("softplus", [self.pointwise("neg", [x])], {"beta": 1.0, "threshold": 20.0})
@@ -1776,7 +1823,7 @@ class Tracer:
         name = fn.__name__
         if value is None:
             value = a["fill_value"]
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not _is_number(value):
                 raise self.refuse(f"torch.{name} with the fill value {value!r} (kgen takes a number)")
         if any(a[k] is not None for k in ("dtype", "layout", "device", "pin_memory")) or a["requires_grad"]:
             raise self.refuse(f"torch.{name} with dtype, layout, device, pin_memory or requires_grad "
@@ -1820,7 +1867,7 @@ class Tracer:
             return self.visit_function(COMPARISON_METHODS[name], args, kwargs)
         if name == "masked_fill":   # torch.where(mask, value, x)
             a = self._bind(lambda input, mask, value: None, args, kwargs)
-            if isinstance(a["value"], bool) or not isinstance(a["value"], (int, float)):
+            if not _is_number(a["value"]):
                 raise self.refuse("masked_fill with a value that is not a number")
             return self.where_op((a["mask"], a["value"], a["input"]), {})
         if name in ("addcmul", "addcdiv"):
@@ -1872,7 +1919,8 @@ class Tracer:
         if name == "type_as" and len(rest) == 1 and not kwargs and self._dtype_of(rest[0]) == self.ref.input.dtype:
             return self_arg   # x.type_as(y) with y in the module's dtype: itself
         self._check_input(self_arg)
-        if isinstance(self_arg, _Id) and self.level(self_arg) == "row" and name in ROW_FLATTEN_METHODS:
+        if isinstance(self_arg, _Id) and name in ROW_FLATTEN_METHODS and (
+                self.level(self_arg) == "row" or (self.level(self_arg) == "tile" and self.out_features == 1)):
             return self._flatten_row(self_arg, name, rest, kwargs)
         if name in IDENTITY_METHODS:
             return self_arg
@@ -1911,6 +1959,7 @@ class Tracer:
             return self.visit_function(fn, args, kwargs)
         if name in METHOD_REDUCE:
             a = self._bind(_reduce, args, kwargs)
+            self._output_dtype(a, METHOD_REDUCE[name])
             return self.reduce(METHOD_REDUCE[name], a["input"], a["dim"], a["keepdim"])
         if name in ("max", "min"):
             return self._max_min(name, args, kwargs)

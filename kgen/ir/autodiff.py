@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from kgen.ir.derivatives import torch_vjp
-from kgen.ir.graph import module_tensor, INPUT_PATH, Graph, Node
+from kgen.ir.graph import gemm_weight, module_tensor, INPUT_PATH, Graph, Node
 
 
 def _sum_to(grad: torch.Tensor, shape: tuple) -> torch.Tensor:
@@ -163,8 +163,9 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
             own = _param_tensor(model, n.attrs["path"]).shape
             _accumulate(grads, n.attrs["path"], _sum_to(g, n.attrs["shape"]).reshape(own))
         elif n.kind == "gemm":
-            weight = module_tensor(model, n.attrs["weight"])
-            _accumulate(grads, n.attrs["weight"], g.transpose(0, 1) @ x)
+            weight = gemm_weight(model, n)   # (N, K)
+            dw = g.transpose(0, 1) @ x
+            _accumulate(grads, n.attrs["weight"], dw.t() if n.attrs.get("stored_kn") else dw)
             return g @ weight
         else:
             for a, d in _node_vjp(n, g, values, model, grads).items():

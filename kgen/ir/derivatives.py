@@ -209,6 +209,8 @@ DERIVATIVES: dict[str, Vjp] = {
     "sqrt": lambda m, g, y, x: (m.div(g, m.mul(m.c(2.0), y)),),
     "rsqrt": lambda m, g, y, x: (m.mul(m.mul(m.c(-0.5), g), m.mul(m.mul(y, y), y)),),
     "pow": _pow,
+    # torch's pow_backward_exponent: grad * (result * log(base)), log(base) a double made fp32.
+    "rpow": lambda m, g, y, x, base: (m.mul(g, m.mul(y, m.c(math.log(base)))),),
     "relu": lambda m, g, y, x: (m.where(m.gt(y, m.c(0.0)), g, m.c(0.0)),),
     "leaky_relu": lambda m, g, y, x, negative_slope: (
         m.where(m.gt(x, m.c(0.0)), g, m.mul(g, m.c(negative_slope))),),

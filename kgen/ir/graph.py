@@ -19,7 +19,8 @@ Every value has a *level*, the shape it broadcasts as against the GEMM output z 
 Node kinds (those of CUTLASS's sm90 epilogue visitors, plus reductions whose result feeds back
 into the same output and BatchNorm's column statistics):
 
-    gemm       z = x @ W^T, W the (N, K) matrix at `attrs["weight"]` (a bias is a later `add`)
+    gemm       z = x @ W^T, W the (N, K) matrix at `attrs["weight"]` (a bias is a later `add`);
+               `attrs["stored_kn"]`: the module stores W as (K, N) and writes x @ W (gemm_weight)
     param      a parameter or buffer of the module (`attrs["path"]`), col or scalar
     const      a Python number (`attrs["value"]`)
     pointwise  `op` from kgen.ir.ops.POINTWISE on its args (levels combine as torch broadcasts)
@@ -74,6 +75,13 @@ def module_tensor(model, path: str):
     return getattr(model.get_submodule(module) if module else model, name)
 
 
+def gemm_weight(model, node: "Node"):
+    """The weight of gemm `node` as the GEMM reads it, (N, K): the module's tensor, or its
+    transpose where the module stores it (K, N) and writes x @ W (attrs["stored_kn"])."""
+    w = module_tensor(model, node.attrs["weight"])
+    return w.t() if node.attrs.get("stored_kn") else w
+
+
 def pooled_width(n: int, kernel: int, stride: int) -> int:
     """Columns of a 1-d pooling of n features (no padding, floor mode), as torch computes it."""
     return (n - kernel) // stride + 1
@@ -116,7 +124,7 @@ class Node:
 
     def describe(self) -> str:
         """One line, e.g. `%3 = mul(%1, %2) : tile` or `%2 = gemm.bias : col`."""
-        leaf = {"gemm": f"gemm({self.attrs.get('weight')})", "param": self.attrs.get("path", ""),
+        leaf = {"gemm": f"gemm({self.attrs.get('weight')}{', stored (K, N)' if self.attrs.get('stored_kn') else ''})", "param": self.attrs.get("path", ""),
                 "const": repr(self.attrs.get("value")),
                 "mask": f"dropout_mask(p={self.attrs.get('p')!r})",
                 "input": "input" + (".detach()" if self.attrs.get("detached") else "")}
@@ -277,12 +285,12 @@ class Graph:
                 values[n.id] = dropout_mask(model, n, (x.shape[0], self.out_features), x)
                 continue
             if n.kind == "gemm":
-                values[n.id] = F.linear(x, module_tensor(model, n.attrs["weight"]))
+                values[n.id] = F.linear(x, gemm_weight(model, n))
                 if x.dtype in (torch.bfloat16, torch.float16):
                     # A 16-bit Linear rounds once, after its bias (the GEMM's fp32 accumulator plus
                     # the bias, as addmm and kgen's kernels do): the add of a parameter right after
                     # the GEMM reads z unrounded.
-                    z32 = F.linear(x.float(), module_tensor(model, n.attrs["weight"]).float())
+                    z32 = F.linear(x.float(), gemm_weight(model, n).float())
             elif n.kind == "param":
                 # The shape the module reads it as (an order-keeping view: trace.Tracer.param_view).
                 values[n.id] = _get_tensor(model, n.attrs["path"]).reshape(n.attrs["shape"])
@@ -338,7 +346,7 @@ class Graph:
         """Per row of x, whether constant `n` (from x - x, rewrite.simplify) is its `nonfinite`
         value there: x's row (when the chain read the GEMM), W or a parameter the chain read
         holds a NaN or an infinity (the kernels' rule, kernels/constant.cuh)."""
-        every = [module_tensor(model, self.gemm.attrs["weight"])] if n.attrs["reads_gemm"] else []
+        every = [gemm_weight(model, self.gemm)] if n.attrs["reads_gemm"] else []
         every += [_get_tensor(model, path) for path in n.attrs["reads"]]
         anywhere = any(bool((~torch.isfinite(t.detach())).any()) for t in every)
         rows = (~torch.isfinite(x.detach())).any(dim=1) if n.attrs["reads_gemm"] else \

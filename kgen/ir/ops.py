@@ -290,6 +290,10 @@ _DEFINITIONS = (
     PointwiseOp("pow", 1, _pow_cuda, lambda x, exponent: torch.pow(x, exponent),
                 attrs=(("exponent", REQUIRED),),
                 doc="x ** exponent, a constant exponent (torch.pow(x, exponent))"),
+    # base ** x: ATen's pow(Scalar, Tensor), powf of the base in fp32 (1 ** x is 1, NaN included).
+    PointwiseOp("rpow", 1, lambda a, base: "(1.0f)" if base == 1.0 else f"powf({_f(base)}, ({a}))",
+                lambda x, base: torch.pow(base, x), attrs=(("base", REQUIRED),),
+                doc="base ** x, a constant base (torch.pow(base, x))"),
     # Activations.
     PointwiseOp("relu", 1, lambda a: f"(({a}) < 0.0f ? 0.0f : ({a}))", torch.relu,
                 doc="max(x, 0), NaN propagating (torch.relu)"),

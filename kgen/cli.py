@@ -16,7 +16,7 @@ from kgen import __version__
 from kgen.codegen import generator
 from kgen.ir.graph import Unsupported
 from kgen.frontend.problems import PROBLEMS
-from kgen.frontend.reference import ReferenceError
+from kgen.frontend.reference import Reference, ReferenceError
 from kgen.tune.spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
                    Tile, Variant, Workload, arch_for_capability, check_shape, gemm_family)
 from kgen.check.static_checks import StaticCheckError
@@ -134,6 +134,8 @@ def _problem(ref, problem) -> str:
     try:
         chosen = problem_id(ref or problem or "gemm_scale_bn")
         graph(chosen)
+        if ref:
+            generator.refuse_shared_names(Reference(ref))
     except (Unsupported, ReferenceError) as e:
         click.echo(f"kgen: {e}", err=True)
         sys.exit(2)
@@ -282,7 +284,7 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         path = output_path(output, spec)
         existed = path.exists()
         path = generator.write(spec, path, measured=measured, overwrite=force)
-    except (SpecError, Unsupported, generator.WriteRefused) as e:
+    except (SpecError, Unsupported, ReferenceError, generator.WriteRefused) as e:
         raise click.UsageError(str(e)) from None
     except (StaticCheckError, generator.WriteError) as e:
         raise click.ClickException(str(e)) from None

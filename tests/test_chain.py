@@ -121,15 +121,15 @@ def test_chained_file_runs_each_part_through_its_own_entry_point(name, tmp_path)
     assert f"chain:     {len(widths)} GEMMs" in header
     # forward calls the parts' ops in order, each on the output of the one before.
     forward = text[text.index("class ModelNew"):].splitlines()
-    calls = [line.strip() for line in forward if "_part_call(" in line]
-    assert [c.split("_part_call(")[1].split(",")[0] for c in calls] == [str(k) for k in range(len(widths))]
-    assert all(c.split("_part_call(")[1].startswith(f"{k}, x, w") for k, c in enumerate(calls))
+    calls = [line.strip() for line in forward if "_kgen_part_call(" in line]
+    assert [c.split("_kgen_part_call(")[1].split(",")[0] for c in calls] == [str(k) for k in range(len(widths))]
+    assert all(c.split("_kgen_part_call(")[1].startswith(f"{k}, x, w") for k, c in enumerate(calls))
     assert all(c.startswith(("x = ", "x, _ = ", "x, running_mean, running_var = ", "x, _, running_mean, running_var = ",
                              "return ")) for c in calls)
     assert forward[-1].strip() in ("return x", calls[-1])
     # An inner part's output is the next GEMM's x: (M, its in_features), e.g. pooled to half.
     for k in range(len(widths) - 1):
-        assert module._output_shape(k, 8, widths[k][1]) == (8, widths[k + 1][0])
+        assert module._kgen_output_shape(k, 8, widths[k][1]) == (8, widths[k + 1][0])
 
 
 def test_chain_cost_model_counts_every_gemm():

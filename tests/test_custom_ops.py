@@ -1,6 +1,6 @@
 """ModelNew's kernels as torch.library custom ops (one per GEMM part).
 
-CPU: each op's schema is the C entry's argument list less what _launch makes (one list, so
+CPU: each op's schema is the C entry's argument list less what _kgen_launch makes (one list, so
 they cannot drift apart); the ops are functional (no argument is mutated: torch.compile and
 autograd need that, and a BatchNorm part returns its updated running statistics instead);
 their fake kernels, run on meta tensors, give the shapes the kernels write; executing a file a
@@ -40,11 +40,11 @@ def meta_args(module, part: int, x: torch.Tensor, n: int, lowered=None) -> dict:
     args = {"x": x, "w": torch.empty(n, x.shape[1], device="meta")}
     shapes = {f"operand{k}": (1,) if node.level == "scalar" else tuple(x.shape) if node.kind == "input" else (n,)
               for k, node in enumerate(lowered.operands if lowered else [])}
-    for name, ctype in module._FORWARD_ARGS[part]:
+    for name, ctype in module._KGEN_FORWARD_ARGS[part]:
         if name in args or name in generator.LAUNCH_ARGS:
             continue
         args[name] = torch.empty(shapes.get(name, (n,)), device="meta") if ctype is ctypes.c_void_p else 0
-    if module._BACKWARD_OPS[part] is not None:
+    if module._KGEN_BACKWARD_OPS[part] is not None:
         args["keep_z"] = 1      # as in training: the forward keeps z for the backward
     return args
 
@@ -54,14 +54,14 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
     module = exec_file(generator.render(spec))
     again = exec_file(generator.render(spec), "again")
     parts = generator.lowered_parts(spec)
-    assert len(module._OPS) == len(parts)
+    assert len(module._KGEN_OPS) == len(parts)
     x = torch.empty(64, 128, device="meta")
-    for k, (op, low) in enumerate(zip(module._OPS, parts)):
-        assert again._OPS[k] is op            # registered once per process
+    for k, (op, low) in enumerate(zip(module._KGEN_OPS, parts)):
+        assert again._KGEN_OPS[k] is op            # registered once per process
         schema = op.default._schema
-        assert str(schema.name) == f"{module._OP_NAMESPACE}::part{k}"
-        expected = [name for name, _ in module._FORWARD_ARGS[k] if name not in generator.LAUNCH_ARGS]
-        expected += ["keep_z"] if module._BACKWARD_OPS[k] is not None else []
+        assert str(schema.name) == f"{module._KGEN_OP_NAMESPACE}::part{k}"
+        expected = [name for name, _ in module._KGEN_FORWARD_ARGS[k] if name not in generator.LAUNCH_ARGS]
+        expected += ["keep_z"] if module._KGEN_BACKWARD_OPS[k] is not None else []
         assert [a.name for a in schema.arguments] == expected
         assert not any(a.alias_info and a.alias_info.is_write for a in schema.arguments)
         n = low.graph.out_features
@@ -69,25 +69,25 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
         kept_per_column = 5 if low.batchnorm else 0     # BatchNorm's a, c, x̂ coefficients, γ/σ
         # A broadcast tail's core value (the stages' output), kept after them for the tail's backward.
         core = x.shape[0] * generator.core_width(low)
-        if low.batchnorm and module._BACKWARD_OPS[k] is not None:
+        if low.batchnorm and module._KGEN_BACKWARD_OPS[k] is not None:
             out, kept, running_mean, running_var = result
             assert running_mean.shape == running_var.shape == (n,)
             assert tuple(kept.shape) == (x.shape[0] * n + kept_per_column * n + core,)
         elif low.batchnorm:
             out, running_mean, running_var = result
             assert running_mean.shape == running_var.shape == (n,)
-        elif module._BACKWARD_OPS[k] is not None:
+        elif module._KGEN_BACKWARD_OPS[k] is not None:
             out, kept = result     # z kept for the backward: M x N (and a tail's core value)
             assert tuple(kept.shape) == (x.shape[0] * n + core,)
         else:
             out = result
         assert out.device.type == "meta"
-        assert tuple(out.shape) == tuple(module._output_shape(k, 64, n))
+        assert tuple(out.shape) == tuple(module._kgen_output_shape(k, 64, n))
         x = out if k + 1 < len(parts) else x
 
 
 def test_each_call_takes_the_cheapest_path_that_keeps_what_it_needs(monkeypatch):
-    """ModelNew's forward calls each part through _part_call: in eager inference (no gradient
+    """ModelNew's forward calls each part through _kgen_part_call: in eager inference (no gradient
     wanted) the op's body directly (the op's dispatch is host time on every call: 124.6 -> 85.9
     us a call of KernelBench 12 at 7 rows on an H100); in eager training the part's
     autograd.Function (the op's dispatch, forward and backward, cost a bf16 training step ~1 ms
@@ -97,18 +97,18 @@ def test_each_call_takes_the_cheapest_path_that_keeps_what_it_needs(monkeypatch)
     raises."""
     module = exec_file(generator.render(SPECS[0]))
     calls = []
-    for table, label in (("_OPS", "op"), ("_IMPLS", "impl"), ("_AUTOGRAD", "function")):
+    for table, label in (("_KGEN_OPS", "op"), ("_KGEN_IMPLS", "impl"), ("_KGEN_AUTOGRAD", "function")):
         monkeypatch.setattr(module, table, (lambda x, w, label=label, **args: calls.append(label) or label,))
     x, w, b = torch.rand(3, 4), torch.rand(5, 4), torch.rand(5)
-    assert module._part_call(0, x, w, training=0, operand0=b) == "impl"
+    assert module._kgen_part_call(0, x, w, training=0, operand0=b) == "impl"
     with torch.no_grad():
-        assert module._part_call(0, x, w.requires_grad_(), operand0=b) == "impl"
-    assert module._part_call(0, x, w, operand0=b) == "function"        # w requires grad
-    assert module._part_call(0, x, w.detach(), operand0=b.requires_grad_()) == "function"
+        assert module._kgen_part_call(0, x, w.requires_grad_(), operand0=b) == "impl"
+    assert module._kgen_part_call(0, x, w, operand0=b) == "function"        # w requires grad
+    assert module._kgen_part_call(0, x, w.detach(), operand0=b.requires_grad_()) == "function"
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode() as mode:
         fake = mode.from_tensor(x)
-    assert module._part_call(0, fake, w.detach(), operand0=b.detach()) == "op"
+    assert module._kgen_part_call(0, fake, w.detach(), operand0=b.detach()) == "op"
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Recording(TorchDispatchMode):   # make_fx and FlopCounterMode are such modes
@@ -116,16 +116,16 @@ def test_each_call_takes_the_cheapest_path_that_keeps_what_it_needs(monkeypatch)
             return func(*args, **(kwargs or {}))
 
     with torch.no_grad(), Recording():
-        assert module._part_call(0, x, w.detach(), operand0=b.detach()) == "op"
+        assert module._kgen_part_call(0, x, w.detach(), operand0=b.detach()) == "op"
     with Recording():
-        assert module._part_call(0, x, w, operand0=b) == "op"
-    monkeypatch.setattr(module, "_AUTOGRAD", (None,))   # no backward kernels: the op's backward raises
-    assert module._part_call(0, x, w, operand0=b) == "op"
+        assert module._kgen_part_call(0, x, w, operand0=b) == "op"
+    monkeypatch.setattr(module, "_KGEN_AUTOGRAD", (None,))   # no backward kernels: the op's backward raises
+    assert module._kgen_part_call(0, x, w, operand0=b) == "op"
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
-    assert module._part_call(0, x, w.detach(), operand0=b.detach()) == "op"
+    assert module._kgen_part_call(0, x, w.detach(), operand0=b.detach()) == "op"
     forward = generator.render(SPECS[0])
     forward = forward[forward.index("class ModelNew"):]
-    assert "_part_call(0, x, w" in forward and "_OPS[" not in forward
+    assert "_kgen_part_call(0, x, w" in forward and "_KGEN_OPS[" not in forward
 
 
 def _stub_kernels(monkeypatch, module, launches):
@@ -149,8 +149,8 @@ def _stub_kernels(monkeypatch, module, launches):
         column_grads = torch.cat([torch.ones(len(operands), w.shape[0]), torch.zeros(2, w.shape[0])])
         return dz @ w, dz.t() @ x, column_grads, x.new_empty(0)
 
-    monkeypatch.setattr(module, "_launch", launch)
-    monkeypatch.setattr(module, "_launch_backward", launch_backward)
+    monkeypatch.setattr(module, "_kgen_launch", launch)
+    monkeypatch.setattr(module, "_kgen_launch_backward", launch_backward)
 
 
 @pytest.mark.parametrize("problem", ["gemm_scale_bn", str(REFS_DIR / "gemm_mul_leakyrelu.py")],
@@ -166,7 +166,7 @@ def test_eager_training_runs_the_ops_formula_without_its_dispatch(monkeypatch, p
     module = exec_file(generator.render(spec))
     launches = []
     _stub_kernels(monkeypatch, module, launches)
-    monkeypatch.setattr(module, "_BACKWARD_OPS", (None,))     # the op must not be reached
+    monkeypatch.setattr(module, "_KGEN_BACKWARD_OPS", (None,))     # the op must not be reached
     low = generator.lowered_parts(spec)[0]
     x = torch.rand(6, 4, requires_grad=True)
     w = torch.rand(5, 4, requires_grad=True)
@@ -180,7 +180,7 @@ def test_eager_training_runs_the_ops_formula_without_its_dispatch(monkeypatch, p
         version = running_mean._version
     else:
         args.update(training=0)
-    result = module._part_call(0, x, w, **args, keep_z=1)
+    result = module._kgen_part_call(0, x, w, **args, keep_z=1)
     out, kept = result[0], result[1]
     assert launches == ["forward"]
     assert torch.allclose(out, 2 * (x @ w.t()).detach()) and out.requires_grad and not kept.requires_grad
@@ -201,7 +201,7 @@ def test_eager_training_runs_the_ops_formula_without_its_dispatch(monkeypatch, p
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype):
     """A custom op's results may alias neither its inputs nor each other (torch checks it on
-    every real call, not on fake tensors): _launch_backward, the backward op's body, run on
+    every real call, not on fake tensors): _kgen_launch_backward, the backward op's body, run on
     the CPU with the library stubbed (the kernels write nothing), gives results that pass
     torch's own check, for an fp32 module (kgen's GEMMs) and a bf16 one (torch's), and in the
     module's dtype."""
@@ -211,14 +211,14 @@ def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype):
     module = exec_file(generator.render(spec))
     library = types.SimpleNamespace(kgen_backward_floats_0=lambda M, N, K: M * N + 8 * N,
                                     kgen_backward_0=lambda *values: None)
-    monkeypatch.setattr(module, "_build", lambda device=None, dtype=None: library)
-    monkeypatch.setattr(module, "_on", lambda device: module._NO_GUARD)
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None: library)
+    monkeypatch.setattr(module, "_kgen_on", lambda device: module._KGEN_NO_GUARD)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
     x, w = torch.rand(6, 4, dtype=dtype), torch.rand(5, 4, dtype=dtype)
     operands = {"operand0": torch.rand(5, dtype=dtype), "operand1": torch.rand(1, dtype=dtype)}
     g, z = torch.rand(6, 5, dtype=dtype), torch.zeros(6 * 5 + 5 * 5)
     inputs = (g, x, w, *operands.values(), z)
-    result = module._launch_backward(0, g, x, w, z, 1, 1, 0, 1, **operands)
+    result = module._kgen_launch_backward(0, g, x, w, z, 1, 1, 0, 1, **operands)
     assert len(result) == 4 and all(t.dtype == dtype for t in result)
     assert result[2].shape == (len(operands) + 2, 5)      # the column sums and BatchNorm's (dβ, dγ)
     assert not torch._C._any_output_is_alias_to_input_or_output(inputs, {}, result)
@@ -230,8 +230,8 @@ def test_an_edited_kernel_gets_ops_of_its_own():
     text = generator.render(SPECS[0])
     edited = text.replace("namespace kgen_part0 {", "namespace kgen_part0 {  // edited", 1)
     assert edited != text
-    assert exec_file(edited)._OP_NAMESPACE != exec_file(text)._OP_NAMESPACE
-    assert exec_file(text, "again")._OP_NAMESPACE == exec_file(text)._OP_NAMESPACE
+    assert exec_file(edited)._KGEN_OP_NAMESPACE != exec_file(text)._KGEN_OP_NAMESPACE
+    assert exec_file(text, "again")._KGEN_OP_NAMESPACE == exec_file(text)._KGEN_OP_NAMESPACE
 
 
 def test_backward_traces_with_fake_kernels():
@@ -244,7 +244,7 @@ def test_backward_traces_with_fake_kernels():
     x = torch.empty(64, 128, device="meta", requires_grad=True)
     args = meta_args(module, 0, x, n)
     args["w"].requires_grad_(True)
-    out = module._OPS[0](**args)
+    out = module._KGEN_OPS[0](**args)
     out = out[0] if isinstance(out, tuple) else out
     grad_x, grad_w = torch.autograd.grad(out.sum(), [x, args["w"]])
     assert grad_x.shape == x.shape and grad_w.shape == args["w"].shape
@@ -262,8 +262,8 @@ def test_backward_ops_and_their_fake_kernels(spec):
     parts = generator.lowered_parts(spec)
     for k, low in enumerate(parts):
         reason = backward.unsupported(low)
-        assert (module._BACKWARD_OPS[k] is None) == (reason is not None)
-        assert (module._BACKWARD_ARGS[k] is None) == (reason is not None)
+        assert (module._KGEN_BACKWARD_OPS[k] is None) == (reason is not None)
+        assert (module._KGEN_BACKWARD_ARGS[k] is None) == (reason is not None)
         if reason is not None:
             assert "yet" in reason
     low = parts[0]
@@ -273,7 +273,7 @@ def test_backward_ops_and_their_fake_kernels(spec):
     leaves = [x] + [t.requires_grad_() for name, t in args.items()
                     if isinstance(t, torch.Tensor) and name != "x"
                     and (name in ("w", "gamma", "beta") or name.startswith("operand"))]
-    out = module._OPS[0](**args)
+    out = module._KGEN_OPS[0](**args)
     out = out[0] if isinstance(out, tuple) else out
     grads = torch.autograd.grad(out.sum(), leaves, allow_unused=True)
     # Dropout's masks are drawn, not learned: torch sends them no gradient, nor does kgen.
@@ -281,7 +281,7 @@ def test_backward_ops_and_their_fake_kernels(spec):
     for leaf, grad in zip(leaves, grads):
         if any(leaf is m for m in masks):
             assert grad is None
-        elif module._BACKWARD_OPS[0] is not None or leaf is x or leaf is args["w"]:
+        elif module._KGEN_BACKWARD_OPS[0] is not None or leaf is x or leaf is args["w"]:
             assert grad is not None and grad.shape == leaf.shape
 
 
@@ -317,7 +317,7 @@ def test_running_statistics_carry_no_autograd_history():
     spec = next(s for s in SPECS if s.problem == "gemm_scale_bn")
     module = exec_file(generator.render(spec))
     x = torch.empty(64, 128, device="meta", requires_grad=True)
-    out, kept, running_mean, running_var = module._OPS[0](**meta_args(module, 0, x, 1024))
+    out, kept, running_mean, running_var = module._KGEN_OPS[0](**meta_args(module, 0, x, 1024))
     assert out.requires_grad and not kept.requires_grad
     # z and BatchNorm's per-column values, kept for the backward
     assert kept.shape == (64 * 1024 + 5 * 1024,)
@@ -325,11 +325,11 @@ def test_running_statistics_carry_no_autograd_history():
 
 
 def test_forward_reads_no_data_pointer():
-    """torch.compile cannot trace data_ptr(): alignment is the op's business (_launch), not
+    """torch.compile cannot trace data_ptr(): alignment is the op's business (_kgen_launch), not
     the checks forward runs."""
     source = generator.render(SPECS[0])
     body = source[source.index("class ModelNew"):]
-    helpers = source[source.index("def _checked_input"):source.index("def _launch")]
+    helpers = source[source.index("def _kgen_checked_input"):source.index("def _kgen_launch")]
     assert "data_ptr" not in body and "data_ptr" not in helpers
 
 
@@ -370,7 +370,7 @@ def test_compile_fullgraph_and_cuda_graph_capture(problem, tmp_path):
     graph.replay()
     torch.testing.assert_close(static_out, graph_model(static_x), rtol=0, atol=0)
     loss = model(x).sum()
-    if any(op is None for op in module._BACKWARD_OPS):
+    if any(op is None for op in module._KGEN_BACKWARD_OPS):
         # A part without backward kernels: backward() says so.
         with pytest.raises(RuntimeError, match="kgen: this ModelNew has no backward yet"):
             loss.backward()

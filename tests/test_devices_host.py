@@ -23,19 +23,19 @@ SPECS = [
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name())
 def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     text = generator.render(spec)
-    python = text[text.index("_SOURCE_HASH = "):]
+    python = text[text.index("_KGEN_SOURCE_HASH = "):]
     # No device chosen by number or by whatever happens to be current: every launch, build,
     # stream and allocation names x's device.
     assert not re.search(r"cuda:0|device=0\b|get_device_properties\(0\)|get_device_capability\(0\)", text)
-    # (current_device() once: _on enters no guard where x's device is the current one already)
+    # (current_device() once: _kgen_on enters no guard where x's device is the current one already)
     assert python.count("current_device()") == 1 and "set_device(" not in python
-    assert ("return _NO_GUARD if device.index == torch.cuda.current_device() else torch.cuda.device(device)"
+    assert ("return _KGEN_NO_GUARD if device.index == torch.cuda.current_device() else torch.cuda.device(device)"
             in python)
     # the forward and backward calls; the forward's workspace size (split-K depends on the SM
     # count), asked once per shape and device, on x's device
-    assert python.count("with _on(x.device):") == 2
-    assert python.count("with _on(device):") == 1 and "_workspace_floats(library, part, x.device, M, N, K)" in python
-    assert "_build(x.device, x.dtype)" in python and "_build(x.device)" in python
+    assert python.count("with _kgen_on(x.device):") == 2
+    assert python.count("with _kgen_on(device):") == 1 and "_kgen_workspace_floats(library, part, x.device, M, N, K)" in python
+    assert "_kgen_build(x.device, x.dtype)" in python and "_kgen_build(x.device)" in python
     assert "torch.cuda.current_stream(x.device)" in python
     assert "torch.cuda.current_stream()" not in python
     for line in python.splitlines():
@@ -72,45 +72,45 @@ def test_sync_batchnorm_that_would_synchronize_is_refused(emitted, monkeypatch):
     x = torch.randn(8, 512)
     _pretend_world(monkeypatch, 2)
     with pytest.raises(RuntimeError, match="SyncBatchNorm.*per-process statistics"):
-        emitted.module._batchnorm_args(model.bn, x, 512, "bn")
+        emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn")
     # eval mode: SyncBatchNorm is BatchNorm1d with running statistics; allowed
     model.eval()
-    args = emitted.module._batchnorm_args(model.bn, x, 512, "bn")
+    args = emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn")
     assert args["training"] == 0
 
 
 def test_sync_batchnorm_of_one_process_is_batchnorm(emitted, monkeypatch):
     model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(emitted.ModelNew(*emitted.init_args()))
     x = torch.randn(8, 512)
-    args = emitted.module._batchnorm_args(model.bn, x, 512, "bn")   # no process group
+    args = emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn")   # no process group
     assert args["training"] == 1
     _pretend_world(monkeypatch, 1)
-    assert emitted.module._batchnorm_args(model.bn, x, 512, "bn")["training"] == 1
+    assert emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn")["training"] == 1
 
 
 def test_plain_batchnorm_under_a_process_group_is_per_process(emitted, monkeypatch):
     """BatchNorm1d under DDP computes each process's statistics, as torch's does: no refusal."""
     model = emitted.ModelNew(*emitted.init_args())
     _pretend_world(monkeypatch, 2)
-    assert emitted.module._batchnorm_args(model.bn, torch.randn(8, 512), 512, "bn")["training"] == 1
+    assert emitted.module._kgen_batchnorm_args(model.bn, torch.randn(8, 512), 512, "bn")["training"] == 1
 
 
 @pytest.mark.parametrize("momentum", [0.1, None])
 def test_a_training_forward_counts_its_batch_once(emitted, momentum):
     """num_batches_tracked goes up by one per training forward, as nn.BatchNorm1d's: before the
     kernels launch where they average over it (momentum None), after their launch otherwise
-    (_store_running_stats: off the host's path before the launch); not in eval mode."""
+    (_kgen_store_running_stats: off the host's path before the launch); not in eval mode."""
     model = emitted.ModelNew(*emitted.init_args())
     bn, m = model.bn, emitted.module
     bn.momentum = momentum
     x = torch.randn(8, 512)
     for step in (1, 2):
-        args = m._batchnorm_args(bn, x, 512, "bn")
+        args = m._kgen_batchnorm_args(bn, x, 512, "bn")
         assert int(bn.num_batches_tracked) == (step if momentum is None else step - 1)
         assert args["cumulative"] == int(momentum is None)
-        m._store_running_stats(bn, args, bn.running_mean.clone(), bn.running_var.clone())
+        m._kgen_store_running_stats(bn, args, bn.running_mean.clone(), bn.running_var.clone())
         assert int(bn.num_batches_tracked) == step
     bn.eval()
-    args = m._batchnorm_args(bn, x, 512, "bn")
-    m._store_running_stats(bn, args, bn.running_mean.clone(), bn.running_var.clone())
+    args = m._kgen_batchnorm_args(bn, x, 512, "bn")
+    m._kgen_store_running_stats(bn, args, bn.running_mean.clone(), bn.running_var.clone())
     assert int(bn.num_batches_tracked) == 2

@@ -296,7 +296,7 @@ def test_the_output_written_in_the_module_dtype_is_the_fp32_output_rounded(files
     f = EmittedFile(path)
     dt = DTYPES[dtype]
     # The file's own builds say which they are: every output in dt, then every output fp32.
-    assert all(f.module._OUTPUT_TYPED[f.module._build(dtype=dt)])
+    assert all(f.module._KGEN_OUTPUT_TYPED[f.module._kgen_build(dtype=dt)])
     torch.manual_seed(0)
     with torch.device("cuda"):
         new = f.ModelNew(*f.init_args()).to(dt)
@@ -304,7 +304,7 @@ def test_the_output_written_in_the_module_dtype_is_the_fp32_output_rounded(files
     x = (torch.rand(f.spec.batch, f.spec.in_features, device="cuda") * 4 - 2).to(dt)
     typed = _outputs(f, new, state, x)
     monkeypatch.setenv("KGEN_FP32_OUTPUT", "1")
-    assert not any(f.module._OUTPUT_TYPED[f.module._build(dtype=dt)])
+    assert not any(f.module._KGEN_OUTPUT_TYPED[f.module._kgen_build(dtype=dt)])
     converted = _outputs(f, new, state, x)
     for (what, a), (_, b) in zip(typed, converted):
         assert a.dtype == b.dtype == dt, what

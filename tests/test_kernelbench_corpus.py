@@ -62,7 +62,7 @@ def test_published_file_generates_and_passes_kernelbenchs_static_checker(ref, tm
     # The file runs the module in bf16 and fp16 too (KernelBench's eval at those precisions casts
     # the models and inputs), or, where the fp32 winner is a variant without a 16-bit GEMM (14's
     # cuBLAS fp32 file, chosen for eager's rounding), `--dtype bf16` writes one that does.
-    builds = "_OPERAND_BUILDS = {torch.float32: None, torch.bfloat16: '__nv_bfloat16', torch.float16: '__half'}"
+    builds = "_KGEN_OPERAND_BUILDS = {torch.float32: None, torch.bfloat16: '__nv_bfloat16', torch.float16: '__half'}"
     if builds not in text:   # only a file that says it runs fp32 modules only, and what to do
         assert "`kgen generate --dtype bf16` " in text and "(or fp16) writes a file for a 16-bit module" in text
     half = text if builds in text else generate(ref, tmp_path / "half.py", "--dtype", "bf16")

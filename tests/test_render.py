@@ -39,10 +39,10 @@ def test_every_spec_renders_to_a_clean_file(spec):
     assert spec.key() in text and generator.generate_command(spec) in text
     module = exec_file(text)
     assert module.KGEN_SPEC == spec.to_dict()
-    assert module._LIBRARIES == {}  # nothing was built at import
+    assert module._KGEN_LIBRARIES == {}  # nothing was built at import
     # The CUDA side carries exactly this variant's configuration.
-    assert generator.gemm_type(spec) in module._CUDA_SOURCE
-    assert not any(f"#include <{h}" in module._CUDA_SOURCE for h in ("torch", "ATen", "c10"))
+    assert generator.gemm_type(spec) in module._KGEN_CUDA_SOURCE
+    assert not any(f"#include <{h}" in module._KGEN_CUDA_SOURCE for h in ("torch", "ATen", "c10"))
 
 
 def entry_points_agree(module) -> int:
@@ -55,17 +55,17 @@ def entry_points_agree(module) -> int:
             expected = ctypes.c_void_p if ctype.endswith("*") else {"int": ctypes.c_int, "float": ctypes.c_float}[ctype]
             assert pytype is expected, name
 
-    protos = dict(re.findall(r'KGEN_EXPORT const char\* kgen_forward_(\d+)\(([^)]*)\)', module._CUDA_SOURCE))
-    assert sorted(protos) == [str(k) for k in range(len(module._FORWARD_ARGS))]
-    backward = dict(re.findall(r'KGEN_EXPORT const char\* kgen_backward_(\d+)\(([^)]*)\)', module._CUDA_SOURCE))
-    assert sorted(backward) == [str(k) for k, args in enumerate(module._BACKWARD_ARGS) if args is not None]
-    for part, args in enumerate(module._FORWARD_ARGS):
+    protos = dict(re.findall(r'KGEN_EXPORT const char\* kgen_forward_(\d+)\(([^)]*)\)', module._KGEN_CUDA_SOURCE))
+    assert sorted(protos) == [str(k) for k in range(len(module._KGEN_FORWARD_ARGS))]
+    backward = dict(re.findall(r'KGEN_EXPORT const char\* kgen_backward_(\d+)\(([^)]*)\)', module._KGEN_CUDA_SOURCE))
+    assert sorted(backward) == [str(k) for k, args in enumerate(module._KGEN_BACKWARD_ARGS) if args is not None]
+    for part, args in enumerate(module._KGEN_FORWARD_ARGS):
         agree(protos[str(part)], args)
-        assert f'KGEN_EXPORT long long kgen_workspace_floats_{part}(' in module._CUDA_SOURCE
-        assert f'KGEN_EXPORT int kgen_output_is_operand_typed_{part}()' in module._CUDA_SOURCE
-        if module._BACKWARD_ARGS[part] is not None:
-            agree(backward[str(part)], module._BACKWARD_ARGS[part])
-    return len(module._FORWARD_ARGS)
+        assert f'KGEN_EXPORT long long kgen_workspace_floats_{part}(' in module._KGEN_CUDA_SOURCE
+        assert f'KGEN_EXPORT int kgen_output_is_operand_typed_{part}()' in module._KGEN_CUDA_SOURCE
+        if module._KGEN_BACKWARD_ARGS[part] is not None:
+            agree(backward[str(part)], module._KGEN_BACKWARD_ARGS[part])
+    return len(module._KGEN_FORWARD_ARGS)
 
 
 def test_python_and_cuda_agree_on_the_entry_point():
@@ -123,7 +123,7 @@ def test_bad_input_gets_a_clear_error_without_a_gpu(x, error, phrase):
     module = exec_file(generator.render(spec))
     with pytest.raises(error, match=phrase.replace("(", r"\(").replace(")", r"\)")):
         module.ModelNew(*problems.load("gemm_scale_bn", 16, 24, 40).init_args())(x)
-    assert module._LIBRARIES == {}
+    assert module._KGEN_LIBRARIES == {}
 
 
 def test_write_is_atomic_and_lands_at_the_default_path(tmp_path, monkeypatch):
@@ -149,7 +149,7 @@ def test_committed_winners_are_clean_and_self_describing(path):
     text = path.read_text()
     assert check_emitted(text) == []
     module = exec_file(text, path.stem)
-    assert module._LIBRARIES == {}
+    assert module._KGEN_LIBRARIES == {}
     m = module.KGEN_MEASURED
     assert m is not None and m["median_ms"] > 0 and m["eager_ms"] > 0
     assert f"{m['ratio']:.3f}x" in ast.get_docstring(ast.parse(text))
@@ -215,10 +215,10 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
         kgen_output_is_operand_typed_0=_CFunction(1)))
     if refused:
         with pytest.raises(RuntimeError, match=r"wgmma.*sm_90a.*--backend kgen"):
-            module._build()
+            module._kgen_build()
         assert compiled == []
     else:
-        module._build()
+        module._kgen_build()
         assert [kw["extra_cuda_cflags"][-1] for kw in compiled] == ["-gencode=arch=compute_90a,code=sm_90a"]
 
 
@@ -233,7 +233,7 @@ def test_file_refuses_a_gpu_with_too_little_shared_memory(monkeypatch):
                         lambda device=None: types.SimpleNamespace(shared_memory_per_block_optin=101376))
     monkeypatch.setattr(module, "load_inline", lambda **kw: pytest.fail("compiled"))
     with pytest.raises(RuntimeError, match=r"needs \d+ bytes of shared memory.*allows 101376.*--arch sm_86"):
-        module._build()
+        module._kgen_build()
 
 
 @pytest.mark.parametrize("hopper", [True, False], ids=["wgmma", "kgen"])

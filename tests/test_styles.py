@@ -644,3 +644,71 @@ def test_spellings_of_different_modules_trace_to_different_irs(tmp_path_factory)
     for s, raises, reason in GAPS])
 def test_spellings_kgen_does_not_take_yet(spelling, raises, reason, tmp_path, tmp_path_factory):
     check_spelling(spelling, tmp_path, tmp_path_factory)
+
+
+# ---- the reference's own module-level names --------------------------------------------------
+# Names the emitted file once defined at module level (before its names took the _kgen_ prefix):
+# a reference that defines them too, as helpers its Model uses, must keep them in KernelBench's
+# eval, which runs the reference and then the emitted file in one namespace.
+HELPER_NAMES = ("_build", "_reference", "_load_reference", "_launch", "_on", "_aligned",
+                "_checked_input", "_part_call", "_OPS", "_CUDA_SOURCE", "_BUILT")
+
+HELPERS = '''
+import torch
+import torch.nn as nn
+from torch import nn as torch_nn
+
+{globals}
+
+
+def _build(n_in, n_out):
+    return nn.Sequential(nn.Linear(n_in, n_out), torch_nn.Tanh())
+
+
+def _launch(x):
+    return x * _reference + sum(len(v) for v in (_OPS, _CUDA_SOURCE, _BUILT, _on, _aligned, _checked_input, _part_call))
+
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out):
+        super(Model, self).__init__()
+        self.net = _build(n_in, n_out)
+
+    def forward(self, x):
+        return _launch(self.net(x))
+
+
+def get_inputs():
+    return [torch.rand({batch}, {n_in})]
+
+
+def get_init_inputs():
+    return [{n_in}, {n_out}]
+'''
+
+
+def test_the_references_helpers_keep_their_names(tmp_path):
+    values = {"_reference": "0.5", "_OPS": "'a'", "_CUDA_SOURCE": "'bc'", "_BUILT": "'d'", "_on": "'e'",
+              "_aligned": "'f'", "_checked_input": "'g'", "_part_call": "'h'", "_load_reference": "'i'"}
+    source_text = HELPERS.format(globals="\n".join(f"{k} = {v}" for k, v in values.items()),
+                                 batch=BATCH, n_in=IN, n_out=OUT)
+    assert set(HELPER_NAMES) <= set(values) | {"_build", "_launch"}
+    path = tmp_path / "helpers.py"
+    path.write_text(source_text)
+    check_oracle(Reference(path), True)
+    check_generated(path, tmp_path)   # the reference's names are its own after the emitted file ran
+
+
+@pytest.mark.parametrize("line, name", [("import typing as types", "types"), ("_kgen_scale = 2.0", "_kgen_scale"),
+                                        ("KGEN_SPEC = None", "KGEN_SPEC"), ("nn = None", "nn")])
+def test_a_reference_name_the_file_would_rebind_is_refused(line, name, tmp_path):
+    path = tmp_path / "clash.py"
+    path.write_text(HELPERS.format(globals=line + "\n_reference = 0.5\n_OPS = _CUDA_SOURCE = _BUILT = _on = "
+                                   "_aligned = _checked_input = _part_call = ''", batch=BATCH, n_in=IN, n_out=OUT)
+                    .replace("import torch.nn as nn\n", "import torch.nn as nn\n" if name != "nn" else "import torch.nn\n")
+                    .replace("nn.Module", "torch.nn.Module").replace("nn.Sequential(nn.Linear", "torch.nn.Sequential(torch.nn.Linear"))
+    out = tmp_path / "new.py"
+    result = CliRunner().invoke(main, ["generate", str(path), "-o", str(out), "--results-dir", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    assert f"defines {name} at module level" in result.output and "Traceback" not in result.output
+    assert not out.exists()

@@ -323,12 +323,12 @@ def test_autograd_through_the_fake_kernels(name, tmp_path):
                                               else args[f"operand{j}"].shape, device="meta").requires_grad_()
     args["w"].requires_grad_()
     leaves = [x, args["w"]] + [args[f"operand{j}"] for j, node in enumerate(low.operands) if node.kind == "param"]
-    out, kept = module._OPS[0](**args)
+    out, kept = module._KGEN_OPS[0](**args)
     assert tuple(out.shape) == (64, k) and tuple(kept.shape) == (64 * n + 64 * generator.core_width(low),)
     grads = torch.autograd.grad(out.sum(), leaves)
     assert [tuple(g.shape) for g in grads] == [tuple(t.shape) for t in leaves]
     operands = [args[f"operand{j}"] for j in range(len(low.operands))]
-    result = module._BACKWARD_OPS[0](out, x, args["w"], *operands, kept, 1, 1, 1, 0)
+    result = module._KGEN_BACKWARD_OPS[0](out, x, args["w"], *operands, kept, 1, 1, 1, 0)
     assert tuple(result[3].shape) == ((64, k) if backward.input_gradient(low) else (0,))
 
 

@@ -116,7 +116,7 @@ def test_generate_says_what_the_options_changed_and_refuses_what_cannot_apply(tm
     assert r.exit_code == 0, r.output
     assert "workload: hidden_size = 64" in r.output
     text = (tmp_path / "a.py").read_text()
-    assert "_REFERENCE_CONSTANTS = {'hidden_size': 64}" in text and "--out 64" in text
+    assert "_KGEN_REFERENCE_CONSTANTS = {'hidden_size': 64}" in text and "--out 64" in text
     ns: dict = {}
     exec(compile(text, "a.py", "exec"), ns)
     model = ns["ModelNew"](*ns["get_init_inputs"]())

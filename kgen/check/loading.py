@@ -112,13 +112,13 @@ class EmittedFile:
             self.spec = self.spec.replace(problem=str(found))
 
     def _embedded_reference(self, recorded: str, sha256: str) -> Path | None:
-        """The copy of the reference the file carries (`_REFERENCE_SOURCE`, checked against the
+        """The copy of the reference the file carries (`_KGEN_REFERENCE_SOURCE`, checked against the
         recorded sha256), written once under kgen's cache with the reference's file name: a
         file whose reference is nowhere to be found is still checked against exactly it."""
         from kgen.frontend.reference import sha256_text
         from kgen.tune.search import cache_dir
 
-        source = getattr(self.module, "_REFERENCE_SOURCE", None)
+        source = getattr(self.module, "_KGEN_REFERENCE_SOURCE", None)
         if not isinstance(source, str) or sha256_text(source) != sha256:
             return None
         path = cache_dir() / "references" / sha256[:16] / Path(recorded).name
@@ -137,7 +137,7 @@ class EmittedFile:
     def build(self, dtype=None):
         """The file's extension for the current GPU and a module in `dtype` (default fp32),
         compiled on first use."""
-        return self.module._build() if dtype is None else self.module._build(dtype=dtype)
+        return self.module._kgen_build() if dtype is None else self.module._kgen_build(dtype=dtype)
 
 
 def not_emitted_message(path: Path, source: str) -> str:

@@ -680,7 +680,7 @@ def check_magnitudes(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
 
 def has_backward(f: EmittedFile) -> bool:
     """Whether every GEMM part of the file has backward kernels (else backward() raises)."""
-    ops = getattr(f.module, "_BACKWARD_OPS", None)
+    ops = getattr(f.module, "_KGEN_BACKWARD_OPS", None)
     return bool(ops) and all(op is not None for op in ops)
 
 
@@ -1112,8 +1112,8 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
 
 
 def runs_dtypes(f: EmittedFile) -> list[torch.dtype]:
-    """The module dtypes the file's kernels run (its _OPERAND_BUILDS; fp32 for a file without)."""
-    return list(getattr(f.module, "_OPERAND_BUILDS", {torch.float32: None}))
+    """The module dtypes the file's kernels run (its _KGEN_OPERAND_BUILDS; fp32 for a file without)."""
+    return list(getattr(f.module, "_KGEN_OPERAND_BUILDS", {torch.float32: None}))
 
 
 def dtype_refusal(f: EmittedFile, dtype: torch.dtype) -> str | None:

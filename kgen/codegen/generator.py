@@ -56,7 +56,7 @@ def forward_args(lowered: Lowered) -> list[tuple[str, str]]:
     return args + (list(BATCHNORM_ARGS) if lowered.batchnorm else [])
 
 
-# The C entry's parameters that _launch makes (the output, workspace, sizes and stream): the
+# The C entry's parameters that _kgen_launch makes (the output, workspace, sizes and stream): the
 # custom op of a part takes the others.
 LAUNCH_ARGS = ("out", "workspace", "M", "N", "K", "stream", "z_out")
 # BatchNorm tensors a module may lack (affine=False, track_running_stats=False): optional in the op.
@@ -85,7 +85,7 @@ def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
 
 def op_part(lowered: Lowered) -> dict:
     """One GEMM part's custom op, from the C entry's argument list: its Python signature (torch
-    infers the op schema from the annotations) and the call of _launch; and its backward op,
+    infers the op schema from the annotations) and the call of _kgen_launch; and its backward op,
     where the part has backward kernels (else why not)."""
     args = [(name, ctype) for name, ctype in forward_args(lowered) if name not in LAUNCH_ARGS]
     names = [name for name, _ in args]
@@ -217,7 +217,7 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
                        "value other than (batch, features)). Use the module in eval mode (.eval()), "
                        "where dropout is the identity")
         lines += [f"if {mode}:", f"    raise RuntimeError({message!r})"]
-    lines.append(f"x = _checked_input(x, {_weight_nk(parts[0].graph.gemm)})")
+    lines.append(f"x = _kgen_checked_input(x, {_weight_nk(parts[0].graph.gemm)})")
     if any(n.kind == "input" for low in parts for n in low.operands):
         lines.append("module_input = x  # read again after the GEMM (a residual)")
     for k, lowered in enumerate(parts):
@@ -227,13 +227,13 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
                          f"and its epilogue{then}")
         keeps_z = backward.unsupported(lowered) is None
         call = _part_lines(lowered, lines, keeps_z)
-        op = f"_part_call({k}, {', '.join(call)})"
+        op = f"_kgen_part_call({k}, {', '.join(call)})"
         last = k + 1 == len(parts)
         if keeps_z and not lowered.batchnorm:
             lines += [f"x, _ = {op}"] + (["return x"] if last else [])
         elif lowered.batchnorm:
             lines += [f"x, {'_, ' if keeps_z else ''}running_mean, running_var = {op}",
-                      f"_store_running_stats({_self_attr(lowered.batchnorm)}, bn, running_mean, running_var"
+                      f"_kgen_store_running_stats({_self_attr(lowered.batchnorm)}, bn, running_mean, running_var"
                       f"{_counts_arg(lowered)})"]
             lines += ["return x"] if last else []
         else:
@@ -258,7 +258,7 @@ def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
     arguments. A part with backward kernels keeps z when autograd will want its backward."""
     gemm = lowered.graph.gemm
     weight, w_nk = gemm.attrs["weight"], _weight_nk(gemm)
-    lines.append(f"w = _checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r})")
+    lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r})")
     if gemm.attrs.get("stored_kn"):
         lines.append(f"w = w.contiguous()  # {weight} is stored (in, out) (x @ W): the GEMM reads it (out, in)")
     lines.append("n = w.shape[0]")
@@ -270,7 +270,7 @@ def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
                   "(its tail was generated for them); the module has {n}')"]
     call = ["x", "w"]
     if lowered.batchnorm:
-        lines.append(f"bn = _batchnorm_args({_self_attr(lowered.batchnorm)}, x, n, {lowered.batchnorm!r}"
+        lines.append(f"bn = _kgen_batchnorm_args({_self_attr(lowered.batchnorm)}, x, n, {lowered.batchnorm!r}"
                      f"{_counts_arg(lowered)})")
     else:
         call.append("training=0")
@@ -296,14 +296,14 @@ def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
             call.append(f"operand{k}=operand{k}")
             continue
         numels = {"col": "(n,)", "scalar": "(1,)"}.get(node.level) or f"({numel(node.attrs['shape'])},)"
-        lines.append(f"operand{k} = _checked_param({_self_attr(path)}, x, {numels}, {path!r})")
+        lines.append(f"operand{k} = _kgen_checked_param({_self_attr(path)}, x, {numels}, {path!r})")
         call.append(f"operand{k}=operand{k}")
     if lowered.batchnorm:
         call.append("**bn")
     if keeps_z:
         tensors = ", ".join(["x", "w"] + [f"operand{k}" for k in range(len(lowered.operands))] +
                             (['bn["gamma"]', 'bn["beta"]'] if lowered.batchnorm else []))
-        call.append(f"keep_z=_keeps_z({tensors})")
+        call.append(f"keep_z=_kgen_keeps_z({tensors})")
     return call
 
 
@@ -695,7 +695,7 @@ def describe_parts(parts: list[Lowered]) -> list[str]:
 def describe_backward(parts: list[Lowered], half: bool = False) -> str:
     """One line: whether training works (every part has backward kernels) and, if not, why.
     `half`: the file runs bf16 / fp16 modules too (their dx and dW GEMMs run on torch's GEMM in
-    the module's dtype: model_new.py.j2, _launch_backward)."""
+    the module's dtype: model_new.py.j2, _kgen_launch_backward)."""
     reasons = [backward.unsupported(low) for low in parts]
     missing = [f"part {k}: {r}" if len(parts) > 1 else r for k, r in enumerate(reasons) if r]
     if not missing:
@@ -745,7 +745,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
     if "'''" in cuda_source:  # it sits in a raw triple-quoted string
         raise ValueError("kernel source contains ''' and cannot be embedded")
     source_literal, note = reference_source_literal(ref.source)
-    return _ENV.get_template("model_new.py.j2").render(
+    text = _ENV.get_template("model_new.py.j2").render(
         header=render_header(spec, measured),
         spec=spec,
         spec_literal=pprint.pformat(spec.to_dict(), sort_dicts=True, width=100),
@@ -777,10 +777,81 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         fp32_only=half_gemm_type(spec) is None,
         fp32_only_reason=repr(fp32_only_reason(spec)),
     )
+    _check_names_apart(ref, text)
+    return text
+
+
+# Module-level names the emitted file may share with its reference: the ones it defines on
+# purpose, with the reference's own values (KernelBench's eval reads them after both files ran).
+SHARED_ON_PURPOSE = ("get_inputs", "get_init_inputs")
+
+
+def module_names(source: str) -> dict[str, str | None]:
+    """The names a Python file binds at module level: name -> the dotted target of an import
+    (`import torch.nn as nn`: "torch.nn"), None for anything else it binds."""
+    names: dict[str, str | None] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                names[a.asname or a.name] = f"{'.' * node.level}{node.module or ''}.{a.name}"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = None
+        else:
+            for target in ast.walk(node) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign,
+                                                              ast.For, ast.With)) else ():
+                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
+                    names[target.id] = None
+    return names
+
+
+# What the emitted file binds at module level: its own names (OWN_NAME), get_inputs and
+# get_init_inputs (SHARED_ON_PURPOSE), and its imports (model_new.py.j2's; _check_names_apart
+# checks every rendered file against these, so the two cannot drift apart).
+OWN_NAME = re.compile(r"_kgen|_KGEN|KGEN_|ModelNew$")
+EMITTED_IMPORTS = {"__future__": "__future__", "ast": "ast", "base64": "base64", "contextlib": "contextlib",
+                   "ctypes": "ctypes", "hashlib": "hashlib", "inspect": "inspect", "os": "os", "types": "types",
+                   "typing": "typing", "torch": "torch", "nn": "torch.nn",
+                   "load_inline": "torch.utils.cpp_extension.load_inline"}
+
+
+def names_the_file_would_rebind(reference_source: str) -> list[str]:
+    """The reference's module-level names the emitted file binds too, to other values. KernelBench's
+    eval runs the reference and then the emitted file in one namespace, where the reference's
+    Model would then read kgen's (a helper `_build` once did): kgen's own names are _kgen_ /
+    _KGEN_ / KGEN_, and an import of the same module is the same value."""
+    theirs = module_names(reference_source)
+    return sorted(name for name, target in theirs.items()
+                  if OWN_NAME.match(name) or (name in EMITTED_IMPORTS and target != EMITTED_IMPORTS[name]))
+
+
+def refuse_shared_names(ref) -> None:
+    """ReferenceError naming what names_the_file_would_rebind finds in `ref`'s source."""
+    from kgen.frontend.reference import ReferenceError
+
+    clash = names_the_file_would_rebind(ref.source)
+    if clash:
+        raise ReferenceError(f"{ref.path} defines {', '.join(clash)} at module level, as kgen's emitted file "
+                             "does; KernelBench's eval runs both in one namespace, where the file would "
+                             "rebind them: rename them in the reference")
+
+
+def _check_names_apart(ref, text: str) -> None:
+    """The rendered file binds no module-level name but those OWN_NAME, SHARED_ON_PURPOSE and
+    EMITTED_IMPORTS allow (a kgen bug otherwise), and none the reference binds to another value."""
+    stray = sorted(name for name, target in module_names(text).items()
+                   if not (OWN_NAME.match(name) or name in SHARED_ON_PURPOSE
+                           or EMITTED_IMPORTS.get(name, "-") == target))
+    if stray:
+        raise RuntimeError(f"kgen's emitted file binds {', '.join(stray)} at module level; its names must "
+                           "start _kgen / _KGEN / KGEN_ (generator.OWN_NAME) or be EMITTED_IMPORTS")
+    refuse_shared_names(ref)
 
 
 def operand_builds_literal(spec: Spec) -> str:
-    """The emitted file's _OPERAND_BUILDS: the dtypes it runs, each with its build's operand type."""
+    """The emitted file's _KGEN_OPERAND_BUILDS: the dtypes it runs, each with its build's operand type."""
     dtypes = OPERAND_BUILDS if half_gemm_type(spec) else {"float32": None}
     return "{" + ", ".join(f"torch.{name}: {operand!r}" for name, operand in dtypes.items()) + "}"
 

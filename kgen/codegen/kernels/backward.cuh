@@ -125,7 +125,7 @@ inline long long backward_floats(int M, int N, int K, int params) {
 // Where dz [M][N] (fp32) lies in the backward's workspace, in both kinds of backward: its first
 // segment. A 16-bit module's backward runs these kernels without the GEMMs (need_dx = need_dw =
 // 0), and ModelNew computes dx = dz w and dw = dz^T x from there in the module's dtype
-// (model_new.py.j2, _launch_backward, whose _BACKWARD_DZ_OFFSET a test ties to this).
+// (model_new.py.j2, _kgen_launch_backward, whose _KGEN_BACKWARD_DZ_OFFSET a test ties to this).
 constexpr long long kBackwardDzOffset = 0;
 
 // What failed, for the error message: the step and the CUDA error.

@@ -14,6 +14,8 @@ REFUSED_REFS = {"conv2d_relu": "Conv2d", "gemm_cumsum": "cumsum"}
 SYNTHESIZED_REFS = sorted(p.resolve() for p in REFS_DIR.glob("*.py") if p.stem not in REFUSED_REFS)
 
 _MODULE = '''
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -212,6 +212,18 @@ OTHER_NAMES = {
     "x % c": ("x = x % 0.7 + x", "x = torch.remainder(x, 0.7) + x"),
     "x %= c": ("y = x * 1.0\ny %= -0.7\nx = y + x", "x = torch.remainder(x * 1.0, -0.7) + x"),
     "x.fmod_": ("y = x * 1.0\ny.fmod_(0.3)\nx = y + x", "x = torch.fmod(x * 1.0, 0.3) + x"),
+    "F.layer_norm over x.shape[-1:]": ("x = F.layer_norm(x, x.shape[-1:])", "x = F.layer_norm(x, (24,))"),
+    # (eps given: with eps=None torch takes the module dtype's opmath epsilon, fp32's for an fp32,
+    # bf16 or fp16 module, which the fp64 oracle would not: test_rms_norm_default_eps)
+    "nn.RMSNorm": ("x = self.rms(x)",
+                   "x = x * torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-6) * self.rms.weight"),
+    "F.rms_norm": ("x = F.rms_norm(x, (24,), self.rms.weight, 1e-5)",
+                   "x = x * torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-5) * self.rms.weight"),
+    "nn.Softmax() without a dim": ("x = self.sm(x)", "x = torch.softmax(x, dim=1)"),
+    "F.log_softmax without a dim": ("x = F.log_softmax(x)", "x = F.log_softmax(x, dim=1)"),
+    "torch.tensor on x's device": ("x = torch.where(x > 0, x, torch.tensor(0.1, device=x.device, dtype=x.dtype) * x)",
+                                   "x = torch.where(x > 0, x, 0.1 * x)"),
+    "math.sqrt of a size": ("x = x / math.sqrt(x.size(-1))", "x = x / 4.898979485566356"),
     "x.round(decimals)": ("x = x.round(decimals=1) + x", "x = torch.round(x, decimals=1) + x"),
 
     # A one-element tensor made in forward (torch.fx lifts it as an attribute the module lacks):
@@ -349,6 +361,11 @@ BY_HAND = {
     # in fp64, where the default infinities' replacements are fp64's: these inputs make NaN only.
     "nan_to_num of a log": "x = torch.nan_to_num(torch.log(x))",
     "nan_to_num with its values": "x = torch.log(x).nan_to_num(nan=0.5, posinf=10.0, neginf=-10.0)",
+    # Conditions combined (&, |, ^, ~, torch.logical_*): comparisons of the conditions as numbers
+    "a band mask": "x = x * ((x > -0.5) & (x < 0.5))",
+    "masked_fill of a negated comparison": "x = x.masked_fill(~(x > 0), 0.0) + 0.1 * x",
+    "where of an or": "x = torch.where((x < -0.5) | (x > 0.5), x, 0.1 * x)",
+    "logical_xor and logical_not": "x = x * torch.logical_xor(x > 0, x < 0.3).float() + x * torch.logical_not(x > 0.2)",
     "nan_to_num_ in place": "y = torch.log(x)\ny.nan_to_num_(0.0, 1.0, -1.0)\nx = y * x",
 }
 
@@ -370,7 +387,8 @@ def test_other_names_for_the_same_ops(name, tmp_path):
     params = dict(PARAMS, flat="nn.Flatten()", prelu1="nn.PReLU()", prelu="nn.PReLU(out_features, 0.1)",
                   halfp="nn.Parameter(torch.tensor(0.5))", logsigmoid="nn.LogSigmoid()", softsign="nn.Softsign()",
                   tanhshrink="nn.Tanhshrink()", threshold="nn.Threshold(0.1, 20.0)",
-                  softshrink="nn.Softshrink(0.3)", celu="nn.CELU(0.5)", softmin="nn.Softmin(dim=1)")
+                  softshrink="nn.Softshrink(0.3)", celu="nn.CELU(0.5)", softmin="nn.Softmin(dim=1)",
+                  sm="nn.Softmax()", rms="nn.RMSNorm(out_features, eps=1e-6)")
     ref = write(tmp_path, "spelled", spelled, params)
     check(ref)
     assert describe(ref) == describe(write(tmp_path, "plain", plain, params))
@@ -401,6 +419,7 @@ REFUSED_NAMES = {
     "divide with a rounding mode": ("x = torch.divide(x, 2.0, rounding_mode='floor')", "rounding_mode"),
     "a sum to another dtype": ("x = x.sum(1, keepdim=True, dtype=torch.float64)", "sum with dtype=torch.float64"),
     "a mean to another dtype": ("x = torch.mean(x, 1, dtype=torch.float16)", "mean with dtype=torch.float16"),
+    "a logical and of values": ("x = x * (x & x)", "logical and of something other than comparisons"),
     "a tensor exponent": ("x = x ** torch.sigmoid(x)", "tensor exponent and a tensor base"),
     "a tensor exponent, a parameter": ("x = torch.pow(x, self.c)", "tensor exponent and a tensor base"),
     "x ** x": ("x = x.pow(x)", "tensor exponent and a tensor base"),
@@ -901,3 +920,51 @@ def test_a_forward_hook_is_refused(hook, message, tmp_path):
     path.write_text(HOOKED.format(hook=hook))
     with pytest.raises(Unsupported, match=message):
         trace(Reference(path))
+
+
+def test_a_feature_size_read_as_a_number_pins_the_files_sizes(tmp_path):
+    """x / math.sqrt(x.size(-1)) bakes N into the trace: the emitted forward refuses other sizes
+    (naming the line) where it would compute with the traced N."""
+    path = tmp_path / "scaled.py"
+    path.write_text(module_source("x = torch.softmax(x / math.sqrt(x.size(-1)), dim=-1)", {}, out_features=N))
+    assert trace(Reference(path)).sizes_read
+    out = tmp_path / "scaled_new.py"
+    result = CliRunner().invoke(main, ["generate", str(path), "-o", str(out), "--results-dir", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert f"if (x.shape[1], self.gemm.weight.shape[0],) != (16, {N}):" in text
+    assert "reads a size as a number" in text
+    plain = tmp_path / "plain.py"
+    plain.write_text(module_source("x = torch.softmax(x.view(x.size(0), -1), dim=-1)", {}, out_features=N))
+    assert not trace(Reference(plain)).sizes_read   # the batch is no number the trace bakes in
+
+
+CUDA_INPUTS = {"x.cuda()": "torch.rand(batch_size, in_features).cuda()",
+               "device='cuda'": "torch.rand(batch_size, in_features, device='cuda')",
+               ".to('cuda', dtype)": "torch.rand(batch_size, in_features).to('cuda', torch.float32)"}
+
+
+@pytest.mark.parametrize("name", sorted(CUDA_INPUTS))
+def test_get_inputs_on_the_gpu_generates_without_one(name, tmp_path):
+    """A reference whose get_inputs() puts its tensor on the GPU: kgen reads its shape and dtype on
+    the meta device (reference._OnMeta), so generate needs no GPU."""
+    path = tmp_path / "on_gpu.py"
+    path.write_text(module_source("x = torch.relu(x)", {}, out_features=N)
+                    .replace("torch.rand(batch_size, in_features)", CUDA_INPUTS[name]))
+    ref = Reference(path)
+    assert tuple(ref.input.shape) == (8, 16) and ref.input.dtype == torch.float32
+    result = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py"),
+                                       "--results-dir", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+
+
+def test_rms_norm_default_eps_is_float32s(tmp_path):
+    """nn.RMSNorm(eps=None): ATen's rms_norm adds its opmath type's epsilon, float32's for the
+    fp32, bf16 and fp16 modules kgen runs."""
+    ref = write(tmp_path, "rms", "x = self.rms(x)", dict(PARAMS, rms="nn.RMSNorm(out_features)"))
+    consts = [n.attrs["value"] for n in trace(ref).nodes if n.kind == "const"]
+    assert torch.finfo(torch.float32).eps in consts
+    model = ref.Model(*ref.init_args())
+    x = torch.randn(8, 16)
+    ir = trace(ref).interpret(x, model)
+    torch.testing.assert_close(ir, model(x), rtol=0, atol=0)   # fp32, as torch computes it

@@ -76,3 +76,28 @@ def test_the_search_worker_gives_up_a_tighter_tier_at_its_first_failure(monkeypa
     record = worker.evaluate_one("x.py", [1e-4, 1e-2], None, 10)
     assert record["status"] == "passed" and record["passing_tols"] == [1e-2]
     assert calls == [(1e-4, True), (1e-2, False)]
+
+
+def test_kernelbench_replay_leaves_out_a_jump_from_the_fp32_exact_ratio_only():
+    """An element at a jump of the reference (a rounding's step) may land on the other side in any
+    fp32 implementation: the fp32-exact ratio leaves it out (as the other forward checks do),
+    while KernelBench's own allclose still judges every element."""
+    import torch
+
+    exact = torch.linspace(-1, 1, 1000, dtype=torch.float64)
+    eager = (exact + 1e-7).float()
+    new = eager.clone()
+    new[10] += 1e-4   # a step of 1e-4 taken the other way: within allclose(1e-4), 100x eager's error
+    jump = torch.zeros(1000, dtype=torch.bool)
+    jump[10] = True
+    judged = v.Comparison(1e-4, plain_allclose=True)
+    judged.add("trial", new, eager, exact)
+    assert not judged.ok and "fp32-exact gate" in judged.failures[0]
+    left_out = v.Comparison(1e-4, plain_allclose=True)
+    left_out.add("trial", new, eager, exact, left_out=jump)
+    assert left_out.ok, left_out.failures
+    new[20] += 1e-2   # beyond KernelBench's allclose: a failure whatever is left out
+    jump[20] = True
+    beyond = v.Comparison(1e-4, plain_allclose=True)
+    beyond.add("trial", new, eager, exact, left_out=jump)
+    assert not beyond.ok

@@ -218,6 +218,16 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
                        "where dropout is the identity")
         lines += [f"if {mode}:", f"    raise RuntimeError({message!r})"]
     lines.append(f"x = _kgen_checked_input(x, {_weight_nk(parts[0].graph.gemm)})")
+    sizes = parts[-1].traced.sizes_read
+    if sizes:
+        # The trace read a feature size as a number and baked it in: these sizes only.
+        line, text = sizes[0]
+        widths = [parts[0].traced.in_features] + [low.traced.out_features for low in parts]
+        now = ["x.shape[1]"] + [f"{_weight_nk(low.graph.gemm)}.shape[0]" for low in parts]
+        message = (f"this ModelNew was synthesized for the feature sizes {tuple(widths)} (line {line} of the "
+                   f"reference, `{text}`, reads a size as a number, which the trace baked in); generate it "
+                   "again for other sizes")
+        lines += [f"if ({', '.join(now)},) != {tuple(widths)}:", f"    raise ValueError({message!r})"]
     if any(n.kind == "input" for low in parts for n in low.operands):
         lines.append("module_input = x  # read again after the GEMM (a residual)")
     for k, lowered in enumerate(parts):

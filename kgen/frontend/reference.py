@@ -35,6 +35,25 @@ class ReferenceError(ValueError):
     """A reference file that cannot be used; the message says why."""
 
 
+class _OnMeta(torch.overrides.TorchFunctionMode):
+    """While kgen reads the workload (shapes and dtypes, on the meta device): tensors stay there
+    whatever device get_inputs() names (`x.cuda()`, `device='cuda'`, `.to('cuda')`), so that
+    reading it needs no GPU; a dtype named in `.to()` still applies."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in (torch.Tensor.cuda, torch.Tensor.cpu, torch.Tensor.pin_memory):
+            return args[0]
+        if func is torch.Tensor.to:
+            kwargs.pop("device", None)
+            kept = [a for a in args[1:] if not isinstance(a, (str, torch.device, int))]
+            kept = [a.dtype if isinstance(a, torch.Tensor) else a for a in kept]
+            return args[0].to(*kept, **kwargs) if kept or kwargs.keys() - {"non_blocking", "copy"} else args[0]
+        if "device" in kwargs:
+            kwargs["device"] = "meta"
+        return func(*args, **kwargs)
+
+
 def shipped_names() -> list[str]:
     return sorted(p.stem for p in SHIPPED_DIR.glob("*.py"))
 
@@ -174,7 +193,7 @@ class Reference:
         return {name: self.module.__dict__[name] for name in self.defaults}
 
     def _read_workload(self):
-        with torch.device("meta"):
+        with torch.device("meta"), _OnMeta():
             try:
                 inputs = self.module.get_inputs()
                 self._init_args = list(self.module.get_init_inputs())

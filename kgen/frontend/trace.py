@@ -155,6 +155,9 @@ BINARY_FUNCTIONS = {
     operator.iadd: "add", operator.isub: "sub", operator.imul: "mul", operator.itruediv: "div",
 }
 POW_FUNCTIONS = (operator.pow, torch.pow)
+# Python's own functions of numbers (math.sqrt(x.size(-1))): evaluated at trace time.
+NUMBER_FUNCTIONS = frozenset({math.sqrt, math.log, math.log2, math.log10, math.exp, math.pow, math.floor,
+                              math.ceil, math.fabs, math.isqrt, abs, float, int, round, min, max})
 # The remainder of a division by a number: function -> op (x % c is torch.remainder).
 REMAINDER_FUNCTIONS = {torch.fmod: "fmod", torch.remainder: "remainder", operator.mod: "remainder",
                        operator.imod: "remainder"}
@@ -182,6 +185,13 @@ COMPARISON_FUNCTIONS = {
     torch.ne: "ne", torch.greater: "gt", torch.greater_equal: "ge", torch.less: "lt",
     torch.less_equal: "le", torch.not_equal: "ne",
 }
+# Logical combinations of comparisons (Tracer.logical): function / method -> op.
+LOGICAL_FUNCTIONS = {operator.and_: "and", operator.or_: "or", operator.xor: "xor", operator.invert: "not",
+                     torch.logical_and: "and", torch.logical_or: "or", torch.logical_xor: "xor",
+                     torch.logical_not: "not", torch.bitwise_not: "not"}
+LOGICAL_METHODS = {"__and__": "and", "__or__": "or", "__xor__": "xor", "__invert__": "not",
+                   "logical_and": "and", "logical_or": "or", "logical_xor": "xor", "logical_not": "not",
+                   "bitwise_not": "not"}
 COMPARISON_METHODS = {"gt": operator.gt, "ge": operator.ge, "lt": operator.lt, "le": operator.le,
                       "eq": operator.eq, "ne": operator.ne, "greater": operator.gt, "greater_equal": operator.ge,
                       "less": operator.lt, "less_equal": operator.le, "not_equal": operator.ne,
@@ -361,6 +371,7 @@ class Tracer:
         self.params: dict[str, int] = {}
         self.dropouts: list[dict] = []   # active dropouts (Tracer.dropout)
         self.fp32_casts: list[tuple] = []   # casts to float32 taken as no-ops (Graph.fp32_casts)
+        self.sizes_read: list[tuple] = []   # feature sizes read as numbers (Graph.sizes_read)
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
 
@@ -618,6 +629,8 @@ class Tracer:
         """`of`: the op whose part this reduction is (softmax's sum of exponentials, the norm of
         F.normalize), where torch computes it inside that op's own kernel, not as a reduction of
         its own (logsumexp's sum is torch.sum's: its reductions carry no `of`)."""
+        if dim is None and kind in ("softmax", "log_softmax"):
+            dim = 1   # torch's implicit dim of a 2-d value (F._get_softmax_dim; it warns)
         if isinstance(x, _Marker) and x.kind == "windows":
             return self._pool_windows(kind, x, dim, keepdim)
         if isinstance(x, _Marker) and x.kind == "comparison":
@@ -693,6 +706,19 @@ class Tracer:
             raise self.refuse(f"LayerNorm over {normalized_shape} after a GEMM of {self.out_features} "
                               "features (kgen normalizes each row's features: normalized_shape (N,))")
         return self.group_norm(x, 1, weight or None, bias or None, eps, None)
+
+    def rms_norm(self, x, normalized_shape: tuple, weight: str | None, eps) -> int:
+        """RMSNorm over the N features of each row, as ATen's rms_norm writes it: x rsqrt(mean(x^2)
+        + eps), times the weight; eps None is float32's epsilon (ATen's opmath epsilon)."""
+        if tuple(normalized_shape) != (self.out_features,):
+            raise self.refuse(f"RMSNorm over {tuple(normalized_shape)} after a GEMM of {self.out_features} "
+                              "features (kgen normalizes each row's features: normalized_shape (N,))")
+        eps = torch.finfo(torch.float32).eps if eps is None else eps
+        if not _is_number(eps):
+            raise self.refuse(f"RMSNorm with eps={eps!r}")
+        mean_square = self.reduce("mean", self.pointwise("mul", [x, x]), 1, True)
+        y = self.pointwise("mul", [x, self.pointwise("rsqrt", [self.pointwise("add", [mean_square, float(eps)])])])
+        return y if weight is None else self.pointwise("mul", [y, self.attribute(weight)])
 
     def normalize(self, x, p, dim, eps) -> int:
         """F.normalize(x, p, dim=1): x / max(||x||_p, eps) over each row's features, as torch
@@ -1163,7 +1189,7 @@ class Tracer:
         if kind is nn.PReLU:
             return self.prelu(args[0], self.attribute(f"{path}.weight"))
         known = (*ACTIVATION_MODULES, *COMPOSITE_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.Softmin,
-                 nn.BatchNorm1d, nn.Dropout, nn.GroupNorm, nn.LayerNorm, nn.MaxPool1d, nn.AvgPool1d)
+                 nn.BatchNorm1d, nn.Dropout, nn.GroupNorm, nn.LayerNorm, nn.RMSNorm, nn.MaxPool1d, nn.AvgPool1d)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
         for a in args:
@@ -1182,6 +1208,9 @@ class Tracer:
             return self.reduce("softmax" if kind is nn.Softmax else "log_softmax", args[0], module.dim, True)
         if kind is nn.BatchNorm1d:
             return self.batchnorm(args[0], path, module)
+        if kind is nn.RMSNorm:
+            return self.rms_norm(args[0], tuple(module.normalized_shape),
+                                 f"{path}.weight" if module.weight is not None else None, module.eps)
         if kind is nn.LayerNorm:
             return self.layer_norm(args[0], tuple(module.normalized_shape), module.weight is not None and f"{path}.weight",
                                    module.bias is not None and f"{path}.bias", module.eps)
@@ -1258,7 +1287,10 @@ class Tracer:
     def _size(self, d):
         """One size of a value's shape: a Python int, or for the batch a marker (the emitted file
         runs at any batch, so the batch is no number the trace may bake in)."""
-        return _Marker("batch", None) if d == "M" else int(d)
+        if d == "M":
+            return _Marker("batch", None)
+        self.sizes_read.append(self.where)   # (the number is baked in: Graph.sizes_read)
+        return int(d)
 
     def _index(self, x, index):
         """x[...] with full slices, None and Ellipsis only (x[:, None], x[:, :], x[..., 0] of a
@@ -1423,6 +1455,8 @@ class Tracer:
                 raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
             if isinstance(target, _Marker) and target.kind == "pair" and index in (0, 1):
                 return target.payload[index]
+            if isinstance(target, _Marker) and target.kind == "shape" and isinstance(index, slice):
+                return tuple(self._size(d) for d in target.payload[index])   # x.shape[-1:], x.shape[1:]
             if isinstance(target, _Marker) and target.kind == "shape":
                 if isinstance(index, (bool, _Id)) or not isinstance(index, int) or not -len(target.payload) <= index < len(target.payload):
                     raise self.refuse(f"the size index {index!r} of a {len(target.payload)}-d shape")
@@ -1494,6 +1528,8 @@ class Tracer:
                 raise self.refuse("a matmul whose right operand is not a parameter W of the module "
                                   "(stored (K, N): x @ W) or its transpose (stored (N, K): x @ W.t())")
             return self.gemm(x, w.payload, None)
+        if fn in LOGICAL_FUNCTIONS:
+            return self.logical(LOGICAL_FUNCTIONS[fn], args)
         if fn in COMPARISON_FUNCTIONS:
             a = self._bind(_compare, args, kwargs)
             return _Marker("comparison", (COMPARISON_FUNCTIONS[fn], a["input"], a["other"]))
@@ -1528,6 +1564,23 @@ class Tracer:
                 raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} by something other than a number (kgen "
                                   "takes the remainder of a value by a constant)")
             return self.pointwise(REMAINDER_FUNCTIONS[fn], [a["input"]], {"other": a["other"]})
+        if fn in NUMBER_FUNCTIONS and not kwargs and all(_is_number(a) for a in args):
+            # math.sqrt(x.size(-1)) and its kin: a Python number of numbers (x.size(d) of a
+            # feature dimension is one), computed here as the reference computes it
+            return fn(*args)
+        if fn in (torch.tensor, torch.as_tensor, torch.scalar_tensor):
+            # torch.tensor(0.0, device=x.device, dtype=x.dtype) in forward (fx records the call,
+            # its device being a traced value's): the number, as torch.tensor(0.0) is
+            a = self._bind(lambda data, *, dtype=None, device=None, requires_grad=False, pin_memory=False: None,
+                           args, kwargs)
+            dtype = a["dtype"].payload if isinstance(a["dtype"], _Marker) and a["dtype"].kind == "dtype_of" else a["dtype"]
+            if not _is_number(a["data"]) or a["requires_grad"]:
+                raise self.refuse(f"torch.{fn.__name__} of something other than a number (kgen takes a "
+                                  "one-element tensor made in forward as the number it holds)")
+            # (a 0-dim tensor of any float dtype takes part in type promotion as a number does)
+            if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+                raise self.refuse(f"torch.{fn.__name__}(..., dtype={dtype}) (kgen's values are floats)")
+            return _TensorNumber(float(a["data"]))
         if fn is torch.broadcast_to:
             a = self._bind(lambda input, size: None, args, kwargs)
             return self._broadcast(a["input"], "broadcast_to", (a["size"],), {})
@@ -1622,6 +1675,14 @@ class Tracer:
             shape = a["normalized_shape"]
             return self.layer_norm(a["input"], tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
                                    *paths, a["eps"])
+        if fn in (F.rms_norm, torch.rms_norm):
+            a = self._bind(lambda input, normalized_shape, weight=None, eps=None: None, args, kwargs)
+            w = a["weight"]
+            if w is not None and not (isinstance(w, _Marker) and w.kind == "tensor"):
+                raise self.refuse("F.rms_norm with a weight that is not a parameter of the module")
+            shape = a["normalized_shape"]
+            return self.rms_norm(a["input"], tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
+                                 None if w is None else w.payload, a["eps"])
         if fn is F.normalize:
             a = self._bind(_normalize, args, kwargs)
             return self.normalize(a["input"], a["p"], a["dim"], a["eps"])
@@ -1798,6 +1859,23 @@ class Tracer:
             raise self.refuse("prelu whose weight is not a parameter of the module")
         return self.pointwise("where", [x, 0.0, x, self.pointwise("mul", [weight, x])], {"compare": "gt"})
 
+    def logical(self, op: str, args) -> _Marker:
+        """c1 & c2, c1 | c2, c1 ^ c2, ~c of comparisons (and torch.logical_*): a comparison again,
+        of the conditions as numbers (1 where one holds, 0 elsewhere, NaN comparing false as in
+        torch): m1 m2 > 0.5, m1 + m2 > 0.5, m1 != m2, m < 0.5. (No gradient flows through any.)"""
+        conditions = list(args)
+        if len(conditions) != (1 if op == "not" else 2) or not all(
+                isinstance(c, _Marker) and c.kind == "comparison" for c in conditions):
+            raise self.refuse(f"logical {op} of something other than comparisons (kgen's values are floats; "
+                              "it combines conditions such as (x > a) & (x < b))")
+        m = [self.value(c) for c in conditions]
+        if op == "not":
+            return _Marker("comparison", ("lt", m[0], 0.5))
+        if op == "xor":
+            return _Marker("comparison", ("ne", m[0], m[1]))
+        both = self.pointwise("mul" if op == "and" else "add", m)
+        return _Marker("comparison", ("gt", both, 0.5))
+
     def where_op(self, args, kwargs):
         """torch.where(lhs <compare> rhs, a, b): the op `where` of (lhs, rhs, a, b) (kgen.ir.ops).
         Its condition must be a comparison written in the forward (no bool values in the IR)."""
@@ -1863,6 +1941,8 @@ class Tracer:
             return self.visit_method(INPLACE_METHODS[name], args, kwargs)
         if name in ("minimum", "maximum"):
             return self.binary_extremum(name, args, kwargs)
+        if name in LOGICAL_METHODS:
+            return self.logical(LOGICAL_METHODS[name], args)
         if name in COMPARISON_METHODS:
             return self.visit_function(COMPARISON_METHODS[name], args, kwargs)
         if name == "masked_fill":   # torch.where(mask, value, x)
@@ -2033,6 +2113,7 @@ def trace(ref: Reference) -> Graph:
     graph.dropouts = tracer.dropouts
     graph.fp32_casts = tracer.fp32_casts
     graph.forward_defaults = tracer.forward_defaults
+    graph.sizes_read = tracer.sizes_read
     return graph
 
 

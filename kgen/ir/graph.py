@@ -176,6 +176,10 @@ class Graph:
     # ((name, default): `def forward(self, x, mask=None)`): traced at those values, and ModelNew's
     # forward takes them too and refuses any other value.
     forward_defaults: list = dataclasses.field(default_factory=list)
+    # Where the forward reads a feature dimension's size as a number ((line, text): x.size(1),
+    # x.shape[-1], math.sqrt(x.size(-1))): the trace baked that number in, so the emitted file
+    # runs at the traced in_features and out_features only, and says so for others.
+    sizes_read: list = dataclasses.field(default_factory=list)
     # Chained GEMMs: the part that computes this part's GEMM input (its output, (M, in_features)),
     # itself a graph of one GEMM and its epilogue. The module's graph is its last part.
     previous: "Graph | None" = None

@@ -1,0 +1,16 @@
+# Session 16, after the second round of frontend work: `kgen validate` of rms_logical.py (RMSNorm,
+# & / ~ conditions, implicit softmax dim, sizes read as numbers, torch.tensor on x's device, a
+# get_inputs() on the GPU) in fp32 and bf16, and of mod_round.py in fp32 again (KernelBench's
+# replay now leaves a rounding's steps out of the fp32-exact ratio).
+. scripts/device_setup.sh
+mkdir -p /tmp/s16c
+for n in rms_logical mod_round; do
+  python3 -m kgen.cli generate docs/experiments/s16/refs/$n.py -o /tmp/s16c/$n.py --force | grep -E "^wrote|kgen:"
+  (python3 -m kgen.tune.worker build /tmp/s16c/$n.py > /dev/null 2>&1; python3 -m kgen.tune.worker build --dtype bf16 /tmp/s16c/$n.py > /dev/null 2>&1) &
+done; wait
+for run in "rms_logical fp32 1e-4" "rms_logical bf16 1e-2" "mod_round fp32 1e-4"; do
+  set -- $run
+  t "validate $1 $2"
+  timeout 60 python3 -m kgen.cli validate /tmp/s16c/$1.py --ref docs/experiments/s16/refs/$1.py --dtype $2 --tol $3 > $OUT/validate_$1_$2.log 2>&1; echo "exit $?"; grep -E "FAIL|passed" $OUT/validate_$1_$2.log | tail -3
+done
+t done

@@ -138,3 +138,26 @@ def test_an_element_at_a_jump_is_marked_for_the_forward_checks(activation, at):
     assert moved[5, 17] > 0.09   # the whole jump
     mask = jump_mask(model, x)
     assert mask is not None and mask[5, 17] and int(mask.sum()) <= 0.01 * mask.numel()
+
+
+class _Staircase(nn.Module):
+    """round(x, decimals=1) * 0.001 + tanh(x): a step every 0.1 (plus a smooth part)."""
+
+    def forward(self, z):
+        return torch.round(z * 4.0, decimals=1) * 1e-3 + torch.tanh(z)
+
+
+def test_a_dense_staircase_keeps_its_jump_mask():
+    """Small steps (1e-4, every 0.025 of the Linear's output) beside a smooth part: over
+    KINK_PROBE's moves the smooth part's first differences (~1e-3) dwarf a step, whose second
+    difference is then no kink, and the element 1e-9 past a step goes unmarked; the forward checks'
+    finer probe (JUMP_PROBE) marks it, and few others."""
+    from kgen.check.kinks import KINK_MAX_FRACTION, jump_mask, near_kinks
+
+    model, x = _linear_then([_Staircase()], at=0.0125)   # (z * 4 = 0.05: a step of round(., 1))
+    with torch.no_grad():
+        moved = (model(_flipped(model, x)) - model(x)).abs()
+    assert moved[5, 17] > 0.5e-4   # the whole step (1e-4)
+    mask = jump_mask(model, x)
+    assert mask is not None and mask[5, 17] and int(mask.sum()) <= KINK_MAX_FRACTION * mask.numel()
+    assert not near_kinks(model, x)[5, 17]

@@ -361,6 +361,9 @@ BY_HAND = {
     # in fp64, where the default infinities' replacements are fp64's: these inputs make NaN only.
     "nan_to_num of a log": "x = torch.nan_to_num(torch.log(x))",
     "nan_to_num with its values": "x = torch.log(x).nan_to_num(nan=0.5, posinf=10.0, neginf=-10.0)",
+    # a ** b of two values: a parameter as the exponent (a learned power), a value as both
+    "x ** a parameter": "x = (x.abs() + 0.5) ** self.c",
+    "a value to a value's power": "x = (x.abs() + 0.5).pow(torch.sigmoid(x))",
     # Conditions combined (&, |, ^, ~, torch.logical_*): comparisons of the conditions as numbers
     "a band mask": "x = x * ((x > -0.5) & (x < 0.5))",
     "masked_fill of a negated comparison": "x = x.masked_fill(~(x > 0), 0.0) + 0.1 * x",
@@ -420,9 +423,6 @@ REFUSED_NAMES = {
     "a sum to another dtype": ("x = x.sum(1, keepdim=True, dtype=torch.float64)", "sum with dtype=torch.float64"),
     "a mean to another dtype": ("x = torch.mean(x, 1, dtype=torch.float16)", "mean with dtype=torch.float16"),
     "a logical and of values": ("x = x * (x & x)", "logical and of something other than comparisons"),
-    "a tensor exponent": ("x = x ** torch.sigmoid(x)", "tensor exponent and a tensor base"),
-    "a tensor exponent, a parameter": ("x = torch.pow(x, self.c)", "tensor exponent and a tensor base"),
-    "x ** x": ("x = x.pow(x)", "tensor exponent and a tensor base"),
     "a negative base": ("x = (-2.0) ** x", "base -2.0"),
     "a remainder by a tensor": ("x = torch.remainder(x, self.b)", "remainder by something other than a number"),
     "a number's remainder by a tensor": ("x = 2.0 % x", "of a number by a tensor"),

@@ -1640,8 +1640,7 @@ class Tracer:
                                       "positive constant base)")
                 return self.pointwise("rpow", [exponent], {"base": float(base)})
             if not _is_number(exponent):
-                raise self.refuse("pow with a tensor exponent and a tensor base (kgen takes a constant "
-                                  "exponent, x ** 2.0, or a positive constant base, 2.0 ** x)")
+                return self.pointwise("pow_tensor", [base, exponent])   # x ** self.p, x.pow(x)
             return self.pointwise("pow", [base], {"exponent": float(exponent)})
         if fn in POINTWISE_FUNCTIONS:
             sig, name, attr_map = POINTWISE_FUNCTIONS[fn]

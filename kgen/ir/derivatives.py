@@ -41,6 +41,8 @@ class TorchMath:
     log1p = staticmethod(torch.log1p)
     tanh = staticmethod(torch.tanh)
     erf = staticmethod(torch.erf)
+    log = staticmethod(torch.log)
+    powt = staticmethod(lambda a, b: torch.pow(a, b))
     sin = staticmethod(torch.sin)
     cos = staticmethod(torch.cos)
     sinh = staticmethod(torch.sinh)
@@ -80,6 +82,8 @@ class CudaMath:
     log1p = staticmethod(lambda a: f"log1pf(({a}))")
     tanh = staticmethod(lambda a: f"tanhf(({a}))")
     erf = staticmethod(lambda a: f"erff(({a}))")
+    log = staticmethod(lambda a: f"logf(({a}))")
+    powt = staticmethod(lambda a, b: f"powf(({a}), ({b}))")
     sin = staticmethod(lambda a: f"sinf(({a}))")
     cos = staticmethod(lambda a: f"cosf(({a}))")
     sinh = staticmethod(lambda a: f"sinhf(({a}))")
@@ -102,6 +106,14 @@ def _pow(m, g, y, x, exponent):
     if exponent == 0.0:
         return (m.mul(g, m.c(0.0)),)
     return (m.mul(g, m.mul(m.c(exponent), m.pow(x, exponent - 1.0))),)
+
+
+def _pow_tensor(m, g, y, a, b):
+    # torch's pow_backward_self: 0 where the exponent is 0, else g b a^(b - 1); and
+    # pow_backward_exponent: 0 where a == 0 and b >= 0, else g y log(a)
+    da = m.where(m.eq(b, m.c(0.0)), m.c(0.0), m.mul(g, m.mul(b, m.powt(a, m.sub(b, m.c(1.0))))))
+    db = m.where(m.both(m.eq(a, m.c(0.0)), m.ge(b, m.c(0.0))), m.c(0.0), m.mul(g, m.mul(y, m.log(a))))
+    return (da, db)
 
 
 def _gelu(m, g, y, x, approximate):
@@ -209,6 +221,7 @@ DERIVATIVES: dict[str, Vjp] = {
     "sqrt": lambda m, g, y, x: (m.div(g, m.mul(m.c(2.0), y)),),
     "rsqrt": lambda m, g, y, x: (m.mul(m.mul(m.c(-0.5), g), m.mul(m.mul(y, y), y)),),
     "pow": _pow,
+    "pow_tensor": _pow_tensor,
     # torch's pow_backward_exponent: grad * (result * log(base)), log(base) a double made fp32.
     "rpow": lambda m, g, y, x, base: (m.mul(g, m.mul(y, m.c(math.log(base)))),),
     "relu": lambda m, g, y, x: (m.where(m.gt(y, m.c(0.0)), g, m.c(0.0)),),

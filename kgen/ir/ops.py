@@ -290,6 +290,9 @@ _DEFINITIONS = (
     PointwiseOp("pow", 1, _pow_cuda, lambda x, exponent: torch.pow(x, exponent),
                 attrs=(("exponent", REQUIRED),),
                 doc="x ** exponent, a constant exponent (torch.pow(x, exponent))"),
+    # a ** b of two values (a parameter as the exponent, x ** x): ATen's pow of two tensors, powf.
+    PointwiseOp("pow_tensor", 2, lambda a, b: f"powf(({a}), ({b}))", _binary(torch.pow),
+                doc="a ** b, both tensors (torch.pow(a, b))"),
     # base ** x: ATen's pow(Scalar, Tensor), powf of the base in fp32 (1 ** x is 1, NaN included).
     PointwiseOp("rpow", 1, lambda a, base: "(1.0f)" if base == 1.0 else f"powf({_f(base)}, ({a}))",
                 lambda x, base: torch.pow(base, x), attrs=(("base", REQUIRED),),

@@ -142,6 +142,7 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "sin": ["torch.sin(x)", "x.sin()"], "cos": ["torch.cos(x) + x", "x.cos_()"],
     "tan": ["torch.tan(x * 0.5)"], "sinh": ["x.sinh()"], "cosh": ["torch.cosh(x * 0.5)"],
     "rpow": ["2.0 ** x", "torch.pow(0.5, x) * x"],
+    "fmax": ["torch.fmax(x, self.bias2)"], "fmin": ["torch.fmin(x, torch.tanh(x))"],
     "pow_tensor": ["(x.abs() + 0.5) ** torch.sigmoid(x)", "torch.pow(x.abs() + 1.0, self.scale2)"],
     "fmod": ["torch.fmod(x, 0.3) + x"], "remainder": ["x % -0.3 + x", "torch.remainder(x, 0.25) + x"],
     "floor": ["torch.floor(x * 4.0) + x"], "ceil": ["x.ceil() * 0.25 + x"],

@@ -31,7 +31,7 @@ EXPECTED_ATTRS = {
     "erfc": (), "atan": (), "floor": (), "ceil": (), "round": (("decimals", 0.0),), "trunc": (),
     "fmod": (("other", REQUIRED),), "remainder": (("other", REQUIRED),),
     "sin": (), "cos": (), "tan": (), "sinh": (), "cosh": (),
-    "pow": (("exponent", REQUIRED),), "rpow": (("base", REQUIRED),), "pow_tensor": (),
+    "pow": (("exponent", REQUIRED),), "rpow": (("base", REQUIRED),), "pow_tensor": (), "fmax": (), "fmin": (),
     "relu": (), "leaky_relu": (("negative_slope", 0.01),),
     "gelu": (("approximate", "none"),),
     "sigmoid": (), "tanh": (), "silu": (), "mish": (),
@@ -45,7 +45,7 @@ EXPECTED_ATTRS = {
     "where": (("compare", "gt"),),
     "identity": (), "detach": (),
 }
-BINARY = {"add", "sub", "mul", "div", "minimum", "maximum", "pow_tensor"}
+BINARY = {"add", "sub", "mul", "div", "minimum", "maximum", "pow_tensor", "fmax", "fmin"}
 
 # (op, attrs): every op with its default attributes where it has usable defaults, and with
 # non-default ones; pow at each exponent that takes its own code path and at two that do not.
@@ -59,7 +59,7 @@ VARIANTS = [
     ("sin", {}), ("cos", {}), ("tan", {}), ("sinh", {}), ("cosh", {}),
     *[("pow", {"exponent": e}) for e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 0.0, 1.0, 1.5, -2.5)],
     *[("rpow", {"base": b}) for b in (2.0, 0.5, 10.0, 1.0)],
-    ("pow_tensor", {}),
+    ("pow_tensor", {}), ("fmax", {}), ("fmin", {}),
     ("relu", {}), ("leaky_relu", {}), ("leaky_relu", {"negative_slope": 0.2}),
     ("gelu", {}), ("gelu", {"approximate": "tanh"}),
     ("sigmoid", {}), ("tanh", {}), ("silu", {}), ("mish", {}),
@@ -124,6 +124,8 @@ REFERENCES = {
     "pow": lambda x, exponent: x ** exponent,
     "rpow": lambda x, base: base ** x,
     "pow_tensor": lambda x, y: x ** y,
+    "fmax": lambda x, y: x.fmax(y),
+    "fmin": lambda x, y: x.fmin(y),
     "relu": lambda x: nn.ReLU()(x),
     "leaky_relu": lambda x, **kw: nn.LeakyReLU(**kw)(x),
     "gelu": lambda x, **kw: nn.GELU(**kw)(x),

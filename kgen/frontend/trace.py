@@ -174,7 +174,7 @@ STATISTIC_FUNCTIONS = {torch.var: (_var, "var"), torch.std: (_var, "std"),
 STATISTIC_METHODS = {"var": torch.var, "std": torch.std, "norm": torch.norm}
 MATMUL_FUNCTIONS = (torch.matmul, operator.matmul, torch.mm)
 # Element-wise min / max of two tensors (NaN propagating): function -> op.
-EXTREMUM_FUNCTIONS = {torch.minimum: "minimum", torch.maximum: "maximum"}
+EXTREMUM_FUNCTIONS = {torch.minimum: "minimum", torch.maximum: "maximum", torch.fmax: "fmax", torch.fmin: "fmin"}
 # 1-d pooling over the features of x.unsqueeze(1): function -> (signature, op).
 POOL_FUNCTIONS = {F.max_pool1d: (_max_pool1d, "max"), torch.max_pool1d: (_max_pool1d, "max"),
                   F.avg_pool1d: (_avg_pool1d, "avg")}
@@ -1938,7 +1938,7 @@ class Tracer:
         if name in INPLACE_METHODS:
             # The op itself; Tracer.run rebinds the receiver (and its aliases) to the result.
             return self.visit_method(INPLACE_METHODS[name], args, kwargs)
-        if name in ("minimum", "maximum"):
+        if name in ("minimum", "maximum", "fmax", "fmin"):
             return self.binary_extremum(name, args, kwargs)
         if name in LOGICAL_METHODS:
             return self.logical(LOGICAL_METHODS[name], args)

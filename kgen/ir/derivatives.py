@@ -171,6 +171,15 @@ def _minimum(m, g, y, a, b):
             m.where(tie, half, m.where(m.lt(a, b), m.c(0.0), g)))
 
 
+def _fmax_fmin(keeps):
+    """torch's fmax / fmin rule: all of the gradient to a where a >= b (fmin: a <= b) or b is NaN,
+    else to b; no sharing at ties."""
+    def vjp(m, g, y, a, b):
+        to_a = m.where(keeps(m, a, b), m.c(1.0), m.where(m.ne(b, b), m.c(1.0), m.c(0.0)))
+        return (m.mul(g, to_a), m.mul(g, m.sub(m.c(1.0), to_a)))
+    return vjp
+
+
 def _maximum(m, g, y, a, b):
     """As _minimum, the larger operand taking the gradient."""
     tie = m.both(m.le(a, b), m.ge(a, b))
@@ -249,6 +258,8 @@ DERIVATIVES: dict[str, Vjp] = {
     "minimum_const": lambda m, g, y, x, other: (m.where(m.le(x, m.c(other)), g, m.c(0.0)),),
     "maximum_const": lambda m, g, y, x, other: (m.where(m.ge(x, m.c(other)), g, m.c(0.0)),),
     "minimum": _minimum,
+    "fmax": _fmax_fmin(lambda m, a, b: m.ge(a, b)),
+    "fmin": _fmax_fmin(lambda m, a, b: m.le(a, b)),
     "maximum": _maximum,
     "where": _where,
     "identity": lambda m, g, y, x: (g,),

@@ -361,6 +361,11 @@ _DEFINITIONS = (
     PointwiseOp("maximum", 2, lambda a, b: _nan_or(a, _nan_or(b, f"fmaxf(({a}), ({b}))")),
                 _binary(torch.maximum),
                 doc="max(a, b) of two tensors, NaN propagating from either (torch.maximum)"),
+    # torch.fmax / torch.fmin: a NaN operand is ignored (C's fmaxf / fminf, which ATen calls).
+    PointwiseOp("fmax", 2, lambda a, b: f"fmaxf(({a}), ({b}))", _binary(torch.fmax),
+                doc="max(a, b), a NaN operand ignored (torch.fmax)"),
+    PointwiseOp("fmin", 2, lambda a, b: f"fminf(({a}), ({b}))", _binary(torch.fmin),
+                doc="min(a, b), a NaN operand ignored (torch.fmin)"),
     # torch.where with a comparison as its condition: operands (lhs, rhs, a, b); the comparison
     # is no value of its own (the IR's values are all floats), and no gradient flows through it.
     PointwiseOp("where", 4, _where_cuda, _where_torch, attrs=(("compare", "gt"),),

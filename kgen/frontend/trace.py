@@ -155,6 +155,9 @@ BINARY_FUNCTIONS = {
     operator.iadd: "add", operator.isub: "sub", operator.imul: "mul", operator.itruediv: "div",
 }
 POW_FUNCTIONS = (operator.pow, torch.pow)
+# Python's arithmetic of two plain numbers (c // k of sizes): evaluated at trace time.
+PYTHON_ARITHMETIC = frozenset({operator.floordiv, operator.mod, operator.add, operator.sub, operator.mul,
+                               operator.truediv, operator.pow, operator.neg})
 # Python's own functions of numbers (math.sqrt(x.size(-1))): evaluated at trace time.
 NUMBER_FUNCTIONS = frozenset({math.sqrt, math.log, math.log2, math.log10, math.exp, math.pow, math.floor,
                               math.ceil, math.fabs, math.isqrt, abs, float, int, round, min, max})
@@ -1564,6 +1567,11 @@ class Tracer:
                 raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} by something other than a number (kgen "
                                   "takes the remainder of a value by a constant)")
             return self.pointwise(REMAINDER_FUNCTIONS[fn], [a["input"]], {"other": a["other"]})
+        if fn in PYTHON_ARITHMETIC and not kwargs and all(_is_number(a) and not isinstance(a, _TensorNumber)
+                                                          for a in args):
+            # c // k, c * 2, ... of Python numbers (sizes, constants): Python's own result, an int
+            # where Python gives one (a view's size: x.view(n, c // k, k))
+            return fn(*args)
         if fn in NUMBER_FUNCTIONS and not kwargs and all(_is_number(a) for a in args):
             # math.sqrt(x.size(-1)) and its kin: a Python number of numbers (x.size(d) of a
             # feature dimension is one), computed here as the reference computes it
@@ -1927,6 +1935,11 @@ class Tracer:
             return self.param_view(transposed, name, rest, kwargs)
         if isinstance(self_arg, _Marker) and self_arg.kind in ("tensor", "matrix") and name in PARAM_VIEWS:
             return self.param_view(self_arg, name, rest, kwargs)
+        if name == "numel" and isinstance(self_arg, _Marker) and self_arg.kind in ("tensor", "matrix") \
+                and not rest and not kwargs:
+            # a parameter's number of elements: a number of the module's (its size is fixed)
+            shape = self_arg.shape if self_arg.shape is not None else tuple(self._tensor(self_arg.payload).shape)
+            return math.prod(shape)
         if name in BROADCAST_METHODS:
             return self._broadcast(self_arg, name, rest, kwargs)
         if name in NEW_TENSOR_METHODS:

@@ -222,6 +222,21 @@ OTHER_NAMES = {
     "c // k of sizes in a view": ("n, c = x.shape\nx = x.view(n, c // 4, 4).amax(dim=-1)",
                                   "x = x.view(x.size(0), -1, 4).amax(-1)"),
     "a parameter's numel": ("x = x.sum(1, keepdim=True) / self.b.numel()", "x = x.sum(1, keepdim=True) / 24"),
+    # GroupNorm written out over a (batch, G, k) view: the groupnorm node of F.group_norm
+    "GroupNorm by hand, var": ("g = x.view(x.size(0), 4, -1)\nmu = g.mean(-1, keepdim=True)\n"
+                               "var = g.var(-1, keepdim=True, unbiased=False)\ng = (g - mu) / torch.sqrt(var + 1e-5)\n"
+                               "x = g.view(x.size(0), -1)", "x = F.group_norm(x, 4, eps=1e-5)"),
+    "GroupNorm by hand, squares and rsqrt": ("b, c = x.shape\ng = x.reshape(b, 6, c // 6)\nmean = g.mean(dim=2, keepdim=True)\n"
+                                             "var = ((g - mean) ** 2).mean(dim=2, keepdim=True)\n"
+                                             "x = ((g - mean) * torch.rsqrt(var + 1e-6)).reshape(b, c) * self.b",
+                                             "x = F.group_norm(x, 6, eps=1e-6) * self.b"),
+    "GroupNorm by hand, view_as": ("g = x.view(x.size(0), 4, -1)\n"
+                                   "g = (g - g.mean(-1, keepdim=True)) / torch.sqrt(g.var(-1, keepdim=True, unbiased=False) + 1e-5)\n"
+                                   "x = g.view_as(x) * self.b", "x = F.group_norm(x, 4, eps=1e-5) * self.b"),
+    "x.reshape_as(x)": ("x = torch.relu(x).reshape_as(x)", "x = torch.relu(x)"),
+    "GroupNorm by hand, flatten": ("g = x.view(x.shape[0], 3, 8)\n"
+                                   "g = (g - g.mean(-1, keepdim=True)) / (g.var(-1, keepdim=True, correction=0) + 1e-5).sqrt()\n"
+                                   "x = torch.relu(g.flatten(1))", "x = torch.relu(F.group_norm(x, 3, eps=1e-5))"),
     "nn.Softmax() without a dim": ("x = self.sm(x)", "x = torch.softmax(x, dim=1)"),
     "F.log_softmax without a dim": ("x = F.log_softmax(x)", "x = F.log_softmax(x, dim=1)"),
     "torch.tensor on x's device": ("x = torch.where(x > 0, x, torch.tensor(0.1, device=x.device, dtype=x.dtype) * x)",
@@ -443,7 +458,12 @@ REFUSED_NAMES = {
     "indexing that selects": ("x = x[:, :4]", "selects elements"),
     "a part of a parameter": ("x = x + self.m[0]", r"selects part of the parameter"),
     "a sum over windows": ("x = x.view(x.size(0), -1, 4).sum(-1)", r"\(batch, P, 4\) view"),
-    "windows used otherwise": ("x = x.view(x.size(0), -1, 4) * 2", r"\(batch, P, k\) view used"),
+    "windows used otherwise": ("x = x.view(x.size(0), -1, 4) * 2", r"\(batch, G, k\) view's mul of windows, number"),
+    "GroupNorm by hand, eps outside the root": (
+        "g = x.view(x.size(0), 4, -1)\ng = (g - g.mean(-1, keepdim=True)) / (g.std(-1, keepdim=True) + 1e-5)\n"
+        "x = g.view(x.size(0), -1)", r"\(batch, G, k\) view's std with correction=1"),
+    "a group mean used otherwise": ("g = x.view(x.size(0), 4, -1)\nx = g.mean(-1, keepdim=True).view(x.size(0), -1)",
+                                    r"view's mean viewed back"),
     "a norm with p=3": ("x = x.norm(p=3, dim=1)", "p=3"),
     "var over one element": ("x = x.sum(1, keepdim=True).var(1, keepdim=True)", "no degrees of freedom"),
     "softmax to another dtype": ("x = F.softmax(x, dim=1, dtype=torch.float64)", "dtype=torch.float64 on a torch.float32"),

@@ -426,6 +426,8 @@ class Tracer:
         if isinstance(v, _Marker) and v.kind == "filled":
             raise self.refuse("torch.zeros_like / ones_like / full_like used other than as an operand "
                               "of a point-wise op")
+        if isinstance(v, _Marker) and v.kind == "group":
+            raise self._group_refusal(f"its {v.payload[0]} used otherwise")
         if isinstance(v, _Marker) and v.kind == "broadcast":
             raise self.refuse("a value expanded to a larger shape (expand / expand_as / broadcast_to / "
                               "repeat) used other than as an operand of a point-wise op")
@@ -556,6 +558,8 @@ class Tracer:
         return ("M", pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
 
     def pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
+        if any(isinstance(a, _Marker) and a.kind in ("group", "windows") for a in args):
+            return self._group_pointwise(op, args, attrs or {})
         # zeros_like(v) and its kin: the constant, provided v's shape adds nothing to the result's
         # (checked below), so that the result has the shape torch gives it.
         tensors = [a for a in args if isinstance(a, (_Id, _Marker))]
@@ -634,6 +638,13 @@ class Tracer:
         its own (logsumexp's sum is torch.sum's: its reductions carry no `of`)."""
         if dim is None and kind in ("softmax", "log_softmax"):
             dim = 1   # torch's implicit dim of a 2-d value (F._get_softmax_dim; it warns)
+        if isinstance(x, _Marker) and x.kind == "windows" and keepdim and kind == "mean":
+            return self._group_step("mean", x.payload[0], x.payload[1], dim=dim)
+        if isinstance(x, _Marker) and x.kind == "group":
+            tag, v, k, eps = x.payload
+            if tag == "square" and kind == "mean" and keepdim:
+                return self._group_step("var", v, k, dim=dim)
+            raise self._group_refusal(f"{kind} of the {tag}")
         if isinstance(x, _Marker) and x.kind == "windows":
             return self._pool_windows(kind, x, dim, keepdim)
         if isinstance(x, _Marker) and x.kind == "comparison":
@@ -668,6 +679,59 @@ class Tracer:
             return self.add("pointwise", width, [shifted, log_total], "sub")
         assert kind == "logsumexp"
         return self.add("pointwise", "row" if keepdim else "rowflat", [mx, log_total], "add")
+
+    # ---- GroupNorm written out over a (batch, G, k) view ------------------------------------
+    # g = x.view(b, G, -1); (g - g.mean(-1, keepdim=True)) / torch.sqrt(g.var(-1, keepdim=True,
+    # unbiased=False) + eps) (or the variance as ((g - mean) ** 2).mean(-1, keepdim=True), or
+    # * torch.rsqrt(var + eps)), viewed back to (b, N): F.group_norm(x, G, eps=eps), one node. Each
+    # step is a _Marker("group", (step, x, k, eps)); any other use is refused by name.
+    def _group_refusal(self, what: str) -> Unsupported:
+        return self.refuse(f"a (batch, G, k) view's {what}: kgen takes a GroupNorm written out as "
+                           "g = x.view(b, G, -1); (g - g.mean(-1, keepdim=True)) / torch.sqrt(g.var(-1, "
+                           "keepdim=True, unbiased=False) + eps), viewed back to (b, N) (or nn.GroupNorm)")
+
+    def _group_step(self, tag: str, x: int, k: int, eps=None, dim=-1) -> _Marker:
+        if dim not in (-1, 2, (-1,), (2,), [-1], [2]):
+            raise self._group_refusal(f"{tag} over dim={dim!r}")
+        return _Marker("group", (tag, x, k, eps))
+
+    def _group_pointwise(self, op: str, args: list, attrs: dict) -> _Marker:
+        kinds = [(a.kind, a.payload[0] if a.kind == "group" else None) if isinstance(a, _Marker) else
+                 ("number" if _is_number(a) else "value", None) for a in args]
+        g = next(a for a in args if isinstance(a, _Marker) and a.kind in ("group", "windows"))
+        x, k = g.payload[1:3] if g.kind == "group" else g.payload
+        eps = next((a.payload[3] for a in args if isinstance(a, _Marker) and a.kind == "group"
+                    and a.payload[3] is not None), None)
+        same = all(not isinstance(a, _Marker) or a.kind not in ("group", "windows")
+                   or (a.payload[1:3] if a.kind == "group" else a.payload) == (x, k) for a in args)
+        step = None
+        if same and op == "sub" and kinds == [("windows", None), ("group", "mean")]:
+            step = "centered"
+        elif same and op == "pow" and kinds == [("group", "centered")] and attrs.get("exponent") == 2.0:
+            step = "square"
+        elif same and op == "mul" and kinds == [("group", "centered")] * 2 and args[0] is args[1]:
+            step = "square"
+        elif op == "add" and sorted(kinds) == [("group", "var"), ("number", None)]:
+            step, eps = "var_eps", next(a for a in args if _is_number(a))
+        elif op == "sqrt" and kinds == [("group", "var_eps")]:
+            step = "std"
+        elif op == "rsqrt" and kinds == [("group", "var_eps")]:
+            step = "rstd"
+        elif op == "div" and kinds == [("number", None), ("group", "std")] and args[0] == 1:
+            step = "rstd"
+        elif same and op == "div" and kinds == [("group", "centered"), ("group", "std")]:
+            step = "normed"
+        elif same and op == "mul" and sorted(kinds) == [("group", "centered"), ("group", "rstd")]:
+            step = "normed"
+        if step is None:
+            raise self._group_refusal(f"{op} of {', '.join(s or kind for kind, s in kinds)}")
+        return _Marker("group", (step, x, k, eps))
+
+    def _group_back(self, g: _Marker) -> int:
+        tag, x, k, eps = g.payload
+        if tag != "normed":
+            raise self._group_refusal(f"{tag} viewed back to (batch, features)")
+        return self.group_norm(x, self.shape_of(x)[1] // k, None, None, eps, None)
 
     def _pool_windows(self, kind: str, windows: _Marker, dim, keepdim: bool):
         """x.view(batch, P, k).amax(-1) / .mean(-1): 1-d pooling by hand, windows of k features
@@ -748,6 +812,10 @@ class Tracer:
         (sum(x - mean) = 0) and rounding noise in fp32."""
         if not _is_number(correction):
             raise self.refuse(f"{what} with correction={correction!r}")
+        if isinstance(x, _Marker) and x.kind == "windows":
+            if what != "var" or correction != 0 or not keepdim:
+                raise self._group_refusal(f"{what} with correction={correction!r}, keepdim={keepdim!r}")
+            return self._group_step("var", x.payload[0], x.payload[1], dim=dim)
         mean = self.reduce("mean", x, dim, True)
         count = self._row_width(self.value(x)) - correction
         if count <= 0:
@@ -1285,6 +1353,10 @@ class Tracer:
         if isinstance(v, _Marker) and v.kind == "windows":
             width, k = self.shape_of(v.payload[0])[1], v.payload[1]
             return ("M", width // k, k)
+        if isinstance(v, _Marker) and v.kind == "group":
+            tag, x, k, _ = v.payload
+            width = self.shape_of(x)[1]
+            return ("M", width // k, 1 if tag in ("mean", "var", "var_eps", "std", "rstd") else k)
         return None
 
     def _size(self, d):
@@ -1417,6 +1489,8 @@ class Tracer:
         if not all(d == "M" or (isinstance(d, int) and not isinstance(d, (bool, _Id))) for d in target):
             raise self.refuse(f"{call} with a size kgen cannot read (it takes numbers, x.size(d) and x.shape[d])")
         resolved = _resolve_view(own, target)
+        if isinstance(x, _Marker) and x.kind == "group" and resolved == ("M", own[1] * own[2]):
+            return self._group_back(x)
         if resolved == own:
             return x
         if isinstance(x, _Marker) and x.kind == "unsqueezed" and resolved == own[::2]:
@@ -1973,6 +2047,9 @@ class Tracer:
             if a["dim"] is None:
                 return _Marker("shape", shape)
             return self.visit_function(operator.getitem, (_Marker("shape", shape), a["dim"]), {})
+        if name in ("view_as", "reshape_as") and self._shape_or_none(self_arg) is not None \
+                and len(rest) == 1 and self._shape_or_none(rest[0]) is not None:
+            return self._view(self_arg, name[:-3], (self._shape_or_none(rest[0]),), {})
         if name in ("view", "reshape") and self._shape_or_none(self_arg) is not None:
             return self._view(self_arg, name, rest, kwargs)
         if name == "unsqueeze" and isinstance(self_arg, _Id) and self.level(self_arg) == "rowflat":
@@ -2000,6 +2077,8 @@ class Tracer:
                 or (isinstance(self_arg, _Id) and self.level(self_arg) == "tile")):
             # flatten(1) of a (batch, features) tensor (a CNN head's habit, nn.Flatten): itself.
             return self_arg
+        if name == "flatten" and _keeps_2d(rest, kwargs) and isinstance(self_arg, _Marker) and self_arg.kind == "group":
+            return self._group_back(self_arg)
         if name == "flatten" and _keeps_2d(rest, kwargs) and isinstance(self_arg, _Marker) and self_arg.kind == "unsqueezed":
             return self_arg.payload   # a pooled (batch, 1, P) flattened back to (batch, P), as squeeze(1)
         if isinstance(self_arg, _Marker) and self_arg.kind == "input" and name in (*IDENTITY_METHODS, "detach"):

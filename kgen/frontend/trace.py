@@ -709,7 +709,7 @@ class Tracer:
             step = "centered"
         elif same and op == "pow" and kinds == [("group", "centered")] and attrs.get("exponent") == 2.0:
             step = "square"
-        elif same and op == "mul" and kinds == [("group", "centered")] * 2 and args[0] is args[1]:
+        elif same and op == "mul" and kinds == [("group", "centered")] * 2:
             step = "square"
         elif op == "add" and sorted(kinds) == [("group", "var"), ("number", None)]:
             step, eps = "var_eps", next(a for a in args if _is_number(a))
@@ -1462,7 +1462,7 @@ class Tracer:
             value = {"new_zeros": 0.0, "new_ones": 1.0}[name]
         if not _is_number(value):
             raise self.refuse(f".{name}() with the fill value {value!r} (kgen takes a number)")
-        if {k for k in kwargs if k not in ("size", "fill_value")} :
+        if kwargs.keys() - {"size", "fill_value"}:
             raise self.refuse(f".{name}() with dtype, device or requires_grad (kgen computes in the input's dtype)")
         sizes = self._sizes(name, rest, kwargs)
         if math.prod(d for d in sizes if d != "M") == 1 and "M" not in sizes:
@@ -1605,6 +1605,15 @@ class Tracer:
                 raise self.refuse("a matmul whose right operand is not a parameter W of the module "
                                   "(stored (K, N): x @ W) or its transpose (stored (N, K): x @ W.t())")
             return self.gemm(x, w.payload, None)
+        if fn in PYTHON_ARITHMETIC and not kwargs and all(_is_number(a) and not isinstance(a, _TensorNumber)
+                                                          for a in args):
+            # c // k, c * 2, ... of Python numbers (sizes, constants): Python's own result, an int
+            # where Python gives one (a view's size: x.view(n, c // k, k))
+            return fn(*args)
+        if fn in NUMBER_FUNCTIONS and not kwargs and all(_is_number(a) for a in args):
+            # math.sqrt(x.size(-1)) and its kin: a Python number of numbers (x.size(d) of a
+            # feature dimension is one), computed here as the reference computes it
+            return fn(*args)
         if fn in LOGICAL_FUNCTIONS:
             return self.logical(LOGICAL_FUNCTIONS[fn], args)
         if fn in COMPARISON_FUNCTIONS:
@@ -1641,15 +1650,6 @@ class Tracer:
                 raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} by something other than a number (kgen "
                                   "takes the remainder of a value by a constant)")
             return self.pointwise(REMAINDER_FUNCTIONS[fn], [a["input"]], {"other": a["other"]})
-        if fn in PYTHON_ARITHMETIC and not kwargs and all(_is_number(a) and not isinstance(a, _TensorNumber)
-                                                          for a in args):
-            # c // k, c * 2, ... of Python numbers (sizes, constants): Python's own result, an int
-            # where Python gives one (a view's size: x.view(n, c // k, k))
-            return fn(*args)
-        if fn in NUMBER_FUNCTIONS and not kwargs and all(_is_number(a) for a in args):
-            # math.sqrt(x.size(-1)) and its kin: a Python number of numbers (x.size(d) of a
-            # feature dimension is one), computed here as the reference computes it
-            return fn(*args)
         if fn in (torch.tensor, torch.as_tensor, torch.scalar_tensor):
             # torch.tensor(0.0, device=x.device, dtype=x.dtype) in forward (fx records the call,
             # its device being a traced value's): the number, as torch.tensor(0.0) is
@@ -1868,7 +1868,7 @@ class Tracer:
         finite and 0 elsewhere. The defaults are float32's: a file whose reference takes them runs
         fp32 modules only (Graph.fp32_casts), since a 16-bit module's are its own dtype's."""
         for key, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
-            if v is not None and (not _is_number(v) or isinstance(v, _Id)):
+            if v is not None and not _is_number(v):
                 raise self.refuse(f"nan_to_num with {key}={v!r} (kgen takes a number)")
         if posinf is None or neginf is None:
             self.fp32_casts.append((*self.where, "its nan_to_num replaces an infinity with the largest finite "
@@ -1887,7 +1887,7 @@ class Tracer:
         diff = self.pointwise("sub", [end, input])
         if isinstance(weight, bool):
             raise self.refuse(f"lerp with weight={weight!r}")
-        if isinstance(weight, (int, float)) and not isinstance(weight, _Id):   # (a node id is an int)
+        if _is_number(weight):
             if abs(weight) < 0.5:
                 return self.pointwise("add", [input, self.pointwise("mul", [diff, weight])])
             return self.pointwise("sub", [end, self.pointwise("mul", [diff, 1.0 - weight])])

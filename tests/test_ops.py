@@ -224,6 +224,27 @@ def test_binary_oracles_take_a_number_for_either_operand(name):
     assert both.dtype == torch.float64 and both.item() == reference(as64(0.1), as64(3.0)).item()
 
 
+def test_the_ops_that_turn_nan_into_a_number_are_wheres_fmax_fmin_and_a_zeroth_power():
+    """ops.gives_a_number_for_nan, from each op's oracle with its default attributes (a number
+    where one is required), NaN in each operand in turn: where (the untaken branch), fmax and
+    fmin (which drop NaN); among attributes, pow's exponent 0 (NaN ** 0 = 1). codegen keeps
+    the tf32x3 split's infinities for these (test_where)."""
+    from kgen.ir.ops import gives_a_number_for_nan
+
+    def defaults(op):
+        attrs = {k: (2.0 if v is REQUIRED else v) for k, v in op.attrs}
+        return {**attrs, **({"min": 0.0} if op.name == "clamp" else {})}
+
+    found = {name for name, op in POINTWISE.items()
+             if gives_a_number_for_nan(name, [None] * op.arity, defaults(op))}
+    assert found == {"where", "fmax", "fmin"}
+    assert gives_a_number_for_nan("pow", [None], {"exponent": 0.0})
+    assert not gives_a_number_for_nan("pow", [None], {"exponent": 3.0})
+    # a constant operand is taken as it is: NaN only where the value may be
+    assert gives_a_number_for_nan("where", [None, 0.0, None, 0.0], {"compare": "ge"})
+    assert not gives_a_number_for_nan("add", [None, 1.0])
+
+
 def test_oracle_keeps_the_dtype():
     x = cpu_inputs().double()
     for name, attrs in VARIANTS:

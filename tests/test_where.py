@@ -182,6 +182,27 @@ def test_the_emitted_cuda_compiles_for_sm90a(name, backend, tmp_path):
     assert spills(compile_report(source, tmp_path, targets=(SM90A,))) == []
 
 
+def test_a_where_keeps_the_splits_infinities_and_a_chain_without_one_does_not(tmp_path):
+    """The tf32x3 split keeps infinities (KGEN_SPLIT_KEEPS_INFINITIES) where a where could turn
+    the fast split's NaN of an infinite product into a number (eager: inf >= t picks inf; NaN >= t
+    picks the zeros), and only there: it costs the GEMM 3-4 %."""
+    from kgen.lower.forward import split_keeps_infinities
+
+    keeps = "#define KGEN_SPLIT_KEEPS_INFINITIES 1"
+    ref = where_module(tmp_path, "zeros_like_param")
+    assert split_keeps_infinities(trace(ref))
+    spec = Spec.of(str(ref.path), 64, 16, N, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    assert keeps in generator.render_cuda_source(spec)
+    # a bf16 / TF32 file splits nothing
+    assert keeps not in generator.render_cuda_source(
+        Spec.of(str(ref.path), 64, 16, N, math="tf32", backend="wgmma", fusion=1, tile=WGMMA_TILE))
+    plain = tmp_path / "plain.py"
+    plain.write_text(module_source("x = torch.sigmoid(x) * self.bias2\nx = torch.clamp(x, 0.1, 0.9)", PARAMS, N))
+    assert not split_keeps_infinities(trace(Reference(plain, SMALL)))
+    assert keeps not in generator.render_cuda_source(
+        Spec.of(str(plain), 64, 16, N, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE))
+
+
 # ---- GPU tier -------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["leaky_by_hand", "zeros_like_param", "lt_one_element", "before_softmax",

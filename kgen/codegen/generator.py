@@ -19,7 +19,7 @@ import jinja2
 
 from kgen import __version__
 from kgen.lower import backward
-from kgen.lower.forward import Lowered, lower
+from kgen.lower.forward import Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, WGMMA_FLUSH_KTILES,
                    Spec, cta_threads, kgen_source_digest, spec_smem_bytes)
@@ -558,6 +558,8 @@ def _source_context(spec: Spec) -> dict:
         "half_gemm_type": half_gemm_type(spec),
         "operand_ctype": OPERAND_CTYPE,
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
+        "split_keeps_infinities": spec.math == "tf32x3" and any(
+            split_keeps_infinities(low.graph) for low in lowered_parts(spec)),
         "library": [kernel_source(name) for name in library],
     }
 

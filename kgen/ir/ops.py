@@ -385,6 +385,21 @@ JUMPING = frozenset({"where", "floor", "ceil", "round", "trunc", "fmod", "remain
 assert JUMPING <= set(POINTWISE)
 
 
+
+def gives_a_number_for_nan(name: str, operands: Sequence[float | None], attrs: Mapping | None = None) -> bool:
+    """Whether op `name` can turn NaN into a number: its torch oracle, with NaN in each operand
+    that `operands` marks None in turn (the others as given: a constant's value, or any number),
+    gives something other than NaN (where's untaken branch, fmax / fmin, nan_to_num, x ** 0).
+    An upstream NaN where eager has +-inf is then no longer visible downstream but a wrong
+    number (codegen: the tf32x3 split keeps infinities for such a chain)."""
+    for i, operand in enumerate(operands):
+        if operand is None:
+            values = [float("nan") if j == i else (0.5 if o is None else o) for j, o in enumerate(operands)]
+            if not bool(torch.isnan(torch_apply(name, values, attrs)).all()):
+                return True
+    return False
+
+
 # ----------------------------------------------------------------------------------------------
 # Lookups.
 

@@ -738,6 +738,19 @@ def fusion0_moves(part: Graph) -> int | None:
     return chain_math_calls(graph)
 
 
+def split_keeps_infinities(graph: Graph) -> bool:
+    """Whether a point-wise op of the module can turn a NaN into a number
+    (ops.gives_a_number_for_nan, with the op's constant operands as they are): the tf32x3
+    split's NaN where eager's product is +-inf would then come out a wrong number, so the
+    module's split keeps infinities (mma_detail.cuh, KGEN_SPLIT_KEEPS_INFINITIES)."""
+    for n in graph.live():
+        if n.kind == "pointwise" and n.op:
+            operands = [graph.node(a).attrs.get("value") if graph.node(a).kind == "const" else None for a in n.args]
+            if ops.gives_a_number_for_nan(n.op, operands, n.attrs):
+                return True
+    return False
+
+
 def chain_math_calls(graph: Graph) -> int:
     """The accurate math functions (exp, log, erf, tanh, ...) the point-wise chain after the
     Linear's output calls per element, from the op table's CUDA: what fusion 0 takes out of the

@@ -143,9 +143,25 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4],
 // cvt.rna: that saves 2 more ops per element in the hottest ALU path, costs at most 2^-21 |v|
 // (vs 2^-22) in representation error, far below the fp32 accumulation error, and keeps NaN
 // inputs propagating (big of the canonical NaN 0x7fffffff wraps to -0, small stays NaN).
+// An infinite v splits into inf and inf - inf = NaN, so an infinite input makes the output NaN
+// wherever eager's is +-inf. Where a point-wise op of the module can turn that NaN into a number
+// (a where, fmax, x ** 0: ops.gives_a_number_for_nan), the generated source defines
+// KGEN_SPLIT_KEEPS_INFINITIES and big is clamped to the largest tf32 number of its sign: an
+// infinite v splits into that and small = +-inf, whose products with the other operand's parts
+// are one infinity of the product's sign and finite numbers, as eager's x * w (0 * inf = NaN
+// where w is 0, as in eager). It costs the 3xTF32 GEMM 3-4 % (H100: docs/perf.md, session 17),
+// hence not everywhere. (fminf / fmaxf drop a NaN big; small then carries the NaN.)
+#ifndef KGEN_SPLIT_KEEPS_INFINITIES
+#define KGEN_SPLIT_KEEPS_INFINITIES 0
+#endif
 __device__ __forceinline__ void split_tf32(uint32_t v, uint32_t& big, uint32_t& small) {
-  big = (v + 0x1000u) & 0xffffe000u;
-  small = __float_as_uint(__uint_as_float(v) - __uint_as_float(big));
+  float b = __uint_as_float((v + 0x1000u) & 0xffffe000u);
+  if constexpr (KGEN_SPLIT_KEEPS_INFINITIES) {
+    const float largest = __int_as_float(0x7f7fe000);
+    b = fminf(fmaxf(b, -largest), largest);
+  }
+  big = __float_as_uint(b);
+  small = __float_as_uint(__uint_as_float(v) - b);
 }
 
 // Round-to-nearest-away to tf32 with the MMA's truncation doing the masking. Non-finite values

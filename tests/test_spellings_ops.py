@@ -961,7 +961,7 @@ def test_a_feature_size_read_as_a_number_pins_the_files_sizes(tmp_path):
     result = CliRunner().invoke(main, ["generate", str(path), "-o", str(out), "--results-dir", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     text = out.read_text()
-    assert f"if (x.shape[1], self.gemm.weight.shape[0],) != (16, {N}):" in text
+    assert f"if (x.shape[1], weight0.shape[0],) != (16, {N}):" in text
     assert "reads a size as a number" in text
     plain = tmp_path / "plain.py"
     plain.write_text(module_source("x = torch.softmax(x.view(x.size(0), -1), dim=-1)", {}, out_features=N))

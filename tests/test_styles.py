@@ -14,7 +14,7 @@ spellings, combined programmatically along independent dimensions:
   torch.addmm, a container (nn.Sequential, nn.Sequential of an OrderedDict, nn.ModuleList run
   in a loop) holding the Linear and the module-form steps that follow it (the whole module
   where every step is a module), a child nn.Module class of the file, a subclass of nn.Linear
-  defined in the file;
+  defined in the file, nn.Linear under weight_norm / spectral_norm (torch.nn.utils.parametrizations);
 - raw parameters: nn.Parameter(torch.randn / torch.zeros / torch.tensor), register_parameter,
   register_buffer;
 - each step: as a module, a function, a tensor method, an operator (either operand first), in
@@ -177,7 +177,10 @@ RAW_GEMMS = {
 RAW_KN = ("matmul_kn", "addmm_kn")
 # Containers hold the Linear and the module-form steps that follow it (as many as there are).
 CONTAINERS = ["sequential", "sequential_named", "module_list"]
-GEMMS = ["linear", *RAW_GEMMS, *CONTAINERS, "child", "linear_subclass"]
+# nn.Linear under a parametrization (its class becomes ParametrizedLinear; the weight is computed
+# on each access, and spectral_norm's power iteration moves buffers in training mode)
+PARAMETRIZED = {"weight_norm": "weight_norm", "spectral_norm": "spectral_norm"}
+GEMMS = ["linear", *RAW_GEMMS, *CONTAINERS, "child", "linear_subclass", *PARAMETRIZED]
 CREATES = ["randn", "zeros", "tensor", "register_parameter", "register_buffer"]
 LAYOUTS = ["statements", "nested"]
 SIGNATURES = ["plain", "annotated"]
@@ -314,6 +317,9 @@ def source(s: Spelling) -> str:
     if s.gemm == "linear":
         init.append(f"self.linear = nn.Linear({i}, {o})")
         forward.append("x = self.linear(x)")
+    elif s.gemm in PARAMETRIZED:
+        init.append(f"self.linear = {PARAMETRIZED[s.gemm]}(nn.Linear({i}, {o}))")
+        forward.append("x = self.linear(x)")
     elif raw:
         kind = "weight_kn" if s.gemm in RAW_KN else "weight"
         init.append(_create("weight", kind, s.create, reset, i, o, col).replace(
@@ -390,7 +396,8 @@ def source(s: Spelling) -> str:
     else:
         body.append("def forward(self, x):")
     body += _indent(forward, 4)
-    text = ["import math", "from collections import OrderedDict", "", "import torch", "import torch.nn as nn", "import torch.nn.functional as F", "", ""]
+    text = ["import math", "from collections import OrderedDict", "", "import torch", "import torch.nn as nn", "import torch.nn.functional as F",
+            *(["from torch.nn.utils.parametrizations import spectral_norm, weight_norm"] if s.gemm in PARAMETRIZED else []), "", ""]
     for c in classes:
         text += [c, ""]
     text += ["class Model(nn.Module):"] + _indent(body, 4) + ["", ""]

@@ -217,13 +217,17 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
                        "value other than (batch, features)). Use the module in eval mode (.eval()), "
                        "where dropout is the identity")
         lines += [f"if {mode}:", f"    raise RuntimeError({message!r})"]
-    lines.append(f"x = _kgen_checked_input(x, {_weight_nk(parts[0].graph.gemm)})")
+    # Each weight is read once: a parametrized one (weight_norm, spectral_norm) is computed on
+    # every access, and spectral_norm's power iteration moves its buffers each time, as it does
+    # once per forward in the reference.
+    lines += [f"weight{k} = {_weight_nk(low.graph.gemm)}" for k, low in enumerate(parts)]
+    lines.append("x = _kgen_checked_input(x, weight0)")
     sizes = parts[-1].traced.sizes_read
     if sizes:
         # The trace read a feature size as a number and baked it in: these sizes only.
         line, text = sizes[0]
         widths = [parts[0].traced.in_features] + [low.traced.out_features for low in parts]
-        now = ["x.shape[1]"] + [f"{_weight_nk(low.graph.gemm)}.shape[0]" for low in parts]
+        now = ["x.shape[1]"] + [f"weight{k}.shape[0]" for k in range(len(parts))]
         message = (f"this ModelNew was synthesized for the feature sizes {tuple(widths)} (line {line} of the "
                    f"reference, `{text}`, reads a size as a number, which the trace baked in); generate it "
                    "again for other sizes")
@@ -236,7 +240,7 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
             lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
                          f"and its epilogue{then}")
         keeps_z = backward.unsupported(lowered) is None
-        call = _part_lines(lowered, lines, keeps_z)
+        call = _part_lines(lowered, f"weight{k}", lines, keeps_z)
         op = f"_kgen_part_call({k}, {', '.join(call)})"
         last = k + 1 == len(parts)
         if keeps_z and not lowered.batchnorm:
@@ -263,11 +267,12 @@ def _counts_arg(lowered: Lowered) -> str:
     return "" if lowered.graph.batchnorms[0].attrs.get("counts", True) else ", counts=False"
 
 
-def _part_lines(lowered: Lowered, lines: list[str], keeps_z: bool) -> list[str]:
-    """Append the checks of one part's weight and operands to `lines`; return its op call's
-    arguments. A part with backward kernels keeps z when autograd will want its backward."""
+def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) -> list[str]:
+    """Append the checks of one part's weight (read (out, in) into the local `w_nk`) and
+    operands to `lines`; return its op call's arguments. A part with backward kernels keeps z
+    when autograd will want its backward."""
     gemm = lowered.graph.gemm
-    weight, w_nk = gemm.attrs["weight"], _weight_nk(gemm)
+    weight = gemm.attrs["weight"]
     lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r})")
     if gemm.attrs.get("stored_kn"):
         lines.append(f"w = w.contiguous()  # {weight} is stored (in, out) (x @ W): the GEMM reads it (out, in)")

@@ -325,6 +325,22 @@ class _InputProxy(torch.fx.Proxy):
         return self.rank
 
 
+def _torch_kind(module: nn.Module) -> type:
+    """The torch.nn class a module computes as: its own, or, for a subclass of one that keeps
+    its forward, that class: an nn.Linear under a parametrization (weight_norm, spectral_norm:
+    torch makes its class ParametrizedLinear, whose weight is computed on each access) is a
+    Linear reading that weight."""
+    kind = type(module)
+    if kind.__module__.startswith("torch.nn.modules."):
+        return kind
+    for base in kind.__mro__[1:]:
+        if base is nn.Module:
+            break
+        if base.__module__.startswith("torch.nn.modules.") and kind.forward is base.forward:
+            return base
+    return kind
+
+
 class _LocatingTracer(torch.fx.Tracer):
     """torch.fx's Tracer, each node's stack_trace the outermost line of the reference file on the
     stack when fx made it, as fx's own `record_stack_traces` writes a frame (`File "...", line N,
@@ -1252,7 +1268,7 @@ class Tracer:
                               "the input may be read again after it)")
 
     def visit_module(self, path: str, module: nn.Module, args, kwargs):
-        kind = type(module)
+        kind = _torch_kind(module)
         if kind is nn.Linear:
             return self.gemm(args[0], f"{path}.weight", f"{path}.bias" if module.bias is not None else None)
         if kind is nn.Flatten:

@@ -95,6 +95,28 @@ def test_the_gradient_left_is_the_same_on_both_sides_of_the_kink(tail, how, out)
     assert (_bias_gradient(model, x, left) - _bias_gradient(model, x2, left)).abs().max() < 1e-6 * scale
 
 
+class _MaxOfAll(nn.Module):
+    def forward(self, x):
+        return x.max()
+
+
+def test_a_0d_output_at_a_kink_is_its_own_row():
+    """x.max() of everything (a 0-d output, Graph.output_tail), its top two elements 1e-9 apart:
+    the output is at a kink, and the mask of it (the one element, which is also its row) is
+    tried like any other, without indexing a batch dimension it has not got."""
+    model, x = _linear_then([_MaxOfAll()])
+    with torch.no_grad():
+        z = model[0](x)
+        top = int(z.argmax())
+        second = int(z.flatten().topk(2).indices[1])
+        model[0].bias[second % OUT] += z.flatten()[top] - z.flatten()[second] - 1e-9
+    kinks = near_kinks(model, x)
+    assert kinks.shape == () and bool(kinks)
+    g = torch.tensor(1.0, dtype=torch.float64)
+    left, note = kink_free_gradient(model, x, g, TOL)
+    assert note and (left is g or float(left) == 0.0)
+
+
 def test_a_kink_no_mask_can_reach_is_judged_as_it_is():
     """A ReLU between two Linears: its kinks mix into every output of their row, and the rows
     marked are most of the batch; g comes back as drawn, and the note says why."""

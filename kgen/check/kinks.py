@@ -184,8 +184,11 @@ def kink_free_gradient(model: torch.nn.Module, x: torch.Tensor, g: torch.Tensor,
     n = int(kinks.sum())
     if n == 0:
         return g, ""
-    row_any = kinks.reshape(kinks.shape[0], -1).any(dim=1)
-    rows = row_any.reshape(-1, *([1] * (kinks.dim() - 1))).expand_as(kinks)
+    if kinks.dim() == 0:   # a 0-d output (x.max() of everything): its one element is its row
+        row_any, rows = kinks.reshape(1), kinks
+    else:
+        row_any = kinks.reshape(kinks.shape[0], -1).any(dim=1)
+        rows = row_any.reshape(-1, *([1] * (kinks.dim() - 1))).expand_as(kinks)
     for what, mask, left, cap in (("element(s)", kinks, n, KINK_MAX_FRACTION * kinks.numel()),
                                   ("row(s)", rows, int(row_any.sum()), KINK_MAX_ROWS * row_any.numel())):
         if left > cap:

@@ -252,6 +252,15 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
             lines += ["return x"] if last else []
         else:
             lines.append(f"{'return' if last else 'x ='} {op}")
+    tail = parts[-1].graph.output_tail
+    if tail:
+        method, line, text = tail
+        assert lines[-1].startswith("return ")
+        value = lines.pop()[len("return "):]
+        if value != "x":
+            lines.append(f"x = {value}")
+        lines += [f"# line {line} of the reference, `{text}`: torch's own .{method}() of the kernel's "
+                  f"{'per-row values' if method != 'squeeze' else 'output'}", f"return x.{method}()"]
     return lines
 
 

@@ -205,6 +205,9 @@ FILL_FUNCTIONS = {torch.zeros_like: (_fill_like, 0.0), torch.ones_like: (_fill_l
 IDENTITY_METHODS = ("clone", "contiguous")
 # Methods that turn a (M, 1) row value into (M,) (Tracer._flatten_row).
 ROW_FLATTEN_METHODS = ("squeeze", "flatten")   # (view and reshape: Tracer._view)
+# Reductions over every element (dim=None) kgen takes as the module's last op: the kernel's
+# per-row values, then torch's method of that name over them (Tracer._whole_reduction).
+WHOLE_REDUCTIONS = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin"}
 # In-place methods: the out-of-place method they are (Tracer.run rebinds the receiver).
 INPLACE_METHODS = {f"{name}_": name for name in (
     "mul", "add", "sub", "div", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
@@ -391,6 +394,7 @@ class Tracer:
         self.dropouts: list[dict] = []   # active dropouts (Tracer.dropout)
         self.fp32_casts: list[tuple] = []   # casts to float32 taken as no-ops (Graph.fp32_casts)
         self.sizes_read: list[tuple] = []   # feature sizes read as numbers (Graph.sizes_read)
+        self.output_tail: tuple = ()   # torch's last op on the kernel's output (Graph.output_tail)
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
 
@@ -667,6 +671,8 @@ class Tracer:
             raise self.refuse(f"{kind} of a comparison (an integer count in torch; kgen's values are floats)")
         x = self.value(x)
         width = self.level(x)   # tile: N columns; pooled: P; row: a width-1 value (M, 1)
+        if dim is None and kind in WHOLE_REDUCTIONS and of is None:
+            return self._whole_reduction(kind, x, width, keepdim)
         if width not in ("tile", "pooled", "row"):
             raise self.refuse(f"{kind} over dim={dim!r} of a value of shape "
                               f"{'(M,)' if width == 'rowflat' else 'that is not (batch, features)'}; "
@@ -695,6 +701,32 @@ class Tracer:
             return self.add("pointwise", width, [shifted, log_total], "sub")
         assert kind == "logsumexp"
         return self.add("pointwise", "row" if keepdim else "rowflat", [mx, log_total], "add")
+
+    def _feeds_the_output_only(self) -> bool:
+        """Whether the fx node being visited is the module's output and used nowhere else."""
+        users = list(self.fx_node.users)
+        return len(users) == 1 and users[0].op == "output"
+
+    def _tail(self, method: str) -> None:
+        """torch's x.`method`() on the kernel's output, the module's last op (Graph.output_tail)."""
+        self.output_tail = (method, *self.where)
+
+    def _whole_reduction(self, kind: str, x: int, width: str, keepdim: bool) -> int:
+        """A sum / mean / max / min over every element (dim=None) as the module's last op: the
+        kernel's per-row values (the row's reduction over the features, or the per-row value
+        itself), and torch's reduction of those M values after it (Graph.output_tail): the same
+        number (a mean of the rows' means is the mean: every row has N elements)."""
+        if keepdim:
+            raise self.refuse(f"{kind} over every element (dim=None) with keepdim=True; kgen reduces over "
+                              f"the features (dim 1), and takes x.{kind}() of everything as the forward's last op")
+        if not self._feeds_the_output_only():
+            raise self.refuse(f"{kind} over every element (dim=None) other than as the module's output; kgen "
+                              f"reduces over the features (dim 1), and takes x.{kind}() of everything as the "
+                              "forward's last op")
+        if width not in ("tile", "pooled", "row", "rowflat"):
+            raise self.refuse(f"{kind} over every element of a value that is not (batch, features)")
+        self._tail(WHOLE_REDUCTIONS[kind])
+        return x if width in ("row", "rowflat") else self.add("reduce", "rowflat", [x], kind)
 
     # ---- GroupNorm written out over a (batch, G, k) view ------------------------------------
     # g = x.view(b, G, -1); (g - g.mean(-1, keepdim=True)) / torch.sqrt(g.var(-1, keepdim=True,
@@ -1071,6 +1103,7 @@ class Tracer:
             raise Unsupported(f"{self.ref.path}: Model.forward has no GEMM (nn.Linear, F.linear or "
                               "x @ W.T); kgen synthesizes a GEMM followed by an epilogue chain")
         graph = self.close_part(output)
+        graph.output_tail = self.output_tail
         if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
         return graph
@@ -1329,14 +1362,19 @@ class Tracer:
 
     def _flatten_row(self, x, name: str, rest, kwargs):
         """A (M, 1) row value as (M,) by squeeze(1) or flatten() (view and reshape: Tracer._view)
-        — the value keepdim=False would have given. squeeze() with no dim is refused (a batch of
-        1 would go too)."""
+        — the value keepdim=False would have given. squeeze() with no dim (a batch of 1 would go
+        too) only as the module's last op (Graph.output_tail)."""
         ok = {"squeeze": [(1,), (-1,)], "flatten": [()]}[name]
         given = tuple(rest) + tuple(kwargs.get(k) for k in ("dim",) if k in kwargs)
+        if name == "squeeze" and given == () and self._feeds_the_output_only():
+            # the module's output: torch's own squeeze() after the kernel, which at a batch of 1
+            # gives a 0-d tensor, as the reference's does
+            self._tail("squeeze")
+            return self._relevel(x, "rowflat")
         if given not in ok:
             raise self.refuse(f".{name}{given if len(given) != 1 else '(' + repr(given[0]) + ')'} of a "
                               "(batch, 1) value; kgen takes squeeze(1), view(-1), reshape(-1) and flatten() "
-                              "(the (batch,) value keepdim=False gives)")
+                              "(the (batch,) value keepdim=False gives), and squeeze() as the forward's last op")
         return self._relevel(x, "rowflat")
 
     def _relevel(self, x: int, level: str) -> int:
@@ -1818,7 +1856,8 @@ class Tracer:
         dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
         keepdim = kwargs.get("keepdim", args[2] if len(args) > 2 else False)
         if dim is None:
-            raise self.refuse(f"torch.{kind} over all elements")
+            # x.max() of everything: one value, no indices (as torch.amax)
+            return self.reduce(kind, args[0], None, False)
         return _Marker("values_indices", self.reduce(kind, args[0], dim, keepdim))
 
     def einsum(self, args, kwargs):

@@ -180,6 +180,11 @@ class Graph:
     # x.shape[-1], math.sqrt(x.size(-1))): the trace baked that number in, so the emitted file
     # runs at the traced in_features and out_features only, and says so for others.
     sizes_read: list = dataclasses.field(default_factory=list)
+    # torch's own op on the kernel's output as the module's last step, (method, line, text):
+    # ("sum", ...) where the forward ends in x.sum() of everything (the kernel gives the rows'
+    # sums), ("squeeze", ...) for a squeeze() with no dim (0-d at a batch of 1, as torch's).
+    # The emitted forward and the oracle (interpret) call it; () for none.
+    output_tail: tuple = ()
     # Chained GEMMs: the part that computes this part's GEMM input (its output, (M, in_features)),
     # itself a graph of one GEMM and its epilogue. The module's graph is its last part.
     previous: "Graph | None" = None
@@ -240,7 +245,8 @@ class Graph:
 
     def describe(self) -> str:
         lines = [n.describe() for n in self.live()]
-        return "\n".join(lines + [f"return %{self.output}"])
+        tail = f".{self.output_tail[0]}()" if self.output_tail else ""
+        return "\n".join(lines + [f"return %{self.output}{tail}"])
 
     def output_level(self) -> str:
         return self.nodes[self.output].level
@@ -262,7 +268,8 @@ class Graph:
         its BatchNorm modules, which update their buffers as the reference would). A Dropout
         training in `model` draws its mask from torch's generator as the module does, at the
         same point (mask nodes in trace order): seeded alike, the oracle and the module agree."""
-        return self.interpret_value(self.output, x, model)
+        out = self.interpret_value(self.output, x, model)
+        return getattr(out, self.output_tail[0])() if self.output_tail else out
 
     def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module, module_input=None):
         """The value of `node` (a live one) when the graph runs on x, as `interpret`."""

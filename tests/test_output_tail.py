@@ -1,0 +1,112 @@
+"""torch's own last op on the kernel's output (Graph.output_tail): a reduction over every element
+(x.sum(), torch.mean(x), x.max(), torch.amin(x), x.sum(dim=1).sum(), ...) and squeeze() with no
+dim, each taken only as the forward's last op. The kernel computes the per-row values (the row's
+reduction over the features, or the per-row value itself); the emitted forward and the IR's oracle
+then call torch's method on them, so a batch of 1 gives the 0-d tensor torch gives.
+
+CPU: each spelling traces to the row values and the tail; the oracle equals the module in fp64
+(training and eval; tests/test_ir.check_oracle), at the traced batch and at a batch of 1; the
+emitted forward ends in the method's call; uses other than as the last op are refused by name.
+The GPU runs of such files: docs/experiments/device_session17_tails.sh.
+"""
+
+import copy
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from kgen.cli import main
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import trace
+from kgen.ir.graph import Unsupported
+
+from test_ir import SMALL, check_oracle
+
+HEAD = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        x = torch.tanh(self.fc(x))
+        {body}
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return [16, 24]
+"""
+
+# spelling -> (the forward's last lines, the tail's method, the kernel output's level)
+TAILS = {
+    "sum_method": ("return x.sum()", "sum", "rowflat"),
+    "sum_function": ("return torch.sum(x)", "sum", "rowflat"),
+    "mean_method": ("return x.mean()", "mean", "rowflat"),
+    "mean_function": ("x = torch.mean(x)\n        return x", "mean", "rowflat"),
+    "max_method": ("return x.max()", "amax", "rowflat"),
+    "max_function": ("return torch.max(x)", "amax", "rowflat"),
+    "amax": ("return x.amax()", "amax", "rowflat"),
+    "amin_function": ("return torch.amin(x)", "amin", "rowflat"),
+    "min_method": ("return x.min()", "amin", "rowflat"),
+    "of_row_sums": ("return x.sum(dim=1).sum()", "sum", "rowflat"),
+    "of_row_means_kept": ("return x.mean(1, keepdim=True).mean()", "mean", "row"),
+    "squeeze_of_row_mean": ("return x.mean(dim=-1, keepdim=True).squeeze()", "squeeze", "rowflat"),
+}
+REFUSED = {
+    "sum_then_scaled": ("return x.sum() * 2.0", "sum over every element (dim=None) other than as the module's output"),
+    "keepdim": ("return x.sum(dim=None, keepdim=True)", "with keepdim=True"),
+    "squeeze_then_sigmoid": ("return torch.sigmoid(x.mean(1, keepdim=True).squeeze())",
+                             "squeeze() as the forward's last op"),
+}
+
+
+def reference(tmp_path, name: str, body: str) -> Reference:
+    path = tmp_path / f"tail_{name}.py"
+    path.write_text(HEAD.format(body=body))
+    return Reference(path)
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("name", sorted(TAILS))
+def test_a_tail_traces_to_the_row_values_and_the_oracle_is_the_module(name, training, tmp_path):
+    body, method, level = TAILS[name]
+    ref = reference(tmp_path, name, body)
+    graph = check_oracle(ref, training)
+    assert graph.output_tail[0] == method and graph.output_level() == level
+    assert graph.describe().endswith(f".{method}()")
+    # a batch of 1: torch's squeeze() makes the output 0-d, and the oracle follows it
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double().train(training)
+    twin = copy.deepcopy(model)
+    x = torch.rand(1, SMALL["in_features"], dtype=torch.float64)
+    with torch.no_grad():
+        expect, got = model(x), graph.interpret(x, twin)
+    assert got.shape == expect.shape == ()
+    torch.testing.assert_close(got, expect, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["sum_method", "squeeze_of_row_mean", "max_function"])
+def test_the_emitted_forward_ends_in_torchs_method(name, tmp_path):
+    body, method, _ = TAILS[name]
+    ref = reference(tmp_path, name, body)
+    out = tmp_path / "new.py"
+    result = CliRunner().invoke(main, ["generate", str(ref.path), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    forward = out.read_text().split("    def forward(self, x):")[-1]
+    assert forward.rstrip().endswith(f"return x.{method}()")
+    assert "line 12 of the reference" in forward
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_other_uses_are_refused_by_name(name, tmp_path):
+    body, message = REFUSED[name]
+    with pytest.raises(Unsupported, match=message.replace("(", r"\(").replace(")", r"\)")):
+        trace(reference(tmp_path, name, body))

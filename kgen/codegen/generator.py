@@ -220,7 +220,7 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
     # Each weight is read once: a parametrized one (weight_norm, spectral_norm) is computed on
     # every access, and spectral_norm's power iteration moves its buffers each time, as it does
     # once per forward in the reference.
-    lines += [f"weight{k} = {_weight_nk(low.graph.gemm)}" for k, low in enumerate(parts)]
+    lines += [f"weight{k} = {_weight_nk(low.graph.gemm, k)}" for k, low in enumerate(parts)]
     lines.append("x = _kgen_checked_input(x, weight0)")
     sizes = parts[-1].traced.sizes_read
     if sizes:
@@ -264,10 +264,28 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
     return lines
 
 
-def _weight_nk(gemm) -> str:
-    """Python for the GEMM's weight as (out, in): the module's tensor, or its transpose (a view)
-    where the module stores it (in, out) and writes x @ W."""
+def _weight_nk(gemm, part: int) -> str:
+    """Python for the GEMM's weight as (out, in): the module's tensor, its transpose (a view)
+    where the module stores it (in, out) and writes x @ W, or the call of the method that
+    computes it where the forward does (weight_methods)."""
+    if gemm.attrs.get("weight_code"):
+        return f"self._kgen_weight{part}()"
     return _self_attr(gemm.attrs["weight"]) + (".t()" if gemm.attrs.get("stored_kn") else "")
+
+
+def weight_methods(parts: list[Lowered]) -> list[dict]:
+    """ModelNew's methods that compute a GEMM weight the reference's forward computes from its
+    parameters (F.linear(x, self.weight * self.scale), F.normalize(self.prototypes, dim=1)):
+    torch's own ops, as torch.fx wrote them from the trace, so that autograd carries the
+    weight's gradient from the file's backward to the parameters."""
+    out = []
+    for k, low in enumerate(parts):
+        gemm = low.graph.gemm
+        if gemm.attrs.get("weight_code"):
+            out.append({"name": f"_kgen_weight{k}",
+                        "doc": f"GEMM {k}'s weight, (out, in) and contiguous, as the reference computes it:",
+                        "what": gemm.attrs["weight"], "lines": list(gemm.attrs["weight_code"])})
+    return out
 
 
 def _counts_arg(lowered: Lowered) -> str:
@@ -792,6 +810,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts),
+        weight_methods=weight_methods(parts),
         forward_params=forward_params(parts),
         op_parts=[op_part(low) for low in parts],
         backward_dz_offset=BACKWARD_DZ_OFFSET,

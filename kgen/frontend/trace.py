@@ -10,6 +10,7 @@ max-subtracted forms torch computes), so the lowering knows row reductions of fo
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import math
 import operator
@@ -205,6 +206,21 @@ FILL_FUNCTIONS = {torch.zeros_like: (_fill_like, 0.0), torch.ones_like: (_fill_l
 IDENTITY_METHODS = ("clone", "contiguous")
 # Methods that turn a (M, 1) row value into (M,) (Tracer._flatten_row).
 ROW_FLATTEN_METHODS = ("squeeze", "flatten")   # (view and reshape: Tracer._view)
+# Tensor methods that give no tensor (a weight expression's w.size(1) is a number)
+NOT_TENSOR_METHODS = frozenset({"size", "dim", "numel", "nelement", "item", "tolist", "stride",
+                                "is_contiguous", "data_ptr", "element_size", "type", "get_device"})
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WeightExpr:
+    """A GEMM weight the forward computes from the module's parameters (Tracer._weight_expression):
+    the body of a method of `self` that returns it (N, K) and contiguous, a name for messages,
+    and its value at the trace."""
+    body: tuple
+    name: str
+    value: torch.Tensor
+
+
 # Reductions over every element (dim=None) kgen takes as the module's last op: the kernel's
 # per-row values, then torch's method of that name over them (Tracer._whole_reduction).
 WHOLE_REDUCTIONS = {"sum": "sum", "mean": "mean", "max": "amax", "min": "amin"}
@@ -428,6 +444,10 @@ class Tracer:
         """An IR node id for an fx argument (a node's value or a Python number)."""
         if isinstance(v, _Id):
             return v
+        if isinstance(v, _Marker) and v.kind == "weight_expr":
+            # a computation of parameters used other than as a GEMM's weight: what it was
+            # before weights could be computed (a value of the epilogue, or a refusal)
+            return self.value(self._replay(*v.payload))
         if isinstance(v, _Marker) and v.kind in ("tensor", "matrix") and self.gemm_id is not None:
             return self.param(v.payload, v.shape)
         if isinstance(v, _Marker) and v.kind == "matrix_t" and self.gemm_id is not None:
@@ -499,6 +519,74 @@ class Tracer:
                               "(torch.tensor / torch.ones / ...): kgen reads the module's parameters and "
                               "buffers; make it one in __init__ (self.register_buffer)")
         return _Marker("matrix" if t.dim() == 2 else "tensor", path)
+
+    def _is_matrix(self, v) -> bool:
+        """A 2-D parameter or buffer with no dimension of 1 (a weight matrix: (N, 1) and (1, N)
+        ones are per-feature values of the epilogue), or its transpose."""
+        if not (isinstance(v, _Marker) and v.kind in ("matrix", "matrix_t") and isinstance(v.payload, str)):
+            return False
+        t = self._tensor(v.payload)
+        shape = tuple(v.shape) if v.shape is not None else tuple(t.shape)
+        return t.dim() == 2 and len(shape) == 2 and min(shape) > 1
+
+    def _computes_a_weight(self, fx_node: torch.fx.Node, args, kwargs) -> bool:
+        """Whether this op computes from the module's parameters alone, a weight matrix or such a
+        computation among its operands: a GEMM's weight written as an expression
+        (F.linear(x, self.weight * self.scale), w = F.normalize(self.prototypes, dim=1) then
+        x @ w.t(), self.a @ self.b). It stays an fx node (a "weight_expr" marker) that the GEMM
+        taking it turns into Python (Tracer._weight_expression). A view of one weight matrix
+        (W.t(), W.T, W.view(...)) stays what it was: x @ W.t() is the plain GEMM."""
+        flat = []
+        for v in [*args, *kwargs.values()]:
+            flat.extend(v if isinstance(v, (tuple, list)) else [v])
+        markers = [v for v in flat if isinstance(v, _Marker)]
+        if not any(m.kind == "weight_expr" or self._is_matrix(m) for m in markers):
+            return False
+        if any(isinstance(v, (_Id, _TensorNumber, torch.fx.Node)) for v in flat) or \
+                any(m.kind not in ("tensor", "matrix", "matrix_t", "weight_expr") for m in markers):
+            return False   # x takes part (a GEMM, or a value of the epilogue)
+        target = fx_node.target
+        if fx_node.op == "call_method" and target in NOT_TENSOR_METHODS:
+            return False
+        if target is getattr and flat[-1] not in ("T", "mT"):
+            return False   # w.shape, w.dtype: not a tensor
+        plain = [m for m in markers if m.kind != "weight_expr"]
+        if len(markers) == 1 and plain and (target is getattr or (fx_node.op == "call_method" and target in PARAM_VIEWS)):
+            return False
+        return True
+
+    def _weight_expression(self, fx_node: torch.fx.Node, transposed: bool) -> "WeightExpr":
+        """The Python that computes a weight written as an expression (`fx_node`, of the module's
+        parameters alone), as torch.fx writes it for the subgraph that computes it, returning the
+        (N, K) matrix the GEMM reads: the value itself for F.linear(x, w), its transpose for
+        x @ w. An outer transpose (w.t() of an expression) is folded into `transposed`."""
+        while (fx_node.op == "call_method" and fx_node.target in ("t", "transpose") and len(fx_node.args) in (1, 3)) or \
+                (fx_node.target is getattr and fx_node.args[1] in ("T", "mT")):
+            inner = fx_node.args[0]
+            if not (isinstance(inner, torch.fx.Node) and inner.op in ("call_function", "call_method")):
+                break
+            fx_node, transposed = inner, not transposed
+        needed, stack = set(), [fx_node]
+        while stack:
+            n = stack.pop()
+            if n not in needed:
+                needed.add(n)
+                stack.extend(n.all_input_nodes)
+        graph, env = torch.fx.Graph(), {}
+        for n in fx_node.graph.nodes:
+            if n in needed:
+                env[n] = graph.node_copy(n, lambda a: env[a])
+        graph.output(env[fx_node])
+        module = torch.fx.GraphModule(self.model, graph)
+        body = [line.strip() for line in module.code.strip().splitlines()[1:] if line.strip()]
+        assert body[-1].startswith("return "), body
+        result = body.pop()[len("return "):]
+        body.append(f"return {result}{'.t()' if transposed else ''}.contiguous()")
+        with torch.no_grad():
+            value = module()
+        m = re.search(r'File "([^"]*)", line (\d+), in \w+\n\s*(.*)', fx_node.stack_trace or "")
+        name = f"the weight of line {m.group(2)}, `{m.group(3).strip()}`" if m else f"the weight {fx_node.name}"
+        return WeightExpr(tuple(body), name, value.t() if transposed else value)
 
     def _tensor(self, path: str) -> torch.Tensor:
         module_path, _, name = path.rpartition(".")
@@ -940,7 +1028,7 @@ class Tracer:
             return self.add("pointwise", "tile", [x, mask], "mul")
         return x
 
-    def gemm(self, x, weight: str, bias_path: str | None, stored_kn: bool = False) -> int:
+    def gemm(self, x, weight: "str | WeightExpr", bias_path: str | None, stored_kn: bool = False) -> int:
         """The GEMM x Wᵀ of W at `weight`, stored (N, K) (nn.Linear's layout), or, `stored_kn`,
         x W of W stored (K, N) (node attribute stored_kn: graph.gemm_weight reads it (N, K))."""
         if self.gemm_id is not None:
@@ -949,8 +1037,12 @@ class Tracer:
             what = "a detached copy of the module's input" if isinstance(x, _Marker) and x.kind == "input" \
                 else "not the module's input"
             raise self.refuse(f"the GEMM's input is {what} (kgen's GEMM comes first)")
-        w = getattr(self.model.get_submodule(weight.rpartition(".")[0]) if "." in weight else self.model,
-                    weight.rpartition(".")[2])
+        expression = weight if isinstance(weight, WeightExpr) else None
+        if expression is not None:
+            w, weight = expression.value, expression.name
+        else:
+            w = getattr(self.model.get_submodule(weight.rpartition(".")[0]) if "." in weight else self.model,
+                        weight.rpartition(".")[2])
         inp = self.ref.input
         if inp.dim() != 2 or inp.dtype not in MODULE_DTYPES:
             raise self.refuse(f"the input is {inp.dtype} of shape {tuple(inp.shape)}; kgen's GEMM "
@@ -965,7 +1057,8 @@ class Tracer:
             raise self.refuse(f"the weight {weight} is {w.dtype} and the input {inp.dtype}: "
                               "nn.Linear needs one dtype")
         self.out_features = int(w.shape[1 - k_dim])
-        self.gemm_id = self.add("gemm", "tile", weight=weight, **({"stored_kn": True} if stored_kn else {}))
+        self.gemm_id = self.add("gemm", "tile", weight=weight, **({"stored_kn": True} if stored_kn else {}),
+                                **({"weight_code": expression.body} if expression is not None else {}))
         if bias_path is None:
             return self.gemm_id
         bias = self.param(bias_path)
@@ -1233,6 +1326,22 @@ class Tracer:
         self.env.update(updates)
 
     def visit(self, fx_node: torch.fx.Node, args, kwargs):
+        op = fx_node.op
+        if op in ("call_function", "call_method") and self._computes_a_weight(fx_node, args, kwargs):
+            return _Marker("weight_expr", (fx_node, args, kwargs))
+        return self._visit_op(fx_node, args, kwargs)
+
+    def _replay(self, fx_node: torch.fx.Node, args, kwargs):
+        """_visit_op of an earlier fx node (a weight_expr's), located there while it runs."""
+        now = self.fx_node, self.where
+        self.fx_node = fx_node
+        self._locate(fx_node)
+        try:
+            return self._visit_op(fx_node, args, kwargs)
+        finally:
+            self.fx_node, self.where = now
+
+    def _visit_op(self, fx_node: torch.fx.Node, args, kwargs):
         op = fx_node.op
         if op == "get_attr":
             return self.attribute(fx_node.target)
@@ -1632,6 +1741,11 @@ class Tracer:
         if fn is F.linear:
             a = self._bind(_linear, args, kwargs)
             w, b = a["weight"], a["bias"]
+            if isinstance(w, _Marker) and w.kind == "weight_expr":
+                if b is not None and not (isinstance(b, _Marker) and b.kind in ("tensor", "matrix")):
+                    raise self.refuse("F.linear with a bias that is not a parameter of the module")
+                z = self.gemm(a["input"], self._weight_expression(w.payload[0], False), None)
+                return z if b is None else self.pointwise("add", [z, b])
             if not (isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None):
                 raise self.refuse("F.linear with a weight that is not a parameter of the module")
             if b is not None and not (isinstance(b, _Marker) and b.kind in ("tensor", "matrix")):
@@ -1651,6 +1765,9 @@ class Tracer:
             return self.pointwise("add", [z, b])
         if fn in MATMUL_FUNCTIONS:
             x, w = args
+            if isinstance(w, _Marker) and w.kind == "weight_expr":
+                # x @ w of a computed w, (K, N): the GEMM of its transpose
+                return self.gemm(x, self._weight_expression(w.payload[0], True), None)
             if isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None:
                 # x @ W with W stored (K, N): the GEMM x (Wᵀ)ᵀ; the emitted forward hands the
                 # kernels Wᵀ made contiguous (one transpose of W per call).

@@ -54,6 +54,7 @@ came from, and the lowering's CUDA against the graph.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -75,9 +76,26 @@ def module_tensor(model, path: str):
     return getattr(model.get_submodule(module) if module else model, name)
 
 
+def weight_method(body: tuple) -> str:
+    """The source of the method `_kgen_weight(self)` of a weight the forward computes (a gemm's
+    attrs["weight_code"]: the lines of its body)."""
+    return "def _kgen_weight(self):\n" + "".join(f"    {line}\n" for line in body)
+
+
+@functools.lru_cache(maxsize=64)
+def _weight_function(body: tuple):
+    namespace = {"torch": torch}
+    exec(compile(weight_method(body), "<kgen weight expression>", "exec"), namespace)
+    return namespace["_kgen_weight"]
+
+
 def gemm_weight(model, node: "Node"):
-    """The weight of gemm `node` as the GEMM reads it, (N, K): the module's tensor, or its
-    transpose where the module stores it (K, N) and writes x @ W (attrs["stored_kn"])."""
+    """The weight of gemm `node` as the GEMM reads it, (N, K): the module's tensor, its
+    transpose where the module stores it (K, N) and writes x @ W (attrs["stored_kn"]), or what
+    the forward computes from the module's parameters (attrs["weight_code"]: F.linear(x,
+    self.weight * self.scale), torch's own ops on them, as the emitted file runs them)."""
+    if node.attrs.get("weight_code"):
+        return _weight_function(node.attrs["weight_code"])(model)
     w = module_tensor(model, node.attrs["weight"])
     return w.t() if node.attrs.get("stored_kn") else w
 

@@ -234,8 +234,10 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
     from kgen.frontend.problems import graph, load
 
     ref = load(problem, batch, in_features, out_features, constants)
+    # (a weight the forward computes, F.linear(x, self.weight * s), is not rounded here: the
+    # estimate then rounds x alone for that GEMM)
     weights = [part.gemm.attrs["weight"] for part in graph(problem, batch, in_features, out_features,
-                                                           constants).parts]
+                                                           constants).parts if not part.gemm.attrs.get("weight_code")]
     torch.manual_seed(0)
     with torch.device(device):
         exact_model = ref.Model(*ref.init_args()).double()

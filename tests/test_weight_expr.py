@@ -61,6 +61,9 @@ SPELLINGS = {
     "low_rank_nk": "return F.gelu(F.linear(x, self.u @ self.v))",
     "low_rank_kn": "return torch.matmul(x, self.a @ self.b) + self.bias",
     "row_gain": "return F.linear(x, self.weight * self.gain.unsqueeze(1), self.bias)",
+    "einsum_nk": "return torch.einsum('bk,nk->bn', x, self.weight * self.scale) + self.bias",
+    "einsum_kn": "return torch.relu(torch.einsum('bk,kn->bn', x, self.a @ self.b))",
+    "addmm": "return torch.addmm(self.bias, x, (self.weight * self.scale).t())",
 }
 
 

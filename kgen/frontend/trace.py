@@ -1990,6 +1990,8 @@ class Tracer:
             raise other_form
         (a, b), (x, w) = terms, operands
         if len(a) == len(b) == len(out) == 2 and a[1] == b[1] and out == a[0] + b[0] and len(set(a + b)) == 3:
+            if isinstance(w, _Marker) and w.kind == "weight_expr":
+                return self.gemm(x, self._weight_expression(w.payload[0], False), None)
             if not (isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None):
                 raise self.refuse(f"torch.einsum({args[0]!r}, ...) whose second operand is not a parameter of the module")
             return self.visit_function(torch.matmul, (x, _Marker("matrix_t", w.payload)), {})

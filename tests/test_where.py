@@ -203,6 +203,52 @@ def test_a_where_keeps_the_splits_infinities_and_a_chain_without_one_does_not(tm
         Spec.of(str(plain), 64, 16, N, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE))
 
 
+BOOL_MASKS = {
+    "masked_fill": "x = x.masked_fill(self.mask, float('-inf')).softmax(dim=1)",
+    "where_buffer": "x = torch.where(self.mask, x, torch.zeros_like(x))",
+    "not_buffer": "x = torch.where(~self.mask, x, 0.1 * x)",
+    "and_comparison": "x = x.masked_fill(self.mask & (x > 0), 0.0)",
+}
+# (the IR holds no bools: a bool buffer is a condition, mask > 0.5 of it read as 1 and 0, or a
+# number, 1 and 0, as torch promotes it)
+
+
+def bool_mask_module(tmp_path, name: str) -> Reference:
+    path = tmp_path / f"mask_{name}.py"
+    path.write_text(module_source(BOOL_MASKS[name], {}, N).replace(
+        "    def forward", "        self.register_buffer('mask', torch.arange(out_features) % 3 == 0)\n\n    def forward", 1))
+    return Reference(path, SMALL)
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("name", sorted(BOOL_MASKS))
+def test_a_bool_buffer_is_a_condition(name, training, tmp_path):
+    """A bool buffer as a condition (masked_fill, torch.where, ~, &) is the comparison mask > 0.5
+    of it read as 1 and 0; the oracle is the module in fp64, and the emitted forward hands the
+    kernels the buffer in x's dtype."""
+    from test_ir import check_oracle
+
+    ref = bool_mask_module(tmp_path, name)
+    graph = check_oracle(ref, training)
+    (mask,) = [n for n in graph.live() if n.kind == "param" and n.attrs["path"] == "mask"]
+    assert mask.attrs["bool"] and mask.level == "col"
+    text = generator.render(Spec.of(str(ref.path), 64, 16, N, math="tf32x3", backend="wgmma", fusion=1,
+                                    tile=WGMMA_TILE))
+    assert "_kgen_checked_param(self.mask.to(x.dtype), x, (n,), 'mask')" in text
+
+
+@pytest.mark.parametrize("body", ["x = x * self.mask", "x = torch.relu(x) + self.mask"])
+def test_a_bool_buffer_as_a_number_is_1_and_0(body, tmp_path):
+    """x * mask of a bool buffer: torch promotes it to x's dtype, and so do the oracle and the file."""
+    from test_ir import check_oracle
+
+    path = tmp_path / "mask_number.py"
+    path.write_text(module_source(body, {}, N).replace(
+        "    def forward", "        self.register_buffer('mask', torch.arange(out_features) % 3 == 0)\n\n    def forward", 1))
+    graph = check_oracle(Reference(path, SMALL))
+    assert [n.attrs.get("bool") for n in graph.live() if n.kind == "param" and n.attrs["path"] == "mask"] == [True]
+
+
 # ---- GPU tier -------------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["leaky_by_hand", "zeros_like_param", "lt_one_element", "before_softmax",

@@ -338,7 +338,9 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
             call.append(f"operand{k}=operand{k}")
             continue
         numels = {"col": "(n,)", "scalar": "(1,)"}.get(node.level) or f"({numel(node.attrs['shape'])},)"
-        lines.append(f"operand{k} = _kgen_checked_param({_self_attr(path)}, x, {numels}, {path!r})")
+        # (a bool buffer, a condition: 1 and 0 in the module's dtype, as the kernels read operands)
+        value = _self_attr(path) + (".to(x.dtype)" if node.attrs.get("bool") else "")
+        lines.append(f"operand{k} = _kgen_checked_param({value}, x, {numels}, {path!r})")
         call.append(f"operand{k}=operand{k}")
     if lowered.batchnorm:
         call.append("**bn")

@@ -600,7 +600,9 @@ class Tracer:
         """The IR node of a parameter or buffer used as a value of the epilogue, read as the
         shape `view` (an order-keeping view of it: Tracer.param_view; None: its own shape).
         The node's `shape` is the view's, its data the parameter's storage, in order: an (N, 1)
-        bias read as bias.t() is a per-column (1, N) value of N contiguous floats."""
+        bias read as bias.t() is a per-column (1, N) value of N contiguous floats. A bool buffer
+        (a mask) has attrs["bool"]: the emitted forward and the oracle read it in the module's
+        dtype, 1 and 0, as torch promotes it in x * mask (and Tracer._condition compares it)."""
         t = self._tensor(path)
         shape = tuple(t.shape) if view is None else tuple(view)
         if path in self.params:
@@ -620,11 +622,21 @@ class Tracer:
             level = "col"
         else:
             level = "free"     # broadcast as torch does, in the output's tail (ir.py)
-        if t.dtype not in MODULE_DTYPES:
+        if t.dtype not in MODULE_DTYPES and t.dtype != torch.bool:
             raise self.refuse(f"the parameter {path} is {t.dtype}; kgen runs float32, bfloat16 and "
                               "float16 modules")
-        self.params[path] = self.add("param", level, path=path, shape=shape)
+        self.params[path] = self.add("param", level, path=path, shape=shape,
+                                     **({"bool": True} if t.dtype == torch.bool else {}))
         return self.params[path]
+
+    def _condition(self, v):
+        """A bool parameter or buffer as a condition (torch.where(self.mask, ...),
+        x.masked_fill(self.mask, v), ~self.mask): the comparison mask > 0.5 of it read as 1 and 0
+        (Tracer.param); anything else as it is."""
+        if isinstance(v, _Marker) and v.kind in ("tensor", "matrix") and isinstance(v.payload, str) \
+                and self._tensor(v.payload).dtype == torch.bool and self.gemm_id is not None:
+            return _Marker("comparison", ("gt", self.param(v.payload, v.shape), 0.5))
+        return v
 
     def param_view(self, marker: _Marker, method: str, args, kwargs) -> _Marker:
         """`method` (view, reshape, t, ...) of a parameter's marker: the same parameter read as
@@ -2118,7 +2130,7 @@ class Tracer:
         """c1 & c2, c1 | c2, c1 ^ c2, ~c of comparisons (and torch.logical_*): a comparison again,
         of the conditions as numbers (1 where one holds, 0 elsewhere, NaN comparing false as in
         torch): m1 m2 > 0.5, m1 + m2 > 0.5, m1 != m2, m < 0.5. (No gradient flows through any.)"""
-        conditions = list(args)
+        conditions = [self._condition(c) for c in args]
         if len(conditions) != (1 if op == "not" else 2) or not all(
                 isinstance(c, _Marker) and c.kind == "comparison" for c in conditions):
             raise self.refuse(f"logical {op} of something other than comparisons (kgen's values are floats; "
@@ -2137,7 +2149,7 @@ class Tracer:
         if len(args) + len(kwargs) == 1:
             raise self.refuse("torch.where(condition) of one argument (the indices where it holds)")
         a = self._bind(_where, args, kwargs)
-        cond = a["condition"]
+        cond = self._condition(a["condition"])
         if not (isinstance(cond, _Marker) and cond.kind == "comparison"):
             raise self.refuse("torch.where whose condition is not a comparison written in the forward "
                               "(kgen takes x > c, x <= self.t, ...: >, >=, <, <=, ==, != of values, "

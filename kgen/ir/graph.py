@@ -323,6 +323,8 @@ class Graph:
             elif n.kind == "param":
                 # The shape the module reads it as (an order-keeping view: trace.Tracer.param_view).
                 values[n.id] = _get_tensor(model, n.attrs["path"]).reshape(n.attrs["shape"])
+                if n.attrs.get("bool"):   # a condition: 1 and 0 in the module's dtype, as the file hands it
+                    values[n.id] = values[n.id].to(x.dtype)
             elif n.kind == "const" and n.level != "scalar":
                 # x - x (rewrite.simplify): a constant of a tensor's shape
                 values[n.id] = torch.full(self.level_shape(n.level, x.shape[0]), n.attrs["value"],

@@ -110,3 +110,14 @@ def test_other_uses_are_refused_by_name(name, tmp_path):
     body, message = REFUSED[name]
     with pytest.raises(Unsupported, match=message.replace("(", r"\(").replace(")", r"\)")):
         trace(reference(tmp_path, name, body))
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("name", sorted(TAILS))
+def test_the_oracles_gradients_go_through_the_tail(name, training, tmp_path):
+    """autodiff.graph_vjp takes the output gradient through torch's tail op (autograd):
+    torch.autograd's gradients of the module."""
+    from test_autodiff import check_module_gradients
+
+    body, _, _ = TAILS[name]
+    check_module_gradients(reference(tmp_path, name, body), training)

@@ -111,3 +111,56 @@ def test_views_of_a_parameter_stay_the_plain_gemm_and_epilogue(tmp_path):
     path.write_text(HEAD.format(body="return torch.relu(x @ self.weight.t() + self.gain.unsqueeze(1).t() * 2.0)"))
     graph = check_oracle(Reference(path))
     assert graph.gemm.attrs["weight"] == "weight" and not graph.gemm.attrs.get("weight_code")
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_the_oracles_gradients_reach_the_parameters(name, training, tmp_path):
+    """autodiff.graph_vjp takes dW through the weight's own code to the parameters it reads:
+    torch.autograd's gradients of the module, parameter by parameter."""
+    from test_autodiff import check_module_gradients
+
+    check_module_gradients(reference(tmp_path, name), training)
+
+
+REFUSED = {
+    # a weight that follows the mode: the modes' IRs differ (Graph.describe holds the code)
+    "mode": ("return F.linear(x, self.weight * 2.0 if self.training else self.weight * 3.0)",
+             "other ops in training mode than in eval mode"),
+    "input_size": ("return F.linear(x, self.weight / x.size(1) ** 0.5)", "computed from the input"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_weights_kgen_cannot_compute_once_are_refused(name, tmp_path):
+    from kgen.ir.graph import Unsupported
+
+    body, message = REFUSED[name]
+    path = tmp_path / f"refused_{name}.py"
+    path.write_text(HEAD.format(body=body))
+    with pytest.raises(Unsupported, match=message):
+        trace(Reference(path))
+
+
+@pytest.mark.parametrize("body", ["return F.linear(x, self.weight.contiguous(), self.bias)",
+                                  "return F.linear(x, self.weight.clone(), self.bias)",
+                                  "return F.linear(x, F.dropout(self.weight, 0.5, self.training), self.bias)"])
+def test_the_weight_itself_or_a_dropout_of_it_is_not_a_computed_weight(body, tmp_path):
+    """W.contiguous() / W.clone() are W (the plain GEMM, as before); a dropout of a weight draws a
+    mask, which kgen does not compute once per forward (eval: the identity, W itself)."""
+    path = tmp_path / "itself.py"
+    path.write_text(HEAD.format(body=body))
+    try:
+        graph = trace(Reference(path))
+    except Exception as e:   # (the dropout in training mode: refused as before)
+        assert "dropout" in str(e).lower()
+        return
+    assert not graph.gemm.attrs.get("weight_code")
+
+
+def test_infinity_in_a_weights_code_is_defined_in_the_method(tmp_path):
+    """torch.fx writes float('-inf') as a global `inf`: the method defines it."""
+    path = tmp_path / "inf.py"
+    path.write_text(HEAD.format(body="return F.linear(x, torch.clamp(self.weight, -float('inf'), 1.0), self.bias)"))
+    graph = check_oracle(Reference(path))
+    assert "inf = float('inf')" in graph.gemm.attrs["weight_code"]

@@ -36,6 +36,7 @@ from kgen.check.kinks import gradients, jump_mask, kink_free_gradient, output_sh
 from kgen.check.loading import EmittedFile
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
+from kgen.ir.graph import stored_weight
 from kgen.ir.ops import JUMPING
 
 TRIALS = 5
@@ -827,17 +828,6 @@ def _floating_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
             if v.is_floating_point()}
 
 
-def _stored_weight(model: torch.nn.Module, gemm) -> bool:
-    """Whether the GEMM's weight is a parameter or buffer the model stores (a permutation of its
-    columns then moves the GEMM's), not one its forward computes (F.linear(x, self.w * s), a
-    weight_norm parametrization)."""
-    if gemm.attrs.get("weight_code"):
-        return False
-    owner, _, name = gemm.attrs["weight"].rpartition(".")
-    module = model.get_submodule(owner) if owner else model
-    return name in dict(module.named_parameters(recurse=False)) or name in dict(module.named_buffers(recurse=False))
-
-
 def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
     """The training check's second eager run (see _training_run): a copy of the eager model that
     computes the same function with another rounding, (model, its input, {weight path: the
@@ -845,13 +835,13 @@ def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
     another order (the features of x and the columns of the weight permuted alike: x Wᵀ is the
     same sum, taken as another GEMM would take it); where the module reads its input again after
     the GEMM (a residual, which the permutation would scramble), has no IR, or computes its
-    first GEMM's weight (_stored_weight), its input is moved by a rounding instead
+    first GEMM's weight (graph.stored_weight), its input is moved by a rounding instead
     (x (1 + 2^-22 r))."""
     model = copy.deepcopy(ref)
     nodes = _reference_nodes(f)
     gemms = [n for n in nodes if n.kind == "gemm"]
     weights = [n.attrs["weight"] for n in gemms]
-    if not weights or any(n.kind == "input" for n in nodes) or not _stored_weight(model, gemms[0]):
+    if not weights or any(n.kind == "input" for n in nodes) or not stored_weight(model, gemms[0]):
         noise = torch.randn(x.shape, device=x.device, generator=torch.Generator(device=x.device).manual_seed(5))
         return model, x * (1 + 2.0 ** -22 * noise), {}
     path = weights[0]   # the first GEMM's (its part's nodes come first)

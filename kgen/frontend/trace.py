@@ -206,9 +206,32 @@ FILL_FUNCTIONS = {torch.zeros_like: (_fill_like, 0.0), torch.ones_like: (_fill_l
 IDENTITY_METHODS = ("clone", "contiguous")
 # Methods that turn a (M, 1) row value into (M,) (Tracer._flatten_row).
 ROW_FLATTEN_METHODS = ("squeeze", "flatten")   # (view and reshape: Tracer._view)
-# Tensor methods that give no tensor (a weight expression's w.size(1) is a number)
+# Tensor methods that give no tensor: never a computed weight (Tracer._computes_a_weight)
 NOT_TENSOR_METHODS = frozenset({"size", "dim", "numel", "nelement", "item", "tolist", "stride",
                                 "is_contiguous", "data_ptr", "element_size", "type", "get_device"})
+# Methods that give a weight's own values: W.contiguous() is W, as before weights were computed
+WEIGHT_ITSELF_METHODS = frozenset({*IDENTITY_METHODS, "detach"})
+DROPOUT_OPS = (F.dropout, torch.dropout, torch.nn.functional.alpha_dropout)
+
+
+def _weight_globals(body: list[str], names: dict, refuse) -> list[str]:
+    """Lines defining the names torch.fx's code of a computed weight reads from its globals
+    (`inf` and `nan` for float('inf') and float('nan'), a dtype, a device): the emitted method has
+    torch alone. Any other global is refused."""
+    used = set(re.findall(r"\b[A-Za-z_]\w*\b", "\n".join(body)))
+    lines = []
+    for name, value in sorted(names.items()):
+        if name not in used or name in ("torch", "self") or name.startswith("_"):
+            continue
+        if isinstance(value, float):
+            lines.append(f"{name} = float({repr(value)!r})")
+        elif isinstance(value, torch.dtype):
+            lines.append(f"{name} = {value}")
+        elif isinstance(value, torch.device):
+            lines.append(f"{name} = torch.device({str(value)!r})")
+        elif not callable(value) or getattr(value, "__module__", "").split(".")[0] != "torch":
+            raise refuse(f"a GEMM weight whose computation reads {name} = {value!r}")
+    return lines
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -548,6 +571,11 @@ class Tracer:
         target = fx_node.target
         if fx_node.op == "call_method" and target in NOT_TENSOR_METHODS:
             return False
+        if target in DROPOUT_OPS or (fx_node.op == "call_method" and target == "dropout"):
+            return False   # a random mask, and a mode: not a weight kgen computes once per forward
+        if fx_node.op == "call_method" and target in WEIGHT_ITSELF_METHODS and len(markers) == 1 \
+                and markers[0].kind != "weight_expr":
+            return False   # W.contiguous(), W.clone(), W.detach(): the weight itself
         if target is getattr and flat[-1] not in ("T", "mT"):
             return False   # w.shape, w.dtype: not a tensor
         plain = [m for m in markers if m.kind != "weight_expr"]
@@ -572,21 +600,33 @@ class Tracer:
             if n not in needed:
                 needed.add(n)
                 stack.extend(n.all_input_nodes)
+        if any(n.op == "placeholder" for n in needed):
+            raise self.refuse("a GEMM weight computed from the input (its size, x.size(1)); kgen computes "
+                              "a weight from the module's parameters and numbers alone")
         graph, env = torch.fx.Graph(), {}
         for n in fx_node.graph.nodes:
             if n in needed:
                 env[n] = graph.node_copy(n, lambda a: env[a])
         graph.output(env[fx_node])
         module = torch.fx.GraphModule(self.model, graph)
-        body = [line.strip() for line in module.code.strip().splitlines()[1:] if line.strip()]
+        code = module.graph.python_code(root_module="self")
+        body = [line.strip() for line in code.src.strip().splitlines()[1:] if line.strip()]
         assert body[-1].startswith("return "), body
         result = body.pop()[len("return "):]
+        body = _weight_globals(body, code.globals, self.refuse) + body
         body.append(f"return {result}{'.t()' if transposed else ''}.contiguous()")
-        with torch.no_grad():
-            value = module()
+        try:
+            with torch.no_grad():
+                value = module()
+            if value.dim() != 2:
+                raise ValueError(f"a weight of shape {tuple(value.shape)}")
+            value = value.t() if transposed else value
+        except Exception as e:
+            raise self.refuse(f"a GEMM weight computed from the parameters that kgen could not evaluate "
+                              f"({type(e).__name__}: {str(e)[:200]})") from None
         m = re.search(r'File "([^"]*)", line (\d+), in \w+\n\s*(.*)', fx_node.stack_trace or "")
-        name = f"the weight of line {m.group(2)}, `{m.group(3).strip()}`" if m else f"the weight {fx_node.name}"
-        return WeightExpr(tuple(body), name, value.t() if transposed else value)
+        name = f"computed at line {m.group(2)}, `{m.group(3).strip()}`" if m else f"computed by {fx_node.name}"
+        return WeightExpr(tuple(body), name, value)
 
     def _tensor(self, path: str) -> torch.Tensor:
         module_path, _, name = path.rpartition(".")
@@ -960,6 +1000,9 @@ class Tracer:
         (sum(x - mean) = 0) and rounding noise in fp32."""
         if not _is_number(correction):
             raise self.refuse(f"{what} with correction={correction!r}")
+        if dim is None:
+            raise self.refuse(f"{what} over every element (dim=None); kgen reduces over the features (dim 1) "
+                              "(and takes a sum, mean, max or min of everything as the forward's last op)")
         if isinstance(x, _Marker) and x.kind == "windows":
             if what != "var" or correction != 0 or not keepdim:
                 raise self._group_refusal(f"{what} with correction={correction!r}, keepdim={keepdim!r}")
@@ -1053,8 +1096,12 @@ class Tracer:
         if expression is not None:
             w, weight = expression.value, expression.name
         else:
-            w = getattr(self.model.get_submodule(weight.rpartition(".")[0]) if "." in weight else self.model,
-                        weight.rpartition(".")[2])
+            try:
+                w = getattr(self.model.get_submodule(weight.rpartition(".")[0]) if "." in weight else self.model,
+                            weight.rpartition(".")[2])
+            except Exception as e:   # a parametrization torch cannot evaluate while kgen traces
+                raise self.refuse(f"reading the weight {weight} failed ({type(e).__name__}: "
+                                  f"{str(e)[:200]})") from None
         inp = self.ref.input
         if inp.dim() != 2 or inp.dtype not in MODULE_DTYPES:
             raise self.refuse(f"the input is {inp.dtype} of shape {tuple(inp.shape)}; kgen's GEMM "

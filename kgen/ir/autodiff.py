@@ -149,6 +149,11 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
     gradients to `grads` (by path; the gradient of the module's input read after the GEMM
     under the key INPUT_PATH) and returns the gradient of x."""
     values = graph.part_values(x, model, module_input)
+    if graph.output_tail:
+        # torch's own op after the kernels (Graph.output_tail): its gradient by autograd
+        rows = values[graph.output].detach().requires_grad_()
+        with torch.enable_grad():
+            grad, = torch.autograd.grad(getattr(rows, graph.output_tail[0])(), rows, grad)
     adjoint: dict[int, torch.Tensor] = {graph.output: grad.reshape(values[graph.output].shape)}
     for n in reversed(graph.live()):
         g = adjoint.pop(n.id, None)
@@ -165,7 +170,18 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
         elif n.kind == "gemm":
             weight = gemm_weight(model, n)   # (N, K)
             dw = g.transpose(0, 1) @ x
-            _accumulate(grads, n.attrs["weight"], dw.t() if n.attrs.get("stored_kn") else dw)
+            if n.attrs.get("weight_code"):
+                # a weight the forward computes: dW through torch's ops to the parameters it reads
+                with torch.enable_grad():
+                    params = dict(model.named_parameters())
+                    w = gemm_weight(model, n)
+                    names = [k for k, p in params.items() if p.requires_grad]
+                    found = torch.autograd.grad(w, [params[k] for k in names], dw, allow_unused=True)
+                for k, d in zip(names, found):
+                    if d is not None:
+                        _accumulate(grads, k, d)
+            else:
+                _accumulate(grads, n.attrs["weight"], dw.t() if n.attrs.get("stored_kn") else dw)
             return g @ weight
         else:
             for a, d in _node_vjp(n, g, values, model, grads).items():

@@ -76,6 +76,17 @@ def module_tensor(model, path: str):
     return getattr(model.get_submodule(module) if module else model, name)
 
 
+def stored_weight(model, gemm: "Node") -> bool:
+    """Whether the GEMM's weight is a parameter or buffer the model stores (an edit of it changes
+    the GEMM's weight: a permutation of its columns, a rounding), not one its forward computes
+    (attrs["weight_code"], or a parametrization such as weight_norm's, computed on each access)."""
+    if gemm.attrs.get("weight_code"):
+        return False
+    owner, _, name = gemm.attrs["weight"].rpartition(".")
+    module = model.get_submodule(owner) if owner else model
+    return name in dict(module.named_parameters(recurse=False)) or name in dict(module.named_buffers(recurse=False))
+
+
 def weight_method(body: tuple) -> str:
     """The source of the method `_kgen_weight(self)` of a weight the forward computes (a gemm's
     attrs["weight_code"]: the lines of its body)."""
@@ -142,7 +153,10 @@ class Node:
 
     def describe(self) -> str:
         """One line, e.g. `%3 = mul(%1, %2) : tile` or `%2 = gemm.bias : col`."""
-        leaf = {"gemm": f"gemm({self.attrs.get('weight')}{', stored (K, N)' if self.attrs.get('stored_kn') else ''})", "param": self.attrs.get("path", ""),
+        # (a computed weight's code, in full: the modes' IRs differ where it does)
+        code = "; ".join(self.attrs.get("weight_code") or ())
+        leaf = {"gemm": f"gemm({self.attrs.get('weight')}{', stored (K, N)' if self.attrs.get('stored_kn') else ''}"
+                        f"{' = ' + code if code else ''})", "param": self.attrs.get("path", ""),
                 "const": repr(self.attrs.get("value")),
                 "mask": f"dropout_mask(p={self.attrs.get('p')!r})",
                 "input": "input" + (".detach()" if self.attrs.get("detached") else "")}

@@ -230,14 +230,13 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
 
     import torch
 
-    from kgen.ir.graph import module_tensor
+    from kgen.ir.graph import module_tensor, stored_weight
     from kgen.frontend.problems import graph, load
 
     ref = load(problem, batch, in_features, out_features, constants)
-    # (a weight the forward computes, F.linear(x, self.weight * s), is not rounded here: the
-    # estimate then rounds x alone for that GEMM)
-    weights = [part.gemm.attrs["weight"] for part in graph(problem, batch, in_features, out_features,
-                                                           constants).parts if not part.gemm.attrs.get("weight_code")]
+    # (a weight the forward computes, F.linear(x, self.weight * s) or a weight_norm Linear's, is
+    # not rounded here, nor read: the estimate rounds x alone for that GEMM)
+    gemms = [part.gemm for part in graph(problem, batch, in_features, out_features, constants).parts]
     torch.manual_seed(0)
     with torch.device(device):
         exact_model = ref.Model(*ref.init_args()).double()
@@ -256,9 +255,10 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
             if math in FP32_ACCURATE_MATHS:
                 continue
             m = copy.deepcopy(rounded_model)
-            for weight in weights:
-                w = module_tensor(m, weight)
-                w.copy_(_round_to(math, w))
+            for gemm in gemms:
+                if stored_weight(m, gemm):
+                    w = module_tensor(m, gemm.attrs["weight"])
+                    w.copy_(_round_to(math, w))
             approx = m(_round_to(math, x))
             err = (approx - exact).abs().max().item()
             ok = [t for t in tols if torch.allclose(approx, exact, atol=t, rtol=t)]

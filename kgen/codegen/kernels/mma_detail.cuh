@@ -150,7 +150,9 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4],
 // infinite v splits into that and small = +-inf, whose products with the other operand's parts
 // are one infinity of the product's sign and finite numbers, as eager's x * w (0 * inf = NaN
 // where w is 0, as in eager). It costs the 3xTF32 GEMM 3-4 % (H100: docs/perf.md, session 17),
-// hence not everywhere. (fminf / fmaxf drop a NaN big; small then carries the NaN.)
+// hence not everywhere. (fminf / fmaxf drop a NaN big; small then carries the NaN.) An infinite
+// weight still gives NaN (the Hopper kernels' small part of w, wgmma_detail::small_part_b, is
+// inf - inf): kgen validate puts infinities in the input only.
 #ifndef KGEN_SPLIT_KEEPS_INFINITIES
 #define KGEN_SPLIT_KEEPS_INFINITIES 0
 #endif

@@ -143,19 +143,25 @@ def test_weights_kgen_cannot_compute_once_are_refused(name, tmp_path):
 
 
 @pytest.mark.parametrize("body", ["return F.linear(x, self.weight.contiguous(), self.bias)",
-                                  "return F.linear(x, self.weight.clone(), self.bias)",
-                                  "return F.linear(x, F.dropout(self.weight, 0.5, self.training), self.bias)"])
-def test_the_weight_itself_or_a_dropout_of_it_is_not_a_computed_weight(body, tmp_path):
-    """W.contiguous() / W.clone() are W (the plain GEMM, as before); a dropout of a weight draws a
-    mask, which kgen does not compute once per forward (eval: the identity, W itself)."""
+                                  "return F.linear(x, self.weight.clone(), self.bias)"])
+def test_the_weight_itself_is_not_a_computed_weight(body, tmp_path):
+    """W.contiguous() / W.clone() are W: the plain GEMM of the stored weight, as before."""
     path = tmp_path / "itself.py"
     path.write_text(HEAD.format(body=body))
-    try:
-        graph = trace(Reference(path))
-    except Exception as e:   # (the dropout in training mode: refused as before)
-        assert "dropout" in str(e).lower()
-        return
-    assert not graph.gemm.attrs.get("weight_code")
+    graph = trace(Reference(path))
+    assert graph.gemm.attrs["weight"] == "weight" and not graph.gemm.attrs.get("weight_code")
+
+
+def test_a_dropout_of_the_weight_is_not_a_computed_weight(tmp_path):
+    """A dropout draws a mask, which kgen does not compute once per forward: as before weights
+    could be computed, the GEMM reads the stored weight (a dropout's identity in eval mode) and
+    the dropout is recorded as one kgen does not reproduce (the emitted forward refuses training
+    mode, naming it)."""
+    path = tmp_path / "dropout.py"
+    path.write_text(HEAD.format(body="return F.linear(x, F.dropout(self.weight, 0.5, self.training), self.bias)"))
+    graph = trace(Reference(path))
+    assert graph.gemm.attrs["weight"] == "weight" and not graph.gemm.attrs.get("weight_code")
+    assert [(d["p"], d["reproduced"]) for d in graph.dropouts] == [(0.5, False)]
 
 
 def test_infinity_in_a_weights_code_is_defined_in_the_method(tmp_path):

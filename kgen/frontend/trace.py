@@ -367,6 +367,12 @@ class _InputProxy(torch.fx.Proxy):
         return self.rank
 
 
+def _frame(fx_node: torch.fx.Node) -> tuple[int, str] | None:
+    """(line, text) of the reference file where fx made the node (_LocatingTracer's stack_trace)."""
+    m = re.search(r'File "([^"]*)", line (\d+), in \w+\n\s*(.*)', fx_node.stack_trace or "")
+    return (int(m.group(2)), m.group(3).strip()) if m else None
+
+
 def _torch_kind(module: nn.Module) -> type:
     """The torch.nn class a module computes as: its own, or, for a subclass of one that keeps
     its forward, that class: an nn.Linear under a parametrization (weight_norm, spectral_norm:
@@ -445,9 +451,7 @@ class Tracer:
                            f"an epilogue chain; it supports {SUPPORTED}")
 
     def _locate(self, fx_node: torch.fx.Node):
-        trace = fx_node.stack_trace or ""
-        m = re.search(r'File "([^"]*)", line (\d+), in \w+\n\s*(.*)', trace)
-        self.where = (int(m.group(2)), m.group(3).strip()) if m else (None, fx_node.format_node())
+        self.where = _frame(fx_node) or (None, fx_node.format_node())
 
     # ---- node construction ---------------------------------------------------------------
     def add(self, kind: str, level: str, args=(), op: str = "", **attrs) -> int:
@@ -624,8 +628,8 @@ class Tracer:
         except Exception as e:
             raise self.refuse(f"a GEMM weight computed from the parameters that kgen could not evaluate "
                               f"({type(e).__name__}: {str(e)[:200]})") from None
-        m = re.search(r'File "([^"]*)", line (\d+), in \w+\n\s*(.*)', fx_node.stack_trace or "")
-        name = f"computed at line {m.group(2)}, `{m.group(3).strip()}`" if m else f"computed by {fx_node.name}"
+        frame = _frame(fx_node)
+        name = f"computed at line {frame[0]}, `{frame[1]}`" if frame else f"computed by {fx_node.name}"
         return WeightExpr(tuple(body), name, value)
 
     def _tensor(self, path: str) -> torch.Tensor:

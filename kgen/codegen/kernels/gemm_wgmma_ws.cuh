@@ -17,6 +17,10 @@
 //         the stage's own small buffer as WgmmaGemm does, make the writes visible to the tensor
 //         cores (fence.proxy.async) and arrive on ready[s]. tf32 reads w as it is (see
 //         gemm_wgmma.cuh: rounding it first was a shared-memory round trip per k-tile).
+//       tf32x3 on square tiles swaps the roles instead (x_as_b, below): w is A, split in the
+//         consumers' registers, and x is B, its small part computed once per call over all of x
+//         and copied by a third TMA load per stage; warps 1-3 idle. 3-8 % faster on
+//         KernelBench's shapes (docs/perf.md, session 18).
 //   * warpgroups 1..BM/64, the consumers: each owns 64 rows x BN of the tile and runs
 //     WgmmaGemm's k-steps (tf32x3: A by ldmatrix and split in registers, B from shared memory;
 //     tf32: A and B both from shared memory, a k-tile's four k-steps in one group) on
@@ -83,9 +87,21 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, u
 template <class Gemm, class EPI>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x,
-                    const __grid_constant__ CUtensorMap map_w, int M, int N, int K,
-                    EpilogueParams p, int splits) {
-  Gemm::template run<EPI>(&map_x, &map_w, M, N, K, p, splits);
+                    const __grid_constant__ CUtensorMap map_w,
+                    const __grid_constant__ CUtensorMap map_x_small, int M, int N, int K,
+                    EpilogueParams p, int splits, int x_as_b) {
+  Gemm::template run<EPI>(&map_x, &map_w, &map_x_small, M, N, K, p, splits, x_as_b != 0);
+}
+
+// x's small part for tf32x3 with x as the shared-memory operand (WgmmaWsGemm::x_as_b): what the
+// producer's preparation computes from a stage of w (wgmma_detail::small_part_b), once per call
+// over all of x, so that TMA copies it into each stage beside x.
+__global__ void tf32_small_part_kernel(const uint4* __restrict__ x, uint4* __restrict__ small,
+                                       long long quads) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < quads;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    small[i] = wgmma_detail::small_part_b(x[i]);
+  }
 }
 
 // Streaming multiprocessors of the current device (cached for the first 64 devices).
@@ -349,6 +365,13 @@ struct SplitK {
   }
 };
 
+// KGEN_WS_X_AS_B: tf32x3 with x as the shared-memory operand (WgmmaWsGemm::x_as_b), on by
+// default; a file's source defining it 0 first runs the roles of sessions 1-17 (an A/B
+// comparison: docs/experiments/s18/x_as_b_files.py writes the other way round).
+#ifndef KGEN_WS_X_AS_B
+#define KGEN_WS_X_AS_B 1
+#endif
+
 // ANY_K: K may be any value at run time (the backward's GEMMs, whose K is the batch); false in a
 // forward GEMM whose K, the module's in_features, is a multiple of 4: the fallback is then never
 // launched and not compiled (with WgmmaGemm::launch's scalar kernel alone, KernelBench 33's file
@@ -408,11 +431,30 @@ struct WgmmaWsGemm {
     }
     return SplitK<BM, BN>::splits_for(tiles, K / BK + (K % BK != 0));
   }
-  static long long split_floats(int M, int N, int K) {
+  static long long splitk_floats(int M, int N, int K) {
     unsigned tiles = 0;
     cudaError_t e;
     if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return 0;
     return SplitK<BM, BN>::floats(tiles, splits_for(M, N, K));
+  }
+
+  // tf32x3 with the operands' roles swapped: w the operand read by ldmatrix and split in
+  // registers, x the one the tensor cores read from shared memory, its small part computed once
+  // per call into the workspace (tf32_small_part_kernel) and copied by TMA beside x. It spares
+  // the mainloop the producer's preparation of w's small part in shared memory (a read and a
+  // write of 16 KB per 128 x 32 k-tile, in a mainloop that shared memory's bandwidth bounds:
+  // docs/perf.md, session 10), for one pass over x per call. Square tiles, so that the
+  // accumulators (z's tile transposed) go back to z's layout through shared memory for the
+  // epilogue; not where the split must keep infinities (its clamp is the register split's).
+  static bool x_as_b(int M, int N, int K) {
+    return KGEN_WS_X_AS_B && kSplit && BM == BN && !KGEN_SPLIT_KEEPS_INFINITIES && K % 4 == 0 &&
+           K > 0 && M > SkinnyGemm<float>::kMaxRows;
+  }
+  static long long x_small_offset(int M, int N, int K) { return (splitk_floats(M, N, K) + 3) / 4 * 4; }
+  // The GEMM's own workspace (entry.cuh places it last): split-K's partials, then x's small part.
+  static long long split_floats(int M, int N, int K) {
+    return x_as_b(M, N, K) ? x_small_offset(M, N, K) + static_cast<long long>(M) * K
+                           : splitk_floats(M, N, K);
   }
 
   template <class EPI>
@@ -432,10 +474,23 @@ struct WgmmaWsGemm {
     }
     // x and w are 16-byte aligned (the launch contract, as for the fallback's vec16 kernel);
     // the encoder refuses a pointer that is not, and that error is returned.
-    CUtensorMap map_x, map_w;
+    CUtensorMap map_x, map_w, map_x_small;
     e = ws_detail::make_kmajor_map(&map_x, x, M, K, BM);
     if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_w, w, N, K, BN);
     if (e != cudaSuccess) return e;
+    // (The workspace is where the GEMM's own floats are: without one, the roles stay.)
+    const bool swap = p.split_partials != nullptr && x_as_b(M, N, K);
+    if (swap) {
+      float* const x_small = p.split_partials + x_small_offset(M, N, K);
+      const long long quads = static_cast<long long>(M) * K / 4;
+      const int blocks = static_cast<int>(std::min<long long>((quads + 255) / 256, 8LL * ws_detail::sm_count()));
+      ws_detail::tf32_small_part_kernel<<<blocks, 256, 0, stream>>>(reinterpret_cast<const uint4*>(x),
+                                                         reinterpret_cast<uint4*>(x_small), quads);
+      e = ws_detail::make_kmajor_map(&map_x_small, x_small, M, K, BM);
+      if (e != cudaSuccess) return e;
+    } else {
+      map_x_small = map_x;   // not read
+    }
     const auto kernel = ws_detail::wgmma_ws_kernel<WgmmaWsGemm, EPI>;
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     if (e != cudaSuccess) return e;
@@ -444,7 +499,8 @@ struct WgmmaWsGemm {
       e = cudaMemsetAsync(p.split_partials, 0, tiles * sizeof(unsigned int), stream);
       if (e != cudaSuccess) return e;
     }
-    kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_x, map_w, M, N, K, p, splits);
+    kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_x, map_w, map_x_small, M, N, K, p,
+                                                             splits, swap ? 1 : 0);
     return cudaGetLastError();
   }
 
@@ -457,10 +513,42 @@ struct WgmmaWsGemm {
     }
   }
 
+  // With the roles swapped each consumer holds z's tile transposed (its acc[4j + e] at row
+  // n0 + 64 cwg + 16 (warp % 4) + lane / 4 (+8 for e >= 2), column m0 + 8j + 2 (lane % 4) + e % 2):
+  // through shared memory (the drained pipeline's) into the layout the epilogue and split-K
+  // read. A 4-float pad per row keeps the writes free of bank conflicts.
+  __device__ static __forceinline__ void transpose_tile(float (&acc)[kAccRegs], float* t) {
+    constexpr int kLd = BM + 4;
+    static_assert(BM * kLd * 4 <= kPipeBytes, "the transposed tile must fit in the pipeline buffers");
+    const int ctid = static_cast<int>(threadIdx.x) - 128;
+    const int lane = ctid & 31;
+    const int row = (ctid >> 5) * 16 + (lane >> 2);   // cwg * 64 + (warp % 4) * 16 + lane / 4
+    const int col = 2 * (lane & 3);
+    auto consumers_sync = [] { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 128) : "memory"); };
+    consumers_sync();   // every consumer's wgmmas have read their last stage
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) t[(8 * j + col + (e & 1)) * kLd + row + (e >= 2 ? 8 : 0)] = acc[4 * j + e];
+    }
+    consumers_sync();
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float2 v = *reinterpret_cast<const float2*>(&t[(row + 8 * h) * kLd + 8 * j + col]);
+        acc[4 * j + 2 * h] = v.x;
+        acc[4 * j + 2 * h + 1] = v.y;
+      }
+    }
+  }
+
   template <class EPI>
   __device__ static __forceinline__ void run(const CUtensorMap* map_x, const CUtensorMap* map_w,
-                                             int M, int N, int K, const EpilogueParams& p, int splits) {
+                                             const CUtensorMap* map_x_small, int M, int N, int K,
+                                             const EpilogueParams& p, int splits, bool swap) {
     using Mma = wgmma_detail::WgmmaTf32<BN>;
+    if constexpr (!(kSplit && BM == BN)) swap = false;
     extern __shared__ __align__(1024) unsigned char kgen_wgmma_ws_smem[];
     const uint32_t smem_raw = mma_detail::smem_addr(kgen_wgmma_ws_smem);
     const uint32_t smem = (smem_raw + 1023u) & ~1023u;
@@ -514,13 +602,22 @@ struct WgmmaWsGemm {
           for (int kt = 0; kt < k_tiles; ++kt) {
             const int s = kt % STAGES;
             if (kt >= STAGES) ws_detail::mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
-            ws_detail::mbar_arrive_expect_tx(full(s), kABytes + kBBytes);
-            ws_detail::tma_load(a_stage(s), map_x, full(s), (k_first + kt) * BK, m0);
-            ws_detail::tma_load(b_stage(s), map_w, full(s), (k_first + kt) * BK, n0);
+            const int k0 = (k_first + kt) * BK;
+            if (swap) {
+              // w's rows to the ldmatrix operand's place, x and its small part to B's.
+              ws_detail::mbar_arrive_expect_tx(full(s), kABytes + 2 * kBBytes);
+              ws_detail::tma_load(a_stage(s), map_w, full(s), k0, n0);
+              ws_detail::tma_load(b_stage(s), map_x, full(s), k0, m0);
+              ws_detail::tma_load(small_buf(s), map_x_small, full(s), k0, m0);
+            } else {
+              ws_detail::mbar_arrive_expect_tx(full(s), kABytes + kBBytes);
+              ws_detail::tma_load(a_stage(s), map_x, full(s), k0, m0);
+              ws_detail::tma_load(b_stage(s), map_w, full(s), k0, n0);
+            }
           }
         }
         __syncwarp();
-      } else if constexpr (kSplit) {
+      } else if (kSplit && !swap) {
         const int ptid = tid - 32;
         for (int kt = 0; kt < k_tiles; ++kt) {
           const int s = kt % STAGES;
@@ -545,7 +642,7 @@ struct WgmmaWsGemm {
         const int s = kt % STAGES;
         const uint32_t parity = (kt / STAGES) & 1;
         ws_detail::mbar_wait(full(s), parity);
-        if constexpr (kSplit) ws_detail::mbar_wait(ready(s), parity);
+        if (kSplit && !swap) ws_detail::mbar_wait(ready(s), parity);
         const uint64_t b_desc = wgmma_detail::sw128_desc(b_stage(s));
         if constexpr (kSplit) {
           const uint32_t a_base = a_stage(s) + a_lane;
@@ -601,6 +698,9 @@ struct WgmmaWsGemm {
       }
       wgmma_detail::wait<0>();
       wgmma_detail::fence_regs(acc);
+      if constexpr (kSplit && BM == BN) {
+        if (swap) transpose_tile(acc, reinterpret_cast<float*>(smem_ptr));
+      }
     }
 
     if constexpr (kSplitsK) {

@@ -57,3 +57,14 @@ def test_layernorm_over_other_shapes_is_refused(tmp_path):
     path.write_text(module_source("x = F.layer_norm(x, (2, 512))", {}, out_features=N))
     with pytest.raises(Unsupported, match="LayerNorm over"):
         trace(Reference(path, SMALL))
+
+
+def test_layernorm_over_one_feature_is_refused_as_layernorm(tmp_path):
+    """Linear(in, 1) then LayerNorm(1): refused for what it is (its output is its bias), not as
+    a GroupNorm whose (1,) weight is no per-feature parameter (session 18's probe)."""
+    from kgen.ir.graph import Unsupported
+
+    path = tmp_path / "one.py"
+    path.write_text(module_source("x = self.ln(x)", {"ln": "nn.LayerNorm(out_features)"}, out_features=1))
+    with pytest.raises(Unsupported, match="LayerNorm over one feature"):
+        trace(Reference(path, SMALL))

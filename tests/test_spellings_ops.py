@@ -173,6 +173,15 @@ OTHER_NAMES = {
     "torch.true_divide": ("x = torch.true_divide(x, 2.0)", "x = x / 2.0"),
     "torch.divide": ("x = torch.divide(x, self.c)", "x = x / self.c"),
     "x.divide": ("x = x.divide(self.b)", "x = x / self.b"),
+    # A comparison converted to the module's dtype, or times a Python float, is its 0 / 1 as a
+    # number (session 18: refused as a bool before). (0.5: torch makes bool * 0.1 a float32
+    # tensor even in the fp64 module the oracle runs, so 0.1 would differ there by its rounding.)
+    "comparison .float() times a float": ("x = x + (x <= 0).float() * 0.5", "x = x + torch.where(x <= 0, 1.0, 0.0) * 0.5"),
+    "comparison times a float": ("x = x + (x <= 0) * 0.5", "x = x + torch.where(x <= 0, 1.0, 0.0) * 0.5"),
+    "comparison .to(x.dtype)": ("x = x * (x > 0.2).to(x.dtype)", "x = x * (x > 0.2)"),
+    "comparison .type_as(x)": ("x = x * (x > 0.2).type_as(x)", "x = x * (x > 0.2)"),
+    "comparison .float().sum(1)": ("x = x + (x > 0).float().sum(1, keepdim=True)",
+                                   "x = x + torch.where(x > 0, 1.0, 0.0).sum(1, keepdim=True)"),
     "x.true_divide": ("x = x.true_divide(2.0)", "x = x / 2.0"),
     "torch.multiply": ("x = torch.multiply(x, self.b)", "x = x * self.b"),
     "x.multiply": ("x = x.multiply(3.0)", "x = x * 3.0"),
@@ -566,6 +575,10 @@ GEMMS = {
     "(K, N) weight, addmm": ("x = torch.addmm(self.bias, x, self.wkn)", "x = x @ self.wkn + self.bias"),
     "(K, N) weight, einsum": ("x = torch.einsum('bk,kn->bn', x, self.wkn)", "x = x @ self.wkn"),
     "batch = x.shape[0] first": ("batch = x.shape[0]\nx = self.gemm(x.view(batch, -1))", "x = self.gemm(x)"),
+    # W.permute(1, 0) is W.t(); F.linear(x, W.t()) of a (K, N) weight is x @ W (session 18)
+    "permute(1, 0)": ("x = x @ self.weight.permute(1, 0)", "x = x @ self.weight.t()"),
+    "permute((-1, -2))": ("x = x @ self.weight.permute((-1, -2))", "x = x @ self.weight.t()"),
+    "(K, N) weight, F.linear of its transpose": ("x = F.linear(x, self.wkn.t(), self.bias)", "x = x @ self.wkn + self.bias"),
 }
 
 

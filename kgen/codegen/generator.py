@@ -784,6 +784,14 @@ def render_header(spec: Spec, measured: dict | None) -> str:
     return "\n".join(lines)
 
 
+def shared_classes(source: str) -> list:
+    """The classes the reference defines at its top level besides Model, in order: the emitted
+    file's copy of the reference takes the reference's own where it runs beside it
+    (model_new.py.j2, _kgen_take_the_callers_classes)."""
+    return [node.name for node in ast.parse(source).body
+            if isinstance(node, ast.ClassDef) and node.name != "Model"]
+
+
 def render(spec: Spec, measured: dict | None = None) -> str:
     ref = spec.reference()
     parts = lowered_parts(spec)
@@ -802,6 +810,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         reference_encoding_note=note,
         reference_constants=pprint.pformat(ref.set_constants, sort_dicts=False, width=100),
         pins_constants=bool(ref.set_constants),   # else the file's text runs as it is
+        shared_classes=[] if ref.set_constants else shared_classes(ref.source),
         reference_module_name=re.sub(r"\W", "_", ref.name),
         hopper_only=spec.family == "wgmma",
         smem_bytes=spec_smem_bytes(spec),

@@ -490,6 +490,11 @@ class Tracer:
             # as torch promotes a bool tensor; no gradient flows through it.
             compare, lhs, rhs = v.payload
             return self.pointwise("where", [lhs, rhs, 1.0, 0.0], {"compare": compare})
+        if isinstance(v, _Marker) and v.kind == "keywords":
+            raise self.refuse("Model.forward reads its **kwargs (the module is called with its input alone, "
+                              "so they are empty)")
+        if isinstance(v, _Marker) and v.kind == "inputs":
+            raise self.refuse("forward(*args) using args other than as args[0] (its one input)")
         if isinstance(v, _Marker) and v.kind == "filled":
             raise self.refuse("torch.zeros_like / ones_like / full_like used other than as an operand "
                               "of a point-wise op")
@@ -727,9 +732,13 @@ class Tracer:
         # zeros_like(v) and its kin: the constant, provided v's shape adds nothing to the result's
         # (checked below), so that the result has the shape torch gives it.
         tensors = [a for a in args if isinstance(a, (_Id, _Marker))]
-        if tensors and all(isinstance(a, _Marker) and a.kind == "comparison" for a in tensors):
+        if tensors and all(_is_comparison(a) for a in tensors) and not any(
+                isinstance(a, float) and not isinstance(a, _TensorNumber) for a in args):
+            # (With a Python float among the operands torch promotes the bool to a float tensor:
+            # (x > 0) * 0.1 is 0.1 / 0, which value() makes; with an int it is an integer tensor.)
             raise self.refuse(f"{op} of comparisons alone (a bool or integer tensor in torch; kgen's values "
-                              "are floats: combine a comparison with a float value, x * (x > 0))")
+                              "are floats: combine a comparison with a float value, x * (x > 0), or "
+                              "convert it, (x > 0).float())")
         likes = [a.payload[1] for a in args if isinstance(a, _Marker) and a.kind == "filled"]
         args = [a.payload[0] if isinstance(a, _Marker) and a.kind == "filled" else a for a in args]
         spread = [a.payload[1] for a in args if isinstance(a, _Marker) and a.kind == "broadcast"]
@@ -935,25 +944,26 @@ class Tracer:
                               "(kgen takes its max or mean over the last dim without keepdim: 1-d pooling)")
         return self.pool("max" if kind == "max" else "avg", _Marker("unsqueezed", x), k, k, 0, False).payload
 
-    def group_norm(self, x, groups, weight: str | None, bias: str | None, eps, channels) -> int:
+    def group_norm(self, x, groups, weight: str | None, bias: str | None, eps, channels,
+                   what: str = "GroupNorm") -> int:
         """GroupNorm over the N features of each row: G groups of N / G consecutive columns,
         normalized with the group's mean and biased variance, then the per-column affine."""
         x = self.value(x)
         n = self.out_features
         if self.level(x) != "tile":
-            raise self.refuse("GroupNorm of a value that is not (batch, features)")
+            raise self.refuse(f"{what} of a value that is not (batch, features)")
         if not isinstance(groups, int) or groups < 1 or n % groups:
-            raise self.refuse(f"GroupNorm with {groups!r} groups of {n} features (torch needs a divisor)")
+            raise self.refuse(f"{what} with {groups!r} groups of {n} features (torch needs a divisor)")
         if channels is not None and channels != n:
-            raise self.refuse(f"GroupNorm over {channels} channels after a GEMM of {n} features")
+            raise self.refuse(f"{what} over {channels} channels after a GEMM of {n} features")
         if not _is_number(eps):
-            raise self.refuse("GroupNorm with an eps that is not a number")
+            raise self.refuse(f"{what} with an eps that is not a number")
         args = [x]
         for path in (weight, bias):
             if path is not None:
                 p = self.param(path)
                 if self.level(p) != "col":
-                    raise self.refuse(f"GroupNorm's {path} is not a per-feature (N,) parameter")
+                    raise self.refuse(f"{what}'s {path} is not a per-feature (N,) parameter")
                 args.append(p)
         return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
                         weight=weight is not None, bias=bias is not None)
@@ -964,7 +974,10 @@ class Tracer:
         if normalized_shape != (self.out_features,):
             raise self.refuse(f"LayerNorm over {normalized_shape} after a GEMM of {self.out_features} "
                               "features (kgen normalizes each row's features: normalized_shape (N,))")
-        return self.group_norm(x, 1, weight or None, bias or None, eps, None)
+        if self.out_features == 1:
+            raise self.refuse("LayerNorm over one feature (its output is its bias alone: x minus its own "
+                              "mean is 0)")
+        return self.group_norm(x, 1, weight or None, bias or None, eps, None, what="LayerNorm")
 
     def rms_norm(self, x, normalized_shape: tuple, weight: str | None, eps) -> int:
         """RMSNorm over the N features of each row, as ATen's rms_norm writes it: x rsqrt(mean(x^2)
@@ -1220,6 +1233,10 @@ class Tracer:
         output = None
         # (fx makes a placeholder of each parameter left at its default too, after the input's.)
         placeholders = [n for n in fx_graph.nodes if n.op == "placeholder"]
+        # forward(self, x, **kwargs): the keywords are not an input (the module is called with its
+        # input alone, so they are empty); reading them is refused (Tracer.value).
+        keywords = {n for n in placeholders if str(n.target).startswith("**")}
+        placeholders = [n for n in placeholders if n not in keywords]
         # fx's checks that those parameters have their traced values (nodes reading them, and
         # the asserts of those): the emitted forward checks them itself.
         fx_checks = set(placeholders[len(placeholders) - len(self.forward_defaults):])
@@ -1234,7 +1251,10 @@ class Tracer:
                 fx_checks.add(fx_node)
                 continue
             if fx_node.op == "placeholder":
-                env[fx_node] = self.input_marker
+                # forward(self, *args): the inputs as a tuple, of which args[0] is the input
+                env[fx_node] = (_Marker("keywords", None) if fx_node in keywords
+                                else _Marker("inputs", None) if str(fx_node.target).startswith("*")
+                                else self.input_marker)
                 continue
             if fx_node.op == "output":
                 output = env[fx_node.args[0]] if not isinstance(fx_node.args[0], (tuple, list)) else None
@@ -1750,6 +1770,13 @@ class Tracer:
         fn = INPLACE_FUNCTIONS.get(fn, fn)   # Tracer.run rebinds the receiver of an in-place one
         if fn is operator.getitem:
             target, index = args
+            if isinstance(target, _Marker) and target.kind == "inputs":
+                if isinstance(index, int) and not isinstance(index, (bool, _Id)) and index in (0, -1):
+                    return self.input_marker   # x = args[0], (x,) = args
+                raise self.refuse(f"forward(*args) reading args[{index!r}]: get_inputs() gives one input, args[0]")
+            if isinstance(target, _Marker) and target.kind == "keywords":
+                raise self.refuse(f"Model.forward reads its **kwargs[{index!r}], which the module called with its "
+                                  "input alone does not have (kwargs.get(name, default) reads the default)")
             if isinstance(target, _Marker) and target.kind == "values_indices":
                 if index == 0:
                     return target.payload
@@ -1809,11 +1836,12 @@ class Tracer:
                     raise self.refuse("F.linear with a bias that is not a parameter of the module")
                 z = self.gemm(a["input"], self._weight_expression(w.payload[0], False), None)
                 return z if b is None else self.pointwise("add", [z, b])
-            if not (isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None):
+            transposed = isinstance(w, _Marker) and w.kind == "matrix_t"   # F.linear(x, W.t()): x @ W
+            if not (isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None) and not transposed:
                 raise self.refuse("F.linear with a weight that is not a parameter of the module")
             if b is not None and not (isinstance(b, _Marker) and b.kind in ("tensor", "matrix")):
                 raise self.refuse("F.linear with a bias that is not a parameter of the module")
-            z = self.gemm(a["input"], w.payload, None)
+            z = self.gemm(a["input"], w.payload, None, stored_kn=transposed)
             return z if b is None else self.pointwise("add", [z, b])
         if fn is torch.addmm:
             # addmm(b, x, W.t()) = b + x Wᵀ: the GEMM, then the bias (as F.linear's IR).
@@ -2238,8 +2266,14 @@ class Tracer:
 
     def visit_method(self, name: str, args, kwargs):
         self_arg, rest = args[0], args[1:]
+        if isinstance(self_arg, _Marker) and self_arg.kind == "keywords" and name == "get" \
+                and 1 <= len(rest) <= 2 and not kwargs:
+            # kwargs.get("scale", 2.0) in forward(self, x, **kwargs): the module is called with its
+            # input alone, so the default
+            return rest[1] if len(rest) == 2 else None
         if isinstance(self_arg, _Marker) and self_arg.kind == "matrix" and self_arg.shape is None \
-                and (name == "t" or (name == "transpose" and _swaps_2d(rest, kwargs))):
+                and (name == "t" or (name == "transpose" and _swaps_2d(rest, kwargs))
+                     or (name == "permute" and _permutes_2d(rest, kwargs))):
             return _Marker("matrix_t", self_arg.payload)
         if isinstance(self_arg, _Marker) and self_arg.kind == "matrix_t" and name in PARAM_VIEWS:
             transposed = self.param_view(_Marker("matrix", self_arg.payload), "t", (), {})
@@ -2323,9 +2357,11 @@ class Tracer:
             # this read), whatever the order, before or after the GEMM.
             return _Marker("input", self_arg.payload or name == "detach")
         if name in ("float", "to", "type") and self._same_dtype(name, rest, kwargs):
-            return self_arg   # x.float() / x.to(torch.float32) / x.to(x.device) of a value: itself
+            # x.float() / x.to(torch.float32) / x.to(x.device) of a value: itself; of a
+            # comparison ((x > 0).float()): its 0 / 1 as a number of the module's dtype
+            return self.value(self_arg) if _is_comparison(self_arg) else self_arg
         if name == "type_as" and len(rest) == 1 and not kwargs and self._dtype_of(rest[0]) == self.ref.input.dtype:
-            return self_arg   # x.type_as(y) with y in the module's dtype: itself
+            return self.value(self_arg) if _is_comparison(self_arg) else self_arg   # as .float()
         self._check_input(self_arg)
         if isinstance(self_arg, _Id) and name in ROW_FLATTEN_METHODS and (
                 self.level(self_arg) == "row" or (self.level(self_arg) == "tile" and self.out_features == 1)):
@@ -2384,6 +2420,18 @@ def _keeps_2d(rest, kwargs) -> bool:
     start = rest[0] if rest else kwargs.get("start_dim", 0)
     end = rest[1] if len(rest) > 1 else kwargs.get("end_dim", -1)
     return isinstance(start, int) and isinstance(end, int) and start in (1, -1) and end in (1, -1)
+
+
+def _permutes_2d(rest, kwargs) -> bool:
+    """Whether permute's arguments swap the two dimensions of a matrix: permute(1, 0),
+    permute((1, 0)), permute(dims=(1, 0)), or with -1 / -2."""
+    dims = kwargs.get("dims", rest[0] if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest)
+    return len(dims) == 2 and all(isinstance(d, int) and not isinstance(d, _Id) for d in dims) \
+        and [d % 2 for d in dims] == [1, 0]
+
+
+def _is_comparison(v) -> bool:
+    return isinstance(v, _Marker) and v.kind == "comparison"
 
 
 def _swaps_2d(rest, kwargs) -> bool:

@@ -109,10 +109,19 @@ def test_init_objects_of_the_references_classes_build_the_references_model(tmp_p
     exec(compile(new_src, "new.py", "exec"), ctx)
     assert_same_state(seeded_state(ctx["ModelNew"], init), expect, "ModelNew beside the reference")
     assert ctx["Act"] is init[1].__class__ and ctx["Config"] is init[0].__class__   # not rebound
-    # Imported alone: its own copy's classes, through its get_init_inputs()
+    # Imported alone: its own copy's classes, through its get_init_inputs(); and the objects of
+    # another execution of the reference (kgen validate's, whose Reference loads it apart)
     alone: dict = {}
     exec(compile(new_src, "new.py", "exec"), alone)
     assert_same_state(seeded_state(alone["ModelNew"], alone["get_init_inputs"]()), expect, "alone")
+    apart: dict = {}
+    exec(compile(ref_src, "ref.py", "exec"), apart)
+    assert_same_state(seeded_state(alone["ModelNew"], apart["get_init_inputs"]()), expect,
+                      "alone, with another execution's objects")
+    # as a keyword argument too
+    cfg, act = apart["get_init_inputs"]()
+    torch.manual_seed(42)
+    assert_same_state(alone["ModelNew"](cfg, act=act).state_dict(), expect, "keyword")
 
 
 def test_a_reference_that_reads_its_file_name_runs_in_the_emitted_file(tmp_path):

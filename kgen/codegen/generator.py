@@ -785,9 +785,9 @@ def render_header(spec: Spec, measured: dict | None) -> str:
 
 
 def shared_classes(source: str) -> list:
-    """The classes the reference defines at its top level besides Model, in order: the emitted
-    file's copy of the reference takes the reference's own where it runs beside it
-    (model_new.py.j2, _kgen_take_the_callers_classes)."""
+    """The classes the reference defines at its top level besides Model, in order: ModelNew takes
+    their instances made by another execution of the reference's text as its copy's
+    (model_new.py.j2, _kgen_own_instance)."""
     return [node.name for node in ast.parse(source).body
             if isinstance(node, ast.ClassDef) and node.name != "Model"]
 
@@ -810,7 +810,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         reference_encoding_note=note,
         reference_constants=pprint.pformat(ref.set_constants, sort_dicts=False, width=100),
         pins_constants=bool(ref.set_constants),   # else the file's text runs as it is
-        shared_classes=[] if ref.set_constants else shared_classes(ref.source),
+        shared_classes=shared_classes(ref.source),
         reference_module_name=re.sub(r"\W", "_", ref.name),
         hopper_only=spec.family == "wgmma",
         smem_bytes=spec_smem_bytes(spec),

@@ -1,0 +1,34 @@
+import math
+import functools
+import dataclasses
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x))
+
+
+batch_size = 64
+in_features = 256
+out_features = 512
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]

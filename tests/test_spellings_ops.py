@@ -575,6 +575,11 @@ GEMMS = {
     "(K, N) weight, addmm": ("x = torch.addmm(self.bias, x, self.wkn)", "x = x @ self.wkn + self.bias"),
     "(K, N) weight, einsum": ("x = torch.einsum('bk,kn->bn', x, self.wkn)", "x = x @ self.wkn"),
     "batch = x.shape[0] first": ("batch = x.shape[0]\nx = self.gemm(x.view(batch, -1))", "x = self.gemm(x)"),
+    # addmm's beta and alpha: the scalings as ops of their own (session 18)
+    "addmm beta": ("x = torch.addmm(self.bias, x, self.weight.t(), beta=0.5)", "x = x @ self.weight.t() + self.bias * 0.5"),
+    "addmm alpha": ("x = torch.addmm(self.bias, x, self.weight.t(), alpha=2)", "x = x @ self.weight.t() * 2.0 + self.bias"),
+    # abs(x) and +x (Python's builtins on a tensor)
+    "builtin abs, unary plus": ("x = self.gemm(x)\nx = abs(x) + (+x)", "x = self.gemm(x)\nx = torch.abs(x) + x"),
     # W.permute(1, 0) is W.t(); F.linear(x, W.t()) of a (K, N) weight is x @ W (session 18)
     "permute(1, 0)": ("x = x @ self.weight.permute(1, 0)", "x = x @ self.weight.t()"),
     "permute((-1, -2))": ("x = x @ self.weight.permute((-1, -2))", "x = x @ self.weight.t()"),
@@ -591,8 +596,8 @@ def test_gemm_spellings(name, tmp_path):
 
 
 REFUSED_GEMMS = {
-    "addmm beta": ("x = torch.addmm(self.bias, x, self.weight.t(), beta=0.5)", "beta=0.5"),
-    "addmm alpha": ("x = torch.addmm(self.bias, x, self.weight.t(), alpha=2)", "alpha=2"),
+    "addmm beta a tensor": ("x = torch.addmm(self.bias, x, self.weight.t(), beta=self.bias)", "beta="),
+    "addmm beta 0": ("x = torch.addmm(self.bias, x, self.weight.t(), beta=0)", "beta=0"),
     "(N, K) not transposed": ("x = x.matmul(self.weight)", r"not \(16, N\) \(x @ W reads W stored \(in, out\).*x @ weight.t\(\)"),
     "(K, N) weight transposed": ("x = x @ self.wkn.t()", r"not \(N, 16\)"),
 }

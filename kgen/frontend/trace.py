@@ -1844,16 +1844,23 @@ class Tracer:
             z = self.gemm(a["input"], w.payload, None, stored_kn=transposed)
             return z if b is None else self.pointwise("add", [z, b])
         if fn is torch.addmm:
-            # addmm(b, x, W.t()) = b + x Wᵀ: the GEMM, then the bias (as F.linear's IR).
+            # addmm(b, x, W.t(), beta=β, alpha=α) = β b + α x Wᵀ: the GEMM, then the scalings and
+            # the bias (as F.linear's IR where both are 1).
             a = self._bind(_addmm, args, kwargs)
-            if a["beta"] != 1 or a["alpha"] != 1:
-                raise self.refuse(f"torch.addmm with beta={a['beta']!r}, alpha={a['alpha']!r} (kgen "
-                                  "takes beta=1, alpha=1: write the scaling as its own op)")
+            beta, alpha = a["beta"], a["alpha"]
+            if not (_is_number(beta) and _is_number(alpha)) or isinstance(beta, _TensorNumber) \
+                    or isinstance(alpha, _TensorNumber):
+                raise self.refuse(f"torch.addmm with beta={beta!r}, alpha={alpha!r} (kgen takes numbers)")
             b = a["input"]
             if not (isinstance(b, _Marker) and b.kind in ("tensor", "matrix")):
                 raise self.refuse("torch.addmm whose first operand is not a parameter of the module")
             z = self.visit_function(torch.mm, (a["mat1"], a["mat2"]), {})
-            return self.pointwise("add", [z, b])
+            if beta == 0:
+                raise self.refuse("torch.addmm with beta=0 (torch ignores its first operand, whose "
+                                  "gradient is then 0: write the product alone, torch.mm(x, W.t()))")
+            if alpha != 1:
+                z = self.pointwise("mul", [z, float(alpha)])
+            return self.pointwise("add", [z, b if beta == 1 else self.pointwise("mul", [b, float(beta)])])
         if fn in MATMUL_FUNCTIONS:
             x, w = args
             if isinstance(w, _Marker) and w.kind == "weight_expr":
@@ -1876,6 +1883,11 @@ class Tracer:
             # math.sqrt(x.size(-1)) and its kin: a Python number of numbers (x.size(d) of a
             # feature dimension is one), computed here as the reference computes it
             return fn(*args)
+        if fn in (abs, operator.abs, operator.pos) and len(args) == 1 and not kwargs:
+            # abs(x) and +x of a tensor (Python's builtins call its __abs__ / __pos__): torch.abs,
+            # and x itself
+            self._check_input(args[0])
+            return self.value(args[0]) if fn is operator.pos else self.pointwise("abs", [args[0]])
         if fn in LOGICAL_FUNCTIONS:
             return self.logical(LOGICAL_FUNCTIONS[fn], args)
         if fn in COMPARISON_FUNCTIONS:

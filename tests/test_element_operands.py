@@ -14,6 +14,8 @@ reference leaves it; Dropout's gradients against fp64 in both modes (kgen.check.
 
 import ast
 import copy
+import functools
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -31,7 +33,7 @@ from kgen.tune.spec import Spec, Tile
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 
-from conftest import module_source
+from conftest import module_source, nvcc_prefetch
 
 KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench" / "level2"
 KB_DROPOUT = KERNELBENCH / "66_Matmul_Dropout_Softmax.py"
@@ -222,6 +224,34 @@ def test_a_dropout_of_a_row_value_is_not_reproduced_and_training_mode_still_rais
     assert generator.forward_lines(generator.lowered_parts(spec))[:1] == ["if self.drop.training:"]
 
 
+# The compile jobs of the tests below start at collection (conftest.nvcc_prefetch): with the
+# dropout masks' backward they are the tier's longest translation units (20-60 s of nvcc each on a
+# 2-core machine), which run at the end of the tier otherwise. Their sources do not depend on the
+# folder the module is written to.
+@functools.cache
+def _prefetch_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="kgen-test-prefetch-"))
+
+
+def _kb66_wgmma_source() -> str:
+    spec = Spec.of(str(kernelbench(KB_DROPOUT).path), 64, 16, 1024, math="tf32x3", backend="wgmma",
+                   fusion=1, tile=WGMMA_TILE)
+    return generator.render_cuda_source(spec)
+
+
+def _mask_read_source(body: str, folder: Path) -> str:
+    spec = Spec.of(str(dropout_module(folder, body).path), 64, 16, 1024, math="tf32x3", backend="kgen",
+                   fusion=1, tile=MMA_TILE)
+    return generator.render_cuda_source(spec)
+
+
+def _sm90a_report(source: str):
+    from nvcc_jobs import SM90A, report_job
+
+    return [report_job(source, (SM90A,))]
+
+
+@nvcc_prefetch(lambda p: _sm90a_report(_kb66_wgmma_source()) if KB_DROPOUT.is_file() else [])
 def test_kernelbench_66_renders_and_compiles_for_wgmma(tmp_path):
     from test_compile import NVCC, SM90A, compile_report, spills
 
@@ -235,6 +265,7 @@ def test_kernelbench_66_renders_and_compiles_for_wgmma(tmp_path):
     assert spills(compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))) == []
 
 
+@nvcc_prefetch(lambda p: _sm90a_report(_mask_read_source(p["body"], _prefetch_dir())))
 @pytest.mark.parametrize("body", [DROPOUTS[0], DROPOUTS[2]], ids=["pointwise_backward", "row_kernel"])
 def test_a_mask_read_forward_and_backward_compiles_for_the_portable_gemm(body, tmp_path):
     """The mask in the GEMM epilogue and struct Backward (a point-wise part), and in the row

@@ -694,5 +694,18 @@ def winners_table(rows: list[dict]) -> str:
 main.add_command(winners, name="list")
 
 
+@main.command()
+def ops():
+    """List what a reference module may do after its GEMM for kgen to synthesize it (a module
+    that does anything else is refused, naming the op and its line)."""
+    import textwrap
+
+    from kgen.frontend.trace import SUPPORTED
+
+    click.echo("kgen synthesizes GEMMs, each followed by an epilogue chain. It takes:")
+    for topic, text in SUPPORTED:
+        click.echo(textwrap.fill(text, width=100, initial_indent=f"- {topic}: ", subsequent_indent="  "))
+
+
 if __name__ == "__main__":
     main()

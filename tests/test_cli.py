@@ -534,3 +534,26 @@ def test_a_module_whose_constructor_raises_is_a_clear_refusal(tmp_path):
     assert "Model(*get_init_inputs()) raised ValueError: num_channels (24) must be divisible by num_groups (5)" in r.output
     assert "Traceback" not in r.output
     assert not out.exists()
+
+
+def test_a_refusal_is_short_and_kgen_ops_lists_what_kgen_takes(tmp_path):
+    """A refusal names the op and its line and points at `kgen ops` (it once appended the whole
+    list, some 3000 characters); `kgen ops` lists every point-wise op of the IR's table by its
+    torch name, one topic per item."""
+    from kgen.ir import ops
+
+    ref = tmp_path / "cumsum.py"
+    ref.write_text(module_source("x = torch.cumsum(x, dim=1)", {}, out_features=24))
+    r = run("generate", str(ref), "-o", str(tmp_path / "new.py"))
+    assert r.exit_code == 2, r.output
+    assert "line 16: `x = torch.cumsum(x, dim=1)`" in r.output and "`kgen ops`" in r.output
+    assert len(r.output) < 400 and "Traceback" not in r.output
+    r = run("ops")
+    assert r.exit_code == 0, r.output
+    torch_names = [n for n in ops.POINTWISE if hasattr(torch, n) or hasattr(torch.nn.functional, n)]
+    assert len(torch_names) > 40
+    listed = r.output.replace("\n  ", " ")
+    for name in torch_names:
+        assert f" {name}," in listed or f" {name} (" in listed, name
+    for topic in ("GEMMs:", "row reductions over dim 1:", "normalizations:", "Dropout:"):
+        assert f"\n- {topic}" in r.output

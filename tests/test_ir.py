@@ -145,6 +145,7 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "fmax": ["torch.fmax(x, self.bias2)"], "fmin": ["torch.fmin(x, torch.tanh(x))"],
     "pow_tensor": ["(x.abs() + 0.5) ** torch.sigmoid(x)", "torch.pow(x.abs() + 1.0, self.scale2)"],
     "fmod": ["torch.fmod(x, 0.3) + x"], "remainder": ["x % -0.3 + x", "torch.remainder(x, 0.25) + x"],
+    "floor_divide": ["x // 0.3 + x", "torch.floor_divide(x, -0.25) * 0.1 + x"],
     "floor": ["torch.floor(x * 4.0) + x"], "ceil": ["x.ceil() * 0.25 + x"],
     "round": ["torch.round(x * 3.0) + x"], "trunc": ["torch.trunc(x * 2.0) - x"],
     "minimum": ["torch.min(x, self.scale2)", "torch.minimum(x, self.bias2)"],

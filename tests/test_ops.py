@@ -29,7 +29,7 @@ EXPECTED_ATTRS = {
     "neg": (), "abs": (), "exp": (), "log": (), "log1p": (), "erf": (), "sqrt": (), "rsqrt": (),
     "expm1": (), "exp2": (), "log2": (), "log10": (),
     "erfc": (), "atan": (), "floor": (), "ceil": (), "round": (("decimals", 0.0),), "trunc": (),
-    "fmod": (("other", REQUIRED),), "remainder": (("other", REQUIRED),),
+    "fmod": (("other", REQUIRED),), "remainder": (("other", REQUIRED),), "floor_divide": (("other", REQUIRED),),
     "sin": (), "cos": (), "tan": (), "sinh": (), "cosh": (),
     "pow": (("exponent", REQUIRED),), "rpow": (("base", REQUIRED),), "pow_tensor": (), "fmax": (), "fmin": (),
     "relu": (), "leaky_relu": (("negative_slope", 0.01),),
@@ -56,6 +56,8 @@ VARIANTS = [
     ("erfc", {}), ("atan", {}), ("floor", {}), ("ceil", {}), ("round", {}), ("trunc", {}),
     ("round", {"decimals": 2.0}), ("round", {"decimals": -1.0}),
     ("fmod", {"other": 0.7}), ("fmod", {"other": -1.5}), ("remainder", {"other": 0.7}), ("remainder", {"other": -1.5}),
+    ("floor_divide", {"other": 0.7}), ("floor_divide", {"other": -1.5}), ("floor_divide", {"other": 3.0}),
+    ("floor_divide", {"other": 0.0}),
     ("sin", {}), ("cos", {}), ("tan", {}), ("sinh", {}), ("cosh", {}),
     *[("pow", {"exponent": e}) for e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 0.0, 1.0, 1.5, -2.5)],
     *[("rpow", {"base": b}) for b in (2.0, 0.5, 10.0, 1.0)],
@@ -118,6 +120,7 @@ REFERENCES = {
     "round": lambda x, decimals=0.0: x.round(decimals=int(decimals)),
     "fmod": lambda x, other: x.fmod(other),
     "remainder": lambda x, other: x % other,
+    "floor_divide": lambda x, other: x // other,
     "trunc": lambda x: torch.fix(x),
     "sqrt": lambda x: x.sqrt(),
     "rsqrt": lambda x: x.rsqrt(),
@@ -152,7 +155,7 @@ REFERENCES = {
 # The CUDA functions an expression may call: the accurate ones (no fast-math intrinsics).
 ACCURATE_FUNCTIONS = {"expf", "logf", "sqrtf", "erff", "tanhf", "expm1f", "log1pf", "powf", "exp2f",
                       "log2f", "log10f", "erfcf", "atanf", "floorf", "ceilf", "rintf", "truncf",
-                      "sinf", "cosf", "tanf", "sinhf", "coshf", "fmodf",
+                      "sinf", "cosf", "tanf", "sinhf", "coshf", "fmodf", "copysignf",
                       "fabsf", "fminf", "fmaxf"}
 FAST_MATH = ("__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
              "__tanf", "__fdividef", "__frcp", "__fsqrt", "__frsqrt", "__saturatef", "rsqrtf")

@@ -24,6 +24,7 @@ import torch
 from click.testing import CliRunner
 
 from kgen.cli import main
+from kgen.lower import backward
 from kgen.lower import forward as lower
 from kgen.ir.derivatives import torch_vjp
 from kgen.ir.graph import Unsupported
@@ -221,6 +222,7 @@ OTHER_NAMES = {
     "x % c": ("x = x % 0.7 + x", "x = torch.remainder(x, 0.7) + x"),
     "x %= c": ("y = x * 1.0\ny %= -0.7\nx = y + x", "x = torch.remainder(x * 1.0, -0.7) + x"),
     "x.fmod_": ("y = x * 1.0\ny.fmod_(0.3)\nx = y + x", "x = torch.fmod(x * 1.0, 0.3) + x"),
+    "div, rounding_mode floor": ("x = torch.div(x, 0.3, rounding_mode='floor') + x", "x = torch.floor_divide(x, 0.3) + x"),
     "F.layer_norm over x.shape[-1:]": ("x = F.layer_norm(x, x.shape[-1:])", "x = F.layer_norm(x, (24,))"),
     # (eps given: with eps=None torch takes the module dtype's opmath epsilon, fp32's for an fp32,
     # bf16 or fp16 module, which the fp64 oracle would not: test_rms_norm_default_eps)
@@ -430,6 +432,31 @@ def test_other_names_for_the_same_ops(name, tmp_path):
     assert describe(ref) == describe(write(tmp_path, "plain", plain, params))
 
 
+# x // c: torch.floor_divide, which torch gives no derivative (its backward raises); the IR is
+# div(rounding_mode='floor')'s, whose gradient is zeros, and the emitted backward raises as torch's.
+FLOOR_DIVIDE = {
+    "x // c": "x = x // 0.7 + x",
+    "x //= c": "y = x * 1.0\ny //= -0.7\nx = y + x",
+    "torch.floor_divide": "x = torch.floor_divide(x, 3) + x",
+    "x.floor_divide_": "y = x * 1.0\ny.floor_divide_(-2)\nx = y + x",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOOR_DIVIDE))
+def test_floor_division_is_div_with_rounding_mode_floor_without_a_derivative(name, tmp_path):
+    ref = write(tmp_path, "spelled", FLOOR_DIVIDE[name])
+    graph = check(ref, grads=False)
+    assert "floor_divide" in describe(ref)
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide_? is not implemented"):
+        model = ref.Model(*ref.init_args())
+        model(torch.randn(4, 16, requires_grad=True)).sum().backward()
+    lowered = lower.lower(graph, fused_stats=True, external_gemm=False)
+    assert "no derivative for floor_divide" in backward.unsupported(lowered)
+    # div(rounding_mode='floor'), the same op, has torch's gradient (zeros) and a backward.
+    div = write(tmp_path, "div", "x = torch.div(x, 0.7, rounding_mode='floor') + x")
+    assert backward.unsupported(lower.lower(trace(div), fused_stats=True, external_gemm=False)) is None
+
+
 # A dtype named that is the module's own changes nothing (the oracle's fp64 run would make them
 # casts, so only the IR is compared).
 OWN_DTYPE = {
@@ -452,7 +479,8 @@ REFUSED_NAMES = {
     "max's indices used": ("v, i = torch.max(x, 1, keepdim=True)\nx = x - i", "indices of torch.max"),
     "max's indices returned": ("v, i = torch.max(x, 1)\nx = i", "indices of torch.max"),
     "flatten() to 1-d": ("x = x.flatten()", r"\.flatten\(\)"),
-    "divide with a rounding mode": ("x = torch.divide(x, 2.0, rounding_mode='floor')", "rounding_mode"),
+    "divide with another rounding mode": ("x = torch.divide(x, 2.0, rounding_mode='ceil')", "rounding_mode"),
+    "a floored quotient by a tensor": ("x = x // self.b", "floor_divide by something other than a number"),
     "a sum to another dtype": ("x = x.sum(1, keepdim=True, dtype=torch.float64)", "sum with dtype=torch.float64"),
     "a mean to another dtype": ("x = torch.mean(x, 1, dtype=torch.float16)", "mean with dtype=torch.float16"),
     "a logical and of values": ("x = x * (x & x)", "logical and of something other than comparisons"),

@@ -162,9 +162,11 @@ PYTHON_ARITHMETIC = frozenset({operator.floordiv, operator.mod, operator.add, op
 # Python's own functions of numbers (math.sqrt(x.size(-1))): evaluated at trace time.
 NUMBER_FUNCTIONS = frozenset({math.sqrt, math.log, math.log2, math.log10, math.exp, math.pow, math.floor,
                               math.ceil, math.fabs, math.isqrt, abs, float, int, round, min, max})
-# The remainder of a division by a number: function -> op (x % c is torch.remainder).
-REMAINDER_FUNCTIONS = {torch.fmod: "fmod", torch.remainder: "remainder", operator.mod: "remainder",
-                       operator.imod: "remainder"}
+# The remainder and the floored quotient of a division by a number: function -> op (x % c is
+# torch.remainder, x // c torch.floor_divide).
+BY_NUMBER_FUNCTIONS = {torch.fmod: "fmod", torch.remainder: "remainder", operator.mod: "remainder",
+                       operator.imod: "remainder", torch.floor_divide: "floor_divide",
+                       operator.floordiv: "floor_divide", operator.ifloordiv: "floor_divide"}
 REDUCE_FUNCTIONS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", torch.amin: "min",
                     torch.logsumexp: "logsumexp"}
 SOFTMAX_FUNCTIONS = {F.softmax: "softmax", torch.softmax: "softmax", F.log_softmax: "log_softmax",
@@ -255,9 +257,11 @@ INPLACE_METHODS = {f"{name}_": name for name in (
     "sign", "sgn", "lerp", "square", "nan_to_num", "erfc", "atan", "arctan", "floor", "ceil", "round", "trunc", "fix",
     "sin", "cos", "tan", "sinh", "cosh")}
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
-                        "fmod_": "fmod", "remainder_": "remainder", "__imod__": "remainder"})
+                        "fmod_": "fmod", "remainder_": "remainder", "__imod__": "remainder",
+                        "floor_divide_": "floor_divide", "__ifloordiv__": "floor_divide"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
 INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imod: operator.mod,
+                     operator.ifloordiv: operator.floordiv,
                      operator.imul: operator.mul, operator.itruediv: operator.truediv,
                      torch.relu_: torch.relu, F.relu_: F.relu, torch.sigmoid_: torch.sigmoid,
                      torch.tanh_: torch.tanh, torch.exp_: torch.exp, torch.clamp_: torch.clamp,
@@ -284,29 +288,35 @@ METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add_
                  "multiply": "mul", "divide": "div", "true_divide": "div"}
 METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "logsumexp": "logsumexp"}
 
+# What kgen takes, one entry per kind of op: `kgen ops` prints them; a refusal names the command.
 SUPPORTED = (
-    "nn.Linear, F.linear, x @ W.T, torch.matmul / torch.mm / x.mm(W.T), torch.addmm(b, x, W.T) and "
-    "torch.einsum('bk,nk->bn', x, W) "
-    "with W stored (N, K), or x @ W / torch.mm / torch.addmm(b, x, W) / einsum('bk,kn->bn') with W "
-    "stored (K, N) (the first on the module's input, each later one on the (batch, "
-    "features) output of the part before it); "
-    f"point-wise: {', '.join(sorted(ops.POINTWISE))} (as modules, functions or methods, with "
-    "scalars, per-feature (N,) or (1, N) parameters, per-row values, and parameters of other "
-    "shapes that broadcast onto the result as torch broadcasts them); activations torch defines "
-    "from those (logsigmoid, softsign, tanhshrink, threshold, hardshrink, softshrink, celu, "
-    "reciprocal, sign, lerp, nan_to_num); row reductions over dim 1: sum, mean, max, min, amax, amin, logsumexp, softmax, "
-    "log_softmax, softmin, var, std, var_mean, std_mean, norm (p = 1, 2, inf); BatchNorm1d (one); "
-    "GroupNorm, LayerNorm, F.normalize over the features; MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
-    "in-place forms (x.mul_(2), x += y, inplace=True); order-keeping views of parameters "
-    "(view, reshape, unsqueeze, squeeze, t of an (N, 1) one); clone/detach, flatten(1) of a (batch, features) value; "
-    "views of a value to its own shape (x.view(x.size(0), -1), x.reshape(-1, N)) and between (batch, 1) and "
-    "(batch,) (unsqueeze(1), view(-1), x[:, None]); masked_fill, addcmul, addcdiv; Dropout (the "
-    "identity in eval mode; in training mode torch's own mask, drawn by the forward, for a "
-    "dropout of a (batch, features) value); the module's input read again after the GEMM (a "
-    "residual such as x + x_in, broadcast as torch broadcasts it); torch.where(cond, a, b) and "
-    "a.where(cond, b) with a comparison (>, >=, <, <=, ==, !=) of values, constants and parameters "
-    "as cond; torch.zeros_like / ones_like / full_like (x.new_zeros / new_ones / new_full) of a value "
-    "as an operand of a point-wise op; expand / expand_as / repeat of a value over dimensions of size 1"
+    ("GEMMs", "nn.Linear, F.linear, x @ W.T, torch.matmul / torch.mm / x.mm(W.T), torch.addmm(b, x, W.T) "
+     "and torch.einsum('bk,nk->bn', x, W) with W stored (N, K), or x @ W / torch.mm / torch.addmm(b, x, W) / "
+     "einsum('bk,kn->bn') with W stored (K, N); the first on the module's input, each later one on the "
+     "(batch, features) output of the part before it; a weight computed from the module's parameters"),
+    ("point-wise", f"{', '.join(n for n in sorted(ops.POINTWISE) if hasattr(torch, n) or hasattr(F, n))} (as modules, functions or methods, with scalars, "
+     "per-feature (N,) or (1, N) parameters, per-row values, and parameters of other shapes that "
+     "broadcast onto the result as torch broadcasts them); the activations torch defines from those "
+     "(logsigmoid, softsign, tanhshrink, threshold, hardshrink, softshrink, celu, reciprocal, sign, "
+     "lerp, nan_to_num); masked_fill, addcmul, addcdiv; in-place forms (x.mul_(2), x += y, inplace=True)"),
+    ("conditions", "torch.where(cond, a, b) and a.where(cond, b) with a comparison (>, >=, <, <=, ==, !=) "
+     "of values, constants and parameters as cond, combined with &, |, ^, ~; a comparison made a number "
+     "((x > 0).float())"),
+    ("row reductions over dim 1", "sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax, "
+     "softmin, var, std, var_mean, std_mean, norm (p = 1, 2, inf); a reduction of every element as the "
+     "last op"),
+    ("normalizations", "BatchNorm1d (one; the module or F.batch_norm on its tensors); GroupNorm, LayerNorm, "
+     "RMSNorm, F.normalize over the features"),
+    ("pooling", "MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back)"),
+    ("views", "order-keeping views of parameters (view, reshape, unsqueeze, squeeze, t of an (N, 1) one); "
+     "clone/detach, flatten(1) of a (batch, features) value; views of a value to its own shape "
+     "(x.view(x.size(0), -1), x.reshape(-1, N)) and between (batch, 1) and (batch,) (unsqueeze(1), "
+     "view(-1), x[:, None]); expand / expand_as / repeat of a value over dimensions of size 1"),
+    ("other operands", "the module's input read again after the GEMM (a residual such as x + x_in, "
+     "broadcast as torch broadcasts it); torch.zeros_like / ones_like / full_like (x.new_zeros / "
+     "new_ones / new_full) of a value as an operand of a point-wise op"),
+    ("Dropout", "the identity in eval mode; in training mode torch's own mask, drawn by the forward, "
+     "for a dropout of a (batch, features) value"),
 )
 
 
@@ -439,6 +449,7 @@ class Tracer:
         self.dropouts: list[dict] = []   # active dropouts (Tracer.dropout)
         self.fp32_casts: list[tuple] = []   # casts to float32 taken as no-ops (Graph.fp32_casts)
         self.sizes_read: list[tuple] = []   # feature sizes read as numbers (Graph.sizes_read)
+        self.no_derivative: list[tuple] = []   # ops torch has no derivative for (Graph.no_derivative)
         self.output_tail: tuple = ()   # torch's last op on the kernel's output (Graph.output_tail)
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
@@ -448,7 +459,7 @@ class Tracer:
         line, text = self.where
         at = f"line {line}: `{text}`: " if line else ""
         return Unsupported(f"{self.ref.path}: {at}{what}. kgen synthesizes GEMMs, each followed by "
-                           f"an epilogue chain; it supports {SUPPORTED}")
+                           "an epilogue chain (`kgen ops` lists what it takes)")
 
     def _locate(self, fx_node: torch.fx.Node):
         self.where = _frame(fx_node) or (None, fx_node.format_node())
@@ -1904,26 +1915,24 @@ class Tracer:
         if fn in EXTREMUM_FUNCTIONS:
             return self.binary_extremum(EXTREMUM_FUNCTIONS[fn], args, kwargs)
         if fn in (torch.div, torch.divide) and "rounding_mode" in kwargs:
-            # true division (None), or torch's trunc(x / y) ('trunc'); 'floor' is not floor(x / y)
-            # in torch (its div_floor rounds the fmod-based quotient), and not taken.
+            # true division (None), torch's trunc(x / y) ('trunc'), or its floor_divide ('floor',
+            # by a number: not floor(x / y) in torch, which rounds the fmod-based quotient).
             a = self._bind(_div, args, kwargs)
             if a["rounding_mode"] is None:
                 return self.pointwise("div", [a["input"], a["other"]])
             if a["rounding_mode"] == "trunc":
                 return self.pointwise("trunc", [self.pointwise("div", [a["input"], a["other"]])])
+            if a["rounding_mode"] == "floor":   # torch.floor_divide
+                return self.by_number("floor_divide", a["input"], a["other"])
             raise self.refuse(f"{fn.__name__} with rounding_mode={a['rounding_mode']!r}")
         if fn is torch.round:
             a = self._bind(_round, args, kwargs)
             return self.pointwise("round", [a["input"]], {"decimals": a["decimals"]})
-        if fn in REMAINDER_FUNCTIONS:
+        if fn in BY_NUMBER_FUNCTIONS:
             a = self._bind(lambda input, other: None, args, kwargs)
-            if not isinstance(a["input"], (_Id, _Marker)):
-                raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} of a number by a tensor (kgen takes the "
-                                  "remainder of a value by a constant)")
-            if not _is_number(a["other"]):
-                raise self.refuse(f"{REMAINDER_FUNCTIONS[fn]} by something other than a number (kgen "
-                                  "takes the remainder of a value by a constant)")
-            return self.pointwise(REMAINDER_FUNCTIONS[fn], [a["input"]], {"other": a["other"]})
+            if BY_NUMBER_FUNCTIONS[fn] == "floor_divide":   # (torch has no derivative for it)
+                self.no_derivative.append(self.where)
+            return self.by_number(BY_NUMBER_FUNCTIONS[fn], a["input"], a["other"])
         if fn in (torch.tensor, torch.as_tensor, torch.scalar_tensor):
             # torch.tensor(0.0, device=x.device, dtype=x.dtype) in forward (fx records the call,
             # its device being a traced value's): the number, as torch.tensor(0.0) is
@@ -2234,6 +2243,16 @@ class Tracer:
         both = self.pointwise("mul" if op == "and" else "add", m)
         return _Marker("comparison", ("gt", both, 0.5))
 
+    def by_number(self, op: str, value, other):
+        """fmod, remainder or floor_divide (ops.POINTWISE) of a value by a number."""
+        what = {"floor_divide": "the floored quotient"}.get(op, "the remainder")
+        if not isinstance(value, (_Id, _Marker)):
+            raise self.refuse(f"{op} of a number by a tensor (kgen takes {what} of a value by a constant)")
+        if not _is_number(other):
+            raise self.refuse(f"{op} by something other than a number (kgen takes {what} of a value by "
+                              "a constant)")
+        return self.pointwise(op, [value], {"other": other})
+
     def where_op(self, args, kwargs):
         """torch.where(lhs <compare> rhs, a, b): the op `where` of (lhs, rhs, a, b) (kgen.ir.ops).
         Its condition must be a comparison written in the forward (no bool values in the IR)."""
@@ -2385,8 +2404,9 @@ class Tracer:
         name = METHOD_ALIASES.get(name, name)
         if name == "round":
             return self.visit_function(torch.round, args, kwargs)
-        if name in ("fmod", "remainder", "__mod__"):
-            fn = {"fmod": torch.fmod, "remainder": torch.remainder, "__mod__": torch.remainder}[name]
+        if name in ("fmod", "remainder", "__mod__", "floor_divide", "__floordiv__"):
+            fn = {"fmod": torch.fmod, "remainder": torch.remainder, "__mod__": torch.remainder,
+                  "floor_divide": torch.floor_divide, "__floordiv__": torch.floor_divide}[name]
             return self.visit_function(fn, args, kwargs)
         if name in METHOD_UNARY:
             if rest or kwargs:   # (x.round(decimals=2): not a rounding to an integer)
@@ -2502,6 +2522,8 @@ def trace(ref: Reference) -> Graph:
     graph.fp32_casts = tracer.fp32_casts
     graph.forward_defaults = tracer.forward_defaults
     graph.sizes_read = tracer.sizes_read
+    for part in graph.parts:   # (each part's backward raises where the module's would)
+        part.no_derivative = tracer.no_derivative
     return graph
 
 

@@ -223,7 +223,7 @@ DERIVATIVES: dict[str, Vjp] = {
     "cosh": lambda m, g, y, x: (m.mul(g, m.sinh(x)),),
     # Rounding: zeros, as torch's backward (where NaN or an infinite gradient arrives too).
     **{name: (lambda m, g, y, x, **_: (m.where(m.eq(x, x), m.c(0.0), m.c(0.0)),))
-       for name in ("floor", "ceil", "round", "trunc")},
+       for name in ("floor", "ceil", "round", "trunc", "floor_divide")},
     # fmod / remainder by a constant: the gradient passes (torch's `self: grad`).
     "fmod": lambda m, g, y, x, other: (g,),
     "remainder": lambda m, g, y, x, other: (g,),

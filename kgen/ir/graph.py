@@ -212,6 +212,10 @@ class Graph:
     # x.shape[-1], math.sqrt(x.size(-1))): the trace baked that number in, so the emitted file
     # runs at the traced in_features and out_features only, and says so for others.
     sizes_read: list = dataclasses.field(default_factory=list)
+    # Where the forward calls an op torch defines no derivative for ((line, text): x // c and
+    # torch.floor_divide, whose backward raises in torch, where div(rounding_mode='floor') gives
+    # zeros): the emitted backward raises too, naming it.
+    no_derivative: list = dataclasses.field(default_factory=list)
     # torch's own op on the kernel's output as the module's last step, (method, line, text):
     # ("sum", ...) where the forward ends in x.sum() of everything (the kernel gives the rows'
     # sums), ("squeeze", ...) for a squeeze() with no dim (0-d at a batch of 1, as torch's).

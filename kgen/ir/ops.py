@@ -155,6 +155,21 @@ def _remainder_cuda(a: str, other: float) -> str:
     return f"({differs} ? {m} + {_f(other)} : {m})"
 
 
+def _floor_divide_cuda(a: str, other: float) -> str:
+    # ATen's div_floor of floats by a number, as its CUDA kernel computes it: the quotient of
+    # a - fmod(a, b) times 1 / b (in fp32), one less where the remainder's sign differs from b's,
+    # floored, and one more where the floor lost more than a half (the product's rounding); a zero
+    # quotient takes the sign of a / b. By 0, its true division (+-inf, NaN).
+    if other == 0.0:   # (a / +-0: ATen's a * (1 / b))
+        return f"(({a}) * {_f(math.copysign(math.inf, other))})"
+    inv = _f(float(numpy.float32(1.0) / numpy.float32(other)))
+    m = f"fmodf(({a}), {_f(other)})"
+    differs = f"{m} > 0.0f" if other < 0 else f"{m} < 0.0f"
+    q = f"((({a}) - {m}) * {inv} - ({differs} ? 1.0f : 0.0f))"
+    return (f"({q} == 0.0f ? copysignf(0.0f, ({a}) * {inv}) "
+            f": floorf({q}) + ({q} - floorf({q}) > 0.5f ? 1.0f : 0.0f))")
+
+
 def _check_gelu(approximate: str) -> None:
     if approximate not in GELU_APPROXIMATIONS:
         raise ValueError(f"gelu's approximate must be one of {GELU_APPROXIMATIONS}, got {approximate!r}")
@@ -284,6 +299,9 @@ _DEFINITIONS = (
     PointwiseOp("remainder", 1, _remainder_cuda, lambda x, other: torch.remainder(x, other),
                 attrs=(("other", REQUIRED),),
                 doc="x - floor(x / other) * other, other a number; x % other (torch.remainder)"),
+    PointwiseOp("floor_divide", 1, _floor_divide_cuda, lambda x, other: torch.floor_divide(x, other),
+                attrs=(("other", REQUIRED),),
+                doc="floor(x / other), other a number; x // other (torch.floor_divide, div(rounding_mode='floor'))"),
     PointwiseOp("sqrt", 1, lambda a: f"sqrtf(({a}))", torch.sqrt, doc="square root (torch.sqrt)"),
     PointwiseOp("rsqrt", 1, lambda a: f"(1.0f / sqrtf(({a})))", torch.rsqrt,
                 doc="1 / sqrt(x) (torch.rsqrt)"),
@@ -381,7 +399,7 @@ assert len(POINTWISE) == len(_DEFINITIONS), "two point-wise ops share a name"
 # The ops whose result jumps (where, at its condition's boundary; rounding, at every integer):
 # an fp32 input a rounding error away from fp64's may land on the other side, so the gate leaves
 # such output elements out of its forward comparisons (check/validate.may_jump, kinks.jump_mask).
-JUMPING = frozenset({"where", "floor", "ceil", "round", "trunc", "fmod", "remainder"})
+JUMPING = frozenset({"where", "floor", "ceil", "round", "trunc", "fmod", "remainder", "floor_divide"})
 assert JUMPING <= set(POINTWISE)
 
 

@@ -299,7 +299,7 @@ _DEFINITIONS = (
     PointwiseOp("remainder", 1, _remainder_cuda, lambda x, other: torch.remainder(x, other),
                 attrs=(("other", REQUIRED),),
                 doc="x - floor(x / other) * other, other a number; x % other (torch.remainder)"),
-    PointwiseOp("floor_divide", 1, _floor_divide_cuda, lambda x, other: torch.floor_divide(x, other),
+    PointwiseOp("floor_divide", 1, _floor_divide_cuda, lambda x, other: torch.div(x, other, rounding_mode="floor"),
                 attrs=(("other", REQUIRED),),
                 doc="floor(x / other), other a number; x // other (torch.floor_divide, div(rounding_mode='floor'))"),
     PointwiseOp("sqrt", 1, lambda a: f"sqrtf(({a}))", torch.sqrt, doc="square root (torch.sqrt)"),

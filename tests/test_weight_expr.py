@@ -52,6 +52,8 @@ def get_init_inputs():
 """
 
 SPELLINGS = {
+    # (the input's width is the weight's: a number while kgen traces, session 19)
+    "input_width": "return F.linear(x, self.weight / x.size(1) ** 0.5)",
     "equalized_lr": "return F.leaky_relu(F.linear(x, self.weight * self.scale, self.bias), 0.2)",
     "transposed_product": "return torch.relu(x @ (self.weight * self.scale).t() + self.bias)",
     "cosine": "w = F.normalize(self.weight, dim=1)\n        return 10.0 * F.linear(x, w)",
@@ -127,7 +129,6 @@ REFUSED = {
     # a weight that follows the mode: the modes' IRs differ (Graph.describe holds the code)
     "mode": ("return F.linear(x, self.weight * 2.0 if self.training else self.weight * 3.0)",
              "other ops in training mode than in eval mode"),
-    "input_size": ("return F.linear(x, self.weight / x.size(1) ** 0.5)", "computed from the input"),
 }
 
 

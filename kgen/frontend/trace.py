@@ -17,6 +17,7 @@ import operator
 import re
 import sys
 
+import numpy
 import torch
 import torch.fx
 import torch.nn as nn
@@ -358,13 +359,36 @@ class _Marker:
         self.shape = shape
 
 
-class _InputProxy(torch.fx.Proxy):
+class _Proxy(torch.fx.Proxy):
+    """fx's Proxy, which numpy leaves alone: `np.sqrt(2.0) * x` goes to the Proxy's own reflected
+    operator (a numpy number on the left otherwise asks the Proxy for an array and fails)."""
+
+    __array_ufunc__ = None
+
+
+class _InputProxy(_Proxy):
     """The module's input while torch.fx traces the forward: its number of dimensions is a
     number (get_inputs() fixes it), so that `if x.dim() > 2:` / `x.ndim` take their branch at
     trace time instead of failing as control flow on a traced value. Its sizes stay symbolic
     (x.size(0) is the batch, which the file does not fix)."""
 
     rank = 2
+    # The input's sizes past the batch (the weight fixes them): numbers, so that
+    # `assert x.shape[1] == self.fc.in_features` and `if x.size(-1) != ...: raise` take their
+    # branch too; the batch stays symbolic.
+    features: tuple = ()
+
+    def _batch_size(self):
+        return self.tracer.create_proxy("call_method", "size", (self, 0), {})
+
+    def size(self, dim=None):
+        if dim is None:
+            return _InputShape(self)
+        return _InputShape(self)[dim]
+
+    @property
+    def shape(self):
+        return _InputShape(self)
 
     @property
     def ndim(self) -> int:
@@ -375,6 +399,19 @@ class _InputProxy(torch.fx.Proxy):
 
     def ndimension(self) -> int:
         return self.rank
+
+
+class _InputShape(tuple):
+    """x.shape / x.size() of the module's input while fx traces: (the batch, symbolic, then the
+    input's other sizes as numbers). Indexing, unpacking and len() work as on torch.Size."""
+
+    def __new__(cls, proxy: _InputProxy):
+        return super().__new__(cls, (proxy._batch_size(), *proxy.features))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        return tuple.__getitem__(self, i)
 
 
 def _frame(fx_node: torch.fx.Node) -> tuple[int, str] | None:
@@ -407,22 +444,27 @@ class _LocatingTracer(torch.fx.Tracer):
     torch._dynamo the first time, 0.8 s of a 2-core machine's `kgen generate` and several
     seconds of every fresh process on the GPU host (docs/perf.md, session 10)."""
 
-    def __init__(self, filename: str, source: str, input_rank: int):
+    def __init__(self, filename: str, source: str, input_shape: tuple):
         super().__init__()
         self.filename = filename
         self.lines = source.splitlines()
-        self.input_rank = input_rank
+        self.input_shape = input_shape
         self.placeholders = 0
 
     def proxy(self, node):
         if node.op != "placeholder":
-            return super().proxy(node)
+            return _Proxy(node, self)
         self.placeholders += 1
         if self.placeholders > 1:   # (a parameter left at its default: Tracer._forward_defaults)
-            return super().proxy(node)
+            return _Proxy(node, self)
         p = _InputProxy(node, self)
-        p.rank = self.input_rank
+        p.rank = len(self.input_shape)
+        p.features = tuple(self.input_shape[1:])
         return p
+
+    def create_arg(self, a):
+        # a numpy number (np.float32(0.5), np.sqrt(2 / np.pi)) is the Python number it holds
+        return super().create_arg(a.item() if isinstance(a, numpy.generic) else a)
 
     def create_node(self, *args, **kwargs):
         node = super().create_node(*args, **kwargs)
@@ -751,6 +793,13 @@ class Tracer:
                               "are floats: combine a comparison with a float value, x * (x > 0), or "
                               "convert it, (x > 0).float())")
         likes = [a.payload[1] for a in args if isinstance(a, _Marker) and a.kind == "filled"]
+        if likes and all(_is_number(a) or (isinstance(a, _Marker) and a.kind == "filled") for a in args) \
+                and len(set(likes)) == 1 and op in ops.POINTWISE:
+            # torch.ones_like(x) * 0.5: another constant of x's shape (a number, as the IR's
+            # constants are: the kernels round it to the module's dtype)
+            numbers = [torch.tensor(a.payload[0] if isinstance(a, _Marker) else float(a), dtype=torch.float64)
+                       for a in args]
+            return _Marker("filled", (float(ops.torch_apply(op, numbers, attrs or {})), likes[0]))
         args = [a.payload[0] if isinstance(a, _Marker) and a.kind == "filled" else a for a in args]
         spread = [a.payload[1] for a in args if isinstance(a, _Marker) and a.kind == "broadcast"]
         args = [a.payload[0] if isinstance(a, _Marker) and a.kind == "broadcast" else a for a in args]
@@ -1113,7 +1162,13 @@ class Tracer:
 
     def gemm(self, x, weight: "str | WeightExpr", bias_path: str | None, stored_kn: bool = False) -> int:
         """The GEMM x Wᵀ of W at `weight`, stored (N, K) (nn.Linear's layout), or, `stored_kn`,
-        x W of W stored (K, N) (node attribute stored_kn: graph.gemm_weight reads it (N, K))."""
+        x W of W stored (K, N) (node attribute stored_kn: graph.gemm_weight reads it (N, K)).
+        The same GEMM of the module's input again (`F.selu(self.fc(x)) + F.hardsigmoid(self.fc(x))`)
+        is the value the first one gave."""
+        call = (weight, bias_path, stored_kn) if isinstance(weight, str) and isinstance(x, _Marker) \
+            and x.kind == "input" and not x.payload and self.previous is None else None
+        if call is not None and self.first_gemm is not None and self.first_gemm[0] == call:
+            return self.first_gemm[1]
         if self.gemm_id is not None:
             self.chain(x)
         elif not (isinstance(x, _Marker) and x.kind == "input" and not x.payload):
@@ -1147,9 +1202,11 @@ class Tracer:
         self.gemm_id = self.add("gemm", "tile", weight=weight, **({"stored_kn": True} if stored_kn else {}),
                                 **({"weight_code": expression.body} if expression is not None else {}))
         if bias_path is None:
+            self.first_gemm = (call, self.gemm_id)
             return self.gemm_id
         bias = self.param(bias_path)
-        return self.add("pointwise", "tile", [self.gemm_id, bias], "add")
+        self.first_gemm = (call, self.add("pointwise", "tile", [self.gemm_id, bias], "add"))
+        return self.first_gemm[1]
 
     def close_part(self, output: int) -> Graph:
         """The GEMM part traced so far, whose output is node `output`."""
@@ -1220,7 +1277,7 @@ class Tracer:
                                   "forward() alone")
 
     def run(self) -> Graph:
-        tracer = _LocatingTracer(str(self.ref.path), self.ref.source, self.ref.input.dim())
+        tracer = _LocatingTracer(str(self.ref.path), self.ref.source, tuple(self.ref.input.shape))
         # Buffers as get_attr nodes, like parameters: otherwise fx runs an op on a buffer (a
         # view, say) at trace time and records its result as a constant the module lacks.
         tracer.proxy_buffer_attributes = True
@@ -1232,6 +1289,7 @@ class Tracer:
             raise Unsupported(f"{self.ref.path}: torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {e}") from None
         self.gemm_id = None
+        self.first_gemm = None   # ((weight, bias, stored_kn), its value): Tracer.gemm
         self.out_features = None
         self.in_features = int(self.ref.input.shape[-1])
         self.module_in_features = self.in_features
@@ -1802,6 +1860,8 @@ class Tracer:
                 if isinstance(index, (bool, _Id)) or not isinstance(index, int) or not -len(target.payload) <= index < len(target.payload):
                     raise self.refuse(f"the size index {index!r} of a {len(target.payload)}-d shape")
                 return self._size(target.payload[index])
+            if isinstance(target, torch.Size) and isinstance(index, (int, slice)) and not isinstance(index, (bool, _Id)):
+                return target[index]   # (a parameter's shape: Tracer._param_shape)
             if isinstance(target, _Marker) and target.kind in ("tensor", "matrix"):
                 return self.param_view(target, "__getitem__", (index,), {})
             if self._shape_or_none(target) is not None:
@@ -1825,6 +1885,9 @@ class Tracer:
                 return _Marker("device", None)   # (taken by .to() only: the value's own device)
             if name == "shape" and self._shape_or_none(target) is not None:
                 return _Marker("shape", self._shape_or_none(target))
+            if name in ("shape", "ndim") and isinstance(target, _Marker) and target.kind in ("tensor", "matrix"):
+                shape = self._param_shape(target)   # (a parameter's sizes are the module's numbers)
+                return shape if name == "shape" else len(shape)
             raise self.refuse(f"the attribute .{name} is not supported")
         if fn is torch.flatten:
             return self.visit_method("flatten", args, kwargs)
@@ -2243,6 +2306,10 @@ class Tracer:
         both = self.pointwise("mul" if op == "and" else "add", m)
         return _Marker("comparison", ("gt", both, 0.5))
 
+    def _param_shape(self, marker: _Marker) -> torch.Size:
+        """The shape of a parameter as the module reads it (the view's, where it reads a view)."""
+        return torch.Size(marker.shape if marker.shape is not None else self._tensor(marker.payload).shape)
+
     def by_number(self, op: str, value, other):
         """fmod, remainder or floor_divide (ops.POINTWISE) of a value by a number."""
         what = {"floor_divide": "the floored quotient"}.get(op, "the remainder")
@@ -2311,11 +2378,15 @@ class Tracer:
             return self.param_view(transposed, name, rest, kwargs)
         if isinstance(self_arg, _Marker) and self_arg.kind in ("tensor", "matrix") and name in PARAM_VIEWS:
             return self.param_view(self_arg, name, rest, kwargs)
-        if name == "numel" and isinstance(self_arg, _Marker) and self_arg.kind in ("tensor", "matrix") \
-                and not rest and not kwargs:
-            # a parameter's number of elements: a number of the module's (its size is fixed)
-            shape = self_arg.shape if self_arg.shape is not None else tuple(self._tensor(self_arg.payload).shape)
-            return math.prod(shape)
+        if name in ("numel", "size", "dim") and isinstance(self_arg, _Marker) and self_arg.kind in ("tensor", "matrix"):
+            # a parameter's number of elements, sizes or dimensions: numbers of the module's (its
+            # size is fixed)
+            shape = self._param_shape(self_arg)
+            if name == "size":
+                return shape if not rest and not kwargs else shape[self._bind(lambda dim: None, rest, kwargs)["dim"]]
+            if rest or kwargs:
+                raise self.refuse(f".{name}() of a parameter with arguments")
+            return math.prod(shape) if name == "numel" else len(shape)
         if name in BROADCAST_METHODS:
             return self._broadcast(self_arg, name, rest, kwargs)
         if name in NEW_TENSOR_METHODS:

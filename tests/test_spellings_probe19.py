@@ -105,3 +105,15 @@ def test_two_linears_of_the_input_are_still_refused(tmp_path):
     ref = write(tmp_path, "gated", "return self.fc(x) * torch.sigmoid(F.linear(x, self.w))")
     with pytest.raises(Exception, match="the input of a second GEMM"):
         trace(ref)
+
+
+def test_a_torchscript_helper_is_refused_in_one_line(tmp_path):
+    """A @torch.jit.script function called on a traced value: torch's message spans several
+    lines; kgen's refusal is one (exit 2, no traceback)."""
+    path = tmp_path / "jit.py"
+    path.write_text(HEAD.format(body="        return _gelu(self.fc(x))").replace(
+        "class Model", "@torch.jit.script\ndef _gelu(y):\n    return y * 0.5 * (1.0 + torch.erf(y * 0.7071067811865476))\n\n\nclass Model"))
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
+    assert r.exit_code == 2, r.output
+    assert r.output.count("\n") == 1 and "torch.fx cannot trace Model.forward" in r.output, r.output
+    assert "Traceback" not in r.output

@@ -1286,8 +1286,9 @@ class Tracer:
         try:
             fx_graph = tracer.trace(self.model, concrete_args=dict(self.forward_defaults) or None)
         except Exception as e:  # noqa: BLE001 - fx's failure is the user's message
+            said = " ".join(str(e).split())   # (one line: some of torch's messages span several)
             raise Unsupported(f"{self.ref.path}: torch.fx cannot trace Model.forward: "
-                              f"{type(e).__name__}: {e}") from None
+                              f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}") from None
         self.gemm_id = None
         self.first_gemm = None   # ((weight, bias, stored_kn), its value): Tracer.gemm
         self.out_features = None

@@ -418,6 +418,26 @@ def test_elements_left_out_at_a_jump_are_not_judged_and_the_check_says_so():
     assert not pattern.ok and pattern.pattern_failed
 
 
+def test_kernelbenchs_replay_says_when_its_allclose_fails_at_a_jump():
+    """KernelBench's allclose judges every element, those at a jump too (its eval would fail the
+    file there): the check fails, and says how many of the elements apart from eager's sit at a
+    jump of the reference, where eager's GEMM and the file's rounded to the step's two sides."""
+    ref64 = torch.linspace(-1, 1, 1000, dtype=torch.float64)
+    ref32 = ref64.float()
+    new = ref32.clone()
+    new[7] += 0.1
+    at_jump = torch.zeros(1000, dtype=torch.bool)
+    at_jump[7] = True
+    replay = Comparison(1e-4, plain_allclose=True)
+    replay.add("trial 0", new, ref32, ref64, left_out=at_jump)
+    assert not replay.ok
+    assert "1 of the 1 element(s) apart from eager's sit at a jump of the reference" in replay.failures[0]
+    new[9] += 0.1   # one more, not at a jump
+    replay = Comparison(1e-4, plain_allclose=True)
+    replay.add("trial 0", new, ref32, ref64, left_out=at_jump)
+    assert not replay.ok and "1 of the 2 element(s)" in replay.failures[0]
+
+
 def test_the_forward_checks_look_for_jumps_only_where_the_reference_has_a_where(tmp_path):
     from types import SimpleNamespace
     from kgen.check.validate import may_jump

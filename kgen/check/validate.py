@@ -153,6 +153,7 @@ class Comparison:
         eager error to judge by where it is larger than ref32's own (the training check's drift
         of two eager runs where kinks flip by chance: _training_run)."""
         # KernelBench's own allclose judges every element (as its eval does), before any is left out
+        jump_note = ""
         plain_close = (new.shape == ref32.shape and new.dtype == ref32.dtype
                        and torch.allclose(ref32.detach(), new.detach(), atol=self.tol, rtol=self.tol)) \
             if self.plain_allclose else None
@@ -174,6 +175,15 @@ class Comparison:
         elif left_out is not None and left_out.shape == new.shape == ref32.shape and bool(left_out.any()):
             keep = ~left_out.to(new.device)   # (KernelBench's replay: for the errors and the ratio)
             self.left_out += int(left_out.sum())
+            if not plain_close and new.dtype == ref32.dtype:
+                # Say where allclose failed: at a step of the reference, eager's GEMM and this
+                # file's rounded to its two sides (no fp32 GEMM but eager's own lands where eager
+                # does on every element), or elsewhere, where the numbers below say by how much.
+                apart = ~torch.isclose(ref32.detach(), new.detach(), atol=self.tol, rtol=self.tol)
+                at_step = int((apart & ~keep).sum())
+                if at_step:
+                    jump_note = (f"{at_step} of the {int(apart.sum())} element(s) apart from eager's sit at a "
+                                 "jump of the reference, eager's GEMM and this file's rounding to its two sides")
             new, ref32, ref64 = new.detach()[keep], ref32.detach()[keep], ref64.detach()[keep]
         new64 = new.detach().double()
         ref64 = ref64.detach().double()
@@ -209,7 +219,8 @@ class Comparison:
             self.ok = False
             closer = (f"; eager fp32 is itself {ref_err:.2e} from fp64, further than this file"
                       if new.shape == ref32.shape and ref_err > abs_err else "")
-            self.failures.append(f"{what} differs (max abs {abs_err:.2e}){closer}")
+            self.failures.append(f"{what} differs (max abs {abs_err:.2e}){closer}"
+                                 + (f" ({jump_note})" if jump_note else ""))
         elif self.fp32_exact and not ratio <= FP32_EXACT_FACTOR:
             self.ok = False
             self.failures.append(f"{what}: error {abs_err:.2e} is {ratio:.3g}x eager fp32's {ref_err:.2e} "

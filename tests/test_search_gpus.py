@@ -703,8 +703,11 @@ def test_an_interrupted_search_of_several_files_leaves_no_search_running(tmp_pat
 
     fake = tmp_path / "fake.py"
     fake.write_text(FAKE_SLOW_SEARCH)
+    # SIGINT as a terminal's Ctrl-C finds it: a shell's background job (`pytest ... &`) inherits
+    # SIGINT ignored, and Python then keeps it ignored (the search would rightly not stop).
     parent = subprocess.Popen([sys.executable, "-c", SEARCH_AND_WAIT, str(fake), str(tmp_path)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 30
     while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -19,6 +19,8 @@ import functools
 import re
 import sys
 
+from kgen.pysource import parsed
+
 ALLOWED_TOP_MODULES = {"torch"} | set(sys.stdlib_module_names)
 FORBIDDEN_NAMES = {"__file__": "__file__ does not exist when the file is exec'd",
                    "open": "the file must not read files beside it",
@@ -163,7 +165,7 @@ def kernelbench_warnings(source: str) -> list[str]:
 def violations(source: str) -> list[str]:
     """Every broken rule of kgen's own (AST) set, with its line; empty means the file passes."""
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except SyntaxError as e:
         return [f"line {e.lineno}: does not parse: {e.msg}"]
     problems = []

@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from kgen import __version__
+from kgen.pysource import parsed
 from kgen.lower import backward
 from kgen.lower.forward import Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
@@ -788,7 +789,7 @@ def shared_classes(source: str) -> list:
     """The classes the reference defines at its top level besides Model, in order: ModelNew takes
     their instances made by another execution of the reference's text as its copy's
     (model_new.py.j2, _kgen_own_instance)."""
-    return [node.name for node in ast.parse(source).body
+    return [node.name for node in parsed(source).body
             if isinstance(node, ast.ClassDef) and node.name != "Model"]
 
 
@@ -846,7 +847,7 @@ def module_names(source: str) -> dict[str, str | None]:
     """The names a Python file binds at module level: name -> the dotted target of an import
     (`import torch.nn as nn`: "torch.nn"), None for anything else it binds."""
     names: dict[str, str | None] = {}
-    for node in ast.parse(source).body:
+    for node in parsed(source).body:
         if isinstance(node, ast.Import):
             for a in node.names:
                 names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]

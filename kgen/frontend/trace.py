@@ -10,6 +10,7 @@ max-subtracted forms torch computes), so the lowering knows row reductions of fo
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import inspect
 import math
@@ -482,9 +483,9 @@ class _LocatingTracer(torch.fx.Tracer):
 
 
 class Tracer:
-    def __init__(self, ref: Reference):
+    def __init__(self, ref: Reference, model: nn.Module | None = None):
         self.ref = ref
-        self.model = ref.meta_model()
+        self.model = ref.meta_model() if model is None else model
         self.nodes: list[Node] = []
         self.where: tuple[int | None, str] = (None, "")
         self.params: dict[str, int] = {}
@@ -2571,14 +2572,57 @@ def _strip_leading_ones(shape: tuple) -> tuple:
     return shape
 
 
+# This process's traces by workload (_workload_key): `kgen generate` asks for the IR of one
+# workload from several places (the problem's shape, the spec, the reference's own overrides),
+# each with a Reference of its own, and a trace builds the module twice on the meta device (a
+# module's __init__ can take most of it: spectral_norm's power iterations). Each caller gets
+# its own copy.
+_TRACES: dict = {}
+_TRACES_KEPT = 256
+
+
+def _workload_key(ref: Reference) -> tuple | None:
+    """What a trace of `ref` depends on: the file (path and text), its module-level constants as
+    set now (--set, the overrides), get_init_inputs() and the input's shape and dtype. None for
+    an object that is not a loaded Reference (nothing cached)."""
+    try:
+        constants = tuple((name, repr(ref.module.__dict__.get(name))) for name in ref.defaults)
+        return (str(ref.path), ref.sha256, constants, repr(ref.init_args()), tuple(ref.input.shape),
+                str(ref.input.dtype))
+    except AttributeError:
+        return None
+
+
 def trace(ref: Reference) -> Graph:
     """The IR of `ref`'s forward, or ir.Unsupported naming the first op kgen cannot take."""
-    tracer = Tracer(ref)
+    key = _workload_key(ref)
+    if key is None:
+        return _trace(ref)
+    if key not in _TRACES:
+        if len(_TRACES) >= _TRACES_KEPT:
+            del _TRACES[next(iter(_TRACES))]   # the oldest
+        _TRACES[key] = _trace(ref)
+    return copy.deepcopy(_TRACES[key])
+
+
+def _meta_models(ref: Reference) -> tuple[nn.Module, nn.Module]:
+    """Two models of `ref` on the meta device, one for each mode's trace: built once and copied
+    (the module's __init__ runs once), or built twice where the model cannot be copied."""
+    model = ref.meta_model()
+    try:
+        return model, copy.deepcopy(model)
+    except Exception:  # noqa: BLE001 - a module holding what deepcopy cannot copy (a lock, a generator)
+        return model, ref.meta_model()
+
+
+def _trace(ref: Reference) -> Graph:
+    training, evaluating = _meta_models(ref)
+    tracer = Tracer(ref, training)
     graph = tracer.run()
     # A dropout active with the module in eval mode (F.dropout(x, p), or training=not
     # self.training) drops at random there too: nothing kgen can match. (Tracing is on the
     # meta device: the second trace costs milliseconds.)
-    evaluation = Tracer(ref)
+    evaluation = Tracer(ref, evaluating)
     evaluation.model.eval()
     evaluated = evaluation.run()
     for d in evaluation.dropouts:

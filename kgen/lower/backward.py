@@ -77,11 +77,18 @@ def boundary(graph: Graph) -> int:
 
 
 def unsupported(lowered: Lowered) -> str | None:
-    """Why this part has no backward kernel yet (None: it has one)."""
+    """Why this part has no backward (None: it has one), with what to do instead: the emitted
+    backward() raises with it."""
     if lowered.traced is not None and lowered.traced.no_derivative:
         line, text = lowered.traced.no_derivative[0]
         return (f"torch defines no derivative for floor_divide (line {line}: `{text}`), so the "
                 "reference's backward raises too; torch.div(x, c, rounding_mode='floor') has one (zeros)")
+    missing = _missing_kernel(lowered)
+    return None if missing is None else f"{missing}; train with the reference module"
+
+
+def _missing_kernel(lowered: Lowered) -> str | None:
+    """The first thing in the part that kgen has no backward kernel for yet (None: none)."""
     if lowered.gemv or lowered.constant is not None:
         return "no backward kernel yet for a module whose GEMM a rewrite removed"
     # Dropout's mask is read per element as the forward reads it (the same operand, kept by

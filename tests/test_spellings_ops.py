@@ -1045,3 +1045,28 @@ def test_rms_norm_default_eps_is_float32s(tmp_path):
     x = torch.randn(8, 16)
     ir = trace(ref).interpret(x, model)
     torch.testing.assert_close(ir, model(x), rtol=1e-6, atol=1e-7)   # fp32, as torch computes it
+
+
+# ---- the inverse trigonometric and hyperbolic functions (session 20) -------------------------
+# Each inside its domain (the module's gradients are torch's there), as a function, a method,
+# its arc- name and in place (asinh_, acosh_ and atanh_ aside: torch has no derivative for them).
+INVERSE = {
+    "torch.asin": "x = torch.asin(torch.tanh(x) * 0.9) + x",
+    "x.arcsin": "x = (torch.sigmoid(x) - 0.5).arcsin()",
+    "torch.acos": "x = torch.arccos(torch.tanh(x) * 0.5)",
+    "x.acos_": "y = torch.tanh(x) * 0.5\ny.acos_()\nx = y * x",
+    "torch.asinh": "x = torch.asinh(x * 3.0)",
+    "x.arcsinh": "x = x.arcsinh()",
+    "torch.acosh": "x = torch.acosh(x * x + 1.5)",
+    "x.arccosh": "x = (x.abs() + 1.25).arccosh()",
+    "torch.atanh": "x = torch.atanh(torch.tanh(x) * 0.75)",
+    "x.arctanh": "x = x + (torch.sigmoid(x) - 0.5).arctanh()",
+    "x.arcsin_": "y = torch.tanh(x) * 0.5\ny.arcsin_()\nx = y",
+}
+
+
+@pytest.mark.parametrize("name", sorted(INVERSE))
+def test_inverse_trigonometric_and_hyperbolic_functions(name, tmp_path):
+    op = name.split(".")[-1].rstrip("_").replace("arc", "a")
+    graph = check(write(tmp_path, "spelled", INVERSE[name]))
+    assert op in [n.op for part in graph.parts for n in part.nodes if n.kind == "pointwise"], graph.describe()

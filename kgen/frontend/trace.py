@@ -118,6 +118,9 @@ _TORCH_UNARY = {
     torch.special.log1p: "log1p", torch.expm1: "expm1", torch.special.expm1: "expm1", torch.exp2: "exp2",
     torch.special.exp2: "exp2", torch.log2: "log2", torch.log10: "log10",
     torch.erfc: "erfc", torch.special.erfc: "erfc", torch.atan: "atan", torch.arctan: "atan",
+    torch.asin: "asin", torch.arcsin: "asin", torch.acos: "acos", torch.arccos: "acos",
+    torch.asinh: "asinh", torch.arcsinh: "asinh", torch.acosh: "acosh", torch.arccosh: "acosh",
+    torch.atanh: "atanh", torch.arctanh: "atanh",
     torch.sin: "sin", torch.cos: "cos", torch.tan: "tan", torch.sinh: "sinh", torch.cosh: "cosh",
     torch.floor: "floor", torch.ceil: "ceil", torch.trunc: "trunc", torch.fix: "trunc",
     torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
@@ -257,7 +260,8 @@ INPLACE_METHODS = {f"{name}_": name for name in (
     "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow", "subtract", "multiply", "divide",
     "true_divide", "log1p", "erf", "reciprocal", "addcmul", "addcdiv", "masked_fill", "expm1", "exp2", "log2", "log10",
     "sign", "sgn", "lerp", "square", "nan_to_num", "erfc", "atan", "arctan", "floor", "ceil", "round", "trunc", "fix",
-    "sin", "cos", "tan", "sinh", "cosh")}
+    "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "arcsin", "arccos")}
+# (asinh_, acosh_ and atanh_ are not taken: torch has no derivative for them in place.)
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
                         "fmod_": "fmod", "remainder_": "remainder", "__imod__": "remainder",
                         "floor_divide_": "floor_divide", "__ifloordiv__": "floor_divide"})
@@ -282,9 +286,10 @@ _INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh,
                  F.relu6: _act, F.dropout: _dropout, F.threshold: _threshold, F.celu: _celu}
 METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "log1p", "erf",
                 "expm1", "exp2", "log2", "log10", "erfc", "atan", "floor", "ceil", "round", "trunc",
-                "sin", "cos", "tan", "sinh", "cosh")
+                "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "asinh", "acosh", "atanh")
 # Other names of those methods.
-METHOD_ALIASES = {"arctan": "atan", "fix": "trunc"}
+METHOD_ALIASES = {"arctan": "atan", "fix": "trunc", "arcsin": "asin", "arccos": "acos", "arcsinh": "asinh",
+                  "arccosh": "acosh", "arctanh": "atanh"}
 METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add__": "add",
                  "__sub__": "sub", "__mul__": "mul", "__truediv__": "div", "subtract": "sub",
                  "multiply": "mul", "divide": "div", "true_divide": "div"}

@@ -47,6 +47,7 @@ class TorchMath:
     cos = staticmethod(torch.cos)
     sinh = staticmethod(torch.sinh)
     cosh = staticmethod(torch.cosh)
+    sqrt = staticmethod(torch.sqrt)
     sign = staticmethod(torch.sign)
     pow = staticmethod(lambda a, e: torch.pow(a, e))
     gt = staticmethod(lambda a, b: torch.as_tensor(a > b))
@@ -88,6 +89,7 @@ class CudaMath:
     cos = staticmethod(lambda a: f"cosf(({a}))")
     sinh = staticmethod(lambda a: f"sinhf(({a}))")
     cosh = staticmethod(lambda a: f"coshf(({a}))")
+    sqrt = staticmethod(lambda a: f"sqrtf(({a}))")
     # copysignf would give ±1 at ±0; torch.sign(0) is 0 (and NaN stays NaN).
     sign = staticmethod(lambda a: f"(({a}) > 0.0f ? 1.0f : (({a}) < 0.0f ? -1.0f : ({a}) * 0.0f))")
     pow = staticmethod(lambda a, e: f"powf(({a}), {cuda_float(e)})")
@@ -215,6 +217,13 @@ DERIVATIVES: dict[str, Vjp] = {
     # d erfc(x) / dx = -2 / sqrt(pi) exp(-x^2)
     "erfc": lambda m, g, y, x: (m.mul(g, m.mul(m.c(-1.1283791670955126), m.exp(m.neg(m.mul(x, x))))),),
     "atan": lambda m, g, y, x: (m.div(g, m.add(m.c(1.0), m.mul(x, x))),),
+    # torch's: 1 / sqrt(1 - x^2), its negative, 1 / sqrt(x^2 + 1), 1 / sqrt(x^2 - 1), 1 / (1 - x^2)
+    # (acosh's finite below -1, where acosh itself is NaN, as torch's is).
+    "asin": lambda m, g, y, x: (m.div(g, m.sqrt(m.sub(m.c(1.0), m.mul(x, x)))),),
+    "acos": lambda m, g, y, x: (m.neg(m.div(g, m.sqrt(m.sub(m.c(1.0), m.mul(x, x))))),),
+    "asinh": lambda m, g, y, x: (m.div(g, m.sqrt(m.add(m.mul(x, x), m.c(1.0)))),),
+    "acosh": lambda m, g, y, x: (m.div(g, m.sqrt(m.sub(m.mul(x, x), m.c(1.0)))),),
+    "atanh": lambda m, g, y, x: (m.div(g, m.sub(m.c(1.0), m.mul(x, x))),),
     # torch's: cos x, -sin x, 1 + tan^2 x (of the result), cosh x, sinh x.
     "sin": lambda m, g, y, x: (m.mul(g, m.cos(x)),),
     "cos": lambda m, g, y, x: (m.mul(g, m.neg(m.sin(x))),),

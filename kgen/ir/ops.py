@@ -275,6 +275,13 @@ _DEFINITIONS = (
     PointwiseOp("erfc", 1, lambda a: f"erfcf(({a}))", torch.erfc,
                 doc="1 - erf(x), accurate where erf(x) is near 1 (torch.erfc)"),
     PointwiseOp("atan", 1, lambda a: f"atanf(({a}))", torch.atan, doc="arctangent (torch.atan)"),
+    # The other inverse functions: CUDA's, as torch's fp32 kernels call them (NaN outside their
+    # domains, as torch's).
+    PointwiseOp("asin", 1, lambda a: f"asinf(({a}))", torch.asin, doc="arcsine (torch.asin)"),
+    PointwiseOp("acos", 1, lambda a: f"acosf(({a}))", torch.acos, doc="arccosine (torch.acos)"),
+    PointwiseOp("asinh", 1, lambda a: f"asinhf(({a}))", torch.asinh, doc="inverse hyperbolic sine (torch.asinh)"),
+    PointwiseOp("acosh", 1, lambda a: f"acoshf(({a}))", torch.acosh, doc="inverse hyperbolic cosine (torch.acosh)"),
+    PointwiseOp("atanh", 1, lambda a: f"atanhf(({a}))", torch.atanh, doc="inverse hyperbolic tangent (torch.atanh)"),
     # The trigonometric and hyperbolic functions: CUDA's sinf ... coshf (full range reduction,
     # as torch's fp32 kernels call them; never the __sinf intrinsics).
     PointwiseOp("sin", 1, lambda a: f"sinf(({a}))", torch.sin, doc="sine (torch.sin)"),

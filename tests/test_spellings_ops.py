@@ -1061,6 +1061,7 @@ INVERSE = {
     "x.arccosh": "x = (x.abs() + 1.25).arccosh()",
     "torch.atanh": "x = torch.atanh(torch.tanh(x) * 0.75)",
     "x.arctanh": "x = x + (torch.sigmoid(x) - 0.5).arctanh()",
+    "torch.special.ndtr": "x = x * torch.special.ndtr(x)",
     "x.arcsin_": "y = torch.tanh(x) * 0.5\ny.arcsin_()\nx = y",
 }
 

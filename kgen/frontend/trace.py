@@ -120,7 +120,7 @@ _TORCH_UNARY = {
     torch.erfc: "erfc", torch.special.erfc: "erfc", torch.atan: "atan", torch.arctan: "atan",
     torch.asin: "asin", torch.arcsin: "asin", torch.acos: "acos", torch.arccos: "acos",
     torch.asinh: "asinh", torch.arcsinh: "asinh", torch.acosh: "acosh", torch.arccosh: "acosh",
-    torch.atanh: "atanh", torch.arctanh: "atanh",
+    torch.atanh: "atanh", torch.arctanh: "atanh", torch.special.ndtr: "ndtr",
     torch.sin: "sin", torch.cos: "cos", torch.tan: "tan", torch.sinh: "sinh", torch.cosh: "cosh",
     torch.floor: "floor", torch.ceil: "ceil", torch.trunc: "trunc", torch.fix: "trunc",
     torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",

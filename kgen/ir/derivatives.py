@@ -217,6 +217,8 @@ DERIVATIVES: dict[str, Vjp] = {
     # d erfc(x) / dx = -2 / sqrt(pi) exp(-x^2)
     "erfc": lambda m, g, y, x: (m.mul(g, m.mul(m.c(-1.1283791670955126), m.exp(m.neg(m.mul(x, x))))),),
     "atan": lambda m, g, y, x: (m.div(g, m.add(m.c(1.0), m.mul(x, x))),),
+    # the normal density, exp(-x^2 / 2) / sqrt(2 pi)
+    "ndtr": lambda m, g, y, x: (m.mul(g, m.mul(m.c(0.3989422804014327), m.exp(m.mul(m.c(-0.5), m.mul(x, x))))),),
     # torch's: 1 / sqrt(1 - x^2), its negative, 1 / sqrt(x^2 + 1), 1 / sqrt(x^2 - 1), 1 / (1 - x^2)
     # (acosh's finite below -1, where acosh itself is NaN, as torch's is).
     "asin": lambda m, g, y, x: (m.div(g, m.sqrt(m.sub(m.c(1.0), m.mul(x, x)))),),

@@ -275,6 +275,10 @@ _DEFINITIONS = (
     PointwiseOp("erfc", 1, lambda a: f"erfcf(({a}))", torch.erfc,
                 doc="1 - erf(x), accurate where erf(x) is near 1 (torch.erfc)"),
     PointwiseOp("atan", 1, lambda a: f"atanf(({a}))", torch.atan, doc="arctangent (torch.atan)"),
+    # The standard normal CDF as erfc(-x / sqrt 2) / 2: accurate in both tails (x * ndtr(x) is
+    # the exact GELU).
+    PointwiseOp("ndtr", 1, lambda a: f"(0.5f * erfcf(-({a}) * 0.70710678118654752440f))", torch.special.ndtr,
+                doc="the standard normal distribution function (torch.special.ndtr)"),
     # The other inverse functions: CUDA's, as torch's fp32 kernels call them (NaN outside their
     # domains, as torch's).
     PointwiseOp("asin", 1, lambda a: f"asinf(({a}))", torch.asin, doc="arcsine (torch.asin)"),

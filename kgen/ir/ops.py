@@ -275,9 +275,11 @@ _DEFINITIONS = (
     PointwiseOp("erfc", 1, lambda a: f"erfcf(({a}))", torch.erfc,
                 doc="1 - erf(x), accurate where erf(x) is near 1 (torch.erfc)"),
     PointwiseOp("atan", 1, lambda a: f"atanf(({a}))", torch.atan, doc="arctangent (torch.atan)"),
-    # The standard normal CDF as erfc(-x / sqrt 2) / 2: accurate in both tails (x * ndtr(x) is
-    # the exact GELU).
-    PointwiseOp("ndtr", 1, lambda a: f"(0.5f * erfcf(-({a}) * 0.70710678118654752440f))", torch.special.ndtr,
+    # The standard normal CDF as torch computes it, (1 + erf(x / sqrt 2)) / 2 (a composite of
+    # fp32 ops in torch: in the left tail it loses what erfc(-x / sqrt 2) / 2 would keep, as eager
+    # does; measured on an H200, the erfc form was "wrong" against torch's own fp64 there).
+    # x * ndtr(x) is the exact GELU.
+    PointwiseOp("ndtr", 1, lambda a: f"((1.0f + erff(({a}) * 0.70710678118654752440f)) * 0.5f)", torch.special.ndtr,
                 doc="the standard normal distribution function (torch.special.ndtr)"),
     # The other inverse functions: CUDA's, as torch's fp32 kernels call them (NaN outside their
     # domains, as torch's).

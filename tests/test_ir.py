@@ -276,3 +276,19 @@ def test_every_generated_epilogue_compiles(spec, tmp_path):
         pytest.skip("nvcc not on PATH")
     report = compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
     assert spills(report) == []
+
+
+def test_a_trace_is_kept_per_workload_and_each_caller_gets_its_own_copy(tmp_path):
+    """trace() keeps one IR per workload (file text, constants as set, init args, input shape):
+    another Reference of the same workload gets an equal graph, not the same object (a caller
+    that changed it would change the next caller's); a constant set otherwise, or an edited
+    file, is another workload."""
+    path = tmp_path / "m.py"
+    path.write_text(module_source("x = torch.relu(x) * 2.0", {}, out_features=24))
+    first, again = trace(Reference(path)), trace(Reference(path))
+    assert first is not again and first.describe() == again.describe()
+    first.out_features = -1
+    assert trace(Reference(path)).out_features == 24
+    assert trace(Reference(path, constants={"out_features": 40})).out_features == 40
+    path.write_text(module_source("x = torch.tanh(x) * 2.0", {}, out_features=24))
+    assert "tanh" in trace(Reference(path)).describe()

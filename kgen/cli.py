@@ -225,11 +225,12 @@ def main():
 @problem_option
 @shape_options
 @click.option("--math", type=click.Choice(MATH_MODES), default=None,
-              help="GEMM arithmetic: fp32 FFMA, 3xTF32 (fp32-accurate tensor cores), TF32 or BF16 "
-                   "[the backend's fastest fp32-accurate one].")
+              help="GEMM arithmetic: fp32 FFMA, 3xTF32 or three fp16 products (fp16x3: the wgmma "
+                   "backend only; both fp32-accurate tensor cores), TF32 or BF16 [the fastest "
+                   "fp32-accurate one for the backend and shape].")
 @click.option("--backend", type=click.Choice(BACKENDS), default=None,
               help="kgen's portable GEMM kernels (sm_80+), kgen's Hopper wgmma GEMM (sm_90a; tf32x3, "
-                   "tf32), cuBLAS's GEMM with kgen's epilogue kernels, or gemv: no GEMM, the "
+                   "fp16x3, tf32), cuBLAS's GEMM with kgen's epilogue kernels, or gemv: no GEMM, the "
                    "matrix-vector rewrite of a module that only sums the GEMM output over its "
                    "features (fp32) [wgmma on sm_90a, else kgen].")
 @click.option("--fusion", type=click.Choice([str(k) for k in FUSION_LEVELS]), default=None,

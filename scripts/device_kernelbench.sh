@@ -4,7 +4,7 @@
 # numbers' first digit, default all); GPU_TESTS, if set, are run first with pytest -m gpu;
 # PRECISIONS (default fp32) the KernelBench precisions to evaluate at, one after the other;
 # KB_FLAGS extra flags of scripts/kernelbench_corpus.py (--compile, --autotune). Each precision
-# gets the file `kgen generate FILE --dtype PRECISION` writes.
+# gets the file `kgen generate FILE --dtype PRECISION` writes (with GEN_FLAGS, e.g. "--math fp16x3").
 . scripts/device_setup.sh
 # NUMS (e.g. "33 41 97"): those files only, instead of PART's glob.
 refs=$(if [ -n "${NUMS:-}" ]; then for n in $NUMS; do ls .kb/level2/${n}_*.py; done; else ls .kb/level2/${PART:-}*.py; fi)
@@ -23,9 +23,12 @@ from pathlib import Path
 from click.testing import CliRunner
 from kgen.cli import main
 precision, files = sys.argv[1:3]
+import os
+extra = os.environ.get("GEN_FLAGS", "").split()
 for ref in sys.argv[3:]:   # one process: torch is imported once
-    r = CliRunner().invoke(main, ["generate", ref, "--dtype", precision, "-o", f"{files}/{Path(ref).name}", "--force"])
-    print(Path(ref).name, r.exit_code, [l for l in r.output.splitlines() if l.startswith("chose")][0][:200] if r.exit_code == 0 else r.output[-300:])
+    r = CliRunner().invoke(main, ["generate", ref, "--dtype", precision, "-o", f"{files}/{Path(ref).name}", "--force", *extra])
+    said = [l for l in r.output.splitlines() if l.startswith(("chose", "wrote"))]
+    print(Path(ref).name, r.exit_code, said[0][:200] if r.exit_code == 0 and said else r.output[-300:])
 PY
   grep -v " 0 " $OUT/chosen_$precision.log || true
   t "build ($precision)"

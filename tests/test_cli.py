@@ -39,7 +39,8 @@ def test_generate_defaults_to_the_fastest_accurate_family_and_says_why(tmp_path)
     assert r.exit_code == 0, r.output
     ast.parse(out.read_text())
     s = spec_of(out)
-    assert (s["batch"], s["math"], s["backend"], s["arch"]) == (1024, "tf32x3", "wgmma", "sm_90a")
+    # (fp16x3: the split pays at 1024 x 8192 -> 8192; configs.fastest_family)
+    assert (s["batch"], s["math"], s["backend"], s["arch"]) == (1024, "fp16x3", "wgmma", "sm_90a")
     assert "no GPU here, so the default target sm_90a" in r.output
     assert "fastest fp32-accurate family for sm_90a" in r.output and "512 tiles for 132 SMs" in r.output
 
@@ -117,7 +118,7 @@ def test_backend_alone_takes_its_own_accurate_math(tmp_path):
     (("--math", "tf32x3", "--thread", "8x8"), "only the fp32_simt GEMM (SIMT) has a thread tile"),
     (("--backend", "kgen", "--tile", "100x100x8"), "BM=100 must be a multiple of 16"),
     (("--backend", "kgen", "--tile", "128x128x48"), "BK=48 must be 16, 32 or 64"),
-    (("--backend", "wgmma", "--math", "bf16"), "implements tf32x3, tf32, not bf16"),
+    (("--backend", "wgmma", "--math", "bf16"), "implements tf32x3, fp16x3, tf32, not bf16"),
     (("--in", "0"), "must be a positive integer"),
     (("--out", "my.py"), "-o/--output"),
     (("--batch", "1000000000"), "elements"),

@@ -5,6 +5,7 @@ a spill or a compile error fails the test.
 The cuBLAS-backed variants need cuBLAS's header, which a bare CUDA toolkit may lack; where it
 does, they are compiled on the GPU machine only (the GPU tier builds them)."""
 
+import dataclasses
 import functools
 import re
 import shutil
@@ -16,7 +17,8 @@ import pytest
 
 from kgen.codegen import generator
 from kgen.tune.search import enumerate_specs
-from kgen.tune.spec import WGMMA_FLUSH_KTILES, wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads
+from kgen.tune.spec import (FP16X3_TF32X3_STAGES, WGMMA_FLUSH_KTILES, gemm_smem_bytes, wgmma_fallback_smem_bytes,
+                            wgmma_smem_bytes, wgmma_threads)
 
 import nvcc_jobs
 from conftest import module_source, nvcc_prefetch
@@ -45,6 +47,10 @@ def representative_specs():
     for problem in ("gemm_scale_bn", "gemm_bn_scale_softmax"):
         for s in enumerate_specs(problem, 1024, 8192, 8192):
             k = (problem, s.family, "" if s.family == "cublas" else s.math, s.fusion)
+            # fp16x3's kernels differ from tf32x3's in the GEMM's mainloop alone (its epilogue,
+            # statistics and backward are the same code): the softmax problem's covers them.
+            if s.math == "fp16x3" and problem != "gemm_bn_scale_softmax":
+                continue
             if k not in seen:
                 seen.add(k)
                 out.append(s)
@@ -347,12 +353,20 @@ def test_wgmma_smem_mirror_matches_the_kernel(tmp_path):
     assert specs
     lines = ['#include "kgen/codegen/kernels/common.cuh"', '#include "kgen/codegen/kernels/mma_detail.cuh"',
              '#include "kgen/codegen/kernels/gemm_wgmma.cuh"', '#include "kgen/codegen/kernels/gemm_skinny.cuh"',
-             '#include "kgen/codegen/kernels/gemm_wgmma_ws.cuh"']
+             '#include "kgen/codegen/kernels/gemm_wgmma_ws.cuh"', '#include "kgen/codegen/kernels/gemm_wgmma_half.cuh"',
+             '#include "kgen/codegen/kernels/gemm_wgmma_f16x3.cuh"']
+    assert {s.math for s in specs} >= {"tf32x3", "fp16x3"}
     for s in specs:
-        gemm = generator.gemm_type(s)
+        # (an fp16x3 variant's forward GEMM; its GEMMs of any K are tf32x3's, below)
+        gemm = generator.gemm_type(s, s.in_features if s.math == "fp16x3" else None)
         lines.append(f"static_assert({gemm}::kSmemBytes == {wgmma_smem_bytes(s.tile, s.math)}, "
                      f"\"{s.name()}\");")
         lines.append(f"static_assert({gemm}::kThreads == {wgmma_threads(s.tile)}, \"{s.name()}\");")
+        if s.math == "fp16x3":
+            tf32x3 = s.replace(math="tf32x3", tile=dataclasses.replace(s.tile, stages=FP16X3_TF32X3_STAGES))
+            assert generator.gemm_type(s) == generator.gemm_type(tf32x3)
+            assert gemm_smem_bytes("wgmma", "fp16x3", s.tile) >= gemm_smem_bytes("wgmma", "tf32x3", tf32x3.tile)
+            continue
         lines.append(f"static_assert({gemm}::Fallback::kSmemBytes == "
                      f"{wgmma_fallback_smem_bytes(s.tile, s.math)}, \"{s.name()}\");")
     cu = tmp_path / "mirror.cu"

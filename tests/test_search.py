@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from kgen.tune.spec import FP32_ACCURATE_MATHS
+
 from kgen.codegen import generator
 from kgen.tune.search import (MeasurementCache, enumerate_specs, probe_maths, prune, read_index,
                          record_winner, winner_path)
@@ -26,17 +28,18 @@ def test_probe_drops_modes_whose_rounding_alone_breaks_the_tolerance():
 
 def test_cost_model_keeps_the_fast_family_of_each_tier_only():
     specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192)
-    tight = {1e-4: {"fp32_simt", "tf32x3"}}
+    tight = {1e-4: set(FP32_ACCURATE_MATHS)}
     live = [s for s in specs if s.math in tight[1e-4]]
     dropped = prune(live, tight, H100_SMS)
     kept = [s for s in live if s not in dropped]
-    assert kept and all((s.backend, s.math) == ("wgmma", "tf32x3") for s in kept)
+    # fp16x3 predicted fastest (its split included), tf32x3 within PRUNE_FACTOR of it.
+    assert kept and {(s.backend, s.math) for s in kept} == {("wgmma", "fp16x3"), ("wgmma", "tf32x3")}
     assert all("cost model" in why for why in dropped.values())
     # A looser tier keeps its own fastest (cuBLAS TF32), and the tight tier's winners stay.
-    both = {1e-4: {"fp32_simt", "tf32x3"}, 1e-2: {"fp32_simt", "tf32x3", "tf32"}}
+    both = {1e-4: set(FP32_ACCURATE_MATHS), 1e-2: {*FP32_ACCURATE_MATHS, "tf32"}}
     live = [s for s in specs if s.math != "bf16"]
     kept = [s for s in live if s not in prune(live, both, H100_SMS)]
-    assert {(s.backend, s.math) for s in kept} == {("wgmma", "tf32x3"), ("cublas", "tf32")}
+    assert {(s.backend, s.math) for s in kept} == {("wgmma", "fp16x3"), ("wgmma", "tf32x3"), ("cublas", "tf32")}
 
 
 def test_cost_model_counts_the_tail_wave():

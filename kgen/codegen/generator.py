@@ -22,8 +22,9 @@ from kgen.pysource import parsed
 from kgen.lower import backward
 from kgen.lower.forward import Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
-from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FUSION_LEVELS, WGMMA_FLUSH_KTILES,
-                   Spec, cta_threads, kgen_source_digest, spec_smem_bytes)
+from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
+                             FP16X3_TF32X3_STAGES, FUSION_LEVELS, WGMMA_FLUSH_KTILES,
+                             Spec, cta_threads, kgen_source_digest, spec_smem_bytes)
 from kgen.check.static_checks import StaticCheckError, check_emitted
 
 # The templates and the plain CUDA they include live beside this module.
@@ -381,6 +382,7 @@ class KernelNeeds:
     gemv: bool = False    # the matrix-vector rewrite (kgen/ir/rewrite.py)
     constant: bool = False  # an output that rewrites made a constant
     eager_sums: bool = False  # row sums in eager's order (the cuBLAS fp32 GEMM's files)
+    fp16x3: bool = False  # the wgmma GEMM on three fp16 products (a part's forward: gemm_type)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -406,7 +408,8 @@ def _always(needs: KernelNeeds) -> bool:
 # mma_detail.cuh is the mma.sync family's loader, swizzle, ldmatrix and tf32 helpers, which the
 # wgmma GEMMs share; the warp-specialized wgmma GEMM falls back to gemm_wgmma.cuh's kernel when
 # TMA cannot load x or w and hands batches of at most 16 rows to gemm_skinny.cuh's; a wgmma file
-# builds per dtype (fp32, bf16, fp16), hence its half GEMM.
+# builds per dtype (fp32, bf16, fp16), hence its half GEMM; the fp16x3 GEMM runs the half GEMM's
+# fp16 wgmma instructions.
 KERNEL_LIBRARY = (
     LibraryFile("common.cuh", (), _always),
     LibraryFile("stages.cuh", ("common.cuh",), _always),
@@ -419,7 +422,8 @@ KERNEL_LIBRARY = (
     LibraryFile("gemm_wgmma.cuh", ("mma_detail.cuh",), lambda n: n.family == "wgmma"),
     LibraryFile("gemm_skinny.cuh", ("mma_detail.cuh",), lambda n: n.family == "wgmma"),
     LibraryFile("gemm_wgmma_ws.cuh", ("gemm_wgmma.cuh", "gemm_skinny.cuh"), lambda n: n.family == "wgmma"),
-    LibraryFile("gemm_wgmma_half.cuh", ("gemm_wgmma_ws.cuh",), lambda n: n.half),
+    LibraryFile("gemm_wgmma_half.cuh", ("gemm_wgmma_ws.cuh",), lambda n: n.half or n.fp16x3),
+    LibraryFile("gemm_wgmma_f16x3.cuh", ("gemm_wgmma_half.cuh",), lambda n: n.fp16x3),
     LibraryFile("backward.cuh", ("stages.cuh",), lambda n: n.backward),
     LibraryFile("cublas_gemm.cuh", (), lambda n: n.family == "cublas"),
 )
@@ -443,6 +447,7 @@ def kernel_needs(spec: Spec, parts: list[Lowered] | None = None) -> KernelNeeds:
         gemv=any(low.gemv for low in parts),
         constant=any(low.constant is not None for low in parts),
         eager_sums=any(low.eager_sums for low in parts),
+        fp16x3=any(runs_fp16x3(spec, low.graph.in_features) for low in parts),
     )
 
 
@@ -478,10 +483,22 @@ def kernel_source(name: str) -> str:
     return text.replace("#pragma once\n", "").strip() + "\n"
 
 
+def runs_fp16x3(spec: Spec, k: int | None) -> bool:
+    """Whether a GEMM of the spec that runs at K = k (None: any K, the backward's) is the fp16x3
+    one: a forward GEMM whose K is a multiple of FP16X3_K_MULTIPLE; the others of an fp16x3
+    variant run tf32x3 on the same tile."""
+    return spec.math == "fp16x3" and k is not None and k > 0 and k % FP16X3_K_MULTIPLE == 0
+
+
 def gemm_type(spec: Spec, k: int | None = None) -> str:
     """The GEMM's C++ type. k: the K it always runs at (a part's forward GEMM: the module's
     in_features), where that decides what it compiles; None: any K (the backward's GEMMs)."""
     t = spec.tile
+    if spec.family == "wgmma" and spec.math == "fp16x3":
+        if runs_fp16x3(spec, k):
+            return f"kgen::WgmmaWsF16x3Gemm<{t.bm}, {t.bn}, {t.stages}, {FP16X3_FLUSH_KTILES}, {t.group_m}>"
+        spec = spec.replace(math="tf32x3", tile=dataclasses.replace(t, stages=FP16X3_TF32X3_STAGES))
+        t = spec.tile
     if spec.family == "simt":
         return f"kgen::SimtGemm<{t.bm}, {t.bn}, {t.bk}, {t.wm}, {t.wn}, {t.tm}, {t.tn}, {t.group_m}>"
     if spec.family == "mma":
@@ -654,6 +671,11 @@ def describe_variant(spec: Spec) -> list[str]:
     elif spec.family == "wgmma":
         gemm = (f"kgen Hopper tensor-core GEMM (wgmma, {spec.math}; warp-specialized: a TMA "
                 f"producer warpgroup feeds {spec.tile.bm // 64} consumer warpgroup(s))")
+        if spec.math == "fp16x3":
+            gemm += ("; fp16x3: x and w scaled per row by a power of two and split into fp16 hi + lo "
+                     "by a kernel of their own, three fp16 products per k, partial sums added in fp32")
+            if not all(runs_fp16x3(spec, low.graph.in_features) for low in lowered_parts(spec)):
+                gemm += " (a GEMM whose K is not a multiple of 8 runs tf32x3)"
     else:
         gemm = f"kgen tensor-core GEMM (mma.sync, {spec.math})"
     # The fusion level places BatchNorm's column statistics (1, 2) or a point-wise chain (0); a

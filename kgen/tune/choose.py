@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kgen.frontend.problems import load
 from kgen.frontend.reference import shipped_names
-from kgen.tune.configs import (DEFAULT_ARCH, PRECISION_TOLERANCES, fused_stats_min_batch, RULE_TILES, TYPICAL_SMS,
+from kgen.tune.configs import (DEFAULT_ARCH, PRECISION_TOLERANCES, fused_stats_min_batch, rule_tiles, TYPICAL_SMS,
                                fastest_family, precision_name)
 from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Tile, Variant, Workload, arch_for_capability, gemm_family
 
@@ -193,7 +193,7 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
     for that takes the tile that gives the most. Fusion by the batch (and the module's dtype)
     unless given."""
     family = gemm_family(backend, math)
-    tiles = RULE_TILES[family]
+    tiles = rule_tiles(family, math)
     workload = Workload(problem, batch, in_features, out_features, constants)
     fusion_why = f"fusion {fusion}"
     if fusion is None:
@@ -263,10 +263,11 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
     from kgen.frontend.problems import graph
     from kgen.ir.rewrite import row_sum_of_gemm, simplify
 
-    backend, math = fastest_family(target.arch)
+    backend, math = fastest_family(target.arch, batch, in_features, out_features)
     spec, why = shape_rule(problem, batch, in_features, out_features, target, backend, math,
                            constants=constants, dtype=dtype)
-    family = "warp-specialized wgmma GEMM" if backend == "wgmma" else "mma.sync GEMM"
+    family = ("warp-specialized wgmma GEMM on three fp16 products (fp16x3)" if math == "fp16x3" else
+              "3xTF32 warp-specialized wgmma GEMM" if backend == "wgmma" else "3xTF32 mma.sync GEMM")
     # The matrix-vector rewrite changes the rounding (where eager fp32 is itself far from the
     # exact sums, KernelBench's comparison with eager can fail it: KernelBench 14), so only a
     # search, which validates it on the GPU, picks it.
@@ -274,4 +275,4 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
                "tries it" if row_sum_of_gemm(simplify(graph(problem, batch, in_features, out_features,
                                                            constants))[0]) is not None else "")
     return spec, (f"{passed_over or 'no earlier search for this shape and target'}, so the fastest "
-                  f"fp32-accurate family for {target.arch}, kgen's 3xTF32 {family}; {why}{rewrite}"), None
+                  f"fp32-accurate family for {target.arch} at this shape, kgen's {family}; {why}{rewrite}"), None

@@ -5,7 +5,7 @@ the search space). Per-target hardware limits are spec.ARCH_LIMITS'."""
 
 from __future__ import annotations
 
-from kgen.tune.spec import WGMMA_ARCH, Tile
+from kgen.tune.spec import FP16X3_K_MULTIPLE, WGMMA_ARCH, Tile
 
 # The target when there is no GPU to ask and no --arch: Hopper, where kgen is fastest.
 DEFAULT_ARCH = WGMMA_ARCH
@@ -23,7 +23,17 @@ RULE_WGMMA_TF32X3_TILES = (Tile(128, 128, 32, 16, 128, stages=4), Tile(64, 128, 
 RULE_MMA_TF32X3_TILES = (Tile(128, 128, 64, 64, 32, stages=3), Tile(128, 128, 32, 64, 32, stages=3),
                     Tile(128, 128, 32, 64, 32, stages=2), Tile(128, 64, 32, 64, 32, stages=3),
                     Tile(64, 64, 32, 32, 32, stages=3))
+# fp16x3 stages four fp16 tiles of 128-byte rows (hi and lo of x and w): 3 stages at 128x128.
+RULE_WGMMA_FP16X3_TILES = (Tile(128, 128, 32, 16, 128, stages=3), Tile(64, 128, 32, 16, 128, stages=4),
+                           Tile(64, 64, 32, 16, 64, stages=6))
 RULE_TILES = {"wgmma": RULE_WGMMA_TF32X3_TILES, "mma": RULE_MMA_TF32X3_TILES, "simt": RULE_SIMT_TILES}
+# A math mode whose tiles differ from its family's (family, math) -> tiles.
+RULE_TILES_BY_MATH = {("wgmma", "fp16x3"): RULE_WGMMA_FP16X3_TILES}
+
+
+def rule_tiles(family: str, math: str) -> tuple:
+    """The shape rule's tiles for a GEMM family and math mode, in order of preference."""
+    return RULE_TILES_BY_MATH.get((family, math), RULE_TILES[family])
 # Fusion: the fused statistics epilogue lengthens every GEMM tile, a separate statistics kernel
 # costs a read of z. Measured (docs/perf.md): fusion 1 wins at batch 1024, fusion 2 at 16384.
 FUSED_STATS_MIN_BATCH = 4096
@@ -38,9 +48,24 @@ def fused_stats_min_batch(dtype: str) -> int:
     return FUSED_STATS_MIN_BATCH if dtype == "fp32" else FUSED_STATS_MIN_BATCH_16BIT
 
 
-def fastest_family(arch: str) -> tuple[str, str]:
-    """(backend, math) of the fastest fp32-accurate GEMM on the target."""
-    return ("wgmma", "tf32x3") if arch == WGMMA_ARCH else ("kgen", "tf32x3")
+# fp16x3 on Hopper where its split pass pays: the pass reads and writes (M + N) K elements, the
+# GEMM saves time in proportion to M N K, so it wins where M N / (M + N) is large. Measured
+# (docs/perf.md, session 21): 0.72x tf32x3's time at 1024 x 8192 -> 8192 (910), 0.63x at 16384 x
+# 4096 -> 4096 (3277); the cost model puts the break-even near 250 (128 x 32768 -> 32768: 128,
+# where the pass over w's 4 GB costs more than the GEMM saves).
+FP16X3_MIN_HARMONIC = 512
+
+
+def fastest_family(arch: str, batch: int | None = None, in_features: int | None = None,
+                   out_features: int | None = None) -> tuple[str, str]:
+    """(backend, math) of the fastest fp32-accurate GEMM on the target at this shape (without a
+    shape: the one for every shape)."""
+    if arch != WGMMA_ARCH:
+        return "kgen", "tf32x3"
+    if batch and in_features and out_features and in_features % FP16X3_K_MULTIPLE == 0 \
+            and batch * out_features >= FP16X3_MIN_HARMONIC * (batch + out_features):
+        return "wgmma", "fp16x3"
+    return "wgmma", "tf32x3"
 
 
 # ---- the search space ----------------------------------------------------------------------
@@ -79,6 +104,8 @@ FAST_MMA_TILES = [
 WGMMA_TILES = {
     # (the 64-row tiles last: the shape rule's choice where 128-row tiles leave SMs idle)
     "tf32x3": [(128, 128, 4), (128, 128, 3), (128, 64, 6), (64, 128, 4), (64, 64, 6)],
+    # fp16x3: four fp16 operand tiles a stage (hi and lo of x and w), 3 stages of 64 KB at 128x128.
+    "fp16x3": [(128, 128, 3), (64, 128, 4), (64, 64, 6)],
     "tf32": [(128, 256, 4), (128, 128, 6)],
 }
 

@@ -32,11 +32,12 @@ from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
 from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES
 from kgen.tune.several import host_gpu
-from kgen.tune.spec import WGMMA_ARCH, Spec, SpecError, Tile, Variant, Workload, kgen_source_digest
+from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
+                             Workload, kgen_source_digest)
 from kgen.tune.worker import COMPARE_PREFIX, RESULT_PREFIX, RUNOFF_PREFIX
 
 GROUP_M = 8
-DEFAULT_MATHS = ("fp32_simt", "tf32x3", "tf32", "bf16")
+DEFAULT_MATHS = ("fp32_simt", "tf32x3", "fp16x3", "tf32", "bf16")
 CUBLAS_MATHS = ("fp32_simt", "tf32", "bf16")
 STATUSES = ("passed", "incorrect", "runtime_error", "compile_error", "timeout")
 
@@ -126,7 +127,7 @@ def half_variants(workload: Workload, variants: list[Variant]) -> list[Variant]:
 # and winner timings on an H100 (docs/perf.md). They only rank candidates before anything is
 # built; every survivor is measured.
 GEMM_RATES = {
-    ("wgmma", "tf32x3"): 125, ("wgmma", "tf32"): 250,
+    ("wgmma", "tf32x3"): 125, ("wgmma", "fp16x3"): 175, ("wgmma", "tf32"): 250,
     ("mma", "tf32x3"): 78, ("mma", "tf32"): 150, ("mma", "bf16"): 200,
     ("simt", "fp32_simt"): 46,
     ("cublas", "fp32_simt"): 51, ("cublas", "tf32"): 366, ("cublas", "bf16"): 450,
@@ -134,8 +135,8 @@ GEMM_RATES = {
 # A candidate is built when the model predicts it within this factor of the best of a
 # tolerance tier it can pass. Measured winners sat within 1.1x of the model's best.
 PRUNE_FACTOR = 1.25
-# fp32-accurate math modes: admissible at every tolerance. The others are probed.
-FP32_ACCURATE_MATHS = ("fp32_simt", "tf32x3")
+# (fp32-accurate math modes, spec.FP32_ACCURATE_MATHS: admissible at every tolerance. The others
+# are probed.)
 
 
 # Memory bandwidth the matrix-vector rewrite streams W and x at (GB/s; an H100's HBM3 reaches
@@ -152,7 +153,14 @@ def predicted_ms(spec: Spec, sms: int) -> float:
     total = 0.0
     for part in spec.graph().parts:
         flops = 2.0 * spec.batch * part.in_features * part.out_features
-        ms = flops / (GEMM_RATES[(spec.family, spec.math)] * 1e9)
+        math = spec.math
+        if math == "fp16x3":
+            if part.in_features % FP16X3_K_MULTIPLE == 0:
+                # The split of x and w: each read in fp32 and written as two fp16 halves.
+                total += 8.0 * part.in_features * (spec.batch + part.out_features) / (GEMV_BANDWIDTH * 1e6)
+            else:
+                math = "tf32x3"   # (generator.gemm_type)
+        ms = flops / (GEMM_RATES[(spec.family, math)] * 1e9)
         if spec.tile is not None:
             tiles = -(-spec.batch // spec.tile.bm) * -(-part.out_features // spec.tile.bn)
             waves = -(-tiles // sms)

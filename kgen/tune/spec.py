@@ -16,16 +16,28 @@ import hashlib
 from pathlib import Path
 
 
-MATH_MODES = ("fp32_simt", "tf32x3", "tf32", "bf16")
+MATH_MODES = ("fp32_simt", "tf32x3", "fp16x3", "tf32", "bf16")
 # kgen: kgen's portable GEMMs (sm_80 and newer), SIMT for fp32_simt, mma.sync otherwise.
 # wgmma: kgen's Hopper GEMM (sm_90a only). cublas: cuBLAS computes the GEMM, kgen the rest.
 # gemv: no GEMM at all: a sum over the features of the GEMM output (scaled and shifted per
 # feature) computed as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm; fp32).
 BACKENDS = ("kgen", "wgmma", "cublas", "gemv")
-WGMMA_MATHS = ("tf32x3", "tf32")
+WGMMA_MATHS = ("tf32x3", "fp16x3", "tf32")
+# The fp32-accurate math modes: each product as accurate as fp32's (fp32 FMAs, or split operands
+# whose partial sums are flushed into fp32 accumulators).
+FP32_ACCURATE_MATHS = ("fp32_simt", "tf32x3", "fp16x3")
+# fp16x3 (kernels/gemm_wgmma_f16x3.cuh): the wgmma GEMM on three fp16 products of operands split
+# and scaled per row in a pass of their own. It reads k in steps of 8 fp16 (16-byte TMA rows): a
+# GEMM part whose K is not a multiple of 8, and the backward's GEMMs, run tf32x3 (gemm_type).
+FP16X3_K_MULTIPLE = 8
 # k-tiles of 32 summed in one tf32x3 partial accumulator of the wgmma GEMM before it is added to
 # the main one (FLUSH in gemm_wgmma.cuh; docs/perf.md has the error/time trade-off).
 WGMMA_FLUSH_KTILES = 2
+# fp16x3's k-tiles are 64 deep (128-byte rows of fp16): partial sums of 128 k, which measured as
+# accurate as tf32x3's 64 and 4 % faster than flushing every k-tile (docs/perf.md, session 21).
+FP16X3_FLUSH_KTILES = 2
+# The stages of the tf32x3 GEMM that an fp16x3 variant's other GEMMs run (the tf32x3 rule's).
+FP16X3_TF32X3_STAGES = 4
 FUSION_LEVELS = {
     0: "GEMM writes the Linear's output; the point-wise chain after it in a kernel of its own",
     1: "GEMM writes z; column statistics in a separate kernel",
@@ -138,12 +150,13 @@ def cta_threads(family: str, tile: Tile) -> int:
 
 
 def wgmma_smem_bytes(tile: Tile, math: str) -> int:
-    """Mirrors WgmmaWsGemm::kSmemBytes: STAGES stages of 128-byte rows of A, B and (tf32x3) B's
-    small part, or the epilogue tile; three mbarriers per stage; 1024 bytes to align to the
-    swizzle atom."""
-    rows = tile.bm + tile.bn * (2 if math == "tf32x3" else 1)
+    """Mirrors WgmmaWsGemm::kSmemBytes (and WgmmaWsF16x3Gemm's): STAGES stages of 128-byte rows of
+    A, B and (tf32x3) B's small part (fp16x3: hi and lo of A and of B), or the epilogue tile; three
+    mbarriers per stage (fp16x3: two); 1024 bytes to align to the swizzle atom."""
+    rows = {"tf32x3": tile.bm + 2 * tile.bn, "fp16x3": 2 * (tile.bm + tile.bn)}.get(math, tile.bm + tile.bn)
     mainloop = tile.stages * rows * 128
-    return max(mainloop, epilogue_smem_bytes(tile)) + 3 * tile.stages * 8 + 1024
+    barriers = 2 if math == "fp16x3" else 3   # (WgmmaWsF16x3Gemm: full and empty; no B preparation)
+    return max(mainloop, epilogue_smem_bytes(tile)) + barriers * tile.stages * 8 + 1024
 
 
 def wgmma_fallback_smem_bytes(tile: Tile, math: str) -> int:
@@ -168,7 +181,12 @@ def check_shape(batch: int, in_features: int, out_features: int) -> None:
 def gemm_smem_bytes(family: str, math: str, tile: Tile) -> int:
     """Shared memory one CTA of a kgen GEMM needs on its largest path (the wgmma GEMM's fallback
     included), with the epilogue's static scratch: what ARCH_LIMITS' smem must admit."""
-    if family == "wgmma":
+    if family == "wgmma" and math == "fp16x3":
+        # (Its parts whose K is not a multiple of 8 run tf32x3 on the same tile, 4 stages.)
+        tf32x3 = dataclasses.replace(tile, stages=FP16X3_TF32X3_STAGES)
+        smem = max(wgmma_smem_bytes(tile, math), wgmma_smem_bytes(tf32x3, "tf32x3"),
+                   wgmma_fallback_smem_bytes(tf32x3, "tf32x3"))
+    elif family == "wgmma":
         smem = max(wgmma_smem_bytes(tile, math), wgmma_fallback_smem_bytes(tile, math))
     elif family == "simt":
         smem = simt_smem_bytes(tile)
@@ -210,13 +228,13 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
         _check(t.tm == 0 and t.tn == 0, "wgmma tiles have no thread tile")
         _check(t.bk == 32, f"wgmma tiles have BK=32 (one 128-byte swizzled row), got {t.bk}")
         _check(t.bm in (64, 128), f"wgmma BM must be 64 or 128 (one or two warpgroups), got {t.bm}")
-        bns = (64, 128) if math == "tf32x3" else (64, 128, 256)
+        bns = (64, 128) if math in ("tf32x3", "fp16x3") else (64, 128, 256)
         _check(t.bn in bns, f"wgmma {math} BN must be one of {bns}, got {t.bn}")
         _check((t.wm, t.wn) == (16, t.bn), f"wgmma warp tile is 16xBN = 16x{t.bn}, got {t.wm}x{t.wn}")
         _check(t.stages >= 2, f"wgmma tiles need >= 2 pipeline stages, got {t.stages}")
         # Accumulators (and tf32x3's partial ones) plus ~36 (ptxas: 128x128 tf32x3 162,
         # 128x256 tf32 164, 64-row tiles ~100).
-        regs = t.bn // 2 * (2 if math == "tf32x3" else 1) + 36
+        regs = t.bn // 2 * (2 if math in ("tf32x3", "fp16x3") else 1) + 36
     elif family == "simt":
         # Mirrors the static_asserts of SimtGemm (kgen/codegen/kernels/gemm_simt.cuh).
         _check(t.tm > 0 and t.tn > 0 and t.stages == 0,
@@ -357,6 +375,8 @@ class Variant:
         if self.backend == "wgmma":
             _check(self.math in WGMMA_MATHS,
                    f"the wgmma GEMM implements {', '.join(WGMMA_MATHS)}, not {self.math}")
+        else:
+            _check(self.math != "fp16x3", "fp16x3 runs on kgen's Hopper GEMM only (--backend wgmma)")
         if self.backend == "gemv":
             _check(self.math == "fp32_simt", "the matrix-vector rewrite computes in fp32 (--math fp32_simt)")
             _check(self.fusion == 1 and self.tile is None, "the matrix-vector rewrite has no GEMM: "

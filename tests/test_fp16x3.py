@@ -1,0 +1,97 @@
+"""fp16x3: the fp32-exact wgmma GEMM on three fp16 products (kernels/gemm_wgmma_f16x3.cuh). Where
+the spec, the generator and the search use it; its numbers on the GPU are tests/test_gpu.py's
+(every check of the gate at odd and ragged shapes, the error against SGEMM's)."""
+
+import pytest
+from click.testing import CliRunner
+
+from kgen.cli import main
+from kgen.codegen import generator
+from kgen.tune.search import predicted_ms, prune
+from kgen.tune.spec import FP16X3_TF32X3_STAGES, Spec, SpecError, Tile
+
+TILE = Tile(128, 128, 32, 16, 128, stages=3)
+REF = "gemm_bn_scale_softmax"   # a module kgen ships (Linear, BatchNorm, scale, softmax)
+
+
+def spec(batch=1024, k=8192, n=8192, math="fp16x3", fusion=2, problem=REF):
+    return Spec.of(problem, batch, k, n, math=math, backend="wgmma", fusion=fusion, tile=TILE)
+
+
+def test_the_forward_gemm_is_fp16x3_and_any_k_runs_tf32x3():
+    s = spec()
+    assert generator.gemm_type(s, 8192) == "kgen::WgmmaWsF16x3Gemm<128, 128, 3, 2, 8>"
+    # The backward's GEMMs (any K) and a forward K that fp16 rows cannot be read at: tf32x3 on
+    # the same tile with the tf32x3 rule's stages.
+    tf32x3 = f"kgen::WgmmaWsGemm<kgen::MathMode::kTF32x3, 128, 128, {FP16X3_TF32X3_STAGES}, 2, 8"
+    assert generator.gemm_type(s) == tf32x3 + ">"
+    assert generator.gemm_type(s, 8188) == tf32x3 + ", false>"   # K % 4 == 0: no fallback
+    assert generator.gemm_type(s, 8190) == tf32x3 + ">"
+
+
+def test_only_fp16x3_files_inline_its_kernel():
+    needs = generator.kernel_needs(spec())
+    assert needs.fp16x3
+    files = generator.selected_files(generator.KERNEL_LIBRARY, needs)
+    assert files.index("gemm_wgmma_half.cuh") < files.index("gemm_wgmma_f16x3.cuh")
+    assert "gemm_wgmma_f16x3.cuh" not in generator.selected_files(
+        generator.KERNEL_LIBRARY, generator.kernel_needs(spec(math="tf32x3", fusion=2).replace(
+            tile=Tile(128, 128, 32, 16, 128, stages=4))))
+    # A K that is not a multiple of 8 runs tf32x3 only: nothing of fp16x3's is inlined.
+    assert not generator.kernel_needs(spec(k=8190)).fp16x3
+    source = generator.render_cuda_source(spec())
+    assert "WgmmaWsF16x3Gemm<128, 128, 3, 2, 8>" in source and "f16x3_split_kernel" in source
+
+
+def test_fp16x3_is_the_wgmma_gemms_alone():
+    with pytest.raises(SpecError, match="fp16x3 runs on kgen's Hopper GEMM only"):
+        Spec.of(REF, 1024, 8192, 8192, math="fp16x3", backend="kgen", tile=Tile(128, 128, 32, 64, 32, stages=3))
+    with pytest.raises(SpecError, match="shared memory"):
+        spec().replace(tile=Tile(128, 128, 32, 16, 128, stages=4))   # 4 x 64 KB of operand tiles
+
+
+def test_the_header_says_how_fp16x3_computes(tmp_path):
+    out = tmp_path / "f.py"
+    r = CliRunner().invoke(main, ["generate", "--problem", REF, "--math", "fp16x3", "-o", str(out), "--results-dir",
+                                  str(tmp_path / "results")])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    variant = next(line for line in text.splitlines() if line.startswith("variant:"))
+    assert "fp16x3" in variant and "split into fp16 hi + lo" in variant, variant
+    assert "'math': 'fp16x3'" in text
+
+
+@pytest.mark.parametrize("shape, kept", [((1024, 8192, 8192), True), ((128, 32768, 32768), False)])
+def test_the_cost_model_counts_the_split(shape, kept):
+    """The split reads and writes (M + N) K elements: at 128 x 32768 -> 32768 (w 4 GB) it costs
+    more than the GEMM saves, and the search does not build the variant; at 1024 x 8192 -> 8192
+    fp16x3 is predicted the fastest fp32-accurate GEMM."""
+    fp16x3, tf32x3 = spec(*shape), spec(*shape, math="tf32x3").replace(
+        tile=Tile(128, 128, 32, 16, 128, stages=4))
+    faster = predicted_ms(fp16x3, 132) < predicted_ms(tf32x3, 132)
+    assert faster == kept
+    dropped = prune([fp16x3, tf32x3], {1e-4: {"tf32x3", "fp16x3", "fp32_simt"}}, 132)
+    assert (fp16x3 not in dropped) == kept and tf32x3 not in dropped
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ref", ["gemm_mul_leakyrelu", "gemm_swish_scale", "gemm_sigmoid_gemm_lse"])
+def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref):
+    """Point-wise modules (their training forward keeps z for the backward: entry_backward.cuh,
+    which must hand the GEMM its workspace as the eval forward does) and two chained GEMMs (the
+    second's K is the first's width), fp16x3 at an odd batch: every check of the gate."""
+    import torch
+
+    from conftest import REFS_DIR
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import validate
+
+    if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
+        pytest.skip("fp16x3 runs on kgen's Hopper GEMM")
+    out = tmp_path / f"{ref}.py"
+    r = CliRunner().invoke(main, ["generate", str(REFS_DIR / f"{ref}.py"), "--math", "fp16x3", "--batch", "1000",
+                                  "-o", str(out), "--results-dir", str(tmp_path / "results")])
+    assert r.exit_code == 0, r.output
+    results = validate(EmittedFile(out), tol=1e-4)
+    failed = [x.line() for x in results if not x.passed]
+    assert not failed, "\n".join(failed)

@@ -75,11 +75,14 @@ def test_the_cost_model_counts_the_split(shape, kept):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("ref", ["gemm_mul_leakyrelu", "gemm_swish_scale", "gemm_sigmoid_gemm_lse"])
-def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref):
+@pytest.mark.parametrize("ref, shape", [("gemm_mul_leakyrelu", []), ("gemm_swish_scale", []),
+                                        ("gemm_sigmoid_gemm_lse", []),
+                                        ("gemm_mul_leakyrelu", ["--in", "8200", "--out", "512"])])
+def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref, shape):
     """Point-wise modules (their training forward keeps z for the backward: entry_backward.cuh,
     which must hand the GEMM its workspace as the eval forward does) and two chained GEMMs (the
-    second's K is the first's width), fp16x3 at an odd batch: every check of the gate."""
+    second's K is the first's width), fp16x3 at an odd batch: every check of the gate. K = 8200:
+    rows longer than the split kernel holds in registers (kHeldQuads), read twice."""
     import torch
 
     from conftest import REFS_DIR
@@ -89,7 +92,7 @@ def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref):
     if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
         pytest.skip("fp16x3 runs on kgen's Hopper GEMM")
     out = tmp_path / f"{ref}.py"
-    r = CliRunner().invoke(main, ["generate", str(REFS_DIR / f"{ref}.py"), "--math", "fp16x3", "--batch", "1000",
+    r = CliRunner().invoke(main, ["generate", str(REFS_DIR / f"{ref}.py"), "--math", "fp16x3", "--batch", "1000", *shape,
                                   "-o", str(out), "--results-dir", str(tmp_path / "results")])
     assert r.exit_code == 0, r.output
     results = validate(EmittedFile(out), tol=1e-4)

@@ -193,6 +193,10 @@ def test_a_where_keeps_the_splits_infinities_and_a_chain_without_one_does_not(tm
     assert split_keeps_infinities(trace(ref))
     spec = Spec.of(str(ref.path), 64, 16, N, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     assert keeps in generator.render_cuda_source(spec)
+    # an fp16x3 file's tf32x3 GEMMs (a part whose K is not a multiple of 8, its backward's)
+    odd_k = Spec.of(str(ref.path), 64, 12, N, math="fp16x3", backend="wgmma", fusion=1,
+                    tile=Tile(128, 128, 32, 16, 128, stages=3))
+    assert "WgmmaWsF16x3Gemm" not in generator.gemm_type(odd_k, 12) and keeps in generator.render_cuda_source(odd_k)
     # a bf16 / TF32 file splits nothing
     assert keeps not in generator.render_cuda_source(
         Spec.of(str(ref.path), 64, 16, N, math="tf32", backend="wgmma", fusion=1, tile=WGMMA_TILE))

@@ -610,7 +610,9 @@ def _source_context(spec: Spec) -> dict:
         "half_gemm_type": half_gemm_type(spec),
         "operand_ctype": OPERAND_CTYPE,
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
-        "split_keeps_infinities": spec.math == "tf32x3" and any(
+        # (an fp16x3 variant's tf32x3 GEMMs too: its backward's, a part whose K fp16x3 cannot
+        # read; fp16x3's own split keeps infinities always)
+        "split_keeps_infinities": spec.math in ("tf32x3", "fp16x3") and any(
             split_keeps_infinities(low.graph) for low in lowered_parts(spec)),
         "library": [kernel_source(name) for name in library],
     }

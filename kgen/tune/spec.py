@@ -26,6 +26,9 @@ WGMMA_MATHS = ("tf32x3", "fp16x3", "tf32")
 # The fp32-accurate math modes: each product as accurate as fp32's (fp32 FMAs, or split operands
 # whose partial sums are flushed into fp32 accumulators).
 FP32_ACCURATE_MATHS = ("fp32_simt", "tf32x3", "fp16x3")
+# The wgmma math modes that keep a partial accumulator beside the main one (twice the
+# accumulator registers, so tiles at most 128 wide).
+PARTIAL_SUM_MATHS = ("tf32x3", "fp16x3")
 # fp16x3 (kernels/gemm_wgmma_f16x3.cuh): the wgmma GEMM on three fp16 products of operands split
 # and scaled per row in a pass of their own. It reads k in steps of 8 fp16 (16-byte TMA rows): a
 # GEMM part whose K is not a multiple of 8, and the backward's GEMMs, run tf32x3 (gemm_type).
@@ -228,13 +231,13 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
         _check(t.tm == 0 and t.tn == 0, "wgmma tiles have no thread tile")
         _check(t.bk == 32, f"wgmma tiles have BK=32 (one 128-byte swizzled row), got {t.bk}")
         _check(t.bm in (64, 128), f"wgmma BM must be 64 or 128 (one or two warpgroups), got {t.bm}")
-        bns = (64, 128) if math in ("tf32x3", "fp16x3") else (64, 128, 256)
+        bns = (64, 128) if math in PARTIAL_SUM_MATHS else (64, 128, 256)
         _check(t.bn in bns, f"wgmma {math} BN must be one of {bns}, got {t.bn}")
         _check((t.wm, t.wn) == (16, t.bn), f"wgmma warp tile is 16xBN = 16x{t.bn}, got {t.wm}x{t.wn}")
         _check(t.stages >= 2, f"wgmma tiles need >= 2 pipeline stages, got {t.stages}")
         # Accumulators (and tf32x3's partial ones) plus ~36 (ptxas: 128x128 tf32x3 162,
         # 128x256 tf32 164, 64-row tiles ~100).
-        regs = t.bn // 2 * (2 if math in ("tf32x3", "fp16x3") else 1) + 36
+        regs = t.bn // 2 * (2 if math in PARTIAL_SUM_MATHS else 1) + 36
     elif family == "simt":
         # Mirrors the static_asserts of SimtGemm (kgen/codegen/kernels/gemm_simt.cuh).
         _check(t.tm > 0 and t.tn > 0 and t.stages == 0,

@@ -1,5 +1,6 @@
 """Writes the wgmma instruction wrappers of kgen/codegen/kernels/gemm_wgmma.cuh (tf32, A from
-registers or shared memory) and gemm_wgmma_half.cuh (bf16 and fp16, A and B from shared memory).
+registers or shared memory) and gemm_wgmma_half.cuh (bf16 and fp16, A and B from shared memory,
+or A from registers).
 
 One wgmma names every accumulator register of the warpgroup's 64 x N tile as an asm operand
 (N / 2 per thread), which no C++ template can spell, so the operand lists are written out here.
@@ -60,10 +61,30 @@ struct WgmmaTf32<{n}> {{
 ''' + _ss_method(n, f"m64n{n}k8.f32.tf32.tf32", "1, 1") + "};\n"
 
 
+def _rs_half_method(n: int, ptx: str) -> str:
+    """The mma() of A from registers (the warpgroup's 64 x 16 A fragment, four {ptx}x2 registers
+    a thread: the mma.sync m16n8k16 A layout per warp) and B from shared memory."""
+    regs = n // 2
+    d = ", ".join(f"%{i}" for i in range(regs))
+    a = ", ".join(f"%{regs + i}" for i in range(4))
+    return f'''  // A from registers (a: the m16n8k16 A fragment of the thread's warp, rows 16 warp..+15).
+  __device__ static __forceinline__ void mma(float (&d)[{regs}], const uint32_t (&a)[4],
+                                             uint64_t b_desc, int scale_d) {{
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 4}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} "
+        "{{{d}}}, {{{a}}}, %{regs + 5}, p, 1, 1, 0;\\n}}\\n"
+        : {_outputs(regs)}
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(scale_d), "l"(b_desc));
+  }}
+'''
+
+
 def half_wrapper(ctype: str, ptx: str, n: int) -> str:
     # scale-d by predicate; scale-a, scale-b 1; transpose-a, transpose-b 0 (both K-major).
     return (f"template <>\nstruct Wgmma16<{ctype}, {n}> {{\n"
-            + _ss_method(n, f"m64n{n}k16.f32.{ptx}.{ptx}", "1, 1, 0, 0") + "};\n")
+            + _ss_method(n, f"m64n{n}k16.f32.{ptx}.{ptx}", "1, 1, 0, 0")
+            + _rs_half_method(n, ptx) + "};\n")
 
 
 GENERATED = {

@@ -72,15 +72,25 @@ def _compile(source: str, targets) -> tuple[int, str]:
     return nvcc_jobs.result(report_job(source, targets))
 
 
+# Spills a kernel is known to have, and was measured with: kernel name fragment -> the most bytes of
+# spill stores and of spill loads. fp16x3's GEMM with w split in registers holds 64 accumulators,
+# 64 of a k-tile's partial sum and the k-tile's 32 A fragment registers under the 168 a thread of
+# its 384 may have; ptxas spills 8 bytes of it (docs/perf.md, session 22: timed with them, 1.99-2.04
+# ms at 128 x 32768 -> 32768; holding fewer fragments at a time, a wgmma group per k-step, was
+# 5-10 % slower, and deriving a descriptor instead of holding it spilled 28 bytes).
+KNOWN_SPILLS = {"wgmma_f16x3_w_in_registers_kernel": 8}
+
+
 def spills(report: str) -> list[str]:
-    """Kernels whose ptxas report shows spill stores or loads."""
+    """Kernels whose ptxas report shows spill stores or loads (beyond KNOWN_SPILLS)."""
     bad, kernel = [], None
     for line in report.splitlines():
         m = re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line)
         if m:
             kernel = f"{m.group(1)} ({m.group(2)})"
         m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m and (int(m.group(1)) or int(m.group(2))):
+        allowed = max([b for name, b in KNOWN_SPILLS.items() if kernel and name in kernel], default=0)
+        if m and max(int(m.group(1)), int(m.group(2))) > allowed:
             bad.append(f"{kernel}: {line.strip()}")
     return bad
 

@@ -2,14 +2,17 @@
 the spec, the generator and the search use it; its numbers on the GPU are tests/test_gpu.py's
 (every check of the gate at odd and ragged shapes, the error against SGEMM's)."""
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
 from kgen.cli import main
 from kgen.codegen import generator
 from kgen.tune.search import predicted_ms, prune
-from kgen.tune.spec import FP16X3_TF32X3_STAGES, Spec, SpecError, Tile
+from kgen.tune.spec import FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS, Spec, SpecError, Tile
 
+ROOT = Path(__file__).resolve().parent.parent
 TILE = Tile(128, 128, 32, 16, 128, stages=3)
 REF = "gemm_bn_scale_softmax"   # a module kgen ships (Linear, BatchNorm, scale, softmax)
 
@@ -20,7 +23,7 @@ def spec(batch=1024, k=8192, n=8192, math="fp16x3", fusion=2, problem=REF):
 
 def test_the_forward_gemm_is_fp16x3_and_any_k_runs_tf32x3():
     s = spec()
-    assert generator.gemm_type(s, 8192) == "kgen::WgmmaWsF16x3Gemm<128, 128, 3, 2, 8>"
+    assert generator.gemm_type(s, 8192) == f"kgen::WgmmaWsF16x3Gemm<128, 128, 3, 2, 8, {FP16X3_W_IN_REGISTERS_MAX_ROWS}>"
     # The backward's GEMMs (any K) and a forward K that fp16 rows cannot be read at: tf32x3 on
     # the same tile with the tf32x3 rule's stages.
     tf32x3 = f"kgen::WgmmaWsGemm<kgen::MathMode::kTF32x3, 128, 128, {FP16X3_TF32X3_STAGES}, 2, 8"
@@ -40,7 +43,7 @@ def test_only_fp16x3_files_inline_its_kernel():
     # A K that is not a multiple of 8 runs tf32x3 only: nothing of fp16x3's is inlined.
     assert not generator.kernel_needs(spec(k=8190)).fp16x3
     source = generator.render_cuda_source(spec())
-    assert "WgmmaWsF16x3Gemm<128, 128, 3, 2, 8>" in source and "f16x3_split_kernel" in source
+    assert f"WgmmaWsF16x3Gemm<128, 128, 3, 2, 8, {FP16X3_W_IN_REGISTERS_MAX_ROWS}>" in source and "f16x3_split_kernel" in source
 
 
 def test_fp16x3_is_the_wgmma_gemms_alone():
@@ -61,12 +64,18 @@ def test_the_header_says_how_fp16x3_computes(tmp_path):
     assert "'math': 'fp16x3'" in text
 
 
-@pytest.mark.parametrize("shape, kept", [((1024, 8192, 8192), True), ((128, 32768, 32768), False)])
-def test_the_cost_model_counts_the_split(shape, kept):
-    """The split reads and writes (M + N) K elements: at 128 x 32768 -> 32768 (w 4 GB) it costs
-    more than the GEMM saves, and the search does not build the variant; at 1024 x 8192 -> 8192
-    fp16x3 is predicted the fastest fp32-accurate GEMM."""
-    fp16x3, tf32x3 = spec(*shape), spec(*shape, math="tf32x3").replace(
+@pytest.mark.parametrize("shape, tile, kept", [
+    ((1024, 8192, 8192), Tile(128, 128, 32, 16, 128, stages=3), True),
+    # w split in the GEMM's registers (a square tile, a batch of at most 512 rows): no pass over w
+    ((128, 32768, 32768), Tile(128, 128, 32, 16, 128, stages=3), True),
+    # a tile that is not square splits w in the pass: its 4 GB cost more than the GEMM saves
+    ((128, 32768, 32768), Tile(64, 128, 32, 16, 128, stages=4), False)])
+def test_the_cost_model_counts_the_split(shape, tile, kept):
+    """The split pass reads and writes (M + N) K elements (M K where the GEMM splits w itself):
+    at 128 x 32768 -> 32768 (w 4 GB) the pass over w costs more than the GEMM saves, and the
+    search does not build a variant that makes it; at 1024 x 8192 -> 8192, and with w split in
+    registers at 128 rows, fp16x3 is predicted the fastest fp32-accurate GEMM."""
+    fp16x3, tf32x3 = spec(*shape).replace(tile=tile), spec(*shape, math="tf32x3").replace(
         tile=Tile(128, 128, 32, 16, 128, stages=4))
     faster = predicted_ms(fp16x3, 132) < predicted_ms(tf32x3, 132)
     assert faster == kept
@@ -74,15 +83,34 @@ def test_the_cost_model_counts_the_split(shape, kept):
     assert (fp16x3 not in dropped) == kept and tf32x3 not in dropped
 
 
+def test_the_gemm_splits_w_in_registers_up_to_the_specs_batch():
+    """The batch up to which a square tile splits w in registers is spec's constant, handed to
+    the kernel as its template argument (one place for the number); a tile that is not square
+    never does (its accumulators are not transposed back)."""
+    source = (ROOT / "kgen/codegen/kernels/gemm_wgmma_f16x3.cuh").read_text()
+    assert "static bool w_in_registers(int M) { return kWInRegisters && M <= W_IN_REGISTERS_MAX_ROWS; }" in source
+    assert "kWInRegisters = KGEN_F16X3_W_IN_REGISTERS && kSquare && W_IN_REGISTERS_MAX_ROWS > 0" in source
+    assert generator.gemm_type(spec(), 8192).endswith(f", {FP16X3_W_IN_REGISTERS_MAX_ROWS}>")
+    assert "split in the GEMM's registers" in " ".join(generator.describe_variant(spec()))
+    other = spec().replace(tile=Tile(64, 128, 32, 16, 128, stages=4))
+    assert "split in the GEMM's registers" not in " ".join(generator.describe_variant(other))
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("ref, shape", [("gemm_mul_leakyrelu", []), ("gemm_swish_scale", []),
-                                        ("gemm_sigmoid_gemm_lse", []),
-                                        ("gemm_mul_leakyrelu", ["--in", "8200", "--out", "512"])])
-def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref, shape):
+@pytest.mark.parametrize("ref, batch, shape", [
+    ("gemm_mul_leakyrelu", 1000, []), ("gemm_swish_scale", 1000, []), ("gemm_sigmoid_gemm_lse", 1000, []),
+    ("gemm_mul_leakyrelu", 1000, ["--in", "8200", "--out", "512"]),
+    # At most FP16X3_W_IN_REGISTERS_MAX_ROWS rows: w split in the GEMM's registers. (Not the two
+    # chained GEMMs at 200 rows: there the training check fails tf32x3's file and fp16x3's with or
+    # without w in registers alike, 29-49x eager's drift; docs/perf.md, session 22.)
+    ("gemm_mul_leakyrelu", 300, []), ("gemm_swish_scale", 300, ["--in", "8200", "--out", "1000"])])
+def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref, batch, shape):
     """Point-wise modules (their training forward keeps z for the backward: entry_backward.cuh,
     which must hand the GEMM its workspace as the eval forward does) and two chained GEMMs (the
-    second's K is the first's width), fp16x3 at an odd batch: every check of the gate. K = 8200:
-    rows longer than the split kernel holds in registers (kHeldQuads), read twice."""
+    second's K is the first's width), fp16x3 at an odd batch: every check of the gate (NaN, Inf
+    and magnitudes among them). K = 8200: rows longer than the split kernel holds in registers
+    (kHeldQuads), read twice, and a last k-tile w's boxes cover in part. Batches of at most 512
+    rows split w in the GEMM's registers, 1000 in the pass."""
     import torch
 
     from conftest import REFS_DIR
@@ -92,7 +120,7 @@ def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref, shape):
     if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
         pytest.skip("fp16x3 runs on kgen's Hopper GEMM")
     out = tmp_path / f"{ref}.py"
-    r = CliRunner().invoke(main, ["generate", str(REFS_DIR / f"{ref}.py"), "--math", "fp16x3", "--batch", "1000", *shape,
+    r = CliRunner().invoke(main, ["generate", str(REFS_DIR / f"{ref}.py"), "--math", "fp16x3", "--batch", str(batch), *shape,
                                   "-o", str(out), "--results-dir", str(tmp_path / "results")])
     assert r.exit_code == 0, r.output
     results = validate(EmittedFile(out), tol=1e-4)

@@ -23,7 +23,7 @@ from kgen.lower import backward
 from kgen.lower.forward import Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
-                             FP16X3_TF32X3_STAGES, FUSION_LEVELS, WGMMA_FLUSH_KTILES,
+                             FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS, FUSION_LEVELS, WGMMA_FLUSH_KTILES,
                              Spec, cta_threads, kgen_source_digest, spec_smem_bytes)
 from kgen.check.static_checks import StaticCheckError, check_emitted
 
@@ -496,7 +496,8 @@ def gemm_type(spec: Spec, k: int | None = None) -> str:
     t = spec.tile
     if spec.family == "wgmma" and spec.math == "fp16x3":
         if runs_fp16x3(spec, k):
-            return f"kgen::WgmmaWsF16x3Gemm<{t.bm}, {t.bn}, {t.stages}, {FP16X3_FLUSH_KTILES}, {t.group_m}>"
+            return (f"kgen::WgmmaWsF16x3Gemm<{t.bm}, {t.bn}, {t.stages}, {FP16X3_FLUSH_KTILES}, {t.group_m}, "
+                    f"{FP16X3_W_IN_REGISTERS_MAX_ROWS}>")
         spec = spec.replace(math="tf32x3", tile=dataclasses.replace(t, stages=FP16X3_TF32X3_STAGES))
         t = spec.tile
     if spec.family == "simt":
@@ -676,6 +677,9 @@ def describe_variant(spec: Spec) -> list[str]:
         if spec.math == "fp16x3":
             gemm += ("; fp16x3: x and w scaled per row by a power of two and split into fp16 hi + lo "
                      "by a kernel of their own, three fp16 products per k, partial sums added in fp32")
+            if spec.tile.bm == spec.tile.bn:
+                gemm += (f" (at batches up to {FP16X3_W_IN_REGISTERS_MAX_ROWS} rows w is split in the GEMM's "
+                         "registers instead, per row and k-tile of 64)")
             if not all(runs_fp16x3(spec, low.graph.in_features) for low in lowered_parts(spec)):
                 gemm += " (a GEMM whose K is not a multiple of 8 runs tf32x3)"
     else:

@@ -5,7 +5,7 @@ the search space). Per-target hardware limits are spec.ARCH_LIMITS'."""
 
 from __future__ import annotations
 
-from kgen.tune.spec import FP16X3_K_MULTIPLE, WGMMA_ARCH, Tile
+from kgen.tune.spec import FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_ARCH, Tile
 
 # The target when there is no GPU to ask and no --arch: Hopper, where kgen is fastest.
 DEFAULT_ARCH = WGMMA_ARCH
@@ -52,8 +52,13 @@ def fused_stats_min_batch(dtype: str) -> int:
 # GEMM saves time in proportion to M N K, so it wins where M N / (M + N) is large. Measured
 # (docs/perf.md, session 21): 0.72x tf32x3's time at 1024 x 8192 -> 8192 (910), 0.63x at 16384 x
 # 4096 -> 4096 (3277); the cost model puts the break-even near 250 (128 x 32768 -> 32768: 128,
-# where the pass over w's 4 GB costs more than the GEMM saves).
+# where the pass over w's 4 GB costs more than the GEMM saves). At batches up to
+# spec.FP16X3_W_IN_REGISTERS_MAX_ROWS the rule's square tile splits w in the GEMM's registers
+# instead, with no pass over w: fp16x3 there too, where the output has a 128 x 128 tile for each
+# of an H100's 132 SMs (fp16x3 has no split-K, which tf32x3 runs at small batches; session 22:
+# 128 x 32768 -> 32768, 256 tiles, 1.99-2.04 ms against tf32x3's 2.50-2.55).
 FP16X3_MIN_HARMONIC = 512
+FP16X3_MIN_TILES = 132
 
 
 def fastest_family(arch: str, batch: int | None = None, in_features: int | None = None,
@@ -62,9 +67,13 @@ def fastest_family(arch: str, batch: int | None = None, in_features: int | None 
     shape: the one for every shape)."""
     if arch != WGMMA_ARCH:
         return "kgen", "tf32x3"
-    if batch and in_features and out_features and in_features % FP16X3_K_MULTIPLE == 0 \
-            and batch * out_features >= FP16X3_MIN_HARMONIC * (batch + out_features):
-        return "wgmma", "fp16x3"
+    if batch and in_features and out_features and in_features % FP16X3_K_MULTIPLE == 0:
+        if batch * out_features >= FP16X3_MIN_HARMONIC * (batch + out_features):
+            return "wgmma", "fp16x3"
+        square = RULE_WGMMA_FP16X3_TILES[0]
+        tiles = -(-batch // square.bm) * -(-out_features // square.bn)
+        if batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS and tiles >= FP16X3_MIN_TILES:
+            return "wgmma", "fp16x3"
     return "wgmma", "tf32x3"
 
 

@@ -32,7 +32,7 @@ from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
 from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES
 from kgen.tune.several import host_gpu
-from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
+from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
                              Workload, kgen_source_digest)
 from kgen.tune.worker import COMPARE_PREFIX, RESULT_PREFIX, RUNOFF_PREFIX
 
@@ -132,6 +132,10 @@ GEMM_RATES = {
     ("simt", "fp32_simt"): 46,
     ("cublas", "fp32_simt"): 51, ("cublas", "tf32"): 366, ("cublas", "bf16"): 450,
 }
+# fp16x3's GEMM with w split in its registers (square tiles, small batches), TFLOP/s: 128 x 32768
+# -> 32768 in 1.99-2.04 ms and 1024 x 8192 -> 8192's GEMM in ~0.9 ms on an H100 (docs/perf.md,
+# session 22).
+FP16X3_W_IN_REGISTERS_RATE = 140
 # A candidate is built when the model predicts it within this factor of the best of a
 # tolerance tier it can pass. Measured winners sat within 1.1x of the model's best.
 PRUNE_FACTOR = 1.25
@@ -154,13 +158,18 @@ def predicted_ms(spec: Spec, sms: int) -> float:
     for part in spec.graph().parts:
         flops = 2.0 * spec.batch * part.in_features * part.out_features
         math = spec.math
+        rate = None
         if math == "fp16x3":
             if part.in_features % FP16X3_K_MULTIPLE == 0:
-                # The split of x and w: each read in fp32 and written as two fp16 halves.
-                total += 8.0 * part.in_features * (spec.batch + part.out_features) / (GEMV_BANDWIDTH * 1e6)
+                # The split of x and w: each read in fp32 and written as two fp16 halves (x's
+                # alone where the GEMM splits w in its registers).
+                w_in_registers = spec.tile.bm == spec.tile.bn and spec.batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS
+                rows = spec.batch + (0 if w_in_registers else part.out_features)
+                total += 8.0 * part.in_features * rows / (GEMV_BANDWIDTH * 1e6)
+                rate = FP16X3_W_IN_REGISTERS_RATE if w_in_registers else None
             else:
                 math = "tf32x3"   # (generator.gemm_type)
-        ms = flops / (GEMM_RATES[(spec.family, math)] * 1e9)
+        ms = flops / ((rate or GEMM_RATES[(spec.family, math)]) * 1e9)
         if spec.tile is not None:
             tiles = -(-spec.batch // spec.tile.bm) * -(-part.out_features // spec.tile.bn)
             waves = -(-tiles // sms)

@@ -39,6 +39,12 @@ WGMMA_FLUSH_KTILES = 2
 # fp16x3's k-tiles are 64 deep (128-byte rows of fp16): partial sums of 128 k, which measured as
 # accurate as tf32x3's 64 and 4 % faster than flushing every k-tile (docs/perf.md, session 21).
 FP16X3_FLUSH_KTILES = 2
+# fp16x3 on a square tile splits w in the GEMM's registers, not in the pass before it, at batches
+# up to this many rows (W_IN_REGISTERS_MAX_ROWS of kernels/gemm_wgmma_f16x3.cuh, which the
+# generator passes): there w's split pass (8 bytes moved per element of w) costs more than that
+# GEMM's slower mainloop. Measured (docs/perf.md, session 22): at 128 x 32768 -> 32768 1.99-2.04 ms
+# against the pass's 5.90; at 1024 x 8192 -> 8192 0.925 against 0.885.
+FP16X3_W_IN_REGISTERS_MAX_ROWS = 512
 # The stages of the tf32x3 GEMM that an fp16x3 variant's other GEMMs run (the tf32x3 rule's).
 FP16X3_TF32X3_STAGES = 4
 FUSION_LEVELS = {
@@ -154,8 +160,9 @@ def cta_threads(family: str, tile: Tile) -> int:
 
 def wgmma_smem_bytes(tile: Tile, math: str) -> int:
     """Mirrors WgmmaWsGemm::kSmemBytes (and WgmmaWsF16x3Gemm's): STAGES stages of 128-byte rows of
-    A, B and (tf32x3) B's small part (fp16x3: hi and lo of A and of B), or the epilogue tile; three
-    mbarriers per stage (fp16x3: two); 1024 bytes to align to the swizzle atom."""
+    A, B and (tf32x3) B's small part (fp16x3: hi and lo of A and of B, or on square tiles w's fp32
+    in A's bytes), or the epilogue tile; three mbarriers per stage (fp16x3: two); 1024 bytes to
+    align to the swizzle atom."""
     rows = {"tf32x3": tile.bm + 2 * tile.bn, "fp16x3": 2 * (tile.bm + tile.bn)}.get(math, tile.bm + tile.bn)
     mainloop = tile.stages * rows * 128
     barriers = 2 if math == "fp16x3" else 3   # (WgmmaWsF16x3Gemm: full and empty; no B preparation)

@@ -13,13 +13,31 @@
 // elements', as in tf32x3. The GEMM runs z' = lo_x hi_w + hi_x lo_w + hi_x hi_w on the tensor
 // cores (fp32 accumulation), in partial sums of FLUSH k-tiles added into fp32 accumulators as
 // tf32x3's are, and z = z' 2^-(shift_x[m] + shift_w[n]) (exact: a power of two) before the
-// epilogue. An infinite element keeps lo = 0 (hi is the infinity); a NaN goes through hi.
+// epilogue. An infinite element splits as hi = the largest finite fp16 of its sign and lo = the
+// infinity; a NaN goes through hi.
 //
-// Pipeline: WgmmaWsHalfGemm's (gemm_wgmma_half.cuh, concatenated before this file): one producer
-// thread issues four TMA loads per k-tile (hi and lo of x's BM rows and of w's BN rows, 64 k
-// each), the consumer warpgroups read all four from shared memory by descriptor, twelve k16
-// wgmmas per k-tile in one group. Workspace (entry.cuh's split_floats): the splits of x and w
-// (an fp16 pair per element: one float's bytes) and the row shifts, recomputed on every call.
+// Square tiles at batches of at most W_IN_REGISTERS_MAX_ROWS (KGEN_F16X3_W_IN_REGISTERS) split w
+// inside the GEMM instead, so that w, the operand streamed from memory, is read once as it is
+// (its split in a pass of its own read 4 bytes and wrote 4 more per element before the GEMM read
+// those: at 128 x 32768 -> 32768, 8 of its 12 GB; docs/perf.md, session 22). The roles are
+// swapped as tf32x3's x_as_b swaps them (gemm_wgmma_ws.cuh): w is the A operand, TMA-loaded as
+// fp32, x (split by the pass: M x K, small at such batches) the B operand in shared memory. Per
+// k-tile of 64 k, each consumer thread reads its A fragment's fp32 elements once for its two
+// rows' largest finite magnitudes (a quad of threads holds a row's 64), then again to scale them
+// by the rows' shifts and split them into fp16 hi and lo in registers, and issues the three
+// products with A from registers, the k-tile's twelve wgmmas in one group. A shift per row and
+// k-tile means a partial sum per k-tile, added into the fp32 accumulators as
+// acc += part 2^-shift_w (exact); after the last k-tile the accumulators (z's tile transposed) go
+// back through shared memory to z's layout and are scaled by 2^-shift_x. That GEMM is slower than
+// the other's at large batches (its consumers split and wait for every k-tile's products), so the
+// pass stays where w's share of the traffic is small.
+//
+// Pipeline otherwise WgmmaWsHalfGemm's (gemm_wgmma_half.cuh, concatenated before this file): one
+// producer thread issues four TMA loads per k-tile (hi and lo of x's BM rows and of w's BN rows,
+// 64 k each; with w in registers, w's two 32-float boxes and x's hi and lo), the consumer
+// warpgroups read them from shared memory by descriptor, twelve k16 wgmmas per k-tile in one
+// group. Workspace (entry.cuh's split_floats): the splits of x and w (an fp16 pair per element:
+// one float's bytes; x's alone with w in registers) and the row shifts, recomputed on every call.
 #pragma once
 #include <cuda.h>
 #include <cuda_fp16.h>
@@ -139,9 +157,41 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
   Gemm::template run<EPI>(&map_xh, &map_xl, &map_wh, &map_wl, shift_x, shift_w, M, N, K, p);
 }
 
+template <class Gemm, class EPI>
+__global__ void __launch_bounds__(Gemm::kThreads, 1)
+    wgmma_f16x3_w_in_registers_kernel(const __grid_constant__ CUtensorMap map_w,
+                                      const __grid_constant__ CUtensorMap map_xh,
+                                      const __grid_constant__ CUtensorMap map_xl,
+                                      const int* __restrict__ shift_x, int M, int N, int K, EpilogueParams p) {
+  Gemm::template run_w_in_registers<EPI>(&map_w, &map_xh, &map_xl, shift_x, M, N, K, p);
+}
+
+// 2^e as a float, exact, for e in [-126, 127].
+__device__ __forceinline__ float pow2(int e) { return __int_as_float((e + 127) << 23); }
+
+// hi and lo of two scaled fp32 elements as fp16x2 pairs (the lower k in the low half), as
+// f16x3_split_kernel splits: lo = v - hi exact in fp32; an infinity keeps hi the largest finite
+// fp16 of its sign and lo the infinity (a NaN goes through lo).
+__device__ __forceinline__ void split_pair(float a, float b, uint32_t& hi, uint32_t& lo) {
+  const __half2 h = __floats2half2_rn(fminf(fmaxf(a, -65504.f), 65504.f), fminf(fmaxf(b, -65504.f), 65504.f));
+  const float2 back = __half22float2(h);
+  const __half2 l = __floats2half2_rn(a - back.x, b - back.y);
+  hi = *reinterpret_cast<const uint32_t*>(&h);
+  lo = *reinterpret_cast<const uint32_t*>(&l);
+}
+
 }  // namespace f16x3_detail
 
-template <int BM, int BN, int STAGES, int FLUSH, int GROUP_M>
+// KGEN_F16X3_W_IN_REGISTERS: square tiles split w in the GEMM's registers at batches of at most
+// W_IN_REGISTERS_MAX_ROWS (on by default); a file's source defining it 0 first runs the split
+// pass over w at every batch (an A/B comparison).
+#ifndef KGEN_F16X3_W_IN_REGISTERS
+#define KGEN_F16X3_W_IN_REGISTERS 1
+#endif
+
+// W_IN_REGISTERS_MAX_ROWS (spec.FP16X3_W_IN_REGISTERS_MAX_ROWS): the largest batch at which a square
+// tile splits w in registers rather than in the pass (0: never).
+template <int BM, int BN, int STAGES, int FLUSH, int GROUP_M, int W_IN_REGISTERS_MAX_ROWS = 0>
 struct WgmmaWsF16x3Gemm {
   static constexpr int kTileM = BM;
   static constexpr int BK = 64;  // 128 bytes of fp16 k per row: one swizzled row
@@ -156,6 +206,10 @@ struct WgmmaWsF16x3Gemm {
   static constexpr int kPipeBytes = STAGES * kStageBytes;
   static constexpr int kEpiBytes = WsEpilogue<BM, BN>::kTileBytes;
   static constexpr int kBufferBytes = kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes;
+  // w in registers (square tiles): A's stage holds w's fp32 BM x 64 (two 128-byte boxes), the
+  // bytes of A's hi and lo.
+  static constexpr bool kSquare = BM == BN;
+  static constexpr bool kWInRegisters = KGEN_F16X3_W_IN_REGISTERS && kSquare && W_IN_REGISTERS_MAX_ROWS > 0;
   static constexpr int kBarrierBytes = 2 * STAGES * 8;
   static constexpr int kSmemBytes = kBufferBytes + kBarrierBytes + 1024;
 
@@ -168,6 +222,7 @@ struct WgmmaWsF16x3Gemm {
                 "column_stats' scratch must fit in the pipeline buffers");
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90");
+  static_assert(!kSquare || BM * (BM + 4) * 4 <= kPipeBytes, "the transposed tile must fit in the pipeline buffers");
 
   // The workspace, in floats: x's and w's halves (two per element), then their row shifts,
   // each part rounded up to 64 floats (TMA reads 16-byte aligned rows).
@@ -177,8 +232,13 @@ struct WgmmaWsF16x3Gemm {
   static long long shifts_offset(int M, int N, int K) {
     return w_halves_offset(M, K) + round64(static_cast<long long>(N) * K);
   }
+  // Whether a batch of M rows splits w in registers: where w's split pass costs more than the
+  // slower GEMM (measured at 128 and 1024 rows, docs/perf.md, session 22).
+  static bool w_in_registers(int M) { return kWInRegisters && M <= W_IN_REGISTERS_MAX_ROWS; }
   static long long split_floats(int M, int N, int K) {
-    return M <= SkinnyGemm<float>::kMaxRows ? 0 : shifts_offset(M, N, K) + round64(M) + round64(N);
+    if (M <= SkinnyGemm<float>::kMaxRows) return 0;
+    // (w in registers: x's halves and shifts alone, the shifts where w's halves would start.)
+    return w_in_registers(M) ? w_halves_offset(M, K) + round64(M) : shifts_offset(M, N, K) + round64(M) + round64(N);
   }
 
   template <class EPI>
@@ -191,6 +251,28 @@ struct WgmmaWsF16x3Gemm {
     // fp16 rows need a 16-byte pitch for TMA; the workspace holds the splits.
     if (K % 8 != 0 || K == 0 || p.split_partials == nullptr) return cudaErrorInvalidValue;
     float* const ws = p.split_partials;
+    constexpr CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    if constexpr (kWInRegisters) {
+      if (w_in_registers(M)) {
+        __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset());
+        __half* const xl = xh + static_cast<long long>(M) * K;
+        int* const shift_x = reinterpret_cast<int*>(ws + w_halves_offset(M, K));
+        f16x3_detail::f16x3_split_kernel<<<M, f16x3_detail::kSplitThreads, 0, stream>>>(
+            x, M, nullptr, K, xh, xl, shift_x, nullptr, nullptr, nullptr);
+        e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
+        CUtensorMap map_w, map_xh, map_xl;
+        e = ws_detail::make_kmajor_map(&map_w, w, N, K, BM);   // fp32, 32 k a box
+        if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_xh, xh, type, 2, M, K, BN);
+        if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_xl, xl, type, 2, M, K, BN);
+        if (e != cudaSuccess) return e;
+        const auto kernel = f16x3_detail::wgmma_f16x3_w_in_registers_kernel<WgmmaWsF16x3Gemm, EPI>;
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+        if (e != cudaSuccess) return e;
+        kernel<<<tiles, kThreads, kSmemBytes, stream>>>(map_w, map_xh, map_xl, shift_x, M, N, K, p);
+        return cudaGetLastError();
+      }
+    }
     __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset());
     __half* const xl = xh + static_cast<long long>(M) * K;
     __half* const wh = reinterpret_cast<__half*>(ws + w_halves_offset(M, K));
@@ -202,7 +284,6 @@ struct WgmmaWsF16x3Gemm {
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     CUtensorMap map_xh, map_xl, map_wh, map_wl;
-    constexpr CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     e = ws_detail::make_kmajor_map(&map_xh, xh, type, 2, M, K, BM);
     if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_xl, xl, type, 2, M, K, BM);
     if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_wh, wh, type, 2, N, K, BN);
@@ -327,6 +408,160 @@ struct WgmmaWsF16x3Gemm {
             float& v = acc[4 * j + 2 * h + e];
             v = f16x3_detail::scale_back(v, sx, sw);
           }
+        }
+      }
+    }
+    // Every stage the producer filled has been consumed: the pipeline buffers are free for the
+    // epilogue's scratch and tile.
+    WsEpilogue<BM, BN>::template run<EPI>(acc, reinterpret_cast<float*>(smem_ptr), m0, n0, M, N, p);
+  }
+
+  // The GEMM with w split in registers (kWInRegisters; see the header): A = w's BM rows from
+  // n0, B = x's BN rows from m0, the accumulators z's tile transposed until the end.
+  template <class EPI>
+  __device__ static __forceinline__ void run_w_in_registers(const CUtensorMap* map_w, const CUtensorMap* map_xh,
+                                                            const CUtensorMap* map_xl, const int* shift_x,
+                                                            int M, int N, int K, const EpilogueParams& p) {
+    using Mma = half_detail::Wgmma16<__half, BN>;
+    extern __shared__ __align__(1024) unsigned char kgen_wgmma_f16x3_smem[];
+    const uint32_t smem_raw = mma_detail::smem_addr(kgen_wgmma_f16x3_smem);
+    const uint32_t smem = (smem_raw + 1023u) & ~1023u;
+    unsigned char* const smem_ptr = kgen_wgmma_f16x3_smem + (smem - smem_raw);
+    const uint32_t bars = smem + kBufferBytes;
+    auto full = [&](int s) { return bars + 8 * s; };              // TMA bytes landed
+    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // consumers done
+    // w's stage: two boxes of BM rows x 32 floats (128 swizzled bytes a row), k 0-31 then 32-63.
+    auto w_box = [&](int s, int box) { return smem + s * kStageBytes + box * BM * 128; };
+    auto x_hi = [&](int s) { return smem + s * kStageBytes + 2 * kABytes; };
+    auto x_lo = [&](int s) { return smem + s * kStageBytes + 2 * kABytes + kBBytes; };
+    auto generic = [&](uint32_t addr) { return smem_ptr + (addr - smem); };
+
+    // Tiles: rows of z (x's) by BN, columns (w's rows) by BM.
+    const int tiles_m = M / BN + (M % BN != 0);
+    const int tiles_n = N / BM + (N % BM != 0);
+    int tile_m, tile_n;
+    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n);
+    const int m0 = tile_m * BN;
+    const int n0 = tile_n * BM;
+    const int k_tiles = K / BK + (K % BK != 0);
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int wg = warp >> 2;
+
+    if (tid == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        ws_detail::mbar_init(full(s), 1);
+        ws_detail::mbar_init(empty(s), 4 * kConsumers);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    float acc[kAccRegs];
+#pragma unroll
+    for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.f;
+
+    if (wg == 0) {
+      if (warp == 0) {
+        if (lane == 0) {
+          for (int kt = 0; kt < k_tiles; ++kt) {
+            const int s = kt % STAGES;
+            if (kt >= STAGES) ws_detail::mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
+            ws_detail::mbar_arrive_expect_tx(full(s), 2 * (kABytes + kBBytes));
+            ws_detail::tma_load(w_box(s, 0), map_w, full(s), kt * BK, n0);
+            ws_detail::tma_load(w_box(s, 1), map_w, full(s), kt * BK + 32, n0);
+            ws_detail::tma_load(x_hi(s), map_xh, full(s), kt * BK, m0);
+            ws_detail::tma_load(x_lo(s), map_xl, full(s), kt * BK, m0);
+          }
+        }
+        __syncwarp();
+      }
+    } else {
+      const int cwg = wg - 1;
+      const int q = lane & 3;
+      // The thread's two rows of w's tile (the A fragment's rows, and its accumulators').
+      const int r0 = cwg * 64 + (warp & 3) * 16 + (lane >> 2);
+      const int r1 = r0 + 8;
+      float part[kAccRegs];
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % STAGES;
+        const uint32_t parity = (kt / STAGES) & 1;
+        ws_detail::mbar_wait(full(s), parity);
+        // The A fragment's fp32 elements at k 16 ks + 2q (+1) and 8 more, rows r0 and r1: in w's
+        // swizzled box ks / 2, chunk 4 (ks % 2) + q / 2 (+2), half q % 2 of it.
+        auto at = [&](int ks, int r, int dk) {
+          const float* box = reinterpret_cast<const float*>(generic(w_box(s, ks >> 1)));
+          const int chunk = 4 * (ks & 1) + (q >> 1) + dk;
+          return *reinterpret_cast<const float2*>(box + r * 32 + 4 * (chunk ^ (r & 7)) + 2 * (q & 1));
+        };
+        // Each row's largest finite magnitude in the k-tile: the quad's four threads hold its 64
+        // elements (a read of the stage before the one that splits; fmaxf drops a NaN).
+        float amax0 = 0.f, amax1 = 0.f;
+        auto take = [](float m, float2 v) {
+          const float a = fabsf(v.x), b = fabsf(v.y);
+          return fmaxf(m, fmaxf(a != INFINITY ? a : 0.f, b != INFINITY ? b : 0.f));
+        };
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          amax0 = take(take(amax0, at(ks, r0, 0)), at(ks, r0, 2));
+          amax1 = take(take(amax1, at(ks, r1, 0)), at(ks, r1, 2));
+        }
+#pragma unroll
+        for (int o = 1; o <= 2; o <<= 1) {
+          amax0 = fmaxf(amax0, __shfl_xor_sync(0xffffffffu, amax0, o));
+          amax1 = fmaxf(amax1, __shfl_xor_sync(0xffffffffu, amax1, o));
+        }
+        // 2^shift puts the largest in [2^14, 2^15), as f16x3_split_kernel's row shifts do.
+        const int e0 = amax0 > 0.f ? min(14 - ilogbf(amax0), 126) : 0;
+        const int e1 = amax1 > 0.f ? min(14 - ilogbf(amax1), 126) : 0;
+        const float up0 = f16x3_detail::pow2(e0), up1 = f16x3_detail::pow2(e1);
+        const uint64_t xh = wgmma_detail::sw128_desc(x_hi(s));
+        const uint64_t xl = wgmma_detail::sw128_desc(x_lo(s));
+        uint32_t hi[kKSteps][4], lo[kKSteps][4];
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          const float2 v00 = at(ks, r0, 0), v10 = at(ks, r1, 0), v01 = at(ks, r0, 2), v11 = at(ks, r1, 2);
+          f16x3_detail::split_pair(v00.x * up0, v00.y * up0, hi[ks][0], lo[ks][0]);
+          f16x3_detail::split_pair(v10.x * up1, v10.y * up1, hi[ks][1], lo[ks][1]);
+          f16x3_detail::split_pair(v01.x * up0, v01.y * up0, hi[ks][2], lo[ks][2]);
+          f16x3_detail::split_pair(v11.x * up1, v11.y * up1, hi[ks][3], lo[ks][3]);
+        }
+        wgmma_detail::fence();
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          const uint64_t k_off = static_cast<uint64_t>(ks * 2);
+          Mma::mma(part, lo[ks], xh + k_off, ks == 0 ? 0 : 1);
+          Mma::mma(part, hi[ks], xl + k_off, 1);
+          Mma::mma(part, hi[ks], xh + k_off, 1);
+        }
+        wgmma_detail::commit();
+        wgmma_detail::wait<0>();
+        // The stage is read: the producer may refill it.
+        __syncwarp();
+        if (lane == 0) ws_detail::mbar_arrive(empty(s));
+        wgmma_detail::fence_regs(part);
+        const float down0 = f16x3_detail::pow2(-e0), down1 = f16x3_detail::pow2(-e1);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[4 * j + e] += part[4 * j + e] * (e < 2 ? down0 : down1);
+        }
+      }
+      wgmma_detail::wait<0>();
+      wgmma_detail::fence_regs(acc);
+      transpose_acc<BM, BN>(acc, reinterpret_cast<float*>(smem_ptr));
+      // Back to x's scale: 2^-shift_x[row], exact (shift_x in [-113, 126]).
+      const int r = m0 + cwg * 64 + (warp & 3) * 16 + (lane >> 2);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = r + 8 * h;
+        const float down = f16x3_detail::pow2(row < M ? -shift_x[row] : 0);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          acc[4 * j + 2 * h] *= down;
+          acc[4 * j + 2 * h + 1] *= down;
         }
       }
     }

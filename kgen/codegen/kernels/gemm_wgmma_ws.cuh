@@ -365,6 +365,40 @@ struct SplitK {
   }
 };
 
+// With the GEMM's roles swapped (w the A operand, x the B: WgmmaWsGemm::x_as_b, the fp16x3 GEMM's
+// w in registers) each consumer holds z's tile transposed (its acc[4j + e] at row
+// n0 + 64 cwg + 16 (warp % 4) + lane / 4 (+8 for e >= 2), column m0 + 8j + 2 (lane % 4) + e % 2):
+// through shared memory `t` (BM x (BM + 4) floats: the drained pipeline's) into the layout the
+// epilogue and split-K read. Square tiles. A 4-float pad per row keeps the writes free of bank
+// conflicts.
+template <int BM, int BN>
+__device__ __forceinline__ void transpose_acc(float (&acc)[BN / 2], float* t) {
+  static_assert(BM == BN, "the transposed tile is square");
+  constexpr int kConsumers = BM / 64;
+  constexpr int kLd = BM + 4;
+  const int ctid = static_cast<int>(threadIdx.x) - 128;
+  const int lane = ctid & 31;
+  const int row = (ctid >> 5) * 16 + (lane >> 2);   // cwg * 64 + (warp % 4) * 16 + lane / 4
+  const int col = 2 * (lane & 3);
+  auto consumers_sync = [] { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 128) : "memory"); };
+  consumers_sync();   // every consumer's wgmmas have read their last stage
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) t[(8 * j + col + (e & 1)) * kLd + row + (e >= 2 ? 8 : 0)] = acc[4 * j + e];
+  }
+  consumers_sync();
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float2 v = *reinterpret_cast<const float2*>(&t[(row + 8 * h) * kLd + 8 * j + col]);
+      acc[4 * j + 2 * h] = v.x;
+      acc[4 * j + 2 * h + 1] = v.y;
+    }
+  }
+}
+
 // KGEN_WS_X_AS_B: tf32x3 with x as the shared-memory operand (WgmmaWsGemm::x_as_b), on by
 // default; a file's source defining it 0 first runs the roles of sessions 1-17 (an A/B
 // comparison: docs/experiments/s18/x_as_b_files.py writes the other way round).
@@ -513,34 +547,9 @@ struct WgmmaWsGemm {
     }
   }
 
-  // With the roles swapped each consumer holds z's tile transposed (its acc[4j + e] at row
-  // n0 + 64 cwg + 16 (warp % 4) + lane / 4 (+8 for e >= 2), column m0 + 8j + 2 (lane % 4) + e % 2):
-  // through shared memory (the drained pipeline's) into the layout the epilogue and split-K
-  // read. A 4-float pad per row keeps the writes free of bank conflicts.
   __device__ static __forceinline__ void transpose_tile(float (&acc)[kAccRegs], float* t) {
-    constexpr int kLd = BM + 4;
-    static_assert(BM * kLd * 4 <= kPipeBytes, "the transposed tile must fit in the pipeline buffers");
-    const int ctid = static_cast<int>(threadIdx.x) - 128;
-    const int lane = ctid & 31;
-    const int row = (ctid >> 5) * 16 + (lane >> 2);   // cwg * 64 + (warp % 4) * 16 + lane / 4
-    const int col = 2 * (lane & 3);
-    auto consumers_sync = [] { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 128) : "memory"); };
-    consumers_sync();   // every consumer's wgmmas have read their last stage
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) t[(8 * j + col + (e & 1)) * kLd + row + (e >= 2 ? 8 : 0)] = acc[4 * j + e];
-    }
-    consumers_sync();
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float2 v = *reinterpret_cast<const float2*>(&t[(row + 8 * h) * kLd + 8 * j + col]);
-        acc[4 * j + 2 * h] = v.x;
-        acc[4 * j + 2 * h + 1] = v.y;
-      }
-    }
+    static_assert(BM * (BM + 4) * 4 <= kPipeBytes, "the transposed tile must fit in the pipeline buffers");
+    transpose_acc<BM, BN>(acc, t);
   }
 
   template <class EPI>

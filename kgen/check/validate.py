@@ -864,6 +864,16 @@ def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
     return model, x[:, perm].contiguous(), {path: torch.argsort(perm)}
 
 
+def _fits_on_gpu(t: torch.Tensor, device) -> bool:
+    """Whether the training check's comparison of how `t` moved fits in the GPU's free memory:
+    each model's move (fp64's at 8 bytes an element) and the comparison's fp64 temporaries, some
+    ten fp64 copies of `t` in all. Where not, it runs on the host (KernelBench 56's 32768 x 32768
+    weight: 8 GB a copy, beside the three models and the fp64 one's gradients on an H100 whose
+    80 GB ran out here; docs/perf.md, session 22)."""
+    free, _ = torch.cuda.mem_get_info(device)
+    return 10 * 8 * t.numel() < free
+
+
 def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple[CheckResult, dict[str, float], bool]:
     """One run of check_training, each parameter's rate times rate_scales' factor for it (1 where
     absent); also the parameters the fp64 run moved too little, each with needed / moved, and
@@ -953,9 +963,10 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
     tensors = [dict(m.named_parameters()) | dict(m.named_buffers()) for m in models]
     for what, a in tensors[0].items():
         if a.is_floating_point():
-            moved = [t[what].detach() - s[what].to(t[what].device) for t, s in zip(tensors, initial)]
+            moved = [t[what].detach() - s[what].to(t[what].device) for t, s in zip(tensors, initial)] \
+                if _fits_on_gpu(a, device) else [t[what].detach().cpu() - s[what] for t, s in zip(tensors, initial)]
             if what in unpermute:
-                moved[3] = moved[3][:, unpermute[what]]
+                moved[3] = moved[3][:, unpermute[what].to(moved[3].device)]
             spread = 0.0 if second_eager is None else float((moved[3].double() - moved[2]).abs().max())
             cmp.add(f"{what} (its change)", *moved[:3], yardstick=spread)
             del moved

@@ -1,4 +1,6 @@
+import functools
 import gc
+import hashlib
 import os
 import shutil
 import tempfile
@@ -85,6 +87,31 @@ def nvcc_prefetch(jobs_of):
     return pytest.mark.nvcc_jobs.with_args(jobs_of)   # (called with a function alone, a mark decorates it)
 
 
+def prefetch_dir(name: str, params: dict) -> Path:
+    """A folder of this process for the reference file a test's `jobs_of` writes at collection,
+    one per test and parametrization (`params`): a test writes its own into tmp_path, and the
+    CUDA source must not depend on the folder, only on the file's name, or the test's job is
+    another one and nvcc runs twice. (One folder for every parametrization would hand the second
+    a trace of the first's file: a reference is traced once per path.)"""
+    key = hashlib.sha256(repr(sorted(params.items())).encode()).hexdigest()[:12]
+    folder = _prefetch_root() / f"{name}_{key}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@functools.cache
+def _prefetch_root() -> Path:
+    return Path(tempfile.mkdtemp(prefix="kgen-test-prefetch-"))
+
+
+def sm90a_report(source: str) -> list:
+    """The one nvcc job of a test that compiles `source` for sm_90a (tests/test_compile.py's
+    compile_report with targets=(SM90A,)), for nvcc_prefetch."""
+    from nvcc_jobs import SM90A, report_job
+
+    return [report_job(source, (SM90A,))]
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "nvcc_jobs(jobs_of): the nvcc jobs the test waits for (conftest.nvcc_prefetch)")
     if not hasattr(config, "workerinput") and NVCC_RESULTS not in os.environ:
@@ -97,6 +124,8 @@ def pytest_unconfigure(config):
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
         os.environ.pop(NVCC_RESULTS, None)
+    if _prefetch_root.cache_info().currsize:
+        shutil.rmtree(_prefetch_root(), ignore_errors=True)
 
 
 def pytest_collection_finish(session):

@@ -14,8 +14,6 @@ reference leaves it; Dropout's gradients against fp64 in both modes (kgen.check.
 
 import ast
 import copy
-import functools
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -33,7 +31,7 @@ from kgen.tune.spec import Spec, Tile
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 
-from conftest import module_source, nvcc_prefetch
+from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_report
 
 KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench" / "level2"
 KB_DROPOUT = KERNELBENCH / "66_Matmul_Dropout_Softmax.py"
@@ -228,11 +226,6 @@ def test_a_dropout_of_a_row_value_is_not_reproduced_and_training_mode_still_rais
 # dropout masks' backward they are the tier's longest translation units (20-60 s of nvcc each on a
 # 2-core machine), which run at the end of the tier otherwise. Their sources do not depend on the
 # folder the module is written to.
-@functools.cache
-def _prefetch_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="kgen-test-prefetch-"))
-
-
 def _kb66_wgmma_source() -> str:
     spec = Spec.of(str(kernelbench(KB_DROPOUT).path), 64, 16, 1024, math="tf32x3", backend="wgmma",
                    fusion=1, tile=WGMMA_TILE)
@@ -245,13 +238,7 @@ def _mask_read_source(body: str, folder: Path) -> str:
     return generator.render_cuda_source(spec)
 
 
-def _sm90a_report(source: str):
-    from nvcc_jobs import SM90A, report_job
-
-    return [report_job(source, (SM90A,))]
-
-
-@nvcc_prefetch(lambda p: _sm90a_report(_kb66_wgmma_source()) if KB_DROPOUT.is_file() else [])
+@nvcc_prefetch(lambda p: sm90a_report(_kb66_wgmma_source()) if KB_DROPOUT.is_file() else [])
 def test_kernelbench_66_renders_and_compiles_for_wgmma(tmp_path):
     from test_compile import NVCC, SM90A, compile_report, spills
 
@@ -265,7 +252,7 @@ def test_kernelbench_66_renders_and_compiles_for_wgmma(tmp_path):
     assert spills(compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))) == []
 
 
-@nvcc_prefetch(lambda p: _sm90a_report(_mask_read_source(p["body"], _prefetch_dir())))
+@nvcc_prefetch(lambda p: sm90a_report(_mask_read_source(p["body"], prefetch_dir("element_operands", p))))
 @pytest.mark.parametrize("body", [DROPOUTS[0], DROPOUTS[2]], ids=["pointwise_backward", "row_kernel"])
 def test_a_mask_read_forward_and_backward_compiles_for_the_portable_gemm(body, tmp_path):
     """The mask in the GEMM epilogue and struct Backward (a point-wise part), and in the row

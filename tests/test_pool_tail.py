@@ -20,7 +20,7 @@ from kgen.tune.spec import Spec, Tile
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 
-from conftest import module_source
+from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_report
 from test_ir import SMALL, check_oracle
 
 
@@ -151,13 +151,20 @@ RENDERED = [
 ]
 
 
+def rendered_spec(folder, body: str, shape: str) -> Spec:
+    return Spec.of(str(module(folder, body, shape).path), 64, 128, 1024, math="tf32x3", backend="wgmma",
+                   fusion=1, tile=Tile(128, 128, 32, 16, 128, stages=4))
+
+
+# (nvcc starts at collection, conftest.nvcc_prefetch: at the tier's end the three ran one after
+# the other while the other core idled. The source does not depend on the module's folder.)
+@nvcc_prefetch(lambda p: sm90a_report(generator.render_cuda_source(
+    rendered_spec(prefetch_dir("pool_tail", p), p["body"], p["shape"]))))
 @pytest.mark.parametrize("body, shape", RENDERED, ids=range(len(RENDERED)))
 def test_rendered_files_parse_pass_the_static_rules_and_compile(body, shape, tmp_path):
     from test_compile import NVCC, SM90A, compile_report, spills
 
-    ref = module(tmp_path, body, shape)
-    spec = Spec.of(str(ref.path), 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1,
-                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = rendered_spec(tmp_path, body, shape)
     text = generator.render(spec)
     ast.parse(text)
     assert check_emitted(text) == []

@@ -23,7 +23,7 @@ from kgen.ir.graph import Unsupported
 from kgen.lower import backward
 from kgen.tune.spec import Spec, Tile
 
-from conftest import module_source
+from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_report
 
 N = 64
 SMALL = {"batch": 8, "in_features": 16, "out_features": N}
@@ -163,6 +163,14 @@ def test_the_emitted_file_constructs_and_has_backward_kernels(name, tmp_path):
         assert torch.equal(new.state_dict()[key], value), key
 
 
+def compiled_spec(folder, name: str, backend: str) -> Spec:
+    return Spec.of(str(where_module(folder, name).path), 64, 16, N, math="tf32x3", backend=backend, fusion=1,
+                   tile=WGMMA_TILE if backend == "wgmma" else MMA_TILE)
+
+
+# (nvcc starts at collection, conftest.nvcc_prefetch; the source does not depend on the folder.)
+@nvcc_prefetch(lambda p: sm90a_report(generator.render_cuda_source(
+    compiled_spec(prefetch_dir("where", p), p["name"], p["backend"]))))
 @pytest.mark.parametrize("name, backend", [("zeros_like_param", "wgmma"), ("lt_one_element", "kgen"),
                                            ("after_row_sum", "wgmma")])
 def test_the_emitted_cuda_compiles_for_sm90a(name, backend, tmp_path):
@@ -170,9 +178,7 @@ def test_the_emitted_cuda_compiles_for_sm90a(name, backend, tmp_path):
     BackwardRows (after a row sum)."""
     from test_compile import NVCC, SM90A, compile_report, spills
 
-    ref = where_module(tmp_path, name)
-    spec = Spec.of(str(ref.path), 64, 16, N, math="tf32x3", backend=backend, fusion=1,
-                   tile=WGMMA_TILE if backend == "wgmma" else MMA_TILE)
+    spec = compiled_spec(tmp_path, name, backend)
     source = generator.render_cuda_source(spec)
     (low,) = generator.lowered_parts(spec)
     compare = {"zeros_like_param": ">=", "lt_one_element": "<", "after_row_sum": ">"}[name]

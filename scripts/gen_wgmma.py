@@ -42,49 +42,41 @@ def _ss_method(n: int, instruction: str, modifiers: str) -> str:
 '''
 
 
-def tf32_wrapper(n: int) -> str:
+def _rs_method(n: int, instruction: str, modifiers: str) -> str:
+    """The mma() of A from registers (the warpgroup's 64 x k A fragment, four 32-bit registers a
+    thread: the mma.sync A layout of the thread's warp, rows 16 warp..+15) and B from shared
+    memory: `instruction` the wgmma's shape and types, `modifiers` its immediates after scale-d's
+    predicate."""
     regs = n // 2
     d = ", ".join(f"%{i}" for i in range(regs))
     a = ", ".join(f"%{regs + i}" for i in range(4))
-    return f'''template <>
-struct WgmmaTf32<{n}> {{
-  __device__ static __forceinline__ void mma(float (&d)[{regs}], const uint32_t (&a)[4],
+    return f'''  __device__ static __forceinline__ void mma(float (&d)[{regs}], const uint32_t (&a)[4],
                                              uint64_t b_desc, int scale_d) {{
     asm volatile(
         "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 4}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 "
-        "{{{d}}}, {{{a}}}, %{regs + 5}, p, 1, 1;\\n}}\\n"
-        : {_outputs(regs)}
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(scale_d), "l"(b_desc));
-  }}
-  // A from shared memory too (a_desc, K-major like B; tf32 has no transposed form).
-''' + _ss_method(n, f"m64n{n}k8.f32.tf32.tf32", "1, 1") + "};\n"
-
-
-def _rs_half_method(n: int, ptx: str) -> str:
-    """The mma() of A from registers (the warpgroup's 64 x 16 A fragment, four {ptx}x2 registers
-    a thread: the mma.sync m16n8k16 A layout per warp) and B from shared memory."""
-    regs = n // 2
-    d = ", ".join(f"%{i}" for i in range(regs))
-    a = ", ".join(f"%{regs + i}" for i in range(4))
-    return f'''  // A from registers (a: the m16n8k16 A fragment of the thread's warp, rows 16 warp..+15).
-  __device__ static __forceinline__ void mma(float (&d)[{regs}], const uint32_t (&a)[4],
-                                             uint64_t b_desc, int scale_d) {{
-    asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 4}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} "
-        "{{{d}}}, {{{a}}}, %{regs + 5}, p, 1, 1, 0;\\n}}\\n"
+        "wgmma.mma_async.sync.aligned.{instruction} "
+        "{{{d}}}, {{{a}}}, %{regs + 5}, p, {modifiers};\\n}}\\n"
         : {_outputs(regs)}
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(scale_d), "l"(b_desc));
   }}
 '''
 
 
+def tf32_wrapper(n: int) -> str:
+    # scale-a, scale-b 1 (tf32 has no transposed form).
+    instruction = f"m64n{n}k8.f32.tf32.tf32"
+    return (f"template <>\nstruct WgmmaTf32<{n}> {{\n" + _rs_method(n, instruction, "1, 1")
+            + "  // A from shared memory too (a_desc, K-major like B; tf32 has no transposed form).\n"
+            + _ss_method(n, instruction, "1, 1") + "};\n")
+
+
 def half_wrapper(ctype: str, ptx: str, n: int) -> str:
-    # scale-d by predicate; scale-a, scale-b 1; transpose-a, transpose-b 0 (both K-major).
-    return (f"template <>\nstruct Wgmma16<{ctype}, {n}> {{\n"
-            + _ss_method(n, f"m64n{n}k16.f32.{ptx}.{ptx}", "1, 1, 0, 0")
-            + _rs_half_method(n, ptx) + "};\n")
+    # scale-d by predicate; scale-a, scale-b 1; transpose-a, transpose-b 0 (both K-major; an A
+    # from registers has no transpose).
+    instruction = f"m64n{n}k16.f32.{ptx}.{ptx}"
+    return (f"template <>\nstruct Wgmma16<{ctype}, {n}> {{\n" + _ss_method(n, instruction, "1, 1, 0, 0")
+            + "  // A from registers (a: the m16n8k16 A fragment of the thread's warp, rows 16 warp..+15).\n"
+            + _rs_method(n, instruction, "1, 1, 0") + "};\n")
 
 
 GENERATED = {

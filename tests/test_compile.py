@@ -17,8 +17,8 @@ import pytest
 
 from kgen.codegen import generator
 from kgen.tune.search import enumerate_specs
-from kgen.tune.spec import (FP16X3_TF32X3_STAGES, WGMMA_FLUSH_KTILES, gemm_smem_bytes, wgmma_fallback_smem_bytes,
-                            wgmma_smem_bytes, wgmma_threads)
+from kgen.tune.spec import (FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_FLUSH_KTILES, gemm_smem_bytes,
+                            wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads)
 
 import nvcc_jobs
 from conftest import module_source, nvcc_prefetch
@@ -374,6 +374,12 @@ def test_wgmma_smem_mirror_matches_the_kernel(tmp_path):
                      f"\"{s.name()}\");")
         lines.append(f"static_assert({gemm}::kThreads == {wgmma_threads(s.tile)}, \"{s.name()}\");")
         if s.math == "fp16x3":
+            # w split in registers up to spec's batch, on square tiles only (the template argument
+            # the generator passes)
+            rows = FP16X3_W_IN_REGISTERS_MAX_ROWS
+            square = "" if s.tile.bm == s.tile.bn else "!"
+            lines.append(f"static_assert({square}{gemm}::w_in_registers({rows}) && !{gemm}::w_in_registers({rows + 1}), "
+                         f"\"{s.name()}\");")
             tf32x3 = s.replace(math="tf32x3", tile=dataclasses.replace(s.tile, stages=FP16X3_TF32X3_STAGES))
             assert generator.gemm_type(s) == generator.gemm_type(tf32x3)
             assert gemm_smem_bytes("wgmma", "fp16x3", s.tile) >= gemm_smem_bytes("wgmma", "tf32x3", tf32x3.tile)

@@ -210,7 +210,7 @@ struct WgmmaWsF16x3Gemm {
   // bytes of A's hi and lo.
   static constexpr bool kSquare = BM == BN;
   static constexpr bool kWInRegisters = KGEN_F16X3_W_IN_REGISTERS && kSquare && W_IN_REGISTERS_MAX_ROWS > 0;
-  static constexpr int kBarrierBytes = 2 * STAGES * 8;
+  static constexpr int kBarrierBytes = ws_detail::TmaStages<STAGES>::kBarrierBytes;
   static constexpr int kSmemBytes = kBufferBytes + kBarrierBytes + 1024;
 
   static_assert(BM == 64 || BM == 128, "BM must be 64 or 128 (one or two consumer warpgroups)");
@@ -234,7 +234,7 @@ struct WgmmaWsF16x3Gemm {
   }
   // Whether a batch of M rows splits w in registers: where w's split pass costs more than the
   // slower GEMM (measured at 128 and 1024 rows, docs/perf.md, session 22).
-  static bool w_in_registers(int M) { return kWInRegisters && M <= W_IN_REGISTERS_MAX_ROWS; }
+  static constexpr bool w_in_registers(int M) { return kWInRegisters && M <= W_IN_REGISTERS_MAX_ROWS; }
   static long long split_floats(int M, int N, int K) {
     if (M <= SkinnyGemm<float>::kMaxRows) return 0;
     // (w in registers: x's halves and shifts alone, the shifts where w's halves would start.)
@@ -303,17 +303,6 @@ struct WgmmaWsF16x3Gemm {
                                              const EpilogueParams& p) {
     using Mma = half_detail::Wgmma16<__half, BN>;
     extern __shared__ __align__(1024) unsigned char kgen_wgmma_f16x3_smem[];
-    const uint32_t smem_raw = mma_detail::smem_addr(kgen_wgmma_f16x3_smem);
-    const uint32_t smem = (smem_raw + 1023u) & ~1023u;
-    unsigned char* const smem_ptr = kgen_wgmma_f16x3_smem + (smem - smem_raw);
-    const uint32_t bars = smem + kBufferBytes;
-    auto full = [&](int s) { return bars + 8 * s; };              // TMA bytes landed
-    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // consumers done
-    auto a_hi = [&](int s) { return smem + s * kStageBytes; };
-    auto a_lo = [&](int s) { return smem + s * kStageBytes + kABytes; };
-    auto b_hi = [&](int s) { return smem + s * kStageBytes + 2 * kABytes; };
-    auto b_lo = [&](int s) { return smem + s * kStageBytes + 2 * kABytes + kBBytes; };
-
     const int tiles_m = M / BM + (M % BM != 0);
     const int tiles_n = N / BN + (N % BN != 0);
     int tile_m, tile_n;
@@ -327,14 +316,13 @@ struct WgmmaWsF16x3Gemm {
     const int warp = tid >> 5;
     const int wg = warp >> 2;
 
-    if (tid == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        ws_detail::mbar_init(full(s), 1);
-        ws_detail::mbar_init(empty(s), 4 * kConsumers);
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    const auto pipe = ws_detail::TmaStages<STAGES>::init(kgen_wgmma_f16x3_smem, kBufferBytes, 4 * kConsumers);
+    const uint32_t smem = pipe.smem;
+    unsigned char* const smem_ptr = pipe.ptr;
+    auto a_hi = [&](int s) { return smem + s * kStageBytes; };
+    auto a_lo = [&](int s) { return smem + s * kStageBytes + kABytes; };
+    auto b_hi = [&](int s) { return smem + s * kStageBytes + 2 * kABytes; };
+    auto b_lo = [&](int s) { return smem + s * kStageBytes + 2 * kABytes + kBBytes; };
 
     float acc[kAccRegs];
 #pragma unroll
@@ -342,15 +330,12 @@ struct WgmmaWsF16x3Gemm {
 
     if (wg == 0) {
       if (tid == 0) {
-        for (int kt = 0; kt < k_tiles; ++kt) {
-          const int s = kt % STAGES;
-          if (kt >= STAGES) ws_detail::mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
-          ws_detail::mbar_arrive_expect_tx(full(s), 2 * (kABytes + kBBytes));
-          ws_detail::tma_load(a_hi(s), map_xh, full(s), kt * BK, m0);
-          ws_detail::tma_load(a_lo(s), map_xl, full(s), kt * BK, m0);
-          ws_detail::tma_load(b_hi(s), map_wh, full(s), kt * BK, n0);
-          ws_detail::tma_load(b_lo(s), map_wl, full(s), kt * BK, n0);
-        }
+        pipe.produce(k_tiles, 2 * (kABytes + kBBytes), [&](int s, int kt) {
+          ws_detail::tma_load(a_hi(s), map_xh, pipe.full(s), kt * BK, m0);
+          ws_detail::tma_load(a_lo(s), map_xl, pipe.full(s), kt * BK, m0);
+          ws_detail::tma_load(b_hi(s), map_wh, pipe.full(s), kt * BK, n0);
+          ws_detail::tma_load(b_lo(s), map_wl, pipe.full(s), kt * BK, n0);
+        });
       }
     } else {
       const int cwg = wg - 1;
@@ -362,7 +347,7 @@ struct WgmmaWsF16x3Gemm {
       bool fresh = true;  // the next k-tile starts a new partial sum
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
-        ws_detail::mbar_wait(full(s), (kt / STAGES) & 1);
+        ws_detail::mbar_wait(pipe.full(s), (kt / STAGES) & 1);
         const uint64_t ah = wgmma_detail::sw128_desc(a_hi(s) + a_rows);
         const uint64_t al = wgmma_detail::sw128_desc(a_lo(s) + a_rows);
         const uint64_t bh = wgmma_detail::sw128_desc(b_hi(s));
@@ -381,7 +366,7 @@ struct WgmmaWsF16x3Gemm {
         wgmma_detail::wait<1>();
         if (kt > 0) {
           __syncwarp();
-          if (lane == 0) ws_detail::mbar_arrive(empty((kt - 1) % STAGES));
+          if (lane == 0) ws_detail::mbar_arrive(pipe.empty((kt - 1) % STAGES));
         }
         fresh = kt + 1 == k_tiles || (kt + flush_offset) % FLUSH == FLUSH - 1;
         if (fresh) {
@@ -424,18 +409,6 @@ struct WgmmaWsF16x3Gemm {
                                                             int M, int N, int K, const EpilogueParams& p) {
     using Mma = half_detail::Wgmma16<__half, BN>;
     extern __shared__ __align__(1024) unsigned char kgen_wgmma_f16x3_smem[];
-    const uint32_t smem_raw = mma_detail::smem_addr(kgen_wgmma_f16x3_smem);
-    const uint32_t smem = (smem_raw + 1023u) & ~1023u;
-    unsigned char* const smem_ptr = kgen_wgmma_f16x3_smem + (smem - smem_raw);
-    const uint32_t bars = smem + kBufferBytes;
-    auto full = [&](int s) { return bars + 8 * s; };              // TMA bytes landed
-    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // consumers done
-    // w's stage: two boxes of BM rows x 32 floats (128 swizzled bytes a row), k 0-31 then 32-63.
-    auto w_box = [&](int s, int box) { return smem + s * kStageBytes + box * BM * 128; };
-    auto x_hi = [&](int s) { return smem + s * kStageBytes + 2 * kABytes; };
-    auto x_lo = [&](int s) { return smem + s * kStageBytes + 2 * kABytes + kBBytes; };
-    auto generic = [&](uint32_t addr) { return smem_ptr + (addr - smem); };
-
     // Tiles: rows of z (x's) by BN, columns (w's rows) by BM.
     const int tiles_m = M / BN + (M % BN != 0);
     const int tiles_n = N / BM + (N % BM != 0);
@@ -450,33 +423,27 @@ struct WgmmaWsF16x3Gemm {
     const int warp = tid >> 5;
     const int wg = warp >> 2;
 
-    if (tid == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        ws_detail::mbar_init(full(s), 1);
-        ws_detail::mbar_init(empty(s), 4 * kConsumers);
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    const auto pipe = ws_detail::TmaStages<STAGES>::init(kgen_wgmma_f16x3_smem, kBufferBytes, 4 * kConsumers);
+    const uint32_t smem = pipe.smem;
+    unsigned char* const smem_ptr = pipe.ptr;
+    // w's stage: two boxes of BM rows x 32 floats (128 swizzled bytes a row), k 0-31 then 32-63.
+    auto w_box = [&](int s, int box) { return smem + s * kStageBytes + box * BM * 128; };
+    auto x_hi = [&](int s) { return smem + s * kStageBytes + 2 * kABytes; };
+    auto x_lo = [&](int s) { return smem + s * kStageBytes + 2 * kABytes + kBBytes; };
+    auto generic = [&](uint32_t addr) { return smem_ptr + (addr - smem); };
 
     float acc[kAccRegs];
 #pragma unroll
     for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.f;
 
     if (wg == 0) {
-      if (warp == 0) {
-        if (lane == 0) {
-          for (int kt = 0; kt < k_tiles; ++kt) {
-            const int s = kt % STAGES;
-            if (kt >= STAGES) ws_detail::mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
-            ws_detail::mbar_arrive_expect_tx(full(s), 2 * (kABytes + kBBytes));
-            ws_detail::tma_load(w_box(s, 0), map_w, full(s), kt * BK, n0);
-            ws_detail::tma_load(w_box(s, 1), map_w, full(s), kt * BK + 32, n0);
-            ws_detail::tma_load(x_hi(s), map_xh, full(s), kt * BK, m0);
-            ws_detail::tma_load(x_lo(s), map_xl, full(s), kt * BK, m0);
-          }
-        }
-        __syncwarp();
+      if (tid == 0) {
+        pipe.produce(k_tiles, 2 * (kABytes + kBBytes), [&](int s, int kt) {
+          ws_detail::tma_load(w_box(s, 0), map_w, pipe.full(s), kt * BK, n0);
+          ws_detail::tma_load(w_box(s, 1), map_w, pipe.full(s), kt * BK + 32, n0);
+          ws_detail::tma_load(x_hi(s), map_xh, pipe.full(s), kt * BK, m0);
+          ws_detail::tma_load(x_lo(s), map_xl, pipe.full(s), kt * BK, m0);
+        });
       }
     } else {
       const int cwg = wg - 1;
@@ -488,7 +455,7 @@ struct WgmmaWsF16x3Gemm {
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         const uint32_t parity = (kt / STAGES) & 1;
-        ws_detail::mbar_wait(full(s), parity);
+        ws_detail::mbar_wait(pipe.full(s), parity);
         // The A fragment's fp32 elements at k 16 ks + 2q (+1) and 8 more, rows r0 and r1: in w's
         // swizzled box ks / 2, chunk 4 (ks % 2) + q / 2 (+2), half q % 2 of it.
         auto at = [&](int ks, int r, int dk) {
@@ -540,7 +507,7 @@ struct WgmmaWsF16x3Gemm {
         wgmma_detail::wait<0>();
         // The stage is read: the producer may refill it.
         __syncwarp();
-        if (lane == 0) ws_detail::mbar_arrive(empty(s));
+        if (lane == 0) ws_detail::mbar_arrive(pipe.empty(s));
         wgmma_detail::fence_regs(part);
         const float down0 = f16x3_detail::pow2(-e0), down1 = f16x3_detail::pow2(-e1);
 #pragma unroll

@@ -318,7 +318,7 @@ struct WgmmaWsHalfGemm {
   static constexpr int kPipeBytes = STAGES * kStageBytes;
   static constexpr int kEpiBytes = WsEpilogue<BM, BN>::kTileBytes;
   static constexpr int kBufferBytes = kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes;
-  static constexpr int kBarrierBytes = 2 * STAGES * 8;
+  static constexpr int kBarrierBytes = ws_detail::TmaStages<STAGES>::kBarrierBytes;
   // + 1024: the dynamic shared memory is aligned up to the 1024-byte swizzle atom in-kernel.
   static constexpr int kSmemBytes = kBufferBytes + kBarrierBytes + 1024;
 
@@ -359,15 +359,6 @@ struct WgmmaWsHalfGemm {
                                              int M, int N, int K, const EpilogueParams& p) {
     using Mma = half_detail::Wgmma16<T, BN>;
     extern __shared__ __align__(1024) unsigned char kgen_wgmma_half_smem[];
-    const uint32_t smem_raw = mma_detail::smem_addr(kgen_wgmma_half_smem);
-    const uint32_t smem = (smem_raw + 1023u) & ~1023u;
-    unsigned char* const smem_ptr = kgen_wgmma_half_smem + (smem - smem_raw);
-    const uint32_t bars = smem + kBufferBytes;
-    auto full = [&](int s) { return bars + 8 * s; };              // TMA bytes landed
-    auto empty = [&](int s) { return bars + 8 * (STAGES + s); };  // consumers done
-    auto a_stage = [&](int s) { return smem + s * kStageBytes; };
-    auto b_stage = [&](int s) { return smem + s * kStageBytes + kABytes; };
-
     const int tiles_m = M / BM + (M % BM != 0);
     const int tiles_n = N / BN + (N % BN != 0);
     int tile_m, tile_n;
@@ -381,14 +372,11 @@ struct WgmmaWsHalfGemm {
     const int warp = tid >> 5;
     const int wg = warp >> 2;
 
-    if (tid == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        ws_detail::mbar_init(full(s), 1);
-        ws_detail::mbar_init(empty(s), 4 * kConsumers);
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    const auto pipe = ws_detail::TmaStages<STAGES>::init(kgen_wgmma_half_smem, kBufferBytes, 4 * kConsumers);
+    const uint32_t smem = pipe.smem;
+    unsigned char* const smem_ptr = pipe.ptr;
+    auto a_stage = [&](int s) { return smem + s * kStageBytes; };
+    auto b_stage = [&](int s) { return smem + s * kStageBytes + kABytes; };
 
     float acc[kAccRegs];
 #pragma unroll
@@ -396,20 +384,17 @@ struct WgmmaWsHalfGemm {
 
     if (wg == 0) {
       if (tid == 0) {
-        for (int kt = 0; kt < k_tiles; ++kt) {
-          const int s = kt % STAGES;
-          if (kt >= STAGES) ws_detail::mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
-          ws_detail::mbar_arrive_expect_tx(full(s), kABytes + kBBytes);
-          ws_detail::tma_load(a_stage(s), map_x, full(s), kt * BK, m0);
-          ws_detail::tma_load(b_stage(s), map_w, full(s), kt * BK, n0);
-        }
+        pipe.produce(k_tiles, kABytes + kBBytes, [&](int s, int kt) {
+          ws_detail::tma_load(a_stage(s), map_x, pipe.full(s), kt * BK, m0);
+          ws_detail::tma_load(b_stage(s), map_w, pipe.full(s), kt * BK, n0);
+        });
       }
     } else {
       // This warpgroup's 64 rows of A: 64 swizzled rows of 128 bytes, 1024-byte atoms.
       const uint32_t a_rows = (wg - 1) * 64 * 128;
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
-        ws_detail::mbar_wait(full(s), (kt / STAGES) & 1);
+        ws_detail::mbar_wait(pipe.full(s), (kt / STAGES) & 1);
         const uint64_t a_desc = wgmma_detail::sw128_desc(a_stage(s) + a_rows);
         const uint64_t b_desc = wgmma_detail::sw128_desc(b_stage(s));
         // The k-tile's four k16 steps in one group (they accumulate in order into acc).
@@ -424,7 +409,7 @@ struct WgmmaWsHalfGemm {
         wgmma_detail::wait<1>();
         if (kt > 0) {
           __syncwarp();
-          if (lane == 0) ws_detail::mbar_arrive(empty((kt - 1) % STAGES));
+          if (lane == 0) ws_detail::mbar_arrive(pipe.empty((kt - 1) % STAGES));
         }
       }
       wgmma_detail::wait<0>();

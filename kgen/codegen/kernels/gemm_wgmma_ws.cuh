@@ -84,6 +84,54 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, u
       : "memory");
 }
 
+// The TMA pipeline of the warp-specialized 16-bit GEMMs (gemm_wgmma_half.cuh's, and
+// gemm_wgmma_f16x3.cuh's two mainloops): STAGES stages from the dynamic shared memory's start,
+// aligned to the 1024-byte swizzle atom, and after the stages' (or the epilogue's) buffer_bytes
+// a full and an empty mbarrier per stage.
+template <int STAGES>
+struct TmaStages {
+  static constexpr int kBarrierBytes = 2 * STAGES * 8;
+
+  uint32_t smem;        // the aligned start, a shared address
+  unsigned char* ptr;   // the same, a generic pointer
+  uint32_t bars;
+
+  __device__ __forceinline__ uint32_t full(int s) const { return bars + 8 * s; }              // TMA bytes landed
+  __device__ __forceinline__ uint32_t empty(int s) const { return bars + 8 * (STAGES + s); }  // consumers done
+
+  // `raw`: the kernel's extern __shared__ array. Thread 0 initializes the barriers (full: the
+  // producer's one arrival, with the bytes; empty: one arrival per consumer warp), then the CTA
+  // meets.
+  __device__ static __forceinline__ TmaStages init(unsigned char* raw, int buffer_bytes, int consumer_warps) {
+    const uint32_t smem_raw = mma_detail::smem_addr(raw);
+    TmaStages t;
+    t.smem = (smem_raw + 1023u) & ~1023u;
+    t.ptr = raw + (t.smem - smem_raw);
+    t.bars = t.smem + buffer_bytes;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(t.full(s), 1);
+        mbar_init(t.empty(s), consumer_warps);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    return t;
+  }
+
+  // The producer thread: for each of k_tiles k-tiles, once its stage is free, `bytes` announced on
+  // full[s] and loads(s, kt) issued (TMA loads completing on full(s)).
+  template <class Loads>
+  __device__ __forceinline__ void produce(int k_tiles, uint32_t bytes, Loads loads) const {
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % STAGES;
+      if (kt >= STAGES) mbar_wait(empty(s), ((kt / STAGES) - 1) & 1);
+      mbar_arrive_expect_tx(full(s), bytes);
+      loads(s, kt);
+    }
+  }
+};
+
 template <class Gemm, class EPI>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_x,

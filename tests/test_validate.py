@@ -488,8 +488,8 @@ def test_the_momentum_none_check_knows_a_functional_batch_norm(tmp_path):
 def test_the_second_eager_run_sums_the_same_function_in_another_order(tmp_path):
     """The training check's second eager model (validate._second_eager): its first GEMM's weight
     columns and the input's features permuted alike, so its output is the reference's up to
-    rounding, and the map it returns puts the weight's columns back; without an IR (or with a
-    read of the input after the GEMM) its input is moved by a rounding instead."""
+    rounding, and it returns the order that maps the reference's weight onto its own; without an
+    IR (or with a read of the input after the GEMM) its input is moved by a rounding instead."""
     import copy
     from types import SimpleNamespace
     from kgen.check.validate import _second_eager
@@ -506,10 +506,12 @@ def test_the_second_eager_run_sums_the_same_function_in_another_order(tmp_path):
         return SimpleNamespace(reference=ref), model, x
 
     f, model, x = case("x = torch.relu(x) * 2.0")
-    second, moved_x, unpermute = _second_eager(f, model, x)
-    assert list(unpermute) == ["gemm.weight"] and not torch.equal(moved_x, x)
+    second, moved_x, permuted = _second_eager(f, model, x)
+    assert list(permuted) == ["gemm.weight"] and not torch.equal(moved_x, x)
     torch.testing.assert_close(second(moved_x), model(x), rtol=1e-6, atol=1e-6)
-    assert torch.equal(second.gemm.weight[:, unpermute["gemm.weight"]], model.gemm.weight)
+    perm, dim = permuted["gemm.weight"]
+    assert dim == 1 and torch.equal(model.gemm.weight.index_select(dim, perm), second.gemm.weight)
+    assert torch.equal(second.gemm.weight.index_select(dim, torch.argsort(perm)), model.gemm.weight)
     f._reference_nodes = []   # no IR: the input moved by a rounding
-    second, moved_x, unpermute = _second_eager(f, model, x)
-    assert unpermute == {} and 0 < float((moved_x - x).abs().max()) < 1e-6
+    second, moved_x, permuted = _second_eager(f, model, x)
+    assert permuted == {} and 0 < float((moved_x - x).abs().max()) < 1e-6

@@ -101,3 +101,16 @@ def test_kernelbench_replay_leaves_out_a_jump_from_the_fp32_exact_ratio_only():
     beyond = v.Comparison(1e-4, plain_allclose=True)
     beyond.add("trial", new, eager, exact, left_out=jump)
     assert not beyond.ok
+
+
+def test_the_training_checks_steps_are_capped_where_a_gradient_grew():
+    """validate.step_rates: a parameter's rate is kept while the fp64 run's gradient stays within
+    TRAIN_STEP_CAP of its first, and scaled so that the step's largest move is TRAIN_STEP_CAP times
+    the first's beyond; a parameter without a step keeps none."""
+    rates = {"w": 0.5, "b": 2.0, "frozen": 0.0}
+    first = {"w": 1.0, "b": 4.0, "frozen": 0.0}
+    assert v.step_rates(rates, first, {"w": 1.5, "b": 0.5, "frozen": 0.0}) == rates
+    now = {"w": 10.0, "b": 4.0 * v.TRAIN_STEP_CAP, "frozen": 3.0}
+    capped = v.step_rates(rates, first, now)
+    assert capped["w"] * now["w"] == pytest.approx(v.TRAIN_STEP_CAP * rates["w"] * first["w"])
+    assert capped["b"] == rates["b"] and capped["frozen"] == 0.0

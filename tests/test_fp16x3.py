@@ -96,8 +96,8 @@ def test_the_gemm_splits_w_in_registers_up_to_the_specs_batch():
     ("gemm_mul_leakyrelu", 1000, []), ("gemm_swish_scale", 1000, []), ("gemm_sigmoid_gemm_lse", 1000, []),
     ("gemm_mul_leakyrelu", 1000, ["--in", "8200", "--out", "512"]),
     # At most FP16X3_W_IN_REGISTERS_MAX_ROWS rows: w split in the GEMM's registers. (The chained
-    # GEMMs at 200 rows failed the training check, tf32x3's file as fp16x3's, until its steps were
-    # capped: validate.TRAIN_STEP_CAP.)
+    # GEMMs at 200 rows failed the training check, tf32x3's file as fp16x3's, until every fp32
+    # run took each step from the fp64 run's parameters: validate._training_run.)
     ("gemm_mul_leakyrelu", 300, []), ("gemm_swish_scale", 300, ["--in", "8200", "--out", "1000"]),
     ("gemm_sigmoid_gemm_lse", 200, [])])
 def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref, batch, shape):

@@ -806,6 +806,8 @@ def step_rates(rates: dict[str, float], first: dict[str, float], now: dict[str, 
     largest gradient `now` exceeds TRAIN_STEP_CAP times the first step's `first`."""
     return {name: rate * min(1.0, TRAIN_STEP_CAP * first[name] / now[name]) if rate and now[name] > 0 else rate
             for name, rate in rates.items()}
+
+
 TRAINING_CHECK = f"training, {TRAIN_STEPS} steps"
 
 
@@ -860,12 +862,12 @@ def _floating_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
     """The training check's second eager run (see _training_run): a copy of the eager model that
     computes the same function with another rounding, (model, its input, {weight path: (the
-    order its features are taken in, the weight's dimension of them)}). Its first GEMM sums over the input features in
-    another order (the features of x and the columns of the weight permuted alike: x Wᵀ is the
-    same sum, taken as another GEMM would take it); where the module reads its input again after
-    the GEMM (a residual, which the permutation would scramble), has no IR, or computes its
-    first GEMM's weight (graph.stored_weight), its input is moved by a rounding instead
-    (x (1 + 2^-22 r))."""
+    order its features are taken in, the weight's dimension of them)}). Its first GEMM sums over
+    the input features in another order (the features of x and the columns of the weight permuted
+    alike: x Wᵀ is the same sum, taken as another GEMM would take it); where the module reads its
+    input again after the GEMM (a residual, which the permutation would scramble), has no IR, or
+    computes its first GEMM's weight (graph.stored_weight), its input is moved by a rounding
+    instead (x (1 + 2^-22 r))."""
     model = copy.deepcopy(ref)
     nodes = _reference_nodes(f)
     gemms = [n for n in nodes if n.kind == "gemm"]

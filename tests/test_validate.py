@@ -492,13 +492,13 @@ def test_the_second_eager_run_sums_the_same_function_in_another_order(tmp_path):
     IR (or with a read of the input after the GEMM) its input is moved by a rounding instead."""
     import copy
     from types import SimpleNamespace
-    from kgen.check.validate import _second_eager
+    from kgen.check.validate import _reference_nodes, _second_eager
     from kgen.frontend.reference import Reference
     from conftest import module_source
 
-    def case(body):
+    def case(body, out_features=32):
         path = tmp_path / f"m{len(list(tmp_path.iterdir()))}.py"
-        path.write_text(module_source(body, {}, out_features=32))
+        path.write_text(module_source(body, {}, out_features=out_features))
         ref = Reference(path)
         torch.manual_seed(0)
         model = ref.Model(*ref.init_args())
@@ -515,3 +515,10 @@ def test_the_second_eager_run_sums_the_same_function_in_another_order(tmp_path):
     f._reference_nodes = []   # no IR: the input moved by a rounding
     second, moved_x, permuted = _second_eager(f, model, x)
     assert permuted == {} and 0 < float((moved_x - x).abs().max()) < 1e-6
+    # The Linear applied twice: its weight permuted would compute another function (the second
+    # GEMM reads it too), so the input is moved by a rounding instead.
+    f, model, x = case("x = self.gemm(torch.sigmoid(x))", out_features=16)
+    assert [n.attrs["weight"] for n in _reference_nodes(f) if n.kind == "gemm"] == ["gemm.weight"] * 2
+    second, moved_x, permuted = _second_eager(f, model, x)
+    assert permuted == {} and 0 < float((moved_x - x).abs().max()) < 1e-6
+    torch.testing.assert_close(second(moved_x), model(x), rtol=1e-5, atol=1e-5)

@@ -868,13 +868,16 @@ def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
     input again after the GEMM (a residual, which the permutation would scramble), has no IR, or
     computes its first GEMM's weight (graph.stored_weight), its input is moved by a rounding
     instead (x (1 + 2^-22 r))."""
-    model = copy.deepcopy(ref)
+    def moved_by_a_rounding():
+        noise = torch.randn(x.shape, device=x.device, generator=torch.Generator(device=x.device).manual_seed(5))
+        return _copy_of(f, ref), x * (1 + 2.0 ** -22 * noise), {}
+
     nodes = _reference_nodes(f)
     gemms = [n for n in nodes if n.kind == "gemm"]
     weights = [n.attrs["weight"] for n in gemms]
-    if not weights or any(n.kind == "input" for n in nodes) or not stored_weight(model, gemms[0]):
-        noise = torch.randn(x.shape, device=x.device, generator=torch.Generator(device=x.device).manual_seed(5))
-        return model, x * (1 + 2.0 ** -22 * noise), {}
+    if not weights or any(n.kind == "input" for n in nodes) or not stored_weight(ref, gemms[0]):
+        return moved_by_a_rounding()
+    model = _copy_of(f, ref)
     path = weights[0]   # the first GEMM's (its part's nodes come first)
     perm = torch.randperm(x.shape[1], generator=torch.Generator(device="cpu").manual_seed(5)).to(x.device)
     owner, _, name = path.rpartition(".")
@@ -882,7 +885,51 @@ def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
     dim = 0 if gemms[0].attrs.get("stored_kn") else 1
     with torch.no_grad():
         w.copy_(w.index_select(dim, perm))
-    return model, x[:, perm].contiguous(), {path: (perm, dim)}
+    moved_x = x[:, perm].contiguous()
+    if not _same_function(ref, model, x, moved_x):
+        # The weight is read elsewhere too (a Linear applied twice, a weight tied to another
+        # GEMM's): permuted, it computes another function, whose distance from fp64 would be
+        # the yardstick.
+        del model
+        return moved_by_a_rounding()
+    return model, moved_x, {path: (perm, dim)}
+
+
+def _copy_of(f, ref: torch.nn.Module) -> torch.nn.Module:
+    """A copy of the eager model, its parameters and buffers equal to ref's."""
+    try:
+        return copy.deepcopy(ref)
+    except RuntimeError:   # (torch.nn.utils.weight_norm's hooks leave tensors deepcopy refuses)
+        with torch.device(next(ref.parameters()).device):
+            model = f.Model(*f.init_args())
+        model.load_state_dict(ref.state_dict())
+        model.train(ref.training)
+        return model
+
+
+def _same_function(ref: torch.nn.Module, model: torch.nn.Module, x: torch.Tensor, moved_x: torch.Tensor) -> bool:
+    """Whether model on moved_x computes ref on x up to rounding (in eval mode: no running
+    statistics move, no Dropout draws)."""
+    modes = [(m, m.training) for m in (*ref.modules(), *model.modules())]
+    try:
+        ref.eval()
+        model.eval()
+        with torch.no_grad():
+            y, y_moved = ref(x), model(moved_x)
+    finally:
+        for m, training in modes:
+            m.training = training
+    scale = float(y[torch.isfinite(y)].abs().max()) if bool(torch.isfinite(y).any()) else 0.0
+    return y.shape == y_moved.shape and torch.allclose(y_moved, y, rtol=1e-3, atol=1e-3 * (1 + scale), equal_nan=True)
+
+
+
+
+def _finite_max_abs(d: torch.Tensor) -> float:
+    """The largest finite |d| (0 where none is finite)."""
+    d = d.abs()
+    d = d[torch.isfinite(d)]
+    return float(d.max()) if d.numel() else 0.0
 
 
 def _fits_on_gpu(t: torch.Tensor, device) -> bool:
@@ -935,11 +982,13 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
     def fp64_state():
         return dict(trio.ref64.named_parameters()) | dict(trio.ref64.named_buffers())
 
-    def in_layout(k: int, name: str, t: torch.Tensor) -> torch.Tensor:
-        """The fp64 model's tensor `name` as run k holds it (the second eager run's permuted weight)."""
+    def as_run_holds(k: int, name: str, t64: torch.Tensor) -> torch.Tensor:
+        """The fp64 model's tensor `name` rounded to fp32 as run k holds it (the second eager
+        run's permuted weight)."""
+        t = t64.to(torch.float32)
         if k == 3 and name in permuted:
             perm, dim = permuted[name]
-            return t.index_select(dim, perm)
+            t = t.index_select(dim, perm)
         return t
 
     state = [dict(m.named_parameters()) | dict(m.named_buffers()) for m in models]
@@ -953,8 +1002,13 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
         with torch.no_grad():
             for name, t64 in fp64_state().items():
                 for k in fp32_runs:
-                    state[k][name].copy_(in_layout(k, name, t64))
-        buffers_before = {name: t.detach().clone() for name, t in trio.ref64.named_buffers() if t.is_floating_point()}
+                    if t64.is_floating_point():
+                        state[k][name].copy_(as_run_holds(k, name, t64))
+                    else:
+                        state[k][name].copy_(t64)
+        # The fp64 run's buffers at the step's start (its forward moves them first); its
+        # parameters stay there until the fp32 runs have stepped (below).
+        buffers_at_start = {name: t.detach().clone() for name, t in trio.ref64.named_buffers() if t.is_floating_point()}
         rng = torch.cuda.get_rng_state(device)
         # Output elements at a kink of the fp64 model at this step's parameters get no weight in
         # this step's loss (kgen/check/kinks.py; as in check_gradients).
@@ -969,8 +1023,8 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
         # judged here than in Trio.call.
         jumps = jump_mask(trio.ref64, x.double(), reset) if trio.may_jump else None
         ys = {}
-        # fp64 first (the rates come from its first gradients); each model steps right after its
-        # own backward, so that one model's gradients are on the GPU at a time.
+        # fp64 first (the rates come from its first gradients); each fp32 run steps right after
+        # its own backward, so that its gradients and the fp64 run's are all that is on the GPU.
         for k in (2, *fp32_runs):
             model, dtype = models[k], (torch.float32, torch.float32, torch.float64, torch.float32)[k]
             torch.cuda.set_rng_state(rng, device)   # one Dropout mask for them all
@@ -992,25 +1046,32 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
                                        * rate_scales.get(name, 1.0))
                 this_step = step_rates(rates, first, sizes)
                 capped = capped or any(this_step[name] < rates[name] for name in names)
-            else:   # what the forward changed in the buffers (BatchNorm's running statistics)
-                for name, before in buffers_before.items():
-                    moved_sum[k][name] += state[k][name].detach() - in_layout(k, name, before).to(torch.float32)
+                grads64 = grads
+                continue
             with torch.no_grad():
                 for name, d in zip(names, grads):
                     if d is not None and this_step[name]:
-                        p = model.get_parameter(name)
-                        before = p.detach().clone() if k != 2 else None
-                        p.sub_(this_step[name] * d)
-                        if before is not None:
-                            moved_sum[k][name] += p.detach() - before
-                        del before
+                        model.get_parameter(name).sub_(this_step[name] * d)
+                # What the whole step changed, from the values it started at: the update, and
+                # whatever the forward and backward wrote (BatchNorm's running statistics; a file
+                # that wrote into its own parameters shows here too).
+                for name, acc in moved_sum[k].items():
+                    at_start = (buffers_at_start[name] if name in buffers_at_start
+                                else trio.ref64.get_parameter(name).detach())
+                    acc += state[k][name].detach() - as_run_holds(k, name, at_start)
             del grads
-        eager_error = max(float((ys[k].double() - ys[2]).abs().max()) for k in (1, 3))
+        with torch.no_grad():
+            for name, d in zip(names, grads64):
+                if d is not None and this_step[name]:
+                    trio.ref64.get_parameter(name).sub_(this_step[name] * d)
+        del grads64
+        # eager's error on the elements both are finite on (an overflow of eager's where fp64 is
+        # finite is the non-finite pattern's to judge, not a yardstick of infinity)
+        eager_error = max(_finite_max_abs(ys[k].double() - ys[2]) for k in (1, 3))
         outputs.add(f"step {step} output", ys[0], ys[1], ys[2], left_out=jumps, yardstick=eager_error)
     # What training changed, parameter by parameter and buffer by buffer: the fp64 run's whole
     # move, and each fp32 run's steps added up.
     cmp = Comparison(tol, relative_to_largest=True, displacements=True)
-    spread_all = 0.0
     for what, a in fp64_state().items():
         if a.is_floating_point():
             on_gpu = _fits_on_gpu(a, device)
@@ -1019,8 +1080,7 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
             if what in permuted:
                 perm, dim = permuted[what]
                 moves[3] = moves[3].index_select(dim, torch.argsort(perm).to(moves[3].device))
-            spread = float((moves[3].double() - move64).abs().max())
-            spread_all = max(spread_all, spread)
+            spread = _finite_max_abs(moves[3].double() - move64)
             cmp.add(f"{what} (its change)", moves[0], moves[1], move64, yardstick=spread)
             del moves, move64
     still = []

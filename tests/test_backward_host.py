@@ -279,3 +279,15 @@ def test_row_kernel_gradients_through_dropout_masks(case, training, tmp_path):
     assert any(n.kind == "mask" for n in low.operands) and backward.unsupported(low) is None
     assert backward.kind(low) == backward.KIND_STAGED
     check_row_kernel(str(ref), tmp_path, training)
+
+
+def test_the_reverse_pass_drops_only_the_values_nothing_reads():
+    """lower/backward.drop_unused_values: a declaration nothing reads goes, and then the ones only
+    it read; a value read, or added to, stays; a block-wide reduction stays even unread (every
+    thread must reach its barrier)."""
+    from kgen.lower.backward import drop_unused_values
+
+    lines = ["const float v3 = expf(s);", "const float v4 = ((v3) * (2.0f));", "const float v5 = ((s) + (1.0f));",
+             "float a6 = 0.0f;  // the row value's gradient", "float a7 = 0.0f;", "a7 += v5;",
+             "float r8 = kgen::block_sum(s, scratch);", "dst[n] = v5;"]
+    assert drop_unused_values(lines) == [lines[2], lines[4], lines[5], lines[6], lines[7]]

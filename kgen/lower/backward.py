@@ -32,6 +32,8 @@ emitted file's backward() raises with that message.
 
 from __future__ import annotations
 
+import re
+
 from kgen.ir import ops
 from kgen.ir.derivatives import cuda_vjp
 from kgen.ir.graph import Graph, Node
@@ -565,7 +567,34 @@ class _RowReverse:
             extra = f" + (n == 0 ? rowc{k} : 0.0f)" if n.level == "scalar" else ""
             lines.append(f"contrib[{k} * plane + n] += cp{k}{extra};")
         out += _loop(graph, "tile", lines)
-        return "\n".join(f"    {line}" for line in out)
+        return "\n".join(f"    {line}" for line in drop_unused_values(out))
+
+
+# A statement that declares a float from an expression: `float a = ...;`, `const float v = ...;`.
+_DECLARATION = re.compile(r"^\s*(?:const\s+)?float\s+(\w+)\s*=\s*(.*);\s*(?://.*)?$")
+# What a declaration's expression must not hold to be dropped with it: block-wide reductions
+# (every thread of the block must reach their barriers), writes.
+_EFFECTS = ("block_", "atomic", "__sync", "scratch", "++", "--", "+=", "-=", "*=", "/=")
+
+
+def drop_unused_values(lines: list[str]) -> list[str]:
+    """`lines` without the declarations of values that nothing reads (the reverse pass recomputes
+    every forward value of an element, and declares every row value's gradient, where only some
+    are used: a softmax's output, whose derivative is written with its inputs; a detached
+    max's). nvcc drops them as well (the machine code is the same) but warns (#177) for each."""
+    lines = list(lines)
+    while True:
+        text = "\n".join(lines)
+        declared: dict[str, list[int]] = {}
+        for k, line in enumerate(lines):
+            m = _DECLARATION.match(line)
+            if m and not any(effect in m.group(2) for effect in _EFFECTS):
+                declared.setdefault(m.group(1), []).append(k)
+        dead = {k for name, at in declared.items()
+                if len(re.findall(rf"\b{name}\b", text)) == len(at) for k in at}
+        if not dead:
+            return lines
+        lines = [line for k, line in enumerate(lines) if k not in dead]
 
 
 def _staged_structs(lowered: Lowered) -> str:

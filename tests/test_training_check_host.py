@@ -122,10 +122,36 @@ def train(f):
 POINTWISE = module_source("x = torch.sigmoid(x) * 2.0", {}, out_features=32)
 
 
-def test_the_references_own_class_passes(tmp_path):
-    r = train(emitted(tmp_path, POINTWISE))
+FAMILY = {
+    "pointwise": ("x = torch.sigmoid(x) * 2.0", {}),
+    "batchnorm_softmax": ("x = self.bn(x)\nx = torch.softmax(x, dim=1)", {"bn": "nn.BatchNorm1d(out_features)"}),
+    "groupnorm_relu": ("x = self.gn(x)\nx = torch.relu(x)", {"gn": "nn.GroupNorm(4, out_features)"}),
+    "dropout_logsumexp": ("x = self.drop(x)\nx = torch.logsumexp(x, dim=1)", {"drop": "nn.Dropout(0.2)"}),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY))
+def test_the_references_own_class_passes(tmp_path, family):
+    """BatchNorm's running statistics (buffers reset and moved each step), GroupNorm, a kink, and
+    a Dropout drawing one mask for every run."""
+    body, params = FAMILY[family]
+    r = train(emitted(tmp_path, module_source(body, params, out_features=32)))
     assert r.passed, r.line()
     assert r.error_ratio <= 2, r.line()
+
+
+def test_a_running_statistic_off_by_its_momentum_fails_it(tmp_path):
+    def momentum(Model):
+        class ModelNew(Model):
+            def __init__(self, *args):
+                super().__init__(*args)
+                self.bn.momentum = 0.101
+        return ModelNew
+
+    body, params = FAMILY["batchnorm_softmax"]
+    r = train(emitted(tmp_path, module_source(body, params, out_features=32), momentum))
+    assert not r.passed, r.line()
+    assert "running_" in r.detail, r.detail
 
 
 @pytest.mark.parametrize("fault", [forward_fault, backward_fault, stale_weight, writes_its_weight, writes_its_bias],

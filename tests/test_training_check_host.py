@@ -172,3 +172,12 @@ def test_a_weight_read_by_two_gemms_keeps_the_second_eager_run_on_the_references
     assert train(emitted(tmp_path, source)).passed
     r = train(emitted(tmp_path, source, forward_fault))
     assert not r.passed, r.line()
+
+
+def test_a_weight_read_twice_before_a_softmax_is_seen_too(tmp_path):
+    """The same, the output a softmax over the features (every element below 1e-3 absolute: the
+    second eager run's function is judged at the output's own scale)."""
+    source = TIED.replace("self.g2(torch.sigmoid(self.gemm(x)))",
+                          "torch.softmax(self.gemm(torch.sigmoid(self.gemm(x))), dim=1) * 1e-3")
+    assert train(emitted(tmp_path, source)).passed
+    assert not train(emitted(tmp_path, source, forward_fault)).passed

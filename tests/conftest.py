@@ -104,12 +104,12 @@ def _prefetch_root() -> Path:
     return Path(tempfile.mkdtemp(prefix="kgen-test-prefetch-"))
 
 
-def sm90a_report(source: str) -> list:
-    """The one nvcc job of a test that compiles `source` for sm_90a (tests/test_compile.py's
-    compile_report with targets=(SM90A,)), for nvcc_prefetch."""
-    from nvcc_jobs import SM90A, report_job
+def sm90a_check(source: str) -> list:
+    """The one nvcc job of a test that checks `source` compiles for sm_90a without spills
+    (tests/test_compile.py's compile_check with targets (SM90A,)), for nvcc_prefetch."""
+    from nvcc_jobs import SM90A, check_job
 
-    return [report_job(source, (SM90A,))]
+    return [check_job(source, (SM90A,))]
 
 
 def pytest_configure(config):

@@ -14,6 +14,15 @@ Two kinds of job:
   hides host code from it behind __CUDA_ARCH__ (compile_report checks every source). g++ still
   compiles the host code of the programs below and of test_an_extension_exports_its_entry_points_only.
 - a program: the source built (device code, host code, link) into an executable, which is run.
+- a check: a report read only for what a test asserts of most sources: that it compiles, no
+  kernel spills, and no value goes unread (#177). Checks of emitted extensions with one kernel
+  library (merge_key) are compiled together, a few to a translation unit (merged_source): their
+  GEMM parts renumbered side by side, every kernel of each is the same instantiation as alone,
+  and the kernels they share (the GEMM with a plain store, the backward's transposes and sums,
+  about half a translation unit's time) are compiled once. A check whose merged unit fails to
+  compile or spills is compiled alone for its own report; its warnings are the merged unit's
+  from its own lines and the library's (a library value left unread by every merged source, as
+  by this one alone: one that another source reads goes unreported).
 """
 
 import concurrent.futures
@@ -62,6 +71,10 @@ def report_job(source: str, flags) -> Job:
     return Job("report", source, tuple(flags))
 
 
+def check_job(source: str, flags) -> Job:
+    return Job("check", source, tuple(flags))
+
+
 def program_job(source: str, flags) -> Job:
     return Job("program", source, tuple(flags))
 
@@ -72,7 +85,129 @@ def host_hidden_lines(source: str) -> list[str]:
     return [line for line in source.splitlines() if HOST_HIDDEN.search(line) and line.strip() != ALLOWED_ARCH_TEST]
 
 
+# Spills a kernel is known to have, and was measured with: kernel name fragment -> the most bytes of
+# spill stores and of spill loads. fp16x3's GEMM with w split in registers holds 64 accumulators,
+# 64 of a k-tile's partial sum and the k-tile's 32 A fragment registers under the 168 a thread of
+# its 384 may have; ptxas spills 8 bytes of it (docs/perf.md, session 22: timed with them, 1.99-2.04
+# ms at 128 x 32768 -> 32768; holding fewer fragments at a time, a wgmma group per k-step, was
+# 5-10 % slower, and deriving a descriptor instead of holding it spilled 28 bytes).
+KNOWN_SPILLS = {"wgmma_f16x3_w_in_registers_kernel": 8}
+
+
+def spills(report: str) -> list[str]:
+    """Kernels whose ptxas report shows spill stores or loads (beyond KNOWN_SPILLS)."""
+    bad, kernel = [], None
+    for line in report.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line)
+        if m:
+            kernel = f"{m.group(1)} ({m.group(2)})"
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        allowed = max([b for name, b in KNOWN_SPILLS.items() if kernel and name in kernel], default=0)
+        if m and max(int(m.group(1)), int(m.group(2))) > allowed:
+            bad.append(f"{kernel}: {line.strip()}")
+    return bad
+
+
+# ---- Emitted extensions compiled together (check jobs) ----------------------------------------
+# An emitted extension's source (kgen/codegen/templates/kernel.cu.j2): a first comment line, the
+# kernel library and its settings, then per GEMM part a namespace kgen_part<k> and the C entry
+# points kgen_*_<k>, then the end of the hidden-visibility region (and, for a program, a main).
+_PARTS_START = "\n// ---- GEMM part 0 of "
+_PARTS_END = "\n#pragma GCC visibility pop\n"
+_PART_COUNT = re.compile(r"// ---- GEMM part 0 of (\d+):")
+_PART_NAMESPACE = re.compile(r"\bkgen_part(\d+)\b")
+_ENTRY_POINT = re.compile(r"(KGEN_EXPORT [^(\n]*?\bkgen_\w+?_)(\d+)(\()")
+MERGED_AT_MOST = 8   # sources to a merged translation unit
+
+
+def extension_pieces(source: str):
+    """(the library: everything before the first GEMM part but the first line; the parts; the
+    rest) of an emitted extension's source, or None for another source."""
+    if not source.startswith("// kgen "):
+        return None
+    start, end = source.find(_PARTS_START), source.rfind(_PARTS_END)
+    if start < 0 or end < start:
+        return None
+    return source[source.index("\n"):start + 1], source[start + 1:end + 1], source[end + 1:]
+
+
+def merge_key(source: str):
+    """Sources of one merge_key (not None) can be compiled as one translation unit."""
+    pieces = extension_pieces(source)
+    return None if pieces is None else (pieces[0], pieces[2])
+
+
+class Merged(NamedTuple):
+    source: str
+    first_part: tuple   # per source, the number of its first GEMM part in the merged unit
+    lines: tuple        # per source, the merged unit's (first, last) line of its parts
+
+
+def merged_source(sources) -> Merged:
+    """One translation unit of the GEMM parts of `sources` (of one merge_key), renumbered one after
+    the other: namespaces kgen_part<k> and entry points kgen_*_<k>."""
+    pieces = [extension_pieces(s) for s in sources]
+    assert len({(p[0], p[2]) for p in pieces}) == 1, "sources of different kernel libraries"
+    text = (f"// kgen: the GEMM parts of {len(sources)} emitted extensions in one translation unit "
+            "(tests/nvcc_jobs.py, merged_source)" + pieces[0][0])
+    first_part, lines, base = [], [], 0
+    for _, parts, _ in pieces:
+        count = int(_PART_COUNT.match(parts).group(1))
+        parts = _PART_NAMESPACE.sub(lambda m, b=base: f"kgen_part{b + int(m.group(1))}", parts)
+        parts = _ENTRY_POINT.sub(lambda m, b=base: f"{m.group(1)}{b + int(m.group(2))}{m.group(3)}", parts)
+        first_line = text.count("\n") + 1
+        text += parts
+        first_part.append(base)
+        lines.append((first_line, text.count("\n")))
+        base += count
+    return Merged(text + pieces[0][2], tuple(first_part), tuple(lines))
+
+
+def _merged_batches(jobs) -> dict:
+    """check job -> (the report job of its merged unit, its index there), for the check jobs of
+    each merge_key in batches of at most MERGED_AT_MOST (the same batches in every worker: the
+    jobs sorted by their source)."""
+    groups: dict = {}
+    for job in sorted(set(jobs), key=lambda j: j.source):
+        key = merge_key(job.source)
+        if job.kind == "check" and key is not None:
+            groups.setdefault((key, job.flags), []).append(job)
+    batches = {}
+    for (_, flags), members in groups.items():
+        if len(members) < 2:
+            continue
+        count = -(-len(members) // MERGED_AT_MOST)
+        for b in range(count):
+            batch = members[b::count]
+            merged = merged_source([j.source for j in batch])
+            for index, job in enumerate(batch):
+                batches[job] = (Job("report", merged.source, flags), index, merged)
+    return batches
+
+
+_WARNING = re.compile(r"^.*\((\d+)\): (warning|error) #?\w*")
+
+
+def _own_report(stderr: str, merged: Merged, index: int) -> str:
+    """The merged unit's report as a check of source `index` reads it: the warnings of its own
+    lines and of the library's (the lines before the first part), no other source's."""
+    first_of_parts = merged.lines[0][0]
+    lo, hi = merged.lines[index]
+    out, keep = [], True
+    for line in stderr.splitlines():
+        m = _WARNING.match(line)
+        if m:
+            at = int(m.group(1))
+            keep = at < first_of_parts or lo <= at <= hi
+        elif not line.strip() or line.startswith(("ptxas", "Remark")):
+            keep = True
+        if keep:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
 _JOBS: dict = {}
+_BATCHES: dict = {}
 _JOBS_LOCK = threading.Lock()
 # One nvcc is one core: each worker keeps as many jobs going as there are cores, and the run as
 # a whole runs no more nvcc at once than that (_core_slot): more only slows each (on the 2-core
@@ -82,16 +217,35 @@ _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=CORES)
 
 
 def prefetch(jobs) -> None:
-    """Starts the jobs not started yet, the longest first."""
+    """Starts the jobs not started yet, the longest first: check jobs as their merged units."""
     with _JOBS_LOCK:
-        for job in sorted(set(jobs) - set(_JOBS), key=Job.cost, reverse=True):
+        _BATCHES.update(_merged_batches(jobs))
+        runs = {_BATCHES[j][0] if j in _BATCHES else _alone(j) for j in jobs}
+        for job in sorted(runs - set(_JOBS), key=Job.cost, reverse=True):
             _JOBS[job] = _POOL.submit(_run_once, job)
 
 
+def _alone(job: Job) -> Job:
+    """The job that compiles a check's source by itself (a report)."""
+    return job._replace(kind="report") if job.kind == "check" else job
+
+
 def result(job: Job):
-    """The job's result: a report's (returncode, stderr); a program's (build returncode, build
-    stderr, run returncode, run stdout, run stderr). A job still waiting in the pool's queue runs
-    here at once rather than after the jobs queued before it."""
+    """The job's result: a report's or a check's (returncode, stderr); a program's (build
+    returncode, build stderr, run returncode, run stdout, run stderr). A job still waiting in the
+    pool's queue runs here at once rather than after the jobs queued before it."""
+    if job.kind == "check":
+        batch = _BATCHES.get(job)
+        if batch is not None:
+            report, index, merged = batch
+            returncode, stderr = _result(report)
+            if returncode == 0 and not spills(stderr):
+                return returncode, _own_report(stderr, merged, index)
+        return _result(_alone(job))
+    return _result(job)
+
+
+def _result(job: Job):
     with _JOBS_LOCK:
         future = _JOBS.get(job)
         here = future is None or future.cancel()

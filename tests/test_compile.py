@@ -22,7 +22,7 @@ from kgen.tune.spec import (FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS
 
 import nvcc_jobs
 from conftest import module_source, nvcc_prefetch
-from nvcc_jobs import NVCC, PTX90A, SM80, SM90A, program_job, report_job
+from nvcc_jobs import KNOWN_SPILLS, NVCC, PTX90A, SM80, SM90A, check_job, program_job, report_job, spills  # noqa: F401
 
 
 def _has_cublas_header() -> bool:
@@ -66,33 +66,20 @@ def compile_report(source: str, tmp_path, targets=(SM80, SM90A)) -> str:
     return stderr
 
 
+def compile_check(source: str, targets=(SM80, SM90A)) -> str:
+    """nvcc's report for `source` as a check job reads it (tests/nvcc_jobs.py: possibly compiled
+    beside other sources; for its errors, spills and #177 warnings, not the kernels it names); a
+    compile error fails the test."""
+    assert nvcc_jobs.host_hidden_lines(source) == [], nvcc_jobs.host_hidden_lines(source)
+    returncode, stderr = nvcc_jobs.result(check_job(source, targets))
+    assert returncode == 0, stderr[-4000:]
+    return stderr
+
+
 def _compile(source: str, targets) -> tuple[int, str]:
     # A report job does not run g++ on the host code: none may hide from the device pass.
     assert nvcc_jobs.host_hidden_lines(source) == [], nvcc_jobs.host_hidden_lines(source)
     return nvcc_jobs.result(report_job(source, targets))
-
-
-# Spills a kernel is known to have, and was measured with: kernel name fragment -> the most bytes of
-# spill stores and of spill loads. fp16x3's GEMM with w split in registers holds 64 accumulators,
-# 64 of a k-tile's partial sum and the k-tile's 32 A fragment registers under the 168 a thread of
-# its 384 may have; ptxas spills 8 bytes of it (docs/perf.md, session 22: timed with them, 1.99-2.04
-# ms at 128 x 32768 -> 32768; holding fewer fragments at a time, a wgmma group per k-step, was
-# 5-10 % slower, and deriving a descriptor instead of holding it spilled 28 bytes).
-KNOWN_SPILLS = {"wgmma_f16x3_w_in_registers_kernel": 8}
-
-
-def spills(report: str) -> list[str]:
-    """Kernels whose ptxas report shows spill stores or loads (beyond KNOWN_SPILLS)."""
-    bad, kernel = [], None
-    for line in report.splitlines():
-        m = re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line)
-        if m:
-            kernel = f"{m.group(1)} ({m.group(2)})"
-        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        allowed = max([b for name, b in KNOWN_SPILLS.items() if kernel and name in kernel], default=0)
-        if m and max(int(m.group(1)), int(m.group(2))) > allowed:
-            bad.append(f"{kernel}: {line.strip()}")
-    return bad
 
 
 def test_cublas_maths_differ_in_the_host_call_only():
@@ -127,7 +114,7 @@ def spill_test_jobs(params) -> list:
     spec = params["spec"]
     if spec.family == "cublas" and not HAS_CUBLAS:
         return []
-    return [report_job(cuda_source(spec), spill_test_targets(spec))]
+    return [check_job(cuda_source(spec), spill_test_targets(spec))]
 
 
 @nvcc_prefetch(spill_test_jobs)
@@ -135,7 +122,7 @@ def spill_test_jobs(params) -> list:
 def test_kernels_compile_without_spills(spec, tmp_path):
     if spec.family == "cublas" and not HAS_CUBLAS:
         pytest.skip("this CUDA toolkit has no cublas_v2.h; the GPU tier builds the cuBLAS variants")
-    report = compile_report(cuda_source(spec), tmp_path, spill_test_targets(spec))
+    report = compile_check(cuda_source(spec), spill_test_targets(spec))
     assert "Compiling entry function" in report
     assert spills(report) == [], "\n".join(spills(report))
     # A value the emitted code declares and never reads (nvcc's warning #177; the backward row
@@ -251,22 +238,50 @@ OUTPUT_TYPE_BUILDS = {"fp32": ([], True), "bf16": (["-DKGEN_OPERAND=__nv_bfloat1
                       "bf16 fp32 output": (["-DKGEN_OPERAND=__nv_bfloat16", "-DKGEN_FP32_OUTPUT"], False)}
 
 
-def output_type_jobs(ref: str) -> dict:
-    """Per build of OUTPUT_TYPE_BUILDS, the program job of `ref`'s extension source with a main
-    that prints, per part, kgen_output_is_operand_typed_<part>() and
-    kgen_workspace_floats_<part>(M, N, K) (host code: no GPU needed)."""
+@functools.lru_cache(maxsize=None)
+def output_type_source(ref: str) -> str:
+    """`ref`'s extension source at ENTRY_SHAPE (wgmma tf32x3)."""
     from kgen.tune.spec import Spec, Tile
 
     M, N, K = ENTRY_SHAPE
     out = 1536 if ref == "gemm_groupnorm_min_bias" else N   # GroupNorm(512)
     spec = Spec.of(str(ROOT / "tests" / "refs" / f"{ref}.py"), M, K, out, math="tf32x3", backend="wgmma",
                    fusion=OUTPUT_TYPE_FUSION.get(ref, 2), tile=Tile(128, 128, 32, 16, 128, stages=4))
-    parts = len(OUTPUT_TYPE_CASES[ref])
+    return generator.render_cuda_source(spec)
+
+
+def _program_jobs(source: str, parts: int) -> dict:
+    """Per build of OUTPUT_TYPE_BUILDS, the program job of an extension source of `parts` GEMM
+    parts with a main that prints, per part, kgen_output_is_operand_typed_<part>() and
+    kgen_workspace_floats_<part>(M, N, K) (host code: no GPU needed)."""
+    M, N, K = ENTRY_SHAPE
     cases = "\n".join(f"      case {k}: typed = kgen_output_is_operand_typed_{k}(); "
                       f"floats = kgen_workspace_floats_{k}({M}, {N}, {K}); break;" for k in range(parts))
-    source = generator.render_cuda_source(spec) + ENTRY_MAIN.replace("@PARTS@", str(parts)).replace("@CASES@", cases)
+    source += ENTRY_MAIN.replace("@PARTS@", str(parts)).replace("@CASES@", cases)
     return {name: program_job(source, ([SM90A] if machine_code else [PTX90A, "-Xcicc", "-O0"]) + flags)
             for name, (flags, machine_code) in OUTPUT_TYPE_BUILDS.items()}
+
+
+def output_type_jobs(ref: str) -> dict:
+    """`ref`'s own program jobs (_program_jobs)."""
+    return _program_jobs(output_type_source(ref), len(OUTPUT_TYPE_CASES[ref]))
+
+
+@functools.lru_cache(maxsize=None)
+def merged_output_type_jobs() -> dict:
+    """ref -> (the program jobs of one extension of the GEMM parts of every reference of its
+    kernel library, the number of its first part there): one build per library rather than per
+    reference (tests/nvcc_jobs.py, merged_source; the shared kernels compiled once)."""
+    groups: dict = {}
+    for ref in sorted(OUTPUT_TYPE_CASES):
+        groups.setdefault(nvcc_jobs.merge_key(output_type_source(ref)), []).append(ref)
+    out = {}
+    for refs in groups.values():
+        if len(refs) > 1:
+            merged = nvcc_jobs.merged_source([output_type_source(r) for r in refs])
+            jobs = _program_jobs(merged.source, sum(len(OUTPUT_TYPE_CASES[r]) for r in refs))
+            out.update({r: (jobs, first) for r, first in zip(refs, merged.first_part)})
+    return out
 
 
 def _entry_points_output(job) -> str:
@@ -279,7 +294,28 @@ def _entry_points_output(job) -> str:
     return stdout
 
 
-@nvcc_prefetch(lambda p: list(output_type_jobs(p["ref"]).values()))
+def entry_points_said(ref: str) -> dict:
+    """Per build, what `ref`'s parts' entry points say: its lines of the merged program's output
+    where that builds, runs and spills nowhere, else of its own program's (whose failure, with
+    its own message, fails the test)."""
+    parts = len(OUTPUT_TYPE_CASES[ref])
+    merged_jobs, first = merged_output_type_jobs().get(ref, ({}, 0))
+    said = {}
+    for name, job in output_type_jobs(ref).items():
+        lines = None
+        if name in merged_jobs:
+            build_returncode, build_stderr, returncode, stdout, _ = nvcc_jobs.result(merged_jobs[name])
+            if build_returncode == 0 and returncode == 0 and not spills(build_stderr):
+                lines = stdout.splitlines()[first:first + parts]
+        if lines is None:
+            lines = _entry_points_output(job).splitlines()
+            # Its own passes: the merged one failed for another reference (whose test says why).
+            assert name not in merged_jobs, f"{name}: the merged program failed, {ref}'s own did not"
+        said[name] = [tuple(int(v) for v in line.split()) for line in lines]
+    return said
+
+
+@nvcc_prefetch(lambda p: list(merged_output_type_jobs().get(p["ref"], (output_type_jobs(p["ref"]), 0))[0].values()))
 @pytest.mark.parametrize("ref", sorted(OUTPUT_TYPE_CASES))
 def test_the_output_type_and_workspace_each_build_reports(ref):
     """What kgen_output_is_operand_typed_<part>() tells ModelNew (which dtype to allocate the
@@ -290,8 +326,7 @@ def test_the_output_type_and_workspace_each_build_reports(ref):
     a 16-bit build's has room for S where the output cannot hold it."""
     M, N, K = ENTRY_SHAPE
     parts = OUTPUT_TYPE_CASES[ref]
-    said = {name: [tuple(int(v) for v in line.split()) for line in _entry_points_output(job).splitlines()]
-            for name, job in output_type_jobs(ref).items()}
+    said = entry_points_said(ref)
     assert [typed for typed, _ in said["fp32"]] == [1] * len(parts)
     assert [typed for typed, _ in said["bf16 fp32 output"]] == [0] * len(parts)
     x_small = [full - old for (_, full), (_, old) in zip(said["fp32"], said["bf16 fp32 output"])]

@@ -31,7 +31,7 @@ from kgen.tune.spec import Spec, Tile
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 
-from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_report
+from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_check
 
 KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench" / "level2"
 KB_DROPOUT = KERNELBENCH / "66_Matmul_Dropout_Softmax.py"
@@ -238,9 +238,9 @@ def _mask_read_source(body: str, folder: Path) -> str:
     return generator.render_cuda_source(spec)
 
 
-@nvcc_prefetch(lambda p: sm90a_report(_kb66_wgmma_source()) if KB_DROPOUT.is_file() else [])
+@nvcc_prefetch(lambda p: sm90a_check(_kb66_wgmma_source()) if KB_DROPOUT.is_file() else [])
 def test_kernelbench_66_renders_and_compiles_for_wgmma(tmp_path):
-    from test_compile import NVCC, SM90A, compile_report, spills
+    from test_compile import NVCC, SM90A, compile_check, spills
 
     ref = kernelbench(KB_DROPOUT)
     spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
@@ -249,15 +249,15 @@ def test_kernelbench_66_renders_and_compiles_for_wgmma(tmp_path):
     assert check_emitted(text) == []
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
-    assert spills(compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))) == []
+    assert spills(compile_check(generator.render_cuda_source(spec), (SM90A,))) == []
 
 
-@nvcc_prefetch(lambda p: sm90a_report(_mask_read_source(p["body"], prefetch_dir("element_operands", p))))
+@nvcc_prefetch(lambda p: sm90a_check(_mask_read_source(p["body"], prefetch_dir("element_operands", p))))
 @pytest.mark.parametrize("body", [DROPOUTS[0], DROPOUTS[2]], ids=["pointwise_backward", "row_kernel"])
 def test_a_mask_read_forward_and_backward_compiles_for_the_portable_gemm(body, tmp_path):
     """The mask in the GEMM epilogue and struct Backward (a point-wise part), and in the row
     kernel forward and in BackwardRows (a staged part)."""
-    from test_compile import NVCC, SM90A, compile_report, spills
+    from test_compile import NVCC, SM90A, compile_check, spills
 
     ref = dropout_module(tmp_path, body)
     spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="kgen", fusion=1, tile=MMA_TILE)
@@ -267,7 +267,7 @@ def test_a_mask_read_forward_and_backward_compiles_for_the_portable_gemm(body, t
     assert backward.unsupported(low) is None and "kgen_backward_0" in generator.render_cuda_source(spec)
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
-    assert spills(compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))) == []
+    assert spills(compile_check(generator.render_cuda_source(spec), (SM90A,))) == []
 
 
 # ---- B: the module's input read after the GEMM ----------------------------------------------
@@ -335,7 +335,7 @@ def test_the_autodiff_oracle_follows_the_input_read_after_the_gemm(body, k, tmp_
 
 
 def test_kernelbench_51_renders_and_compiles_for_the_portable_gemm(tmp_path):
-    from test_compile import NVCC, SM90A, compile_report, spills
+    from test_compile import NVCC, SM90A, compile_check, spills
 
     ref = kernelbench(KB_RESIDUAL)
     spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="kgen", fusion=1, tile=MMA_TILE)
@@ -344,7 +344,7 @@ def test_kernelbench_51_renders_and_compiles_for_the_portable_gemm(tmp_path):
     assert check_emitted(text) == []
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
-    assert spills(compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))) == []
+    assert spills(compile_check(generator.render_cuda_source(spec), (SM90A,))) == []
 
 
 @pytest.mark.parametrize("body, message", [

@@ -30,7 +30,7 @@ from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 
 from conftest import REFUSED_REFS, SYNTHESIZED_REFS, module_source, nvcc_prefetch
-from nvcc_jobs import SM90A, report_job
+from nvcc_jobs import SM90A, check_job
 
 ROOT = Path(__file__).resolve().parent.parent
 REFS = SYNTHESIZED_REFS
@@ -267,14 +267,14 @@ NVCC_SPECS = [enumerate_specs(str(p.resolve()), 64, 128, 1024)[0] for p in REFS]
     s for p in REFS for s in enumerate_specs(str(p.resolve()), 64, 128, 1024) if s.family == "gemv"]
 
 
-@nvcc_prefetch(lambda p: [report_job(generator.render_cuda_source(p["spec"]), (SM90A,))])
+@nvcc_prefetch(lambda p: [check_job(generator.render_cuda_source(p["spec"]), (SM90A,))])
 @pytest.mark.parametrize("spec", NVCC_SPECS, ids=lambda s: f"{s.problem_name}-{s.family}")
 def test_every_generated_epilogue_compiles(spec, tmp_path):
-    from test_compile import NVCC, compile_report, spills
+    from test_compile import NVCC, compile_check, spills
 
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
-    report = compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
+    report = compile_check(generator.render_cuda_source(spec), (SM90A,))
     assert spills(report) == []
 
 

@@ -20,7 +20,7 @@ from kgen.tune.spec import Spec, Tile
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 
-from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_report
+from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_check
 from test_ir import SMALL, check_oracle
 
 
@@ -158,11 +158,11 @@ def rendered_spec(folder, body: str, shape: str) -> Spec:
 
 # (nvcc starts at collection, conftest.nvcc_prefetch: at the tier's end the three ran one after
 # the other while the other core idled. The source does not depend on the module's folder.)
-@nvcc_prefetch(lambda p: sm90a_report(generator.render_cuda_source(
+@nvcc_prefetch(lambda p: sm90a_check(generator.render_cuda_source(
     rendered_spec(prefetch_dir("pool_tail", p), p["body"], p["shape"]))))
 @pytest.mark.parametrize("body, shape", RENDERED, ids=range(len(RENDERED)))
 def test_rendered_files_parse_pass_the_static_rules_and_compile(body, shape, tmp_path):
-    from test_compile import NVCC, SM90A, compile_report, spills
+    from test_compile import NVCC, SM90A, compile_check, spills
 
     spec = rendered_spec(tmp_path, body, shape)
     text = generator.render(spec)
@@ -170,7 +170,7 @@ def test_rendered_files_parse_pass_the_static_rules_and_compile(body, shape, tmp
     assert check_emitted(text) == []
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
-    report = compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
+    report = compile_check(generator.render_cuda_source(spec), (SM90A,))
     assert spills(report) == []
 
 

@@ -745,7 +745,7 @@ def test_generated_cuda_of_the_new_spellings_compiles(tmp_path):
     value unsqueezed back) compiles with nvcc, without spills."""
     from kgen.codegen import generator
     from kgen.tune.search import enumerate_specs
-    from test_compile import NVCC, SM90A, compile_report, spills
+    from test_compile import NVCC, SM90A, compile_check, spills
 
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
@@ -767,7 +767,7 @@ def test_generated_cuda_of_the_new_spellings_compiles(tmp_path):
     spec = enumerate_specs(str(ref.path), 64, 128, 1024)[0]
     source = generator.render_cuda_source(spec)
     assert "Backward" in source and "expm1f" in source and "log10f" in source
-    report = compile_report(source, tmp_path, targets=(SM90A,))
+    report = compile_check(source, (SM90A,))
     assert spills(report) == []
 
 

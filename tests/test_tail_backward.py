@@ -32,7 +32,7 @@ from kgen.lower.forward import lower
 from kgen.tune.spec import Spec, Tile
 from kgen.check.static_checks import check_emitted
 
-from conftest import REFS_DIR, nvcc_prefetch, prefetch_dir, sm90a_report
+from conftest import REFS_DIR, nvcc_prefetch, prefetch_dir, sm90a_check
 
 KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench" / "level2"
 KB_RESIDUAL = KERNELBENCH / "51_Gemm_Subtract_GlobalAvgPool_LogSumExp_GELU_ResidualAdd.py"
@@ -339,18 +339,18 @@ def compiled_spec(folder, name: str, backend: str) -> Spec:
 
 
 # (nvcc starts at collection, conftest.nvcc_prefetch; the source does not depend on the folder.)
-@nvcc_prefetch(lambda p: sm90a_report(generator.render_cuda_source(
+@nvcc_prefetch(lambda p: sm90a_check(generator.render_cuda_source(
     compiled_spec(prefetch_dir("tail_backward", p), p["name"], p["backend"])))
     if p["name"] != "kb51" or KB_RESIDUAL.is_file() else [])
 @pytest.mark.parametrize("name, backend", [("kb51", "kgen"), ("kb51", "wgmma"), ("tail_parameters", "kgen"),
                                            ("tile_core", "kgen")])
 def test_emitted_cuda_compiles(name, backend, tmp_path):
-    from test_compile import NVCC, SM90A, compile_report
+    from test_compile import NVCC, SM90A, compile_check
 
     spec = compiled_spec(tmp_path, name, backend)
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
-    compile_report(generator.render_cuda_source(spec), tmp_path, targets=(SM90A,))
+    compile_check(generator.render_cuda_source(spec), (SM90A,))
 
 
 # ---- GPU tier ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from kgen.ir.graph import Unsupported
 from kgen.lower import backward
 from kgen.tune.spec import Spec, Tile
 
-from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_report
+from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_check
 
 N = 64
 SMALL = {"batch": 8, "in_features": 16, "out_features": N}
@@ -169,14 +169,14 @@ def compiled_spec(folder, name: str, backend: str) -> Spec:
 
 
 # (nvcc starts at collection, conftest.nvcc_prefetch; the source does not depend on the folder.)
-@nvcc_prefetch(lambda p: sm90a_report(generator.render_cuda_source(
+@nvcc_prefetch(lambda p: sm90a_check(generator.render_cuda_source(
     compiled_spec(prefetch_dir("where", p), p["name"], p["backend"]))))
 @pytest.mark.parametrize("name, backend", [("zeros_like_param", "wgmma"), ("lt_one_element", "kgen"),
                                            ("after_row_sum", "wgmma")])
 def test_the_emitted_cuda_compiles_for_sm90a(name, backend, tmp_path):
     """A where in the GEMM epilogue and struct Backward (point-wise), and in the row kernel and
     BackwardRows (after a row sum)."""
-    from test_compile import NVCC, SM90A, compile_report, spills
+    from test_compile import NVCC, SM90A, compile_check, spills
 
     spec = compiled_spec(tmp_path, name, backend)
     source = generator.render_cuda_source(spec)
@@ -185,7 +185,7 @@ def test_the_emitted_cuda_compiles_for_sm90a(name, backend, tmp_path):
     assert f") {compare} (" in low.cuda and f") {compare} (" in backward.backward_struct(low)
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
-    assert spills(compile_report(source, tmp_path, targets=(SM90A,))) == []
+    assert spills(compile_check(source, (SM90A,))) == []
 
 
 def test_a_where_keeps_the_splits_infinities_and_a_chain_without_one_does_not(tmp_path):

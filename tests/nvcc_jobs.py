@@ -20,9 +20,11 @@ Two kinds of job:
   GEMM parts renumbered side by side, every kernel of each is the same instantiation as alone,
   and the kernels they share (the GEMM with a plain store, the backward's transposes and sums,
   about half a translation unit's time) are compiled once. A check whose merged unit fails to
-  compile or spills is compiled alone for its own report; its warnings are the merged unit's
-  from its own lines and the library's (a library value left unread by every merged source, as
-  by this one alone: one that another source reads goes unreported).
+  compile or spills is compiled alone for its own report, and so is one whose unit finds an unread
+  value on the library's lines (a template there warns once any source instantiates it); else its report is
+  the unit's kernels and warnings of its own parts and of no part. (A namespace-scope value of
+  the library that another merged source reads goes unreported; which checks share a unit
+  depends on the tests collected.)
 """
 
 import concurrent.futures
@@ -185,21 +187,47 @@ def _merged_batches(jobs) -> dict:
     return batches
 
 
-_WARNING = re.compile(r"^.*\((\d+)\): (warning|error) #?\w*")
+# A diagnostic of the compiled file itself (_report names it k.cu), and a ptxas report's kernel.
+_DIAGNOSTIC = re.compile(r"^.*\bk\.cu\((\d+)\): (warning|error) #?\w*")
+_OTHER_FILE_DIAGNOSTIC = re.compile(r"^\S.*\(\d+\): (warning|error)")
+_ENTRY = re.compile(r"Compiling entry function '(\w+)'")
+_MANGLED_PART = re.compile(r"(?<!\d)(\d+)kgen_part")
 
 
-def _own_report(stderr: str, merged: Merged, index: int) -> str:
-    """The merged unit's report as a check of source `index` reads it: the warnings of its own
-    lines and of the library's (the lines before the first part), no other source's."""
+def _parts_named(mangled: str) -> list[int]:
+    """The GEMM parts whose namespace a mangled name names (`10kgen_part0`: the length first, as
+    the next name may begin with digits: `N10kgen_part08kgen_cfg...`)."""
+    out = []
+    for m in _MANGLED_PART.finditer(mangled):
+        name = mangled[m.end(1):m.end(1) + int(m.group(1))]
+        if name[9:].isdigit():
+            out.append(int(name[9:]))
+    return out
+
+
+def _own_report(stderr: str, merged: Merged, index: int) -> str | None:
+    """The merged unit's report as a check of source `index` reads it: its own kernels and
+    diagnostics and the library's (the kernels of no part, the lines before the first part), no
+    other source's. None where an unread value (#177) is on the library's lines: a template
+    there warns once any source instantiates it, and which ones do only this source alone can
+    say. (The library's other warnings, which no test reads, are every source's.)"""
     first_of_parts = merged.lines[0][0]
     lo, hi = merged.lines[index]
+    parts = range(merged.first_part[index],
+                  merged.first_part[index + 1] if index + 1 < len(merged.first_part) else 1 << 30)
     out, keep = [], True
     for line in stderr.splitlines():
-        m = _WARNING.match(line)
-        if m:
-            at = int(m.group(1))
+        diagnostic, entry = _DIAGNOSTIC.match(line), _ENTRY.search(line)
+        if diagnostic:
+            at = int(diagnostic.group(1))
+            if at < first_of_parts and "#177-D" in line:
+                return None
             keep = at < first_of_parts or lo <= at <= hi
-        elif not line.strip() or line.startswith(("ptxas", "Remark")):
+        elif _OTHER_FILE_DIAGNOSTIC.match(line):
+            keep = True
+        elif entry:
+            keep = all(k in parts for k in _parts_named(entry.group(1)))
+        elif not line.strip() or line.startswith("Remark"):
             keep = True
         if keep:
             out.append(line)
@@ -239,8 +267,9 @@ def result(job: Job):
         if batch is not None:
             report, index, merged = batch
             returncode, stderr = _result(report)
-            if returncode == 0 and not spills(stderr):
-                return returncode, _own_report(stderr, merged, index)
+            own = _own_report(stderr, merged, index) if returncode == 0 and not spills(stderr) else None
+            if own is not None:
+                return returncode, own
         return _result(_alone(job))
     return _result(job)
 
@@ -299,8 +328,11 @@ def _report(source: str, flags) -> tuple[int, str]:
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / "k.cu"
         cu.write_text(source)
-        proc = subprocess.run([NVCC, *COMMON, "-fatbin", *flags, str(cu), "-o", str(Path(tmp) / "k.fatbin")],
-                              capture_output=True, text=True, timeout=900)
+        try:
+            proc = subprocess.run([NVCC, *COMMON, "-fatbin", *flags, str(cu), "-o", str(Path(tmp) / "k.fatbin")],
+                                  capture_output=True, text=True, timeout=900)
+        except subprocess.TimeoutExpired:
+            return -1, "nvcc took more than 900 s"
     return proc.returncode, proc.stderr
 
 

@@ -137,3 +137,33 @@ def test_merged_emitted_sources_compile_to_the_kernels_of_each(tmp_path):
     together = kernels(merged_source(sources).source)
     renamed = {k.replace("kgen_part0", "kgen_part1") for k in alone[1]}
     assert len(alone[0]) > 5 and together == alone[0] | renamed
+
+
+@pytest.mark.skipif(nvcc_jobs.NVCC is None, reason="nvcc not on PATH")
+def test_an_unread_value_in_a_library_template_is_told_to_the_sources_that_instantiate_it():
+    """A template of the library that leaves a value unread warns (#177) once any source of the
+    unit instantiates it, on the library's line: each source is then compiled alone, and only the
+    one that instantiates it is told. A source is told its own kernels, not another's."""
+    library = ("template <int N> __device__ float kgen_unread_in_template(float v) {\n"
+               "  float never_read = v * N;\n  return v;\n}\n")
+
+    def with_template(name, body):
+        return extension(name, body).replace("// ---- GEMM part 0", library + "// ---- GEMM part 0")
+
+    plain = check_job(with_template("plain", CLEAN.replace("scaled", "plain_kernel")), (SM90A,))
+    user = check_job(with_template("user", """__global__ void user_kernel(const float* x, float* y) {
+  y[threadIdx.x] = kgen_unread_in_template<3>(x[threadIdx.x]);
+}"""), (SM90A,))
+    nvcc_jobs.prefetch([plain, user])
+    assert nvcc_jobs._BATCHES[plain][0] == nvcc_jobs._BATCHES[user][0]
+    merged_report = nvcc_jobs.result(nvcc_jobs._BATCHES[plain][0])[1]
+    assert "#177-D" in merged_report and "plain_kernel" in merged_report
+    plain_report, user_report = nvcc_jobs.result(plain)[1], nvcc_jobs.result(user)[1]
+    assert "#177-D" not in plain_report and "#177-D" in user_report
+    assert "user_kernel" not in plain_report and "plain_kernel" not in user_report
+
+    a = check_job(extension("a", CLEAN.replace("scaled", "kernel_of_a")), (SM90A,))
+    b = check_job(extension("b", CLEAN.replace("scaled", "kernel_of_b")), (SM90A,))
+    nvcc_jobs.prefetch([a, b])
+    report_a = nvcc_jobs.result(a)[1]
+    assert "kernel_of_a" in report_a and "kernel_of_b" not in report_a

@@ -36,6 +36,47 @@ def test_validate_runs_every_check_by_default(three_checks):
     assert v.summary(results) == "2 passed, 1 failed"
 
 
+def test_the_checks_run_with_the_heap_frozen_and_their_own_garbage_collected(three_checks, monkeypatch):
+    """validate() keeps the objects alive before it out of each check's collection (a full one
+    over torch's heap costs ~0.1 s) and thaws them after, unless the process had frozen its own
+    (as this test session has: conftest); a check's cyclic garbage is still collected."""
+    import gc
+    import weakref
+
+    f, ran = three_checks
+
+    class Cycle:
+        pass
+
+    seen = {}
+
+    def check_with_garbage():
+        seen["frozen"] = gc.get_freeze_count()
+        cycle = Cycle()
+        cycle.self = cycle
+        seen["cycle"] = weakref.ref(cycle)
+        return CheckResult("garbage", True)
+
+    def check_after():
+        seen["collected"] = seen["cycle"]() is None
+        return CheckResult("after", True)
+
+    monkeypatch.setattr(v, "checks", lambda f, tol, quick, batch, device, dtype: [
+        ("garbage", check_with_garbage), ("after", check_after)])
+    frozen_by_the_session = gc.get_freeze_count()
+    gc.unfreeze()
+    try:
+        assert [r.passed for r in v.validate(f, tol=1e-4, quick=True)] == [True, True]
+        assert seen["frozen"] > 0 and seen["collected"]
+        assert gc.get_freeze_count() == 0
+        gc.freeze()   # a process that froze its own: left frozen (its objects are not thawed)
+        before = gc.get_freeze_count()
+        v.validate(f, tol=1e-4, quick=True)
+        assert gc.get_freeze_count() > before // 2
+    finally:
+        gc.freeze() if frozen_by_the_session else gc.unfreeze()
+
+
 def test_stop_at_failure_skips_the_checks_after_the_first_failure(three_checks):
     f, ran = three_checks
     results = v.validate(f, tol=1e-4, quick=True, stop_at_failure=True)

@@ -141,6 +141,30 @@ def test_candidates_are_shared_by_one_worker_per_gpu(tmp_path, monkeypatch):
     assert any(" gpu 1 " in line for line in lines) and len(lines) == 12
 
 
+def test_workers_start_before_the_first_candidate_is_built_when_candidates_will_come(tmp_path, monkeypatch):
+    """A worker's start (torch, CUDA, the first evaluation's imports) overlaps the builds: with
+    candidates to come each GPU's worker process starts with the Evaluator; a search that has
+    nothing to measure (all cached) starts none."""
+    import time
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    script = tmp_path / "fake_worker.py"
+    script.write_text("import os, pathlib\n"
+                      "pathlib.Path(os.environ['KGEN_TEST_STARTED'], str(os.getpid())).touch()\n" + FAKE_WORKER)
+    for total, expected in ((2, 2), (0, 0)):
+        started = tmp_path / f"started{total}"
+        started.mkdir()
+        monkeypatch.setenv("KGEN_TEST_STARTED", str(started))
+        ev = Evaluator([1e-4], None, 10, 30.0, lambda line: None, lambda c: None, total=total, gpus=[0, 1],
+                       command=[sys.executable, str(script)])
+        deadline = time.monotonic() + 20
+        while len(list(started.iterdir())) < expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        assert len(list(started.iterdir())) == expected   # before any candidate was submitted
+        ev.finish()
+
+
 def test_a_crash_costs_its_candidate_only_and_the_worker_comes_back_on_its_gpu(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     cands = _candidates(tmp_path, ["a", "crash", "b", "c", "d", "e"])

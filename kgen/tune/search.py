@@ -502,6 +502,9 @@ class Evaluator:
     def __init__(self, tols: list[float], batch: int | None, iters: int, timeout: float, echo,
                  on_result: Callable[[Candidate], None], total: int, gpus: list[int] | None = None,
                  command: list[str] | None = None):
+        """With candidates to come (`total`), each worker process starts at once, so that its
+        start (torch, CUDA, the imports a first evaluation makes: worker.warm_up) overlaps the
+        builds rather than delaying the first candidate's measurement."""
         self.tols, self.batch, self.iters, self.timeout = tols, batch, iters, timeout
         self.echo, self.on_result, self.total = echo, on_result, total
         self.gpus = list(gpus) if gpus else None
@@ -559,6 +562,8 @@ class _Worker:
         self.proc = None
 
     def _run(self):
+        if self.owner.total:
+            self._start()
         while True:
             c = self.owner.inbox.get()
             if c is None:

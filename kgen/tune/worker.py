@@ -77,6 +77,25 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dt
     return record
 
 
+def warm_up() -> None:
+    """What a fresh process's first evaluation would otherwise do before its work, done while the
+    search still builds: the checks' imports, CUDA's initialisation, the lazy imports of a
+    meta-device tensor (sympy) and of torch.fx's first trace. A failure here is left to the
+    evaluation, which reports it for its candidate."""
+    try:
+        import torch
+        import torch.fx
+
+        from kgen.check import bench, loading, validate  # noqa: F401
+
+        with torch.device("meta"):
+            torch.randn(1)
+        torch.fx.symbolic_trace(torch.nn.Linear(1, 1))
+        torch.cuda.init()
+    except Exception:  # noqa: BLE001 - see the docstring
+        pass
+
+
 def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> int:
     """Prints one line `KGEN_RUNOFF {json}`: kgen.check.bench.runoff of the files."""
     from kgen.check.bench import runoff as timed
@@ -133,6 +152,8 @@ def main(argv=None) -> int:
         return runoff(args.files, args.rounds, args.iters, args.dtype)
     if args.cmd == "compare":
         return max(compare(path, args.iters, args.dtype) for path in args.files)
+    if args.files == ["-"]:
+        warm_up()   # (a search's worker, started before its first candidate is built)
     files = (line.strip() for line in sys.stdin) if args.files == ["-"] else iter(args.files)
     for path in files:
         if not path:

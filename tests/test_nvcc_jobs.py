@@ -10,6 +10,7 @@ import nvcc_jobs
 from kgen.codegen import generator
 from kgen.tune.search import enumerate_specs
 from nvcc_jobs import PTX90A, SM90A, check_job, merged_source, program_job, spills
+from test_compile import SPILLING_KERNEL
 
 # A stand-in for an emitted extension's source (kgen/codegen/templates/kernel.cu.j2's layout): the
 # library, one GEMM part's namespace and entry point, the end of the hidden region.
@@ -31,20 +32,8 @@ UNREAD = """__global__ void unread(const float* x, float* y) {
   float never_read = x[1];
   y[threadIdx.x] = x[threadIdx.x];
 }"""
-# (the planted spill of tests/test_compile.py)
-SPILLING = """__global__ void __launch_bounds__(256, 2) spilling(const float* x, float* y, int n) {
-  float acc[160];
-#pragma unroll
-  for (int i = 0; i < 160; ++i) acc[i] = x[i * n + threadIdx.x];
-  for (int k = 0; k < n; ++k) {
-#pragma unroll
-    for (int i = 0; i < 160; ++i) acc[i] = acc[i] * acc[(i + 1) % 160] + x[k];
-  }
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < 160; ++i) s += acc[i];
-  y[threadIdx.x] = s;
-}"""
+# tests/test_compile.py's planted spill, as a part's kernel
+SPILLING = SPILLING_KERNEL.replace("planted_spill", "spilling")
 MAIN = """#include <cstdio>
 int main() { std::printf("%d %d %d\\n", kgen_value_0(), kgen_value_1(), kgen_value_2()); }
 """

@@ -1242,15 +1242,17 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
     # Each check's garbage is collected after it (below). A full collection scans every object
     # of the process, torch's and sympy's among them: ~0.1 s each, 0.8 s of a search candidate's
     # quick validation. The objects alive now are frozen out of the collector's scans for the
-    # checks' duration (what the checks make is still collected), and thawed after, unless the
-    # process had frozen objects of its own (a freeze cannot be undone in part).
+    # checks' duration (what the checks make is still collected) and thawed after. Not in a
+    # process that froze objects of its own (a test session): a freeze cannot be undone in part,
+    # and what is alive now (this file's module, its cached workspaces) would never be collected.
     gc.collect()
-    thaw = gc.get_freeze_count() == 0
-    gc.freeze()
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     try:
         _run_checks(f, tol, quick, batch, device, dtype, report, stop_at_failure, results)
     finally:
-        if thaw:
+        if freeze:
             gc.unfreeze()
     return results
 

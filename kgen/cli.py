@@ -615,7 +615,8 @@ def _draw(record: dict, path: Path) -> bool:
     from kgen.tune.plot import PlotUnavailable, plot_record
 
     try:
-        click.echo(f"plot: {plot_record(record, path)}")
+        drawn, changed = plot_record(record, path)
+        click.echo(f"plot: {drawn}" + ("" if changed else " (unchanged: drawn from the same record before)"))
         return True
     except PlotUnavailable as e:
         click.echo(f"note: no plot: {e}", err=True)

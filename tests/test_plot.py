@@ -55,8 +55,47 @@ def test_a_panel_per_tier_with_its_winner_marked(tmp_path):
     # the TF32 file fails the 1e-4 tier and passes the 1e-2 one
     assert "tf32: failed this tier" in axes[0].get_legend_handles_labels()[1]
     assert "tf32: passed" in axes[1].get_legend_handles_labels()[1]
-    out = plot.plot_record(RECORD, tmp_path / "sub" / "p.png")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    out, drew = plot.plot_record(RECORD, tmp_path / "sub" / "p.png")
+    assert drew and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot.png_text(out)[plot.DIGEST_KEY] == plot.plot_digest(RECORD)
+    assert plot.plot_record(RECORD, out) == (out, False)      # the same record: left as it is
+
+
+def png_with_text(path, fields: dict) -> None:
+    """A 1x1 PNG with the given tEXt fields (zlib and struct alone: no matplotlib here)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    texts = b"".join(chunk(b"tEXt", k.encode("latin-1") + b"\0" + v.encode("latin-1")) for k, v in fields.items())
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)) + texts
+                     + chunk(b"IDAT", zlib.compress(b"\0\0")) + chunk(b"IEND", b""))
+
+
+def test_a_plot_drawn_from_the_same_record_is_not_drawn_again(tmp_path, monkeypatch):
+    """A search's rerun writes the same record: its PNG, which names the record's digest, is left
+    as it is (no matplotlib); another record, another format, or a PNG of other origin is drawn."""
+    drawn = []
+
+    class Figure:
+        def savefig(self, path, dpi, metadata):
+            drawn.append((path.name, metadata))
+            png_with_text(path, metadata or {})
+
+    monkeypatch.setattr(plot, "figure", lambda record: Figure())
+    target = tmp_path / "p.png"
+    png_with_text(target, {"Software": "someone else's"})
+    assert plot.plot_record(RECORD, target) == (target, True)
+    assert drawn == [("p.png", {plot.DIGEST_KEY: plot.plot_digest(RECORD)})]
+    assert plot.plot_record(RECORD, target) == (target, False) and len(drawn) == 1
+    changed = json.loads(json.dumps(RECORD))
+    changed["candidates"][0]["measured"]["median_ms"] = 1.05
+    assert plot.plot_digest(changed) != plot.plot_digest(RECORD)
+    assert plot.plot_record(changed, target) == (target, True) and len(drawn) == 2
+    assert plot.plot_record(changed, tmp_path / "p.svg")[1] and drawn[-1] == ("p.svg", None)
+    assert plot.png_text(tmp_path / "missing.png") == {} and plot.png_text(tmp_path / "p.svg") == {}
 
 
 def test_kgen_plot_draws_a_record_file_beside_it(tmp_path):

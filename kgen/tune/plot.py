@@ -8,7 +8,10 @@ any record and `kgen search` draws its own at the end. matplotlib is an optional
 
 from __future__ import annotations
 
+import hashlib
+import json
 import statistics
+import struct
 from pathlib import Path
 
 INSTALL_HINT = "pip install 'kgen[plot]'"
@@ -64,15 +67,55 @@ def eager_lines(record: dict) -> dict[str, float]:
     return lines
 
 
-def plot_record(record: dict, path: Path) -> Path:
-    """Draws the record to `path` (.png, .svg or .pdf); returns it."""
+# The PNG text field that names what a plot was drawn from (plot_digest).
+DIGEST_KEY = "kgen-plot"
+
+
+def plot_digest(record: dict) -> str:
+    """A digest of everything figure() draws from the record, and of this module's code."""
+    tols = sorted(float(t) for t in (record.get("tols") or record.get("winners") or []))
+    drawn = {"points": candidate_points(record), "tols": tols, "lines": eager_lines(record),
+             "winners": {k: (v or {}).get("name") for k, v in (record.get("winners") or {}).items()},
+             "search": record.get("search"), "device": record.get("device"),
+             "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
+    return hashlib.sha256(json.dumps(drawn, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def png_text(path: Path) -> dict[str, str]:
+    """The tEXt fields of a PNG file ({} for a file that is not one)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return {}
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return {}
+    fields, at = {}, 8
+    while at + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        if kind == b"tEXt":
+            key, _, value = data[at + 8:at + 8 + length].partition(b"\0")
+            fields[key.decode("latin-1")] = value.decode("latin-1")
+        if kind == b"IEND":
+            break
+        at += 12 + length
+    return fields
+
+
+def plot_record(record: dict, path: Path) -> tuple[Path, bool]:
+    """Draws the record to `path` (.png, .svg or .pdf); returns it and whether it drew. A PNG
+    already drawn from the same record (its DIGEST_KEY field: a search's rerun) is left as it
+    is, without matplotlib's import and drawing (~1 s)."""
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise ValueError(f"{path}: a plot is written as {', '.join(FORMATS)}")
+    digest = plot_digest(record)
+    png = path.suffix.lower() == ".png"
+    if png and png_text(path).get(DIGEST_KEY) == digest:
+        return path, False
     fig = figure(record)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    return path
+    fig.savefig(path, dpi=120, metadata={DIGEST_KEY: digest} if png else None)
+    return path, True
 
 
 def figure(record: dict):

@@ -96,6 +96,13 @@ def test_a_plot_drawn_from_the_same_record_is_not_drawn_again(tmp_path, monkeypa
     assert plot.plot_record(changed, target) == (target, True) and len(drawn) == 2
     assert plot.plot_record(changed, tmp_path / "p.svg")[1] and drawn[-1] == ("p.svg", None)
     assert plot.png_text(tmp_path / "missing.png") == {} and plot.png_text(tmp_path / "p.svg") == {}
+    # a PNG cut short (a write interrupted after the text field) or damaged is drawn again
+    whole = target.read_bytes()
+    assert plot.png_text(target)
+    for broken in (whole[:len(whole) - 14], whole[:-1], whole.replace(b"IDAT", b"IDAt")):
+        target.write_bytes(broken)
+        assert plot.png_text(target) == {}
+        assert plot.plot_record(changed, target) == (target, True)
 
 
 def test_kgen_plot_draws_a_record_file_beside_it(tmp_path):

@@ -165,6 +165,41 @@ def test_workers_start_before_the_first_candidate_is_built_when_candidates_will_
         ev.finish()
 
 
+def test_a_worker_that_dies_before_its_first_candidate_says_why_in_each(tmp_path, monkeypatch):
+    """Started early, a worker can die in its warm-up (an import, CUDA) before a candidate is
+    built: each candidate is then a runtime error carrying the worker's last words, as when the
+    worker died on it, and the search goes on."""
+    import time
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    script = tmp_path / "dying_worker.py"
+    script.write_text("import sys\nprint('warm-up failed: no CUDA driver', flush=True)\nsys.exit(134)\n")
+    cands = _candidates(tmp_path, ["a", "b"])
+    done = []
+    ev = Evaluator([1e-4], None, 10, 30.0, lambda line: None, done.append, total=len(cands), gpus=[0],
+                   command=[sys.executable, str(script)])
+    time.sleep(1.0)   # it has died by now
+    for c in cands:
+        ev.submit(c)
+    ev.finish()
+    assert len(done) == 2 and {c.status for c in cands} == {"runtime_error"}
+    assert all("exited with 134" in c.detail and "no CUDA driver" in c.detail for c in cands)
+
+
+def test_a_worker_that_got_no_candidate_is_not_waited_for(tmp_path, monkeypatch):
+    """Every build failed: the worker started for them, still warming up (or hung there), is
+    stopped rather than waited for."""
+    import time
+
+    script = tmp_path / "slow_worker.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    ev = Evaluator([1e-4], None, 10, 30.0, lambda line: None, lambda c: None, total=3, gpus=[0],
+                   command=[sys.executable, str(script)])
+    started = time.monotonic()
+    ev.finish()
+    assert time.monotonic() - started < 10
+
+
 def test_a_crash_costs_its_candidate_only_and_the_worker_comes_back_on_its_gpu(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     cands = _candidates(tmp_path, ["a", "crash", "b", "c", "d", "e"])

@@ -12,6 +12,7 @@ import hashlib
 import json
 import statistics
 import struct
+import zlib
 from pathlib import Path
 
 INSTALL_HINT = "pip install 'kgen[plot]'"
@@ -82,7 +83,9 @@ def plot_digest(record: dict) -> str:
 
 
 def png_text(path: Path) -> dict[str, str]:
-    """The tEXt fields of a PNG file ({} for a file that is not one)."""
+    """The tEXt fields of a whole PNG file: {} for a file that is not one, and for one cut short
+    or damaged (a chunk's CRC wrong, no IEND: a write that was interrupted), whose fields name a
+    picture it does not hold."""
     try:
         data = Path(path).read_bytes()
     except OSError:
@@ -90,15 +93,19 @@ def png_text(path: Path) -> dict[str, str]:
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         return {}
     fields, at = {}, 8
-    while at + 8 <= len(data):
+    while at + 12 <= len(data):
         length, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + length]
+        crc = data[at + 8 + length:at + 12 + length]
+        if len(body) != length or len(crc) != 4 or struct.unpack(">I", crc)[0] != zlib.crc32(kind + body):
+            return {}
         if kind == b"tEXt":
-            key, _, value = data[at + 8:at + 8 + length].partition(b"\0")
+            key, _, value = body.partition(b"\0")
             fields[key.decode("latin-1")] = value.decode("latin-1")
         if kind == b"IEND":
-            break
+            return fields
         at += 12 + length
-    return fields
+    return {}
 
 
 def plot_record(record: dict, path: Path) -> tuple[Path, bool]:

@@ -557,18 +557,23 @@ class _Worker:
         if kill:
             self.proc.kill()
         else:
-            self.proc.stdin.close()
+            with contextlib.suppress(OSError):   # (a worker that died has a broken pipe)
+                self.proc.stdin.close()
         self.proc.wait()
         self.proc = None
 
     def _run(self):
+        fed = False
         if self.owner.total:
             self._start()
         while True:
             c = self.owner.inbox.get()
             if c is None:
-                self._stop(kill=False)
+                # A worker that never got a candidate (every build failed) is not waited for:
+                # its warm-up may take a while, or hang.
+                self._stop(kill=not fed)
                 return
+            fed = True
             self._evaluate(c)
             if self.gpu is not None:
                 c.record["gpu"] = self.gpu
@@ -578,8 +583,11 @@ class _Worker:
         timeout = self.owner.timeout
         if self.proc is None:
             self._start()
-        self.proc.stdin.write(f"{c.path}\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(f"{c.path}\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass   # it died (in its warm-up, or after the last candidate): its output says why, below
         log: list[str] = []
         while True:
             try:

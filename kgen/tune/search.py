@@ -126,8 +126,12 @@ def half_variants(workload: Workload, variants: list[Variant]) -> list[Variant]:
 # Effective rate of each GEMM (family, math) at KernelBench's shapes, TFLOP/s, from the GEMM-alone
 # and winner timings on an H100 (docs/perf.md). They only rank candidates before anything is
 # built; every survivor is measured.
+# wgmma tf32x3 and fp16x3 refitted in session 25 to the H100 main job's ten candidates (128 x 128
+# tiles: tf32x3 1.207 ms, fp16x3 0.849 with its 0.20 ms split pass, at 1024 x 8192 -> 8192) and
+# checked against the 250 candidates of KernelBench's 36 files (docs/perf.md, session 25;
+# docs/experiments/s25/cost_model_fit.py).
 GEMM_RATES = {
-    ("wgmma", "tf32x3"): 125, ("wgmma", "fp16x3"): 175, ("wgmma", "tf32"): 250,
+    ("wgmma", "tf32x3"): 117, ("wgmma", "fp16x3"): 215, ("wgmma", "tf32"): 250,
     ("mma", "tf32x3"): 78, ("mma", "tf32"): 150, ("mma", "bf16"): 200,
     ("simt", "fp32_simt"): 46,
     ("cublas", "fp32_simt"): 51, ("cublas", "tf32"): 366, ("cublas", "bf16"): 450,
@@ -136,6 +140,14 @@ GEMM_RATES = {
 # -> 32768 in 1.99-2.04 ms and 1024 x 8192 -> 8192's GEMM in ~0.9 ms on an H100 (docs/perf.md,
 # session 22).
 FP16X3_W_IN_REGISTERS_RATE = 140
+# How much slower than its 128 x 128 tile a smaller wgmma tile runs the same GEMM (its mainloop:
+# fewer operand reuses per byte of shared memory read), measured with the tail wave counted
+# apart: the H100 main job's candidates and KernelBench's 36 files on H200s (docs/perf.md,
+# session 25). A tile or math not listed is taken at 1.0: not measured, so not penalized.
+WGMMA_TILE_SLOWDOWN = {
+    ("tf32x3", 64, 128): 1.38, ("tf32x3", 128, 64): 1.42, ("tf32x3", 64, 64): 1.85,
+    ("fp16x3", 64, 128): 1.14, ("fp16x3", 64, 64): 1.58,
+}
 # A candidate is built when the model predicts it within this factor of the best of a
 # tolerance tier it can pass. Measured winners sat within 1.1x of the model's best.
 PRUNE_FACTOR = 1.25
@@ -170,6 +182,8 @@ def predicted_ms(spec: Spec, sms: int) -> float:
             else:
                 math = "tf32x3"   # (generator.gemm_type)
         ms = flops / ((rate or GEMM_RATES[(spec.family, math)]) * 1e9)
+        if spec.family == "wgmma":
+            ms *= WGMMA_TILE_SLOWDOWN.get((math, spec.tile.bm, spec.tile.bn), 1.0)
         if spec.tile is not None:
             tiles = -(-spec.batch // spec.tile.bm) * -(-part.out_features // spec.tile.bn)
             waves = -(-tiles // sms)
@@ -184,7 +198,10 @@ def prune(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dic
     admits (it may win), or when it is fp32-accurate and within PRUNE_FACTOR of the best
     fp32-accurate prediction: the probe only shows that a reduced-precision mode *may* meet a
     tolerance (rounding is a lower bound on its error), so the tier keeps the accurate
-    candidates that win if it does not. Rewrites are kept, and do not count as the best."""
+    candidates that win if it does not. Rewrites are kept, and do not count as the best.
+    Of the fp32-accurate math modes, the two predicted fastest keep at least their best
+    candidate each: the runner-up is the search's fallback where the first's kernels fail the
+    gate for this module (a GEMM that does not apply, an epilogue or magnitude it gets wrong)."""
     dropped = {}
     # A rewrite (the gemv backend) may fail validation where the GEMM passes, so it never sets
     # the bar the GEMM candidates are pruned against, and it is always tried.
@@ -207,6 +224,14 @@ def prune(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dic
             if reasons:
                 dropped[s] = (f"cost model: {mine:.2f} ms predicted, > {PRUNE_FACTOR}x the best "
                               f"({', '.join(reasons)})")
+    accurate_by_math: dict[str, list[Spec]] = {}
+    for s in gemms:
+        if s.math in FP32_ACCURATE_MATHS:
+            accurate_by_math.setdefault(s.math, []).append(s)
+    ranked = sorted(accurate_by_math.values(), key=lambda group: min(predicted_ms(o, sms) for o in group))
+    for group in ranked[:2]:
+        if all(o in dropped for o in group):
+            del dropped[min(group, key=lambda o: predicted_ms(o, sms))]   # (the first of equals)
     return dropped
 
 

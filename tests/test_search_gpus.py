@@ -24,11 +24,28 @@ SPEC = enumerate_specs("gemm_scale_bn", 256, 512, 512, maths=("tf32x3",))[0]
 
 # A fake `kgen.tune.worker evaluate -`: one KGEN_RESULT line per path read from stdin, saying
 # which GPU it ran on (its CUDA_VISIBLE_DEVICES); a path with "crash" in it makes it report a
-# runtime error and exit, as the real worker does; "hang" makes it hang.
+# runtime error and exit, as the real worker does; "hang" makes it hang. A JSON request (the
+# search's runoff or full validation) is answered as the real worker answers it, with its pid;
+# a file named "fail" fails its validation, "die" makes it exit on the request.
 FAKE_WORKER = textwrap.dedent('''
     import json, os, sys, time
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "inherited")
     for line in sys.stdin:
+        if line.startswith("{"):
+            request = json.loads(line)
+            files = request.get("runoff") or [request["validate"]]
+            if any("die" in os.path.basename(f) for f in files):
+                print("Traceback: an illegal memory access", flush=True)
+                sys.exit(3)
+            if "runoff" in request:
+                times = {"eager": [2.0] * len(files), "pid": os.getpid(), "worker_gpu": gpu}
+                times.update({f: [1.0 + k / 100] * request["rounds"] for k, f in enumerate(files)})
+                print("KGEN_RUNOFF " + json.dumps(times), flush=True)
+            else:
+                failing = "fail" in os.path.basename(request["validate"])
+                print(("FAIL" if failing else "PASS") + "  training, 20 steps", flush=True)
+                print("KGEN_VALIDATED " + json.dumps({"passed": not failing, "pid": os.getpid()}), flush=True)
+            continue
         path = line.strip()
         name = os.path.basename(path)
         time.sleep(0.05)
@@ -227,6 +244,80 @@ def test_a_hang_times_out_on_its_gpu_while_the_other_goes_on(tmp_path, monkeypat
     assert any(c.record["gpu"] != hung_on for c in cands[1:])
 
 
+def test_the_runoff_and_the_full_validation_go_to_the_first_gpus_warm_worker(tmp_path, monkeypatch):
+    """After the candidates (drained, the workers still up), the search's runoff and full
+    validation are requests to the worker that measured on its first GPU: the same process, no
+    fresh start; the answers are read as the subprocesses' were (times; passed and the checks'
+    lines, failed_checks naming the failures)."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cands = _candidates(tmp_path, [f"c{i}" for i in range(6)] + ["fail"])
+    ev, results, _ = _evaluator(tmp_path, [0, 1], total=len(cands))
+    for c in cands:
+        ev.submit(c)
+    ev.drain()
+    assert len(results) == len(cands)
+    home = ev.worker_on(0)
+    pids_on_0 = {c.record["pid"] for c in cands if c.record["gpu"] == 0}
+    times, error = search.run_runoff(cands[:2], 30, worker=home)
+    assert error == "" and times["worker_gpu"] == "0" and {times["pid"]} == pids_on_0
+    assert sorted(k for k in times if k.endswith(".py")) == sorted(str(c.path) for c in cands[:2])
+    assert all(len(times[str(c.path)]) == search.RUNOFF_ROUNDS for c in cands[:2])
+    ok, log = search.full_validation(cands[0].path, 1e-4, 30, worker=home)
+    assert ok and "PASS" in log
+    ok, log = search.full_validation(cands[-1].path, 1e-4, 30, worker=home)
+    assert not ok and search.failed_checks(log) == ": FAIL  training, 20 steps"
+    ev.finish()
+
+
+def test_a_worker_that_dies_on_a_request_says_why_and_the_next_starts_another(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cands = _candidates(tmp_path, ["a", "die", "b"])
+    ev, _, _ = _evaluator(tmp_path, [0], total=1)
+    ev.submit(cands[0])
+    ev.drain()
+    home = ev.worker_on(0)
+    first = cands[0].record["pid"]
+    ok, log = search.full_validation(cands[1].path, 1e-4, 30, worker=home)
+    assert not ok and "illegal memory access" in log and "exited with 3" in log
+    assert search.failed_checks(log) == ": the worker exited with 3"
+    times, error = search.run_runoff([cands[0], cands[2]], 30, worker=home)
+    assert error == "" and times["pid"] != first   # a fresh worker on the same GPU
+    ev.finish()
+
+
+def test_the_worker_answers_the_searchs_requests(monkeypatch, capsys):
+    """kgen.tune.worker's loop: JSON lines are the runoff and the full validation (their answers
+    printed as the search reads them), paths are candidates; a request that raises ends the
+    worker with its traceback, as does one after which the CUDA context is lost."""
+    import io
+
+    from kgen.check import validate as validate_module
+    from kgen.tune import worker
+
+    done = []
+    monkeypatch.setattr(worker, "warm_up", lambda: None)
+    monkeypatch.setattr(worker, "runoff", lambda files, rounds, iters, dtype: done.append(("runoff", files, rounds, dtype)) or 0)
+    monkeypatch.setattr(worker, "full_validation",
+                        lambda path, tol, batch, dtype: done.append(("validate", path, tol, batch, dtype)) or 0)
+    monkeypatch.setattr(worker, "evaluate_one", lambda path, *a: {"path": path, "status": "passed"})
+    monkeypatch.setattr(validate_module, "cuda_context_lost", lambda: False)
+    requests = ["a.py", json.dumps({"runoff": ["a.py", "b.py"], "rounds": 5}),
+                json.dumps({"validate": "a.py", "tol": 1e-4, "batch": None}), "b.py"]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(requests) + "\n"))
+    assert worker.main(["evaluate", "--tol", "1e-4", "--dtype", "bf16", "-"]) == 0
+    assert done == [("runoff", ["a.py", "b.py"], 5, "bf16"), ("validate", "a.py", 1e-4, None, "bf16")]
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["KGEN_RESULT"] * 2
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"walk": "a.py"}) + "\nb.py\n"))
+    assert worker.main(["evaluate", "--tol", "1e-4", "-"]) == worker.EXIT_AFTER_RUNTIME_ERROR
+    assert "unknown request" in capsys.readouterr().out
+
+    monkeypatch.setattr(validate_module, "cuda_context_lost", lambda: True)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"validate": "a.py", "tol": 1e-4}) + "\nb.py\n"))
+    assert worker.main(["evaluate", "--tol", "1e-4", "-"]) == worker.EXIT_AFTER_RUNTIME_ERROR
+    assert "KGEN_RESULT" not in capsys.readouterr().out   # b.py was not evaluated
+
+
 def test_one_gpu_runs_one_worker_in_the_searchs_own_environment(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     cands = _candidates(tmp_path, ["a", "b", "c"])
@@ -269,12 +360,14 @@ def fake_gpus(tmp_path, monkeypatch) -> dict:
             c.status = "built"
             on_built(c)
 
-    def fake_runoff(contenders, timeout, env=None, dtype="fp32"):
+    def fake_runoff(contenders, timeout, env=None, dtype="fp32", worker=None):
         calls["runoff"] = (env, dtype)
+        calls["runoff_worker_gpu"] = worker.gpu
         return {"eager": [2.0] * 10, **{str(c.path): [1.0 + 0.001 * k] * 5 for k, c in enumerate(contenders)}}, ""
 
-    def fake_validation(path, tol, timeout, env=None, dtype="fp32"):
+    def fake_validation(path, tol, timeout, env=None, dtype="fp32", worker=None):
         calls["validation"] = (env, dtype)
+        calls["validation_worker_gpu"] = worker.gpu
         return True, "ok"
 
     monkeypatch.setattr(search, "build_all", fake_build_all)
@@ -303,9 +396,10 @@ def test_the_record_says_which_gpu_measured_what(tmp_path, monkeypatch):
     winner = saved["winners"]["0.0001"]
     assert winner["runoff_gpu"] == 0 and winner["full_validation_gpu"] == 0
     assert winner["measured_on_gpu"] in (0, 1)
-    # the runoff and the validation ran on GPU 0 alone, for the module in fp32
+    # the runoff and the validation ran on GPU 0 alone (by its warm worker), for the module in fp32
     assert calls["runoff"][0]["CUDA_VISIBLE_DEVICES"] == "0" and calls["runoff"][1] == "fp32"
     assert calls["validation"][0]["CUDA_VISIBLE_DEVICES"] == "0" and calls["validation"][1] == "fp32"
+    assert calls["runoff_worker_gpu"] == 0 and calls["validation_worker_gpu"] == 0
     assert all("--dtype" not in cmd for cmd in calls["worker_commands"])
 
 
@@ -443,7 +537,7 @@ def test_also_batch_picks_the_fastest_over_every_batch_and_validates_at_each(tmp
     calls = fake_gpus(tmp_path, monkeypatch)
     validations = []
 
-    def fake_validation(path, tol, timeout, env=None, dtype="fp32", batch=None):
+    def fake_validation(path, tol, timeout, env=None, dtype="fp32", batch=None, worker=None):
         validations.append((Path(path).name, batch))
         return True, "ok"
 
@@ -517,7 +611,7 @@ def test_also_batch_times_an_outlier_again_and_keeps_the_faster(tmp_path, monkey
     is timed once more (alone), keeps the lower ratio, and the search says so; one whose second
     time is as slow stays slow."""
     fake_gpus(tmp_path, monkeypatch)
-    monkeypatch.setattr(search, "full_validation", lambda path, tol, timeout, env=None, dtype="fp32", batch=None: (True, "ok"))
+    monkeypatch.setattr(search, "full_validation", lambda path, tol, timeout, env=None, dtype="fp32", batch=None, worker=None: (True, "ok"))
     calls = []
 
     def fake_measure(paths, tol, batch, iters, timeout, env=None, dtype="fp32"):

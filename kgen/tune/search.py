@@ -34,7 +34,7 @@ from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TI
 from kgen.tune.several import host_gpu
 from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
                              Workload, kgen_source_digest)
-from kgen.tune.worker import COMPARE_PREFIX, RESULT_PREFIX, RUNOFF_PREFIX
+from kgen.tune.worker import COMPARE_PREFIX, RESULT_PREFIX, RUNOFF_PREFIX, VALIDATED_PREFIX
 
 GROUP_M = 8
 DEFAULT_MATHS = ("fp32_simt", "tf32x3", "fp16x3", "tf32", "bf16")
@@ -534,7 +534,7 @@ class Evaluator:
         self.echo, self.on_result, self.total = echo, on_result, total
         self.gpus = list(gpus) if gpus else None
         self.command = command or worker_command(tols, batch, iters)
-        self.done = 0
+        self.done = self.submitted = 0
         self.lock = threading.Lock()
         self.inbox: queue.Queue = queue.Queue()
         self.workers = [_Worker(self, gpu) for gpu in (self.gpus or [None])]
@@ -542,7 +542,22 @@ class Evaluator:
             w.thread.start()
 
     def submit(self, c: Candidate):
+        with self.lock:
+            self.submitted += 1
         self.inbox.put(c)
+
+    def drain(self):
+        """Waits until every submitted candidate is measured; the workers stay up."""
+        while True:
+            with self.lock:
+                if self.done >= self.submitted:
+                    return
+            time.sleep(0.01)
+
+    def worker_on(self, gpu: int | None) -> _Worker:
+        """The worker on `gpu` (None: the search's own environment), for the runoff and the full
+        validations after drain(): warm from its candidates, or started on first use."""
+        return next(w for w in self.workers if w.gpu == gpu or self.gpus is None)
 
     def finish(self):
         for _ in self.workers:
@@ -603,6 +618,36 @@ class _Worker:
             if self.gpu is not None:
                 c.record["gpu"] = self.gpu
             self.owner.finished(c, self.gpu)
+
+    def ask(self, request: dict, prefix: str, timeout: float) -> tuple[dict | None, str]:
+        """One JSON request to this worker (kgen.tune.worker.command), between candidates (the
+        Evaluator drained): the JSON of its answer's line starting with `prefix` and the lines
+        before it, or None and why not. A worker that dies or hangs is gone; the next request
+        or candidate starts another."""
+        if self.proc is None:
+            self._start()
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass   # it died: its output says why, below
+        log: list[str] = []
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                self._stop(kill=True)
+                return None, "".join(log) + f"took longer than {timeout:.0f} s"
+            if line is None:
+                code = self.proc.wait()
+                self.proc = None
+                return None, "".join(log) + f"the worker exited with {code}"
+            if line.startswith(prefix):
+                try:
+                    return json.loads(line[len(prefix):]), "".join(log)
+                except ValueError as e:
+                    return None, "".join(log) + f"unreadable result: {e}"
+            log.append(line)
 
     def _evaluate(self, c: Candidate):
         timeout = self.owner.timeout
@@ -701,9 +746,14 @@ def _worker_json(args: list[str], prefix: str, timeout: float, env: dict | None)
 
 
 def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = None,
-               dtype: str = "fp32") -> tuple[dict | None, str]:
-    """kgen.tune.worker runoff in a subprocess: (times, error). env: the subprocess's
-    environment (gpu_env: the GPU it runs on)."""
+               dtype: str = "fp32", worker: _Worker | None = None) -> tuple[dict | None, str]:
+    """kgen.tune.worker runoff: (times, error), by the search's warm `worker` where given (its
+    dtype the worker's), else in a subprocess in `env` (gpu_env: the GPU it runs on)."""
+    if worker is not None:
+        times, log = worker.ask({"runoff": [str(c.path) for c in contenders], "rounds": RUNOFF_ROUNDS},
+                                RUNOFF_PREFIX, timeout)
+        tail = log.strip().splitlines()
+        return times, "" if times is not None else (tail[-1] if tail else "no answer")
     return _worker_json(["runoff", "--rounds", str(RUNOFF_ROUNDS), *dtype_args(dtype), *(str(c.path) for c in contenders)],
                         RUNOFF_PREFIX, timeout, env)
 
@@ -724,7 +774,13 @@ def compile_line(times: dict) -> str:
 
 
 def full_validation(path: Path, tol: float, timeout: float, env: dict | None = None,
-                    dtype: str = "fp32", batch: int | None = None) -> tuple[bool, str]:
+                    dtype: str = "fp32", batch: int | None = None,
+                    worker: _Worker | None = None) -> tuple[bool, str]:
+    """`kgen validate` of the file: (passed, its output), by the search's warm `worker` where
+    given (its dtype the worker's), else in a subprocess in `env`."""
+    if worker is not None:
+        answer, log = worker.ask({"validate": str(path), "tol": tol, "batch": batch}, VALIDATED_PREFIX, timeout)
+        return bool(answer and answer["passed"]), log
     proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(path), "--tol", repr(tol),
                            *dtype_args(dtype), *(["--batch", str(batch)] if batch else [])],
                           capture_output=True, text=True, timeout=timeout, env=env)
@@ -1057,96 +1113,104 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
              f"as soon as it is built" + (f", by the first free of {len(gpus)} GPU workers" if len(gpus) > 1 else ""))
     build_all(to_build, jobs, build_timeout, echo,
               on_built=lambda c: evaluator.submit(c) if c.status == "built" else None)
-    evaluator.finish()
+    evaluator.drain()
+    # The runoff and the full validations go to the first GPU's worker, warm from its candidates
+    # (a subprocess would start Python, torch and CUDA again: seconds each; docs/perf.md,
+    # session 25), or started for them where nothing was measured; evaluator.finish() at the end.
+    home_worker = evaluator.worker_on(home)
     save()
     echo(results_table([c for c in candidates if c.status != "pruned"]))
 
-    for tol in sorted(tols):
-        passing = sorted((c for c in candidates if c.status == "passed" and tol in c.record["passing_tols"]),
-                         key=lambda c: c.measured["median_ms"])
-        for c in passing:
-            c.runoff_ms = None   # a runoff of an earlier tier says nothing here
-            c.at_batches = {}
-        contenders = runoff_contenders(passing)
-        if contenders:
-            # A rerun of a search whose every measurement is cached takes the runoff's times
-            # too (the rerun then measures nothing: README's main job, rerun).
-            times, error = cache.runoff(contenders, device, dtype), ""
-            known = times is not None
-            if not known:
-                times, error = run_runoff(contenders, eval_timeout, home_env, dtype)
-                if times is not None:
-                    cache.store_runoff(contenders, device, times, dtype)
-            if times is None:
-                echo(f"{stamp()} tol {tol:g}: the runoff of the {len(contenders)} fastest failed ({error}); "
-                     "keeping the order of their first measurements")
-            else:
-                ordered = runoff_order(contenders, times)
-                passing = ordered + [c for c in passing if c not in contenders]
-                echo(f"{stamp()} tol {tol:g}: {len(contenders)} candidates within {RUNOFF_MARGIN:.0%} of "
-                     f"each other, timed again in {RUNOFF_ROUNDS} rounds, each right after eager {dtype} "
-                     f"({statistics.median(times['eager']):.3f} ms"
-                     + ("; in an earlier run on this device, cached" if known else "") + "): "
-                     + ", ".join(f"{c.spec.name()} {c.runoff_ms:.3f} ms" for c in ordered))
-        if also_batches and passing:
-            passing = rank_across_batches(passing, tol, also_batches, iters, eval_timeout, home_env, dtype, echo, stamp)
-        for c in passing:
-            if also_batches:
-                # every batch, the search's own first (its result is cached like any search's)
-                ok, log = True, ""
-                for b in also_batches:
-                    echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()} at batch {b}")
-                    ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env, dtype, batch=b)
+    try:
+        for tol in sorted(tols):
+            passing = sorted((c for c in candidates if c.status == "passed" and tol in c.record["passing_tols"]),
+                             key=lambda c: c.measured["median_ms"])
+            for c in passing:
+                c.runoff_ms = None   # a runoff of an earlier tier says nothing here
+                c.at_batches = {}
+            contenders = runoff_contenders(passing)
+            if contenders:
+                # A rerun of a search whose every measurement is cached takes the runoff's times
+                # too (the rerun then measures nothing: README's main job, rerun).
+                times, error = cache.runoff(contenders, device, dtype), ""
+                known = times is not None
+                if not known:
+                    times, error = run_runoff(contenders, eval_timeout, home_env, dtype, worker=home_worker)
+                    if times is not None:
+                        cache.store_runoff(contenders, device, times, dtype)
+                if times is None:
+                    echo(f"{stamp()} tol {tol:g}: the runoff of the {len(contenders)} fastest failed ({error}); "
+                         "keeping the order of their first measurements")
+                else:
+                    ordered = runoff_order(contenders, times)
+                    passing = ordered + [c for c in passing if c not in contenders]
+                    echo(f"{stamp()} tol {tol:g}: {len(contenders)} candidates within {RUNOFF_MARGIN:.0%} of "
+                         f"each other, timed again in {RUNOFF_ROUNDS} rounds, each right after eager {dtype} "
+                         f"({statistics.median(times['eager']):.3f} ms"
+                         + ("; in an earlier run on this device, cached" if known else "") + "): "
+                         + ", ".join(f"{c.spec.name()} {c.runoff_ms:.3f} ms" for c in ordered))
+            if also_batches and passing:
+                passing = rank_across_batches(passing, tol, also_batches, iters, eval_timeout, home_env, dtype, echo, stamp)
+            for c in passing:
+                if also_batches:
+                    # every batch, the search's own first (its result is cached like any search's)
+                    ok, log = True, ""
+                    for b in also_batches:
+                        echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()} at batch {b}")
+                        ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env, dtype, batch=b,
+                                                  worker=home_worker)
+                        if not ok:
+                            break
                     if not ok:
-                        break
-                if not ok:
-                    c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
-                    echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation at batch {b}"
-                         f"{failed_checks(log)}; trying the next")
-                    continue
-            if cache.full_validation(c.spec, device, tol, dtype):
-                ok, log = True, "cached"
-                echo(f"{stamp()} tol {tol:g}: {c.spec.name()} passed the full validation before on this device")
-            else:
-                echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()}")
-                ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env, dtype)
-            if ok:
-                cache.store_full_validation(c.spec, device, tol, dtype)
-                measured = dict(c.measured, tol=tol, **({"runoff_ms": c.runoff_ms} if c.runoff_ms else {}),
-                                **({"at_batches": {str(b): m for b, m in c.at_batches.items()}}
-                                   if c.at_batches else {}),
-                                # eager fp32 itself fails allclose(fp64) at this tol: ill-conditioned
-                                **({"eager_max_abs_err": eager["max_abs"]}
-                                   if "max_abs" in eager and tol not in eager["within"] else {}))
-                out_dir.mkdir(parents=True, exist_ok=True)
-                path = generator.write(c.spec, distinct_path(winner_path(out_dir, c.spec, tol, dtype),
-                                                             c.spec.workload.sha256), measured=measured)
-                previous = record_winner(out_dir, path, c.spec, tol, measured, dtype)
-                winners[f"{tol:g}"] = {"name": c.spec.name(), "path": portable_problem(str(path)), "spec": portable_spec(c.spec),
-                                       "measured": measured, "measured_on_gpu": c.record.get("gpu"),
-                                       **({"runoff_gpu": home} if c.runoff_ms else {}),
-                                       **({"full_validation_gpu": home} if log != "cached" else {})}
-                save()
-                runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""
-                echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "
-                     f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager {dtype}{runoff}) -> {path}")
-                if vs_compile:
-                    echo(f"{stamp()} tol {tol:g}: timing torch.compile of the reference (default and "
-                         "max-autotune) against the winner")
-                    times, error = compare_with_compile(path, eval_timeout * 6, home_env, dtype)
-                    winners[f"{tol:g}"]["vs_compile"] = times or {"error": error}
+                        c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
+                        echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation at batch {b}"
+                             f"{failed_checks(log)}; trying the next")
+                        continue
+                if cache.full_validation(c.spec, device, tol, dtype):
+                    ok, log = True, "cached"
+                    echo(f"{stamp()} tol {tol:g}: {c.spec.name()} passed the full validation before on this device")
+                else:
+                    echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()}")
+                    ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env, dtype, worker=home_worker)
+                if ok:
+                    cache.store_full_validation(c.spec, device, tol, dtype)
+                    measured = dict(c.measured, tol=tol, **({"runoff_ms": c.runoff_ms} if c.runoff_ms else {}),
+                                    **({"at_batches": {str(b): m for b, m in c.at_batches.items()}}
+                                       if c.at_batches else {}),
+                                    # eager fp32 itself fails allclose(fp64) at this tol: ill-conditioned
+                                    **({"eager_max_abs_err": eager["max_abs"]}
+                                       if "max_abs" in eager and tol not in eager["within"] else {}))
+                    out_dir.mkdir(parents=True, exist_ok=True)
+                    path = generator.write(c.spec, distinct_path(winner_path(out_dir, c.spec, tol, dtype),
+                                                                 c.spec.workload.sha256), measured=measured)
+                    previous = record_winner(out_dir, path, c.spec, tol, measured, dtype)
+                    winners[f"{tol:g}"] = {"name": c.spec.name(), "path": portable_problem(str(path)), "spec": portable_spec(c.spec),
+                                           "measured": measured, "measured_on_gpu": c.record.get("gpu"),
+                                           **({"runoff_gpu": home} if c.runoff_ms else {}),
+                                           **({"full_validation_gpu": home} if log != "cached" else {})}
                     save()
-                    echo(f"           {compile_line(times)}" if times else f"           no comparison: {error}")
-                if previous and previous.get("variant") != c.spec.name():
-                    pm = previous.get("measured") or {}
-                    echo(f"           replaced the earlier winner {previous.get('variant')} "
-                         f"({pm.get('median_ms', float('nan')):.3f} ms on {pm.get('device')}, {pm.get('date')})")
-                elif previous:
-                    echo("           (the same variant as the earlier winner; its measurement is updated)")
-                break
-            c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
-            echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation{failed_checks(log)}; trying the next")
-        else:
-            echo(f"{stamp()} tol {tol:g}: no candidate passed")
+                    runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""
+                    echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "
+                         f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager {dtype}{runoff}) -> {path}")
+                    if vs_compile:
+                        echo(f"{stamp()} tol {tol:g}: timing torch.compile of the reference (default and "
+                             "max-autotune) against the winner")
+                        times, error = compare_with_compile(path, eval_timeout * 6, home_env, dtype)
+                        winners[f"{tol:g}"]["vs_compile"] = times or {"error": error}
+                        save()
+                        echo(f"           {compile_line(times)}" if times else f"           no comparison: {error}")
+                    if previous and previous.get("variant") != c.spec.name():
+                        pm = previous.get("measured") or {}
+                        echo(f"           replaced the earlier winner {previous.get('variant')} "
+                             f"({pm.get('median_ms', float('nan')):.3f} ms on {pm.get('device')}, {pm.get('date')})")
+                    elif previous:
+                        echo("           (the same variant as the earlier winner; its measurement is updated)")
+                    break
+                c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
+                echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation{failed_checks(log)}; trying the next")
+            else:
+                echo(f"{stamp()} tol {tol:g}: no candidate passed")
+    finally:
+        evaluator.finish()
     echo(f"{stamp()} record: {record_path}")
     return dict(save(), record_path=str(record_path))

@@ -9,7 +9,11 @@ CUDA context costs only itself.
 `evaluate` prints one line `KGEN_RESULT {json}` per candidate as it finishes (with `-`, it reads
 the files from stdin, one per line, as a search builds them), and exits after a candidate whose
 run raised (the CUDA context may be unusable after an illegal access); the caller restarts it
-on the remaining files.
+on the remaining files. A search's worker, warm after its candidates, also takes the runoff and
+the full validation as stdin lines of JSON (`{"runoff": [FILE...], "rounds": R}` -> one line
+`KGEN_RUNOFF {json}`; `{"validate": FILE, "tol": T, "batch": B}` -> `kgen validate`'s lines, then
+`KGEN_VALIDATED {"passed": ...}`): the same work as those subprocesses, without a fresh process's
+start (Python, torch, CUDA, the reference's trace: seconds each).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from kgen.tune.configs import PRECISIONS, torch_dtype
 
 RESULT_PREFIX = "KGEN_RESULT "
 RUNOFF_PREFIX = "KGEN_RUNOFF "
+VALIDATED_PREFIX = "KGEN_VALIDATED "
 COMPARE_PREFIX = "KGEN_COMPARE "
 EXIT_AFTER_RUNTIME_ERROR = 3
 
@@ -109,6 +114,46 @@ def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> in
     return 0
 
 
+def full_validation(path: str, tol: float, batch: int | None, dtype: str = "fp32") -> int:
+    """`kgen validate FILE --tol T [--batch B]`'s checks and lines, in this process; then one line
+    `KGEN_VALIDATED {"passed": ...}`."""
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import summary, validate
+
+    module_dtype = torch_dtype(dtype)
+    f = EmittedFile(path)
+    f.build(module_dtype)
+    results = validate(f, tol=tol, batch=batch, dtype=module_dtype, report=lambda r: print(r.line(), flush=True))
+    print(summary(results), flush=True)
+    print(VALIDATED_PREFIX + json.dumps({"passed": all(r.passed for r in results)}), flush=True)
+    return 0
+
+
+def release_memory() -> None:
+    """Hands what this process's caching allocator keeps back to the GPU: between a search's
+    candidates and requests its worker stays up, where the search may run a subprocess on the
+    same GPU (a measurement at another batch, torch.compile's), or the next request may need
+    it all (a full validation at 32768 x 32768)."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def command(line: str, iters: int, dtype: str) -> int:
+    """A search's JSON request to its warm worker (the module docstring)."""
+    request = json.loads(line)
+    release_memory()
+    if "runoff" in request:
+        return runoff(request["runoff"], request.get("rounds", 5), request.get("iters", iters), dtype)
+    if "validate" in request:
+        return full_validation(request["validate"], request["tol"], request.get("batch"), dtype)
+    raise ValueError(f"unknown request: {line[:200]}")
+
+
 def compare(path: str, iters: int, dtype: str = "fp32") -> int:
     """Prints one line `KGEN_COMPARE {json}`: the file, eager and torch.compile of the reference
     (default mode and max-autotune), in `dtype`, timed in one run (kgen.check.bench.bench)."""
@@ -158,10 +203,26 @@ def main(argv=None) -> int:
     for path in files:
         if not path:
             continue
+        if path.startswith("{"):
+            try:
+                command(path, args.iters, args.dtype)
+            except Exception:  # noqa: BLE001 - the search reads the traceback as the reason
+                traceback.print_exc(file=sys.stdout)
+                return EXIT_AFTER_RUNTIME_ERROR
+            # A full validation stops at a check after which the CUDA context is lost, and says
+            # so: this process can run nothing more (the search starts another for what follows).
+            from kgen.check.validate import cuda_context_lost
+
+            if cuda_context_lost():
+                return EXIT_AFTER_RUNTIME_ERROR
+            release_memory()
+            continue
         record = evaluate_one(path, args.tol, args.batch, args.iters, args.dtype)
         print(RESULT_PREFIX + json.dumps(record), flush=True)
         if record["status"] == "runtime_error":
             return EXIT_AFTER_RUNTIME_ERROR
+        if args.files == ["-"]:
+            release_memory()
     return 0
 
 

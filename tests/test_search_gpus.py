@@ -26,7 +26,8 @@ SPEC = enumerate_specs("gemm_scale_bn", 256, 512, 512, maths=("tf32x3",))[0]
 # which GPU it ran on (its CUDA_VISIBLE_DEVICES); a path with "crash" in it makes it report a
 # runtime error and exit, as the real worker does; "hang" makes it hang. A JSON request (the
 # search's runoff or full validation) is answered as the real worker answers it, with its pid;
-# a file named "fail" fails its validation, "die" makes it exit on the request.
+# a file named "fail" fails its validation, "die" makes it exit on the request, "lost" answers
+# (a failed validation) saying it exits, as the real worker does after losing its CUDA context.
 FAKE_WORKER = textwrap.dedent('''
     import json, os, sys, time
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "inherited")
@@ -37,14 +38,20 @@ FAKE_WORKER = textwrap.dedent('''
             if any("die" in os.path.basename(f) for f in files):
                 print("Traceback: an illegal memory access", flush=True)
                 sys.exit(3)
+            lost = any("lost" in os.path.basename(f) for f in files)
             if "runoff" in request:
-                times = {"eager": [2.0] * len(files), "pid": os.getpid(), "worker_gpu": gpu}
+                times = {"eager": [2.0] * len(files), "pid": os.getpid(), "worker_gpu": gpu,
+                         "iters": request["iters"], "exiting": lost}
                 times.update({f: [1.0 + k / 100] * request["rounds"] for k, f in enumerate(files)})
                 print("KGEN_RUNOFF " + json.dumps(times), flush=True)
             else:
-                failing = "fail" in os.path.basename(request["validate"])
+                failing = "fail" in os.path.basename(request["validate"]) or lost
                 print(("FAIL" if failing else "PASS") + "  training, 20 steps", flush=True)
-                print("KGEN_VALIDATED " + json.dumps({"passed": not failing, "pid": os.getpid()}), flush=True)
+                print("KGEN_VALIDATED " + json.dumps({"passed": not failing, "pid": os.getpid(), "exiting": lost}),
+                      flush=True)
+            if lost:
+                time.sleep(0.3)   # (exiting, but not at once: the search must not write to it meanwhile)
+                sys.exit(3)
             continue
         path = line.strip()
         name = os.path.basename(path)
@@ -260,6 +267,7 @@ def test_the_runoff_and_the_full_validation_go_to_the_first_gpus_warm_worker(tmp
     pids_on_0 = {c.record["pid"] for c in cands if c.record["gpu"] == 0}
     times, error = search.run_runoff(cands[:2], 30, worker=home)
     assert error == "" and times["worker_gpu"] == "0" and {times["pid"]} == pids_on_0
+    assert times["iters"] == search.RUNOFF_ITERS and "exiting" not in times
     assert sorted(k for k in times if k.endswith(".py")) == sorted(str(c.path) for c in cands[:2])
     assert all(len(times[str(c.path)]) == search.RUNOFF_ROUNDS for c in cands[:2])
     ok, log = search.full_validation(cands[0].path, 1e-4, 30, worker=home)
@@ -279,16 +287,81 @@ def test_a_worker_that_dies_on_a_request_says_why_and_the_next_starts_another(tm
     first = cands[0].record["pid"]
     ok, log = search.full_validation(cands[1].path, 1e-4, 30, worker=home)
     assert not ok and "illegal memory access" in log and "exited with 3" in log
-    assert search.failed_checks(log) == ": the worker exited with 3"
+    assert search.failed_checks(log) == (": the worker exited with 3 (its last line: Traceback: an illegal "
+                                         "memory access)")
     times, error = search.run_runoff([cands[0], cands[2]], 30, worker=home)
     assert error == "" and times["pid"] != first   # a fresh worker on the same GPU
     ev.finish()
 
 
+def test_after_a_request_that_lost_the_cuda_context_the_next_goes_to_a_fresh_worker(tmp_path, monkeypatch):
+    """A worker whose CUDA context a check lost answers, says it is exiting, and exits: the next
+    request (the next-fastest candidate's validation) is not written to it but to a new worker,
+    and passes."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cands = _candidates(tmp_path, ["a", "lost", "b"])
+    ev, _, _ = _evaluator(tmp_path, [0], total=1)
+    ev.submit(cands[0])
+    ev.drain()
+    home = ev.worker_on(0)
+    ok, log = search.full_validation(cands[1].path, 1e-4, 30, worker=home)
+    assert not ok and "FAIL" in log
+    ok, log = search.full_validation(cands[2].path, 1e-4, 30, worker=home)
+    assert ok, log
+    ev.finish()
+
+
+def test_a_worker_whose_answer_cannot_be_read_costs_its_candidate_only(tmp_path, monkeypatch):
+    """A result line the search cannot read (the worker's output garbled) fails that candidate
+    and restarts the worker; the search's wait for its candidates still ends."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    script = tmp_path / "garbled_worker.py"
+    script.write_text("import sys\nfor line in sys.stdin:\n"
+                      "    print('KGEN_RESULT {not json' if 'bad' in line else 'KGEN_RESULT ' + "
+                      "'{\"status\": \"incorrect\", \"detail\": \"x\"}', flush=True)\n")
+    cands = _candidates(tmp_path, ["bad", "good"])
+    ev = Evaluator([1e-4], None, 10, 30.0, lambda line: None, lambda c: None, total=2, gpus=[0],
+                   command=[sys.executable, str(script)])
+    for c in cands:
+        ev.submit(c)
+    ev.drain()
+    assert cands[0].status == "runtime_error" and "could not read its worker" in cands[0].detail
+    assert cands[1].status == "incorrect"
+    ev.finish()
+
+
+def test_a_search_that_raises_kills_its_workers(tmp_path, monkeypatch):
+    """An error after the candidates (or an interrupt) ends the search's workers at once, not
+    after what they might still be doing."""
+    fake_gpus(tmp_path, monkeypatch)
+    made = []
+
+    class Recorded(search.Evaluator):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            made.append(self)
+
+    monkeypatch.setattr(search, "Evaluator", Recorded)
+
+    def boom(candidates):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(search, "results_table", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        search.run_search("gemm_scale_bn", 256, 512, 512, [1e-4], maths=("tf32x3",), top=2,
+                          work_dir=tmp_path / "work", out_dir=tmp_path / "out", results_dir=tmp_path / "results",
+                          exhaustive=True, cache=search.MeasurementCache(tmp_path / "cache.json"),
+                          echo=lambda s: None, gpus=[0])
+    (ev,) = made
+    assert all(w.proc is None or w.proc.poll() is not None for w in ev.workers)
+    assert not any(w.thread.is_alive() for w in ev.workers)
+
+
 def test_the_worker_answers_the_searchs_requests(monkeypatch, capsys):
     """kgen.tune.worker's loop: JSON lines are the runoff and the full validation (their answers
-    printed as the search reads them), paths are candidates; a request that raises ends the
-    worker with its traceback, as does one after which the CUDA context is lost."""
+    printed as the search reads them, each saying whether the worker exits after it), paths are
+    candidates; a request that raises ends the worker with its traceback, as does one after
+    which the CUDA context is lost (its answer says so first)."""
     import io
 
     from kgen.check import validate as validate_module
@@ -296,17 +369,21 @@ def test_the_worker_answers_the_searchs_requests(monkeypatch, capsys):
 
     done = []
     monkeypatch.setattr(worker, "warm_up", lambda: None)
-    monkeypatch.setattr(worker, "runoff", lambda files, rounds, iters, dtype: done.append(("runoff", files, rounds, dtype)) or 0)
+    monkeypatch.setattr(worker, "runoff_times", lambda files, rounds, iters, dtype:
+                        done.append(("runoff", files, rounds, iters, dtype)) or {"eager": [1.0], files[0]: [0.5]})
     monkeypatch.setattr(worker, "full_validation",
-                        lambda path, tol, batch, dtype: done.append(("validate", path, tol, batch, dtype)) or 0)
+                        lambda path, tol, batch, dtype: done.append(("validate", path, tol, batch, dtype)) or {"passed": True})
     monkeypatch.setattr(worker, "evaluate_one", lambda path, *a: {"path": path, "status": "passed"})
     monkeypatch.setattr(validate_module, "cuda_context_lost", lambda: False)
-    requests = ["a.py", json.dumps({"runoff": ["a.py", "b.py"], "rounds": 5}),
+    requests = ["a.py", json.dumps({"runoff": ["a.py", "b.py"], "rounds": 5, "iters": 30}),
                 json.dumps({"validate": "a.py", "tol": 1e-4, "batch": None}), "b.py"]
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(requests) + "\n"))
     assert worker.main(["evaluate", "--tol", "1e-4", "--dtype", "bf16", "-"]) == 0
-    assert done == [("runoff", ["a.py", "b.py"], 5, "bf16"), ("validate", "a.py", 1e-4, None, "bf16")]
-    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["KGEN_RESULT"] * 2
+    assert done == [("runoff", ["a.py", "b.py"], 5, 30, "bf16"), ("validate", "a.py", 1e-4, None, "bf16")]
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out] == ["KGEN_RESULT", "KGEN_RUNOFF", "KGEN_VALIDATED", "KGEN_RESULT"]
+    assert json.loads(out[1].split(" ", 1)[1]) == {"eager": [1.0], "a.py": [0.5], "exiting": False}
+    assert json.loads(out[2].split(" ", 1)[1]) == {"passed": True, "exiting": False}
 
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"walk": "a.py"}) + "\nb.py\n"))
     assert worker.main(["evaluate", "--tol", "1e-4", "-"]) == worker.EXIT_AFTER_RUNTIME_ERROR
@@ -315,7 +392,8 @@ def test_the_worker_answers_the_searchs_requests(monkeypatch, capsys):
     monkeypatch.setattr(validate_module, "cuda_context_lost", lambda: True)
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"validate": "a.py", "tol": 1e-4}) + "\nb.py\n"))
     assert worker.main(["evaluate", "--tol", "1e-4", "-"]) == worker.EXIT_AFTER_RUNTIME_ERROR
-    assert "KGEN_RESULT" not in capsys.readouterr().out   # b.py was not evaluated
+    out = capsys.readouterr().out
+    assert '"exiting": true' in out and "KGEN_RESULT" not in out   # b.py was not evaluated
 
 
 def test_one_gpu_runs_one_worker_in_the_searchs_own_environment(tmp_path, monkeypatch):

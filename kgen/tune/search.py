@@ -547,11 +547,14 @@ class Evaluator:
         self.inbox.put(c)
 
     def drain(self):
-        """Waits until every submitted candidate is measured; the workers stay up."""
+        """Waits until every submitted candidate is measured (or no worker thread is left to
+        measure it: one that raised, its error printed); the workers stay up."""
         while True:
             with self.lock:
                 if self.done >= self.submitted:
                     return
+            if not any(w.thread.is_alive() for w in self.workers):
+                return
             time.sleep(0.01)
 
     def worker_on(self, gpu: int | None) -> _Worker:
@@ -559,11 +562,17 @@ class Evaluator:
         validations after drain(): warm from its candidates, or started on first use."""
         return next(w for w in self.workers if w.gpu == gpu or self.gpus is None)
 
-    def finish(self):
+    def finish(self, kill: bool = False):
+        """Ends the workers: each after the candidates and requests it has (its stdin closed);
+        with `kill` (the search failed or was interrupted) at once."""
+        if kill:
+            for w in self.workers:
+                with contextlib.suppress(OSError, AttributeError):
+                    w.proc.kill()
         for _ in self.workers:
             self.inbox.put(None)
         for w in self.workers:
-            w.thread.join()
+            w.thread.join(timeout=30 if kill else None)
 
     def finished(self, c: Candidate, gpu: int | None):
         with self.lock:
@@ -599,8 +608,16 @@ class _Worker:
         else:
             with contextlib.suppress(OSError):   # (a worker that died has a broken pipe)
                 self.proc.stdin.close()
-        self.proc.wait()
+        self._reap()
+
+    def _reap(self) -> int:
+        """Waits for the worker's end, closes its pipes and forgets it: its exit code."""
+        code = self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()
         self.proc = None
+        return code
 
     def _run(self):
         fed = False
@@ -614,7 +631,11 @@ class _Worker:
                 self._stop(kill=not fed)
                 return
             fed = True
-            self._evaluate(c)
+            try:
+                self._evaluate(c)
+            except Exception as e:  # noqa: BLE001 - the search goes on; this candidate says why
+                c.status, c.detail = "runtime_error", f"the search could not read its worker: {e!r}"[:2000]
+                self._stop(kill=True)
             if self.gpu is not None:
                 c.record["gpu"] = self.gpu
             self.owner.finished(c, self.gpu)
@@ -622,8 +643,11 @@ class _Worker:
     def ask(self, request: dict, prefix: str, timeout: float) -> tuple[dict | None, str]:
         """One JSON request to this worker (kgen.tune.worker.command), between candidates (the
         Evaluator drained): the JSON of its answer's line starting with `prefix` and the lines
-        before it, or None and why not. A worker that dies or hangs is gone; the next request
-        or candidate starts another."""
+        before it, or None and why not (the last line saying so). A worker that died is
+        replaced first; one that dies, hangs past `timeout` or says it is exiting (its CUDA
+        context lost) is gone after the request."""
+        if self.proc is not None and self.proc.poll() is not None:
+            self._reap()
         if self.proc is None:
             self._start()
         try:
@@ -632,21 +656,28 @@ class _Worker:
         except OSError:
             pass   # it died: its output says why, below
         log: list[str] = []
+        deadline = time.monotonic() + timeout
+
+        def failed(why: str) -> tuple[None, str]:
+            last = log[-1].strip() if log else ""
+            return None, "".join(log) + why + (f" (its last line: {last[:300]})" if last else "")
+
         while True:
             try:
-                line = self.lines.get(timeout=timeout)
+                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.0))
             except queue.Empty:
                 self._stop(kill=True)
-                return None, "".join(log) + f"took longer than {timeout:.0f} s"
+                return failed(f"took longer than {timeout:.0f} s")
             if line is None:
-                code = self.proc.wait()
-                self.proc = None
-                return None, "".join(log) + f"the worker exited with {code}"
+                return failed(f"the worker exited with {self._reap()}")
             if line.startswith(prefix):
                 try:
-                    return json.loads(line[len(prefix):]), "".join(log)
+                    answer = json.loads(line[len(prefix):])
                 except ValueError as e:
-                    return None, "".join(log) + f"unreadable result: {e}"
+                    return failed(f"unreadable answer: {e}")
+                if answer.pop("exiting", False):
+                    self._stop(kill=False)
+                return answer, "".join(log)
             log.append(line)
 
     def _evaluate(self, c: Candidate):
@@ -667,8 +698,7 @@ class _Worker:
                 c.status, c.detail = "timeout", f"no result within {timeout:.0f} s"
                 return
             if line is None:
-                code = self.proc.wait()
-                self.proc = None
+                code = self._reap()
                 c.status = "runtime_error"
                 c.detail = f"worker exited with {code}: " + "".join(log[-20:])[-2000:]
                 return
@@ -708,6 +738,8 @@ def results_table(candidates: list[Candidate]) -> str:
 RUNOFF_MARGIN = 0.03
 RUNOFF_MAX = 3
 RUNOFF_ROUNDS = 5
+# Timed calls per file in each round (the median is the round's time), whatever the search's --iters.
+RUNOFF_ITERS = 30
 
 
 def runoff_contenders(passing: list[Candidate]) -> list[Candidate]:
@@ -750,12 +782,12 @@ def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = N
     """kgen.tune.worker runoff: (times, error), by the search's warm `worker` where given (its
     dtype the worker's), else in a subprocess in `env` (gpu_env: the GPU it runs on)."""
     if worker is not None:
-        times, log = worker.ask({"runoff": [str(c.path) for c in contenders], "rounds": RUNOFF_ROUNDS},
-                                RUNOFF_PREFIX, timeout)
+        times, log = worker.ask({"runoff": [str(c.path) for c in contenders], "rounds": RUNOFF_ROUNDS,
+                                 "iters": RUNOFF_ITERS}, RUNOFF_PREFIX, timeout)
         tail = log.strip().splitlines()
         return times, "" if times is not None else (tail[-1] if tail else "no answer")
-    return _worker_json(["runoff", "--rounds", str(RUNOFF_ROUNDS), *dtype_args(dtype), *(str(c.path) for c in contenders)],
-                        RUNOFF_PREFIX, timeout, env)
+    return _worker_json(["runoff", "--rounds", str(RUNOFF_ROUNDS), "--iters", str(RUNOFF_ITERS), *dtype_args(dtype),
+                         *(str(c.path) for c in contenders)], RUNOFF_PREFIX, timeout, env)
 
 
 def compare_with_compile(path: Path, timeout: float, env: dict | None = None,
@@ -1108,20 +1140,20 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
 
     evaluator = Evaluator(tols, None, iters, eval_timeout, echo, on_result, total=len(to_build), gpus=gpus,
                           command=worker_command(tols, None, iters, dtype))
-    if to_build:
-        echo(f"{stamp()} building {len(to_build)} candidates ({jobs} at a time); each is measured "
-             f"as soon as it is built" + (f", by the first free of {len(gpus)} GPU workers" if len(gpus) > 1 else ""))
-    build_all(to_build, jobs, build_timeout, echo,
-              on_built=lambda c: evaluator.submit(c) if c.status == "built" else None)
-    evaluator.drain()
-    # The runoff and the full validations go to the first GPU's worker, warm from its candidates
-    # (a subprocess would start Python, torch and CUDA again: seconds each; docs/perf.md,
-    # session 25), or started for them where nothing was measured; evaluator.finish() at the end.
-    home_worker = evaluator.worker_on(home)
-    save()
-    echo(results_table([c for c in candidates if c.status != "pruned"]))
-
     try:
+        if to_build:
+            echo(f"{stamp()} building {len(to_build)} candidates ({jobs} at a time); each is measured "
+                 f"as soon as it is built" + (f", by the first free of {len(gpus)} GPU workers" if len(gpus) > 1 else ""))
+        build_all(to_build, jobs, build_timeout, echo,
+                  on_built=lambda c: evaluator.submit(c) if c.status == "built" else None)
+        evaluator.drain()
+        # The runoff and the full validations go to the first GPU's worker, warm from its candidates
+        # (a subprocess would start Python, torch and CUDA again: seconds each; docs/perf.md,
+        # session 25), or started for them where nothing was measured; evaluator.finish() at the end.
+        home_worker = evaluator.worker_on(home)
+        save()
+        echo(results_table([c for c in candidates if c.status != "pruned"]))
+
         for tol in sorted(tols):
             passing = sorted((c for c in candidates if c.status == "passed" and tol in c.record["passing_tols"]),
                              key=lambda c: c.measured["median_ms"])
@@ -1211,6 +1243,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
             else:
                 echo(f"{stamp()} tol {tol:g}: no candidate passed")
     finally:
-        evaluator.finish()
+        # (killed where the search raised or was interrupted: a worker mid-request is not waited for)
+        evaluator.finish(kill=sys.exc_info()[1] is not None)
     echo(f"{stamp()} record: {record_path}")
     return dict(save(), record_path=str(record_path))

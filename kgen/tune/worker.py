@@ -10,10 +10,11 @@ CUDA context costs only itself.
 the files from stdin, one per line, as a search builds them), and exits after a candidate whose
 run raised (the CUDA context may be unusable after an illegal access); the caller restarts it
 on the remaining files. A search's worker, warm after its candidates, also takes the runoff and
-the full validation as stdin lines of JSON (`{"runoff": [FILE...], "rounds": R}` -> one line
-`KGEN_RUNOFF {json}`; `{"validate": FILE, "tol": T, "batch": B}` -> `kgen validate`'s lines, then
-`KGEN_VALIDATED {"passed": ...}`): the same work as those subprocesses, without a fresh process's
-start (Python, torch, CUDA, the reference's trace: seconds each).
+the full validation as stdin lines of JSON (`{"runoff": [FILE...], "rounds": R, "iters": N}` ->
+one line `KGEN_RUNOFF {json}`; `{"validate": FILE, "tol": T, "batch": B}` -> `kgen validate`'s
+lines, then `KGEN_VALIDATED {"passed": ...}`; each answer with `"exiting"`, true where the CUDA
+context was lost and the worker exits after it): the same work as those subprocesses, without a
+fresh process's start (Python, torch, CUDA, the reference's trace: seconds each).
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ def warm_up() -> None:
         pass
 
 
-def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> int:
-    """Prints one line `KGEN_RUNOFF {json}`: kgen.check.bench.runoff of the files."""
+def runoff_times(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> dict:
+    """kgen.check.bench.runoff of the files."""
     from kgen.check.bench import runoff as timed
     from kgen.check.loading import EmittedFile
 
@@ -110,13 +111,18 @@ def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> in
     files = [EmittedFile(p) for p in paths]
     for f in files:
         f.build(module_dtype)
-    print(RUNOFF_PREFIX + json.dumps(timed(files, rounds, iters, dtype=module_dtype)), flush=True)
+    return timed(files, rounds, iters, dtype=module_dtype)
+
+
+def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> int:
+    """Prints one line `KGEN_RUNOFF {json}`: kgen.check.bench.runoff of the files."""
+    print(RUNOFF_PREFIX + json.dumps(runoff_times(paths, rounds, iters, dtype)), flush=True)
     return 0
 
 
-def full_validation(path: str, tol: float, batch: int | None, dtype: str = "fp32") -> int:
-    """`kgen validate FILE --tol T [--batch B]`'s checks and lines, in this process; then one line
-    `KGEN_VALIDATED {"passed": ...}`."""
+def full_validation(path: str, tol: float, batch: int | None, dtype: str = "fp32") -> dict:
+    """`kgen validate FILE --tol T [--batch B]`'s checks, their lines printed as it prints them;
+    returns {"passed": ...}."""
     from kgen.check.loading import EmittedFile
     from kgen.check.validate import summary, validate
 
@@ -125,8 +131,7 @@ def full_validation(path: str, tol: float, batch: int | None, dtype: str = "fp32
     f.build(module_dtype)
     results = validate(f, tol=tol, batch=batch, dtype=module_dtype, report=lambda r: print(r.line(), flush=True))
     print(summary(results), flush=True)
-    print(VALIDATED_PREFIX + json.dumps({"passed": all(r.passed for r in results)}), flush=True)
-    return 0
+    return {"passed": all(r.passed for r in results)}
 
 
 def release_memory() -> None:
@@ -143,15 +148,24 @@ def release_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def command(line: str, iters: int, dtype: str) -> int:
-    """A search's JSON request to its warm worker (the module docstring)."""
+def command(line: str, dtype: str) -> bool:
+    """A search's JSON request to its warm worker (the module docstring): prints the answer's
+    line and returns whether this process must exit after it. A full validation stops at a
+    check after which the CUDA context is lost: the answer then says `"exiting": true`, so
+    that the search starts another worker for what follows rather than writing to this one."""
+    from kgen.check.validate import cuda_context_lost
+
     request = json.loads(line)
     release_memory()
     if "runoff" in request:
-        return runoff(request["runoff"], request.get("rounds", 5), request.get("iters", iters), dtype)
-    if "validate" in request:
-        return full_validation(request["validate"], request["tol"], request.get("batch"), dtype)
-    raise ValueError(f"unknown request: {line[:200]}")
+        prefix, answer = RUNOFF_PREFIX, runoff_times(request["runoff"], request["rounds"], request["iters"], dtype)
+    elif "validate" in request:
+        prefix, answer = VALIDATED_PREFIX, full_validation(request["validate"], request["tol"], request.get("batch"), dtype)
+    else:
+        raise ValueError(f"unknown request: {line[:200]}")
+    exiting = cuda_context_lost()
+    print(prefix + json.dumps(dict(answer, exiting=exiting)), flush=True)
+    return exiting
 
 
 def compare(path: str, iters: int, dtype: str = "fp32") -> int:
@@ -205,15 +219,11 @@ def main(argv=None) -> int:
             continue
         if path.startswith("{"):
             try:
-                command(path, args.iters, args.dtype)
+                if command(path, args.dtype):
+                    return EXIT_AFTER_RUNTIME_ERROR
             except Exception:  # noqa: BLE001 - the search reads the traceback as the reason
                 traceback.print_exc(file=sys.stdout)
-                return EXIT_AFTER_RUNTIME_ERROR
-            # A full validation stops at a check after which the CUDA context is lost, and says
-            # so: this process can run nothing more (the search starts another for what follows).
-            from kgen.check.validate import cuda_context_lost
-
-            if cuda_context_lost():
+                sys.stdout.flush()
                 return EXIT_AFTER_RUNTIME_ERROR
             release_memory()
             continue

@@ -277,13 +277,18 @@ def test_the_runoff_and_the_full_validation_go_to_the_first_gpus_warm_worker(tmp
     ev.finish()
 
 
-def test_a_worker_that_dies_on_a_request_says_why_and_the_next_starts_another(tmp_path, monkeypatch):
+def _warm_worker(tmp_path, monkeypatch, names):
+    """Candidates named `names` and the one GPU's worker after it measured the first of them."""
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    cands = _candidates(tmp_path, ["a", "die", "b"])
+    cands = _candidates(tmp_path, names)
     ev, _, _ = _evaluator(tmp_path, [0], total=1)
     ev.submit(cands[0])
     ev.drain()
-    home = ev.worker_on(0)
+    return ev, cands, ev.worker_on(0)
+
+
+def test_a_worker_that_dies_on_a_request_says_why_and_the_next_starts_another(tmp_path, monkeypatch):
+    ev, cands, home = _warm_worker(tmp_path, monkeypatch, ["a", "die", "b"])
     first = cands[0].record["pid"]
     ok, log = search.full_validation(cands[1].path, 1e-4, 30, worker=home)
     assert not ok and "illegal memory access" in log and "exited with 3" in log
@@ -298,12 +303,7 @@ def test_after_a_request_that_lost_the_cuda_context_the_next_goes_to_a_fresh_wor
     """A worker whose CUDA context a check lost answers, says it is exiting, and exits: the next
     request (the next-fastest candidate's validation) is not written to it but to a new worker,
     and passes."""
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    cands = _candidates(tmp_path, ["a", "lost", "b"])
-    ev, _, _ = _evaluator(tmp_path, [0], total=1)
-    ev.submit(cands[0])
-    ev.drain()
-    home = ev.worker_on(0)
+    ev, cands, home = _warm_worker(tmp_path, monkeypatch, ["a", "lost", "b"])
     ok, log = search.full_validation(cands[1].path, 1e-4, 30, worker=home)
     assert not ok and "FAIL" in log
     ok, log = search.full_validation(cands[2].path, 1e-4, 30, worker=home)

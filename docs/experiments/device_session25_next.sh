@@ -7,7 +7,8 @@
 #      four candidates since the cost model's refit (6893472) and no fresh processes for the
 #      runoff and the validation; against session 24's 53.1 s cold / 4.35-4.78 s rerun.
 # Then, on nvidia-h200-x2: RUN_SEARCH=0 OUT=$OUT bash scripts/device_multigpu.sh (issue 26's DDP
-# and FSDP2 tests at today's code; last run in session 15).
+# and FSDP2 tests at today's code; last run in session 15); and on an H100
+# docs/experiments/device_session25_batches.sh (issue 25, item 2, carry .kb).
 unset PYTHONDONTWRITEBYTECODE
 . scripts/device_setup.sh
 t "compileall"

@@ -152,14 +152,18 @@ def test_validation_catches_a_wrong_kernel(tmp_path):
 
 
 def test_runoff_times_each_contender_right_after_eager(tmp_path):
-    """The search's runoff (kgen.tune.worker runoff, in a subprocess) on two prebuilt variants of
-    problem 33 at KernelBench's shape: every round times each file once, right after eager."""
-    from kgen.tune.search import RUNOFF_ROUNDS, run_runoff, runoff_order
+    """The search's runoff (a request to its GPU worker) on two prebuilt variants of problem 33 at
+    KernelBench's shape: every round times each file once, right after eager."""
+    from kgen.tune.search import RUNOFF_ROUNDS, Evaluator, run_runoff, runoff_order
 
     files = [make(tmp_path, "gemm_scale_bn", *v, 1024, 8192, 8192)
              for v in (("cublas", "fp32_simt", 1), ("kgen", "tf32x3", 2))]
     contenders = [Candidate(f.spec, f.path) for f in files]
-    times, error = run_runoff(contenders, 300)
+    evaluator = Evaluator([1e-4], None, 30, 300, print, lambda c: None, total=0, gpus=[0])
+    try:
+        times, error = run_runoff(contenders, 300, evaluator.worker_on(0))
+    finally:
+        evaluator.finish()
     assert times is not None, error
     assert len(times["eager"]) == 2 * RUNOFF_ROUNDS
     assert all(len(times[str(f.path)]) == RUNOFF_ROUNDS and min(times[str(f.path)]) > 0 for f in files)

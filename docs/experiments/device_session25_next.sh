@@ -2,7 +2,7 @@
 # 36-file search). One call on an H100 (~6 min):
 #   1. tests/test_search_gpu.py: a whole search whose runoff and full validation are requests
 #      to the warm GPU worker (0c60442; CPU-tested with fake workers only), and test_gpu.py's
-#      runoff test (the subprocess path, still used by --also-batch);
+#      runoff test (now a request to a worker too);
 #   2. the README's main job with Python's bytecode kept (session 24's method), cold and rerun:
 #      four candidates since the cost model's refit (6893472) and no fresh processes for the
 #      runoff and the validation; against session 24's 53.1 s cold / 4.35-4.78 s rerun.
@@ -18,13 +18,7 @@ t "gpu tests: the search end to end, the runoff"
 timeout 240 python3 -m pytest -m gpu -v -rfEx tests/test_search_gpu.py "tests/test_gpu.py" -k "end_to_end or runoff" \
   > $OUT/s25_search_gpu_tests.log 2>&1
 echo "exit $?"; tail -5 $OUT/s25_search_gpu_tests.log | cut -c1-300
-t "main job cold"
-/usr/bin/time -f "main job cold wall %e s" kgen search --problem gemm_scale_bn --in 8192 --out 8192 --batch 1024 --out-dir $OUT/gen > $OUT/s25_mainjob_cold.log 2>&1
-tail -1 $OUT/s25_mainjob_cold.log; grep -E "^\[|build \[" $OUT/s25_mainjob_cold.log | cut -c1-140
-for i in 1 2; do
-t "main job rerun $i"
-/usr/bin/time -f "main job rerun wall %e s" kgen search --problem gemm_scale_bn --in 8192 --out 8192 --batch 1024 --out-dir $OUT/gen > $OUT/s25_mainjob_rerun_$i.log 2>&1
-tail -1 $OUT/s25_mainjob_rerun_$i.log
-done
-rm -rf $OUT/gen
+t "main job cold and rerun (scripts/time_main_job.sh: fresh caches, a scratch directory)"
+OUT=$OUT bash scripts/time_main_job.sh > /dev/null 2>&1
+cat $OUT/main_job_times.txt; grep -E "^\[|build \[" $OUT/main_job_cold.log | cut -c1-140
 t done

@@ -634,82 +634,70 @@ class _Worker:
             try:
                 self._evaluate(c)
             except Exception as e:  # noqa: BLE001 - the search goes on; this candidate says why
-                c.status, c.detail = "runtime_error", f"the search could not read its worker: {e!r}"[:2000]
+                c.status, c.detail = "runtime_error", f"the search's exchange with its worker failed: {e!r}"[:2000]
                 self._stop(kill=True)
             if self.gpu is not None:
                 c.record["gpu"] = self.gpu
             self.owner.finished(c, self.gpu)
 
-    def ask(self, request: dict, prefix: str, timeout: float) -> tuple[dict | None, str]:
-        """One JSON request to this worker (kgen.tune.worker.command), between candidates (the
-        Evaluator drained): the JSON of its answer's line starting with `prefix` and the lines
-        before it, or None and why not (the last line saying so). A worker that died is
-        replaced first; one that dies, hangs past `timeout` or says it is exiting (its CUDA
-        context lost) is gone after the request."""
+    def _exchange(self, line: str, prefix: str, timeout: float) -> tuple[dict | None, list[str], str]:
+        """Writes `line` to the worker (started first where none runs, replaced where it died) and
+        reads its output up to the line starting with `prefix`: (that line's JSON, the lines
+        before it, ""), or (None, those lines, why not): "timeout" (the worker killed after
+        `timeout` s), "exited with N", or "unreadable answer: ..."."""
         if self.proc is not None and self.proc.poll() is not None:
             self._reap()
         if self.proc is None:
             self._start()
         try:
-            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
         except OSError:
-            pass   # it died: its output says why, below
+            pass   # it died (in its warm-up, say): its output says why, below
         log: list[str] = []
         deadline = time.monotonic() + timeout
-
-        def failed(why: str) -> tuple[None, str]:
-            last = log[-1].strip() if log else ""
-            return None, "".join(log) + why + (f" (its last line: {last[:300]})" if last else "")
-
         while True:
             try:
-                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.0))
+                out = self.lines.get(timeout=max(deadline - time.monotonic(), 0.0))
             except queue.Empty:
                 self._stop(kill=True)
-                return failed(f"took longer than {timeout:.0f} s")
-            if line is None:
-                return failed(f"the worker exited with {self._reap()}")
-            if line.startswith(prefix):
+                return None, log, "timeout"
+            if out is None:
+                return None, log, f"exited with {self._reap()}"
+            if out.startswith(prefix):
                 try:
-                    answer = json.loads(line[len(prefix):])
+                    return json.loads(out[len(prefix):]), log, ""
                 except ValueError as e:
-                    return failed(f"unreadable answer: {e}")
-                if answer.pop("exiting", False):
-                    self._stop(kill=False)
-                return answer, "".join(log)
-            log.append(line)
+                    self._stop(kill=True)
+                    return None, log, f"unreadable answer: {e}"
+            log.append(out)
+
+    def ask(self, request: dict, prefix: str, timeout: float) -> tuple[dict | None, str]:
+        """One JSON request to this worker (kgen.tune.worker.command), between candidates (the
+        Evaluator drained): the answer's JSON and the lines before it, or None and why not (the
+        last line saying so). A worker that dies, hangs past `timeout` or says it is exiting
+        (its CUDA context lost) is gone after the request; the next starts another."""
+        answer, log, why = self._exchange(json.dumps(request), prefix, timeout)
+        if answer is None:
+            why = f"took longer than {timeout:.0f} s" if why == "timeout" else f"the worker {why}"
+            last = log[-1].strip() if log else ""
+            return None, "".join(log) + why + (f" (its last line: {last[:300]})" if last else "")
+        if answer.pop("exiting", False):
+            self._stop(kill=False)
+        return answer, "".join(log)
 
     def _evaluate(self, c: Candidate):
         timeout = self.owner.timeout
-        if self.proc is None:
-            self._start()
-        try:
-            self.proc.stdin.write(f"{c.path}\n")
-            self.proc.stdin.flush()
-        except OSError:
-            pass   # it died (in its warm-up, or after the last candidate): its output says why, below
-        log: list[str] = []
-        while True:
-            try:
-                line = self.lines.get(timeout=timeout)
-            except queue.Empty:
-                self._stop(kill=True)
-                c.status, c.detail = "timeout", f"no result within {timeout:.0f} s"
-                return
-            if line is None:
-                code = self._reap()
-                c.status = "runtime_error"
-                c.detail = f"worker exited with {code}: " + "".join(log[-20:])[-2000:]
-                return
-            if line.startswith(RESULT_PREFIX):
-                record = json.loads(line[len(RESULT_PREFIX):])
-                c.record, c.status, c.detail = record, record["status"], record.get("detail", "")
-                if c.status == "runtime_error":
-                    # The worker exits after a candidate that raised: the context may be gone.
-                    self._stop(kill=False)
-                return
-            log.append(line)
+        record, log, why = self._exchange(str(c.path), RESULT_PREFIX, timeout)
+        if record is None:
+            c.status = "timeout" if why == "timeout" else "runtime_error"
+            c.detail = (f"no result within {timeout:.0f} s" if why == "timeout"
+                        else f"worker {why}: " + "".join(log[-20:])[-2000:])
+            return
+        c.record, c.status, c.detail = record, record["status"], record.get("detail", "")
+        if c.status == "runtime_error":
+            # The worker exits after a candidate that raised: the context may be gone.
+            self._stop(kill=False)
 
 
 def results_table(candidates: list[Candidate]) -> str:
@@ -777,17 +765,13 @@ def _worker_json(args: list[str], prefix: str, timeout: float, env: dict | None)
     return None, tail[-1] if tail else f"exit {proc.returncode}"
 
 
-def run_runoff(contenders: list[Candidate], timeout: float, env: dict | None = None,
-               dtype: str = "fp32", worker: _Worker | None = None) -> tuple[dict | None, str]:
-    """kgen.tune.worker runoff: (times, error), by the search's warm `worker` where given (its
-    dtype the worker's), else in a subprocess in `env` (gpu_env: the GPU it runs on)."""
-    if worker is not None:
-        times, log = worker.ask({"runoff": [str(c.path) for c in contenders], "rounds": RUNOFF_ROUNDS,
-                                 "iters": RUNOFF_ITERS}, RUNOFF_PREFIX, timeout)
-        tail = log.strip().splitlines()
-        return times, "" if times is not None else (tail[-1] if tail else "no answer")
-    return _worker_json(["runoff", "--rounds", str(RUNOFF_ROUNDS), "--iters", str(RUNOFF_ITERS), *dtype_args(dtype),
-                         *(str(c.path) for c in contenders)], RUNOFF_PREFIX, timeout, env)
+def run_runoff(contenders: list[Candidate], timeout: float, worker: _Worker) -> tuple[dict | None, str]:
+    """The contenders' runoff (kgen.check.bench.runoff) by the search's warm `worker`, on its GPU
+    and in its dtype: (times, error)."""
+    times, log = worker.ask({"runoff": [str(c.path) for c in contenders], "rounds": RUNOFF_ROUNDS,
+                             "iters": RUNOFF_ITERS}, RUNOFF_PREFIX, timeout)
+    tail = log.strip().splitlines()
+    return times, "" if times is not None else (tail[-1] if tail else "no answer")
 
 
 def compare_with_compile(path: Path, timeout: float, env: dict | None = None,
@@ -805,18 +789,12 @@ def compile_line(times: dict) -> str:
             f"max-autotune {times['max_autotune_ms']:.3f} ms ({k / times['max_autotune_ms']:.3f}x), one run")
 
 
-def full_validation(path: Path, tol: float, timeout: float, env: dict | None = None,
-                    dtype: str = "fp32", batch: int | None = None,
-                    worker: _Worker | None = None) -> tuple[bool, str]:
-    """`kgen validate` of the file: (passed, its output), by the search's warm `worker` where
-    given (its dtype the worker's), else in a subprocess in `env`."""
-    if worker is not None:
-        answer, log = worker.ask({"validate": str(path), "tol": tol, "batch": batch}, VALIDATED_PREFIX, timeout)
-        return bool(answer and answer["passed"]), log
-    proc = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(path), "--tol", repr(tol),
-                           *dtype_args(dtype), *(["--batch", str(batch)] if batch else [])],
-                          capture_output=True, text=True, timeout=timeout, env=env)
-    return proc.returncode == 0, proc.stdout + proc.stderr
+def full_validation(path: Path, tol: float, timeout: float, worker: _Worker,
+                    batch: int | None = None) -> tuple[bool, str]:
+    """`kgen validate`'s checks of the file by the search's warm `worker`, on its GPU and in its
+    dtype: (passed, the checks' lines)."""
+    answer, log = worker.ask({"validate": str(path), "tol": tol, "batch": batch}, VALIDATED_PREFIX, timeout)
+    return bool(answer and answer["passed"]), log
 
 
 def failed_checks(log: str) -> str:
@@ -1167,7 +1145,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 times, error = cache.runoff(contenders, device, dtype), ""
                 known = times is not None
                 if not known:
-                    times, error = run_runoff(contenders, eval_timeout, home_env, dtype, worker=home_worker)
+                    times, error = run_runoff(contenders, eval_timeout, home_worker)
                     if times is not None:
                         cache.store_runoff(contenders, device, times, dtype)
                 if times is None:
@@ -1189,8 +1167,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                     ok, log = True, ""
                     for b in also_batches:
                         echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()} at batch {b}")
-                        ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env, dtype, batch=b,
-                                                  worker=home_worker)
+                        ok, log = full_validation(c.path, tol, eval_timeout * 3, home_worker, batch=b)
                         if not ok:
                             break
                     if not ok:
@@ -1203,7 +1180,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                     echo(f"{stamp()} tol {tol:g}: {c.spec.name()} passed the full validation before on this device")
                 else:
                     echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()}")
-                    ok, log = full_validation(c.path, tol, eval_timeout * 3, home_env, dtype, worker=home_worker)
+                    ok, log = full_validation(c.path, tol, eval_timeout * 3, home_worker)
                 if ok:
                     cache.store_full_validation(c.spec, device, tol, dtype)
                     measured = dict(c.measured, tol=tol, **({"runoff_ms": c.runoff_ms} if c.runoff_ms else {}),

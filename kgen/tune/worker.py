@@ -3,18 +3,17 @@ CUDA context costs only itself.
 
     python -m kgen.tune.worker build [--dtype D] FILE
     python -m kgen.tune.worker evaluate --tol 1e-4 [--tol 1e-2] [--batch B] [--iters N] [--dtype D] FILE... | -
-    python -m kgen.tune.worker runoff [--rounds R] [--iters N] [--dtype D] FILE...
     python -m kgen.tune.worker compare [--iters N] [--dtype D] FILE
 
 `evaluate` prints one line `KGEN_RESULT {json}` per candidate as it finishes (with `-`, it reads
 the files from stdin, one per line, as a search builds them), and exits after a candidate whose
 run raised (the CUDA context may be unusable after an illegal access); the caller restarts it
 on the remaining files. A search's worker, warm after its candidates, also takes the runoff and
-the full validation as stdin lines of JSON (`{"runoff": [FILE...], "rounds": R, "iters": N}` ->
+the full validation (the search's last steps) as stdin lines of JSON (`{"runoff": [FILE...], "rounds": R, "iters": N}` ->
 one line `KGEN_RUNOFF {json}`; `{"validate": FILE, "tol": T, "batch": B}` -> `kgen validate`'s
 lines, then `KGEN_VALIDATED {"passed": ...}`; each answer with `"exiting"`, true where the CUDA
-context was lost and the worker exits after it): the same work as those subprocesses, without a
-fresh process's start (Python, torch, CUDA, the reference's trace: seconds each).
+context was lost and the worker exits after it): no fresh process's start for them (Python,
+torch, CUDA, the reference's trace: seconds each).
 """
 
 from __future__ import annotations
@@ -114,12 +113,6 @@ def runoff_times(paths: list[str], rounds: int, iters: int, dtype: str = "fp32")
     return timed(files, rounds, iters, dtype=module_dtype)
 
 
-def runoff(paths: list[str], rounds: int, iters: int, dtype: str = "fp32") -> int:
-    """Prints one line `KGEN_RUNOFF {json}`: kgen.check.bench.runoff of the files."""
-    print(RUNOFF_PREFIX + json.dumps(runoff_times(paths, rounds, iters, dtype)), flush=True)
-    return 0
-
-
 def full_validation(path: str, tol: float, batch: int | None, dtype: str = "fp32") -> dict:
     """`kgen validate FILE --tol T [--batch B]`'s checks, their lines printed as it prints them;
     returns {"passed": ...}."""
@@ -195,20 +188,15 @@ def main(argv=None) -> int:
     p_eval.add_argument("--tol", type=float, action="append", required=True)
     p_eval.add_argument("--batch", type=int, default=None)
     p_eval.add_argument("--iters", type=int, default=30)
-    p_runoff = sub.add_parser("runoff")
-    p_runoff.add_argument("--rounds", type=int, default=5)
-    p_runoff.add_argument("--iters", type=int, default=30)
     p_compare = sub.add_parser("compare")
     p_compare.add_argument("--iters", type=int, default=30)
-    for p in (p_eval, p_runoff, p_compare):
+    for p in (p_eval, p_compare):
         p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",
                        help="the module and its input in this dtype (eager too)")
         p.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
     if args.cmd == "build":
         return build(args.file, args.dtype)
-    if args.cmd == "runoff":
-        return runoff(args.files, args.rounds, args.iters, args.dtype)
     if args.cmd == "compare":
         return max(compare(path, args.iters, args.dtype) for path in args.files)
     if args.files == ["-"]:

@@ -324,13 +324,24 @@ def _core_slot(folder: Path):
         time.sleep(0.05)
 
 
+def _spawned(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """subprocess.run of cmd, its output captured; started again once where the start itself
+    failed (an OSError from the spawn, as a CI run met once: "[Errno 14] Bad address" for nvcc,
+    failing every test that shared the job). What nvcc says and returns is never retried."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except OSError:
+        time.sleep(1.0)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
 def _report(source: str, flags) -> tuple[int, str]:
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / "k.cu"
         cu.write_text(source)
         try:
-            proc = subprocess.run([NVCC, *COMMON, "-fatbin", *flags, str(cu), "-o", str(Path(tmp) / "k.fatbin")],
-                                  capture_output=True, text=True, timeout=900)
+            proc = _spawned([NVCC, *COMMON, "-fatbin", *flags, str(cu), "-o", str(Path(tmp) / "k.fatbin")],
+                            timeout=900)
         except subprocess.TimeoutExpired:
             return -1, "nvcc took more than 900 s"
     return proc.returncode, proc.stderr
@@ -347,8 +358,7 @@ def _program(source: str, flags) -> tuple[int, str, int, str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / "k.cu"
         cu.write_text(source)
-        build = subprocess.run([NVCC, *PROGRAM_COMMON, *flags, str(cu), "-o", str(Path(tmp) / "k")],
-                               capture_output=True, text=True, timeout=900)
+        build = _spawned([NVCC, *PROGRAM_COMMON, *flags, str(cu), "-o", str(Path(tmp) / "k")], timeout=900)
         if build.returncode != 0:
             return build.returncode, build.stderr, -1, "", ""
         run = subprocess.run([str(Path(tmp) / "k")], capture_output=True, text=True, timeout=60)

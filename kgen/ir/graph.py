@@ -170,6 +170,22 @@ class Node:
         return f"%{self.id} = {name}({', '.join(operands)}) : {self.level}{shape}"
 
 
+# The node kinds whose value is a smooth function of their arguments, and the reductions and pools
+# that are (a max or min bends where two elements tie; softmax, traced with a row max, counts as
+# one: the checks then look for kinks they will not find, which costs time, not correctness).
+SMOOTH_KINDS = frozenset({"input", "param", "const", "mask", "gemm", "batchnorm", "groupnorm"})
+SMOOTH_REDUCTIONS = frozenset({"sum", "mean"})
+SMOOTH_POOLS = frozenset({"avg"})
+
+
+def smooth(node: Node) -> bool:
+    """Whether the node's value has no kink or jump in its arguments (a kind this module does not
+    know: False)."""
+    return (node.kind in SMOOTH_KINDS or (node.kind == "pointwise" and node.op in ops.SMOOTH)
+            or (node.kind == "reduce" and node.op in SMOOTH_REDUCTIONS)
+            or (node.kind == "pool" and node.op in SMOOTH_POOLS))
+
+
 def combine_levels(a: str, b: str) -> str | None:
     """The level of a binary op's result, as torch broadcasting gives it; None where the
     broadcast is not an element-wise op over the rows of z ((M,) against (M, N) or (M, 1)

@@ -414,6 +414,18 @@ assert len(POINTWISE) == len(_DEFINITIONS), "two point-wise ops share a name"
 # such output elements out of its forward comparisons (check/validate.may_jump, kinks.jump_mask).
 JUMPING = frozenset({"where", "floor", "ceil", "round", "trunc", "fmod", "remainder", "floor_divide"})
 assert JUMPING <= set(POINTWISE)
+# The ops whose value is differentiable wherever it is finite: no kink, no jump (relu, abs, clamp,
+# hardtanh, min / max and the like bend; pow's exponent decides, so it is left out). The gate's
+# gradient checks look for output elements at a kink of the reference (check/kinks.py: 7-9 fp64
+# forwards and backwards per look) only in a module with an op outside this set
+# (check/validate.may_kink). softplus counts: torch's is x itself beyond its threshold, a bend of
+# sigmoid(20) - 1 ~ 2e-9 in the derivative, below every tolerance. Tied to the oracles by
+# tests/test_ops_smooth.py.
+SMOOTH = frozenset({"add", "sub", "mul", "div", "neg", "exp", "log", "log1p", "expm1", "exp2", "log2", "log10",
+                    "erf", "erfc", "atan", "ndtr", "asin", "acos", "asinh", "acosh", "atanh", "sin", "cos", "tan",
+                    "sinh", "cosh", "sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish", "softplus",
+                    "identity", "detach"})
+assert SMOOTH <= set(POINTWISE) and not SMOOTH & JUMPING
 
 
 

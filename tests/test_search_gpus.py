@@ -58,6 +58,9 @@ FAKE_WORKER = textwrap.dedent('''
         time.sleep(0.05)
         if "hang" in name:
             time.sleep(60)
+        if os.environ.get("FAKE_INCORRECT", "@") in name:   # (a name part the test plants: its validation fails)
+            print("KGEN_RESULT " + json.dumps({"path": path, "status": "incorrect", "detail": "planted"}), flush=True)
+            continue
         if "crash" in name:
             print("KGEN_RESULT " + json.dumps({"path": path, "status": "runtime_error", "detail": "boom"}), flush=True)
             sys.exit(3)
@@ -1013,3 +1016,95 @@ def test_the_several_files_module_imports_no_torch():
     code = "import sys, kgen.tune.several; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None):
+    """The default search (the cost model on, the probe faked: no reduced-precision math meets
+    1e-4) of a shape where fp16x3 is predicted fastest and tf32x3's best is kept as its fallback;
+    `validation` in place of the fake full validation that passes every file."""
+    calls = fake_gpus(tmp_path, monkeypatch)
+    if validation:
+        monkeypatch.setattr(search, "full_validation", validation)
+
+    def fake_probe(problem, batch, i, o, maths, tols, device, constants=(), eager=None):
+        eager["within"] = list(tols)
+        return {m: ([], "rounding alone is too far") for m in maths if m in ("tf32", "bf16")}
+
+    monkeypatch.setattr(search, "probe_maths", fake_probe)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    record = search.run_search("gemm_scale_bn", 1024, 8192, 8192, [1e-4], work_dir=tmp_path / "work",
+                               out_dir=tmp_path / "out", results_dir=tmp_path / "results",
+                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append)
+    return calls, record
+
+
+def test_the_fallback_is_built_but_measured_only_where_nothing_else_passes(tmp_path, monkeypatch):
+    lines = []
+    calls, record = _search_with_a_fallback(tmp_path, monkeypatch, lines)
+    built = {s.name() for s in calls["built"]}
+    by_status = {}
+    for c in record["candidates"]:
+        by_status.setdefault(c["status"], []).append(c["name"])
+    assert by_status.get("reserve"), (by_status, lines)
+    assert all("tf32x3" in n for n in by_status["reserve"])
+    assert set(by_status["reserve"]) <= built
+    assert all("fp16x3" in n for n in by_status["passed"])
+    assert "fp16x3" in record["winners"]["0.0001"]["name"]
+    assert not any("measuring the fallback" in line for line in lines)
+    assert any("more built as the fallback" in line for line in lines)
+
+
+def test_where_nothing_measured_first_passes_the_fallback_is_measured_and_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_INCORRECT", "fp16x3")
+    lines = []
+    _, record = _search_with_a_fallback(tmp_path, monkeypatch, lines)
+    statuses = {c["name"]: c["status"] for c in record["candidates"] if c["status"] != "pruned"}
+    assert {s for n, s in statuses.items() if "fp16x3" in n} == {"incorrect"}
+    assert "reserve" not in statuses.values()
+    assert "tf32x3" in record["winners"]["0.0001"]["name"]
+    assert any("measuring the fallback" in line for line in lines)
+
+
+def test_where_the_full_validations_fail_the_fallback_is_measured_and_validated(tmp_path, monkeypatch):
+    validated = []
+
+    def fake_validation(path, tol, timeout, worker, batch=None):
+        validated.append(Path(path).name)
+        return "fp16x3" not in Path(path).name, "FAIL  training, 20 steps"
+
+    lines = []
+    _, record = _search_with_a_fallback(tmp_path, monkeypatch, lines, fake_validation)
+    fp16 = [n for n in validated if "fp16x3" in n]
+    assert len(fp16) == len(set(fp16)) == 3   # each tried once, none again after the fallback came in
+    assert "tf32x3" in validated[-1] and "tf32x3" in record["winners"]["0.0001"]["name"]
+    assert any("measuring the fallback" in line for line in lines)
+
+
+def test_a_rerun_builds_no_fallback_it_does_not_need(tmp_path, monkeypatch):
+    """Every other candidate's measurement cached: nothing is built (a build of a cached
+    extension costs a Python process seconds), the fallback stays a reserve, the winner stands."""
+    lines = []
+    _search_with_a_fallback(tmp_path, monkeypatch, lines)
+    calls, record = _search_with_a_fallback(tmp_path, monkeypatch, lines)
+    assert calls.get("built", []) == []   # (what fake_build_all was given)
+    assert any(c["status"] == "reserve" for c in record["candidates"])
+    assert "fp16x3" in record["winners"]["0.0001"]["name"]
+
+
+def test_a_rerun_whose_candidates_now_fail_builds_and_measures_the_fallback(tmp_path, monkeypatch):
+    """A rerun (every measurement cached but the full validations'), in which each candidate
+    fails its full validation: the fallback, not built in the rerun until then, is built,
+    measured and validated, and wins."""
+    lines = []
+    _search_with_a_fallback(tmp_path, monkeypatch, lines)
+    cache = json.loads((tmp_path / "cache.json").read_text())
+    (tmp_path / "cache.json").write_text(json.dumps({k: v for k, v in cache.items() if not k.startswith("full tol")}))
+    validated = []
+
+    def fake_validation(path, tol, timeout, worker, batch=None):
+        validated.append(Path(path).name)
+        return "fp16x3" not in Path(path).name, "FAIL  training, 20 steps"
+
+    calls, record = _search_with_a_fallback(tmp_path, monkeypatch, lines, fake_validation)
+    assert [s.math for s in calls["built"]] == ["tf32x3"]
+    assert "tf32x3" in validated[-1] and "tf32x3" in record["winners"]["0.0001"]["name"]

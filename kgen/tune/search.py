@@ -200,8 +200,15 @@ def prune(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dic
     tolerance (rounding is a lower bound on its error), so the tier keeps the accurate
     candidates that win if it does not. Rewrites are kept, and do not count as the best.
     Of the fp32-accurate math modes, the two predicted fastest keep at least their best
-    candidate each: the runner-up is the search's fallback where the first's kernels fail the
-    gate for this module (a GEMM that does not apply, an epilogue or magnitude it gets wrong)."""
+    candidate each (fallbacks)."""
+    dropped = cost_model_drops(specs, admissible, sms)
+    for s in fallbacks(specs, dropped, sms):
+        del dropped[s]
+    return dropped
+
+
+def cost_model_drops(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dict[Spec, str]:
+    """prune's drops before its fallbacks are taken back."""
     dropped = {}
     # A rewrite (the gemv backend) may fail validation where the GEMM passes, so it never sets
     # the bar the GEMM candidates are pruned against, and it is always tried.
@@ -224,15 +231,22 @@ def prune(specs: list[Spec], admissible: dict[float, set[str]], sms: int) -> dic
             if reasons:
                 dropped[s] = (f"cost model: {mine:.2f} ms predicted, > {PRUNE_FACTOR}x the best "
                               f"({', '.join(reasons)})")
+    return dropped
+
+
+def fallbacks(specs: list[Spec], dropped: dict[Spec, str], sms: int) -> list[Spec]:
+    """Of the two fp32-accurate math modes predicted fastest, the best candidate of each whose
+    every candidate the cost model dropped: a fallback where the kernels of the math the model
+    prefers fail the gate for this module (a GEMM that does not apply, an epilogue or magnitude
+    it gets wrong). A search builds them but measures them only where nothing it measured first
+    passes (run_search's reserves)."""
     accurate_by_math: dict[str, list[Spec]] = {}
-    for s in gemms:
-        if s.math in FP32_ACCURATE_MATHS:
+    for s in specs:
+        if s.family != "gemv" and s.math in FP32_ACCURATE_MATHS:
             accurate_by_math.setdefault(s.math, []).append(s)
     ranked = sorted(accurate_by_math.values(), key=lambda group: min(predicted_ms(o, sms) for o in group))
-    for group in ranked[:2]:
-        if all(o in dropped for o in group):
-            del dropped[min(group, key=lambda o: predicted_ms(o, sms))]   # (the first of equals)
-    return dropped
+    return [min(group, key=lambda o: predicted_ms(o, sms))   # (the first of equals)
+            for group in ranked[:2] if all(o in dropped for o in group)]
 
 
 def keep_eagers_rounding(dropped: dict[Spec, str]) -> list[Spec]:
@@ -1042,6 +1056,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
              + ", ".join(f"{s.name()} -> BM {s.tile.bm}, group {s.tile.group_m}, fusion {s.fusion}" for s in specs))
 
     dropped: dict[Spec, str] = {}
+    reserves: set[Spec] = set()   # built, measured only where nothing measured first passes (fallbacks)
     admissible = {t: set(FP32_ACCURATE_MATHS) for t in tols}
     eager: dict = {}
     if not exhaustive and dtype == "fp32":
@@ -1067,13 +1082,17 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
             if not ok:
                 dropped.update({s: f"probe: {why}" for s in specs if s.math == math})
         live = [s for s in specs if s not in dropped]
-        dropped.update(prune(live, {t: m for t, m in admissible.items()}, sms))
+        drops = cost_model_drops(live, admissible, sms)
+        reserves = set(fallbacks(live, drops, sms))
+        dropped.update({s: why for s, why in drops.items() if s not in reserves})
         if beyond:
             for s in keep_eagers_rounding(dropped):
                 echo(f"{stamp()} kept {s.name()}: a plain cuBLAS fp32 GEMM and eager's order of "
                      "row sums, which can give eager's own rounding")
-        echo(f"{stamp()} {len(specs) - len(dropped)} candidates to measure, {len(dropped)} dropped "
-             f"(probe, cost model; --all keeps every spec)")
+        echo(f"{stamp()} {len(specs) - len(dropped) - len(reserves)} candidates to measure, "
+             + (f"{len(reserves)} more built as the fallback{'s' if len(reserves) > 1 else ''} (measured where "
+                f"none of those passes: {', '.join(s.name() for s in reserves)}), " if reserves else "")
+             + f"{len(dropped)} dropped (probe, cost model; --all keeps every spec)")
 
     cand_dir = work_dir / shape
     candidates: list[Candidate] = []
@@ -1106,6 +1125,11 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         return record
 
     to_build = [c for c in candidates if c.status == "pending"]
+    if all(c.spec in reserves for c in to_build):
+        # (a rerun, every other candidate's measurement cached: the fallbacks are built, as they
+        # are measured, only where they are needed; a build of a cached extension still costs a
+        # Python process seconds)
+        to_build = []
     cached = [c for c in candidates if c.cached]
     if cached:
         echo(f"{stamp()} {len(cached)} candidates measured before on this device (cache {cache.path})")
@@ -1116,109 +1140,143 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         with lock:
             save()
 
-    evaluator = Evaluator(tols, None, iters, eval_timeout, echo, on_result, total=len(to_build), gpus=gpus,
+    evaluator = Evaluator(tols, None, iters, eval_timeout, echo, on_result,
+                          total=len([c for c in to_build if c.spec not in reserves]), gpus=gpus,
                           command=worker_command(tols, None, iters, dtype))
+
+    def measure_reserves() -> bool:
+        """The reserves not measured yet, measured now (built first where they are not), as
+        nothing measured before passed a tier; whether there were any."""
+        waiting = [c for c in candidates if c.status == "reserve"]
+        if waiting:
+            echo(f"{stamp()} measuring the fallback{'s' if len(waiting) > 1 else ''}: "
+                 + ", ".join(c.spec.name() for c in waiting))
+            evaluator.total += len(waiting)
+            unbuilt = [c for c in waiting if c not in to_build]
+            for c in waiting:
+                c.status, c.detail = ("pending" if c in unbuilt else "built"), ""
+                if c not in unbuilt:
+                    evaluator.submit(c)
+            build_all(unbuilt, jobs, build_timeout, echo,
+                      on_built=lambda c: evaluator.submit(c) if c.status == "built" else None)
+            evaluator.drain()
+        return bool(waiting)
     try:
         if to_build:
             echo(f"{stamp()} building {len(to_build)} candidates ({jobs} at a time); each is measured "
-                 f"as soon as it is built" + (f", by the first free of {len(gpus)} GPU workers" if len(gpus) > 1 else ""))
+                 f"as soon as it is built{' (a fallback where needed)' if reserves & {c.spec for c in to_build} else ''}" + (f", by the first free of {len(gpus)} GPU workers" if len(gpus) > 1 else ""))
         build_all(to_build, jobs, build_timeout, echo,
-                  on_built=lambda c: evaluator.submit(c) if c.status == "built" else None)
+                  on_built=lambda c: evaluator.submit(c) if c.status == "built" and c.spec not in reserves else None)
         evaluator.drain()
         # The runoff and the full validations go to the first GPU's worker, warm from its candidates
         # (a subprocess would start Python, torch and CUDA again: seconds each; docs/perf.md,
         # session 25), or started for them where nothing was measured; evaluator.finish() at the end.
         home_worker = evaluator.worker_on(home)
+        for c in candidates:
+            if c.spec in reserves and c.status in ("built", "pending"):
+                c.status, c.detail = "reserve", "measured only where nothing measured first passes (a fallback)"
         save()
         echo(results_table([c for c in candidates if c.status != "pruned"]))
 
         for tol in sorted(tols):
-            passing = sorted((c for c in candidates if c.status == "passed" and tol in c.record["passing_tols"]),
-                             key=lambda c: c.measured["median_ms"])
-            for c in passing:
-                c.runoff_ms = None   # a runoff of an earlier tier says nothing here
-                c.at_batches = {}
-            contenders = runoff_contenders(passing)
-            if contenders:
-                # A rerun of a search whose every measurement is cached takes the runoff's times
-                # too (the rerun then measures nothing: README's main job, rerun).
-                times, error = cache.runoff(contenders, device, dtype), ""
-                known = times is not None
-                if not known:
-                    times, error = run_runoff(contenders, eval_timeout, home_worker)
-                    if times is not None:
-                        cache.store_runoff(contenders, device, times, dtype)
-                if times is None:
-                    echo(f"{stamp()} tol {tol:g}: the runoff of the {len(contenders)} fastest failed ({error}); "
-                         "keeping the order of their first measurements")
-                else:
-                    ordered = runoff_order(contenders, times)
-                    passing = ordered + [c for c in passing if c not in contenders]
-                    echo(f"{stamp()} tol {tol:g}: {len(contenders)} candidates within {RUNOFF_MARGIN:.0%} of "
-                         f"each other, timed again in {RUNOFF_ROUNDS} rounds, each right after eager {dtype} "
-                         f"({statistics.median(times['eager']):.3f} ms"
-                         + ("; in an earlier run on this device, cached" if known else "") + "): "
-                         + ", ".join(f"{c.spec.name()} {c.runoff_ms:.3f} ms" for c in ordered))
-            if also_batches and passing:
-                passing = rank_across_batches(passing, tol, also_batches, iters, eval_timeout, home_env, dtype, echo, stamp)
-            for c in passing:
-                if also_batches:
-                    # every batch, the search's own first (its result is cached like any search's)
-                    ok, log = True, ""
-                    for b in also_batches:
-                        echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()} at batch {b}")
-                        ok, log = full_validation(c.path, tol, eval_timeout * 3, home_worker, batch=b)
+            failed_full: set[str] = set()   # (names) failed this tier's full validation in this search
+            while True:   # (again after the fallbacks are measured: measure_reserves)
+                passing = sorted((c for c in candidates if c.status == "passed" and tol in c.record["passing_tols"]
+                                  and c.spec.name() not in failed_full),
+                                 key=lambda c: c.measured["median_ms"])
+                for c in passing:
+                    c.runoff_ms = None   # a runoff of an earlier tier says nothing here
+                    c.at_batches = {}
+                contenders = runoff_contenders(passing)
+                if contenders:
+                    # A rerun of a search whose every measurement is cached takes the runoff's times
+                    # too (the rerun then measures nothing: README's main job, rerun).
+                    times, error = cache.runoff(contenders, device, dtype), ""
+                    known = times is not None
+                    if not known:
+                        times, error = run_runoff(contenders, eval_timeout, home_worker)
+                        if times is not None:
+                            cache.store_runoff(contenders, device, times, dtype)
+                    if times is None:
+                        echo(f"{stamp()} tol {tol:g}: the runoff of the {len(contenders)} fastest failed ({error}); "
+                             "keeping the order of their first measurements")
+                    else:
+                        ordered = runoff_order(contenders, times)
+                        passing = ordered + [c for c in passing if c not in contenders]
+                        echo(f"{stamp()} tol {tol:g}: {len(contenders)} candidates within {RUNOFF_MARGIN:.0%} of "
+                             f"each other, timed again in {RUNOFF_ROUNDS} rounds, each right after eager {dtype} "
+                             f"({statistics.median(times['eager']):.3f} ms"
+                             + ("; in an earlier run on this device, cached" if known else "") + "): "
+                             + ", ".join(f"{c.spec.name()} {c.runoff_ms:.3f} ms" for c in ordered))
+                if also_batches and passing:
+                    passing = rank_across_batches(passing, tol, also_batches, iters, eval_timeout, home_env, dtype, echo, stamp)
+                for c in passing:
+                    if also_batches:
+                        # every batch, the search's own first (its result is cached like any search's)
+                        ok, log = True, ""
+                        for b in also_batches:
+                            echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()} at batch {b}")
+                            ok, log = full_validation(c.path, tol, eval_timeout * 3, home_worker, batch=b)
+                            if not ok:
+                                break
                         if not ok:
-                            break
-                    if not ok:
-                        c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
-                        echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation at batch {b}"
-                             f"{failed_checks(log)}; trying the next")
-                        continue
-                if cache.full_validation(c.spec, device, tol, dtype):
-                    ok, log = True, "cached"
-                    echo(f"{stamp()} tol {tol:g}: {c.spec.name()} passed the full validation before on this device")
-                else:
-                    echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()}")
-                    ok, log = full_validation(c.path, tol, eval_timeout * 3, home_worker)
-                if ok:
-                    cache.store_full_validation(c.spec, device, tol, dtype)
-                    measured = dict(c.measured, tol=tol, **({"runoff_ms": c.runoff_ms} if c.runoff_ms else {}),
-                                    **({"at_batches": {str(b): m for b, m in c.at_batches.items()}}
-                                       if c.at_batches else {}),
-                                    # eager fp32 itself fails allclose(fp64) at this tol: ill-conditioned
-                                    **({"eager_max_abs_err": eager["max_abs"]}
-                                       if "max_abs" in eager and tol not in eager["within"] else {}))
-                    out_dir.mkdir(parents=True, exist_ok=True)
-                    path = generator.write(c.spec, distinct_path(winner_path(out_dir, c.spec, tol, dtype),
-                                                                 c.spec.workload.sha256), measured=measured)
-                    previous = record_winner(out_dir, path, c.spec, tol, measured, dtype)
-                    winners[f"{tol:g}"] = {"name": c.spec.name(), "path": portable_problem(str(path)), "spec": portable_spec(c.spec),
-                                           "measured": measured, "measured_on_gpu": c.record.get("gpu"),
-                                           **({"runoff_gpu": home} if c.runoff_ms else {}),
-                                           **({"full_validation_gpu": home} if log != "cached" else {})}
-                    save()
-                    runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""
-                    echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "
-                         f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager {dtype}{runoff}) -> {path}")
-                    if vs_compile:
-                        echo(f"{stamp()} tol {tol:g}: timing torch.compile of the reference (default and "
-                             "max-autotune) against the winner")
-                        times, error = compare_with_compile(path, eval_timeout * 6, home_env, dtype)
-                        winners[f"{tol:g}"]["vs_compile"] = times or {"error": error}
+                            failed_full.add(c.spec.name())
+                            c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
+                            echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation at batch {b}"
+                                 f"{failed_checks(log)}; trying the next")
+                            continue
+                    if cache.full_validation(c.spec, device, tol, dtype):
+                        ok, log = True, "cached"
+                        echo(f"{stamp()} tol {tol:g}: {c.spec.name()} passed the full validation before on this device")
+                    else:
+                        echo(f"{stamp()} tol {tol:g}: full validation of {c.spec.name()}")
+                        ok, log = full_validation(c.path, tol, eval_timeout * 3, home_worker)
+                    if ok:
+                        cache.store_full_validation(c.spec, device, tol, dtype)
+                        measured = dict(c.measured, tol=tol, **({"runoff_ms": c.runoff_ms} if c.runoff_ms else {}),
+                                        **({"at_batches": {str(b): m for b, m in c.at_batches.items()}}
+                                           if c.at_batches else {}),
+                                        # eager fp32 itself fails allclose(fp64) at this tol: ill-conditioned
+                                        **({"eager_max_abs_err": eager["max_abs"]}
+                                           if "max_abs" in eager and tol not in eager["within"] else {}))
+                        out_dir.mkdir(parents=True, exist_ok=True)
+                        path = generator.write(c.spec, distinct_path(winner_path(out_dir, c.spec, tol, dtype),
+                                                                     c.spec.workload.sha256), measured=measured)
+                        previous = record_winner(out_dir, path, c.spec, tol, measured, dtype)
+                        winners[f"{tol:g}"] = {"name": c.spec.name(), "path": portable_problem(str(path)), "spec": portable_spec(c.spec),
+                                               "measured": measured, "measured_on_gpu": c.record.get("gpu"),
+                                               **({"runoff_gpu": home} if c.runoff_ms else {}),
+                                               **({"full_validation_gpu": home} if log != "cached" else {})}
                         save()
-                        echo(f"           {compile_line(times)}" if times else f"           no comparison: {error}")
-                    if previous and previous.get("variant") != c.spec.name():
-                        pm = previous.get("measured") or {}
-                        echo(f"           replaced the earlier winner {previous.get('variant')} "
-                             f"({pm.get('median_ms', float('nan')):.3f} ms on {pm.get('device')}, {pm.get('date')})")
-                    elif previous:
-                        echo("           (the same variant as the earlier winner; its measurement is updated)")
-                    break
-                c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
-                echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation{failed_checks(log)}; trying the next")
-            else:
-                echo(f"{stamp()} tol {tol:g}: no candidate passed")
+                        runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""
+                        echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "
+                             f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager {dtype}{runoff}) -> {path}")
+                        if vs_compile:
+                            echo(f"{stamp()} tol {tol:g}: timing torch.compile of the reference (default and "
+                                 "max-autotune) against the winner")
+                            times, error = compare_with_compile(path, eval_timeout * 6, home_env, dtype)
+                            winners[f"{tol:g}"]["vs_compile"] = times or {"error": error}
+                            save()
+                            echo(f"           {compile_line(times)}" if times else f"           no comparison: {error}")
+                        if previous and previous.get("variant") != c.spec.name():
+                            pm = previous.get("measured") or {}
+                            echo(f"           replaced the earlier winner {previous.get('variant')} "
+                                 f"({pm.get('median_ms', float('nan')):.3f} ms on {pm.get('device')}, {pm.get('date')})")
+                        elif previous:
+                            echo("           (the same variant as the earlier winner; its measurement is updated)")
+                        break
+                    failed_full.add(c.spec.name())
+                    c.record.setdefault("full_validation_failures", {})[f"{tol:g}"] = log[-2000:]
+                    echo(f"{stamp()} tol {tol:g}: {c.spec.name()} failed full validation{failed_checks(log)}; trying the next")
+                else:
+                    # Nothing passed this tier: the fallbacks, where there are any left to measure,
+                    # then the tier again (what failed its full validation is not tried again).
+                    if measure_reserves():
+                        save()
+                        echo(results_table([c for c in candidates if c.status != "pruned"]))
+                        continue
+                    echo(f"{stamp()} tol {tol:g}: no candidate passed")
+                break
     finally:
         # (killed where the search raised or was interrupted: a worker mid-request is not waited for)
         evaluator.finish(kill=sys.exc_info()[1] is not None)

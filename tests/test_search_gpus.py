@@ -360,6 +360,28 @@ def test_a_search_that_raises_kills_its_workers(tmp_path, monkeypatch):
     assert not any(w.thread.is_alive() for w in ev.workers)
 
 
+def test_the_worker_thaws_what_its_imports_froze_before_each_candidate(monkeypatch, capsys):
+    """validate() keeps the heap out of its checks' collections only in a process that froze
+    nothing of its own; the worker's imports and builds freeze a few hundred objects (the H100
+    host), so the worker thaws them before each candidate and request."""
+    import gc
+    import io
+
+    from kgen.tune import worker
+
+    seen = []
+    monkeypatch.setattr(worker, "warm_up", lambda: gc.freeze())   # (where the host's freeze came from)
+    monkeypatch.setattr(worker, "evaluate_one",
+                        lambda path, *a: seen.append(gc.get_freeze_count()) or gc.freeze() or {"path": path, "status": "passed"})
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a.py\nb.py\n"))
+    frozen_by_the_session = gc.get_freeze_count()
+    try:
+        assert worker.main(["evaluate", "--tol", "1e-4", "-"]) == 0
+        assert seen == [0, 0]
+    finally:
+        gc.freeze() if frozen_by_the_session else gc.unfreeze()
+
+
 def test_the_worker_answers_the_searchs_requests(monkeypatch, capsys):
     """kgen.tune.worker's loop: JSON lines are the runoff and the full validation (their answers
     printed as the search reads them, each saying whether the worker exits after it), paths are

@@ -19,6 +19,7 @@ torch, CUDA, the reference's trace: seconds each).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import traceback
@@ -132,8 +133,6 @@ def release_memory() -> None:
     candidates and requests its worker stays up, where the search may run a subprocess on the
     same GPU (a measurement at another batch, torch.compile's), or the next request may need
     it all (a full validation at 32768 x 32768)."""
-    import gc
-
     import torch
 
     gc.collect()
@@ -205,6 +204,13 @@ def main(argv=None) -> int:
     for path in files:
         if not path:
             continue
+        # Something this process imports or builds freezes a few hundred objects of its own (375
+        # on the H100 host by its first candidate; not on the CPU), and validate() freezes the heap out
+        # of its checks' collections only in a process that froze nothing (a freeze cannot be
+        # undone in part): without this, each of a candidate's ~10 collections scans all of
+        # torch's objects (0.12 s each, half of a quick validation; docs/perf.md, session 26).
+        # This process is the search's: what it freezes is validate()'s to decide.
+        gc.unfreeze()
         if path.startswith("{"):
             try:
                 if command(path, args.dtype):

@@ -360,23 +360,35 @@ def test_a_search_that_raises_kills_its_workers(tmp_path, monkeypatch):
     assert not any(w.thread.is_alive() for w in ev.workers)
 
 
-def test_the_worker_thaws_what_its_imports_froze_before_each_candidate(monkeypatch, capsys):
+def test_the_worker_thaws_what_loading_a_file_froze_before_validating_it(monkeypatch):
     """validate() keeps the heap out of its checks' collections only in a process that froze
-    nothing of its own; the worker's imports and builds freeze a few hundred objects (the H100
-    host), so the worker thaws them before each candidate and request."""
+    nothing of its own; loading a candidate's file and extension freezes a few hundred objects
+    on the GPU host, so the worker thaws them right before each validation it runs."""
     import gc
-    import io
 
+    from kgen.check import loading, validate as validate_module
     from kgen.tune import worker
 
     seen = []
-    monkeypatch.setattr(worker, "warm_up", lambda: gc.freeze())   # (where the host's freeze came from)
-    monkeypatch.setattr(worker, "evaluate_one",
-                        lambda path, *a: seen.append(gc.get_freeze_count()) or gc.freeze() or {"path": path, "status": "passed"})
-    monkeypatch.setattr(sys, "stdin", io.StringIO("a.py\nb.py\n"))
+
+    class Loaded:   # (an EmittedFile whose loading and build freeze, as on the GPU host)
+        def __init__(self, path):
+            gc.freeze()
+
+        def build(self, dtype):
+            gc.freeze()
+
+    def fake_validate(f, **kw):
+        seen.append(gc.get_freeze_count())
+        raise RuntimeError("seen")   # (what follows a validation is not this test's)
+
+    monkeypatch.setattr(loading, "EmittedFile", Loaded)
+    monkeypatch.setattr(validate_module, "validate", fake_validate)
     frozen_by_the_session = gc.get_freeze_count()
     try:
-        assert worker.main(["evaluate", "--tol", "1e-4", "-"]) == 0
+        assert "seen" in worker.evaluate_one("a.py", [1e-4], None, 30)["detail"]
+        with pytest.raises(RuntimeError, match="seen"):
+            worker.full_validation("a.py", 1e-4, None)
         assert seen == [0, 0]
     finally:
         gc.freeze() if frozen_by_the_session else gc.unfreeze()
@@ -1073,7 +1085,7 @@ def test_the_fallback_is_built_but_measured_only_where_nothing_else_passes(tmp_p
     assert all("fp16x3" in n for n in by_status["passed"])
     assert "fp16x3" in record["winners"]["0.0001"]["name"]
     assert not any("measuring the fallback" in line for line in lines)
-    assert any("more built as the fallback" in line for line in lines)
+    assert any("more kept as the fallback" in line for line in lines)
 
 
 def test_where_nothing_measured_first_passes_the_fallback_is_measured_and_wins(tmp_path, monkeypatch):

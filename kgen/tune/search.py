@@ -1090,8 +1090,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 echo(f"{stamp()} kept {s.name()}: a plain cuBLAS fp32 GEMM and eager's order of "
                      "row sums, which can give eager's own rounding")
         echo(f"{stamp()} {len(specs) - len(dropped) - len(reserves)} candidates to measure, "
-             + (f"{len(reserves)} more built as the fallback{'s' if len(reserves) > 1 else ''} (measured where "
-                f"none of those passes: {', '.join(s.name() for s in reserves)}), " if reserves else "")
+             + (f"{len(reserves)} more kept as the fallback{'s' if len(reserves) > 1 else ''}, measured only where "
+                f"none of those passes ({', '.join(s.name() for s in reserves)}), " if reserves else "")
              + f"{len(dropped)} dropped (probe, cost model; --all keeps every spec)")
 
     cand_dir = work_dir / shape

@@ -40,6 +40,16 @@ def build(path: str, dtype: str = "fp32") -> int:
     return 0
 
 
+def thaw() -> None:
+    """Thaws what this process froze. Loading a candidate's file and its extension freezes a few
+    hundred objects on the H100 host (375; not on the CPU), and validate() keeps the heap out of
+    its checks' collections only in a process that froze nothing of its own (a freeze cannot be
+    undone in part): without this, each of a quick validation's ~10 collections scans all of
+    torch's objects, 0.12 s each, half of its time (docs/perf.md, session 26). This process is
+    the search's: what it freezes is validate()'s to decide."""
+    gc.unfreeze()
+
+
 def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dtype: str = "fp32") -> dict:
     """The quick validation and the timing of one file, with the module and its input in
     `dtype` (eager in that dtype the yardstick and the baseline)."""
@@ -58,6 +68,7 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dt
         # failures are the candidate's record).
         passing: list[float] = []
         results = []
+        thaw()
         for tol in sorted(tols):
             results = validate(f, tol=tol, quick=True, batch=batch, dtype=module_dtype,
                                stop_at_failure=tol != max(tols))
@@ -123,6 +134,7 @@ def full_validation(path: str, tol: float, batch: int | None, dtype: str = "fp32
     module_dtype = torch_dtype(dtype)
     f = EmittedFile(path)
     f.build(module_dtype)
+    thaw()
     results = validate(f, tol=tol, batch=batch, dtype=module_dtype, report=lambda r: print(r.line(), flush=True))
     print(summary(results), flush=True)
     return {"passed": all(r.passed for r in results)}
@@ -204,13 +216,6 @@ def main(argv=None) -> int:
     for path in files:
         if not path:
             continue
-        # Something this process imports or builds freezes a few hundred objects of its own (375
-        # on the H100 host by its first candidate; not on the CPU), and validate() freezes the heap out
-        # of its checks' collections only in a process that froze nothing (a freeze cannot be
-        # undone in part): without this, each of a candidate's ~10 collections scans all of
-        # torch's objects (0.12 s each, half of a quick validation; docs/perf.md, session 26).
-        # This process is the search's: what it freezes is validate()'s to decide.
-        gc.unfreeze()
         if path.startswith("{"):
             try:
                 if command(path, args.dtype):

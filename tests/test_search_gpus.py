@@ -1052,7 +1052,7 @@ def test_the_several_files_module_imports_no_torch():
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stdout + out.stderr
 
 
-def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None):
+def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None, also_batches=()):
     """The default search (the cost model on, the probe faked: no reduced-precision math meets
     1e-4) of a shape where fp16x3 is predicted fastest and tf32x3's best is kept as its fallback;
     `validation` in place of the fake full validation that passes every file."""
@@ -1068,7 +1068,8 @@ def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None):
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     record = search.run_search("gemm_scale_bn", 1024, 8192, 8192, [1e-4], work_dir=tmp_path / "work",
                                out_dir=tmp_path / "out", results_dir=tmp_path / "results",
-                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append)
+                               cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append,
+                               also_batches=also_batches)
     return calls, record
 
 
@@ -1142,3 +1143,14 @@ def test_a_rerun_whose_candidates_now_fail_builds_and_measures_the_fallback(tmp_
     calls, record = _search_with_a_fallback(tmp_path, monkeypatch, lines, fake_validation)
     assert [s.math for s in calls["built"]] == ["tf32x3"]
     assert "tf32x3" in validated[-1] and "tf32x3" in record["winners"]["0.0001"]["name"]
+
+
+def test_a_search_for_other_batches_too_measures_the_fallback(tmp_path, monkeypatch):
+    """--also-batch: the model's ranking at the search's batch says little about the others
+    (at 128 rows tf32x3 beats fp16x3 on the H100), so the fallback is measured with the rest."""
+    monkeypatch.setattr(search, "rank_across_batches", lambda passing, *a: passing)
+    lines = []
+    _, record = _search_with_a_fallback(tmp_path, monkeypatch, lines, also_batches=(128,))
+    statuses = {c["name"]: c["status"] for c in record["candidates"] if c["status"] != "pruned"}
+    assert "reserve" not in statuses.values()
+    assert any("tf32x3" in n and s == "passed" for n, s in statuses.items())

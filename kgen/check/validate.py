@@ -1269,6 +1269,17 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
     return results
 
 
+def thaw() -> None:
+    """For a process of kgen's own (`kgen validate`, the search's worker), right before
+    validate(): thaws what the process froze. Loading a file and its extension freezes a few
+    hundred objects on the H100 host (375; not on the CPU), and validate() keeps the heap out of
+    its checks' collections only in a process that froze nothing of its own (a freeze cannot be
+    undone in part): without this, each of a quick validation's ~10 collections scans all of
+    torch's objects, 0.12 s each, half of its time (docs/perf.md, session 26). Not for a
+    process whose freeze is someone else's to decide (a test session)."""
+    gc.unfreeze()
+
+
 def _run_checks(f: EmittedFile, tol: float, quick: bool, batch: int, device: torch.device,
                 dtype: torch.dtype, report: Callable[[CheckResult], None], stop_at_failure: bool,
                 results: list[CheckResult]) -> None:

@@ -40,22 +40,12 @@ def build(path: str, dtype: str = "fp32") -> int:
     return 0
 
 
-def thaw() -> None:
-    """Thaws what this process froze. Loading a candidate's file and its extension freezes a few
-    hundred objects on the H100 host (375; not on the CPU), and validate() keeps the heap out of
-    its checks' collections only in a process that froze nothing of its own (a freeze cannot be
-    undone in part): without this, each of a quick validation's ~10 collections scans all of
-    torch's objects, 0.12 s each, half of its time (docs/perf.md, session 26). This process is
-    the search's: what it freezes is validate()'s to decide."""
-    gc.unfreeze()
-
-
 def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dtype: str = "fp32") -> dict:
     """The quick validation and the timing of one file, with the module and its input in
     `dtype` (eager in that dtype the yardstick and the baseline)."""
     from kgen.check.bench import bench
     from kgen.check.loading import EmittedFile
-    from kgen.check.validate import gate_description, validate, worst_error, worst_error_ratio
+    from kgen.check.validate import gate_description, thaw, validate, worst_error, worst_error_ratio
 
     module_dtype = torch_dtype(dtype)
     record: dict = {"path": path}
@@ -68,7 +58,7 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dt
         # failures are the candidate's record).
         passing: list[float] = []
         results = []
-        thaw()
+        thaw()   # (validate.thaw: this process is the search's)
         for tol in sorted(tols):
             results = validate(f, tol=tol, quick=True, batch=batch, dtype=module_dtype,
                                stop_at_failure=tol != max(tols))
@@ -129,7 +119,7 @@ def full_validation(path: str, tol: float, batch: int | None, dtype: str = "fp32
     """`kgen validate FILE --tol T [--batch B]`'s checks, their lines printed as it prints them;
     returns {"passed": ...}."""
     from kgen.check.loading import EmittedFile
-    from kgen.check.validate import summary, validate
+    from kgen.check.validate import summary, thaw, validate
 
     module_dtype = torch_dtype(dtype)
     f = EmittedFile(path)

@@ -133,3 +133,78 @@ def test_inputs_of_more_rows_than_a_draw_are_draws_in_turn(tmp_path):
     torch.manual_seed(3)
     parts = [r.module.get_inputs()[0] for _ in range(3)]
     assert torch.equal(x, torch.cat(parts)[:10])
+
+
+OWN_SOURCE = '''
+import random
+import numpy
+import torch
+import torch.nn as nn
+
+{source}
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+
+def get_inputs():
+    return [{draw}]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("source, draw", [
+    ("_g = torch.Generator().manual_seed(0)", "torch.rand(4, 8, generator=_g)"),
+    ("_rng = numpy.random.default_rng(0)", "torch.from_numpy(_rng.random((4, 8)))"),
+    ("_r = random.Random(0)", "torch.tensor([[_r.random() for _ in range(8)] for _ in range(4)])"),
+    ("_base = torch.rand(4, 8)", "_base * 1.0"),
+])
+def test_a_file_with_a_random_source_of_its_own_is_drawn_each_time(tmp_path, source, draw):
+    """What the key cannot see (a generator object of the file's, a tensor it drew at import)
+    turns the memo off for that file: each call is get_inputs() itself."""
+    path = tmp_path / "own.py"
+    path.write_text(OWN_SOURCE.replace("{source}", source).replace("{draw}", draw))
+    r = Reference(path)
+    a, _ = seeded_draw(r, 1)
+    b, _ = seeded_draw(r, 1)
+    assert reference._DRAWS == {}
+    if "_base" in source:   # another Reference of the file draws its own _base at import
+        torch.manual_seed(5)
+        assert not torch.equal(a, seeded_draw(Reference(path), 1)[0])
+        return
+    assert not torch.equal(a, b)   # the file's own generator moved on; torch's seed does not reset it
+    (x,) = r.inputs(8)
+    assert not torch.equal(x[:4], x[4:])
+
+
+def test_a_leaf_that_requires_grad_comes_back_one(tmp_path):
+    r = ref(tmp_path, "0")
+    r.module.get_inputs = lambda: [torch.rand(4, 8).requires_grad_()]
+    for _ in range(2):
+        torch.manual_seed(1)
+        (x,) = r.draw()
+        assert x.is_leaf and x.requires_grad
+    assert len(reference._DRAWS) == 1
+
+
+def test_a_draw_off_the_cpu_is_not_kept(tmp_path):
+    r = ref(tmp_path, "0")
+    r.module.get_inputs = lambda: [torch.empty(4, 8, device="meta")]
+    seeded_draw(r, 1)
+    assert reference._DRAWS == {}
+
+
+def test_the_default_dtype_is_part_of_the_key(tmp_path):
+    r = ref(tmp_path)
+    a, _ = seeded_draw(r, 1)
+    torch.set_default_dtype(torch.float64)
+    try:
+        b, _ = seeded_draw(r, 1)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert a.dtype == torch.float32 and b.dtype == torch.float64

@@ -107,7 +107,11 @@ def module_constants(source: str, namespace: dict) -> dict[str, int | float]:
 # constants and the random states it may read (torch's CPU and CUDA generators, Python's, NumPy's),
 # so a call with all of those as an earlier one's gets a copy of that call's values and leaves the
 # random states where that call left them: what the call itself would have done. Kept per process,
-# up to _DRAW_BYTES of tensors (the first draws; a later one is not kept once they fill it).
+# up to _DRAW_BYTES of CPU tensors (the first draws; a later one is not kept once they fill it).
+# Not for a file whose module holds a random source of its own or a tensor (`_memoizable`: a
+# torch.Generator, NumPy's or Python's generator objects, a tensor drawn at import, which the
+# key cannot see), nor for a draw that returns a tensor off the CPU (held, it would be GPU memory
+# the checks may need).
 _DRAWS: dict[str, tuple[list, tuple]] = {}
 _DRAW_BYTES = 1 << 30
 
@@ -134,6 +138,17 @@ def _set_rng_states(states: tuple) -> None:
         sys.modules["numpy"].random.set_state(numpy_state)
 
 
+def _memoizable(ref: "Reference") -> bool:
+    """Whether the file's module holds nothing a draw may read that _draw_key cannot see."""
+    import random
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    own_sources = (torch.Tensor, torch.Generator, random.Random) + (
+        (numpy.random.Generator, numpy.random.RandomState, numpy.random.BitGenerator) if numpy is not None else ())
+    return not any(isinstance(v, own_sources) for v in ref.module.__dict__.values())
+
+
 def _draw_key(ref: "Reference") -> str:
     import pickle
 
@@ -142,6 +157,8 @@ def _draw_key(ref: "Reference") -> str:
     cpu, cuda, python, numpy_state = _rng_states()
     h = hashlib.sha256(ref.sha256.encode())
     h.update(repr(constants).encode())
+    # (what torch.rand(...) makes without a dtype or device said)
+    h.update(f"{torch.get_default_dtype()} {torch.get_default_device()}".encode())
     h.update(cpu.numpy().tobytes())
     for state in cuda or ():
         h.update(state.numpy().tobytes())
@@ -155,7 +172,9 @@ def _tensor_bytes(values: list) -> int:
 
 
 def _remember(key: str, entry: tuple) -> bool:
-    """Keeps the draw where it fits in _DRAW_BYTES; whether it did."""
+    """Keeps the draw where its tensors are all on the CPU and fit in _DRAW_BYTES; whether it did."""
+    if any(isinstance(v, torch.Tensor) and v.device.type != "cpu" for v in entry[0]):
+        return False
     if sum(_tensor_bytes(values) for values, _ in _DRAWS.values()) + _tensor_bytes(entry[0]) > _DRAW_BYTES:
         return False
     _DRAWS[key] = entry
@@ -390,6 +409,8 @@ class Reference:
     def draw(self) -> list:
         """One call of the file's get_inputs(), as its caller would have it (the RNG states moved
         as the call moves them), memoized: see _DRAWS."""
+        if not _memoizable(self):
+            return list(self.module.get_inputs())
         key = _draw_key(self)
         hit = _DRAWS.get(key)
         if hit is None:
@@ -399,8 +420,10 @@ class Reference:
         else:
             values = hit[0]
             _set_rng_states(hit[1])
-        # (copies: the kept values stay as drawn whatever a caller does to its own)
-        return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+        # (copies: the kept values stay as drawn whatever a caller does to its own; a leaf that
+        # requires grad stays one)
+        return [v.detach().clone().requires_grad_(v.requires_grad) if isinstance(v, torch.Tensor) else v
+                for v in values]
 
     def meta_model(self) -> torch.nn.Module:
         try:

@@ -13,7 +13,7 @@ from kgen.ir import graph, ops
 # The bends of kgen's point-wise ops (relu and abs at 0, hardtanh at +-1, hardswish and
 # hardsigmoid at +-3, softplus's threshold at 20, clamp's and minimum's at the values below), on
 # a grid of 0.01 steps in between.
-BENDS = [0.0, 1.0, -1.0, 3.0, -3.0, 20.0, 0.5, -0.25, 2.0, -2.0]
+BENDS = [0.0, 1.0, -1.0, 3.0, -3.0, 20.0, 15.0, 0.5, -0.25, 2.0, -2.0]
 POINTS = sorted(set(BENDS) | {round(-4 + 0.01 * i, 2) for i in range(801)})
 STEP = 1e-6
 ATTRS = {"clamp": {"min": -1.0, "max": 2.0}, "minimum_const": {"other": 0.5}, "maximum_const": {"other": -0.25},
@@ -21,7 +21,7 @@ ATTRS = {"clamp": {"min": -1.0, "max": 2.0}, "minimum_const": {"other": 0.5}, "m
 OTHER = 0.7   # a binary op's other operand
 
 
-def derivative_jumps(name: str) -> list[tuple[int, float]]:
+def derivative_jumps(name: str, attrs: dict | None = None) -> list[tuple[int, float]]:
     """(operand, point) where op `name`'s derivative in that operand differs between point - STEP
     and point + STEP by more than a smooth function's would (1e-2 of its size, 1e-4 at least: the
     bends are 0.17 and more; a smooth derivative moves by its own derivative times 2 STEP)."""
@@ -33,7 +33,7 @@ def derivative_jumps(name: str) -> list[tuple[int, float]]:
             for side in (-STEP, STEP):
                 x = torch.tensor(at + side, dtype=torch.float64, requires_grad=True)
                 operands = [x if j == i else torch.tensor(OTHER, dtype=torch.float64) for j in range(op.arity)]
-                y = ops.torch_apply(name, operands, ATTRS.get(name))
+                y = ops.torch_apply(name, operands, attrs if attrs is not None else ATTRS.get(name))
                 if not (y.requires_grad and torch.isfinite(y)):
                     break
                 (g,) = torch.autograd.grad(y, [x])
@@ -48,6 +48,15 @@ def derivative_jumps(name: str) -> list[tuple[int, float]]:
 @pytest.mark.parametrize("name", sorted(ops.SMOOTH))
 def test_a_smooth_op_has_no_bend(name):
     assert derivative_jumps(name) == []
+
+
+@pytest.mark.parametrize("threshold, smooth", [(20.0, True), (15.0, True), (1.0, False), (-2.0, False)])
+def test_softplus_is_smooth_by_its_threshold(threshold, smooth):
+    """softplus is x itself where beta x passes its threshold: a bend of 1 - sigmoid(threshold)."""
+    assert ops.smooth("softplus", {"threshold": threshold}) is smooth
+    assert (derivative_jumps("softplus", {"beta": 1.0, "threshold": threshold}) == []) is smooth
+    node = graph.Node(0, "pointwise", "tile", op="softplus", attrs={"beta": 1.0, "threshold": threshold})
+    assert graph.smooth(node) is smooth
 
 
 @pytest.mark.parametrize("name", ["relu", "abs", "leaky_relu", "hardtanh", "hardswish", "hardsigmoid", "clamp",

@@ -181,7 +181,7 @@ SMOOTH_POOLS = frozenset({"avg"})
 def smooth(node: Node) -> bool:
     """Whether the node's value has no kink or jump in its arguments (a kind this module does not
     know: False)."""
-    return (node.kind in SMOOTH_KINDS or (node.kind == "pointwise" and node.op in ops.SMOOTH)
+    return (node.kind in SMOOTH_KINDS or (node.kind == "pointwise" and ops.smooth(node.op, node.attrs))
             or (node.kind == "reduce" and node.op in SMOOTH_REDUCTIONS)
             or (node.kind == "pool" and node.op in SMOOTH_POOLS))
 

@@ -417,15 +417,25 @@ assert JUMPING <= set(POINTWISE)
 # The ops whose value is differentiable wherever it is finite: no kink, no jump (relu, abs, clamp,
 # hardtanh, min / max and the like bend; pow's exponent decides, so it is left out). The gate's
 # gradient checks look for output elements at a kink of the reference (check/kinks.py: 7-9 fp64
-# forwards and backwards per look) only in a module with an op outside this set
-# (check/validate.may_kink). softplus counts: torch's is x itself beyond its threshold, a bend of
-# sigmoid(20) - 1 ~ 2e-9 in the derivative, below every tolerance. Tied to the oracles by
-# tests/test_ops_smooth.py.
+# forwards and backwards per look) only in a module with an op that is not smooth (`smooth`;
+# check/validate.may_kink). Tied to the oracles by tests/test_ops_smooth.py.
 SMOOTH = frozenset({"add", "sub", "mul", "div", "neg", "exp", "log", "log1p", "expm1", "exp2", "log2", "log10",
                     "erf", "erfc", "atan", "ndtr", "asin", "acos", "asinh", "acosh", "atanh", "sin", "cos", "tan",
-                    "sinh", "cosh", "sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish", "softplus",
+                    "sinh", "cosh", "sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish",
                     "identity", "detach"})
 assert SMOOTH <= set(POINTWISE) and not SMOOTH & JUMPING
+# softplus is x itself where beta x passes its threshold: its derivative jumps there by
+# 1 - sigmoid(threshold), its value by log1p(exp(-threshold)) / beta; from this threshold on
+# (torch's default is 20: 2e-9) that is below every tolerance, and it counts as smooth.
+SOFTPLUS_SMOOTH_THRESHOLD = 15.0
+
+
+def smooth(name: str, attrs: Mapping | None = None) -> bool:
+    """Whether point-wise op `name` with `attrs` has no kink or jump (SMOOTH; softplus by its
+    threshold)."""
+    if name == "softplus":
+        return float(dict(attrs or {}).get("threshold", 20.0)) >= SOFTPLUS_SMOOTH_THRESHOLD
+    return name in SMOOTH
 
 
 

@@ -544,13 +544,18 @@ def search(refs, problem, batch, in_features, out_features, sets, tol, maths, jo
         if several:
             click.echo(f"=== [{i + 1}/{len(workloads)}] {refs[i]}")
         started = time.monotonic()
-        record = run_search(p, b, k, n, sorted(tol or (PRECISION_TOLERANCES[module_dtype],)),
-                            maths=maths or DEFAULT_MATHS, jobs=jobs,
-                            iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
-                            exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants,
-                            gpus=gpus, dtype=module_dtype, vs_compile=vs_compile,
-                            also_batches=tuple(x for x in dict.fromkeys(also_batches) if x != b))
-        _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"))
+        early = _EarlyDraw(plot_path)
+        try:
+            record = run_search(p, b, k, n, sorted(tol or (PRECISION_TOLERANCES[module_dtype],)),
+                                maths=maths or DEFAULT_MATHS, jobs=jobs,
+                                iters=iters, top=top, out_dir=out_dir, results_dir=results_dir, arch=arch,
+                                exhaustive=exhaustive, echo=lambda line: click.echo(line), constants=constants,
+                                gpus=gpus, dtype=module_dtype, vs_compile=vs_compile,
+                                also_batches=tuple(x for x in dict.fromkeys(also_batches) if x != b),
+                                on_contender=early.start)
+        finally:
+            early.join()
+        _draw(record, plot_path or Path(record["record_path"]).with_suffix(".png"), early.drawn)
         rows.append((refs[i] if refs else p, record, time.monotonic() - started))
     if summary_json is not None:
         generator.write_atomic(summary_json, json.dumps(
@@ -611,13 +616,49 @@ def searches_table(rows, gpu_of: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-def _draw(record: dict, path: Path) -> bool:
-    """Draws a search record; without matplotlib, one line says how to get it."""
-    from kgen.tune.plot import PlotUnavailable, plot_record
+class _EarlyDraw:
+    """The search's plot drawn while the winner's full validation runs (1-2 s of matplotlib's
+    import and drawing off the search's path), from the record as it will be if the candidate
+    being validated wins. The plot names what it was drawn from (plot.plot_digest), so _draw
+    after the search leaves it where the guess held and draws it again where it did not."""
+
+    def __init__(self, path: Path | None):
+        self.path, self.thread = path, None
+        self.drawn: str | None = None   # the plot_digest of what it drew
+
+    def start(self, record: dict) -> None:
+        import threading
+
+        self.join()
+        path = self.path or Path(record["record_path"]).with_suffix(".png")
+        self.thread = threading.Thread(target=self._draw, args=(record, path), daemon=True)
+        self.thread.start()
+
+    def _draw(self, record: dict, path: Path) -> None:
+        from kgen.tune.plot import plot_digest, plot_record
+
+        try:
+            if plot_record(record, path)[1]:   # (drawn now, not left as an earlier search drew it)
+                self.drawn = plot_digest(record)
+        except Exception:  # noqa: BLE001 - _draw after the search draws again and says why
+            pass
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+
+def _draw(record: dict, path: Path, drawn_early: str | None = None) -> bool:
+    """Draws a search record; without matplotlib, one line says how to get it. `drawn_early`:
+    the digest of the plot _EarlyDraw drew during the search."""
+    from kgen.tune.plot import PlotUnavailable, plot_digest, plot_record
 
     try:
         drawn, changed = plot_record(record, path)
-        click.echo(f"plot: {drawn}" + ("" if changed else " (unchanged: drawn from the same record before)"))
+        early = not changed and drawn_early == plot_digest(record)
+        click.echo(f"plot: {drawn}" + ("" if changed else " (drawn while the winner was validated)" if early
+                                       else " (unchanged: drawn from the same record before)"))
         return True
     except PlotUnavailable as e:
         click.echo(f"note: no plot: {e}", err=True)

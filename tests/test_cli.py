@@ -489,7 +489,7 @@ def test_several_files_are_searched_in_turn_with_a_table_at_the_end(tmp_path, mo
     monkeypatch.setattr(cli, "_require_cuda", lambda what: None)
     monkeypatch.setattr(cli, "search_gpus", lambda count: [0])
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
-    monkeypatch.setattr(cli, "_draw", lambda record, path: calls.append(("draw", path.name)))
+    monkeypatch.setattr(cli, "_draw", lambda record, path, *early: calls.append(("draw", path.name)))
     calls = []
 
     def fake_run_search(problem, batch, in_features, out_features, tols, **kw):
@@ -558,3 +558,46 @@ def test_a_refusal_is_short_and_kgen_ops_lists_what_kgen_takes(tmp_path):
         assert f" {name}," in listed or f" {name} (" in listed, name
     for topic in ("GEMMs:", "row reductions over dim 1:", "normalizations:", "Dropout:"):
         assert f"\n- {topic}" in r.output
+
+
+@pytest.mark.parametrize("guess_holds", [True, False])
+def test_the_plot_is_drawn_while_the_winner_is_validated(tmp_path, monkeypatch, guess_holds):
+    """kgen search draws its plot as the winner's full validation starts (run_search's
+    on_contender, run_search faked here), from the record as it will be if that candidate wins:
+    where it does, the plot is not drawn again and the search says so; where another wins, it is
+    drawn again from the record returned."""
+    from kgen.tune import plot as plot_module
+    from kgen.tune import search as search_module
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "_require_cuda", lambda what: None)
+    monkeypatch.setattr(cli, "search_gpus", lambda count: [0])
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    drawn = []
+
+    class Figure:   # (no matplotlib needed: plot_record's PNG with the digest it names)
+        def savefig(self, path, dpi, metadata):
+            drawn.append(metadata[plot_module.DIGEST_KEY])
+            import zlib
+
+            def chunk(kind, body):
+                return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
+            text = b"".join(chunk(b"tEXt", k.encode() + b"\0" + v.encode()) for k, v in metadata.items())
+            path.write_bytes(b"\x89PNG\r\n\x1a\n" + text + chunk(b"IEND", b""))
+
+    monkeypatch.setattr(plot_module, "figure", lambda record: Figure())
+    point = {"status": "passed", "passing_tols": [1e-4], "spec": {"math": "fp16x3"},
+             "measured": {"median_ms": 1.0, "max_abs_err": 1e-6, "eager_ms": 2.0}}
+
+    def fake_run_search(problem, batch, in_features, out_features, tols, on_contender=None, **kw):
+        record = {"record_path": str(tmp_path / "search_m.json"), "search": "m", "tols": tols,
+                  "candidates": [dict(point, name="a"), dict(point, name="b")], "winners": {}}
+        on_contender(dict(record, winners={"0.0001": {"name": "a"}}))
+        return dict(record, winners={"0.0001": {"name": "a" if guess_holds else "b", "measured": point["measured"]}})
+
+    monkeypatch.setattr(search_module, "run_search", fake_run_search)
+    r = run("search", str(REFS / "gemm_mul_leakyrelu.py"), "--tol", "1e-4")
+    assert r.exit_code == 0, r.output
+    assert len(drawn) == (1 if guess_holds else 2)
+    assert plot_module.png_text(tmp_path / "search_m.png")[plot_module.DIGEST_KEY] == drawn[-1]
+    assert ("(drawn while the winner was validated)" in r.output) == guess_holds, r.output

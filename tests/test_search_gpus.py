@@ -1052,7 +1052,7 @@ def test_the_several_files_module_imports_no_torch():
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stdout + out.stderr
 
 
-def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None, also_batches=()):
+def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None, also_batches=(), on_contender=None):
     """The default search (the cost model on, the probe faked: no reduced-precision math meets
     1e-4) of a shape where fp16x3 is predicted fastest and tf32x3's best is kept as its fallback;
     `validation` in place of the fake full validation that passes every file."""
@@ -1069,7 +1069,7 @@ def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None, also_
     record = search.run_search("gemm_scale_bn", 1024, 8192, 8192, [1e-4], work_dir=tmp_path / "work",
                                out_dir=tmp_path / "out", results_dir=tmp_path / "results",
                                cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append,
-                               also_batches=also_batches)
+                               also_batches=also_batches, on_contender=on_contender)
     return calls, record
 
 
@@ -1107,8 +1107,12 @@ def test_where_the_full_validations_fail_the_fallback_is_measured_and_validated(
         validated.append(Path(path).name)
         return "fp16x3" not in Path(path).name, "FAIL  training, 20 steps"
 
-    lines = []
-    _, record = _search_with_a_fallback(tmp_path, monkeypatch, lines, fake_validation)
+    lines, guesses = [], []
+    _, record = _search_with_a_fallback(tmp_path, monkeypatch, lines, fake_validation, on_contender=guesses.append)
+    # each full validation announced first, with the record as it would be if that one won
+    assert [g["winners"]["0.0001"]["name"] + ".py" for g in guesses] == [
+        n.split("_ms")[0] + ".py" if "_ms" in n else n for n in validated]
+    assert all(g["record_path"] == record["record_path"] for g in guesses)
     fp16 = [n for n in validated if "fp16x3" in n]
     assert len(fp16) == len(set(fp16)) == 3   # each tried once, none again after the fallback came in
     assert "tf32x3" in validated[-1] and "tf32x3" in record["winners"]["0.0001"]["name"]

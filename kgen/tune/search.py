@@ -1000,7 +1000,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                cache: MeasurementCache | None = None,
                echo: Callable[[str], None] = print, constants: tuple = (),
                gpus: list[int] | None = None, dtype: str = "fp32", vs_compile: bool = False,
-               also_batches: tuple = ()) -> dict:
+               also_batches: tuple = (), on_contender: Callable[[dict], None] | None = None) -> dict:
     """The search; returns its record as written, with where (`record_path`). gpus: the GPUs it
     measures on (indices among those this process sees; one worker each) [this process's device
     0 alone]; the runoff and the full validations run on the first, so that their times compare.
@@ -1013,7 +1013,10 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     winner keeps the times (`vs_compile`).
     also_batches: other batch sizes the file must serve well: each tier's fastest are measured
     at each of them too, the winner is the one whose slowest ratio to eager over all the batches
-    is lowest (rank_across_batches), and it is fully validated at every batch."""
+    is lowest (rank_across_batches), and it is fully validated at every batch.
+    on_contender: called as a candidate's full validation starts, with the record as it would be
+    if the candidate won (its `record_path` in it), for work that can overlap the validation (the
+    CLI draws the plot meanwhile; the record returned says whether the guess held)."""
     import torch
 
     started = time.monotonic()
@@ -1115,18 +1118,26 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
     record_path = distinct_path(results_dir / f"search_{shape}_tol{tol_tag}{dtype_tag}.json", workload.sha256)
     results_dir.mkdir(parents=True, exist_ok=True)
 
+    def current() -> dict:
+        return {"search": shape, "problem": portable_problem(problem),
+                "reference_sha256": workload.sha256, "constants": [list(c) for c in constants], "batch": batch, "in_features": in_features,
+                "out_features": out_features, "arch": arch, "device": device, "tols": tols, "dtype": dtype,
+                # which GPU measured what: each candidate's `gpu`, each winner's runoff and
+                # full validation on `runoff_and_validation_gpu`
+                "gpus": [{"index": i, "host_gpu": host_gpu(i), "name": names[i]} for i in gpus],
+                "runoff_and_validation_gpu": home,
+                "winners": winners, "candidates": [c.summary() for c in candidates]}
+
     def save():
         """Rewritten after every result, so an interrupted search keeps what it measured."""
-        record = {"search": shape, "problem": portable_problem(problem),
-                  "reference_sha256": workload.sha256, "constants": [list(c) for c in constants], "batch": batch, "in_features": in_features,
-                  "out_features": out_features, "arch": arch, "device": device, "tols": tols, "dtype": dtype,
-                  # which GPU measured what: each candidate's `gpu`, each winner's runoff and
-                  # full validation on `runoff_and_validation_gpu`
-                  "gpus": [{"index": i, "host_gpu": host_gpu(i), "name": names[i]} for i in gpus],
-                  "runoff_and_validation_gpu": home,
-                  "winners": winners, "candidates": [c.summary() for c in candidates]}
+        record = current()
         generator.write_atomic(record_path, json.dumps(record, indent=1))
         return record
+
+    def contending(c: Candidate, tol: float):
+        if on_contender:
+            on_contender(dict(current(), winners={**winners, f"{tol:g}": {"name": c.spec.name()}},
+                              record_path=str(record_path)))
 
     to_build = [c for c in candidates if c.status == "pending"]
     if all(c.spec in reserves for c in to_build):
@@ -1155,14 +1166,18 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
         if waiting:
             echo(f"{stamp()} measuring the fallback{'s' if len(waiting) > 1 else ''}: "
                  + ", ".join(c.spec.name() for c in waiting))
-            evaluator.total += len(waiting)
             unbuilt = [c for c in waiting if c not in to_build]
+
+            def measure(c: Candidate):
+                evaluator.total += 1   # (what is measured: a build that failed is not)
+                evaluator.submit(c)
+
             for c in waiting:
                 c.status, c.detail = ("pending" if c in unbuilt else "built"), ""
                 if c not in unbuilt:
-                    evaluator.submit(c)
+                    measure(c)
             build_all(unbuilt, jobs, build_timeout, echo,
-                      on_built=lambda c: evaluator.submit(c) if c.status == "built" else None)
+                      on_built=lambda c: measure(c) if c.status == "built" else None)
             evaluator.drain()
         return bool(waiting)
     try:
@@ -1215,6 +1230,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 if also_batches and passing:
                     passing = rank_across_batches(passing, tol, also_batches, iters, eval_timeout, home_env, dtype, echo, stamp)
                 for c in passing:
+                    contending(c, tol)
                     if also_batches:
                         # every batch, the search's own first (its result is cached like any search's)
                         ok, log = True, ""

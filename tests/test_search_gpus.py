@@ -1052,7 +1052,8 @@ def test_the_several_files_module_imports_no_torch():
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stdout + out.stderr
 
 
-def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None, also_batches=(), on_contender=None):
+def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None, also_batches=(), on_contender=None,
+                            tols=(1e-4,)):
     """The default search (the cost model on, the probe faked: no reduced-precision math meets
     1e-4) of a shape where fp16x3 is predicted fastest and tf32x3's best is kept as its fallback;
     `validation` in place of the fake full validation that passes every file."""
@@ -1066,7 +1067,7 @@ def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None, also_
 
     monkeypatch.setattr(search, "probe_maths", fake_probe)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
-    record = search.run_search("gemm_scale_bn", 1024, 8192, 8192, [1e-4], work_dir=tmp_path / "work",
+    record = search.run_search("gemm_scale_bn", 1024, 8192, 8192, list(tols), work_dir=tmp_path / "work",
                                out_dir=tmp_path / "out", results_dir=tmp_path / "results",
                                cache=search.MeasurementCache(tmp_path / "cache.json"), echo=lines.append,
                                also_batches=also_batches, on_contender=on_contender)
@@ -1158,3 +1159,14 @@ def test_a_search_for_other_batches_too_measures_the_fallback(tmp_path, monkeypa
     statuses = {c["name"]: c["status"] for c in record["candidates"] if c["status"] != "pruned"}
     assert "reserve" not in statuses.values()
     assert any("tf32x3" in n and s == "passed" for n, s in statuses.items())
+
+
+def test_the_fallback_is_measured_once_whatever_the_tiers(tmp_path, monkeypatch):
+    """Two tiers, neither passed by what was measured first: the fallback is measured for the
+    first and not again for the second (the fake passes 1e-4 alone: the second has no winner)."""
+    monkeypatch.setenv("FAKE_INCORRECT", "fp16x3")
+    lines = []
+    _, record = _search_with_a_fallback(tmp_path, monkeypatch, lines, tols=(1e-4, 1e-2))
+    assert sum("measuring the fallback" in line for line in lines) == 1
+    assert sum("eval  [" in line and "tf32x3" in line for line in lines) == 1
+    assert "tf32x3" in record["winners"]["0.0001"]["name"] and "0.01" not in record["winners"]

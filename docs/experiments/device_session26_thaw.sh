@@ -1,5 +1,5 @@
 # Session 26, last call (H100, ~1.5 min): the worker's evaluation and full validation with the
-# thaw right before validate() (worker.thaw), gc timed apart from the GPU's work.
+# thaw right before validate() (validate.thaw), gc timed apart from the GPU's work.
 unset PYTHONDONTWRITEBYTECODE
 . scripts/device_setup.sh
 python3 -m compileall -q -j 16 /opt/torch/.venv/lib/python3.12/site-packages > /dev/null 2>&1

@@ -87,8 +87,11 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dt
 def warm_up() -> None:
     """What a fresh process's first evaluation would otherwise do before its work, done while the
     search still builds: the checks' imports, CUDA's initialisation, the lazy imports of a
-    meta-device tensor (sympy) and of torch.fx's first trace. A failure here is left to the
-    evaluation, which reports it for its candidate."""
+    meta-device tensor (sympy) and of torch.fx's first trace, and the GPU libraries' first calls
+    (cuBLAS's handle and workspace, fp32 and fp64 GEMMs, the random generators a model's
+    construction on the GPU draws from: the first evaluation took 1-2.6 s longer than the next
+    on the H100 host, docs/perf.md session 26). A failure here is left to the evaluation, which
+    reports it for its candidate."""
     try:
         import torch
         import torch.fx
@@ -99,6 +102,13 @@ def warm_up() -> None:
             torch.randn(1)
         torch.fx.symbolic_trace(torch.nn.Linear(1, 1))
         torch.cuda.init()
+        with torch.device("cuda"):
+            model = torch.nn.Linear(64, 64)
+            x = torch.rand(64, 64)
+            for dtype in (torch.float32, torch.float64):
+                model.to(dtype)(x.to(dtype)).sum().backward()
+        torch.cuda.synchronize()
+        release_memory()
     except Exception:  # noqa: BLE001 - see the docstring
         pass
 

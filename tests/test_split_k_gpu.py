@@ -3,7 +3,8 @@ output has too few tiles to fill the GPU, each tile's k-range is split over seve
 last to arrive adds the partials in k order. The result must be fp32-exact (kgen's gate at 1e-4,
 errors against fp64 no worse than eager's by its factor), bit-for-bit the same on every call,
 and the split must actually happen there (the workspace has room for the partials) and not at a
-batch that fills the GPU."""
+batch that fills the GPU. The same of fp16x3's GEMM (kernels/gemm_wgmma_f16x3.cuh), which splits
+K with SplitK in both its mainloops (w split in registers, and the split pass)."""
 
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from kgen.check.loading import EmittedFile
 from kgen.check.validate import validate
 from kgen.codegen import generator
 from kgen.tune.search import Candidate, build_all
-from kgen.tune.spec import Spec, Tile
+from kgen.tune.spec import FP16X3_W_IN_REGISTERS_MAX_ROWS, Spec, Tile
 
 from conftest import assert_same_bits_every_call
 
@@ -78,4 +79,77 @@ def test_the_full_gate_at_a_split_batch(files):
     if not HOPPER:
         pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
     results = validate(files["gemm_mul_leakyrelu"], tol=1e-4, batch=SMALL)
+    assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+
+
+# fp16x3 (kernels/gemm_wgmma_f16x3.cuh) on 128 x 128 tiles: (reference, fusion, batch, in, out), each
+# output 64 tiles, half an H100's SMs, so each tile's k-range is split over 2 CTAs (SplitK: at
+# least 16 k-tiles of 64 a split).
+# - 128 x 8192 -> 8192: w split in the GEMM's registers (at most FP16X3_W_IN_REGISTERS_MAX_ROWS rows).
+# - 200 x 8200 -> 4096, BatchNorm's statistics fused: w in registers at an odd batch (a ragged
+#   row tile) and a K whose last k-tile is partial (129 k-tiles: the second split sums 65), the
+#   statistics written by the CTA that completes each tile.
+# - 1000 x 8192 -> 1024: the split pass over x and w (more rows than w in registers takes).
+F16X3_CASES = {"w_in_registers": ("gemm_mul_leakyrelu", 1, 128, 8192, 8192),
+               "w_in_registers_odd": ("gemm_bn_gelu_relu", 2, 200, 8200, 4096),
+               "split_pass": ("matmul_gelu_softmax", 1, 1000, 8192, 1024)}
+F16X3_TILE = Tile(128, 128, 32, 16, 128, stages=3)
+F16X3_LARGE = 4096   # rows whose output fills the GPU at every case's width: unsplit
+
+
+@pytest.fixture(scope="module")
+def f16x3_files(tmp_path_factory):
+    if not HOPPER:
+        return {}
+    d = tmp_path_factory.mktemp("split_k_f16x3")
+    candidates = {}
+    for case, (stem, fusion, batch, k, n) in F16X3_CASES.items():
+        spec = Spec.of(str(REFS / f"{stem}.py"), batch, k, n, math="fp16x3", backend="wgmma", fusion=fusion,
+                       tile=F16X3_TILE)
+        candidates[case] = Candidate(spec, generator.write(spec, d / f"{case}_{spec.name()}.py"))
+    build_all(list(candidates.values()), 8, 600, lambda line: None)
+    return {case: EmittedFile(c.path) for case, c in candidates.items()}
+
+
+def f16x3_operand_floats(m, n, k):
+    """The workspace floats of fp16x3's operand splits at m rows: x's (an fp16 pair per element,
+    a float's bytes), and w's where the pass splits it."""
+    return (m + (n if m > FP16X3_W_IN_REGISTERS_MAX_ROWS else 0)) * k
+
+
+@pytest.mark.parametrize("case", F16X3_CASES)
+def test_fp16x3_splits_k_at_a_small_batch_and_stays_fp32_exact(f16x3_files, case):
+    if not HOPPER:
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
+    _, _, batch, k, n = F16X3_CASES[case]
+    f = f16x3_files[case]
+    floats = getattr(f.build(), "kgen_workspace_floats_0")
+    tiles = -(-batch // 128) * -(-n // 128)
+    # Room for two splits' partials of every tile beside the operands' splits (more than the
+    # output and any stage buffer of its size together) ...
+    assert floats(batch, n, k) >= 2 * tiles * 128 * 128 + f16x3_operand_floats(batch, n, k)
+    # ... and none at a batch that fills the GPU.
+    assert floats(F16X3_LARGE, n, k) < 2 * F16X3_LARGE * n + f16x3_operand_floats(F16X3_LARGE, n, k), \
+        "a batch that fills the GPU runs unsplit"
+    results = validate(f, tol=1e-4, quick=True, batch=batch)
+    assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+
+
+@pytest.mark.parametrize("case", F16X3_CASES)
+def test_the_fp16x3_split_sum_is_the_same_on_every_call(f16x3_files, case):
+    """Each split's partial is scaled back by powers of two and the partials are added in k
+    order by whichever CTA of the tile finishes last: bit-for-bit the same output (and BatchNorm
+    buffers) on every call."""
+    if not HOPPER:
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
+    assert_same_bits_every_call(f16x3_files[case], F16X3_CASES[case][2], calls=4)
+
+
+def test_the_full_gate_at_an_fp16x3_split_batch(f16x3_files):
+    """Every check of `kgen validate` (NaN and Inf in the input, magnitudes, gradients, training:
+    the training forward keeps z through the same GEMM and workspace) with w split in registers
+    and K split in two."""
+    if not HOPPER:
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
+    results = validate(f16x3_files["w_in_registers"], tol=1e-4, batch=F16X3_CASES["w_in_registers"][2])
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]

@@ -36,8 +36,16 @@
 // producer thread issues four TMA loads per k-tile (hi and lo of x's BM rows and of w's BN rows,
 // 64 k each; with w in registers, w's two 32-float boxes and x's hi and lo), the consumer
 // warpgroups read them from shared memory by descriptor, twelve k16 wgmmas per k-tile in one
-// group. Workspace (entry.cuh's split_floats): the splits of x and w (an fp16 pair per element:
-// one float's bytes; x's alone with w in registers) and the row shifts, recomputed on every call.
+// group. Workspace (entry.cuh's split_floats): split-K's partials (SplitK, as in WgmmaWsGemm: at a
+// batch whose output has too few tiles to fill the GPU, none otherwise), then the splits of x and w
+// (an fp16 pair per element: one float's bytes; x's alone with w in registers) and the row shifts,
+// recomputed on every call.
+//
+// Split-K (both mainloops): WgmmaWsGemm's, with SplitK's partials, counters and fixed-order sum
+// (gemm_wgmma_ws.cuh). Each CTA of a tile sums its range of k-tiles and scales its partial back to
+// the operands' scale (by powers of two: exact where the result is a normal number, so the sum of
+// the scaled partials is the scaled sum of the unscaled ones, rounding for rounding), the last CTA
+// adds the partials in k order and runs the epilogue. One split is the unsplit kernel's work.
 #pragma once
 #include <cuda.h>
 #include <cuda_fp16.h>
@@ -153,8 +161,8 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_f16x3_kernel(const __grid_constant__ CUtensorMap map_xh, const __grid_constant__ CUtensorMap map_xl,
                        const __grid_constant__ CUtensorMap map_wh, const __grid_constant__ CUtensorMap map_wl,
                        const int* __restrict__ shift_x, const int* __restrict__ shift_w, int M, int N, int K,
-                       EpilogueParams p) {
-  Gemm::template run<EPI>(&map_xh, &map_xl, &map_wh, &map_wl, shift_x, shift_w, M, N, K, p);
+                       EpilogueParams p, int splits) {
+  Gemm::template run<EPI>(&map_xh, &map_xl, &map_wh, &map_wl, shift_x, shift_w, M, N, K, p, splits);
 }
 
 template <class Gemm, class EPI>
@@ -162,8 +170,9 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_f16x3_w_in_registers_kernel(const __grid_constant__ CUtensorMap map_w,
                                       const __grid_constant__ CUtensorMap map_xh,
                                       const __grid_constant__ CUtensorMap map_xl,
-                                      const int* __restrict__ shift_x, int M, int N, int K, EpilogueParams p) {
-  Gemm::template run_w_in_registers<EPI>(&map_w, &map_xh, &map_xl, shift_x, M, N, K, p);
+                                      const int* __restrict__ shift_x, int M, int N, int K, EpilogueParams p,
+                                      int splits) {
+  Gemm::template run_w_in_registers<EPI>(&map_w, &map_xh, &map_xl, shift_x, M, N, K, p, splits);
 }
 
 // 2^e as a float, exact, for e in [-126, 127].
@@ -224,13 +233,34 @@ struct WgmmaWsF16x3Gemm {
                 "shared memory over the 227 KB per-CTA limit of sm_90");
   static_assert(!kSquare || BM * (BM + 4) * 4 <= kPipeBytes, "the transposed tile must fit in the pipeline buffers");
 
-  // The workspace, in floats: x's and w's halves (two per element), then their row shifts,
-  // each part rounded up to 64 floats (TMA reads 16-byte aligned rows).
+  // The k-splits per tile at this shape on the current GPU (1: unsplit; at most SkinnyGemm's rows
+  // run that kernel, unsplit), and the workspace floats their partials and counters need: as
+  // WgmmaWsGemm decides them (SplitK::splits_for), over this GEMM's k-tiles of 64 k.
+  static int splits_for(int M, int N, int K) {
+    unsigned tiles = 0;
+    cudaError_t e;
+    if (K % 8 != 0 || K == 0 || M <= SkinnyGemm<float>::kMaxRows || !tile_grid<BM, BN>(M, N, K, tiles, e)) return 1;
+    return SplitK<BM, BN>::splits_for(tiles, K / BK + (K % BK != 0));
+  }
+  static long long splitk_floats(int M, int N, int K) {
+    unsigned tiles = 0;
+    cudaError_t e;
+    if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return 0;
+    return SplitK<BM, BN>::floats(tiles, splits_for(M, N, K));
+  }
+
+  // The workspace, in floats: split-K's partials (none where the GEMM runs unsplit: then the
+  // layout is what it was before split-K), x's and w's halves (two per element), then their row shifts, each
+  // part rounded up to 64 floats (TMA reads 16-byte aligned rows). split-K's counters and
+  // partials come first, at the workspace's start, where SplitK::combine reads them
+  // (p.split_partials), as in WgmmaWsGemm.
   static long long round64(long long f) { return (f + 63) / 64 * 64; }
-  static long long x_halves_offset() { return 0; }
-  static long long w_halves_offset(int M, int K) { return round64(static_cast<long long>(M) * K); }
+  static long long x_halves_offset(int M, int N, int K) { return round64(splitk_floats(M, N, K)); }
+  static long long w_halves_offset(int M, int N, int K) {
+    return x_halves_offset(M, N, K) + round64(static_cast<long long>(M) * K);
+  }
   static long long shifts_offset(int M, int N, int K) {
-    return w_halves_offset(M, K) + round64(static_cast<long long>(N) * K);
+    return w_halves_offset(M, N, K) + round64(static_cast<long long>(N) * K);
   }
   // Whether a batch of M rows splits w in registers: where w's split pass costs more than the
   // slower GEMM (measured at 128 and 1024 rows, docs/perf.md, session 22).
@@ -238,7 +268,8 @@ struct WgmmaWsF16x3Gemm {
   static long long split_floats(int M, int N, int K) {
     if (M <= SkinnyGemm<float>::kMaxRows) return 0;
     // (w in registers: x's halves and shifts alone, the shifts where w's halves would start.)
-    return w_in_registers(M) ? w_halves_offset(M, K) + round64(M) : shifts_offset(M, N, K) + round64(M) + round64(N);
+    return w_in_registers(M) ? w_halves_offset(M, N, K) + round64(M)
+                             : shifts_offset(M, N, K) + round64(M) + round64(N);
   }
 
   template <class EPI>
@@ -252,11 +283,18 @@ struct WgmmaWsF16x3Gemm {
     if (K % 8 != 0 || K == 0 || p.split_partials == nullptr) return cudaErrorInvalidValue;
     float* const ws = p.split_partials;
     constexpr CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    // Split-K: the tiles' counters zeroed (the partials need nothing: each is written before it
+    // is read), the CTAs of split s blocks [s * tiles, (s + 1) * tiles).
+    const int splits = splits_for(M, N, K);
+    if (splits > 1) {
+      e = cudaMemsetAsync(ws, 0, tiles * sizeof(unsigned int), stream);
+      if (e != cudaSuccess) return e;
+    }
     if constexpr (kWInRegisters) {
       if (w_in_registers(M)) {
-        __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset());
+        __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset(M, N, K));
         __half* const xl = xh + static_cast<long long>(M) * K;
-        int* const shift_x = reinterpret_cast<int*>(ws + w_halves_offset(M, K));
+        int* const shift_x = reinterpret_cast<int*>(ws + w_halves_offset(M, N, K));
         f16x3_detail::f16x3_split_kernel<<<M, f16x3_detail::kSplitThreads, 0, stream>>>(
             x, M, nullptr, K, xh, xl, shift_x, nullptr, nullptr, nullptr);
         e = cudaGetLastError();
@@ -269,13 +307,13 @@ struct WgmmaWsF16x3Gemm {
         const auto kernel = f16x3_detail::wgmma_f16x3_w_in_registers_kernel<WgmmaWsF16x3Gemm, EPI>;
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
         if (e != cudaSuccess) return e;
-        kernel<<<tiles, kThreads, kSmemBytes, stream>>>(map_w, map_xh, map_xl, shift_x, M, N, K, p);
+        kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_w, map_xh, map_xl, shift_x, M, N, K, p, splits);
         return cudaGetLastError();
       }
     }
-    __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset());
+    __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset(M, N, K));
     __half* const xl = xh + static_cast<long long>(M) * K;
-    __half* const wh = reinterpret_cast<__half*>(ws + w_halves_offset(M, K));
+    __half* const wh = reinterpret_cast<__half*>(ws + w_halves_offset(M, N, K));
     __half* const wl = wh + static_cast<long long>(N) * K;
     int* const shift_x = reinterpret_cast<int*>(ws + shifts_offset(M, N, K));
     int* const shift_w = shift_x + round64(M);
@@ -292,7 +330,8 @@ struct WgmmaWsF16x3Gemm {
     const auto kernel = f16x3_detail::wgmma_f16x3_kernel<WgmmaWsF16x3Gemm, EPI>;
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     if (e != cudaSuccess) return e;
-    kernel<<<tiles, kThreads, kSmemBytes, stream>>>(map_xh, map_xl, map_wh, map_wl, shift_x, shift_w, M, N, K, p);
+    kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_xh, map_xl, map_wh, map_wl, shift_x, shift_w, M, N, K,
+                                                             p, splits);
     return cudaGetLastError();
   }
 
@@ -300,16 +339,23 @@ struct WgmmaWsF16x3Gemm {
   __device__ static __forceinline__ void run(const CUtensorMap* map_xh, const CUtensorMap* map_xl,
                                              const CUtensorMap* map_wh, const CUtensorMap* map_wl,
                                              const int* shift_x, const int* shift_w, int M, int N, int K,
-                                             const EpilogueParams& p) {
+                                             const EpilogueParams& p, int splits) {
     using Mma = half_detail::Wgmma16<__half, BN>;
     extern __shared__ __align__(1024) unsigned char kgen_wgmma_f16x3_smem[];
     const int tiles_m = M / BM + (M % BM != 0);
     const int tiles_n = N / BN + (N % BN != 0);
+    // Split-K: the CTAs of split s are blocks [s * tiles, (s + 1) * tiles); split s sums
+    // k-tiles [k_first, k_first + k_tiles).
+    const int tiles = tiles_m * tiles_n;
+    const int tile = static_cast<int>(blockIdx.x) % tiles;
+    const int split = static_cast<int>(blockIdx.x) / tiles;
     int tile_m, tile_n;
-    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n);
+    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n, tile);
     const int m0 = tile_m * BM;
     const int n0 = tile_n * BN;
-    const int k_tiles = K / BK + (K % BK != 0);
+    const int k_all = K / BK + (K % BK != 0);
+    const int k_first = static_cast<int>(static_cast<long long>(split) * k_all / splits);
+    const int k_tiles = static_cast<int>(static_cast<long long>(split + 1) * k_all / splits) - k_first;
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
@@ -331,10 +377,11 @@ struct WgmmaWsF16x3Gemm {
     if (wg == 0) {
       if (tid == 0) {
         pipe.produce(k_tiles, 2 * (kABytes + kBBytes), [&](int s, int kt) {
-          ws_detail::tma_load(a_hi(s), map_xh, pipe.full(s), kt * BK, m0);
-          ws_detail::tma_load(a_lo(s), map_xl, pipe.full(s), kt * BK, m0);
-          ws_detail::tma_load(b_hi(s), map_wh, pipe.full(s), kt * BK, n0);
-          ws_detail::tma_load(b_lo(s), map_wl, pipe.full(s), kt * BK, n0);
+          const int k0 = (k_first + kt) * BK;
+          ws_detail::tma_load(a_hi(s), map_xh, pipe.full(s), k0, m0);
+          ws_detail::tma_load(a_lo(s), map_xl, pipe.full(s), k0, m0);
+          ws_detail::tma_load(b_hi(s), map_wh, pipe.full(s), k0, n0);
+          ws_detail::tma_load(b_lo(s), map_wl, pipe.full(s), k0, n0);
         });
       }
     } else {
@@ -396,6 +443,11 @@ struct WgmmaWsF16x3Gemm {
         }
       }
     }
+    // Split-K: the last CTA of the tile adds the (scaled) partials in k order; the others are done.
+    if (splits > 1 && !SplitK<BM, BN>::combine(acc, p.split_partials, tile, tiles, split, splits,
+                                               *reinterpret_cast<int*>(smem_ptr))) {
+      return;
+    }
     // Every stage the producer filled has been consumed: the pipeline buffers are free for the
     // epilogue's scratch and tile.
     WsEpilogue<BM, BN>::template run<EPI>(acc, reinterpret_cast<float*>(smem_ptr), m0, n0, M, N, p);
@@ -406,17 +458,23 @@ struct WgmmaWsF16x3Gemm {
   template <class EPI>
   __device__ static __forceinline__ void run_w_in_registers(const CUtensorMap* map_w, const CUtensorMap* map_xh,
                                                             const CUtensorMap* map_xl, const int* shift_x,
-                                                            int M, int N, int K, const EpilogueParams& p) {
+                                                            int M, int N, int K, const EpilogueParams& p,
+                                                            int splits) {
     using Mma = half_detail::Wgmma16<__half, BN>;
     extern __shared__ __align__(1024) unsigned char kgen_wgmma_f16x3_smem[];
-    // Tiles: rows of z (x's) by BN, columns (w's rows) by BM.
+    // Tiles: rows of z (x's) by BN, columns (w's rows) by BM. Split-K as in run.
     const int tiles_m = M / BN + (M % BN != 0);
     const int tiles_n = N / BM + (N % BM != 0);
+    const int tiles = tiles_m * tiles_n;
+    const int tile = static_cast<int>(blockIdx.x) % tiles;
+    const int split = static_cast<int>(blockIdx.x) / tiles;
     int tile_m, tile_n;
-    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n);
+    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n, tile);
     const int m0 = tile_m * BN;
     const int n0 = tile_n * BM;
-    const int k_tiles = K / BK + (K % BK != 0);
+    const int k_all = K / BK + (K % BK != 0);
+    const int k_first = static_cast<int>(static_cast<long long>(split) * k_all / splits);
+    const int k_tiles = static_cast<int>(static_cast<long long>(split + 1) * k_all / splits) - k_first;
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
@@ -439,10 +497,11 @@ struct WgmmaWsF16x3Gemm {
     if (wg == 0) {
       if (tid == 0) {
         pipe.produce(k_tiles, 2 * (kABytes + kBBytes), [&](int s, int kt) {
-          ws_detail::tma_load(w_box(s, 0), map_w, pipe.full(s), kt * BK, n0);
-          ws_detail::tma_load(w_box(s, 1), map_w, pipe.full(s), kt * BK + 32, n0);
-          ws_detail::tma_load(x_hi(s), map_xh, pipe.full(s), kt * BK, m0);
-          ws_detail::tma_load(x_lo(s), map_xl, pipe.full(s), kt * BK, m0);
+          const int k0 = (k_first + kt) * BK;
+          ws_detail::tma_load(w_box(s, 0), map_w, pipe.full(s), k0, n0);
+          ws_detail::tma_load(w_box(s, 1), map_w, pipe.full(s), k0 + 32, n0);
+          ws_detail::tma_load(x_hi(s), map_xh, pipe.full(s), k0, m0);
+          ws_detail::tma_load(x_lo(s), map_xl, pipe.full(s), k0, m0);
         });
       }
     } else {
@@ -531,6 +590,11 @@ struct WgmmaWsF16x3Gemm {
           acc[4 * j + 2 * h + 1] *= down;
         }
       }
+    }
+    // Split-K: the last CTA of the tile adds the (scaled) partials in k order; the others are done.
+    if (splits > 1 && !SplitK<BM, BN>::combine(acc, p.split_partials, tile, tiles, split, splits,
+                                               *reinterpret_cast<int*>(smem_ptr))) {
+      return;
     }
     // Every stage the producer filled has been consumed: the pipeline buffers are free for the
     // epilogue's scratch and tile.

@@ -406,7 +406,7 @@ def validate(file, tol, batch, quick, ref, dtype):
     if refusal:
         raise click.UsageError(refusal)
     _require_cuda("validate")
-    from kgen.check.validate import gate_description, summary, thaw
+    from kgen.check.validate import gate_description, own_the_heap, summary
     from kgen.check.validate import validate as run_validation
 
     tol = PRECISION_TOLERANCES[dtype] if tol is None else tol
@@ -420,7 +420,7 @@ def validate(file, tol, batch, quick, ref, dtype):
         raise click.ClickException(f"the extension did not build for this GPU: {str(e).strip()[-3000:]}") from e
     click.echo(f"extension for this GPU ready in {time.monotonic() - started:.1f} s (compiled once, then cached)")
     started = time.monotonic()
-    thaw()   # (this process is kgen's own)
+    own_the_heap()   # (this process is kgen's own)
     results = run_validation(f, tol=tol, quick=quick, batch=batch, report=lambda r: click.echo(r.line()),
                              dtype=module_dtype)
     click.echo(f"{summary(results)}; the checks took {time.monotonic() - started:.1f} s")

@@ -1254,11 +1254,12 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
     # Each check's garbage is collected after it (below). A full collection scans every object
     # of the process, torch's and sympy's among them: ~0.1 s each, 0.8 s of a search candidate's
     # quick validation. The objects alive now are frozen out of the collector's scans for the
-    # checks' duration (what the checks make is still collected) and thawed after. Not in a
-    # process that froze objects of its own (a test session): a freeze cannot be undone in part,
-    # and what is alive now (this file's module, its cached workspaces) would never be collected.
+    # checks' duration (what the checks make is still collected) and thawed after: in a process
+    # of kgen's own (own_the_heap), and in one that froze nothing. Not in a process that froze
+    # objects of its own (a test session): a freeze cannot be undone in part, and what is alive
+    # now (this file's module, its cached workspaces) would never be collected.
     gc.collect()
-    freeze = gc.get_freeze_count() == 0
+    freeze = _heap_owned or gc.get_freeze_count() == 0
     if freeze:
         gc.freeze()
     try:
@@ -1269,15 +1270,19 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
     return results
 
 
-def thaw() -> None:
-    """For a process of kgen's own (`kgen validate`, the search's worker), right before
-    validate(): thaws what the process froze. Loading a file and its extension freezes a few
-    hundred objects on the H100 host (375; not on the CPU), and validate() keeps the heap out of
-    its checks' collections only in a process that froze nothing of its own (a freeze cannot be
-    undone in part): without this, each of a quick validation's ~10 collections scans all of
-    torch's objects, 0.12 s each, half of its time (docs/perf.md, session 26). Not for a
-    process whose freeze is someone else's to decide (a test session)."""
-    gc.unfreeze()
+_heap_owned = False
+
+
+def own_the_heap() -> None:
+    """For a process of kgen's own (`kgen validate`, the search's worker), before validate():
+    lets validate() freeze and thaw the whole heap around its checks whatever the process froze
+    before. The GPU host's Python starts with 375 objects frozen (before any import of ours), and
+    after a collection there the freeze count is 375 again even where they were thawed: a test of
+    "froze nothing" never holds there, and each of a quick validation's ~10 collections scanned
+    all of torch's objects, 0.1-0.14 s each, ~1 s of its 2-3 s (docs/perf.md, sessions 26 and
+    27). Not for a process whose freeze is someone else's to decide (a test session)."""
+    global _heap_owned
+    _heap_owned = True
 
 
 def _run_checks(f: EmittedFile, tol: float, quick: bool, batch: int, device: torch.device,

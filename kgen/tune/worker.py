@@ -45,7 +45,7 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dt
     `dtype` (eager in that dtype the yardstick and the baseline)."""
     from kgen.check.bench import bench
     from kgen.check.loading import EmittedFile
-    from kgen.check.validate import gate_description, thaw, validate, worst_error, worst_error_ratio
+    from kgen.check.validate import gate_description, own_the_heap, validate, worst_error, worst_error_ratio
 
     module_dtype = torch_dtype(dtype)
     record: dict = {"path": path}
@@ -58,7 +58,7 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dt
         # failures are the candidate's record).
         passing: list[float] = []
         results = []
-        thaw()   # (validate.thaw: this process is the search's)
+        own_the_heap()   # (this process is the search's)
         for tol in sorted(tols):
             results = validate(f, tol=tol, quick=True, batch=batch, dtype=module_dtype,
                                stop_at_failure=tol != max(tols))
@@ -129,12 +129,12 @@ def full_validation(path: str, tol: float, batch: int | None, dtype: str = "fp32
     """`kgen validate FILE --tol T [--batch B]`'s checks, their lines printed as it prints them;
     returns {"passed": ...}."""
     from kgen.check.loading import EmittedFile
-    from kgen.check.validate import summary, thaw, validate
+    from kgen.check.validate import own_the_heap, summary, validate
 
     module_dtype = torch_dtype(dtype)
     f = EmittedFile(path)
     f.build(module_dtype)
-    thaw()
+    own_the_heap()
     results = validate(f, tol=tol, batch=batch, dtype=module_dtype, report=lambda r: print(r.line(), flush=True))
     print(summary(results), flush=True)
     return {"passed": all(r.passed for r in results)}

@@ -5,6 +5,7 @@ import pytest
 
 from kgen.tune import configs
 from kgen.tune.search import enumerate_specs
+from kgen.tune.spec import Tile
 
 
 RULE_FAMILIES = [(family, "fp32_simt" if family == "simt" else "tf32x3") for family in sorted(configs.RULE_TILES)]
@@ -28,10 +29,62 @@ def test_the_default_target_is_the_wgmma_one():
     ((1024, 8192, 8192), "fp16x3"),     # KernelBench 33, 12, 84: M N / (M + N) = 910
     ((16384, 4096, 4096), "fp16x3"),    # 39
     ((128, 32768, 32768), "fp16x3"),    # 55, 56, 59: w split in the GEMM's registers (no pass over its 4 GB)
-    ((128, 8192, 8192), "tf32x3"),      # 64 tiles: tf32x3's split-K fills the GPU, fp16x3 has none
+    ((128, 8192, 8192), "fp16x3"),      # 64 tiles, each split in two in K: w in registers, the GPU filled
+    ((256, 8192, 8192), "fp16x3"),      # 248, below FP16X3_MIN_HARMONIC, but 128 square tiles: w in registers
     ((1024, 8190, 8192), "tf32x3"),     # K not a multiple of 8: fp16 rows TMA cannot read
-    ((256, 8192, 8192), "tf32x3"),      # 248, below FP16X3_MIN_HARMONIC
+    ((128, 1024, 1024), "tf32x3"),      # 8 tiles and too short a K to split: w's registers cannot pay
+    ((768, 8192, 1024), "tf32x3"),      # 438 < FP16X3_MIN_HARMONIC, and more rows than w's split in registers takes
 ])
 def test_the_rule_takes_fp16x3_where_its_split_pays(shape, math):
     assert configs.fastest_family(configs.WGMMA_ARCH, *shape) == ("wgmma", math)
     assert configs.fastest_family("sm_80", *shape) == ("kgen", "tf32x3")
+
+
+def test_split_k_splits_where_the_tiles_are_too_few_to_fill_the_gpu():
+    """configs.k_splits as the GEMMs decide at run time (SplitK::splits_for): SMs // tiles, at
+    least SPLIT_K_MIN_K_TILES k-tiles a split, at most SPLIT_K_MAX_SPLITS; not at a few rows (the
+    few-row GEMM), not for tf32 tiles wider than 128 or a K TMA cannot read, not off Hopper."""
+    square = configs.RULE_WGMMA_FP16X3_TILES[0]
+    wide = Tile(128, 256, 32, 16, 256, stages=4)
+    sms = configs.TYPICAL_SMS[configs.WGMMA_ARCH]
+    k = configs.k_splits
+    assert k("wgmma", "fp16x3", square, 128, 8192, 8192, sms) == 2      # 64 tiles
+    assert k("wgmma", "tf32x3", square, 128, 8192, 8192, sms) == 2
+    assert k("wgmma", "fp16x3", square, 128, 8192, 1024, sms) == 8      # 8 tiles: 16, capped at 8
+    assert k("wgmma", "fp16x3", square, 128, 2048, 1024, sms) == 2      # 32 k-tiles of 64: two splits of 16
+    assert k("wgmma", "tf32x3", square, 128, 2048, 1024, sms) == 4      # 64 k-tiles of 32
+    assert k("wgmma", "fp16x3", square, 1024, 8192, 8192, sms) == 1     # 512 tiles
+    assert k("wgmma", "fp16x3", square, 16, 8192, 8192, sms) == 1       # the few-row GEMM
+    assert k("wgmma", "fp16x3", square, 17, 8192, 8192, sms) == 2
+    assert k("wgmma", "tf32", wide, 128, 8192, 8192, sms) == 1          # 256 wide: unsplit
+    assert k("wgmma", "tf32x3", square, 128, 8190, 8192, sms) == 1      # K % 4 != 0: no TMA, unsplit
+    assert k("wgmma", "fp16x3", square, 128, 8196, 8192, sms) == 2      # K % 8 != 0: tf32x3's GEMM, k-tiles of 32
+    assert k("mma", "tf32x3", square, 128, 8192, 8192, sms) == 1
+    assert configs.work_units("wgmma", "fp16x3", square, 128, 8192, 8192, sms) == 128
+
+
+def test_the_split_k_limits_are_the_kernels():
+    """configs' split-K and few-row limits, read from the CUDA that applies them."""
+    import re
+
+    from kgen.codegen.generator import CODEGEN_DIR
+
+    def constant(file, pattern):
+        found = re.findall(pattern, (CODEGEN_DIR / "kernels" / file).read_text())
+        assert len(found) == 1, (file, pattern, found)
+        return int(found[0])
+
+    assert constant("gemm_wgmma_ws.cuh", r"static constexpr int kMinKTiles = (\d+);") == configs.SPLIT_K_MIN_K_TILES
+    assert constant("gemm_wgmma_ws.cuh", r"static constexpr int kMaxSplits = (\d+);") == configs.SPLIT_K_MAX_SPLITS
+    assert constant("gemm_wgmma_ws.cuh", r"static constexpr bool kSplitsK = BN <= (\d+);") == configs.SPLIT_K_MAX_BN
+    assert constant("gemm_skinny.cuh", r"static constexpr int kMaxRows = (\d+);") == configs.SKINNY_MAX_ROWS
+    assert constant("gemm_wgmma_f16x3.cuh", r"static constexpr int BK = (\d+);") == configs.FP16X3_BK
+    # splits_for's rule: SMs // tiles, then the two caps, at least 1.
+    source = (CODEGEN_DIR / "kernels" / "gemm_wgmma_ws.cuh").read_text()
+    rule = source[source.index("static int splits_for(long long tiles, int k_tiles)"):][:400]
+    for line in ("s = ws_detail::sm_count() / tiles;", "s = std::min<long long>(s, k_tiles / kMinKTiles);",
+                 "s = std::min<long long>(s, kMaxSplits);", "std::max<long long>(s, 1)"):
+        assert line in rule, line
+    # Both GEMMs skip the few-row batches that SkinnyGemm runs.
+    for file in ("gemm_wgmma_ws.cuh", "gemm_wgmma_f16x3.cuh"):
+        assert "M <= SkinnyGemm<float>::kMaxRows" in (CODEGEN_DIR / "kernels" / file).read_text()

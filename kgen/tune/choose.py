@@ -12,19 +12,14 @@ from pathlib import Path
 
 from kgen.frontend.problems import load
 from kgen.frontend.reference import shipped_names
-from kgen.tune.configs import (DEFAULT_ARCH, PRECISION_TOLERANCES, fused_stats_min_batch, rule_tiles, TYPICAL_SMS,
-                               fastest_family, precision_name)
-from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Tile, Variant, Workload, arch_for_capability, gemm_family
+from kgen.tune.configs import (DEFAULT_ARCH, FILL_FRACTION, PRECISION_TOLERANCES, TYPICAL_SMS, fastest_family,
+                               fused_stats_min_batch, precision_name, rule_tiles, work_units)
+from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Variant, Workload, arch_for_capability, gemm_family
 
 RESULTS_DIR = Path("results")
 # The records that ship with kgen: results/ of the checkout kgen runs from (an editable install
 # or PYTHONPATH; a wheel has none, and the folder is then simply absent).
 SHIPPED_RESULTS_DIR = Path(__file__).resolve().parents[2] / RESULTS_DIR
-
-# A tile "fills" the GPU when the shape gives it at least this share of the SMs: KernelBench 68
-# (128 x 16384 -> 16384) on the H100's 132 SMs ran 0.574 ms in 128 tiles of 128x128 and
-# 0.776 ms in 256 tiles of 64x128 (docs/perf.md): a wave 3 % short costs less than halving BM.
-FILL_FRACTION = 0.9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,10 +153,6 @@ def earlier_winner(problem: str, batch: int, in_features: int, out_features: int
     return best
 
 
-def _tiles_for(tile: Tile, batch: int, out_features: int) -> int:
-    return -(-batch // tile.bm) * -(-out_features // tile.bn)
-
-
 def rule_fusion(workload: Workload, dtype: str = "fp32") -> tuple[int, str]:
     """The rule's fusion level for a module in `dtype`, and why. A BatchNorm module fuses its
     statistics into the GEMM from a batch that depends on the dtype (fused_stats_min_batch). A
@@ -189,8 +180,9 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
                backend: str, math: str, fusion: int | None = None, constants: tuple = (),
                dtype: str = "fp32") -> tuple[Spec, str]:
     """The spec of a kgen GEMM family with tiles chosen by the shape: the largest tile of the
-    family's list that the target admits and that still gives (nearly: FILL_FRACTION) every SM a tile; a shape too small
-    for that takes the tile that gives the most. Fusion by the batch (and the module's dtype)
+    family's list that the target admits and that still gives (nearly: FILL_FRACTION) every SM a
+    unit of work (a tile, or a tile's k-split where the GEMM splits K: configs.work_units); a
+    shape too small for that takes the tile that gives the most. Fusion by the batch (and the module's dtype)
     unless given."""
     family = gemm_family(backend, math)
     tiles = rule_tiles(family, math)
@@ -207,11 +199,16 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
             refusals.append(str(e))
     if not valid:
         raise SpecError(f"no {family} {math} tile of kgen's list fits {target.arch}: " + refusals[0])
-    filling = [s for s in valid if _tiles_for(s.tile, batch, out_features) >= FILL_FRACTION * target.sms]
-    spec = filling[0] if filling else max(valid, key=lambda s: _tiles_for(s.tile, batch, out_features))
+    def units(s: Spec) -> int:
+        return work_units(family, math, s.tile, batch, in_features, out_features, target.sms)
+
+    filling = [s for s in valid if units(s) >= FILL_FRACTION * target.sms]
+    spec = filling[0] if filling else max(valid, key=units)
     t = spec.tile
-    why = (f"tile {t.bm}x{t.bn}x{t.bk} ({_tiles_for(t, batch, out_features)} tiles for "
-           f"{target.sms} SMs), {fusion_why}")
+    tiles = -(-batch // t.bm) * -(-out_features // t.bn)
+    split = units(spec) // tiles
+    why = (f"tile {t.bm}x{t.bn}x{t.bk} ({tiles} tiles" + (f", each split {split} ways in K," if split > 1 else "")
+           + f" for {target.sms} SMs), {fusion_why}")
     return spec, why
 
 

@@ -48,17 +48,64 @@ def fused_stats_min_batch(dtype: str) -> int:
     return FUSED_STATS_MIN_BATCH if dtype == "fp32" else FUSED_STATS_MIN_BATCH_16BIT
 
 
+# Split-K in the Hopper GEMMs (kernels/gemm_wgmma_ws.cuh's SplitK, which the fp16x3 GEMM shares):
+# where a batch's output has fewer tiles than the GPU has SMs, each tile's k-range is split over
+# up to SPLIT_K_MAX_SPLITS CTAs, each summing at least SPLIT_K_MIN_K_TILES k-tiles; a batch of at
+# most SKINNY_MAX_ROWS rows runs the few-row GEMM (SkinnyGemm) instead, and tf32 / tf32x3 tiles
+# wider than SPLIT_K_MAX_BN and a K that TMA cannot read (not a multiple of 4) run unsplit.
+# fp16x3's k-tile is FP16X3_BK wide whatever the variant's tile says. tests/test_configs.py ties
+# these to the CUDA.
+SPLIT_K_MIN_K_TILES = 16
+SPLIT_K_MAX_SPLITS = 8
+SPLIT_K_MAX_BN = 128
+SKINNY_MAX_ROWS = 16
+FP16X3_BK = 64
+# The shape rule takes a tile that gives (nearly) every SM a unit of work, a tile or a tile's
+# k-split: KernelBench 68 (128 x 16384 -> 16384) on the H100's 132 SMs ran 0.574 ms in 128 tiles
+# of 128x128 and 0.776 ms in 256 tiles of 64x128 (docs/perf.md): a wave 3 % short costs less
+# than halving BM.
+FILL_FRACTION = 0.9
+
+
+def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features: int, out_features: int,
+             sms: int) -> int:
+    """The CTAs each output tile's k-range is split over at this shape on a GPU of `sms` SMs, as
+    the GEMM decides at run time (SplitK::splits_for; 1: unsplit)."""
+    if family != "wgmma" or tile is None or batch <= SKINNY_MAX_ROWS or in_features <= 0:
+        return 1
+    if math == "fp16x3" and in_features % FP16X3_K_MULTIPLE:
+        math = "tf32x3"   # (the GEMM such a variant runs: generator.gemm_type)
+    if math == "fp16x3":
+        bk = FP16X3_BK
+    elif math in ("tf32x3", "tf32"):
+        if tile.bn > SPLIT_K_MAX_BN or in_features % 4:
+            return 1
+        bk = tile.bk
+    else:
+        return 1
+    tiles = -(-batch // tile.bm) * -(-out_features // tile.bn)
+    k_tiles = -(-in_features // bk)
+    return max(1, min(sms // tiles, k_tiles // SPLIT_K_MIN_K_TILES, SPLIT_K_MAX_SPLITS))
+
+
+def work_units(family: str, math: str, tile: Tile, batch: int, in_features: int, out_features: int,
+               sms: int) -> int:
+    """The CTAs of the GEMM's launch at this shape: its output tiles times their k-splits."""
+    tiles = -(-batch // tile.bm) * -(-out_features // tile.bn)
+    return tiles * k_splits(family, math, tile, batch, in_features, out_features, sms)
+
+
 # fp16x3 on Hopper where its split pass pays: the pass reads and writes (M + N) K elements, the
 # GEMM saves time in proportion to M N K, so it wins where M N / (M + N) is large. Measured
 # (docs/perf.md, session 21): 0.72x tf32x3's time at 1024 x 8192 -> 8192 (910), 0.63x at 16384 x
 # 4096 -> 4096 (3277); the cost model puts the break-even near 250 (128 x 32768 -> 32768: 128,
 # where the pass over w's 4 GB costs more than the GEMM saves). At batches up to
 # spec.FP16X3_W_IN_REGISTERS_MAX_ROWS the rule's square tile splits w in the GEMM's registers
-# instead, with no pass over w: fp16x3 there too, where the output has a 128 x 128 tile for each
-# of an H100's 132 SMs (fp16x3 has no split-K, which tf32x3 runs at small batches; session 22:
-# 128 x 32768 -> 32768, 256 tiles, 1.99-2.04 ms against tf32x3's 2.50-2.55).
+# instead, with no pass over w: fp16x3 there too, where that tile's work units (its tiles, split
+# in K where they are few) fill the GPU. Measured on an H100: 128 x 32768 -> 32768, 256 tiles,
+# 1.99-2.04 ms against tf32x3's 2.50-2.55 (session 22); 128 x 8192 -> 8192, 64 tiles split in two,
+# 0.141-0.156 ms against tf32x3's 0.165-0.185 (session 27).
 FP16X3_MIN_HARMONIC = 512
-FP16X3_MIN_TILES = 132
 
 
 def fastest_family(arch: str, batch: int | None = None, in_features: int | None = None,
@@ -71,8 +118,9 @@ def fastest_family(arch: str, batch: int | None = None, in_features: int | None 
         if batch * out_features >= FP16X3_MIN_HARMONIC * (batch + out_features):
             return "wgmma", "fp16x3"
         square = RULE_WGMMA_FP16X3_TILES[0]
-        tiles = -(-batch // square.bm) * -(-out_features // square.bn)
-        if batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS and tiles >= FP16X3_MIN_TILES:
+        sms = TYPICAL_SMS[arch]
+        units = work_units("wgmma", "fp16x3", square, batch, in_features, out_features, sms)
+        if batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS and units >= FILL_FRACTION * sms:
             return "wgmma", "fp16x3"
     return "wgmma", "tf32x3"
 

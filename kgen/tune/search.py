@@ -30,7 +30,7 @@ from typing import Callable
 
 from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
-from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES
+from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, k_splits
 from kgen.tune.several import host_gpu
 from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
                              Workload, kgen_source_digest)
@@ -161,8 +161,8 @@ GEMV_BANDWIDTH = 3000
 
 
 def predicted_ms(spec: Spec, sms: int) -> float:
-    """GEMM time at the family's rate, stretched by the tail wave of tiles (one CTA per SM),
-    summed over the module's chained GEMMs; the matrix-vector rewrite's time to read W and x
+    """GEMM time at the family's rate, stretched by the tail wave of its CTAs (one per SM: the
+    tiles, or their k-splits at a small batch), summed over the module's chained GEMMs; the matrix-vector rewrite's time to read W and x
     once."""
     if spec.family == "gemv":
         return 4.0 * spec.in_features * (spec.out_features + spec.batch) / (GEMV_BANDWIDTH * 1e6)
@@ -185,9 +185,16 @@ def predicted_ms(spec: Spec, sms: int) -> float:
         if spec.family == "wgmma":
             ms *= WGMMA_TILE_SLOWDOWN.get((math, spec.tile.bm, spec.tile.bn), 1.0)
         if spec.tile is not None:
+            # The tail wave, of the launch's CTAs: its tiles, each split in K where they are too
+            # few to fill the GPU (configs.k_splits); each split's partial tile is written once
+            # and read once more.
             tiles = -(-spec.batch // spec.tile.bm) * -(-part.out_features // spec.tile.bn)
-            waves = -(-tiles // sms)
-            ms *= waves * sms / tiles
+            splits = k_splits(spec.family, math, spec.tile, spec.batch, part.in_features, part.out_features, sms)
+            units = tiles * splits
+            waves = -(-units // sms)
+            ms *= waves * sms / units
+            if splits > 1:
+                ms += 8.0 * units * spec.tile.bm * spec.tile.bn / (GEMV_BANDWIDTH * 1e6)
         total += ms
     return total
 

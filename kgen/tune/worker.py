@@ -240,11 +240,15 @@ def exit_now(code: int) -> None:
     """Ends the process without the interpreter's teardown: a search waits for its worker's end
     before it reports, and the teardown of torch's objects and the CUDA context took ~1 s of the
     main job's there (docs/perf.md, session 27) with nothing in it for the search; the system
-    frees the process's GPU context and files as it would after a crash. Output is flushed first."""
+    frees the process's GPU context and files as it would after a crash. Output is flushed first.
+    For `build` and `evaluate` (a build worker's end is waited for too); `compare` ends normally."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
 
 
 if __name__ == "__main__":
-    exit_now(main())
+    code = main()
+    if sys.argv[1:2] == ["compare"]:
+        sys.exit(code)   # (torch.compile's pool of compile workers is shut down in the teardown)
+    exit_now(code)

@@ -58,7 +58,9 @@ def test_split_k_splits_where_the_tiles_are_too_few_to_fill_the_gpu():
     assert k("wgmma", "fp16x3", square, 17, 8192, 8192, sms) == 2
     assert k("wgmma", "tf32", wide, 128, 8192, 8192, sms) == 1          # 256 wide: unsplit
     assert k("wgmma", "tf32x3", square, 128, 8190, 8192, sms) == 1      # K % 4 != 0: no TMA, unsplit
-    assert k("wgmma", "fp16x3", square, 128, 8196, 8192, sms) == 2      # K % 8 != 0: tf32x3's GEMM, k-tiles of 32
+    assert k("wgmma", "fp16x3", square, 128, 8196, 8192, sms) == 2      # K % 8 != 0: tf32x3's GEMM
+    assert k("wgmma", "fp16x3", square, 128, 1028, 1024, sms) == 2      # ... whose k-tiles are 32 wide (64: 1)
+    assert k("wgmma", "fp16x3", square, 128, 8194, 8192, sms) == 1      # ... and K % 4 != 0: unsplit
     assert k("mma", "tf32x3", square, 128, 8192, 8192, sms) == 1
     assert configs.work_units("wgmma", "fp16x3", square, 128, 8192, 8192, sms) == 128
 
@@ -85,6 +87,25 @@ def test_the_split_k_limits_are_the_kernels():
     for line in ("s = ws_detail::sm_count() / tiles;", "s = std::min<long long>(s, k_tiles / kMinKTiles);",
                  "s = std::min<long long>(s, kMaxSplits);", "std::max<long long>(s, 1)"):
         assert line in rule, line
-    # Both GEMMs skip the few-row batches that SkinnyGemm runs.
+    # Both GEMMs' splits_for: the few-row batches that SkinnyGemm runs, unsplit; fp16x3 on its
+    # own k-tiles, tf32x3 only to 128 wide and where TMA reads K.
+    def splits_for(file):
+        text = (CODEGEN_DIR / "kernels" / file).read_text()
+        body = text[text.index("static int splits_for(int M, int N, int K) {"):]
+        return body[:body.index("\n  }\n")]
+
     for file in ("gemm_wgmma_ws.cuh", "gemm_wgmma_f16x3.cuh"):
-        assert "M <= SkinnyGemm<float>::kMaxRows" in (CODEGEN_DIR / "kernels" / file).read_text()
+        assert "M <= SkinnyGemm<float>::kMaxRows" in splits_for(file), file
+        assert "SplitK<BM, BN>::splits_for(tiles, K / BK + (K % BK != 0))" in splits_for(file), file
+    assert "!kSplitsK || K % 4 != 0" in splits_for("gemm_wgmma_ws.cuh")
+    assert "K % 8 != 0" in splits_for("gemm_wgmma_f16x3.cuh")
+
+
+def test_the_rule_counts_the_gpus_own_sms():
+    """On a Hopper with fewer SMs than the H100's 132, 64 split tiles of 128x128 fill it sooner:
+    fastest_family takes the GPU's count, as the kernels and the rule's tiles do."""
+    shape = (128, 8192, 8192)
+    assert configs.fastest_family(configs.WGMMA_ARCH, *shape) == ("wgmma", "fp16x3")
+    # 200 SMs: 64 tiles split 3 ways in K (192 CTAs) still fill it; 1024 SMs: 64 x 8 do not
+    assert configs.fastest_family(configs.WGMMA_ARCH, *shape, sms=200) == ("wgmma", "fp16x3")
+    assert configs.fastest_family(configs.WGMMA_ARCH, *shape, sms=1024) == ("wgmma", "tf32x3")

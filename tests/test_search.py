@@ -48,8 +48,9 @@ def test_cost_model_keeps_the_fast_family_of_each_tier_only():
 
 
 def test_cost_model_counts_the_tail_wave():
-    """At batch 128, 8192 features in and 1024 out, 128x128 tiles leave most SMs idle and K is
-    too short to split; 64x64 tiles do not."""
+    """At batch 128 and 1024 features in and out, 128x128 tiles leave most SMs idle even split
+    in two in K (16 CTAs; K is too short for more); 64x64 tiles, also split in two, leave fewer
+    (64 CTAs)."""
     specs = [s for s in enumerate_specs("gemm_scale_bn", 128, 1024, 1024, maths=("tf32x3",))
              if s.backend == "wgmma"]
     from kgen.tune.search import predicted_ms

@@ -377,17 +377,35 @@ def test_the_worker_owns_its_heap_before_validating(monkeypatch):
             pass
 
     def fake_validate(f, **kw):
-        seen.append(validate_module._heap_owned)
+        seen.append(kw.get("own_heap"))
         raise RuntimeError("seen")   # (what follows a validation is not this test's)
 
     monkeypatch.setattr(loading, "EmittedFile", Loaded)
     monkeypatch.setattr(validate_module, "validate", fake_validate)
-    monkeypatch.setattr(validate_module, "_heap_owned", False)
     assert "seen" in worker.evaluate_one("a.py", [1e-4], None, 30)["detail"]
-    monkeypatch.setattr(validate_module, "_heap_owned", False)
     with pytest.raises(RuntimeError, match="seen"):
         worker.full_validation("a.py", 1e-4, None)
     assert seen == [True, True]
+
+
+def test_kgen_validate_owns_the_heap_as_a_command_only(tmp_path, monkeypatch):
+    """`kgen validate` run as the command (cli.run: the console script, python -m kgen.cli) owns
+    its process's heap; called in another's process (click's runner, here) it does not."""
+    from kgen.check import validate as validate_module
+
+    path = tmp_path / "f.py"
+    r = run("generate", "--problem", "gemm_scale_bn", "--batch", "64", "--in", "64", "--out", "64", "-o", str(path))
+    assert r.exit_code == 0, r.output
+    seen = []
+    monkeypatch.setattr(cli, "_require_cuda", lambda what: None)
+    monkeypatch.setattr("kgen.check.loading.EmittedFile.build", lambda self, dtype=None: None)
+    monkeypatch.setattr(validate_module, "validate", lambda f, **kw: seen.append(kw["own_heap"]) or [])
+    assert CliRunner().invoke(cli.main, ["validate", str(path)]).exit_code == 0
+    monkeypatch.setattr(sys, "argv", ["kgen", "validate", str(path)])
+    with pytest.raises(SystemExit) as done:
+        cli.run()
+    assert done.value.code == 0
+    assert seen == [False, True]
 
 
 def test_the_worker_answers_the_searchs_requests(monkeypatch, capsys):
@@ -931,15 +949,22 @@ def test_a_worker_ends_without_the_interpreters_teardown():
     """A search waits for its worker's end before it reports (the teardown of torch and the CUDA
     context took ~1 s of the main job on the H100 host): python -m kgen.tune.worker ends at once
     after its last line, output flushed, exit code kept, no exit handler run."""
+    from kgen.tune.worker import EXIT_AFTER_RUNTIME_ERROR, RESULT_PREFIX
+
     wrapper = ("import atexit, runpy, sys; atexit.register(print, 'TEARDOWN', flush=True); "
                "sys.argv = ['worker', 'evaluate', '--tol', '1e-4', '-']; "
                "runpy.run_module('kgen.tune.worker', run_name='__main__')")
-    done = subprocess.run([sys.executable, "-c", wrapper], input="\n", capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    env = {k: v for k, v in os.environ.items() if k != "KGEN_WORKER_TEARDOWN"}
+    # (a file that is not there: its record printed, then the worker's exit after a runtime error)
+    done = subprocess.run([sys.executable, "-c", wrapper], input="no-such-file.py\n", capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode == EXIT_AFTER_RUNTIME_ERROR, done.stderr
+    assert RESULT_PREFIX in done.stdout and "runtime_error" in done.stdout
     assert "TEARDOWN" not in done.stdout
-    # (the same wrapper without the worker runs its handler: the check above can fail)
-    plain = subprocess.run([sys.executable, "-c", wrapper.split(" sys.argv")[0]], capture_output=True, text=True)
-    assert "TEARDOWN" in plain.stdout
+    # KGEN_WORKER_TEARDOWN=1 (a profiler's run) keeps the teardown, and the exit code.
+    kept = subprocess.run([sys.executable, "-c", wrapper], input="no-such-file.py\n", capture_output=True,
+                          text=True, timeout=120, env=dict(env, KGEN_WORKER_TEARDOWN="1"))
+    assert kept.returncode == EXIT_AFTER_RUNTIME_ERROR and "TEARDOWN" in kept.stdout
 
 
 def test_a_search_that_cannot_start_costs_its_file_only(tmp_path):

@@ -77,8 +77,7 @@ def test_the_checks_run_with_the_heap_frozen_and_their_own_garbage_collected(thr
         assert before // 2 < gc.get_freeze_count() <= before and seen["collected"]
         # A process of kgen's own: the heap frozen around the checks whatever was frozen
         # before (the GPU host's Python starts with objects frozen), all of it thawed after.
-        monkeypatch.setattr(v, "_heap_owned", True)
-        v.validate(f, tol=1e-4, quick=True)
+        v.validate(f, tol=1e-4, quick=True, own_heap=True)
         assert seen["frozen"] > before and seen["collected"]
         assert gc.get_freeze_count() == 0
         del kept
@@ -103,7 +102,7 @@ def test_the_search_worker_gives_up_a_tighter_tier_at_its_first_failure(monkeypa
 
     calls = []
 
-    def fake_validate(f, tol, quick, batch, dtype, stop_at_failure=False):
+    def fake_validate(f, tol, quick, batch, dtype, stop_at_failure=False, own_heap=False):
         calls.append((tol, stop_at_failure))
         return [CheckResult("numbers", tol >= 1e-2, max_abs=1e-3, max_rel=1e-3)]
 

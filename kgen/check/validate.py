@@ -1237,12 +1237,14 @@ def checks(f: EmittedFile, tol: float, quick: bool, batch: int, device,
 
 def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int | None = None,
              report: Callable[[CheckResult], None] = lambda r: None,
-             dtype: torch.dtype = torch.float32, stop_at_failure: bool = False) -> list[CheckResult]:
+             dtype: torch.dtype = torch.float32, stop_at_failure: bool = False,
+             own_heap: bool = False) -> list[CheckResult]:
     """Run the checks on the module in `dtype` (its parameters and input, as module.to(dtype));
     `quick` (used inside a search) runs the core numerical checks only.
     Stops at the first check after which the CUDA context is lost, and with `stop_at_failure`
     at the first that fails (a search asking whether a tier passes at all); the rest come back
-    marked not run (and failed)."""
+    marked not run (and failed). `own_heap`: the caller is a process of kgen's own (`kgen
+    validate`, the search's worker), whose whole heap validate() may freeze and thaw (below)."""
     refusal = dtype_refusal(f, dtype)
     if refusal:
         raise ValueError(refusal)
@@ -1255,11 +1257,15 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
     # of the process, torch's and sympy's among them: ~0.1 s each, 0.8 s of a search candidate's
     # quick validation. The objects alive now are frozen out of the collector's scans for the
     # checks' duration (what the checks make is still collected) and thawed after: in a process
-    # of kgen's own (own_the_heap), and in one that froze nothing. Not in a process that froze
-    # objects of its own (a test session): a freeze cannot be undone in part, and what is alive
-    # now (this file's module, its cached workspaces) would never be collected.
+    # of kgen's own (own_heap) whatever it froze before, else only where nothing is frozen. The
+    # GPU host's Python starts with 375 objects frozen (before any import of ours) and is back
+    # at 375 after a collection even where they were thawed, so "nothing frozen" never held
+    # there and each of a quick validation's ~10 collections scanned all of torch's objects,
+    # 0.1-0.14 s each, ~1 s of its 2-3 s (docs/perf.md, sessions 26 and 27). Not in a process
+    # that froze objects of its own (a test session): a freeze cannot be undone in part, and what
+    # is alive now (this file's module, its cached workspaces) would never be collected.
     gc.collect()
-    freeze = _heap_owned or gc.get_freeze_count() == 0
+    freeze = own_heap or gc.get_freeze_count() == 0
     if freeze:
         gc.freeze()
     try:
@@ -1268,21 +1274,6 @@ def validate(f: EmittedFile, tol: float = 1e-4, quick: bool = False, batch: int 
         if freeze:
             gc.unfreeze()
     return results
-
-
-_heap_owned = False
-
-
-def own_the_heap() -> None:
-    """For a process of kgen's own (`kgen validate`, the search's worker), before validate():
-    lets validate() freeze and thaw the whole heap around its checks whatever the process froze
-    before. The GPU host's Python starts with 375 objects frozen (before any import of ours), and
-    after a collection there the freeze count is 375 again even where they were thawed: a test of
-    "froze nothing" never holds there, and each of a quick validation's ~10 collections scanned
-    all of torch's objects, 0.1-0.14 s each, ~1 s of its 2-3 s (docs/perf.md, sessions 26 and
-    27). Not for a process whose freeze is someone else's to decide (a test session)."""
-    global _heap_owned
-    _heap_owned = True
 
 
 def _run_checks(f: EmittedFile, tol: float, quick: bool, batch: int, device: torch.device,

@@ -200,6 +200,8 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
     if not valid:
         raise SpecError(f"no {family} {math} tile of kgen's list fits {target.arch}: " + refusals[0])
     def units(s: Spec) -> int:
+        if dtype != "fp32":   # (a 16-bit module runs the 16-bit GEMM, which does not split K)
+            return -(-batch // s.tile.bm) * -(-out_features // s.tile.bn)
         return work_units(family, math, s.tile, batch, in_features, out_features, target.sms)
 
     filling = [s for s in valid if units(s) >= FILL_FRACTION * target.sms]
@@ -260,7 +262,7 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
     from kgen.frontend.problems import graph
     from kgen.ir.rewrite import row_sum_of_gemm, simplify
 
-    backend, math = fastest_family(target.arch, batch, in_features, out_features)
+    backend, math = fastest_family(target.arch, batch, in_features, out_features, target.sms)
     spec, why = shape_rule(problem, batch, in_features, out_features, target, backend, math,
                            constants=constants, dtype=dtype)
     family = ("warp-specialized wgmma GEMM on three fp16 products (fp16x3)" if math == "fp16x3" else

@@ -109,16 +109,16 @@ FP16X3_MIN_HARMONIC = 512
 
 
 def fastest_family(arch: str, batch: int | None = None, in_features: int | None = None,
-                   out_features: int | None = None) -> tuple[str, str]:
+                   out_features: int | None = None, sms: int | None = None) -> tuple[str, str]:
     """(backend, math) of the fastest fp32-accurate GEMM on the target at this shape (without a
-    shape: the one for every shape)."""
+    shape: the one for every shape), on a GPU of `sms` SMs [the target's typical count]."""
     if arch != WGMMA_ARCH:
         return "kgen", "tf32x3"
     if batch and in_features and out_features and in_features % FP16X3_K_MULTIPLE == 0:
         if batch * out_features >= FP16X3_MIN_HARMONIC * (batch + out_features):
             return "wgmma", "fp16x3"
         square = RULE_WGMMA_FP16X3_TILES[0]
-        sms = TYPICAL_SMS[arch]
+        sms = sms or TYPICAL_SMS[arch]
         units = work_units("wgmma", "fp16x3", square, batch, in_features, out_features, sms)
         if batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS and units >= FILL_FRACTION * sms:
             return "wgmma", "fp16x3"

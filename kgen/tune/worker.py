@@ -19,6 +19,7 @@ torch, CUDA, the reference's trace: seconds each).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -46,7 +47,7 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dt
     `dtype` (eager in that dtype the yardstick and the baseline)."""
     from kgen.check.bench import bench
     from kgen.check.loading import EmittedFile
-    from kgen.check.validate import gate_description, own_the_heap, validate, worst_error, worst_error_ratio
+    from kgen.check.validate import gate_description, validate, worst_error, worst_error_ratio
 
     module_dtype = torch_dtype(dtype)
     record: dict = {"path": path}
@@ -59,10 +60,9 @@ def evaluate_one(path: str, tols: list[float], batch: int | None, iters: int, dt
         # failures are the candidate's record).
         passing: list[float] = []
         results = []
-        own_the_heap()   # (this process is the search's)
         for tol in sorted(tols):
             results = validate(f, tol=tol, quick=True, batch=batch, dtype=module_dtype,
-                               stop_at_failure=tol != max(tols))
+                               stop_at_failure=tol != max(tols), own_heap=True)   # (the search's process)
             if all(r.passed for r in results):
                 passing = [t for t in tols if t >= tol]
                 break
@@ -130,13 +130,13 @@ def full_validation(path: str, tol: float, batch: int | None, dtype: str = "fp32
     """`kgen validate FILE --tol T [--batch B]`'s checks, their lines printed as it prints them;
     returns {"passed": ...}."""
     from kgen.check.loading import EmittedFile
-    from kgen.check.validate import own_the_heap, summary, validate
+    from kgen.check.validate import summary, validate
 
     module_dtype = torch_dtype(dtype)
     f = EmittedFile(path)
     f.build(module_dtype)
-    own_the_heap()
-    results = validate(f, tol=tol, batch=batch, dtype=module_dtype, report=lambda r: print(r.line(), flush=True))
+    results = validate(f, tol=tol, batch=batch, dtype=module_dtype, report=lambda r: print(r.line(), flush=True),
+                       own_heap=True)   # (the search's process)
     print(summary(results), flush=True)
     return {"passed": all(r.passed for r in results)}
 
@@ -240,10 +240,16 @@ def exit_now(code: int) -> None:
     """Ends the process without the interpreter's teardown: a search waits for its worker's end
     before it reports, and the teardown of torch's objects and the CUDA context took ~1 s of the
     main job's there (docs/perf.md, session 27) with nothing in it for the search; the system
-    frees the process's GPU context and files as it would after a crash. Output is flushed first.
-    For `build` and `evaluate` (a build worker's end is waited for too); `compare` ends normally."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    frees the process's GPU context and files as it would after a crash. Output is flushed first
+    (a search that closed its end of the pipe has nothing more to read). For `build` and
+    `evaluate` (a build worker's end is waited for too); `compare` ends normally. KGEN_WORKER_TEARDOWN=1
+    keeps the teardown, for what writes its results there: `python -m cProfile -o F -m
+    kgen.tune.worker ...`, coverage."""
+    if os.environ.get("KGEN_WORKER_TEARDOWN") == "1":
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
     os._exit(code)
 
 

@@ -87,18 +87,20 @@ def test_the_split_k_limits_are_the_kernels():
     for line in ("s = ws_detail::sm_count() / tiles;", "s = std::min<long long>(s, k_tiles / kMinKTiles);",
                  "s = std::min<long long>(s, kMaxSplits);", "std::max<long long>(s, 1)"):
         assert line in rule, line
-    # Both GEMMs' splits_for: the few-row batches that SkinnyGemm runs, unsplit; fp16x3 on its
-    # own k-tiles, tf32x3 only to 128 wide and where TMA reads K.
+    # SplitK::splits_at, the rule both GEMMs call: the few-row batches that SkinnyGemm runs,
+    # unsplit; k-tiles of the GEMM's BK. Each GEMM's condition: tf32x3 only to 128 wide and where
+    # TMA reads K, fp16x3 where K % 8 == 0 (else tf32x3's GEMM runs).
+    at = source[source.index("static int splits_at(int M, int N, int K, bool splits_k) {"):][:400]
+    assert "!splits_k || K == 0 || M <= SkinnyGemm<float>::kMaxRows" in at
+    assert "splits_for(tiles, K / BK + (K % BK != 0))" in at
+
     def splits_for(file):
         text = (CODEGEN_DIR / "kernels" / file).read_text()
         body = text[text.index("static int splits_for(int M, int N, int K) {"):]
-        return body[:body.index("\n  }\n")]
+        return body[:body.index("\n")]
 
-    for file in ("gemm_wgmma_ws.cuh", "gemm_wgmma_f16x3.cuh"):
-        assert "M <= SkinnyGemm<float>::kMaxRows" in splits_for(file), file
-        assert "SplitK<BM, BN>::splits_for(tiles, K / BK + (K % BK != 0))" in splits_for(file), file
-    assert "!kSplitsK || K % 4 != 0" in splits_for("gemm_wgmma_ws.cuh")
-    assert "K % 8 != 0" in splits_for("gemm_wgmma_f16x3.cuh")
+    assert "splits_at<BK>(M, N, K, kSplitsK && K % 4 == 0)" in splits_for("gemm_wgmma_ws.cuh")
+    assert "splits_at<BK>(M, N, K, K % 8 == 0)" in splits_for("gemm_wgmma_f16x3.cuh")
 
 
 def test_the_rule_counts_the_gpus_own_sms():

@@ -233,20 +233,11 @@ struct WgmmaWsF16x3Gemm {
                 "shared memory over the 227 KB per-CTA limit of sm_90");
   static_assert(!kSquare || BM * (BM + 4) * 4 <= kPipeBytes, "the transposed tile must fit in the pipeline buffers");
 
-  // The k-splits per tile at this shape on the current GPU (1: unsplit; at most SkinnyGemm's rows
-  // run that kernel, unsplit), and the workspace floats their partials and counters need: as
-  // WgmmaWsGemm decides them (SplitK::splits_for), over this GEMM's k-tiles of 64 k.
-  static int splits_for(int M, int N, int K) {
-    unsigned tiles = 0;
-    cudaError_t e;
-    if (K % 8 != 0 || K == 0 || M <= SkinnyGemm<float>::kMaxRows || !tile_grid<BM, BN>(M, N, K, tiles, e)) return 1;
-    return SplitK<BM, BN>::splits_for(tiles, K / BK + (K % BK != 0));
-  }
+  // The k-splits per tile at this shape and the workspace floats they need: WgmmaWsGemm's rule
+  // (SplitK::splits_at) over this GEMM's k-tiles of 64 k (K % 8 != 0 runs tf32x3's GEMM instead).
+  static int splits_for(int M, int N, int K) { return SplitK<BM, BN>::template splits_at<BK>(M, N, K, K % 8 == 0); }
   static long long splitk_floats(int M, int N, int K) {
-    unsigned tiles = 0;
-    cudaError_t e;
-    if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return 0;
-    return SplitK<BM, BN>::floats(tiles, splits_for(M, N, K));
+    return SplitK<BM, BN>::template floats_at<BK>(M, N, K, K % 8 == 0);
   }
 
   // The workspace, in floats: split-K's partials (none where the GEMM runs unsplit: then the

@@ -371,6 +371,25 @@ struct SplitK {
   static long long floats(long long tiles, int splits) {
     return splits > 1 ? counter_floats(tiles) + tiles * splits * static_cast<long long>(BM) * BN : 0;
   }
+  // A GEMM's k-splits per tile at this shape on the current GPU, over its k-tiles of BK k (1:
+  // unsplit; where the GEMM cannot split at this K, `splits_k` false; at most SkinnyGemm's rows,
+  // which run that kernel), and the workspace floats their partials and counters need (entry.cuh
+  // adds them). The one rule of both Hopper GEMMs (WgmmaWsGemm, WgmmaWsF16x3Gemm); configs.k_splits
+  // is its Python copy, tied to it by tests/test_configs.py.
+  template <int BK>
+  static int splits_at(int M, int N, int K, bool splits_k) {
+    unsigned tiles = 0;
+    cudaError_t e;
+    if (!splits_k || K == 0 || M <= SkinnyGemm<float>::kMaxRows || !tile_grid<BM, BN>(M, N, K, tiles, e)) return 1;
+    return splits_for(tiles, K / BK + (K % BK != 0));
+  }
+  template <int BK>
+  static long long floats_at(int M, int N, int K, bool splits_k) {
+    unsigned tiles = 0;
+    cudaError_t e;
+    if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return 0;
+    return floats(tiles, splits_at<BK>(M, N, K, splits_k));
+  }
 
   // Returns true in the CTA that holds the tile's whole sum in acc (and runs the epilogue).
   // is_last: a word of shared memory nothing else uses now (the drained pipeline's).
@@ -502,22 +521,11 @@ struct WgmmaWsGemm {
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90");
 
-  // The k-splits per tile at this shape on the current GPU (1: unsplit; K % 4 != 0 runs the
-  // fallback, unsplit; at most SkinnyGemm's rows run that kernel, unsplit), and the workspace
-  // floats they need (entry.cuh adds them).
-  static int splits_for(int M, int N, int K) {
-    unsigned tiles = 0;
-    cudaError_t e;
-    if (!kSplitsK || K % 4 != 0 || K == 0 || M <= SkinnyGemm<float>::kMaxRows || !tile_grid<BM, BN>(M, N, K, tiles, e)) {
-      return 1;
-    }
-    return SplitK<BM, BN>::splits_for(tiles, K / BK + (K % BK != 0));
-  }
+  // The k-splits per tile at this shape (SplitK::splits_at; K % 4 != 0 runs the fallback,
+  // unsplit), and the workspace floats they need.
+  static int splits_for(int M, int N, int K) { return SplitK<BM, BN>::template splits_at<BK>(M, N, K, kSplitsK && K % 4 == 0); }
   static long long splitk_floats(int M, int N, int K) {
-    unsigned tiles = 0;
-    cudaError_t e;
-    if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return 0;
-    return SplitK<BM, BN>::floats(tiles, splits_for(M, N, K));
+    return SplitK<BM, BN>::template floats_at<BK>(M, N, K, kSplitsK && K % 4 == 0);
   }
 
   // tf32x3 with the operands' roles swapped: w the operand read by ldmatrix and split in

@@ -1,4 +1,4 @@
-# What session 27 left for the next session's device time (~9 min on an H100; its own 30 minutes
+# What session 27 left for the next session's device time (~10 min on an H100; its own 30 minutes
 # were spent). All CPU-tested only:
 # 1. The shape rule and the cost model counting split-K (7604e6f): `kgen search --batch 128` of
 #    the main problem should build the 128x128 tiles (fp16x3 and tf32x3) and pick fp16x3 128x128
@@ -7,7 +7,8 @@
 #    66's 128 x 16384 -> 16384 (fp16x3 128x128 against tf32x3 128x128).
 # 2. The README's main job once more (the worker's exit and own_heap as an argument: 70e15c2,
 #    the review's fixes), cold and rerun.
-# 3. The GPU tier of the search's path: tests/test_search_gpu.py, tests/test_faults.py.
+# 3. The GPU tier of the search's path: tests/test_search_gpu.py, tests/test_faults.py; and
+#    tests/test_split_k_gpu.py (SplitK::splits_at, the two GEMMs' split rule made one: b21ee8f, CPU-compiled only).
 unset PYTHONDONTWRITEBYTECODE
 . scripts/device_setup.sh
 python3 -m compileall -q -j 16 /opt/torch/.venv/lib/python3.12/site-packages > /dev/null 2>&1
@@ -30,6 +31,6 @@ t "kgen search --batch 128: what the cost model builds"
 scratch=$(mktemp -d); (cd $scratch && timeout 200 kgen search --problem gemm_scale_bn --in 8192 --out 8192 --batch 128) > $OUT/n_search_128.log 2>&1
 grep -E "candidates to measure|build \[|eval  \[|fastest valid" $OUT/n_search_128.log | cut -c1-160
 t "gpu tests"
-timeout 300 python3 -m pytest -m gpu -q -rfEx tests/test_search_gpu.py tests/test_faults.py > $OUT/n_gpu_tests.log 2>&1
+timeout 420 python3 -m pytest -m gpu -q -rfEx tests/test_split_k_gpu.py tests/test_search_gpu.py tests/test_faults.py > $OUT/n_gpu_tests.log 2>&1
 echo "exit $?"; tail -2 $OUT/n_gpu_tests.log | cut -c1-300
 t done

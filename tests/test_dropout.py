@@ -23,6 +23,7 @@ from test_pool_tail import module
 @pytest.mark.parametrize("body, path", [
     ("x = F.dropout(x, 0.3, training=self.training)\nx = torch.relu(x)", ""),
     ("x = nn.functional.dropout(x, p=0.5, training=self.training) * 2.0", ""),
+    ("x = torch.dropout(x, 0.25, self.training)", ""),   # (what F.dropout calls)
 ])
 def test_functional_dropout_following_the_modules_mode_is_recorded(body, path, tmp_path):
     graph = trace(module(tmp_path, body))

@@ -10,8 +10,11 @@ max-subtracted forms torch computes), so the lowering knows row reductions of fo
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import dataclasses
+import dis
+import functools
 import inspect
 import math
 import operator
@@ -82,6 +85,7 @@ def _reduce(input, dim=None, keepdim=False, *, dtype=None): ...
 def _softmax(input, dim=None, _stacklevel=3, dtype=None): ...
 def _linear(input, weight, bias=None): ...
 def _dropout(input, p=0.5, training=True, inplace=False): ...
+def _torch_dropout(input, p, train): ...
 def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-05): ...
 def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05): ...
 def _normalize(input, p=2.0, dim=1, eps=1e-12, out=None): ...
@@ -474,17 +478,100 @@ class _LocatingTracer(torch.fx.Tracer):
 
     def create_node(self, *args, **kwargs):
         node = super().create_node(*args, **kwargs)
-        outer = None
+        outer = inner = None
         frame = sys._getframe(1)
         while frame is not None:
             if frame.f_code.co_filename == self.filename:
                 outer = frame
+                inner = inner or frame
             frame = frame.f_back
         if outer is not None and not node.stack_trace:
             n = outer.f_lineno
             text = self.lines[n - 1].strip() if 0 < n <= len(self.lines) else ""
             node.stack_trace = f'File "{self.filename}", line {n}, in {outer.f_code.co_name}\n    {text}'
+        if inner is not None and _augmented_assignment(inner.f_code, inner.f_lasti):
+            node.meta[AUGMENTED] = True
+        if node.op.startswith("call_") and (not torch.is_grad_enabled() or torch.is_inference_mode_enabled()):
+            # an op (not a parameter's read: self.w under no_grad is still the parameter) made
+            # with gradients off; the trace runs with them on (Tracer.run)
+            node.meta[NO_GRAD] = True
         return node
+
+    def _refusal(self, what: str) -> Unsupported:
+        """Unsupported at the reference file's innermost line on the stack now."""
+        line = next((f.f_lineno for f in _frames(sys._getframe(2)) if f.f_code.co_filename == self.filename), None)
+        text = self.lines[line - 1].strip() if line and 0 < line <= len(self.lines) else ""
+        return Unsupported(f"{self.filename}: line {line}: `{text}`: {what}")
+
+    @contextlib.contextmanager
+    def unseen_by_fx_refused(self):
+        """While fx traces, what it records no node for and would take wrongly is refused, naming
+        its line:
+        - a torch.autocast region that forward enters (a `with`, a decorator, an autocast object
+          made in __init__): the trace would take the region's ops in the module's dtype where
+          torch runs them in the autocast dtype (a bf16 result from an fp32 module). An autocast
+          that asked to be enabled counts even where this machine disables it (CUDA's, no GPU).
+        - a custom torch.autograd.Function: fx runs its forward on the traced values, and its
+          own backward (a straight-through estimator's) would be lost for the IR's."""
+        cls = torch.amp.autocast_mode.autocast
+        init, enter = cls.__init__, cls.__enter__
+        apply = torch.autograd.Function.__dict__["apply"]
+        tracer = self
+
+        def watched_init(obj, device_type, dtype=None, enabled=True, cache_enabled=None):
+            obj._kgen_enabled = bool(enabled)
+            init(obj, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+        def watched_enter(obj):
+            if getattr(obj, "_kgen_enabled", getattr(obj, "_enabled", False)):
+                raise tracer._refusal("torch.autocast in forward (its ops in another dtype than the module's, "
+                                      "which kgen's files run in); convert the module instead (model.to(torch.bfloat16))")
+            return enter(obj)
+
+        def refused_apply(fn, *args, **kwargs):
+            raise tracer._refusal(f"the custom torch.autograd.Function {fn.__name__} (kgen derives the backward "
+                                  "from the forward's ops; the Function's own backward would be lost)")
+
+        cls.__init__, cls.__enter__ = watched_init, watched_enter
+        torch.autograd.Function.apply = classmethod(refused_apply)
+        try:
+            yield
+        finally:
+            cls.__init__, cls.__enter__ = init, enter
+            torch.autograd.Function.apply = apply
+
+
+def _frames(frame):
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+# fx node meta: made with gradients off (torch.no_grad(), set_grad_enabled(False), inference_mode)
+NO_GRAD = "kgen_no_grad"
+
+
+# fx node meta: the node is `name op= value` (Tracer._augmented_assignments).
+AUGMENTED = "kgen_augmented"
+
+
+@functools.lru_cache(maxsize=1024)
+def _augmented_stores(code) -> frozenset:
+    """The bytecode offsets in `code` of the operations of augmented assignments to a name
+    (x += y, x **= 2, x //= c; an attribute's or an element's are not: Tracer refuses or takes
+    those on their own terms): each operation followed by the store to the name."""
+    found, previous = set(), None
+    for ins in dis.get_instructions(code):
+        if previous is not None and ins.opname in ("STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL"):
+            found.add(previous)
+        inplace = (ins.opname == "BINARY_OP" and ins.argrepr.endswith("=")) if sys.version_info >= (3, 11) \
+            else ins.opname.startswith("INPLACE_")
+        previous = ins.offset if inplace else None
+    return frozenset(found)
+
+
+def _augmented_assignment(code, offset: int) -> bool:
+    return offset in _augmented_stores(code)
 
 
 class Tracer:
@@ -1290,7 +1377,11 @@ class Tracer:
         self.forward_defaults = self._forward_defaults()
         self._refuse_hooks()
         try:
-            fx_graph = tracer.trace(self.model, concrete_args=dict(self.forward_defaults) or None)
+            # (grad on, so that forward's own torch.no_grad() shows: _LocatingTracer.create_node)
+            with torch.enable_grad(), tracer.unseen_by_fx_refused():
+                fx_graph = tracer.trace(self.model, concrete_args=dict(self.forward_defaults) or None)
+        except Unsupported:
+            raise
         except Exception as e:  # noqa: BLE001 - fx's failure is the user's message
             said = " ".join(str(e).split())   # (one line: some of torch's messages span several)
             raise Unsupported(f"{self.ref.path}: torch.fx cannot trace Model.forward: "
@@ -1346,6 +1437,8 @@ class Tracer:
             if writes:
                 self._check_writable(env[receiver], fx_node)
             result = self.visit(fx_node, args, kwargs)
+            if fx_node.meta.get(NO_GRAD):
+                result = self._without_gradient(result)
             if writes:
                 self._write(receiver, result, fx_node)
             env[fx_node] = result
@@ -1359,6 +1452,18 @@ class Tracer:
         if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
         return graph
+
+    def _without_gradient(self, result):
+        """A value forward computes with gradients off (torch.no_grad(), set_grad_enabled(False),
+        inference_mode): as x.detach(), no gradient flows back through it. A parameter's values
+        made so (with torch.no_grad(): a = self.alpha.clamp(0, 1)) are refused: the IR would give
+        the parameter the gradient torch does not."""
+        if isinstance(result, _Id):
+            return self.pointwise("detach", [result])
+        if isinstance(result, _Marker) and result.kind in ("tensor", "matrix", "matrix_t", "weight_expr"):
+            raise self.refuse("a parameter's value computed under torch.no_grad() (kgen would give the "
+                              "parameter a gradient through it): write .detach()")
+        return result
 
     # ---- in-place ops and aliases -----------------------------------------------------------
     def _aliasing(self, fx_node: torch.fx.Node) -> tuple[torch.fx.Node | None, bool]:
@@ -1402,34 +1507,13 @@ class Tracer:
         return None, False
 
     def _augmented_assignments(self, fx_graph) -> set:
-        """The fx nodes of `x += y` (-=, *=, /=): fx records them as operator.add etc., as it does
-        `x = x + y`, but torch writes x in place, which another name bound to x sees. Found from
-        the source line: of the nodes one line (a statement `name op= ...`) makes in a row, the
-        last of that operator."""
-        ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-        found, run, key = set(), [], None
-
-        def close():
-            if not run:
-                return
-            try:
-                (stmt,) = ast.parse(self.where_of(run[0])[1]).body
-            except (SyntaxError, ValueError):
-                return
-            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and type(stmt.op) in ops:
-                matches = [n for n in run if n.op == "call_function" and n.target is ops[type(stmt.op)]]
-                if matches:
-                    found.add(matches[-1])
-
-        for fx_node in fx_graph.nodes:
-            where = self.where_of(fx_node)
-            if where[0] is None or where != key:
-                close()
-                run, key = [], where
-            if where[0] is not None:
-                run.append(fx_node)
-        close()
-        return found
+        """The fx nodes of `x op= y` (+=, -=, *=, /=, **=, //=, %=, ...): fx records them as
+        operator.add etc., as it does `x = x + y`, but torch writes x in place, which another name
+        bound to x sees. Told apart by the instruction the reference's innermost frame was running
+        when fx made the node (_LocatingTracer.create_node): an in-place operation stored to a
+        name, wherever the statement is (on lines of its own, after a `;`, in a one-line `if`, in
+        a helper function of the file)."""
+        return {n for n in fx_graph.nodes if n.meta.get(AUGMENTED)}
 
     def where_of(self, fx_node: torch.fx.Node) -> tuple:
         saved = self.where
@@ -1570,6 +1654,15 @@ class Tracer:
 
     def visit_module(self, path: str, module: nn.Module, args, kwargs):
         kind = _torch_kind(module)
+        if kwargs:
+            # A module called by keyword (self.fc(input=x)): its forward's own order of arguments.
+            try:
+                bound = inspect.signature(module.forward).bind(*args, **kwargs)
+            except TypeError as e:
+                raise self.refuse(f"self.{path} called with arguments its forward does not take ({e})") from None
+            args, kwargs = tuple(bound.args), dict(bound.kwargs)
+        if len(args) != 1 or kwargs:
+            raise self.refuse(f"self.{path} called with more than its input")
         if kind is nn.Linear:
             return self.gemm(args[0], f"{path}.weight", f"{path}.bias" if module.bias is not None else None)
         if kind is nn.Flatten:
@@ -2132,6 +2225,9 @@ class Tracer:
         if fn is F.dropout:
             a = self._bind(_dropout, args, kwargs)
             return self.dropout(a["input"], a["p"], a["training"], "")
+        if fn is torch.dropout:   # (what F.dropout calls: the same mask from the same draws)
+            a = self._bind(_torch_dropout, args, kwargs)
+            return self.dropout(a["input"], a["p"], a["train"], "")
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
         module = getattr(fn, "__module__", None) or "torch"
         raise self.refuse(f"the function {module}.{name} is not supported")

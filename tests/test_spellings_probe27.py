@@ -184,6 +184,11 @@ SPELLINGS = {
     "an activation module by keyword": ("return self.act(input=self.fc(x))", "return F.gelu(self.fc(x))"),
     "torch.dropout at p=0": ("return torch.dropout(torch.relu(self.fc(x)), 0.0, True)", "return torch.relu(self.fc(x))"),
     "torch.dropout in eval": ("return torch.dropout(torch.relu(self.fc(x)), 0.3, False)", "return torch.relu(self.fc(x))"),
+    "torch.special's softmax": ("return torch.special.softmax(self.fc(x), 1)", "return torch.softmax(self.fc(x), 1)"),
+    "torch.special's log_softmax": ("return torch.special.log_softmax(self.fc(x), dim=-1)",
+                                    "return torch.log_softmax(self.fc(x), 1)"),
+    "torch.special's logsumexp": ("return torch.special.logsumexp(self.fc(x), 1, keepdim=True)",
+                                  "return torch.logsumexp(self.fc(x), 1, keepdim=True)"),
 }
 
 
@@ -193,3 +198,20 @@ def test_a_spelling_traces_as_its_plain_form(name, tmp_path):
     ref = write(tmp_path, "spelled", spelled)
     check(ref)
     assert canonical(trace(ref).describe()) == canonical(trace(write(tmp_path, "plain", plain)).describe())
+
+
+# ---- refusals name a function as users call it -----------------------------------------------------
+REFUSED_FUNCTIONS = {
+    "torch.lgamma": "return torch.lgamma(self.fc(x).abs() + 1.0)",
+    "torch.special.erfinv": "return torch.special.erfinv(torch.tanh(self.fc(x)) * 0.9)",
+    "torch.nn.functional.adaptive_max_pool1d": "return F.adaptive_max_pool1d(self.fc(x).unsqueeze(1), 8).squeeze(1)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_FUNCTIONS))
+def test_a_refused_function_is_named_as_users_call_it(name, tmp_path):
+    """Not by torch's internal qualified name (torch._VariableFunctionsClass.lgamma,
+    torch._C._special.special_erfinv, boolean_dispatch.<locals>.fn)."""
+    ref = write(tmp_path, "refused", REFUSED_FUNCTIONS[name])
+    with pytest.raises(Unsupported, match=rf"line \d+: `.+`: the function {name} is not supported"):
+        trace(ref)

@@ -177,9 +177,10 @@ BY_NUMBER_FUNCTIONS = {torch.fmod: "fmod", torch.remainder: "remainder", operato
                        operator.imod: "remainder", torch.floor_divide: "floor_divide",
                        operator.floordiv: "floor_divide", operator.ifloordiv: "floor_divide"}
 REDUCE_FUNCTIONS = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", torch.amin: "min",
-                    torch.logsumexp: "logsumexp"}
-SOFTMAX_FUNCTIONS = {F.softmax: "softmax", torch.softmax: "softmax", F.log_softmax: "log_softmax",
-                     torch.log_softmax: "log_softmax"}
+                    torch.logsumexp: "logsumexp", torch.special.logsumexp: "logsumexp"}
+SOFTMAX_FUNCTIONS = {F.softmax: "softmax", torch.softmax: "softmax", torch.special.softmax: "softmax",
+                     F.log_softmax: "log_softmax", torch.log_softmax: "log_softmax",
+                     torch.special.log_softmax: "log_softmax"}
 # Row statistics written out with a row mean and sums (Tracer.variance, Tracer.norm): function
 # -> (signature, what).
 STATISTIC_FUNCTIONS = {torch.var: (_var, "var"), torch.std: (_var, "std"),
@@ -539,6 +540,23 @@ class _LocatingTracer(torch.fx.Tracer):
         finally:
             cls.__init__, cls.__enter__ = init, enter
             torch.autograd.Function.apply = apply
+
+
+# Where users find torch's functions, in the order a name is looked for (a refusal names the
+# function as they wrote it, not as torch.ones' own __qualname__, _VariableFunctionsClass.ones).
+PUBLIC_NAMESPACES = (("torch", torch), ("torch.nn.functional", F), ("torch.special", torch.special),
+                     ("torch.linalg", torch.linalg), ("torch.fft", torch.fft))
+
+
+def _public_name(fn) -> str:
+    """The name users call `fn` by (torch.ones, torch.special.erfinv, F.adaptive_max_pool1d), else
+    its module and qualified name."""
+    for prefix, namespace in PUBLIC_NAMESPACES:
+        for attr in dir(namespace):
+            if not attr.startswith("_") and getattr(namespace, attr, None) is fn:
+                return f"{prefix}.{attr}"
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+    return f"{getattr(fn, '__module__', None) or 'torch'}.{name}"
 
 
 def _frames(frame):
@@ -2228,9 +2246,7 @@ class Tracer:
         if fn is torch.dropout:   # (what F.dropout calls: the same mask from the same draws)
             a = self._bind(_torch_dropout, args, kwargs)
             return self.dropout(a["input"], a["p"], a["train"], "")
-        name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
-        module = getattr(fn, "__module__", None) or "torch"
-        raise self.refuse(f"the function {module}.{name} is not supported")
+        raise self.refuse(f"the function {_public_name(fn)} is not supported")
 
     def _affine_paths(self, fn: str, a: dict) -> list:
         """The paths of a functional norm's weight and bias (None where absent); each must be a

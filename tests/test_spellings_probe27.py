@@ -8,7 +8,9 @@
   or inference_mode get no gradient (as .detach()); a parameter's value computed so is refused.
 - what fx records nothing of and kgen would take wrongly, refused by line: torch.autocast in
   forward, a custom torch.autograd.Function.
-- a module called by keyword (self.fc(input=x)), torch.dropout(x, p, train).
+- a module called by keyword (self.fc(input=x)), torch.dropout(x, p, train), torch.special's
+  softmax / log_softmax / logsumexp, an op on parameters alone before the first GEMM (CLIP's
+  `self.logit_scale.exp() * F.normalize(self.fc(x))`: taken where it is first used).
 Each accepted spelling traces to the IR of its plain form and is checked against the module
 (fp64, training and eval, gradients against torch.autograd)."""
 
@@ -184,6 +186,16 @@ SPELLINGS = {
     "an activation module by keyword": ("return self.act(input=self.fc(x))", "return F.gelu(self.fc(x))"),
     "torch.dropout at p=0": ("return torch.dropout(torch.relu(self.fc(x)), 0.0, True)", "return torch.relu(self.fc(x))"),
     "torch.dropout in eval": ("return torch.dropout(torch.relu(self.fc(x)), 0.3, False)", "return torch.relu(self.fc(x))"),
+    "a parameter's exp before the GEMM": ("s = self.alpha.exp()\ny = self.fc(x)\nreturn y * s",
+                                          "y = self.fc(x)\nreturn y * self.alpha.exp()"),
+    "CLIP's logit scale on the left": ("return self.alpha.exp() * F.normalize(self.fc(x), dim=-1)",
+                                       "y = F.normalize(self.fc(x), dim=-1)\nreturn self.alpha.exp() * y"),
+    "a chain of ops on a parameter before the GEMM": (
+        "a = self.alpha.clamp(0.0, 1.0).mul(2.0)\nreturn torch.tanh(self.fc(x)) * a",
+        "y = torch.tanh(self.fc(x))\nreturn y * self.alpha.clamp(0.0, 1.0).mul(2.0)"),
+    "a parameter's op under no_grad before the GEMM": (
+        "with torch.no_grad():\n    a = self.alpha.clamp(0.0, 1.0)\nreturn self.fc(x) * a + self.alpha",
+        "y = self.fc(x)\nreturn y * self.alpha.clamp(0.0, 1.0).detach() + self.alpha"),
     "torch.special's softmax": ("return torch.special.softmax(self.fc(x), 1)", "return torch.softmax(self.fc(x), 1)"),
     "torch.special's log_softmax": ("return torch.special.log_softmax(self.fc(x), dim=-1)",
                                     "return torch.log_softmax(self.fc(x), 1)"),

@@ -352,6 +352,18 @@ class _TensorNumber(float):
     __slots__ = ()
 
 
+class _BeforeTheGemm(Unsupported):
+    """A parameter's value used before the first GEMM (Tracer.value): Tracer.run defers the op."""
+
+
+class _Deferred:
+    """An op on parameters alone that forward makes before the first GEMM, with its fx arguments:
+    taken where its value is first used (Tracer._materialized)."""
+
+    def __init__(self, fx_node, args, kwargs):
+        self.fx_node, self.args, self.kwargs = fx_node, args, kwargs
+
+
 class _Marker:
     """An fx value that is not an IR node: a weight matrix, its transpose, the (values,
     indices) pair of torch.max(dim=...), a (batch, 1, features) view of a value
@@ -565,6 +577,9 @@ def _frames(frame):
         frame = frame.f_back
 
 
+# Markers of a parameter that is not a GEMM's weight (a scalar, a per-feature vector): an op on
+# them alone before the first GEMM is deferred to its first use (Tracer._parameters_only).
+PARAMETER_KINDS = frozenset({"tensor"})
 # fx node meta: made with gradients off (torch.no_grad(), set_grad_enabled(False), inference_mode)
 NO_GRAD = "kgen_no_grad"
 
@@ -679,7 +694,10 @@ class Tracer:
             raise self.refuse("a (batch, 1, features) view is used other than as the input of "
                               "MaxPool1d / AvgPool1d (squeeze(1) the result)")
         if isinstance(v, _Marker):
-            raise self.refuse(f"{v.payload or 'the input'} is used outside a GEMM")
+            refusal = self.refuse(f"{v.payload or 'the input'} is used outside a GEMM")
+            if self.gemm_id is None and v.kind in PARAMETER_KINDS:
+                raise _BeforeTheGemm(str(refusal))   # (Tracer.run defers the op: _Deferred)
+            raise refusal
         return self.const(v)
 
     def level(self, i: int) -> str:
@@ -1442,7 +1460,8 @@ class Tracer:
                                 else self.input_marker)
                 continue
             if fx_node.op == "output":
-                output = env[fx_node.args[0]] if not isinstance(fx_node.args[0], (tuple, list)) else None
+                output = self._materialized(env[fx_node.args[0]], {})[0] \
+                    if not isinstance(fx_node.args[0], (tuple, list)) else None
                 if isinstance(output, _Marker) and output.kind in ("indices", "broadcast", "filled"):
                     self.value(output)   # (refused, naming the indices)
                 if not isinstance(output, int):
@@ -1452,11 +1471,24 @@ class Tracer:
             args = torch.fx.node.map_arg(fx_node.args, lambda n: env[n])
             kwargs = torch.fx.node.map_arg(fx_node.kwargs, lambda n: env[n])
             receiver, writes = self._aliasing(fx_node)
+            if self.gemm_id is None and not writes and self._parameters_only(args, kwargs):
+                # An op on parameters alone before the first GEMM (scale = self.logit_scale.exp(),
+                # or CLIP's left operand `self.logit_scale.exp() * F.normalize(self.fc(x))`): a
+                # value of the epilogue, so it is taken where it is first used after the GEMM.
+                try:
+                    result = self.visit(fx_node, *self._materialized(args, kwargs))
+                except _BeforeTheGemm:
+                    env[fx_node] = _Deferred(fx_node, args, kwargs)
+                    continue
+                result = self._finished(fx_node, result)
+                env[fx_node] = result
+                if receiver is not None:
+                    self._join(receiver, fx_node)
+                continue
+            args, kwargs = self._materialized(args, kwargs)
             if writes:
                 self._check_writable(env[receiver], fx_node)
-            result = self.visit(fx_node, args, kwargs)
-            if fx_node.meta.get(NO_GRAD):
-                result = self._without_gradient(result)
+            result = self._finished(fx_node, self.visit(fx_node, args, kwargs))
             if writes:
                 self._write(receiver, result, fx_node)
             env[fx_node] = result
@@ -1470,6 +1502,38 @@ class Tracer:
         if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
         return graph
+
+    def _parameters_only(self, args, kwargs) -> bool:
+        """Whether an op's operands are parameters (or ops on them alone, deferred) and numbers:
+        nothing of the input, no value of the epilogue."""
+        leaves: list = []
+        torch.fx.node.map_aggregate((args, kwargs), lambda v: leaves.append(v) or v)
+        if any(isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind not in PARAMETER_KINDS) for v in leaves):
+            return False
+        return any(isinstance(v, _Deferred) or isinstance(v, _Marker) for v in leaves)
+
+    def _materialized(self, args, kwargs):
+        """args and kwargs with each deferred op on parameters (_Deferred) taken now, in the
+        order the module made them, each once."""
+        def take(v):
+            if not isinstance(v, _Deferred):
+                return v
+            if not isinstance(self.env.get(v.fx_node), _Deferred):
+                return self.env[v.fx_node]   # (taken already)
+            d_args, d_kwargs = self._materialized(v.args, v.kwargs)
+            result = self._finished(v.fx_node, self.visit(v.fx_node, d_args, d_kwargs))
+            self.env[v.fx_node] = result
+            return result
+
+        leaves: list = []
+        torch.fx.node.map_aggregate((args, kwargs), lambda v: leaves.append(v) or v)
+        if not any(isinstance(v, _Deferred) for v in leaves):
+            return args, kwargs   # (as they are: map_aggregate makes a torch.Size a tuple)
+        return (torch.fx.node.map_aggregate(args, take), torch.fx.node.map_aggregate(kwargs, take))
+
+    def _finished(self, fx_node: torch.fx.Node, result):
+        """An op's value as the module has it: without gradient where forward made it so."""
+        return self._without_gradient(result) if fx_node.meta.get(NO_GRAD) else result
 
     def _without_gradient(self, result):
         """A value forward computes with gradients off (torch.no_grad(), set_grad_enabled(False),

@@ -227,3 +227,26 @@ def test_a_refused_function_is_named_as_users_call_it(name, tmp_path):
     ref = write(tmp_path, "refused", REFUSED_FUNCTIONS[name])
     with pytest.raises(Unsupported, match=rf"line \d+: `.+`: the function {name} is not supported"):
         trace(ref)
+
+
+# ---- what fx cannot trace: kgen's words and the line ------------------------------------------------
+FX_REFUSALS = {
+    "a branch on a value": ("y = self.fc(x)\nif y.sum() > 0:\n    y = y * 2.0\nreturn y", "if y.sum() > 0:",
+                            "a branch on a traced value"),
+    "a shape unpacked": ("y = self.fc(x)\nreturn torch.tanh(y.reshape(*y.shape))", "y.reshape(*y.shape)",
+                         "a traced value unpacked or iterated"),
+    "an assignment into elements": ("y = self.fc(x)\ny[:, 0] = 0.0\nreturn y", "y[:, 0] = 0.0",
+                                    "an assignment into a value's elements"),
+    "a slice of a Sequential": ("return self.seq[1:](self.fc(x))", "self.seq[1:]", "a module made in forward"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FX_REFUSALS))
+def test_what_fx_cannot_trace_is_refused_by_line_in_kgens_words(name, tmp_path):
+    body, line, said = FX_REFUSALS[name]
+    path = tmp_path / "fx.py"
+    path.write_text(HEAD.format(body=textwrap.indent(body, " " * 8), helpers="").replace(
+        "self.act = nn.GELU()", "self.act = nn.GELU()\n        self.seq = nn.Sequential(nn.ReLU(), nn.Tanh())"))
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"`" in r.output and line in r.output and said in r.output and "Proxy" not in r.output, r.output

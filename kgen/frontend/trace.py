@@ -571,6 +571,26 @@ def _public_name(fn) -> str:
     return f"{getattr(fn, '__module__', None) or 'torch'}.{name}"
 
 
+# fx's messages for what users write that it cannot trace, in kgen's words (fx's own say
+# "Proxy", the class it traces with, and name no line: Tracer.run adds the line).
+FX_FAILURES = {
+    "Proxy object cannot be iterated": "a traced value unpacked or iterated (`*y.shape`, a loop over a tensor); "
+                                       "write its sizes out",
+    "cannot be used as inputs to control flow": "a branch on a traced value (an if or while on a tensor, its "
+                                                "values or dtype); kgen traces one path of forward",
+    "does not support item assignment": "an assignment into a value's elements (y[...] = v); write it with "
+                                        "torch.where or an op",
+    "is not installed as a submodule": "a module made in forward (a slice of an nn.Sequential, a module built "
+                                       "there); call the model's own submodules",
+}
+
+
+def _tracebacks(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
 def _frames(frame):
     while frame is not None:
         yield frame
@@ -640,6 +660,9 @@ class Tracer:
 
     def const(self, value) -> int:
         if not _is_number(value):
+            if any(isinstance(v, (_Marker, _Id)) for v in (value if isinstance(value, (tuple, list)) else ())):
+                raise self.refuse("a tuple of a traced value's sizes used as a value (y.size()[:-1] + (n,) "
+                                  "for a view: kgen takes numbers, x.size(d) and x.shape[d]; write the sizes out)")
             raise self.refuse(f"the constant {value!r} is not a number")
         value = float(value)
         if value not in self.consts:
@@ -1420,7 +1443,11 @@ class Tracer:
             raise
         except Exception as e:  # noqa: BLE001 - fx's failure is the user's message
             said = " ".join(str(e).split())   # (one line: some of torch's messages span several)
-            raise Unsupported(f"{self.ref.path}: torch.fx cannot trace Model.forward: "
+            said = next((why for known, why in FX_FAILURES.items() if known in said), said)
+            # the reference's innermost line where fx failed (fx's message names none)
+            lines = [tb.tb_lineno for tb in _tracebacks(e.__traceback__) if tb.tb_frame.f_code.co_filename == tracer.filename]
+            at = f"line {lines[-1]}: `{tracer.lines[lines[-1] - 1].strip()}`: " if lines and 0 < lines[-1] <= len(tracer.lines) else ""
+            raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}") from None
         self.gemm_id = None
         self.first_gemm = None   # ((weight, bias, stored_kn), its value): Tracer.gemm

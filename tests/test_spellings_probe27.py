@@ -250,3 +250,12 @@ def test_what_fx_cannot_trace_is_refused_by_line_in_kgens_words(name, tmp_path):
     r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
     assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
     assert f"`" in r.output and line in r.output and said in r.output and "Proxy" not in r.output, r.output
+
+
+@pytest.mark.parametrize("body", ["return torch.softmax(self.fc(x) + x.mean(1, keepdim=True), dim=1)",
+                                  "y = self.fc(x)\nreturn F.layer_norm(y + x.sum(1, keepdim=True), (24,))"])
+def test_a_row_op_of_a_value_reading_the_input_says_so(body, tmp_path):
+    """A residual with the module's input, then a reduction or a norm: refused as what it is (kgen
+    reads the input in the point-wise ops after the last row op only), not as 'not (batch, features)'."""
+    with pytest.raises(Unsupported, match="reads the module's input"):
+        trace(write(tmp_path, "residual", body))

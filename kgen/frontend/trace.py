@@ -726,6 +726,15 @@ class Tracer:
     def level(self, i: int) -> str:
         return self.nodes[i].level
 
+    def _not_batch_features(self, x) -> str:
+        """What a value a row op cannot take is, for its refusal: one that reads the module's input
+        (a residual x + x_in: kgen reads the input in the point-wise tail after the last row op
+        only), else one that is not (batch, features)."""
+        if isinstance(x, int) and self.level(x) == "full":
+            return ("a value that reads the module's input (a residual with x: kgen reads the input only "
+                    "in the point-wise ops after the last reduction or norm)")
+        return "a value that is not (batch, features)"
+
     def input_node(self, detached: bool) -> int:
         """The module's input as a value after the GEMM: level full, shape (M, in_features of
         the first GEMM), read per element by the broadcast tail (a residual such as
@@ -1038,6 +1047,8 @@ class Tracer:
         width = self.level(x)   # tile: N columns; pooled: P; row: a width-1 value (M, 1)
         if dim is None and kind in WHOLE_REDUCTIONS and of is None:
             return self._whole_reduction(kind, x, width, keepdim)
+        if width == "full":
+            raise self.refuse(f"{kind} of {self._not_batch_features(x)}")
         if width not in ("tile", "pooled", "row"):
             raise self.refuse(f"{kind} over dim={dim!r} of a value of shape "
                               f"{'(M,)' if width == 'rowflat' else 'that is not (batch, features)'}; "
@@ -1163,7 +1174,7 @@ class Tracer:
         x = self.value(x)
         n = self.out_features
         if self.level(x) != "tile":
-            raise self.refuse(f"{what} of a value that is not (batch, features)")
+            raise self.refuse(f"{what} of {self._not_batch_features(x)}")
         if not isinstance(groups, int) or groups < 1 or n % groups:
             raise self.refuse(f"{what} with {groups!r} groups of {n} features (torch needs a divisor)")
         if channels is not None and channels != n:
@@ -1210,7 +1221,7 @@ class Tracer:
         if dim not in (1, -1):
             raise self.refuse(f"F.normalize with dim={dim!r} (kgen takes dim 1)")
         if self.level(self.value(x)) != "tile":
-            raise self.refuse("F.normalize of a value that is not (batch, features)")
+            raise self.refuse(f"F.normalize of {self._not_batch_features(self.value(x))}")
         if p == 2:
             squares = self.pointwise("pow", [x], {"exponent": 2.0})
             norm = self.pointwise("sqrt", [self.reduce("sum", squares, 1, True, of="normalize")])
@@ -2391,7 +2402,7 @@ class Tracer:
         num_batches_tracked (the module does; F.batch_norm on its buffers does not)."""
         x = self.value(x)
         if self.level(x) != "tile":
-            raise self.refuse("BatchNorm1d of a value that is not (batch, features)")
+            raise self.refuse(f"BatchNorm1d of {self._not_batch_features(x)}")
         if module.num_features != self.out_features:
             raise self.refuse(f"BatchNorm1d({module.num_features}) after a GEMM of {self.out_features} features")
         for n in self.nodes:

@@ -9,7 +9,6 @@ max-subtracted forms torch computes), so the lowering knows row reductions of fo
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import copy
 import dataclasses
@@ -500,8 +499,7 @@ class _LocatingTracer(torch.fx.Tracer):
             frame = frame.f_back
         if outer is not None and not node.stack_trace:
             n = outer.f_lineno
-            text = self.lines[n - 1].strip() if 0 < n <= len(self.lines) else ""
-            node.stack_trace = f'File "{self.filename}", line {n}, in {outer.f_code.co_name}\n    {text}'
+            node.stack_trace = f'File "{self.filename}", line {n}, in {outer.f_code.co_name}\n    {self.text(n)}'
         if inner is not None and _augmented_assignment(inner.f_code, inner.f_lasti):
             node.meta[AUGMENTED] = True
         if node.op.startswith("call_") and (not torch.is_grad_enabled() or torch.is_inference_mode_enabled()):
@@ -510,11 +508,14 @@ class _LocatingTracer(torch.fx.Tracer):
             node.meta[NO_GRAD] = True
         return node
 
+    def text(self, line: int | None) -> str:
+        """The reference file's source line (stripped; empty where there is none)."""
+        return self.lines[line - 1].strip() if line and 0 < line <= len(self.lines) else ""
+
     def _refusal(self, what: str) -> Unsupported:
         """Unsupported at the reference file's innermost line on the stack now."""
         line = next((f.f_lineno for f in _frames(sys._getframe(2)) if f.f_code.co_filename == self.filename), None)
-        text = self.lines[line - 1].strip() if line and 0 < line <= len(self.lines) else ""
-        return Unsupported(f"{self.filename}: line {line}: `{text}`: {what}")
+        return Unsupported(f"{self.filename}: line {line}: `{self.text(line)}`: {what}")
 
     @contextlib.contextmanager
     def unseen_by_fx_refused(self):
@@ -1457,7 +1458,7 @@ class Tracer:
             said = next((why for known, why in FX_FAILURES.items() if known in said), said)
             # the reference's innermost line where fx failed (fx's message names none)
             lines = [tb.tb_lineno for tb in _tracebacks(e.__traceback__) if tb.tb_frame.f_code.co_filename == tracer.filename]
-            at = f"line {lines[-1]}: `{tracer.lines[lines[-1] - 1].strip()}`: " if lines and 0 < lines[-1] <= len(tracer.lines) else ""
+            at = f"line {lines[-1]}: `{tracer.text(lines[-1])}`: " if lines else ""
             raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}") from None
         self.gemm_id = None
@@ -1575,9 +1576,10 @@ class Tracer:
 
     def _without_gradient(self, result):
         """A value forward computes with gradients off (torch.no_grad(), set_grad_enabled(False),
-        inference_mode): as x.detach(), no gradient flows back through it. A parameter's values
-        made so (with torch.no_grad(): a = self.alpha.clamp(0, 1)) are refused: the IR would give
-        the parameter the gradient torch does not."""
+        inference_mode): as x.detach(), no gradient flows back through it (an op on a parameter,
+        self.alpha.clamp(0, 1), is such a value too). A parameter itself read as a view made so
+        (self.alpha.view(1)) is refused: the IR would read the parameter, with the gradient torch
+        does not give it."""
         if isinstance(result, _Id):
             return self.pointwise("detach", [result])
         if isinstance(result, _Marker) and result.kind in ("tensor", "matrix", "matrix_t", "weight_expr"):
@@ -1634,14 +1636,6 @@ class Tracer:
         name, wherever the statement is (on lines of its own, after a `;`, in a one-line `if`, in
         a helper function of the file)."""
         return {n for n in fx_graph.nodes if n.meta.get(AUGMENTED)}
-
-    def where_of(self, fx_node: torch.fx.Node) -> tuple:
-        saved = self.where
-        try:
-            self._locate(fx_node)
-            return self.where
-        finally:
-            self.where = saved
 
     def _check_writable(self, target, fx_node: torch.fx.Node) -> None:
         what = fx_node.target if isinstance(fx_node.target, str) else getattr(fx_node.target, "__name__", "op")

@@ -13,7 +13,8 @@ from pathlib import Path
 from kgen.frontend.problems import load
 from kgen.frontend.reference import shipped_names
 from kgen.tune.configs import (DEFAULT_ARCH, FILL_FRACTION, PRECISION_TOLERANCES, TYPICAL_SMS, fastest_family,
-                               fused_stats_min_batch, precision_name, rule_tiles, work_units)
+                               fused_stats_min_batch, output_tiles, precision_name, rule_tiles,
+                               work_units)
 from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Variant, Workload, arch_for_capability, gemm_family
 
 RESULTS_DIR = Path("results")
@@ -201,13 +202,13 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
         raise SpecError(f"no {family} {math} tile of kgen's list fits {target.arch}: " + refusals[0])
     def units(s: Spec) -> int:
         if dtype != "fp32":   # (a 16-bit module runs the 16-bit GEMM, which does not split K)
-            return -(-batch // s.tile.bm) * -(-out_features // s.tile.bn)
+            return output_tiles(s.tile, batch, out_features)
         return work_units(family, math, s.tile, batch, in_features, out_features, target.sms)
 
     filling = [s for s in valid if units(s) >= FILL_FRACTION * target.sms]
     spec = filling[0] if filling else max(valid, key=units)
     t = spec.tile
-    tiles = -(-batch // t.bm) * -(-out_features // t.bn)
+    tiles = output_tiles(t, batch, out_features)
     split = units(spec) // tiles
     why = (f"tile {t.bm}x{t.bn}x{t.bk} ({tiles} tiles" + (f", each split {split} ways in K," if split > 1 else "")
            + f" for {target.sms} SMs), {fusion_why}")

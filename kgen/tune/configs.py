@@ -67,6 +67,11 @@ FP16X3_BK = 64
 FILL_FRACTION = 0.9
 
 
+def output_tiles(tile: Tile, batch: int, out_features: int) -> int:
+    """The output tiles of a GEMM of `batch` rows and `out_features` columns."""
+    return -(-batch // tile.bm) * -(-out_features // tile.bn)
+
+
 def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features: int, out_features: int,
              sms: int) -> int:
     """The CTAs each output tile's k-range is split over at this shape on a GPU of `sms` SMs, as
@@ -83,7 +88,7 @@ def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features:
         bk = tile.bk
     else:
         return 1
-    tiles = -(-batch // tile.bm) * -(-out_features // tile.bn)
+    tiles = output_tiles(tile, batch, out_features)
     k_tiles = -(-in_features // bk)
     return max(1, min(sms // tiles, k_tiles // SPLIT_K_MIN_K_TILES, SPLIT_K_MAX_SPLITS))
 
@@ -91,8 +96,7 @@ def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features:
 def work_units(family: str, math: str, tile: Tile, batch: int, in_features: int, out_features: int,
                sms: int) -> int:
     """The CTAs of the GEMM's launch at this shape: its output tiles times their k-splits."""
-    tiles = -(-batch // tile.bm) * -(-out_features // tile.bn)
-    return tiles * k_splits(family, math, tile, batch, in_features, out_features, sms)
+    return output_tiles(tile, batch, out_features) * k_splits(family, math, tile, batch, in_features, out_features, sms)
 
 
 # fp16x3 on Hopper where its split pass pays: the pass reads and writes (M + N) K elements, the

@@ -30,7 +30,7 @@ from typing import Callable
 
 from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
-from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, k_splits
+from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, k_splits, output_tiles
 from kgen.tune.several import host_gpu
 from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
                              Workload, kgen_source_digest)
@@ -188,7 +188,7 @@ def predicted_ms(spec: Spec, sms: int) -> float:
             # The tail wave, of the launch's CTAs: its tiles, each split in K where they are too
             # few to fill the GPU (configs.k_splits); each split's partial tile is written once
             # and read once more.
-            tiles = -(-spec.batch // spec.tile.bm) * -(-part.out_features // spec.tile.bn)
+            tiles = output_tiles(spec.tile, spec.batch, part.out_features)
             splits = k_splits(spec.family, math, spec.tile, spec.batch, part.in_features, part.out_features, sms)
             units = tiles * splits
             waves = -(-units // sms)

@@ -100,7 +100,8 @@ inline float warp_sum(float v) {
 MAIN = r"""
 // stdin: M N G P, z [M][N], g [M][G], then per operand its size and values (size 0: nullptr, a
 // Dropout mask in eval mode).
-// stdout: dz [M][N], then per operand its gradient (its contributions summed over the rows; a
+// stdout: dz [M][N], the gradient the kernel adds to the module's input read per element
+// (d_input [M][N]), then per operand its gradient (its contributions summed over the rows; a
 // one-element operand's over the row too).
 int main() {
   int M, N, G, P;
@@ -122,7 +123,8 @@ int main() {
   // kBackwardRowCtas rows (R = 4 of M = 6 rows: the last plane row has fewer).
   const int R = 4, plane_rows = (M + R - 1) / R;
   const size_t plane = static_cast<size_t>(plane_rows) * N;
-  std::vector<float> dz(M * N), contrib((BackwardRows::kSlots + 1) * plane), cache(N), pool(2 * N);
+  std::vector<float> dz(M * N), contrib((BackwardRows::kSlots + 1) * plane), cache(N), pool(2 * N), dinput(M * N);
+  p.d_input = dinput.data();
   std::barrier<> block(T), warp0(32), warp1(32);
   block_barrier = &block;
   warp_barrier[0] = &warp0;
@@ -139,6 +141,8 @@ int main() {
   });
   for (auto& t : threads) t.join();
   for (int i = 0; i < M * N; ++i) printf("%.9g ", dz[i]);
+  printf("\n");
+  for (int i = 0; i < M * N; ++i) printf("%.9g ", dinput[i]);
   printf("\n");
   for (int k = 0; k < P; ++k) {
     int slot = -1;
@@ -192,8 +196,9 @@ def synthetic(tmp_path_factory):
 
 
 def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4):
-    """(module, x, g, the kernel's dz, its gradient of each parameter operand by path) for `ref`
-    at M x N -> N with the identity as weight. A Dropout draws its mask in training mode (the
+    """(module, x, g, the kernel's dz plus its gradient of the module's input read per element (a
+    residual: with the identity as weight, their sum is torch's dL/dx), its gradient of each
+    parameter operand by path) for `ref` at M x N -> N with the identity as weight. A Dropout draws its mask in training mode (the
     oracle's draw right after torch.manual_seed(seed), which is the module's: the kernel reads
     it as an operand; rerun the module after the same seed to compare), none in eval mode."""
     low = lower(graph(ref, M, N, N).parts[0], False, False)
@@ -216,8 +221,9 @@ def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4):
     params = dict(model.named_parameters())
     empty = torch.zeros(0, dtype=torch.float64)
     # A mask's value is mask * scale (training) or 1.0 (eval: the operand is nullptr).
+    # The module's input read per element is x.
     operands = [(values[n.id] if isinstance(values[n.id], torch.Tensor) else empty) if n.kind == "mask"
-                else params[n.attrs["path"]].detach() for n in low.operands]
+                else x if n.kind == "input" else params[n.attrs["path"]].detach() for n in low.operands]
     lines = [f"{M} {N} {g[0].numel() if g.dim() > 1 else 1} {len(operands)}",
              " ".join(map(repr, x.float().flatten().tolist())), " ".join(map(repr, g.float().flatten().tolist()))]
     lines += [f"{t.numel()} " + " ".join(map(repr, t.float().flatten().tolist())) for t in operands]
@@ -225,9 +231,11 @@ def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4):
                          timeout=60)
     assert run.returncode == 0, run.stderr
     rows = run.stdout.strip("\n").split("\n")
-    dz = torch.tensor([float(v) for v in rows[0].split()], dtype=torch.float64).reshape(M, N)
+    dz, d_input = (torch.tensor([float(v) for v in row.split()], dtype=torch.float64).reshape(M, N)
+                   for row in rows[:2])
     grads = {n.attrs["path"]: torch.tensor([float(v) for v in row.split()], dtype=torch.float64)
-             for n, row in zip(low.operands, rows[1:]) if n.kind == "param"}
+             for n, row in zip(low.operands, rows[2:]) if n.kind == "param"}
+    dz = dz + d_input
     return model, x, g, dz, grads
 
 

@@ -335,7 +335,7 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
             k_in = node.shape[1]
             lines += [f"if module_input.shape[1] != {k_in}:",
                       f"    raise ValueError(f'this ModelNew reads its input of {k_in} features again "
-                      "after the GEMM (its tail was generated for them); got {module_input.shape[1]}')",
+                      "after the GEMM (its kernels were generated for them); got {module_input.shape[1]}')",
                       f"operand{k} = module_input"]
             call.append(f"operand{k}=operand{k}")
             continue

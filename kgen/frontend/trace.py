@@ -727,13 +727,48 @@ class Tracer:
     def level(self, i: int) -> str:
         return self.nodes[i].level
 
+    def _tile_input(self, x: int) -> bool:
+        """Make the module's input, read after the GEMM, a tile-level value where x (a value
+        computed from it, about to meet a row op, a norm or BatchNorm) is (batch, N) and N is the
+        input's own width: `norm(x + fc(x))`, `softmax(fc(x) + x)`. The kernels then read the input
+        per element as they read Dropout's mask (`p.operand[k][m * N + n]`). Only where every value
+        computed from the input so far is point-wise of shape (batch, N) with no other operand of
+        another shape; else the input stays `full` (the broadcast tail's) and the caller refuses.
+        Returns whether x is now tile-level."""
+        if not isinstance(x, int) or self.level(x) != "full" or tuple(self.shape_of(x)) != ("M", self.out_features):
+            return False
+        if self.module_in_features != self.out_features or not self.inputs:
+            return False
+        reads = set(self.inputs.values())
+        spread = {i for i in reads}
+        for n in self.nodes:
+            if any(a in spread for a in n.args):
+                spread.add(n.id)
+        if x not in spread:
+            return False
+        for i in spread:
+            n = self.nodes[i]
+            if n.level != "full":
+                continue   # (a row reduction of such a value cannot exist yet: it was refused)
+            if n.kind not in ("input", "pointwise") or tuple(n.shape) != ("M", self.out_features):
+                return False
+            if any(self.level(a) in ("free", "full") and a not in spread for a in n.args):
+                return False
+        for i in spread:
+            if self.nodes[i].level == "full":   # (the input keeps its shape: the file checks it)
+                self.nodes[i].level = "tile"
+                if self.nodes[i].kind != "input":
+                    self.nodes[i].shape = ()
+        return True
+
     def _not_batch_features(self, x) -> str:
         """What a value a row op cannot take is, for its refusal: one that reads the module's input
-        (a residual x + x_in: kgen reads the input in the point-wise tail after the last row op
-        only), else one that is not (batch, features)."""
+        other than as a (batch, N) value (_tile_input), else one that is not (batch, features)."""
         if isinstance(x, int) and self.level(x) == "full":
-            return ("a value that reads the module's input (a residual with x: kgen reads the input only "
-                    "in the point-wise ops after the last reduction or norm)")
+            return (f"a value that reads the module's input and is not (batch, {self.out_features}) "
+                    f"(a residual with x before a row op needs in_features = out_features, here "
+                    f"{self.module_in_features} and {self.out_features}, and no operand of another "
+                    "shape; else kgen reads the input in the point-wise ops after the last reduction or norm)")
         return "a value that is not (batch, features)"
 
     def input_node(self, detached: bool) -> int:
@@ -1048,6 +1083,8 @@ class Tracer:
         width = self.level(x)   # tile: N columns; pooled: P; row: a width-1 value (M, 1)
         if dim is None and kind in WHOLE_REDUCTIONS and of is None:
             return self._whole_reduction(kind, x, width, keepdim)
+        if width == "full" and self._tile_input(x):
+            width = "tile"
         if width == "full":
             raise self.refuse(f"{kind} of {self._not_batch_features(x)}")
         if width not in ("tile", "pooled", "row"):
@@ -1174,7 +1211,7 @@ class Tracer:
         normalized with the group's mean and biased variance, then the per-column affine."""
         x = self.value(x)
         n = self.out_features
-        if self.level(x) != "tile":
+        if self.level(x) != "tile" and not self._tile_input(x):
             raise self.refuse(f"{what} of {self._not_batch_features(x)}")
         if not isinstance(groups, int) or groups < 1 or n % groups:
             raise self.refuse(f"{what} with {groups!r} groups of {n} features (torch needs a divisor)")
@@ -1221,7 +1258,7 @@ class Tracer:
         computes it (the norm, clamped below, then a division); p = 2, 1 or inf."""
         if dim not in (1, -1):
             raise self.refuse(f"F.normalize with dim={dim!r} (kgen takes dim 1)")
-        if self.level(self.value(x)) != "tile":
+        if self.level(self.value(x)) != "tile" and not self._tile_input(self.value(x)):
             raise self.refuse(f"F.normalize of {self._not_batch_features(self.value(x))}")
         if p == 2:
             squares = self.pointwise("pow", [x], {"exponent": 2.0})
@@ -2395,7 +2432,7 @@ class Tracer:
         """BatchNorm1d `path` of x; `counts`: whether the forward adds one to its
         num_batches_tracked (the module does; F.batch_norm on its buffers does not)."""
         x = self.value(x)
-        if self.level(x) != "tile":
+        if self.level(x) != "tile" and not self._tile_input(x):
             raise self.refuse(f"BatchNorm1d of {self._not_batch_features(x)}")
         if module.num_features != self.out_features:
             raise self.refuse(f"BatchNorm1d({module.num_features}) after a GEMM of {self.out_features} features")
@@ -2650,7 +2687,7 @@ class Tracer:
             x = self.value(a["input"])
             if self.level(x) == "pooled":
                 raise self.refuse("a second pooling (kgen supports one pooling per module)")
-            if a["dim"] not in (1, -2) or self.level(x) != "tile":
+            if a["dim"] not in (1, -2) or (self.level(x) != "tile" and not self._tile_input(x)):
                 raise self.refuse(f"unsqueeze({a['dim']!r}) of a value of level {self.level(x)}; kgen "
                                   "supports x.unsqueeze(1) of a (batch, features) value, for 1-d pooling")
             return _Marker("unsqueezed", x)

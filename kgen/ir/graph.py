@@ -42,7 +42,9 @@ into the same output and BatchNorm's column statistics):
                (src * mask * scale with mask in {0, 1}: ones * mask * scale is scale exactly)
     input      the module's input x (full, shape ("M", in_features of the first GEMM)), read
                again after the GEMM (a residual; `attrs["detached"]`: x.detach(), no gradient
-               flows to x through it): only in a broadcast tail, read per element
+               flows to x through it): in a broadcast tail, read per element; or, where a row op,
+               a norm or BatchNorm takes a value computed from it and in_features is the part's
+               N (`norm(x + fc(x))`), a tile value, read at (m, n) as the mask is
 Operand nodes (param, mask, input) are what the kernels read through EpilogueParams::operand,
 each by `attrs["path"]` ("<input>", "<dropout K>" for the last two: no module attribute).
 

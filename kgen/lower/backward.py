@@ -46,7 +46,9 @@ from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter,
 POINTWISE_PART_KINDS = ("gemm", "param", "const", "pointwise", "mask")
 ELEMENT_LEVELS = ("tile", "col", "scalar")
 # Node kinds the staged backward handles (beyond the point-wise ones).
-STAGED_KINDS = POINTWISE_PART_KINDS + ("reduce", "groupnorm", "batchnorm", "pool")
+# (The module's input as a tile value: read per element, as the mask; its gradient goes to
+# EpilogueParams::d_input.)
+STAGED_KINDS = POINTWISE_PART_KINDS + ("reduce", "groupnorm", "batchnorm", "pool", "input")
 KIND_POINTWISE, KIND_STAGED = 1, 2
 # Their names in kernels/backward.cuh (what the generated CUDA says; 0 is kgen::kBackwardNone).
 KIND_NAMES = {0: "kgen::kBackwardNone", KIND_POINTWISE: "kgen::kBackwardPointwise", KIND_STAGED: "kgen::kBackwardStaged"}
@@ -95,9 +97,11 @@ def _missing_kernel(lowered: Lowered) -> str | None:
         return "no backward kernel yet for a module whose GEMM a rewrite removed"
     # Dropout's mask is read per element as the forward reads it (the same operand, kept by
     # autograd; nullptr in eval mode): the dropout's mul sends g * mask * scale back. The
-    # module's input read after the GEMM is only ever in a broadcast tail (tail_backward_struct).
+    # module's input read after the GEMM is a broadcast tail's (tail_backward_struct), or a tile
+    # value the staged kernels read per element, as the mask, and send its gradient to
+    # (EpilogueParams::d_input).
     for n in lowered.graph.live():
-        if n.kind == "input":
+        if n.kind == "input" and n.level != "tile":
             return f"no backward kernel yet for a read of the module's input outside a broadcast tail{_where(n)}"
     width = lowered.traced.out_features if lowered.traced is not None else None
     for n in lowered.tail:
@@ -244,6 +248,7 @@ def _batchnorm_structs(lowered: Lowered) -> list[str]:
     reverse, adjoint = _elementwise_vjp(graph, prefix_nodes, t, dt, value)
     params = [n for n in prefix_nodes if n.kind == "param"]
     tail = [f"c[{operands[n.attrs['path']]}] = {adjoint[n.id]};" for n in params]
+    tail += [_input_gradient_line(n, adjoint[n.id]) for n in prefix_nodes if n.kind == "input"]
     prefix = _element_struct(
         "BackwardPrefix", "// BatchNorm's input gradient from g, the gradient of its output (batch statistics or running\n"
         "// ones), then the ops before BatchNorm in reverse, to dz; c[k]: parameter k's contributions.",
@@ -388,8 +393,10 @@ class _RowReverse:
         out = graph.output
         seed = "grow[j]" if pooled else "grow[n]"
         lines += [f"float {adjoint[n.id]} = {seed if n.id == out else '0.0f'};" for n in nodes]
+        reads = [n for n in self.live if n.kind == "input"]   # the module's input, per element
         if final:
             lines += [f"float cp{k} = 0.0f;" for k in range(len(self.params))]
+            lines += [f"float din{n.id} = 0.0f;" for n in reads]
 
         def send(a: int, grad: str):
             node = graph.node(a)
@@ -398,6 +405,9 @@ class _RowReverse:
             elif node.kind == "param":
                 if final:
                     lines.append(f"cp{self.slots[node.attrs['path']]} += {grad};")
+            elif node.kind == "input":
+                if final:
+                    lines.append(f"din{a} += {grad};")
             elif a in collect:
                 lines.append(f"c{a} += {grad};")
 
@@ -563,6 +573,7 @@ class _RowReverse:
         out += self._collect([q for q in self.row_collected if self.collected_by[q.id] is None], resolved)
         lines, adjoint, _ = self.element_pass(resolved, set(), final=True)
         lines.append(f"dst[n] = {adjoint[self.b]};")
+        lines += [_input_gradient_line(n, f"din{n.id}") for n in self.live if n.kind == "input"]
         for k, n in enumerate(self.params):
             extra = f" + (n == 0 ? rowc{k} : 0.0f)" if n.level == "scalar" else ""
             lines.append(f"contrib[{k} * plane + n] += cp{k}{extra};")
@@ -683,8 +694,18 @@ def tail_leaves(lowered: Lowered) -> list[Node]:
 
 
 def input_gradient(lowered: Lowered) -> bool:
-    """Whether the part sends a gradient to the module's input read in its broadcast tail."""
-    return any(n.kind == "input" and not n.attrs["detached"] for n in lowered.tail)
+    """Whether the part sends a gradient to the module's input read after its GEMM (in its
+    broadcast tail, or per element by its stages)."""
+    reads = [*lowered.tail, *lowered.graph.live()]
+    return any(n.kind == "input" and not n.attrs["detached"] for n in reads)
+
+
+def _input_gradient_line(node: Node, adjoint: str) -> str:
+    """The statement adding an element's gradient of the module's input, read at (m, n) by the
+    stages (a tile value: K = N), to EpilogueParams::d_input; none for a detached read."""
+    if node.attrs["detached"]:
+        return f"(void){adjoint};  // x.detach() (line {node.line}): no gradient"
+    return f"if (p.d_input != nullptr) p.d_input[static_cast<long long>(m) * p.N + n] += {adjoint};"
 
 
 def tail_backward_struct(lowered: Lowered | None) -> str:

@@ -136,7 +136,13 @@ class Emitter:
             expr = (f"(p.operand[{k}] != nullptr ? kgen::as_float(__ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n)) "
                     ": 1.f)")
         elif n.kind == "input":
-            raise AssertionError("the module's input is read in the broadcast tail only")
+            # The module's input [M][K] read per element where it is a tile value (K = N: a
+            # residual before a row op, trace.Tracer._tile_input), as Dropout's mask is read;
+            # elsewhere it is the broadcast tail's (TailValues).
+            if not self.element or n.level != "tile":
+                raise AssertionError("the module's input read per element outside a tile value")
+            k = self.operands[n.attrs["path"]]
+            expr = f"kgen::as_float(__ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n))"
         elif n.kind == "batchnorm":
             if not self.bn_ready:
                 raise _NeedsValue(n)

@@ -142,6 +142,10 @@ struct EpilogueParams {
   // Room for a split-K GEMM's partial tiles and per-tile arrival counters (WgmmaWsGemm, where
   // M leaves most SMs idle: entry.cuh sizes it); nullptr: the GEMM runs unsplit.
   float* split_partials;
+  // The staged backward's gradient of the module's input where a row stage reads it per element
+  // (a residual before a row op: K = N), [M][N], added to (zeroed by the caller); nullptr: none
+  // wanted. (The broadcast tail's read of it gets its gradient through tail_operand_grads.)
+  float* d_input;
 };
 
 // A part's kind of backward (kgen/lower/backward.py writes these names, never the numbers): none, the

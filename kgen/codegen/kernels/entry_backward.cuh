@@ -74,7 +74,8 @@ BackwardStatus backward_stages(const float* x, const float* w, const float* g, c
   }
 }
 
-// d_input: the gradient of the module's input read by a broadcast tail (nullptr: none wanted).
+// d_input: the gradient of the module's input read after the GEMM, by a broadcast tail or per element by
+// the stages (EpilogueParams::d_input; zeroed by the caller; nullptr: none wanted).
 template <class B>
 BackwardStatus backward_entry(const float* x, const float* w, const float* g, const float* z, int M, int N, int K,
                               const EpilogueParams& p, float* workspace, float* dx, float* dw, float* grad_cols,

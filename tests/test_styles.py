@@ -14,7 +14,8 @@ spellings, combined programmatically along independent dimensions:
   torch.addmm, a container (nn.Sequential, nn.Sequential of an OrderedDict, nn.ModuleList run
   in a loop) holding the Linear and the module-form steps that follow it (the whole module
   where every step is a module), a child nn.Module class of the file, a subclass of nn.Linear
-  defined in the file, nn.Linear under weight_norm / spectral_norm (torch.nn.utils.parametrizations);
+  defined in the file, HF GPT-2's Conv1D (the weight stored (in, out), `torch.addmm` on a view,
+  the sizes joined for the view back: `x.size()[:-1] + (self.nf,)`), nn.Linear under weight_norm / spectral_norm (torch.nn.utils.parametrizations);
 - raw parameters: nn.Parameter(torch.randn / torch.zeros / torch.tensor), register_parameter,
   register_buffer;
 - each step: as a module, a function, a tensor method, an operator (either operand first), in
@@ -180,7 +181,7 @@ CONTAINERS = ["sequential", "sequential_named", "module_list"]
 # nn.Linear under a parametrization (its class becomes ParametrizedLinear; the weight is computed
 # on each access, and spectral_norm's power iteration moves buffers in training mode)
 PARAMETRIZED = {"weight_norm": "weight_norm", "spectral_norm": "spectral_norm"}
-GEMMS = ["linear", *RAW_GEMMS, *CONTAINERS, "child", "linear_subclass", *PARAMETRIZED]
+GEMMS = ["linear", *RAW_GEMMS, *CONTAINERS, "child", "linear_subclass", "conv1d", *PARAMETRIZED]
 CREATES = ["randn", "zeros", "tensor", "register_parameter", "register_buffer"]
 LAYOUTS = ["statements", "nested"]
 SIGNATURES = ["plain", "annotated"]
@@ -350,6 +351,18 @@ def source(s: Spelling) -> str:
                        f"    def forward(self, x):\n        return self.fc(x)\n")
         init.append(f"self.block = Block({i}, {o})")
         forward.append("x = self.block(x)")
+    elif s.gemm == "conv1d":
+        sup = SUPER[s.ctor].format(cls="Conv1D")
+        classes.append('class Conv1D(nn.Module):\n    """HF GPT-2\'s Linear: the weight stored (in, out)."""\n\n'
+                       f"    def __init__(self, nf, nx):\n        {sup}\n        self.nf = nf\n"
+                       "        self.weight = nn.Parameter(torch.empty(nx, nf))\n"
+                       "        self.bias = nn.Parameter(torch.zeros(nf))\n"
+                       "        nn.init.normal_(self.weight, std=0.02)\n\n"
+                       "    def forward(self, x):\n        size_out = x.size()[:-1] + (self.nf,)\n"
+                       "        x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)\n"
+                       "        x = x.view(size_out)\n        return x\n")
+        init.append(f"self.c_fc = Conv1D({o}, {i})")
+        forward.append("x = self.c_fc(x)")
     else:
         assert s.gemm == "linear_subclass"
         classes.append('class Dense(nn.Linear):\n    """nn.Linear under a name of its own."""\n')
@@ -432,7 +445,10 @@ def spellings_of(spec: ModuleSpec, randoms: int = 3) -> list[Spelling]:
     out += [_make(spec, {d: rng.choice(values) for d, values in dims.items()}) for _ in range(randoms)]
     module_forms = [[k for k, f in enumerate(forms) if f.module] for forms in spec.steps]
     if all(module_forms):
-        out.append(Spelling(spec.name, ctor=rng.choice(CTORS), consts=rng.choice(CONSTS), gemm=rng.choice(CONTAINERS),
+        # (the containers in turn over the modules that have one: each container holds a whole module)
+        whole = [sp.name for sp in SPECS if all(any(f.module for f in forms) for forms in sp.steps)]
+        container = CONTAINERS[whole.index(spec.name) % len(CONTAINERS)]
+        out.append(Spelling(spec.name, ctor=rng.choice(CTORS), consts=rng.choice(CONSTS), gemm=container,
                             steps=tuple(rng.choice(ks) for ks in module_forms), whole_sequential=True))
     seen, unique = {Spelling(spec.name)}, []
     for s in out:

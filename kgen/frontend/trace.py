@@ -2088,6 +2088,9 @@ class Tracer:
 
     def visit_function(self, fn, args, kwargs):
         fn = INPLACE_FUNCTIONS.get(fn, fn)   # Tracer.run rebinds the receiver of an in-place one
+        if fn is operator.add and len(args) == 2 and all(isinstance(a, (tuple, list)) for a in args):
+            # Sizes joined for a view: HF GPT-2's Conv1D, `x.size()[:-1] + (self.nf,)`.
+            return tuple(args[0]) + tuple(args[1])
         if fn is operator.getitem:
             target, index = args
             if isinstance(target, _Marker) and target.kind == "inputs":

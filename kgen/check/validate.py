@@ -32,7 +32,7 @@ from typing import Callable
 
 import torch
 
-from kgen.check.kinks import gradients, jump_mask, kink_free_gradient, output_shape
+from kgen.check.kinks import _BuffersKept, gradients, jump_mask, kink_free_gradient, output_shape
 from kgen.check.loading import EmittedFile
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
@@ -764,6 +764,9 @@ def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) 
             ok = "kgen: this ModelNew has no backward" in str(e)
             return CheckResult(name, ok, detail=f"not checked: {e}" if ok else f"backward() raised {e}")
         return CheckResult(name, False, detail="backward() ran although the file has no backward kernels")
+    none = _without_gradient(trio, x, name)
+    if none is not None:
+        return none
     rng = torch.cuda.get_rng_state(x.device)
     reset = lambda: torch.cuda.set_rng_state(rng, x.device)   # noqa: E731 - one Dropout mask for every forward
     shape = output_shape(trio.ref64, x.double(), reset)
@@ -779,6 +782,20 @@ def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) 
     for what, a, b, c in zip(names, new, ref, ref64):
         cmp.add(f"dL/d({what})", a, b, c)
     return _with_note(cmp.result(name), kink_note)
+
+
+def _without_gradient(trio: "Trio", x: torch.Tensor, name: str) -> CheckResult | None:
+    """Where the reference's output carries no gradient (its forward detaches it, or runs under
+    torch.no_grad()): ModelNew's must carry none either (a backward through it raises, as the
+    reference's does); there is nothing else to compare. None: the output has a gradient."""
+    def carries(model, x):
+        with torch.enable_grad(), _BuffersKept(model):
+            return bool(model(x.detach().clone().requires_grad_()).requires_grad)
+    if carries(trio.ref64, x.double()):
+        return None
+    if carries(trio.new, x):
+        return CheckResult(name, False, detail="ModelNew's output carries a gradient the reference's does not")
+    return CheckResult(name, True, detail="not checked: the reference's output carries no gradient, nor does ModelNew's")
 
 
 def _with_note(r: CheckResult, note: str) -> CheckResult:
@@ -848,7 +865,15 @@ def check_training(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
         # (Its learning rates move each parameter 30x tol: at a 16-bit tier's 1e-2 that is a third
         # of a parameter's size per run, not a small step; the gradients check covers the backward.)
         return CheckResult(TRAINING_CHECK, True, detail=f"not run for a {str(dtype)[6:]} module")
-    r, short, judged = _training_run(f, device, tol, batch, {})
+    try:
+        r, short, judged = _training_run(f, device, tol, batch, {})
+    except RuntimeError as e:
+        # (autograd's words for a loss with no gradient: the module's output carries none)
+        none = "does not require grad" in str(e) and _without_gradient(
+            Trio(f, device), _inputs(f, "rand", batch, device, dtype), TRAINING_CHECK)
+        if none:
+            return none
+        raise
     if short and judged and all(need <= TRAIN_RATE_RETRY_MAX for need in short.values()):
         # A rate is set from the first step's gradient; where that gradient shrank or turned as
         # the parameters moved, the fp64 run moved the parameter less than the check needs

@@ -105,6 +105,18 @@ def op_part(lowered: Lowered) -> dict:
     # The backward's gradient of each input of the op, by name (None: no gradient flows).
     gradient = {"x": "dx", "w": "dw", "gamma": "bn_grads[1]", "beta": "bn_grads[0]",
                 **dict(zip(operands, backward.grad_expressions(lowered)))}
+    # What the output's gradient does not reach (behind a detach, or computed under no_grad) gets
+    # None, as torch gives it, not the zeros the kernels compute for it.
+    traced = lowered.traced or lowered.graph
+    reached = [traced.node(i) for i in traced.gradient_reaches()]
+    if not any(n.kind == "gemm" for n in reached):
+        gradient.update(x="None", w="None")
+    if not any(n.kind == "batchnorm" for n in reached):
+        gradient.update(gamma="None", beta="None")
+    paths = {n.attrs["path"] for n in reached if n.kind in ("param", "input")}
+    for name, n in zip(operands, lowered.operands):
+        if n.kind in ("param", "input") and n.attrs["path"] not in paths:
+            gradient[name] = "None"
     # The module's input read by a broadcast tail, where a gradient flows through that read.
     input_operand = next((f"operand{k}" for k, n in enumerate(lowered.operands) if n.kind == "input"), None)
     if not (reason is None and backward.input_gradient(lowered)):
@@ -263,6 +275,13 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
             lines.append(f"x = {value}")
         lines += [f"# line {line} of the reference, `{text}`: torch's own .{method}() of the kernel's "
                   f"{'per-row values' if method != 'squeeze' else 'output'}", f"return x.{method}()"]
+    traced = parts[-1].traced or parts[-1].graph
+    if not any(traced.node(i).kind in ("gemm", "param", "input", "batchnorm") for i in traced.gradient_reaches()):
+        # The reference's output carries no gradient (detached, or computed under no_grad): nor
+        # does ModelNew's, so that a backward through it raises as the reference's does.
+        value = lines.pop()[len("return "):]
+        lines += ["# the reference's output has no gradient (a detach or no_grad before it): nor has this one",
+                  f"return ({value}).detach()" if not value.isidentifier() else f"return {value}.detach()"]
     return lines
 
 
@@ -785,8 +804,14 @@ def describe_backward(parts: list[Lowered], half: bool = False) -> str:
             how = "the broadcast tail's gradient summed to its core value, " + how
         gemms = ("on the same GEMM; a bf16 / fp16 module's on torch's GEMM in its dtype, from dz rounded "
                  "to it" if half else "on the same GEMM")
+        traced = parts[-1].traced or parts[-1].graph
+        reached = {traced.node(i).kind for i in traced.gradient_reaches()}
+        scope = ("gradients of the input and of every parameter" if "gemm" in reached
+                 else "no gradient: the reference's output has none (a detach or no_grad before it)"
+                 if not reached & {"param", "input", "batchnorm"}
+                 else "gradients of the parameters after the GEMM's detached output only, as the reference's")
         return (f"backward:  kgen kernels ({how} dx = dz W and dW = dz^T x {gemms}); "
-                f"gradients of the input and of every parameter; in training the forward keeps {kept}")
+                f"{scope}; in training the forward keeps {kept}")
     return f"backward:  raises at backward() ({'; '.join(missing)})"
 
 

@@ -284,6 +284,16 @@ PARAM_VIEWS = ("view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "trans
 # Copies along dimensions of size 1 (Tracer._broadcast), and constants made from a value.
 BROADCAST_METHODS = ("expand", "expand_as", "broadcast_to", "repeat")
 NEW_TENSOR_METHODS = ("new_zeros", "new_ones", "new_full", "new_tensor")
+# Methods and functions whose result shares its input's storage (a view of the same elements, or
+# the tensor itself): an in-place op on either changes both (Tracer._aliasing, _write).
+VIEW_METHODS = frozenset({"contiguous", "detach", "unsqueeze", "squeeze", "view", "reshape", "flatten", "view_as",
+                          "reshape_as", "expand", "expand_as", "broadcast_to", "__getitem__"})
+VIEW_FUNCTIONS = frozenset({torch.flatten, torch.reshape, torch.squeeze, torch.unsqueeze, torch.detach,
+                            torch.broadcast_to, operator.getitem})
+# Conversions that return the tensor itself where it already has the dtype (x.float() of a float32
+# tensor) and a copy otherwise: whether an in-place op through one reaches the other side depends
+# on the module's dtype (Tracer._write refuses where that would change a value read later).
+DTYPE_ALIAS_METHODS = frozenset({"float", "double", "half", "bfloat16", "to", "type", "type_as"})
 # Functions with an `inplace` flag (True: the result is written into the input).
 _INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.elu: _elu,
                  F.silu: _act, F.mish: _act, F.hardsigmoid: _act, F.hardswish: _act, F.selu: _act,
@@ -583,7 +593,18 @@ FX_FAILURES = {
                                         "torch.where or an op",
     "is not installed as a submodule": "a module made in forward (a slice of an nn.Sequential, a module built "
                                        "there); call the model's own submodules",
+    "not '_Proxy'": "a traced value turned into a Python number (float(t), int(t), math.f(t)): its value is "
+                    "not known while tracing; keep it a tensor",
 }
+
+
+def _not_a_tensor(path: str, value) -> str:
+    """Why the module's attribute `path` is not a tensor kgen can read."""
+    if isinstance(value, torch.fx.Proxy):
+        # (forward rebound it: self.steps += 1 on a buffer, a counter the module keeps)
+        return (f"self.{path} is assigned in forward (state the module updates on each call, such as a "
+                "step counter); kgen's forward changes no attribute of the module")
+    return f"self.{path} is not a tensor"
 
 
 def _tracebacks(tb):
@@ -791,7 +812,7 @@ class Tracer:
         owner = self.model.get_submodule(module_path) if module_path else self.model
         t = getattr(owner, name)
         if not isinstance(t, torch.Tensor):
-            raise self.refuse(f"{path} is not a tensor")
+            raise self.refuse(_not_a_tensor(path, t))
         if not module_path and name.startswith("_tensor_constant"):
             # torch.fx's name for a tensor made in forward (torch.tensor(2.0)): not the module's,
             # so the emitted file could not read it. One element: the number it holds.
@@ -892,7 +913,7 @@ class Tracer:
         owner = self.model.get_submodule(module_path) if module_path else self.model
         t = getattr(owner, name)
         if not isinstance(t, torch.Tensor):
-            raise self.refuse(f"{path} is not a tensor")
+            raise self.refuse(_not_a_tensor(path, t))
         return t
 
     def param(self, path: str, view: tuple | None = None) -> int:
@@ -1470,6 +1491,11 @@ class Tracer:
                     raise Unsupported(f"{self.ref.path}: {where} has a {kind[1:-1].replace('_', ' ')} "
                                       "(register_forward_hook / register_forward_pre_hook), which changes "
                                       "its output outside forward(); kgen traces forward() alone")
+        # The model's own __call__ (a child's is fx's to trace: it calls the child's module).
+        if type(self.model).__call__ is not nn.Module.__call__:
+            raise Unsupported(f"{self.ref.path}: {type(self.model).__name__} overrides __call__, which changes "
+                              "what calling the module computes outside forward(); kgen traces forward() alone "
+                              "(move that work into forward)")
         from torch.nn.modules import module as torch_module
         for kind in ("_global_forward_hooks", "_global_forward_pre_hooks"):
             if getattr(torch_module, kind, None):
@@ -1507,6 +1533,9 @@ class Tracer:
         self.input_marker = _Marker("input", False)
         self.env: dict[torch.fx.Node, object] = {}
         self.aliases: dict[torch.fx.Node, list] = {}   # fx values sharing storage (Tracer._join)
+        # Each alias's receiver and whether they share storage in float32 only (DTYPE_ALIAS_METHODS).
+        self.alias_parent: dict[torch.fx.Node, tuple[torch.fx.Node, bool]] = {}
+        self.order = {n: i for i, n in enumerate(fx_graph.nodes)}
         self.augmented = self._augmented_assignments(fx_graph)
         env = self.env
         output = None
@@ -1636,12 +1665,14 @@ class Tracer:
         if fx_node.op == "call_method":
             if fx_node.target in INPLACE_METHODS:
                 return first, True
-            if fx_node.target in ("contiguous", "detach", "unsqueeze", "squeeze", "view", "reshape", "flatten"):
+            if fx_node.target in VIEW_METHODS or fx_node.target in DTYPE_ALIAS_METHODS:
                 return first, False
         elif fx_node.op == "call_function":
             fn = fx_node.target
             if fn in INPLACE_FUNCTIONS or fx_node in self.augmented:
                 return first, True
+            if fn in VIEW_FUNCTIONS:
+                return first, False
             if fn in _INPLACE_FLAG:
                 args = torch.fx.node.map_arg(fx_node.args, lambda n: None)
                 try:
@@ -1680,13 +1711,39 @@ class Tracer:
             raise self.refuse(f"an in-place {what} on the module's input (it would change the "
                               "caller's tensor); write the op out of place")
         if isinstance(target, _Marker) and target.kind in ("tensor", "matrix", "matrix_t"):
-            raise self.refuse(f"an in-place {what} on the parameter {target.payload} (it would "
+            owner, _, name = target.payload.rpartition(".")
+            module = self.model.get_submodule(owner) if owner else self.model
+            kind = "buffer" if name in dict(module.named_buffers(recurse=False)) else "parameter"
+            raise self.refuse(f"an in-place {what} on the {kind} {target.payload} (it would "
                               "change the module's state); write the op out of place")
 
     def _join(self, receiver: torch.fx.Node, fx_node: torch.fx.Node) -> None:
         group = self.aliases.setdefault(receiver, [receiver])
         group.append(fx_node)
         self.aliases[fx_node] = group
+        self.alias_parent[fx_node] = (receiver, fx_node.op == "call_method" and fx_node.target in DTYPE_ALIAS_METHODS)
+
+    def _across_a_conversion(self, a: torch.fx.Node, b: torch.fx.Node) -> bool:
+        """Whether aliases a and b are joined through a dtype conversion (x.float(), x.to(dtype)):
+        the same tensor in a float32 module, a copy in a bf16 one."""
+        def up(n):   # n and its receivers, each with whether its own step converts
+            out = []
+            while n is not None:
+                parent, converts = self.alias_parent.get(n, (None, False))
+                out.append((n, converts))
+                n = parent
+            return out
+        up_a, up_b = up(a), up(b)
+        common = {n for n, _ in up_a} & {n for n, _ in up_b}
+
+        def crossed(chain):   # a converting step below the nearest common receiver
+            for n, converts in chain:
+                if n in common:
+                    return False
+                if converts:
+                    return True
+            return False
+        return crossed(up_a) or crossed(up_b)
 
     def _write(self, receiver: torch.fx.Node, new, fx_node: torch.fx.Node) -> None:
         """An in-place op wrote `new` into the receiver: the receiver and every alias of it now
@@ -1704,10 +1761,18 @@ class Tracer:
         updates = {}
         for member in self.aliases.get(receiver, [receiver]):
             v = self.env[member]
+            later = any(self.order[u] > self.order[fx_node] for u in member.users)
+            if member is not receiver and later and self._across_a_conversion(member, receiver):
+                raise self.refuse("an in-place op on a value that shares its tensor with another through "
+                                  ".float() / .to() / .type_as() (the same tensor in a float32 module, a copy "
+                                  "in a bf16 one, so the other sees the write in one dtype only): write the op "
+                                  "out of place")
             if isinstance(v, _Id) and v == old:
                 updates[member] = new
             elif isinstance(v, _Marker) and v.kind == "unsqueezed" and v.payload == old:
                 updates[member] = _Marker("unsqueezed", new)
+            elif isinstance(v, _Marker) and v.kind == "broadcast" and v.payload[0] == old:
+                updates[member] = _Marker("broadcast", (new, *v.payload[1:]))   # (x.expand_as(y) of x)
             elif isinstance(v, _Id) and self.nodes[v].op == "detach" and self.nodes[v].args == (old,):
                 # A detached alias (x.detach()) sees the new value, still detached.
                 updates[member] = self.add("pointwise", self.level(new), [new], "detach")
@@ -1824,6 +1889,8 @@ class Tracer:
                  nn.BatchNorm1d, nn.Dropout, nn.GroupNorm, nn.LayerNorm, nn.RMSNorm, nn.MaxPool1d, nn.AvgPool1d)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
+        if kind is nn.Identity or (kind is nn.Dropout and module.p == 0):
+            return args[0]   # (the identity: of the input too, as torchvision's heads write `avgpool = nn.Identity()`)
         for a in args:
             self._check_input(a)
         if kind in ACTIVATION_MODULES:
@@ -1938,6 +2005,11 @@ class Tracer:
         (batch, 1) value): an order-keeping view, taken as Tracer._view takes it. Anything that
         selects elements is refused."""
         own = self._shape_or_none(x)
+        leaves: list = []
+        torch.fx.node.map_aggregate(index, lambda v: leaves.append(v) or v)
+        if any(isinstance(v, (_Id, _Marker)) for v in leaves):
+            raise self.refuse("indexing a value by a tensor (y[y > 0], y[:, idx]) selects elements; kgen takes "
+                              "indexing that keeps them all (x[:, None], x[:, 0] of a (batch, 1) value, full slices)")
         shapes = []
         for batch in (7919, 7927):   # stand-ins for the batch: the index must keep every element at any batch
             shape = tuple(batch if d == "M" else d for d in own)
@@ -2143,8 +2215,8 @@ class Tracer:
                 shape = self._param_shape(target)   # (a parameter's sizes are the module's numbers)
                 return shape if name == "shape" else len(shape)
             raise self.refuse(f"the attribute .{name} is not supported")
-        if fn is torch.flatten:
-            return self.visit_method("flatten", args, kwargs)
+        if fn in (torch.flatten, torch.squeeze, torch.unsqueeze):
+            return self.visit_method(fn.__name__, args, kwargs)
         if fn is torch.reshape:
             return self.visit_method("reshape", args, kwargs)
         if fn in (F.prelu, torch.prelu):
@@ -2697,7 +2769,8 @@ class Tracer:
         if name == "squeeze" and isinstance(self_arg, _Marker) and self_arg.kind == "unsqueezed":
             a = self._bind(_squeeze, args, kwargs)
             if a["dim"] not in (1, -2, (1,), (-2,)):
-                raise self.refuse(f"squeeze({'' if a['dim'] is None else a['dim']!r}) of a (batch, 1, "
+                dim = "" if a["dim"] is None else repr(a["dim"])
+                raise self.refuse(f"squeeze({dim}) of a (batch, 1, "
                                   "features) value; write squeeze(1) (squeeze() also drops a batch of 1)")
             return self_arg.payload
         if name == "flatten" and _keeps_2d(rest, kwargs) and (
@@ -2723,6 +2796,16 @@ class Tracer:
         if isinstance(self_arg, _Id) and name in ROW_FLATTEN_METHODS and (
                 self.level(self_arg) == "row" or (self.level(self_arg) == "tile" and self.out_features == 1)):
             return self._flatten_row(self_arg, name, rest, kwargs)
+        if name == "squeeze" and isinstance(self_arg, _Id) and self.level(self_arg) in ("tile", "pooled"):
+            # squeeze(1) of a (batch, N) value, N > 1: itself in torch (a dim of size 1 only goes);
+            # squeeze() or squeeze(0) would drop a batch of 1, which kgen's files run at too
+            a = self._bind(_squeeze, args, kwargs)
+            if a["dim"] in (1, -1, (1,), (-1,)):
+                return self_arg
+            dim = "" if a["dim"] is None else repr(a["dim"])
+            raise self.refuse(f"squeeze({dim}) of a (batch, features) "
+                              "value, which drops a batch of 1 (kgen's files run at any batch); squeeze(1) "
+                              "is the one kgen takes (itself where features > 1)")
         if name in IDENTITY_METHODS:
             return self_arg
         if name == "detach":   # the identity, but no gradient flows back through it

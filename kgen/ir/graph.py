@@ -297,6 +297,20 @@ class Graph:
                 stack.extend(self.nodes[i].args)
         return [n for n in self.nodes if n.id in keep]
 
+    def gradient_reaches(self) -> set[int]:
+        """The nodes the output's gradient reaches: what the output depends on other than through
+        a detach (x.detach(), softmax's row max, values computed under torch.no_grad()). A leaf
+        outside it gets no gradient from the module, None in torch (not zeros)."""
+        reach: set[int] = set()
+        stack = [self.output]
+        while stack:
+            i = stack.pop()
+            if i not in reach:
+                reach.add(i)
+                n = self.nodes[i]
+                stack.extend(() if n.kind == "pointwise" and n.op == "detach" else n.args)
+        return reach
+
     def describe(self) -> str:
         lines = [n.describe() for n in self.live()]
         tail = f".{self.output_tail[0]}()" if self.output_tail else ""

@@ -280,13 +280,7 @@ class _RowReverse:
         self.row_nodes = [n for n in live if n.level in ("row", "rowflat") and n.kind != "const"]
         # Nodes a gradient reaches from the output (not through detach: softmax's and
         # logsumexp's row max, trace.py): only their reductions need a pass.
-        active, stack = set(), [graph.output]
-        while stack:
-            i = stack.pop()
-            if i not in active:
-                active.add(i)
-                node = graph.node(i)
-                stack.extend(() if node.kind == "pointwise" and node.op == "detach" else node.args)
+        active = graph.gradient_reaches()
         self.barriers = [n for n in live if n.kind in ("reduce", "groupnorm", "pool") and n.id in active]
         # Row values whose gradient goes somewhere (not a detach, and reached from the output).
         self.row_collected = [n for n in self.row_nodes if n.id in active

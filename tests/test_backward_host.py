@@ -31,6 +31,10 @@ DETACHED_CASES = {
     "detached_max_after_sum": "x * (x.sum(dim=1, keepdim=True) * self.s + x.amax(dim=1, keepdim=True).detach())",
     "detached_max_alone": "x * (x.amax(dim=1, keepdim=True).detach() * self.s)",
 }
+# Groups of N / 2 = 512 elements, each summed by several warps (forward._split_group_pass; with
+# the 2 warps here, one per group), and a softmax after them.
+SPLIT_GROUP_CASES = {"split_groups": "x = torch.tanh(self.gn(x))",
+                     "split_groups_softmax": "x = torch.softmax(self.gn(x) * 2.0, dim=1)"}
 GXX = shutil.which("g++")
 KERNELS = CODEGEN_DIR / "kernels"
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
@@ -70,6 +74,7 @@ template <class T> inline float rounded_to_module(float v) { return v; }
 struct Welford { float mean = 0.f, m2 = 0.f, nf = 0.f; int n = 0; };
 void welford_add(Welford&, float);
 Welford welford_warp_reduce(Welford);
+Welford welford_combine(Welford, const Welford&);
 inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
 static float block_values[T], warp_values[T];
@@ -189,7 +194,9 @@ def synthetic(tmp_path_factory):
     d = tmp_path_factory.mktemp("host_refs")
     texts = {"row_parameters": ROW_PARAMETERS,
              **{name: module_source(f"x = {e}", {"s": "nn.Parameter(torch.rand(1) + 0.5)"}, 32)
-                for name, e in DETACHED_CASES.items()}}
+                for name, e in DETACHED_CASES.items()},
+             **{name: module_source(body, {"gn": "nn.GroupNorm(2, out_features)"}, 32)
+                for name, body in SPLIT_GROUP_CASES.items()}}
     for name, text in texts.items():
         (d / f"{name}.py").write_text(text)
     return {name: str(d / f"{name}.py") for name in texts}
@@ -240,7 +247,7 @@ def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4):
 
 
 @pytest.mark.parametrize("ref", [r for r in REFS if staged_without_finalize(r)] +
-                         ["row_parameters", *DETACHED_CASES], ids=lambda r: r.rsplit("/", 1)[-1].removesuffix(".py"))
+                         ["row_parameters", *DETACHED_CASES, *SPLIT_GROUP_CASES], ids=lambda r: r.rsplit("/", 1)[-1].removesuffix(".py"))
 def test_row_kernel_gradients_match_autograd(ref, synthetic, tmp_path):
     check_row_kernel(synthetic.get(ref, ref), tmp_path, training=False)
 

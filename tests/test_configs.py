@@ -111,3 +111,16 @@ def test_the_rule_counts_the_gpus_own_sms():
     # 200 SMs: 64 tiles split 3 ways in K (192 CTAs) still fill it; 1024 SMs: 64 x 8 do not
     assert configs.fastest_family(configs.WGMMA_ARCH, *shape, sms=200) == ("wgmma", "fp16x3")
     assert configs.fastest_family(configs.WGMMA_ARCH, *shape, sms=1024) == ("wgmma", "tf32x3")
+
+
+def test_the_row_kernels_warps_are_the_kernels():
+    """The lowering shares a large group's statistics among the row kernel's warps
+    (forward.ROW_KERNEL_WARPS): the kernels' kRowThreads / 32."""
+    import re
+
+    from kgen.codegen.generator import CODEGEN_DIR
+    from kgen.lower.forward import ROW_KERNEL_WARPS
+
+    stages = (CODEGEN_DIR / "kernels" / "stages.cuh").read_text()
+    threads = int(re.search(r"constexpr int kRowThreads = (\d+);", stages).group(1))
+    assert ROW_KERNEL_WARPS == threads // 32

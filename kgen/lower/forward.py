@@ -474,13 +474,27 @@ def _eager_sum(graph: Graph, level: str, acc: str, n: Node, body: list[str]) -> 
             "}, scratch);"]
 
 
-def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
-    """The pass computing GroupNorm's statistics of one row: one warp per group (its lanes
-    stride the group's columns), into `stats` in shared memory: in an fp32 build the mean first
-    and then the squared deviations from it (exact even when |mean| >> std), in a 16-bit one
-    torch's Welford statistics (below). `emit()` gives a fresh
-    Emitter and the name of GroupNorm's input in it."""
+# A group of at least this many elements, when there are fewer groups than half the row
+# kernel's warps (LayerNorm is one group; GroupNorm(8) of 8192 features), is summed by several
+# warps. One warp per group left 15 of a LayerNorm's 16 warps idle: its statistics took 0.12 ms
+# of a 4096 x 4096 bf16 row kernel where eager's whole LayerNorm takes 0.033 (docs/perf.md,
+# session 28). Smaller groups keep one warp: a 16-bit module's output is then eager's to the bit
+# (torch's one-warp kernel for groups of fewer than 512 elements).
+SPLIT_GROUP_ELEMENTS = 512
+# The row kernels' warps per CTA: kernels/stages.cuh's kRowThreads / 32 (tests/test_configs.py
+# ties the two).
+ROW_KERNEL_WARPS = 16
+
+
+def _group_stats_pass(n: Node, stats: str, emit, width: int) -> list[str]:
+    """The pass computing GroupNorm's statistics of one row (`width` features), into `stats` in
+    shared memory: in an fp32 build the mean first and then the squared deviations from it (exact
+    even when |mean| >> std), in a 16-bit one torch's Welford statistics (below). One warp per
+    group (its lanes stride the group's columns), or several per large group (_split_group_pass).
+    `emit()` gives a fresh Emitter and the name of GroupNorm's input in it."""
     groups = n.attrs["groups"]
+    if width // groups >= SPLIT_GROUP_ELEMENTS and 2 * groups <= ROW_KERNEL_WARPS:
+        return _split_group_pass(n, stats, emit)
 
     def loop(*step: str) -> list[str]:
         e, v = emit()
@@ -512,11 +526,7 @@ def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
         "kgen::Welford acc;",
         *loop("kgen::welford_add(acc, {v});"),
         "acc = kgen::welford_warp_reduce(acc);",
-        *_block("if (lane == 0)", [
-            f"{stats}[2 * g] = kgen::rounded_to_module<kgen_operand_t>(acc.mean);",
-            f"{stats}[2 * g + 1] = kgen::rounded_to_module<kgen_operand_t>("
-            f"rsqrtf(acc.m2 / acc.nf + kgen::rounded_to_module<kgen_operand_t>({eps})));",
-        ]),
+        *_block("if (lane == 0)", _welford_stats(stats, eps)),
     ]
     return [
         f"__shared__ float {stats}[2 * {groups}];  // GroupNorm, line {n.line}: (mean, 1/std) per group",
@@ -527,6 +537,84 @@ def _group_stats_pass(n: Node, stats: str, emit) -> list[str]:
                 *_block("else", welford),
             ]),
             "__syncthreads();",
+        ]),
+    ]
+
+
+def _welford_stats(stats: str, eps: str) -> list[str]:
+    """A group's Welford state `acc` as its (mean, 1/std), rounded to the module's dtype."""
+    return [f"{stats}[2 * g] = kgen::rounded_to_module<kgen_operand_t>(acc.mean);",
+            f"{stats}[2 * g + 1] = kgen::rounded_to_module<kgen_operand_t>("
+            f"rsqrtf(acc.m2 / acc.nf + kgen::rounded_to_module<kgen_operand_t>({eps})));"]
+
+
+def _split_group_pass(n: Node, stats: str, emit) -> list[str]:
+    """_group_stats_pass with `per` warps summing each group (the CTA's warps shared out among
+    the groups, in rounds where there are more groups than warps): each warp's partial sums (fp32)
+    or Welford state (16-bit) into shared memory, then combined in warp order (deterministic)."""
+    groups = n.attrs["groups"]
+    eps = ops.cuda_float(n.attrs["eps"])
+
+    def loop(*step: str) -> list[str]:
+        e, v = emit()
+        return _block("if (active)", _block(
+            "for (int n = g * size + sub * 32 + lane; n < (g + 1) * size; n += 32 * per)",
+            ["const float s = row[n];", *e.lines, *(line.format(v=v) for line in step)]))
+
+    def combined(what: str) -> list[str]:   # the group's warps' partials, in order
+        return [f"float {what} = 0.f;", f"for (int k = 0; k < per; ++k) {what} += part[(warp - sub) + k];"]
+
+    two_pass = [
+        "float sum = 0.f;",
+        *loop("sum += {v};"),
+        "sum = kgen::warp_sum(sum);",
+        "if (lane == 0) part[warp] = sum;",
+        "__syncthreads();",
+        *_block("", [*combined("total"), "mean = total / static_cast<float>(size);"]),
+        "__syncthreads();   // (part is read before the next partials go in)",
+        "float q = 0.f;",
+        *loop("const float d = {v} - mean;", "q = fmaf(d, d, q);"),
+        "q = kgen::warp_sum(q);",
+        "if (lane == 0) part[warp] = q;",
+        "__syncthreads();",
+        *_block("if (active && sub == 0 && lane == 0)", [
+            *combined("total"),
+            f"{stats}[2 * g] = mean;",
+            f"{stats}[2 * g + 1] = 1.0f / sqrtf(total / static_cast<float>(size) + {eps});",
+        ]),
+    ]
+    welford = [
+        "kgen::Welford acc;",
+        *loop("kgen::welford_add(acc, {v});"),
+        "acc = kgen::welford_warp_reduce(acc);",
+        *_block("if (lane == 0)", ["part[3 * warp] = acc.mean;", "part[3 * warp + 1] = acc.m2;",
+                                   "part[3 * warp + 2] = acc.nf;"]),
+        "__syncthreads();",
+        *_block("if (active && sub == 0 && lane == 0)", [
+            "acc = kgen::Welford{};",
+            *_block("for (int k = 0; k < per; ++k)", [
+                "const int w = warp + k;",
+                "acc = kgen::welford_combine(acc, kgen::Welford{part[3 * w], part[3 * w + 1], part[3 * w + 2], 0});"]),
+            *_welford_stats(stats, eps),
+        ]),
+    ]
+    return [
+        f"__shared__ float {stats}[2 * {groups}];  // GroupNorm, line {n.line}: (mean, 1/std) per group",
+        *_block("", [
+            "__shared__ float part[3 * 32];   // each warp's partials",
+            f"const int size = N / {groups}, lane = threadIdx.x % 32, warp = threadIdx.x / 32;",
+            "const int warps = blockDim.x / 32;",
+            f"const int per = warps >= {groups} ? warps / {groups} : 1;   // warps per group",
+            "const int round = warps / per;   // groups per round",
+            *_block(f"for (int g0 = 0; g0 < {groups}; g0 += round)", [
+                "const int g = g0 + warp / per, sub = warp % per;",
+                f"const bool active = warp / per < round && g < {groups};",
+                "float mean = 0.f;",
+                "(void)mean;",
+                *_block("if constexpr (std::is_same<kgen_operand_t, float>::value)", two_pass),
+                *_block("else", welford),
+                "__syncthreads();",
+            ]),
         ]),
     ]
 
@@ -600,7 +688,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
                 return e, e.get(n.args[0])
             groups[n.id] = f"g{n.id}"
             copy_row()
-            out.extend(_group_stats_pass(n, groups[n.id], emit))
+            out.extend(_group_stats_pass(n, groups[n.id], emit, graph.out_features))
         elif n.kind == "reduce":
             level = graph.node(n.args[0]).level
             fill = not copied and level == "tile"   # this pass fills the cache as it reads S

@@ -268,22 +268,27 @@ __device__ __forceinline__ void welford_add(Welford& acc, float data) {
   acc.n = new_n;
   acc.nf = new_nf;
 }
+// Two Welford states as one (WelfordOps::combine; `n` is not kept: nf counts).
+__device__ __forceinline__ Welford welford_combine(Welford a, const Welford& b) {
+  if (a.nf == 0.f) {
+    a = b;
+  } else if (b.nf != 0.f) {
+    const float delta = b.mean - a.mean;
+    const float new_count = a.nf + b.nf;
+    const float nb_over_n = b.nf / new_count;
+    a.mean = a.mean + delta * nb_over_n;
+    a.m2 = a.m2 + b.m2 + delta * delta * a.nf * nb_over_n;
+    a.nf = new_count;
+  }
+  return a;
+}
 __device__ __forceinline__ Welford welford_warp_reduce(Welford a) {
   for (int offset = 16; offset > 0; offset >>= 1) {
     Welford b;
     b.mean = __shfl_down_sync(0xffffffffu, a.mean, offset);
     b.m2 = __shfl_down_sync(0xffffffffu, a.m2, offset);
     b.nf = __shfl_down_sync(0xffffffffu, a.nf, offset);
-    if (a.nf == 0.f) {
-      a = b;
-    } else if (b.nf != 0.f) {
-      const float delta = b.mean - a.mean;
-      const float new_count = a.nf + b.nf;
-      const float nb_over_n = b.nf / new_count;
-      a.mean = a.mean + delta * nb_over_n;
-      a.m2 = a.m2 + b.m2 + delta * delta * a.nf * nb_over_n;
-      a.nf = new_count;
-    }
+    a = welford_combine(a, b);
   }
   return a;
 }

@@ -42,6 +42,7 @@ class Model(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
         self.fc = nn.Linear(in_features, out_features)
+        self.fc2 = nn.Linear(in_features, in_features)
         self.scale = nn.Parameter(torch.tensor(1.5))
         self.register_buffer("steps", torch.zeros(()))
         self.register_buffer("idx", torch.tensor([0, 2]))
@@ -102,7 +103,18 @@ def test_writing_the_base_of_an_expansion_reaches_the_expansion(expand, tmp_path
     check(write(tmp_path, "spelled", body))
 
 
-CONVERSIONS = ["y.float()", "y.to(x.dtype)", "y.type_as(x)", "y.to(torch.float32)"]
+# Conversions to a dtype the source names: the tensor itself in that dtype only.
+CONVERSIONS = ["y.float()", "y.to(torch.float32)", "y.to(dtype=torch.float32)", "y.type(torch.float32)"]
+# The module's own dtype or device: the tensor itself in every dtype (x and the Linear share one).
+SAME_TENSOR = ["y.to(x.dtype)", "y.type_as(x)", "y.to(x.device)"]
+
+
+@pytest.mark.parametrize("conversion", SAME_TENSOR)
+def test_a_write_through_a_conversion_to_the_modules_own_dtype_reaches_both(conversion, tmp_path):
+    ref = write(tmp_path, "spelled", f"y = self.fc(x)\nz = {conversion}\nz.mul_(2.0)\nreturn torch.tanh(y) + z")
+    check(ref)
+    plain = write(tmp_path, "plain", "y = self.fc(x)\ny = y * 2.0\nreturn torch.tanh(y) + y")
+    assert canonical(trace(ref).describe()) == canonical(trace(plain).describe())
 
 
 @pytest.mark.parametrize("conversion", CONVERSIONS)
@@ -116,13 +128,23 @@ def test_a_write_through_a_conversion_read_on_the_other_side_is_refused(conversi
         trace(ref)
 
 
-@pytest.mark.parametrize("conversion", CONVERSIONS)
+@pytest.mark.parametrize("conversion", CONVERSIONS + SAME_TENSOR)
 def test_a_write_through_a_conversion_nothing_else_reads_is_taken(conversion, tmp_path):
     """`y = self.fc(x).float(); y += 1`: the same in every dtype (the other side is never read)."""
     ref = write(tmp_path, "spelled", f"y = {conversion.replace('y.', 'self.fc(x).')}\ny += 1.0\nreturn torch.tanh(y)")
     graph = trace(ref)
     plain = write(tmp_path, "plain", "y = self.fc(x)\ny = y + 1.0\nreturn torch.tanh(y)")
     assert canonical(graph.describe()) == canonical(trace(plain).describe())
+
+
+@pytest.mark.parametrize("body", [
+    "v = torch.max(y, 1, keepdim=True)[0]\nv.mul_(2.0)\nreturn y - v",
+    "v, i = torch.max(y, 1, keepdim=True)\nv += 1.0\nreturn y - v",
+    "v, m = torch.var_mean(y, 1, keepdim=True)\nm *= 2.0\nreturn (y - m) * v",
+])
+def test_an_element_of_a_returned_tuple_is_written_as_its_own_tensor(body, tmp_path):
+    """torch.max(y, 1)[0] is a new tensor, not a view of a tuple: a write to it is an ordinary one."""
+    check(write(tmp_path, "tuple", "y = self.fc(x)\n" + body))
 
 
 # ---- what forward is called through ------------------------------------------------------------
@@ -145,11 +167,14 @@ WGMMA = Tile(128, 128, 32, 16, 128, stages=4)
 
 
 def _file_text(ref: Reference) -> str:
-    return generator.render(Spec.of(str(ref.path), 8, 16, 24, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA))
+    out = trace(ref).out_features
+    return generator.render(Spec.of(str(ref.path), 8, 16, out, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA))
 
 
 @pytest.mark.parametrize("body", ["y = self.fc(x).detach()\nreturn y * torch.sigmoid(y)",
-                                  "with torch.no_grad():\n    y = self.fc(x)\nreturn torch.tanh(y)"])
+                                  "with torch.no_grad():\n    y = self.fc(x)\nreturn torch.tanh(y)",
+                                  # (in = out = 16 here: the input read before a row op, detached)
+                                  "return torch.softmax(self.fc2(x).detach() + x.detach(), 1)"])
 def test_an_output_without_gradient_has_none_in_the_emitted_file(body, tmp_path):
     ref = write(tmp_path, "nograd", body)
     graph = trace(ref)
@@ -158,7 +183,8 @@ def test_an_output_without_gradient_has_none_in_the_emitted_file(body, tmp_path)
     x = torch.randn(8, 16, dtype=torch.float64)
     with torch.enable_grad():
         assert not model(x.requires_grad_()).requires_grad   # (the reference: no gradient at all)
-    dx, grads = autodiff.graph_vjp(graph, x.detach(), model, torch.ones(8, 24, dtype=torch.float64))
+    y = model(x.detach())
+    dx, grads = autodiff.graph_vjp(graph, x.detach(), model, torch.ones_like(y))
     assert torch.equal(dx, torch.zeros_like(dx)) and grads == {}
     text = _file_text(ref)
     assert "return x.detach()" in text and "no gradient: the reference's output has none" in text
@@ -191,6 +217,10 @@ def test_a_detached_gemm_output_sends_gradients_to_the_later_parameters_only(tmp
     ("self.steps += 1\nreturn self.fc(x)", "self.steps is assigned in forward"),
     ("self.steps.add_(1)\nreturn self.fc(x)", "in-place add_ on the buffer steps"),
     ("y = self.fc(x)\nreturn y.squeeze()", r"squeeze\(\) of a \(batch, features\) value, which drops a batch of 1"),
+    # a slice by a traced size is a full slice, refused for what it is, not as indexing by a tensor
+    ("y = self.fc(x)\nreturn y[:x.size(0)]", "indexing a value: |slice|size"),
+    # a pooled value of one column: squeeze(1) drops that column (here the second squeeze)
+    ("y = self.fc(x)\nreturn F.max_pool1d(y.unsqueeze(1), 24).squeeze(1).squeeze(1)", "squeeze"),
 ])
 def test_refusals_say_what_the_module_does(body, message, tmp_path):
     with pytest.raises(Unsupported, match=message):

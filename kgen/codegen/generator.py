@@ -352,6 +352,10 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
             continue
         if node.kind == "input":
             k_in = node.shape[1]
+            if node.level == "tile":   # read at m * N + n by the stages: N is its width
+                lines += ["if n != module_input.shape[1]:",
+                          "    raise ValueError(f'this ModelNew reads its input per element as a (batch, {n}) "
+                          "value; got {module_input.shape[1]} features')"]
             lines += [f"if module_input.shape[1] != {k_in}:",
                       f"    raise ValueError(f'this ModelNew reads its input of {k_in} features again "
                       "after the GEMM (its kernels were generated for them); got {module_input.shape[1]}')",

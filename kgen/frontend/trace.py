@@ -598,6 +598,19 @@ FX_FAILURES = {
 }
 
 
+def _converts(fx_node: torch.fx.Node) -> bool:
+    """Whether fx_node is a conversion to a dtype named in the source (x.float(), x.to(torch.float32),
+    x.half()): the tensor itself where the module is in that dtype, a copy where it is not.
+    x.to(y.dtype), x.type_as(y) of the module's own values and x.to(device) are the tensor itself
+    in every dtype."""
+    if fx_node.op != "call_method" or fx_node.target not in DTYPE_ALIAS_METHODS:
+        return False
+    if fx_node.target in ("float", "double", "half", "bfloat16"):
+        return True
+    named = [*fx_node.args[1:], *fx_node.kwargs.values()]
+    return any(isinstance(a, (torch.dtype, str)) for a in named)
+
+
 def _not_a_tensor(path: str, value) -> str:
     """Why the module's attribute `path` is not a tensor kgen can read."""
     if isinstance(value, torch.fx.Proxy):
@@ -786,10 +799,14 @@ class Tracer:
         """What a value a row op cannot take is, for its refusal: one that reads the module's input
         other than as a (batch, N) value (_tile_input), else one that is not (batch, features)."""
         if isinstance(x, int) and self.level(x) == "full":
-            return (f"a value that reads the module's input and is not (batch, {self.out_features}) "
-                    f"(a residual with x before a row op needs in_features = out_features, here "
-                    f"{self.module_in_features} and {self.out_features}, and no operand of another "
-                    "shape; else kgen reads the input in the point-wise ops after the last reduction or norm)")
+            if self.module_in_features != self.out_features or tuple(self.shape_of(x)) != ("M", self.out_features):
+                return (f"a value that reads the module's input and is not (batch, {self.out_features}) "
+                        f"(a residual with x before a row op needs in_features = out_features, here "
+                        f"{self.module_in_features} and {self.out_features}; else kgen reads the input in "
+                        "the point-wise ops after the last reduction or norm)")
+            return ("a value that reads the module's input, where a value computed from the input has "
+                    f"another shape than (batch, {self.out_features}) (an operand of another shape: kgen "
+                    "reads the input before a row op only where every value computed from it is (batch, N))")
         return "a value that is not (batch, features)"
 
     def input_node(self, detached: bool) -> int:
@@ -1662,16 +1679,22 @@ class Tracer:
         first = fx_node.args[0] if fx_node.args else None
         if not isinstance(first, torch.fx.Node):
             return None, False
+        # (an element of a tuple an op returns, torch.max(y, 1)[0], is no view of a tensor of its own)
+        tensor = isinstance(self.env.get(first), _Id) or (
+            isinstance(self.env.get(first), _Marker) and self.env[first].kind in ("unsqueezed", "broadcast"))
         if fx_node.op == "call_method":
             if fx_node.target in INPLACE_METHODS:
                 return first, True
-            if fx_node.target in VIEW_METHODS or fx_node.target in DTYPE_ALIAS_METHODS:
+            if fx_node.target in VIEW_METHODS and (fx_node.target != "__getitem__" or tensor):
                 return first, False
+            if fx_node.target in DTYPE_ALIAS_METHODS and (fx_node.args[1:] or fx_node.kwargs
+                                                          or fx_node.target not in ("type",)):
+                return first, False   # (y.type() with no argument is a string)
         elif fx_node.op == "call_function":
             fn = fx_node.target
             if fn in INPLACE_FUNCTIONS or fx_node in self.augmented:
                 return first, True
-            if fn in VIEW_FUNCTIONS:
+            if fn in VIEW_FUNCTIONS and (fn is not operator.getitem or tensor):
                 return first, False
             if fn in _INPLACE_FLAG:
                 args = torch.fx.node.map_arg(fx_node.args, lambda n: None)
@@ -1721,7 +1744,7 @@ class Tracer:
         group = self.aliases.setdefault(receiver, [receiver])
         group.append(fx_node)
         self.aliases[fx_node] = group
-        self.alias_parent[fx_node] = (receiver, fx_node.op == "call_method" and fx_node.target in DTYPE_ALIAS_METHODS)
+        self.alias_parent[fx_node] = (receiver, _converts(fx_node))
 
     def _across_a_conversion(self, a: torch.fx.Node, b: torch.fx.Node) -> bool:
         """Whether aliases a and b are joined through a dtype conversion (x.float(), x.to(dtype)):
@@ -2007,7 +2030,7 @@ class Tracer:
         own = self._shape_or_none(x)
         leaves: list = []
         torch.fx.node.map_aggregate(index, lambda v: leaves.append(v) or v)
-        if any(isinstance(v, (_Id, _Marker)) for v in leaves):
+        if any(isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind not in ("batch", "shape")) for v in leaves):
             raise self.refuse("indexing a value by a tensor (y[y > 0], y[:, idx]) selects elements; kgen takes "
                               "indexing that keeps them all (x[:, None], x[:, 0] of a (batch, 1) value, full slices)")
         shapes = []
@@ -2796,7 +2819,8 @@ class Tracer:
         if isinstance(self_arg, _Id) and name in ROW_FLATTEN_METHODS and (
                 self.level(self_arg) == "row" or (self.level(self_arg) == "tile" and self.out_features == 1)):
             return self._flatten_row(self_arg, name, rest, kwargs)
-        if name == "squeeze" and isinstance(self_arg, _Id) and self.level(self_arg) in ("tile", "pooled"):
+        if name == "squeeze" and isinstance(self_arg, _Id) and self.level(self_arg) in ("tile", "pooled") \
+                and self._row_width(self_arg) > 1:
             # squeeze(1) of a (batch, N) value, N > 1: itself in torch (a dim of size 1 only goes);
             # squeeze() or squeeze(0) would drop a batch of 1, which kgen's files run at too
             a = self._bind(_squeeze, args, kwargs)

@@ -305,10 +305,11 @@ class Graph:
         stack = [self.output]
         while stack:
             i = stack.pop()
-            if i not in reach:
-                reach.add(i)
-                n = self.nodes[i]
-                stack.extend(() if n.kind == "pointwise" and n.op == "detach" else n.args)
+            n = self.nodes[i]
+            if i in reach or (n.kind == "input" and n.attrs.get("detached")):   # (x.detach(): none)
+                continue
+            reach.add(i)
+            stack.extend(() if n.kind == "pointwise" and n.op == "detach" else n.args)
         return reach
 
     def describe(self) -> str:

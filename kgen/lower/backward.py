@@ -547,6 +547,7 @@ class _RowReverse:
         graph = self.graph
         out = ["const float* row = zrow;  // the row of z (then its copy in shared memory)",
                *_block("if (cache != nullptr)", [
+                   # (one load at a time: kgen::copy_row's four in flight spilled a register here)
                    "for (int n = threadIdx.x; n < N; n += blockDim.x) cache[n] = zrow[n];",
                    "__syncthreads();", "row = cache;"])]
         out += self.forward()

@@ -437,6 +437,11 @@ def _block(header: str, body: list[str]) -> list[str]:
 
 
 ROW_LOOP = "for (int n = threadIdx.x; n < N; n += blockDim.x)"
+# Before each loop over a row's columns: unrolled, a thread's loads of S from global memory (a
+# first pass that reads S) can be in flight together (the copy of a row into shared memory is
+# kgen::copy_row: one load at a time streamed S at ~1 TB/s; docs/perf.md, session 28). The order
+# of each thread's accumulation is unchanged.
+ROW_UNROLL = "#pragma unroll 4"
 
 
 def row_width(graph: Graph, level: str) -> str:
@@ -448,12 +453,14 @@ def row_width(graph: Graph, level: str) -> str:
     return {"tile": "N", "row": "1", "rowflat": "1"}[level]
 
 
-def _loop(graph: Graph, level: str, body: list[str]) -> list[str]:
+def _loop(graph: Graph, level: str, body: list[str], unroll: bool = False) -> list[str]:
     """A loop of the CTA's threads over the columns of a row at `level`: n over the N columns
-    of S (each reading its element `s`), or j over the P columns of the pooled row."""
+    of S (each reading its element `s`), or j over the P columns of the pooled row. `unroll`:
+    the forward's passes (ROW_UNROLL; the backward's, unrolled, spilled a register in ptxas)."""
+    first = [ROW_UNROLL] if unroll else []
     if level == "pooled":
-        return _block(f"for (int j = threadIdx.x; j < {row_width(graph, level)}; j += blockDim.x)", body)
-    return _block(ROW_LOOP, ["const float s = row[n];", *body])
+        return [*first, *_block(f"for (int j = threadIdx.x; j < {row_width(graph, level)}; j += blockDim.x)", body)]
+    return [*first, *_block(ROW_LOOP, ["const float s = row[n];", *body])]
 
 
 def is_torch_sum(n: Node) -> bool:
@@ -666,7 +673,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
     def copy_row():
         nonlocal copied
         if not copied:
-            out.extend([f"{ROW_LOOP} cache[n] = src[n];", "__syncthreads();", "row = cache;"])
+            out.extend(["kgen::copy_row(src, cache, N);", "__syncthreads();", "row = cache;"])
             copied = True
 
     def emitter(element: bool = True, level: str = "tile") -> Emitter:
@@ -703,7 +710,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
                 out.extend(_eager_sum(graph, level, acc, n, [*e.lines, f"return {v};"]))
             else:
                 out.append(f"float {acc} = {REDUCE_INIT[n.op]};  // {n.op} over the row, line {n.line}")
-                out.extend(_loop(graph, level, [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)]))
+                out.extend(_loop(graph, level, [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)], unroll=True))
                 out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
             if fill:
                 out.extend(["__syncthreads();", "row = cache;"])
@@ -725,7 +732,8 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
         level = graph.output_level()
         e = emitter(level=level)
         v = e.get(graph.output)
-        out.extend(_loop(graph, level, [*e.lines, f"dst[{'n' if level == 'tile' else 'j'}] = {OUTPUT_STORE.format(v)};"]))
+        out.extend(_loop(graph, level, [*e.lines, f"dst[{'n' if level == 'tile' else 'j'}] = {OUTPUT_STORE.format(v)};"],
+                         unroll=True))
     else:
         out.append(f"if (threadIdx.x == 0) dst[0] = {OUTPUT_STORE.format(rows[graph.output])};")
     return "\n".join(f"      {line}" for line in out)

@@ -241,6 +241,22 @@ __device__ __forceinline__ float block_reduce(float v, int kind, float* scratch)
   for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(0xffffffffu, v, o), kind);
   return v;
 }
+// A row of S into shared memory by the CTA's threads, each with four loads in flight before their
+// stores: a loop of one load and then its store streamed S at ~1 TB/s on an H100 (a 4096-float
+// row per 512 threads; docs/perf.md, session 28).
+__device__ __forceinline__ void copy_row(const float* __restrict__ src, float* __restrict__ dst, int N) {
+  const int step = blockDim.x;
+  int n = threadIdx.x;
+  for (; n + 3 * step < N; n += 4 * step) {
+    const float a = __ldg(src + n), b = __ldg(src + n + step), c = __ldg(src + n + 2 * step),
+                d = __ldg(src + n + 3 * step);
+    dst[n] = a;
+    dst[n + step] = b;
+    dst[n + 2 * step] = c;
+    dst[n + 3 * step] = d;
+  }
+  for (; n < N; n += step) dst[n] = __ldg(src + n);
+}
 // Sum over a warp's 32 lanes, every lane gets the same result (a butterfly: deterministic).
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

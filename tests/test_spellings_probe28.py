@@ -147,6 +147,16 @@ def test_an_element_of_a_returned_tuple_is_written_as_its_own_tensor(body, tmp_p
     check(write(tmp_path, "tuple", "y = self.fc(x)\n" + body))
 
 
+@pytest.mark.parametrize("sizes", ["s = y.size()[:-1] + (24,)", "s = y.size()[:-1]\ns += (24,)",
+                                   "s = y.shape[:1] + (24,)"])
+def test_sizes_joined_for_a_view(sizes, tmp_path):
+    """HF GPT-2's Conv1D joins a value's sizes for the view back (`x.size()[:-1] + (self.nf,)`)."""
+    ref = write(tmp_path, "sizes", f"y = self.fc(x)\n{sizes}\nreturn torch.relu(y.view(s))")
+    check(ref)
+    plain = write(tmp_path, "plain", "return torch.relu(self.fc(x))")
+    assert canonical(trace(ref).describe()) == canonical(trace(plain).describe())
+
+
 # ---- what forward is called through ------------------------------------------------------------
 def test_a_model_that_overrides_call_is_refused(tmp_path):
     extra = "\n    def __call__(self, x):\n        return super().__call__(x) * 2.0\n"

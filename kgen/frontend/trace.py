@@ -1692,6 +1692,8 @@ class Tracer:
                 return first, False   # (y.type() with no argument is a string)
         elif fx_node.op == "call_function":
             fn = fx_node.target
+            if isinstance(self.env.get(first), (tuple, list)):
+                return None, False   # (s += (n,) on a tuple of sizes: Python rebinds the name)
             if fn in INPLACE_FUNCTIONS or fx_node in self.augmented:
                 return first, True
             if fn in VIEW_FUNCTIONS and (fn is not operator.getitem or tensor):

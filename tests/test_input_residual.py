@@ -25,12 +25,12 @@ from kgen.check.static_checks import check_emitted
 from kgen.codegen import generator
 from kgen.frontend.reference import Reference
 from kgen.frontend.trace import trace
-from kgen.ir import autodiff
 from kgen.ir.graph import Unsupported
 from kgen.lower import backward
 from kgen.tune.spec import Spec, Tile
 
 from conftest import nvcc_prefetch, prefetch_dir, sm90a_check
+from test_autodiff import check_module_gradients
 
 WGMMA_TILE = Tile(128, 128, 32, 16, 128, stages=4)
 MMA_TILE = Tile(128, 128, 32, 64, 32, stages=3)
@@ -135,19 +135,9 @@ def test_a_residual_before_a_row_op_traces_matches_and_has_a_backward(case, tmp_
         graph = check_oracle(ref, training)
     reads = [n for n in graph.nodes if n.kind == "input"]
     assert reads and all(n.level == "tile" for n in reads), [n.describe() for n in reads]
-    # kgen's backward specification against torch.autograd (fp64, eval mode: no dropout draw)
-    torch.manual_seed(0)
-    model = ref.Model(*ref.init_args()).double().eval()
-    x = torch.randn(8, FEATURES, dtype=torch.float64, requires_grad=True)
-    y = model(x)
-    g = torch.randn_like(y)
-    expect = torch.autograd.grad(y, [x] + list(model.parameters()), g, allow_unused=True)
-    with torch.no_grad():
-        dx, grads = autodiff.graph_vjp(graph, x.detach(), model, g)
-    torch.testing.assert_close(dx, expect[0], rtol=1e-9, atol=1e-11)
-    for (name, _), e in zip(model.named_parameters(), expect[1:]):
-        if e is not None:
-            torch.testing.assert_close(grads[name], e, rtol=1e-9, atol=1e-11, msg=name)
+    # kgen's backward specification against torch.autograd (fp64; a Dropout draws one mask in both)
+    for training in (True, False):
+        check_module_gradients(ref, training, in_features=FEATURES)
     # the emitted file: statically clean, with kgen's backward kernels, passing the input on
     spec = Spec.of(str(ref.path), 8, FEATURES, FEATURES, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     parts = generator.lowered_parts(spec)

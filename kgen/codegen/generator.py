@@ -107,8 +107,7 @@ def op_part(lowered: Lowered) -> dict:
                 **dict(zip(operands, backward.grad_expressions(lowered)))}
     # What the output's gradient does not reach (behind a detach, or computed under no_grad) gets
     # None, as torch gives it, not the zeros the kernels compute for it.
-    traced = lowered.traced or lowered.graph
-    reached = [traced.node(i) for i in traced.gradient_reaches()]
+    reached = backward.gradient_leaves(lowered)
     if not any(n.kind == "gemm" for n in reached):
         gradient.update(x="None", w="None")
     if not any(n.kind == "batchnorm" for n in reached):
@@ -275,8 +274,7 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
             lines.append(f"x = {value}")
         lines += [f"# line {line} of the reference, `{text}`: torch's own .{method}() of the kernel's "
                   f"{'per-row values' if method != 'squeeze' else 'output'}", f"return x.{method}()"]
-    traced = parts[-1].traced or parts[-1].graph
-    if not any(traced.node(i).kind in ("gemm", "param", "input", "batchnorm") for i in traced.gradient_reaches()):
+    if not backward.gradient_leaves(parts[-1]):
         # The reference's output carries no gradient (detached, or computed under no_grad): nor
         # does ModelNew's, so that a backward through it raises as the reference's does.
         value = lines.pop()[len("return "):]
@@ -808,11 +806,10 @@ def describe_backward(parts: list[Lowered], half: bool = False) -> str:
             how = "the broadcast tail's gradient summed to its core value, " + how
         gemms = ("on the same GEMM; a bf16 / fp16 module's on torch's GEMM in its dtype, from dz rounded "
                  "to it" if half else "on the same GEMM")
-        traced = parts[-1].traced or parts[-1].graph
-        reached = {traced.node(i).kind for i in traced.gradient_reaches()}
+        reached = {n.kind for n in backward.gradient_leaves(parts[-1])}
         scope = ("gradients of the input and of every parameter" if "gemm" in reached
                  else "no gradient: the reference's output has none (a detach or no_grad before it)"
-                 if not reached & {"param", "input", "batchnorm"}
+                 if not reached
                  else "gradients of the parameters after the GEMM's detached output only, as the reference's")
         return (f"backward:  kgen kernels ({how} dx = dz W and dW = dz^T x {gemms}); "
                 f"{scope}; in training the forward keeps {kept}")

@@ -688,6 +688,15 @@ def tail_leaves(lowered: Lowered) -> list[Node]:
     return [core, *inputs, *(n for n in lowered.tail if n.kind == "param")]
 
 
+def gradient_leaves(lowered: Lowered) -> list[Node]:
+    """The part's leaves (its GEMM, parameters, reads of the module's input, BatchNorm) that the
+    output's gradient reaches (Graph.gradient_reaches, on the graph as traced): the others get
+    None from the backward, as torch gives them; none at all: the output carries no gradient."""
+    traced = lowered.traced or lowered.graph
+    return [traced.node(i) for i in sorted(traced.gradient_reaches())
+            if traced.node(i).kind in ("gemm", "param", "input", "batchnorm")]
+
+
 def input_gradient(lowered: Lowered) -> bool:
     """Whether the part sends a gradient to the module's input read after its GEMM (in its
     broadcast tail, or per element by its stages)."""

@@ -1264,8 +1264,10 @@ class Tracer:
                 if self.level(p) != "col":
                     raise self.refuse(f"{what}'s {path} is not a per-feature (N,) parameter")
                 args.append(p)
+        # (layer: a LayerNorm, whose 16-bit statistics torch keeps in fp32: forward._stats_pass_branches.)
+        layer = {"layer": True} if what == "LayerNorm" else {}
         return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
-                        weight=weight is not None, bias=bias is not None)
+                        weight=weight is not None, bias=bias is not None, **layer)
 
     def layer_norm(self, x, normalized_shape: tuple, weight, bias, eps) -> int:
         """LayerNorm over the N features of each row: GroupNorm with one group (the same mean,

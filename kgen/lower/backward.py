@@ -39,8 +39,8 @@ from kgen.ir.derivatives import cuda_vjp
 from kgen.ir.graph import Graph, Node
 from kgen.ir.graph import shape_text
 from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, TailValues, _block,
-                                _group_stats_pass, _loop, bn_input_affine, live_lines, row_width, split_index,
-                                split_tail)
+                                _group_stats_pass, _loop, bn_input_affine, group_index, live_lines, row_width,
+                                split_index, split_tail)
 
 # (A Dropout mask is a per-element operand the backward reads as the forward does.)
 POINTWISE_PART_KINDS = ("gemm", "param", "const", "pointwise", "mask")
@@ -469,7 +469,7 @@ class _RowReverse:
     def _group_norm_parts(self, n: Node, val) -> tuple[str, str, str, str]:
         """(group index, the weight at n, x̂ at n, 1/σ of the group) of GroupNorm n at column n."""
         stats = self.groups[n.id]
-        group = f"(n / (N / {n.attrs['groups']}))"
+        group = group_index(n)
         weight = val(n.args[1]) if n.attrs["weight"] else "1.0f"
         rstd = f"{stats}[2 * {group} + 1]"
         xhat = f"(({val(n.args[0])}) - {stats}[2 * {group}]) * {rstd}"

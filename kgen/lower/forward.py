@@ -416,10 +416,16 @@ def _stage2_pointwise(graph: Graph, operands: dict, stored: int, bn_ready: bool)
     return "\n".join(f"    {line}" for line in live_lines(e.lines, result)), result
 
 
+def group_index(n: Node) -> str:
+    """The group of GroupNorm n that column n falls in, as CUDA (a LayerNorm's one group: 0, with
+    no division per element)."""
+    return "0" if n.attrs["groups"] == 1 else f"(n / (N / {n.attrs['groups']}))"
+
+
 def _group_norm_expr(graph: Graph, n: Node, stats: str, value: str, operand) -> str:
     """GroupNorm of `value` at column n from the row's group statistics `stats` ((mean, 1/std)
     per group), then the per-column weight and bias."""
-    group = f"n / (N / {n.attrs['groups']})"
+    group = group_index(n)
     expr = f"(({value}) - {stats}[2 * ({group})]) * {stats}[2 * ({group}) + 1]"
     args = list(n.args[1:])
     weight = operand(args.pop(0)) if n.attrs["weight"] else None
@@ -539,13 +545,23 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int) -> list[str]:
         f"__shared__ float {stats}[2 * {groups}];  // GroupNorm, line {n.line}: (mean, 1/std) per group",
         *_block("", [
             f"const int size = N / {groups}, lane = threadIdx.x % 32;",
-            *_block(f"for (int g = threadIdx.x / 32; g < {groups}; g += blockDim.x / 32)", [
-                *_block("if constexpr (std::is_same<kgen_operand_t, float>::value)", two_pass),
-                *_block("else", welford),
-            ]),
+            *_block(f"for (int g = threadIdx.x / 32; g < {groups}; g += blockDim.x / 32)",
+                    _stats_pass_branches(n, two_pass, welford)),
             "__syncthreads();",
         ]),
     ]
+
+
+def _stats_pass_branches(n: Node, two_pass: list[str], welford: list[str]) -> list[str]:
+    """A group-statistics pass's code for GroupNorm n: the fp32 build's two passes, and a 16-bit
+    build's torch Welford with the statistics rounded, as torch 2.11's GroupNorm takes them. A
+    LayerNorm runs the two passes in every build: torch's LayerNorm keeps its mean and 1/std in
+    fp32 in a 16-bit module too (vectorized_layer_norm_kernel: rounded statistics moved kgen's
+    outputs off eager's), and two passes cost no division per element (the Welford step's)."""
+    if n.attrs.get("layer"):
+        return _block("", two_pass)
+    return [*_block("if constexpr (std::is_same<kgen_operand_t, float>::value)", two_pass),
+            *_block("else", welford)]
 
 
 def _welford_stats(stats: str, eps: str) -> list[str]:
@@ -618,8 +634,7 @@ def _split_group_pass(n: Node, stats: str, emit) -> list[str]:
                 f"const bool active = warp / per < round && g < {groups};",
                 "float mean = 0.f;",
                 "(void)mean;",
-                *_block("if constexpr (std::is_same<kgen_operand_t, float>::value)", two_pass),
-                *_block("else", welford),
+                *_stats_pass_branches(n, two_pass, welford),
                 "__syncthreads();",
             ]),
         ]),

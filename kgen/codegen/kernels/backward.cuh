@@ -406,7 +406,7 @@ cudaError_t forward_keeping_z(const T* x, const T* w, int M, int N, int K, Epilo
   p.z = z;
   cudaError_t err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, p, stream);
   if (err != cudaSuccess) return err;
-  pointwise_kernel<Epi, Out><<<pointwise_blocks_of<Out>(M, N), kApplyThreads, 0, stream>>>(z, out, M, N, p);
+  pointwise_kernel<Epi, Out><<<pointwise_grid(z, out, M, N), kApplyThreads, 0, stream>>>(z, out, M, N, p);
   return cudaGetLastError();
 }
 

@@ -94,13 +94,13 @@ cudaError_t run_stage1(const kgen_operand_t* x, const kgen_operand_t* w, int M, 
   if constexpr (Stage::kKind == 0) p.z = out;
   if (z_ready != nullptr) {
     if (p.z == z_ready) return cudaSuccess;  // S is z itself (kept_as_s)
-    pointwise_kernel<Epi, Store><<<pointwise_blocks_of<Store>(M, N), kApplyThreads, 0, stream>>>(
-        z_ready, reinterpret_cast<Store*>(p.z), M, N, p);
+    Store* const s = reinterpret_cast<Store*>(p.z);
+    pointwise_kernel<Epi, Store><<<pointwise_grid(z_ready, s, M, N), kApplyThreads, 0, stream>>>(z_ready, s, M, N, p);
     return cudaGetLastError();
   }
   if constexpr (kgen_cfg::kGemmExternal) {
     if constexpr (!Epi::kIdentity) {
-      pointwise_kernel<Epi><<<pointwise_blocks(M, N), kApplyThreads, 0, stream>>>(p.z, p.z, M, N, p);
+      pointwise_kernel<Epi><<<pointwise_grid(p.z, p.z, M, N), kApplyThreads, 0, stream>>>(p.z, p.z, M, N, p);
       return cudaGetLastError();
     }
     return cudaSuccess;
@@ -126,7 +126,7 @@ template <class Stage>
 cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, cudaStream_t stream) {
   Output* const out = reinterpret_cast<Output*>(b.out);
   if constexpr (Stage::kKind == 1) {
-    pointwise_kernel<Stage, Output><<<pointwise_blocks_of<Output>(M, N), kApplyThreads, 0, stream>>>(b.s, out, M, N, p);
+    pointwise_kernel<Stage, Output><<<pointwise_grid(b.s, out, M, N), kApplyThreads, 0, stream>>>(b.s, out, M, N, p);
   } else if constexpr (Stage::kKind == 2) {
     const int dst_stride = kgen_cfg::output_width(N);
     const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
@@ -209,9 +209,9 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
     // same code): `if constexpr`, so that its build instantiates neither the Train GEMM kernels
     // nor BatchNorm's.
     if constexpr (kgen_cfg::kHasBatchNorm) {
-      constexpr int kFinalizeThreads = 256;
       auto finalize = [&]() {
-        bn_finalize_kernel<kgen_cfg::BnInput><<<div_up(N, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(f, p);
+        bn_finalize_kernel<kgen_cfg::BnInput><<<div_up(N, kFinalizeColumns), dim3(kFinalizeColumns, kFinalizeSplits), 0,
+                                               stream>>>(f, p);
         return cudaGetLastError();
       };
       if (training) {

@@ -70,11 +70,27 @@ struct FinalizeArgs {
   float* col_gi;
 };
 
-// One thread per column. In an fp32 build the statistics are those of S, what stage 1 stores
+// The finalize kernel's CTA: kFinalizeColumns columns (a warp's lanes, coalesced reads of the
+// partials), each column's tile partials split over kFinalizeSplits warps. One thread per column
+// merging every partial in turn waited on each load: 0.067 ms for KernelBench 39's 128 partials
+// of 4096 columns on an H200 (16 CTAs), where the GEMM before it takes 0.8.
+constexpr int kFinalizeColumns = 32;
+constexpr int kFinalizeSplits = 8;
+
+// Chan's merge of a (count, mean, m2) summary with a partial of nb > 0 values.
+__device__ __forceinline__ void chan_merge(float& count, float& mean, float& m2, float nb, float mb, float m2b) {
+  const float total = count + nb;
+  const float delta = mb - mean;
+  mean += delta * (nb / total);
+  m2 += m2b + delta * delta * (count * nb / total);
+  count = total;
+}
+
+// One column per lane of warp 0, after the CTA's warps merged its partials. In an fp32 build the statistics are those of S, what stage 1 stores
 // (a 16-bit build's are of t itself, BnInput::kStatsOfT: no move below); BatchNorm's input
 // is t = scale * S + shift per column (BnInput, generated: the input's affine prefix, e.g. a
 // Linear bias and a per-feature scale), so mean_t = scale * mean_S + shift and var_t = scale^2
-// * var_S. Training: Chan-merge the tile partials in tile order (deterministic, no atomics),
+// * var_S. Training: Chan-merge the tile partials in a fixed order (deterministic, no atomics),
 // update the running buffers with mean_t and the unbiased var_t as BatchNorm1d does, and fold
 // everything into a, c with BN(t) = a * S + c: a = scale * gamma / sqrt(var_t + eps) and
 // c = beta - a * mean_S (the shift cancels). Eval: the same from the running statistics,
@@ -82,25 +98,39 @@ struct FinalizeArgs {
 // BatchNorm unfolded, for t itself: a 16-bit module's epilogue computes t rounded as torch's
 // ops round it (z + b, then * scale, each to bf16 / fp16) and normalizes that, as eager does.
 template <class BnInput>
-__global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
-  const int n = blockIdx.x * blockDim.x + threadIdx.x;
-  if (n >= f.N) return;
+__global__ void __launch_bounds__(kFinalizeColumns * kFinalizeSplits)
+    bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
+  const int n = blockIdx.x * kFinalizeColumns + threadIdx.x;
+  // Training: each warp Chan-merges a contiguous run of the tile partials in tile order, then
+  // warp 0 merges the warps' summaries in warp order: a fixed order, deterministic, no atomics.
+  __shared__ float summary[3][kFinalizeSplits][kFinalizeColumns];
+  float count = 0.f, m2 = 0.f, mean = 0.f;
+  if (f.training) {
+    const int tiles = (f.M + f.rows_per_tile - 1) / f.rows_per_tile;
+    const int per = (tiles + kFinalizeSplits - 1) / kFinalizeSplits;
+    const int first = threadIdx.y * per, last = min(tiles, first + per);
+    if (n < f.N) {
+      for (int t = first; t < last; ++t) {
+        const float nb = static_cast<float>(min(f.rows_per_tile, f.M - t * f.rows_per_tile));
+        chan_merge(count, mean, m2, nb, f.part_mean[static_cast<size_t>(t) * f.N + n],
+                   f.part_m2[static_cast<size_t>(t) * f.N + n]);
+      }
+    }
+    summary[0][threadIdx.y][threadIdx.x] = count;
+    summary[1][threadIdx.y][threadIdx.x] = mean;
+    summary[2][threadIdx.y][threadIdx.x] = m2;
+  }
+  __syncthreads();
+  if (threadIdx.y != 0 || n >= f.N) return;
   const float g = f.gamma != nullptr ? as_float(f.gamma[n]) : 1.f;
   const float be = f.beta != nullptr ? as_float(f.beta[n]) : 0.f;
   float scale, shift;
   BnInput::affine(n, p, scale, shift);
   float centre, var, mean_t;  // centre: mean_t - shift
   if (f.training) {
-    const int tiles = (f.M + f.rows_per_tile - 1) / f.rows_per_tile;
-    float count = 0.f, m2 = 0.f, mean = 0.f;
-    for (int t = 0; t < tiles; ++t) {
-      const float nb = static_cast<float>(min(f.rows_per_tile, f.M - t * f.rows_per_tile));
-      const float mb = f.part_mean[static_cast<size_t>(t) * f.N + n];
-      const float total = count + nb;
-      const float delta = mb - mean;
-      mean += delta * (nb / total);
-      m2 += f.part_m2[static_cast<size_t>(t) * f.N + n] + delta * delta * (count * nb / total);
-      count = total;
+    for (int w = 1; w < kFinalizeSplits; ++w) {
+      const float nb = summary[0][w][threadIdx.x];
+      if (nb > 0.f) chan_merge(count, mean, m2, nb, summary[1][w][threadIdx.x], summary[2][w][threadIdx.x]);
     }
     // torch's Welford statistics meet inf - inf where a column holds an infinite value among
     // other rows: its mean is NaN there, where the partials' mean is inf (one partial: a batch of
@@ -151,69 +181,113 @@ __global__ void bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
 constexpr int kApplyThreads = 256;
 constexpr size_t kApplyMaxBlocks = 4096;
 
-// dst = Stage::apply(src) element-wise over [M][N] (dst may be src); 16-byte accesses when rows
-// and pointers allow. Grid-stride: a few waves of CTAs cover any size. dst's elements are Out:
+// pointwise_kernel's layout. A thread takes a chunk of `vector` consecutive columns of a row (4
+// floats or 8 halves: 16-byte accesses, where N and the pointers allow; else 1) and walks down
+// the rows: its column, and so its per-column operands, stay the same from row to row (which
+// kApplyRowsPerStep uses), and no index is divided in the loop. A CTA's threads cover `lanes`
+// chunks of a row (every chunk of a narrow row), kApplyThreads / lanes rows at a time.
+template <class Out>
+__host__ __device__ inline int pointwise_vector(const void* src, const void* dst, int N) {
+  constexpr int kVector = std::is_same<Out, float>::value ? 4 : 8;
+  return N % kVector == 0 && ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0
+             ? kVector : 1;
+}
+__host__ __device__ inline int pointwise_lanes(int chunks) {
+  return chunks < 1 ? 1 : (chunks < kApplyThreads ? chunks : kApplyThreads);
+}
+
+template <class Stage>
+__device__ __forceinline__ void apply_quad(float4& v, int m, int n, const EpilogueParams& p) {
+  v.x = Stage::apply(v.x, m, n + 0, p);
+  v.y = Stage::apply(v.y, m, n + 1, p);
+  v.z = Stage::apply(v.z, m, n + 2, p);
+  v.w = Stage::apply(v.w, m, n + 3, p);
+}
+
+// Rows a thread of pointwise_kernel takes per step, all loaded before any is stored: the same
+// columns' operands (a bias, BatchNorm's a and c), loaded once for the step's rows instead of
+// once per element. Nsight Compute on KernelBench 39's bf16 BatchNorm stage 2 (an H200), one
+// row per step: L1 95 % busy with those loads (93.7 % hits), warps waiting on the load queue,
+// DRAM at 27 %.
+constexpr int kApplyRowsPerStep = 4;
+
+// dst = Stage::apply(src) element-wise over [M][N] (dst may be src). dst's elements are Out:
 // fp32, or the module's 16-bit dtype (the part's output, forward.cuh's Output; dst then is not
-// src), rounded as torch rounds, 8 per 16-byte store where N % 8 == 0.
+// src), rounded as torch rounds. Launched on pointwise_grid's grid of kApplyThreads threads.
 template <class Stage, class Out = float>
 __global__ void __launch_bounds__(kApplyThreads)
     pointwise_kernel(const float* src, Out* dst, int M, int N, EpilogueParams p) {
-  const size_t total = static_cast<size_t>(M) * N;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  const size_t first = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  if constexpr (std::is_same<Out, float>::value) {
-    const bool vec = N % 4 == 0 && ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0;
-    if (vec) {
-      for (size_t i = first; i < total / 4; i += stride) {
-        const int m = static_cast<int>((i * 4) / N);
-        const int n = static_cast<int>((i * 4) % N);
-        float4 v = reinterpret_cast<const float4*>(src)[i];
-        v.x = Stage::apply(v.x, m, n + 0, p);
-        v.y = Stage::apply(v.y, m, n + 1, p);
-        v.z = Stage::apply(v.z, m, n + 2, p);
-        v.w = Stage::apply(v.w, m, n + 3, p);
-        reinterpret_cast<float4*>(dst)[i] = v;
-      }
-    } else {
-      for (size_t i = first; i < total; i += stride) {
-        dst[i] = Stage::apply(src[i], static_cast<int>(i / N), static_cast<int>(i % N), p);
-      }
+  const int vector = pointwise_vector<Out>(src, dst, N);
+  const int chunks = N / vector;
+  const int lanes = pointwise_lanes(chunks);
+  const int rows = kApplyThreads / lanes;   // rows a CTA covers at a time
+  const int row = threadIdx.x / lanes;
+  const int chunk = blockIdx.x * lanes + threadIdx.x % lanes;
+  if (row >= rows || chunk >= chunks) return;
+  const int n = chunk * vector;
+  const int step = gridDim.y * rows;
+  int m = blockIdx.y * rows + row;
+  if (vector == 1) {
+    for (; m < M; m += step) {
+      const size_t at = static_cast<size_t>(m) * N + n;
+      dst[at] = OutputType<Out>::one(Stage::apply(src[at], m, n, p));
     }
-  } else {
-    const bool vec = N % 8 == 0 && ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0;
-    if (vec) {
-      for (size_t i = first; i < total / 8; i += stride) {
-        const int m = static_cast<int>((i * 8) / N);
-        const int n = static_cast<int>((i * 8) % N);
-        float4 lo = reinterpret_cast<const float4*>(src)[2 * i];
-        float4 hi = reinterpret_cast<const float4*>(src)[2 * i + 1];
-        lo.x = Stage::apply(lo.x, m, n + 0, p);
-        lo.y = Stage::apply(lo.y, m, n + 1, p);
-        lo.z = Stage::apply(lo.z, m, n + 2, p);
-        lo.w = Stage::apply(lo.w, m, n + 3, p);
-        hi.x = Stage::apply(hi.x, m, n + 4, p);
-        hi.y = Stage::apply(hi.y, m, n + 5, p);
-        hi.z = Stage::apply(hi.z, m, n + 6, p);
-        hi.w = Stage::apply(hi.w, m, n + 7, p);
-        OutputType<Out>::eight(dst + 8 * i, lo, hi);
-      }
+    return;
+  }
+  constexpr int kQuads = std::is_same<Out, float>::value ? 1 : 2;   // float4s per chunk
+  auto store = [&](int row_m, const float4 (&v)[kQuads]) {
+    Out* const d = dst + static_cast<size_t>(row_m) * N + n;
+    if constexpr (kQuads == 1) {
+      *reinterpret_cast<float4*>(d) = v[0];
     } else {
-      for (size_t i = first; i < total; i += stride) {
-        dst[i] = OutputType<Out>::one(Stage::apply(src[i], static_cast<int>(i / N), static_cast<int>(i % N), p));
-      }
+      OutputType<Out>::eight(d, v[0], v[1]);
     }
+  };
+  for (; m + (kApplyRowsPerStep - 1) * step < M; m += kApplyRowsPerStep * step) {
+    float4 v[kApplyRowsPerStep][kQuads];
+#pragma unroll
+    for (int r = 0; r < kApplyRowsPerStep; ++r) {
+      const float* const s = src + static_cast<size_t>(m + r * step) * N + n;
+#pragma unroll
+      for (int q = 0; q < kQuads; ++q) v[r][q] = *reinterpret_cast<const float4*>(s + 4 * q);
+    }
+#pragma unroll
+    for (int r = 0; r < kApplyRowsPerStep; ++r) {
+#pragma unroll
+      for (int q = 0; q < kQuads; ++q) apply_quad<Stage>(v[r][q], m + r * step, n + 4 * q, p);
+    }
+#pragma unroll
+    for (int r = 0; r < kApplyRowsPerStep; ++r) store(m + r * step, v[r]);
+  }
+  for (; m < M; m += step) {
+    float4 v[kQuads];
+    const float* const s = src + static_cast<size_t>(m) * N + n;
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q) v[q] = *reinterpret_cast<const float4*>(s + 4 * q);
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q) apply_quad<Stage>(v[q], m, n + 4 * q, p);
+    store(m, v);
   }
 }
 
-// The grid of pointwise_kernel<Stage, Out>: a CTA's threads take `vector` elements each where
-// N allows (4 floats, 8 halves: one 16-byte store).
-inline int pointwise_blocks(int M, int N, int vector = 4) {
-  const size_t items = static_cast<size_t>(M) * N / (N % vector == 0 ? vector : 1);
-  return static_cast<int>(std::min<size_t>((items + kApplyThreads - 1) / kApplyThreads, kApplyMaxBlocks));
-}
+// The grid of pointwise_kernel<Stage, Out> over [M][N]: x covers a row's chunks, y the rows, so
+// that each thread gets kApplyRowsPerStep rows at least (one row per thread at KernelBench 97's
+// 1024 rows ran the kernel built for four at 4 % more time than one built for one), at most about
+// kApplyMaxBlocks CTAs (each then walks more rows).
 template <class Out>
-inline int pointwise_blocks_of(int M, int N) {
-  return pointwise_blocks(M, N, std::is_same<Out, float>::value ? 4 : 8);
+inline dim3 pointwise_grid(const float* src, const Out* dst, int M, int N) {
+  const int chunks = N / pointwise_vector<Out>(src, dst, N);
+  const int lanes = pointwise_lanes(chunks);
+  const int x = std::max(1, (chunks + lanes - 1) / lanes);
+  const long long rows = static_cast<long long>(kApplyThreads / lanes) * kApplyRowsPerStep;
+  const long long needed = (static_cast<long long>(M) + rows - 1) / rows;
+  const long long most = std::max<long long>(1, static_cast<long long>(kApplyMaxBlocks) / x);
+  return dim3(x, static_cast<unsigned>(std::max<long long>(1, std::min({needed, most, 65535LL}))));
+}
+// The grid of a flat grid-stride kernel (fill_kernel) over M x N elements.
+inline int pointwise_blocks(int M, int N) {
+  const size_t items = static_cast<size_t>(M) * N;
+  return static_cast<int>(std::min<size_t>((items + kApplyThreads - 1) / kApplyThreads, kApplyMaxBlocks));
 }
 
 constexpr int kRowThreads = 512;

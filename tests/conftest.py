@@ -167,19 +167,21 @@ def build_once(tmp_path_factory, name: str, candidates, jobs: int, timeout: floa
         build_all(candidates, jobs, timeout, echo)
 
 
-def assert_same_bits_every_call(f, rows: int, calls: int = 3) -> None:
-    """A fresh ModelNew of the emitted file `f` (seeded alike each time) called on one input of
-    `rows` rows `calls` times: its output and buffers (BatchNorm's running statistics) bit for bit
-    the same every time. For the kernels whose sums meet across CTAs or warps in a fixed order."""
+def assert_same_bits_every_call(f, rows: int, calls: int = 3, dtype=None) -> None:
+    """A fresh ModelNew of the emitted file `f` (seeded alike each time; in `dtype` where given,
+    as module.to(dtype)) called on one input of `rows` rows `calls` times: its output and buffers
+    (BatchNorm's running statistics) bit for bit the same every time. For the kernels whose sums
+    meet across CTAs or warps in a fixed order."""
     import torch
 
+    dtype = dtype or torch.float32
     torch.manual_seed(0)
     with torch.device("cuda"):
-        x = torch.rand(rows, f.spec.in_features)
+        x = torch.rand(rows, f.spec.in_features).to(dtype)
         outs = []
         for _ in range(calls):
             torch.manual_seed(1)
-            model = f.ModelNew(*f.init_args()).cuda()
+            model = f.ModelNew(*f.init_args()).cuda().to(dtype)
             with torch.no_grad():
                 outs.append((model(x), [b.clone() for b in model.buffers()]))
     for out, buffers in outs[1:]:

@@ -4,7 +4,8 @@ last to arrive adds the partials in k order. The result must be fp32-exact (kgen
 errors against fp64 no worse than eager's by its factor), bit-for-bit the same on every call,
 and the split must actually happen there (the workspace has room for the partials) and not at a
 batch that fills the GPU. The same of fp16x3's GEMM (kernels/gemm_wgmma_f16x3.cuh), which splits
-K with SplitK in both its mainloops (w split in registers, and the split pass)."""
+K with SplitK in both its mainloops (w split in registers, and the split pass), and of the
+16-bit GEMM (kernels/gemm_wgmma_half.cuh) that a bf16 / fp16 module runs, at 16 bits' tolerance."""
 
 from pathlib import Path
 
@@ -153,3 +154,44 @@ def test_the_full_gate_at_an_fp16x3_split_batch(f16x3_files):
         pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
     results = validate(f16x3_files["w_in_registers"], tol=1e-4, batch=F16X3_CASES["w_in_registers"][2])
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+
+
+# The 16-bit GEMM (a module in bf16 / fp16: BM x 256 tiles, k-tiles of 64): at 128 x 8192 -> 8192
+# its output is 32 tiles, so each tile's 128 k-tiles are split over up to 4 CTAs on an H100 / H200
+# (KernelBench 66 and 68, 128 x 16384 -> 16384, ran 64 CTAs on 132 SMs before it split). The same
+# three modules; at 4096 rows (512 tiles) it runs unsplit.
+HALF_BATCH, HALF_IN, HALF_OUT, HALF_LARGE = 128, 8192, 8192, 4096
+
+
+@pytest.fixture(scope="module")
+def half_files(tmp_path_factory):
+    if not HOPPER:
+        return {}
+    d = tmp_path_factory.mktemp("split_k_half")
+    candidates = []
+    for stem, fusion in CASES.items():
+        spec = Spec.of(str(REFS / f"{stem}.py"), HALF_BATCH, HALF_IN, HALF_OUT, math="tf32x3", backend="wgmma",
+                       fusion=fusion, tile=Tile(128, 128, 32, 16, 128, stages=4))
+        candidates.append(Candidate(spec, generator.write(spec, d / f"{spec.name()}.py")))
+    files = {Path(c.spec.problem).stem: EmittedFile(c.path) for c in candidates}
+    for f in files.values():
+        f.build(torch.bfloat16)
+        f.build(torch.float16)
+    return files
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("stem", CASES)
+def test_the_16_bit_gemm_splits_k_at_a_small_batch(half_files, stem, dtype):
+    """Room for the partials at 128 rows and none at 4096; kgen's gate in the module's dtype (fp64
+    the judge, eager in that dtype the yardstick) and bit-for-bit the same output on every call."""
+    if not HOPPER:
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
+    f = half_files[stem]
+    floats = getattr(f.build(dtype), "kgen_workspace_floats_0")
+    tiles = -(-HALF_BATCH // 128) * -(-HALF_OUT // 256)
+    assert floats(HALF_BATCH, HALF_OUT, HALF_IN) >= 2 * tiles * 128 * 256
+    assert floats(HALF_LARGE, HALF_OUT, HALF_IN) < 2 * HALF_LARGE * HALF_OUT, "a batch that fills the GPU runs unsplit"
+    results = validate(f, tol=1e-2, quick=True, batch=HALF_BATCH, dtype=dtype)
+    assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+    assert_same_bits_every_call(f, HALF_BATCH, calls=3, dtype=dtype)

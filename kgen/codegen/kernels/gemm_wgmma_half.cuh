@@ -287,8 +287,8 @@ template <class Gemm, class EPI>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
     wgmma_half_kernel(const __grid_constant__ CUtensorMap map_x,
                       const __grid_constant__ CUtensorMap map_w, int M, int N, int K,
-                      EpilogueParams p) {
-  Gemm::template run<EPI>(&map_x, &map_w, M, N, K, p);
+                      EpilogueParams p, int splits) {
+  Gemm::template run<EPI>(&map_x, &map_w, M, N, K, p, splits);
 }
 
 }  // namespace half_detail
@@ -333,6 +333,15 @@ struct WgmmaWsHalfGemm {
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90");
 
+  // Split-K where the output has too few tiles to fill the GPU (KernelBench 66 and 68, 128 x
+  // 16384 -> 16384: 64 tiles of 128 x 256 on 132 SMs): WgmmaWsGemm's rule (SplitK::splits_at) over
+  // this GEMM's k-tiles of 64 k, its partials and counters at the workspace's start
+  // (p.split_partials; entry.cuh sizes it by split_floats), added in k order by the tile's last CTA.
+  static int splits_for(int M, int N, int K) { return SplitK<BM, BN>::template splits_at<BK>(M, N, K, K % 8 == 0); }
+  static long long split_floats(int M, int N, int K) {
+    return SplitK<BM, BN>::template floats_at<BK>(M, N, K, K % 8 == 0);
+  }
+
   template <class EPI>
   static cudaError_t launch(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p,
                             cudaStream_t stream) {
@@ -342,6 +351,14 @@ struct WgmmaWsHalfGemm {
     if (K % 8 != 0 || K == 0) return cudaErrorInvalidValue;  // ModelNew refuses these first
     // A few rows: a stream over w on FMAs (gemm_skinny.cuh), not 64-row wgmma tiles.
     if (SkinnyGemm<T>::applies(x, w, M, N, K)) return SkinnyGemm<T>::template launch<EPI>(x, w, M, N, K, p, stream);
+    // Split-K: the tiles' counters zeroed (the partials need nothing: each is written before it
+    // is read), the CTAs of split s blocks [s * tiles, (s + 1) * tiles). (No workspace for the
+    // partials: unsplit.)
+    const int splits = p.split_partials != nullptr ? splits_for(M, N, K) : 1;
+    if (splits > 1) {
+      e = cudaMemsetAsync(p.split_partials, 0, tiles * sizeof(unsigned int), stream);
+      if (e != cudaSuccess) return e;
+    }
     CUtensorMap map_x, map_w;
     constexpr CUtensorMapDataType type = half_detail::TmaType<T>::kValue;
     e = ws_detail::make_kmajor_map(&map_x, x, type, 2, M, K, BM);
@@ -350,22 +367,29 @@ struct WgmmaWsHalfGemm {
     const auto kernel = half_detail::wgmma_half_kernel<WgmmaWsHalfGemm, EPI>;
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     if (e != cudaSuccess) return e;
-    kernel<<<tiles, kThreads, kSmemBytes, stream>>>(map_x, map_w, M, N, K, p);
+    kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_x, map_w, M, N, K, p, splits);
     return cudaGetLastError();
   }
 
   template <class EPI>
   __device__ static __forceinline__ void run(const CUtensorMap* map_x, const CUtensorMap* map_w,
-                                             int M, int N, int K, const EpilogueParams& p) {
+                                             int M, int N, int K, const EpilogueParams& p, int splits) {
     using Mma = half_detail::Wgmma16<T, BN>;
     extern __shared__ __align__(1024) unsigned char kgen_wgmma_half_smem[];
     const int tiles_m = M / BM + (M % BM != 0);
     const int tiles_n = N / BN + (N % BN != 0);
+    // Split-K: the CTAs of split s are blocks [s * tiles, (s + 1) * tiles); split s sums
+    // k-tiles [k_first, k_first + k_tiles).
+    const int tiles = tiles_m * tiles_n;
+    const int tile = static_cast<int>(blockIdx.x) % tiles;
+    const int split = static_cast<int>(blockIdx.x) / tiles;
     int tile_m, tile_n;
-    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n);
+    raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n, tile);
     const int m0 = tile_m * BM;
     const int n0 = tile_n * BN;
-    const int k_tiles = K / BK + (K % BK != 0);
+    const int k_all = K / BK + (K % BK != 0);
+    const int k_first = static_cast<int>(static_cast<long long>(split) * k_all / splits);
+    const int k_tiles = static_cast<int>(static_cast<long long>(split + 1) * k_all / splits) - k_first;
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
@@ -385,8 +409,8 @@ struct WgmmaWsHalfGemm {
     if (wg == 0) {
       if (tid == 0) {
         pipe.produce(k_tiles, kABytes + kBBytes, [&](int s, int kt) {
-          ws_detail::tma_load(a_stage(s), map_x, pipe.full(s), kt * BK, m0);
-          ws_detail::tma_load(b_stage(s), map_w, pipe.full(s), kt * BK, n0);
+          ws_detail::tma_load(a_stage(s), map_x, pipe.full(s), (k_first + kt) * BK, m0);
+          ws_detail::tma_load(b_stage(s), map_w, pipe.full(s), (k_first + kt) * BK, n0);
         });
       }
     } else {
@@ -414,6 +438,11 @@ struct WgmmaWsHalfGemm {
       }
       wgmma_detail::wait<0>();
       wgmma_detail::fence_regs(acc);
+    }
+    // Split-K: the last CTA of the tile adds the partials in k order; the others are done.
+    if (splits > 1 && !SplitK<BM, BN>::combine(acc, p.split_partials, tile, tiles, split, splits,
+                                               *reinterpret_cast<int*>(smem_ptr))) {
+      return;
     }
     // Every stage the producer filled has been consumed: the pipeline buffers are free for the
     // epilogue's scratch and tile.

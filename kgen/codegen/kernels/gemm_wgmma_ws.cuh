@@ -415,10 +415,14 @@ struct SplitK {
     if (ctid >= 0) {
 #pragma unroll
       for (int j = 0; j < kVecs; ++j) {
+        // Its own partial from acc, or at BN = 256 (the 16-bit GEMM's 128 accumulators per thread)
+        // read back as stored, the same bits: picking it from acc there spilled 2 KB, and reading
+        // it back in the fp16x3 GEMM spilled 12 bytes.
         float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
         for (int s = 0; s < splits; ++s) {
-          const float4 v = s == split ? make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3])
-                                      : __ldcg(slot(s) + j * kConsumerThreads + ctid);
+          const float4 v = BN <= 128 && s == split
+                               ? make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3])
+                               : __ldcg(slot(s) + j * kConsumerThreads + ctid);
           if (s == 0) {
             t = v;
           } else {

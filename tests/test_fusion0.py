@@ -39,6 +39,48 @@ def test_the_gemm_stores_the_linears_output_and_stage_2_runs_the_chain(tmp_path)
     fused = generator.lowered(spec(tmp_path, MISH, 1))
     assert not fused.deferred_chain and fused.eval.stage2 == forward.STAGE2_NONE
     assert "using KeepZEpilogue = EvalEpilogue;" in fused.cuda
+    # S, the Linear's output rounded by the epilogue, may be stored in a 16-bit module's dtype
+    # (forward.cuh, StageInput); a row kernel's S, BatchNorm's raw z, stay fp32.
+    for struct in ("TrainStage2", "EvalStage2"):
+        assert _stage2(low, struct).count("kSModuleTyped = true") == 1
+
+
+def _stage2(low, struct: str) -> str:
+    return low.cuda.split(f"struct {struct} {{")[1].split("\n};")[0]
+
+
+@pytest.mark.parametrize("body, params, module_typed", [
+    ("x = torch.softmax(torch.sigmoid(x), dim=1)", {}, (False, False)),
+    (BATCHNORM, {"bn": "nn.BatchNorm1d(out_features)"}, (False, False)),
+    ("x = x * 2.0\nx = torch.sigmoid(x)", {}, (False, False))], ids=["rows", "batchnorm", "whole chain in the epilogue"])
+def test_s_stays_fp32_where_a_row_kernel_or_batchnorm_reads_it(tmp_path, body, params, module_typed):
+    low = generator.lowered(spec(tmp_path, body, 1, params))
+    got = tuple("kSModuleTyped = true" in _stage2(low, s) for s in ("TrainStage2", "EvalStage2"))
+    assert got == module_typed
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_fusion_0_gives_fusion_1s_bits_in_16_bits(tmp_path, dtype):
+    """The chain in stage 2 over a 16-bit S (fusion 0) and in the GEMM's epilogue (fusion 1) round
+    each op alike: the same output bit for bit, in training and eval mode."""
+    import torch
+
+    from kgen.check.loading import EmittedFile
+
+    if not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
+        pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
+    dt = getattr(torch, dtype)
+    files = [EmittedFile(generator.write(spec(tmp_path, MISH, f, batch=257), tmp_path / f"f{f}.py")) for f in (0, 1)]
+    torch.manual_seed(0)
+    x = torch.randn(257, 512, device="cuda").to(dt)
+    outs = []
+    for f in files:
+        torch.manual_seed(1)
+        model = f.ModelNew(*f.init_args()).cuda().to(dt)
+        with torch.no_grad():
+            outs.append([model.train()(x), model.eval()(x)])
+    assert all(torch.equal(a, b) for a, b in zip(*outs))
 
 
 @pytest.mark.parametrize("body, params", [(BATCHNORM, {"bn": "nn.BatchNorm1d(out_features)"}),

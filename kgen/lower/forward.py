@@ -755,14 +755,18 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
 
 
 def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
-                   rows: tuple[str, str] | None) -> str:
-    """`rows`: the row function's bodies with and without the shared-memory copy."""
+                   rows: tuple[str, str] | None, module_typed: bool = False) -> str:
+    """`rows`: the row function's bodies with and without the shared-memory copy; `module_typed`:
+    S may be stored in a 16-bit module's dtype (kernels/forward.cuh, StageInput)."""
     apply_body, apply_result = pointwise or ("", "s")
     rows_body = ""
     if rows:
         rows_body = (f"\n    if constexpr (kCached) {{\n{rows[0]}\n    }} else {{\n{rows[1]}\n    }}")
     return f"""struct {name}Stage2 {{
   static constexpr int kKind = {kind};  // 0: none, 1: point-wise, 2: rows
+  // S, what stage 1 stores, is a value the epilogue rounds to the module's dtype: a 16-bit build
+  // may store it in that dtype (kernels/forward.cuh, StageInput).
+  static constexpr bool kSModuleTyped = {str(module_typed).lower()};
   __device__ static __forceinline__ float apply(float s, int m, int n, const kgen::EpilogueParams& p) {{
     (void)m; (void)n; (void)p;{chr(10) + apply_body if apply_body else ""}
     return {apply_result};
@@ -812,9 +816,15 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
             blocked = e.args[0]
             continue
         col_stats = bool(training and bns and fused_stats)
+        # S in the module's dtype (a 16-bit build): where a point-wise stage 2 alone reads it (no
+        # BatchNorm statistics of S) and the value is one of the module's ops, which the epilogue
+        # rounds to that dtype anyway (Emitter): the same bits in half the bytes. (z itself is
+        # stored unrounded: kIdentity.)
+        module_typed = (kind == STAGE2_POINTWISE and not (training and bns)
+                        and graph.node(stored).kind not in UNROUNDED_KINDS + ("gemm",))
         return StagePlan(stored, bool(training and bns), kind,
                          _epilogue_struct(name, graph, operands, stored, bn_ready, col_stats),
-                         _stage2_struct(name, kind, pointwise, rows))
+                         _stage2_struct(name, kind, pointwise, rows, module_typed))
     line = f"line {blocked.line}: " if blocked.line else ""
     raise Unsupported(f"{line}`{blocked.text}`: a later op uses a value from before "
                       f"{'BatchNorm1d' if bns else 'the row reduction'} that cannot be recomputed "

@@ -52,6 +52,16 @@ constexpr bool kSInOutput =
     kgen_cfg::kOutputIsTile && (std::is_same<Output, float>::value ||
                                 (kgen_cfg::TrainStage2::kKind == 0 && kgen_cfg::EvalStage2::kKind == 0));
 
+// The element type of S for a mode's stage 2: a 16-bit build whose point-wise stage 2 reads a value
+// the epilogue rounded to the module's dtype (Stage::kSModuleTyped) stores it in that dtype, the
+// same bits in half the bytes, where the output is of that dtype too (16-byte vectors on both
+// sides); fp32 elsewhere. (KernelBench's fusion-0 files in bf16: 1024 x 8192 -> 8192, S 32 MB
+// written by the GEMM and read by stage 2, now 16.)
+template <class Stage>
+using StageInput = std::conditional_t<Stage::kSModuleTyped && !std::is_same<kgen_operand_t, float>::value &&
+                                          std::is_same<Output, kgen_operand_t>::value,
+                                      kgen_operand_t, float>;
+
 // An epilogue that stores its result in T (common.cuh, EpilogueStore): stage 1's when it stores a
 // 16-bit output.
 template <class Epi, class T>
@@ -90,7 +100,7 @@ struct Buffers {
 template <class Gemm, class Epi, class Stage>
 cudaError_t run_stage1(const kgen_operand_t* x, const kgen_operand_t* w, int M, int N, int K, EpilogueParams p,
                        const float* z_ready, float* out, cudaStream_t stream) {
-  using Store = std::conditional_t<Stage::kKind == 0, Output, float>;
+  using Store = std::conditional_t<Stage::kKind == 0, Output, StageInput<Stage>>;
   if constexpr (Stage::kKind == 0) p.z = out;
   if (z_ready != nullptr) {
     if (p.z == z_ready) return cudaSuccess;  // S is z itself (kept_as_s)
@@ -114,7 +124,7 @@ cudaError_t run_stage1(const kgen_operand_t* x, const kgen_operand_t* w, int M, 
 template <class Epi, class Stage>
 Buffers kept_as_s(const Buffers& b, float* z_ready, EpilogueParams& p) {
   Buffers out = b;
-  if (z_ready != nullptr && Epi::kIdentity && Stage::kKind != 0) {
+  if (z_ready != nullptr && Epi::kIdentity && Stage::kKind != 0 && std::is_same<StageInput<Stage>, float>::value) {
     out.s = z_ready;
     p.z = z_ready;
   }
@@ -126,7 +136,8 @@ template <class Stage>
 cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, cudaStream_t stream) {
   Output* const out = reinterpret_cast<Output*>(b.out);
   if constexpr (Stage::kKind == 1) {
-    pointwise_kernel<Stage, Output><<<pointwise_grid(b.s, out, M, N), kApplyThreads, 0, stream>>>(b.s, out, M, N, p);
+    const auto* const s = reinterpret_cast<const StageInput<Stage>*>(b.s);
+    pointwise_kernel<Stage, Output><<<pointwise_grid(s, out, M, N), kApplyThreads, 0, stream>>>(s, out, M, N, p);
   } else if constexpr (Stage::kKind == 2) {
     const int dst_stride = kgen_cfg::output_width(N);
     const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);

@@ -211,12 +211,29 @@ __device__ __forceinline__ void apply_quad(float4& v, int m, int n, const Epilog
 // DRAM at 27 %.
 constexpr int kApplyRowsPerStep = 4;
 
+// The float4s of a chunk of src at s: fp32, or (kQuads 2) eight values of a 16-bit S in one
+// 16-byte load.
+template <int kQuads, class Src>
+__device__ __forceinline__ void load_chunk(const Src* s, float4 (&v)[kQuads]) {
+  if constexpr (std::is_same<Src, float>::value) {
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q) v[q] = *reinterpret_cast<const float4*>(s + 4 * q);
+  } else {
+    static_assert(kQuads == 2, "a 16-bit S goes with a 16-bit output (forward.cuh, StageInput)");
+    const uint4 raw = *reinterpret_cast<const uint4*>(s);
+    const Src* h = reinterpret_cast<const Src*>(&raw);
+    v[0] = make_float4(as_float(h[0]), as_float(h[1]), as_float(h[2]), as_float(h[3]));
+    v[1] = make_float4(as_float(h[4]), as_float(h[5]), as_float(h[6]), as_float(h[7]));
+  }
+}
+
 // dst = Stage::apply(src) element-wise over [M][N] (dst may be src). dst's elements are Out:
 // fp32, or the module's 16-bit dtype (the part's output, forward.cuh's Output; dst then is not
-// src), rounded as torch rounds. Launched on pointwise_grid's grid of kApplyThreads threads.
-template <class Stage, class Out = float>
+// src), rounded as torch rounds; src's are fp32, or that dtype (forward.cuh, StageInput).
+// Launched on pointwise_grid's grid of kApplyThreads threads.
+template <class Stage, class Out = float, class Src = float>
 __global__ void __launch_bounds__(kApplyThreads)
-    pointwise_kernel(const float* src, Out* dst, int M, int N, EpilogueParams p) {
+    pointwise_kernel(const Src* src, Out* dst, int M, int N, EpilogueParams p) {
   const int vector = pointwise_vector<Out>(src, dst, N);
   const int chunks = N / vector;
   const int lanes = pointwise_lanes(chunks);
@@ -230,7 +247,7 @@ __global__ void __launch_bounds__(kApplyThreads)
   if (vector == 1) {
     for (; m < M; m += step) {
       const size_t at = static_cast<size_t>(m) * N + n;
-      dst[at] = OutputType<Out>::one(Stage::apply(src[at], m, n, p));
+      dst[at] = OutputType<Out>::one(Stage::apply(as_float(src[at]), m, n, p));
     }
     return;
   }
@@ -246,11 +263,7 @@ __global__ void __launch_bounds__(kApplyThreads)
   for (; m + (kApplyRowsPerStep - 1) * step < M; m += kApplyRowsPerStep * step) {
     float4 v[kApplyRowsPerStep][kQuads];
 #pragma unroll
-    for (int r = 0; r < kApplyRowsPerStep; ++r) {
-      const float* const s = src + static_cast<size_t>(m + r * step) * N + n;
-#pragma unroll
-      for (int q = 0; q < kQuads; ++q) v[r][q] = *reinterpret_cast<const float4*>(s + 4 * q);
-    }
+    for (int r = 0; r < kApplyRowsPerStep; ++r) load_chunk(src + static_cast<size_t>(m + r * step) * N + n, v[r]);
 #pragma unroll
     for (int r = 0; r < kApplyRowsPerStep; ++r) {
 #pragma unroll
@@ -261,9 +274,7 @@ __global__ void __launch_bounds__(kApplyThreads)
   }
   for (; m < M; m += step) {
     float4 v[kQuads];
-    const float* const s = src + static_cast<size_t>(m) * N + n;
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q) v[q] = *reinterpret_cast<const float4*>(s + 4 * q);
+    load_chunk(src + static_cast<size_t>(m) * N + n, v);
 #pragma unroll
     for (int q = 0; q < kQuads; ++q) apply_quad<Stage>(v[q], m, n + 4 * q, p);
     store(m, v);
@@ -274,8 +285,8 @@ __global__ void __launch_bounds__(kApplyThreads)
 // that each thread gets kApplyRowsPerStep rows at least (one row per thread at KernelBench 97's
 // 1024 rows ran the kernel built for four at 4 % more time than one built for one), at most about
 // kApplyMaxBlocks CTAs (each then walks more rows).
-template <class Out>
-inline dim3 pointwise_grid(const float* src, const Out* dst, int M, int N) {
+template <class Out, class Src>
+inline dim3 pointwise_grid(const Src* src, const Out* dst, int M, int N) {
   const int chunks = N / pointwise_vector<Out>(src, dst, N);
   const int lanes = pointwise_lanes(chunks);
   const int x = std::max(1, (chunks + lanes - 1) / lanes);

@@ -55,8 +55,8 @@ constexpr bool kSInOutput =
 // The element type of S for a mode's stage 2: a 16-bit build whose point-wise stage 2 reads a value
 // the epilogue rounded to the module's dtype (Stage::kSModuleTyped) stores it in that dtype, the
 // same bits in half the bytes, where the output is of that dtype too (16-byte vectors on both
-// sides); fp32 elsewhere. (KernelBench's fusion-0 files in bf16: 1024 x 8192 -> 8192, S 32 MB
-// written by the GEMM and read by stage 2, now 16.)
+// sides); fp32 elsewhere. (KernelBench's fusion-0 files in bf16: the GEMM writes, and stage 2
+// reads, half the bytes; docs/perf.md, session 29.)
 template <class Stage>
 using StageInput = std::conditional_t<Stage::kSModuleTyped && !std::is_same<kgen_operand_t, float>::value &&
                                           std::is_same<Output, kgen_operand_t>::value,

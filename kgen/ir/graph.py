@@ -418,7 +418,10 @@ class Graph:
             elif n.kind == "groupnorm":
                 weight = a[1] if n.attrs["weight"] else None
                 bias = a[1 + n.attrs["weight"]] if n.attrs["bias"] else None
-                values[n.id] = F.group_norm(a[0], n.attrs["groups"], weight, bias, n.attrs["eps"])
+                if n.attrs.get("layer"):   # (torch's LayerNorm keeps fp32 statistics in 16 bits)
+                    values[n.id] = F.layer_norm(a[0], (a[0].shape[1],), weight, bias, n.attrs["eps"])
+                else:
+                    values[n.id] = F.group_norm(a[0], n.attrs["groups"], weight, bias, n.attrs["eps"])
             else:
                 raise AssertionError(n.kind)
         return values

@@ -374,8 +374,9 @@ struct SplitK {
   // A GEMM's k-splits per tile at this shape on the current GPU, over its k-tiles of BK k (1:
   // unsplit; where the GEMM cannot split at this K, `splits_k` false; at most SkinnyGemm's rows,
   // which run that kernel), and the workspace floats their partials and counters need (entry.cuh
-  // adds them). The one rule of both Hopper GEMMs (WgmmaWsGemm, WgmmaWsF16x3Gemm); configs.k_splits
-  // is its Python copy, tied to it by tests/test_configs.py.
+  // adds them). The one rule of the Hopper GEMMs (WgmmaWsGemm, WgmmaWsF16x3Gemm, and the 16-bit
+  // WgmmaWsHalfGemm); configs.k_splits is its Python copy for the fp32 GEMMs (the cost model ranks
+  // fp32 variants), tied to it by tests/test_configs.py.
   template <int BK>
   static int splits_at(int M, int N, int K, bool splits_k) {
     unsigned tiles = 0;

@@ -49,14 +49,14 @@ def _stage2(low, struct: str) -> str:
     return low.cuda.split(f"struct {struct} {{")[1].split("\n};")[0]
 
 
-@pytest.mark.parametrize("body, params, module_typed", [
-    ("x = torch.softmax(torch.sigmoid(x), dim=1)", {}, (False, False)),
-    (BATCHNORM, {"bn": "nn.BatchNorm1d(out_features)"}, (False, False)),
-    ("x = x * 2.0\nx = torch.sigmoid(x)", {}, (False, False))], ids=["rows", "batchnorm", "whole chain in the epilogue"])
-def test_s_stays_fp32_where_a_row_kernel_or_batchnorm_reads_it(tmp_path, body, params, module_typed):
+@pytest.mark.parametrize("body, params", [
+    ("x = torch.softmax(torch.sigmoid(x), dim=1)", {}),
+    (BATCHNORM, {"bn": "nn.BatchNorm1d(out_features)"}),
+    ("x = x * 2.0\nx = torch.sigmoid(x)", {})], ids=["rows", "batchnorm", "whole chain in the epilogue"])
+def test_s_stays_fp32_where_a_row_kernel_or_batchnorm_reads_it(tmp_path, body, params):
     low = generator.lowered(spec(tmp_path, body, 1, params))
-    got = tuple("kSModuleTyped = true" in _stage2(low, s) for s in ("TrainStage2", "EvalStage2"))
-    assert got == module_typed
+    for struct in ("TrainStage2", "EvalStage2"):
+        assert "kSModuleTyped = false" in _stage2(low, struct)
 
 
 @pytest.mark.gpu

@@ -77,20 +77,52 @@ struct FinalizeArgs {
 constexpr int kFinalizeColumns = 32;
 constexpr int kFinalizeSplits = 8;
 
-// Chan's merge of a (count, mean, m2) summary with a partial of nb > 0 values. (Into an empty
-// summary the partial is taken as it is: delta^2 * 0 is NaN for a mean beyond ~1.8e19.)
-__device__ __forceinline__ void chan_merge(float& count, float& mean, float& m2, float nb, float mb, float m2b) {
-  if (count == 0.f) {
-    count = nb;
-    mean = mb;
-    m2 = m2b;
-    return;
+// GroupNorm's statistics as torch's CUDA kernel takes them for a group of fewer than 512
+// elements (RowwiseMomentsCUDAKernel with one warp): each lane a Welford state over the elements
+// it strides (welford_add, WelfordOps::reduce), then the warp's tree (cuda_utils::WarpReduce:
+// offsets 16, 8, 4, 2, 1, lane l combining lane l + offset's state, WelfordOps::combine); lane 0
+// ends with the group's. The expressions are torch's, so that nvcc contracts them the same way.
+// A 16-bit module's GroupNorm uses it: there kgen's output is compared with eager's own, whose
+// one-step differences KernelBench's bf16 tolerance does not cover (docs/perf.md, session 9).
+struct Welford {
+  float mean = 0.f, m2 = 0.f, nf = 0.f;
+  int n = 0;
+};
+__device__ __forceinline__ void welford_add(Welford& acc, float data) {
+  const int new_n = acc.n + 1;
+  const float new_nf = static_cast<float>(new_n);
+  const float delta = data - acc.mean;
+  const float new_mean = acc.mean + delta / new_nf;
+  const float new_delta = data - new_mean;
+  acc.m2 = acc.m2 + delta * new_delta;
+  acc.mean = new_mean;
+  acc.n = new_n;
+  acc.nf = new_nf;
+}
+// Two Welford states as one (WelfordOps::combine; `n` is not kept: nf counts). Also the merge of
+// BatchNorm's tile partials in bn_finalize_kernel (Chan's merge, an empty state taking the other).
+__device__ __forceinline__ Welford welford_combine(Welford a, const Welford& b) {
+  if (a.nf == 0.f) {
+    a = b;
+  } else if (b.nf != 0.f) {
+    const float delta = b.mean - a.mean;
+    const float new_count = a.nf + b.nf;
+    const float nb_over_n = b.nf / new_count;
+    a.mean = a.mean + delta * nb_over_n;
+    a.m2 = a.m2 + b.m2 + delta * delta * a.nf * nb_over_n;
+    a.nf = new_count;
   }
-  const float total = count + nb;
-  const float delta = mb - mean;
-  mean += delta * (nb / total);
-  m2 += m2b + delta * delta * (count * nb / total);
-  count = total;
+  return a;
+}
+__device__ __forceinline__ Welford welford_warp_reduce(Welford a) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    Welford b;
+    b.mean = __shfl_down_sync(0xffffffffu, a.mean, offset);
+    b.m2 = __shfl_down_sync(0xffffffffu, a.m2, offset);
+    b.nf = __shfl_down_sync(0xffffffffu, a.nf, offset);
+    a = welford_combine(a, b);
+  }
+  return a;
 }
 
 // One column per lane of warp 0, after the CTA's warps merged its partials. In an fp32 build the statistics are those of S, what stage 1 stores
@@ -108,10 +140,11 @@ template <class BnInput>
 __global__ void __launch_bounds__(kFinalizeColumns * kFinalizeSplits)
     bn_finalize_kernel(FinalizeArgs f, EpilogueParams p) {
   const int n = blockIdx.x * kFinalizeColumns + threadIdx.x;
-  // Training: each warp Chan-merges a contiguous run of the tile partials in tile order, then
-  // warp 0 merges the warps' summaries in warp order: a fixed order, deterministic, no atomics.
+  // Training: each warp merges a contiguous run of the tile partials in tile order (welford_combine:
+  // Chan's merge, an empty state taking the other as it is), then warp 0 merges the warps'
+  // summaries in warp order: a fixed order, deterministic, no atomics.
   __shared__ float summary[3][kFinalizeSplits][kFinalizeColumns];
-  float count = 0.f, m2 = 0.f, mean = 0.f;
+  Welford acc;
   if (f.training) {
     const int tiles = (f.M + f.rows_per_tile - 1) / f.rows_per_tile;
     const int per = (tiles + kFinalizeSplits - 1) / kFinalizeSplits;
@@ -119,13 +152,13 @@ __global__ void __launch_bounds__(kFinalizeColumns * kFinalizeSplits)
     if (n < f.N) {
       for (int t = first; t < last; ++t) {
         const float nb = static_cast<float>(min(f.rows_per_tile, f.M - t * f.rows_per_tile));
-        chan_merge(count, mean, m2, nb, f.part_mean[static_cast<size_t>(t) * f.N + n],
-                   f.part_m2[static_cast<size_t>(t) * f.N + n]);
+        acc = welford_combine(acc, Welford{f.part_mean[static_cast<size_t>(t) * f.N + n],
+                                           f.part_m2[static_cast<size_t>(t) * f.N + n], nb, 0});
       }
     }
-    summary[0][threadIdx.y][threadIdx.x] = count;
-    summary[1][threadIdx.y][threadIdx.x] = mean;
-    summary[2][threadIdx.y][threadIdx.x] = m2;
+    summary[0][threadIdx.y][threadIdx.x] = acc.nf;
+    summary[1][threadIdx.y][threadIdx.x] = acc.mean;
+    summary[2][threadIdx.y][threadIdx.x] = acc.m2;
   }
   __syncthreads();
   if (threadIdx.y != 0 || n >= f.N) return;
@@ -136,9 +169,11 @@ __global__ void __launch_bounds__(kFinalizeColumns * kFinalizeSplits)
   float centre, var, mean_t;  // centre: mean_t - shift
   if (f.training) {
     for (int w = 1; w < kFinalizeSplits; ++w) {
-      const float nb = summary[0][w][threadIdx.x];
-      if (nb > 0.f) chan_merge(count, mean, m2, nb, summary[1][w][threadIdx.x], summary[2][w][threadIdx.x]);
+      acc = welford_combine(acc, Welford{summary[1][w][threadIdx.x], summary[2][w][threadIdx.x],
+                                         summary[0][w][threadIdx.x], 0});
     }
+    float mean = acc.mean;
+    const float m2 = acc.m2, count = acc.nf;
     // torch's Welford statistics meet inf - inf where a column holds an infinite value among
     // other rows: its mean is NaN there, where the partials' mean is inf (one partial: a batch of
     // at most a tile's rows with exact products, seen on the H100 at 7 rows).
@@ -353,52 +388,6 @@ __device__ __forceinline__ void copy_row(const float* __restrict__ src, float* _
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
-}
-// GroupNorm's statistics as torch's CUDA kernel takes them for a group of fewer than 512
-// elements (RowwiseMomentsCUDAKernel with one warp): each lane a Welford state over the elements
-// it strides (welford_add, WelfordOps::reduce), then the warp's tree (cuda_utils::WarpReduce:
-// offsets 16, 8, 4, 2, 1, lane l combining lane l + offset's state, WelfordOps::combine); lane 0
-// ends with the group's. The expressions are torch's, so that nvcc contracts them the same way.
-// A 16-bit module's GroupNorm uses it: there kgen's output is compared with eager's own, whose
-// one-step differences KernelBench's bf16 tolerance does not cover (docs/perf.md, session 9).
-struct Welford {
-  float mean = 0.f, m2 = 0.f, nf = 0.f;
-  int n = 0;
-};
-__device__ __forceinline__ void welford_add(Welford& acc, float data) {
-  const int new_n = acc.n + 1;
-  const float new_nf = static_cast<float>(new_n);
-  const float delta = data - acc.mean;
-  const float new_mean = acc.mean + delta / new_nf;
-  const float new_delta = data - new_mean;
-  acc.m2 = acc.m2 + delta * new_delta;
-  acc.mean = new_mean;
-  acc.n = new_n;
-  acc.nf = new_nf;
-}
-// Two Welford states as one (WelfordOps::combine; `n` is not kept: nf counts).
-__device__ __forceinline__ Welford welford_combine(Welford a, const Welford& b) {
-  if (a.nf == 0.f) {
-    a = b;
-  } else if (b.nf != 0.f) {
-    const float delta = b.mean - a.mean;
-    const float new_count = a.nf + b.nf;
-    const float nb_over_n = b.nf / new_count;
-    a.mean = a.mean + delta * nb_over_n;
-    a.m2 = a.m2 + b.m2 + delta * delta * a.nf * nb_over_n;
-    a.nf = new_count;
-  }
-  return a;
-}
-__device__ __forceinline__ Welford welford_warp_reduce(Welford a) {
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    Welford b;
-    b.mean = __shfl_down_sync(0xffffffffu, a.mean, offset);
-    b.m2 = __shfl_down_sync(0xffffffffu, a.m2, offset);
-    b.nf = __shfl_down_sync(0xffffffffu, a.nf, offset);
-    a = welford_combine(a, b);
-  }
-  return a;
 }
 __device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce(v, 0, scratch); }
 __device__ __forceinline__ float block_max(float v, float* scratch) { return block_reduce(v, 1, scratch); }

@@ -218,11 +218,18 @@ __device__ __forceinline__ void tile_column_stats(const float* tile, int ldt, in
   }
 }
 
+// What the stores below do to each value on its way out: nothing, or (tile_epilogue) the
+// generated epilogue, apply(value, row, column).
+struct StoreAsIs {
+  __device__ __forceinline__ float operator()(float v, int, int) const { return v; }
+};
+
 // Copy the valid part of a shared-memory tile to z, coalesced, 16-byte stores when the row
-// pitch allows.
-template <int BM, int BN, int NTHREADS>
+// pitch allows, each value through `apply` (the four or eight of a store read first: their
+// operand loads overlap).
+template <int BM, int BN, int NTHREADS, class Apply = StoreAsIs>
 __device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, int n0, int M,
-                                           int N, const EpilogueParams& p) {
+                                           int N, const EpilogueParams& p, Apply apply = {}) {
   static_assert(BN % 4 == 0, "BN must be a multiple of 4");
   const int rows = min(BM, M - m0);
   const bool vec = (N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.z) & 15) == 0);
@@ -233,8 +240,10 @@ __device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, i
       const int c = (i % kQuads) * 4;
       const int n = n0 + c;
       if (n >= N) continue;  // N % 4 == 0, so a quad is either all in or all out
+      const float4 t = *reinterpret_cast<const float4*>(&tile[r * ldt + c]);
       *reinterpret_cast<float4*>(&p.z[static_cast<size_t>(m0 + r) * N + n]) =
-          *reinterpret_cast<const float4*>(&tile[r * ldt + c]);
+          make_float4(apply(t.x, m0 + r, n), apply(t.y, m0 + r, n + 1), apply(t.z, m0 + r, n + 2),
+                      apply(t.w, m0 + r, n + 3));
     }
   } else {
     for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
@@ -242,16 +251,16 @@ __device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, i
       const int c = i % BN;
       const int n = n0 + c;
       if (n >= N) continue;
-      p.z[static_cast<size_t>(m0 + r) * N + n] = tile[r * ldt + c];
+      p.z[static_cast<size_t>(m0 + r) * N + n] = apply(tile[r * ldt + c], m0 + r, n);
     }
   }
 }
 
-// tile_store in T, a 16-bit module's dtype: p.z holds T elements, each the tile's value rounded
-// (OutputType), 8 per 16-byte store when the row pitch allows.
-template <int BM, int BN, int NTHREADS, class T>
+// tile_store in T, a 16-bit module's dtype: p.z holds T elements, each the tile's value (through
+// `apply`) rounded (OutputType), 8 per 16-byte store when the row pitch allows.
+template <int BM, int BN, int NTHREADS, class T, class Apply = StoreAsIs>
 __device__ __forceinline__ void tile_store_as(const float* tile, int ldt, int m0, int n0, int M,
-                                              int N, const EpilogueParams& p) {
+                                              int N, const EpilogueParams& p, Apply apply = {}) {
   static_assert(sizeof(T) == 2 && BN % 8 == 0, "16-bit stores of 8 elements");
   const int rows = min(BM, M - m0);
   T* const z = reinterpret_cast<T*>(p.z);
@@ -263,8 +272,12 @@ __device__ __forceinline__ void tile_store_as(const float* tile, int ldt, int m0
       const int n = n0 + c;
       if (n >= N) continue;  // N % 8 == 0, so eight are either all in or all out
       const float* t = &tile[r * ldt + c];
-      OutputType<T>::eight(&z[static_cast<size_t>(m0 + r) * N + n], *reinterpret_cast<const float4*>(t),
-                           *reinterpret_cast<const float4*>(t + 4));
+      const float4 lo = *reinterpret_cast<const float4*>(t);
+      const float4 hi = *reinterpret_cast<const float4*>(t + 4);
+      const int m = m0 + r;
+      OutputType<T>::eight(&z[static_cast<size_t>(m) * N + n],
+                           make_float4(apply(lo.x, m, n), apply(lo.y, m, n + 1), apply(lo.z, m, n + 2), apply(lo.w, m, n + 3)),
+                           make_float4(apply(hi.x, m, n + 4), apply(hi.y, m, n + 5), apply(hi.z, m, n + 6), apply(hi.w, m, n + 7)));
     }
   } else {
     for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
@@ -272,33 +285,63 @@ __device__ __forceinline__ void tile_store_as(const float* tile, int ldt, int m0
       const int c = i % BN;
       const int n = n0 + c;
       if (n >= N) continue;
-      z[static_cast<size_t>(m0 + r) * N + n] = OutputType<T>::one(tile[r * ldt + c]);
+      z[static_cast<size_t>(m0 + r) * N + n] = OutputType<T>::one(apply(tile[r * ldt + c], m0 + r, n));
     }
   }
 }
 
+// The tile to z in the type the epilogue stores (EpilogueStore), each value through `apply`.
+template <int BM, int BN, int NTHREADS, class EPI, class Apply = StoreAsIs>
+__device__ __forceinline__ void tile_store_for(const float* tile, int ldt, int m0, int n0, int M,
+                                               int N, const EpilogueParams& p, Apply apply = {}) {
+  if constexpr (std::is_same<typename EpilogueStore<EPI>::type, float>::value) {
+    tile_store<BM, BN, NTHREADS>(tile, ldt, m0, n0, M, N, p, apply);
+  } else {
+    tile_store_as<BM, BN, NTHREADS, typename EpilogueStore<EPI>::type>(tile, ldt, m0, n0, M, N, p, apply);
+  }
+}
+
 // The one entry point the GEMM mainloops call, by all NTHREADS threads of the CTA, after the
-// accumulator tile is complete in shared memory (and a __syncthreads()).
+// accumulator tile is complete in shared memory (and a __syncthreads()). The generated epilogue
+// runs on the tile by the whole CTA, consecutive threads on consecutive columns (coalesced
+// operand loads): as the tile is stored, or, where column statistics are taken of its result,
+// in a pass of its own before them.
 template <int BM, int BN, int NTHREADS, class EPI>
 __device__ __forceinline__ void tile_epilogue(float* tile, int ldt, int m0, int n0, int M, int N,
                                               const EpilogueParams& p) {
-  if constexpr (!EPI::kIdentity) {
+  if constexpr (EPI::kIdentity) {
+    if constexpr (EPI::kColStats) {
+      tile_column_stats<BM, BN, NTHREADS>(tile, ldt, min(BM, M - m0), n0, N, m0 / BM, p.part_mean,
+                                          p.part_m2, [&](float v, int n) { return EPI::stat(v, n, p); });
+    }
+    tile_store_for<BM, BN, NTHREADS, EPI>(tile, ldt, m0, n0, M, N, p);
+  } else if constexpr (!EPI::kColStats) {
+    tile_store_for<BM, BN, NTHREADS, EPI>(tile, ldt, m0, n0, M, N, p,
+                                          [&](float v, int m, int n) { return EPI::apply(v, m, n, p); });
+  } else {
+    // Four consecutive columns a thread: their values read first and written last, so that
+    // nothing between lets the compiler doubt that the four operand loads may overlap.
+    static_assert(BN % 4 == 0, "BN must be a multiple of 4");
+    constexpr int kQuads = BN / 4;
     const int rows = min(BM, M - m0);
-    for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
-      const int r = i / BN;
-      const int c = i % BN;
-      if (n0 + c < N) tile[r * ldt + c] = EPI::apply(tile[r * ldt + c], m0 + r, n0 + c, p);
+    for (int i = threadIdx.x; i < rows * kQuads; i += NTHREADS) {
+      const int r = i / kQuads;
+      const int c = (i % kQuads) * 4;
+      float* const t = &tile[r * ldt + c];
+      float v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = t[e];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (n0 + c + e < N) v[e] = EPI::apply(v[e], m0 + r, n0 + c + e, p);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) t[e] = v[e];
     }
     __syncthreads();
-  }
-  if constexpr (EPI::kColStats) {
-    tile_column_stats<BM, BN, NTHREADS>(tile, ldt, min(BM, M - m0), n0, N, m0 / BM, p.part_mean,
-                                        p.part_m2, [&](float v, int n) { return EPI::stat(v, n, p); });
-  }
-  if constexpr (std::is_same<typename EpilogueStore<EPI>::type, float>::value) {
-    tile_store<BM, BN, NTHREADS>(tile, ldt, m0, n0, M, N, p);
-  } else {
-    tile_store_as<BM, BN, NTHREADS, typename EpilogueStore<EPI>::type>(tile, ldt, m0, n0, M, N, p);
+    tile_column_stats<BM, BN, NTHREADS>(tile, ldt, rows, n0, N, m0 / BM, p.part_mean, p.part_m2,
+                                        [&](float v, int n) { return EPI::stat(v, n, p); });
+    tile_store_for<BM, BN, NTHREADS, EPI>(tile, ldt, m0, n0, M, N, p);
   }
 }
 

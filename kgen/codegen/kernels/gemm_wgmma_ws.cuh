@@ -209,9 +209,11 @@ inline cudaError_t make_kmajor_map(CUtensorMap* map, const float* g, int rows, i
 // k-tile, by all kThreads threads, with each consumer warpgroup's 64 x BN fp32 accumulators in
 // registers (the wgmma layout: acc[4j + e] at row lane / 4 (+8 for e >= 2) of the warp's 16,
 // column 8j + 2 (lane % 4) + e % 2) and `tile` shared memory of at least kTileBytes and
-// kStatsBytes that nothing else uses any more: the generated epilogue on the registers, kColStats'
-// column statistics from them (column_stats), then the tile through shared memory for coalesced
-// stores (tile_store; in the module's 16-bit dtype where EPI::Store says so: EpilogueStore).
+// kStatsBytes that nothing else uses any more: the tile through shared memory for coalesced
+// stores (tile_store; in the module's 16-bit dtype where EPI::Store says so: EpilogueStore), the
+// generated epilogue applied as it is stored, or, where kColStats' column statistics are taken of
+// its result, on the registers before them (column_stats from the registers, or
+// tile_column_stats from the tile).
 template <int BM, int BN>
 struct WsEpilogue {
   static constexpr int kConsumers = BM / 64;
@@ -228,29 +230,32 @@ struct WsEpilogue {
     const int lane = tid & 31;
     const int warp = tid >> 5;
     const int wg = warp >> 2;
+    // Without column statistics the generated epilogue runs as the tile is stored
+    // (tile_epilogue), by all the CTA's threads, consecutive threads on consecutive columns: on
+    // the registers each consumer thread waited on its per-column operands' loads one after
+    // another, ~8 us a 128 x 256 tile of KernelBench 12 in bf16, over half its GEMM's fixed cost
+    // (docs/perf.md, session 30). With statistics it runs on the registers, before them: an fp32
+    // build's are of its result, S (EPI::kStatsOfStored), taken from the registers (column_stats);
+    // a 16-bit build's of BatchNorm's input t as eager rounds it (EPI::stat, reading the parameters
+    // of each column), from the tile (computing t in the consumers' registers as well made the
+    // 128x256 bf16 kernel spill). (A pass on the tile before the statistics measured 3 % slower on
+    // KernelBench 39 in bf16, 2048 tiles: session 30.)
     __syncthreads();
-    if constexpr (!EPI::kIdentity) {
-      // The generated epilogue, on the accumulators in registers (before the statistics,
-      // which are of its result). Layout as in column_stats below.
-      if (wg > 0) {
-        const int r = m0 + (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
+    if constexpr (EPI::kColStats) {
+      if constexpr (!EPI::kIdentity) {
+        if (wg > 0) {
+          const int r = m0 + (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
+          for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = r + (e >= 2 ? 8 : 0);
-            const int col = n0 + 8 * j + 2 * (lane & 3) + (e & 1);
-            if (row < M && col < N) acc[4 * j + e] = EPI::apply(acc[4 * j + e], row, col, p);
+            for (int e = 0; e < 4; ++e) {
+              const int row = r + (e >= 2 ? 8 : 0);
+              const int col = n0 + 8 * j + 2 * (lane & 3) + (e & 1);
+              if (row < M && col < N) acc[4 * j + e] = EPI::apply(acc[4 * j + e], row, col, p);
+            }
           }
         }
       }
-    }
-    // An fp32 build's statistics are of S, the accumulators themselves (EPI::kStatsOfStored):
-    // taken in registers. A 16-bit build's are of BatchNorm's input t as eager rounds it
-    // (EPI::stat, reading the parameters of each column): taken from the tile in shared memory
-    // below, since computing t in the consumers' registers as well made the 128x256 bf16 kernel
-    // spill.
-    if constexpr (EPI::kColStats) {
       if constexpr (EPI::kStatsOfStored) {
         if (wg > 0) column_stats(acc, tile, m0, n0, M, N, p);
       }
@@ -273,11 +278,9 @@ struct WsEpilogue {
         tile_column_stats<BM, BN, kThreads>(tile, kLdt, min(BM, M - m0), n0, N, m0 / BM, p.part_mean,
                                             p.part_m2, [&](float v, int n) { return EPI::stat(v, n, p); });
       }
-    }
-    if constexpr (std::is_same<typename EpilogueStore<EPI>::type, float>::value) {
-      tile_store<BM, BN, kThreads>(tile, kLdt, m0, n0, M, N, p);
+      tile_store_for<BM, BN, kThreads, EPI>(tile, kLdt, m0, n0, M, N, p);
     } else {
-      tile_store_as<BM, BN, kThreads, typename EpilogueStore<EPI>::type>(tile, kLdt, m0, n0, M, N, p);
+      tile_epilogue<BM, BN, kThreads, EPI>(tile, kLdt, m0, n0, M, N, p);
     }
   }
 

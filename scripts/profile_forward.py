@@ -33,7 +33,9 @@ def profile(path: str, batch: int | None, iters: int, dtype: torch.dtype, eager:
             _profile(f"eager reference ({str(dtype)[6:]})", f.Model(*f.init_args()).cuda().to(dtype).train(), x, iters)
 
 
-def _profile(what: str, model, x, iters: int) -> None:
+def kernel_times(model, x, iters: int) -> dict[str, float]:
+    """GPU time of each kernel per call of model(x) (microseconds, by kernel name), after three
+    calls of warm-up."""
     for _ in range(3):
         model(x)
     torch.cuda.synchronize()
@@ -45,6 +47,11 @@ def _profile(what: str, model, x, iters: int) -> None:
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
             totals[e.name] += e.device_time / iters
+    return dict(totals)
+
+
+def _profile(what: str, model, x, iters: int) -> None:
+    totals = kernel_times(model, x, iters)
     print(f"== {what}: {sum(totals.values()) / 1e3:.3f} ms of kernels per forward")
     for name, us in sorted(totals.items(), key=lambda kv: -kv[1]):
         print(f"  {us / 1e3:8.3f} ms  {name[:110]}")

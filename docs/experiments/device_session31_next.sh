@@ -22,7 +22,9 @@
 #     kgen/tune/spec.py wgmma_smem_bytes' epilogue term `tile.bm * (tile.bn + 8) * 4` (its mirror;
 #     epilogue_smem_bytes stays the other families'). A/B KernelBench 12 / 99 / 84 in bf16 and 12 in
 #     fp32 against 63e749a's files with scripts/compare_forward.py, and the GEMM at K = 64
-#     (`kgen generate .kb/level2/12_*.py --dtype bf16 --in 64`; 63e749a: 0.018 ms, cuBLAS 0.008).
+#     (`kgen generate .kb/level2/12_*.py --dtype bf16 --in 64`; 63e749a: 0.018 ms, cuBLAS 0.008), or
+#     the whole line: `PYTHONPATH=. python3 scripts/gemm_k_sweep.py .kb/level2/12_*.py --dtype bf16`
+#     (session 30's measurements by hand: 0.031 ms + 0.0200 per 1024 of K, cuBLAS 0.005 + 0.0204).
 #
 # After that, what stands between the 16-bit GEMM and cuBLAS's at 1024 x 8192 -> 8192 (perf.md,
 # session 30): ~5 us a wave around the mainloop (one CTA per tile: the next tile's loads wait for

@@ -6,8 +6,9 @@
 // layout of nn.Linear. A CTA owns one BM x BN tile of z. After its mainloop it writes the fp32
 // accumulators into a shared-memory tile (row-major, leading dimension ldt, ldt % 4 == 0) and
 // calls tile_epilogue<..., EPI>(), which
-//   1. replaces each valid element v at (m, n) by EPI::apply(v, m, n, p) unless EPI::kIdentity
-//      (EPI is a struct that kgen/lower/forward.py generates from the module's epilogue IR),
+//   1. takes each valid element v at (m, n) to EPI::apply(v, m, n, p) unless EPI::kIdentity
+//      (EPI is a struct that kgen/lower/forward.py generates from the module's epilogue IR):
+//      in the tile, in a pass of its own, when EPI::kColStats, else as step 3 stores it,
 //   2. when EPI::kColStats, writes the tile's per-column (mean, M2) of the result over its valid
 //      rows (BatchNorm's partial statistics),
 //   3. stores the result to p.z, in fp32, or in the module's 16-bit dtype where EPI says so

@@ -29,8 +29,9 @@
 //     its stage.
 // The math (tf32x3 partial accumulators flushed every FLUSH k-tiles with the two warpgroups
 // staggered) is WgmmaGemm's, see gemm_wgmma.cuh; tf32 here truncates x as well as w.
-// Epilogue, after the last k-tile: kColStats' column statistics from the consumers' registers
-// (column_stats), then the tile through shared memory for coalesced stores (tile_store).
+// Epilogue, after the last k-tile (WsEpilogue): the tile through shared memory for coalesced
+// stores, the generated epilogue applied as it is stored, or, with kColStats, on the consumers'
+// registers before the statistics (column_stats from the registers in fp32).
 //
 // Measured (H100, docs/perf.md; the standalone selftest tests/cuda/wgmma_selftest.cu, removed
 // after 3e5e87a): tf32x3 128x128 s4 at 1024x8192x8192 in 1.09-1.11 ms against WgmmaGemm's

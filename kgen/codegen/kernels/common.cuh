@@ -310,21 +310,17 @@ __device__ __forceinline__ void tile_store_for(const float* tile, int ldt, int m
 template <int BM, int BN, int NTHREADS, class EPI>
 __device__ __forceinline__ void tile_epilogue(float* tile, int ldt, int m0, int n0, int M, int N,
                                               const EpilogueParams& p) {
-  if constexpr (EPI::kIdentity) {
-    if constexpr (EPI::kColStats) {
-      tile_column_stats<BM, BN, NTHREADS>(tile, ldt, min(BM, M - m0), n0, N, m0 / BM, p.part_mean,
-                                          p.part_m2, [&](float v, int n) { return EPI::stat(v, n, p); });
-    }
-    tile_store_for<BM, BN, NTHREADS, EPI>(tile, ldt, m0, n0, M, N, p);
-  } else if constexpr (!EPI::kColStats) {
+  if constexpr (!EPI::kIdentity && !EPI::kColStats) {
     tile_store_for<BM, BN, NTHREADS, EPI>(tile, ldt, m0, n0, M, N, p,
                                           [&](float v, int m, int n) { return EPI::apply(v, m, n, p); });
-  } else {
+    return;
+  }
+  const int rows = min(BM, M - m0);
+  if constexpr (!EPI::kIdentity) {
     // Four consecutive columns a thread: their values read first and written last, so that
     // nothing between lets the compiler doubt that the four operand loads may overlap.
     static_assert(BN % 4 == 0, "BN must be a multiple of 4");
     constexpr int kQuads = BN / 4;
-    const int rows = min(BM, M - m0);
     for (int i = threadIdx.x; i < rows * kQuads; i += NTHREADS) {
       const int r = i / kQuads;
       const int c = (i % kQuads) * 4;
@@ -340,10 +336,12 @@ __device__ __forceinline__ void tile_epilogue(float* tile, int ldt, int m0, int 
       for (int e = 0; e < 4; ++e) t[e] = v[e];
     }
     __syncthreads();
+  }
+  if constexpr (EPI::kColStats) {
     tile_column_stats<BM, BN, NTHREADS>(tile, ldt, rows, n0, N, m0 / BM, p.part_mean, p.part_m2,
                                         [&](float v, int n) { return EPI::stat(v, n, p); });
-    tile_store_for<BM, BN, NTHREADS, EPI>(tile, ldt, m0, n0, M, N, p);
   }
+  tile_store_for<BM, BN, NTHREADS, EPI>(tile, ldt, m0, n0, M, N, p);
 }
 
 // The grid of a GEMM with one CTA per BM x BN tile of z, into `tiles`. Returns false when

@@ -12,7 +12,7 @@ from kgen.codegen import generator
 from kgen.check.loading import EmittedFile
 from kgen.tune.search import Candidate
 from kgen.tune.spec import Spec, Tile
-from kgen.check.validate import validate
+from kgen.check.validate import KERNELBENCH_CHECK, validate
 
 from conftest import SYNTHESIZED_REFS, build_once
 
@@ -103,13 +103,21 @@ def test_odd_shape_full_validation(files, ref, backend):
 @pytest.mark.parametrize("backend", ["wgmma", "kgen"])
 def test_an_odd_width_stores_one_value_at_a_time(files, ref, backend):
     """Every check at 1e-4 in fp32, and on the wgmma file (the one with a 16-bit build) the
-    module in bf16 at 1e-2 as well."""
+    module in bf16 at 1e-2 as well: kgen's checks, which judge by fp64, pass; KernelBench's
+    replay, allclose against eager bf16, passes or fails only where this file is nearer fp64
+    than eager bf16 is. kgen rounds each op's result as eager does, but its GEMM sums in another
+    order than cuBLAS's, so z lands one bf16 step from eager's on some elements, and the ops
+    after it carry that step beyond 1e-2 (measured on an H200, session 31: the swish module at
+    width 301, trial 2, kgen 1.18e-2 from fp64 and eager bf16 1.65e-2)."""
     if backend == "wgmma" and not HOPPER:
         pytest.skip("the wgmma GEMM needs a Hopper (sm_90) GPU")
     f = EmittedFile(files[spec_for(ref, backend, shape=ODD_N).name()])
     results = validate(f, tol=1e-4)
     if backend == "wgmma":
-        results += validate(f, tol=1e-2, dtype=torch.bfloat16)
+        half = validate(f, tol=1e-2, dtype=torch.bfloat16)
+        replay = [r for r in half if r.name == KERNELBENCH_CHECK]
+        assert replay and all(r.passed or r.max_abs <= r.ref_abs for r in replay), [r.line() for r in replay]
+        results += [r for r in half if r.name != KERNELBENCH_CHECK]
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
 
 

@@ -50,6 +50,21 @@ def test_elements_closer_to_fp64_than_eager_pass_where_eager_is_beyond_tol():
     assert not plain.ok and "further than this file" in plain.failures[0]
 
 
+def test_a_half_precision_check_names_the_dtype_eager_ran_in():
+    """In validate(dtype=bf16) eager, the yardstick, runs in bf16: the report says so (it said
+    "fp32 reference" and "eager fp32" of eager bf16's numbers)."""
+    truth = torch.full((8,), 1.0, dtype=torch.float64)
+    ref16 = (truth + 2e-2).to(torch.bfloat16)
+    plain = Comparison(1e-2, plain_allclose=True)
+    plain.add("trial 0", (truth - 1e-2).to(torch.bfloat16), ref16, truth)
+    result = plain.result("replay")
+    assert not result.passed and "eager bf16 is itself" in result.detail
+    assert "(bf16 reference: 2.34e-02)" in result.line()   # 1.02 in bf16 is 1.0234375
+    fp32 = Comparison(1e-4)
+    fp32.add("output", truth.float(), truth.float(), truth)
+    assert "(fp32 reference: " in fp32.result("x").line()
+
+
 def test_an_element_further_from_fp64_than_eager_and_beyond_tol_fails():
     truth = torch.zeros(8, dtype=torch.float64)
     ref32 = (truth + 3e-4).float()

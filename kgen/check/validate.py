@@ -71,6 +71,8 @@ KERNELBENCH_TRIALS = 5
 # Errors below one fp32 ulp of the tensor's largest value count as that ulp in the ratio: an
 # eager error of exactly 0 (e.g. a buffer that did not move) must not make any rounding fail.
 ULP_FP32 = 2.0 ** -23
+# How the reports name the dtype eager ran in (its error vs fp64 is the yardstick).
+_DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 
 @dataclasses.dataclass
@@ -79,20 +81,21 @@ class CheckResult:
     passed: bool
     max_abs: float = float("nan")   # max |new - fp64 reference| over everything compared
     max_rel: float = float("nan")   # the same over max |fp64 reference|
-    ref_abs: float = float("nan")   # the fp32 reference's own max abs error vs fp64
+    ref_abs: float = float("nan")   # the eager reference's own max abs error vs fp64
     detail: str = ""
     crashed: bool = False               # the check raised instead of comparing
     # max over the tensors compared of |new - fp64| / |eager fp32 - fp64| (floored at an ulp)
     error_ratio: float = float("nan")
     gate: str = ""                      # "fp32-exact" when the ratio gated the check
     not_run: bool = False               # skipped: an earlier check lost the CUDA context (or failed, stop_at_failure)
+    eager: str = "fp32"                 # the dtype eager (the yardstick, ref_abs's) ran in
 
     def line(self) -> str:
         status = "SKIP" if self.not_run else ("PASS" if self.passed else "FAIL")
         nums = ""
         if not math.isnan(self.max_abs):
             nums = (f"  max abs {self.max_abs:.2e}  max rel {self.max_rel:.2e}"
-                    f"  (fp32 reference: {self.ref_abs:.2e})")
+                    f"  ({self.eager} reference: {self.ref_abs:.2e})")
         if not math.isnan(self.error_ratio):
             nums += f"  {self.error_ratio:.2f}x eager's error"
         return f"{status}  {self.name:<34}{nums}{'  ' + self.detail if self.detail else ''}"
@@ -142,6 +145,7 @@ class Comparison:
         self.infinities_may_become_nan = False
         self.pattern_failed = False   # a failure of the non-finite pattern (not of the numbers)
         self.left_out = 0   # elements at a jump or kink of the reference, not judged (kinks.jump_mask)
+        self.eager = "fp32"   # the dtype of eager's tensors compared (bf16 / fp16 in validate(dtype=...))
 
     def add(self, what: str, new: torch.Tensor, ref32: torch.Tensor, ref64: torch.Tensor,
             nan_allowed: torch.Tensor | None = None, left_out: torch.Tensor | None = None,
@@ -152,6 +156,7 @@ class Comparison:
         those `left_out` marks (at a jump of the reference: kinks.jump_mask). `yardstick`: an
         eager error to judge by where it is larger than ref32's own (the training check's drift
         of two eager runs where kinks flip by chance: _training_run)."""
+        self.eager = _DTYPE_NAMES.get(ref32.dtype, self.eager)
         # KernelBench's own allclose judges every element (as its eval does), before any is left out
         jump_note = ""
         plain_close = (new.shape == ref32.shape and new.dtype == ref32.dtype
@@ -217,7 +222,7 @@ class Comparison:
             close = self._close_to_eager(what, new64, ref32.detach().double(), ref64, new.dtype)
         if new.shape != ref32.shape or not close:
             self.ok = False
-            closer = (f"; eager fp32 is itself {ref_err:.2e} from fp64, further than this file"
+            closer = (f"; eager {self.eager} is itself {ref_err:.2e} from fp64, further than this file"
                       if new.shape == ref32.shape and ref_err > abs_err else "")
             self.failures.append(f"{what} differs (max abs {abs_err:.2e}){closer}"
                                  + (f" ({jump_note})" if jump_note else ""))
@@ -269,7 +274,7 @@ class Comparison:
         detail = self.failures if not self.ok else notes
         return CheckResult(name, self.ok, self.max_abs, self.max_rel, self.ref_abs,
                            "; ".join(detail[:3]), error_ratio=self.ratio,
-                           gate="fp32-exact" if self.fp32_exact else "")
+                           gate="fp32-exact" if self.fp32_exact else "", eager=self.eager)
 
 
 def _value_text(v: float) -> str:

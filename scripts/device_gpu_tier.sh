@@ -4,10 +4,8 @@
 # (SHIPPED_TESTS selects a part), then the script THEN names, if any.
 . scripts/device_setup.sh
 t refs
-timeout ${REFS_LIMIT:-330} python3 -m pytest -m gpu -q tests/test_refs_gpu.py > $OUT/gpu_refs.log 2>&1
-tail -12 $OUT/gpu_refs.log
+gpu_tests gpu_refs.log ${REFS_LIMIT:-330} tests/test_refs_gpu.py
 t shipped
-timeout ${SHIPPED_LIMIT:-230} python3 -m pytest -m gpu -q ${SHIPPED_TESTS:-tests/test_gpu.py tests/test_faults.py} > $OUT/gpu_shipped.log 2>&1
-tail -12 $OUT/gpu_shipped.log
+gpu_tests gpu_shipped.log ${SHIPPED_LIMIT:-230} ${SHIPPED_TESTS:-tests/test_gpu.py tests/test_faults.py}
 [ -n "${THEN:-}" ] && bash $THEN
 t done

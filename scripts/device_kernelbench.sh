@@ -11,7 +11,7 @@ refs=$(if [ -n "${NUMS:-}" ]; then for n in $NUMS; do ls .kb/level2/${n}_*.py; d
 label=$(printf %s "${NUMS:-${PART:-all}}" | tr -c 'A-Za-z0-9' '_')   # $OUT takes plain file names only
 if [ -n "${GPU_TESTS:-}" ]; then
   t "gpu tests: $GPU_TESTS"
-  timeout ${GPU_TESTS_LIMIT:-240} python3 -m pytest -m gpu -q $GPU_TESTS > $OUT/gpu_tests.log 2>&1; tail -8 $OUT/gpu_tests.log
+  gpu_tests gpu_tests.log ${GPU_TESTS_LIMIT:-240} $GPU_TESTS
 fi
 for precision in ${PRECISIONS:-fp32}; do
   t "generate (kgen generate FILE --dtype $precision: the default variant for this GPU and dtype)"

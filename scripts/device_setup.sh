@@ -1,7 +1,7 @@
 # Sourced by the device scripts (each runs in the repository root on the device machine):
 # installs kgen into the device image's Python, names the GPU, puts the tree (and KernelBench's
 # wheels, where .kb/ is carried) on PYTHONPATH, and
-# defines t, which prints a line stamped with the seconds since the script began.
+# defines t, which prints a line stamped with the seconds since the script began, and gpu_tests.
 python3 -m pip install -e . --no-deps --no-build-isolation -q 2>&1 | tail -2
 nvidia-smi --query-gpu=name --format=csv,noheader
 export PYTHONPATH=.
@@ -12,3 +12,12 @@ if [ -d .kb/wheels ]; then
 fi
 start=$(date +%s)
 t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
+# gpu_tests LOG LIMIT PYTEST_ARGS...: pytest -m gpu within LIMIT seconds, one line per test in
+# $OUT/LOG (so a run its limit cuts short still says which tests passed), and a summary here.
+gpu_tests() {
+  local log=$OUT/$1 limit=$2; shift 2
+  timeout $limit python3 -m pytest -m gpu -v -rfE "$@" > $log 2>&1
+  local rc=$?
+  echo "gpu tests (exit $rc$([ $rc = 124 ] && echo ': cut at the limit')): $(grep -c ' PASSED' $log) passed, $(grep -c ' SKIPPED' $log) skipped, $(grep -cE ' FAILED| ERROR' $log) failed"
+  grep -E '^FAILED|^ERROR' $log | cut -c1-300 | head
+}

@@ -59,8 +59,8 @@ POISONS = {
 @pytest.mark.parametrize("case", POISONS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_nan_pattern_is_torchs(files, shape, case, dtype):
-    if dtype != torch.float32 and (not HOPPER or SHAPES[shape][1] % 8):
-        pytest.skip("a 16-bit module needs the wgmma build (Hopper) and in_features % 8 == 0")
+    if dtype != torch.float32 and not HOPPER:
+        pytest.skip("a 16-bit module needs the wgmma build (Hopper)")
     f = EmittedFile(files[spec(shape).name()])
     model, new = models(f, dtype)
     batch, k, _ = SHAPES[shape]

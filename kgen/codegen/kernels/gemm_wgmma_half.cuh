@@ -15,7 +15,7 @@
 //     k16 wgmmas with A and B both read from shared memory by descriptor; one k-step into k-tile
 //     kt its wgmmas of k-tile kt - 1 have completed, so every consumer warp arrives on empty[]
 //     for that stage.
-// TMA needs a 16-byte row pitch: K % 8 == 0 (the emitted file checks it before it calls).
+// TMA needs a 16-byte row pitch: K % 8 == 0 (the emitted file pads x and w with zeros to that).
 #pragma once
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -348,7 +348,7 @@ struct WgmmaWsHalfGemm {
     unsigned tiles = 0;
     cudaError_t e;
     if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return e;
-    if (K % 8 != 0 || K == 0) return cudaErrorInvalidValue;  // ModelNew refuses these first
+    if (K % 8 != 0 || K == 0) return cudaErrorInvalidValue;  // ModelNew pads K to a multiple of 8 first
     // A few rows: a stream over w on FMAs (gemm_skinny.cuh), not 64-row wgmma tiles.
     if (SkinnyGemm<T>::applies(x, w, M, N, K)) return SkinnyGemm<T>::template launch<EPI>(x, w, M, N, K, p, stream);
     // Split-K: the tiles' counters zeroed (the partials need nothing: each is written before it

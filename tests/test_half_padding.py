@@ -1,0 +1,80 @@
+"""A 16-bit module whose in_features is no multiple of 8: kgen's 16-bit GEMM reads x and w by TMA
+in whole 16-byte rows, so the emitted file hands its kernels copies padded with zeros to a
+multiple of 8 (CPU: the file's launch code run against a stand-in for its compiled library; the
+GPU side, the full gate at such widths, is tests/test_half_gpu.py)."""
+
+import contextlib
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgen.check.loading import EmittedFile
+from kgen.codegen import generator
+from kgen.tune.spec import Spec, Tile
+
+
+class StandIn:
+    """The compiled library's forward entry, recording what it is handed."""
+
+    def __init__(self, names):
+        self.names = names
+        self.calls = []
+
+    def kgen_workspace_floats_0(self, M, N, K):
+        return 1
+
+    def kgen_forward_0(self, *values):
+        self.calls.append(dict(zip(self.names, values)))
+        return None
+
+
+@pytest.fixture(scope="module")
+def emitted(tmp_path_factory):
+    spec = Spec.of(str(Path(__file__).parent / "refs" / "gemm_swish_scale.py"), 64, 300, 96, math="tf32x3",
+                   backend="wgmma", fusion=1, tile=Tile(128, 128, 32, 16, 128, stages=4))
+    return EmittedFile(generator.write(spec, tmp_path_factory.mktemp("pad") / f"{spec.name()}.py"))
+
+
+def launch(emitted, monkeypatch, dtype, in_features):
+    """_kgen_launch of part 0 on CPU tensors of `dtype`, the stand-in library's call returned
+    with the pointers of x and w as the file padded them, if it did."""
+    m = emitted.module
+    library = StandIn([name for name, _ in m._KGEN_FORWARD_ARGS[0]])
+    monkeypatch.setattr(m, "_kgen_build", lambda device, dtype=torch.float32: library)
+    monkeypatch.setitem(m._KGEN_OUTPUT_TYPED, library, [True])
+    monkeypatch.setattr(m, "_kgen_on", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    padded = {}
+    real_pad = torch.nn.functional.pad
+
+    def pad(t, widths, *args, **kwargs):
+        out = real_pad(t, widths, *args, **kwargs)
+        padded[out.data_ptr()] = out
+        return out
+
+    monkeypatch.setattr(torch.nn.functional, "pad", pad)
+    x = torch.randn(64, in_features).to(dtype)
+    w = torch.randn(96, in_features).to(dtype)
+    m._kgen_launch(0, x, w, training=0, operand0=torch.randn(96).to(dtype))   # (the Linear's bias)
+    (call,) = library.calls
+    return call, x, w, padded
+
+
+@pytest.mark.parametrize("in_features, padded_to", [(300, 304), (301, 304), (7, 8), (0, 8)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_a_16_bit_k_is_padded_with_zeros_to_a_multiple_of_8(emitted, monkeypatch, dtype, in_features, padded_to):
+    call, x, w, padded = launch(emitted, monkeypatch, dtype, in_features)
+    assert (call["M"], call["N"], call["K"]) == (64, 96, padded_to)
+    px, pw = padded[call["x"]], padded[call["w"]]
+    assert px.shape == (64, padded_to) and pw.shape == (96, padded_to) and px.dtype == pw.dtype == dtype
+    assert torch.equal(px[:, :in_features], x) and torch.equal(pw[:, :in_features], w)
+    assert not px[:, in_features:].any() and not pw[:, in_features:].any()
+
+
+@pytest.mark.parametrize("dtype, in_features", [(torch.float32, 300), (torch.float32, 301), (torch.bfloat16, 296)])
+def test_no_copy_where_the_rows_are_whole_16_byte_units_or_fp32(emitted, monkeypatch, dtype, in_features):
+    call, x, w, padded = launch(emitted, monkeypatch, dtype, in_features)
+    assert call["K"] == in_features and not padded
+    assert call["x"] == x.data_ptr() and call["w"] == w.data_ptr()

@@ -10,7 +10,7 @@
 #    (gpu_tests in scripts/device_setup.sh now logs one line per test: a run cut at its limit says
 #    which tests passed.) And session 31's padding of a 16-bit module's K to a multiple of 8 (2d564bb:
 #    such modules were refused before), never run on a GPU:
-#      GPU_TESTS="tests/test_half_gpu.py -k no_multiple_of_8 tests/test_constant_gpu.py" \
+#      GPU_TESTS="tests/test_half_gpu.py::test_in_features_that_are_no_multiple_of_8 tests/test_constant_gpu.py" \
 #        GPU_TESTS_LIMIT=400 PRECISIONS= bash scripts/device_kernelbench.sh
 #
 # 2. What stands between the 16-bit GEMM and cuBLAS's (docs/perf.md, sessions 30 and 31): ~5 us a

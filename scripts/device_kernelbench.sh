@@ -5,6 +5,8 @@
 # PRECISIONS (default fp32) the KernelBench precisions to evaluate at, one after the other;
 # KB_FLAGS extra flags of scripts/kernelbench_corpus.py (--compile, --autotune). Each precision
 # gets the file `kgen generate FILE --dtype PRECISION` writes (with GEN_FLAGS, e.g. "--math fp16x3").
+# GPUS (default 1): the eval's files dealt out over that many GPUs, one process each (a host of
+# several: max-autotune's compiles of 36 files do not fit one GPU's call), the table merged after.
 . scripts/device_setup.sh
 # NUMS (e.g. "33 41 97"): those files only, instead of PART's glob.
 refs=$(if [ -n "${NUMS:-}" ]; then for n in $NUMS; do ls .kb/level2/${n}_*.py; done; else ls .kb/level2/${PART:-}*.py; fi)
@@ -36,9 +38,18 @@ PY
     (timeout 300 python3 -m kgen.tune.worker build --dtype $precision $files/$(basename $r) > /dev/null 2>&1 || echo "build failed: $r $precision") &
   done; wait
   t "KernelBench eval at $precision, kgen's replay against fp64 (fp32), bench"
-  timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files $files --precision $precision \
-    ${KB_FLAGS:-} --json $OUT/kb_${label}_$precision.jsonl $refs > $OUT/kb_${label}_$precision.log 2>&1
-  tail -40 $OUT/kb_${label}_$precision.log | grep "^|"
+  gpus=${GPUS:-1}
+  for g in $(seq 0 $((gpus - 1))); do
+    share=$(printf '%s\n' $refs | awk -v g=$g -v n=$gpus '(NR - 1) % n == g')
+    [ -n "$share" ] || continue
+    suffix=$([ $gpus -gt 1 ] && echo "_gpu$g")
+    CUDA_VISIBLE_DEVICES=$([ $gpus -gt 1 ] && echo $g || echo "${CUDA_VISIBLE_DEVICES:-0}") \
+      timeout ${EVAL_LIMIT:-420} python3 scripts/kernelbench_corpus.py --kb .kb --files $files --precision $precision \
+      ${KB_FLAGS:-} --json $OUT/kb_${label}_$precision$suffix.jsonl $share > $OUT/kb_${label}_$precision$suffix.log 2>&1 &
+  done; wait
+  records=$(ls $OUT/kb_${label}_${precision}*.jsonl 2>/dev/null)
+  [ -n "$records" ] && python3 scripts/kernelbench_corpus.py --merge $records --precision $precision \
+    | tee $OUT/kb_${label}_${precision}_table.md | grep -E "^\||correct under"
 done
 if [ -n "${THEN:-}" ]; then t "then: $THEN"; bash -c "$THEN"; fi
 t done

@@ -8,10 +8,16 @@ correctness trials, 100 timed trials, cuda events; the reference and the new fil
 namespace), then kgen's replay of that eval (the same seeds and models, with an fp64 copy of the
 reference: ModelNew's and eager fp32's max abs error against fp64) and kgen's bench (ModelNew and
 eager fp32 timed in one process, L2 flushed: the ratio). One line per file, a markdown table at
-the end. Needs a GPU and KernelBench's src/ (and its wheels' packages) on the path."""
+the end. Needs a GPU and KernelBench's src/ (and its wheels' packages) on the path.
+
+    python scripts/kernelbench_corpus.py --merge OUT1.jsonl OUT2.jsonl ... [--precision bf16]
+
+prints the table and its summary from runs' records (several GPUs, each with its share of the
+files: scripts/device_kernelbench.sh with GPUS), no GPU needed."""
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,16 +29,24 @@ from kgen.tune.configs import PRECISIONS
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--kb", type=Path, required=True, help="KernelBench's folder (src/kernelbench)")
-    p.add_argument("--files", type=Path, required=True, help="folder of the kgen files")
+    p.add_argument("--kb", type=Path, help="KernelBench's folder (src/kernelbench)")
+    p.add_argument("--files", type=Path, help="folder of the kgen files")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--precision", choices=sorted(PRECISIONS), default="fp32",
                    help="KernelBench's precision: its eval casts models and inputs to it (tolerance "
                         "1e-4 for fp32, 1e-2 for bf16/fp16); the bench runs ModelNew and eager in it")
     p.add_argument("--compile", action="store_true", help="bench torch.compile (default mode) too")
     p.add_argument("--autotune", action="store_true", help='bench torch.compile(mode="max-autotune") too')
-    p.add_argument("refs", nargs="+", type=Path)
+    p.add_argument("--merge", nargs="+", type=Path, default=None,
+                   help="print the table of these records (JSON lines) and exit")
+    p.add_argument("refs", nargs="*", type=Path)
     args = p.parse_args()
+    if args.merge:
+        print_table([json.loads(line) for path in args.merge for line in path.read_text().splitlines() if line],
+                    args.precision)
+        return
+    if args.kb is None or args.files is None or not args.refs:
+        p.error("--kb, --files and at least one REF are needed (or --merge)")
     sys.path.insert(0, str(args.kb / "src"))
     from kernelbench import eval as kb
 
@@ -80,16 +94,41 @@ def main():
             with args.json.open("a") as out:
                 out.write(json.dumps(row) + "\n")
         torch.cuda.empty_cache()
+    print_table(rows, args.precision)
+
+
+def faster_of_eager_and_autotune(row: dict) -> float | None:
+    """kgen's time over the faster of eager's and torch.compile max-autotune's (issue 24's
+    yardstick), where both were measured."""
+    if not row.get("kgen_ms") or not row.get("eager_ms") or not row.get("autotune_ms"):
+        return None
+    return row["kgen_ms"] / min(row["eager_ms"], row["autotune_ms"])
+
+
+def print_table(rows: list[dict], precision: str) -> None:
+    """One line per file, then what the family comes to: files correct under KernelBench's eval,
+    and the medians of kgen's time over eager's and over the faster of eager and max-autotune."""
     nan = float("nan")
-    print(f"\n| file | KernelBench eval ({args.precision}) | KB speedup | kgen ms | eager {args.precision} ms | ratio "
-          f"| compile ms | max-autotune ms | error vs fp64 (eager's) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    rows = sorted(rows, key=lambda r: int(r["file"].split("_")[0]) if r["file"].split("_")[0].isdigit() else 0)
+    print(f"\n| file | KernelBench eval ({precision}) | KB speedup | kgen ms | eager {precision} ms | ratio "
+          f"| compile ms | max-autotune ms | kgen / faster of eager and max-autotune | error vs fp64 (eager's) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         speed = (f"{r['kb_ref_ms'] / r['kb_ms']:.2f}x" if r.get("kb_ms") and r.get("kb_ref_ms") else "-")
+        best = faster_of_eager_and_autotune(r)
         print(f"| {r['file']} | {'correct' if r.get('correct') else 'FAIL'} | {speed} | "
               f"{r.get('kgen_ms', nan):.3f} | {r.get('eager_ms', nan):.3f} | {r.get('ratio', nan):.3f} | "
               f"{r.get('compile_ms', nan):.3f} | {r.get('autotune_ms', nan):.3f} | "
+              f"{'-' if best is None else f'{best:.3f}'} | "
               f"{r.get('err_new', nan):.1e} ({r.get('err_eager', nan):.1e}) |")
+    ratios = [r["ratio"] for r in rows if r.get("ratio") is not None]
+    best = [b for b in map(faster_of_eager_and_autotune, rows) if b is not None]
+    summary = f"\n{sum(bool(r.get('correct')) for r in rows)} of {len(rows)} correct under KernelBench's eval"
+    if ratios:
+        summary += f"; kgen / eager {precision}: median {statistics.median(ratios):.3f}"
+    if best:
+        summary += f"; kgen / the faster of eager and max-autotune: median {statistics.median(best):.3f} ({len(best)} files)"
+    print(summary)
 
 
 if __name__ == "__main__":

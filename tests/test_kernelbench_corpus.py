@@ -211,3 +211,28 @@ def test_an_fp32_only_winner_is_passed_over_for_a_16_bit_module(tmp_path):
     assert r.exit_code == 0, r.output
     assert "runs fp32 modules only, and no search of the module in bf16 is recorded" in r.output
     assert "torch.bfloat16: '__nv_bfloat16'" in (tmp_path / "b.py").read_text()
+
+
+def test_the_corpus_tables_summary_gives_the_medians_issue_24_asks_for(tmp_path):
+    """scripts/kernelbench_corpus.py --merge: records of several GPUs' shares in one table, in the
+    files' order, with kgen's time over the faster of eager and max-autotune, and the medians."""
+    import json
+    import subprocess
+    import sys
+
+    rows = [
+        {"file": "84_b.py", "correct": True, "kgen_ms": 0.25, "eager_ms": 0.28, "ratio": 0.25 / 0.28, "autotune_ms": 0.24},
+        {"file": "9_a.py", "correct": True, "kgen_ms": 0.2, "eager_ms": 0.2, "ratio": 1.0, "autotune_ms": 0.25},
+        {"file": "30_c.py", "correct": False, "kgen_ms": 0.3, "eager_ms": 0.4, "ratio": 0.75},
+    ]
+    (tmp_path / "gpu0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    (tmp_path / "gpu1.jsonl").write_text(json.dumps(rows[2]) + "\n")
+    script = Path(__file__).resolve().parents[1] / "scripts" / "kernelbench_corpus.py"
+    out = subprocess.run([sys.executable, str(script), "--merge", str(tmp_path / "gpu0.jsonl"),
+                          str(tmp_path / "gpu1.jsonl"), "--precision", "bf16"],
+                         capture_output=True, text=True, check=True).stdout
+    lines = [line for line in out.splitlines() if line.startswith("| ") and ".py" in line]
+    assert [line.split(" | ")[0][2:] for line in lines] == ["9_a.py", "30_c.py", "84_b.py"]
+    assert "| 1.000 |" in lines[0] and "| - |" in lines[1] and "| 1.042 |" in lines[2]   # 0.25 / min(0.28, 0.24)
+    assert ("2 of 3 correct under KernelBench's eval; kgen / eager bf16: median 0.893; "
+            "kgen / the faster of eager and max-autotune: median 1.021 (2 files)") in out

@@ -13,7 +13,14 @@
 #      GPU_TESTS="tests/test_half_gpu.py::test_in_features_that_are_no_multiple_of_8 tests/test_constant_gpu.py" \
 #        GPU_TESTS_LIMIT=400 PRECISIONS= bash scripts/device_kernelbench.sh
 #
-# 2. What stands between the 16-bit GEMM and cuBLAS's (docs/perf.md, sessions 30 and 31): ~5 us a
+# 2. Issue 24's yardstick on all 36 files, never measured beyond three (session 12): kgen against
+#    the faster of eager and torch.compile(mode="max-autotune") in bf16 (and fp16). max-autotune's
+#    compiles do not fit one GPU's call for 36 files; deal them out over a 4-GPU host (the table and
+#    its medians merged by scripts/kernelbench_corpus.py --merge):
+#      GPUS=4 KB_FLAGS="--compile --autotune" PRECISIONS=bf16 EVAL_LIMIT=540 \
+#        bash scripts/device_kernelbench.sh        (kind nvidia-h200-x4, carry .kb)
+#
+# 3. What stands between the 16-bit GEMM and cuBLAS's (docs/perf.md, sessions 30 and 31): ~5 us a
 #    wave outside the mainloop at 1024 x 8192 -> 8192 (K = 64: 0.018 ms against 0.008), 0.850 ms
 #    against cuBLAS's ~0.68 at KernelBench 39's shape with the statistics fused. Ruled out so far:
 #    the store loop's latency (batched stores), the epilogue tile's bank conflicts (pad 8), smaller

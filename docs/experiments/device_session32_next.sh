@@ -25,9 +25,15 @@
 #    against cuBLAS's ~0.68 at KernelBench 39's shape with the statistics fused. Ruled out so far:
 #    the store loop's latency (batched stores), the epilogue tile's bank conflicts (pad 8), smaller
 #    tiles two to an SM (64 x 128: the GEMM 1.5x slower), a persistent kernel prefetching one
-#    k-tile (session 27). Not tried: an epilogue that runs while the tensor cores work on the
-#    128 x 256 tile: ping-pong consumer warpgroups (each a 64 x 256 tile of its own, mainloops
-#    taking turns, the epilogue of one beside the other's mainloop), or a persistent cooperative
-#    kernel whose epilogue stages through shared memory of its own (three stages instead of four)
-#    and stores by TMA while the producer fills the next tile's stages.
+#    k-tile during the epilogue (session 27). What the arithmetic says is left (session 31): the
+#    epilogue must run while the tensor cores work, and with the 128 x 256 tile (the only one at
+#    cuBLAS's mainloop rate) its fp32 tile (130 KB) and four stages (192 KB) do not both fit in
+#    shared memory. So: apply the chain in the consumers' registers with the tile's per-column
+#    operands staged in shared memory first (by the producer's idle warps 1-3 during the mainloop:
+#    session 30's register form was slow only for its operand loads), round to the module's dtype
+#    there, write 64 KB of bf16 (stmatrix, swizzled) and store it by TMA, asynchronously, in a
+#    persistent kernel whose producer fills the next tile's stages meanwhile. The BatchNorm
+#    modules' statistics would then come from the registers too (column_stats, as the fp32 build
+#    takes them). Before that, cheaper: tile_column_stats leaves 128 of the 384 threads idle at
+#    BN = 256 (~3 us a tile of 39's epilogue by the PTX's count; all threads: ~2 us).
 echo "a plan, not a script: read it"

@@ -1428,8 +1428,13 @@ class Tracer:
                                   f"{str(e)[:200]})") from None
         inp = self.ref.input
         if inp.dim() != 2 or inp.dtype not in MODULE_DTYPES:
+            # A Linear over the last dimension of a (..., features) input (a sequence's tokens):
+            # the same module on its rows, flattened, is one kgen takes.
+            rows = (f". For a Linear over the last dimension, let get_inputs() return x.reshape(-1, "
+                    f"{inp.shape[-1]}) and reshape the output back where the module is called"
+                    if inp.dim() > 2 and inp.dtype in MODULE_DTYPES else "")
             raise self.refuse(f"the input is {inp.dtype} of shape {tuple(inp.shape)}; kgen's GEMM "
-                              "takes one (batch, in_features) tensor of float32, bfloat16 or float16")
+                              f"takes one (batch, in_features) tensor of float32, bfloat16 or float16{rows}")
         k_dim = 0 if stored_kn else 1
         if w.dim() != 2 or w.shape[k_dim] != self.in_features:
             want = f"({self.in_features}, N)" if stored_kn else f"(N, {self.in_features})"

@@ -188,21 +188,19 @@ def test_o_names_a_folder_to_write_into(tmp_path):
     assert [p.name for p in (tmp_path / "new").iterdir()] == [path.name]
 
 
-@pytest.mark.parametrize("shape, hint", [((4, 16, 64), True), ((4, 16, 8, 64), True), ((64,), False)])
-def test_an_input_of_another_rank_is_refused_with_what_to_do(tmp_path, shape, hint):
-    """A Linear over the last dimension of a (..., features) input (a sequence's tokens) is refused,
-    saying how to hand kgen the same module on its rows; a 1-D input gets no such hint."""
-    ref = tmp_path / "tokens.py"
+def test_an_input_of_one_dimension_is_refused_naming_what_kgen_takes(tmp_path):
+    """A 1-D input is refused, naming the inputs kgen takes: (batch, in_features), or (..., in_features)
+    for a Linear over its last dimension (tests/test_rows_input.py)."""
+    ref = tmp_path / "vector.py"
     ref.write_text(
         "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(64, 32)\n\n"
         "    def forward(self, x):\n        return torch.relu(self.fc(x))\n\n\n"
-        f"def get_inputs():\n    return [torch.randn{shape}]\n\n\n"
+        "def get_inputs():\n    return [torch.randn(64)]\n\n\n"
         "def get_init_inputs():\n    return []\n")
     out = tmp_path / "new.py"
-    r = run("generate", str(ref), "-o", str(out))
-    refused(r, f"the input is torch.float32 of shape {shape}")
-    assert ("let get_inputs() return x.reshape(-1, 64) and reshape the output back" in r.output) == hint, r.output
+    refused(run("generate", str(ref), "-o", str(out)), "the input is torch.float32 of shape (64,); kgen's GEMM takes "
+            "one (batch, in_features) tensor of float32, bfloat16 or float16 (or (..., in_features)")
     assert not out.exists()
 
 

@@ -194,6 +194,18 @@ def forward_params(parts: list[Lowered]) -> str:
     return "".join(f", {name}={_literal(default)}" for name, default in parts[-1].traced.forward_defaults)
 
 
+def forward_call_args(parts: list[Lowered]) -> str:
+    """ModelNew.forward's parameters after x passed on by name (the rows wrapper's call)."""
+    return "".join(f", {name}={name}" for name, _ in parts[-1].traced.forward_defaults)
+
+
+def rows_input(spec: Spec) -> str:
+    """How the emitted forward's docstring names an input of more dimensions, (..., features),
+    that the file takes as its rows (Reference.rows_of); "" for a (batch, features) one."""
+    shape = spec.reference().rows_of
+    return "" if shape is None else f"(..., {shape[-1]}), {'x'.join(map(str, shape))} in its get_inputs()"
+
+
 def forward_lines(parts: list[Lowered]) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call
     each GEMM part's entry point in turn (a part's output is the next part's x)."""
@@ -878,6 +890,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_lines=forward_lines(parts),
         weight_methods=weight_methods(parts),
         forward_params=forward_params(parts),
+        forward_call_args=forward_call_args(parts),
+        rows_input=rows_input(spec),
         op_parts=[op_part(low) for low in parts],
         backward_dz_offset=BACKWARD_DZ_OFFSET,
         backward_args=[None if backward.unsupported(low) else

@@ -11,7 +11,8 @@ The workload is what the file says, under whatever names it uses: the input is w
 the constant that actually sets the input's batch, the input's features or the last GEMM's
 features, found by changing each constant in turn and seeing what moves; `--set NAME=VALUE` sets
 any constant by name. The batch needs no constant: without one, inputs are drawn by calling
-`get_inputs()` as often as needed and taking the rows asked for.
+`get_inputs()` as often as needed and taking the rows asked for. An input of more dimensions,
+(..., features) (a Linear over the last one), is taken as its rows: (rows, features).
 """
 
 from __future__ import annotations
@@ -287,6 +288,14 @@ class Reference:
         # The input's rank and dtype are checked by the tracer, after it has named the first op
         # (a Conv2d on a 4-D input is refused as a Conv2d).
         (self.input,) = tensors
+        # An input of more dimensions, (..., features): the workload is its rows, (rows, features),
+        # what the tracer and everything after it see; the tracer checks that the module computes
+        # the same on them (trace._check_rows) and the emitted forward reshapes (model_new.py.j2).
+        self.rows_of: tuple | None = None
+        if self.input.dim() > 2 and self.input.shape[-1] > 0:
+            self.rows_of = tuple(self.input.shape)
+            self.input = torch.empty((self.input.shape[:-1].numel(), self.input.shape[-1]),
+                                     dtype=self.input.dtype, device="meta")
         if getattr(self, "batch_override", None) is not None and self.input.dim():
             self.input = torch.empty((self.batch_override, *self.input.shape[1:]), dtype=self.input.dtype,
                                      device="meta")
@@ -363,6 +372,13 @@ class Reference:
         current = self._measure(key)
         if value == current:
             return
+        if key == "batch" and self.rows_of is not None:
+            # The batch of an input of more dimensions is its rows, which no one constant sets.
+            self.batch_override = value
+            self._read_workload()
+            self.applied.append(f"batch {value} (the input is (..., {self.rows_of[-1]}): {value} of its rows, "
+                                "from repeated get_inputs() calls)")
+            return
         names = self.constant_for(key)
         if len(names) != 1:
             if key == "batch" and not names:
@@ -397,14 +413,18 @@ class Reference:
         rows [the workload's]: where no constant sets the batch, rows of as many calls as it
         takes (the same distribution, whatever get_inputs draws)."""
         batch = batch or int(self.input.shape[0])
-        (x,) = [t for t in self.draw() if isinstance(t, torch.Tensor)]
+        (x,) = [self._rows(t) for t in self.draw() if isinstance(t, torch.Tensor)]
         chunks, rows = [x], x.shape[0]
         while rows < batch:
-            (more,) = [t for t in self.draw() if isinstance(t, torch.Tensor)]
+            (more,) = [self._rows(t) for t in self.draw() if isinstance(t, torch.Tensor)]
             chunks.append(more)
             rows += more.shape[0]
         x = torch.cat(chunks)[:batch] if len(chunks) > 1 or rows != batch else x
         return [x.contiguous()]
+
+    def _rows(self, x: torch.Tensor) -> torch.Tensor:
+        """An input of get_inputs() as the workload takes it: its rows where it is (..., features)."""
+        return x.reshape(-1, x.shape[-1]) if self.rows_of is not None and x.dim() > 2 else x
 
     def draw(self) -> list:
         """One call of the file's get_inputs(), as its caller would have it (the RNG states moved

@@ -1428,13 +1428,10 @@ class Tracer:
                                   f"{str(e)[:200]})") from None
         inp = self.ref.input
         if inp.dim() != 2 or inp.dtype not in MODULE_DTYPES:
-            # A Linear over the last dimension of a (..., features) input (a sequence's tokens):
-            # the same module on its rows, flattened, is one kgen takes.
-            rows = (f". For a Linear over the last dimension, let get_inputs() return x.reshape(-1, "
-                    f"{inp.shape[-1]}) and reshape the output back where the module is called"
-                    if inp.dim() > 2 and inp.dtype in MODULE_DTYPES else "")
+            # (An input of more dimensions is its rows here: Reference.rows_of, _check_rows.)
             raise self.refuse(f"the input is {inp.dtype} of shape {tuple(inp.shape)}; kgen's GEMM "
-                              f"takes one (batch, in_features) tensor of float32, bfloat16 or float16{rows}")
+                              "takes one (batch, in_features) tensor of float32, bfloat16 or float16 "
+                              "(or (..., in_features), a Linear over its last dimension)")
         k_dim = 0 if stored_kn else 1
         if w.dim() != 2 or w.shape[k_dim] != self.in_features:
             want = f"({self.in_features}, N)" if stored_kn else f"(N, {self.in_features})"
@@ -3004,12 +3001,75 @@ def _trace(ref: Reference) -> Graph:
         raise Unsupported(f"{ref.path}: the forward computes other ops in training mode than in eval mode "
                           "(a branch on self.training?); kgen emits one forward for both modes")
     graph.dropouts = tracer.dropouts
+    if getattr(ref, "rows_of", None) is not None:
+        _check_rows(ref, graph)
     graph.fp32_casts = tracer.fp32_casts
     graph.forward_defaults = tracer.forward_defaults
     graph.sizes_read = tracer.sizes_read
     for part in graph.parts:   # (each part's backward raises where the module's would)
         part.no_derivative = tracer.no_derivative
     return graph
+
+
+# The rows check (_check_rows) builds the module on the CPU in fp64: at most this many elements of
+# parameters and buffers (2 GiB); a larger module with an input of more dimensions is refused.
+ROWS_CHECK_MAX_ELEMENTS = 1 << 28
+
+
+def rows_output(out: torch.Tensor, lead: tuple) -> torch.Tensor:
+    """The module's output on an input of leading sizes `lead`, from its output `out` on the
+    input's rows: rows back to those sizes, a scalar as it is. (The emitted forward does the same:
+    model_new.py.j2, rows_input.)"""
+    return out if out.dim() == 0 else out.reshape(*lead, *out.shape[1:])
+
+
+def _check_rows(ref: Reference, graph: Graph) -> None:
+    """An input of more dimensions, (..., K) (Reference.rows_of): kgen takes the module as the same
+    module on the input's rows, x.reshape(-1, K), as a Linear over the last dimension is, its output
+    reshaped back (rows_output). Whether the module's other ops are so is not in the trace (dim=1
+    of a 3-D value is not the features), so it is checked by running the module both ways, on the
+    CPU in fp64, built as get_init_inputs() builds it, at small leading sizes: in training and in
+    eval mode (eval alone where a dropout draws its mask)."""
+    shape, k = ref.rows_of, ref.rows_of[-1]
+    lead = tuple([2, 3] + [2] * (len(shape) - 3))
+    where = (f"{ref.path}: the input is (..., {k}) (shape {shape}); kgen takes a Linear over its last "
+             f"dimension as the same module on the input's rows, x.reshape(-1, {k})")
+    meta = ref.meta_model()
+    elements = sum(t.numel() for t in (*meta.parameters(), *meta.buffers()))
+    if elements > ROWS_CHECK_MAX_ELEMENTS:
+        raise Unsupported(f"{where}, which it checks by running the module on the CPU: {elements:,} "
+                          f"elements of parameters and buffers are too many for that (at most "
+                          f"{ROWS_CHECK_MAX_ELEMENTS:,}); give kgen a (batch, {k}) input")
+    try:
+        torch.manual_seed(0)
+        with torch.device("cpu"):
+            model = ref.Model(*ref.init_args()).double()
+        x = torch.randn(*lead, k, dtype=torch.float64)
+        for training in (True, False):
+            outs = []
+            for value in (x, x.reshape(-1, k)):
+                m = copy.deepcopy(model).train(training)
+                torch.manual_seed(1)
+                with torch.no_grad():
+                    outs.append(m(value.clone()))
+            whole, rows = outs[0], rows_output(outs[1], lead)
+            mode = "training" if training else "eval"
+            if whole.shape != rows.shape:
+                why = (f"in {mode} mode its output is {tuple(whole.shape)} on a {tuple(x.shape)} input and "
+                       f"{tuple(outs[1].shape)} on its rows")
+            elif not (training and graph.dropouts) and not torch.allclose(whole, rows, rtol=1e-9, atol=1e-12,
+                                                                        equal_nan=True):
+                why = (f"in {mode} mode its values differ, by up to {(whole - rows).abs().max().item():.2g}: "
+                       "an op over another dimension than the last?")
+            else:
+                continue
+            raise Unsupported(f"{where}, and this module computes otherwise on them ({why}); give kgen a "
+                              f"(batch, {k}) input")
+    except Unsupported:
+        raise
+    except Exception as e:  # noqa: BLE001 - the module failing one way is the reason
+        raise Unsupported(f"{where}, and this module fails one of the two ways ({type(e).__name__}: "
+                          f"{str(e)[:200]}); give kgen a (batch, {k}) input") from None
 
 
 def describe(graph: Graph) -> str:

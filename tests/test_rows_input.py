@@ -1,0 +1,168 @@
+"""A module whose input is (..., features), a Linear over its last dimension (a sequence's tokens,
+heads, ...): kgen takes it as the same module on the input's rows, x.reshape(-1, features), where
+running the module both ways shows that it is (trace._check_rows), and refuses it, saying why,
+where it is not (an op over another dimension, a BatchNorm1d of the channels at dim 1). CPU: the
+trace, the IR against the module, the emitted forward's shapes against a stand-in library; the
+GPU side is tests/test_rows_input_gpu.py."""
+
+import contextlib
+import copy
+import types
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from kgen.cli import main
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import rows_output, trace
+from kgen.ir.graph import Unsupported
+
+IN, OUT = 24, 40
+
+# (the module's extra __init__ lines, its forward after the Linear, get_inputs' leading sizes)
+ACCEPTED = {
+    "gelu": ("", "x = torch.nn.functional.gelu(x)", "batch_size, 5"),
+    "softmax_last": ("", "x = torch.softmax(x, dim=-1)", "batch_size, 5"),
+    "layernorm": (f"self.norm = nn.LayerNorm({OUT})", "x = torch.relu(self.norm(x))", "batch_size, 5"),
+    "row_sum": ("", "x = x.sum(dim=-1, keepdim=True)", "batch_size, 5"),
+    "row_max": ("", "x = torch.amax(x, -1)", "batch_size, 5"),
+    "mean_of_all": ("", "x = torch.sigmoid(x).mean()", "batch_size, 5"),
+    "dropout": ("self.drop = nn.Dropout(0.25)", "x = self.drop(x) + 1.0", "batch_size, 5"),
+    "four_d": ("", "x = torch.nn.functional.silu(x) * 0.5", "batch_size, 3, 2"),
+}
+REFUSED = {
+    "softmax_dim1": ("", "x = torch.softmax(x, dim=1)", "batch_size, 5", "its values differ"),
+    "sum_dim1": ("", "x = x.sum(dim=1)", "batch_size, 5", "its output is"),
+    "batchnorm": (f"self.bn = nn.BatchNorm1d({OUT})", "x = self.bn(x)", "batch_size, 5", "fails one of the two ways"),
+    # The module itself must be the same on (batch, features) and (..., features) inputs, so its
+    # ops name the last dimension as -1: dim=2 of a 3-D input is no dimension of its rows.
+    "softmax_dim2": ("", "x = x.softmax(2) * 2.0", "batch_size, 5", "softmax over dim=2"),
+}
+
+
+def write(tmp_path, name, init, body, lead):
+    ref = tmp_path / f"{name}.py"
+    ref.write_text(f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+        {init or "pass"}
+
+    def forward(self, x):
+        x = self.fc(x)
+        {body}
+        return x
+
+
+batch_size = 3
+in_features = {IN}
+out_features = {OUT}
+
+
+def get_inputs():
+    return [torch.randn({lead}, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+""")
+    return ref
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_the_module_on_its_rows_is_traced_and_its_ir_is_the_module(tmp_path, name):
+    """The trace (on the rows) and the IR run on the rows, reshaped back, give the module's own
+    output on the (..., features) input, in training and eval mode."""
+    ref = Reference(str(write(tmp_path, name, *ACCEPTED[name])))
+    assert ref.input.shape == (torch.Size(ref.rows_of[:-1]).numel(), IN)   # the workload: the rows
+    graph = trace(ref)
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double()
+    x = torch.rand(*ref.rows_of, dtype=torch.float64) * 2 - 1
+    for training in ((False,) if graph.dropouts else (True, False)):
+        a, b = copy.deepcopy(model).train(training), copy.deepcopy(model).train(training)
+        with torch.no_grad():
+            expect = a(x)
+            got = rows_output(graph.interpret(x.reshape(-1, IN), b), ref.rows_of[:-1])
+        assert got.shape == expect.shape
+        torch.testing.assert_close(got, expect, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_a_module_that_is_not_the_same_on_rows_is_refused_saying_why(tmp_path, name):
+    *module, phrase = REFUSED[name]
+    path = write(tmp_path, name, *module)
+    with pytest.raises(Unsupported) as e:
+        trace(Reference(str(path)))
+    assert phrase in str(e.value)
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
+    assert r.exit_code == 2 and phrase in r.output and "Traceback" not in r.output, r.output
+
+
+class StandIn:
+    """The compiled library: records each forward call's M, N, K; its kernels do nothing."""
+
+    def __init__(self, names):
+        self.names, self.calls = names, []
+
+    def kgen_workspace_floats_0(self, M, N, K):
+        return 1
+
+    def kgen_forward_0(self, *values):
+        self.calls.append(dict(zip(self.names, values)))
+
+
+@pytest.mark.parametrize("name", ["gelu", "row_max", "mean_of_all", "four_d"])
+def test_the_emitted_forward_runs_the_rows_and_gives_the_modules_shape(tmp_path, monkeypatch, name):
+    """ModelNew on the (..., features) input: the kernels get its rows (M = the leading sizes'
+    product, K the features), and the output has the module's shape; a (batch, features) input
+    goes to the kernels as it is."""
+    from kgen.check.loading import EmittedFile
+
+    path = write(tmp_path, name, *ACCEPTED[name])
+    out = tmp_path / "new.py"
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    f = EmittedFile(out)
+    m = f.module
+    library = StandIn([n for n, _ in m._KGEN_FORWARD_ARGS[0]])
+    monkeypatch.setattr(m, "_kgen_build", lambda device=None, dtype=torch.float32: library)
+    monkeypatch.setitem(m._KGEN_OUTPUT_TYPED, library, [True])
+    monkeypatch.setattr(m, "_kgen_on", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(m, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
+    torch.manual_seed(0)
+    new, ref = f.ModelNew(*f.init_args()), f.Model(*f.init_args())
+    x = torch.randn(*f.reference.rows_of)
+    with torch.no_grad():
+        got, expect = new(x), ref(x)
+        flat = new(x.reshape(-1, IN))
+    assert got.shape == expect.shape
+    rows = torch.Size(f.reference.rows_of[:-1]).numel()
+    assert [(c["M"], c["N"], c["K"]) for c in library.calls] == [(rows, OUT, IN)] * 2
+    assert flat.shape == ref(x.reshape(-1, IN)).shape
+
+
+def test_a_module_too_large_to_run_on_the_cpu_is_refused(tmp_path, monkeypatch):
+    import kgen.frontend.trace as tr
+
+    monkeypatch.setattr(tr, "ROWS_CHECK_MAX_ELEMENTS", 100)
+    with pytest.raises(Unsupported, match="are too many for that"):
+        trace(Reference(str(write(tmp_path, "big", *ACCEPTED["gelu"]))))
+
+
+def test_the_batch_of_such_an_input_is_its_rows(tmp_path):
+    """--batch B is B rows (of repeated get_inputs() calls), whatever constants size the leading
+    dimensions; --in still maps onto the features' constant."""
+    path = write(tmp_path, "gelu", *ACCEPTED["gelu"])
+    ref = Reference(str(path), {"batch": 7, "in_features": 32})
+    assert ref.input.shape == (7, 32) and ref.rows_of[-1] == 32
+    (x,) = ref.inputs()
+    assert x.shape == (7, 32)
+    r = CliRunner().invoke(main, ["generate", str(path), "--batch", "1000", "-o", str(tmp_path / "n.py")])
+    assert r.exit_code == 0 and "batch 1000 (the input is (..., 24)" in r.output, r.output

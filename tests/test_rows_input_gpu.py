@@ -1,0 +1,83 @@
+"""GPU tier of modules whose input is (..., features), a Linear over its last dimension, which the
+emitted file runs on the input's rows (tests/test_rows_input.py has the CPU side): kgen's full gate
+in fp32 (1e-4) and bf16 (1e-2) on the rows, and ModelNew on the (..., features) input itself,
+forward and backward, against the module: KernelBench's allclose, errors against fp64 beside
+eager's, and the input's gradient in the input's shape."""
+
+import pytest
+import torch
+
+from kgen.check.loading import EmittedFile
+from kgen.check.validate import KERNELBENCH_CHECK, validate
+from kgen.codegen import generator
+from kgen.frontend.reference import Reference
+from kgen.tune.search import Candidate
+from kgen.tune.spec import Spec, Tile
+
+from conftest import build_once
+from test_rows_input import ACCEPTED, IN, OUT, write
+
+pytestmark = pytest.mark.gpu
+
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+CASES = ["gelu", "layernorm", "row_max", "four_d"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    if not HOPPER:
+        return {}
+    d = tmp_path_factory.mktemp("rows")
+    candidates = []
+    for name in CASES:
+        path = write(d, name, *ACCEPTED[name])
+        ref = Reference(str(path))
+        spec = Spec.of(str(path), int(ref.input.shape[0]), IN, OUT, math="tf32x3",
+                       backend="wgmma", fusion=1, tile=Tile(128, 128, 32, 16, 128, stages=4))
+        candidates.append(Candidate(spec, generator.write(spec, d / f"{spec.name()}.py")))
+    build_once(tmp_path_factory, "rows_input", candidates, 8, 900, lambda line: None)
+    return {name: EmittedFile(c.path) for name, c in zip(CASES, candidates)}
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.bfloat16, 1e-2)], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("name", CASES)
+def test_the_gate_on_the_rows(files, name, dtype, tol):
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    results = validate(files[name], tol=tol, dtype=dtype)
+    failed = [r for r in results if not r.passed
+              and not (dtype != torch.float32 and r.name == KERNELBENCH_CHECK and r.max_abs <= r.ref_abs)]
+    assert not failed, [r.line() for r in failed]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_module_on_its_own_input(files, name):
+    """ModelNew(x) for x of the reference's own (..., features) shape: the module's output shape,
+    KernelBench's allclose at 1e-4, an error against fp64 within the gate's factor of eager's,
+    and x's gradient of x's shape, as near fp64 as eager's (times the same factor)."""
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    from kgen.check.validate import FP32_EXACT_FACTOR
+
+    f = files[name]
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        ref, new = f.Model(*f.init_args()), f.ModelNew(*f.init_args())
+        ref64 = f.Model(*f.init_args()).double()
+    new.load_state_dict(ref.state_dict())
+    ref64.load_state_dict(ref.state_dict())
+    for m in (ref, new, ref64):
+        m.eval()
+    x = torch.randn(*f.reference.rows_of, device="cuda")
+    outs, grads = [], []
+    for m, v in ((ref, x), (new, x), (ref64, x.double())):
+        v = v.clone().requires_grad_(True)
+        out = m(v)
+        out.backward(torch.ones_like(out))
+        outs.append(out.detach().double())
+        grads.append(v.grad.double())
+    assert outs[1].shape == outs[0].shape and grads[1].shape == x.shape
+    assert torch.allclose(outs[0], outs[1], atol=1e-4, rtol=1e-4)
+    for (eager, kgen, exact), what in ((outs, "output"), (grads, "dx")):
+        err, eager_err = (kgen - exact).abs().max().item(), (eager - exact).abs().max().item()
+        assert err <= FP32_EXACT_FACTOR * max(eager_err, 1e-12), f"{what}: {err:.2e} against eager's {eager_err:.2e}"

@@ -12,6 +12,8 @@
 #    such modules were refused before), never run on a GPU:
 #      GPU_TESTS="tests/test_half_gpu.py::test_in_features_that_are_no_multiple_of_8 tests/test_constant_gpu.py" \
 #        GPU_TESTS_LIMIT=400 PRECISIONS= bash scripts/device_kernelbench.sh
+#    And the (..., in_features) inputs taken as their rows (e2f527c), never run on a GPU:
+#      GPU_TESTS="tests/test_rows_input_gpu.py" GPU_TESTS_LIMIT=300 PRECISIONS= bash scripts/device_kernelbench.sh
 #
 # 2. Issue 24's yardstick on all 36 files, never measured beyond three (session 12): kgen against
 #    the faster of eager and torch.compile(mode="max-autotune") in bf16 (and fp16). max-autotune's

@@ -35,6 +35,15 @@ REFUSED = {
     "softmax_dim1": ("", "x = torch.softmax(x, dim=1)", "batch_size, 5", "its values differ"),
     "sum_dim1": ("", "x = x.sum(dim=1)", "batch_size, 5", "its output is"),
     "batchnorm": (f"self.bn = nn.BatchNorm1d({OUT})", "x = self.bn(x)", "batch_size, 5", "fails one of the two ways"),
+    # A gate initialized to 0 (ReZero) hides an op over the sequence at the built weights.
+    "zero_gate": ("self.alpha = nn.Parameter(torch.zeros(1))", "x = x + self.alpha * x.mean(dim=1, keepdim=True)",
+                  "batch_size, 5", "parameters moved at random"),
+    # A bare squeeze() drops a leading size of 1, which the rows reshaped back keep.
+    "bare_squeeze": ("", "x = x.amax(-1, keepdim=True).squeeze()", "batch_size, 5", "reshaped back (1, 3)"),
+    # Dropout, and an op over the sequence in training mode only.
+    "training_branch": ("self.drop = nn.Dropout(0.25)",
+                        "x = self.drop(x)\n        if self.training:\n            x = x - x.mean(dim=1, keepdim=True)",
+                        "batch_size, 5", "in training mode"),
     # The module itself must be the same on (batch, features) and (..., features) inputs, so its
     # ops name the last dimension as -1: dim=2 of a 3-D input is no dimension of its rows.
     "softmax_dim2": ("", "x = x.softmax(2) * 2.0", "batch_size, 5", "softmax over dim=2"),
@@ -166,3 +175,19 @@ def test_the_batch_of_such_an_input_is_its_rows(tmp_path):
     assert x.shape == (7, 32)
     r = CliRunner().invoke(main, ["generate", str(path), "--batch", "1000", "-o", str(tmp_path / "n.py")])
     assert r.exit_code == 0 and "batch 1000 (the input is (..., 24)" in r.output, r.output
+
+
+def test_the_check_leaves_the_random_states_as_they_were(tmp_path):
+    path = write(tmp_path, "dropout", *ACCEPTED["dropout"])
+    ref = Reference(str(path))
+    torch.manual_seed(5)
+    expect = torch.rand(3)
+    torch.manual_seed(5)
+    trace(ref)
+    assert torch.equal(torch.rand(3), expect)
+
+
+def test_a_module_that_cannot_be_copied_is_checked_all_the_same(tmp_path):
+    path = write(tmp_path, "locked", "self.lock = __import__('threading').Lock()",
+                 "x = torch.relu(x)", "batch_size, 5")
+    trace(Reference(str(path)))

@@ -3028,10 +3028,12 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
     module on the input's rows, x.reshape(-1, K), as a Linear over the last dimension is, its output
     reshaped back (rows_output). Whether the module's other ops are so is not in the trace (dim=1
     of a 3-D value is not the features), so it is checked by running the module both ways, on the
-    CPU in fp64, built as get_init_inputs() builds it, at small leading sizes: in training and in
-    eval mode (eval alone where a dropout draws its mask)."""
+    CPU in fp64, built as get_init_inputs() builds it and again with every parameter moved at
+    random (a gate initialized to 0 hides an op over another dimension), at small leading sizes
+    and at each with one of them 1 (a bare squeeze() drops those), in training and in eval mode
+    (a dropout's mask is the same both ways: one seed, as many elements in the same order). The
+    caller's random states are left as they were."""
     shape, k = ref.rows_of, ref.rows_of[-1]
-    lead = tuple([2, 3] + [2] * (len(shape) - 3))
     where = (f"{ref.path}: the input is (..., {k}) (shape {shape}); kgen takes a Linear over its last "
              f"dimension as the same module on the input's rows, x.reshape(-1, {k})")
     meta = ref.meta_model()
@@ -3040,36 +3042,51 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
         raise Unsupported(f"{where}, which it checks by running the module on the CPU: {elements:,} "
                           f"elements of parameters and buffers are too many for that (at most "
                           f"{ROWS_CHECK_MAX_ELEMENTS:,}); give kgen a (batch, {k}) input")
-    try:
-        torch.manual_seed(0)
-        with torch.device("cpu"):
-            model = ref.Model(*ref.init_args()).double()
-        x = torch.randn(*lead, k, dtype=torch.float64)
-        for training in (True, False):
-            outs = []
-            for value in (x, x.reshape(-1, k)):
-                m = copy.deepcopy(model).train(training)
-                torch.manual_seed(1)
-                with torch.no_grad():
-                    outs.append(m(value.clone()))
-            whole, rows = outs[0], rows_output(outs[1], lead)
-            mode = "training" if training else "eval"
-            if whole.shape != rows.shape:
-                why = (f"in {mode} mode its output is {tuple(whole.shape)} on a {tuple(x.shape)} input and "
-                       f"{tuple(outs[1].shape)} on its rows")
-            elif not (training and graph.dropouts) and not torch.allclose(whole, rows, rtol=1e-9, atol=1e-12,
-                                                                        equal_nan=True):
-                why = (f"in {mode} mode its values differ, by up to {(whole - rows).abs().max().item():.2g}: "
-                       "an op over another dimension than the last?")
-            else:
-                continue
-            raise Unsupported(f"{where}, and this module computes otherwise on them ({why}); give kgen a "
-                              f"(batch, {k}) input")
-    except Unsupported:
-        raise
-    except Exception as e:  # noqa: BLE001 - the module failing one way is the reason
-        raise Unsupported(f"{where}, and this module fails one of the two ways ({type(e).__name__}: "
-                          f"{str(e)[:200]}); give kgen a (batch, {k}) input") from None
+    base = [2, 3] + [2] * (len(shape) - 3)
+    leads = [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=devices):
+        try:
+            torch.manual_seed(0)
+            with torch.device("cpu"):
+                model = ref.Model(*ref.init_args()).double()
+            # (only buffers move in a forward, a training BatchNorm's: each run starts from these)
+            buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
+            for weights in ("as built", "moved at random"):
+                if weights != "as built":
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            if p.is_floating_point():
+                                p.add_(torch.randn_like(p) * (0.5 * (p.abs().mean().item() or 1.0)))
+                for lead in leads:
+                    x = torch.randn(*lead, k, dtype=torch.float64)
+                    for training in (True, False):
+                        outs = []
+                        for value in (x, x.reshape(-1, k)):
+                            with torch.no_grad():
+                                for name, b in model.named_buffers():
+                                    b.copy_(buffers[name])
+                                model.train(training)
+                                torch.manual_seed(1)
+                                outs.append(model(value.clone()))
+                        whole, rows = outs[0], rows_output(outs[1], lead)
+                        at = (f"in {'training' if training else 'eval'} mode, on a {tuple(x.shape)} input, "
+                              f"parameters {weights}")
+                        if whole.shape != rows.shape:
+                            why = (f"{at}, its output is {tuple(whole.shape)}, and its rows' output reshaped back "
+                                   f"{tuple(rows.shape)}")
+                        elif not torch.allclose(whole, rows, rtol=1e-9, atol=1e-12, equal_nan=True):
+                            why = (f"{at}, its values differ, by up to {(whole - rows).abs().max().item():.2g}: "
+                                   "an op over another dimension than the last?")
+                        else:
+                            continue
+                        raise Unsupported(f"{where}, and this module computes otherwise on them ({why}); give "
+                                          f"kgen a (batch, {k}) input")
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001 - the module failing one way is the reason
+            raise Unsupported(f"{where}, and this module fails one of the two ways ({type(e).__name__}: "
+                              f"{str(e)[:200]}); give kgen a (batch, {k}) input") from None
 
 
 def describe(graph: Graph) -> str:

@@ -86,3 +86,20 @@ def test_functional_dropout_is_guarded_on_every_modules_mode(tmp_path):
     # different output).
     assert generator.forward_lines(generator.lowered_parts(spec))[0] == \
         "if any(m.training != self.training for m in self.modules()):"
+
+
+@pytest.mark.parametrize("body", [
+    "x = F.dropout(x, 0.3, training=self.training)\nif self.training:\n    x = x - x.mean(dim=1, keepdim=True)",
+    "x = F.dropout(x, 0.3, training=self.training)\nx = x * 2.0 if self.training else x",
+])
+def test_a_branch_on_the_mode_beside_a_dropout_is_refused(body, tmp_path):
+    """The training mode's IR is compared with the eval mode's with its dropouts taken as the
+    identity: a dropout's mask no longer hides another op of training mode only (kgen wrote that
+    op into the eval mode's forward too)."""
+    with pytest.raises(Unsupported, match="other ops in training mode than in eval mode"):
+        trace(module(tmp_path, body))
+
+
+def test_a_dropout_alone_is_the_only_difference_between_the_modes(tmp_path):
+    graph = trace(module(tmp_path, "x = F.dropout(x, 0.3, training=self.training)\nx = torch.relu(x) * 2.0"))
+    assert len(graph.dropouts) == 1

@@ -670,6 +670,7 @@ class Tracer:
         self.where: tuple[int | None, str] = (None, "")
         self.params: dict[str, int] = {}
         self.dropouts: list[dict] = []   # active dropouts (Tracer.dropout)
+        self.dropout_is_identity = False   # every dropout taken as the identity (_trace's mode check)
         self.fp32_casts: list[tuple] = []   # casts to float32 taken as no-ops (Graph.fp32_casts)
         self.sizes_read: list[tuple] = []   # feature sizes read as numbers (Graph.sizes_read)
         self.no_derivative: list[tuple] = []   # ops torch has no derivative for (Graph.no_derivative)
@@ -1389,7 +1390,7 @@ class Tracer:
         trace() refuses one active in eval mode."""
         if not _is_number(p):
             raise self.refuse(f"dropout with p={p!r}")
-        if p == 0 or not active:
+        if p == 0 or not active or self.dropout_is_identity:
             return x
         record = {"path": path, "p": float(p), "line": self.where[0], "text": self.where[1],
                   "reproduced": False}
@@ -2996,8 +2997,15 @@ def _trace(ref: Reference) -> Graph:
                           "is active in eval mode (pass training=self.training); kgen does not "
                           "reproduce torch's random mask")
     # A forward that branches on self.training (fx bakes the branch in): the two modes' IRs
-    # differ where no dropout explains it, and one emitted forward cannot be both.
-    if not tracer.dropouts and not evaluation.dropouts and graph.describe() != evaluated.describe():
+    # differ where no dropout explains it, and one emitted forward cannot be both. Where a dropout
+    # is active in training mode, its mask is no such difference: the training mode's IR is
+    # compared with the dropouts taken as the identity (a third trace).
+    trained = graph
+    if tracer.dropouts:
+        plain = Tracer(ref, ref.meta_model())
+        plain.dropout_is_identity = True
+        trained = plain.run()
+    if trained.describe() != evaluated.describe():
         raise Unsupported(f"{ref.path}: the forward computes other ops in training mode than in eval mode "
                           "(a branch on self.training?); kgen emits one forward for both modes")
     graph.dropouts = tracer.dropouts

@@ -187,3 +187,32 @@ def assert_same_bits_every_call(f, rows: int, calls: int = 3, dtype=None) -> Non
     for out, buffers in outs[1:]:
         assert torch.equal(out, outs[0][0])
         assert all(torch.equal(a, b) for a, b in zip(buffers, outs[0][1]))
+
+
+class StandInLibrary:
+    """An emitted file's compiled library, for CPU tests of the Python around its kernels: the
+    forward entry of part 0 records each call's arguments by name (M, N, K, the tensors' data
+    pointers) and its kernels do nothing."""
+
+    def __init__(self, names):
+        self.names, self.calls = names, []
+
+    def kgen_workspace_floats_0(self, M, N, K):
+        return 1
+
+    def kgen_forward_0(self, *values):
+        self.calls.append(dict(zip(self.names, values)))
+
+
+def launch_on_cpu(module, monkeypatch) -> StandInLibrary:
+    """An emitted file's `module` made to launch on CPU tensors against a StandInLibrary (its build,
+    device guard and stream replaced), which it returns."""
+    import contextlib
+    import types
+
+    library = StandInLibrary([name for name, _ in module._KGEN_FORWARD_ARGS[0]])
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32: library)
+    monkeypatch.setitem(module._KGEN_OUTPUT_TYPED, library, [True])
+    monkeypatch.setattr(module, "_kgen_on", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    return library

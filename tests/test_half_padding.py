@@ -3,8 +3,6 @@ in whole 16-byte rows, so the emitted file hands its kernels copies padded with 
 multiple of 8 (CPU: the file's launch code run against a stand-in for its compiled library; the
 GPU side, the full gate at such widths, is tests/test_half_gpu.py)."""
 
-import contextlib
-import types
 from pathlib import Path
 
 import pytest
@@ -14,20 +12,7 @@ from kgen.check.loading import EmittedFile
 from kgen.codegen import generator
 from kgen.tune.spec import Spec, Tile
 
-
-class StandIn:
-    """The compiled library's forward entry, recording what it is handed."""
-
-    def __init__(self, names):
-        self.names = names
-        self.calls = []
-
-    def kgen_workspace_floats_0(self, M, N, K):
-        return 1
-
-    def kgen_forward_0(self, *values):
-        self.calls.append(dict(zip(self.names, values)))
-        return None
+from conftest import launch_on_cpu
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +26,7 @@ def launch(emitted, monkeypatch, dtype, in_features):
     """_kgen_launch of part 0 on CPU tensors of `dtype`, the stand-in library's call returned
     with the pointers of x and w as the file padded them, if it did."""
     m = emitted.module
-    library = StandIn([name for name, _ in m._KGEN_FORWARD_ARGS[0]])
-    monkeypatch.setattr(m, "_kgen_build", lambda device, dtype=torch.float32: library)
-    monkeypatch.setitem(m._KGEN_OUTPUT_TYPED, library, [True])
-    monkeypatch.setattr(m, "_kgen_on", lambda device: contextlib.nullcontext())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    library = launch_on_cpu(m, monkeypatch)
     padded = {}
     real_pad = m._kgen_padded
 

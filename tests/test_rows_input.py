@@ -5,9 +5,7 @@ where it is not (an op over another dimension, a BatchNorm1d of the channels at 
 trace, the IR against the module, the emitted forward's shapes against a stand-in library; the
 GPU side is tests/test_rows_input_gpu.py."""
 
-import contextlib
 import copy
-import types
 
 import pytest
 import torch
@@ -17,6 +15,8 @@ from kgen.cli import main
 from kgen.frontend.reference import Reference
 from kgen.frontend.trace import rows_output, trace
 from kgen.ir.graph import Unsupported
+
+from conftest import launch_on_cpu
 
 IN, OUT = 24, 40
 
@@ -113,19 +113,6 @@ def test_a_module_that_is_not_the_same_on_rows_is_refused_saying_why(tmp_path, n
     assert r.exit_code == 2 and phrase in r.output and "Traceback" not in r.output, r.output
 
 
-class StandIn:
-    """The compiled library: records each forward call's M, N, K; its kernels do nothing."""
-
-    def __init__(self, names):
-        self.names, self.calls = names, []
-
-    def kgen_workspace_floats_0(self, M, N, K):
-        return 1
-
-    def kgen_forward_0(self, *values):
-        self.calls.append(dict(zip(self.names, values)))
-
-
 @pytest.mark.parametrize("name", ["gelu", "row_max", "mean_of_all", "four_d"])
 def test_the_emitted_forward_runs_the_rows_and_gives_the_modules_shape(tmp_path, monkeypatch, name):
     """ModelNew on the (..., features) input: the kernels get its rows (M = the leading sizes'
@@ -139,11 +126,7 @@ def test_the_emitted_forward_runs_the_rows_and_gives_the_modules_shape(tmp_path,
     assert r.exit_code == 0, r.output
     f = EmittedFile(out)
     m = f.module
-    library = StandIn([n for n, _ in m._KGEN_FORWARD_ARGS[0]])
-    monkeypatch.setattr(m, "_kgen_build", lambda device=None, dtype=torch.float32: library)
-    monkeypatch.setitem(m._KGEN_OUTPUT_TYPED, library, [True])
-    monkeypatch.setattr(m, "_kgen_on", lambda device: contextlib.nullcontext())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    library = launch_on_cpu(m, monkeypatch)
     monkeypatch.setattr(m, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
     torch.manual_seed(0)
     new, ref = f.ModelNew(*f.init_args()), f.Model(*f.init_args())

@@ -38,6 +38,7 @@ from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 from kgen.ir.graph import smooth, stored_weight
 from kgen.ir.ops import JUMPING
+from kgen.tune.configs import precision_name
 
 TRIALS = 5
 # A common offset much larger than the spread of the inputs: E[z^2] - E[z]^2 cancels
@@ -71,8 +72,6 @@ KERNELBENCH_TRIALS = 5
 # Errors below one fp32 ulp of the tensor's largest value count as that ulp in the ratio: an
 # eager error of exactly 0 (e.g. a buffer that did not move) must not make any rounding fail.
 ULP_FP32 = 2.0 ** -23
-# How the reports name the dtype eager ran in (its error vs fp64 is the yardstick).
-_DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 
 @dataclasses.dataclass
@@ -156,7 +155,7 @@ class Comparison:
         those `left_out` marks (at a jump of the reference: kinks.jump_mask). `yardstick`: an
         eager error to judge by where it is larger than ref32's own (the training check's drift
         of two eager runs where kinks flip by chance: _training_run)."""
-        self.eager = _DTYPE_NAMES.get(ref32.dtype, self.eager)
+        self.eager = precision_name(ref32.dtype)
         # KernelBench's own allclose judges every element (as its eval does), before any is left out
         jump_note = ""
         plain_close = (new.shape == ref32.shape and new.dtype == ref32.dtype

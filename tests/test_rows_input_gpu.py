@@ -57,7 +57,7 @@ def test_the_module_on_its_own_input(files, name):
     and x's gradient of x's shape, as near fp64 as eager's (times the same factor)."""
     if not HOPPER:
         pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
-    from kgen.check.validate import FP32_EXACT_FACTOR
+    from kgen.check.validate import FP32_EXACT_FACTOR, ULP_FP32
 
     f = files[name]
     torch.manual_seed(0)
@@ -80,4 +80,7 @@ def test_the_module_on_its_own_input(files, name):
     assert torch.allclose(outs[0], outs[1], atol=1e-4, rtol=1e-4)
     for (eager, kgen, exact), what in ((outs, "output"), (grads, "dx")):
         err, eager_err = (kgen - exact).abs().max().item(), (eager - exact).abs().max().item()
-        assert err <= FP32_EXACT_FACTOR * max(eager_err, 1e-12), f"{what}: {err:.2e} against eager's {eager_err:.2e}"
+        # eager's error floored at an fp32 ulp of the largest value, as the gate floors it: a max's
+        # dx is a copy of W's rows (eager exact), and 3xTF32 carries w in 22 of its 24 bits
+        floor = ULP_FP32 * exact.abs().max().item()
+        assert err <= FP32_EXACT_FACTOR * max(eager_err, floor), f"{what}: {err:.2e} against eager's {eager_err:.2e}"

@@ -333,12 +333,32 @@ struct WgmmaWsHalfGemm {
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90");
 
-  // Split-K where the output has too few tiles to fill the GPU (KernelBench 66 and 68, 128 x
-  // 16384 -> 16384: 64 tiles of 128 x 256 on 132 SMs): WgmmaWsGemm's rule (SplitK::splits_at) over
-  // this GEMM's k-tiles of 64 k, its partials and counters at the workspace's start
-  // (p.split_partials; entry.cuh sizes it by split_floats), added in k order by the tile's last CTA.
+  // Where 256-wide tiles would fill at most half of the GPU (a few rows of a wide output:
+  // KernelBench 66 and 68, 128 x 16384 -> 16384, are 64 tiles of 128 x 256 on 132 SMs), the GEMM
+  // runs 128-wide tiles in six stages instead (cuBLAS's choice at that shape), unsplit where they
+  // fill the GPU: split-K 2 over 256-wide tiles took 0.171 ms of KernelBench 68's forward in bf16
+  // on an H200, 128 x 128 unsplit 0.143 (cuBLAS 0.137; docs/perf.md, session 32). Chosen per call
+  // by M, N and the GPU's SMs, so a file serves every batch.
+  using Narrow = WgmmaWsHalfGemm<T, BM, 128, 6, GROUP_M>;
+  static bool narrow_at(int M, int N) {
+    if constexpr (BN != 256) {
+      return false;
+    } else {
+      unsigned tiles = 0;
+      cudaError_t e;
+      return tile_grid<BM, BN>(M, N, 1, tiles, e) && 2LL * tiles <= ws_detail::sm_count();
+    }
+  }
+
+  // Split-K where the output has too few tiles to fill the GPU even so (a few rows of a narrower
+  // output): WgmmaWsGemm's rule (SplitK::splits_at) over this GEMM's k-tiles of 64 k, its partials
+  // and counters at the workspace's start (p.split_partials; entry.cuh sizes it by split_floats),
+  // added in k order by the tile's last CTA.
   static int splits_for(int M, int N, int K) { return SplitK<BM, BN>::template splits_at<BK>(M, N, K, K % 8 == 0); }
   static long long split_floats(int M, int N, int K) {
+    if constexpr (BN == 256) {
+      if (narrow_at(M, N)) return Narrow::split_floats(M, N, K);
+    }
     return SplitK<BM, BN>::template floats_at<BK>(M, N, K, K % 8 == 0);
   }
 
@@ -351,6 +371,9 @@ struct WgmmaWsHalfGemm {
     if (K % 8 != 0 || K == 0) return cudaErrorInvalidValue;  // ModelNew pads K to a multiple of 8 first
     // A few rows: a stream over w on FMAs (gemm_skinny.cuh), not 64-row wgmma tiles.
     if (SkinnyGemm<T>::applies(x, w, M, N, K)) return SkinnyGemm<T>::template launch<EPI>(x, w, M, N, K, p, stream);
+    if constexpr (BN == 256) {
+      if (narrow_at(M, N)) return Narrow::template launch<EPI>(x, w, M, N, K, p, stream);
+    }
     // Split-K: the tiles' counters zeroed (the partials need nothing: each is written before it
     // is read), the CTAs of split s blocks [s * tiles, (s + 1) * tiles). (No workspace for the
     // partials: unsplit.)

@@ -755,9 +755,12 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
 
 
 def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
-                   rows: tuple[str, str] | None, module_typed: bool = False) -> str:
+                   rows: tuple[str, str] | None, module_typed: bool = False,
+                   eager_sums: bool = False) -> str:
     """`rows`: the row function's bodies with and without the shared-memory copy; `module_typed`:
-    S may be stored in a 16-bit module's dtype (kernels/forward.cuh, StageInput)."""
+    S may be stored in a 16-bit module's dtype (kernels/forward.cuh, StageInput); `eager_sums`:
+    the rows sum in eager's order (kernels/eager_sum.cuh), which needs the row kernel's full
+    kRowThreads threads (ATen's order may take up to 512 threads of a row)."""
     apply_body, apply_result = pointwise or ("", "s")
     rows_body = ""
     if rows:
@@ -767,6 +770,8 @@ def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
   // S, what stage 1 stores, is a value the epilogue rounds to the module's dtype: a 16-bit build
   // may store it in that dtype (kernels/forward.cuh, StageInput).
   static constexpr bool kSModuleTyped = {str(module_typed).lower()};
+  // The rows sum in eager's order (kernels/eager_sum.cuh): the row kernel runs kRowThreads threads.
+  static constexpr bool kEagerSums = {str(eager_sums and kind == STAGE2_ROWS).lower()};
   __device__ static __forceinline__ float apply(float s, int m, int n, const kgen::EpilogueParams& p) {{
     (void)m; (void)n; (void)p;{chr(10) + apply_body if apply_body else ""}
     return {apply_result};
@@ -824,7 +829,7 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
                         and graph.node(stored).kind not in UNROUNDED_KINDS + ("gemm",))
         return StagePlan(stored, bool(training and bns), kind,
                          _epilogue_struct(name, graph, operands, stored, bn_ready, col_stats),
-                         _stage2_struct(name, kind, pointwise, rows, module_typed))
+                         _stage2_struct(name, kind, pointwise, rows, module_typed, eager_sums))
     line = f"line {blocked.line}: " if blocked.line else ""
     raise Unsupported(f"{line}`{blocked.text}`: a later op uses a value from before "
                       f"{'BatchNorm1d' if bns else 'the row reduction'} that cannot be recomputed "

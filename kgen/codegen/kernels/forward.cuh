@@ -140,6 +140,7 @@ cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, 
     pointwise_kernel<Stage, Output><<<pointwise_grid(s, out, M, N), kApplyThreads, 0, stream>>>(s, out, M, N, p);
   } else if constexpr (Stage::kKind == 2) {
     const int dst_stride = kgen_cfg::output_width(N);
+    const int threads = Stage::kEagerSums ? kRowThreads : row_threads(N);
     const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
     if (row_bytes <= kRowCacheBytes) {
       if (row_bytes > 48 * 1024) {
@@ -147,9 +148,9 @@ cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, 
             row_kernel<Stage, true, Output>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(row_bytes));
         if (err != cudaSuccess) return err;
       }
-      row_kernel<Stage, true, Output><<<M, kRowThreads, row_bytes, stream>>>(b.s, out, N, dst_stride, p);
+      row_kernel<Stage, true, Output><<<M, threads, row_bytes, stream>>>(b.s, out, N, dst_stride, p);
     } else {
-      row_kernel<Stage, false, Output><<<M, kRowThreads, 0, stream>>>(b.s, out, N, dst_stride, p);
+      row_kernel<Stage, false, Output><<<M, threads, 0, stream>>>(b.s, out, N, dst_stride, p);
     }
   }
   return cudaGetLastError();

@@ -344,6 +344,14 @@ inline int pointwise_blocks(int M, int N) {
 }
 
 constexpr int kRowThreads = 512;
+// The row kernel's threads for rows of N columns: eight columns a thread, in whole warps, from 64
+// (two warps: 32 CTAs an SM, the most an SM holds, then fill its 2048 threads) to kRowThreads.
+// Short rows are latency-bound, not bandwidth-bound: 512 threads over KernelBench 45's 1024
+// columns (two a thread, four CTAs an SM) took 0.079 ms for 64 MB (docs/perf.md, session 32).
+inline int row_threads(int N) {
+  const int threads = (N / 8 + 31) / 32 * 32;
+  return std::max(64, std::min(kRowThreads, threads));
+}
 // Rows up to this size stay in shared memory between the passes of the row kernel.
 constexpr size_t kRowCacheBytes = 64 * 1024;
 
@@ -351,20 +359,20 @@ constexpr size_t kRowCacheBytes = 64 * 1024;
 // NaN operand): NaN if either operand is NaN.
 __device__ __forceinline__ float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 __device__ __forceinline__ float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
-// Reduction of one value per thread over the CTA (kRowThreads threads); every thread gets the
-// result. kind: 0 sum, 1 max, 2 min.
+// Reduction of one value per thread over the CTA (whole warps, at most kRowThreads threads);
+// every thread gets the result. kind: 0 sum, 1 max, 2 min.
 __device__ __forceinline__ float combine(float a, float b, int kind) {
   return kind == 0 ? a + b : (kind == 1 ? nan_max(a, b) : nan_min(a, b));
 }
 __device__ __forceinline__ float block_reduce(float v, int kind, float* scratch) {
   for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(0xffffffffu, v, o), kind);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  constexpr int kWarps = kRowThreads / 32;
+  const int warps = static_cast<int>(blockDim.x) / 32;
   __syncthreads();  // scratch may still be read by a previous reduction
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   const float identity = kind == 0 ? 0.f : (kind == 1 ? -INFINITY : INFINITY);
-  v = lane < kWarps ? scratch[lane] : identity;
+  v = lane < warps ? scratch[lane] : identity;
   for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(0xffffffffu, v, o), kind);
   return v;
 }

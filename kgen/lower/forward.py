@@ -672,18 +672,21 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
                  eager_sums: bool = False) -> str:
     """The row function's body: one pass per row reduction and per GroupNorm, then the output
     pass (tile or pooled output) or thread 0's store (row output). `cached`: `cache` holds the
-    row in shared memory (_cache_node says of which value): a first pass over the columns in
-    order (a row reduction of a tile value) fills it as it reads S, a first pass that reads the
-    row otherwise (GroupNorm's warps, pooling windows) comes after a copy of S; the later passes
+    row in shared memory (_cache_node says of which value): S copied in first (16-byte loads,
+    four in flight a thread: kgen::copy_row), which a first pass over the columns in order (a row
+    reduction of a tile value) turns into the value kept where that is not S; the later passes
     read the copy. Not cached: every pass reads S. `eager_sums`: row sums in the order torch's
-    CUDA reduction takes them (kernels/eager_sum.cuh), for a GEMM that is eager's own."""
+    CUDA reduction takes them (kernels/eager_sum.cuh), for a GEMM that is eager's own. (The first
+    pass read S from global memory itself before, four floats in flight a thread: KernelBench
+    66's softmax over 16384 columns took 0.015 ms for 8 MB, latency-bound: docs/perf.md, session 32.)"""
     live = {n.id for n in graph.live()}
     rows: dict[int, str] = {}     # row values computed so far
     row_scope: dict[int, str] = {}  # everything the row ops declared in the function's scope
     groups: dict[int, str] = {}   # GroupNorm node -> its statistics array
     kept = _cache_node(graph, operands, stored, bn_ready) if cached else stored
     out: list[str] = ["const float* row = src;  // the row of S" + (" (then the copy in `cache`)" if cached else "")]
-    copied = not cached   # whether `row` now reads what later passes expect
+    copied = not cached   # whether `row` reads the copy in shared memory yet (or S, uncached)
+    holds = stored        # the value `row` holds: S, then (after a first pass that makes it) kept
 
     def copy_row():
         nonlocal copied
@@ -694,7 +697,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
     def emitter(element: bool = True, level: str = "tile") -> Emitter:
         """An emitter for one pass: per element of the row (level tile), per pooled column
         (level pooled: values of S only inside a pooling window), or per row (element False)."""
-        window = {(kept if copied else stored): "s", **rows}
+        window = {holds: "s", **rows}
         e = Emitter(graph, operands, window if element and level == "tile" else {**row_scope, **rows}, bn_ready,
                     element=element and level == "tile")
         e.group_stats = groups
@@ -713,9 +716,9 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
             out.extend(_group_stats_pass(n, groups[n.id], emit, graph.out_features))
         elif n.kind == "reduce":
             level = graph.node(n.args[0]).level
-            fill = not copied and level == "tile"   # this pass fills the cache as it reads S
-            if not fill:
-                copy_row()
+            # this pass turns the copy of S into the value kept, each thread its own columns
+            fill = holds != kept and level == "tile"
+            copy_row()
             e = emitter(level=level)
             v = e.get(n.args[0])
             if fill:
@@ -728,8 +731,8 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
                 out.extend(_loop(graph, level, [*e.lines, REDUCE_STEP[n.op].format(acc=acc, v=v)], unroll=True))
                 out.append(f"{acc} = {REDUCE_BLOCK[n.op]}({acc}, scratch);")
             if fill:
-                out.extend(["__syncthreads();", "row = cache;"])
-                copied = True
+                out.append("__syncthreads();")
+                holds = kept
             if n.op == "mean":
                 out.append(f"{acc} /= static_cast<float>({row_width(graph, level)});")
             # (a 16-bit module's reduction returns its dtype, summed in fp32: Emitter's rounding)

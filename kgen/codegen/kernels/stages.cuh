@@ -377,11 +377,27 @@ __device__ __forceinline__ float block_reduce(float v, int kind, float* scratch)
   return v;
 }
 // A row of S into shared memory by the CTA's threads, each with four loads in flight before their
-// stores: a loop of one load and then its store streamed S at ~1 TB/s on an H100 (a 4096-float
-// row per 512 threads; docs/perf.md, session 28).
+// stores, of 16 bytes where the row allows: a loop of one load and then its store streamed S at
+// ~1 TB/s on an H100 (a 4096-float row per 512 threads; docs/perf.md, session 28), four floats in
+// flight a thread left a row kernel latency-bound (session 32).
 __device__ __forceinline__ void copy_row(const float* __restrict__ src, float* __restrict__ dst, int N) {
   const int step = blockDim.x;
   int n = threadIdx.x;
+  if (N % 4 == 0 && (reinterpret_cast<uintptr_t>(src) & 15) == 0 && (reinterpret_cast<uintptr_t>(dst) & 15) == 0) {
+    const float4* __restrict__ s4 = reinterpret_cast<const float4*>(src);
+    float4* __restrict__ d4 = reinterpret_cast<float4*>(dst);
+    const int quads = N / 4;
+    for (; n + 3 * step < quads; n += 4 * step) {
+      const float4 a = __ldg(s4 + n), b = __ldg(s4 + n + step), c = __ldg(s4 + n + 2 * step),
+                   d = __ldg(s4 + n + 3 * step);
+      d4[n] = a;
+      d4[n + step] = b;
+      d4[n + 2 * step] = c;
+      d4[n + 3 * step] = d;
+    }
+    for (; n < quads; n += step) d4[n] = __ldg(s4 + n);
+    return;
+  }
   for (; n + 3 * step < N; n += 4 * step) {
     const float a = __ldg(src + n), b = __ldg(src + n + step), c = __ldg(src + n + 2 * step),
                 d = __ldg(src + n + 3 * step);

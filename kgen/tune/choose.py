@@ -156,23 +156,18 @@ def earlier_winner(problem: str, batch: int, in_features: int, out_features: int
 
 def rule_fusion(workload: Workload, dtype: str = "fp32") -> tuple[int, str]:
     """The rule's fusion level for a module in `dtype`, and why. A BatchNorm module fuses its
-    statistics into the GEMM from a batch that depends on the dtype (fused_stats_min_batch). A
-    bf16 / fp16 module whose chain after the Linear calls exp / log / erf / tanh runs that chain
-    in a kernel of its own (fusion 0): measured on the H100 (docs/perf.md, session 12), in bf16
-    at KernelBench's shapes it saved 2-37 % on all eight such modules (29: 0.392 -> 0.248 ms) and
-    cost 5 % on a chain without such calls (12); in fp32 it changed nothing beyond the noise
-    (the 3xTF32 mainloop is ~6x longer), so fp32 keeps the chain in the epilogue."""
-    from kgen.lower.forward import fusion0_moves
-
+    statistics into the GEMM from a batch that depends on the dtype (fused_stats_min_batch).
+    Every other module keeps its point-wise chain in the GEMM's epilogue: since the chain runs as
+    the tile is stored, by all the CTA's threads (session 30), fusion 0 (the chain in a kernel of
+    its own) saves nothing in bf16 either. Measured on an H200 (docs/perf.md, session 32) on the
+    eight KernelBench files whose chain calls exp / log / erf / tanh, which session 12's rule sent
+    to fusion 0: fusion 1 was 0-5 % faster on six (70: 0.236 -> 0.223 ms, 53: 0.466 -> 0.448) and
+    within 1.3 % on the other two. The 16-bit search still tries fusion 0 (search.half_variants)."""
     parts = workload.graph().parts
     fused_from = fused_stats_min_batch(dtype)
     if any(part.batchnorms for part in parts):
         fusion = 2 if workload.batch >= fused_from else 1
         return fusion, f"fusion {fusion} (BatchNorm's statistics fused into the GEMM from batch {fused_from} in {dtype})"
-    calls = [fusion0_moves(part) or 0 for part in parts]
-    if dtype != "fp32" and any(calls):
-        return 0, (f"fusion 0 (a {dtype} module whose point-wise chain calls {max(calls)} accurate math "
-                   "function(s) per element: the chain in a kernel of its own)")
     fusion = 2 if workload.batch >= fused_from else 1
     return fusion, f"fusion {fusion} (no BatchNorm: levels 1 and 2 are the same code)"
 
@@ -250,8 +245,8 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
             which = "fp32-accurate winner" if searched == "fp32" else f"winner in {searched}"
             why = f"the {which} of an earlier search ({path}){numbers}"
             fusion, fusion_why = rule_fusion(spec.workload, dtype)
-            # (Without BatchNorm levels 1 and 2 are the same code: only fusion 0 would change it.)
-            changes_code = fusion == 0 or any(part.batchnorms for part in spec.workload.graph().parts)
+            # (Without BatchNorm levels 1 and 2 are the same code, and the rule never picks 0.)
+            changes_code = any(part.batchnorms for part in spec.workload.graph().parts)
             if searched != dtype and spec.fusion != fusion and changes_code:
                 # The fp32 search measured its fusion level in fp32; a 16-bit module's follows the
                 # rule measured in 16 bits.

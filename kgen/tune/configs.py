@@ -192,6 +192,8 @@ def precision_name(dtype) -> str:
 # BM x 256 (each consumer warpgroup 64 x 256, 128 fp32 accumulators per thread: 168 registers,
 # no spills), 64 of k per stage (128-byte rows), 4 stages (192 KB at BM = 128). A bf16 k-tile
 # is a quarter of the tf32x3 one's tensor-core work, so the wide tile keeps the consumers busy
-# per byte the producer loads.
+# per byte the producer loads. (Where such tiles would fill at most half the GPU, a few rows of a
+# wide output, the kernel runs BM x 128 in six stages instead, chosen per call:
+# WgmmaWsHalfGemm::narrow_at in kernels/gemm_wgmma_half.cuh.)
 HALF_WGMMA_BN = 256
 HALF_WGMMA_STAGES = 4

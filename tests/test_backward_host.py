@@ -74,6 +74,7 @@ template <class T> inline float rounded_to_module(float v) { return v; }
 struct Welford { float mean = 0.f, m2 = 0.f, nf = 0.f; int n = 0; };
 void welford_add(Welford&, float);
 Welford welford_warp_reduce(Welford);
+template <int L> Welford welford_lanes_reduce(Welford);
 Welford welford_combine(Welford, const Welford&);
 inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
@@ -90,15 +91,18 @@ inline float block_reduce(float v, int kind) {
 inline float block_sum(float v, float*) { return block_reduce(v, 0); }
 inline float block_max(float v, float*) { return block_reduce(v, 1); }
 inline float block_min(float v, float*) { return block_reduce(v, 2); }
-inline float warp_sum(float v) {
-  const int w = threadIdx.x / 32;
+// The sum over each segment of L lanes of a warp (L = 32: the warp's).
+template <int L>
+inline float lanes_sum(float v) {
+  const int w = threadIdx.x / 32, first = threadIdx.x / L * L;
   warp_values[threadIdx.x] = v;
   warp_barrier[w]->arrive_and_wait();
   float r = 0.f;
-  for (int i = 0; i < 32; ++i) r += warp_values[w * 32 + i];
+  for (int i = 0; i < L; ++i) r += warp_values[first + i];
   warp_barrier[w]->arrive_and_wait();
   return r;
 }
+inline float warp_sum(float v) { return lanes_sum<32>(v); }
 }
 """
 

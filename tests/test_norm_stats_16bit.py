@@ -78,15 +78,16 @@ def test_no_batchnorm_no_stat(tmp_path):
 
 def test_group_norm_statistics_as_torch_takes_them_in_a_16_bit_build(tmp_path):
     """GroupNorm in a 16-bit build: torch's own Welford statistics (each lane's elements, then the
-    warp's tree), its eps in the module's dtype, rsqrtf, the mean and 1/std rounded to the
+    warp's tree: here a segment of 4 lanes per group of 4, the tree's steps that reach lanes with
+    an element), its eps in the module's dtype, rsqrtf, the mean and 1/std rounded to the
     module's dtype; an fp32 build keeps the two passes."""
     src = module_source("x = self.gn(x)", {"gn": "nn.GroupNorm(4, out_features)"}, 16)
     ref = tmp_path / "m.py"
     ref.write_text(src)
     low = lower(graph(str(ref), 8, 16, 16).parts[0], True, False)
     fp32, half = low.cuda.split("if constexpr (std::is_same<kgen_operand_t, float>::value) {", 1)[1].split("else {", 1)
-    assert "kgen::warp_sum(sum)" in fp32 and "1.0f / sqrtf(q / static_cast<float>(size) + " in fp32
-    assert "kgen::welford_add(acc, " in half and "acc = kgen::welford_warp_reduce(acc);" in half
+    assert "kgen::lanes_sum<4>(sum)" in fp32 and "1.0f / sqrtf(q / static_cast<float>(4) + " in fp32
+    assert "kgen::welford_add(acc, " in half and "acc = kgen::welford_lanes_reduce<4>(acc);" in half
     # the mean and 1/std rounded to the module's dtype, as torch 2.11 normalizes with them
     assert "= kgen::rounded_to_module<kgen_operand_t>(acc.mean);" in half
     assert ("= kgen::rounded_to_module<kgen_operand_t>(rsqrtf(acc.m2 / acc.nf + "
@@ -102,42 +103,54 @@ WELFORD_MAIN = r"""
 #include <vector>
 #define __device__
 #define __forceinline__ inline
-// One warp emulated: 32 threads; __shfl_down_sync reads lane + offset's value (its own where
-// that is past lane 31), all lanes at once (a barrier before the write and after).
+// One warp emulated: 32 threads; __shfl_down_sync reads lane + offset's value within the lane's
+// segment of `width` lanes (its own where that is past the segment), all lanes at once (a
+// barrier before the write and after).
 static std::barrier<>* warp_barrier;
 static float slots[32];
 thread_local int lane_id;
-inline float __shfl_down_sync(unsigned, float v, int offset) {
+inline float __shfl_down_sync(unsigned, float v, int offset, int width = 32) {
   warp_barrier->arrive_and_wait();
   slots[lane_id] = v;
   warp_barrier->arrive_and_wait();
-  const float r = lane_id + offset < 32 ? slots[lane_id + offset] : v;
+  const float r = lane_id % width + offset < width ? slots[lane_id + offset] : v;
   return r;
 }
 namespace kgen {
 @WELFORD@
 }
+// stdin: n L, then 32 / L groups of n values (n <= L where L < 32): segment s of L lanes takes
+// group s, each lane its elements lane, lane + L, ... (L = 32: the whole warp, welford_warp_reduce).
+// stdout: each group's (mean, m2, nf) as its segment's lane 0 holds them.
 int main() {
-  int n;
+  int n, L;
   std::vector<float> x;
   float v;
-  if (std::scanf("%d", &n) != 1) return 2;
+  if (std::scanf("%d %d", &n, &L) != 2) return 2;
   while (std::scanf("%a", &v) == 1) x.push_back(v);
   std::barrier<> barrier(32);
   warp_barrier = &barrier;
-  kgen::Welford out;
+  std::vector<kgen::Welford> out(32 / L);
   std::vector<std::thread> lanes;
   for (int l = 0; l < 32; ++l) {
     lanes.emplace_back([&, l] {
       lane_id = l;
+      const int group = l / L;
       kgen::Welford acc;
-      for (int i = l; i < n; i += 32) kgen::welford_add(acc, x[i]);
-      acc = kgen::welford_warp_reduce(acc);
-      if (l == 0) out = acc;
+      for (int i = l % L; i < n; i += L) kgen::welford_add(acc, x[group * n + i]);
+      switch (L) {
+        case 1: acc = kgen::welford_lanes_reduce<1>(acc); break;
+        case 2: acc = kgen::welford_lanes_reduce<2>(acc); break;
+        case 4: acc = kgen::welford_lanes_reduce<4>(acc); break;
+        case 8: acc = kgen::welford_lanes_reduce<8>(acc); break;
+        case 16: acc = kgen::welford_lanes_reduce<16>(acc); break;
+        default: acc = kgen::welford_warp_reduce(acc);
+      }
+      if (l % L == 0) out[group] = acc;
     });
   }
   for (auto& t : lanes) t.join();
-  std::printf("%a %a %a\n", out.mean, out.m2, out.nf);
+  for (const auto& o : out) std::printf("%a %a %a\n", o.mean, o.m2, o.nf);
 }
 """
 
@@ -186,7 +199,7 @@ def welford_exe(tmp_path_factory):
     if shutil.which("g++") is None:
         pytest.skip("g++ not on PATH")
     stages = (CODEGEN_DIR / "kernels" / "stages.cuh").read_text()
-    welford = re.search(r"struct Welford \{.*?\n__device__ __forceinline__ Welford welford_warp_reduce.*?\n\}\n",
+    welford = re.search(r"struct Welford \{.*?\n__device__ __forceinline__ Welford welford_warp_reduce[^\n]*\n",
                         stages, re.S).group(0)
     folder = tmp_path_factory.mktemp("welford")
     src, exe = folder / "welford.cpp", folder / "welford"
@@ -207,10 +220,34 @@ def test_welford_is_torchs_welford_ops_in_torchs_order(welford_exe, n, offset):
 
     # lanes of unequal counts (n % 32 != 0: combines of 3 and 2 elements, ...); |mean| >> std
     x = (np.random.default_rng(n).standard_normal(n).astype(np.float32) * 3 + np.float32(offset)).tolist()
-    run = subprocess.run([str(welford_exe)], input=f"{n}\n" + " ".join(float(v).hex() for v in x),
+    run = subprocess.run([str(welford_exe)], input=f"{n} 32\n" + " ".join(float(v).hex() for v in x),
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     got = tuple(float.fromhex(t) for t in run.stdout.split())
     want = tuple(float(v) for v in _torch_welford_one_warp(x))
     assert got == want
     assert abs(got[0] - float(np.mean(np.float64(x)))) < 1e-3 and got[2] == n
+
+
+@pytest.mark.parametrize("offset", [0.0, 40.0])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 11, 16])
+def test_a_segment_of_lanes_per_small_group_gives_torchs_one_warp_bits(welford_exe, n, offset):
+    """GroupNorm's groups of at most 16 elements take a segment of L lanes each (L the power of
+    two that holds the group, 32 / L groups a warp: kgen/lower/forward.py, _group_stats_pass):
+    welford_lanes_reduce<L> gives each segment's lane 0 the bits of torch's one-warp Welford of
+    that group alone (its other lanes empty), every group of the warp at once."""
+    import numpy as np
+
+    lanes = 1
+    while lanes < n:
+        lanes *= 2
+    groups = 32 // lanes
+    x = (np.random.default_rng(100 + n).standard_normal(groups * n).astype(np.float32) * 3
+         + np.float32(offset)).tolist()
+    run = subprocess.run([str(welford_exe)], input=f"{n} {lanes}\n" + " ".join(float(v).hex() for v in x),
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = [float.fromhex(t) for t in run.stdout.split()]
+    want = [float(v) for g in range(groups) for v in _torch_welford_one_warp(x[g * n:(g + 1) * n])]
+    assert got == want
+    assert abs(got[0] - float(np.mean(np.float64(x[:n])))) < 1e-3 and got[2] == n

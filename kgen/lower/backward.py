@@ -469,7 +469,7 @@ class _RowReverse:
     def _group_norm_parts(self, n: Node, val) -> tuple[str, str, str, str]:
         """(group index, the weight at n, x̂ at n, 1/σ of the group) of GroupNorm n at column n."""
         stats = self.groups[n.id]
-        group = group_index(n)
+        group = group_index(n, self.graph.out_features)
         weight = val(n.args[1]) if n.attrs["weight"] else "1.0f"
         rstd = f"{stats}[2 * {group} + 1]"
         xhat = f"(({val(n.args[0])}) - {stats}[2 * {group}]) * {rstd}"

@@ -416,16 +416,18 @@ def _stage2_pointwise(graph: Graph, operands: dict, stored: int, bn_ready: bool)
     return "\n".join(f"    {line}" for line in live_lines(e.lines, result)), result
 
 
-def group_index(n: Node) -> str:
-    """The group of GroupNorm n that column n falls in, as CUDA (a LayerNorm's one group: 0, with
-    no division per element)."""
-    return "0" if n.attrs["groups"] == 1 else f"(n / (N / {n.attrs['groups']}))"
+def group_index(n: Node, width: int) -> str:
+    """The group of GroupNorm n over `width` features (the GEMM's N, which the module's weight
+    fixes) that column n falls in, as CUDA: a division by the group's size as a constant (a
+    shift where it is a power of two; N / groups made it an integer division per element of the
+    output pass), and a LayerNorm's one group: 0."""
+    return "0" if n.attrs["groups"] == 1 else f"(n / {width // n.attrs['groups']})"
 
 
 def _group_norm_expr(graph: Graph, n: Node, stats: str, value: str, operand) -> str:
     """GroupNorm of `value` at column n from the row's group statistics `stats` ((mean, 1/std)
     per group), then the per-column weight and bias."""
-    group = group_index(n)
+    group = group_index(n, graph.out_features)
     expr = f"(({value}) - {stats}[2 * ({group})]) * {stats}[2 * ({group}) + 1]"
     args = list(n.args[1:])
     weight = operand(args.pop(0)) if n.attrs["weight"] else None
@@ -503,16 +505,26 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int) -> list[str]:
     """The pass computing GroupNorm's statistics of one row (`width` features), into `stats` in
     shared memory: in an fp32 build the mean first and then the squared deviations from it (exact
     even when |mean| >> std), in a 16-bit one torch's Welford statistics (below). One warp per
-    group (its lanes stride the group's columns), or several per large group (_split_group_pass).
-    `emit()` gives a fresh Emitter and the name of GroupNorm's input in it."""
+    group (its lanes stride the group's columns), several per large group (_split_group_pass), or
+    for groups of at most 16 elements a segment of `lanes` lanes (the power of two that holds
+    one), 32 / lanes groups a warp at once: a warp per group of 16 left half its lanes idle and
+    took a Welford reduction per group (KernelBench 75 and 62, GroupNorm(512) of 8192 features:
+    docs/perf.md, session 32). The segment's sums and Welford reduction are the whole warp's
+    minus the steps that only add lanes without an element (an empty Welford state, or 0): the
+    same bits. `emit()` gives a fresh Emitter and the name of GroupNorm's input in it."""
     groups = n.attrs["groups"]
-    if width // groups >= SPLIT_GROUP_ELEMENTS and 2 * groups <= ROW_KERNEL_WARPS:
-        return _split_group_pass(n, stats, emit)
+    size = width // groups
+    if size >= SPLIT_GROUP_ELEMENTS and 2 * groups <= ROW_KERNEL_WARPS:
+        return _split_group_pass(n, stats, emit, width)
+    lanes = 32
+    while lanes // 2 >= size and lanes > 1:
+        lanes //= 2
 
     def loop(*step: str) -> list[str]:
         e, v = emit()
-        return _block("for (int n = g * size + lane; n < (g + 1) * size; n += 32)",
-                      ["const float s = row[n];", *e.lines, *(line.format(v=v) for line in step)])
+        return _block("if (active)", _block(
+            f"for (int n = g * {size} + sub; n < (g + 1) * {size}; n += {lanes})",
+            ["const float s = row[n];", *e.lines, *(line.format(v=v) for line in step)]))
 
     eps = ops.cuda_float(n.attrs["eps"])
     # fp32: two passes (the mean, then the squared deviations from it: exact even when |mean| >>
@@ -526,27 +538,33 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int) -> list[str]:
     two_pass = [
         "float sum = 0.f;",
         *loop("sum += {v};"),
-        "const float mean = kgen::warp_sum(sum) / static_cast<float>(size);",
+        f"const float mean = kgen::lanes_sum<{lanes}>(sum) / static_cast<float>({size});",
         "float q = 0.f;",
         *loop("const float d = {v} - mean;", "q = fmaf(d, d, q);"),
-        "q = kgen::warp_sum(q);",
-        *_block("if (lane == 0)", [
+        f"q = kgen::lanes_sum<{lanes}>(q);",
+        *_block("if (active && sub == 0)", [
             f"{stats}[2 * g] = mean;",
-            f"{stats}[2 * g + 1] = 1.0f / sqrtf(q / static_cast<float>(size) + {eps});",
+            f"{stats}[2 * g + 1] = 1.0f / sqrtf(q / static_cast<float>({size}) + {eps});",
         ]),
     ]
     welford = [
         "kgen::Welford acc;",
         *loop("kgen::welford_add(acc, {v});"),
-        "acc = kgen::welford_warp_reduce(acc);",
-        *_block("if (lane == 0)", _welford_stats(stats, eps)),
+        f"acc = kgen::welford_lanes_reduce<{lanes}>(acc);",
+        *_block("if (active && sub == 0)", _welford_stats(stats, eps)),
     ]
+    per_warp = 32 // lanes
     return [
         f"__shared__ float {stats}[2 * {groups}];  // GroupNorm, line {n.line}: (mean, 1/std) per group",
         *_block("", [
-            f"const int size = N / {groups}, lane = threadIdx.x % 32;",
-            *_block(f"for (int g = threadIdx.x / 32; g < {groups}; g += blockDim.x / 32)",
-                    _stats_pass_branches(n, two_pass, welford)),
+            f"const int lane = threadIdx.x % 32, sub = lane % {lanes};  // {lanes} lanes a group",
+            # whole warps go round the loop (the shuffles need every lane): `active` says whether
+            # a lane's group is one of the row's
+            *_block(f"for (int g0 = threadIdx.x / 32 * {per_warp}; g0 < {groups}; g0 += blockDim.x / 32 * {per_warp})", [
+                f"const int g = g0 + lane / {lanes};",
+                f"const bool active = g < {groups};",
+                *_stats_pass_branches(n, two_pass, welford),
+            ]),
             "__syncthreads();",
         ]),
     ]
@@ -571,7 +589,7 @@ def _welford_stats(stats: str, eps: str) -> list[str]:
             f"rsqrtf(acc.m2 / acc.nf + kgen::rounded_to_module<kgen_operand_t>({eps})));"]
 
 
-def _split_group_pass(n: Node, stats: str, emit) -> list[str]:
+def _split_group_pass(n: Node, stats: str, emit, width: int) -> list[str]:
     """_group_stats_pass with `per` warps summing each group (the CTA's warps shared out among
     the groups, in rounds where there are more groups than warps): each warp's partial sums (fp32)
     or Welford state (16-bit) into shared memory, then combined in warp order (deterministic)."""
@@ -625,7 +643,7 @@ def _split_group_pass(n: Node, stats: str, emit) -> list[str]:
         f"__shared__ float {stats}[2 * {groups}];  // GroupNorm, line {n.line}: (mean, 1/std) per group",
         *_block("", [
             "__shared__ float part[3 * 32];   // each warp's partials",
-            f"const int size = N / {groups}, lane = threadIdx.x % 32, warp = threadIdx.x / 32;",
+            f"const int size = {width // groups}, lane = threadIdx.x % 32, warp = threadIdx.x / 32;",
             "const int warps = blockDim.x / 32;",
             f"const int per = warps >= {groups} ? warps / {groups} : 1;   // warps per group",
             "const int round = warps / per;   // groups per round",

@@ -114,16 +114,24 @@ __device__ __forceinline__ Welford welford_combine(Welford a, const Welford& b) 
   }
   return a;
 }
-__device__ __forceinline__ Welford welford_warp_reduce(Welford a) {
-  for (int offset = 16; offset > 0; offset >>= 1) {
+// The Welford states of each segment of kLanes lanes (a power of two) combined into its first
+// lane, as torch's warp reduction combines a warp's (shuffles down by 16, 8, ..., 1): where only a
+// segment's lanes hold elements, the steps beyond it combine empty states (the other taken as it
+// is), so the segment's lane 0 gets the whole warp's bits.
+template <int kLanes>
+__device__ __forceinline__ Welford welford_lanes_reduce(Welford a) {
+  static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "a power of two up to 32");
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) {
     Welford b;
-    b.mean = __shfl_down_sync(0xffffffffu, a.mean, offset);
-    b.m2 = __shfl_down_sync(0xffffffffu, a.m2, offset);
-    b.nf = __shfl_down_sync(0xffffffffu, a.nf, offset);
+    b.mean = __shfl_down_sync(0xffffffffu, a.mean, offset, kLanes);
+    b.m2 = __shfl_down_sync(0xffffffffu, a.m2, offset, kLanes);
+    b.nf = __shfl_down_sync(0xffffffffu, a.nf, offset, kLanes);
     a = welford_combine(a, b);
   }
   return a;
 }
+__device__ __forceinline__ Welford welford_warp_reduce(Welford a) { return welford_lanes_reduce<32>(a); }
 
 // One column per lane of warp 0, after the CTA's warps merged its partials. In an fp32 build the statistics are those of S, what stage 1 stores
 // (a 16-bit build's are of t itself, BnInput::kStatsOfT: no move below); BatchNorm's input
@@ -408,11 +416,17 @@ __device__ __forceinline__ void copy_row(const float* __restrict__ src, float* _
   }
   for (; n < N; n += step) dst[n] = __ldg(src + n);
 }
-// Sum over a warp's 32 lanes, every lane gets the same result (a butterfly: deterministic).
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+// Sum over each segment of kLanes lanes (a power of two), every lane of it gets the same result
+// (a butterfly: deterministic; where only a segment's lanes hold values, the whole warp's sum adds
+// zeros beyond it: the same bits).
+template <int kLanes>
+__device__ __forceinline__ float lanes_sum(float v) {
+  static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "a power of two up to 32");
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+__device__ __forceinline__ float warp_sum(float v) { return lanes_sum<32>(v); }
 __device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce(v, 0, scratch); }
 __device__ __forceinline__ float block_max(float v, float* scratch) { return block_reduce(v, 1, scratch); }
 __device__ __forceinline__ float block_min(float v, float* scratch) { return block_reduce(v, 2, scratch); }

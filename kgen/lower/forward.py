@@ -445,10 +445,10 @@ def _block(header: str, body: list[str]) -> list[str]:
 
 
 ROW_LOOP = "for (int n = threadIdx.x; n < N; n += blockDim.x)"
-# Before each loop over a row's columns: unrolled, a thread's loads of S from global memory (a
-# first pass that reads S) can be in flight together (the copy of a row into shared memory is
-# kgen::copy_row: one load at a time streamed S at ~1 TB/s; docs/perf.md, session 28). The order
-# of each thread's accumulation is unchanged.
+# Before each loop over a row's columns: unrolled, a thread's loads of S from global memory (the
+# passes of a row too long for shared memory read S) can be in flight together (a row that fits is
+# copied into shared memory first by kgen::copy_row: one load at a time streamed S at ~1 TB/s;
+# docs/perf.md, sessions 28 and 32). The order of each thread's accumulation is unchanged.
 ROW_UNROLL = "#pragma unroll 4"
 
 

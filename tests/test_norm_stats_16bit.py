@@ -86,7 +86,8 @@ def test_group_norm_statistics_as_torch_takes_them_in_a_16_bit_build(tmp_path):
     ref.write_text(src)
     low = lower(graph(str(ref), 8, 16, 16).parts[0], True, False)
     fp32, half = low.cuda.split("if constexpr (std::is_same<kgen_operand_t, float>::value) {", 1)[1].split("else {", 1)
-    assert "kgen::lanes_sum<4>(sum)" in fp32 and "1.0f / sqrtf(q / static_cast<float>(4) + " in fp32
+    assert "kgen::lanes_sum<4>(sum)" in fp32 and "1.0f / sqrtf(q / static_cast<float>(size) + " in fp32
+    assert "const int size = (kAtTracedWidth ? 4 : N / 4)" in low.cuda
     assert "kgen::welford_add(acc, " in half and "acc = kgen::welford_lanes_reduce<4>(acc);" in half
     # the mean and 1/std rounded to the module's dtype, as torch 2.11 normalizes with them
     assert "= kgen::rounded_to_module<kgen_operand_t>(acc.mean);" in half

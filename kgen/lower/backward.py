@@ -339,7 +339,7 @@ class _RowReverse:
                     e = self.emitter()
                     return e, e.get(n.args[0])
                 self.groups[n.id] = f"g{n.id}"
-                out += _group_stats_pass(n, self.groups[n.id], emit, self.graph.out_features)
+                out += _group_stats_pass(n, self.groups[n.id], emit, self.graph.out_features, at_traced_width=False)
             elif n.kind == "reduce":
                 level = self.graph.node(n.args[0]).level      # tile, or pooled
                 emitter = self.pooled_emitter if level == "pooled" else self.emitter
@@ -469,7 +469,7 @@ class _RowReverse:
     def _group_norm_parts(self, n: Node, val) -> tuple[str, str, str, str]:
         """(group index, the weight at n, x̂ at n, 1/σ of the group) of GroupNorm n at column n."""
         stats = self.groups[n.id]
-        group = group_index(n, self.graph.out_features)
+        group = group_index(n)
         weight = val(n.args[1]) if n.attrs["weight"] else "1.0f"
         rstd = f"{stats}[2 * {group} + 1]"
         xhat = f"(({val(n.args[0])}) - {stats}[2 * {group}]) * {rstd}"

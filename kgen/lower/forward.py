@@ -87,6 +87,9 @@ class Emitter:
         self.bn_ready = bn_ready
         self.element = element      # per-element context (n is defined); else per-row
         self.group_stats: dict[int, str] = {}  # GroupNorm node -> its statistics (row kernel)
+        # The traced N where the code runs in the forward row function (group sizes as constants
+        # at it: AT_TRACED_WIDTH), else None.
+        self.traced_width: int | None = None
         # Every op's result is rounded to the module's dtype (kgen::rounded_to_module: the identity
         # in an fp32 build), as each of torch's bf16 / fp16 ops returns a tensor of that dtype
         # (computing in fp32 inside): the Linear's output once, after its bias (rounding z before
@@ -117,7 +120,7 @@ class Emitter:
         if n.kind == "pool":
             return self._pool(n)
         if n.kind == "groupnorm" and n.id in self.group_stats:
-            expr = _group_norm_expr(self.graph, n, self.group_stats[n.id], self.get(n.args[0]), self.get)
+            expr = _group_norm_expr(n, self.group_stats[n.id], self.get(n.args[0]), self.get, self.traced_width)
         elif n.kind in ("reduce", "groupnorm"):
             raise _NeedsValue(n)  # not among the values computed so far (`available`)
         elif n.kind == "param":
@@ -176,6 +179,7 @@ class Emitter:
             raise AssertionError("a pooling outside the row kernel")
         inner = Emitter(self.graph, self.operands, self.window_available, self.bn_ready, element=True)
         inner.group_stats = self.group_stats
+        inner.traced_width = self.traced_width
         v = inner.get(n.args[0])
         k, stride = n.attrs["kernel"], n.attrs["stride"]
         name = f"v{n.id}"
@@ -416,18 +420,31 @@ def _stage2_pointwise(graph: Graph, operands: dict, stored: int, bn_ready: bool)
     return "\n".join(f"    {line}" for line in live_lines(e.lines, result)), result
 
 
-def group_index(n: Node, width: int) -> str:
-    """The group of GroupNorm n over `width` features (the GEMM's N, which the module's weight
-    fixes) that column n falls in, as CUDA: a division by the group's size as a constant (a
-    shift where it is a power of two; N / groups made it an integer division per element of the
-    output pass), and a LayerNorm's one group: 0."""
-    return "0" if n.attrs["groups"] == 1 else f"(n / {width // n.attrs['groups']})"
+# The forward row function's template flag (kernels/forward.cuh, run_stage2): N is the width the
+# module was traced at. There a GroupNorm's group size is a constant (a shift where it is a power
+# of two; N / groups made an integer division per element of the output pass: KernelBench 37 in
+# bf16 1.707 -> 1.534 ms, docs/perf.md, session 32); the file still runs at another out_features
+# (the reference's constructor sets it), with the size computed.
+AT_TRACED_WIDTH = "kAtTracedWidth"
 
 
-def _group_norm_expr(graph: Graph, n: Node, stats: str, value: str, operand) -> str:
+def group_size(n: Node, width: int | None) -> str:
+    """The elements of each group of GroupNorm n, as CUDA: N / groups, or (`width`: the traced N,
+    in the forward row function) that as a constant where N is it."""
+    groups = n.attrs["groups"]
+    return f"(N / {groups})" if width is None else f"({AT_TRACED_WIDTH} ? {width // groups} : N / {groups})"
+
+
+def group_index(n: Node, width: int | None = None) -> str:
+    """The group of GroupNorm n that column n falls in, as CUDA (group_size's `width`; a
+    LayerNorm's one group: 0, with no division per element)."""
+    return "0" if n.attrs["groups"] == 1 else f"(n / {group_size(n, width)})"
+
+
+def _group_norm_expr(n: Node, stats: str, value: str, operand, traced_width: int | None) -> str:
     """GroupNorm of `value` at column n from the row's group statistics `stats` ((mean, 1/std)
-    per group), then the per-column weight and bias."""
-    group = group_index(n, graph.out_features)
+    per group), then the per-column weight and bias (`traced_width`: group_size's)."""
+    group = group_index(n, traced_width)
     expr = f"(({value}) - {stats}[2 * ({group})]) * {stats}[2 * ({group}) + 1]"
     args = list(n.args[1:])
     weight = operand(args.pop(0)) if n.attrs["weight"] else None
@@ -501,7 +518,7 @@ SPLIT_GROUP_ELEMENTS = 512
 ROW_KERNEL_WARPS = 16
 
 
-def _group_stats_pass(n: Node, stats: str, emit, width: int) -> list[str]:
+def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bool = True) -> list[str]:
     """The pass computing GroupNorm's statistics of one row (`width` features), into `stats` in
     shared memory: in an fp32 build the mean first and then the squared deviations from it (exact
     even when |mean| >> std), in a 16-bit one torch's Welford statistics (below). One warp per
@@ -511,19 +528,23 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int) -> list[str]:
     took a Welford reduction per group (KernelBench 75 and 62, GroupNorm(512) of 8192 features:
     docs/perf.md, session 32). The segment's sums and Welford reduction are the whole warp's
     minus the steps that only add lanes without an element (an empty Welford state, or 0): the
-    same bits. `emit()` gives a fresh Emitter and the name of GroupNorm's input in it."""
+    same bits (at the traced width: the segments are sized for its groups, and at another a lane
+    takes several elements of a group, in another order than torch's). `emit()` gives a fresh
+    Emitter and the name of GroupNorm's input in it. `width`: the traced N; `at_traced_width`:
+    the code runs in the forward row function, which knows whether N is it (AT_TRACED_WIDTH)."""
     groups = n.attrs["groups"]
-    size = width // groups
-    if size >= SPLIT_GROUP_ELEMENTS and 2 * groups <= ROW_KERNEL_WARPS:
-        return _split_group_pass(n, stats, emit, width)
+    traced_size = width // groups
+    size = group_size(n, width if at_traced_width else None)
+    if traced_size >= SPLIT_GROUP_ELEMENTS and 2 * groups <= ROW_KERNEL_WARPS:
+        return _split_group_pass(n, stats, emit, size)
     lanes = 32
-    while lanes // 2 >= size and lanes > 1:
+    while lanes // 2 >= traced_size and lanes > 1:
         lanes //= 2
 
     def loop(*step: str) -> list[str]:
         e, v = emit()
         return _block("if (active)", _block(
-            f"for (int n = g * {size} + sub; n < (g + 1) * {size}; n += {lanes})",
+            f"for (int n = g * size + sub; n < (g + 1) * size; n += {lanes})",
             ["const float s = row[n];", *e.lines, *(line.format(v=v) for line in step)]))
 
     eps = ops.cuda_float(n.attrs["eps"])
@@ -538,13 +559,13 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int) -> list[str]:
     two_pass = [
         "float sum = 0.f;",
         *loop("sum += {v};"),
-        f"const float mean = kgen::lanes_sum<{lanes}>(sum) / static_cast<float>({size});",
+        f"const float mean = kgen::lanes_sum<{lanes}>(sum) / static_cast<float>(size);",
         "float q = 0.f;",
         *loop("const float d = {v} - mean;", "q = fmaf(d, d, q);"),
         f"q = kgen::lanes_sum<{lanes}>(q);",
         *_block("if (active && sub == 0)", [
             f"{stats}[2 * g] = mean;",
-            f"{stats}[2 * g + 1] = 1.0f / sqrtf(q / static_cast<float>({size}) + {eps});",
+            f"{stats}[2 * g + 1] = 1.0f / sqrtf(q / static_cast<float>(size) + {eps});",
         ]),
     ]
     welford = [
@@ -557,7 +578,7 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int) -> list[str]:
     return [
         f"__shared__ float {stats}[2 * {groups}];  // GroupNorm, line {n.line}: (mean, 1/std) per group",
         *_block("", [
-            f"const int lane = threadIdx.x % 32, sub = lane % {lanes};  // {lanes} lanes a group",
+            f"const int size = {size}, lane = threadIdx.x % 32, sub = lane % {lanes};  // {lanes} lanes a group",
             # whole warps go round the loop (the shuffles need every lane): `active` says whether
             # a lane's group is one of the row's
             *_block(f"for (int g0 = threadIdx.x / 32 * {per_warp}; g0 < {groups}; g0 += blockDim.x / 32 * {per_warp})", [
@@ -589,7 +610,7 @@ def _welford_stats(stats: str, eps: str) -> list[str]:
             f"rsqrtf(acc.m2 / acc.nf + kgen::rounded_to_module<kgen_operand_t>({eps})));"]
 
 
-def _split_group_pass(n: Node, stats: str, emit, width: int) -> list[str]:
+def _split_group_pass(n: Node, stats: str, emit, size: str) -> list[str]:
     """_group_stats_pass with `per` warps summing each group (the CTA's warps shared out among
     the groups, in rounds where there are more groups than warps): each warp's partial sums (fp32)
     or Welford state (16-bit) into shared memory, then combined in warp order (deterministic)."""
@@ -643,7 +664,7 @@ def _split_group_pass(n: Node, stats: str, emit, width: int) -> list[str]:
         f"__shared__ float {stats}[2 * {groups}];  // GroupNorm, line {n.line}: (mean, 1/std) per group",
         *_block("", [
             "__shared__ float part[3 * 32];   // each warp's partials",
-            f"const int size = {width // groups}, lane = threadIdx.x % 32, warp = threadIdx.x / 32;",
+            f"const int size = {size}, lane = threadIdx.x % 32, warp = threadIdx.x / 32;",
             "const int warps = blockDim.x / 32;",
             f"const int per = warps >= {groups} ? warps / {groups} : 1;   // warps per group",
             "const int round = warps / per;   // groups per round",
@@ -719,6 +740,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
         e = Emitter(graph, operands, window if element and level == "tile" else {**row_scope, **rows}, bn_ready,
                     element=element and level == "tile")
         e.group_stats = groups
+        e.traced_width = graph.out_features
         e.window_available = window
         return e
 
@@ -777,11 +799,12 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
 
 def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
                    rows: tuple[str, str] | None, module_typed: bool = False,
-                   eager_sums: bool = False) -> str:
+                   eager_sums: bool = False, traced_width: int = 0) -> str:
     """`rows`: the row function's bodies with and without the shared-memory copy; `module_typed`:
     S may be stored in a 16-bit module's dtype (kernels/forward.cuh, StageInput); `eager_sums`:
     the rows sum in eager's order (kernels/eager_sum.cuh), which needs the row kernel's full
-    kRowThreads threads (ATen's order may take up to 512 threads of a row)."""
+    kRowThreads threads (ATen's order may take up to 512 threads of a row); `traced_width`: the
+    row function has code for N at the traced width (AT_TRACED_WIDTH), else 0."""
     apply_body, apply_result = pointwise or ("", "s")
     rows_body = ""
     if rows:
@@ -793,13 +816,17 @@ def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
   static constexpr bool kSModuleTyped = {str(module_typed).lower()};
   // The rows sum in eager's order (kernels/eager_sum.cuh): the row kernel runs kRowThreads threads.
   static constexpr bool kEagerSums = {str(eager_sums and kind == STAGE2_ROWS).lower()};
+  // The width the module was traced at, where the row function has code for it (a GroupNorm of
+  // several groups: their size a constant there), else 0.
+  static constexpr int kTracedWidth = {traced_width};
   __device__ static __forceinline__ float apply(float s, int m, int n, const kgen::EpilogueParams& p) {{
     (void)m; (void)n; (void)p;{chr(10) + apply_body if apply_body else ""}
     return {apply_result};
   }}
   // kCached: `cache` holds room for the row in shared memory. m: the row (per-element operands).
   // Out: the output's type (fp32, or the module's 16-bit dtype: kernels/common.cuh, OutputType).
-  template <bool kCached, class Out>
+  // kAtTracedWidth: N is kTracedWidth (group sizes as constants: lower/forward.py, AT_TRACED_WIDTH).
+  template <bool kCached, class Out, bool kAtTracedWidth = false>
   __device__ static void row(const float* __restrict__ src, Out* __restrict__ dst, int m, int N,
                              const kgen::EpilogueParams& p, float* cache, float* scratch) {{
     (void)src; (void)dst; (void)m; (void)N; (void)p; (void)cache; (void)scratch;{rows_body}
@@ -850,7 +877,8 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
                         and graph.node(stored).kind not in UNROUNDED_KINDS + ("gemm",))
         return StagePlan(stored, bool(training and bns), kind,
                          _epilogue_struct(name, graph, operands, stored, bn_ready, col_stats),
-                         _stage2_struct(name, kind, pointwise, rows, module_typed, eager_sums))
+                         _stage2_struct(name, kind, pointwise, rows, module_typed, eager_sums,
+                                        graph.out_features if rows and AT_TRACED_WIDTH in rows[0] else 0))
     line = f"line {blocked.line}: " if blocked.line else ""
     raise Unsupported(f"{line}`{blocked.text}`: a later op uses a value from before "
                       f"{'BatchNorm1d' if bns else 'the row reduction'} that cannot be recomputed "

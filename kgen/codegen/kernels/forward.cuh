@@ -131,6 +131,27 @@ Buffers kept_as_s(const Buffers& b, float* z_ready, EpilogueParams& p) {
   return out;
 }
 
+// The row kernel over M rows of N columns (stage 2 of kind 2), cached in shared memory where a
+// row fits, with kAtTracedWidth: row_kernel's.
+template <class Stage, bool kAtTracedWidth>
+cudaError_t run_rows(const Buffers& b, Output* out, int M, int N, const EpilogueParams& p, cudaStream_t stream) {
+  const int dst_stride = kgen_cfg::output_width(N);
+  const int threads = Stage::kEagerSums ? kRowThreads : row_threads(N);
+  const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
+  if (row_bytes <= kRowCacheBytes) {
+    const auto kernel = row_kernel<Stage, true, Output, kAtTracedWidth>;
+    if (row_bytes > 48 * 1024) {
+      const cudaError_t err =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(row_bytes));
+      if (err != cudaSuccess) return err;
+    }
+    kernel<<<M, threads, row_bytes, stream>>>(b.s, out, N, dst_stride, p);
+  } else {
+    row_kernel<Stage, false, Output, kAtTracedWidth><<<M, threads, 0, stream>>>(b.s, out, N, dst_stride, p);
+  }
+  return cudaGetLastError();
+}
+
 // Stage 2: from S to the output (of Output).
 template <class Stage>
 cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, cudaStream_t stream) {
@@ -139,19 +160,12 @@ cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, 
     const auto* const s = reinterpret_cast<const StageInput<Stage>*>(b.s);
     pointwise_kernel<Stage, Output><<<pointwise_grid(s, out, M, N), kApplyThreads, 0, stream>>>(s, out, M, N, p);
   } else if constexpr (Stage::kKind == 2) {
-    const int dst_stride = kgen_cfg::output_width(N);
-    const int threads = Stage::kEagerSums ? kRowThreads : row_threads(N);
-    const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
-    if (row_bytes <= kRowCacheBytes) {
-      if (row_bytes > 48 * 1024) {
-        const cudaError_t err = cudaFuncSetAttribute(
-            row_kernel<Stage, true, Output>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(row_bytes));
-        if (err != cudaSuccess) return err;
-      }
-      row_kernel<Stage, true, Output><<<M, threads, row_bytes, stream>>>(b.s, out, N, dst_stride, p);
-    } else {
-      row_kernel<Stage, false, Output><<<M, threads, 0, stream>>>(b.s, out, N, dst_stride, p);
+    // The row function has code for the traced width (a GroupNorm's group sizes as constants)
+    // where Stage::kTracedWidth says so; any other N runs the general code.
+    if constexpr (Stage::kTracedWidth > 0) {
+      if (N == Stage::kTracedWidth) return run_rows<Stage, true>(b, out, M, N, p, stream);
     }
+    return run_rows<Stage, false>(b, out, M, N, p, stream);
   }
   return cudaGetLastError();
 }

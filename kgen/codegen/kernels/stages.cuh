@@ -436,13 +436,16 @@ __device__ __forceinline__ float block_min(float v, float* scratch) { return blo
 // module's 16-bit dtype: OutputType). With kCacheRow the row (of S, or of the first pass's
 // value: kgen/lower/forward.py, _cache_node) stays in shared memory after the first pass (one
 // read of S from global memory).
-template <class Stage, bool kCacheRow, class Out = float>
+// kAtTracedWidth: N is Stage::kTracedWidth, the width the module was traced at (its GroupNorms'
+// group sizes are constants there: kgen/lower/forward.py, AT_TRACED_WIDTH).
+template <class Stage, bool kCacheRow, class Out = float, bool kAtTracedWidth = false>
 __global__ void __launch_bounds__(kRowThreads)
     row_kernel(const float* src, Out* dst, int N, int dst_stride, EpilogueParams p) {
   extern __shared__ __align__(16) float row_cache[];
   __shared__ float scratch[32];
   const size_t m = blockIdx.x;
-  Stage::template row<kCacheRow>(src + m * N, dst + m * dst_stride, static_cast<int>(m), N, p, row_cache, scratch);
+  Stage::template row<kCacheRow, Out, kAtTracedWidth>(src + m * N, dst + m * dst_stride, static_cast<int>(m), N, p,
+                                                      row_cache, scratch);
 }
 
 // ---- the rewrites' kernels, in files of their own (gemv.cuh: a row sum of the GEMM output as a

@@ -16,7 +16,11 @@
 #       per-column operands staged in shared memory, bf16 stored by TMA from a small staging tile,
 #       the producer filling the next tile's stages meanwhile).
 #    b. GroupNorm of groups of 32-64 in 16 bits (37's row kernel, ~0.7 ms after session 32): one
-#       Welford reduction per group keeps eager's bits; the output pass's per-column loads.
+#       Welford reduction per group keeps eager's bits; the output pass's per-column loads. A patch
+#       is ready to time: docs/experiments/s32/welford_pow2_div.patch (a count's power-of-two
+#       divisions as exact products: the same bits on the host).
+#    (Also first: 6401605, GroupNorm's size constant only at the traced width, has not run on a
+#    GPU: the GroupNorm GPU tests and same_bits.py on 75 / 62 / 37 against 864f196's files.)
 #    c. S in fp32 between the GEMM and a row kernel: where S is one of the module's rounded ops,
 #       the module's dtype holds it exactly in half the bytes (the point-wise stage 2 does this
 #       already: forward.py, module_typed); the row function would read 16-bit rows.

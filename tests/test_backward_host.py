@@ -104,6 +104,21 @@ inline float lanes_sum(float v) {
 }
 inline float warp_sum(float v) { return lanes_sum<32>(v); }
 }
+// body() on the T threads of one emulated CTA, threadIdx set and the block's and warps' barriers
+// in place; returns when every thread has.
+template <class Body>
+void run_cta(Body body) {
+  std::barrier<> block(T), warp0(32), warp1(32);
+  block_barrier = &block;
+  warp_barrier[0] = &warp0;
+  warp_barrier[1] = &warp1;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < T; ++t) threads.emplace_back([&, t] {
+    threadIdx.x = t;
+    body();
+  });
+  for (auto& t : threads) t.join();
+}
 """
 
 MAIN = r"""
@@ -134,13 +149,7 @@ int main() {
   const size_t plane = static_cast<size_t>(plane_rows) * N;
   std::vector<float> dz(M * N), contrib((BackwardRows::kSlots + 1) * plane), cache(N), pool(2 * N), dinput(M * N);
   p.d_input = dinput.data();
-  std::barrier<> block(T), warp0(32), warp1(32);
-  block_barrier = &block;
-  warp_barrier[0] = &warp0;
-  warp_barrier[1] = &warp1;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < T; ++t) threads.emplace_back([&, t] {
-    threadIdx.x = t;
+  run_cta([&] {
     float scratch[32];
     for (int m = 0; m < M; ++m) {
       BackwardRows::row(z.data() + m * N, g.data() + m * G, dz.data() + m * N, contrib.data() + (m / R) * N, plane, m, N, p,
@@ -148,7 +157,6 @@ int main() {
       __syncthreads();
     }
   });
-  for (auto& t : threads) t.join();
   for (int i = 0; i < M * N; ++i) printf("%.9g ", dz[i]);
   printf("\n");
   for (int i = 0; i < M * N; ++i) printf("%.9g ", dinput[i]);

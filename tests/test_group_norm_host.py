@@ -51,13 +51,7 @@ int main(int argc, char** argv) {
     for (auto& v : operands[k]) scanf("%f", &v);
     p.operand[k] = operands[k].data();
   }
-  std::barrier<> block(T), warp0(32), warp1(32);
-  block_barrier = &block;
-  warp_barrier[0] = &warp0;
-  warp_barrier[1] = &warp1;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < T; ++t) threads.emplace_back([&, t] {
-    threadIdx.x = t;
+  run_cta([&] {
     float scratch[32];
     for (int m = 0; m < M; ++m) {
       if (at_traced) {
@@ -68,7 +62,6 @@ int main(int argc, char** argv) {
       __syncthreads();
     }
   });
-  for (auto& t : threads) t.join();
   for (int i = 0; i < M * N; ++i) printf("%.9g ", out[i]);
   printf("\n");
 }

@@ -163,12 +163,10 @@ def rule_fusion(workload: Workload, dtype: str = "fp32") -> tuple[int, str]:
     eight KernelBench files whose chain calls exp / log / erf / tanh, which session 12's rule sent
     to fusion 0: fusion 1 was 0-5 % faster on six (70: 0.236 -> 0.223 ms, 53: 0.466 -> 0.448) and
     within 1.3 % on the other two. The 16-bit search still tries fusion 0 (search.half_variants)."""
-    parts = workload.graph().parts
     fused_from = fused_stats_min_batch(dtype)
-    if any(part.batchnorms for part in parts):
-        fusion = 2 if workload.batch >= fused_from else 1
-        return fusion, f"fusion {fusion} (BatchNorm's statistics fused into the GEMM from batch {fused_from} in {dtype})"
     fusion = 2 if workload.batch >= fused_from else 1
+    if any(part.batchnorms for part in workload.graph().parts):
+        return fusion, f"fusion {fusion} (BatchNorm's statistics fused into the GEMM from batch {fused_from} in {dtype})"
     return fusion, f"fusion {fusion} (no BatchNorm: levels 1 and 2 are the same code)"
 
 

@@ -54,7 +54,9 @@ def test_the_emitted_forward_draws_the_mask_in_training_mode(tmp_path):
     text = generator.render(spec)
     assert check_emitted(text) == []
     forward = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == "forward")
-    assert not [n for n in ast.walk(forward) if isinstance(n, ast.Raise)]
+    # No raise but the check of the hyperparameters baked in (p among them: the mask is drawn with it)
+    raises = [ast.unparse(n) for n in ast.walk(forward) if isinstance(n, ast.Raise)]
+    assert len(raises) == 1 and "synthesized for dropout.p=0.2" in raises[0], raises
     draws = [ast.unparse(n) for n in forward.body if isinstance(n, ast.Assign)
              and "dropout(" in ast.unparse(n.value)]
     assert len(draws) == 1 and draws[0].endswith("0.2, True) if self.dropout.training else None")

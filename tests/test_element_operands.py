@@ -219,7 +219,11 @@ def test_a_dropout_of_a_row_value_is_not_reproduced_and_training_mode_still_rais
     (d,) = graph.dropouts
     assert not d["reproduced"] and not [n for n in graph.nodes if n.kind == "mask"]
     spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
-    assert generator.forward_lines(generator.lowered_parts(spec))[:1] == ["if self.drop.training:"]
+    # (after the check of the baked-in hyperparameters: the dropout's p)
+    guard = generator.hyperparameter_lines(graph.hyperparameters)
+    assert [path for path, _ in graph.hyperparameters] == ["drop.p"]
+    lines = generator.forward_lines(generator.lowered_parts(spec))
+    assert lines[:len(guard)] == guard and lines[len(guard):len(guard) + 1] == ["if self.drop.training:"]
 
 
 # The compile jobs of the tests below start at collection (conftest.nvcc_prefetch): with the

@@ -206,10 +206,43 @@ def rows_input(spec: Spec) -> str:
     return "" if shape is None else f"(..., {shape[-1]}), {'x'.join(map(str, shape))} in its get_inputs()"
 
 
+def _tuple_source(items: list[str]) -> str:
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def _attribute_read(path: str) -> str:
+    """Python that reads the attribute at dotted `path` (multiplier, gn.eps, net.1.negative_slope)
+    of ModelNew on every forward, cheaply: a submodule through _modules (a dict lookup, where
+    nn.Module.__getattr__ costs ~0.3 us a step), so a submodule replaced since is read too."""
+    *modules, name = path.split(".")
+    owner = "self" + "".join(f"._modules[{m!r}]" for m in modules)
+    return f"{owner}.{name}" if name.isidentifier() else f"getattr({owner}, {name!r})"
+
+
+def hyperparameter_lines(read: list[tuple[str, object]]) -> list[str]:
+    """The forward's check of the module's attributes that the trace baked into the kernels
+    (Graph.hyperparameters): a model built with other constructor arguments, or changed since,
+    is refused, naming the traced values, rather than computed with them. (The message is a
+    constant: torch.compile traces no float's repr, and shows a constant message as raised.)"""
+    if not read:
+        return []
+    now = _tuple_source([_attribute_read(path) for path, _ in read])
+    traced = _tuple_source([_literal(value) for _, value in read])
+    names = ", ".join(f"{path}={value!r}" for path, value in read)
+    message = (f"this ModelNew was synthesized for {names} (its kernels compute with these values), and "
+               f"this model's differ: generate it again from a reference built with its values (kgen "
+               f"generate --set NAME=VALUE sets a module-level constant of the reference)")
+    if len(f"if {now} != {traced}:") > 100:   # (one attribute a line)
+        reads = [_attribute_read(path) for path, _ in read]
+        return ([f"if ({reads[0]},"] + [f"        {r}," for r in reads[1:-1]] + [f"        {reads[-1]}) != {traced}:"]
+                + [f"    raise ValueError({message!r})"])
+    return [f"if {now} != {traced}:", f"    raise ValueError({message!r})"]
+
+
 def forward_lines(parts: list[Lowered]) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call
     each GEMM part's entry point in turn (a part's output is the next part's x)."""
-    lines = []
+    lines = hyperparameter_lines(parts[-1].traced.hyperparameters)
     for name, default in parts[-1].traced.forward_defaults:
         # (kgen traced the forward with this parameter at its default, as get_inputs() leaves it)
         # (`is` for None and bools; a NaN default is matched by NaN alone, which != never is)

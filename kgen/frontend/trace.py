@@ -3014,9 +3014,81 @@ def _trace(ref: Reference) -> Graph:
     graph.fp32_casts = tracer.fp32_casts
     graph.forward_defaults = tracer.forward_defaults
     graph.sizes_read = tracer.sizes_read
+    graph.hyperparameters = hyperparameters_read(ref, graph)
     for part in graph.parts:   # (each part's backward raises where the module's would)
         part.no_derivative = tracer.no_derivative
     return graph
+
+
+
+def _fingerprint(graph: Graph, dropouts: list) -> str:
+    """What a trace baked into the kernels: every part's IR (its constants and op attributes)
+    and the dropouts' probabilities."""
+    return "\n".join([p.describe() for p in graph.parts] + [repr(d.get("p")) for d in dropouts])
+
+
+def _perturbations(value) -> list:
+    """Other values of a module's scalar attribute for hyperparameters_read to trace with: one on
+    each side of it (a forward may branch on a threshold either way), a flipped bool, a string
+    no op takes; [] for what is not a scalar, or NaN (never equal, so no guard can compare it)."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value + 1, value - 1]
+    if isinstance(value, float):
+        if math.isnan(value):
+            return []
+        step = abs(value) * 0.5 + 0.25 if math.isfinite(value) else 1.0
+        return [value + step, value - step] if math.isfinite(value) else [1.0]
+    if isinstance(value, str):
+        return [value + "~kgen"]
+    if isinstance(value, tuple) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        ups, downs = zip(*(_perturbations(v) for v in value)) if all(_perturbations(v) for v in value) else ((), ())
+        return [tuple(ups), tuple(downs)] if ups else []
+    return []
+
+
+def _scalar_attributes(model: nn.Module, widths: set) -> list[tuple[str, str, object]]:
+    """(module path, attribute, value) for each public scalar attribute of the model and its
+    submodules (multiplier, negative_slope, num_groups, eps, p, dim, approximate ...), but the
+    training flag and the feature sizes (an int equal to one of the GEMMs' widths: in_features,
+    out_features, num_channels), which the emitted forward reads from its tensors."""
+    found = []
+    for path, module in model.named_modules():
+        for name, value in vars(module).items():
+            if name.startswith("_") or name == "training" or not _perturbations(value):
+                continue
+            if type(value) is int and value in widths:
+                continue
+            found.append((path, name, value))
+    return found
+
+
+def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object]]:
+    """The module's scalar attributes (dotted path, traced value) that the trace baked into the
+    IR: those whose change gives another IR, or none at all. The emitted forward compares each
+    with the model's own and raises for another value: a ModelNew built with other constructor
+    arguments than get_init_inputs()'s (Model(1024, 512, multiplier=3.0)), or changed after, would
+    otherwise compute with the traced ones. Each attribute is traced again moved to each of
+    _perturbations' values, on the meta device (milliseconds a trace); the feature sizes and what
+    the emitted forward reads from the model itself (a BatchNorm's eps and momentum) leave the IR
+    as it is."""
+    traced = _fingerprint(graph, graph.dropouts)
+    widths = {w for p in graph.parts for w in (p.in_features, p.out_features)}
+    read = []
+    for path, name, value in _scalar_attributes(ref.meta_model(), widths):
+        for other in _perturbations(value):
+            model = ref.meta_model()
+            setattr(model.get_submodule(path), name, other)
+            tracer = Tracer(ref, model)
+            try:
+                moved = _fingerprint(tracer.run(), tracer.dropouts)
+            except Exception:  # noqa: BLE001 - a value the module (or kgen) refuses: the trace read it
+                moved = None
+            if moved != traced:
+                read.append((f"{path}.{name}" if path else name, value))
+                break
+    return read
 
 
 # The rows check (_check_rows) builds the module on the CPU in fp64: at most this many elements of

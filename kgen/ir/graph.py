@@ -230,6 +230,10 @@ class Graph:
     # x.shape[-1], math.sqrt(x.size(-1))): the trace baked that number in, so the emitted file
     # runs at the traced in_features and out_features only, and says so for others.
     sizes_read: list = dataclasses.field(default_factory=list)
+    # The module's scalar attributes the trace baked into the IR ((dotted path, value):
+    # ("multiplier", 2.0), ("gn.num_groups", 8)): the emitted forward refuses a model whose own
+    # values differ (trace.hyperparameters_read).
+    hyperparameters: list = dataclasses.field(default_factory=list)
     # Where the forward calls an op torch defines no derivative for ((line, text): x // c and
     # torch.floor_divide, whose backward raises in torch, where div(rounding_mode='floor') gives
     # zeros): the emitted backward raises too, naming it.

@@ -72,10 +72,10 @@ template <class T> inline float rounded_to_module(float v) { return v; }
 // build discards (the row function is no template, so both branches must name things), never
 // run here.
 struct Welford { float mean = 0.f, m2 = 0.f, nf = 0.f; int n = 0; };
-void welford_add(Welford&, float);
-Welford welford_warp_reduce(Welford);
-template <int L> Welford welford_lanes_reduce(Welford);
-Welford welford_combine(Welford, const Welford&);
+template <bool P = false> void welford_add(Welford&, float);
+template <bool P = false> Welford welford_warp_reduce(Welford);
+template <int L, bool P = false> Welford welford_lanes_reduce(Welford);
+template <bool P = false> Welford welford_combine(Welford, const Welford&);
 inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
 static float block_values[T], warp_values[T];

@@ -50,14 +50,20 @@ def _stage2(low, struct: str) -> str:
     return low.cuda.split(f"struct {struct} {{")[1].split("\n};")[0]
 
 
-@pytest.mark.parametrize("body, params", [
-    ("x = torch.softmax(torch.sigmoid(x), dim=1)", {}),
-    (BATCHNORM, {"bn": "nn.BatchNorm1d(out_features)"}),
-    ("x = x * 2.0\nx = torch.sigmoid(x)", {})], ids=["rows", "batchnorm", "whole chain in the epilogue"])
-def test_s_stays_fp32_where_a_row_kernel_or_batchnorm_reads_it(tmp_path, body, params):
+@pytest.mark.parametrize("body, params, typed", [
+    ("x = torch.softmax(torch.sigmoid(x), dim=1)", {}, {"TrainStage2": True, "EvalStage2": True}),
+    ("x = torch.softmax(x, dim=1)", {}, {"TrainStage2": True, "EvalStage2": True}),
+    (BATCHNORM, {"bn": "nn.BatchNorm1d(out_features)"}, {"TrainStage2": False, "EvalStage2": False}),
+    ("x = x * 2.0\nx = torch.sigmoid(x)", {}, {"TrainStage2": False, "EvalStage2": False})],
+    ids=["rows of a rounded op", "rows of the Linear's output", "batchnorm", "whole chain in the epilogue"])
+def test_s_is_module_typed_where_it_is_a_rounded_op_no_batchnorm_statistics_read(tmp_path, body, params, typed):
+    """S in the module's dtype where a stage 2 (point-wise or rows) reads a value the epilogue
+    rounds to it anyway (sigmoid's output; the Linear's, z + bias rounded once as addmm rounds
+    it); fp32 where training BatchNorm's statistics read it, and where no stage 2 runs (eval
+    BatchNorm and the chain in the epilogue: the output is stored)."""
     low = generator.lowered(spec(tmp_path, body, 1, params))
-    for struct in ("TrainStage2", "EvalStage2"):
-        assert "kSModuleTyped = false" in _stage2(low, struct)
+    for struct, expect in typed.items():
+        assert f"kSModuleTyped = {str(expect).lower()}" in _stage2(low, struct), struct
 
 
 @pytest.mark.gpu

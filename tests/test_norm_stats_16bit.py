@@ -88,7 +88,7 @@ def test_group_norm_statistics_as_torch_takes_them_in_a_16_bit_build(tmp_path):
     fp32, half = low.cuda.split("if constexpr (std::is_same<kgen_operand_t, float>::value) {", 1)[1].split("else {", 1)
     assert "kgen::lanes_sum<4>(sum)" in fp32 and "1.0f / sqrtf(q / static_cast<float>(size) + " in fp32
     assert "const int size = (kAtTracedWidth ? 4 : N / 4)" in low.cuda
-    assert "kgen::welford_add(acc, " in half and "acc = kgen::welford_lanes_reduce<4>(acc);" in half
+    assert "kgen::welford_add<true>(acc, " in half and "acc = kgen::welford_lanes_reduce<4, true>(acc);" in half
     # the mean and 1/std rounded to the module's dtype, as torch 2.11 normalizes with them
     assert "= kgen::rounded_to_module<kgen_operand_t>(acc.mean);" in half
     assert ("= kgen::rounded_to_module<kgen_operand_t>(rsqrtf(acc.m2 / acc.nf + "
@@ -117,17 +117,37 @@ inline float __shfl_down_sync(unsigned, float v, int offset, int width = 32) {
   const float r = lane_id % width + offset < width ? slots[lane_id + offset] : v;
   return r;
 }
+#include <cstring>
+inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline float __fmul_rn(float a, float b) { return a * b; }
 namespace kgen {
 @WELFORD@
 }
-// stdin: n L, then 32 / L groups of n values (n <= L where L < 32): segment s of L lanes takes
-// group s, each lane its elements lane, lane + L, ... (L = 32: the whole warp, welford_warp_reduce).
+// One lane's Welford state of its group, reduced over its segment of L lanes; P: kPow2Products.
+template <bool P>
+kgen::Welford lane_stats(const std::vector<float>& x, int n, int L, int l) {
+  const int group = l / L;
+  kgen::Welford acc;
+  for (int i = l % L; i < n; i += L) kgen::welford_add<P>(acc, x[group * n + i]);
+  switch (L) {
+    case 1: return kgen::welford_lanes_reduce<1, P>(acc);
+    case 2: return kgen::welford_lanes_reduce<2, P>(acc);
+    case 4: return kgen::welford_lanes_reduce<4, P>(acc);
+    case 8: return kgen::welford_lanes_reduce<8, P>(acc);
+    case 16: return kgen::welford_lanes_reduce<16, P>(acc);
+    default: return kgen::welford_warp_reduce<P>(acc);
+  }
+}
+// stdin: n L P, then 32 / L groups of n values (n <= L where L < 32): segment s of L lanes takes
+// group s, each lane its elements lane, lane + L, ... (L = 32: the whole warp, welford_warp_reduce);
+// P 1: the divisions by power-of-two counts as products (kPow2Products).
 // stdout: each group's (mean, m2, nf) as its segment's lane 0 holds them.
 int main() {
-  int n, L;
+  int n, L, P;
   std::vector<float> x;
   float v;
-  if (std::scanf("%d %d", &n, &L) != 2) return 2;
+  if (std::scanf("%d %d %d", &n, &L, &P) != 3) return 2;
   while (std::scanf("%a", &v) == 1) x.push_back(v);
   std::barrier<> barrier(32);
   warp_barrier = &barrier;
@@ -136,18 +156,8 @@ int main() {
   for (int l = 0; l < 32; ++l) {
     lanes.emplace_back([&, l] {
       lane_id = l;
-      const int group = l / L;
-      kgen::Welford acc;
-      for (int i = l % L; i < n; i += L) kgen::welford_add(acc, x[group * n + i]);
-      switch (L) {
-        case 1: acc = kgen::welford_lanes_reduce<1>(acc); break;
-        case 2: acc = kgen::welford_lanes_reduce<2>(acc); break;
-        case 4: acc = kgen::welford_lanes_reduce<4>(acc); break;
-        case 8: acc = kgen::welford_lanes_reduce<8>(acc); break;
-        case 16: acc = kgen::welford_lanes_reduce<16>(acc); break;
-        default: acc = kgen::welford_warp_reduce(acc);
-      }
-      if (l % L == 0) out[group] = acc;
+      const kgen::Welford acc = P ? lane_stats<true>(x, n, L, l) : lane_stats<false>(x, n, L, l);
+      if (l % L == 0) out[l / L] = acc;
     });
   }
   for (auto& t : lanes) t.join();
@@ -211,9 +221,10 @@ def welford_exe(tmp_path_factory):
     return exe
 
 
+@pytest.mark.parametrize("products", [False, True], ids=["divisions", "pow2 products"])
 @pytest.mark.parametrize("offset", [0.0, 40.0])
-@pytest.mark.parametrize("n", [1, 7, 32, 45, 77, 256, 333, 511])
-def test_welford_is_torchs_welford_ops_in_torchs_order(welford_exe, n, offset):
+@pytest.mark.parametrize("n", [1, 7, 32, 45, 64, 77, 256, 333, 511])
+def test_welford_is_torchs_welford_ops_in_torchs_order(welford_exe, n, offset, products):
     """kgen::welford_add and welford_warp_reduce compiled for the host (no contraction, as the
     reference below) give torch's one-warp Welford statistics bit for bit: a wrong formula, a
     lane combining the wrong neighbour or the tree in another order changes the bits."""
@@ -221,7 +232,7 @@ def test_welford_is_torchs_welford_ops_in_torchs_order(welford_exe, n, offset):
 
     # lanes of unequal counts (n % 32 != 0: combines of 3 and 2 elements, ...); |mean| >> std
     x = (np.random.default_rng(n).standard_normal(n).astype(np.float32) * 3 + np.float32(offset)).tolist()
-    run = subprocess.run([str(welford_exe)], input=f"{n} 32\n" + " ".join(float(v).hex() for v in x),
+    run = subprocess.run([str(welford_exe)], input=f"{n} 32 {int(products)}\n" + " ".join(float(v).hex() for v in x),
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     got = tuple(float.fromhex(t) for t in run.stdout.split())
@@ -230,9 +241,10 @@ def test_welford_is_torchs_welford_ops_in_torchs_order(welford_exe, n, offset):
     assert abs(got[0] - float(np.mean(np.float64(x)))) < 1e-3 and got[2] == n
 
 
+@pytest.mark.parametrize("products", [False, True], ids=["divisions", "pow2 products"])
 @pytest.mark.parametrize("offset", [0.0, 40.0])
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 11, 16])
-def test_a_segment_of_lanes_per_small_group_gives_torchs_one_warp_bits(welford_exe, n, offset):
+def test_a_segment_of_lanes_per_small_group_gives_torchs_one_warp_bits(welford_exe, n, offset, products):
     """GroupNorm's groups of at most 16 elements take a segment of L lanes each (L the power of
     two that holds the group, 32 / L groups a warp: kgen/lower/forward.py, _group_stats_pass):
     welford_lanes_reduce<L> gives each segment's lane 0 the bits of torch's one-warp Welford of
@@ -245,7 +257,7 @@ def test_a_segment_of_lanes_per_small_group_gives_torchs_one_warp_bits(welford_e
     groups = 32 // lanes
     x = (np.random.default_rng(100 + n).standard_normal(groups * n).astype(np.float32) * 3
          + np.float32(offset)).tolist()
-    run = subprocess.run([str(welford_exe)], input=f"{n} {lanes}\n" + " ".join(float(v).hex() for v in x),
+    run = subprocess.run([str(welford_exe)], input=f"{n} {lanes} {int(products)}\n" + " ".join(float(v).hex() for v in x),
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     got = [float.fromhex(t) for t in run.stdout.split()]

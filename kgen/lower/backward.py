@@ -339,7 +339,8 @@ class _RowReverse:
                     e = self.emitter()
                     return e, e.get(n.args[0])
                 self.groups[n.id] = f"g{n.id}"
-                out += _group_stats_pass(n, self.groups[n.id], emit, self.graph.out_features, at_traced_width=False)
+                out += _group_stats_pass(n, self.groups[n.id], emit, self.graph.out_features, at_traced_width=False,
+                                         pow2_products=False)
             elif n.kind == "reduce":
                 level = self.graph.node(n.args[0]).level      # tile, or pooled
                 emitter = self.pooled_emitter if level == "pooled" else self.emitter

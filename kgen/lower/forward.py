@@ -188,7 +188,7 @@ class Emitter:
         what = "MaxPool1d" if n.op == "max" else "AvgPool1d"
         self.lines.append(f"float {name} = {init};  // {what}(kernel {k}, stride {stride}), line {n.line}")
         self.lines.extend(_block(f"for (int tap = 0; tap < {k}; ++tap)", [
-            f"const int n = j * {stride} + tap;", "const float s = row[n];", *inner.lines, step]))
+            f"const int n = j * {stride} + tap;", ROW_READ, *inner.lines, step]))
         if n.op == "avg":
             self.lines.append(f"{name} /= {ops.cuda_float(k)};")
         self.names[n.id] = name
@@ -462,6 +462,9 @@ def _block(header: str, body: list[str]) -> list[str]:
 
 
 ROW_LOOP = "for (int n = threadIdx.x; n < N; n += blockDim.x)"
+# A pass's read of its element of the row: of S (fp32, or a 16-bit module's dtype where S is one
+# of its rounded ops: kernels/forward.cuh, StageInput) or of the copy in shared memory (fp32).
+ROW_READ = "const float s = kgen::as_float(row[n]);"
 # Before each loop over a row's columns: unrolled, a thread's loads of S from global memory (the
 # passes of a row too long for shared memory read S) can be in flight together (a row that fits is
 # copied into shared memory first by kgen::copy_row: one load at a time streamed S at ~1 TB/s;
@@ -485,7 +488,7 @@ def _loop(graph: Graph, level: str, body: list[str], unroll: bool = False) -> li
     first = [ROW_UNROLL] if unroll else []
     if level == "pooled":
         return [*first, *_block(f"for (int j = threadIdx.x; j < {row_width(graph, level)}; j += blockDim.x)", body)]
-    return [*first, *_block(ROW_LOOP, ["const float s = row[n];", *body])]
+    return [*first, *_block(ROW_LOOP, [ROW_READ, *body])]
 
 
 def is_torch_sum(n: Node) -> bool:
@@ -498,7 +501,7 @@ def is_torch_sum(n: Node) -> bool:
 def _eager_sum(graph: Graph, level: str, acc: str, n: Node, body: list[str]) -> list[str]:
     """A row sum in eager's order (kgen::eager_row_sum): `body` computes and returns the row's
     element at column n (level tile) or j (pooled); the CTA's M rows are the grid."""
-    index, read = ("j", []) if level == "pooled" else ("n", ["const float s = row[n];"])
+    index, read = ("j", []) if level == "pooled" else ("n", [ROW_READ])
     return [f"// sum over the row, line {n.line}, in the order of torch's CUDA reduction",
             f"float {acc} = kgen::eager_row_sum(static_cast<int>(gridDim.x), {row_width(graph, level)}, "
             f"[&](int {index}) -> float {{",
@@ -518,7 +521,8 @@ SPLIT_GROUP_ELEMENTS = 512
 ROW_KERNEL_WARPS = 16
 
 
-def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bool = True) -> list[str]:
+def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bool = True,
+                      pow2_products: bool = True) -> list[str]:
     """The pass computing GroupNorm's statistics of one row (`width` features), into `stats` in
     shared memory: in an fp32 build the mean first and then the squared deviations from it (exact
     even when |mean| >> std), in a 16-bit one torch's Welford statistics (below). One warp per
@@ -531,12 +535,14 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bo
     same bits (at the traced width: the segments are sized for its groups, and at another a lane
     takes several elements of a group, in another order than torch's). `emit()` gives a fresh
     Emitter and the name of GroupNorm's input in it. `width`: the traced N; `at_traced_width`:
-    the code runs in the forward row function, which knows whether N is it (AT_TRACED_WIDTH)."""
+    the code runs in the forward row function, which knows whether N is it (AT_TRACED_WIDTH).
+    `pow2_products`: Welford's divisions by power-of-two counts as exact products (kernels/stages.cuh,
+    div_by_count: the same bits; the backward's row kernel spilled with them)."""
     groups = n.attrs["groups"]
     traced_size = width // groups
     size = group_size(n, width if at_traced_width else None)
     if traced_size >= SPLIT_GROUP_ELEMENTS and 2 * groups <= ROW_KERNEL_WARPS:
-        return _split_group_pass(n, stats, emit, size)
+        return _split_group_pass(n, stats, emit, size, pow2_products)
     lanes = 32
     while lanes // 2 >= traced_size and lanes > 1:
         lanes //= 2
@@ -545,7 +551,7 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bo
         e, v = emit()
         return _block("if (active)", _block(
             f"for (int n = g * size + sub; n < (g + 1) * size; n += {lanes})",
-            ["const float s = row[n];", *e.lines, *(line.format(v=v) for line in step)]))
+            [ROW_READ, *e.lines, *(line.format(v=v) for line in step)]))
 
     eps = ops.cuda_float(n.attrs["eps"])
     # fp32: two passes (the mean, then the squared deviations from it: exact even when |mean| >>
@@ -570,8 +576,8 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bo
     ]
     welford = [
         "kgen::Welford acc;",
-        *loop("kgen::welford_add(acc, {v});"),
-        f"acc = kgen::welford_lanes_reduce<{lanes}>(acc);",
+        *loop(f"kgen::welford_add<{str(pow2_products).lower()}>(acc, {{v}});"),
+        f"acc = kgen::welford_lanes_reduce<{lanes}, {str(pow2_products).lower()}>(acc);",
         *_block("if (active && sub == 0)", _welford_stats(stats, eps)),
     ]
     per_warp = 32 // lanes
@@ -610,7 +616,7 @@ def _welford_stats(stats: str, eps: str) -> list[str]:
             f"rsqrtf(acc.m2 / acc.nf + kgen::rounded_to_module<kgen_operand_t>({eps})));"]
 
 
-def _split_group_pass(n: Node, stats: str, emit, size: str) -> list[str]:
+def _split_group_pass(n: Node, stats: str, emit, size: str, pow2_products: bool = True) -> list[str]:
     """_group_stats_pass with `per` warps summing each group (the CTA's warps shared out among
     the groups, in rounds where there are more groups than warps): each warp's partial sums (fp32)
     or Welford state (16-bit) into shared memory, then combined in warp order (deterministic)."""
@@ -621,7 +627,7 @@ def _split_group_pass(n: Node, stats: str, emit, size: str) -> list[str]:
         e, v = emit()
         return _block("if (active)", _block(
             "for (int n = g * size + sub * 32 + lane; n < (g + 1) * size; n += 32 * per)",
-            ["const float s = row[n];", *e.lines, *(line.format(v=v) for line in step)]))
+            [ROW_READ, *e.lines, *(line.format(v=v) for line in step)]))
 
     def combined(what: str) -> list[str]:   # the group's warps' partials, in order
         return [f"float {what} = 0.f;", f"for (int k = 0; k < per; ++k) {what} += part[(warp - sub) + k];"]
@@ -647,8 +653,8 @@ def _split_group_pass(n: Node, stats: str, emit, size: str) -> list[str]:
     ]
     welford = [
         "kgen::Welford acc;",
-        *loop("kgen::welford_add(acc, {v});"),
-        "acc = kgen::welford_warp_reduce(acc);",
+        *loop(f"kgen::welford_add<{str(pow2_products).lower()}>(acc, {{v}});"),
+        f"acc = kgen::welford_warp_reduce<{str(pow2_products).lower()}>(acc);",
         *_block("if (lane == 0)", ["part[3 * warp] = acc.mean;", "part[3 * warp + 1] = acc.m2;",
                                    "part[3 * warp + 2] = acc.nf;"]),
         "__syncthreads();",
@@ -656,7 +662,7 @@ def _split_group_pass(n: Node, stats: str, emit, size: str) -> list[str]:
             "acc = kgen::Welford{};",
             *_block("for (int k = 0; k < per; ++k)", [
                 "const int w = warp + k;",
-                "acc = kgen::welford_combine(acc, kgen::Welford{part[3 * w], part[3 * w + 1], part[3 * w + 2], 0});"]),
+                f"acc = kgen::welford_combine<{str(pow2_products).lower()}>(acc, kgen::Welford{{part[3 * w], part[3 * w + 1], part[3 * w + 2], 0}});"]),
             *_welford_stats(stats, eps),
         ]),
     ]
@@ -723,14 +729,15 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
     row_scope: dict[int, str] = {}  # everything the row ops declared in the function's scope
     groups: dict[int, str] = {}   # GroupNorm node -> its statistics array
     kept = _cache_node(graph, operands, stored, bn_ready) if cached else stored
-    out: list[str] = ["const float* row = src;  // the row of S" + (" (then the copy in `cache`)" if cached else "")]
+    out: list[str] = [("const float* row = cache;  // the copy of the row of S (kgen::copy_row, before the first pass)"
+                       if cached else "const auto* row = src;  // the row of S")]
     copied = not cached   # whether `row` reads the copy in shared memory yet (or S, uncached)
     holds = stored        # the value `row` holds: S, then (after a first pass that makes it) kept
 
     def copy_row():
         nonlocal copied
         if not copied:
-            out.extend(["kgen::copy_row(src, cache, N);", "__syncthreads();", "row = cache;"])
+            out.extend(["kgen::copy_row(src, cache, N);", "__syncthreads();"])
             copied = True
 
     def emitter(element: bool = True, level: str = "tile") -> Emitter:
@@ -826,8 +833,9 @@ def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
   // kCached: `cache` holds room for the row in shared memory. m: the row (per-element operands).
   // Out: the output's type (fp32, or the module's 16-bit dtype: kernels/common.cuh, OutputType).
   // kAtTracedWidth: N is kTracedWidth (group sizes as constants: lower/forward.py, AT_TRACED_WIDTH).
-  template <bool kCached, class Out, bool kAtTracedWidth = false>
-  __device__ static void row(const float* __restrict__ src, Out* __restrict__ dst, int m, int N,
+  // In: S's type (fp32, or the module's 16-bit dtype: kSModuleTyped).
+  template <bool kCached, class Out, bool kAtTracedWidth = false, class In = float>
+  __device__ static void row(const In* __restrict__ src, Out* __restrict__ dst, int m, int N,
                              const kgen::EpilogueParams& p, float* cache, float* scratch) {{
     (void)src; (void)dst; (void)m; (void)N; (void)p; (void)cache; (void)scratch;{rows_body}
   }}
@@ -869,11 +877,11 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
             blocked = e.args[0]
             continue
         col_stats = bool(training and bns and fused_stats)
-        # S in the module's dtype (a 16-bit build): where a point-wise stage 2 alone reads it (no
-        # BatchNorm statistics of S) and the value is one of the module's ops, which the epilogue
-        # rounds to that dtype anyway (Emitter): the same bits in half the bytes. (z itself is
-        # stored unrounded: kIdentity.)
-        module_typed = (kind == STAGE2_POINTWISE and not (training and bns)
+        # S in the module's dtype (a 16-bit build): where a point-wise or row stage 2 alone reads
+        # it (no BatchNorm statistics of S) and the value is one of the module's ops, which the
+        # epilogue rounds to that dtype anyway (Emitter): the same bits in half the bytes, written
+        # by the GEMM and read by stage 2. (z itself is stored unrounded: kIdentity.)
+        module_typed = (kind in (STAGE2_POINTWISE, STAGE2_ROWS) and not (training and bns)
                         and graph.node(stored).kind not in UNROUNDED_KINDS + ("gemm",))
         return StagePlan(stored, bool(training and bns), kind,
                          _epilogue_struct(name, graph, operands, stored, bn_ready, col_stats),

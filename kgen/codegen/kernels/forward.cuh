@@ -52,11 +52,11 @@ constexpr bool kSInOutput =
     kgen_cfg::kOutputIsTile && (std::is_same<Output, float>::value ||
                                 (kgen_cfg::TrainStage2::kKind == 0 && kgen_cfg::EvalStage2::kKind == 0));
 
-// The element type of S for a mode's stage 2: a 16-bit build whose point-wise stage 2 reads a value
-// the epilogue rounded to the module's dtype (Stage::kSModuleTyped) stores it in that dtype, the
-// same bits in half the bytes, where the output is of that dtype too (16-byte vectors on both
-// sides); fp32 elsewhere. (KernelBench's fusion-0 files in bf16: the GEMM writes, and stage 2
-// reads, half the bytes; docs/perf.md, session 29.)
+// The element type of S for a mode's stage 2: a 16-bit build whose point-wise or row stage 2 reads
+// a value the epilogue rounded to the module's dtype (Stage::kSModuleTyped) stores it in that
+// dtype, the same bits in half the bytes, where the output is of that dtype too (16-byte vectors
+// on both sides); fp32 elsewhere. (KernelBench's fusion-0 files in bf16: the GEMM writes, and stage
+// 2 reads, half the bytes; docs/perf.md, session 29.)
 template <class Stage>
 using StageInput = std::conditional_t<Stage::kSModuleTyped && !std::is_same<kgen_operand_t, float>::value &&
                                           std::is_same<Output, kgen_operand_t>::value,
@@ -137,17 +137,19 @@ template <class Stage, bool kAtTracedWidth>
 cudaError_t run_rows(const Buffers& b, Output* out, int M, int N, const EpilogueParams& p, cudaStream_t stream) {
   const int dst_stride = kgen_cfg::output_width(N);
   const int threads = Stage::kEagerSums ? kRowThreads : row_threads(N);
-  const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
+  using In = StageInput<Stage>;
+  const In* const s = reinterpret_cast<const In*>(b.s);
+  const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);  // (the copy is fp32)
   if (row_bytes <= kRowCacheBytes) {
-    const auto kernel = row_kernel<Stage, true, Output, kAtTracedWidth>;
+    const auto kernel = row_kernel<Stage, true, Output, kAtTracedWidth, In>;
     if (row_bytes > 48 * 1024) {
       const cudaError_t err =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(row_bytes));
       if (err != cudaSuccess) return err;
     }
-    kernel<<<M, threads, row_bytes, stream>>>(b.s, out, N, dst_stride, p);
+    kernel<<<M, threads, row_bytes, stream>>>(s, out, N, dst_stride, p);
   } else {
-    row_kernel<Stage, false, Output, kAtTracedWidth><<<M, threads, 0, stream>>>(b.s, out, N, dst_stride, p);
+    row_kernel<Stage, false, Output, kAtTracedWidth, In><<<M, threads, 0, stream>>>(s, out, N, dst_stride, p);
   }
   return cudaGetLastError();
 }

@@ -88,11 +88,27 @@ struct Welford {
   float mean = 0.f, m2 = 0.f, nf = 0.f;
   int n = 0;
 };
+// x / d for a count d (a positive whole number as a float). kPow2Products: where d is a power of
+// two, x times 1 / d (exact), which IEEE rounds to the same quotient, without the division's
+// subroutine (a group of 64 elements in a warp divides by 1 and 2 per lane, and its tree by 2,
+// 4, ... 32: KernelBench 37's bf16 forward 1.535 -> 1.504 ms, docs/perf.md, session 33); __fmul_rn,
+// so that nvcc does not contract the product into an fma with what follows, which the division's
+// result never is. The same bits either way: the backward's row kernel, whose registers the branch
+// made spill, divides.
+template <bool kPow2Products>
+__device__ __forceinline__ float div_by_count(float x, float d) {
+  if constexpr (kPow2Products) {
+    const unsigned bits = __float_as_uint(d);
+    if ((bits & 0x7fffffu) == 0u) return __fmul_rn(x, __uint_as_float(0x7f000000u - bits));
+  }
+  return x / d;
+}
+template <bool kPow2Products = false>
 __device__ __forceinline__ void welford_add(Welford& acc, float data) {
   const int new_n = acc.n + 1;
   const float new_nf = static_cast<float>(new_n);
   const float delta = data - acc.mean;
-  const float new_mean = acc.mean + delta / new_nf;
+  const float new_mean = acc.mean + div_by_count<kPow2Products>(delta, new_nf);
   const float new_delta = data - new_mean;
   acc.m2 = acc.m2 + delta * new_delta;
   acc.mean = new_mean;
@@ -101,13 +117,14 @@ __device__ __forceinline__ void welford_add(Welford& acc, float data) {
 }
 // Two Welford states as one (WelfordOps::combine; `n` is not kept: nf counts). Also the merge of
 // BatchNorm's tile partials in bn_finalize_kernel (Chan's merge, an empty state taking the other).
+template <bool kPow2Products = false>
 __device__ __forceinline__ Welford welford_combine(Welford a, const Welford& b) {
   if (a.nf == 0.f) {
     a = b;
   } else if (b.nf != 0.f) {
     const float delta = b.mean - a.mean;
     const float new_count = a.nf + b.nf;
-    const float nb_over_n = b.nf / new_count;
+    const float nb_over_n = div_by_count<kPow2Products>(b.nf, new_count);
     a.mean = a.mean + delta * nb_over_n;
     a.m2 = a.m2 + b.m2 + delta * delta * a.nf * nb_over_n;
     a.nf = new_count;
@@ -118,7 +135,7 @@ __device__ __forceinline__ Welford welford_combine(Welford a, const Welford& b) 
 // lane, as torch's warp reduction combines a warp's (shuffles down by 16, 8, ..., 1): where only a
 // segment's lanes hold elements, the steps beyond it combine empty states (the other taken as it
 // is), so the segment's lane 0 gets the whole warp's bits.
-template <int kLanes>
+template <int kLanes, bool kPow2Products = false>
 __device__ __forceinline__ Welford welford_lanes_reduce(Welford a) {
   static_assert(kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0, "a power of two up to 32");
 #pragma unroll
@@ -127,11 +144,12 @@ __device__ __forceinline__ Welford welford_lanes_reduce(Welford a) {
     b.mean = __shfl_down_sync(0xffffffffu, a.mean, offset, kLanes);
     b.m2 = __shfl_down_sync(0xffffffffu, a.m2, offset, kLanes);
     b.nf = __shfl_down_sync(0xffffffffu, a.nf, offset, kLanes);
-    a = welford_combine(a, b);
+    a = welford_combine<kPow2Products>(a, b);
   }
   return a;
 }
-__device__ __forceinline__ Welford welford_warp_reduce(Welford a) { return welford_lanes_reduce<32>(a); }
+template <bool kPow2Products = false>
+__device__ __forceinline__ Welford welford_warp_reduce(Welford a) { return welford_lanes_reduce<32, kPow2Products>(a); }
 
 // One column per lane of warp 0, after the CTA's warps merged its partials. In an fp32 build the statistics are those of S, what stage 1 stores
 // (a 16-bit build's are of t itself, BnInput::kStatsOfT: no move below); BatchNorm's input
@@ -388,6 +406,35 @@ __device__ __forceinline__ float block_reduce(float v, int kind, float* scratch)
 // stores, of 16 bytes where the row allows: a loop of one load and then its store streamed S at
 // ~1 TB/s on an H100 (a 4096-float row per 512 threads; docs/perf.md, session 28), four floats in
 // flight a thread left a row kernel latency-bound (session 32).
+// A row of S in a 16-bit module's dtype (forward.cuh, StageInput) is widened to fp32 on the way:
+// 16 bytes (eight elements) a load, four in flight a thread.
+template <class T>
+__device__ __forceinline__ void copy_row(const T* __restrict__ src, float* __restrict__ dst, int N) {
+  static_assert(sizeof(T) == 2, "a 16-bit S (fp32: the overload below)");
+  const int step = blockDim.x;
+  int n = threadIdx.x;
+  if (N % 8 == 0 && (reinterpret_cast<uintptr_t>(src) & 15) == 0 && (reinterpret_cast<uintptr_t>(dst) & 15) == 0) {
+    const uint4* __restrict__ s8 = reinterpret_cast<const uint4*>(src);
+    float4* __restrict__ d4 = reinterpret_cast<float4*>(dst);
+    const int octets = N / 8;
+    auto put = [&](int i, const uint4& v) {
+      const T* e = reinterpret_cast<const T*>(&v);
+      d4[2 * i] = make_float4(as_float(e[0]), as_float(e[1]), as_float(e[2]), as_float(e[3]));
+      d4[2 * i + 1] = make_float4(as_float(e[4]), as_float(e[5]), as_float(e[6]), as_float(e[7]));
+    };
+    for (; n + 3 * step < octets; n += 4 * step) {
+      const uint4 a = __ldg(s8 + n), b = __ldg(s8 + n + step), c = __ldg(s8 + n + 2 * step),
+                  d = __ldg(s8 + n + 3 * step);
+      put(n, a);
+      put(n + step, b);
+      put(n + 2 * step, c);
+      put(n + 3 * step, d);
+    }
+    for (; n < octets; n += step) put(n, __ldg(s8 + n));
+    return;
+  }
+  for (; n < N; n += step) dst[n] = as_float(src[n]);
+}
 __device__ __forceinline__ void copy_row(const float* __restrict__ src, float* __restrict__ dst, int N) {
   const int step = blockDim.x;
   int n = threadIdx.x;
@@ -438,9 +485,10 @@ __device__ __forceinline__ float block_min(float v, float* scratch) { return blo
 // read of S from global memory).
 // kAtTracedWidth: N is Stage::kTracedWidth, the width the module was traced at (its GroupNorms'
 // group sizes are constants there: kgen/lower/forward.py, AT_TRACED_WIDTH).
-template <class Stage, bool kCacheRow, class Out = float, bool kAtTracedWidth = false>
+// In: S's type (fp32, or the module's 16-bit dtype: forward.cuh, StageInput).
+template <class Stage, bool kCacheRow, class Out = float, bool kAtTracedWidth = false, class In = float>
 __global__ void __launch_bounds__(kRowThreads)
-    row_kernel(const float* src, Out* dst, int N, int dst_stride, EpilogueParams p) {
+    row_kernel(const In* src, Out* dst, int N, int dst_stride, EpilogueParams p) {
   extern __shared__ __align__(16) float row_cache[];
   __shared__ float scratch[32];
   const size_t m = blockIdx.x;

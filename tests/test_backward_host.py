@@ -76,6 +76,7 @@ template <bool P = false> void welford_add(Welford&, float);
 template <bool P = false> Welford welford_warp_reduce(Welford);
 template <int L, bool P = false> Welford welford_lanes_reduce(Welford);
 template <bool P = false> Welford welford_combine(Welford, const Welford&);
+template <int W, int L, bool P = false> Welford welford_virtual_reduce(Welford (&)[W / L]);
 inline float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float nan_min(float a, float b) { return (a < b || a != a) ? a : b; }
 static float block_values[T], warp_values[T];

@@ -100,6 +100,7 @@ WELFORD_MAIN = r"""
 #include <barrier>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 #define __device__
@@ -124,30 +125,36 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 namespace kgen {
 @WELFORD@
 }
-// One lane's Welford state of its group, reduced over its segment of L lanes; P: kPow2Products.
-template <bool P>
-kgen::Welford lane_stats(const std::vector<float>& x, int n, int L, int l) {
-  const int group = l / L;
-  kgen::Welford acc;
-  for (int i = l % L; i < n; i += L) kgen::welford_add<P>(acc, x[group * n + i]);
-  switch (L) {
-    case 1: return kgen::welford_lanes_reduce<1, P>(acc);
-    case 2: return kgen::welford_lanes_reduce<2, P>(acc);
-    case 4: return kgen::welford_lanes_reduce<4, P>(acc);
-    case 8: return kgen::welford_lanes_reduce<8, P>(acc);
-    case 16: return kgen::welford_lanes_reduce<16, P>(acc);
-    default: return kgen::welford_warp_reduce<P>(acc);
+// One lane's Welford state of its group, reduced as the row function reduces it: torch's W lanes
+// on L lanes a group (lane p of the group holds torch's lanes p, p + L, ...), each of torch's lanes
+// u taking the elements u, u + W, ... (W = 32: torch's stride); P: kPow2Products.
+template <int W, int L, bool P>
+kgen::Welford lane_stats(const std::vector<float>& x, int n, int l) {
+  const int group = l / L, p = l % L;
+  kgen::Welford acc[W / L];
+  for (int held = 0; held < W / L; ++held) {
+    for (int i = p + held * L; i < n; i += W) kgen::welford_add<P>(acc[held], x[group * n + i]);
+  }
+  if constexpr (W == L && W == 32) {
+    return kgen::welford_warp_reduce<P>(acc[0]);
+  } else if constexpr (W == L) {
+    return kgen::welford_lanes_reduce<L, P>(acc[0]);
+  } else {
+    return kgen::welford_virtual_reduce<W, L, P>(acc);
   }
 }
-// stdin: n L P, then 32 / L groups of n values (n <= L where L < 32): segment s of L lanes takes
-// group s, each lane its elements lane, lane + L, ... (L = 32: the whole warp, welford_warp_reduce);
-// P 1: the divisions by power-of-two counts as products (kPow2Products).
-// stdout: each group's (mean, m2, nf) as its segment's lane 0 holds them.
+template <int W, int L>
+kgen::Welford lane_stats(const std::vector<float>& x, int n, int l, int P) {
+  return P ? lane_stats<W, L, true>(x, n, l) : lane_stats<W, L, false>(x, n, l);
+}
+// stdin: n W L P, then 32 / L groups of n values: lanes [s L, (s + 1) L) take group s (n <= W where
+// W < 32); P 1: the divisions by power-of-two counts as products (kPow2Products).
+// stdout: each group's (mean, m2, nf) as its first lane holds them.
 int main() {
-  int n, L, P;
+  int n, W, L, P;
   std::vector<float> x;
   float v;
-  if (std::scanf("%d %d %d", &n, &L, &P) != 3) return 2;
+  if (std::scanf("%d %d %d %d", &n, &W, &L, &P) != 4) return 2;
   while (std::scanf("%a", &v) == 1) x.push_back(v);
   std::barrier<> barrier(32);
   warp_barrier = &barrier;
@@ -156,7 +163,20 @@ int main() {
   for (int l = 0; l < 32; ++l) {
     lanes.emplace_back([&, l] {
       lane_id = l;
-      const kgen::Welford acc = P ? lane_stats<true>(x, n, L, l) : lane_stats<false>(x, n, L, l);
+      kgen::Welford acc;
+      switch (W * 100 + L) {
+        case 101: acc = lane_stats<1, 1>(x, n, l, P); break;
+        case 202: acc = lane_stats<2, 2>(x, n, l, P); break;
+        case 404: acc = lane_stats<4, 4>(x, n, l, P); break;
+        case 808: acc = lane_stats<8, 8>(x, n, l, P); break;
+        case 1616: acc = lane_stats<16, 16>(x, n, l, P); break;
+        case 1608: acc = lane_stats<16, 8>(x, n, l, P); break;
+        case 3232: acc = lane_stats<32, 32>(x, n, l, P); break;
+        case 3216: acc = lane_stats<32, 16>(x, n, l, P); break;
+        case 3208: acc = lane_stats<32, 8>(x, n, l, P); break;
+        case 3204: acc = lane_stats<32, 4>(x, n, l, P); break;
+        default: std::exit(3);
+      }
       if (l % L == 0) out[l / L] = acc;
     });
   }
@@ -210,7 +230,7 @@ def welford_exe(tmp_path_factory):
     if shutil.which("g++") is None:
         pytest.skip("g++ not on PATH")
     stages = (CODEGEN_DIR / "kernels" / "stages.cuh").read_text()
-    welford = re.search(r"struct Welford \{.*?\n__device__ __forceinline__ Welford welford_warp_reduce[^\n]*\n",
+    welford = re.search(r"struct Welford \{.*?\n__device__ __forceinline__ Welford welford_virtual_reduce.*?\n\}\n",
                         stages, re.S).group(0)
     folder = tmp_path_factory.mktemp("welford")
     src, exe = folder / "welford.cpp", folder / "welford"
@@ -232,7 +252,7 @@ def test_welford_is_torchs_welford_ops_in_torchs_order(welford_exe, n, offset, p
 
     # lanes of unequal counts (n % 32 != 0: combines of 3 and 2 elements, ...); |mean| >> std
     x = (np.random.default_rng(n).standard_normal(n).astype(np.float32) * 3 + np.float32(offset)).tolist()
-    run = subprocess.run([str(welford_exe)], input=f"{n} 32 {int(products)}\n" + " ".join(float(v).hex() for v in x),
+    run = subprocess.run([str(welford_exe)], input=f"{n} 32 32 {int(products)}\n" + " ".join(float(v).hex() for v in x),
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     got = tuple(float.fromhex(t) for t in run.stdout.split())
@@ -257,10 +277,32 @@ def test_a_segment_of_lanes_per_small_group_gives_torchs_one_warp_bits(welford_e
     groups = 32 // lanes
     x = (np.random.default_rng(100 + n).standard_normal(groups * n).astype(np.float32) * 3
          + np.float32(offset)).tolist()
-    run = subprocess.run([str(welford_exe)], input=f"{n} {lanes} {int(products)}\n" + " ".join(float(v).hex() for v in x),
+    run = subprocess.run([str(welford_exe)], input=f"{n} {lanes} {lanes} {int(products)}\n" + " ".join(float(v).hex() for v in x),
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     got = [float.fromhex(t) for t in run.stdout.split()]
     want = [float(v) for g in range(groups) for v in _torch_welford_one_warp(x[g * n:(g + 1) * n])]
     assert got == want
     assert abs(got[0] - float(np.mean(np.float64(x[:n])))) < 1e-3 and got[2] == n
+
+
+@pytest.mark.parametrize("products", [False, True], ids=["divisions", "pow2 products"])
+@pytest.mark.parametrize("torch_lanes, lanes, n", [
+    (32, 8, 17), (32, 8, 32), (32, 8, 33), (32, 8, 45), (32, 8, 64), (32, 8, 100), (32, 8, 256), (32, 8, 511),
+    (32, 16, 64), (32, 4, 77), (16, 8, 9), (16, 8, 16)])
+def test_a_lane_holding_several_of_torchs_lanes_gives_torchs_one_warp_bits(welford_exe, torch_lanes, lanes, n, products):
+    """Groups of more than GROUP_LANES elements take GROUP_LANES lanes each, a lane holding the
+    states of several of torch's lanes (kgen/lower/forward.py, _group_stats_pass;
+    welford_virtual_reduce): the tree's steps between them combined within the lane, the rest
+    shuffled, give each group's first lane the bits of torch's one-warp Welford, 32 / lanes groups a
+    warp at once. (A step combining the wrong pair, or in another order, changes the bits.)"""
+    import numpy as np
+
+    groups = 32 // lanes
+    x = (np.random.default_rng(200 + n).standard_normal(groups * n).astype(np.float32) * 3 + np.float32(7.0)).tolist()
+    run = subprocess.run([str(welford_exe)], input=f"{n} {torch_lanes} {lanes} {int(products)}\n" + " ".join(float(v).hex() for v in x),
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = [float.fromhex(t) for t in run.stdout.split()]
+    want = [float(v) for g in range(groups) for v in _torch_welford_one_warp(x[g * n:(g + 1) * n])]
+    assert got == want

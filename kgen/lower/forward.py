@@ -516,6 +516,11 @@ def _eager_sum(graph: Graph, level: str, acc: str, n: Node, body: list[str]) -> 
 # session 28). Smaller groups keep one warp: a 16-bit module's output is then eager's to the bit
 # (torch's one-warp kernel for groups of fewer than 512 elements).
 SPLIT_GROUP_ELEMENTS = 512
+# The lanes a warp gives each group of fewer (up to 32 / GROUP_LANES groups a warp at once): a lane
+# holds several of torch's lanes' Welford states, and the steps of torch's warp tree between
+# them take no shuffle (kernels/stages.cuh, welford_virtual_reduce). A warp per group of 64 took
+# ~100 instructions a group, most of them the five shuffle steps' (KernelBench 37: 64 groups of 64).
+GROUP_LANES = 8
 # The row kernels' warps per CTA: kernels/stages.cuh's kRowThreads / 32 (tests/test_configs.py
 # ties the two).
 ROW_KERNEL_WARPS = 16
@@ -543,14 +548,19 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bo
     size = group_size(n, width if at_traced_width else None)
     if traced_size >= SPLIT_GROUP_ELEMENTS and 2 * groups <= ROW_KERNEL_WARPS:
         return _split_group_pass(n, stats, emit, size, pow2_products)
-    lanes = 32
-    while lanes // 2 >= traced_size and lanes > 1:
-        lanes //= 2
+    # torch's lanes that hold elements of a group (the power of two that holds one, at most the
+    # warp), and the lanes kgen gives a group: at most GROUP_LANES, each holding the Welford states
+    # of `virtual` of torch's (lane p: torch's p, p + lanes, ...).
+    torch_lanes = 32
+    while torch_lanes // 2 >= traced_size and torch_lanes > 1:
+        torch_lanes //= 2
+    lanes = min(torch_lanes, GROUP_LANES)
+    virtual = torch_lanes // lanes
 
-    def loop(*step: str) -> list[str]:
+    def loop(*step: str, stride: int = lanes, first: str = "") -> list[str]:
         e, v = emit()
         return _block("if (active)", _block(
-            f"for (int n = g * size + sub; n < (g + 1) * size; n += {lanes})",
+            f"for (int n = g * size + sub{first}; n < (g + 1) * size; n += {stride})",
             [ROW_READ, *e.lines, *(line.format(v=v) for line in step)]))
 
     eps = ops.cuda_float(n.attrs["eps"])
@@ -574,11 +584,21 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bo
             f"{stats}[2 * g + 1] = 1.0f / sqrtf(q / static_cast<float>(size) + {eps});",
         ]),
     ]
+    products = str(pow2_products).lower()
+    # Each of torch's lanes u takes the group's elements u, u + torch_lanes, ... (torch's stride,
+    # 32, at the traced width); its state is acc[held] of lane u % lanes, held = u / lanes.
     welford = [
         "kgen::Welford acc;",
-        *loop(f"kgen::welford_add<{str(pow2_products).lower()}>(acc, {{v}});"),
-        f"acc = kgen::welford_lanes_reduce<{lanes}, {str(pow2_products).lower()}>(acc);",
+        *loop(f"kgen::welford_add<{products}>(acc, {{v}});"),
+        f"acc = kgen::welford_lanes_reduce<{lanes}, {products}>(acc);",
         *_block("if (active && sub == 0)", _welford_stats(stats, eps)),
+    ] if virtual == 1 else [
+        f"kgen::Welford acc[{virtual}];",
+        "#pragma unroll",
+        *_block(f"for (int held = 0; held < {virtual}; ++held)", [
+            *loop(f"kgen::welford_add<{products}>(acc[held], {{v}});", stride=torch_lanes, first=f" + held * {lanes}")]),
+        f"const kgen::Welford total = kgen::welford_virtual_reduce<{torch_lanes}, {lanes}, {products}>(acc);",
+        *_block("if (active && sub == 0)", _welford_stats(stats, eps, "total")),
     ]
     per_warp = 32 // lanes
     return [
@@ -609,11 +629,11 @@ def _stats_pass_branches(n: Node, two_pass: list[str], welford: list[str]) -> li
             *_block("else", welford)]
 
 
-def _welford_stats(stats: str, eps: str) -> list[str]:
+def _welford_stats(stats: str, eps: str, acc: str = "acc") -> list[str]:
     """A group's Welford state `acc` as its (mean, 1/std), rounded to the module's dtype."""
-    return [f"{stats}[2 * g] = kgen::rounded_to_module<kgen_operand_t>(acc.mean);",
+    return [f"{stats}[2 * g] = kgen::rounded_to_module<kgen_operand_t>({acc}.mean);",
             f"{stats}[2 * g + 1] = kgen::rounded_to_module<kgen_operand_t>("
-            f"rsqrtf(acc.m2 / acc.nf + kgen::rounded_to_module<kgen_operand_t>({eps})));"]
+            f"rsqrtf({acc}.m2 / {acc}.nf + kgen::rounded_to_module<kgen_operand_t>({eps})));"]
 
 
 def _split_group_pass(n: Node, stats: str, emit, size: str, pow2_products: bool = True) -> list[str]:

@@ -150,6 +150,24 @@ __device__ __forceinline__ Welford welford_lanes_reduce(Welford a) {
 }
 template <bool kPow2Products = false>
 __device__ __forceinline__ Welford welford_warp_reduce(Welford a) { return welford_lanes_reduce<32, kPow2Products>(a); }
+// torch's warp tree over kTorchLanes lanes (a power of two up to 32: those that hold elements of
+// a group; the steps beyond combine empty states) on kLanes lanes a group, each lane p holding the
+// states of torch's lanes p, p + kLanes, ... in acc[0], acc[1], ...: the steps at offsets of
+// kLanes and more combine states within the lane, the rest shuffle (welford_lanes_reduce); the
+// same combines in the same order, so the same bits, with fewer shuffles and more groups a warp.
+template <int kTorchLanes, int kLanes, bool kPow2Products = false>
+__device__ __forceinline__ Welford welford_virtual_reduce(Welford (&acc)[kTorchLanes / kLanes]) {
+  static_assert(kLanes >= 1 && kLanes <= kTorchLanes && kTorchLanes <= 32 && kTorchLanes % kLanes == 0,
+                "kLanes lanes holding kTorchLanes lanes' states");
+#pragma unroll
+  for (int offset = kTorchLanes / 2; offset >= kLanes; offset >>= 1) {
+#pragma unroll
+    for (int held = 0; held < offset / kLanes; ++held) {
+      acc[held] = welford_combine<kPow2Products>(acc[held], acc[held + offset / kLanes]);
+    }
+  }
+  return welford_lanes_reduce<kLanes, kPow2Products>(acc[0]);
+}
 
 // One column per lane of warp 0, after the CTA's warps merged its partials. In an fp32 build the statistics are those of S, what stage 1 stores
 // (a 16-bit build's are of t itself, BnInput::kStatsOfT: no move below); BatchNorm's input

@@ -516,10 +516,11 @@ def _eager_sum(graph: Graph, level: str, acc: str, n: Node, body: list[str]) -> 
 # session 28). Smaller groups keep one warp: a 16-bit module's output is then eager's to the bit
 # (torch's one-warp kernel for groups of fewer than 512 elements).
 SPLIT_GROUP_ELEMENTS = 512
-# The lanes a warp gives each group of fewer (up to 32 / GROUP_LANES groups a warp at once): a lane
-# holds several of torch's lanes' Welford states, and the steps of torch's warp tree between
-# them take no shuffle (kernels/stages.cuh, welford_virtual_reduce). A warp per group of 64 took
-# ~100 instructions a group, most of them the five shuffle steps' (KernelBench 37: 64 groups of 64).
+# The lanes a warp gives each group of fewer (up to 32 / GROUP_LANES groups a warp at once), where
+# there are enough groups to keep the row kernel's warps busy so: a lane holds several of torch's
+# lanes' Welford states, and the steps of torch's warp tree between them take no shuffle
+# (kernels/stages.cuh, welford_virtual_reduce). A warp per group of 64 took ~100 instructions a
+# group, most of them the five shuffle steps' (KernelBench 37: 64 groups of 64).
 GROUP_LANES = 8
 # The row kernels' warps per CTA: kernels/stages.cuh's kRowThreads / 32 (tests/test_configs.py
 # ties the two).
@@ -554,7 +555,12 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bo
     torch_lanes = 32
     while torch_lanes // 2 >= traced_size and torch_lanes > 1:
         torch_lanes //= 2
-    lanes = min(torch_lanes, GROUP_LANES)
+    # (at least a warp's worth of lanes per warp of the row kernel's, where the groups are few:
+    # KernelBench 30's 16 groups of 512 keep a warp each)
+    busy = 1
+    while busy * 2 <= 32 * ROW_KERNEL_WARPS // groups:
+        busy *= 2
+    lanes = min(torch_lanes, max(GROUP_LANES, busy))
     virtual = torch_lanes // lanes
 
     def loop(*step: str, stride: int = lanes, first: str = "") -> list[str]:
@@ -585,6 +591,25 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bo
         ]),
     ]
     products = str(pow2_products).lower()
+
+    def held_loop(step: str) -> list[str]:
+        """The elements of torch's lane held * lanes + sub: at the traced width, where each of
+        torch's lanes takes as many (size a multiple of torch_lanes), a loop of that constant
+        count, which nvcc unrolls, its Welford counts then constants where every lane's group is
+        one of the row's (each division a product by the exact reciprocal, each combine's
+        branches gone: the same operations, so the same bits); elsewhere the general loop."""
+        general = loop(step, stride=torch_lanes, first=f" + held * {lanes}")
+        if not at_traced_width or traced_size % torch_lanes:
+            return general
+        e, v = emit()
+        fixed = [
+            "#pragma unroll",
+            *_block(f"for (int k = 0; k < {traced_size // torch_lanes}; ++k)", [
+                f"const int n = g * size + sub + held * {lanes} + k * {torch_lanes};",
+                ROW_READ, *e.lines, step.format(v=v)])]
+        if groups % (32 // lanes):   # (else every lane's group is one of the row's: no branch)
+            fixed = _block("if (active)", fixed)
+        return [*_block(f"if constexpr ({AT_TRACED_WIDTH})", fixed), *_block("else", general)]
     # Each of torch's lanes u takes the group's elements u, u + torch_lanes, ... (torch's stride,
     # 32, at the traced width); its state is acc[held] of lane u % lanes, held = u / lanes.
     welford = [
@@ -595,8 +620,7 @@ def _group_stats_pass(n: Node, stats: str, emit, width: int, at_traced_width: bo
     ] if virtual == 1 else [
         f"kgen::Welford acc[{virtual}];",
         "#pragma unroll",
-        *_block(f"for (int held = 0; held < {virtual}; ++held)", [
-            *loop(f"kgen::welford_add<{products}>(acc[held], {{v}});", stride=torch_lanes, first=f" + held * {lanes}")]),
+        *_block(f"for (int held = 0; held < {virtual}; ++held)", held_loop(f"kgen::welford_add<{products}>(acc[held], {{v}});")),
         f"const kgen::Welford total = kgen::welford_virtual_reduce<{torch_lanes}, {lanes}, {products}>(acc);",
         *_block("if (active && sub == 0)", _welford_stats(stats, eps, "total")),
     ]
@@ -815,6 +839,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
             row_scope.update(e.names)
     if graph.output_level() in ("tile", "pooled"):
         level = graph.output_level()
+        copy_row()   # (no pass before it read the row: a pooling alone)
         e = emitter(level=level)
         v = e.get(graph.output)
         out.extend(_loop(graph, level, [*e.lines, f"dst[{'n' if level == 'tile' else 'j'}] = {OUTPUT_STORE.format(v)};"],

@@ -1,0 +1,95 @@
+"""The forward row function of a module whose row stage is a pooling alone (no row reduction or
+GroupNorm before the output pass) on the host, as tests/test_group_norm_host.py runs GroupNorm's:
+cached (the row copied into shared memory, which the output pass then reads) and uncached (S read
+where it is), against the IR's oracle in fp64. The cached form's copy was made by the first pass
+that reads the row; a pooling alone has none, and its output pass read shared memory nothing had
+written (a session 33 review)."""
+
+import subprocess
+
+import pytest
+import torch
+
+import host_builds
+from conftest import module_source
+from kgen.frontend.problems import graph, load
+from kgen.lower.forward import lower
+from test_backward_host import GXX, SHIMS, kernel_declarations
+from test_group_norm_host import FORWARD_SHIMS
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
+M, IN, N = 3, 8, 64
+
+MAIN = r"""
+// argv[1]: 1 to run the cached row function (the row copied into `cache`), 0 the uncached one.
+// stdin: M N W P, S [M][N], then per operand its size and values (W: the output's width).
+// stdout: the output [M][W]. `cache` starts as NaN: a read of it before the copy shows.
+int main(int argc, char** argv) {
+  const bool cached = argc > 1 && argv[1][0] == '1';
+  int M, N, W, P;
+  if (scanf("%d %d %d %d", &M, &N, &W, &P) != 4) return 1;
+  std::vector<float> s(M * N), out(M * W), cache(N, std::nanf(""));
+  for (auto& v : s) scanf("%f", &v);
+  kgen::EpilogueParams p{};
+  p.N = N;
+  std::vector<std::vector<float>> operands(P);
+  for (int k = 0; k < P; ++k) {
+    int size;
+    scanf("%d", &size);
+    operands[k].resize(size);
+    for (auto& v : operands[k]) scanf("%f", &v);
+    p.operand[k] = operands[k].data();
+  }
+  run_cta([&] {
+    float scratch[32];
+    for (int m = 0; m < M; ++m) {
+      if (cached) {
+        EvalStage2::row<true, float, false>(s.data() + m * N, out.data() + m * W, m, N, p, cache.data(), scratch);
+      } else {
+        EvalStage2::row<false, float, false>(s.data() + m * N, out.data() + m * W, m, N, p, cache.data(), scratch);
+      }
+      __syncthreads();
+    }
+  });
+  for (int i = 0; i < M * W; ++i) printf("%.9g ", out[i]);
+  printf("\n");
+}
+"""
+
+POOLS = {
+    "max_pool1d(2)": "x = torch.sigmoid(x)\nx = F.max_pool1d(x.unsqueeze(1), 2).squeeze(1)",
+    "avg_pool1d(4, 3) then tanh": "x = F.avg_pool1d(x.unsqueeze(1), 4, 3).squeeze(1)\nx = torch.tanh(x)",
+}
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "uncached"])
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_a_pooling_alone_reads_the_row_it_copied(name, cached, tmp_path):
+    ref = tmp_path / "pool.py"
+    ref.write_text(module_source(POOLS[name], {}, N))
+    low = lower(graph(str(ref), M, IN, N).parts[0], False, False)
+    assert low.eval.stage2_cuda.count("kgen::copy_row(src, cache, N);") == 1
+    source = (SHIMS.replace("@KERNEL_DECLARATIONS@", kernel_declarations()) + FORWARD_SHIMS
+              + "using namespace kgen;\n" + low.eval.stage2_cuda + MAIN)
+    (tmp_path / "pool.cpp").write_text(source)
+    build = host_builds.build(tmp_path / "pool.cpp", tmp_path / "pool")
+    assert build.returncode == 0, build.stderr[-3000:]
+
+    reference = load(str(ref), M, IN, N)
+    torch.manual_seed(0)
+    model = reference.Model(*reference.init_args()).double().eval()
+    x = torch.randn(M, IN, dtype=torch.float64) * 3
+    with torch.no_grad():
+        values = low.graph.part_values(x, model)
+        expected = model(x)
+    s = values[low.eval.stored].float()
+    params = dict(model.named_parameters())
+    operands = [params[n.attrs["path"]].detach().float().flatten() for n in low.operands]
+    width = expected.shape[1]
+    lines = [f"{M} {N} {width} {len(operands)}", " ".join(map(repr, s.flatten().tolist()))]
+    lines += [f"{t.numel()} " + " ".join(map(repr, t.tolist())) for t in operands]
+    run = subprocess.run([str(tmp_path / "pool"), "1" if cached else "0"], input="\n".join(lines) + "\n",
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = torch.tensor([float(v) for v in run.stdout.split()], dtype=torch.float64).reshape(M, width)
+    assert torch.allclose(out, expected, atol=2e-6, rtol=1e-5), (out - expected).abs().max().item()

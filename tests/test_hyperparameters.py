@@ -8,12 +8,16 @@ IR traced at one value, run by the oracle (Graph.interpret) on the module built 
 computes otherwise than that module exactly where a guard is needed."""
 
 import copy
+import enum
+import math
+
+import numpy as np
 
 import pytest
 import torch
 
 from kgen.frontend.reference import Reference
-from kgen.frontend.trace import _perturbations, _scalar_attributes, trace
+from kgen.frontend.trace import _perturbations, _plain, _scalar_attributes, trace
 
 from test_kernelbench_corpus import FILES, needs_corpus
 from test_ir import SMALL
@@ -58,6 +62,20 @@ GUARDED = {
     "GroupNorm's eps": ("eps", 1e-5, 1e-1, ["self.gemm = nn.Linear(in_features, out_features)",
                                             "self.gn = nn.GroupNorm(4, out_features, eps=eps)"],
                         ["x = self.gn(self.gemm(x))"], {"gn.num_groups", "gn.eps", "gn.affine"}),
+    "a numpy scalar": ("scale", 3.0, 0.5, ["self.gemm = nn.Linear(in_features, out_features)",
+                                           "self.scale = np.float64(scale)"],
+                       ["x = self.gemm(x) * self.scale"], {"scale"}),
+    "a private attribute": ("scale", 3.0, 0.5, ["self.gemm = nn.Linear(in_features, out_features)",
+                                                "self._scale = scale"],
+                            ["x = self.gemm(x) * self._scale"], {"_scale"}),
+    "a tuple of bounds with an infinity": ("bound", 2.0, 1.0, ["self.gemm = nn.Linear(in_features, out_features)",
+                                                             "self.bounds = (-math.inf, bound)"],
+                                           ["x = torch.clamp(self.gemm(x), *self.bounds)"], {"bounds"}),
+    "one attribute at a long path": ("slope", 0.2, 0.3, ["self.gemm = nn.Linear(in_features, out_features)",
+                                                         "self.post_processing_block_of_the_module = "
+                                                         "nn.Sequential(nn.LeakyReLU(slope))"],
+                                     ["x = self.post_processing_block_of_the_module(self.gemm(x))"],
+                                     {"post_processing_block_of_the_module.0.negative_slope"}),
     "a child class's attribute": ("divisor", 4.0, 8.0, ["self.gemm = nn.Linear(in_features, out_features)",
                                                         "self.divisor = divisor"],
                                   ["x = self.gemm(x) / self.divisor"], {"divisor"}),
@@ -71,6 +89,9 @@ FREE = {
     "BatchNorm1d's momentum": ("momentum", 0.1, 0.5, ["self.gemm = nn.Linear(in_features, out_features)",
                                                       "self.bn = nn.BatchNorm1d(out_features, momentum=momentum)"],
                                ["x = self.bn(self.gemm(x))"]),
+    "LayerNorm's normalized_shape": ("eps", 1e-5, 1e-5, ["self.gemm = nn.Linear(in_features, out_features)",
+                                                        "self.norm = nn.LayerNorm(out_features, eps=eps)"],
+                                     ["x = self.norm(self.gemm(x))"]),
     "ReLU's inplace": ("inplace", False, True, ["self.gemm = nn.Linear(in_features, out_features)",
                                                 "self.act = nn.ReLU(inplace=inplace)"],
                        ["x = self.act(self.gemm(x))"]),
@@ -81,7 +102,8 @@ def _source(name: str, module: tuple, style: str = "super()") -> str:
     hp, value, _, init, body = module[:5]
     child = name == "a child class's attribute"
     cls = "Base" if child else "Model"
-    lines = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F", "", "",
+    lines = ["import math", "", "import numpy as np", "import torch", "import torch.nn as nn",
+             "import torch.nn.functional as F", "", "",
              f"class {cls}(nn.Module):",
              f"    def __init__(self, in_features, out_features, {hp}={value!r}):",
              "        " + STYLES[style].replace("Model", cls)]
@@ -168,22 +190,26 @@ def test_what_the_emitted_forward_reads_from_the_model_stays_free(name, tmp_path
     _, value, other, _, _ = FREE[name]
     ref = _reference(tmp_path, name, FREE[name])
     graph = trace(ref)
-    assert graph.hyperparameters == []
+    assert [path for path, _ in graph.hyperparameters if not path.endswith(".eps")] == []
     assert not _oracle_differs(ref, graph, [16, N, other])
     ModelNew, text = _emitted_model_new(ref, tmp_path)
-    assert "synthesized for" not in text
     assert "synthesized for" not in _forward_error(ModelNew(16, N, other))
+    assert "synthesized for" not in _forward_error(ModelNew(16, 2 * N, value))   # other feature sizes
 
 
 def test_perturbations_move_every_scalar_kind_and_leave_the_rest():
     assert _perturbations(True) == [False]
     assert _perturbations(4) == [5, 3]
+    assert _perturbations(64, frozenset({64})) == [128, 32]   # a feature size: divisibility kept
+    assert _perturbations((-math.inf, 2.0)) == [(1.0, 3.25), (-1.0, 0.75)]
     up, down = _perturbations(1e-5)
     assert up > 1e-5 > down
     assert _perturbations("none") == ["none~kgen"]
     assert _perturbations((16,)) == [(17,), (15,)]
     assert _perturbations(float("nan")) == []
     assert _perturbations(None) == [] and _perturbations([1, 2]) == []
+    assert _plain(np.float32(0.5)) == 0.5 and type(_plain(np.int64(3))) is int
+    assert _plain(enum.IntEnum("E", "A")(1)) is None and _plain((1, "a")) is None
 
 
 @needs_corpus
@@ -197,10 +223,10 @@ def test_every_published_hyperparameter_the_ir_depends_on_is_guarded(ref):
     guarded = {path for path, _ in graph.hyperparameters}
     assert not any(path.rpartition(".")[2] in ("in_features", "out_features", "inplace", "training")
                    for path in guarded), guarded
-    widths = {w for p in graph.parts for w in (p.in_features, p.out_features)}
-    for path, name, value in _scalar_attributes(reference.meta_model(), widths):
+    widths = frozenset(w for p in graph.parts for w in (p.in_features, p.out_features))
+    for path, name, value in _scalar_attributes(reference.meta_model()):
         dotted = f"{path}.{name}" if path else name
-        for other in _perturbations(value):
+        for other in _perturbations(value, widths):
             torch.manual_seed(0)
             model = reference.Model(*reference.init_args()).double()
             setattr(model.get_submodule(path), name, other)
@@ -217,3 +243,22 @@ def test_every_published_hyperparameter_the_ir_depends_on_is_guarded(ref):
                 got = graph.interpret(x, twin)
             if got.shape != expect.shape or not torch.allclose(got, expect, rtol=1e-9, atol=1e-12, equal_nan=True):
                 assert dotted in guarded, (dotted, value, other)
+
+
+@pytest.mark.parametrize("body, init, guarded, baked", [
+    ("x = torch.sigmoid(self.gemm(x)) / self.width", "self.width = out_features", "width", f"= {float(N)!r} :"),
+    ("x = self.gn(self.gemm(x))", "self.gn = nn.GroupNorm(out_features // 2, out_features)", "gn.num_groups",
+     f"groups={N // 2}"),
+], ids=["a width the forward divides by", "GroupNorm's groups equal to a width"])
+def test_a_feature_size_the_ir_computes_with_is_guarded(body, init, guarded, baked, tmp_path):
+    """An int equal to a GEMM's width (or half one) is moved to twice and half it (divisibility
+    kept): where the IR then changes, the forward computes with the number, which the IR holds
+    (guarded); a ModelNew built at another width is refused, at the traced one not."""
+    module = ("unused", 0, 0, ["self.gemm = nn.Linear(in_features, out_features)", init], [body])
+    ref = _reference(tmp_path, "width", module)
+    graph = trace(ref)
+    assert guarded in {path for path, _ in graph.hyperparameters}
+    assert baked in graph.describe()
+    ModelNew, _ = _emitted_model_new(ref, tmp_path)
+    assert "synthesized for" not in _forward_error(ModelNew(16, N, 0))
+    assert "synthesized for" in _forward_error(ModelNew(16, 2 * N, 0))

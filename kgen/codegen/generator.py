@@ -181,10 +181,13 @@ def numel(shape: tuple) -> int:
 
 
 def _literal(value) -> str:
-    """A forward parameter's default (None, a bool, a number or a string) as Python source that
-    reads back as that value: repr, but float('inf') / float('nan') for what repr leaves unnamed."""
+    """A forward parameter's default or a hyperparameter (None, a bool, a number, a string or a
+    tuple of numbers) as Python source that reads back as that value: repr, but float('inf') /
+    float('nan') for what repr leaves unnamed."""
     if isinstance(value, float) and not math.isfinite(value):
         return f"float({repr(value)!r})"
+    if isinstance(value, tuple):
+        return _tuple_source([_literal(v) for v in value])
     return repr(value)
 
 
@@ -234,7 +237,7 @@ def hyperparameter_lines(read: list[tuple[str, object]]) -> list[str]:
                f"generate --set NAME=VALUE sets a module-level constant of the reference)")
     if len(f"if {now} != {traced}:") > 100:   # (one attribute a line)
         reads = [_attribute_read(path) for path, _ in read]
-        return ([f"if ({reads[0]},"] + [f"        {r}," for r in reads[1:-1]] + [f"        {reads[-1]}) != {traced}:"]
+        return (["if ("] + [f"        {r}," for r in reads] + [f") != {traced}:"]
                 + [f"    raise ValueError({message!r})"])
     return [f"if {now} != {traced}:", f"    raise ValueError({message!r})"]
 

@@ -3027,63 +3027,96 @@ def _fingerprint(graph: Graph, dropouts: list) -> str:
     return "\n".join([p.describe() for p in graph.parts] + [repr(d.get("p")) for d in dropouts])
 
 
-def _perturbations(value) -> list:
-    """Other values of a module's scalar attribute for hyperparameters_read to trace with: one on
-    each side of it (a forward may branch on a threshold either way), a flipped bool, a string
-    no op takes; [] for what is not a scalar, or NaN (never equal, so no guard can compare it)."""
+def _plain(value):
+    """A module attribute as the plain Python scalar the emitted file can write and compare (a
+    numpy scalar as its .item()), a tuple of numbers, or None for what is no scalar setting (an
+    Enum, any other object)."""
+    if isinstance(value, numpy.generic):
+        value = value.item()
+    if type(value) in (bool, int, float, str):
+        return value
+    if type(value) is tuple and value and all(type(v) in (int, float) for v in value):
+        return value
+    return None
+
+
+def _perturbations(value, widths: frozenset = frozenset()) -> list:
+    """Other values of a module's scalar attribute (_plain) for hyperparameters_read to trace
+    with: one on each side of it (a forward may branch on a threshold either way), a flipped bool,
+    a string no op takes, each element of a tuple so; a feature size (an int among `widths`) twice
+    and half it, which keep what divides it dividing. [] for NaN (never equal: no guard can
+    compare it)."""
     if isinstance(value, bool):
         return [not value]
     if isinstance(value, int):
-        return [value + 1, value - 1]
+        return [2 * value, value // 2] if value in widths else [value + 1, value - 1]
     if isinstance(value, float):
         if math.isnan(value):
             return []
-        step = abs(value) * 0.5 + 0.25 if math.isfinite(value) else 1.0
-        return [value + step, value - step] if math.isfinite(value) else [1.0]
+        if not math.isfinite(value):
+            return [1.0, -1.0]
+        step = abs(value) * 0.5 + 0.25
+        return [value + step, value - step]
     if isinstance(value, str):
         return [value + "~kgen"]
-    if isinstance(value, tuple) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        ups, downs = zip(*(_perturbations(v) for v in value)) if all(_perturbations(v) for v in value) else ((), ())
-        return [tuple(ups), tuple(downs)] if ups else []
+    if isinstance(value, tuple):
+        moved = [_perturbations(v, widths) for v in value]
+        if not all(moved):
+            return []
+        return [tuple(m[0] for m in moved), tuple(m[-1] for m in moved)]
     return []
 
 
-def _scalar_attributes(model: nn.Module, widths: set) -> list[tuple[str, str, object]]:
-    """(module path, attribute, value) for each public scalar attribute of the model and its
-    submodules (multiplier, negative_slope, num_groups, eps, p, dim, approximate ...), but the
-    training flag and the feature sizes (an int equal to one of the GEMMs' widths: in_features,
-    out_features, num_channels), which the emitted forward reads from its tensors."""
+# nn.Module's own entries in an instance's __dict__ (its hooks' dicts, flags): no setting of the
+# module's.
+_MODULE_INTERNALS = frozenset(vars(nn.Module())) | {"training"}
+
+
+def _scalar_attributes(model: nn.Module) -> list[tuple[str, str, object]]:
+    """(module path, attribute, value) for each scalar attribute of the model and its submodules
+    (multiplier, negative_slope, num_groups, eps, p, dim, approximate, a private _scale ...), as
+    _plain gives it, but nn.Module's own."""
     found = []
     for path, module in model.named_modules():
         for name, value in vars(module).items():
-            if name.startswith("_") or name == "training" or not _perturbations(value):
+            plain = _plain(value)
+            if name in _MODULE_INTERNALS or plain is None or not _perturbations(plain):
                 continue
-            if type(value) is int and value in widths:
-                continue
-            found.append((path, name, value))
+            found.append((path, name, plain))
     return found
+
+
+def _is_width(value, widths: frozenset) -> bool:
+    """An int among the GEMMs' widths, or a tuple of them (LayerNorm's normalized_shape)."""
+    values = value if isinstance(value, tuple) else (value,)
+    return all(type(v) is int and v in widths for v in values)
 
 
 def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object]]:
     """The module's scalar attributes (dotted path, traced value) that the trace baked into the
-    IR: those whose change gives another IR, or none at all. The emitted forward compares each
-    with the model's own and raises for another value: a ModelNew built with other constructor
-    arguments than get_init_inputs()'s (Model(1024, 512, multiplier=3.0)), or changed after, would
-    otherwise compute with the traced ones. Each attribute is traced again moved to each of
-    _perturbations' values, on the meta device (milliseconds a trace); the feature sizes and what
-    the emitted forward reads from the model itself (a BatchNorm's eps and momentum) leave the IR
-    as it is."""
+    IR: those whose change gives another IR, or (but for a feature size) none at all. The emitted
+    forward compares each with the model's own and raises for another value: a ModelNew built with
+    other constructor arguments than get_init_inputs()'s (Model(1024, 512, multiplier=3.0)), or
+    changed after, would otherwise compute with the traced ones. Each attribute is traced again
+    moved to each of _perturbations' values, on the meta device (milliseconds a trace). A feature
+    size (in_features, out_features, num_channels, LayerNorm's normalized_shape) moved alone may
+    make the trace fail where torch checks it against the tensors (the emitted forward reads those
+    from the tensors: not guarded), or change the IR where the forward computes with it (x /
+    self.out_features, GroupNorm(out_features, out_features)'s groups: guarded). What the emitted
+    forward reads from the model itself (a BatchNorm's eps and momentum) leaves the IR as it is."""
     traced = _fingerprint(graph, graph.dropouts)
-    widths = {w for p in graph.parts for w in (p.in_features, p.out_features)}
+    widths = frozenset(w for p in graph.parts for w in (p.in_features, p.out_features))
     read = []
-    for path, name, value in _scalar_attributes(ref.meta_model(), widths):
-        for other in _perturbations(value):
+    for path, name, value in _scalar_attributes(ref.meta_model()):
+        for other in _perturbations(value, widths):
             model = ref.meta_model()
             setattr(model.get_submodule(path), name, other)
             tracer = Tracer(ref, model)
             try:
                 moved = _fingerprint(tracer.run(), tracer.dropouts)
             except Exception:  # noqa: BLE001 - a value the module (or kgen) refuses: the trace read it
+                if _is_width(value, widths):
+                    continue
                 moved = None
             if moved != traced:
                 read.append((f"{path}.{name}" if path else name, value))

@@ -46,6 +46,27 @@ def test_generate_defaults_to_the_fastest_accurate_family_and_says_why(tmp_path)
 
 
 @NO_GPU
+def test_generate_for_a_16_bit_module_says_what_its_build_runs(tmp_path):
+    """An fp32-accurate family's file for a bf16 module: the message and the header say that the
+    module runs the file's 16-bit build, not the family's fp32 arithmetic (fp16x3's split)."""
+    out = tmp_path / "m.py"
+    r = run("generate", "--in", "8192", "--out", "8192", "--dtype", "bf16", "-o", str(out),
+            "--results-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    assert spec_of(out)["math"] == "fp16x3"
+    assert "a bf16 module runs the file's 16-bit build" in r.output
+    header = ast.get_docstring(ast.parse(out.read_text()))
+    line = next(line for line in header.splitlines() if line.startswith("16-bit:"))
+    assert "wgmma GEMM on its 16-bit operands" in line and "CTA 128x256x64 in 4 stages" in line
+    # an fp32 module's message and a variant with no 16-bit build say nothing of it
+    r = run("generate", "--in", "8192", "--out", "8192", "-o", str(tmp_path / "f.py"), "--results-dir", str(tmp_path))
+    assert "16-bit build" not in r.output
+    r = run("generate", "--backend", "cublas", "--math", "tf32", "-o", str(tmp_path / "c.py"), "--force")
+    assert r.exit_code == 0, r.output
+    assert "16-bit:" not in (tmp_path / "c.py").read_text()
+
+
+@NO_GPU
 @pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_120"])
 def test_generate_defaults_elsewhere_to_the_mma_tf32x3_gemm_that_fits(tmp_path, arch):
     out = tmp_path / "m.py"

@@ -771,6 +771,16 @@ def describe_variant(spec: Spec) -> list[str]:
         detail = f"thread {t.tm}x{t.tn}" if t.tm else f"{t.stages} stages"
         lines.append(f"tile:      CTA {t.bm}x{t.bn}x{t.bk}, warp {t.wm}x{t.wn}, {detail}, "
                      f"raster group {t.group_m}, {cta_threads(spec.family, t)} threads")
+    if half_gemm_type(spec) is not None:
+        from kgen.tune.configs import HALF_WGMMA_BN, HALF_WGMMA_STAGES
+
+        # (what the lines above say is the fp32 build's: a 16-bit module runs none of its split)
+        lines.append(f"16-bit:    a bf16 / fp16 module runs a build of its own: kgen's wgmma GEMM on its 16-bit "
+                     f"operands as they are, fp32 accumulation, CTA {t.bm}x{HALF_WGMMA_BN}x64 in "
+                     f"{HALF_WGMMA_STAGES} stages (128 wide where {HALF_WGMMA_BN}-wide tiles would fill at most "
+                     "half the GPU, split in K where still too few; at a few rows a stream over w on FMAs); every op after "
+                     "it in fp32, rounded to the "
+                     "module's dtype as torch's ops round")
     return lines
 
 

@@ -242,6 +242,8 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
                        if ms and ratio else "")
             which = "fp32-accurate winner" if searched == "fp32" else f"winner in {searched}"
             why = f"the {which} of an earlier search ({path}){numbers}"
+            if searched != dtype:
+                why += _sixteen_bit_build(dtype)
             fusion, fusion_why = rule_fusion(spec.workload, dtype)
             # (Without BatchNorm levels 1 and 2 are the same code, and the rule never picks 0.)
             changes_code = any(part.batchnorms for part in spec.workload.graph().parts)
@@ -267,5 +269,13 @@ def fastest_known(problem: str, batch: int, in_features: int, out_features: int,
     rewrite = ("; the matrix-vector rewrite also applies (`--backend gemv`), and `kgen search` "
                "tries it" if row_sum_of_gemm(simplify(graph(problem, batch, in_features, out_features,
                                                            constants))[0]) is not None else "")
+    sixteen = _sixteen_bit_build(dtype) if half_gemm_type(spec) is not None else ""
     return spec, (f"{passed_over or 'no earlier search for this shape and target'}, so the fastest "
-                  f"fp32-accurate family for {target.arch} at this shape, kgen's {family}; {why}{rewrite}"), None
+                  f"fp32-accurate family for {target.arch} at this shape, kgen's {family}; {why}{rewrite}{sixteen}"), None
+
+
+def _sixteen_bit_build(dtype: str) -> str:
+    """What `kgen generate` adds where a 16-bit module takes an fp32-accurate variant's file: it
+    runs none of that family's fp32 arithmetic, but the file's 16-bit build."""
+    return (f"; a {dtype} module runs the file's 16-bit build (kgen's wgmma GEMM on {dtype} operands: the "
+            "header's `16-bit:` line)" if dtype != "fp32" else "")

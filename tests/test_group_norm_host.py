@@ -32,14 +32,19 @@ template <> struct OutputType<float> { static float one(float v) { return v; } }
 }
 """
 
-MAIN = r"""
-// argv[1]: 1 to run the row function's code for the traced width (kAtTracedWidth), 0 the general.
-// stdin: M N P, S [M][N], then per operand its size and values. stdout: the output [M][N].
+def row_main(one: str, zero: str) -> str:
+    """A main() that runs EvalStage2's forward row function over M rows in the emulated CTA:
+    argv[1] 1 runs the row function as `one` names it (its template arguments: cached, Out, at the
+    traced width), 0 as `zero`. stdin: M N W P, S [M][N], then per operand its size and values (W:
+    the output's width). stdout: the output [M][W]. The row's shared-memory copy starts as NaN, so
+    a read of it before it is written shows."""
+    call = "EvalStage2::row<{}>(s.data() + m * N, out.data() + m * W, m, N, p, cache.data(), scratch);"
+    return r"""
 int main(int argc, char** argv) {
-  const bool at_traced = argc > 1 && argv[1][0] == '1';
-  int M, N, P;
-  if (scanf("%d %d %d", &M, &N, &P) != 3) return 1;
-  std::vector<float> s(M * N), out(M * N), cache(N);
+  const bool one = argc > 1 && argv[1][0] == '1';
+  int M, N, W, P;
+  if (scanf("%d %d %d %d", &M, &N, &W, &P) != 4) return 1;
+  std::vector<float> s(M * N), out(M * W), cache(N, std::nanf(""));
   for (auto& v : s) scanf("%f", &v);
   kgen::EpilogueParams p{};
   p.N = N;
@@ -54,18 +59,22 @@ int main(int argc, char** argv) {
   run_cta([&] {
     float scratch[32];
     for (int m = 0; m < M; ++m) {
-      if (at_traced) {
-        EvalStage2::row<true, float, true>(s.data() + m * N, out.data() + m * N, m, N, p, cache.data(), scratch);
+      if (one) {
+        """ + call.format(one) + """
       } else {
-        EvalStage2::row<true, float, false>(s.data() + m * N, out.data() + m * N, m, N, p, cache.data(), scratch);
+        """ + call.format(zero) + """
       }
       __syncthreads();
     }
   });
-  for (int i = 0; i < M * N; ++i) printf("%.9g ", out[i]);
-  printf("\n");
+  for (int i = 0; i < M * W; ++i) printf("%.9g ", out[i]);
+  printf("\\n");
 }
 """
+
+
+# argv[1]: 1 for the row function's code at the traced width (kAtTracedWidth), 0 the general.
+MAIN = row_main("true, float, true", "true, float, false")
 
 # GroupNorm(groups) traced at 64 features: groups of 32 (a warp each), 16 and 4 (segments of 16
 # and 4 lanes), 1 (segments of one lane); then a point-wise op after it.
@@ -121,7 +130,7 @@ def test_group_norm_rows_match_torch(exes, groups, width, at_traced):
     s = values[traced_low.eval.stored].float()
     params = dict(model.named_parameters())
     operands = [params[n.attrs["path"]].detach().float().flatten() for n in low.operands]
-    lines = [f"{M} {width} {len(operands)}", " ".join(map(repr, s.flatten().tolist()))]
+    lines = [f"{M} {width} {width} {len(operands)}", " ".join(map(repr, s.flatten().tolist()))]
     lines += [f"{t.numel()} " + " ".join(map(repr, t.tolist())) for t in operands]
     run = subprocess.run([str(exe), "1" if at_traced else "0"], input="\n".join(lines) + "\n",
                          capture_output=True, text=True, timeout=60)

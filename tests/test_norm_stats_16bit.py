@@ -241,6 +241,18 @@ def welford_exe(tmp_path_factory):
     return exe
 
 
+def _groups_as_torch_takes_them(welford_exe, x: list, n: int, torch_lanes: int, lanes: int, products: bool) -> list:
+    """The emulated warp's (mean, m2, nf) of each of its 32 / lanes groups of n values of x
+    (WELFORD_MAIN), asserted equal, bit for bit, to torch's one-warp Welford of each group; returned."""
+    run = subprocess.run([str(welford_exe)], input=f"{n} {torch_lanes} {lanes} {int(products)}\n"
+                         + " ".join(float(v).hex() for v in x), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = [float.fromhex(t) for t in run.stdout.split()]
+    want = [float(v) for g in range(32 // lanes) for v in _torch_welford_one_warp(x[g * n:(g + 1) * n])]
+    assert got == want
+    return got
+
+
 @pytest.mark.parametrize("products", [False, True], ids=["divisions", "pow2 products"])
 @pytest.mark.parametrize("offset", [0.0, 40.0])
 @pytest.mark.parametrize("n", [1, 7, 32, 45, 64, 77, 256, 333, 511])
@@ -252,12 +264,7 @@ def test_welford_is_torchs_welford_ops_in_torchs_order(welford_exe, n, offset, p
 
     # lanes of unequal counts (n % 32 != 0: combines of 3 and 2 elements, ...); |mean| >> std
     x = (np.random.default_rng(n).standard_normal(n).astype(np.float32) * 3 + np.float32(offset)).tolist()
-    run = subprocess.run([str(welford_exe)], input=f"{n} 32 32 {int(products)}\n" + " ".join(float(v).hex() for v in x),
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    got = tuple(float.fromhex(t) for t in run.stdout.split())
-    want = tuple(float(v) for v in _torch_welford_one_warp(x))
-    assert got == want
+    got = _groups_as_torch_takes_them(welford_exe, x, n, 32, 32, products)
     assert abs(got[0] - float(np.mean(np.float64(x)))) < 1e-3 and got[2] == n
 
 
@@ -277,12 +284,7 @@ def test_a_segment_of_lanes_per_small_group_gives_torchs_one_warp_bits(welford_e
     groups = 32 // lanes
     x = (np.random.default_rng(100 + n).standard_normal(groups * n).astype(np.float32) * 3
          + np.float32(offset)).tolist()
-    run = subprocess.run([str(welford_exe)], input=f"{n} {lanes} {lanes} {int(products)}\n" + " ".join(float(v).hex() for v in x),
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    got = [float.fromhex(t) for t in run.stdout.split()]
-    want = [float(v) for g in range(groups) for v in _torch_welford_one_warp(x[g * n:(g + 1) * n])]
-    assert got == want
+    got = _groups_as_torch_takes_them(welford_exe, x, n, lanes, lanes, products)
     assert abs(got[0] - float(np.mean(np.float64(x[:n])))) < 1e-3 and got[2] == n
 
 
@@ -300,9 +302,4 @@ def test_a_lane_holding_several_of_torchs_lanes_gives_torchs_one_warp_bits(welfo
 
     groups = 32 // lanes
     x = (np.random.default_rng(200 + n).standard_normal(groups * n).astype(np.float32) * 3 + np.float32(7.0)).tolist()
-    run = subprocess.run([str(welford_exe)], input=f"{n} {torch_lanes} {lanes} {int(products)}\n" + " ".join(float(v).hex() for v in x),
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    got = [float.fromhex(t) for t in run.stdout.split()]
-    want = [float(v) for g in range(groups) for v in _torch_welford_one_warp(x[g * n:(g + 1) * n])]
-    assert got == want
+    _groups_as_torch_takes_them(welford_exe, x, n, torch_lanes, lanes, products)

@@ -15,46 +15,13 @@ from conftest import module_source
 from kgen.frontend.problems import graph, load
 from kgen.lower.forward import lower
 from test_backward_host import GXX, SHIMS, kernel_declarations
-from test_group_norm_host import FORWARD_SHIMS
+from test_group_norm_host import FORWARD_SHIMS, row_main
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
 M, IN, N = 3, 8, 64
 
-MAIN = r"""
-// argv[1]: 1 to run the cached row function (the row copied into `cache`), 0 the uncached one.
-// stdin: M N W P, S [M][N], then per operand its size and values (W: the output's width).
-// stdout: the output [M][W]. `cache` starts as NaN: a read of it before the copy shows.
-int main(int argc, char** argv) {
-  const bool cached = argc > 1 && argv[1][0] == '1';
-  int M, N, W, P;
-  if (scanf("%d %d %d %d", &M, &N, &W, &P) != 4) return 1;
-  std::vector<float> s(M * N), out(M * W), cache(N, std::nanf(""));
-  for (auto& v : s) scanf("%f", &v);
-  kgen::EpilogueParams p{};
-  p.N = N;
-  std::vector<std::vector<float>> operands(P);
-  for (int k = 0; k < P; ++k) {
-    int size;
-    scanf("%d", &size);
-    operands[k].resize(size);
-    for (auto& v : operands[k]) scanf("%f", &v);
-    p.operand[k] = operands[k].data();
-  }
-  run_cta([&] {
-    float scratch[32];
-    for (int m = 0; m < M; ++m) {
-      if (cached) {
-        EvalStage2::row<true, float, false>(s.data() + m * N, out.data() + m * W, m, N, p, cache.data(), scratch);
-      } else {
-        EvalStage2::row<false, float, false>(s.data() + m * N, out.data() + m * W, m, N, p, cache.data(), scratch);
-      }
-      __syncthreads();
-    }
-  });
-  for (int i = 0; i < M * W; ++i) printf("%.9g ", out[i]);
-  printf("\n");
-}
-"""
+# argv[1]: 1 for the cached row function (the row copied into `cache`), 0 the uncached one.
+MAIN = row_main("true, float, false", "false, float, false")
 
 POOLS = {
     "max_pool1d(2)": "x = torch.sigmoid(x)\nx = F.max_pool1d(x.unsqueeze(1), 2).squeeze(1)",

@@ -107,20 +107,33 @@ def faster_of_eager_and_autotune(row: dict) -> float | None:
 
 def print_table(rows: list[dict], precision: str) -> None:
     """One line per file, then what the family comes to: files correct under KernelBench's eval,
-    and the medians of kgen's time over eager's and over the faster of eager and max-autotune."""
-    nan = float("nan")
+    and the medians of kgen's time over eager's and over the faster of eager and max-autotune. A
+    time no row measured (torch.compile's default mode where only max-autotune ran) has no
+    column; one a row lacks is '-'."""
     rows = sorted(rows, key=lambda r: int(r["file"].split("_")[0]) if r["file"].split("_")[0].isdigit() else 0)
-    print(f"\n| file | KernelBench eval ({precision}) | KB speedup | kgen ms | eager {precision} ms | ratio "
-          f"| compile ms | max-autotune ms | kgen / faster of eager and max-autotune | error vs fp64 (eager's) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+
+    def number(value, fmt: str) -> str:
+        return "-" if value is None else f"{value:{fmt}}"
+
+    columns = [  # (heading, cell)
+        ("file", lambda r: r["file"]),
+        (f"KernelBench eval ({precision})", lambda r: "correct" if r.get("correct") else "FAIL"),
+        ("KB speedup", lambda r: f"{r['kb_ref_ms'] / r['kb_ms']:.2f}x" if r.get("kb_ms") and r.get("kb_ref_ms") else "-"),
+        ("kgen ms", lambda r: number(r.get("kgen_ms"), ".3f")),
+        (f"eager {precision} ms", lambda r: number(r.get("eager_ms"), ".3f")),
+        ("ratio", lambda r: number(r.get("ratio"), ".3f")),
+    ]
+    if any(r.get("compile_ms") is not None for r in rows):
+        columns.append(("compile ms", lambda r: number(r.get("compile_ms"), ".3f")))
+    if any(r.get("autotune_ms") is not None for r in rows):
+        columns += [("max-autotune ms", lambda r: number(r.get("autotune_ms"), ".3f")),
+                    ("kgen / faster of eager and max-autotune", lambda r: number(faster_of_eager_and_autotune(r), ".3f"))]
+    columns.append(("error vs fp64 (eager's)",
+                    lambda r: f"{number(r.get('err_new'), '.1e')} ({number(r.get('err_eager'), '.1e')})"))
+    print("\n| " + " | ".join(heading for heading, _ in columns) + " |")
+    print("|" + "---|" * len(columns))
     for r in rows:
-        speed = (f"{r['kb_ref_ms'] / r['kb_ms']:.2f}x" if r.get("kb_ms") and r.get("kb_ref_ms") else "-")
-        best = faster_of_eager_and_autotune(r)
-        print(f"| {r['file']} | {'correct' if r.get('correct') else 'FAIL'} | {speed} | "
-              f"{r.get('kgen_ms', nan):.3f} | {r.get('eager_ms', nan):.3f} | {r.get('ratio', nan):.3f} | "
-              f"{r.get('compile_ms', nan):.3f} | {r.get('autotune_ms', nan):.3f} | "
-              f"{'-' if best is None else f'{best:.3f}'} | "
-              f"{r.get('err_new', nan):.1e} ({r.get('err_eager', nan):.1e}) |")
+        print("| " + " | ".join(cell(r) for _, cell in columns) + " |")
     ratios = [r["ratio"] for r in rows if r.get("ratio") is not None]
     best = [b for b in map(faster_of_eager_and_autotune, rows) if b is not None]
     summary = f"\n{sum(bool(r.get('correct')) for r in rows)} of {len(rows)} correct under KernelBench's eval"

@@ -101,7 +101,7 @@ def test_ir_oracle_matches_the_module_in_half_precision(ref, dtype):
 
 
 OUTPUT_LEVELS = {"gemm_sigmoid_sum": "row", "gemm_sum_max_mean_lse": "row", "gemm_maxpool_sum_scale": "rowflat",
-                 "gemm_avgpool_gelu_softmax": "pooled", "gemm_groupnorm_min_bias": "full",
+                 "gemm_avgpool_gelu_softmax": "pooled", "gemm_sigmoid_avgpool": "pooled", "gemm_groupnorm_min_bias": "full",
                  "gemm_max_sub_gelu": "row", "gemm_sigmoid_gemm_lse": "rowflat"}
 
 

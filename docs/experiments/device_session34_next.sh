@@ -2,9 +2,8 @@
 #
 # 1. (~3 min) The GPU checks session 33 could not run (its device time was spent): the review's
 #    fixes after call G (docs/perf.md, session 33):
-#      - a row stage that is a pooling alone: tests/refs has none; a quick one is
-#        tests/test_pool_rows_host.py's modules through the gate in bf16 and fp32
-#        (kgen validate on `kgen generate` of them);
+#      - a row stage that is a pooling alone: tests/refs/gemm_sigmoid_avgpool.py (added for it; its
+#        name matches KGEN_TEST_REFS=pool below) through the GPU tier in fp32, bf16 and fp16;
 #      - the hyperparameter guard's new cases under torch.compile(fullgraph) and CUDA graphs:
 #        tests/test_custom_ops.py -m gpu (its GroupNorm and softmax references guard);
 #      - KernelBench 30 (16 groups of 512: a warp a group again) and 37 / 88 (8 lanes, the

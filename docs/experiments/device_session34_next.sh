@@ -26,4 +26,6 @@
 #    b. The row kernel's instructions (37: ~650 a thread a row for 8 elements): 256 threads a row
 #       measured 1.156 -> 1.129 ms on 37 (call F); time it on the other row modules (45, 66, 84,
 #       99) before changing row_threads.
+# (scripts/device_setup.sh's build_files DIR LOG builds an A/B's files at once: the loop session
+# 32's and 33's scripts wrote out each time.)
 echo "a plan, not a script: read it"

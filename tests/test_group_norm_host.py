@@ -6,6 +6,7 @@ reference's constructor at another out_features runs the same file), where the s
 a segment's lanes may each take several elements of a group, or share a group with the next."""
 
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -76,6 +77,28 @@ int main(int argc, char** argv) {
 # argv[1]: 1 for the row function's code at the traced width (kAtTracedWidth), 0 the general.
 MAIN = row_main("true, float, true", "true, float, false")
 
+
+def build_row_function(stage2_cuda: str, main: str, exe: Path) -> Path:
+    """A part's stage-2 struct (its forward row function) with `main` (row_main's), built on the
+    host with the emulated CTA into `exe`."""
+    source = (SHIMS.replace("@KERNEL_DECLARATIONS@", kernel_declarations()) + FORWARD_SHIMS
+              + "using namespace kgen;\n" + stage2_cuda + main)
+    exe.with_suffix(".cpp").write_text(source)
+    build = host_builds.build(exe.with_suffix(".cpp"), exe)
+    assert build.returncode == 0, build.stderr[-3000:]
+    return exe
+
+
+def run_row_function(exe: Path, one: bool, s: torch.Tensor, operands: list, width: int) -> torch.Tensor:
+    """The row function's output [M][width] from S [M][N] and the operands' values (fp32 flat
+    tensors), run as row_main's `one` (True) or `zero` call names it."""
+    lines = [f"{s.shape[0]} {s.shape[1]} {width} {len(operands)}", " ".join(map(repr, s.flatten().tolist()))]
+    lines += [f"{t.numel()} " + " ".join(map(repr, t.tolist())) for t in operands]
+    run = subprocess.run([str(exe), "1" if one else "0"], input="\n".join(lines) + "\n",
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return torch.tensor([float(v) for v in run.stdout.split()], dtype=torch.float64).reshape(s.shape[0], width)
+
 # GroupNorm(groups) traced at 64 features: groups of 32 (a warp each), 16 and 4 (segments of 16
 # and 4 lanes), 1 (segments of one lane); then a point-wise op after it.
 GROUPS = [2, 4, 16, 64]
@@ -94,12 +117,7 @@ def exes(tmp_path_factory):
         low = lower(graph(str(ref), M, IN, TRACED).parts[0], False, False)
         struct = low.eval.stage2_cuda
         assert "kAtTracedWidth ?" in struct, "the traced width's group size as a constant"
-        source = (SHIMS.replace("@KERNEL_DECLARATIONS@", kernel_declarations()) + FORWARD_SHIMS
-                  + "using namespace kgen;\n" + struct + MAIN)
-        (d / f"gn{groups}.cpp").write_text(source)
-        build = host_builds.build(d / f"gn{groups}.cpp", d / f"gn{groups}")
-        assert build.returncode == 0, build.stderr[-3000:]
-        built[groups] = (str(ref), d / f"gn{groups}")
+        built[groups] = (str(ref), build_row_function(struct, MAIN, d / f"gn{groups}"))
     return built
 
 
@@ -130,10 +148,5 @@ def test_group_norm_rows_match_torch(exes, groups, width, at_traced):
     s = values[traced_low.eval.stored].float()
     params = dict(model.named_parameters())
     operands = [params[n.attrs["path"]].detach().float().flatten() for n in low.operands]
-    lines = [f"{M} {width} {width} {len(operands)}", " ".join(map(repr, s.flatten().tolist()))]
-    lines += [f"{t.numel()} " + " ".join(map(repr, t.tolist())) for t in operands]
-    run = subprocess.run([str(exe), "1" if at_traced else "0"], input="\n".join(lines) + "\n",
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    out = torch.tensor([float(v) for v in run.stdout.split()], dtype=torch.float64).reshape(M, width)
+    out = run_row_function(exe, at_traced, s, operands, width)
     assert torch.allclose(out, expected, atol=2e-5, rtol=1e-5), (out - expected).abs().max().item()

@@ -5,17 +5,14 @@ where it is), against the IR's oracle in fp64. The cached form's copy was made b
 that reads the row; a pooling alone has none, and its output pass read shared memory nothing had
 written (a session 33 review)."""
 
-import subprocess
-
 import pytest
 import torch
 
-import host_builds
 from conftest import module_source
 from kgen.frontend.problems import graph, load
 from kgen.lower.forward import lower
-from test_backward_host import GXX, SHIMS, kernel_declarations
-from test_group_norm_host import FORWARD_SHIMS, row_main
+from test_backward_host import GXX
+from test_group_norm_host import build_row_function, row_main, run_row_function
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
 M, IN, N = 3, 8, 64
@@ -36,11 +33,7 @@ def test_a_pooling_alone_reads_the_row_it_copied(name, cached, tmp_path):
     ref.write_text(module_source(POOLS[name], {}, N))
     low = lower(graph(str(ref), M, IN, N).parts[0], False, False)
     assert low.eval.stage2_cuda.count("kgen::copy_row(src, cache, N);") == 1
-    source = (SHIMS.replace("@KERNEL_DECLARATIONS@", kernel_declarations()) + FORWARD_SHIMS
-              + "using namespace kgen;\n" + low.eval.stage2_cuda + MAIN)
-    (tmp_path / "pool.cpp").write_text(source)
-    build = host_builds.build(tmp_path / "pool.cpp", tmp_path / "pool")
-    assert build.returncode == 0, build.stderr[-3000:]
+    exe = build_row_function(low.eval.stage2_cuda, MAIN, tmp_path / "pool")
 
     reference = load(str(ref), M, IN, N)
     torch.manual_seed(0)
@@ -52,11 +45,5 @@ def test_a_pooling_alone_reads_the_row_it_copied(name, cached, tmp_path):
     s = values[low.eval.stored].float()
     params = dict(model.named_parameters())
     operands = [params[n.attrs["path"]].detach().float().flatten() for n in low.operands]
-    width = expected.shape[1]
-    lines = [f"{M} {N} {width} {len(operands)}", " ".join(map(repr, s.flatten().tolist()))]
-    lines += [f"{t.numel()} " + " ".join(map(repr, t.tolist())) for t in operands]
-    run = subprocess.run([str(tmp_path / "pool"), "1" if cached else "0"], input="\n".join(lines) + "\n",
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    out = torch.tensor([float(v) for v in run.stdout.split()], dtype=torch.float64).reshape(M, width)
+    out = run_row_function(exe, cached, s, operands, expected.shape[1])
     assert torch.allclose(out, expected, atol=2e-6, rtol=1e-5), (out - expected).abs().max().item()

@@ -127,7 +127,9 @@ class Emitter:
             index = "n" if n.level == "col" else "0"
             if n.level == "col" and not self.element:
                 raise AssertionError("a per-column value in a per-row context")
-            expr = f"kgen::as_float(p.operand[{self.operands[n.attrs['path']]}][{index}])"
+            # A read-only load (no store of the kernel reaches a parameter): the compiler may keep
+            # a column's across the rows a thread stores (common.cuh, tile_store_as).
+            expr = f"kgen::as_float(__ldg(p.operand[{self.operands[n.attrs['path']]}] + {index}))"
         elif n.kind == "mask":
             # Dropout's mask * scale, [M][N] row-major (training mode); nullptr in eval mode,
             # where the dropout is the identity (v * 1.f is v, infinities and NaN included).

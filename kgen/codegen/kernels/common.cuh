@@ -236,11 +236,13 @@ __device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, i
   const bool vec = (N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.z) & 15) == 0);
   if (vec) {
     constexpr int kQuads = BN / 4;
-    for (int i = threadIdx.x; i < rows * kQuads; i += NTHREADS) {
-      const int r = i / kQuads;
-      const int c = (i % kQuads) * 4;
-      const int n = n0 + c;
-      if (n >= N) continue;  // N % 4 == 0, so a quad is either all in or all out
+    static_assert(NTHREADS % kQuads == 0, "each thread stores the same four columns of every row it takes");
+    // The thread's columns are the same in every row it takes: their per-column operands (read
+    // with __ldg, lower/forward.py) are loads the compiler may keep across the rows.
+    const int c = (threadIdx.x % kQuads) * 4;
+    const int n = n0 + c;
+    if (n >= N) return;  // N % 4 == 0, so a quad is either all in or all out
+    for (int r = threadIdx.x / kQuads; r < rows; r += NTHREADS / kQuads) {
       const float4 t = *reinterpret_cast<const float4*>(&tile[r * ldt + c]);
       *reinterpret_cast<float4*>(&p.z[static_cast<size_t>(m0 + r) * N + n]) =
           make_float4(apply(t.x, m0 + r, n), apply(t.y, m0 + r, n + 1), apply(t.z, m0 + r, n + 2),
@@ -267,11 +269,13 @@ __device__ __forceinline__ void tile_store_as(const float* tile, int ldt, int m0
   T* const z = reinterpret_cast<T*>(p.z);
   if (N % 8 == 0 && (reinterpret_cast<uintptr_t>(z) & 15) == 0) {
     constexpr int kOcts = BN / 8;
-    for (int i = threadIdx.x; i < rows * kOcts; i += NTHREADS) {
-      const int r = i / kOcts;
-      const int c = (i % kOcts) * 8;
-      const int n = n0 + c;
-      if (n >= N) continue;  // N % 8 == 0, so eight are either all in or all out
+    static_assert(NTHREADS % kOcts == 0, "each thread stores the same eight columns of every row it takes");
+    // The thread's columns are the same in every row it takes: their per-column operands (read
+    // with __ldg, lower/forward.py) are loads the compiler may keep across the rows.
+    const int c = (threadIdx.x % kOcts) * 8;
+    const int n = n0 + c;
+    if (n >= N) return;  // N % 8 == 0, so eight are either all in or all out
+    for (int r = threadIdx.x / kOcts; r < rows; r += NTHREADS / kOcts) {
       const float* t = &tile[r * ldt + c];
       const float4 lo = *reinterpret_cast<const float4*>(t);
       const float4 hi = *reinterpret_cast<const float4*>(t + 4);

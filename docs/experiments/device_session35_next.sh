@@ -1,0 +1,22 @@
+# What session 34 leaves for the next session's device time (issues 24, 25).
+#
+# 1. (~500 s, nvidia-h200-x4 where lent) KernelBench's eval at bf16 and fp16 on all 36 files at
+#    93d3bb3 (the epilogue's operands read once a thread: 37 1.124 -> 1.053 ms, 45 0.829 -> 0.777,
+#    the 1024x8192->8192 files 2-3 %; docs/perf.md, session 34), for the family's medians against
+#    eager and max-autotune (session 33, call E: 1.069x / 1.083x the faster of the two):
+#      GPUS=4 KB_FLAGS="--autotune" PRECISIONS="bf16 fp16" EVAL_LIMIT=250 bash scripts/device_kernelbench.sh
+#
+# 2. What still stands between kgen and max-autotune in bf16, largest first:
+#    a. The 16-bit GEMM's epilogue is not overlapped (one CTA an SM). Session 34's ping-pong form
+#       (docs/experiments/wgmma_half_pingpong.patch) was correct and slower at both warpgroup
+#       tiles it fits (64 x 256, 128 x 128): more operand traffic per product, and one
+#       warpgroup's epilogue on 4 warps hides no latency. Left: clusters of two multicasting w's
+#       tile, so that 64 x 256 a warpgroup reads what 128 x 256 reads.
+#    b. The epilogue's instructions: 37's GEMM still issues 211 M warp instructions (~50 a value)
+#       for a chain of ~12 fp32 operations; each rounding to the module's dtype is a cvt and a
+#       shift (a packed cvt.rn.bf16x2.f32 rounds two), and each accurate division a slow-path
+#       branch.
+#    c. Fusion 0 for row modules (37, 45, 99: a point-wise chain before a GroupNorm / reduction):
+#       the GEMM stores the Linear's output, the row kernel applies the chain as it reads S.
+#       lower.forward.deferred_store refuses row modules today.
+echo "a plan, not a script: read it"

@@ -17,7 +17,7 @@ import pytest
 
 from kgen.codegen import generator
 from kgen.tune.search import enumerate_specs
-from kgen.tune.spec import (FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_FLUSH_KTILES, gemm_smem_bytes,
+from kgen.tune.spec import (FP16X3_TF32X3_STAGES, Spec, Tile, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_FLUSH_KTILES, gemm_smem_bytes,
                             wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads)
 
 import nvcc_jobs
@@ -96,6 +96,26 @@ def test_cublas_maths_differ_in_the_host_call_only():
         uses = [line.strip() for line in next(iter(bodies)) if "KGEN_CUBLAS_COMPUTE" in line]
         assert all(u.startswith(("//", "#ifdef KGEN_CUBLAS_COMPUTE", "CUDA_R_32F, K, &beta")) for u in uses), uses
     assert sum(s.family == "cublas" for s in SPILL_TEST_SPECS) == 2
+
+
+# A tile the spec's rule admits whose 4-column groups do not divide among its threads alike (96
+# columns over one warp: 24 groups for 32 threads), so that a thread's columns change from row to
+# row: the tile's stores take their general loop there (common.cuh, tile_store), not the one where
+# each thread keeps its columns (and their operands) across rows. The search space has no such
+# tile; `kgen generate --tile` makes one.
+ODD_STORE_TILE_SPEC = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="tf32", backend="kgen",
+                              tile=Tile(16, 96, 32, 16, 96, stages=3))
+
+
+def odd_store_tile_jobs(params) -> list:
+    return [check_job(cuda_source(ODD_STORE_TILE_SPEC), (SM90A,))]
+
+
+@nvcc_prefetch(odd_store_tile_jobs)
+def test_a_tile_whose_column_groups_do_not_divide_among_its_threads_compiles():
+    assert ODD_STORE_TILE_SPEC.tile.threads % (ODD_STORE_TILE_SPEC.tile.bn // 4) != 0
+    report = compile_check(cuda_source(ODD_STORE_TILE_SPEC), (SM90A,))
+    assert spills(report) == [], "\n".join(spills(report))
 
 
 def spill_test_targets(spec):

@@ -107,6 +107,11 @@ class Emitter:
         # Row kernel only: what a pooling window's elements are computed from (S as `s`, the row
         # values so far), read at column n = j * stride + tap of the cached row.
         self.window_available: dict[int, str] | None = None
+        # Parameters are read with __ldg, a load no store of the kernel may reach, except
+        # BatchNorm's running buffers: the finalize kernel that may read one here (a module that
+        # uses it before its BatchNorm) updates it in place.
+        self.updated_in_place = {f"{b.attrs['module']}.{k}" if b.attrs.get("module") else k
+                                 for b in graph.batchnorms for k in ("running_mean", "running_var")}
         self.lines: list[str] = []
 
     def get(self, i: int) -> str:
@@ -127,9 +132,13 @@ class Emitter:
             index = "n" if n.level == "col" else "0"
             if n.level == "col" and not self.element:
                 raise AssertionError("a per-column value in a per-row context")
-            # A read-only load (no store of the kernel reaches a parameter): the compiler may keep
-            # a column's across the rows a thread stores (common.cuh, tile_store_as).
-            expr = f"kgen::as_float(__ldg(p.operand[{self.operands[n.attrs['path']]}] + {index}))"
+            # A read-only load: the compiler may keep a column's across the rows a thread stores
+            # (common.cuh, tile_store_as).
+            k = self.operands[n.attrs["path"]]
+            if n.attrs["path"] in self.updated_in_place:
+                expr = f"kgen::as_float(p.operand[{k}][{index}])"
+            else:
+                expr = f"kgen::as_float(__ldg(p.operand[{k}] + {index}))"
         elif n.kind == "mask":
             # Dropout's mask * scale, [M][N] row-major (training mode); nullptr in eval mode,
             # where the dropout is the identity (v * 1.f is v, infinities and NaN included).

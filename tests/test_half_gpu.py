@@ -55,8 +55,15 @@ def files(tmp_path_factory):
         return {}
     d = tmp_path_factory.mktemp("half")
     candidates = [Candidate(s, generator.write(s, d / f"{s.name()}.py")) for s in map(spec_for, REFS)]
-    build_all(candidates, 16, 600, lambda line: None)
+    build_every_dtype(candidates)
     return {c.spec.problem: c.path for c in candidates}
+
+
+def build_every_dtype(candidates):
+    """Each file's builds for fp32 (the fp32-rounding test's) and both 16-bit dtypes, in parallel:
+    otherwise each test's first call built its dtype, one file at a time."""
+    for dtype in ("fp32", *DTYPES):
+        build_all(candidates, 16, 600, lambda line: None, dtype=dtype)
 
 
 def trio(f: EmittedFile, dtype):
@@ -245,7 +252,7 @@ def odd_k_files(tmp_path_factory):
                   for s in (Spec.of(refs[stem], *shape, math="tf32x3", backend="wgmma",
                                     fusion=2 if "bn" in stem else 1, tile=Tile(128, 128, 32, 16, 128, stages=4))
                             for stem in refs for shape in ODD_K_SHAPES.values())]
-    build_all(candidates, 16, 600, lambda line: None)
+    build_every_dtype(candidates)
     return {(Path(c.spec.problem).stem, c.spec.in_features): c.path for c in candidates}
 
 

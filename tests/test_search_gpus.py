@@ -481,8 +481,9 @@ def fake_gpus(tmp_path, monkeypatch) -> dict:
 
     monkeypatch.setattr(search, "worker_command", fake_worker_command)
 
-    def fake_build_all(cands, jobs, timeout, echo, on_built=lambda c: None):
+    def fake_build_all(cands, jobs, timeout, echo, on_built=lambda c: None, dtype="fp32"):
         calls["built"] = [c.spec for c in cands]
+        calls["build_dtype"] = dtype
         for i, c in enumerate(cands):
             # every candidate within the runoff's margin: 1.00, 1.01, ... ms
             c.path = c.path.rename(c.path.with_name(f"{c.path.stem}_ms{1 + i / 100:.2f}.py"))
@@ -528,6 +529,7 @@ def test_the_record_says_which_gpu_measured_what(tmp_path, monkeypatch):
     assert calls["runoff"] is calls["validation"] and calls["runoff"].gpu == 0
     assert calls["runoff"].env["CUDA_VISIBLE_DEVICES"] == "0"
     assert all("--dtype" not in cmd for cmd in calls["worker_commands"])
+    assert calls["build_dtype"] == "fp32"
 
 
 def test_a_search_in_bf16_tries_each_16_bit_build_once_and_says_its_dtype(tmp_path, monkeypatch):
@@ -557,6 +559,8 @@ def test_a_search_in_bf16_tries_each_16_bit_build_once_and_says_its_dtype(tmp_pa
     builds = [(s.tile.bm, s.tile.group_m, s.fusion) for s in built]
     assert len(set(builds)) == len(builds) and {s.math for s in built} == {"tf32x3"}
     assert all(cmd[-3:] == ["--dtype", "bf16", "-"] for cmd in calls["worker_commands"])
+    # the builds are the bf16 ones, in the parallel build (not one at a time in the GPU worker)
+    assert calls["build_dtype"] == "bf16"
     # (the runoff and the validation by that worker, which runs the module in bf16)
     assert calls["runoff"] is calls["validation"] and calls["runoff"].owner.gpus == [0]
     saved = json.loads(open(record["record_path"]).read())
@@ -1206,3 +1210,24 @@ def test_the_fallback_is_measured_once_whatever_the_tiers(tmp_path, monkeypatch)
     assert sum("measuring the fallback" in line for line in lines) == 1
     assert sum("eval  [" in line and "tf32x3" in line for line in lines) == 1
     assert "tf32x3" in record["winners"]["0.0001"]["name"] and "0.01" not in record["winners"]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+def test_build_all_builds_each_file_for_the_dtype(tmp_path, monkeypatch, dtype):
+    """search.build_all runs the worker's build of each file for a module in `dtype` (fp32: the
+    worker's default, unsaid), in parallel, and reports each candidate as built."""
+    commands = []
+
+    def fake_run(cmd, **kwargs):
+        commands.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(search.subprocess, "run", fake_run)
+    spec = search.Spec.of("gemm_scale_bn", 256, 512, 512, math="tf32x3", backend="wgmma", fusion=1,
+                          tile=search.Tile(128, 128, 32, 16, 128, stages=4))
+    cands = [search.Candidate(spec, tmp_path / f"f{i}.py") for i in range(3)]
+    seen = []
+    search.build_all(cands, 2, 60, lambda line: None, on_built=seen.append, dtype=dtype)
+    assert sorted(map(id, seen)) == sorted(map(id, cands)) and all(c.status == "built" for c in cands)
+    expected = [] if dtype == "fp32" else ["--dtype", dtype]
+    assert sorted(cmd[3:] for cmd in commands) == sorted(["build", *expected, str(c.path)] for c in cands)

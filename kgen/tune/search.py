@@ -476,10 +476,10 @@ class Candidate:
                 **{k: v for k, v in self.record.items() if k not in ("path", "status", "detail")}}
 
 
-def _build(c: Candidate, timeout: float, env: dict) -> Candidate:
+def _build(c: Candidate, timeout: float, env: dict, dtype: str = "fp32") -> Candidate:
     start = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "build", str(c.path)],
+        proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "build", *dtype_args(dtype), str(c.path)],
                               capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         c.status, c.detail = "timeout", f"build took longer than {timeout:.0f} s"
@@ -493,12 +493,15 @@ def _build(c: Candidate, timeout: float, env: dict) -> Candidate:
 
 
 def build_all(candidates: list[Candidate], jobs: int, timeout: float, echo,
-              on_built: Callable[[Candidate], None] = lambda c: None) -> None:
-    """Builds in parallel; on_built sees each candidate as soon as its build ends."""
+              on_built: Callable[[Candidate], None] = lambda c: None, dtype: str = "fp32") -> None:
+    """Builds in parallel, each file's extension for a module in `dtype` (the build a search in
+    that dtype measures: a file builds once per dtype it meets, and a GPU worker that met an
+    unbuilt dtype would build it there, one file at a time); on_built sees each candidate as soon
+    as its build ends."""
     env = dict(os.environ, MAX_JOBS="2")  # main.cpp (empty) and the kernels' translation unit
     done = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(_build, c, timeout, env) for c in candidates]
+        futures = [pool.submit(_build, c, timeout, env, dtype) for c in candidates]
         for future in concurrent.futures.as_completed(futures):
             c = future.result()
             done += 1
@@ -1184,7 +1187,7 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                 if c not in unbuilt:
                     measure(c)
             build_all(unbuilt, jobs, build_timeout, echo,
-                      on_built=lambda c: measure(c) if c.status == "built" else None)
+                      on_built=lambda c: measure(c) if c.status == "built" else None, dtype=dtype)
             evaluator.drain()
         return bool(waiting)
     try:
@@ -1192,7 +1195,8 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
             echo(f"{stamp()} building {len(to_build)} candidates ({jobs} at a time); each is measured "
                  f"as soon as it is built{' (a fallback where needed)' if reserves & {c.spec for c in to_build} else ''}" + (f", by the first free of {len(gpus)} GPU workers" if len(gpus) > 1 else ""))
         build_all(to_build, jobs, build_timeout, echo,
-                  on_built=lambda c: evaluator.submit(c) if c.status == "built" and c.spec not in reserves else None)
+                  on_built=lambda c: evaluator.submit(c) if c.status == "built" and c.spec not in reserves else None,
+                  dtype=dtype)
         evaluator.drain()
         # The runoff and the full validations go to the first GPU's worker, warm from its candidates
         # (a subprocess would start Python, torch and CUDA again: seconds each; docs/perf.md,

@@ -225,6 +225,26 @@ struct StoreAsIs {
   __device__ __forceinline__ float operator()(float v, int, int) const { return v; }
 };
 
+// Each of the tile's groups of W consecutive columns (BN / W of them a row) in its valid rows
+// and columns (N % W == 0: a group is all in or all out), by the CTA's NTHREADS threads:
+// store(r, c) for the group at tile row r, column c. Where the groups divide among the threads,
+// each thread takes the same columns in every row it takes, so that their per-column operands
+// (read with __ldg, lower/forward.py) are loads the compiler may keep across the rows; else (a
+// tile wider than its threads by other than a power of two: BN = 96, 32 threads) a flat walk.
+template <int BN, int W, int NTHREADS, class Store>
+__device__ __forceinline__ void for_each_column_group(int rows, int n0, int N, Store store) {
+  constexpr int kGroups = BN / W;
+  if constexpr (NTHREADS % kGroups == 0) {
+    const int c = (threadIdx.x % kGroups) * W;
+    if (n0 + c >= N) return;
+    for (int r = threadIdx.x / kGroups; r < rows; r += NTHREADS / kGroups) store(r, c);
+  } else {
+    for (int i = threadIdx.x; i < rows * kGroups; i += NTHREADS) {
+      if (n0 + (i % kGroups) * W < N) store(i / kGroups, (i % kGroups) * W);
+    }
+  }
+}
+
 // Copy the valid part of a shared-memory tile to z, coalesced, 16-byte stores when the row
 // pitch allows, each value through `apply` (the four or eight of a store read first: their
 // operand loads overlap).
@@ -235,25 +255,13 @@ __device__ __forceinline__ void tile_store(const float* tile, int ldt, int m0, i
   const int rows = min(BM, M - m0);
   const bool vec = (N % 4 == 0) && ((reinterpret_cast<uintptr_t>(p.z) & 15) == 0);
   if (vec) {
-    constexpr int kQuads = BN / 4;
-    auto quad = [&](int r, int c) {
+    for_each_column_group<BN, 4, NTHREADS>(rows, n0, N, [&](int r, int c) {
       const int n = n0 + c;
       const float4 t = *reinterpret_cast<const float4*>(&tile[r * ldt + c]);
       *reinterpret_cast<float4*>(&p.z[static_cast<size_t>(m0 + r) * N + n]) =
           make_float4(apply(t.x, m0 + r, n), apply(t.y, m0 + r, n + 1), apply(t.z, m0 + r, n + 2),
                       apply(t.w, m0 + r, n + 3));
-    };
-    if constexpr (NTHREADS % kQuads == 0) {
-      // The thread's columns are the same in every row it takes: their per-column operands (read
-      // with __ldg, lower/forward.py) are loads the compiler may keep across the rows.
-      const int c = (threadIdx.x % kQuads) * 4;
-      if (n0 + c >= N) return;  // N % 4 == 0, so a quad is either all in or all out
-      for (int r = threadIdx.x / kQuads; r < rows; r += NTHREADS / kQuads) quad(r, c);
-    } else {  // (a tile wider than its threads by other than a power of two: BN = 96, 32 threads)
-      for (int i = threadIdx.x; i < rows * kQuads; i += NTHREADS) {
-        if (n0 + (i % kQuads) * 4 < N) quad(i / kQuads, (i % kQuads) * 4);
-      }
-    }
+    });
   } else {
     for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
       const int r = i / BN;
@@ -274,8 +282,7 @@ __device__ __forceinline__ void tile_store_as(const float* tile, int ldt, int m0
   const int rows = min(BM, M - m0);
   T* const z = reinterpret_cast<T*>(p.z);
   if (N % 8 == 0 && (reinterpret_cast<uintptr_t>(z) & 15) == 0) {
-    constexpr int kOcts = BN / 8;
-    auto oct = [&](int r, int c) {
+    for_each_column_group<BN, 8, NTHREADS>(rows, n0, N, [&](int r, int c) {
       const int n = n0 + c;
       const float* t = &tile[r * ldt + c];
       const float4 lo = *reinterpret_cast<const float4*>(t);
@@ -284,17 +291,7 @@ __device__ __forceinline__ void tile_store_as(const float* tile, int ldt, int m0
       OutputType<T>::eight(&z[static_cast<size_t>(m) * N + n],
                            make_float4(apply(lo.x, m, n), apply(lo.y, m, n + 1), apply(lo.z, m, n + 2), apply(lo.w, m, n + 3)),
                            make_float4(apply(hi.x, m, n + 4), apply(hi.y, m, n + 5), apply(hi.z, m, n + 6), apply(hi.w, m, n + 7)));
-    };
-    if constexpr (NTHREADS % kOcts == 0) {
-      // The thread's columns are the same in every row it takes (as in tile_store).
-      const int c = (threadIdx.x % kOcts) * 8;
-      if (n0 + c >= N) return;  // N % 8 == 0, so eight are either all in or all out
-      for (int r = threadIdx.x / kOcts; r < rows; r += NTHREADS / kOcts) oct(r, c);
-    } else {
-      for (int i = threadIdx.x; i < rows * kOcts; i += NTHREADS) {
-        if (n0 + (i % kOcts) * 8 < N) oct(i / kOcts, (i % kOcts) * 8);
-      }
-    }
+    });
   } else {
     for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
       const int r = i / BN;

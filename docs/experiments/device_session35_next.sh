@@ -1,7 +1,17 @@
 # What session 34 leaves for the next session's device time (issues 24, 25).
 #
+# 0. (~4 min, one GPU) What session 34 changed after its device time was spent: the whole 16-bit
+#    GPU tier, whose fixtures now build fp32, bf16 and fp16 in parallel (7e29a3c; time the run
+#    against session 34's calls D and E, which their limits cut), and a bf16 search's cold wall
+#    time with its candidates built for bf16 up front:
+#      gpu_tests half.log 400 tests/test_half_gpu.py
+#      time kgen search ../shared/kernelbench/level2/12_*.py --dtype bf16 --results-dir /tmp/r
+#    (d2d0a35 and af8f26b leave the measured files' PTX unchanged byte for byte; their fixed paths,
+#    a tile of 96 columns over one warp and a module reading its BatchNorm's running mean, have
+#    not run on a GPU.)
+#
 # 1. (~500 s, nvidia-h200-x4 where lent) KernelBench's eval at bf16 and fp16 on all 36 files at
-#    93d3bb3 (the epilogue's operands read once a thread: 37 1.124 -> 1.053 ms, 45 0.829 -> 0.777,
+#    session 34's code (the epilogue's operands read once a thread: 37 1.124 -> 1.053 ms, 45 0.829 -> 0.777,
 #    the 1024x8192->8192 files 2-3 %; docs/perf.md, session 34), for the family's medians against
 #    eager and max-autotune (session 33, call E: 1.069x / 1.083x the faster of the two):
 #      GPUS=4 KB_FLAGS="--autotune" PRECISIONS="bf16 fp16" EVAL_LIMIT=250 bash scripts/device_kernelbench.sh

@@ -17,8 +17,8 @@ import pytest
 
 from kgen.codegen import generator
 from kgen.tune.search import enumerate_specs
-from kgen.tune.spec import (FP16X3_TF32X3_STAGES, Spec, Tile, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_FLUSH_KTILES, gemm_smem_bytes,
-                            wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads)
+from kgen.tune.spec import (FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_FLUSH_KTILES, Spec, Tile,
+                            gemm_smem_bytes, wgmma_fallback_smem_bytes, wgmma_smem_bytes, wgmma_threads)
 
 import nvcc_jobs
 from conftest import module_source, nvcc_prefetch

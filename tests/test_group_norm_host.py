@@ -104,6 +104,26 @@ def run_row_function(exe: Path, one: bool, s: torch.Tensor, operands: list, widt
 GROUPS = [2, 4, 16, 64]
 
 
+def oracle_case(ref, low, stored: int, M: int, IN: int, width: int, perturb: bool = False):
+    """The reference at `width` in fp64 (its parameters drawn from randn where `perturb`: a
+    GroupNorm's affine away from (1, 0)) on one input: S (the IR's value `stored`, as the row
+    function reads it), the part's operands in its order, and the module's output."""
+    reference = load(ref, M, IN, width)
+    torch.manual_seed(0)
+    model = reference.Model(*reference.init_args()).double().eval()
+    if perturb:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(torch.randn_like(p))
+    x = torch.randn(M, IN, dtype=torch.float64) * 3
+    with torch.no_grad():
+        values = low.graph.part_values(x, model)
+        expected = model(x)
+    params = dict(model.named_parameters())
+    operands = [params[n.attrs["path"]].detach().float().flatten() for n in low.operands]
+    return values[stored].float(), operands, expected
+
+
 @pytest.fixture(scope="module")
 def exes(tmp_path_factory):
     """Per group count: the module's path and the executable of its eval row function, traced
@@ -135,18 +155,6 @@ def test_group_norm_rows_match_torch(exes, groups, width, at_traced):
     traced_low = lower(graph(ref, M, IN, TRACED).parts[0], False, False)
     low = lower(graph(ref, M, IN, width).parts[0], False, False)   # the same operands, at `width`
     assert [n.attrs.get("path") for n in low.operands] == [n.attrs.get("path") for n in traced_low.operands]
-    reference = load(ref, M, IN, width)
-    torch.manual_seed(0)
-    model = reference.Model(*reference.init_args()).double().eval()
-    with torch.no_grad():
-        for p in model.parameters():   # GroupNorm's affine away from (1, 0)
-            p.copy_(torch.randn_like(p))
-    x = torch.randn(M, IN, dtype=torch.float64) * 3
-    with torch.no_grad():
-        values = low.graph.part_values(x, model)
-        expected = model(x)
-    s = values[traced_low.eval.stored].float()
-    params = dict(model.named_parameters())
-    operands = [params[n.attrs["path"]].detach().float().flatten() for n in low.operands]
+    s, operands, expected = oracle_case(ref, low, traced_low.eval.stored, M, IN, width, perturb=True)
     out = run_row_function(exe, at_traced, s, operands, width)
     assert torch.allclose(out, expected, atol=2e-5, rtol=1e-5), (out - expected).abs().max().item()

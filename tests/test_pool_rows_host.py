@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from conftest import module_source
-from kgen.frontend.problems import graph, load
+from kgen.frontend.problems import graph
 from kgen.lower.forward import lower
 from test_backward_host import GXX
-from test_group_norm_host import build_row_function, row_main, run_row_function
+from test_group_norm_host import build_row_function, oracle_case, row_main, run_row_function
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
 M, IN, N = 3, 8, 64
@@ -35,15 +35,6 @@ def test_a_pooling_alone_reads_the_row_it_copied(name, cached, tmp_path):
     assert low.eval.stage2_cuda.count("kgen::copy_row(src, cache, N);") == 1
     exe = build_row_function(low.eval.stage2_cuda, MAIN, tmp_path / "pool")
 
-    reference = load(str(ref), M, IN, N)
-    torch.manual_seed(0)
-    model = reference.Model(*reference.init_args()).double().eval()
-    x = torch.randn(M, IN, dtype=torch.float64) * 3
-    with torch.no_grad():
-        values = low.graph.part_values(x, model)
-        expected = model(x)
-    s = values[low.eval.stored].float()
-    params = dict(model.named_parameters())
-    operands = [params[n.attrs["path"]].detach().float().flatten() for n in low.operands]
+    s, operands, expected = oracle_case(str(ref), low, low.eval.stored, M, IN, N)
     out = run_row_function(exe, cached, s, operands, expected.shape[1])
     assert torch.allclose(out, expected, atol=2e-6, rtol=1e-5), (out - expected).abs().max().item()

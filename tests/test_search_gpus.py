@@ -1223,9 +1223,7 @@ def test_build_all_builds_each_file_for_the_dtype(tmp_path, monkeypatch, dtype):
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(search.subprocess, "run", fake_run)
-    spec = search.Spec.of("gemm_scale_bn", 256, 512, 512, math="tf32x3", backend="wgmma", fusion=1,
-                          tile=search.Tile(128, 128, 32, 16, 128, stages=4))
-    cands = [search.Candidate(spec, tmp_path / f"f{i}.py") for i in range(3)]
+    cands = [Candidate(SPEC, tmp_path / f"f{i}.py") for i in range(3)]
     seen = []
     search.build_all(cands, 2, 60, lambda line: None, on_built=seen.append, dtype=dtype)
     assert sorted(map(id, seen)) == sorted(map(id, cands)) and all(c.status == "built" for c in cands)

@@ -20,7 +20,7 @@ import jinja2
 from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
-from kgen.lower.forward import Lowered, lower, split_keeps_infinities
+from kgen.lower.forward import UPDATED_IN_PLACE, Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
                              FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS, FUSION_LEVELS, WGMMA_FLUSH_KTILES,
@@ -63,8 +63,6 @@ def forward_args(lowered: Lowered) -> list[tuple[str, str]]:
 LAUNCH_ARGS = ("out", "workspace", "M", "N", "K", "stream", "z_out")
 # BatchNorm tensors a module may lack (affine=False, track_running_stats=False): optional in the op.
 OPTIONAL_TENSORS = ("gamma", "beta", "running_mean", "running_var", "num_batches_tracked")
-# Buffers the kernels update in place (the op's copies of them; the op returns them).
-UPDATED_IN_PLACE = ("running_mean", "running_var")
 
 
 # The parameters of a part's backward entry kgen_backward_<part>, then its operands (operand0, ...).

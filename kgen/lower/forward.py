@@ -73,6 +73,11 @@ def linear_output(graph: Graph) -> int | None:
 UNROUNDED_KINDS = ("const", "param", "mask", "input")
 
 
+# BatchNorm's buffers that the kernels update in place (finalize; the op's copies of them, which
+# it returns: generator, _KGEN_UPDATED_IN_PLACE).
+UPDATED_IN_PLACE = ("running_mean", "running_var")
+
+
 class Emitter:
     """Statements computing IR values as fp32 locals, each at most once (in dependency order).
 
@@ -111,7 +116,7 @@ class Emitter:
         # BatchNorm's running buffers: the finalize kernel that may read one here (a module that
         # uses it before its BatchNorm) updates it in place.
         self.updated_in_place = {f"{b.attrs['module']}.{k}" if b.attrs.get("module") else k
-                                 for b in graph.batchnorms for k in ("running_mean", "running_var")}
+                                 for b in graph.batchnorms for k in UPDATED_IN_PLACE}
         self.lines: list[str] = []
 
     def get(self, i: int) -> str:

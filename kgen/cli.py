@@ -293,12 +293,13 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo(f"unchanged {path}: it already holds this file ({spec.name()}, key {spec.key()})")
     else:
         click.echo(f"wrote {path}  ({spec.name()}, key {spec.key()})")
-    if generator.half_gemm_type(spec) is None:
+    if not generator.sixteen_bit_builds(spec):
         module = dtype or precision_name(spec.reference().input.dtype)
         if module != "fp32":
             click.echo(f"note: the module is {module}, and this file runs fp32 modules only: "
                        + (generator.fp32_only_reason(spec) if generator.fp32_casts(spec) else
-                          "16-bit modules run in the Hopper wgmma files (--backend wgmma, sm_90a)"), err=True)
+                          "16-bit modules run in the Hopper wgmma files (--backend wgmma, sm_90a) and the "
+                          "matrix-vector rewrite's (--backend gemv)"), err=True)
         elif measured is not None and target.arch == "sm_90a":
             click.echo("note: this file runs fp32 modules only; for the module in bf16 or fp16, "
                        "`kgen generate --dtype bf16` (or fp16) writes one that runs them", err=True)

@@ -19,7 +19,7 @@ gpu_tests() {
   local log=$OUT/$1 limit=$2; shift 2
   timeout $limit python3 -m pytest -m gpu -v -rfE "$@" > $log 2>&1
   local rc=$?
-  echo "gpu tests (exit $rc$([ $rc = 124 ] && echo ': cut at the limit')): $(grep -c ' PASSED' $log) passed, $(grep -c ' SKIPPED' $log) skipped, $(grep -cE ' FAILED| ERROR' $log) failed"
+  echo "gpu tests (exit $rc$([ $rc = 124 ] && echo ': cut at the limit')): $(grep -c ' PASSED' $log) passed, $(grep -c ' SKIPPED' $log) skipped, $(grep -cE ' (FAILED|ERROR) +\[ *[0-9]+%\]$' $log) failed"
   grep -E '^FAILED|^ERROR' $log | cut -c1-300 | head
 }
 # build_files DIR LOG: builds every emitted file in DIR at once (an A/B's files; each build its own

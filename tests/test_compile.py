@@ -224,7 +224,7 @@ OUTPUT_TYPE_CASES = {
     "matmul_gelu_softmax": [(1, True)],          # a row kernel
     "gemm_bn_gelu_relu": [(1, True)],            # training: stage 2 point-wise; eval: the epilogue
     "gemm_maxpool_sum_scale": [(1, False)],      # an (M,) output: S was in the workspace already
-    "gemm_groupnorm_min_bias": [(0, False)],     # a broadcast tail: fp32
+    "gemm_groupnorm_min_bias": [(1, False)],     # a broadcast tail: its kernel writes it
     "gemm_max_sub_gelu": [(0, False)],           # a constant: fp32
     # A chain at fusion 0 (OUTPUT_TYPE_FUSION): the first part's sigmoid in a point-wise kernel
     # of its own, which reads S from the workspace; then an (M,) output.

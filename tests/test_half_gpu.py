@@ -296,9 +296,10 @@ def test_dtypes_the_file_refuses_are_named(files):
 # Modules whose output the kernels write in the module's dtype, by the kernel that writes it: the
 # GEMM's epilogue (point-wise; BatchNorm in eval mode), stage 2's point-wise kernel (BatchNorm in
 # training mode), a row kernel (softmax; an (M,) output), the point-wise pass of a part that keeps
-# z for its backward (autograd on), and a chain (part 0's output is part 1's input).
+# z for its backward (autograd on), a chain (part 0's output is part 1's input), and a broadcast
+# tail's kernel (an output of its own shape, from the row kernel's (M, 1) core value).
 STORE_REFS = ["gemm_swish_scale", "matmul_gelu_softmax", "gemm_bn_gelu_relu", "gemm_maxpool_sum_scale",
-              "gemm_sigmoid_gemm_lse"]
+              "gemm_sigmoid_gemm_lse", "gemm_groupnorm_min_bias"]
 # N = 300: rows of 16-bit values that are not whole 16-byte stores (the kernels' scalar stores).
 ODD_SHAPE = (257, 296, 300)
 

@@ -66,3 +66,25 @@ def test_parameters_take_read_only_loads():
     spec = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="tf32x3", backend="wgmma", fusion=1, tile=TILE)
     got = loads(spec)
     assert got and all(kinds == {"ldg"} for kinds in got.values()), got
+
+
+@pytest.mark.parametrize("read", ["before", "after"])
+def test_a_16_bit_module_reading_a_running_buffer_into_its_batchnorm_runs_fp32_only(tmp_path, read):
+    """In training a 16-bit build applies BatchNorm to its input recomputed from S after the
+    statistics' kernel updated the running buffers (stage 2): a read of one on the way into the
+    BatchNorm would see the updated buffer (measured on an H200: 0.5 off in bf16, 9 of the gate's
+    20 checks failed). Such a file runs fp32 modules only, and says why; a read after the
+    BatchNorm, which sees the updated buffer in torch too, keeps the 16-bit builds."""
+    ref = tmp_path / "ref.py"
+    text = REFERENCE.replace("BN", "self.bn")
+    if read == "after":
+        text = text.replace("return self.bn(x + self.bn.running_mean)", "return self.bn(x) + self.bn.running_mean")
+    ref.write_text(text)
+    spec = Spec.of(str(ref), 128, 64, 64, math="tf32x3", backend="wgmma", fusion=1, tile=TILE)
+    assert generator.sixteen_bit_builds(spec) == (read == "after")
+    if read == "before":
+        assert generator.fp32_only_reason(spec) == (
+            "line 16 of the reference (`return self.bn(x + self.bn.running_mean)`): it reads bn.running_mean on "
+            "the way into that BatchNorm, which updates the buffer in training mode; kgen's 16-bit build would "
+            "read it after the update; run the module in float32")
+        assert "_KGEN_OPERAND_BUILDS = {torch.float32: None}" in generator.render(spec)

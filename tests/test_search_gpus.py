@@ -577,7 +577,7 @@ def test_a_search_in_bf16_tries_each_16_bit_build_once_and_says_its_dtype(tmp_pa
     assert winner["vs_compile"] == times
     assert any("torch.compile 0.360 ms (0.833x), max-autotune 0.300 ms (1.000x)" in line for line in lines)
     # the names are the fp32 builds'; the output says what each runs in bf16
-    said = next(line for line in lines if "every candidate runs kgen's 16-bit GEMM" in line)
+    said = next(line for line in lines if "every GEMM candidate runs kgen's 16-bit GEMM" in line)
     assert all(f"{s.name()} -> BM {s.tile.bm}" in said for s in built)
     # the same search in fp32 keeps to its own cache entries and files
     assert search.MeasurementCache.key(built[0], "Fake GPU", "eval") != \

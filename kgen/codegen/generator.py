@@ -20,7 +20,8 @@ import jinja2
 from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
-from kgen.lower.forward import UPDATED_IN_PLACE, Lowered, lower, split_keeps_infinities
+from kgen.ir.graph import UPDATED_IN_PLACE
+from kgen.lower.forward import Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
                              FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS, FUSION_LEVELS, WGMMA_FLUSH_KTILES,
@@ -592,21 +593,32 @@ def fp32_only_reason(spec: Spec) -> str:
     casts = fp32_casts(spec)
     if casts:
         line, text, *why = casts[0]
-        if why:   # (another float32 fact than a cast: Tracer.nan_to_num)
-            return (f"the reference's forward is float32's (line {line}: `{text}`: {why[0]}); run the "
-                    "module in float32")
+        if why:   # (another float32 fact than a cast: Tracer.nan_to_num, trace.running_buffers_read_before_update)
+            return f"line {line} of the reference (`{text}`): {why[0]}; run the module in float32"
         return (f"the reference casts to float32 in its forward (line {line}: `{text}`), so in a 16-bit "
                 "module torch computes on in float32, which kgen's 16-bit build does not; run the module "
                 "in float32")
     return "`kgen generate --dtype bf16` (or fp16) writes a file for a 16-bit module"
 
 
+# The families whose files run bf16 and fp16 modules too, each in a build of its own: kgen's
+# Hopper wgmma GEMM (its half GEMM, half_gemm_type) and the matrix-vector rewrite (no GEMM: x and
+# w read in the module's dtype, kernels/gemv.cuh).
+SIXTEEN_BIT_FAMILIES = ("wgmma", "gemv")
+
+
+def sixteen_bit_builds(spec: Spec) -> bool:
+    """Whether the variant's file runs bf16 / fp16 modules (else fp32 ones only: fp32_only_reason)."""
+    return spec.family in SIXTEEN_BIT_FAMILIES and not fp32_casts(spec)
+
+
 def half_gemm_type(spec: Spec) -> str | None:
-    """The GEMM of the spec's tile on 16-bit operands (a module in bf16 or fp16), for the families
-    that have one (kgen's Hopper wgmma GEMM); None: the variant runs fp32 modules only."""
+    """The GEMM of the spec's tile on 16-bit operands (a module in bf16 or fp16): kgen's Hopper
+    wgmma GEMM's; None where the variant has no such GEMM (the matrix-vector rewrite's 16-bit
+    build has no GEMM at all: sixteen_bit_builds)."""
     from kgen.tune.configs import HALF_WGMMA_BN, HALF_WGMMA_STAGES
 
-    if spec.family != "wgmma" or fp32_casts(spec):
+    if spec.family != "wgmma" or not sixteen_bit_builds(spec):
         return None
     t = spec.tile
     return f"kgen::WgmmaWsHalfGemm<{OPERAND_CTYPE}, {t.bm}, {HALF_WGMMA_BN}, {HALF_WGMMA_STAGES}, {t.group_m}>"
@@ -676,6 +688,7 @@ def _source_context(spec: Spec) -> dict:
         "parts": [_part_context(spec, low, library) for low in lowered_parts(spec)],
         "gemm_type": gemm_type(spec),
         "half_gemm_type": half_gemm_type(spec),
+        "sixteen_bit": sixteen_bit_builds(spec),
         "operand_ctype": OPERAND_CTYPE,
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
         # (an fp16x3 variant's tf32x3 GEMMs too: its backward's, a part whose K fp16x3 cannot
@@ -730,7 +743,15 @@ def describe_variant(spec: Spec) -> list[str]:
         return ["variant:   no GEMM: the output is a constant, see `rewrite:` (the variant options "
                 "do not change the code)"]
     if spec.family == "gemv":
-        return ["variant:   no GEMM: the matrix-vector rewrite (fp32 FFMA), see `rewrite:`"]
+        lines = ["variant:   no GEMM: the matrix-vector rewrite (fp32 FFMA), see `rewrite:`"]
+        if sixteen_bit_builds(spec):
+            lines.append("16-bit:    a bf16 / fp16 module runs a build of its own: x and w read in its dtype, "
+                         "every sum in fp32; the row's value and every op after it rounded to the module's dtype "
+                         "as torch's ops round. z itself, which eager rounds to the dtype element by element, is "
+                         "never formed: nearer the exact row sums than eager, which KernelBench's comparison with "
+                         "eager at 1e-2 fails where eager's own rounding moves them further (a search in the "
+                         "dtype validates it)")
+        return lines
     if spec.family == "cublas":
         gemm = f"cuBLAS GEMM ({CUBLAS_COMPUTE_TYPES[spec.math]})"
         if any(low.eager_sums for low in lowered_parts(spec)):
@@ -943,7 +964,9 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         kgen_digest=kgen_source_digest(),
         updated_in_place=repr(UPDATED_IN_PLACE),
         operand_builds=operand_builds_literal(spec),
-        fp32_only=half_gemm_type(spec) is None,
+        fp32_only=not sixteen_bit_builds(spec),
+        # kgen's 16-bit GEMM reads x and w by TMA: whole 16-byte rows (ModelNew pads K)
+        pads_k=half_gemm_type(spec) is not None,
         fp32_only_reason=repr(fp32_only_reason(spec)),
     )
     _check_names_apart(ref, text)
@@ -1021,7 +1044,7 @@ def _check_names_apart(ref, text: str) -> None:
 
 def operand_builds_literal(spec: Spec) -> str:
     """The emitted file's _KGEN_OPERAND_BUILDS: the dtypes it runs, each with its build's operand type."""
-    dtypes = OPERAND_BUILDS if half_gemm_type(spec) else {"float32": None}
+    dtypes = OPERAND_BUILDS if sixteen_bit_builds(spec) else {"float32": None}
     return "{" + ", ".join(f"torch.{name}: {operand!r}" for name, operand in dtypes.items()) + "}"
 
 

@@ -27,7 +27,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ir import ops
-from kgen.ir.graph import INPUT_PATH, Graph, Node, Unsupported, broadcast_shapes, combine_levels, pooled_width, shape_text
+from kgen.ir.graph import (INPUT_PATH, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes, combine_levels,
+                           pooled_width, shape_text)
 from kgen.frontend.reference import Reference
 
 # The dtypes of module (parameters and input) that kgen's files run: the IR is the same for all
@@ -3011,7 +3012,7 @@ def _trace(ref: Reference) -> Graph:
     graph.dropouts = tracer.dropouts
     if getattr(ref, "rows_of", None) is not None:
         _check_rows(ref, graph)
-    graph.fp32_casts = tracer.fp32_casts
+    graph.fp32_casts = tracer.fp32_casts + running_buffers_read_before_update(graph, ref.source)
     graph.forward_defaults = tracer.forward_defaults
     graph.sizes_read = tracer.sizes_read
     graph.hyperparameters = hyperparameters_read(ref, graph)
@@ -3019,6 +3020,32 @@ def _trace(ref: Reference) -> Graph:
         part.no_derivative = tracer.no_derivative
     return graph
 
+
+
+def running_buffers_read_before_update(graph: Graph, source: str) -> list[tuple]:
+    """(line, text, why) where the forward reads a BatchNorm's running buffer on the way into
+    that BatchNorm, which updates the buffer in place in training mode: a float32 fact of the
+    module (Graph.fp32_casts). kgen's 16-bit build applies BatchNorm in training to its input
+    recomputed after the statistics (its stage 2, from S), where that read would see the updated
+    buffer; the fp32 build folds the read into BatchNorm's constants before the update."""
+    lines, found = source.splitlines(), []
+    for part in graph.parts:
+        for bn in part.batchnorms:
+            owner = bn.attrs["module"]
+            buffers = {f"{owner}.{name}" for name in UPDATED_IN_PLACE}
+            ancestors, todo = set(), list(bn.args)
+            while todo:
+                i = todo.pop()
+                if i not in ancestors:
+                    ancestors.add(i)
+                    todo.extend(part.node(i).args)
+            for i in sorted(ancestors):
+                n = part.node(i)
+                if n.kind in ("param", "buffer") and n.attrs.get("path") in buffers:
+                    found.append((n.line, lines[n.line - 1].strip() if n.line else "",
+                                  f"it reads {n.attrs['path']} on the way into that BatchNorm, which updates the "
+                                  "buffer in training mode; kgen's 16-bit build would read it after the update"))
+    return found
 
 
 def _fingerprint(graph: Graph, dropouts: list) -> str:

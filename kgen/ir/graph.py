@@ -70,6 +70,10 @@ REDUCTIONS = ("sum", "mean", "max", "min")
 # the emitted forward computes: Dropout's mask, the module's input).
 OPERAND_KINDS = ("param", "mask", "input")
 INPUT_PATH = "<input>"
+# BatchNorm's buffers that its training mode updates in place (the kernels' finalize, the op's
+# copies of them, which it returns: generator, _KGEN_UPDATED_IN_PLACE; a forward that reads one
+# before its BatchNorm: trace.running_buffers_read_before_update).
+UPDATED_IN_PLACE = ("running_mean", "running_var")
 
 
 def module_tensor(model, path: str):

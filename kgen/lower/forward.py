@@ -33,7 +33,7 @@ import re
 
 from kgen.ir import ops
 from kgen.ir import rewrite
-from kgen.ir.graph import OPERAND_KINDS, Graph, Node, Unsupported, affine_chain, shape_text
+from kgen.ir.graph import OPERAND_KINDS, UPDATED_IN_PLACE, Graph, Node, Unsupported, affine_chain, shape_text
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
 # the two).
@@ -72,10 +72,6 @@ def linear_output(graph: Graph) -> int | None:
 # as torch applies them).
 UNROUNDED_KINDS = ("const", "param", "mask", "input")
 
-
-# BatchNorm's buffers that the kernels update in place (finalize; the op's copies of them, which
-# it returns: generator, _KGEN_UPDATED_IN_PLACE).
-UPDATED_IN_PLACE = ("running_mean", "running_var")
 
 
 class Emitter:
@@ -1025,11 +1021,13 @@ def _gemv_rows_struct(graph: Graph, operands: dict, reduce: Node) -> str:
     v = e.get(graph.output)
     r = "sum / static_cast<float>(N)" if reduce.op == "mean" else "sum"
     body = "".join(f"\n    {line}" for line in live_lines(e.lines, v))
-    return f"""// The row's {reduce.op} over the features (line {reduce.line}), then the ops after it.
+    # (a 16-bit module's reduction returns its dtype, as the row kernels' do)
+    return f"""// The row's {reduce.op} over the features (line {reduce.line}), then the ops after it, each
+// rounded to the module's dtype as torch's ops round (the identity in fp32).
 struct GemvRows {{
   __device__ static __forceinline__ float finish(float sum, int N, const kgen::EpilogueParams& p) {{
     (void)N; (void)p;
-    const float r = {r};{body}
+    const float r = kgen::rounded_to_module<kgen_operand_t>({r});{body}
     return {v};
   }}
 }};"""

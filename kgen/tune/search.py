@@ -102,23 +102,28 @@ def enumerate_variants(workload: Workload, maths=DEFAULT_MATHS, arch: str = WGMM
 
 
 def half_variants(workload: Workload, variants: list[Variant]) -> list[Variant]:
-    """The variants that run the module in bf16 / fp16 (those with a 16-bit build: kgen's Hopper
-    GEMM, generator.half_gemm_type), one per distinct 16-bit build: that GEMM takes the tile's BM
-    and group only (its BN and stages are configs.HALF_WGMMA_BN / _STAGES) and no math mode, so
-    of the variants alike in those and the fusion level the first is kept (enumerate_variants
-    lists the fp32-exact math before TF32: the file then stays fp32-exact for fp32 input)."""
+    """The variants that run the module in bf16 / fp16 (those with a 16-bit build:
+    generator.sixteen_bit_builds), one per distinct 16-bit build. kgen's Hopper 16-bit GEMM
+    takes the tile's BM and group only (its BN and stages are configs.HALF_WGMMA_BN / _STAGES)
+    and no math mode, so of the variants alike in those and the fusion level the first is kept
+    (enumerate_variants lists the fp32-exact math before TF32: the file then stays fp32-exact
+    for fp32 input); the matrix-vector rewrite has one 16-bit build."""
     from kgen.lower.forward import fusion0_moves
+
+    def build(v: Variant, fusion: int) -> tuple:
+        return (v.backend, v.tile.bm if v.tile else None, v.tile.group_m if v.tile else None, fusion, v.arch)
 
     kept: dict[tuple, Variant] = {}
     for v in variants:
-        if generator.half_gemm_type(Spec(workload, v)) is not None:
-            kept.setdefault((v.tile.bm, v.tile.group_m, v.fusion, v.arch), v)
+        if generator.sixteen_bit_builds(Spec(workload, v)):
+            kept.setdefault(build(v, v.fusion), v)
     # Fusion 0 where it moves a part's point-wise chain after the Linear (lower.forward.
     # fusion0_moves): in 16 bits that chain in a kernel of its own can beat it in the GEMM's
-    # epilogue (choose.rule_fusion), so each 16-bit build is also tried so.
+    # epilogue (choose.rule_fusion), so each 16-bit GEMM build is also tried so.
     if any(fusion0_moves(part) is not None for part in workload.graph().parts):
         for v in list(kept.values()):
-            kept.setdefault((v.tile.bm, v.tile.group_m, 0, v.arch), dataclasses.replace(v, fusion=0))
+            if v.tile is not None:
+                kept.setdefault(build(v, 0), dataclasses.replace(v, fusion=0))
     return list(kept.values())
 
 
@@ -1058,15 +1063,17 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
          f"{len(specs)} valid specs, tolerances {', '.join(f'{t:g}' for t in tols)}")
     if not specs:
         echo(f"{stamp()} no variant runs a {dtype} module on {arch} (16-bit modules run on kgen's Hopper "
-             "wgmma GEMM, sm_90a)")
+             "wgmma GEMM, sm_90a, and in the matrix-vector rewrite where it applies)")
     elif dtype != "fp32":
         # The names are the variants' (their fp32 build's tile and math); in this dtype each runs
         # the 16-bit GEMM of its BM and group, which is what differs between them.
         from kgen.tune.configs import HALF_WGMMA_BN, HALF_WGMMA_STAGES
 
-        echo(f"{stamp()} in {dtype} every candidate runs kgen's 16-bit GEMM (tile BM x {HALF_WGMMA_BN}, "
-             f"{HALF_WGMMA_STAGES} stages, fp32 accumulators); the names give the variant's fp32 build: "
-             + ", ".join(f"{s.name()} -> BM {s.tile.bm}, group {s.tile.group_m}, fusion {s.fusion}" for s in specs))
+        gemms = [s for s in specs if s.tile is not None]
+        if gemms:
+            echo(f"{stamp()} in {dtype} every GEMM candidate runs kgen's 16-bit GEMM (tile BM x {HALF_WGMMA_BN}, "
+                 f"{HALF_WGMMA_STAGES} stages, fp32 accumulators); the names give the variant's fp32 build: "
+                 + ", ".join(f"{s.name()} -> BM {s.tile.bm}, group {s.tile.group_m}, fusion {s.fusion}" for s in gemms))
 
     dropped: dict[Spec, str] = {}
     reserves: set[Spec] = set()   # built, measured only where nothing measured first passes (fallbacks)

@@ -34,12 +34,26 @@ inline void enter() {
   (void)cudaGetLastError();
 }
 
-// v rounded to the module's dtype T: the identity for fp32 modules (gemm_wgmma_half.cuh
-// specializes it for bf16 and fp16). The generated epilogue rounds the Linear's output with it.
+// v rounded to the module's dtype T, to nearest even as torch's ops round their results: the
+// identity for fp32 modules. The generated code rounds each op's result with it (lower/forward.py,
+// Emitter), in every kernel of a 16-bit build (the GEMM's epilogue, the row and point-wise
+// stages, the matrix-vector rewrite's rows).
 template <class T>
 __device__ __forceinline__ float rounded_to_module(float v) {
   return v;
 }
+#ifdef __CUDA_BF16_TYPES_EXIST__
+template <>
+__device__ __forceinline__ float rounded_to_module<__nv_bfloat16>(float v) {
+  return __bfloat162float(__float2bfloat16_rn(v));
+}
+#endif
+#ifdef __CUDA_FP16_TYPES_EXIST__
+template <>
+__device__ __forceinline__ float rounded_to_module<__half>(float v) {
+  return __half2float(__float2half_rn(v));
+}
+#endif
 
 // How a kernel writes an element of T, the type of the part's output (forward.cuh's Output), or
 // of a buffer in the module's dtype (store_as): `one` converts a value. fp32, and bf16 and fp16

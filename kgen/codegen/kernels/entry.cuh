@@ -69,7 +69,7 @@ cudaError_t run_tail(const float* core, void* out, int M, const EpilogueParams& 
     const long long total = kgen_cfg::Tail::numel(M);
     const long long blocks = std::min<long long>((total + kTailThreads - 1) / kTailThreads, 65535LL * 8);
     if (total > 0 && M > 0) {
-      tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(core, static_cast<float*>(out), total, M, p);
+      tail_kernel<kgen_cfg::Tail><<<static_cast<int>(blocks), kTailThreads, 0, stream>>>(core, static_cast<PartOutput*>(out), total, M, p);
     }
     return cudaGetLastError();
   } else {
@@ -83,7 +83,7 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   const long long stats = batchnorm_floats(tiles, a.N);
   Buffers b{};
   // With a broadcast tail the stages write its core value into the workspace (kept after z when
-  // the backward will want it). (a.out's elements are Output: forward.cuh)
+  // the backward will want it). (a.out's elements are PartOutput: forward.cuh)
   b.out = !kgen_cfg::kHasTail ? static_cast<float*>(a.out)
           : a.z_out != nullptr ? kept_core(a.z_out, a.M, a.N) : ws + stages_floats(a.M, a.N, a.K);
   b.s = kSInOutput ? b.out : ws + stats;

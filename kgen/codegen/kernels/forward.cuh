@@ -28,20 +28,25 @@ static_assert(cta_smem_bytes<kgen_cfg::Gemm>() <= kgen_cfg::kMaxSmemBytes,
 
 inline int div_up(int a, int b) { return (a + b - 1) / b; }
 
-// The element type of the part's output, which ModelNew allocates so (it asks
-// kgen_output_is_operand_typed_<part>): the module's dtype (kgen_operand_t: float, or bf16 / fp16
-// in a 16-bit build), written by the kernel that computes it (stage 1's epilogue, stage 2's
-// point-wise or row kernel, the point-wise pass of a part that keeps z), rounded to nearest even
-// as torch's .to(dtype) rounds. fp32 where a broadcast tail, a constant fill or the
-// matrix-vector rewrite writes the output (ModelNew converts those); also with KGEN_FP32_OUTPUT
-// defined (the emitted file's KGEN_FP32_OUTPUT=1: every output fp32 and converted in Python, as
-// before kgen 16-bit stores, kept for the test that compares the two).
+// The element type of what the stages write (Output), and of the part's output, which ModelNew
+// allocates so (PartOutput: it asks kgen_output_is_operand_typed_<part>): the module's dtype
+// (kgen_operand_t: float, or bf16 / fp16 in a 16-bit build), written by the kernel that computes
+// it (stage 1's epilogue, stage 2's point-wise or row kernel, the point-wise pass of a part that
+// keeps z, a broadcast tail's kernel), rounded to nearest even as torch's .to(dtype) rounds. The
+// stages write fp32 where a constant fill or the matrix-vector rewrite makes the output (ModelNew
+// converts it: M values at most, but for a tail), and where a broadcast tail follows (its core
+// value, in the workspace). Every output is fp32 with KGEN_FP32_OUTPUT defined (the emitted
+// file's KGEN_FP32_OUTPUT=1: converted in Python, as before kgen 16-bit stores, kept for the test
+// that compares the two).
 #ifdef KGEN_FP32_OUTPUT
-constexpr bool kOutputOperandTyped = std::is_same<kgen_operand_t, float>::value;
+constexpr bool kFp32Output = true;
 #else
-constexpr bool kOutputOperandTyped = !kgen_cfg::kHasTail && !kgen_cfg::kConstantOutput && !kgen_cfg::kGemv;
+constexpr bool kFp32Output = false;
 #endif
+constexpr bool kOutputOperandTyped = std::is_same<kgen_operand_t, float>::value ||
+                                     (!kFp32Output && !kgen_cfg::kHasTail && !kgen_cfg::kConstantOutput && !kgen_cfg::kGemv);
 using Output = std::conditional_t<kOutputOperandTyped, kgen_operand_t, float>;
+using PartOutput = std::conditional_t<kgen_cfg::kHasTail, std::conditional_t<kFp32Output, float, kgen_operand_t>, Output>;
 static_assert(std::is_same<Output, float>::value || !kgen_cfg::kGemmExternal,
               "an external GEMM's epilogue runs in place on fp32 (its builds are fp32 only)");
 
@@ -228,10 +233,8 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
     }
   } else if constexpr (kgen_cfg::kGemv) {
     // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm; kernels/gemv.cuh).
-    // (fp32 operands only: kgen_operand_t is float in every build of a gemv variant.)
-    err = launch_gemv<kgen_cfg::GemvAffine, kgen_cfg::GemvRows>(reinterpret_cast<const float*>(x),
-                                                                reinterpret_cast<const float*>(w), M, N, K, p,
-                                                                b.gemv, b.out, stream);
+    // x and w in the module's dtype; the output fp32 (Output), its values rounded to the dtype.
+    err = launch_gemv<kgen_cfg::GemvAffine, kgen_cfg::GemvRows>(x, w, M, N, K, p, b.gemv, b.out, stream);
   } else {
     // A part without a BatchNorm runs the Eval structs in either mode (its Train ones are the
     // same code): `if constexpr`, so that its build instantiates neither the Train GEMM kernels

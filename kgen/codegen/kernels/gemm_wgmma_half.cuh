@@ -293,16 +293,6 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
 
 }  // namespace half_detail
 
-// The Linear's output rounded to a 16-bit module's dtype (common.cuh's rounded_to_module).
-template <>
-__device__ __forceinline__ float rounded_to_module<__nv_bfloat16>(float v) {
-  return __bfloat162float(__float2bfloat16_rn(v));
-}
-template <>
-__device__ __forceinline__ float rounded_to_module<__half>(float v) {
-  return __half2float(__float2half_rn(v));
-}
-
 template <class T, int BM, int BN, int STAGES, int GROUP_M>
 struct WgmmaWsHalfGemm {
   using Operand = T;

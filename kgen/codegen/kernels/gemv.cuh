@@ -3,6 +3,11 @@
 //
 // Follows common.cuh and stages.cuh (concatenated before this file; not included here): it uses
 // the row kernels' block_sum and kRowThreads.
+//
+// x and W are read in the module's dtype T (fp32, or bf16 / fp16 in a 16-bit build: the
+// kernels are templates on it), every sum in fp32. A 16-bit module's eager rounds each z[m][n]
+// to its dtype before the row sum; the rewrite never forms z, so its row sum is the exact one's
+// rounding (Rows::finish rounds the sum and each op after it as torch's ops round).
 #pragma once
 
 namespace kgen {
@@ -10,29 +15,45 @@ namespace kgen {
 // sum_n (scale[n] * (x_m . W_n) + shift[n]) = x_m . (sum_n scale[n] W_n) + sum_n shift[n]:
 // column sums of the scaled W (read once, in chunks of rows for parallelism, merged in chunk
 // order: deterministic), the sum of the shifts, then one CTA per row for the dot product and
-// the row's epilogue (Rows::finish). The whole rewrite is a read of W (N*K floats) and of x
+// the row's epilogue (Rows::finish). The whole rewrite is a read of W (N*K elements) and of x
 // (M*K): both kernels that read them are bandwidth-bound, so they load 16 bytes per thread
-// where K % 4 == 0 (rows then start 16-byte aligned: ModelNew passes 16-byte aligned tensors)
-// and keep several rows' loads in flight.
+// where K is a multiple of the elements in 16 bytes (rows then start 16-byte aligned: ModelNew
+// passes 16-byte aligned tensors) and keep several rows' loads in flight.
 // (kColSumRows and colsum_chunks, the partials' layout, are stages.cuh's: the workspace's size.)
 constexpr int kColSumThreads = 256;
 constexpr int kColSumUnroll = 8; // rows of W whose loads one thread has in flight
 
-// Columns of W one thread sums: 4 (one float4 per row) where K % 4 == 0.
-inline int colsum_vector(int K) { return K % 4 == 0 ? 4 : 1; }
+// Elements of T in one 16-byte load: 4 floats, 8 bf16 / fp16 values.
+template <class T>
+constexpr int kVector16 = 16 / static_cast<int>(sizeof(T));
+
+// v = the kVector16<T> elements of T at p (16-byte aligned), in fp32.
+template <class T>
+__device__ __forceinline__ void load16(const uint4* p, float (&v)[kVector16<T>]) {
+  const uint4 raw = __ldg(p);
+  const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < kVector16<T>; ++i) v[i] = as_float(e[i]);
+}
+
+// Columns of W one thread sums: one 16-byte load per row where K is a multiple of it (rows then
+// start 16-byte aligned), else 1.
+template <class T>
+inline int colsum_vector(int K) { return K % kVector16<T> == 0 ? kVector16<T> : 1; }
+template <class T>
 inline int colsum_blocks(int K) {
-  const int threads = (K + colsum_vector(K) - 1) / colsum_vector(K);
+  const int threads = (K + colsum_vector<T>(K) - 1) / colsum_vector<T>(K);
   return (threads + kColSumThreads - 1) / kColSumThreads;
 }
 
 // partial[chunk][k] = sum over the chunk's rows n, in row order, of scale[n] * W[n][k], for
 // kVec consecutive columns k per thread. Each column's sum is the same sequence of fmas for
 // either kVec, so the result does not depend on K's alignment.
-template <class Affine, int kVec>
+template <class Affine, class T, int kVec>
 __global__ void __launch_bounds__(kColSumThreads)
-    weighted_column_sum_kernel(const float* __restrict__ w, int N, int K, EpilogueParams p,
+    weighted_column_sum_kernel(const T* __restrict__ w, int N, int K, EpilogueParams p,
                                float* __restrict__ partial) {
-  static_assert(kVec == 1 || kVec == 4, "one float or one float4 per row");
+  static_assert(kVec == 1 || kVec == kVector16<T>, "one element or one 16-byte load per row");
   const int k = (blockIdx.x * kColSumThreads + threadIdx.x) * kVec;
   if (k >= K) return;
   // A grid's y extent stops at 65535: beyond that many chunks, each CTA takes several.
@@ -44,15 +65,14 @@ __global__ void __launch_bounds__(kColSumThreads)
     for (int n = n0; n < n1; ++n) {
       float scale, shift;
       Affine::affine(n, p, scale, shift);
-      const float* row = w + static_cast<size_t>(n) * K + k;
-      if constexpr (kVec == 4) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(row));
-        acc[0] = fmaf(scale, v.x, acc[0]);
-        acc[1] = fmaf(scale, v.y, acc[1]);
-        acc[2] = fmaf(scale, v.z, acc[2]);
-        acc[3] = fmaf(scale, v.w, acc[3]);
+      const T* row = w + static_cast<size_t>(n) * K + k;
+      if constexpr (kVec > 1) {
+        float v[kVec];
+        load16<T>(reinterpret_cast<const uint4*>(row), v);
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) acc[i] = fmaf(scale, v[i], acc[i]);
       } else {
-        acc[0] = fmaf(scale, __ldg(row), acc[0]);
+        acc[0] = fmaf(scale, as_float(__ldg(row)), acc[0]);
       }
     }
     float* out = partial + static_cast<size_t>(chunk) * K + k;
@@ -61,14 +81,14 @@ __global__ void __launch_bounds__(kColSumThreads)
   }
 }
 
-template <class Affine>
-cudaError_t launch_weighted_column_sum(const float* w, int N, int K, const EpilogueParams& p,
+template <class Affine, class T>
+cudaError_t launch_weighted_column_sum(const T* w, int N, int K, const EpilogueParams& p,
                                        float* partial, cudaStream_t stream) {
-  const dim3 grid(colsum_blocks(K), std::min(colsum_chunks(N), 65535));
-  if (colsum_vector(K) == 4) {
-    weighted_column_sum_kernel<Affine, 4><<<grid, kColSumThreads, 0, stream>>>(w, N, K, p, partial);
+  const dim3 grid(colsum_blocks<T>(K), std::min(colsum_chunks(N), 65535));
+  if (colsum_vector<T>(K) > 1) {
+    weighted_column_sum_kernel<Affine, T, kVector16<T>><<<grid, kColSumThreads, 0, stream>>>(w, N, K, p, partial);
   } else {
-    weighted_column_sum_kernel<Affine, 1><<<grid, kColSumThreads, 0, stream>>>(w, N, K, p, partial);
+    weighted_column_sum_kernel<Affine, T, 1><<<grid, kColSumThreads, 0, stream>>>(w, N, K, p, partial);
   }
   return cudaGetLastError();
 }
@@ -111,8 +131,8 @@ __global__ void __launch_bounds__(kRowThreads)
 // element again): a slow path that rows of finite values never take.
 constexpr int kGemvInfList = 64;
 
-template <class Affine>
-__device__ float nonfinite_row_sum(const float* __restrict__ xm, const float* __restrict__ w,
+template <class Affine, class T>
+__device__ float nonfinite_row_sum(const T* __restrict__ xm, const T* __restrict__ w,
                                    const float* __restrict__ w_sum, float shift_total, int N, int K,
                                    const EpilogueParams& p, float* scratch) {
   __shared__ int inf_k[kGemvInfList];
@@ -121,7 +141,7 @@ __device__ float nonfinite_row_sum(const float* __restrict__ xm, const float* __
   __syncthreads();
   float finite = 0.f;
   for (int k = threadIdx.x; k < K; k += blockDim.x) {
-    const float v = xm[k];
+    const float v = as_float(xm[k]);
     if (isinf(v)) {
       const int slot = atomicAdd(&inf_count, 1);
       if (slot < kGemvInfList) inf_k[slot] = k;
@@ -133,13 +153,14 @@ __device__ float nonfinite_row_sum(const float* __restrict__ xm, const float* __
   const int listed = inf_count;  // (> kGemvInfList: scan the row for them instead)
   float infinite = 0.f;
   for (int n = threadIdx.x; n < N; n += blockDim.x) {
-    const float* wn = w + static_cast<size_t>(n) * K;
+    const T* wn = w + static_cast<size_t>(n) * K;
     float u = 0.f;
     if (listed <= kGemvInfList) {
-      for (int i = 0; i < listed; ++i) u += xm[inf_k[i]] * wn[inf_k[i]];
+      for (int i = 0; i < listed; ++i) u += as_float(xm[inf_k[i]]) * as_float(wn[inf_k[i]]);
     } else {
       for (int k = 0; k < K; ++k) {
-        if (isinf(xm[k])) u += xm[k] * wn[k];
+        const float v = as_float(xm[k]);
+        if (isinf(v)) u += v * as_float(wn[k]);
       }
     }
     float scale, shift;
@@ -149,29 +170,35 @@ __device__ float nonfinite_row_sum(const float* __restrict__ xm, const float* __
   return block_sum(finite, scratch) + block_sum(infinite, scratch) + shift_total;
 }
 
-// dst[m] = Rows::finish(x_m . w_sum + shift total): one CTA per row, 16-byte loads where
-// K % 4 == 0 (x's rows and w_sum then start 16-byte aligned).
-template <class Affine, class Rows>
+// dst[m] = Rows::finish(x_m . w_sum + shift total): one CTA per row, a 16-byte load of x's row
+// at a time where K is a multiple of it (x's rows and w_sum then start 16-byte aligned).
+template <class Affine, class Rows, class T>
 __global__ void __launch_bounds__(kRowThreads)
-    gemv_rows_kernel(const float* __restrict__ x, const float* __restrict__ w,
+    gemv_rows_kernel(const T* __restrict__ x, const T* __restrict__ w,
                      const float* __restrict__ w_sum, const float* __restrict__ shift_total, int N, int K,
                      float* __restrict__ dst, EpilogueParams p) {
+  constexpr int kVec = kVector16<T>;
   __shared__ float scratch[32];
-  const float* xm = x + static_cast<size_t>(blockIdx.x) * K;
+  const T* xm = x + static_cast<size_t>(blockIdx.x) * K;
   float acc = 0.f;
-  if (K % 4 == 0) {
-    const float4* x4 = reinterpret_cast<const float4*>(xm);
+  if (K % kVec == 0) {
+    const uint4* x16 = reinterpret_cast<const uint4*>(xm);
     const float4* w4 = reinterpret_cast<const float4*>(w_sum);
 #pragma unroll 4
-    for (int k = threadIdx.x; k < K / 4; k += blockDim.x) {
-      const float4 a = __ldg(x4 + k), b = w4[k];
-      acc = fmaf(a.x, b.x, acc);
-      acc = fmaf(a.y, b.y, acc);
-      acc = fmaf(a.z, b.z, acc);
-      acc = fmaf(a.w, b.w, acc);
+    for (int k = threadIdx.x; k < K / kVec; k += blockDim.x) {
+      float a[kVec];
+      load16<T>(x16 + k, a);
+#pragma unroll
+      for (int j = 0; j < kVec / 4; ++j) {
+        const float4 b = w4[k * (kVec / 4) + j];
+        acc = fmaf(a[4 * j], b.x, acc);
+        acc = fmaf(a[4 * j + 1], b.y, acc);
+        acc = fmaf(a[4 * j + 2], b.z, acc);
+        acc = fmaf(a[4 * j + 3], b.w, acc);
+      }
     }
   } else {
-    for (int k = threadIdx.x; k < K; k += blockDim.x) acc = fmaf(__ldg(xm + k), w_sum[k], acc);
+    for (int k = threadIdx.x; k < K; k += blockDim.x) acc = fmaf(as_float(__ldg(xm + k)), w_sum[k], acc);
   }
   acc = block_sum(acc, scratch);
   float sum = acc + *shift_total;
@@ -179,8 +206,9 @@ __global__ void __launch_bounds__(kRowThreads)
   if (!isfinite(acc)) {
     bool inf = false, nan = false;
     for (int k = threadIdx.x; k < K; k += blockDim.x) {
-      inf |= isinf(xm[k]);
-      nan |= isnan(xm[k]);
+      const float v = as_float(xm[k]);
+      inf |= isinf(v);
+      nan |= isnan(v);
     }
     if (__syncthreads_or(inf) && !__syncthreads_or(nan)) {
       sum = nonfinite_row_sum<Affine>(xm, w, w_sum, *shift_total, N, K, p, scratch);
@@ -192,8 +220,8 @@ __global__ void __launch_bounds__(kRowThreads)
 // The whole rewrite, into `out` (M floats): workspace holds gemv_floats(N, K) floats (entry.cuh),
 // the column-sum partials ([chunks][K]), then the column sums ([K]) and the shift total.
 
-template <class Affine, class Rows>
-cudaError_t launch_gemv(const float* x, const float* w, int M, int N, int K, const EpilogueParams& p,
+template <class Affine, class Rows, class T>
+cudaError_t launch_gemv(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p,
                         float* workspace, float* out, cudaStream_t stream) {
   const int chunks = colsum_chunks(N);
   float* partial = workspace;
@@ -204,7 +232,7 @@ cudaError_t launch_gemv(const float* x, const float* w, int M, int N, int K, con
   if (err != cudaSuccess) return err;
   column_sum_merge_kernel<Affine>
       <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, chunks, N, K, p, w_sum, total);
-  gemv_rows_kernel<Affine, Rows><<<M, kRowThreads, 0, stream>>>(x, w, w_sum, total, N, K, out, p);
+  gemv_rows_kernel<Affine, Rows, T><<<M, kRowThreads, 0, stream>>>(x, w, w_sum, total, N, K, out, p);
   return cudaGetLastError();
 }
 

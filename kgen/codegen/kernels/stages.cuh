@@ -521,8 +521,8 @@ __global__ void __launch_bounds__(kRowThreads)
 // the matrix-vector rewrite, which sizes every part's workspace (entry.cuh, gemv_floats).
 constexpr int kColSumRows = 64;  // rows of W summed by one partial
 __host__ __device__ inline int colsum_chunks(int N) { return (N + kColSumRows - 1) / kColSumRows; }
-template <class Affine, class Rows>
-cudaError_t launch_gemv(const float* x, const float* w, int M, int N, int K, const EpilogueParams& p,
+template <class Affine, class Rows, class T>
+cudaError_t launch_gemv(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p,
                         float* workspace, float* out, cudaStream_t stream);
 __global__ void fill_kernel(float* __restrict__ out, long long total, float value);
 template <class Reads, class T>
@@ -533,14 +533,15 @@ cudaError_t launch_constant_output(const T* x, const T* w, int M, int N, int K, 
 constexpr int kTailThreads = 256;
 
 // out[i] = Tail::at(i, t): every element of the output from the stages' core value t and the
-// parameters, which Tail reads at the offsets torch's broadcasting gives.
-template <class Tail>
+// parameters, which Tail reads at the offsets torch's broadcasting gives; written in Out (the
+// part's output type: fp32, or a 16-bit module's dtype), rounded as torch's .to rounds.
+template <class Tail, class Out>
 __global__ void __launch_bounds__(kTailThreads)
-    tail_kernel(const float* __restrict__ t, float* __restrict__ out, long long total, int M,
+    tail_kernel(const float* __restrict__ t, Out* __restrict__ out, long long total, int M,
                 EpilogueParams p) {
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total; i += step) {
-    out[i] = Tail::at(i, t, M, p);
+    out[i] = OutputType<Out>::one(Tail::at(i, t, M, p));
   }
 }
 

@@ -303,6 +303,11 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         elif measured is not None and target.arch == "sm_90a":
             click.echo("note: this file runs fp32 modules only; for the module in bf16 or fp16, "
                        "`kgen generate --dtype bf16` (or fp16) writes one that runs them", err=True)
+    elif spec.family == "gemv" and (dtype or precision_name(spec.reference().input.dtype)) == "fp32":
+        # (choose.fastest_known: only a search in the module's 16-bit dtype picks the rewrite for it)
+        click.echo("note: a bf16 / fp16 module runs this file's matrix-vector rewrite, nearer fp64 than eager in "
+                   "that dtype but not always within 1e-2 of eager (KernelBench 18); `kgen generate --dtype bf16` "
+                   "(or fp16) writes the file a search in that dtype picked, else kgen's 16-bit GEMM", err=True)
 
 
 def output_path(output: str | None, spec: Spec) -> Path:

@@ -1342,7 +1342,7 @@ def dtype_refusal(f: EmittedFile, dtype: torch.dtype) -> str | None:
     from kgen.codegen.generator import fp32_casts, fp32_only_reason
 
     why = fp32_only_reason(f.spec) if fp32_casts(f.spec) else \
-        "16-bit modules run in the Hopper wgmma files (kgen generate --backend wgmma)"
+        "16-bit modules run in the Hopper wgmma files (kgen generate --backend wgmma) and the matrix-vector rewrite's"
     return f"{f.path.name} runs {', '.join(str(d)[6:] for d in runs)} modules, not {str(dtype)[6:]}: {why}"
 
 

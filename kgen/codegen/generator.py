@@ -593,7 +593,7 @@ def fp32_only_reason(spec: Spec) -> str:
     casts = fp32_casts(spec)
     if casts:
         line, text, *why = casts[0]
-        if why:   # (another float32 fact than a cast: Tracer.nan_to_num, trace.running_buffers_read_before_update)
+        if why:   # (another float32 fact than a cast: Tracer.nan_to_num)
             return f"line {line} of the reference (`{text}`): {why[0]}; run the module in float32"
         return (f"the reference casts to float32 in its forward (line {line}: `{text}`), so in a 16-bit "
                 "module torch computes on in float32, which kgen's 16-bit build does not; run the module "

@@ -3012,7 +3012,8 @@ def _trace(ref: Reference) -> Graph:
     graph.dropouts = tracer.dropouts
     if getattr(ref, "rows_of", None) is not None:
         _check_rows(ref, graph)
-    graph.fp32_casts = tracer.fp32_casts + running_buffers_read_before_update(graph, ref.source)
+    refuse_running_buffer_reads(graph, ref)
+    graph.fp32_casts = tracer.fp32_casts
     graph.forward_defaults = tracer.forward_defaults
     graph.sizes_read = tracer.sizes_read
     graph.hyperparameters = hyperparameters_read(ref, graph)
@@ -3022,30 +3023,24 @@ def _trace(ref: Reference) -> Graph:
 
 
 
-def running_buffers_read_before_update(graph: Graph, source: str) -> list[tuple]:
-    """(line, text, why) where the forward reads a BatchNorm's running buffer on the way into
-    that BatchNorm, which updates the buffer in place in training mode: a float32 fact of the
-    module (Graph.fp32_casts). kgen's 16-bit build applies BatchNorm in training to its input
-    recomputed after the statistics (its stage 2, from S), where that read would see the updated
-    buffer; the fp32 build folds the read into BatchNorm's constants before the update."""
-    lines, found = source.splitlines(), []
+def refuse_running_buffer_reads(graph: Graph, ref) -> None:
+    """Unsupported where the forward reads one of its BatchNorms' running buffers as a value. In
+    training mode torch updates the buffer when the BatchNorm runs, so a read sees the old value
+    or the new one by where it stands in the forward; kgen's kernels read it where the value is
+    computed (before the statistics, or in stage 2 after finalize updated it: a 16-bit build
+    recomputes BatchNorm's input there), and the custom op of torch.compile updates a copy. No
+    one place to read it is right for every module, so none is taken (the BatchNorm itself, and
+    F.batch_norm on the module's buffers, are not reads of this kind)."""
+    lines = ref.source.splitlines()
     for part in graph.parts:
-        for bn in part.batchnorms:
-            owner = bn.attrs["module"]
-            buffers = {f"{owner}.{name}" for name in UPDATED_IN_PLACE}
-            ancestors, todo = set(), list(bn.args)
-            while todo:
-                i = todo.pop()
-                if i not in ancestors:
-                    ancestors.add(i)
-                    todo.extend(part.node(i).args)
-            for i in sorted(ancestors):
-                n = part.node(i)
-                if n.kind in ("param", "buffer") and n.attrs.get("path") in buffers:
-                    found.append((n.line, lines[n.line - 1].strip() if n.line else "",
-                                  f"it reads {n.attrs['path']} on the way into that BatchNorm, which updates the "
-                                  "buffer in training mode; kgen's 16-bit build would read it after the update"))
-    return found
+        buffers = {f"{bn.attrs['module']}.{name}" if bn.attrs.get("module") else name
+                   for bn in part.batchnorms for name in UPDATED_IN_PLACE}
+        for n in part.live():
+            if n.kind == "param" and n.attrs.get("path") in buffers:
+                text = lines[n.line - 1].strip() if n.line else ""
+                raise Unsupported(f"{ref.path}: line {n.line}: `{text}`: reads {n.attrs['path']} as a value; "
+                                  "its BatchNorm updates that buffer in place in training mode, and kgen does "
+                                  "not keep a read before the update apart from one after it")
 
 
 def _fingerprint(graph: Graph, dropouts: list) -> str:

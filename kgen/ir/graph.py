@@ -72,7 +72,7 @@ OPERAND_KINDS = ("param", "mask", "input")
 INPUT_PATH = "<input>"
 # BatchNorm's buffers that its training mode updates in place (the kernels' finalize, the op's
 # copies of them, which it returns: generator, _KGEN_UPDATED_IN_PLACE; a forward that reads one
-# before its BatchNorm: trace.running_buffers_read_before_update).
+# as a value is refused: trace.refuse_running_buffer_reads).
 UPDATED_IN_PLACE = ("running_mean", "running_var")
 
 

@@ -744,7 +744,7 @@ def tail_backward_struct(lowered: Lowered | None) -> str:
 
     counts, reduceds, bodies = [], [], []
     for k, leaf in enumerate(leaves):
-        values = TailValues(graph, operands, core)
+        values = TailValues(graph, operands, core, module_rounding=False)
         shape = values.leaf_shape(leaf)
         kept = [rank - len(shape) + j for j, size in enumerate(shape) if size != 1]
         reduced = [d for d in shown if d not in kept]

@@ -33,7 +33,7 @@ import re
 
 from kgen.ir import ops
 from kgen.ir import rewrite
-from kgen.ir.graph import OPERAND_KINDS, UPDATED_IN_PLACE, Graph, Node, Unsupported, affine_chain, shape_text
+from kgen.ir.graph import OPERAND_KINDS, Graph, Node, Unsupported, affine_chain, shape_text
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
 # the two).
@@ -108,11 +108,6 @@ class Emitter:
         # Row kernel only: what a pooling window's elements are computed from (S as `s`, the row
         # values so far), read at column n = j * stride + tap of the cached row.
         self.window_available: dict[int, str] | None = None
-        # Parameters are read with __ldg, a load no store of the kernel may reach, except
-        # BatchNorm's running buffers: the finalize kernel that may read one here (a module that
-        # uses it before its BatchNorm) updates it in place.
-        self.updated_in_place = {f"{b.attrs['module']}.{k}" if b.attrs.get("module") else k
-                                 for b in graph.batchnorms for k in UPDATED_IN_PLACE}
         self.lines: list[str] = []
 
     def get(self, i: int) -> str:
@@ -134,12 +129,11 @@ class Emitter:
             if n.level == "col" and not self.element:
                 raise AssertionError("a per-column value in a per-row context")
             # A read-only load: the compiler may keep a column's across the rows a thread stores
-            # (common.cuh, tile_store_as).
+            # (common.cuh, tile_store_as). No kernel writes a parameter the epilogue reads: a
+            # BatchNorm's running buffers, which finalize updates, are refused as values
+            # (trace.refuse_running_buffer_reads).
             k = self.operands[n.attrs["path"]]
-            if n.attrs["path"] in self.updated_in_place:
-                expr = f"kgen::as_float(p.operand[{k}][{index}])"
-            else:
-                expr = f"kgen::as_float(__ldg(p.operand[{k}] + {index}))"
+            expr = f"kgen::as_float(__ldg(p.operand[{k}] + {index}))"
         elif n.kind == "mask":
             # Dropout's mask * scale, [M][N] row-major (training mode); nullptr in eval mode,
             # where the dropout is the identity (v * 1.f is v, infinities and NaN included).
@@ -1132,10 +1126,12 @@ class TailValues:
     i<d> (one per output dimension of size > 1) are defined: the core value t and each operand
     read at the offset torch's broadcasting gives (contiguous strides, 0 along its broadcast
     dims). The forward's struct Tail and the backward's TailBackward (kgen/lower/backward.py)
-    both compute them so."""
+    both compute them so; the forward rounds each op's result to the module's dtype as torch's
+    ops round (module_rounding, the Emitter's; the backward's recomputation runs in fp32 builds)."""
 
-    def __init__(self, graph: Graph, operands: dict, core: int):
+    def __init__(self, graph: Graph, operands: dict, core: int, module_rounding: bool = True):
         self.graph, self.operands, self.core = graph, operands, core
+        self.round_ops = module_rounding
         self.out = graph.node(graph.output).shape
         self.rank = len(self.out)
         self.names: dict[int, str] = {}
@@ -1175,6 +1171,8 @@ class TailValues:
             expr = f"kgen::as_float(p.operand[{self.operands[n.attrs['path']]}][{self.offset(self.leaf_shape(n))}])"
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
+            if self.round_ops:
+                expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         self.names[i] = f"v{i}"
         self.lines.append(f"const float v{i} = {expr};")
         return self.names[i]

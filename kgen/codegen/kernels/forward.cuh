@@ -34,8 +34,8 @@ inline int div_up(int a, int b) { return (a + b - 1) / b; }
 // it (stage 1's epilogue, stage 2's point-wise or row kernel, the point-wise pass of a part that
 // keeps z, a broadcast tail's kernel), rounded to nearest even as torch's .to(dtype) rounds. The
 // stages write fp32 where a constant fill or the matrix-vector rewrite makes the output (ModelNew
-// converts it: M values at most, but for a tail), and where a broadcast tail follows (its core
-// value, in the workspace). Every output is fp32 with KGEN_FP32_OUTPUT defined (the emitted
+// converts it: the rewrite's M values; a constant's fill, which may be M x N), and where a
+// broadcast tail follows (its core value, in the workspace). Every output is fp32 with KGEN_FP32_OUTPUT defined (the emitted
 // file's KGEN_FP32_OUTPUT=1: converted in Python, as before kgen 16-bit stores, kept for the test
 // that compares the two).
 #ifdef KGEN_FP32_OUTPUT

@@ -6,8 +6,9 @@
 //
 // x and W are read in the module's dtype T (fp32, or bf16 / fp16 in a 16-bit build: the
 // kernels are templates on it), every sum in fp32. A 16-bit module's eager rounds each z[m][n]
-// to its dtype before the row sum; the rewrite never forms z, so its row sum is the exact one's
-// rounding (Rows::finish rounds the sum and each op after it as torch's ops round).
+// to its dtype before the row sum; the rewrite never forms z, so its row sum carries the fp32
+// sums' rounding only (Rows::finish rounds the sum and each op after it as torch's ops round).
+// (In fp16 an element of z beyond 65504 is inf in eager and a finite term here.)
 #pragma once
 
 namespace kgen {

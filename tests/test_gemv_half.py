@@ -237,3 +237,32 @@ def test_the_full_gate_passes_the_16_bit_rewrite(gemv_files, dtype):
     for r in results:
         print(r.line())
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", HALF)
+def test_the_16_bit_rewrite_under_torch_compile_and_a_cuda_graph(gemv_files, dtype):
+    """The rewrite's custom op (its fake kernel gives the output's shape and x's dtype) traces
+    under torch.compile(fullgraph=True) and replays in a CUDA graph: the output bit for bit eager
+    ModelNew's, its broadcast tail written in the module's dtype."""
+    from kgen.check.loading import EmittedFile
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    f = EmittedFile(gemv_files[("residual_mean", "K=528")])
+    torch.manual_seed(0)
+    model = f.ModelNew(*f.init_args()).cuda().to(HALF[dtype])
+    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda").to(HALF[dtype])
+    with torch.no_grad():
+        expect = model(x)
+        got = torch.compile(model, fullgraph=True)(x)
+        assert got.dtype == expect.dtype == HALF[dtype]
+        assert torch.equal(got, expect)
+        static_x = x.clone()
+        model(static_x)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = model(static_x)
+        static_x.copy_(torch.rand_like(x))
+        graph.replay()
+        assert torch.equal(static_out, model(static_x))

@@ -232,7 +232,7 @@ def main():
               help="kgen's portable GEMM kernels (sm_80+), kgen's Hopper wgmma GEMM (sm_90a; tf32x3, "
                    "fp16x3, tf32), cuBLAS's GEMM with kgen's epilogue kernels, or gemv: no GEMM, the "
                    "matrix-vector rewrite of a module that only sums the GEMM output over its "
-                   "features (fp32) [wgmma on sm_90a, else kgen].")
+                   "features (fp32 sums; it runs bf16 / fp16 modules too) [wgmma on sm_90a, else kgen].")
 @click.option("--fusion", type=click.Choice([str(k) for k in FUSION_LEVELS]), default=None,
               help="0: the point-wise chain after the Linear in a kernel of its own (kgen search tries it "
                    "in 16 bits); 1: separate statistics kernel; 2: "

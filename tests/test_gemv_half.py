@@ -18,8 +18,11 @@ from kgen.codegen import generator
 from kgen.tune.search import enumerate_variants, half_variants
 from kgen.tune.spec import Spec, Workload
 
+from kgen.tune.configs import PRECISIONS
+
 from conftest import REFS_DIR, nvcc_prefetch, prefetch_dir
 from nvcc_jobs import NVCC, SM80, SM90A, report_job, spills
+from test_half_gpu import DTYPES as HALF, max_err, trio
 
 # KernelBench 51's kind of module, in a spelling of ours: a per-feature shift, the row's mean,
 # row ops on that one value, and the module's input added back (a broadcast tail).
@@ -54,7 +57,8 @@ def get_init_inputs():
     return [features_in, features_out]
 '''
 SUM_ROWS = str(REFS_DIR / "gemm_sum_max_mean_lse.py")   # KernelBench 18's kind: a row sum, then row ops
-OPERANDS = {"fp32": "float", "bf16": "__nv_bfloat16", "fp16": "__half"}
+# Each dtype's build's operand type (generator.OPERAND_BUILDS; fp32's is the default, float).
+OPERANDS = {name: generator.OPERAND_BUILDS[PRECISIONS[name]] or "float" for name in ("fp32", "bf16", "fp16")}
 # The operand type as a template argument in nvcc's report of a kernel (Itanium mangling):
 # weighted_column_sum_kernel<GemvAffine, T, kVec> and gemv_rows_kernel<GemvAffine, GemvRows, T>.
 MANGLED = {"float": "f", "__nv_bfloat16": "13__nv_bfloat16", "__half": "6__half"}
@@ -169,7 +173,6 @@ def test_the_builds_compile_with_their_kernels_for_the_dtype(case, dtype):
 
 
 # ---- GPU tier ----------------------------------------------------------------------------------
-HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # (M, K, N): K of whole 16-byte rows of 16-bit values (8 a load), and an odd K (one a load).
 SHAPES = {"K=528": (257, 528, 296), "K=301": (65, 301, 200)}
 
@@ -204,21 +207,14 @@ def test_the_16_bit_rewrite_is_at_least_as_near_fp64_as_eager(gemv_files, case, 
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     f = EmittedFile(gemv_files[(case, shape)])
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        eager = f.Model(*f.init_args()).to(HALF[dtype])
-        new = f.ModelNew(*f.init_args()).to(HALF[dtype])
-        exact = f.Model(*f.init_args()).double()
-    new.load_state_dict(eager.state_dict())
-    exact.load_state_dict(eager.state_dict())
+    new, eager, exact = trio(f, HALF[dtype])
     for call in range(2):
         x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda").to(HALF[dtype])
         with torch.no_grad():
             want, got, ref64 = eager(x), new(x), exact(x.double())
         assert got.dtype == want.dtype and got.shape == want.shape
         assert bool(torch.isfinite(got).all())
-        err_new = (got.double() - ref64).abs().max().item()
-        err_eager = (want.double() - ref64).abs().max().item()
+        err_new, err_eager = max_err(got, ref64), max_err(want, ref64)
         step = torch.finfo(HALF[dtype]).eps * ref64.abs().max().item()
         assert err_new <= err_eager + step, f"call {call}: {err_new:.3e} vs fp64, eager {dtype} {err_eager:.3e}"
 

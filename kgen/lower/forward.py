@@ -73,7 +73,6 @@ def linear_output(graph: Graph) -> int | None:
 UNROUNDED_KINDS = ("const", "param", "mask", "input")
 
 
-
 class Emitter:
     """Statements computing IR values as fp32 locals, each at most once (in dependency order).
 

@@ -285,13 +285,44 @@ def test_backward_ops_and_their_fake_kernels(spec):
             assert grad is not None and grad.shape == leaf.shape
 
 
-def test_unsupported_parts_name_the_op():
+SCALED_ROW_SUM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.gain = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        return self.linear(x).sum(dim=1, keepdim=True) * self.gain
+
+
+def get_inputs():
+    return [torch.rand(64, 128)]
+
+
+def get_init_inputs():
+    return [128, 1024]
+"""
+
+
+def test_unsupported_parts_name_the_op(tmp_path):
     from kgen.lower import backward
 
+    # The matrix-vector rewrite has backward kernels (kernels/gemv_backward.cuh), but for a
+    # parameter read after its row sum: then backward() raises, naming it.
     rewritten = Spec.of(str(REFS_DIR / "gemm_sum_max_mean_lse.py"), 64, 128, 1024, math="fp32_simt",
                         backend="gemv", fusion=1)
-    reason = backward.unsupported(generator.lowered(rewritten))
-    assert "rewrite" in reason and reason.endswith("; train with the reference module")
+    assert backward.unsupported(generator.lowered(rewritten)) is None
+    assert "\nbackward:  kgen kernels (each row sum's gradient;" in generator.render_header(rewritten, None)
+    (tmp_path / "scaled.py").write_text(SCALED_ROW_SUM)
+    scaled = Spec.of(str(tmp_path / "scaled.py"), 64, 128, 1024, math="fp32_simt", backend="gemv", fusion=1)
+    reason = backward.unsupported(generator.lowered(scaled))
+    assert "a parameter read after the matrix-vector rewrite's row sum (line 13" in reason, reason
+    assert reason.endswith("; train with the reference module")
     # A cuBLAS variant's backward runs the same kernels, its GEMMs on cuBLAS (issue 24).
     for math in ("tf32", "bf16", "fp32_simt"):
         for ref in ("gemm_mul_leakyrelu", "gemm_scale_bn", "gemm_groupnorm_min_bias"):
@@ -308,8 +339,8 @@ def test_unsupported_parts_name_the_op():
     assert backward.unsupported(generator.lowered(bn)) is None
     # The header says it, one line.
     assert "\nbackward:  kgen kernels" in generator.render_header(bn, None)
-    assert "\nbackward:  raises at backward() (no backward kernel yet for a module whose GEMM a rewrite" in \
-        generator.render_header(rewritten, None)
+    assert "\nbackward:  raises at backward() (no backward kernel yet for a parameter read after the " \
+        "matrix-vector rewrite's row sum" in generator.render_header(scaled, None)
 
 
 def test_running_statistics_carry_no_autograd_history():

@@ -23,6 +23,7 @@ DEFINES = {
     "backward": "backward_pointwise_kernel(",
     "backward entry": "forward_entry_with_backward(const",
     "gemv": "gemv_rows_kernel(",
+    "gemv backward": "gemv_row_grad_kernel(",
     "constant": "constant_rows_kernel(",
     "constant fill": "fill_kernel(float* __restrict__ out, long long total, float value) {",
 }
@@ -42,14 +43,16 @@ def _holds(spec) -> set[str]:
 
 # (reference, family, math): exactly the kinds of kernel code its file holds. gemm_swish_scale
 # has point-wise backward kernels (on a cuBLAS variant too: its GEMMs on cuBLAS),
-# gemm_sum_max_mean_lse the matrix-vector rewrite, gemm_max_sub_gelu a constant output.
+# gemm_sum_max_mean_lse the matrix-vector rewrite (its backward builds on backward.cuh's helpers
+# and a broadcast tail's kernels, and instantiates none of its dz or GEMM code), gemm_max_sub_gelu
+# a constant output.
 CASES = [
     ("gemm_swish_scale", "cublas", None, {"cuBLAS", "backward", "backward entry"}),
     ("gemm_swish_scale", "simt", None, {"simt", "backward", "backward entry"}),
     ("gemm_swish_scale", "mma", "tf32x3", {"mma.sync GEMM", "mma.sync helpers", "backward", "backward entry"}),
     ("gemm_swish_scale", "wgmma", "tf32x3", {"mma.sync helpers", "wgmma", "wgmma warp-specialized", "wgmma 16-bit",
                                               "backward", "backward entry"}),
-    ("gemm_sum_max_mean_lse", "gemv", None, {"gemv"}),
+    ("gemm_sum_max_mean_lse", "gemv", None, {"gemv", "gemv backward", "backward", "backward entry"}),
     ("gemm_max_sub_gelu", "simt", None, {"simt", "constant", "constant fill"}),
 ]
 

@@ -493,6 +493,7 @@ KERNEL_LIBRARY = (
     LibraryFile("gemm_wgmma_half.cuh", ("gemm_wgmma_ws.cuh",), lambda n: n.half or n.fp16x3),
     LibraryFile("gemm_wgmma_f16x3.cuh", ("gemm_wgmma_half.cuh",), lambda n: n.fp16x3),
     LibraryFile("backward.cuh", ("stages.cuh",), lambda n: n.backward),
+    LibraryFile("gemv_backward.cuh", ("gemv.cuh", "backward.cuh"), lambda n: n.gemv and n.backward),
     LibraryFile("cublas_gemm.cuh", (), lambda n: n.family == "cublas"),
 )
 # The files each GEMM part inlines in its own namespace (after its kgen_cfg), by that part's
@@ -871,6 +872,13 @@ def describe_backward(parts: list[Lowered], half: bool = False) -> str:
     the module's dtype: model_new.py.j2, _kgen_launch_backward)."""
     reasons = [backward.unsupported(low) for low in parts]
     missing = [f"part {k}: {r}" if len(parts) > 1 else r for k, r in enumerate(reasons) if r]
+    if not missing and any(low.gemv for low in parts):
+        tail = any(low.tail for low in parts)
+        return ("backward:  kgen kernels (" + ("the broadcast tail's gradient summed to its core value, then " if tail else "")
+                + "each row sum's gradient; dz = that times the chain's scale per feature has rank one, so dx and "
+                "dW are outer products of vectors, no GEMM: kernels/gemv_backward.cuh); gradients of the input and "
+                "of every parameter; in training the forward keeps each row's sum and W's column sums (M + K "
+                "floats)" + (" and the broadcast tail's core value" if tail else ""))
     if not missing:
         kept = ("z (M x N floats per GEMM part) and BatchNorm's 5 values per feature"
                 if any(low.batchnorm for low in parts) else "z (M x N floats per GEMM part)")
@@ -967,6 +975,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         fp32_only=not sixteen_bit_builds(spec),
         # kgen's 16-bit GEMM reads x and w by TMA: whole 16-byte rows (ModelNew pads K)
         pads_k=half_gemm_type(spec) is not None,
+        # the matrix-vector rewrite: its backward keeps other values and runs no GEMM
+        gemv=spec.family == "gemv",
         fp32_only_reason=repr(fp32_only_reason(spec)),
     )
     _check_names_apart(ref, text)

@@ -49,9 +49,10 @@ ELEMENT_LEVELS = ("tile", "col", "scalar")
 # (The module's input as a tile value: read per element, as the mask; its gradient goes to
 # EpilogueParams::d_input.)
 STAGED_KINDS = POINTWISE_PART_KINDS + ("reduce", "groupnorm", "batchnorm", "pool", "input")
-KIND_POINTWISE, KIND_STAGED = 1, 2
-# Their names in kernels/backward.cuh (what the generated CUDA says; 0 is kgen::kBackwardNone).
-KIND_NAMES = {0: "kgen::kBackwardNone", KIND_POINTWISE: "kgen::kBackwardPointwise", KIND_STAGED: "kgen::kBackwardStaged"}
+KIND_POINTWISE, KIND_STAGED, KIND_GEMV = 1, 2, 3
+# Their names in kernels/common.cuh (what the generated CUDA says; 0 is kgen::kBackwardNone).
+KIND_NAMES = {0: "kgen::kBackwardNone", KIND_POINTWISE: "kgen::kBackwardPointwise", KIND_STAGED: "kgen::kBackwardStaged",
+              KIND_GEMV: "kgen::kBackwardGemv"}
 # What a staged part's forward keeps after z per column of a BatchNorm (entry.cuh, kept_floats):
 # a, c, x̂'s two coefficients and γ/σ.
 KEPT_PER_COLUMN = 5
@@ -93,8 +94,8 @@ def unsupported(lowered: Lowered) -> str | None:
 
 def _missing_kernel(lowered: Lowered) -> str | None:
     """The first thing in the part that kgen has no backward kernel for yet (None: none)."""
-    if lowered.gemv or lowered.constant is not None:
-        return "no backward kernel yet for a module whose GEMM a rewrite removed"
+    if lowered.constant is not None:
+        return "no backward kernel yet for a module whose GEMM a rewrite removed (its output is a constant)"
     # Dropout's mask is read per element as the forward reads it (the same operand, kept by
     # autograd; nullptr in eval mode): the dropout's mul sends g * mask * scale back. The
     # module's input read after the GEMM is a broadcast tail's (tail_backward_struct), or a tile
@@ -111,6 +112,8 @@ def _missing_kernel(lowered: Lowered) -> str | None:
         if n.kind == "param" and _numel(n.attrs["shape"]) > width:
             return (f"no backward kernel yet for a parameter of more than N = {width} elements in a "
                     f"broadcast tail ({n.attrs['path']}, {n.attrs['shape']}){_where(n)}")
+    if lowered.gemv:
+        return _gemv_missing(lowered)
     graph = lowered.graph
     live = graph.live()
     for n in live:
@@ -138,7 +141,9 @@ def _missing_kernel(lowered: Lowered) -> str | None:
 
 
 def kind(lowered: Lowered) -> int:
-    """KIND_POINTWISE or KIND_STAGED (for a supported part)."""
+    """KIND_POINTWISE, KIND_STAGED or KIND_GEMV (for a supported part)."""
+    if lowered.gemv:
+        return KIND_GEMV
     live = lowered.graph.live()
     if all(n.kind in POINTWISE_PART_KINDS and n.level in ELEMENT_LEVELS for n in live):
         return KIND_POINTWISE
@@ -172,6 +177,8 @@ def backward_struct(lowered: Lowered) -> str:
     """The part's backward structs (see the module docstring); `lowered` must be supported."""
     if kind(lowered) == KIND_STAGED:
         return _staged_structs(lowered)
+    if kind(lowered) == KIND_GEMV:
+        return _gemv_structs(lowered)
     graph = lowered.graph
     operands = operand_index(lowered)
     live = graph.live()
@@ -645,6 +652,98 @@ struct Backward {{
   using Prefix = BackwardPrefix;
 }};"""
     return "\n\n".join([rows_struct, *bn_structs, info])
+
+
+# ---- the matrix-vector rewrite (kgen/ir/rewrite.py, row_sum_of_gemm) -------------------------------
+# Its forward sums each row of y = s * z + t (z = x W^T, s and t per column: the affine chain)
+# without forming z, so its backward forms no dz either: the gradient reaching y is the same for
+# every column of a row (dR[m], the row sum's gradient), so dz[m][n] = dR[m] s[n] has rank one:
+# dx = dR w_sum (w_sum = sum_n s[n] W_n, the forward's column sums), dW = s u^T with u = x^T dR,
+# and a chain parameter's gradient, whose contribution at an element is g (a[n] z + b[n]) (the
+# chain is affine in z), sums over the rows to a[n] (W_n . u) + b[n] sum_m dR[m]
+# (kernels/gemv_backward.cuh).
+def _gemv_row_nodes(lowered: Lowered) -> tuple[Node, list[Node]]:
+    """The row sum's reduction, and the live nodes from it to the part's output (it included)."""
+    from kgen.ir.rewrite import row_sum_of_gemm
+
+    graph = lowered.graph
+    reduce = row_sum_of_gemm(graph).reduce
+    after = _depends_on(graph, reduce.id)
+    return reduce, [n for n in graph.live() if n.id in after]
+
+
+def _gemv_missing(lowered: Lowered) -> str | None:
+    reduce, rows = _gemv_row_nodes(lowered)
+    graph = lowered.graph
+    for n in rows[1:]:
+        if any(graph.node(a).kind == "param" for a in n.args):
+            return (f"no backward kernel yet for a parameter read after the matrix-vector rewrite's row "
+                    f"{reduce.op}{_where(n)}")
+        if n.kind not in ("pointwise", "const"):
+            return f"no backward kernel yet for {n.kind} after the matrix-vector rewrite's row {reduce.op}{_where(n)}"
+    return None
+
+
+def _gemv_structs(lowered: Lowered) -> str:
+    graph = lowered.graph
+    operands = operand_index(lowered)
+    reduce, rows = _gemv_row_nodes(lowered)
+    # The row: its value from the sum, the ops after it recomputed (in fp32, as every backward
+    # recomputes), then reversed from g down to the reduction.
+    row = Emitter(graph, operands, {reduce.id: "r"}, bn_ready=True, element=False, module_rounding=False)
+    value = {i: row.get(i) for n in rows for i in (n.id, *(n.args if n.kind == "pointwise" else ()))}
+    reverse, adjoint = _elementwise_vjp(graph, rows, graph.output, "g", value)
+    mean = reduce.op == "mean"
+    d_sum = f"{adjoint[reduce.id]} / static_cast<float>(N)" if mean else adjoint[reduce.id]
+    row_lines = [f"const float r = {'sum / static_cast<float>(N)' if mean else 'sum'};", *row.lines, *reverse,
+                 f"return {d_sum};"]
+    row_body = "\n".join(f"    {line}" for line in drop_unused_values(row_lines))
+    # One element of the chain from z to the reduced value, as a point-wise part's Backward::apply.
+    top = reduce.args[0]
+    chain = _depends_on(graph, graph.gemm.id) - _depends_on(graph, reduce.id)
+    chain_nodes = [n for n in graph.live() if n.id in chain or any(graph.node(c).kind == "pointwise" and n.id in graph.node(c).args
+                                                                for c in chain)]
+    element = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True, module_rounding=False)
+    value = {n.id: element.get(n.id) for n in chain_nodes}
+    reverse, adjoint = _elementwise_vjp(graph, chain_nodes, top, "g", value)
+    params = [n for n in chain_nodes if n.kind == "param"]
+    slots = {operands[n.attrs["path"]]: n for n in params}
+    lines = list(element.lines) + reverse + [
+        f"c[{k}] = {adjoint[slots[k].id]};" if k in slots else f"c[{k}] = 0.0f;  // not read by the chain"
+        for k in range(len(lowered.operands))]
+    lines.append(f"return {adjoint[graph.gemm.id]};")
+    element_body = "\n".join(f"    {line}" for line in drop_unused_values(lines))
+    # A parameter whose contribution depends on z (a scale: a mul or div by it) needs W u.
+    reads_z = any(n.op in ("mul", "div") and any(graph.node(a).kind == "param" for a in n.args)
+                  for n in chain_nodes if n.kind == "pointwise")
+    return f"""// The matrix-vector rewrite's backward (kgen/lower/backward.py, _gemv_structs; kernels/gemv_backward.cuh).
+// grad: dL/d(the row's sum over the features of the chain's value) from the sum and g, the
+// gradient of the part's output (or of a broadcast tail's core value) in that row.
+struct GemvRowsBackward {{
+  __device__ static __forceinline__ float grad(float sum, float g, int N, const kgen::EpilogueParams& p) {{
+    (void)N; (void)p;
+{row_body}
+  }}
+}};
+
+// One element of the affine chain from z to the reduced value: dz from g, and each parameter's
+// contribution c[k] (affine in z: the kernel evaluates it at z = 0 and 1).
+struct GemvColumnBackward {{
+  __device__ static __forceinline__ float apply(float z, float g, int n, const kgen::EpilogueParams& p, float* c) {{
+    (void)z; (void)n; (void)p; (void)c;
+{element_body}
+  }}
+}};
+
+struct Backward {{
+  static constexpr int kKind = {KIND_NAMES[KIND_GEMV]};
+  static constexpr int kParams = {len(lowered.operands)};
+  static constexpr bool kScalar[{max(1, len(lowered.operands))}] = {{{_scalar_flags(lowered)}}};
+  // Whether a parameter's gradient reads z (it scales the chain): then W u per column.
+  static constexpr bool kReadsZ = {str(reads_z).lower()};
+  using Rows = GemvRowsBackward;
+  using Column = GemvColumnBackward;
+}};"""
 
 
 def grad_expressions(lowered: Lowered) -> list[str]:

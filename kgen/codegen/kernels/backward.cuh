@@ -134,6 +134,15 @@ struct BackwardStatus {
   cudaError_t error;
 };
 
+// The matrix-vector rewrite's backward (gemv_backward.cuh, which a translation unit inlines only
+// where a part has one): declared here for entry_backward.cuh, whose other kinds of backward
+// discard the branches that name it.
+inline long long gemv_backward_floats(int M, int N, int K);
+template <class Affine, class B>
+BackwardStatus gemv_backward(const float* x, const float* w, const float* g, const float* sums, const float* w_sum,
+                             int M, int N, int K, const EpilogueParams& p, float* workspace, float* dx, float* dw,
+                             float* grad_cols, bool need_dx, bool need_dw, cudaStream_t stream);
+
 // dx = dz w and dw = dz^T x on the part's own GEMM (K-major operands: w^T, dz^T and x^T into the
 // workspace segments given).
 template <class Gemm>

@@ -164,10 +164,12 @@ struct EpilogueParams {
 };
 
 // A part's kind of backward (kgen/lower/backward.py writes these names, never the numbers): none, the
-// point-wise struct Backward, or the staged BackwardRows / BnSums / Prefix (backward.cuh runs them).
+// point-wise struct Backward, the staged BackwardRows / BnSums / Prefix (backward.cuh runs them), or
+// the matrix-vector rewrite's GemvRowsBackward / GemvColumnBackward (gemv_backward.cuh).
 inline constexpr int kBackwardNone = 0;
 inline constexpr int kBackwardPointwise = 1;
 inline constexpr int kBackwardStaged = 2;
+inline constexpr int kBackwardGemv = 3;
 
 // An epilogue that stores the accumulator as it is (z, kept for a backward, and the backward's GEMMs).
 struct StoreEpilogue {

@@ -56,8 +56,10 @@ inline long long workspace_floats(int M, int N, int K) {
 }
 
 // A part with a broadcast tail that keeps z for its backward keeps the core value too, after z
-// and BatchNorm's per-column values (the tail's backward reads it: kernels/backward.cuh, tail_grad).
+// and BatchNorm's per-column values (the tail's backward reads it: kernels/backward.cuh, tail_grad);
+// the matrix-vector rewrite's, after its rows' sums (forward.cuh, gemv_kept_w_sum).
 inline float* kept_core(float* z_out, int M, int N) {
+  if (kgen_cfg::kGemv) return z_out + M;
   return z_out + static_cast<long long>(M) * N + static_cast<long long>(kgen_cfg::kKeptPerColumn) * N;
 }
 

@@ -46,7 +46,8 @@ inline const char* forward_entry_with_backward(const kgen_cfg::ForwardArgs& a) {
   return forward_entry(a);
 }
 
-// The backward entry's work (kgen_backward_<part>), by the part's kind of backward; with a broadcast
+// The backward entry's work (kgen_backward_<part>), by the part's kind of backward (the matrix-vector
+// rewrite's: gemv_backward.cuh); with a broadcast
 // tail, the tail's backward first (the stages' output gradient, after the backward's own workspace)
 // and its operands' gradients last.
 template <class B>
@@ -54,6 +55,8 @@ long long backward_workspace_floats(int M, int N, int K) {
   long long core;
   if constexpr (B::kKind == kBackwardPointwise) {
     core = backward_floats(M, N, K, B::kParams);
+  } else if constexpr (B::kKind == kBackwardGemv) {
+    core = gemv_backward_floats(M, N, K);
   } else {
     core = backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool);
   }
@@ -64,7 +67,12 @@ template <class B>
 BackwardStatus backward_stages(const float* x, const float* w, const float* g, const float* z, int M, int N, int K,
                                const EpilogueParams& p, float* workspace, float* dx, float* dw, float* grad_cols,
                                float* bn_grads, bool bn_training, bool need_dx, bool need_dw, cudaStream_t stream) {
-  if constexpr (B::kKind == kBackwardPointwise) {
+  if constexpr (B::kKind == kBackwardGemv) {
+    // z: what the rewrite's forward kept (its rows' sums, forward.cuh's gemv_kept_w_sum).
+    (void)bn_grads; (void)bn_training;
+    return gemv_backward<kgen_cfg::GemvAffine, B>(x, w, g, z, z == nullptr ? nullptr : gemv_kept_w_sum(const_cast<float*>(z), M, N),
+                                                  M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw, stream);
+  } else if constexpr (B::kKind == kBackwardPointwise) {
     (void)bn_grads; (void)bn_training;
     return backward_part<kgen_cfg::BackwardGemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw,
                                             stream);

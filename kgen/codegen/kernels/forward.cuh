@@ -177,6 +177,15 @@ cudaError_t run_stage2(const Buffers& b, int M, int N, const EpilogueParams& p, 
   return cudaGetLastError();
 }
 
+// What a part of the matrix-vector rewrite keeps for its backward (z_out, kernels/gemv_backward.cuh;
+// ModelNew's _kgen_kept sizes it): the rows' sums [M], a broadcast tail's core value (entry.cuh,
+// kept_core), then, from the next multiple of 4 floats (gemv_rows_kernel reads them as float4),
+// W's weighted column sums [K].
+inline float* gemv_kept_w_sum(float* z_out, int M, int N) {
+  const long long before = M + (kgen_cfg::kHasTail ? static_cast<long long>(M) * kgen_cfg::output_width(N) : 0);
+  return z_out + (before + 3) / 4 * 4;
+}
+
 // A template so that the branches discarded by `if constexpr` for this variant (e.g. the kernel
 // launches of a GEMM that is external) are never instantiated.
 // z_ready: where to keep z for the backward (nullptr: not kept); the GEMM stores it there and
@@ -234,7 +243,10 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M
   } else if constexpr (kgen_cfg::kGemv) {
     // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm; kernels/gemv.cuh).
     // x and w in the module's dtype; the output fp32 (Output), its values rounded to the dtype.
-    err = launch_gemv<kgen_cfg::GemvAffine, kgen_cfg::GemvRows>(x, w, M, N, K, p, b.gemv, b.out, stream);
+    // Kept for the backward (z_ready): the rows' sums and W's weighted column sums (gemv_kept).
+    float* const sums = z_ready;
+    float* const w_sum = z_ready != nullptr ? gemv_kept_w_sum(z_ready, M, N) : nullptr;
+    err = launch_gemv<kgen_cfg::GemvAffine, kgen_cfg::GemvRows>(x, w, M, N, K, p, b.gemv, b.out, sums, w_sum, stream);
   } else {
     // A part without a BatchNorm runs the Eval structs in either mode (its Train ones are the
     // same code): `if constexpr`, so that its build instantiates neither the Train GEMM kernels

@@ -49,11 +49,12 @@ inline int colsum_blocks(int K) {
 
 // partial[chunk][k] = sum over the chunk's rows n, in row order, of scale[n] * W[n][k], for
 // kVec consecutive columns k per thread. Each column's sum is the same sequence of fmas for
-// either kVec, so the result does not depend on K's alignment.
+// either kVec, so the result does not depend on K's alignment. (Affine: the generated GemvAffine,
+// whose affine() is static, or the backward's RowWeights, which reads its weights from memory.)
 template <class Affine, class T, int kVec>
 __global__ void __launch_bounds__(kColSumThreads)
     weighted_column_sum_kernel(const T* __restrict__ w, int N, int K, EpilogueParams p,
-                               float* __restrict__ partial) {
+                               float* __restrict__ partial, Affine weights) {
   static_assert(kVec == 1 || kVec == kVector16<T>, "one element or one 16-byte load per row");
   const int k = (blockIdx.x * kColSumThreads + threadIdx.x) * kVec;
   if (k >= K) return;
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(kColSumThreads)
 #pragma unroll kColSumUnroll
     for (int n = n0; n < n1; ++n) {
       float scale, shift;
-      Affine::affine(n, p, scale, shift);
+      weights.affine(n, p, scale, shift);
       const T* row = w + static_cast<size_t>(n) * K + k;
       if constexpr (kVec > 1) {
         float v[kVec];
@@ -84,12 +85,12 @@ __global__ void __launch_bounds__(kColSumThreads)
 
 template <class Affine, class T>
 cudaError_t launch_weighted_column_sum(const T* w, int N, int K, const EpilogueParams& p,
-                                       float* partial, cudaStream_t stream) {
+                                       float* partial, cudaStream_t stream, Affine weights = Affine{}) {
   const dim3 grid(colsum_blocks<T>(K), std::min(colsum_chunks(N), 65535));
   if (colsum_vector<T>(K) > 1) {
-    weighted_column_sum_kernel<Affine, T, kVector16<T>><<<grid, kColSumThreads, 0, stream>>>(w, N, K, p, partial);
+    weighted_column_sum_kernel<Affine, T, kVector16<T>><<<grid, kColSumThreads, 0, stream>>>(w, N, K, p, partial, weights);
   } else {
-    weighted_column_sum_kernel<Affine, T, 1><<<grid, kColSumThreads, 0, stream>>>(w, N, K, p, partial);
+    weighted_column_sum_kernel<Affine, T, 1><<<grid, kColSumThreads, 0, stream>>>(w, N, K, p, partial, weights);
   }
   return cudaGetLastError();
 }
@@ -103,13 +104,14 @@ inline int column_sum_merge_blocks(int K) { return (K + kRowThreads - 1) / kRowT
 template <class Affine>
 __global__ void __launch_bounds__(kRowThreads)
     column_sum_merge_kernel(const float* __restrict__ partial, int chunks, int N, int K,
-                            EpilogueParams p, float* __restrict__ w_sum, float* __restrict__ total) {
+                            EpilogueParams p, float* __restrict__ w_sum, float* __restrict__ total,
+                            Affine weights) {
   if (blockIdx.x == gridDim.x - 1) {
     __shared__ float scratch[32];
     float acc = 0.f;
     for (int n = threadIdx.x; n < N; n += blockDim.x) {
       float scale, shift;
-      Affine::affine(n, p, scale, shift);
+      weights.affine(n, p, scale, shift);
       acc += shift;
     }
     acc = block_sum(acc, scratch);
@@ -172,12 +174,13 @@ __device__ float nonfinite_row_sum(const T* __restrict__ xm, const T* __restrict
 }
 
 // dst[m] = Rows::finish(x_m . w_sum + shift total): one CTA per row, a 16-byte load of x's row
-// at a time where K is a multiple of it (x's rows and w_sum then start 16-byte aligned).
+// at a time where K is a multiple of it (x's rows and w_sum then start 16-byte aligned). The sum
+// itself into kept_sums[m] where the backward will want it (nullptr: not kept).
 template <class Affine, class Rows, class T>
 __global__ void __launch_bounds__(kRowThreads)
     gemv_rows_kernel(const T* __restrict__ x, const T* __restrict__ w,
                      const float* __restrict__ w_sum, const float* __restrict__ shift_total, int N, int K,
-                     float* __restrict__ dst, EpilogueParams p) {
+                     float* __restrict__ dst, float* __restrict__ kept_sums, EpilogueParams p) {
   constexpr int kVec = kVector16<T>;
   __shared__ float scratch[32];
   const T* xm = x + static_cast<size_t>(blockIdx.x) * K;
@@ -215,25 +218,29 @@ __global__ void __launch_bounds__(kRowThreads)
       sum = nonfinite_row_sum<Affine>(xm, w, w_sum, *shift_total, N, K, p, scratch);
     }
   }
-  if (threadIdx.x == 0) dst[blockIdx.x] = Rows::finish(sum, N, p);
+  if (threadIdx.x == 0) {
+    dst[blockIdx.x] = Rows::finish(sum, N, p);
+    if (kept_sums != nullptr) kept_sums[blockIdx.x] = sum;
+  }
 }
 
 // The whole rewrite, into `out` (M floats): workspace holds gemv_floats(N, K) floats (entry.cuh),
-// the column-sum partials ([chunks][K]), then the column sums ([K]) and the shift total.
-
+// the column-sum partials ([chunks][K]), then the column sums ([K]) and the shift total. For the
+// backward (gemv_backward.cuh): the rows' sums into kept_sums [M] and the column sums into
+// kept_w_sum [K] instead of the workspace (nullptr: not kept).
 template <class Affine, class Rows, class T>
 cudaError_t launch_gemv(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p,
-                        float* workspace, float* out, cudaStream_t stream) {
+                        float* workspace, float* out, float* kept_sums, float* kept_w_sum, cudaStream_t stream) {
   const int chunks = colsum_chunks(N);
   float* partial = workspace;
-  float* w_sum = partial + static_cast<size_t>(chunks) * K;
-  float* total = w_sum + K;
+  float* w_sum = kept_w_sum != nullptr ? kept_w_sum : partial + static_cast<size_t>(chunks) * K;
+  float* total = partial + static_cast<size_t>(chunks) * K + K;
   cudaError_t err = cudaSuccess;
   if (K > 0) err = launch_weighted_column_sum<Affine>(w, N, K, p, partial, stream);
   if (err != cudaSuccess) return err;
   column_sum_merge_kernel<Affine>
-      <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, chunks, N, K, p, w_sum, total);
-  gemv_rows_kernel<Affine, Rows, T><<<M, kRowThreads, 0, stream>>>(x, w, w_sum, total, N, K, out, p);
+      <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, chunks, N, K, p, w_sum, total, Affine{});
+  gemv_rows_kernel<Affine, Rows, T><<<M, kRowThreads, 0, stream>>>(x, w, w_sum, total, N, K, out, kept_sums, p);
   return cudaGetLastError();
 }
 

@@ -523,7 +523,7 @@ constexpr int kColSumRows = 64;  // rows of W summed by one partial
 __host__ __device__ inline int colsum_chunks(int N) { return (N + kColSumRows - 1) / kColSumRows; }
 template <class Affine, class Rows, class T>
 cudaError_t launch_gemv(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p,
-                        float* workspace, float* out, cudaStream_t stream);
+                        float* workspace, float* out, float* kept_sums, float* kept_w_sum, cudaStream_t stream);
 __global__ void fill_kernel(float* __restrict__ out, long long total, float value);
 template <class Reads, class T>
 cudaError_t launch_constant_output(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p, int width,

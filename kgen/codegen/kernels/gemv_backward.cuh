@@ -1,0 +1,147 @@
+// The backward of a part that the matrix-vector rewrite left without a GEMM (kgen/lower/backward.py,
+// _gemv_structs; the forward is gemv.cuh's).
+//
+// Follows gemv.cuh and backward.cuh (concatenated before this file; not included here).
+//
+// The forward sums each row of y = s * z + t (z = x W^T; s, t per column: GemvAffine) without
+// forming z. The gradient that reaches y is the same in every column of a row: dR[m], the row
+// sum's gradient (Rows::grad, from the sum the forward kept and the gradient of the row's
+// output). So dz[m][n] = dR[m] s[n] has rank one, and the backward forms no dz either:
+//   dx[m][k] = dR[m] w_sum[k]        (w_sum = sum_n s[n] W_n: the forward's column sums, kept)
+//   dW[n][k] = s[n] u[k]             (u = x^T dR: W-sized work is one write of dW)
+//   a chain parameter's gradient: its contribution at an element is g (a[n] z + b[n]) (the chain
+//   is affine in z; Column::apply at z = 0 and 1 gives b and a + b), whose sum over the rows is
+//   a[n] (W_n . u) + b[n] sum_m dR[m]; W u is computed only where some a is not 0 (kReadsZ).
+// Every sum runs in a fixed order (no atomics): the same inputs give the same bits. x and w are
+// fp32 here, as every backward reads them (ModelNew converts a 16-bit module's).
+#pragma once
+
+namespace kgen {
+
+// The weights of x's rows for u = x^T dR (weighted_column_sum_kernel): scale dR[m], and shift
+// dR[m] too, so that the merge's total is sum_m dR[m].
+struct RowWeights {
+  const float* d;
+  __device__ __forceinline__ void affine(int m, const EpilogueParams&, float& scale, float& shift) const {
+    scale = shift = d[m];
+  }
+};
+
+// dR[m] = Rows::grad(sums[m], g[m]): one thread per row.
+template <class Rows>
+__global__ void gemv_row_grad_kernel(const float* __restrict__ sums, const float* __restrict__ g, int M, int N,
+                                     EpilogueParams p, float* __restrict__ d_sum) {
+  const int m = blockIdx.x * blockDim.x + threadIdx.x;
+  if (m < M) d_sum[m] = Rows::grad(sums[m], g[m], N, p);
+}
+
+// out[i][k] = a[i] * b[k] (a [rows], b [cols]); a_scale: a[i] is GemvAffine's scale of column i
+// instead (dW's rows), a may then be nullptr.
+template <class Affine, bool kAffineRows>
+__global__ void outer_product_kernel(const float* __restrict__ a, const float* __restrict__ b, int rows, int cols,
+                                     EpilogueParams p, float* __restrict__ out) {
+  const long long total = static_cast<long long>(rows) * cols;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total; e += step) {
+    const int i = static_cast<int>(e / cols), k = static_cast<int>(e - static_cast<long long>(i) * cols);
+    float ai;
+    if constexpr (kAffineRows) {
+      float shift;
+      Affine::affine(i, p, ai, shift);
+    } else {
+      ai = a[i];
+    }
+    out[e] = ai * b[k];
+  }
+}
+
+template <class Affine, bool kAffineRows>
+cudaError_t launch_outer_product(const float* a, const float* b, int rows, int cols, const EpilogueParams& p, float* out,
+                                 cudaStream_t stream) {
+  const long long total = static_cast<long long>(rows) * cols;
+  if (total == 0) return cudaSuccess;
+  const long long blocks = std::min<long long>((total + kBackwardThreads - 1) / kBackwardThreads, 65535LL * 8);
+  outer_product_kernel<Affine, kAffineRows><<<static_cast<int>(blocks), kBackwardThreads, 0, stream>>>(a, b, rows, cols, p, out);
+  return cudaGetLastError();
+}
+
+// wu[n] = W_n . u: one CTA per row of W (a parameter that scales the chain: kReadsZ).
+__global__ void __launch_bounds__(kRowThreads)
+    row_dot_kernel(const float* __restrict__ w, const float* __restrict__ u, int K, float* __restrict__ wu) {
+  __shared__ float scratch[32];
+  const float* row = w + static_cast<size_t>(blockIdx.x) * K;
+  float acc = 0.f;
+  for (int k = threadIdx.x; k < K; k += blockDim.x) acc = fmaf(row[k], u[k], acc);
+  acc = block_sum(acc, scratch);
+  if (threadIdx.x == 0) wu[blockIdx.x] = acc;
+}
+
+// grad_cols[k][n] = a_k[n] wu[n] + b_k[n] dr_total for each parameter k of the chain (one thread per
+// column; wu nullptr: every a is 0).
+template <class B>
+__global__ void gemv_column_grads_kernel(const float* __restrict__ wu, const float* __restrict__ dr_total, int N,
+                                         EpilogueParams p, float* __restrict__ grad_cols) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= N) return;
+  float at0[B::kParams], at1[B::kParams];
+  B::Column::apply(0.f, 1.f, n, p, at0);
+  const float total = *dr_total;
+  if (wu != nullptr) B::Column::apply(1.f, 1.f, n, p, at1);
+#pragma unroll
+  for (int k = 0; k < B::kParams; ++k) {
+    const float slope = wu != nullptr ? (at1[k] - at0[k]) * wu[n] : 0.f;
+    grad_cols[static_cast<size_t>(k) * N + n] = slope + at0[k] * total;
+  }
+}
+
+// The workspace: dR [M], u's partials [chunks of M][K], u [K], sum_m dR[m], W u [N].
+inline long long gemv_backward_floats(int M, int N, int K) {
+  return backward_segment(M) + backward_segment((colsum_chunks(M) + 1) * static_cast<long long>(K) + 1) +
+         backward_segment(N);
+}
+
+// g: the gradient of the row's output (M floats: the part's output, or a broadcast tail's core
+// value); sums and w_sum: what the forward kept (gemv.cuh, launch_gemv).
+template <class Affine, class B>
+BackwardStatus gemv_backward(const float* x, const float* w, const float* g, const float* sums, const float* w_sum,
+                             int M, int N, int K, const EpilogueParams& p, float* workspace, float* dx, float* dw,
+                             float* grad_cols, bool need_dx, bool need_dw, cudaStream_t stream) {
+  if (M == 0 || N == 0) return {"", cudaSuccess};
+  if (sums == nullptr) return {"the forward kept no row sums (it ran without autograd)", cudaErrorInvalidValue};
+  float* d_sum = workspace;
+  float* partial = d_sum + backward_segment(M);
+  float* u = partial + static_cast<size_t>(colsum_chunks(M)) * K;
+  float* total = u + K;
+  float* wu = partial + backward_segment((colsum_chunks(M) + 1) * static_cast<long long>(K) + 1);
+  gemv_row_grad_kernel<typename B::Rows><<<(M + kBackwardThreads - 1) / kBackwardThreads, kBackwardThreads, 0, stream>>>(
+      sums, g, M, N, p, d_sum);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return {"dL/d(row sum)", err};
+  const RowWeights weights{d_sum};
+  if (K > 0) err = launch_weighted_column_sum<RowWeights, float>(x, M, K, p, partial, stream, weights);
+  if (err != cudaSuccess) return {"u = x^T dR", err};
+  column_sum_merge_kernel<RowWeights>
+      <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, colsum_chunks(M), M, K, p, u, total, weights);
+  if ((err = cudaGetLastError()) != cudaSuccess) return {"u = x^T dR", err};
+  if (need_dx && (err = launch_outer_product<Affine, false>(d_sum, w_sum, M, K, p, dx, stream)) != cudaSuccess) {
+    return {"dx = dR w_sum", err};
+  }
+  if (need_dw && (err = launch_outer_product<Affine, true>(nullptr, u, N, K, p, dw, stream)) != cudaSuccess) {
+    return {"dW = s u^T", err};
+  }
+  if constexpr (B::kParams > 0) {
+    if constexpr (B::kReadsZ) {
+      row_dot_kernel<<<N, kRowThreads, 0, stream>>>(w, u, K, wu);
+      if ((err = cudaGetLastError()) != cudaSuccess) return {"W u", err};
+    }
+    gemv_column_grads_kernel<B><<<(N + kBackwardThreads - 1) / kBackwardThreads, kBackwardThreads, 0, stream>>>(
+        B::kReadsZ ? wu : nullptr, total, N, p, grad_cols);
+    for (int k = 0; k < B::kParams; ++k) {
+      if (B::kScalar[k]) backward_scalar_sum_kernel<<<1, kBackwardThreads, 0, stream>>>(grad_cols + static_cast<size_t>(k) * N, N);
+    }
+    if ((err = cudaGetLastError()) != cudaSuccess) return {"parameter gradients", err};
+  }
+  return {"", cudaSuccess};
+}
+
+}  // namespace kgen

@@ -109,7 +109,10 @@ def test_the_rewrite_has_backward_kernels(refs, name):
     # The file keeps M + (the core's width) M floats, then (16-byte aligned) K, not z.
     text = generator.render(spec)
     assert "return x.new_empty((M + M * core_width + 3) // 4 * 4 + K if keep_z else 0" in text
-    assert "torch_gemms = False" in text
+    # Its backward runs no GEMM (torch's or kgen's), on x and w as they are.
+    backward_code = text[text.index("def _kgen_launch_backward"):text.index("def _kgen_part0_backward")]
+    assert "torch.mm" not in backward_code and ".float()), _kgen_aligned(w.float())" not in backward_code
+    assert "library = _kgen_build(x.device, dtype)" in backward_code
 
 
 def test_a_gemm_files_backward_is_unchanged_by_it(refs):
@@ -161,9 +164,12 @@ def built(refs, tmp_path_factory):
 @pytest.mark.parametrize("name", MODULES)
 def test_the_full_gate_passes_the_rewrites_backward(built, name, dtype):
     """kgen validate's full gate, gradients and (fp32) the training check included, at the
-    dtype's tolerance."""
+    dtype's tolerance. KernelBench's replay (allclose against eager in the dtype) passes in
+    bf16 / fp16, or fails only where eager is further from fp64 than the file (the rewrite never
+    rounds z: scale_div_sum's tanh of a row sum, eager bf16 2-3e-2 from fp64 and the file 2e-3,
+    on the H200 in session 36)."""
     from kgen.check.loading import EmittedFile
-    from kgen.check.validate import validate
+    from kgen.check.validate import KERNELBENCH_CHECK, validate
 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
@@ -171,4 +177,8 @@ def test_the_full_gate_passes_the_rewrites_backward(built, name, dtype):
     results = validate(EmittedFile(built[name]), tol=tol, dtype=DTYPES[dtype])
     gradients = [r for r in results if r.name.startswith("gradients")]
     assert gradients and all("not checked" not in r.detail for r in gradients), [r.line() for r in gradients]
+    replay = [r for r in results if r.name == KERNELBENCH_CHECK]
+    if dtype != "fp32":
+        assert replay and all(r.passed or r.max_abs <= r.ref_abs for r in replay), [r.line() for r in replay]
+        results = [r for r in results if r.name != KERNELBENCH_CHECK]
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]

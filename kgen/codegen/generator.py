@@ -81,7 +81,14 @@ BACKWARD_DZ_OFFSET = 0
 
 
 def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
-    return list(BACKWARD_BASE_ARGS) + [(f"operand{k}", f"const {OPERAND_CTYPE}*") for k in range(len(lowered.operands))]
+    base = list(BACKWARD_BASE_ARGS)
+    if lowered.gemv:
+        # The matrix-vector rewrite's backward reads x and w, and writes dx and dW, in the
+        # module's dtype (kernels/gemv_backward.cuh); every other backward's are fp32.
+        typed = {"x": f"const {OPERAND_CTYPE}*", "w": f"const {OPERAND_CTYPE}*", "dx": f"{OPERAND_CTYPE}*",
+                 "dw": f"{OPERAND_CTYPE}*"}
+        base = [(name, typed.get(name, ctype)) for name, ctype in base]
+    return base + [(f"operand{k}", f"const {OPERAND_CTYPE}*") for k in range(len(lowered.operands))]
 
 
 def op_part(lowered: Lowered) -> dict:

@@ -138,9 +138,9 @@ struct BackwardStatus {
 // where a part has one): declared here for entry_backward.cuh, whose other kinds of backward
 // discard the branches that name it.
 inline long long gemv_backward_floats(int M, int N, int K);
-template <class Affine, class B>
-BackwardStatus gemv_backward(const float* x, const float* w, const float* g, const float* sums, const float* w_sum,
-                             int M, int N, int K, const EpilogueParams& p, float* workspace, float* dx, float* dw,
+template <class Affine, class B, class T>
+BackwardStatus gemv_backward(const T* x, const T* w, const float* g, const float* sums, const float* w_sum,
+                             int M, int N, int K, const EpilogueParams& p, float* workspace, T* dx, T* dw,
                              float* grad_cols, bool need_dx, bool need_dw, cudaStream_t stream);
 
 // dx = dz w and dw = dz^T x on the part's own GEMM (K-major operands: w^T, dz^T and x^T into the

@@ -63,9 +63,11 @@ long long backward_workspace_floats(int M, int N, int K) {
   return core + (kgen_cfg::kHasTail ? backward_segment(core_floats(M, N)) : 0);
 }
 
-template <class B>
-BackwardStatus backward_stages(const float* x, const float* w, const float* g, const float* z, int M, int N, int K,
-                               const EpilogueParams& p, float* workspace, float* dx, float* dw, float* grad_cols,
+// In: x and w's element type, Grad: dx and dW's: float, but for the matrix-vector rewrite's backward,
+// which reads and writes them in the module's dtype (generator.backward_args).
+template <class B, class In, class Grad>
+BackwardStatus backward_stages(const In* x, const In* w, const float* g, const float* z, int M, int N, int K,
+                               const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw, float* grad_cols,
                                float* bn_grads, bool bn_training, bool need_dx, bool need_dw, cudaStream_t stream) {
   if constexpr (B::kKind == kBackwardGemv) {
     // z: what the rewrite's forward kept (its rows' sums, forward.cuh's gemv_kept_w_sum).
@@ -84,9 +86,9 @@ BackwardStatus backward_stages(const float* x, const float* w, const float* g, c
 
 // d_input: the gradient of the module's input read after the GEMM, by a broadcast tail or per element by
 // the stages (EpilogueParams::d_input; zeroed by the caller; nullptr: none wanted).
-template <class B>
-BackwardStatus backward_entry(const float* x, const float* w, const float* g, const float* z, int M, int N, int K,
-                              const EpilogueParams& p, float* workspace, float* dx, float* dw, float* grad_cols,
+template <class B, class In, class Grad>
+BackwardStatus backward_entry(const In* x, const In* w, const float* g, const float* z, int M, int N, int K,
+                              const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw, float* grad_cols,
                               float* bn_grads, bool bn_training, bool need_dx, bool need_dw, float* d_input,
                               cudaStream_t stream) {
   if constexpr (kgen_cfg::kHasTail) {

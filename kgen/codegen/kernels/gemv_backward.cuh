@@ -13,7 +13,8 @@
 //   is affine in z; Column::apply at z = 0 and 1 gives b and a + b), whose sum over the rows is
 //   a[n] (W_n . u) + b[n] sum_m dR[m]; W u is computed only where some a is not 0 (kReadsZ).
 // Every sum runs in a fixed order (no atomics): the same inputs give the same bits. x and w are
-// fp32 here, as every backward reads them (ModelNew converts a 16-bit module's).
+// read, and dx and dW written, in the module's dtype T (every sum in fp32, each gradient rounded
+// once): a 16-bit module's backward makes no fp32 copy of W or of its gradient.
 #pragma once
 
 namespace kgen {
@@ -35,15 +36,27 @@ __global__ void gemv_row_grad_kernel(const float* __restrict__ sums, const float
   if (m < M) d_sum[m] = Rows::grad(sums[m], g[m], N, p);
 }
 
-// out[i][k] = a[i] * b[k] (a [rows], b [cols]); a_scale: a[i] is GemvAffine's scale of column i
-// instead (dW's rows), a may then be nullptr.
-template <class Affine, bool kAffineRows>
-__global__ void outer_product_kernel(const float* __restrict__ a, const float* __restrict__ b, int rows, int cols,
-                                     EpilogueParams p, float* __restrict__ out) {
-  const long long total = static_cast<long long>(rows) * cols;
-  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total; e += step) {
-    const int i = static_cast<int>(e / cols), k = static_cast<int>(e - static_cast<long long>(i) * cols);
+// dst[0..3] = v0..v3 in T, one store (16 bytes of floats, 8 of bf16 / fp16; dst aligned so).
+template <class T>
+__device__ __forceinline__ void store4(T* dst, float v0, float v1, float v2, float v3) {
+  if constexpr (std::is_same<T, float>::value) {
+    *reinterpret_cast<float4*>(dst) = make_float4(v0, v1, v2, v3);
+  } else {
+    *reinterpret_cast<uint2*>(dst) = make_uint2(OutputType<T>::two(v0, v1), OutputType<T>::two(v2, v3));
+  }
+}
+
+// out[i][k] = a[i] * b[k] (a [rows], b [cols]), in T; kAffineRows: a[i] is GemvAffine's scale of
+// column i instead (dW's rows; a is then nullptr). A row per blockIdx.y (its factor read once),
+// its columns over x, four a store where cols is a multiple of 4 (b and out then aligned: w_sum
+// where the forward kept it, u in the workspace, ModelNew's dx and dW).
+template <class Affine, bool kAffineRows, class T>
+__global__ void __launch_bounds__(kBackwardThreads)
+    outer_product_kernel(const float* __restrict__ a, const float* __restrict__ b, int rows, int cols,
+                         EpilogueParams p, T* __restrict__ out) {
+  const int vec = cols % 4 == 0 ? 4 : 1;
+  const int first = blockIdx.x * blockDim.x + threadIdx.x, step = gridDim.x * blockDim.x;
+  for (int i = blockIdx.y; i < rows; i += gridDim.y) {
     float ai;
     if constexpr (kAffineRows) {
       float shift;
@@ -51,27 +64,37 @@ __global__ void outer_product_kernel(const float* __restrict__ a, const float* _
     } else {
       ai = a[i];
     }
-    out[e] = ai * b[k];
+    T* const row = out + static_cast<size_t>(i) * cols;
+    if (vec == 4) {
+      const float4* b4 = reinterpret_cast<const float4*>(b);
+      for (int k = first; k < cols / 4; k += step) {
+        const float4 v = b4[k];
+        store4(row + 4 * k, ai * v.x, ai * v.y, ai * v.z, ai * v.w);
+      }
+    } else {
+      for (int k = first; k < cols; k += step) row[k] = OutputType<T>::one(ai * b[k]);
+    }
   }
 }
 
-template <class Affine, bool kAffineRows>
-cudaError_t launch_outer_product(const float* a, const float* b, int rows, int cols, const EpilogueParams& p, float* out,
+template <class Affine, bool kAffineRows, class T>
+cudaError_t launch_outer_product(const float* a, const float* b, int rows, int cols, const EpilogueParams& p, T* out,
                                  cudaStream_t stream) {
-  const long long total = static_cast<long long>(rows) * cols;
-  if (total == 0) return cudaSuccess;
-  const long long blocks = std::min<long long>((total + kBackwardThreads - 1) / kBackwardThreads, 65535LL * 8);
-  outer_product_kernel<Affine, kAffineRows><<<static_cast<int>(blocks), kBackwardThreads, 0, stream>>>(a, b, rows, cols, p, out);
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  const int per_row = cols % 4 == 0 ? cols / 4 : cols;
+  const dim3 grid(std::min((per_row + kBackwardThreads - 1) / kBackwardThreads, 64), std::min(rows, 65535));
+  outer_product_kernel<Affine, kAffineRows, T><<<grid, kBackwardThreads, 0, stream>>>(a, b, rows, cols, p, out);
   return cudaGetLastError();
 }
 
 // wu[n] = W_n . u: one CTA per row of W (a parameter that scales the chain: kReadsZ).
+template <class T>
 __global__ void __launch_bounds__(kRowThreads)
-    row_dot_kernel(const float* __restrict__ w, const float* __restrict__ u, int K, float* __restrict__ wu) {
+    row_dot_kernel(const T* __restrict__ w, const float* __restrict__ u, int K, float* __restrict__ wu) {
   __shared__ float scratch[32];
-  const float* row = w + static_cast<size_t>(blockIdx.x) * K;
+  const T* row = w + static_cast<size_t>(blockIdx.x) * K;
   float acc = 0.f;
-  for (int k = threadIdx.x; k < K; k += blockDim.x) acc = fmaf(row[k], u[k], acc);
+  for (int k = threadIdx.x; k < K; k += blockDim.x) acc = fmaf(as_float(row[k]), u[k], acc);
   acc = block_sum(acc, scratch);
   if (threadIdx.x == 0) wu[blockIdx.x] = acc;
 }
@@ -102,9 +125,9 @@ inline long long gemv_backward_floats(int M, int N, int K) {
 
 // g: the gradient of the row's output (M floats: the part's output, or a broadcast tail's core
 // value); sums and w_sum: what the forward kept (gemv.cuh, launch_gemv).
-template <class Affine, class B>
-BackwardStatus gemv_backward(const float* x, const float* w, const float* g, const float* sums, const float* w_sum,
-                             int M, int N, int K, const EpilogueParams& p, float* workspace, float* dx, float* dw,
+template <class Affine, class B, class T>
+BackwardStatus gemv_backward(const T* x, const T* w, const float* g, const float* sums, const float* w_sum,
+                             int M, int N, int K, const EpilogueParams& p, float* workspace, T* dx, T* dw,
                              float* grad_cols, bool need_dx, bool need_dw, cudaStream_t stream) {
   if (M == 0 || N == 0) return {"", cudaSuccess};
   if (sums == nullptr) return {"the forward kept no row sums (it ran without autograd)", cudaErrorInvalidValue};
@@ -118,7 +141,7 @@ BackwardStatus gemv_backward(const float* x, const float* w, const float* g, con
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return {"dL/d(row sum)", err};
   const RowWeights weights{d_sum};
-  if (K > 0) err = launch_weighted_column_sum<RowWeights, float>(x, M, K, p, partial, stream, weights);
+  if (K > 0) err = launch_weighted_column_sum<RowWeights, T>(x, M, K, p, partial, stream, weights);
   if (err != cudaSuccess) return {"u = x^T dR", err};
   column_sum_merge_kernel<RowWeights>
       <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, colsum_chunks(M), M, K, p, u, total, weights);
@@ -131,7 +154,7 @@ BackwardStatus gemv_backward(const float* x, const float* w, const float* g, con
   }
   if constexpr (B::kParams > 0) {
     if constexpr (B::kReadsZ) {
-      row_dot_kernel<<<N, kRowThreads, 0, stream>>>(w, u, K, wu);
+      row_dot_kernel<T><<<N, kRowThreads, 0, stream>>>(w, u, K, wu);
       if ((err = cudaGetLastError()) != cudaSuccess) return {"W u", err};
     }
     gemv_column_grads_kernel<B><<<(N + kBackwardThreads - 1) / kBackwardThreads, kBackwardThreads, 0, stream>>>(

@@ -44,8 +44,8 @@ def meta_args(module, part: int, x: torch.Tensor, n: int, lowered=None) -> dict:
         if name in args or name in generator.LAUNCH_ARGS:
             continue
         args[name] = torch.empty(shapes.get(name, (n,)), device="meta") if ctype is ctypes.c_void_p else 0
-    if module._KGEN_BACKWARD_OPS[part] is not None:
-        args["keep_z"] = 1      # as in training: the forward keeps z for the backward
+    if module._KGEN_BACKWARD_ARGS[part] is not None:
+        args["keep_z"] = 1      # as in training: the forward keeps z for the backward's kernels
     return args
 
 
@@ -61,7 +61,7 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
         schema = op.default._schema
         assert str(schema.name) == f"{module._KGEN_OP_NAMESPACE}::part{k}"
         expected = [name for name, _ in module._KGEN_FORWARD_ARGS[k] if name not in generator.LAUNCH_ARGS]
-        expected += ["keep_z"] if module._KGEN_BACKWARD_OPS[k] is not None else []
+        expected += ["keep_z"] if module._KGEN_BACKWARD_ARGS[k] is not None else []
         assert [a.name for a in schema.arguments] == expected
         assert not any(a.alias_info and a.alias_info.is_write for a in schema.arguments)
         n = low.graph.out_features
@@ -69,14 +69,14 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
         kept_per_column = 5 if low.batchnorm else 0     # BatchNorm's a, c, x̂ coefficients, γ/σ
         # A broadcast tail's core value (the stages' output), kept after them for the tail's backward.
         core = x.shape[0] * generator.core_width(low)
-        if low.batchnorm and module._KGEN_BACKWARD_OPS[k] is not None:
+        if low.batchnorm and module._KGEN_BACKWARD_ARGS[k] is not None:
             out, kept, running_mean, running_var = result
             assert running_mean.shape == running_var.shape == (n,)
             assert tuple(kept.shape) == (x.shape[0] * n + kept_per_column * n + core,)
         elif low.batchnorm:
             out, running_mean, running_var = result
             assert running_mean.shape == running_var.shape == (n,)
-        elif module._KGEN_BACKWARD_OPS[k] is not None:
+        elif module._KGEN_BACKWARD_ARGS[k] is not None:
             out, kept = result     # z kept for the backward: M x N (and a tail's core value)
             assert tuple(kept.shape) == (x.shape[0] * n + core,)
         else:
@@ -253,9 +253,9 @@ def test_backward_traces_with_fake_kernels():
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.problem_name)
 def test_backward_ops_and_their_fake_kernels(spec):
     """Every part has either backward kernels (a backward op whose fake kernel gives the
-    gradients' shapes, wired as the forward op's autograd) or a reason that names the op it
-    lacks; through the fake kernels, backward gives each input and parameter a gradient of its
-    shape."""
+    gradients' shapes, wired as the forward op's autograd), gradients of zero with no kernels (a
+    constant output), or a reason that names the op it lacks; through the fake kernels, backward
+    gives each input and parameter a gradient of its shape."""
     from kgen.lower import backward
 
     module = exec_file(generator.render(spec))
@@ -263,7 +263,7 @@ def test_backward_ops_and_their_fake_kernels(spec):
     for k, low in enumerate(parts):
         reason = backward.unsupported(low)
         assert (module._KGEN_BACKWARD_OPS[k] is None) == (reason is not None)
-        assert (module._KGEN_BACKWARD_ARGS[k] is None) == (reason is not None)
+        assert (module._KGEN_BACKWARD_ARGS[k] is None) == (not backward.has_kernels(low))
         if reason is not None:
             assert "yet" in reason
     low = parts[0]
@@ -474,3 +474,27 @@ def check_training_step_compiles_and_captures(model, x):
     torch.cuda.synchronize()
     for a, b in zip(params_of(eager), params_of(graphed)):
         torch.testing.assert_close(b, a, rtol=0, atol=0)
+
+
+def test_a_constant_output_trains_with_zero_gradients(monkeypatch):
+    """A module whose output a rewrite made a constant (KernelBench 80's kind: max over the
+    features, minus its own mean) has gradients of zero, as torch's for finite values: its file's
+    backward returns them with no kernel (eager training's autograd.Function, on CPU tensors with
+    the library stood in), keeps no z, and says so in its header; every other part's file is
+    unchanged by it (no zero backward in it)."""
+    from conftest import launch_on_cpu
+
+    ref = str(REFS_DIR / "gemm_max_sub_gelu.py")
+    spec = next(s for s in enumerate_specs(ref, 64, 96, 80) if s.family == "simt")
+    text = generator.render(spec)
+    assert "\nbackward:  zeros: the output is a constant" in text
+    module = exec_file(text)
+    launch_on_cpu(module, monkeypatch)
+    monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
+    model = module.ModelNew(*module.get_init_inputs())
+    x = torch.rand(64, 96, requires_grad=True)
+    model(x).sum().backward()
+    grads = [x.grad] + [p.grad for p in model.parameters()]
+    assert all(g is not None and g.shape == t.shape and not g.any() for g, t in zip(grads, [x, *model.parameters()]))
+    other = next(s for s in enumerate_specs(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 96, 80) if s.family == "simt")
+    assert "_kgen_zero_vjp" not in generator.render(other)

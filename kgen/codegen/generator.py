@@ -133,6 +133,8 @@ def op_part(lowered: Lowered) -> dict:
         "batchnorm": lowered.batchnorm is not None,
         "no_backward": reason,
         "backward": None if reason else {
+            # Every gradient zero (backward.zero_gradients): the op's backward returns zeros, no kernels.
+            "zero": backward.zero_gradients(lowered),
             "signature": ", ".join([f"{n}: {annotation(n, 'const float*')}" for n in ["x", "w"] + operands + ["z"]] +
                                    ["need_dx: int", "need_dw: int", "need_dinput: int"]),
             "names": ", ".join(["x", "w"] + operands + ["z"]),
@@ -306,7 +308,7 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
             then = f"; its output is part {k + 1}'s x" if k + 1 < len(parts) else ""
             lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
                          f"and its epilogue{then}")
-        keeps_z = backward.unsupported(lowered) is None
+        keeps_z = backward.has_kernels(lowered)
         call = _part_lines(lowered, f"weight{k}", lines, keeps_z)
         op = f"_kgen_part_call({k}, {', '.join(call)})"
         last = k + 1 == len(parts)
@@ -519,7 +521,7 @@ def kernel_needs(spec: Spec, parts: list[Lowered] | None = None) -> KernelNeeds:
     return KernelNeeds(
         family=spec.family,
         half=half_gemm_type(spec) is not None,
-        backward=any(backward.unsupported(low) is None for low in parts),
+        backward=any(backward.has_kernels(low) for low in parts),
         gemv=any(low.gemv for low in parts),
         constant=any(low.constant is not None for low in parts),
         eager_sums=any(low.eager_sums for low in parts),
@@ -654,7 +656,7 @@ def _lowered(graph, fused: bool, external: bool, gemv: bool, eager_gemm: bool, d
 
 def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
     args = forward_args(low)
-    has_backward = backward.unsupported(low) is None
+    has_backward = backward.has_kernels(low)
     back = backward_args(low)
     files = selected_files(PART_LIBRARY, kernel_needs(spec, [low]), tuple(library))
     return {
@@ -879,6 +881,10 @@ def describe_backward(parts: list[Lowered], half: bool = False) -> str:
     the module's dtype: model_new.py.j2, _kgen_launch_backward)."""
     reasons = [backward.unsupported(low) for low in parts]
     missing = [f"part {k}: {r}" if len(parts) > 1 else r for k, r in enumerate(reasons) if r]
+    if not missing and all(backward.zero_gradients(low) for low in parts):
+        return ("backward:  zeros: the output is a constant (see `rewrite:`), so every gradient is 0, as "
+                "torch's (whose are NaN where x, W or a parameter holds a NaN or an infinity; these are not); "
+                "no kernels, nothing kept")
     if not missing and any(low.gemv for low in parts):
         tail = any(low.tail for low in parts)
         return ("backward:  kgen kernels (" + ("the broadcast tail's gradient summed to its core value, then " if tail else "")
@@ -974,7 +980,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         rows_input=rows_input(spec),
         op_parts=[op_part(low) for low in parts],
         backward_dz_offset=BACKWARD_DZ_OFFSET,
-        backward_args=[None if backward.unsupported(low) else
+        backward_args=[None if not backward.has_kernels(low) else
                        [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],
         kgen_digest=kgen_source_digest(),
         updated_in_place=repr(UPDATED_IN_PLACE),
@@ -984,6 +990,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         pads_k=half_gemm_type(spec) is not None,
         # the matrix-vector rewrite: its backward keeps other values and runs no GEMM
         gemv=spec.family == "gemv",
+        zero_gradients=any(backward.zero_gradients(low) for low in parts),
         fp32_only_reason=repr(fp32_only_reason(spec)),
     )
     _check_names_apart(ref, text)

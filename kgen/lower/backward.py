@@ -95,7 +95,8 @@ def unsupported(lowered: Lowered) -> str | None:
 def _missing_kernel(lowered: Lowered) -> str | None:
     """The first thing in the part that kgen has no backward kernel for yet (None: none)."""
     if lowered.constant is not None:
-        return "no backward kernel yet for a module whose GEMM a rewrite removed (its output is a constant)"
+        return (None if zero_gradients(lowered) else
+                "no backward yet for a broadcast tail after an output that a rewrite made a constant")
     # Dropout's mask is read per element as the forward reads it (the same operand, kept by
     # autograd; nullptr in eval mode): the dropout's mul sends g * mask * scale back. The
     # module's input read after the GEMM is a broadcast tail's (tail_backward_struct), or a tile
@@ -140,8 +141,25 @@ def _missing_kernel(lowered: Lowered) -> str | None:
     return None
 
 
+def zero_gradients(lowered: Lowered) -> bool:
+    """Whether every gradient of the part is zero, with no kernel to compute it: its output is a
+    constant (rewrite.simplify: x - x, and what follows it) with no broadcast tail after it.
+    d(x - x) = 0 for finite x, so torch's gradients are zero too, but where x, W or a parameter
+    holds a NaN or an infinity (0 * inf in its chain): those NaN these zeros do not carry."""
+    return lowered.constant is not None and not lowered.tail
+
+
+def has_kernels(lowered: Lowered) -> bool:
+    """Whether the part's backward runs kernels (kernels/backward.cuh, gemv_backward.cuh): it has
+    a backward, and its gradients are not all zero."""
+    return unsupported(lowered) is None and not zero_gradients(lowered)
+
+
 def kind(lowered: Lowered) -> int:
-    """KIND_POINTWISE, KIND_STAGED or KIND_GEMV (for a supported part)."""
+    """KIND_POINTWISE, KIND_STAGED or KIND_GEMV (for a supported part); 0 (none) for a part whose
+    gradients are all zero (zero_gradients: no kernels)."""
+    if zero_gradients(lowered):
+        return 0
     if lowered.gemv:
         return KIND_GEMV
     live = lowered.graph.live()

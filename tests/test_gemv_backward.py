@@ -69,6 +69,16 @@ MODULES = {
          "self.shift = nn.Parameter(torch.randn(out_features) * 0.1)"],
         ["y = self.gain * F.linear(x, self.lin.weight) + self.shift",
          "return torch.sigmoid(y.sum(1, keepdim=True) * 0.05)"], True),
+    # per-feature operands computed from parameters (an exp, a product, sub's alpha), the mean
+    # over dim 1 without keepdim (review, session 36: these crashed generation)
+    "computed_operands": (
+        ["self.gemm = nn.Linear(in_features, out_features)",
+         "self.log_scale = nn.Parameter(torch.randn(out_features) * 0.1)",
+         "self.shift = nn.Parameter(torch.randn(out_features))",
+         "self.div = nn.Parameter(torch.rand(out_features) + 1.0)"],
+        ["y = self.gemm(x) * torch.exp(self.log_scale)",
+         "y = torch.sub(y, self.shift, alpha=2) / (self.div * 2)",
+         "return torch.sin(y.mean(1))"], True),
 }
 
 
@@ -127,18 +137,22 @@ def test_a_gemm_files_backward_is_unchanged_by_it(refs):
     assert "return x.new_empty(M * N + per_column * N + M * core_width" in generator.render(spec)
 
 
-def test_what_stays_refused_says_so(tmp_path):
-    """A parameter read after the row sum has no backward kernel yet: the header says so, and
-    the file's backward() raises with that line."""
+@pytest.mark.parametrize("gain", ["self.gain", "(self.gain * 2)", "self.gain.exp()"])
+def test_what_stays_refused_says_so(tmp_path, gain):
+    """A parameter read after the row sum, as it is or through ops on it, has no backward kernel
+    yet: the header says so, and the file's backward() raises with that line."""
     path = tmp_path / "after.py"
+    line = f"return torch.sum(self.gemm(x), dim=1, keepdim=True) * {gain}"
     path.write_text(TEMPLATE.format(
         init="        self.gemm = nn.Linear(in_features, out_features)\n"
              "        self.gain = nn.Parameter(torch.ones(1))",
-        forward="        return torch.sum(self.gemm(x), dim=1, keepdim=True) * self.gain"))
+        forward=f"        {line}"))
     spec = gemv_spec(path)
     reason = backward.unsupported(generator.lowered(spec))
-    assert reason.startswith("no backward kernel yet for a parameter read after the matrix-vector rewrite's row sum")
-    assert "`return torch.sum(self.gemm(x), dim=1, keepdim=True) * self.gain`" in reason
+    assert reason is not None and reason.startswith(
+        "no backward kernel yet for a parameter read after the matrix-vector rewrite's row sum"), reason
+    assert f"`{line}`" in reason
+    assert "\nbackward:  raises at backward()" in generator.render_header(spec, None)
 
 
 # ---- GPU tier ------------------------------------------------------------------------------------

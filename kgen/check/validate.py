@@ -718,7 +718,8 @@ def check_magnitudes(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
 
 
 def has_backward(f: EmittedFile) -> bool:
-    """Whether every GEMM part of the file has backward kernels (else backward() raises)."""
+    """Whether every GEMM part of the file has a backward (kernels, or a constant output's zero
+    gradients; else backward() raises)."""
     ops = getattr(f.module, "_KGEN_BACKWARD_OPS", None)
     return bool(ops) and all(op is not None for op in ops)
 

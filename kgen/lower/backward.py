@@ -690,11 +690,25 @@ def _gemv_row_nodes(lowered: Lowered) -> tuple[Node, list[Node]]:
     return reduce, [n for n in graph.live() if n.id in after]
 
 
+def _ancestors(graph: Graph, roots) -> set[int]:
+    """The ids of the nodes `roots` are computed from, and theirs (the roots included)."""
+    out, todo = set(), list(roots)
+    while todo:
+        i = todo.pop()
+        if i not in out:
+            out.add(i)
+            todo.extend(graph.node(i).args)
+    return out
+
+
 def _gemv_missing(lowered: Lowered) -> str | None:
     reduce, rows = _gemv_row_nodes(lowered)
     graph = lowered.graph
+    row_ids = {n.id for n in rows}
     for n in rows[1:]:
-        if any(graph.node(a).kind == "param" for a in n.args):
+        # (a parameter read directly or through ops on it: `* self.s`, `* self.s.exp()`)
+        feeds = _ancestors(graph, [a for a in n.args if a not in row_ids])
+        if any(graph.node(a).kind == "param" for a in feeds):
             return (f"no backward kernel yet for a parameter read after the matrix-vector rewrite's row "
                     f"{reduce.op}{_where(n)}")
         if n.kind not in ("pointwise", "const"):
@@ -717,10 +731,11 @@ def _gemv_structs(lowered: Lowered) -> str:
                  f"return {d_sum};"]
     row_body = "\n".join(f"    {line}" for line in drop_unused_values(row_lines))
     # One element of the chain from z to the reduced value, as a point-wise part's Backward::apply.
+    # (the chain's steps, and the per-feature operands they read with whatever those are computed
+    # from: `z * self.s.exp()` reads s through exp)
     top = reduce.args[0]
-    chain = _depends_on(graph, graph.gemm.id) - _depends_on(graph, reduce.id)
-    chain_nodes = [n for n in graph.live() if n.id in chain or any(graph.node(c).kind == "pointwise" and n.id in graph.node(c).args
-                                                                for c in chain)]
+    chain = _ancestors(graph, [top])
+    chain_nodes = [n for n in graph.live() if n.id in chain]
     element = Emitter(graph, operands, {graph.gemm.id: "z"}, bn_ready=True, element=True, module_rounding=False)
     value = {n.id: element.get(n.id) for n in chain_nodes}
     reverse, adjoint = _elementwise_vjp(graph, chain_nodes, top, "g", value)
@@ -731,9 +746,12 @@ def _gemv_structs(lowered: Lowered) -> str:
         for k in range(len(lowered.operands))]
     lines.append(f"return {adjoint[graph.gemm.id]};")
     element_body = "\n".join(f"    {line}" for line in drop_unused_values(lines))
-    # A parameter whose contribution depends on z (a scale: a mul or div by it) needs W u.
-    reads_z = any(n.op in ("mul", "div") and any(graph.node(a).kind == "param" for a in n.args)
-                  for n in chain_nodes if n.kind == "pointwise")
+    # A parameter whose contribution depends on z (it scales the chain: a mul or div by a value
+    # computed from it) needs W u.
+    steps = _depends_on(graph, graph.gemm.id)
+    reads_z = any(n.op in ("mul", "div") and n.id in steps and any(
+        graph.node(a).kind == "param" for a in _ancestors(graph, [b for b in n.args if b not in steps]))
+        for n in chain_nodes if n.kind == "pointwise")
     return f"""// The matrix-vector rewrite's backward (kgen/lower/backward.py, _gemv_structs; kernels/gemv_backward.cuh).
 // grad: dL/d(the row's sum over the features of the chain's value) from the sum and g, the
 // gradient of the part's output (or of a broadcast tail's core value) in that row.

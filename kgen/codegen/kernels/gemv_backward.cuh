@@ -140,11 +140,13 @@ BackwardStatus gemv_backward(const T* x, const T* w, const float* g, const float
       sums, g, M, N, p, d_sum);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return {"dL/d(row sum)", err};
+  // u only where dW or W u reads it (else the merge's last CTA alone: sum_m dR[m]).
   const RowWeights weights{d_sum};
-  if (K > 0) err = launch_weighted_column_sum<RowWeights, T>(x, M, K, p, partial, stream, weights);
+  const int u_columns = need_dw || B::kReadsZ ? K : 0;
+  if (u_columns > 0) err = launch_weighted_column_sum<RowWeights, T>(x, M, K, p, partial, stream, weights);
   if (err != cudaSuccess) return {"u = x^T dR", err};
-  column_sum_merge_kernel<RowWeights>
-      <<<column_sum_merge_blocks(K), kRowThreads, 0, stream>>>(partial, colsum_chunks(M), M, K, p, u, total, weights);
+  column_sum_merge_kernel<RowWeights><<<column_sum_merge_blocks(u_columns), kRowThreads, 0, stream>>>(
+      partial, colsum_chunks(M), M, u_columns, p, u, total, weights);
   if ((err = cudaGetLastError()) != cudaSuccess) return {"u = x^T dR", err};
   if (need_dx && (err = launch_outer_product<Affine, false>(d_sum, w_sum, M, K, p, dx, stream)) != cudaSuccess) {
     return {"dx = dR w_sum", err};

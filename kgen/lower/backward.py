@@ -678,8 +678,8 @@ struct Backward {{
 # every column of a row (dR[m], the row sum's gradient), so dz[m][n] = dR[m] s[n] has rank one:
 # dx = dR w_sum (w_sum = sum_n s[n] W_n, the forward's column sums), dW = s u^T with u = x^T dR,
 # and a chain parameter's gradient, whose contribution at an element is g (a[n] z + b[n]) (the
-# chain is affine in z), sums over the rows to a[n] (W_n . u) + b[n] sum_m dR[m]
-# (kernels/gemv_backward.cuh).
+# chain is affine in z), sums over the rows to a[n] (W_n . u) + b[n] sum_m dR[m]: sum_m dR[m]
+# times the contribution at z = (W_n . u) / sum_m dR[m] (kernels/gemv_backward.cuh).
 def _gemv_row_nodes(lowered: Lowered) -> tuple[Node, list[Node]]:
     """The row sum's reduction, and the live nodes from it to the part's output (it included)."""
     from kgen.ir.rewrite import row_sum_of_gemm
@@ -763,7 +763,7 @@ struct GemvRowsBackward {{
 }};
 
 // One element of the affine chain from z to the reduced value: dz from g, and each parameter's
-// contribution c[k] (affine in z: the kernel evaluates it at z = 0 and 1).
+// contribution c[k] (affine in z: the kernel evaluates it at the rows' dR-weighted mean of z).
 struct GemvColumnBackward {{
   __device__ static __forceinline__ float apply(float z, float g, int n, const kgen::EpilogueParams& p, float* c) {{
     (void)z; (void)n; (void)p; (void)c;

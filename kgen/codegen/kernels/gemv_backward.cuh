@@ -10,8 +10,9 @@
 //   dx[m][k] = dR[m] w_sum[k]        (w_sum = sum_n s[n] W_n: the forward's column sums, kept)
 //   dW[n][k] = s[n] u[k]             (u = x^T dR: W-sized work is one write of dW)
 //   a chain parameter's gradient: its contribution at an element is g (a[n] z + b[n]) (the chain
-//   is affine in z; Column::apply at z = 0 and 1 gives b and a + b), whose sum over the rows is
-//   a[n] (W_n . u) + b[n] sum_m dR[m]; W u is computed only where some a is not 0 (kReadsZ).
+//   is affine in z), whose sum over the rows is a[n] (W_n . u) + b[n] sum_m dR[m], i.e.
+//   sum_m dR[m] times the contribution at z = (W_n . u) / sum_m dR[m] (Column::apply there); W u
+//   is computed only where some a is not 0 (kReadsZ).
 // Every sum runs in a fixed order (no atomics): the same inputs give the same bits. x and w are
 // read, and dx and dW written, in the module's dtype T (every sum in fp32, each gradient rounded
 // once): a 16-bit module's backward makes no fp32 copy of W or of its gradient.
@@ -100,20 +101,30 @@ __global__ void __launch_bounds__(kRowThreads)
 }
 
 // grad_cols[k][n] = a_k[n] wu[n] + b_k[n] dr_total for each parameter k of the chain (one thread per
-// column; wu nullptr: every a is 0).
+// column; wu nullptr: every a is 0). Where dr_total is not 0 that is dr_total * c_k(wu[n] / dr_total),
+// c_k(z) = a_k z + b_k: the chain's contribution evaluated once at the rows' dR-weighted mean of z,
+// as the forward evaluates it (a difference c_k(1) - c_k(0) would lose a's digits to a large b:
+// `(z + b) * s`). Where dr_total is 0 (or the mean overflows): a_k wu[n], a_k from that difference.
 template <class B>
 __global__ void gemv_column_grads_kernel(const float* __restrict__ wu, const float* __restrict__ dr_total, int N,
                                          EpilogueParams p, float* __restrict__ grad_cols) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
-  float at0[B::kParams], at1[B::kParams];
-  B::Column::apply(0.f, 1.f, n, p, at0);
   const float total = *dr_total;
-  if (wu != nullptr) B::Column::apply(1.f, 1.f, n, p, at1);
+  const float mean_z = wu != nullptr ? wu[n] / total : 0.f;
+  float c[B::kParams];
+  if (total != 0.f && isfinite(mean_z)) {
+    B::Column::apply(mean_z, 1.f, n, p, c);
 #pragma unroll
-  for (int k = 0; k < B::kParams; ++k) {
-    const float slope = wu != nullptr ? (at1[k] - at0[k]) * wu[n] : 0.f;
-    grad_cols[static_cast<size_t>(k) * N + n] = slope + at0[k] * total;
+    for (int k = 0; k < B::kParams; ++k) grad_cols[static_cast<size_t>(k) * N + n] = c[k] * total;
+  } else {
+    float at1[B::kParams];
+    B::Column::apply(0.f, 1.f, n, p, c);
+    B::Column::apply(1.f, 1.f, n, p, at1);
+#pragma unroll
+    for (int k = 0; k < B::kParams; ++k) {
+      grad_cols[static_cast<size_t>(k) * N + n] = (wu != nullptr ? (at1[k] - c[k]) * wu[n] : 0.f) + c[k] * total;
+    }
   }
 }
 

@@ -707,10 +707,13 @@ def _gemv_missing(lowered: Lowered) -> str | None:
     row_ids = {n.id for n in rows}
     for n in rows[1:]:
         # (a parameter read directly or through ops on it: `* self.s`, `* self.s.exp()`)
-        feeds = _ancestors(graph, [a for a in n.args if a not in row_ids])
-        if any(graph.node(a).kind == "param" for a in feeds):
+        feeds = {graph.node(a).kind for a in _ancestors(graph, [a for a in n.args if a not in row_ids])}
+        if "param" in feeds:
             return (f"no backward kernel yet for a parameter read after the matrix-vector rewrite's row "
                     f"{reduce.op}{_where(n)}")
+        if feeds - {"const", "pointwise"}:
+            return (f"no backward kernel yet for {', '.join(sorted(feeds - {'const', 'pointwise'}))} read after "
+                    f"the matrix-vector rewrite's row {reduce.op}{_where(n)}")
         if n.kind not in ("pointwise", "const"):
             return f"no backward kernel yet for {n.kind} after the matrix-vector rewrite's row {reduce.op}{_where(n)}"
     return None

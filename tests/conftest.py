@@ -191,17 +191,24 @@ def assert_same_bits_every_call(f, rows: int, calls: int = 3, dtype=None) -> Non
 
 class StandInLibrary:
     """An emitted file's compiled library, for CPU tests of the Python around its kernels: the
-    forward entry of part 0 records each call's arguments by name (M, N, K, the tensors' data
-    pointers) and its kernels do nothing."""
+    forward and backward entries of part 0 record each call's arguments by name (M, N, K, the
+    tensors' data pointers) and their kernels do nothing."""
 
-    def __init__(self, names):
+    def __init__(self, names, backward_names=()):
         self.names, self.calls = names, []
+        self.backward_names, self.backward_calls = backward_names, []
 
     def kgen_workspace_floats_0(self, M, N, K):
         return 1
 
     def kgen_forward_0(self, *values):
         self.calls.append(dict(zip(self.names, values)))
+
+    def kgen_backward_floats_0(self, M, N, K):
+        return M * N   # (room for dz, which a 16-bit module's backward reads)
+
+    def kgen_backward_0(self, *values):
+        self.backward_calls.append(dict(zip(self.backward_names, values)))
 
 
 def launch_on_cpu(module, monkeypatch) -> StandInLibrary:
@@ -210,7 +217,8 @@ def launch_on_cpu(module, monkeypatch) -> StandInLibrary:
     import contextlib
     import types
 
-    library = StandInLibrary([name for name, _ in module._KGEN_FORWARD_ARGS[0]])
+    library = StandInLibrary([name for name, _ in module._KGEN_FORWARD_ARGS[0]],
+                             [name for name, _ in module._KGEN_BACKWARD_ARGS[0] or ()])
     monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32: library)
     monkeypatch.setitem(module._KGEN_OUTPUT_TYPED, library, [True])
     monkeypatch.setattr(module, "_kgen_on", lambda device: contextlib.nullcontext())

@@ -498,3 +498,30 @@ def test_a_constant_output_trains_with_zero_gradients(monkeypatch):
     assert all(g is not None and g.shape == t.shape and not g.any() for g, t in zip(grads, [x, *model.parameters()]))
     other = next(s for s in enumerate_specs(str(REFS_DIR / "gemm_mul_leakyrelu.py"), 64, 96, 80) if s.family == "simt")
     assert "def _kgen_zero_vjp" not in generator.render(other)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("ref,backend", [("gemm_mul_leakyrelu", "wgmma"), ("gemm_sum_max_mean_lse", "gemv")])
+def test_the_backwards_python_calls_its_entry_with_every_argument(ref, backend, dtype, monkeypatch):
+    """The Python around the backward kernels (_kgen_launch_backward: the GEMM families' and the
+    matrix-vector rewrite's) run in eager training on CPU tensors, the library stood in: one call
+    of the part's backward entry, every pointer it names given (g, z, dx, dw, the workspace, the
+    column sums), its sizes the module's, and gradients of the inputs' shapes and dtype back (in
+    bf16, the GEMM families' dx and dW from torch's GEMMs on dz: 16-bit dx, dW are not the kernels')."""
+    from conftest import launch_on_cpu
+
+    spec = next(s for s in enumerate_specs(str(REFS_DIR / f"{ref}.py"), 64, 96, 80) if s.family == backend)
+    module = exec_file(generator.render(spec))
+    library = launch_on_cpu(module, monkeypatch)
+    monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
+    model = module.ModelNew(*module.get_init_inputs()).to(dtype)
+    x = torch.rand(64, 96, dtype=dtype, requires_grad=True)
+    model(x).float().sum().backward()
+    assert len(library.calls) == 1 and library.calls[0]["z_out"]     # the forward kept what the backward reads
+    (call,) = library.backward_calls
+    torch_gemms = backend != "gemv" and dtype != torch.float32
+    assert (call["M"], call["N"], call["K"], call["need_dx"], call["need_dw"]) == (64, 80, 96, *[int(not torch_gemms)] * 2)
+    assert all(call[name] for name in ("x", "w", "g", "z", "grad_cols", "workspace"))
+    assert bool(call["dx"]) == bool(call["dw"]) == (not torch_gemms)
+    for leaf in (x, *model.parameters()):
+        assert leaf.grad is not None and leaf.grad.shape == leaf.shape and leaf.grad.dtype == leaf.dtype

@@ -446,16 +446,31 @@ def validate(file, tol, batch, quick, ref, dtype):
 @click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None,
               help="Run the module and its input in this dtype (as module.to(dtype)); eager and "
                    "torch.compile are timed in it too [the dtype of the reference's get_inputs()].")
-def bench(file, batch, iters, ref, with_compile, with_autotune, dtype):
+@click.option("--training", is_flag=True,
+              help="Time one training step (forward, backward with dL/dx and every parameter's gradient) "
+                   "instead of the forward, over 5 rounds interleaved with eager's (--iters steps "
+                   "in all, a fifth a round), and print each "
+                   "gradient's error against fp64 beside eager's.")
+def bench(file, batch, iters, ref, with_compile, with_autotune, dtype, training):
     """Time FILE and the eager reference in the same run and print their ratio."""
     f = _load(file, ref)
     dtype = dtype or precision_name(f.reference.input.dtype)
-    _require_cuda("bench")
-    from kgen.check.bench import bench as run_bench
+    from kgen.check.validate import dtype_refusal
 
-    f.build()
-    click.echo(run_bench(f, batch=batch, iters=iters, with_compile=with_compile, with_autotune=with_autotune,
-                         dtype=torch_dtype(dtype)).report())
+    refusal = dtype_refusal(f, torch_dtype(dtype))
+    if refusal:
+        raise click.UsageError(refusal)
+    _require_cuda("bench")
+    from kgen.check.bench import bench as run_bench, bench_training
+
+    f.build(torch_dtype(dtype))
+    if training:
+        result = bench_training(f, batch=batch, iters=max(10, iters // 5), dtype=torch_dtype(dtype),
+                                with_compile=with_compile, with_autotune=with_autotune)
+    else:
+        result = run_bench(f, batch=batch, iters=iters, with_compile=with_compile, with_autotune=with_autotune,
+                           dtype=torch_dtype(dtype))
+    click.echo(result.report())
 
 
 @main.command()

@@ -328,6 +328,19 @@ def test_gpu_commands_say_when_there_is_no_gpu(tmp_path):
     for cmd in ("validate", "bench"):
         r = run(cmd, str(out))
         assert r.exit_code == 2 and "needs a CUDA GPU" in r.output
+    r = run("bench", str(out), "--training")
+    assert r.exit_code == 2 and "needs a CUDA GPU" in r.output
+
+
+def test_bench_refuses_a_dtype_the_file_does_not_run(tmp_path):
+    """An fp32-only file benched (or its training step) in bf16: the reason, before any GPU
+    is looked for, as validate gives it."""
+    out = tmp_path / "m.py"
+    assert run("generate", "--backend", "kgen", "-o", str(out)).exit_code == 0
+    for extra in ([], ["--training"]):
+        r = run("bench", str(out), "--dtype", "bf16", *extra)
+        assert r.exit_code == 2 and "runs float32 modules, not bfloat16" in r.output, r.output
+        assert "Traceback" not in r.output
 
 
 def test_commands_that_load_torch_print_no_numpy_warning():

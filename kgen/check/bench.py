@@ -198,3 +198,133 @@ def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int
             times[str(f.path)].append(time_calls(new, x, iters).median_ms)
     torch.backends.cuda.matmul.allow_tf32 = previous
     return times
+
+
+def training_step(model, g):
+    """One training step of `model` as a function of x (which requires its gradient: an inner
+    layer, so the step computes dL/dx too): the gradients left by the last step dropped (as an
+    optimizer's zero_grad(set_to_none=True)), forward, backward of the output gradient g."""
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def step(x):
+        for p in params:
+            p.grad = None
+        x.grad = None
+        model(x).backward(g)
+
+    return step
+
+
+def gradients(model, x, g) -> list:
+    """dL/dx and every parameter's gradient of `model` at x for the output gradient g."""
+    x = x.detach().clone().requires_grad_()
+    y = model(x)
+    params = [p for p in model.parameters() if p.requires_grad]
+    return list(torch.autograd.grad(y, [x] + params, g.to(y.dtype), allow_unused=True))
+
+
+@dataclasses.dataclass
+class TrainingResult:
+    """One training step of ModelNew against eager in the module's dtype (docs/design.md,
+    "Measurement"), and each gradient's max abs error against fp64 autograd of the same module's
+    values, ModelNew's and eager's."""
+    device: str
+    batch: int
+    dtype: str
+    mode: str
+    new: Timing               # median over the rounds of each round's median
+    eager: Timing
+    new_rounds: list          # each round's median, ms
+    eager_rounds: list
+    compiled: dict            # {"default" / "max-autotune": Timing}: torch.compile of the reference, where asked
+    errors: list              # (name, fp64's max abs, ModelNew's max abs error, eager's)
+
+    @property
+    def ratio(self) -> float:
+        return self.new.median_ms / self.eager.median_ms
+
+    def report(self) -> str:
+        name = {torch_name: short for short, torch_name in PRECISIONS.items()}[self.dtype]
+        width = max(len(n) for n, *_ in self.errors)
+        spread = (lambda t: f"rounds {min(t):.3f}-{max(t):.3f}")
+        return "\n".join([
+            f"device: {self.device}, batch {self.batch}, {self.mode} mode, {self.dtype} module; one "
+            "training step: forward, then backward with dL/dx (an inner layer), gradients reset "
+            "before each; L2 flushed before each step",
+            f"ModelNew            {self.new.median_ms:8.3f} ms  ({spread(self.new_rounds)})",
+            f"{'eager ' + name:<20}{self.eager.median_ms:8.3f} ms  ({spread(self.eager_rounds)})   "
+            f"ModelNew takes {self.ratio:.3f}x its time ({1 / self.ratio:.2f}x speedup)",
+            *(f"{('torch.compile ' if mode == 'default' else mode + ' ') + name:<20}{t.median_ms:8.3f} ms   "
+              f"ModelNew takes {self.new.median_ms / t.median_ms:.3f}x its time" for mode, t in self.compiled.items()),
+            f"gradients, max abs error vs fp64 (ModelNew / eager {name}; the gradient's largest magnitude):",
+            *(f"  {n:<{width}}  {new:.2e} / {eager:.2e}  ({scale:.2e})" for n, scale, new, eager in self.errors),
+        ])
+
+
+def _max_error(a, expect) -> float:
+    if a is None or expect is None:   # a parameter the output does not depend on
+        return 0.0 if a is None and expect is None else float("nan")
+    return (a.double() - expect).abs().max().item() if a.numel() else 0.0
+
+
+def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, rounds: int = 5,
+                   seed: int = 0, dtype: torch.dtype = torch.float32,
+                   with_compile: bool = False, with_autotune: bool = False) -> TrainingResult:
+    """One training step of ModelNew and of eager, the module and its input in `dtype`: each
+    round times both (`iters` steps each, time_calls), in an order that alternates between
+    rounds so that neither always runs first; the gradients' errors against fp64 first, on the
+    fresh modules."""
+    device = torch.device("cuda")
+    batch = batch or f.spec.batch
+    torch.manual_seed(seed)
+    with torch.device(device):
+        ref = f.Model(*f.init_args())
+        new = f.ModelNew(*f.init_args())
+        ref64 = f.Model(*f.init_args()).double()
+    new.load_state_dict(ref.state_dict())
+    ref.to(dtype)
+    new.to(dtype)
+    ref64.load_state_dict(ref.state_dict())   # the module's values as rounded to dtype
+    for m in (ref, new, ref64):
+        m.train(f.runs_in_training)
+    (x,) = [t.to(device, dtype) for t in f.reference.inputs(batch)]
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        with torch.no_grad():
+            shape = ref(x).shape
+        g = torch.randn(shape, device=device, generator=torch.Generator(device).manual_seed(seed + 1))
+        names = ["input"] + [n for n, p in ref.named_parameters() if p.requires_grad]
+        # BatchNorm's running buffers move on each training forward: the three see the same ones.
+        state = {k: v.clone() for k, v in ref.state_dict().items()}
+        expect = gradients(ref64, x.double(), g.double())
+        ref64.load_state_dict(state)
+        new_grads = gradients(new, x, g.to(dtype))
+        eager_grads = gradients(ref, x, g.to(dtype))
+        new.load_state_dict(state)
+        ref.load_state_dict(state)
+        errors = [(n, e.abs().max().item() if e is not None and e.numel() else 0.0,
+                   _max_error(a, e), _max_error(b, e))
+                  for n, e, a, b in zip(names, expect, new_grads, eager_grads)]
+        xi = x.detach().clone().requires_grad_()
+        g = g.to(dtype)
+        steps = {"new": training_step(new, g), "eager": training_step(ref, g)}
+        times = {"new": [], "eager": []}
+        for r in range(rounds):
+            for k in (("new", "eager") if r % 2 == 0 else ("eager", "new")):
+                times[k].append(time_calls(steps[k], xi, iters, grad=True))
+        modes = ["default"] * with_compile + ["max-autotune"] * with_autotune
+        compiled = {mode: time_calls(training_step(torch.compile(ref, mode=mode), g), xi, iters, grad=True)
+                    for mode in modes}
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+
+    def over_rounds(ts):
+        return Timing(statistics.median(t.median_ms for t in ts), statistics.median(t.p20_ms for t in ts),
+                      statistics.median(t.p80_ms for t in ts))
+
+    return TrainingResult(torch.cuda.get_device_name(device), batch, str(dtype).removeprefix("torch."),
+                          "training" if f.runs_in_training else "eval",
+                          over_rounds(times["new"]), over_rounds(times["eager"]),
+                          [t.median_ms for t in times["new"]], [t.median_ms for t in times["eager"]],
+                          compiled, errors)

@@ -209,8 +209,11 @@ def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype):
 
     spec = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
     module = exec_file(generator.render(spec))
-    library = types.SimpleNamespace(kgen_backward_floats_0=lambda M, N, K: M * N + 8 * N,
-                                    kgen_backward_0=lambda *values: None)
+    class Library:   # (hashable, as a ctypes library is: the file keys its workspace sizes by it)
+        kgen_backward_floats_0 = staticmethod(lambda M, N, K: M * N + 8 * N)
+        kgen_backward_0 = staticmethod(lambda *values: None)
+
+    library = Library()
     monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None: library)
     monkeypatch.setattr(module, "_kgen_on", lambda device: module._KGEN_NO_GUARD)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))

@@ -38,7 +38,7 @@ def test_bench_training_of_a_published_file(ref, dtype, tmp_path):
     runner = CliRunner()
     made = runner.invoke(main, ["generate", str(ref), "--dtype", dtype, "-o", str(out)])
     assert made.exit_code == 0, made.output
-    result = runner.invoke(main, ["bench", str(out), "--training", "--iters", "50"])
+    result = runner.invoke(main, ["bench", str(out), "--training", "--iters", "50", "--dtype", dtype])
     assert result.exit_code == 0, result.output
     text = result.output
     assert f"{'float32' if dtype == 'fp32' else 'bfloat16'} module; one training step" in text

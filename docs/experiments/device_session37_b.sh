@@ -1,6 +1,7 @@
 # Session 37, call B: one bf16 training step of every KernelBench level-2 GEMM file (its
 # `kgen generate --dtype bf16` file: the bf16 search's winner) against eager bf16, with
-# `kgen bench --training` (new this session), and that command's GPU tests.
+# `kgen bench --training` (new this session), and that command's GPU tests. (As it ran in call B,
+# bench had no --dtype: it took the reference's, fp32, so call B's table is the fp32 files' steps.)
 unset PYTHONDONTWRITEBYTECODE
 . scripts/device_setup.sh
 D=${DTYPE:-bf16}
@@ -13,7 +14,7 @@ EmittedFile(sys.argv[1], with_reference=False).build(getattr(torch, sys.argv[2])
 grep -iE "error" $OUT/builds.log | head -5
 t built
 for f in $(ls /tmp/f/k*.py | sort -V); do n=$(basename $f .py | tr -d k)
-  timeout 90 python3 -m kgen.cli bench $f --training --iters 100 > $OUT/logs/train_$n.log 2>&1
+  timeout 90 python3 -m kgen.cli bench $f --training --iters 100 --dtype $D > $OUT/logs/train_$n.log 2>&1
   echo "$n: $(grep -E '^ModelNew|^eager' $OUT/logs/train_$n.log | tr -s ' ' | cut -c1-60 | tr '\n' ' ')"
 done
 t table

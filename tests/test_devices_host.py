@@ -31,14 +31,16 @@ def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     assert python.count("current_device()") == 1 and "set_device(" not in python
     assert ("return _KGEN_NO_GUARD if device.index == torch.cuda.current_device() else torch.cuda.device(device)"
             in python)
-    # the forward's call; the backward's (_kgen_call_backward) and the forward's workspace size
-    # (split-K depends on the SM count), asked once per shape and device, on the device given:
-    # x's
-    assert python.count("with _kgen_on(x.device):") == 1
+    # the forward's call and the backward's workspace size; the backward's call
+    # (_kgen_call_backward) and the forward's workspace size (split-K depends on the SM count),
+    # both sizes asked once per shape and device, on the device given: x's
+    assert python.count("with _kgen_on(x.device):") == 2
     assert python.count("with _kgen_on(device):") == 2 and "_kgen_workspace_floats(library, part, x.device, M, N, K)" in python
     assert "_kgen_call_backward(library, part, x.device, args)" in python
     assert "_kgen_build(x.device, x.dtype)" in python and "_kgen_build(x.device)" in python
-    assert "torch.cuda.current_stream(x.device)" in python
+    # every launch on x's device's current stream (the raw handle where torch has it)
+    assert python.count("stream=_kgen_stream(x.device)") == 2
+    assert "return _KGEN_RAW_STREAM(device.index)" in python and "torch.cuda.current_stream(device).cuda_stream" in python
     assert "torch.cuda.current_stream()" not in python
     for line in python.splitlines():
         if re.search(r"torch\.(?:empty|zeros|ones|full)\(", line):

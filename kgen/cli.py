@@ -370,6 +370,21 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
         raise
 
 
+def _default_dtype(f, file) -> str:
+    """The dtype validate and bench run a file's module in without --dtype: the one its header
+    says it was measured in (a search in bf16 or fp16 chose it), else the dtype of the
+    reference's get_inputs(); a note says so where the two differ."""
+    own = precision_name(f.reference.input.dtype)
+    measured = getattr(f.module, "KGEN_MEASURED", None)
+    recorded = measured.get("dtype") if isinstance(measured, dict) else None
+    if recorded not in PRECISIONS.values() or PRECISIONS.get(own) == recorded:
+        return own
+    name = next(short for short, torch_name in PRECISIONS.items() if torch_name == recorded)
+    click.echo(f"note: {file} was measured with the module in {name} (its header); running it so "
+               f"(--dtype {own} for the dtype of the reference's inputs)", err=True)
+    return name
+
+
 def _load(file, ref=None):
     from kgen.check.loading import EmittedFile, NotAnEmittedFile
 
@@ -399,12 +414,12 @@ def _load(file, ref=None):
               help="Reference file to check against [the one FILE was generated from].")
 @click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None,
               help="Check the module in this dtype (module and input converted with .to(dtype)); "
-                   "eager in that dtype is the yardstick, fp64 the judge [the dtype of the "
-                   "reference's get_inputs()].")
+                   "eager in that dtype is the yardstick, fp64 the judge [the dtype FILE's header "
+                   "says it was measured in, else that of the reference's get_inputs()].")
 def validate(file, tol, batch, quick, ref, dtype):
     """Check FILE against its reference on the GPU; exits non-zero on any failure."""
     f = _load(file, ref)
-    dtype = dtype or precision_name(f.reference.input.dtype)
+    dtype = dtype or _default_dtype(f, file)
     from kgen.check.validate import dtype_refusal
 
     module_dtype = torch_dtype(dtype)
@@ -445,16 +460,17 @@ def validate(file, tol, batch, quick, ref, dtype):
               help='Also time torch.compile(mode="max-autotune") of the reference (slow to compile).')
 @click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None,
               help="Run the module and its input in this dtype (as module.to(dtype)); eager and "
-                   "torch.compile are timed in it too [the dtype of the reference's get_inputs()].")
+                   "torch.compile are timed in it too [the dtype FILE's header says it was "
+                   "measured in, else that of the reference's get_inputs()].")
 @click.option("--training", is_flag=True,
               help="Time one training step (forward, backward with dL/dx and every parameter's gradient) "
                    "instead of the forward, over 5 rounds interleaved with eager's (--iters steps "
-                   "in all, a fifth a round), and print each "
+                   "a model in all, at least 10 a round), and print each "
                    "gradient's error against fp64 beside eager's.")
 def bench(file, batch, iters, ref, with_compile, with_autotune, dtype, training):
     """Time FILE and the eager reference in the same run and print their ratio."""
     f = _load(file, ref)
-    dtype = dtype or precision_name(f.reference.input.dtype)
+    dtype = dtype or _default_dtype(f, file)
     from kgen.check.validate import dtype_refusal
 
     refusal = dtype_refusal(f, torch_dtype(dtype))
@@ -465,8 +481,11 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype, training)
 
     f.build(torch_dtype(dtype))
     if training:
-        result = bench_training(f, batch=batch, iters=max(10, iters // 5), dtype=torch_dtype(dtype),
-                                with_compile=with_compile, with_autotune=with_autotune)
+        try:
+            result = bench_training(f, batch=batch, iters=max(10, iters // 5), dtype=torch_dtype(dtype),
+                                    with_compile=with_compile, with_autotune=with_autotune)
+        except ValueError as e:   # no step to time: a file without a backward, an output without a gradient
+            raise click.ClickException(str(e)) from None
     else:
         result = run_bench(f, batch=batch, iters=iters, with_compile=with_compile, with_autotune=with_autotune,
                            dtype=torch_dtype(dtype))

@@ -215,12 +215,12 @@ def launch_on_cpu(module, monkeypatch) -> StandInLibrary:
     """An emitted file's `module` made to launch on CPU tensors against a StandInLibrary (its build,
     device guard and stream replaced), which it returns."""
     import contextlib
-    import types
 
     library = StandInLibrary([name for name, _ in module._KGEN_FORWARD_ARGS[0]],
                              [name for name, _ in module._KGEN_BACKWARD_ARGS[0] or ()])
     monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32: library)
     monkeypatch.setitem(module._KGEN_OUTPUT_TYPED, library, [True])
     monkeypatch.setattr(module, "_kgen_on", lambda device: contextlib.nullcontext())
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    # (the stream the launches name: 0, whatever torch's build; a CUDA build's raw getter takes no CPU device)
+    monkeypatch.setattr(module, "_kgen_stream", lambda device: 0)
     return library

@@ -205,10 +205,9 @@ def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype):
     the CPU with the library stubbed (the kernels write nothing), gives results that pass
     torch's own check, for an fp32 module (kgen's GEMMs) and a bf16 one (torch's), and in the
     module's dtype."""
-    import types
-
     spec = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
     module = exec_file(generator.render(spec))
+
     class Library:   # (hashable, as a ctypes library is: the file keys its workspace sizes by it)
         kgen_backward_floats_0 = staticmethod(lambda M, N, K: M * N + 8 * N)
         kgen_backward_0 = staticmethod(lambda *values: None)
@@ -216,7 +215,7 @@ def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype):
     library = Library()
     monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None: library)
     monkeypatch.setattr(module, "_kgen_on", lambda device: module._KGEN_NO_GUARD)
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(module, "_kgen_stream", lambda device: 0)
     x, w = torch.rand(6, 4, dtype=dtype), torch.rand(5, 4, dtype=dtype)
     operands = {"operand0": torch.rand(5, dtype=dtype), "operand1": torch.rand(1, dtype=dtype)}
     g, z = torch.rand(6, 5, dtype=dtype), torch.zeros(6 * 5 + 5 * 5)

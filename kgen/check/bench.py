@@ -17,7 +17,7 @@ import time
 import torch
 
 from kgen.check.loading import EmittedFile
-from kgen.tune.configs import PRECISIONS
+from kgen.tune.configs import PRECISION_TOLERANCES, PRECISIONS
 
 FLUSH_BYTES = 256 * 1024 * 1024
 # Warm-up before the timed calls: at least this many calls, and calls for at least this long. A
@@ -200,6 +200,7 @@ def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int
     return times
 
 
+
 def training_step(model, g):
     """One training step of `model` as a function of x (which requires its gradient: an inner
     layer, so the step computes dL/dx too): the gradients left by the last step dropped (as an
@@ -213,14 +214,6 @@ def training_step(model, g):
         model(x).backward(g)
 
     return step
-
-
-def gradients(model, x, g) -> list:
-    """dL/dx and every parameter's gradient of `model` at x for the output gradient g."""
-    x = x.detach().clone().requires_grad_()
-    y = model(x)
-    params = [p for p in model.parameters() if p.requires_grad]
-    return list(torch.autograd.grad(y, [x] + params, g.to(y.dtype), allow_unused=True))
 
 
 @dataclasses.dataclass
@@ -238,6 +231,7 @@ class TrainingResult:
     eager_rounds: list
     compiled: dict            # {"default" / "max-autotune": Timing}: torch.compile of the reference, where asked
     errors: list              # (name, fp64's max abs, ModelNew's max abs error, eager's)
+    note: str = ""            # output elements at a kink of the reference left out of the errors' g
 
     @property
     def ratio(self) -> float:
@@ -256,14 +250,13 @@ class TrainingResult:
             f"ModelNew takes {self.ratio:.3f}x its time ({1 / self.ratio:.2f}x speedup)",
             *(f"{('torch.compile ' if mode == 'default' else mode + ' ') + name:<20}{t.median_ms:8.3f} ms   "
               f"ModelNew takes {self.new.median_ms / t.median_ms:.3f}x its time" for mode, t in self.compiled.items()),
-            f"gradients, max abs error vs fp64 (ModelNew / eager {name}; the gradient's largest magnitude):",
+            f"gradients, max abs error vs fp64 (ModelNew / eager {name}; the gradient's largest magnitude)"
+            + (f"; {self.note}" if self.note else "") + ":",
             *(f"  {n:<{width}}  {new:.2e} / {eager:.2e}  ({scale:.2e})" for n, scale, new, eager in self.errors),
         ])
 
 
-def _max_error(a, expect) -> float:
-    if a is None or expect is None:   # a parameter the output does not depend on
-        return 0.0 if a is None and expect is None else float("nan")
+def _max_error(a: torch.Tensor, expect: torch.Tensor) -> float:
     return (a.double() - expect).abs().max().item() if a.numel() else 0.0
 
 
@@ -272,8 +265,18 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
                    with_compile: bool = False, with_autotune: bool = False) -> TrainingResult:
     """One training step of ModelNew and of eager, the module and its input in `dtype`: each
     round times both (`iters` steps each, time_calls), in an order that alternates between
-    rounds so that neither always runs first; the gradients' errors against fp64 first, on the
-    fresh modules."""
+    rounds so that neither always runs first. The gradients' errors first, on the fresh modules,
+    as kgen validate's gradient check takes them: every forward from one CUDA RNG state (a
+    Dropout draws one mask), the output gradient in the module's dtype, output elements at a
+    kink of the reference left out of it (kinks.kink_free_gradient), a parameter with no
+    gradient at these inputs counted as zeros. Raises ValueError where there is no step to time:
+    a file without a backward, an output that carries no gradient."""
+    from kgen.check.kinks import _BuffersKept, gradients, kink_free_gradient, output_shape
+    from kgen.check.validate import has_backward, may_kink
+
+    if not has_backward(f):
+        raise ValueError(f"{f.path.name} has no backward kernels (its backward() raises): "
+                         "there is no training step to time")
     device = torch.device("cuda")
     batch = batch or f.spec.batch
     torch.manual_seed(seed)
@@ -288,33 +291,38 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
     for m in (ref, new, ref64):
         m.train(f.runs_in_training)
     (x,) = [t.to(device, dtype) for t in f.reference.inputs(batch)]
+    name = {torch_name: short for short, torch_name in PRECISIONS.items()}[str(dtype).removeprefix("torch.")]
     previous = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     try:
-        with torch.no_grad():
-            shape = ref(x).shape
-        g = torch.randn(shape, device=device, generator=torch.Generator(device).manual_seed(seed + 1))
-        names = ["input"] + [n for n, p in ref.named_parameters() if p.requires_grad]
-        # BatchNorm's running buffers move on each training forward: the three see the same ones.
-        state = {k: v.clone() for k, v in ref.state_dict().items()}
-        expect = gradients(ref64, x.double(), g.double())
-        ref64.load_state_dict(state)
-        new_grads = gradients(new, x, g.to(dtype))
-        eager_grads = gradients(ref, x, g.to(dtype))
-        new.load_state_dict(state)
-        ref.load_state_dict(state)
-        errors = [(n, e.abs().max().item() if e is not None and e.numel() else 0.0,
-                   _max_error(a, e), _max_error(b, e))
+        rng = torch.cuda.get_rng_state(device)
+        reset = lambda: torch.cuda.set_rng_state(rng, device)   # noqa: E731 - one Dropout mask for every forward
+        with torch.enable_grad(), _BuffersKept(ref64):
+            reset()
+            if not ref64(x.double().requires_grad_()).requires_grad:
+                raise ValueError(f"{f.reference.path.name}'s output carries no gradient (its forward "
+                                 "detaches it): there is no training step to time")
+        shape = output_shape(ref64, x.double(), reset)
+        g = torch.randn(shape, device=device, generator=torch.Generator(device).manual_seed(seed + 1)).to(dtype)
+        judged, note = (kink_free_gradient(ref64, x.double(), g.double(), PRECISION_TOLERANCES[name], reset)
+                        if may_kink(f) else (g, ""))
+        names = ["input"] + [n for n, _ in ref.named_parameters()]
+        # (BatchNorm's running buffers move on each training forward: each model's kept as it was)
+        with _BuffersKept(ref64), _BuffersKept(new), _BuffersKept(ref):
+            expect = gradients(ref64, x.double(), judged.double(), reset)
+            new_grads = gradients(new, x, judged.to(dtype), reset)
+            eager_grads = gradients(ref, x, judged.to(dtype), reset)
+        errors = [(n, e.abs().max().item() if e.numel() else 0.0, _max_error(a, e), _max_error(b, e))
                   for n, e, a, b in zip(names, expect, new_grads, eager_grads)]
+        del expect, new_grads, eager_grads
         xi = x.detach().clone().requires_grad_()
-        g = g.to(dtype)
         steps = {"new": training_step(new, g), "eager": training_step(ref, g)}
         times = {"new": [], "eager": []}
         for r in range(rounds):
             for k in (("new", "eager") if r % 2 == 0 else ("eager", "new")):
                 times[k].append(time_calls(steps[k], xi, iters, grad=True))
         modes = ["default"] * with_compile + ["max-autotune"] * with_autotune
-        compiled = {mode: time_calls(training_step(torch.compile(ref, mode=mode), g), xi, iters, grad=True)
+        compiled = {mode: time_calls(training_step(torch.compile(ref, mode=mode), g), xi, iters * rounds, grad=True)
                     for mode in modes}
     finally:
         torch.backends.cuda.matmul.allow_tf32 = previous
@@ -327,4 +335,4 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
                           "training" if f.runs_in_training else "eval",
                           over_rounds(times["new"]), over_rounds(times["eager"]),
                           [t.median_ms for t in times["new"]], [t.median_ms for t in times["eager"]],
-                          compiled, errors)
+                          compiled, errors, note)

@@ -26,4 +26,4 @@ for n in 98 99; do timeout 60 python3 -m kgen.cli bench /tmp/f/k$n.py --training
 t "KernelBench eval"
 NUMS="12 51" PRECISIONS="bf16" EVAL_LIMIT=100 bash scripts/device_kernelbench.sh 2>&1 | tail -8
 t done
-cd $OUT && tar cf /tmp/d.tar * && rm -rf logs *.log *.md *.txt 2>/dev/null; mv /tmp/d.tar $OUT/d.tar; ls $OUT
+cd $OUT && tar cf /tmp/d.tar * && find . -mindepth 1 -delete && mv /tmp/d.tar $OUT/d.tar && ls $OUT

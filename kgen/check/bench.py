@@ -17,6 +17,7 @@ import time
 import torch
 
 from kgen.check.loading import EmittedFile
+from kgen.check.masks import masks_drawn_in
 from kgen.tune.configs import PRECISION_TOLERANCES, PRECISIONS
 
 FLUSH_BYTES = 256 * 1024 * 1024
@@ -137,7 +138,7 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
     with torch.device(device):
         ref = f.Model(*f.init_args())
         new = f.ModelNew(*f.init_args())
-        ref64 = f.Model(*f.init_args()).double()
+        ref64 = masks_drawn_in(f.Model(*f.init_args()).double(), dtype, getattr(f, "dropouts", ()))
     new.load_state_dict(ref.state_dict())
     ref.to(dtype)
     new.to(dtype)
@@ -147,10 +148,14 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
     # The reference's own get_inputs(), in the module's dtype (as KernelBench's eval casts them).
     (x,) = [t.to(device, dtype) for t in f.reference.inputs(batch)]
 
-    # Error first, on fresh modules, so the number refers to the same state as a user's first call.
+    # Error first, on fresh modules, so the number refers to the same state as a user's first
+    # call; each forward from one RNG state (a Dropout in training mode: one mask for the three).
+    rng = torch.cuda.get_rng_state(device)
     with torch.no_grad():
         out = new(x).double()
+        torch.cuda.set_rng_state(rng, device)
         expect = ref64(x.double())
+        torch.cuda.set_rng_state(rng, device)
         eager_err = (ref(x).double() - expect).abs().max().item()
     abs_err = (out - expect).abs().max().item()
     scale = expect.abs().max().item()
@@ -283,7 +288,7 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
     with torch.device(device):
         ref = f.Model(*f.init_args())
         new = f.ModelNew(*f.init_args())
-        ref64 = f.Model(*f.init_args()).double()
+        ref64 = masks_drawn_in(f.Model(*f.init_args()).double(), dtype, getattr(f, "dropouts", ()))
     new.load_state_dict(ref.state_dict())
     ref.to(dtype)
     new.to(dtype)

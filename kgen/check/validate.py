@@ -34,6 +34,7 @@ import torch
 
 from kgen.check.kinks import _BuffersKept, gradients, jump_mask, kink_free_gradient, output_shape
 from kgen.check.loading import EmittedFile
+from kgen.check.masks import masks_drawn_in
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 from kgen.ir.graph import smooth, stored_weight
@@ -345,7 +346,8 @@ class Trio:
             self.ref = f.Model(*f.init_args()).to(dtype)
             torch.manual_seed(seed)
             self.new = f.ModelNew(*f.init_args()).to(dtype)
-            self.ref64 = f.Model(*f.init_args()).double()
+            # (each Dropout mask drawn as the module's dtype draws it: kgen/check/masks.py)
+            self.ref64 = masks_drawn_in(f.Model(*f.init_args()).double(), dtype, getattr(f, "dropouts", ()))
         self.dtype = dtype
         self.ref64.load_state_dict(self.ref.state_dict())
         self.new.load_state_dict(self.ref.state_dict())

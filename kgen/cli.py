@@ -376,7 +376,8 @@ def _default_dtype(f, file) -> str:
     reference's get_inputs(); a note says so where the two differ."""
     own = precision_name(f.reference.input.dtype)
     measured = getattr(f.module, "KGEN_MEASURED", None)
-    recorded = measured.get("dtype") if isinstance(measured, dict) else None
+    # (a record of an fp32 measurement names no dtype, as the header reads it: generator.py)
+    recorded = measured.get("dtype", "float32") if isinstance(measured, dict) and measured else None
     if recorded not in PRECISIONS.values() or PRECISIONS.get(own) == recorded:
         return own
     name = next(short for short, torch_name in PRECISIONS.items() if torch_name == recorded)
@@ -477,14 +478,19 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype, training)
     if refusal:
         raise click.UsageError(refusal)
     _require_cuda("bench")
-    from kgen.check.bench import bench as run_bench, bench_training
+    from kgen.check.bench import NoTrainingStep, bench as run_bench, bench_training, refuse_training
 
+    try:
+        if training:
+            refuse_training(f)
+    except NoTrainingStep as e:
+        raise click.ClickException(str(e)) from None
     f.build(torch_dtype(dtype))
     if training:
         try:
             result = bench_training(f, batch=batch, iters=max(10, iters // 5), dtype=torch_dtype(dtype),
                                     with_compile=with_compile, with_autotune=with_autotune)
-        except ValueError as e:   # no step to time: a file without a backward, an output without a gradient
+        except NoTrainingStep as e:   # an output without a gradient
             raise click.ClickException(str(e)) from None
     else:
         result = run_bench(f, batch=batch, iters=iters, with_compile=with_compile, with_autotune=with_autotune,

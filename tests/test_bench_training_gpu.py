@@ -52,12 +52,13 @@ def test_bench_training_of_a_published_file(ref, dtype, tmp_path):
         # kgen validate's gate judges these; here: measured, finite, of eager's order.
         assert new == new and eager == eager and scale > 0, (name, text)
         assert new <= 8 * eager + 1e-6 * scale, (name, new, eager, text)
-        if ref.name.startswith("66_") and dtype == "fp32":
+        if ref.name.startswith("66_"):
             # One Dropout mask for fp64, ModelNew and eager: one RNG state for every forward,
             # and the fp64 reference's mask drawn as fp32 draws it (kgen/check/masks.py). With
             # three draws the errors were ~90 % of the gradient (bench_training's first form);
             # with one state but fp64's own mask, ~60 % in both (call D, session 37).
-            assert max(new, eager) < 1e-3 * scale, (name, new, eager, scale)
+            # (bf16 draws its own mask too: a vector width of 8 against fp32's 4)
+            assert max(new, eager) < (1e-3 if dtype == "fp32" else 3e-2) * scale, (name, new, eager, scale)
 
 
 class WrongByOnePercent(torch.autograd.Function):

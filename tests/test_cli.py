@@ -332,6 +332,21 @@ def test_gpu_commands_say_when_there_is_no_gpu(tmp_path):
     assert r.exit_code == 2 and "needs a CUDA GPU" in r.output
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks what is said before the GPU is looked for")
+def test_validate_and_bench_take_the_dtype_the_file_was_measured_in(tmp_path):
+    """A file whose header records a bf16 measurement is checked and timed in bf16 without
+    --dtype, and says so; a record of fp32 (no dtype named) leaves the reference's dtype."""
+    out = tmp_path / "m.py"
+    assert run("generate", "--backend", "wgmma", "--math", "tf32x3", "-o", str(out)).exit_code == 0
+    text = out.read_text()
+    for record, noted in (("{'dtype': 'bfloat16', 'median_ms': 0.2}", True), ("{'median_ms': 0.2}", False)):
+        out.write_text(text.replace("KGEN_MEASURED = None", f"KGEN_MEASURED = {record}", 1))
+        for cmd in ("validate", "bench"):
+            r = run(cmd, str(out))
+            assert r.exit_code == 2 and "needs a CUDA GPU" in r.output, r.output
+            assert ("measured with the module in bf16" in r.output) == noted, (record, cmd, r.output)
+
+
 def test_bench_refuses_a_dtype_the_file_does_not_run(tmp_path):
     """An fp32-only file benched (or its training step) in bf16: the reason, before any GPU
     is looked for, as validate gives it."""

@@ -211,3 +211,17 @@ def test_a_jump_before_a_row_op_leaves_its_rows_out():
     rows = mask.any(dim=1)
     assert bool((mask == rows[:, None]).all())   # whole rows
     assert 0 < int(rows.sum()) <= KINK_MAX_ROWS * ROWS
+
+
+def test_a_frozen_parameter_gets_zeros_and_the_probe_runs():
+    """A parameter with requires_grad False (a frozen layer): autograd.grad refuses it, so the
+    gradients give it zeros, the others theirs, and the kink search still runs."""
+    from kgen.check.kinks import gradients
+
+    model, x = _linear_then([nn.LeakyReLU(0.1)])
+    model[0].bias.requires_grad_(False)
+    g = torch.randn(ROWS, OUT, dtype=torch.float64)
+    dx, dw, db = gradients(model, x, g)
+    assert torch.equal(db, torch.zeros_like(db)) and dw.abs().max() > 0 and dx.abs().max() > 0
+    masked, note = kink_free_gradient(model, x, g, TOL)
+    assert "left out" in note and (masked == 0).sum() >= 1

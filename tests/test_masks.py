@@ -100,3 +100,33 @@ def test_a_model_without_dropout_or_in_fp64_is_left_as_it_is():
     assert "forward" not in vars(masks_drawn_in(model, torch.float32, dropouts=()))
     assert "forward" not in vars(masks_drawn_in(model, torch.float64))
     assert "forward" in vars(masks_drawn_in(model, torch.float32))
+
+
+def test_in_place_dropout_of_the_fp64_reference_writes_its_input():
+    model64 = masks_drawn_in(Model("F.dropout").double(), torch.float32)
+    y = torch.ones(4, 32, dtype=torch.float64)
+    with masks._MasksIn(torch.float32):
+        out = F.dropout(y, 0.5, True, inplace=True)
+        out_ = torch.dropout_(torch.ones(4, 32, dtype=torch.float64), 0.5, True)
+    assert out is y and set(y.unique().tolist()) <= {0.0, 2.0} and (y == 0).any()
+    assert set(out_.unique().tolist()) <= {0.0, 2.0}
+    assert "forward" in vars(model64)
+
+
+def test_the_gates_fp64_reference_draws_the_modules_masks(tmp_path):
+    """validate's Trio builds its fp64 reference so where the file has a Dropout, and only there."""
+    from pathlib import Path
+
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import Trio
+    from kgen.codegen import generator
+    from kgen.tune.spec import Spec, Tile
+
+    refs = Path(__file__).parent / "refs"
+    for ref, has_dropout in (("gemm_dropout_scale_softmax.py", True), ("gemm_mul_leakyrelu.py", False)):
+        spec = Spec.of(str(refs / ref), 16, 64, 32, math="tf32x3", backend="wgmma", fusion=1,
+                       tile=Tile(128, 128, 32, 16, 128, stages=4))
+        f = EmittedFile(generator.write(spec, tmp_path / f"{spec.name()}.py"))
+        trio = Trio(f, "cpu", dtype=torch.bfloat16)
+        assert ("forward" in vars(trio.ref64)) == has_dropout, ref
+        assert "forward" not in vars(trio.ref) and "forward" not in vars(trio.new)

@@ -26,6 +26,18 @@ def test_probe_drops_modes_whose_rounding_alone_breaks_the_tolerance():
     assert "max abs error" in found["bf16"][1]
 
 
+def test_probe_of_a_module_with_dropout_measures_rounding_not_two_masks():
+    """A Dropout in training mode (KernelBench 66's kind): eager fp32's error and each mode's come
+    from one RNG state, so they are the roundings' (they were two masks' difference: the fp64
+    forward and the fp32 one drew one after the other)."""
+    ref = str(Path(__file__).parent / "refs" / "gemm_dropout_scale_softmax.py")
+    eager = {}
+    found = probe_maths(ref, 64, 256, 128, ["tf32", "bf16"], [1e-4, 1e-2], "cpu", eager=eager)
+    assert eager["max_abs"] < 1e-6 and eager["within"] == [1e-4, 1e-2], eager
+    for math, (_, why) in found.items():
+        assert float(why.rsplit(" ", 1)[-1]) < 1e-3, (math, why)   # (two masks: errors of ~0.1)
+
+
 def test_cost_model_keeps_the_fast_family_of_each_tier_only():
     specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192)
     tight = {1e-4: set(FP32_ACCURATE_MATHS)}

@@ -162,8 +162,10 @@ def gradients(model: torch.nn.Module, x: torch.Tensor, g: torch.Tensor,
         before_forward()
         y = model(x)
         inputs = [x] + list(model.parameters())
-        grads = torch.autograd.grad(y, inputs, g.to(y.dtype), allow_unused=True)
-    return tuple(torch.zeros_like(t) if d is None else d for t, d in zip(inputs, grads))
+        # (a frozen parameter, requires_grad False, gets zeros: autograd.grad refuses it)
+        wanted = [t for t in inputs if t.requires_grad]
+        found = dict(zip(map(id, wanted), torch.autograd.grad(y, wanted, g.to(y.dtype), allow_unused=True)))
+    return tuple(torch.zeros_like(t) if found.get(id(t)) is None else found[id(t)] for t in inputs)
 
 
 def gradient_is_smooth(model: torch.nn.Module, x: torch.Tensor, g: torch.Tensor, tol: float,
@@ -184,10 +186,11 @@ def gradient_is_smooth(model: torch.nn.Module, x: torch.Tensor, g: torch.Tensor,
                 before_forward()
                 y = model(xi)
                 total = total + weight * (y * g.to(y.dtype)).sum()
-            params = list(model.parameters())
+            params = [p for p in model.parameters() if p.requires_grad]   # (a frozen one: no gradient)
             grads = torch.autograd.grad(total, xs + params, allow_unused=True)
     up, down, mid = (torch.zeros_like(xi) if d is None else d for xi, d in zip(xs, grads[:3]))
     second = [up + down + mid] + [torch.zeros_like(p) if d is None else d for p, d in zip(params, grads[3:])]
+    largest = largest[:1] + [m for m, p in zip(largest[1:], model.parameters()) if p.requires_grad]
     # (not >: a NaN difference counts as smooth, as it did with the three gradients apart)
     return not any(float(d.abs().max()) > KINK_SMOOTH * tol * m for d, m in zip(second, largest))
 

@@ -777,7 +777,8 @@ def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) 
     rng = torch.cuda.get_rng_state(x.device)
     reset = lambda: torch.cuda.set_rng_state(rng, x.device)   # noqa: E731 - one Dropout mask for every forward
     shape = output_shape(trio.ref64, x.double(), reset)
-    g = torch.randn(shape, device=device, generator=torch.Generator(device=device).manual_seed(5))
+    # (rounded to the module's dtype, as the models take it: the fp64 judge gets the same g)
+    g = torch.randn(shape, device=device, generator=torch.Generator(device=device).manual_seed(5)).to(dtype).float()
     # Output elements at a kink of the reference get no gradient (kgen/check/kinks.py).
     g, kink_note = kink_free_gradient(trio.ref64, x.double(), g, tol, reset) if may_kink(f) else (g, "")
     cmp = Comparison(tol, relative_to_largest=True, gradients=True)

@@ -298,25 +298,36 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
 
     import torch
 
+    from kgen.check.masks import masks_drawn_in
     from kgen.ir.graph import module_tensor, stored_weight
     from kgen.frontend.problems import graph, load
 
     ref = load(problem, batch, in_features, out_features, constants)
     # (a weight the forward computes, F.linear(x, self.weight * s) or a weight_norm Linear's, is
     # not rounded here, nor read: the estimate rounds x alone for that GEMM)
-    gemms = [part.gemm for part in graph(problem, batch, in_features, out_features, constants).parts]
+    traced = graph(problem, batch, in_features, out_features, constants)
+    gemms = [part.gemm for part in traced.parts]
     torch.manual_seed(0)
     with torch.device(device):
-        exact_model = ref.Model(*ref.init_args()).double()
+        # (a Dropout in training mode: every forward below from one RNG state, the fp64 ones
+        # drawing fp32's mask, so that the errors are the roundings': kgen/check/masks.py)
+        exact_model = masks_drawn_in(ref.Model(*ref.init_args()).double(), torch.float32, traced.dropouts)
     x = ref.inputs(batch)[0].to(device=device, dtype=torch.float64)
     rounded_model = copy.deepcopy(exact_model)
     out = {}
+    cuda = torch.device(device).type == "cuda"
+    rng = torch.cuda.get_rng_state(device) if cuda else torch.get_rng_state()
+
+    def from_one_state(model):
+        (torch.cuda.set_rng_state(rng, device) if cuda else torch.set_rng_state(rng))
+        return model
+
     with torch.no_grad():
-        exact = copy.deepcopy(exact_model)(x)
+        exact = from_one_state(copy.deepcopy(exact_model))(x)
         if eager is not None:
             # Eager fp32's own error: where it exceeds a tolerance, KernelBench's comparison with
             # eager can fail any result nearer the exact one (KernelBench 14).
-            approx = copy.deepcopy(exact_model).float()(x.float()).double()
+            approx = from_one_state(copy.deepcopy(exact_model).float())(x.float()).double()
             eager["max_abs"] = (approx - exact).abs().max().item()
             eager["within"] = [t for t in tols if torch.allclose(approx, exact, atol=t, rtol=t)]
         for math in maths:
@@ -327,7 +338,7 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
                 if stored_weight(m, gemm):
                     w = module_tensor(m, gemm.attrs["weight"])
                     w.copy_(_round_to(math, w))
-            approx = m(_round_to(math, x))
+            approx = from_one_state(m)(_round_to(math, x))
             err = (approx - exact).abs().max().item()
             ok = [t for t in tols if torch.allclose(approx, exact, atol=t, rtol=t)]
             out[math] = (ok, f"operands rounded to {math} alone give max abs error {err:.1e}")

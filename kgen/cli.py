@@ -378,9 +378,9 @@ def _default_dtype(f, file) -> str:
     measured = getattr(f.module, "KGEN_MEASURED", None)
     # (a record of an fp32 measurement names no dtype, as the header reads it: generator.py)
     recorded = measured.get("dtype", "float32") if isinstance(measured, dict) and measured else None
-    if recorded not in PRECISIONS.values() or PRECISIONS.get(own) == recorded:
+    if recorded not in PRECISIONS.values() or PRECISIONS[own] == recorded:
         return own
-    name = next(short for short, torch_name in PRECISIONS.items() if torch_name == recorded)
+    name = precision_name(recorded)
     click.echo(f"note: {file} was measured with the module in {name} (its header); running it so "
                f"(--dtype {own} for the dtype of the reference's inputs)", err=True)
     return name

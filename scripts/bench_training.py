@@ -18,7 +18,8 @@ import sys
 
 import torch
 
-from kgen.check.bench import time_calls
+from kgen.check.bench import time_calls, training_step
+from kgen.check.kinks import gradients
 from kgen.frontend.reference import Reference
 
 ROUNDS = 5
@@ -28,26 +29,6 @@ def load(path):
     ns = {"__name__": f"kgen_training_{abs(hash(path))}"}
     exec(compile(open(path).read(), path, "exec"), ns)
     return ns
-
-
-def training_step(model, g):
-    """One step's work as a function of x: parameter (and input) gradients reset, forward,
-    backward."""
-    params = list(model.parameters())
-
-    def step(x):
-        for p in params:
-            p.grad = None
-        x.grad = None
-        model(x).backward(g)
-
-    return step
-
-
-def gradients(model, x, g):
-    x = x.detach().clone().requires_grad_()
-    y = model(x)
-    return torch.autograd.grad(y, [x] + list(model.parameters()), g.to(y.dtype))
 
 
 def main(ref_path, path):

@@ -17,8 +17,8 @@ import time
 import torch
 
 from kgen.check.loading import EmittedFile
-from kgen.check.masks import masks_drawn_in
-from kgen.tune.configs import PRECISION_TOLERANCES, PRECISIONS
+from kgen.check.validate import Trio, may_kink
+from kgen.tune.configs import PRECISION_TOLERANCES, precision_name
 
 FLUSH_BYTES = 256 * 1024 * 1024
 # Warm-up before the timed calls: at least this many calls, and calls for at least this long. A
@@ -111,7 +111,7 @@ class BenchResult:
 
     def report(self) -> str:
         half = self.dtype != "float32"
-        name = {torch_name: short for short, torch_name in PRECISIONS.items()}[self.dtype]
+        name = precision_name(self.dtype)
         return "\n".join([
             f"device: {self.device}, batch {self.batch}, {self.mode} mode, {self.dtype} module, "
             "L2 flushed before each call",
@@ -134,17 +134,10 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
     """ModelNew against eager (and torch.compile) with the module and its input in `dtype`."""
     device = torch.device("cuda")
     batch = batch or f.spec.batch
-    torch.manual_seed(seed)
-    with torch.device(device):
-        ref = f.Model(*f.init_args())
-        new = f.ModelNew(*f.init_args())
-        ref64 = masks_drawn_in(f.Model(*f.init_args()).double(), dtype, getattr(f, "dropouts", ()))
-    new.load_state_dict(ref.state_dict())
-    ref.to(dtype)
-    new.to(dtype)
-    ref64.load_state_dict(ref.state_dict())   # the module's values as rounded to dtype
-    for m in (ref, new, ref64):   # eval mode for a module with Dropout (loading.EmittedFile)
-        m.train(f.runs_in_training)
+    # ModelNew, eager and fp64 as the checks build them (eval mode for a module with a Dropout
+    # kgen does not reproduce: loading.EmittedFile)
+    trio = Trio(f, device, seed, dtype=dtype)
+    ref, new, ref64 = trio.ref, trio.new, trio.ref64
     # The reference's own get_inputs(), in the module's dtype (as KernelBench's eval casts them).
     (x,) = [t.to(device, dtype) for t in f.reference.inputs(batch)]
 
@@ -243,7 +236,7 @@ class TrainingResult:
         return self.new.median_ms / self.eager.median_ms
 
     def report(self) -> str:
-        name = {torch_name: short for short, torch_name in PRECISIONS.items()}[self.dtype]
+        name = precision_name(self.dtype)
         width = max(len(n) for n, *_ in self.errors)
         spread = (lambda t: f"rounds {min(t):.3f}-{max(t):.3f}")
         return "\n".join([
@@ -290,24 +283,14 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
     gradient at these inputs counted as zeros. Raises ValueError where there is no step to time:
     a file without a backward, an output that carries no gradient (NoTrainingStep)."""
     from kgen.check.kinks import _BuffersKept, gradients, kink_free_gradient, output_shape
-    from kgen.check.validate import may_kink
 
     refuse_training(f)
     device = torch.device("cuda")
     batch = batch or f.spec.batch
-    torch.manual_seed(seed)
-    with torch.device(device):
-        ref = f.Model(*f.init_args())
-        new = f.ModelNew(*f.init_args())
-        ref64 = masks_drawn_in(f.Model(*f.init_args()).double(), dtype, getattr(f, "dropouts", ()))
-    new.load_state_dict(ref.state_dict())
-    ref.to(dtype)
-    new.to(dtype)
-    ref64.load_state_dict(ref.state_dict())   # the module's values as rounded to dtype
-    for m in (ref, new, ref64):
-        m.train(f.runs_in_training)
+    trio = Trio(f, device, seed, dtype=dtype)
+    ref, new, ref64 = trio.ref, trio.new, trio.ref64
     (x,) = [t.to(device, dtype) for t in f.reference.inputs(batch)]
-    name = {torch_name: short for short, torch_name in PRECISIONS.items()}[str(dtype).removeprefix("torch.")]
+    name = precision_name(dtype)
     previous = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     try:

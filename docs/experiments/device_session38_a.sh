@@ -17,7 +17,8 @@ for f in k66_fp32:fp32 k66_bf16:bf16 k33_bf16:bf16; do timeout 60 python3 -m kge
   echo "${f}: exit $?"; grep -vE '^\s*$' $OUT/train_${f%%:*}.log | tail -8; done
 t tests
 gpu_tests t_bench_training.log 120 tests/test_bench_training_gpu.py
-gpu_tests t_dropout.log 120 tests/test_refs_gpu.py -k dropout tests/test_element_operands.py -k 66
+gpu_tests t_dropout.log 80 tests/test_refs_gpu.py -k dropout
+gpu_tests t_e66.log 80 tests/test_element_operands.py -k 66
 gpu_tests t_half.log 150 tests/test_half_gpu.py -k "backward or gradients"
 gpu_tests t_custom_ops.log 120 tests/test_custom_ops.py
 gpu_tests t_backward.log 100 tests/test_backward_gpu.py -k "groupnorm or softmax"

@@ -2,6 +2,7 @@
 # (f9df8f9: the fp64 judge's Dropout masks; 8d8faf7: the 16-bit backward's autocast guard;
 # f736781: the gate's g rounded to the module's dtype, frozen parameters; 9427d67: bench through
 # validate's Trio). docs/experiments/device_session38_next.sh, step 0.
+# Run as: timeout 560 bash THIS; cd $OUT && tar cf /tmp/a.tar * && find . -mindepth 1 -delete && mv /tmp/a.tar $OUT/
 unset PYTHONDONTWRITEBYTECODE
 . scripts/device_setup.sh
 mkdir -p /tmp/f
@@ -23,4 +24,3 @@ gpu_tests t_half.log 150 tests/test_half_gpu.py -k "backward or gradients"
 gpu_tests t_custom_ops.log 120 tests/test_custom_ops.py
 gpu_tests t_backward.log 100 tests/test_backward_gpu.py -k "groupnorm or softmax"
 t done
-cd $OUT && tar cf /tmp/a.tar * && find . -mindepth 1 -delete && mv /tmp/a.tar $OUT/a.tar && ls $OUT

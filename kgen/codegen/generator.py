@@ -20,7 +20,7 @@ import jinja2
 from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
-from kgen.ir.graph import UPDATED_IN_PLACE
+from kgen.ir.graph import UPDATED_IN_PLACE, self_attr as _self_attr, window_means_code
 from kgen.lower.forward import Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
@@ -169,18 +169,6 @@ def fill_lines(lowered: Lowered) -> list[str]:
     return lines
 
 
-def _self_attr(path: str) -> str:
-    """Python that reads the module attribute at `path` (gemm.bias, layers.0.weight, layers.1)
-    from ModelNew: attribute access where every step is an identifier, else get_submodule for
-    the module part (an nn.Sequential's children are named 0, 1, ...)."""
-    if all(part.isidentifier() for part in path.split(".")):
-        return f"self.{path}"
-    module, _, name = path.rpartition(".")
-    if name.isidentifier() and module:
-        return f"self.get_submodule({module!r}).{name}"
-    return f"self.get_submodule({path!r})"
-
-
 def numel(shape: tuple) -> int:
     count = 1
     for d in shape:
@@ -295,7 +283,8 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
     if sizes:
         # The trace read a feature size as a number and baked it in: these sizes only.
         line, text = sizes[0]
-        widths = [parts[0].traced.in_features] + [low.traced.out_features for low in parts]
+        # (the GEMMs' widths: a pooled weight's rows are the pooling's width, rewrite.pool_as_weight)
+        widths = [parts[0].traced.in_features] + [low.graph.out_features for low in parts]
         now = ["x.shape[1]"] + [f"weight{k}.shape[0]" for k in range(len(parts))]
         message = (f"this ModelNew was synthesized for the feature sizes {tuple(widths)} (line {line} of the "
                    f"reference, `{text}`, reads a size as a number, which the trace baked in); generate it "
@@ -357,9 +346,11 @@ def weight_methods(parts: list[Lowered]) -> list[dict]:
     for k, low in enumerate(parts):
         gemm = low.graph.gemm
         if gemm.attrs.get("weight_code"):
-            out.append({"name": f"_kgen_weight{k}",
-                        "doc": f"GEMM {k}'s weight, (out, in) and contiguous, as the reference computes it:",
-                        "what": gemm.attrs["weight"], "lines": list(gemm.attrs["weight_code"])})
+            doc = gemm.attrs.get("weight_doc") or (
+                f"GEMM {k}'s weight, (out, in) and contiguous, as the reference computes it:\n"
+                f"{gemm.attrs['weight']} (torch's ops, as torch.fx wrote them from the trace).")
+            out.append({"name": f"_kgen_weight{k}", "doc": doc.splitlines(),
+                        "lines": list(gemm.attrs["weight_code"])})
     return out
 
 
@@ -419,6 +410,8 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
         numels = {"col": "(n,)", "scalar": "(1,)"}.get(node.level) or f"({numel(node.attrs['shape'])},)"
         # (a bool buffer, a condition: 1 and 0 in the module's dtype, as the kernels read operands)
         value = _self_attr(path) + (".to(x.dtype)" if node.attrs.get("bool") else "")
+        if "pool" in node.attrs:   # averaged over the windows W's rows are (rewrite.pool_as_weight)
+            value = window_means_code(value, *node.attrs["pool"])
         lines.append(f"operand{k} = _kgen_checked_param({value}, x, {numels}, {path!r})")
         call.append(f"operand{k}=operand{k}")
     if lowered.batchnorm:

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from kgen.ir.derivatives import torch_vjp
-from kgen.ir.graph import gemm_weight, module_tensor, INPUT_PATH, Graph, Node
+from kgen.ir.graph import gemm_weight, module_tensor, window_means, INPUT_PATH, Graph, Node
 
 
 def _sum_to(grad: torch.Tensor, shape: tuple) -> torch.Tensor:
@@ -165,8 +165,13 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
             continue
         if n.kind == "param":
             # Summed to the shape it was read as (a view of it, maybe), then in its own shape.
-            own = _param_tensor(model, n.attrs["path"]).shape
-            _accumulate(grads, n.attrs["path"], _sum_to(g, n.attrs["shape"]).reshape(own))
+            own = _param_tensor(model, n.attrs["path"])
+            g = _sum_to(g, n.attrs["shape"])
+            if "pool" in n.attrs:   # read as its windows' means (rewrite.pool_as_weight): through them
+                with torch.enable_grad():
+                    leaf = own.detach().reshape(-1).requires_grad_()
+                    g, = torch.autograd.grad(window_means(leaf, *n.attrs["pool"]), leaf, g.reshape(-1))
+            _accumulate(grads, n.attrs["path"], g.reshape(own.shape))
         elif n.kind == "gemm":
             weight = gemm_weight(model, n)   # (N, K)
             dw = g.transpose(0, 1) @ x

@@ -21,7 +21,9 @@ into the same output and BatchNorm's column statistics):
 
     gemm       z = x @ W^T, W the (N, K) matrix at `attrs["weight"]` (a bias is a later `add`);
                `attrs["stored_kn"]`: the module stores W as (K, N) and writes x @ W (gemm_weight)
-    param      a parameter or buffer of the module (`attrs["path"]`), col or scalar
+    param      a parameter or buffer of the module (`attrs["path"]`), col or scalar; read as the
+               means of its windows of `attrs["pool"]` = (kernel, stride) elements where
+               rewrite.pool_as_weight made the GEMM's weight such means (window_means)
     const      a Python number (`attrs["value"]`)
     pointwise  `op` from kgen.ir.ops.POINTWISE on its args (levels combine as torch broadcasts)
     reduce     `op` in REDUCTIONS over dim 1 of a tile value (softmax, log_softmax and
@@ -115,6 +117,20 @@ def gemm_weight(model, node: "Node"):
         return _weight_function(node.attrs["weight_code"])(model)
     w = module_tensor(model, node.attrs["weight"])
     return w.t() if node.attrs.get("stored_kn") else w
+
+
+def window_means_code(value: str, kernel: int, stride: int) -> str:
+    """Python (torch ops on the tensor `value`) for the means of its windows of `kernel`
+    consecutive rows, every `stride` rows (no padding, floor mode: AvgPool1d's windows), each
+    summed in fp64 and rounded once to the tensor's dtype. The emitted file runs this text and
+    `window_means` evaluates it, so the two cannot differ."""
+    return (f"{value}.unfold(0, {kernel}, {stride}).sum(-1, dtype=torch.float64)"
+            f".div({kernel}).to({value}.dtype)")
+
+
+def window_means(t: torch.Tensor, kernel: int, stride: int) -> torch.Tensor:
+    """The rows of t averaged over AvgPool1d's windows (window_means_code)."""
+    return eval(window_means_code("t", kernel, stride), {"torch": torch, "t": t})
 
 
 def pooled_width(n: int, kernel: int, stride: int) -> int:
@@ -381,7 +397,10 @@ class Graph:
                     z32 = F.linear(x.float(), gemm_weight(model, n).float())
             elif n.kind == "param":
                 # The shape the module reads it as (an order-keeping view: trace.Tracer.param_view).
-                values[n.id] = _get_tensor(model, n.attrs["path"]).reshape(n.attrs["shape"])
+                value = _get_tensor(model, n.attrs["path"])
+                if "pool" in n.attrs:   # a bias averaged as the GEMM's weight is (rewrite.pool_as_weight)
+                    value = window_means(value.reshape(-1), *n.attrs["pool"])
+                values[n.id] = value.reshape(n.attrs["shape"])
                 if n.attrs.get("bool"):   # a condition: 1 and 0 in the module's dtype, as the file hands it
                     values[n.id] = values[n.id].to(x.dtype)
             elif n.kind == "const" and n.level != "scalar":
@@ -496,6 +515,18 @@ def affine_chain(graph: Graph, t: int) -> tuple[int, list[Node]]:
         else:
             break
     return t, steps[::-1]
+
+
+def self_attr(path: str) -> str:
+    """Python that reads the module attribute at `path` (gemm.bias, layers.0.weight, layers.1)
+    from the module as `self`: attribute access where every step is an identifier, else
+    get_submodule for the module part (an nn.Sequential's children are named 0, 1, ...)."""
+    if all(part.isidentifier() for part in path.split(".")):
+        return f"self.{path}"
+    module, _, name = path.rpartition(".")
+    if name.isidentifier() and module:
+        return f"self.get_submodule({module!r}).{name}"
+    return f"self.get_submodule({path!r})"
 
 
 def _get_tensor(model: torch.nn.Module, path: str) -> torch.Tensor:

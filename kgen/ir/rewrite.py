@@ -16,6 +16,9 @@ Two kinds:
   matrix-vector product (sum_n (s_n * (x . W_n) + b_n) = x . (sum_n s_n W_n) + sum_n b_n), which
   reads W once instead of computing the M x N GEMM. It rounds differently, so it is a candidate
   (Spec.gemv) that the search validates like any other; kgen/lower/forward.py lowers it.
+- `pool_as_weight`: AvgPool1d over the features of a Linear's output is the Linear of W and b
+  averaged over the pooling's windows of rows: a GEMM of N / stride rows. It rounds differently
+  too (W's means rounded once), and is always applied where it holds: the gate judges it.
 
 Each applied rewrite is described in one line, which the emitted file's header repeats.
 """
@@ -29,7 +32,7 @@ import struct
 import torch
 
 from kgen.ir import ops
-from kgen.ir.graph import TAIL_LEVELS, Graph, Node, affine_chain
+from kgen.ir.graph import TAIL_LEVELS, Graph, Node, affine_chain, pooled_width, self_attr, window_means_code
 
 _CLAMPS = ("clamp", "hardtanh")
 
@@ -208,3 +211,75 @@ def row_sum_of_gemm(graph: Graph) -> RowSum | None:
     if root != graph.gemm.id or {n.id for n in tiles} != {root} | {s.id for s in steps}:
         return None
     return RowSum(r, steps)
+
+
+POOLED_WEIGHT = "_kgen_w"   # what the pooled weight's code names the GEMM's own weight
+
+
+def pool_as_weight(graph: Graph) -> tuple[Graph, list[str]]:
+    """AvgPool1d(k, stride s) over the features of a Linear's output, x W^T + b, is the Linear
+    of W and b averaged over the same windows of rows: mean_t (x . W_{js+t} + b_{js+t}) =
+    x . W'_j + b'_j. A GEMM of N / s rows instead of N (KernelBench 98: a sixteenth), reading W
+    once more to average it (W' is computed by torch from the module's parameters on each call,
+    as a weight the forward computes is, so autograd takes dW and db back through the means).
+    It applies where the pooling's input is the GEMM output or the GEMM output plus a
+    per-feature parameter (the bias), nothing else of width N is live (no BatchNorm, no other
+    use of z), and it rounds differently (W' rounded once to the module's dtype; the gate
+    judges it like any other file). Returns the graph (its GEMM N / s wide: `out_features`
+    the pooled width, the bias read pooled: `attrs["pool"]`) and what was applied."""
+    pool = graph.pool
+    if pool is None or pool.op != "avg":
+        return graph, []
+    gemm = graph.gemm
+    z = graph.node(pool.args[0])
+    bias = None
+    if z.kind == "pointwise" and z.op == "add" and len(z.args) == 2 and gemm.id in z.args:
+        (other,) = [a for a in z.args if a != gemm.id] or [None]
+        bias = graph.node(other) if other is not None else None
+        if bias is None or bias.kind != "param" or bias.level != "col":
+            return graph, []
+    elif z.id != gemm.id:
+        return graph, []
+    before = {gemm.id, z.id} | ({bias.id} if bias is not None else set())
+    if any(n.level in ("tile", "col") and n.id not in before for n in graph.live()):
+        return graph, []   # something else of width N: a BatchNorm, a residual, another use of z
+    users = graph.users()
+    if users[z.id] != [pool.id] or (bias is not None and (users[gemm.id] != [z.id] or users[bias.id] != [z.id])):
+        return graph, []
+    kernel, stride = pool.attrs["kernel"], pool.attrs["stride"]
+    width = pooled_width(graph.out_features, kernel, stride)
+    weight = POOLED_WEIGHT
+    body = list(gemm.attrs.get("weight_code") or ())
+    if body:   # a weight the forward computes: its value, then its means
+        *body, last = body
+        body.append(f"{weight} = {last[len('return '):]}")
+    else:
+        body.append(f"{weight} = {self_attr(gemm.attrs['weight'])}" + (".t()" if gemm.attrs.get("stored_kn") else ""))
+    body.append(f"return {window_means_code(weight, kernel, stride)}")
+    at = f"line {pool.line}" if pool.line else "the forward"
+    nodes: list[Node] = []
+    new_id: dict[int, int] = {}
+    for old in graph.nodes:
+        if old.id == pool.id:
+            new_id[old.id] = new_id[z.id]
+            continue
+        attrs, level = dict(old.attrs), {"pooled": "tile"}.get(old.level, old.level)
+        if old.id == gemm.id:
+            attrs["weight_code"] = tuple(body)
+            attrs["weight_doc"] = (
+                f"{'The weight the reference computes' if gemm.attrs.get('weight_code') else gemm.attrs['weight']}"
+                f" averaged over the windows of AvgPool1d(kernel_size={kernel},\nstride={stride}) "
+                f"({at} of the reference pools the Linear's output: x W'^T is that pooling of x W^T;\n"
+                "kgen/ir/rewrite.py, pool_as_weight): each mean summed in fp64 and rounded once.")
+            attrs.pop("stored_kn", None)
+        elif bias is not None and old.id == bias.id:
+            attrs.update(pool=(kernel, stride), shape=(width,))
+        n = Node(len(nodes), old.kind, level, tuple(new_id[a] for a in old.args), old.op, attrs,
+                 old.line, old.text, old.shape)
+        nodes.append(n)
+        new_id[old.id] = n.id
+    rewritten = dataclasses.replace(graph.with_nodes(nodes, new_id[graph.output]), out_features=width)
+    what = "x W^T + b" if bias is not None else "x W^T"
+    return rewritten, [f"{at}: AvgPool1d(kernel_size={kernel}, stride={stride}) of {what} computed as the "
+                       f"Linear of W{' and b' if bias is not None else ''} averaged over those windows "
+                       f"of rows ({graph.out_features} -> {width} rows: the GEMM is {width} wide)"]

@@ -1224,11 +1224,15 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
     pass over it (and never fuses the partials); `gemv`: the row sum of the GEMM output as a
     matrix-vector product (rewrite.row_sum_of_gemm must apply); `eager_order`: the GEMM is the
     one eager calls (cuBLAS in fp32), so row sums follow eager's order too (eager_sum.cuh). The exact rewrites of
-    rewrite.simplify are applied first. A broadcast tail (split_tail) runs after the stages,
+    rewrite.simplify are applied first, then rewrite.pool_as_weight where there is no broadcast
+    tail (the lowered graph's N is then the pooled width). A broadcast tail (split_tail) runs after the stages,
     from the core value they write."""
     traced = graph
     graph, tail, core = split_tail(graph)
     graph, rewrites = rewrite.simplify(graph)
+    if not tail:   # (a broadcast tail's shapes are the traced N's)
+        graph, pooled = rewrite.pool_as_weight(graph)
+        rewrites = rewrites + pooled
     live = graph.live()
     params = [n for n in live if n.kind in OPERAND_KINDS]
     output = graph.node(graph.output)

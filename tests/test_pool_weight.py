@@ -198,7 +198,7 @@ def pooled_files(tmp_path_factory):
         ref.write_text(source(init + pool_init, [line, pool_line] + AFTER, GPU_SHAPE[2]))
         spec = Spec.of(str(ref), *GPU_SHAPE, "tf32x3", "wgmma", 1, Tile(128, 64, 32, 16, 64, stages=4))
         candidates[name] = Candidate(spec, generator.write(spec, d / f"{spec.name()}.py"))
-    for dtype in (torch.float32, *HALF.values()):
+    for dtype in ("fp32", *HALF):
         build_all(list(candidates.values()), 16, 600, lambda line: None, dtype=dtype)
     return {name: c.path for name, c in candidates.items()}
 

@@ -1215,6 +1215,19 @@ struct Tail {{
 }};"""
 
 
+def rewritten(graph: Graph) -> tuple[Graph, list[Node], int | None, list[str]]:
+    """What `lower` lowers of a traced part: split_tail's core (with the tail and its core value),
+    rewrite.simplify applied, then rewrite.pool_as_weight where there is no broadcast tail (whose
+    shapes are the traced N's); and the lines saying which rewrites applied. Its out_features
+    is the N of the GEMM the part runs."""
+    graph, tail, core = split_tail(graph)
+    graph, rewrites = rewrite.simplify(graph)
+    if not tail:
+        graph, pooled = rewrite.pool_as_weight(graph)
+        rewrites = rewrites + pooled
+    return graph, tail, core, rewrites
+
+
 def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = False,
           eager_order: bool = False, defer_chain: bool = False) -> Lowered:
     """`fused_stats`: BatchNorm's column partials in the GEMM epilogue (fusion 2), else in a
@@ -1223,16 +1236,12 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
     else as fusion 1; `external_gemm`: cuBLAS computes z, stage 1's epilogue runs as a point-wise
     pass over it (and never fuses the partials); `gemv`: the row sum of the GEMM output as a
     matrix-vector product (rewrite.row_sum_of_gemm must apply); `eager_order`: the GEMM is the
-    one eager calls (cuBLAS in fp32), so row sums follow eager's order too (eager_sum.cuh). The exact rewrites of
-    rewrite.simplify are applied first, then rewrite.pool_as_weight where there is no broadcast
-    tail (the lowered graph's N is then the pooled width). A broadcast tail (split_tail) runs after the stages,
+    one eager calls (cuBLAS in fp32), so row sums follow eager's order too (eager_sum.cuh). The
+    rewrites are applied first (`rewritten`: the lowered graph's N is the pooled width where an
+    average pooling became the GEMM's weight). A broadcast tail (split_tail) runs after the stages,
     from the core value they write."""
     traced = graph
-    graph, tail, core = split_tail(graph)
-    graph, rewrites = rewrite.simplify(graph)
-    if not tail:   # (a broadcast tail's shapes are the traced N's)
-        graph, pooled = rewrite.pool_as_weight(graph)
-        rewrites = rewrites + pooled
+    graph, tail, core, rewrites = rewritten(graph)
     live = graph.live()
     params = [n for n in live if n.kind in OPERAND_KINDS]
     output = graph.node(graph.output)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kgen.frontend.problems import load
 from kgen.frontend.reference import shipped_names
+from kgen.lower.forward import rewritten
 from kgen.tune.configs import (DEFAULT_ARCH, FILL_FRACTION, PRECISION_TOLERANCES, TYPICAL_SMS, fastest_family,
                                fused_stats_min_batch, output_tiles, precision_name, rule_tiles,
                                work_units)
@@ -193,15 +194,18 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
             refusals.append(str(e))
     if not valid:
         raise SpecError(f"no {family} {math} tile of kgen's list fits {target.arch}: " + refusals[0])
+    # The N of the GEMM the module runs: a pooled weight's is the pooling's width (lower.rewritten).
+    gemm_n = rewritten(workload.graph().parts[-1])[0].out_features
+
     def units(s: Spec) -> int:
         if dtype != "fp32":   # (a 16-bit module runs the 16-bit GEMM, which does not split K)
-            return output_tiles(s.tile, batch, out_features)
-        return work_units(family, math, s.tile, batch, in_features, out_features, target.sms)
+            return output_tiles(s.tile, batch, gemm_n)
+        return work_units(family, math, s.tile, batch, in_features, gemm_n, target.sms)
 
     filling = [s for s in valid if units(s) >= FILL_FRACTION * target.sms]
     spec = filling[0] if filling else max(valid, key=units)
     t = spec.tile
-    tiles = output_tiles(t, batch, out_features)
+    tiles = output_tiles(t, batch, gemm_n)
     split = units(spec) // tiles
     why = (f"tile {t.bm}x{t.bn}x{t.bk} ({tiles} tiles" + (f", each split {split} ways in K," if split > 1 else "")
            + f" for {target.sms} SMs), {fusion_why}")

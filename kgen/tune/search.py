@@ -30,6 +30,7 @@ from typing import Callable
 
 from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
+from kgen.lower.forward import rewritten
 from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, k_splits, output_tiles
 from kgen.tune.several import host_gpu
 from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
@@ -172,7 +173,7 @@ def predicted_ms(spec: Spec, sms: int) -> float:
     if spec.family == "gemv":
         return 4.0 * spec.in_features * (spec.out_features + spec.batch) / (GEMV_BANDWIDTH * 1e6)
     total = 0.0
-    for part in spec.graph().parts:
+    for part in (rewritten(p)[0] for p in spec.graph().parts):   # (N: the GEMM's, a pooled weight's)
         flops = 2.0 * spec.batch * part.in_features * part.out_features
         math = spec.math
         rate = None

@@ -270,7 +270,7 @@ def pool_as_weight(graph: Graph) -> tuple[Graph, list[str]]:
                 f"{'The weight the reference computes' if gemm.attrs.get('weight_code') else gemm.attrs['weight']}"
                 f" averaged over the windows of AvgPool1d(kernel_size={kernel},\nstride={stride}) "
                 f"({at} of the reference pools the Linear's output: x W'^T is that pooling of x W^T;\n"
-                "kgen/ir/rewrite.py, pool_as_weight): each mean summed in fp64 and rounded once.")
+                "kgen/ir/rewrite.py, pool_as_weight): each mean summed in fp32 and rounded once.")
             attrs.pop("stored_kn", None)
         elif bias is not None and old.id == bias.id:
             attrs.update(pool=(kernel, stride), shape=(width,))

@@ -125,10 +125,12 @@ def window_means_code(value: str, kernel: int, stride: int) -> str:
     summed in fp32 (torch's accumulator for every float dtype) and rounded once to the tensor's
     dtype. Windows that do not overlap are a view's middle dimension (its backward an expand);
     overlapping ones torch's unfold (docs/perf.md, session 38: an fp64 sum cost 0.47 ms at 8192 x
-    8192, this 0.06-0.10). The emitted file runs this text and `window_means` evaluates it, so
+    8192, this 0.06-0.10; a slice 0.2 ms more in the backward). The emitted file runs this text and `window_means` evaluates it, so
     the two cannot differ."""
     if kernel == stride:
-        return f"{value}[:{value}.shape[0] // {kernel} * {kernel}].unflatten(0, (-1, {kernel})).mean(1)"
+        # (sliced only where rows are left over: a slice's backward is a zeros and a copy of W)
+        whole = f"({value} if {value}.shape[0] % {kernel} == 0 else {value}[:{value}.shape[0] // {kernel} * {kernel}])"
+        return f"{whole}.unflatten(0, (-1, {kernel})).mean(1)"
     return f"{value}.unfold(0, {kernel}, {stride}).mean(-1)"
 
 

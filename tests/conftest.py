@@ -39,7 +39,6 @@ class Model(nn.Module):
 {init}
 
     def forward(self, x):
-        x = self.{gemm}(x)
 {body}
         return x
 
@@ -58,6 +57,14 @@ def get_init_inputs():
 '''
 
 
+def reference_text(init: list[str], body: list[str], out_features: int, dtype: str | None = None) -> str:
+    """A reference file in KernelBench form: `init` the lines of __init__, `body` those of forward
+    (on x, which it returns); dtype ("bfloat16", ...): get_inputs()' tensor in that dtype."""
+    return _MODULE.format(init="\n".join(f"        {line}" for line in init),
+                          body="\n".join(f"        {line}" for line in body), out_features=out_features,
+                          dtype_arg=f", dtype=torch.{dtype}" if dtype else "")
+
+
 def module_source(body: str, params: dict[str, str], out_features: int, gemm: str = "gemm",
                   dtype: str | None = None) -> str:
     """A reference file in KernelBench form: Linear `gemm`, then the lines of `body` (any common
@@ -67,10 +74,8 @@ def module_source(body: str, params: dict[str, str], out_features: int, gemm: st
     dtype_arg = f", dtype=torch.{dtype}" if dtype else ""
     init = [f"self.{gemm} = nn.Linear(in_features, out_features{dtype_arg})"]
     init += [f"self.{name} = {expr}" for name, expr in params.items()]
-    return _MODULE.format(init="\n".join(f"        {line}" for line in init),
-                          body="\n".join(f"        {line}" for line in
-                                         textwrap.dedent(body).strip("\n").splitlines()),
-                          gemm=gemm, out_features=out_features, dtype_arg=dtype_arg)
+    return reference_text(init, [f"x = self.{gemm}(x)"] + textwrap.dedent(body).strip("\n").splitlines(),
+                          out_features, dtype)
 
 
 # Where the CPU tier's nvcc jobs leave their results for the run (tests/nvcc_jobs.py): one

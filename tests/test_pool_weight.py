@@ -25,36 +25,9 @@ from kgen.ir.graph import pooled_width
 from kgen.lower.forward import lower
 from kgen.tune.spec import Spec, Tile
 
+from conftest import reference_text
 from test_half_gpu import DTYPES as HALF
 
-_SOURCE = '''
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self, in_features, out_features):
-        super(Model, self).__init__()
-{init}
-
-    def forward(self, x):
-{body}
-        return x
-
-
-batch_size = 8
-in_features = 16
-out_features = {out_features}
-
-
-def get_inputs():
-    return [torch.rand(batch_size, in_features)]
-
-
-def get_init_inputs():
-    return [in_features, out_features]
-'''
 
 _PARAMS = ["self.weight = nn.Parameter(torch.randn(out_features, in_features) / in_features ** 0.5)",
            "self.bias = nn.Parameter(torch.randn(out_features) / 8)"]
@@ -82,8 +55,7 @@ N = 64   # (5 leaves 4 features outside every window; 3 every 2 gives 31 windows
 
 
 def source(init: list[str], body: list[str], out_features: int = N) -> str:
-    return _SOURCE.format(init="\n".join(f"        {line}" for line in init),
-                          body="\n".join(f"        {line}" for line in body), out_features=out_features)
+    return reference_text(init, body, out_features)
 
 
 def pooled_module(linear: str, pool: str, after=AFTER) -> str:

@@ -234,9 +234,8 @@ def pool_as_weight(graph: Graph) -> tuple[Graph, list[str]]:
     z = graph.node(pool.args[0])
     bias = None
     if z.kind == "pointwise" and z.op == "add" and len(z.args) == 2 and gemm.id in z.args:
-        (other,) = [a for a in z.args if a != gemm.id] or [None]
-        bias = graph.node(other) if other is not None else None
-        if bias is None or bias.kind != "param" or bias.level != "col":
+        bias = graph.node(z.args[1] if z.args[0] == gemm.id else z.args[0])
+        if bias.kind != "param" or bias.level != "col":
             return graph, []
     elif z.id != gemm.id:
         return graph, []

@@ -51,7 +51,7 @@ torch.manual_seed(0)
 base = torch.randn(N, K, device="cuda") / K ** 0.5
 print(torch.cuda.get_device_name(), f"W {N} x {K}, windows of {k}")
 for dtype in (torch.float32, torch.bfloat16, torch.float16):
-    w = base.to(dtype).requires_grad_()
+    w = base.to(dtype).detach().requires_grad_()   # (a leaf in every dtype: base.to(fp32) is base)
     g = torch.randn(N // k, K, device="cuda", dtype=dtype)
     want = None
     for name, way in WAYS.items():

@@ -207,26 +207,16 @@ def _grad_fns(t: torch.Tensor) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("kernel", [4, 3])
-@pytest.mark.parametrize("shape", [(64, 8), (66, 8), (66,)], ids=["rows", "rows-left-over", "bias"])
-def test_window_means_function_is_autograds_mean(shape, kernel, dtype):
-    """The means' Function (graph.WINDOW_MEANS_SOURCE) gives the values and the gradient of
-    autograd's own view-and-mean, bit for bit in every dtype (its backward divides the window's
-    gradient as MeanBackward does), as one node (the host's time on each training step: docs/perf.md,
-    session 39); rows after the last whole window get a zero gradient."""
+@pytest.mark.parametrize("out_features", [64, 66])
+def test_windows_that_cover_w_take_no_slice(out_features):
+    """Where the windows cover every row, the means' autograd graph has no slice (its backward
+    would write zeros over W and copy: 0.2 ms at 8192 x 8192, call E); where rows are left over,
+    they get no gradient."""
     from kgen.ir.graph import window_means
 
-    torch.manual_seed(0)
-    base = torch.randn(*shape, dtype=torch.float64).to(dtype)
-    w, w_ref = base.clone().requires_grad_(), base.clone().requires_grad_()
-    means = window_means(w, kernel, kernel)
-    whole = shape[0] // kernel * kernel
-    want = w_ref[:whole].unflatten(0, (-1, kernel)).mean(1)
-    assert _grad_fns(means) == {"_kgen_WindowMeansBackward", "AccumulateGrad"}
-    assert torch.equal(means, want)
-    g = torch.randn(means.shape, dtype=torch.float64).to(dtype)
-    means.backward(g)
-    want.backward(g)
-    assert torch.equal(w.grad, w_ref.grad)
-    assert bool((w.grad[whole:] == 0).all()) and w.grad.shape == w.shape
+    w = torch.randn(out_features, 8, dtype=torch.float64, requires_grad=True)
+    means = window_means(w, 4, 4)
+    assert ("SliceBackward0" in _grad_fns(means)) == (out_features % 4 != 0)
+    torch.testing.assert_close(means, torch.stack([w[j * 4:j * 4 + 4].mean(0) for j in range(16)]))
+    means.sum().backward()
+    assert bool((w.grad[:64] == 0.25).all()) and bool((w.grad[64:] == 0).all())

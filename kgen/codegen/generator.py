@@ -20,8 +20,7 @@ import jinja2
 from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
-from kgen.ir.graph import (UPDATED_IN_PLACE, WINDOW_MEANS_CLASS, WINDOW_MEANS_SOURCE, self_attr as _self_attr,
-                           window_means_code)
+from kgen.ir.graph import UPDATED_IN_PLACE, self_attr as _self_attr, window_means_code
 from kgen.lower.forward import Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
@@ -946,7 +945,6 @@ def render(spec: Spec, measured: dict | None = None) -> str:
     if "'''" in cuda_source:  # it sits in a raw triple-quoted string
         raise ValueError("kernel source contains ''' and cannot be embedded")
     source_literal, note = reference_source_literal(ref.source)
-    lines, methods = forward_lines(parts), weight_methods(parts)
     text = _ENV.get_template("model_new.py.j2").render(
         header=render_header(spec, measured),
         spec=spec,
@@ -968,11 +966,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         title=sentence(ref.docstring() or f"ModelNew for {spec.problem_name}"),
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
-        forward_lines=lines,
-        weight_methods=methods,
-        # a pooled weight's means (rewrite.pool_as_weight): the Function the lines call, where they do
-        window_means_source=WINDOW_MEANS_SOURCE if any(
-            WINDOW_MEANS_CLASS in line for line in [*lines, *(l for m in methods for l in m["lines"])]) else "",
+        forward_lines=forward_lines(parts),
+        weight_methods=weight_methods(parts),
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
         rows_input=rows_input(spec),

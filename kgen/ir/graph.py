@@ -103,7 +103,7 @@ def weight_method(body: tuple) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _weight_function(body: tuple):
-    namespace = dict(_WINDOW_MEANS_NAMESPACE)   # (a pooled weight's means: rewrite.pool_as_weight)
+    namespace = {"torch": torch}
     exec(compile(weight_method(body), "<kgen weight expression>", "exec"), namespace)
     return namespace["_kgen_weight"]
 
@@ -119,65 +119,26 @@ def gemm_weight(model, node: "Node"):
     return w.t() if node.attrs.get("stored_kn") else w
 
 
-# The means of windows of rows that do not overlap, as an autograd.Function: its backward writes
-# the gradient of every row at once (g / k repeated over each window), where autograd's formula
-# for the view and the mean left several nodes and a division of the expanded gradient, 0.18 ms at
-# 8192 x 8192 in bf16 against 0.07 (docs/perf.md, session 39; a 16-bit training step of KernelBench
-# 98 is mostly the host's time, and each node costs it). The emitted file
-# holds this text (WINDOW_MEANS_SOURCE), and window_means runs it, so the two cannot differ.
-WINDOW_MEANS_CLASS = "_kgen_WindowMeans"
-WINDOW_MEANS_SOURCE = '''class _kgen_WindowMeans(torch.autograd.Function):
-    """The means of t's windows of `kernel` consecutive rows (AvgPool1d's windows along dim 0,
-    without overlap; rows after the last whole window belong to none), each summed in fp32
-    (torch's accumulator for every float dtype) and rounded once to t's dtype."""
-
-    @staticmethod
-    def forward(t, kernel):
-        return t[:t.shape[0] // kernel * kernel].unflatten(0, (-1, kernel)).mean(1)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.rows, ctx.kernel = inputs[0].shape[0], inputs[1]
-
-    @staticmethod
-    def backward(ctx, g):
-        # Each row's gradient is its window's divided by the window's size (torch's mean divides
-        # the expanded gradient the same way: the same values), written by one stack (a copy
-        # from contiguous sources: 2.6x an expanded gradient's copy's rate in bf16, session 39).
-        k, rest = ctx.kernel, tuple(g.shape[1:])
-        d = torch.stack([g / k] * k, 1).view(-1, *rest)
-        if d.shape[0] < ctx.rows:   # the rows no window reads
-            d = torch.cat([d, d.new_zeros((ctx.rows - d.shape[0], *rest))])
-        return d, None
-'''
-
-
 def window_means_code(value: str, kernel: int, stride: int) -> str:
     """Python (torch ops on the tensor `value`) for the means of its windows of `kernel`
     consecutive rows, every `stride` rows (no padding, floor mode: AvgPool1d's windows), each
-    summed in fp32 and rounded once to the tensor's dtype. Windows that do not overlap:
-    WINDOW_MEANS_SOURCE's Function (the code that uses it defines it); overlapping ones torch's
-    unfold (docs/perf.md, session 38: an fp64 sum cost 0.47 ms at 8192 x 8192, this 0.06-0.10).
-    The emitted file runs this text and `window_means` evaluates it, so the two cannot differ."""
+    summed in fp32 (torch's accumulator for every float dtype) and rounded once to the tensor's
+    dtype. Windows that do not overlap are a view's middle dimension (its backward an expand);
+    overlapping ones torch's unfold (docs/perf.md, session 38: an fp64 sum cost 0.47 ms at 8192 x
+    8192, this 0.06-0.10; a slice 0.2 ms more in the backward). The emitted file runs this text and `window_means` evaluates it, so
+    the two cannot differ. (An autograd.Function whose backward writes dW with one stack was
+    measured and not kept: its apply costs the host more than the nodes it saves, and a 16-bit
+    step of KernelBench 98 is the host's time: session 39.)"""
     if kernel == stride:
-        return f"{WINDOW_MEANS_CLASS}.apply({value}, {kernel})"
+        # (sliced only where rows are left over: a slice's backward is a zeros and a copy of W)
+        whole = f"({value} if {value}.shape[0] % {kernel} == 0 else {value}[:{value}.shape[0] // {kernel} * {kernel}])"
+        return f"{whole}.unflatten(0, (-1, {kernel})).mean(1)"
     return f"{value}.unfold(0, {kernel}, {stride}).mean(-1)"
-
-
-def window_means_namespace() -> dict:
-    """A namespace with torch and WINDOW_MEANS_SOURCE's Function, where window_means_code's
-    text runs."""
-    namespace = {"torch": torch}
-    exec(compile(WINDOW_MEANS_SOURCE, "<kgen window means>", "exec"), namespace)
-    return namespace
-
-
-_WINDOW_MEANS_NAMESPACE = window_means_namespace()
 
 
 def window_means(t: torch.Tensor, kernel: int, stride: int) -> torch.Tensor:
     """The rows of t averaged over AvgPool1d's windows (window_means_code)."""
-    return eval(window_means_code("t", kernel, stride), dict(_WINDOW_MEANS_NAMESPACE, t=t))
+    return eval(window_means_code("t", kernel, stride), {"torch": torch, "t": t})
 
 
 def pooled_width(n: int, kernel: int, stride: int) -> int:

@@ -109,7 +109,8 @@ def op_part(lowered: Lowered) -> dict:
     reason = backward.unsupported(lowered)
     operands = [f"operand{k}" for k in range(len(lowered.operands))]
     # The backward's gradient of each input of the op, by name (None: no gradient flows).
-    gradient = {"x": "dx", "w": "dw", "gamma": "bn_grads[1]", "beta": "bn_grads[0]",
+    # (column_grads: [P][N] column sums, then BatchNorm's dβ and dγ rows)
+    gradient = {"x": "dx", "w": "dw", "gamma": f"column_grads[{len(operands) + 1}]", "beta": f"column_grads[{len(operands)}]",
                 **dict(zip(operands, backward.grad_expressions(lowered)))}
     # What the output's gradient does not reach (behind a detach, or computed under no_grad) gets
     # None, as torch gives it, not the zeros the kernels compute for it.
@@ -666,6 +667,8 @@ def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
         "backward_params": ", ".join(f"{ctype} {name}" for name, ctype in back),
         # (p.N: the row stride of a per-element operand, Dropout's mask.)
         "backward_operands": [f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))] + ["p.N = N;"],
+        # grad_cols's rows: the operands' column sums, then BatchNorm's two (the entry zeroes them)
+        "column_grad_rows": len(low.operands) + 2,
         "lowered": low,
         # The constant a rewritten part outputs (kgen_cfg::kConstantValue; unused without one).
         "constant_literal": cuda_float(0.0 if low.constant is None else low.constant),

@@ -786,8 +786,9 @@ struct Backward {{
 
 
 def grad_expressions(lowered: Lowered) -> list[str]:
-    """Python expressions of each operand's gradient from `cols` (the backward's [P][N]
-    column sums; a one-element parameter's total is at [k][0]) and `operandK` (its shape);
+    """Python expressions of each operand's gradient from `column_grads` (the backward's [P][N]
+    column sums, then BatchNorm's two rows; a one-element parameter's total is at [k][0]) and
+    `operandK` (its shape);
     "None" for Dropout's mask (drawn, not learned: torch sends it no gradient)."""
     out = []
     for k, n in enumerate(lowered.operands):
@@ -797,9 +798,9 @@ def grad_expressions(lowered: Lowered) -> list[str]:
         if n.kind == "input":   # the module's input, read by a broadcast tail
             out.append("d_input" if input_gradient(lowered) else "None")
             continue
-        row = f"cols[{k}, :1]" if n.level == "scalar" else f"cols[{k}]"
+        row = f"column_grads[{k}, :1]" if n.level == "scalar" else f"column_grads[{k}]"
         if n.level not in ("col", "scalar") and _numel(n.attrs["shape"]) != lowered.graph.out_features:
-            row = f"cols[{k}, :{_numel(n.attrs['shape'])}]"   # a broadcast tail's parameter
+            row = f"column_grads[{k}, :{_numel(n.attrs['shape'])}]"   # a broadcast tail's parameter
         out.append(f"{row}.reshape(operand{k}.shape)")
     return out
 

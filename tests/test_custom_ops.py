@@ -515,6 +515,8 @@ def test_the_backwards_python_calls_its_entry_with_every_argument(ref, backend, 
     spec = next(s for s in enumerate_specs(str(REFS_DIR / f"{ref}.py"), 64, 96, 80) if s.family == backend)
     module = exec_file(generator.render(spec))
     library = launch_on_cpu(module, monkeypatch)
+    built = []   # the dtypes of the builds asked for
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32: built.append(dtype) or library)
     monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
     model = module.ModelNew(*module.get_init_inputs()).to(dtype)
     x = torch.rand(64, 96, dtype=dtype, requires_grad=True)
@@ -525,5 +527,30 @@ def test_the_backwards_python_calls_its_entry_with_every_argument(ref, backend, 
     assert (call["M"], call["N"], call["K"], call["need_dx"], call["need_dw"]) == (64, 80, 96, *[int(not torch_gemms)] * 2)
     assert all(call[name] for name in ("x", "w", "g", "z", "grad_cols", "workspace"))
     assert bool(call["dx"]) == bool(call["dw"]) == (not torch_gemms)
+    # BatchNorm's two rows follow the P operands' column sums in the one buffer the entry zeroes
+    params = sum(name.startswith("operand") for name in call)
+    assert call["bn_grads"] == call["grad_cols"] + 4 * params * call["N"]
     for leaf in (x, *model.parameters()):
         assert leaf.grad is not None and leaf.grad.shape == leaf.shape and leaf.grad.dtype == leaf.dtype
+    # a 16-bit module's backward kernels come from its own build (they read its parameters in
+    # their dtype), as its forward's do
+    assert built == [dtype, dtype]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name())
+def test_the_backward_entry_zeroes_every_row_of_the_column_sums(spec):
+    """kgen_backward_<k> zeroes the column sums before its kernels add into them (the Python
+    allocates them with torch.empty): as many rows as the part's operands plus BatchNorm's two,
+    the [P + 2][N] the Python allocates and the op's fake returns."""
+    import re
+
+    source = generator.render(spec)
+    for k, args in enumerate(exec_file(source)._KGEN_BACKWARD_ARGS):
+        if args is None:
+            continue
+        params = sum(name.startswith("operand") for name, _ in args)
+        entry = source[source.index(f"KGEN_EXPORT const char* kgen_backward_{k}("):]
+        rows = re.search(r"cudaMemsetAsync\(grad_cols, 0, sizeof\(float\) \* (\d+) \* static_cast<size_t>\(N\)",
+                         entry[:entry.index("backward_entry<")])
+        assert rows and int(rows.group(1)) == params + 2
+        assert f"x.new_empty({params} + 2, N)" in source

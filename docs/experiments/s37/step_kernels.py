@@ -34,8 +34,10 @@ def step_of(model, g):
     return step
 
 
-def main(ref_path, dtype_name, *paths):
-    torch.backends.cuda.matmul.allow_tf32 = False
+def models_of(ref_path, dtype_name, paths):
+    """Eager and each emitted file's ModelNew with eager's parameters, in the dtype, on the GPU;
+    the input (wanting its gradient: an inner layer) and a fixed output gradient. (Session 39's
+    s39/step_host.py and s39/step_ab.py build theirs here too.)"""
     dtype = DTYPES[dtype_name]
     ref = load(ref_path)
     init = ref["get_init_inputs"]()
@@ -52,6 +54,12 @@ def main(ref_path, dtype_name, *paths):
     torch.manual_seed(1)
     x = ref["get_inputs"]()[0].cuda().to(dtype).requires_grad_()
     g = torch.randn(eager(x).shape, device="cuda").to(dtype)
+    return models, x, g
+
+
+def main(ref_path, dtype_name, *paths):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    models, x, g = models_of(ref_path, dtype_name, paths)
     print(f"{torch.cuda.get_device_name()}; {ref_path}; {dtype_name}; x {tuple(x.shape)}")
     for name, model in models.items():
         step = step_of(model, g)

@@ -13,7 +13,7 @@ import time
 import torch
 
 sys.path.insert(0, "docs/experiments/s37")
-from step_kernels import DTYPES, load, step_of  # noqa: E402
+from step_kernels import models_of, step_of  # noqa: E402
 
 ROUNDS, STEPS = 15, 20
 
@@ -24,22 +24,7 @@ def quantiles(values):
 
 
 def main(ref_path, dtype_name, *paths):
-    dtype = DTYPES[dtype_name]
-    ref = load(ref_path)
-    init = ref["get_init_inputs"]()
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        eager = ref["Model"](*init)
-    state = eager.state_dict()
-    models = {"eager": eager.to(dtype)}
-    for path in paths:
-        with torch.device("cuda"):
-            m = load(path)["ModelNew"](*init)
-        m.load_state_dict(state)
-        models[path.rsplit("/", 1)[-1]] = m.to(dtype)
-    torch.manual_seed(1)
-    x = ref["get_inputs"]()[0].cuda().to(dtype).requires_grad_()
-    g = torch.randn(eager(x).shape, device="cuda").to(dtype)
+    models, x, g = models_of(ref_path, dtype_name, paths)
     steps = {name: step_of(model, g) for name, model in models.items()}
     for step in steps.values():
         for _ in range(10):

@@ -15,28 +15,13 @@ import time
 import torch
 
 sys.path.insert(0, "docs/experiments/s37")
-from step_kernels import DTYPES, load, step_of  # noqa: E402
+from step_kernels import models_of, step_of  # noqa: E402
 
 STEPS = 300
 
 
 def main(ref_path, dtype_name, *paths):
-    dtype = DTYPES[dtype_name]
-    ref = load(ref_path)
-    init = ref["get_init_inputs"]()
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        eager = ref["Model"](*init)
-    state = eager.state_dict()
-    models = {"eager": eager.to(dtype)}
-    for path in paths:
-        with torch.device("cuda"):
-            m = load(path)["ModelNew"](*init)
-        m.load_state_dict(state)
-        models[path.rsplit("/", 1)[-1]] = m.to(dtype)
-    torch.manual_seed(1)
-    x = ref["get_inputs"]()[0].cuda().to(dtype).requires_grad_()
-    g = torch.randn(eager(x).shape, device="cuda").to(dtype)
+    models, x, g = models_of(ref_path, dtype_name, paths)
     print(f"{torch.cuda.get_device_name()}; {ref_path}; {dtype_name}; x {tuple(x.shape)}")
     for name, model in models.items():
         step = step_of(model, g)

@@ -213,6 +213,10 @@ def test_half_precision_builds_compile_without_spills(spec, operand, tmp_path):
     assert typed, "no stage-2 kernel writes the 16-bit output"
     if spec.problem == "gemm_scale_bn":   # eval: the GEMM's epilogue makes the output
         assert any("wgmma_half_kernel" in k and "StoringAs" in k and mangled in k for k in kernels)
+    # Its backward's kernels, but no fp32 GEMM: torch's run a 16-bit module's backward GEMMs
+    # (entry_backward.cuh, BuildBackwardGemm), so the build compiles none it cannot use.
+    assert any("backward_pointwise_kernel" in k for k in kernels)
+    assert not [k for k in kernels if "wgmma_ws_kernel" in k or "wgmma_gemm_kernel" in k or "SkinnyGemmIfE" in k]
 
 
 # Modules of tests/refs/ by the way their output is made, and per GEMM part what a 16-bit build

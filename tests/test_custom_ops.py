@@ -209,7 +209,7 @@ def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype):
     module = exec_file(generator.render(spec))
 
     class Library:   # (hashable, as a ctypes library is: the file keys its workspace sizes by it)
-        kgen_backward_floats_0 = staticmethod(lambda M, N, K: M * N + 8 * N)
+        kgen_backward_floats_0 = staticmethod(lambda M, N, K, g_numel: 1)
         kgen_backward_0 = staticmethod(lambda *values: None)
 
     library = Library()
@@ -520,16 +520,16 @@ def test_the_backwards_python_calls_its_entry_with_every_argument(ref, backend, 
     monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
     model = module.ModelNew(*module.get_init_inputs()).to(dtype)
     x = torch.rand(64, 96, dtype=dtype, requires_grad=True)
-    model(x).float().sum().backward()
+    out = model(x)
+    out.float().sum().backward()
     assert len(library.calls) == 1 and library.calls[0]["z_out"]     # the forward kept what the backward reads
     (call,) = library.backward_calls
     torch_gemms = backend != "gemv" and dtype != torch.float32
     assert (call["M"], call["N"], call["K"], call["need_dx"], call["need_dw"]) == (64, 80, 96, *[int(not torch_gemms)] * 2)
     assert all(call[name] for name in ("x", "w", "g", "z", "grad_cols", "workspace"))
     assert bool(call["dx"]) == bool(call["dw"]) == (not torch_gemms)
-    # BatchNorm's two rows follow the P operands' column sums in the one buffer the entry zeroes
-    params = sum(name.startswith("operand") for name in call)
-    assert call["bn_grads"] == call["grad_cols"] + 4 * params * call["N"]
+    # torch's GEMMs read dz, which the entry writes in the module's dtype; g goes as it is
+    assert bool(call["dz_out"]) == torch_gemms and call["g_numel"] == out.numel()
     for leaf in (x, *model.parameters()):
         assert leaf.grad is not None and leaf.grad.shape == leaf.shape and leaf.grad.dtype == leaf.dtype
     # a 16-bit module's backward kernels come from its own build (they read its parameters in
@@ -539,9 +539,10 @@ def test_the_backwards_python_calls_its_entry_with_every_argument(ref, backend, 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name())
 def test_the_backward_entry_zeroes_every_row_of_the_column_sums(spec):
-    """kgen_backward_<k> zeroes the column sums before its kernels add into them (the Python
-    allocates them with torch.empty): as many rows as the part's operands plus BatchNorm's two,
-    the [P + 2][N] the Python allocates and the op's fake returns."""
+    """kgen_backward_<k> zeroes (and a 16-bit build converts) the column sums as many rows as the
+    part's operands plus BatchNorm's two (entry_backward.cuh, backward_with_io; the Python
+    allocates them with torch.empty), the [P + 2][N] the Python allocates and the op's fake
+    returns; kgen_backward_floats_<k> makes room for as many."""
     import re
 
     source = generator.render(spec)
@@ -549,9 +550,12 @@ def test_the_backward_entry_zeroes_every_row_of_the_column_sums(spec):
         if args is None:
             continue
         params = sum(name.startswith("operand") for name, _ in args)
+        floats = source[source.index(f"KGEN_EXPORT long long kgen_backward_floats_{k}("):]
+        rows = re.search(r"backward_io_floats<[^>]*>\(M, N, K, g_numel, (\d+)\);", floats[:floats.index("}")])
+        assert rows and int(rows.group(1)) == params + 2
         entry = source[source.index(f"KGEN_EXPORT const char* kgen_backward_{k}("):]
-        rows = re.search(r"cudaMemsetAsync\(grad_cols, 0, sizeof\(float\) \* (\d+) \* static_cast<size_t>\(N\)",
-                         entry[:entry.index("backward_entry<")])
+        rows = re.search(r"backward_with_io<[^>]*>\(\s*x, w, g, g_numel, z, M, N, K, p, workspace, dx, dw, grad_cols, (\d+), dz_out,",
+                         entry[:entry.index("return message;")])
         assert rows and int(rows.group(1)) == params + 2
         fake = source[source.index(f"def _kgen_part{k}_backward_fake("):]
         assert f"x.new_empty({params} + 2, N)" in fake[:fake.index("\n\n\n")]

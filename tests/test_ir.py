@@ -251,14 +251,13 @@ def test_operand_limit_is_the_kernels():
 
 
 def test_where_the_16_bit_backward_reads_dz_is_where_the_kernels_write_it():
-    """A 16-bit module's backward takes dz from the workspace (model_new.py.j2) where
+    """A 16-bit module's backward entry converts dz from the workspace segment where
     kernels/backward.cuh writes it, in both kinds of backward."""
-    from kgen.codegen import generator
-
     source = (ROOT / "kgen" / "codegen" / "kernels" / "backward.cuh").read_text()
-    assert f"constexpr long long kBackwardDzOffset = {generator.BACKWARD_DZ_OFFSET};" in source
+    entry = (ROOT / "kgen" / "codegen" / "kernels" / "entry_backward.cuh").read_text()
     assert "float* z = workspace + kBackwardDzOffset;" in source       # point-wise: dz in z's place
     assert "float* dz = workspace + kBackwardDzOffset;" in source      # staged
+    assert "convert(workspace + kBackwardDzOffset, dz_out," in entry
 
 
 # The first (GEMM) candidate of each module, and the matrix-vector rewrite where it applies

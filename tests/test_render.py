@@ -52,7 +52,7 @@ def entry_points_agree(module) -> int:
         params = [p.strip().rsplit(" ", 1) for p in prototype.split(",")]
         assert [name for _, name in params] == [name for name, _ in args]
         for (ctype, name), (_, pytype) in zip(params, args):
-            expected = ctypes.c_void_p if ctype.endswith("*") else {"int": ctypes.c_int, "float": ctypes.c_float}[ctype]
+            expected = ctypes.c_void_p if ctype.endswith("*") else {"int": ctypes.c_int, "long long": ctypes.c_longlong, "float": ctypes.c_float}[ctype]
             assert pytype is expected, name
 
     protos = dict(re.findall(r'KGEN_EXPORT const char\* kgen_forward_(\d+)\(([^)]*)\)', module._KGEN_CUDA_SOURCE))

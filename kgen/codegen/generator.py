@@ -67,17 +67,14 @@ OPTIONAL_TENSORS = ("gamma", "beta", "running_mean", "running_var", "num_batches
 
 
 # The parameters of a part's backward entry kgen_backward_<part>, then its operands (operand0, ...).
+# g (g_numel elements), the column sums grad_cols and dz_out (dz for torch's GEMMs, a 16-bit
+# module's) are in the module's dtype (entry_backward.cuh, backward_with_io).
 BACKWARD_BASE_ARGS = (
-    ("x", "const float*"), ("w", "const float*"), ("g", "const float*"), ("z", "const float*"), ("dx", "float*"),
-    ("dw", "float*"), ("grad_cols", "float*"), ("workspace", "float*"), ("M", "int"), ("N", "int"),
-    ("K", "int"), ("need_dx", "int"), ("need_dw", "int"), ("stream", "void*"), ("bn_grads", "float*"),
-    ("bn_training", "int"), ("d_input", "float*"),
+    ("x", "const float*"), ("w", "const float*"), ("g", f"const {OPERAND_CTYPE}*"), ("g_numel", "long long"),
+    ("z", "const float*"), ("dx", "float*"), ("dw", "float*"), ("grad_cols", f"{OPERAND_CTYPE}*"),
+    ("workspace", "float*"), ("M", "int"), ("N", "int"), ("K", "int"), ("need_dx", "int"), ("need_dw", "int"),
+    ("stream", "void*"), ("bn_training", "int"), ("d_input", "float*"), ("dz_out", f"{OPERAND_CTYPE}*"),
 )
-
-
-# Where the backward's dz lies in its workspace: kernels/backward.cuh's kBackwardDzOffset (a test
-# ties the two), which the emitted file's 16-bit backward reads dz from (model_new.py.j2).
-BACKWARD_DZ_OFFSET = 0
 
 
 def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
@@ -434,7 +431,7 @@ def out_shape(lowered: Lowered) -> str:
     return f"M, {width}"
 
 
-_CTYPES = {"int": "ctypes.c_int", "float": "ctypes.c_float"}
+_CTYPES = {"int": "ctypes.c_int", "long long": "ctypes.c_longlong", "float": "ctypes.c_float"}
 
 
 def ctypes_type(ctype: str) -> str:
@@ -975,7 +972,6 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_call_args=forward_call_args(parts),
         rows_input=rows_input(spec),
         op_parts=[op_part(low) for low in parts],
-        backward_dz_offset=BACKWARD_DZ_OFFSET,
         backward_args=[None if not backward.has_kernels(low) else
                        [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],
         kgen_digest=kgen_source_digest(),

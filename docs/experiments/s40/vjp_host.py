@@ -2,7 +2,8 @@
 emitted file of one KernelBench module in one dtype, interleaved (ROUNDS rounds of STEPS steps, the
 order rotating): the synchronized wall time of a step, the main thread's time in forward and in
 backward() (backward() returns once the device thread has queued every node), and, for a file, the
-device thread's CPU and wall time inside the part's vjp (its autograd.Function's backward, wrapped).
+device thread's CPU and wall time inside the part's vjp (its autograd.Function's backward, wrapped),
+and the peak memory one step allocates above what is allocated when it starts.
 Also eager with one identity autograd.Function (Python backward) at its output: what any Python
 node costs the step. Then cProfile inside the vjp over PROFILED steps, by own and cumulative time.
 
@@ -135,6 +136,13 @@ def main(ref_path, dtype_name, *paths):
         if r["vjp_cpu"]:
             line += f"; vjp CPU {q(r['vjp_cpu'])}, wall {q(r['vjp_wall'])}"
         print(line)
+    for name in names:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        step(name, False)
+        torch.cuda.synchronize()
+        print(f"{name:28s} peak memory of a step above its start: {(torch.cuda.max_memory_allocated() - base) / 2**20:.1f} MiB")
     for name, m in meters.items():
         m.profiler = cProfile.Profile()
         for _ in range(PROFILED):

@@ -115,17 +115,25 @@ __global__ void backward_scalar_sum_kernel(float* __restrict__ row, int N) {
 // Workspace segments start on 128-byte boundaries (TMA and 16-byte loads need 16).
 inline long long backward_segment(long long floats) { return (floats + 31) / 32 * 32; }
 
-// Workspace floats of backward_part: z / dz, w^T, dz^T, x^T and the partial sums.
-inline long long backward_floats(int M, int N, int K, int params) {
+// The backward's own GEMMs' segments of its workspace (w^T, dz^T, x^T), its last: a build whose
+// backward runs no GEMM of its own (a 16-bit module's: torch's run them, model_new.py.j2) asks
+// for none of them (backward_gemm_floats, NoBackwardGemm).
+inline long long backward_gemm_floats(int M, int N, int K) {
   const long long m = M, n = N, k = K;
-  return backward_segment(m * n) + backward_segment(k * n) + backward_segment(n * m) +
-         backward_segment(k * m) + static_cast<long long>(backward_row_blocks(M)) * params * n;
+  return backward_segment(k * n) + backward_segment(n * m) + backward_segment(k * m);
+}
+
+// Workspace floats of backward_part: z / dz, the partial sums, then (with `gemms`) the GEMMs'.
+inline long long backward_floats(int M, int N, int K, int params, bool gemms) {
+  const long long m = M, n = N;
+  return backward_segment(m * n) + backward_segment(static_cast<long long>(backward_row_blocks(M)) * params * n) +
+         (gemms ? backward_gemm_floats(M, N, K) : 0);
 }
 
 // Where dz [M][N] (fp32) lies in the backward's workspace, in both kinds of backward: its first
 // segment. A 16-bit module's backward runs these kernels without the GEMMs (need_dx = need_dw =
-// 0), and ModelNew computes dx = dz w and dw = dz^T x from there in the module's dtype
-// (model_new.py.j2, _kgen_launch_backward, whose _KGEN_BACKWARD_DZ_OFFSET a test ties to this).
+// 0); its C entry converts dz from there into the module's dtype (entry_backward.cuh,
+// backward_with_io), and ModelNew computes dx = dz w and dw = dz^T x from that with torch's GEMMs.
 constexpr long long kBackwardDzOffset = 0;
 
 // What failed, for the error message: the step and the CUDA error.
@@ -133,6 +141,29 @@ struct BackwardStatus {
   const char* step;
   cudaError_t error;
 };
+
+// out[i] = in[i] converted (as_float, then rounded to nearest even as torch's .to(dtype) rounds:
+// OutputType), for i < n: a 16-bit build's backward entry converts g to fp32 for the kernels, and
+// the column sums and dz back to the module's dtype (backward_with_io). Eight elements a thread,
+// a warp's 32 consecutive ones at a time.
+template <class From, class To>
+__global__ void convert_kernel(const From* __restrict__ in, To* __restrict__ out, long long n) {
+  const long long first = static_cast<long long>(blockIdx.x) * blockDim.x * 8 + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const long long i = first + static_cast<long long>(j) * blockDim.x;
+    if (i < n) out[i] = OutputType<To>::one(as_float(in[i]));
+  }
+}
+
+template <class From, class To>
+cudaError_t convert(const From* in, To* out, long long n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  constexpr int kThreads = 256;
+  const long long blocks = (n + 8LL * kThreads - 1) / (8LL * kThreads);
+  convert_kernel<From, To><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(in, out, n);
+  return cudaGetLastError();
+}
 
 // The matrix-vector rewrite's backward (gemv_backward.cuh, which a translation unit inlines only
 // where a part has one): declared here for entry_backward.cuh, whose other kinds of backward
@@ -143,13 +174,28 @@ BackwardStatus gemv_backward(const T* x, const T* w, const float* g, const float
                              int M, int N, int K, const EpilogueParams& p, float* workspace, T* dx, T* dw,
                              float* grad_cols, bool need_dx, bool need_dw, cudaStream_t stream);
 
+// The backward's GEMM in a build whose backward runs none of its own (a 16-bit module's), so that
+// it instantiates no fp32 GEMM kernel the forward does not use (build time): every launch refuses.
+struct NoBackwardGemm : ExternalGemm {
+  template <class EPI>
+  static cudaError_t launch(const float*, const float*, int, int, int, const EpilogueParams&, cudaStream_t) {
+    return cudaErrorNotSupported;
+  }
+};
+
 // dx = dz w and dw = dz^T x on the part's own GEMM (K-major operands: w^T, dz^T and x^T into the
-// workspace segments given).
+// workspace's GEMM segments, from `gemm_workspace` on: backward_gemm_floats).
 template <class Gemm>
-BackwardStatus backward_gemms(const float* x, const float* w, const float* dz, int M, int N, int K, float* w_t,
-                              float* dz_t, float* x_t, float* dx, float* dw, bool need_dx, bool need_dw,
+BackwardStatus backward_gemms(const float* x, const float* w, const float* dz, int M, int N, int K,
+                              float* gemm_workspace, float* dx, float* dw, bool need_dx, bool need_dw,
                               cudaStream_t stream) {
-  if (K == 0) return {"", cudaSuccess};
+  if ((!need_dx && !need_dw) || K == 0) return {"", cudaSuccess};
+  if constexpr (std::is_same<Gemm, NoBackwardGemm>::value) {
+    return {"dx and dW (this build's backward runs no GEMM: torch's compute them)", cudaErrorNotSupported};
+  }
+  float* w_t = gemm_workspace;
+  float* dz_t = w_t + backward_segment(static_cast<long long>(K) * N);
+  float* x_t = dz_t + backward_segment(static_cast<long long>(N) * M);
   EpilogueParams store{};
   cudaError_t err = cudaSuccess;
   if (need_dx) {
@@ -174,10 +220,8 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, con
                              bool need_dx, bool need_dw, cudaStream_t stream) {
   if (M == 0 || N == 0) return {"", cudaSuccess};
   float* z = workspace + kBackwardDzOffset;   // z, then dz in its place
-  float* w_t = z + backward_segment(static_cast<long long>(M) * N);
-  float* dz_t = w_t + backward_segment(static_cast<long long>(K) * N);
-  float* x_t = dz_t + backward_segment(static_cast<long long>(N) * M);
-  float* partial = x_t + backward_segment(static_cast<long long>(K) * M);
+  float* partial = z + backward_segment(static_cast<long long>(M) * N);
+  float* gemm_workspace = partial + backward_segment(static_cast<long long>(backward_row_blocks(M)) * B::kParams * N);
   EpilogueParams store = p;
   store.z = z;
   cudaError_t err = cudaSuccess;
@@ -197,7 +241,7 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, con
     }
     if ((err = cudaGetLastError()) != cudaSuccess) return {"parameter gradients", err};
   }
-  return backward_gemms<Gemm>(x, w, z, M, N, K, w_t, dz_t, x_t, dx, dw, need_dx, need_dw, stream);
+  return backward_gemms<Gemm>(x, w, z, M, N, K, gemm_workspace, dx, dw, need_dx, need_dw, stream);
 }
 
 // ---- the staged backward (kgen/lower/backward.py, KIND_STAGED) -------------------------------------
@@ -254,14 +298,13 @@ __global__ void plane_column_sums_kernel(const float* __restrict__ contrib, size
   partial[(static_cast<size_t>(blockIdx.y) * slots + k) * N + n] = s.sum;
 }
 
-// Workspace floats of backward_staged: dz, w^T, dz^T, x^T, the contribution planes, the partials,
-// and with a pooling its row kernel CTAs' scratch (2 N floats each).
-inline long long backward_staged_floats(int M, int N, int K, int params, int slots, bool pool) {
-  const long long m = M, n = N, k = K, plane_rows = backward_plane_rows(M);
-  return backward_segment(m * n) + backward_segment(k * n) + backward_segment(n * m) + backward_segment(k * m) +
-         slots * backward_segment(plane_rows * n) +
+// Workspace floats of backward_staged: dz, the contribution planes, the partials, with a pooling
+// its row kernel CTAs' scratch (2 N floats each), then (with `gemms`) the GEMMs'.
+inline long long backward_staged_floats(int M, int N, int K, int params, int slots, bool pool, bool gemms) {
+  const long long m = M, n = N, plane_rows = backward_plane_rows(M);
+  return backward_segment(m * n) + slots * backward_segment(plane_rows * n) +
          backward_segment(static_cast<long long>(backward_row_blocks(M)) * std::max(params, 2) * n) +
-         (pool ? 2 * plane_rows * n : 0);
+         (pool ? backward_segment(2 * plane_rows * n) : 0) + (gemms ? backward_gemm_floats(M, N, K) : 0);
 }
 
 // grad_cols [P][N] and bn_grads [2][N] (dβ, dγ) must be zero on entry (the steps add into them).
@@ -280,13 +323,11 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
   const int plane_rows = backward_plane_rows(M);
   const size_t plane = static_cast<size_t>(backward_segment(static_cast<long long>(plane_rows) * N));
   float* dz = workspace + kBackwardDzOffset;
-  float* w_t = dz + mn_segment;
-  float* dz_t = w_t + backward_segment(static_cast<long long>(K) * N);
-  float* x_t = dz_t + mn_segment;
-  float* contrib = x_t + backward_segment(static_cast<long long>(K) * M);
+  float* contrib = dz + mn_segment;
   float* partial = contrib + Rows::kSlots * plane;
-  float* pool = Rows::kPool ? partial + backward_segment(static_cast<long long>(backward_row_blocks(M)) *
-                                                         std::max(B::kParams, 2) * N) : nullptr;
+  float* after_partial = partial + backward_segment(static_cast<long long>(backward_row_blocks(M)) * std::max(B::kParams, 2) * N);
+  float* pool = Rows::kPool ? after_partial : nullptr;
+  float* gemm_workspace = after_partial + (Rows::kPool ? backward_segment(2LL * plane_rows * N) : 0);
   const float* z = saved;
   if constexpr (B::kHasBatchNorm) {
     // z, then a, c, x̂'s two coefficients and γ/σ per column (entry.cuh asserts the count).
@@ -347,7 +388,7 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
     if (B::kScalar[k]) backward_scalar_sum_kernel<<<1, kBackwardThreads, 0, stream>>>(grad_cols + static_cast<size_t>(k) * N, N);
   }
   if ((err = cudaGetLastError()) != cudaSuccess) return {"parameter gradients", err};
-  return backward_gemms<Gemm>(x, w, dz, M, N, K, w_t, dz_t, x_t, dx, dw, need_dx, need_dw, stream);
+  return backward_gemms<Gemm>(x, w, dz, M, N, K, gemm_workspace, dx, dw, need_dx, need_dw, stream);
 }
 
 // ---- a broadcast tail's backward (kgen/lower/backward.py, tail_backward_struct) ---------------------

@@ -50,15 +50,20 @@ inline const char* forward_entry_with_backward(const kgen_cfg::ForwardArgs& a) {
 // rewrite's: gemv_backward.cuh); with a broadcast
 // tail, the tail's backward first (the stages' output gradient, after the backward's own workspace)
 // and its operands' gradients last.
+// A 16-bit build's backward runs no GEMM of its own (torch's compute dx and dW in the module's
+// dtype: model_new.py.j2): it instantiates none, and its workspace has no room for one.
+constexpr bool kBackwardGemms = std::is_same<Param, float>::value;
+using BuildBackwardGemm = std::conditional_t<kBackwardGemms, kgen_cfg::BackwardGemm, NoBackwardGemm>;
+
 template <class B>
 long long backward_workspace_floats(int M, int N, int K) {
   long long core;
   if constexpr (B::kKind == kBackwardPointwise) {
-    core = backward_floats(M, N, K, B::kParams);
+    core = backward_floats(M, N, K, B::kParams, kBackwardGemms);
   } else if constexpr (B::kKind == kBackwardGemv) {
     core = gemv_backward_floats(M, N, K);
   } else {
-    core = backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool);
+    core = backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool, kBackwardGemms);
   }
   return core + (kgen_cfg::kHasTail ? backward_segment(core_floats(M, N)) : 0);
 }
@@ -76,10 +81,10 @@ BackwardStatus backward_stages(const In* x, const In* w, const float* g, const f
                                                   M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw, stream);
   } else if constexpr (B::kKind == kBackwardPointwise) {
     (void)bn_grads; (void)bn_training;
-    return backward_part<kgen_cfg::BackwardGemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw,
+    return backward_part<BuildBackwardGemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw,
                                             stream);
   } else {
-    return backward_staged<kgen_cfg::BackwardGemm, B>(x, w, g, kgen_cfg::output_width(N), z, M, N, K, p, workspace, dx, dw,
+    return backward_staged<BuildBackwardGemm, B>(x, w, g, kgen_cfg::output_width(N), z, M, N, K, p, workspace, dx, dw,
                                               grad_cols, bn_grads, bn_training, need_dx, need_dw, stream);
   }
 }
@@ -110,6 +115,65 @@ BackwardStatus backward_entry(const In* x, const In* w, const float* g, const fl
     return backward_stages<B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, bn_grads, bn_training, need_dx,
                               need_dw, stream);
   }
+}
+
+// ---- the entry's own work: kgen_backward_<part> (kernel.cu.j2) calls backward_with_io -----------
+//
+// g, the column sums [rows][N] (the operands', then BatchNorm's dβ and dγ) and dz [M][N] (dz_out:
+// what torch's GEMMs read, for a 16-bit module; nullptr: not wanted) are the caller's tensors in
+// the module's dtype, Param. An fp32 build's kernels work on them as they are. A 16-bit build's
+// work on fp32 copies after the kernels' own workspace (backward_io_floats), converted here in the
+// stream's order: g before the kernels, the column sums and dz after them (each was a torch
+// conversion before: a tensor op of host time on every step, docs/perf.md, session 40). The
+// column sums are zeroed here too (the kernels add into them; a torch.zeros was another such op).
+template <class B>
+long long backward_io_floats(int M, int N, int K, long long g_numel, int rows) {
+  const long long core = backward_workspace_floats<B>(M, N, K);
+  if constexpr (std::is_same<Param, float>::value) {
+    (void)g_numel; (void)rows;
+    return core;
+  } else {
+    return core + backward_segment(g_numel) + backward_segment(static_cast<long long>(rows) * N);
+  }
+}
+
+// (T: Param, deduced, so that the branch for the other kind of build is discarded unchecked.)
+template <class B, class In, class Grad, class T>
+BackwardStatus backward_with_io(const In* x, const In* w, const T* g, long long g_numel, const float* z, int M,
+                                int N, int K, const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw,
+                                T* grad_cols, int rows, T* dz_out, bool bn_training, bool need_dx,
+                                bool need_dw, float* d_input, cudaStream_t stream) {
+  static_assert(std::is_same<T, Param>::value, "g, the column sums and dz are in the module's dtype");
+  const long long core = backward_workspace_floats<B>(M, N, K);
+  const long long cols = static_cast<long long>(rows) * N;
+  const float* g32;
+  float* cols32;
+  if constexpr (std::is_same<T, float>::value) {
+    g32 = g;
+    cols32 = grad_cols;
+  } else {
+    float* copy = workspace + core;
+    cols32 = copy + backward_segment(g_numel);
+    const cudaError_t err = convert(g, copy, g_numel, stream);
+    if (err != cudaSuccess) return {"g to fp32", err};
+    g32 = copy;
+  }
+  cudaError_t err = cudaMemsetAsync(cols32, 0, sizeof(float) * cols, stream);
+  if (err != cudaSuccess) return {"zeroing the column sums", err};
+  const BackwardStatus status = backward_entry<B>(x, w, g32, z, M, N, K, p, workspace, dx, dw, cols32,
+                                                  cols32 + static_cast<long long>(rows - 2) * N, bn_training, need_dx,
+                                                  need_dw, d_input, stream);
+  if (status.error != cudaSuccess) return status;
+  if constexpr (!std::is_same<T, float>::value) {
+    if ((err = convert(cols32, grad_cols, cols, stream)) != cudaSuccess) return {"the column sums to the module's dtype", err};
+    if (dz_out != nullptr &&
+        (err = convert(workspace + kBackwardDzOffset, dz_out, static_cast<long long>(M) * N, stream)) != cudaSuccess) {
+      return {"dz to the module's dtype", err};
+    }
+  } else {
+    (void)dz_out; (void)g_numel;
+  }
+  return {"", cudaSuccess};
 }
 
 }  // namespace kgen

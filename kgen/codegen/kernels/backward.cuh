@@ -64,9 +64,11 @@ constexpr int kBackwardRows = 64;       // rows per CTA: the partial sums' granu
 inline int backward_row_blocks(int M) { return (M + kBackwardRows - 1) / kBackwardRows; }
 
 // dz from z and g (dz may be g; nullptr: only the sums); partial[(row block * P + k) * N + n] = the row
-// block's sum of parameter k's gradient contributions in column n.
-template <class B, int kParams = B::kParams>
-__global__ void backward_pointwise_kernel(const float* z, float* dz, const float* g, int M, int N,
+// block's sum of parameter k's gradient contributions in column n. G, D: g's and dz's element
+// types (a 16-bit build reads g and writes dz in the module's dtype where this kernel is the first
+// to read the one or the last to write the other: entry_backward.cuh, backward_with_io).
+template <class B, int kParams = B::kParams, class G = float, class D = float>
+__global__ void backward_pointwise_kernel(const float* z, D* dz, const G* g, int M, int N,
                                           EpilogueParams p, float* __restrict__ partial) {
   const int n = blockIdx.x * kBackwardThreads + threadIdx.x;
   if (n >= N) return;
@@ -75,8 +77,8 @@ __global__ void backward_pointwise_kernel(const float* z, float* dz, const float
   for (int m = blockIdx.y * kBackwardRows; m < m_end; ++m) {
     const size_t i = static_cast<size_t>(m) * N + n;
     float contribution[kParams > 0 ? kParams : 1];
-    const float d = B::apply(z[i], g[i], m, n, p, contribution);
-    if (dz != nullptr) dz[i] = d;
+    const float d = B::apply(z[i], as_float(g[i]), m, n, p, contribution);
+    if (dz != nullptr) store_as(dz + i, d);
 #pragma unroll
     for (int k = 0; k < kParams; ++k) sums[k].add(contribution[k]);
   }
@@ -123,10 +125,12 @@ inline long long backward_gemm_floats(int M, int N, int K) {
   return backward_segment(k * n) + backward_segment(n * m) + backward_segment(k * m);
 }
 
-// Workspace floats of backward_part: z / dz, the partial sums, then (with `gemms`) the GEMMs'.
+// Workspace floats of backward_part: with `gemms` (its own GEMMs run) z / dz, the partial sums,
+// then the GEMMs'; without, the partial sums alone (dz goes to the caller's dz_out).
 inline long long backward_floats(int M, int N, int K, int params, bool gemms) {
   const long long m = M, n = N;
-  return backward_segment(m * n) + backward_segment(static_cast<long long>(backward_row_blocks(M)) * params * n) +
+  return (gemms ? backward_segment(m * n) : 0) +
+         backward_segment(static_cast<long long>(backward_row_blocks(M)) * params * n) +
          (gemms ? backward_gemm_floats(M, N, K) : 0);
 }
 
@@ -213,25 +217,35 @@ BackwardStatus backward_gemms(const float* x, const float* w, const float* dz, i
 // dx [M][K], dw [N][K] and grad_cols [P][N] (column sums of each parameter's contributions: a
 // per-feature parameter's gradient, or, summed over n, a one-element parameter's).
 // need_dx, need_dw: whether autograd wants dx and dw (a first layer's input needs no gradient:
-// then no dx GEMM, and no w^T).
-template <class Gemm, class B>
-BackwardStatus backward_part(const float* x, const float* w, const float* g, const float* kept_z, int M, int N,
+// then no dx GEMM, and no w^T). A build whose backward runs no GEMM of its own (NoBackwardGemm: a
+// 16-bit module's) writes dz into dz_out instead, in its type D (nullptr: only the sums), from the
+// z its forward kept (it cannot recompute one).
+template <class Gemm, class B, class G, class D>
+BackwardStatus backward_part(const float* x, const float* w, const G* g, const float* kept_z, int M, int N,
                              int K, EpilogueParams p, float* workspace, float* dx, float* dw, float* grad_cols,
-                             bool need_dx, bool need_dw, cudaStream_t stream) {
+                             D* dz_out, bool need_dx, bool need_dw, cudaStream_t stream) {
+  constexpr bool kOwnGemms = !std::is_same<Gemm, NoBackwardGemm>::value;
   if (M == 0 || N == 0) return {"", cudaSuccess};
-  float* z = workspace + kBackwardDzOffset;   // z, then dz in its place
-  float* partial = z + backward_segment(static_cast<long long>(M) * N);
+  float* z = workspace + kBackwardDzOffset;   // z, then dz in its place (kOwnGemms)
+  float* partial = kOwnGemms ? z + backward_segment(static_cast<long long>(M) * N) : workspace;
   float* gemm_workspace = partial + backward_segment(static_cast<long long>(backward_row_blocks(M)) * B::kParams * N);
-  EpilogueParams store = p;
-  store.z = z;
   cudaError_t err = cudaSuccess;
-  if (kept_z == nullptr) {
-    err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, store, stream);
-    if (err != cudaSuccess) return {"z = x w^T", err};
-  }
   const int blocks = backward_row_blocks(M);
-  backward_pointwise_kernel<B><<<dim3((N + kBackwardThreads - 1) / kBackwardThreads, blocks), kBackwardThreads, 0, stream>>>(
-      kept_z != nullptr ? kept_z : z, z, g, M, N, p, partial);
+  const dim3 grid((N + kBackwardThreads - 1) / kBackwardThreads, blocks);
+  if constexpr (kOwnGemms) {
+    (void)dz_out;
+    EpilogueParams store = p;
+    store.z = z;
+    if (kept_z == nullptr) {
+      err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, store, stream);
+      if (err != cudaSuccess) return {"z = x w^T", err};
+    }
+    backward_pointwise_kernel<B><<<grid, kBackwardThreads, 0, stream>>>(kept_z != nullptr ? kept_z : z, z, g, M, N, p,
+                                                                        partial);
+  } else {
+    if (kept_z == nullptr) return {"the forward kept no z (it ran without autograd)", cudaErrorInvalidValue};
+    backward_pointwise_kernel<B><<<grid, kBackwardThreads, 0, stream>>>(kept_z, dz_out, g, M, N, p, partial);
+  }
   if ((err = cudaGetLastError()) != cudaSuccess) return {"dz", err};
   if (B::kParams > 0) {
     backward_merge_kernel<<<dim3((N + kBackwardThreads - 1) / kBackwardThreads, B::kParams), kBackwardThreads, 0, stream>>>(
@@ -241,7 +255,12 @@ BackwardStatus backward_part(const float* x, const float* w, const float* g, con
     }
     if ((err = cudaGetLastError()) != cudaSuccess) return {"parameter gradients", err};
   }
-  return backward_gemms<Gemm>(x, w, z, M, N, K, gemm_workspace, dx, dw, need_dx, need_dw, stream);
+  if constexpr (kOwnGemms) {
+    return backward_gemms<Gemm>(x, w, z, M, N, K, gemm_workspace, dx, dw, need_dx, need_dw, stream);
+  } else {
+    (void)gemm_workspace;
+    return backward_gemms<Gemm>(x, w, nullptr, M, N, K, nullptr, dx, dw, need_dx, need_dw, stream);
+  }
 }
 
 // ---- the staged backward (kgen/lower/backward.py, KIND_STAGED) -------------------------------------
@@ -298,22 +317,29 @@ __global__ void plane_column_sums_kernel(const float* __restrict__ contrib, size
   partial[(static_cast<size_t>(blockIdx.y) * slots + k) * N + n] = s.sum;
 }
 
-// Workspace floats of backward_staged: dz, the contribution planes, the partials, with a pooling
-// its row kernel CTAs' scratch (2 N floats each), then (with `gemms`) the GEMMs'.
-inline long long backward_staged_floats(int M, int N, int K, int params, int slots, bool pool, bool gemms) {
+// Workspace floats of backward_staged: dz (where its own GEMMs read it, `gemms`, or a row kernel
+// writes it, `rows`), the contribution planes, the partials, with a pooling its row kernel CTAs'
+// scratch (2 N floats each), then (with `gemms`) the GEMMs'.
+inline long long backward_staged_floats(int M, int N, int K, int params, int slots, bool pool, bool rows, bool gemms) {
   const long long m = M, n = N, plane_rows = backward_plane_rows(M);
-  return backward_segment(m * n) + slots * backward_segment(plane_rows * n) +
+  return (gemms || rows ? backward_segment(m * n) : 0) + slots * backward_segment(plane_rows * n) +
          backward_segment(static_cast<long long>(backward_row_blocks(M)) * std::max(params, 2) * n) +
          (pool ? backward_segment(2 * plane_rows * n) : 0) + (gemms ? backward_gemm_floats(M, N, K) : 0);
 }
 
 // grad_cols [P][N] and bn_grads [2][N] (dβ, dγ) must be zero on entry (the steps add into them).
-template <class Gemm, class B>
-BackwardStatus backward_staged(const float* x, const float* w, const float* g, int g_stride, const float* saved,
+// As backward_part's, a build with no GEMM of its own (NoBackwardGemm) has dz written into dz_out
+// (type D; nullptr: not wanted) by its last writer where that is BatchNorm's prefix; a row
+// kernel's dz stays in the workspace (fp32: entry_backward.cuh converts it). g is of type G where
+// no row kernel reads it (BatchNorm's kernels read it then), else fp32.
+template <class Gemm, class B, class G, class D>
+BackwardStatus backward_staged(const float* x, const float* w, const G* g, int g_stride, const float* saved,
                                int M, int N, int K, EpilogueParams p, float* workspace, float* dx, float* dw,
-                               float* grad_cols, float* bn_grads, bool bn_training, bool need_dx, bool need_dw,
-                               cudaStream_t stream) {
+                               float* grad_cols, float* bn_grads, D* dz_out, bool bn_training, bool need_dx,
+                               bool need_dw, cudaStream_t stream) {
   using Rows = typename B::Rows;
+  constexpr bool kOwnGemms = !std::is_same<Gemm, NoBackwardGemm>::value;
+  static_assert(std::is_same<G, float>::value || !Rows::kRuns, "a row kernel reads an fp32 g");
   if (M == 0 || N == 0) return {"", cudaSuccess};
   // A staged part's backward reads what its forward kept (z, BatchNorm's per-column values):
   // there is no recomputing them here (the running statistics were updated once already).
@@ -322,8 +348,8 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
   const size_t mn_segment = static_cast<size_t>(backward_segment(mn));
   const int plane_rows = backward_plane_rows(M);
   const size_t plane = static_cast<size_t>(backward_segment(static_cast<long long>(plane_rows) * N));
-  float* dz = workspace + kBackwardDzOffset;
-  float* contrib = dz + mn_segment;
+  float* dz = workspace + kBackwardDzOffset;   // (kOwnGemms or Rows::kRuns)
+  float* contrib = workspace + (kOwnGemms || Rows::kRuns ? mn_segment : 0);
   float* partial = contrib + Rows::kSlots * plane;
   float* after_partial = partial + backward_segment(static_cast<long long>(backward_row_blocks(M)) * std::max(B::kParams, 2) * N);
   float* pool = Rows::kPool ? after_partial : nullptr;
@@ -340,7 +366,6 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
   const int blocks = backward_row_blocks(M);
   const int col_blocks = (N + kBackwardThreads - 1) / kBackwardThreads;
   cudaError_t err = cudaSuccess;
-  const float* y = g;  // the boundary value's gradient
   if constexpr (Rows::kRuns) {
     const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
     const bool cached = row_bytes <= kRowCacheBytes;
@@ -356,18 +381,28 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
     backward_rows_kernel<Rows><<<plane_rows, kRowThreads, cached ? row_bytes : 0, stream>>>(
         z, g, g_stride, dz, contrib, plane, M, N, backward_rows_per_cta(M), p, cached, pool);
     if ((err = cudaGetLastError()) != cudaSuccess) return {"the row stages' gradient", err};
-    y = dz;
   }
+  // The boundary value's gradient: the row kernel's dz, else g.
+  const auto* y = [&] {
+    if constexpr (Rows::kRuns) return static_cast<const float*>(dz);
+    else return g;
+  }();
+  // Where BatchNorm's prefix writes dz: the workspace for the build's own GEMMs, else dz_out.
+  auto* prefix_dz = [&] {
+    if constexpr (kOwnGemms) return dz;
+    else return dz_out;
+  }();
+  (void)prefix_dz; (void)dz_out;
   if constexpr (B::kHasBatchNorm) {
     backward_pointwise_kernel<typename B::BnSums, 2>
-        <<<dim3(col_blocks, blocks), kBackwardThreads, 0, stream>>>(z, nullptr, y, M, N, p, partial);
+        <<<dim3(col_blocks, blocks), kBackwardThreads, 0, stream>>>(z, static_cast<float*>(nullptr), y, M, N, p, partial);
     backward_merge_kernel<<<dim3(col_blocks, 2), kBackwardThreads, 0, stream>>>(partial, blocks, 2, N, bn_grads, false);
     p.bn_sum_y = bn_grads;
     p.bn_sum_yx = bn_grads + N;
     p.bn_training = bn_training ? 1 : 0;
     p.inv_batch = 1.0f / static_cast<float>(M);
     backward_pointwise_kernel<typename B::Prefix, B::kParams>
-        <<<dim3(col_blocks, blocks), kBackwardThreads, 0, stream>>>(z, dz, y, M, N, p, partial);
+        <<<dim3(col_blocks, blocks), kBackwardThreads, 0, stream>>>(z, prefix_dz, y, M, N, p, partial);
     if (B::kParams > 0) {
       backward_merge_kernel<<<dim3(col_blocks, B::kParams), kBackwardThreads, 0, stream>>>(partial, blocks, B::kParams,
                                                                                           N, grad_cols, true);
@@ -388,7 +423,7 @@ BackwardStatus backward_staged(const float* x, const float* w, const float* g, i
     if (B::kScalar[k]) backward_scalar_sum_kernel<<<1, kBackwardThreads, 0, stream>>>(grad_cols + static_cast<size_t>(k) * N, N);
   }
   if ((err = cudaGetLastError()) != cudaSuccess) return {"parameter gradients", err};
-  return backward_gemms<Gemm>(x, w, dz, M, N, K, gemm_workspace, dx, dw, need_dx, need_dw, stream);
+  return backward_gemms<Gemm>(x, w, dz, M, N, K, kOwnGemms ? gemm_workspace : nullptr, dx, dw, need_dx, need_dw, stream);
 }
 
 // ---- a broadcast tail's backward (kgen/lower/backward.py, tail_backward_struct) ---------------------

@@ -63,39 +63,42 @@ long long backward_workspace_floats(int M, int N, int K) {
   } else if constexpr (B::kKind == kBackwardGemv) {
     core = gemv_backward_floats(M, N, K);
   } else {
-    core = backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool, kBackwardGemms);
+    core = backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool, B::Rows::kRuns, kBackwardGemms);
   }
   return core + (kgen_cfg::kHasTail ? backward_segment(core_floats(M, N)) : 0);
 }
 
 // In: x and w's element type, Grad: dx and dW's: float, but for the matrix-vector rewrite's backward,
-// which reads and writes them in the module's dtype (generator.backward_args).
-template <class B, class In, class Grad>
-BackwardStatus backward_stages(const In* x, const In* w, const float* g, const float* z, int M, int N, int K,
+// which reads and writes them in the module's dtype (generator.backward_args). G: g's (reads_typed_g),
+// dz_out: dz in the module's dtype for torch's GEMMs, a 16-bit build's (nullptr: not wanted, or
+// the fp32 build, whose own GEMMs read dz from the workspace).
+template <class B, class In, class Grad, class G>
+BackwardStatus backward_stages(const In* x, const In* w, const G* g, const float* z, int M, int N, int K,
                                const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw, float* grad_cols,
-                               float* bn_grads, bool bn_training, bool need_dx, bool need_dw, cudaStream_t stream) {
+                               float* bn_grads, Param* dz_out, bool bn_training, bool need_dx, bool need_dw,
+                               cudaStream_t stream) {
   if constexpr (B::kKind == kBackwardGemv) {
     // z: what the rewrite's forward kept (its rows' sums, forward.cuh's gemv_kept_w_sum).
-    (void)bn_grads; (void)bn_training;
+    (void)bn_grads; (void)bn_training; (void)dz_out;
     return gemv_backward<kgen_cfg::GemvAffine, B>(x, w, g, z, z == nullptr ? nullptr : gemv_kept_w_sum(const_cast<float*>(z), M, N),
                                                   M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw, stream);
   } else if constexpr (B::kKind == kBackwardPointwise) {
     (void)bn_grads; (void)bn_training;
-    return backward_part<BuildBackwardGemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, need_dx, need_dw,
-                                            stream);
+    return backward_part<BuildBackwardGemm, B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, dz_out, need_dx,
+                                               need_dw, stream);
   } else {
     return backward_staged<BuildBackwardGemm, B>(x, w, g, kgen_cfg::output_width(N), z, M, N, K, p, workspace, dx, dw,
-                                              grad_cols, bn_grads, bn_training, need_dx, need_dw, stream);
+                                                 grad_cols, bn_grads, dz_out, bn_training, need_dx, need_dw, stream);
   }
 }
 
 // d_input: the gradient of the module's input read after the GEMM, by a broadcast tail or per element by
 // the stages (EpilogueParams::d_input; zeroed by the caller; nullptr: none wanted).
-template <class B, class In, class Grad>
-BackwardStatus backward_entry(const In* x, const In* w, const float* g, const float* z, int M, int N, int K,
+template <class B, class In, class Grad, class G>
+BackwardStatus backward_entry(const In* x, const In* w, const G* g, const float* z, int M, int N, int K,
                               const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw, float* grad_cols,
-                              float* bn_grads, bool bn_training, bool need_dx, bool need_dw, float* d_input,
-                              cudaStream_t stream) {
+                              float* bn_grads, Param* dz_out, bool bn_training, bool need_dx, bool need_dw,
+                              float* d_input, cudaStream_t stream) {
   if constexpr (kgen_cfg::kHasTail) {
     using TB = kgen_cfg::TailBackward;
     if (M == 0) return {"", cudaSuccess};
@@ -106,14 +109,14 @@ BackwardStatus backward_entry(const In* x, const In* w, const float* g, const fl
     cudaError_t err = tail_grad<TB, 0>(t, g, g_core, M, p, false, stream);
     if (err != cudaSuccess) return {"the broadcast tail's gradient", err};
     const BackwardStatus status = backward_stages<B>(x, w, g_core, z, M, N, K, p, workspace, dx, dw, grad_cols, bn_grads,
-                                                     bn_training, need_dx, need_dw, stream);
+                                                     dz_out, bn_training, need_dx, need_dw, stream);
     if (status.error != cudaSuccess) return status;
     err = tail_operand_grads<TB>(t, g, grad_cols, d_input, M, N, p, stream);
     return {"the broadcast tail's operand gradients", err};
   } else {
     (void)d_input;
-    return backward_stages<B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, bn_grads, bn_training, need_dx,
-                              need_dw, stream);
+    return backward_stages<B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, bn_grads, dz_out, bn_training,
+                              need_dx, need_dw, stream);
   }
 }
 
@@ -122,10 +125,35 @@ BackwardStatus backward_entry(const In* x, const In* w, const float* g, const fl
 // g, the column sums [rows][N] (the operands', then BatchNorm's dβ and dγ) and dz [M][N] (dz_out:
 // what torch's GEMMs read, for a 16-bit module; nullptr: not wanted) are the caller's tensors in
 // the module's dtype, Param. An fp32 build's kernels work on them as they are. A 16-bit build's
-// work on fp32 copies after the kernels' own workspace (backward_io_floats), converted here in the
-// stream's order: g before the kernels, the column sums and dz after them (each was a torch
-// conversion before: a tensor op of host time on every step, docs/perf.md, session 40). The
-// column sums are zeroed here too (the kernels add into them; a torch.zeros was another such op).
+// kernels read g and write dz in the module's dtype themselves where a point-wise kernel is the
+// first to read the one (reads_typed_g) or the last to write the other (writes_dz_out); elsewhere
+// (a row kernel, a broadcast tail, the matrix-vector rewrite: their generated code reads and
+// writes fp32) they work on fp32 copies after the kernels' own workspace (backward_io_floats),
+// converted here in the stream's order, as the column sums are. (Each was a torch conversion
+// before: a tensor op of host time on every step, docs/perf.md, session 40.) The column sums are
+// zeroed here too (the kernels add into them; a torch.zeros was another such op).
+template <class B>
+constexpr bool reads_typed_g() {
+  if constexpr (kgen_cfg::kHasTail || B::kKind == kBackwardGemv) {
+    return false;
+  } else if constexpr (B::kKind == kBackwardPointwise) {
+    return true;
+  } else {
+    return !B::Rows::kRuns;   // BatchNorm's sums and prefix read g
+  }
+}
+
+template <class B>
+constexpr bool writes_dz_out() {
+  if constexpr (B::kKind == kBackwardPointwise) {
+    return true;
+  } else if constexpr (B::kKind == kBackwardGemv) {
+    return true;   // (no dz: dz_out is nullptr)
+  } else {
+    return B::kHasBatchNorm;   // BatchNorm's prefix writes dz last; a row kernel's stays fp32
+  }
+}
+
 template <class B>
 long long backward_io_floats(int M, int N, int K, long long g_numel, int rows) {
   const long long core = backward_workspace_floats<B>(M, N, K);
@@ -133,45 +161,51 @@ long long backward_io_floats(int M, int N, int K, long long g_numel, int rows) {
     (void)g_numel; (void)rows;
     return core;
   } else {
-    return core + backward_segment(g_numel) + backward_segment(static_cast<long long>(rows) * N);
+    return core + (reads_typed_g<B>() ? 0 : backward_segment(g_numel)) +
+           backward_segment(static_cast<long long>(rows) * N);
   }
 }
 
-// (T: Param, deduced, so that the branch for the other kind of build is discarded unchecked.)
+// (T: Param, deduced, so that the branches for the other kind of build are discarded unchecked.)
 template <class B, class In, class Grad, class T>
 BackwardStatus backward_with_io(const In* x, const In* w, const T* g, long long g_numel, const float* z, int M,
                                 int N, int K, const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw,
                                 T* grad_cols, int rows, T* dz_out, bool bn_training, bool need_dx,
                                 bool need_dw, float* d_input, cudaStream_t stream) {
   static_assert(std::is_same<T, Param>::value, "g, the column sums and dz are in the module's dtype");
-  const long long core = backward_workspace_floats<B>(M, N, K);
   const long long cols = static_cast<long long>(rows) * N;
-  const float* g32;
-  float* cols32;
+  // The kernels' column sums: the caller's (fp32), or an fp32 copy after the workspace's g copy.
+  float* cols32 = nullptr;
   if constexpr (std::is_same<T, float>::value) {
-    g32 = g;
     cols32 = grad_cols;
   } else {
-    float* copy = workspace + core;
-    cols32 = copy + backward_segment(g_numel);
-    const cudaError_t err = convert(g, copy, g_numel, stream);
-    if (err != cudaSuccess) return {"g to fp32", err};
-    g32 = copy;
+    cols32 = workspace + backward_workspace_floats<B>(M, N, K) + (reads_typed_g<B>() ? 0 : backward_segment(g_numel));
   }
   cudaError_t err = cudaMemsetAsync(cols32, 0, sizeof(float) * cols, stream);
   if (err != cudaSuccess) return {"zeroing the column sums", err};
-  const BackwardStatus status = backward_entry<B>(x, w, g32, z, M, N, K, p, workspace, dx, dw, cols32,
-                                                  cols32 + static_cast<long long>(rows - 2) * N, bn_training, need_dx,
-                                                  need_dw, d_input, stream);
+  float* const bn_grads = cols32 + static_cast<long long>(rows - 2) * N;
+  BackwardStatus status{"", cudaSuccess};
+  if constexpr (std::is_same<T, float>::value || reads_typed_g<B>()) {
+    status = backward_entry<B>(x, w, g, z, M, N, K, p, workspace, dx, dw, cols32, bn_grads, dz_out, bn_training,
+                               need_dx, need_dw, d_input, stream);
+  } else {
+    float* g32 = workspace + backward_workspace_floats<B>(M, N, K);
+    if ((err = convert(g, g32, g_numel, stream)) != cudaSuccess) return {"g to fp32", err};
+    status = backward_entry<B>(x, w, static_cast<const float*>(g32), z, M, N, K, p, workspace, dx, dw, cols32, bn_grads,
+                               dz_out, bn_training, need_dx, need_dw, d_input, stream);
+  }
   if (status.error != cudaSuccess) return status;
   if constexpr (!std::is_same<T, float>::value) {
     if ((err = convert(cols32, grad_cols, cols, stream)) != cudaSuccess) return {"the column sums to the module's dtype", err};
-    if (dz_out != nullptr &&
-        (err = convert(workspace + kBackwardDzOffset, dz_out, static_cast<long long>(M) * N, stream)) != cudaSuccess) {
-      return {"dz to the module's dtype", err};
+    if constexpr (!writes_dz_out<B>()) {
+      // (a row kernel's dz, fp32 in the workspace)
+      if (dz_out != nullptr &&
+          (err = convert(workspace + kBackwardDzOffset, dz_out, static_cast<long long>(M) * N, stream)) != cudaSuccess) {
+        return {"dz to the module's dtype", err};
+      }
     }
   } else {
-    (void)dz_out; (void)g_numel;
+    (void)g_numel;
   }
   return {"", cudaSuccess};
 }

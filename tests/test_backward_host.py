@@ -56,7 +56,7 @@ SHIMS = r"""
 #define __restrict__
 #define __shared__ static
 template <class T> inline T __ldg(const T* p) { return *p; }
-typedef float kgen_operand_t;   // the fp32 build (the backward runs in fp32 builds only)
+typedef float kgen_operand_t;   // the fp32 build's
 float rsqrtf(float);            // CUDA's, in the 16-bit branch only (never run here)
 struct Index { unsigned x; };
 constexpr int T = 64;
@@ -184,8 +184,9 @@ def kernel_declarations() -> str:
     common = (KERNELS / "common.cuh").read_text()
     sizes = (KERNELS / "backward.cuh").read_text()
     return "\n".join([re.search(r"constexpr int kMaxOperands = \d+;", common).group(0),
-                      "using Param = float;   // the fp32 build's (the backward runs in fp32 builds only)",
+                      "using Param = float;   // the fp32 build's (the harness runs its kernels)",
                       "inline float as_float(float v) { return v; }",
+                      "template <class T> inline void store_as(T* dst, float v) { *dst = v; }",
                       re.search(r"struct EpilogueParams \{.*?\n\};", common, re.S).group(0),
                       *re.findall(r"constexpr int kBackward\w+ = \d+;", common + sizes)])
 

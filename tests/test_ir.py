@@ -250,16 +250,6 @@ def test_operand_limit_is_the_kernels():
     assert f"constexpr int kMaxOperands = {lower.MAX_OPERANDS};" in common
 
 
-def test_where_the_16_bit_backward_reads_dz_is_where_the_kernels_write_it():
-    """A 16-bit module's backward entry converts dz from the workspace segment where
-    kernels/backward.cuh writes it, in both kinds of backward."""
-    source = (ROOT / "kgen" / "codegen" / "kernels" / "backward.cuh").read_text()
-    entry = (ROOT / "kgen" / "codegen" / "kernels" / "entry_backward.cuh").read_text()
-    assert "float* z = workspace + kBackwardDzOffset;" in source       # point-wise: dz in z's place
-    assert "float* dz = workspace + kBackwardDzOffset;" in source      # staged
-    assert "convert(workspace + kBackwardDzOffset, dz_out," in entry
-
-
 # The first (GEMM) candidate of each module, and the matrix-vector rewrite where it applies
 # (1024 features: a multiple of every GroupNorm's groups).
 NVCC_SPECS = [enumerate_specs(str(p.resolve()), 64, 128, 1024)[0] for p in REFS] + [

@@ -411,7 +411,7 @@ class _RowReverse:
         lines = list(e.lines)
         adjoint = {n.id: f"d{n.id}" for n in nodes}
         out = graph.output
-        seed = "grow[j]" if pooled else "grow[n]"
+        seed = "kgen::as_float(grow[j])" if pooled else "kgen::as_float(grow[n])"
         lines += [f"float {adjoint[n.id]} = {seed if n.id == out else '0.0f'};" for n in nodes]
         reads = [n for n in self.live if n.kind == "input"]   # the module's input, per element
         if final:
@@ -577,7 +577,7 @@ class _RowReverse:
                    "for (int n = threadIdx.x; n < N; n += blockDim.x) cache[n] = zrow[n];",
                    "__syncthreads();", "row = cache;"])]
         out += self.forward()
-        out += [f"float a{q.id} = {'grow[0]' if q.id == graph.output else '0.0f'};  // the row value's gradient"
+        out += [f"float a{q.id} = {'kgen::as_float(grow[0])' if q.id == graph.output else '0.0f'};  // the row value's gradient"
                 for q in self.row_nodes]
         rowc = [n for n in self.params if n.level == "scalar"]
         out += [f"float rowc{self.slots[n.attrs['path']]} = 0.0f;  // per-row uses of a one-element parameter"
@@ -593,7 +593,7 @@ class _RowReverse:
             resolved.add(x.id)
         out += self._collect([q for q in self.row_collected if self.collected_by[q.id] is None], resolved)
         lines, adjoint, _ = self.element_pass(resolved, set(), final=True)
-        lines.append(f"dst[n] = {adjoint[self.b]};")
+        lines.append(f"kgen::store_as(dst + n, {adjoint[self.b]});")
         lines += [_input_gradient_line(n, f"din{n.id}") for n in self.live if n.kind == "input"]
         for k, n in enumerate(self.params):
             extra = f" + (n == 0 ? rowc{k} : 0.0f)" if n.level == "scalar" else ""
@@ -650,8 +650,11 @@ struct BackwardRows {{
   static constexpr int kSlotOperand[{max(1, len(slots))}] = {{{", ".join(map(str, slots)) or "0"}}};
   // pool: the row's scratch for a pooling (2 N floats: the pooled gradient, the windows' first maxima).
   static constexpr bool kPool = {str(bool(rows and rows.pooled)).lower()};
-  // m: the row's index (a per-element operand, Dropout's mask, is read at m * p.N + n).
-  __device__ static void row(const float* __restrict__ zrow, const float* __restrict__ grow, float* __restrict__ dst,
+  // m: the row's index (a per-element operand, Dropout's mask, is read at m * p.N + n). G, D: the
+  // element types of the output's gradient and of dst (a 16-bit module's where nothing reads
+  // them in fp32: kernels/backward.cuh, backward_staged).
+  template <class G, class D>
+  __device__ static void row(const float* __restrict__ zrow, const G* __restrict__ grow, D* __restrict__ dst,
                              float* __restrict__ contrib, size_t plane, int m, int N, const kgen::EpilogueParams& p,
                              float* cache, float* scratch, float* pool) {{
     (void)zrow; (void)grow; (void)dst; (void)contrib; (void)plane; (void)m; (void)N; (void)p; (void)cache;

@@ -287,9 +287,10 @@ inline int backward_plane_rows(int M) {
 }
 
 // Rows::row adds into the planes (zero on entry); a pooling's scratch (2 N floats) is the CTA's.
-template <class Rows>
+// G, D: g's and dst's element types (backward_staged).
+template <class Rows, class G, class D>
 __global__ void __launch_bounds__(kRowThreads)
-    backward_rows_kernel(const float* z, const float* g, int g_stride, float* dst, float* contrib, size_t plane,
+    backward_rows_kernel(const float* z, const G* g, int g_stride, D* dst, float* contrib, size_t plane,
                          int M, int N, int rows_per_cta, EpilogueParams p, bool cached, float* pool) {
   extern __shared__ __align__(16) float row_cache[];
   __shared__ float scratch[32];
@@ -317,21 +318,22 @@ __global__ void plane_column_sums_kernel(const float* __restrict__ contrib, size
   partial[(static_cast<size_t>(blockIdx.y) * slots + k) * N + n] = s.sum;
 }
 
-// Workspace floats of backward_staged: dz (where its own GEMMs read it, `gemms`, or a row kernel
-// writes it, `rows`), the contribution planes, the partials, with a pooling its row kernel CTAs'
-// scratch (2 N floats each), then (with `gemms`) the GEMMs'.
-inline long long backward_staged_floats(int M, int N, int K, int params, int slots, bool pool, bool rows, bool gemms) {
+// Workspace floats of backward_staged: dz (where its own GEMMs read it, `gemms`, or BatchNorm's
+// prefix reads a row kernel's, `rows_then_bn`), the contribution planes, the partials, with a
+// pooling its row kernel CTAs' scratch (2 N floats each), then (with `gemms`) the GEMMs'.
+inline long long backward_staged_floats(int M, int N, int K, int params, int slots, bool pool, bool rows_then_bn,
+                                        bool gemms) {
   const long long m = M, n = N, plane_rows = backward_plane_rows(M);
-  return (gemms || rows ? backward_segment(m * n) : 0) + slots * backward_segment(plane_rows * n) +
+  return (gemms || rows_then_bn ? backward_segment(m * n) : 0) + slots * backward_segment(plane_rows * n) +
          backward_segment(static_cast<long long>(backward_row_blocks(M)) * std::max(params, 2) * n) +
          (pool ? backward_segment(2 * plane_rows * n) : 0) + (gemms ? backward_gemm_floats(M, N, K) : 0);
 }
 
 // grad_cols [P][N] and bn_grads [2][N] (dβ, dγ) must be zero on entry (the steps add into them).
 // As backward_part's, a build with no GEMM of its own (NoBackwardGemm) has dz written into dz_out
-// (type D; nullptr: not wanted) by its last writer where that is BatchNorm's prefix; a row
-// kernel's dz stays in the workspace (fp32: entry_backward.cuh converts it). g is of type G where
-// no row kernel reads it (BatchNorm's kernels read it then), else fp32.
+// (type D) by its last writer, BatchNorm's prefix or else the row kernel (a row kernel before
+// BatchNorm writes an fp32 dz into the workspace, which the prefix reads); g is of type G (the
+// row kernel or BatchNorm's kernels read it).
 template <class Gemm, class B, class G, class D>
 BackwardStatus backward_staged(const float* x, const float* w, const G* g, int g_stride, const float* saved,
                                int M, int N, int K, EpilogueParams p, float* workspace, float* dx, float* dw,
@@ -339,8 +341,9 @@ BackwardStatus backward_staged(const float* x, const float* w, const G* g, int g
                                bool need_dw, cudaStream_t stream) {
   using Rows = typename B::Rows;
   constexpr bool kOwnGemms = !std::is_same<Gemm, NoBackwardGemm>::value;
-  static_assert(std::is_same<G, float>::value || !Rows::kRuns, "a row kernel reads an fp32 g");
+  constexpr bool kDzInWorkspace = kOwnGemms || (Rows::kRuns && B::kHasBatchNorm);
   if (M == 0 || N == 0) return {"", cudaSuccess};
+  if (!kOwnGemms && dz_out == nullptr) return {"dz_out (torch's GEMMs read it)", cudaErrorInvalidValue};
   // A staged part's backward reads what its forward kept (z, BatchNorm's per-column values):
   // there is no recomputing them here (the running statistics were updated once already).
   if (saved == nullptr) return {"the forward kept no z (it ran without autograd)", cudaErrorInvalidValue};
@@ -348,8 +351,8 @@ BackwardStatus backward_staged(const float* x, const float* w, const G* g, int g
   const size_t mn_segment = static_cast<size_t>(backward_segment(mn));
   const int plane_rows = backward_plane_rows(M);
   const size_t plane = static_cast<size_t>(backward_segment(static_cast<long long>(plane_rows) * N));
-  float* dz = workspace + kBackwardDzOffset;   // (kOwnGemms or Rows::kRuns)
-  float* contrib = workspace + (kOwnGemms || Rows::kRuns ? mn_segment : 0);
+  float* dz = workspace + kBackwardDzOffset;   // (kDzInWorkspace)
+  float* contrib = workspace + (kDzInWorkspace ? mn_segment : 0);
   float* partial = contrib + Rows::kSlots * plane;
   float* after_partial = partial + backward_segment(static_cast<long long>(backward_row_blocks(M)) * std::max(B::kParams, 2) * N);
   float* pool = Rows::kPool ? after_partial : nullptr;
@@ -366,11 +369,18 @@ BackwardStatus backward_staged(const float* x, const float* w, const G* g, int g
   const int blocks = backward_row_blocks(M);
   const int col_blocks = (N + kBackwardThreads - 1) / kBackwardThreads;
   cudaError_t err = cudaSuccess;
+  // Where the row kernel writes the boundary value's gradient: the workspace's dz, else dz_out.
+  auto* rows_dz = [&] {
+    if constexpr (kDzInWorkspace) return dz;
+    else return dz_out;
+  }();
+  (void)rows_dz;
   if constexpr (Rows::kRuns) {
     const size_t row_bytes = static_cast<size_t>(N) * sizeof(float);
     const bool cached = row_bytes <= kRowCacheBytes;
+    using RowsDz = std::remove_pointer_t<decltype(rows_dz)>;
     if (cached && row_bytes > 48 * 1024) {
-      err = cudaFuncSetAttribute(backward_rows_kernel<Rows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      err = cudaFuncSetAttribute(backward_rows_kernel<Rows, G, RowsDz>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(row_bytes));
       if (err != cudaSuccess) return {"row kernel shared memory", err};
     }
@@ -378,15 +388,16 @@ BackwardStatus backward_staged(const float* x, const float* w, const G* g, int g
         (err = cudaMemsetAsync(contrib, 0, Rows::kSlots * plane * sizeof(float), stream)) != cudaSuccess) {
       return {"clearing the contribution planes", err};
     }
-    backward_rows_kernel<Rows><<<plane_rows, kRowThreads, cached ? row_bytes : 0, stream>>>(
-        z, g, g_stride, dz, contrib, plane, M, N, backward_rows_per_cta(M), p, cached, pool);
+    backward_rows_kernel<Rows, G, RowsDz><<<plane_rows, kRowThreads, cached ? row_bytes : 0, stream>>>(
+        z, g, g_stride, rows_dz, contrib, plane, M, N, backward_rows_per_cta(M), p, cached, pool);
     if ((err = cudaGetLastError()) != cudaSuccess) return {"the row stages' gradient", err};
   }
-  // The boundary value's gradient: the row kernel's dz, else g.
+  // The boundary value's gradient BatchNorm's kernels read: the row kernel's dz, else g.
   const auto* y = [&] {
     if constexpr (Rows::kRuns) return static_cast<const float*>(dz);
     else return g;
   }();
+  (void)y;
   // Where BatchNorm's prefix writes dz: the workspace for the build's own GEMMs, else dz_out.
   auto* prefix_dz = [&] {
     if constexpr (kOwnGemms) return dz;

@@ -63,7 +63,8 @@ long long backward_workspace_floats(int M, int N, int K) {
   } else if constexpr (B::kKind == kBackwardGemv) {
     core = gemv_backward_floats(M, N, K);
   } else {
-    core = backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool, B::Rows::kRuns, kBackwardGemms);
+    core = backward_staged_floats(M, N, K, B::kParams, B::Rows::kSlots, B::Rows::kPool,
+                                  B::Rows::kRuns && B::kHasBatchNorm, kBackwardGemms);
   }
   return core + (kgen_cfg::kHasTail ? backward_segment(core_floats(M, N)) : 0);
 }
@@ -125,33 +126,16 @@ BackwardStatus backward_entry(const In* x, const In* w, const G* g, const float*
 // g, the column sums [rows][N] (the operands', then BatchNorm's dβ and dγ) and dz [M][N] (dz_out:
 // what torch's GEMMs read, for a 16-bit module; nullptr: not wanted) are the caller's tensors in
 // the module's dtype, Param. An fp32 build's kernels work on them as they are. A 16-bit build's
-// kernels read g and write dz in the module's dtype themselves where a point-wise kernel is the
-// first to read the one (reads_typed_g) or the last to write the other (writes_dz_out); elsewhere
-// (a row kernel, a broadcast tail, the matrix-vector rewrite: their generated code reads and
-// writes fp32) they work on fp32 copies after the kernels' own workspace (backward_io_floats),
-// converted here in the stream's order, as the column sums are. (Each was a torch conversion
-// before: a tensor op of host time on every step, docs/perf.md, session 40.) The column sums are
-// zeroed here too (the kernels add into them; a torch.zeros was another such op).
+// kernels read g and write dz in the module's dtype themselves (the point-wise kernel, the row
+// kernel, BatchNorm's: kernels/backward.cuh), but a broadcast tail's and the matrix-vector
+// rewrite's read an fp32 g (reads_typed_g): a copy after the kernels' own workspace
+// (backward_io_floats), converted here in the stream's order, as the fp32 column sums are
+// converted to the caller's after them. (Each was a torch conversion before: a tensor op of
+// host time on every step, docs/perf.md, session 40.) The column sums are zeroed here too (the
+// kernels add into them; a torch.zeros was another such op).
 template <class B>
 constexpr bool reads_typed_g() {
-  if constexpr (kgen_cfg::kHasTail || B::kKind == kBackwardGemv) {
-    return false;
-  } else if constexpr (B::kKind == kBackwardPointwise) {
-    return true;
-  } else {
-    return !B::Rows::kRuns;   // BatchNorm's sums and prefix read g
-  }
-}
-
-template <class B>
-constexpr bool writes_dz_out() {
-  if constexpr (B::kKind == kBackwardPointwise) {
-    return true;
-  } else if constexpr (B::kKind == kBackwardGemv) {
-    return true;   // (no dz: dz_out is nullptr)
-  } else {
-    return B::kHasBatchNorm;   // BatchNorm's prefix writes dz last; a row kernel's stays fp32
-  }
+  return !kgen_cfg::kHasTail && B::kKind != kBackwardGemv;
 }
 
 template <class B>
@@ -197,13 +181,6 @@ BackwardStatus backward_with_io(const In* x, const In* w, const T* g, long long 
   if (status.error != cudaSuccess) return status;
   if constexpr (!std::is_same<T, float>::value) {
     if ((err = convert(cols32, grad_cols, cols, stream)) != cudaSuccess) return {"the column sums to the module's dtype", err};
-    if constexpr (!writes_dz_out<B>()) {
-      // (a row kernel's dz, fp32 in the workspace)
-      if (dz_out != nullptr &&
-          (err = convert(workspace + kBackwardDzOffset, dz_out, static_cast<long long>(M) * N, stream)) != cudaSuccess) {
-        return {"dz to the module's dtype", err};
-      }
-    }
   } else {
     (void)g_numel;
   }

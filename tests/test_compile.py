@@ -242,11 +242,11 @@ ENTRY_MAIN = r"""
 int main() {
   for (int part = 0; part < @PARTS@; ++part) {
     int typed = 0;
-    long long floats = 0;
+    long long floats = 0, backward = -1;
     switch (part) {
 @CASES@
     }
-    std::printf("%d %lld\n", typed, floats);
+    std::printf("%d %lld %lld\n", typed, floats, backward);
   }
 }
 """
@@ -276,11 +276,16 @@ def output_type_source(ref: str) -> str:
 
 def _program_jobs(source: str, parts: int) -> dict:
     """Per build of OUTPUT_TYPE_BUILDS, the program job of an extension source of `parts` GEMM
-    parts with a main that prints, per part, kgen_output_is_operand_typed_<part>() and
-    kgen_workspace_floats_<part>(M, N, K) (host code: no GPU needed)."""
+    parts with a main that prints, per part, kgen_output_is_operand_typed_<part>(),
+    kgen_workspace_floats_<part>(M, N, K) and, where the part has backward kernels,
+    kgen_backward_floats_<part>(M, N, K, M * N) (else -1) (host code: no GPU needed)."""
     M, N, K = ENTRY_SHAPE
+
+    def backward(k: int) -> str:
+        has = f"kgen_backward_floats_{k}(int M" in source
+        return f" backward = kgen_backward_floats_{k}({M}, {N}, {K}, {M * N});" if has else ""
     cases = "\n".join(f"      case {k}: typed = kgen_output_is_operand_typed_{k}(); "
-                      f"floats = kgen_workspace_floats_{k}({M}, {N}, {K}); break;" for k in range(parts))
+                      f"floats = kgen_workspace_floats_{k}({M}, {N}, {K});{backward(k)} break;" for k in range(parts))
     source += ENTRY_MAIN.replace("@PARTS@", str(parts)).replace("@CASES@", cases)
     return {name: program_job(source, ([SM90A] if machine_code else [PTX90A, "-Xcicc", "-O0"]) + flags)
             for name, (flags, machine_code) in OUTPUT_TYPE_BUILDS.items()}
@@ -351,17 +356,41 @@ def test_the_output_type_and_workspace_each_build_reports(ref):
     M, N, K = ENTRY_SHAPE
     parts = OUTPUT_TYPE_CASES[ref]
     said = entry_points_said(ref)
-    assert [typed for typed, _ in said["fp32"]] == [1] * len(parts)
-    assert [typed for typed, _ in said["bf16 fp32 output"]] == [0] * len(parts)
-    x_small = [full - old for (_, full), (_, old) in zip(said["fp32"], said["bf16 fp32 output"])]
+    assert [typed for typed, _, _ in said["fp32"]] == [1] * len(parts)
+    assert [typed for typed, _, _ in said["bf16 fp32 output"]] == [0] * len(parts)
+    x_small = [full - old for (_, full, _), (_, old, _) in zip(said["fp32"], said["bf16 fp32 output"])]
     if ref in CONSTANT_OUTPUT:
         assert x_small == [0] * len(parts)   # no GEMM runs
     else:
         assert all(M * K <= floats < M * K + 4 for floats in x_small), x_small
     for dtype in ("bf16", "fp16"):
-        assert [typed for typed, _ in said[dtype]] == [typed for typed, _ in parts], dtype
-        moved = [half - full for (_, half), (_, full) in zip(said[dtype], said["bf16 fp32 output"])]
+        assert [typed for typed, _, _ in said[dtype]] == [typed for typed, _ in parts], dtype
+        moved = [half - full for (_, half, _), (_, full, _) in zip(said[dtype], said["bf16 fp32 output"])]
         assert moved == [M * N if s_moves else 0 for _, s_moves in parts], dtype
+
+
+@nvcc_prefetch(lambda p: list(merged_output_type_jobs().get(p["ref"], (output_type_jobs(p["ref"]), 0))[0].values()))
+@pytest.mark.parametrize("ref", sorted(OUTPUT_TYPE_CASES))
+def test_a_16_bit_backward_asks_no_workspace_for_gemms(ref):
+    """A 16-bit build's backward runs no GEMM of its own (torch's run dx and dW): the workspace
+    its kgen_backward_floats asks for has no room for the GEMMs' transposes (w^T, dz^T, x^T),
+    which the fp32 build's holds, nor (but for a row kernel before BatchNorm) for an fp32 dz: at
+    most an fp32 copy of g (a broadcast tail's) and the column sums more. (The transposes were 320
+    MB at 1024 x 8192 x 8192, unused: docs/perf.md, session 40.)"""
+    M, N, K = ENTRY_SHAPE
+    said = entry_points_said(ref)
+    transposes = K * N + N * M + K * M
+    checked = 0
+    for (_, _, full), (_, _, half), (_, _, fp16) in zip(said["fp32"], said["bf16"], said["fp16"]):
+        assert (full < 0) == (half < 0) == (fp16 < 0)   # the same parts have a backward
+        if full < 0:
+            continue
+        assert half == fp16
+        # (fp32: transposes + dz; bf16 at most: dz + g's copy + 18 rows of column sums, each
+        # segment rounded up to 32 floats)
+        assert full - half >= transposes - M * N - 18 * N - 6 * 32, (full, half)
+        checked += 1
+    assert checked or ref in CONSTANT_OUTPUT
 
 
 # A kernel that needs more registers than its launch bounds leave it (256 threads x 2 blocks:

@@ -65,8 +65,8 @@ inline int backward_row_blocks(int M) { return (M + kBackwardRows - 1) / kBackwa
 
 // dz from z and g (dz may be g; nullptr: only the sums); partial[(row block * P + k) * N + n] = the row
 // block's sum of parameter k's gradient contributions in column n. G, D: g's and dz's element
-// types (a 16-bit build reads g and writes dz in the module's dtype where this kernel is the first
-// to read the one or the last to write the other: entry_backward.cuh, backward_with_io).
+// types (a 16-bit build's kernels read g and write dz in the module's dtype: entry_backward.cuh,
+// backward_with_io).
 template <class B, int kParams = B::kParams, class G = float, class D = float>
 __global__ void backward_pointwise_kernel(const float* z, D* dz, const G* g, int M, int N,
                                           EpilogueParams p, float* __restrict__ partial) {
@@ -134,10 +134,10 @@ inline long long backward_floats(int M, int N, int K, int params, bool gemms) {
          (gemms ? backward_gemm_floats(M, N, K) : 0);
 }
 
-// Where dz [M][N] (fp32) lies in the backward's workspace, in both kinds of backward: its first
-// segment. A 16-bit module's backward runs these kernels without the GEMMs (need_dx = need_dw =
-// 0); its C entry converts dz from there into the module's dtype (entry_backward.cuh,
-// backward_with_io), and ModelNew computes dx = dz w and dw = dz^T x from that with torch's GEMMs.
+// Where dz [M][N] (fp32) lies in the backward's workspace, where the build's own GEMMs read it (the
+// fp32 build's) or BatchNorm's prefix reads a row kernel's: its first segment. (A 16-bit build's
+// kernels write dz into the caller's dz_out, in the module's dtype, and ModelNew computes
+// dx = dz w and dw = dz^T x from it with torch's GEMMs: model_new.py.j2.)
 constexpr long long kBackwardDzOffset = 0;
 
 // What failed, for the error message: the step and the CUDA error.
@@ -147,9 +147,9 @@ struct BackwardStatus {
 };
 
 // out[i] = in[i] converted (as_float, then rounded to nearest even as torch's .to(dtype) rounds:
-// OutputType), for i < n: a 16-bit build's backward entry converts g to fp32 for the kernels, and
-// the column sums and dz back to the module's dtype (backward_with_io). Eight elements a thread,
-// a warp's 32 consecutive ones at a time.
+// OutputType), for i < n: a 16-bit build's backward entry converts g to fp32 for a broadcast
+// tail's or the matrix-vector rewrite's kernels, and the column sums to the module's dtype
+// (backward_with_io). Eight elements a thread, a warp's 32 consecutive ones at a time.
 template <class From, class To>
 __global__ void convert_kernel(const From* __restrict__ in, To* __restrict__ out, long long n) {
   const long long first = static_cast<long long>(blockIdx.x) * blockDim.x * 8 + threadIdx.x;

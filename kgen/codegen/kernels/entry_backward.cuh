@@ -46,15 +46,15 @@ inline const char* forward_entry_with_backward(const kgen_cfg::ForwardArgs& a) {
   return forward_entry(a);
 }
 
-// The backward entry's work (kgen_backward_<part>), by the part's kind of backward (the matrix-vector
-// rewrite's: gemv_backward.cuh); with a broadcast
-// tail, the tail's backward first (the stages' output gradient, after the backward's own workspace)
-// and its operands' gradients last.
 // A 16-bit build's backward runs no GEMM of its own (torch's compute dx and dW in the module's
 // dtype: model_new.py.j2): it instantiates none, and its workspace has no room for one.
 constexpr bool kBackwardGemms = std::is_same<Param, float>::value;
 using BuildBackwardGemm = std::conditional_t<kBackwardGemms, kgen_cfg::BackwardGemm, NoBackwardGemm>;
 
+// The backward entry's work (kgen_backward_<part>), by the part's kind of backward (the matrix-vector
+// rewrite's: gemv_backward.cuh); with a broadcast
+// tail, the tail's backward first (the stages' output gradient, after the backward's own workspace)
+// and its operands' gradients last.
 template <class B>
 long long backward_workspace_floats(int M, int N, int K) {
   long long core;

@@ -466,7 +466,7 @@ def validate(file, tol, batch, quick, ref, dtype):
 @click.option("--training", is_flag=True,
               help="Time one training step (forward, backward with dL/dx and every parameter's gradient) "
                    "instead of the forward, over 5 rounds interleaved with eager's (--iters steps "
-                   "a model in all, at least 10 a round), and print each "
+                   "a model in all, at least 10 a round), and print its peak GPU memory and each "
                    "gradient's error against fp64 beside eager's.")
 def bench(file, batch, iters, ref, with_compile, with_autotune, dtype, training):
     """Time FILE and the eager reference in the same run and print their ratio."""

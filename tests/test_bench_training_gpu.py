@@ -44,6 +44,14 @@ def test_bench_training_of_a_published_file(ref, dtype, tmp_path):
     assert f"{'float32' if dtype == 'fp32' else 'bfloat16'} module; one training step" in text
     times = re.findall(r"^(ModelNew|eager \w+)\s+([\d.]+) ms", text, flags=re.M)
     assert len(times) == 2 and all(float(t) > 0 for _, t in times), text
+    # The step's peak memory beside eager's. A 16-bit module's backward keeps no fp32 copy of g
+    # or dz and no room for GEMMs it does not run (docs/perf.md, session 40: KernelBench 12 in
+    # bf16 481 MiB -> 97, eager 96); fp32 files keep z and their own GEMMs' transposes.
+    (new_mib, eager_mib), = re.findall(r"^peak GPU memory of a step, above what is held between steps: "
+                                       r"ModelNew ([\d.]+) MiB, eager \w+ ([\d.]+) MiB$", text, flags=re.M)
+    assert float(eager_mib) > 0, text
+    if dtype == "bf16":
+        assert float(new_mib) <= 2 * float(eager_mib) + 64, text
     grads = gradient_lines(text)
     model = Reference(str(ref)).meta_model()
     names = {"input"} | {n for n, p in model.named_parameters()}
@@ -90,3 +98,4 @@ def test_a_wrong_gradient_shows_in_the_error(tmp_path):
         assert 0.005 * scale < new < 0.02 * scale, (name, scale, new)
         assert eager < 1e-3 * scale, (name, scale, eager)
     assert result.new.median_ms > 0 and result.eager.median_ms > 0
+    assert result.new_peak_mib > 0 and result.eager_peak_mib > 0

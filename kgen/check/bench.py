@@ -229,6 +229,8 @@ class TrainingResult:
     eager_rounds: list
     compiled: dict            # {"default" / "max-autotune": Timing}: torch.compile of the reference, where asked
     errors: list              # (name, fp64's max abs, ModelNew's max abs error, eager's)
+    new_peak_mib: float       # the GPU memory one step allocates at its peak above what is held between steps
+    eager_peak_mib: float
     note: str = ""            # output elements at a kink of the reference left out of the errors' g
 
     @property
@@ -248,6 +250,8 @@ class TrainingResult:
             f"ModelNew takes {self.ratio:.3f}x its time ({1 / self.ratio:.2f}x speedup)",
             *(f"{('torch.compile ' if mode == 'default' else mode + ' ') + name:<20}{t.median_ms:8.3f} ms   "
               f"ModelNew takes {self.new.median_ms / t.median_ms:.3f}x its time" for mode, t in self.compiled.items()),
+            f"peak GPU memory of a step, above what is held between steps: ModelNew {self.new_peak_mib:.1f} MiB, "
+            f"eager {name} {self.eager_peak_mib:.1f} MiB",
             f"gradients, max abs error vs fp64 (ModelNew / eager {name}; the gradient's largest magnitude)"
             + (f"; {self.note}" if self.note else "") + ":",
             *(f"  {n:<{width}}  {new:.2e} / {eager:.2e}  ({scale:.2e})" for n, scale, new, eager in self.errors),
@@ -256,6 +260,17 @@ class TrainingResult:
 
 def _max_error(a: torch.Tensor, expect: torch.Tensor) -> float:
     return (a.double() - expect).abs().max().item() if a.numel() else 0.0
+
+
+def _step_peak_mib(step, x, device) -> float:
+    """The GPU memory one call of step(x) allocates at its peak above what was allocated before it
+    (the last step's gradients, which the step drops and makes again, included in both), MiB."""
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    step(x)
+    torch.cuda.synchronize(device)
+    return (torch.cuda.max_memory_allocated(device) - before) / 2**20
 
 
 class NoTrainingStep(ValueError):
@@ -323,6 +338,7 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
         for r in range(rounds):
             for k in (("new", "eager") if r % 2 == 0 else ("eager", "new")):
                 times[k].append(time_calls(steps[k], xi, iters, grad=True))
+        peaks = {k: _step_peak_mib(steps[k], xi, device) for k in ("new", "eager")}
         modes = ["default"] * with_compile + ["max-autotune"] * with_autotune
         compiled = {mode: time_calls(training_step(torch.compile(ref, mode=mode), g), xi, iters * rounds, grad=True)
                     for mode in modes}
@@ -337,4 +353,4 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
                           "training" if f.runs_in_training else "eval",
                           over_rounds(times["new"]), over_rounds(times["eager"]),
                           [t.median_ms for t in times["new"]], [t.median_ms for t in times["eager"]],
-                          compiled, errors, note)
+                          compiled, errors, peaks["new"], peaks["eager"], note)

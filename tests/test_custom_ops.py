@@ -198,13 +198,14 @@ def test_eager_training_runs_the_ops_formula_without_its_dispatch(monkeypatch, p
         gx.sum().backward()
 
 
+@pytest.mark.parametrize("kept", [True, False], ids=["z kept", "no z"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype):
+def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype, kept):
     """A custom op's results may alias neither its inputs nor each other (torch checks it on
     every real call, not on fake tensors): _kgen_launch_backward, the backward op's body, run on
     the CPU with the library stubbed (the kernels write nothing), gives results that pass
-    torch's own check, for an fp32 module (kgen's GEMMs) and a bf16 one (torch's), and in the
-    module's dtype."""
+    torch's own check, for an fp32 module (kgen's GEMMs) and a bf16 one (torch's, or with no z
+    kept kgen's on fp32 copies), and in the module's dtype, as the op's fake says."""
     spec = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
     module = exec_file(generator.render(spec))
 
@@ -218,7 +219,7 @@ def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype):
     monkeypatch.setattr(module, "_kgen_stream", lambda device: 0)
     x, w = torch.rand(6, 4, dtype=dtype), torch.rand(5, 4, dtype=dtype)
     operands = {"operand0": torch.rand(5, dtype=dtype), "operand1": torch.rand(1, dtype=dtype)}
-    g, z = torch.rand(6, 5, dtype=dtype), torch.zeros(6 * 5 + 5 * 5)
+    g, z = torch.rand(6, 5, dtype=dtype), torch.zeros(6 * 5 + 5 * 5 if kept else 0)
     inputs = (g, x, w, *operands.values(), z)
     result = module._kgen_launch_backward(0, g, x, w, z, 1, 1, 0, 1, **operands)
     assert len(result) == 4 and all(t.dtype == dtype for t in result)

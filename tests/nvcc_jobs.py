@@ -118,7 +118,8 @@ _PARTS_START = "\n// ---- GEMM part 0 of "
 _PARTS_END = "\n#pragma GCC visibility pop\n"
 _PART_COUNT = re.compile(r"// ---- GEMM part 0 of (\d+):")
 _PART_NAMESPACE = re.compile(r"\bkgen_part(\d+)\b")
-_ENTRY_POINT = re.compile(r"(KGEN_EXPORT [^(\n]*?\bkgen_\w+?_)(\d+)(\()")
+# (an entry point defined, or called by another: kgen_backward_packed_<k> calls kgen_backward_<k>)
+_ENTRY_POINT = re.compile(r"(\bkgen_[a-z_]+?_)(\d+)(\()")
 MERGED_AT_MOST = 8   # sources to a merged translation unit
 
 

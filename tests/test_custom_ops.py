@@ -519,6 +519,9 @@ def test_the_backwards_python_calls_its_entry_with_every_argument(ref, backend, 
     built = []   # the dtypes of the builds asked for
     monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32: built.append(dtype) or library)
     monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
+    # the Python node's vjp (a bf16 module's eager training runs the C++ node, which calls the
+    # same entry: test_native_backward.py)
+    monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", "1")
     model = module.ModelNew(*module.get_init_inputs()).to(dtype)
     x = torch.rand(64, 96, dtype=dtype, requires_grad=True)
     out = model(x)

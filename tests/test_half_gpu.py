@@ -205,6 +205,41 @@ def test_gradients_in_half_precision(files, ref, dtype):
     assert not failures, "; ".join(failures)
 
 
+@pytest.mark.parametrize("ref", REFS, ids=lambda r: Path(r).stem)
+def test_the_cpp_node_gives_the_python_nodes_gradients(files, ref, monkeypatch):
+    """A bf16 module's eager training runs each part's C++ autograd node (kernels/
+    native_backward.cpp); with KGEN_PYTHON_AUTOGRAD=1 the Python node, over the same kernels and
+    torch's same GEMMs: the output, every gradient and BatchNorm's running buffers the same bit
+    for bit (test_gradients_in_half_precision judges them against fp64)."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    f = EmittedFile(files[ref])
+    if not has_backward(f) or not any(p is not None for p in getattr(f.module, "_KGEN_NATIVE_PLANS", ())):
+        pytest.skip("no part of this file's trains through the C++ node")
+    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda", dtype=torch.bfloat16)
+    results = []
+    rng = torch.cuda.get_rng_state()
+    for python in ("0", "1"):
+        monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", python)
+        new, _, _ = trio(f, torch.bfloat16)
+        xi = x.clone().requires_grad_(True)
+        torch.cuda.set_rng_state(rng)   # one Dropout mask for both
+        out = new(xi)
+        nodes = []
+        fns = [out.grad_fn]
+        while fns:   # the graph's nodes, to tell which node each part's output got
+            fn = fns.pop()
+            if fn is not None and fn.name() not in nodes:
+                nodes.append(fn.name())
+                fns.extend(next_fn for next_fn, _ in fn.next_functions)
+        assert any("PartNode" in n for n in nodes) == (python == "0"), nodes
+        out.backward(torch.randn(out.shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(5)).to(out.dtype))
+        results.append([out.detach(), xi.grad] + [p.grad for p in new.parameters()] + list(new.buffers()))
+    for k, (native, python) in enumerate(zip(*results)):
+        assert (native is None) == (python is None), k
+        assert native is None or torch.equal(native, python), k
+
+
 # kgen validate --dtype on modules of each kind: point-wise, a softmax row, GroupNorm, BatchNorm
 # in training mode, a reduction to one value per row.
 VALIDATED = ["gemm_mul_leakyrelu", "matmul_gelu_softmax", "gemm_groupnorm_hardtanh", "gemm_bn_gelu_relu",

@@ -88,6 +88,41 @@ def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
     return base + [(f"operand{k}", f"const {OPERAND_CTYPE}*") for k in range(len(lowered.operands))]
 
 
+def op_gradients(lowered: Lowered) -> dict[str, tuple | None]:
+    """The backward's gradient of each input of a part's op that takes one, by name: ("dx",),
+    ("dw",), ("row", k, length, operand) row k of the column sums [P][N] (then BatchNorm's dβ and
+    dγ rows), its first `length` values (None: all), in the shape of `operand` (None: as it is);
+    ("input",) a broadcast tail's gradient of the module's input; None: no gradient flows. What
+    the output's gradient does not reach (behind a detach, or computed under no_grad) gets None,
+    as torch gives it, not the zeros the kernels compute for it."""
+    operands = [f"operand{k}" for k in range(len(lowered.operands))]
+    gradient: dict[str, tuple | None] = {"x": ("dx",), "w": ("dw",), "beta": ("row", len(operands), None, None),
+                                         "gamma": ("row", len(operands) + 1, None, None)}
+    for name, g in zip(operands, backward.operand_gradients(lowered)):
+        gradient[name] = g if g is None or g[0] == "input" else (*g, name)
+    reached = backward.gradient_leaves(lowered)
+    if not any(n.kind == "gemm" for n in reached):
+        gradient.update(x=None, w=None)
+    if not any(n.kind == "batchnorm" for n in reached):
+        gradient.update(gamma=None, beta=None)
+    paths = {n.attrs["path"] for n in reached if n.kind in ("param", "input")}
+    for name, n in zip(operands, lowered.operands):
+        if n.kind in ("param", "input") and n.attrs["path"] not in paths:
+            gradient[name] = None
+    return gradient
+
+
+def _gradient_expression(gradient: tuple | None) -> str:
+    """An op_gradients entry as the Python vjp computes it (from dx, dw, column_grads, d_input)."""
+    if gradient is None:
+        return "None"
+    if gradient[0] != "row":
+        return {"dx": "dx", "dw": "dw", "input": "d_input"}[gradient[0]]
+    _, row, length, operand = gradient
+    rows = f"column_grads[{row}]" if length is None else f"column_grads[{row}, :{length}]"
+    return rows if operand is None else f"{rows}.reshape({operand}.shape)"
+
+
 def op_part(lowered: Lowered) -> dict:
     """One GEMM part's custom op, from the C entry's argument list: its Python signature (torch
     infers the op schema from the annotations) and the call of _kgen_launch; and its backward op,
@@ -105,21 +140,7 @@ def op_part(lowered: Lowered) -> dict:
 
     reason = backward.unsupported(lowered)
     operands = [f"operand{k}" for k in range(len(lowered.operands))]
-    # The backward's gradient of each input of the op, by name (None: no gradient flows).
-    # (column_grads: [P][N] column sums, then BatchNorm's dβ and dγ rows)
-    gradient = {"x": "dx", "w": "dw", "gamma": f"column_grads[{len(operands) + 1}]", "beta": f"column_grads[{len(operands)}]",
-                **dict(zip(operands, backward.grad_expressions(lowered)))}
-    # What the output's gradient does not reach (behind a detach, or computed under no_grad) gets
-    # None, as torch gives it, not the zeros the kernels compute for it.
-    reached = backward.gradient_leaves(lowered)
-    if not any(n.kind == "gemm" for n in reached):
-        gradient.update(x="None", w="None")
-    if not any(n.kind == "batchnorm" for n in reached):
-        gradient.update(gamma="None", beta="None")
-    paths = {n.attrs["path"] for n in reached if n.kind in ("param", "input")}
-    for name, n in zip(operands, lowered.operands):
-        if n.kind in ("param", "input") and n.attrs["path"] not in paths:
-            gradient[name] = "None"
+    gradient = op_gradients(lowered)
     # The module's input read by a broadcast tail, where a gradient flows through that read.
     input_operand = next((f"operand{k}" for k, n in enumerate(lowered.operands) if n.kind == "input"), None)
     if not (reason is None and backward.input_gradient(lowered)):
@@ -139,7 +160,7 @@ def op_part(lowered: Lowered) -> dict:
             "call": ", ".join(["x", "w", "z", "need_dx", "need_dw", "need_dinput"] + [f"{n}={n}" for n in operands]
                               + [f"input_operand={input_operand!r}"]),
             "params": len(operands),
-            "grads": ", ".join(gradient.get(name, "None") for name in names),
+            "grads": ", ".join(_gradient_expression(gradient.get(name)) for name in names),
             "kept_per_column": backward.kept_per_column(lowered),
             # Floats per row of the core value a broadcast tail reads (kept after z; 0: no tail).
             "core_width": core_width(lowered),
@@ -148,6 +169,65 @@ def op_part(lowered: Lowered) -> dict:
             "dinput_fake": f"{input_operand}.new_empty({input_operand}.shape)" if input_operand else "x.new_empty(0)",
         },
     }
+
+
+# ---- the C++ autograd node of a 16-bit module's eager training (kernels/native_backward.cpp) ----
+NATIVE_SOURCE = CODEGEN_DIR / "kernels" / "native_backward.cpp"
+# Where each parameter of a backward entry comes from, by name: one of native_backward.cpp's
+# Source codes (a saved tensor's index follows from the name: native_plan). dx, dw and their
+# flags are 0: torch's GEMMs compute them.
+NATIVE_SOURCES = {"x": "Saved", "w": "Saved", "z": "Saved", "g": "Grad", "g_numel": "GradNumel", "dz_out": "Dz",
+                  "grad_cols": "ColumnGrads", "workspace": "Workspace", "M": "M", "N": "N", "K": "K",
+                  "stream": "Stream", "bn_training": "BnTraining", "d_input": "DInput", "dx": "Zero", "dw": "Zero",
+                  "need_dx": "Zero", "need_dw": "Zero"}
+NATIVE_GRADS = {"dx": "Dx", "dw": "Dw", "row": "ColumnRow", "input": "InputGrad"}
+
+
+@functools.cache
+def native_codes() -> dict[str, dict[str, int]]:
+    """native_backward.cpp's enums (Source, Grad) as {enum: {name without its k: code}}: the C++
+    source is the one place of the codes the plans carry."""
+    text = NATIVE_SOURCE.read_text()
+    return {m[1]: {c[1]: int(c[2]) for c in re.finditer(r"\bk(\w+) = (\d+)", m[2])}
+            for m in re.finditer(r"enum (\w+) : int64_t \{(.*?)\};", text, re.S)}
+
+
+def native_plan(lowered: Lowered) -> dict:
+    """A part's plan for the C++ autograd node: `inputs`, the op's inputs a gradient may flow to
+    (x, w, the operands, BatchNorm's γ and β) and `saved`, what its backward reads (x, w, the
+    operands, z), by name; `sources`, each parameter of the C entry as (Source code, saved index,
+    name); `grads`, each input's gradient as (Grad code, index, length, saved index of the shape
+    it takes), from op_gradients (-1: none, all, as it is)."""
+    codes = native_codes()
+    operands = [f"operand{k}" for k in range(len(lowered.operands))]
+    saved = ["x", "w", *operands, "z"]
+    inputs = ["x", "w", *operands] + (["gamma", "beta"] if lowered.batchnorm is not None else [])
+    sources = []
+    for name, _ in backward_args(lowered):
+        source = "Saved" if name.startswith("operand") else NATIVE_SOURCES[name]
+        sources.append((codes["Source"][source], saved.index(name) if source == "Saved" else 0, name))
+    gradient = op_gradients(lowered)
+    grads = []
+    for name in inputs:
+        g = gradient.get(name)
+        if g is None:
+            grads.append((codes["Grad"]["None"], 0, -1, -1, name))
+        elif g[0] == "row":
+            _, row, length, operand = g
+            grads.append((codes["Grad"]["ColumnRow"], row, -1 if length is None else length,
+                          -1 if operand is None else saved.index(operand), name))
+        else:
+            grads.append((codes["Grad"][NATIVE_GRADS[g[0]]], saved.index(name) if g[0] == "input" else 0, -1, -1, name))
+    return {"inputs": tuple(inputs), "saved": tuple(saved), "sources": sources, "grads": grads,
+            "column_rows": len(operands) + 2}
+
+
+def uses_native_backward(spec: Spec, lowered: Lowered) -> bool:
+    """Whether the part's eager training in bf16 / fp16 runs the C++ autograd node: a part with
+    backward kernels and torch's GEMMs for dx and dW (not the matrix-vector rewrite's, whose
+    kernels compute both), in a file with 16-bit builds."""
+    return (sixteen_bit_builds(spec) and spec.family != "gemv" and backward.has_kernels(lowered)
+            and not backward.zero_gradients(lowered))
 
 
 def core_width(lowered: Lowered) -> int:
@@ -662,6 +742,10 @@ def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
         "backward_kind": backward.KIND_NAMES[backward.kind(low) if has_backward else 0],
         "kept_per_column": backward.kept_per_column(low),
         "backward_params": ", ".join(f"{ctype} {name}" for name, ctype in back),
+        # kgen_backward_packed_<part>: the entry with its arguments in one array, for the C++
+        # autograd node (native_backward.cpp), which calls it through its address
+        "native": uses_native_backward(spec, low),
+        "backward_packed_args": ", ".join(f"({ctype}) a[{k}]" for k, (_, ctype) in enumerate(back)),
         # (p.N: the row stride of a per-element operand, Dropout's mask.)
         "backward_operands": [f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))] + ["p.N = N;"],
         # grad_cols's rows: the operands' column sums, then BatchNorm's two (the entry zeroes them)
@@ -945,6 +1029,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
     if "'''" in cuda_source:  # it sits in a raw triple-quoted string
         raise ValueError("kernel source contains ''' and cannot be embedded")
     source_literal, note = reference_source_literal(ref.source)
+    native_plans = [native_plan(low) if uses_native_backward(spec, low) else None for low in parts]
     text = _ENV.get_template("model_new.py.j2").render(
         header=render_header(spec, measured),
         spec=spec,
@@ -984,6 +1069,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         gemv=spec.family == "gemv",
         zero_gradients=any(backward.zero_gradients(low) for low in parts),
         fp32_only_reason=repr(fp32_only_reason(spec)),
+        native_plans=native_plans,
+        native_source=NATIVE_SOURCE.read_text() if any(native_plans) else "",
     )
     _check_names_apart(ref, text)
     return text

@@ -206,7 +206,7 @@ def backward_struct(lowered: Lowered) -> str:
     lines = list(forward.lines) + reverse
     # A point-wise part has no tail, so its operands are its live parameters and Dropout's
     # masks (drawn, not learned: their slot's contribution is 0, and no gradient is returned for
-    # them, grad_expressions): every c[k] is written.
+    # them, operand_gradients): every c[k] is written.
     params = [n for n in live if n.kind == "param"]
     masks = [n for n in live if n.kind == "mask"]
     # Operands read by a broadcast tail alone (its parameters, the module's input) get their
@@ -788,23 +788,25 @@ struct Backward {{
 }};"""
 
 
-def grad_expressions(lowered: Lowered) -> list[str]:
-    """Python expressions of each operand's gradient from `column_grads` (the backward's [P][N]
-    column sums, then BatchNorm's two rows; a one-element parameter's total is at [k][0]) and
-    `operandK` (its shape);
-    "None" for Dropout's mask (drawn, not learned: torch sends it no gradient)."""
-    out = []
+def operand_gradients(lowered: Lowered) -> list[tuple | None]:
+    """What each operand's gradient is: ("row", k, length) the first `length` values of row k of
+    the backward's column sums (None: all N; a one-element parameter's total is at [k][0]), in the
+    operand's shape; ("input",) the broadcast tail's gradient of the module's input; None where
+    none flows (Dropout's mask: drawn, not learned, torch sends it no gradient; an input read
+    detached). The Python vjp's expressions and the C++ node's plan are both written from it
+    (codegen.generator.op_gradients)."""
+    out: list[tuple | None] = []
     for k, n in enumerate(lowered.operands):
         if n.kind == "mask":
-            out.append("None")
-            continue
-        if n.kind == "input":   # the module's input, read by a broadcast tail
-            out.append("d_input" if input_gradient(lowered) else "None")
-            continue
-        row = f"column_grads[{k}, :1]" if n.level == "scalar" else f"column_grads[{k}]"
-        if n.level not in ("col", "scalar") and _numel(n.attrs["shape"]) != lowered.graph.out_features:
-            row = f"column_grads[{k}, :{_numel(n.attrs['shape'])}]"   # a broadcast tail's parameter
-        out.append(f"{row}.reshape(operand{k}.shape)")
+            out.append(None)
+        elif n.kind == "input":   # the module's input, read by a broadcast tail
+            out.append(("input",) if input_gradient(lowered) else None)
+        elif n.level == "scalar":
+            out.append(("row", k, 1))
+        elif n.level != "col" and _numel(n.attrs["shape"]) != lowered.graph.out_features:
+            out.append(("row", k, _numel(n.attrs["shape"])))   # a broadcast tail's parameter
+        else:
+            out.append(("row", k, None))
     return out
 
 

@@ -1,0 +1,245 @@
+// The autograd node of a 16-bit module's GEMM part in eager training, in C++ (ModelNew builds it
+// with torch's headers: kgen_native_backward). A Python node (torch.autograd.Function) costs a
+// bf16 training step ~0.1 ms of host time for the node alone and its vjp ~0.3 ms more, on
+// autograd's device thread, between the forward's kernels and the backward's: the GPU waits
+// (docs/perf.md, sessions 39-40). This node does the vjp's work without Python: it calls the
+// part's C entry (kgen_backward_packed_<part>: g -> dz, the column sums) through its address and
+// torch's GEMMs for dx = dz w and dW = dz^T x, as the Python vjp does (_kgen_launch_backward).
+//
+// Python gives each part a Plan once (make_plan: where each argument of the C entry comes from,
+// and what each differentiable input's gradient is), then calls attach() after the part's forward
+// ran: attach makes the forward's output a result of the node, which keeps what the backward reads.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/zeros.h>
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Where an argument of the C entry comes from (the Python plan's codes: _KGEN_NATIVE_SOURCES).
+enum Source : int64_t {
+  kSaved = 0,        // saved tensor `index` (the part's inputs x, w, operand0..., then z): its address or null
+  kGrad = 1,         // the output's gradient g
+  kGradNumel = 2,    // its number of elements
+  kDz = 3,           // dz (M x N, the module's dtype), which torch's GEMMs read
+  kColumnGrads = 4,  // the column sums [rows][N], the module's dtype
+  kWorkspace = 5,    // the entry's fp32 workspace (kgen_backward_floats_<part>)
+  kM = 6, kN = 7, kK = 8,
+  kStream = 9,       // the forward's CUDA stream (autograd runs a node's backward on it)
+  kBnTraining = 10,  // BatchNorm's mode in the forward
+  kDInput = 11,      // the gradient of the module's input read by a broadcast tail (fp32), or null
+  kZero = 12,        // 0 / null: dx, dw and their flags (torch's GEMMs compute them)
+};
+
+// What a differentiable input's gradient is (the Python plan's codes: _KGEN_NATIVE_GRADS).
+enum Grad : int64_t {
+  kNone = 0,       // none flows (behind a detach; a Dropout mask)
+  kDx = 1,
+  kDw = 2,
+  kColumnRow = 3,  // row `index` of the column sums, its first `length` values (-1: all), in the
+                   // shape of saved tensor `shape_of` (-1: as it is)
+  kInputGrad = 4,  // the broadcast tail's input gradient (saved tensor `index`'s shape), the module's dtype
+};
+
+using PackedEntry = const char* (*)(const long long*);
+using BackwardFloats = long long (*)(int, int, int, long long);
+
+struct Plan {
+  PackedEntry entry;
+  BackwardFloats floats;
+  std::vector<std::pair<int64_t, int64_t>> sources;  // per argument of the entry: (Source, saved index)
+  std::vector<std::array<int64_t, 4>> grads;         // per input of attach: (Grad, index, length, shape_of)
+  int64_t column_rows;                               // the operands' rows, then BatchNorm's two
+  int64_t input_grad = -1;                           // the input whose gradient is kInputGrad's (-1: none)
+  // kgen_backward_floats_<part>, asked once per shape (it may query the device)
+  std::mutex mutex;
+  std::array<long long, 4> floats_key{-1, -1, -1, -1};
+  long long floats_value = 0;
+};
+
+std::mutex plans_mutex;
+std::vector<std::unique_ptr<Plan>> plans;   // never freed: one per part of a file's build
+
+int64_t make_plan(int64_t entry, int64_t floats, std::vector<std::pair<int64_t, int64_t>> sources,
+                  std::vector<std::array<int64_t, 4>> grads, int64_t column_rows) {
+  auto plan = std::make_unique<Plan>();
+  plan->entry = reinterpret_cast<PackedEntry>(entry);
+  plan->floats = reinterpret_cast<BackwardFloats>(floats);
+  plan->sources = std::move(sources);
+  plan->grads = std::move(grads);
+  plan->column_rows = column_rows;
+  for (size_t i = 0; i < plan->grads.size(); ++i)
+    if (plan->grads[i][0] == kInputGrad) plan->input_grad = static_cast<int64_t>(i);
+  std::lock_guard<std::mutex> lock(plans_mutex);
+  plans.push_back(std::move(plan));
+  return reinterpret_cast<int64_t>(plans.back().get());
+}
+
+long long workspace_floats(Plan& plan, int64_t M, int64_t N, int64_t K, int64_t g_numel) {
+  std::lock_guard<std::mutex> lock(plan.mutex);
+  const std::array<long long, 4> key{M, N, K, g_numel};
+  if (key != plan.floats_key) {
+    plan.floats_value = plan.floats(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), g_numel);
+    plan.floats_key = key;
+  }
+  return plan.floats_value;
+}
+
+// t, contiguous and 16-byte aligned: the kernels read rows with 16-byte loads (_kgen_aligned).
+at::Tensor aligned(const at::Tensor& t) {
+  if (t.is_contiguous() && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0) return t;
+  at::Tensor c = t.contiguous();
+  return reinterpret_cast<uintptr_t>(c.data_ptr()) % 16 == 0 ? c : c.clone();
+}
+
+long long address(const at::Tensor& t) {
+  return t.defined() ? static_cast<long long>(reinterpret_cast<uintptr_t>(t.data_ptr())) : 0;
+}
+
+// The arguments of PartNode::forward after `vars`: none takes a gradient.
+constexpr size_t kOtherArgs = 6;
+
+struct PartNode : public torch::autograd::Function<PartNode> {
+  // vars: the inputs a gradient may flow to (autograd's edges), slots[i] the index in the plan's
+  // inputs of vars[i]; saved: x, w, the operands and z (undefined where absent); *out: the
+  // forward's output, which becomes this node's result.
+  static variable_list forward(AutogradContext* ctx, at::TensorList vars, int64_t plan, std::vector<int64_t> slots,
+                               std::vector<at::Tensor> saved, at::Tensor* out, int64_t bn_training,
+                               int64_t stream) {
+    (void)vars;
+    ctx->saved_data["plan"] = plan;
+    ctx->saved_data["slots"] = std::move(slots);
+    ctx->saved_data["bn_training"] = bn_training;
+    ctx->saved_data["stream"] = stream;
+    ctx->save_for_backward(saved);
+    return {*out};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (at::GradMode::is_enabled())
+      throw std::runtime_error(
+          "kgen's backward kernels give first derivatives only: differentiating their gradient "
+          "(create_graph=True) is not supported, as for a once_differentiable function");
+    Plan& plan = *reinterpret_cast<Plan*>(ctx->saved_data["plan"].toInt());
+    const std::vector<int64_t> slots = ctx->saved_data["slots"].toIntVector();
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& w = saved[1];
+    const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+    bool need_dx = false, need_dw = false, need_input = false;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (!ctx->needs_input_grad(i)) continue;
+      const int64_t kind = plan.grads[slots[i]][0];
+      need_dx = need_dx || kind == kDx;
+      need_dw = need_dw || kind == kDw;
+      need_input = need_input || kind == kInputGrad;
+    }
+    const at::Tensor g = aligned(grads[0]);
+    const at::Tensor column_grads = at::empty({plan.column_rows, N}, x.options());
+    const long long floats = workspace_floats(plan, M, N, K, g.numel());
+    const at::Tensor workspace = at::empty({std::max(floats, 1LL)}, x.options().dtype(at::kFloat));
+    const at::Tensor dz = at::empty({M, N}, x.options());
+    at::Tensor d_input;
+    if (need_input) {
+      const at::Tensor& operand = saved[plan.grads[plan.input_grad][1]];
+      d_input = at::zeros(operand.sizes(), operand.options().dtype(at::kFloat));
+    }
+    // (the saved tensors as the kernels read them; held until the entry returns)
+    std::vector<at::Tensor> read(saved.size());
+    for (size_t i = 0; i < saved.size(); ++i)
+      if (saved[i].defined()) read[i] = aligned(saved[i]);
+    std::vector<long long> args(plan.sources.size());
+    for (size_t i = 0; i < plan.sources.size(); ++i) {
+      const int64_t index = plan.sources[i].second;
+      switch (plan.sources[i].first) {
+        case kSaved: args[i] = address(read[index]); break;
+        case kGrad: args[i] = address(g); break;
+        case kGradNumel: args[i] = g.numel(); break;
+        case kDz: args[i] = address(dz); break;
+        case kColumnGrads: args[i] = address(column_grads); break;
+        case kWorkspace: args[i] = address(workspace); break;
+        case kM: args[i] = M; break;
+        case kN: args[i] = N; break;
+        case kK: args[i] = K; break;
+        case kStream: args[i] = ctx->saved_data["stream"].toInt(); break;
+        case kBnTraining: args[i] = ctx->saved_data["bn_training"].toInt(); break;
+        case kDInput: args[i] = d_input.defined() && d_input.numel() ? address(d_input) : 0; break;
+        default: args[i] = 0;
+      }
+    }
+    if (const char* error = plan.entry(args.data()))
+      throw std::runtime_error(std::string("kgen backward kernel failed: ") + error);
+    at::Tensor dx, dw;
+    {
+      // torch's GEMMs in the module's dtype, under autocast too (as the Python vjp's)
+      c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+      if (need_dx) dx = at::mm(dz, w);
+      if (need_dw) dw = at::mm(dz.t(), x);
+    }
+    variable_list result(slots.size() + kOtherArgs);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (!ctx->needs_input_grad(i)) continue;
+      const auto& [kind, index, length, shape_of] = plan.grads[slots[i]];
+      switch (kind) {
+        case kDx: result[i] = dx; break;
+        case kDw: result[i] = dw; break;
+        case kColumnRow: {
+          at::Tensor row = length >= 0 ? column_grads[index].narrow(0, 0, length) : column_grads[index];
+          result[i] = shape_of >= 0 ? row.reshape(saved[shape_of].sizes()) : row;
+          break;
+        }
+        case kInputGrad: result[i] = d_input.to(x.scalar_type()); break;
+        default: break;
+      }
+    }
+    return result;
+  }
+};
+
+// The part's output `out` (its forward ran: the kernels wrote it and kept z) as the result of a
+// PartNode: `inputs` are the plan's (x, w, operand0..., gamma, beta; None where absent), `saved`
+// what the backward reads (x, w, operand0..., z).
+at::Tensor attach(int64_t plan, const std::vector<std::optional<at::Tensor>>& inputs,
+                  const std::vector<std::optional<at::Tensor>>& saved, at::Tensor out, int64_t bn_training,
+                  int64_t stream) {
+  const Plan& p = *reinterpret_cast<const Plan*>(plan);
+  TORCH_CHECK(inputs.size() == p.grads.size(), "kgen: ", inputs.size(), " inputs for a plan of ", p.grads.size());
+  std::vector<at::Tensor> vars;
+  std::vector<int64_t> slots;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (p.grads[i][0] != kNone && inputs[i].has_value() && inputs[i]->defined()) {
+      vars.push_back(*inputs[i]);
+      slots.push_back(static_cast<int64_t>(i));
+    }
+  }
+  std::vector<at::Tensor> kept;
+  kept.reserve(saved.size());
+  for (const auto& t : saved) kept.push_back(t.has_value() ? *t : at::Tensor());
+  return PartNode::apply(at::TensorList(vars), plan, std::move(slots), std::move(kept), &out, bn_training,
+                         stream)[0];
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("make_plan", &make_plan, "A part's plan: its C entry's and workspace query's addresses, "
+        "where each entry argument comes from, each input's gradient, the column sums' rows");
+  m.def("attach", &attach, "A part's forward output as the result of its C++ autograd node");
+}

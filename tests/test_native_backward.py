@@ -1,0 +1,216 @@
+"""The C++ autograd node of a bf16 / fp16 module's eager training (kernels/native_backward.cpp).
+
+CPU: the node is built with torch's headers, as ModelNew builds it, and run with the kernels
+stubbed on the host: a stand-in kgen_backward_<part> compiled with g++ (its arguments, by name,
+from the file's own _KGEN_BACKWARD_ARGS), which writes dz = 2 g and distinct column sums, and
+records every argument the node gave it. Checked: each argument of the C entry is what the
+Python vjp passes (the same stand-in, called through ctypes), the gradients of x, w, the
+operands and BatchNorm's γ and β are the Python node's bit for bit, only the gradients asked for
+are returned, the kernels' error reaches backward() as a RuntimeError, a second derivative is
+refused, and a BatchNorm's running buffers count their in-place update. The GPU tier runs the
+real kernels through both nodes (tests/test_half_gpu.py).
+"""
+
+import contextlib
+import ctypes
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+from kgen.codegen import generator
+from kgen.tune.spec import Spec, Tile
+
+from test_render import exec_file
+
+GXX = shutil.which("g++")
+pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
+WGMMA = Tile(128, 128, 32, 16, 128, stages=4)
+M, K, N = 6, 8, 16
+FAIL_NUMEL = 7 * N    # the stand-in fails for a gradient of this many elements
+
+
+def test_the_plans_codes_are_the_nodes_own():
+    """Every parameter of a backward entry has a source in the C++ node, and the plan's codes are
+    read from its enums (one place)."""
+    codes = generator.native_codes()
+    assert set(generator.NATIVE_SOURCES) == {name for name, _ in generator.BACKWARD_BASE_ARGS}
+    assert set(generator.NATIVE_SOURCES.values()) <= set(codes["Source"]) and "Saved" in codes["Source"]
+    assert set(generator.NATIVE_GRADS.values()) | {"None"} == set(codes["Grad"])
+    assert len(set(codes["Source"].values())) == len(codes["Source"])
+
+
+def test_only_files_with_16_bit_builds_carry_the_node():
+    fp32_only = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="kgen", fusion=1,
+                         tile=Tile(128, 128, 32, 64, 32, stages=4), arch="sm_80")
+    assert not generator.sixteen_bit_builds(fp32_only)
+    text = generator.render(fp32_only)
+    assert "_KGEN_NATIVE" not in text and "kgen_backward_packed" not in text
+
+
+def _stand_in_library(module, tmp_path):
+    """The stand-in kernels' library: kgen_backward_0 (with the file's argument list) and its
+    packed form, kgen_backward_floats_0, and `seen`, the last call's arguments."""
+    names = [name for name, _ in module._KGEN_BACKWARD_ARGS[0]]
+    ctype = {ctypes.c_void_p: "void*", ctypes.c_int: "int", ctypes.c_longlong: "long long"}
+    params = ", ".join(f"{ctype[t]} {name}" for name, t in module._KGEN_BACKWARD_ARGS[0])
+    at = {name: k for k, name in enumerate(names)}
+    operands = [name for name in names if name.startswith("operand")]
+    source = f"""
+#include <cstdint>
+#include <cstring>
+static float from_bf16(uint16_t h) {{ uint32_t u = uint32_t(h) << 16; float f; std::memcpy(&f, &u, 4); return f; }}
+static uint16_t to_bf16(float f) {{ uint32_t u; std::memcpy(&u, &f, 4); return uint16_t(u >> 16); }}
+extern "C" long long seen[{len(names)}];
+long long seen[{len(names)}];
+extern "C" long long kgen_backward_floats_0(int M, int N, int K, long long g_numel) {{ return 5 + M; }}
+extern "C" const char* kgen_backward_packed_0(const long long* a) {{
+  std::memcpy(seen, a, sizeof seen);
+  const long long M = a[{at['M']}], N = a[{at['N']}];
+  if (a[{at['g_numel']}] == {FAIL_NUMEL}) return "the stand-in's failure";
+  const uint16_t* g = reinterpret_cast<const uint16_t*>(a[{at['g']}]);
+  uint16_t* dz = reinterpret_cast<uint16_t*>(a[{at['dz_out']}]);
+  uint16_t* cols = reinterpret_cast<uint16_t*>(a[{at['grad_cols']}]);
+  for (long long i = 0; i < M * N; ++i) dz[i] = to_bf16(2.0f * from_bf16(g[i]));
+  for (long long r = 0; r < {len(operands) + 2}; ++r)
+    for (long long n = 0; n < N; ++n) cols[r * N + n] = to_bf16(float(r + 1) + 0.5f * float(n % 4));
+  return nullptr;
+}}
+extern "C" const char* kgen_backward_0({params}) {{
+  const long long a[] = {{{", ".join(f"(long long) {n}" for n in names)}}};
+  return kgen_backward_packed_0(a);
+}}
+"""
+    (tmp_path / "stand_in.cpp").write_text(source)
+    subprocess.run([GXX, "-O1", "-shared", "-fPIC", str(tmp_path / "stand_in.cpp"), "-o", str(tmp_path / "stand_in.so")],
+                   check=True, capture_output=True, text=True)
+    library = ctypes.CDLL(str(tmp_path / "stand_in.so"))
+    library.kgen_backward_0.argtypes = [t for _, t in module._KGEN_BACKWARD_ARGS[0]]
+    library.kgen_backward_0.restype = ctypes.c_char_p
+    library.kgen_backward_floats_0.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_longlong]
+    library.kgen_backward_floats_0.restype = ctypes.c_longlong
+    return library, names, (ctypes.c_longlong * len(names)).in_dll(library, "seen")
+
+
+@pytest.fixture(scope="module")
+def file_and_library(tmp_path_factory):
+    """gemm_scale_bn's file (operands, BatchNorm's γ and β) with the stand-in kernels; the C++ node
+    built once for the module's tests (~15 s on two cores)."""
+    spec = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    module = exec_file(generator.render(spec))
+    assert module._KGEN_NATIVE_PLANS[0] is not None
+    library, names, seen = _stand_in_library(module, tmp_path_factory.mktemp("stand_in"))
+    module._kgen_native_module()
+    return module, library, names, seen
+
+
+def _stub(monkeypatch, module, library):
+    """The forward's kernels as test_custom_ops stubs them (z = x w^T kept, out = 2 z, the running
+    mean + 1 in place); the build, stream and device guard of a GPU as host stand-ins."""
+
+    def launch(part, x, w, **args):
+        z = x.float() @ w.float().t()
+        if args.get("z_out") is not None:
+            args["z_out"][:z.numel()] = z.reshape(-1)
+        if args.get("training") and args.get("running_mean") is not None:
+            args["running_mean"].add_(1)
+        return (2 * z).to(x.dtype)
+
+    monkeypatch.setattr(module, "_kgen_launch", launch)
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None: library)
+    monkeypatch.setattr(module, "_kgen_stream", lambda device: 4242)
+    monkeypatch.setattr(module, "_kgen_on", lambda device: contextlib.nullcontext())
+
+
+def _inputs(module, requires=("x", "w", "operand0", "gamma", "beta"), dtype=torch.bfloat16, rows=M):
+    gen = torch.Generator().manual_seed(0)
+
+    def t(*shape, name):
+        return torch.randn(*shape, generator=gen).to(dtype).requires_grad_(name in requires)
+
+    args = {"x": t(rows, K, name="x"), "w": t(N, K, name="w")}
+    for name, ctype in module._KGEN_FORWARD_ARGS[0]:
+        if name.startswith("operand"):
+            args[name] = t(N, name=name)
+    args.update(training=1, gamma=t(N, name="gamma"), beta=t(N, name="beta"),
+                running_mean=torch.zeros(N, dtype=dtype), running_var=torch.ones(N, dtype=dtype),
+                num_batches_tracked=None, momentum=0.1, cumulative=0, eps=1e-5, keep_z=1)
+    return args
+
+
+def _gradients(module, args, g):
+    args = dict(args)
+    x, w = args.pop("x"), args.pop("w")
+    result = module._kgen_part_call(0, x, w, **args)
+    leaves = {name: t for name, t in dict(args, x=x, w=w).items() if isinstance(t, torch.Tensor) and t.requires_grad}
+    grads = torch.autograd.grad(result[0], list(leaves.values()), g, allow_unused=True)
+    return result, dict(zip(leaves, grads))
+
+
+def test_the_node_passes_what_the_python_vjp_passes_and_gives_its_gradients(monkeypatch, file_and_library):
+    module, library, names, seen = file_and_library
+    _stub(monkeypatch, module, library)
+    args = _inputs(module)
+    g = torch.randn(M, N, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
+
+    version = args["running_mean"]._version
+    result, native = _gradients(module, args, g)
+    assert "PartNode" in result[0].grad_fn.name(), result[0].grad_fn.name()
+    assert not result[1].requires_grad                       # z: kept, no gradient
+    assert result[2] is args["running_mean"] and args["running_mean"]._version > version
+    native_seen = list(seen)
+    by_name = dict(zip(names, native_seen))
+    assert (by_name["M"], by_name["N"], by_name["K"], by_name["g_numel"]) == (M, N, K, M * N)
+    assert by_name["stream"] == 4242 and by_name["bn_training"] == 1
+    assert by_name["x"] == args["x"].data_ptr() and by_name["w"] == args["w"].data_ptr()
+    assert by_name["operand0"] == args["operand0"].data_ptr() and by_name["z"] == result[1].data_ptr()
+    assert by_name["dx"] == by_name["dw"] == by_name["need_dx"] == by_name["need_dw"] == 0
+    assert by_name["dz_out"] and by_name["grad_cols"] and by_name["workspace"]
+
+    dz = (2 * g.float()).to(torch.bfloat16)
+    assert torch.equal(native["x"], dz @ args["w"].detach()) and torch.equal(native["w"], dz.t() @ args["x"].detach())
+    # (BatchNorm's β and γ are the last two rows of the column sums)
+    rows = len([n for n in names if n.startswith("operand")]) + 2
+    assert torch.equal(native["beta"], torch.full((N,), rows - 1.0) + 0.5 * (torch.arange(N) % 4))
+    assert torch.equal(native["gamma"], torch.full((N,), float(rows)) + 0.5 * (torch.arange(N) % 4))
+    assert torch.equal(native["operand0"], torch.full((N,), 1.0) + 0.5 * (torch.arange(N) % 4))
+
+    monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", "1")
+    result, python = _gradients(module, _inputs(module), g)
+    assert "PartNode" not in result[0].grad_fn.name()
+    python_seen = dict(zip(names, seen))
+    for name in ("M", "N", "K", "g_numel", "stream", "bn_training", "dx", "dw", "need_dx", "need_dw"):
+        assert python_seen[name] == by_name[name], name
+    assert set(python) == set(native)
+    for name in native:
+        assert python[name].dtype == native[name].dtype == torch.bfloat16, name
+        assert torch.equal(python[name], native[name]), name
+
+
+def test_the_node_returns_only_the_gradients_asked_for(monkeypatch, file_and_library):
+    module, library, _, _ = file_and_library
+    _stub(monkeypatch, module, library)
+    g = torch.randn(M, N, generator=torch.Generator().manual_seed(2)).to(torch.bfloat16)
+    args = _inputs(module, requires=("w",))
+    _, grads = _gradients(module, args, g)
+    assert set(grads) == {"w"} and grads["w"].shape == (N, K)
+    args = _inputs(module, requires=("x", "gamma"))
+    result = module._kgen_part_call(0, args.pop("x"), args.pop("w"), **args)
+    result[0].backward(g)
+    assert args["gamma"].grad is not None and args["beta"].grad is None and args["operand0"].grad is None
+
+
+def test_the_kernels_error_reaches_backward_and_a_second_derivative_is_refused(monkeypatch, file_and_library):
+    module, library, _, _ = file_and_library
+    _stub(monkeypatch, module, library)
+    args = _inputs(module, rows=7)                            # g of FAIL_NUMEL elements
+    x, w = args.pop("x"), args.pop("w")
+    out = module._kgen_part_call(0, x, w, **args)[0]
+    with pytest.raises(RuntimeError, match="kgen backward kernel failed: the stand-in's failure"):
+        out.backward(torch.ones_like(out))
+    args = _inputs(module)
+    x, w = args.pop("x"), args.pop("w")
+    out = module._kgen_part_call(0, x, w, **args)[0]
+    with pytest.raises(RuntimeError, match="first derivatives only"):
+        torch.autograd.grad(out, [x], torch.ones_like(out).requires_grad_(), create_graph=True)

@@ -980,7 +980,8 @@ def describe_backward(parts: list[Lowered], half: bool = False) -> str:
         if tail:
             how = "the broadcast tail's gradient summed to its core value, " + how
         gemms = ("on the same GEMM; a bf16 / fp16 module's on torch's GEMM in its dtype, from dz rounded "
-                 "to it" if half else "on the same GEMM")
+                 "to it, its eager training through a C++ autograd node built on first use" if half
+                 else "on the same GEMM")
         reached = {n.kind for n in backward.gradient_leaves(parts[-1])}
         scope = ("gradients of the input and of every parameter" if "gemm" in reached
                  else "no gradient: the reference's output has none (a detach or no_grad before it)"
@@ -1070,6 +1071,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         zero_gradients=any(backward.zero_gradients(low) for low in parts),
         fp32_only_reason=repr(fp32_only_reason(spec)),
         native_plans=native_plans,
+        has_native=any(native_plans),
         native_source=NATIVE_SOURCE.read_text() if any(native_plans) else "",
     )
     _check_names_apart(ref, text)

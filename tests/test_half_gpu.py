@@ -328,6 +328,33 @@ def test_dtypes_the_file_refuses_are_named(files):
         new.double()(x.double())
 
 
+@pytest.mark.parametrize("ref", [r for r in REFS if Path(r).stem in ("gemm_mul_leakyrelu", "gemm_bn_gelu_relu",
+                                                                        "matmul_gelu_softmax")],
+                         ids=lambda r: Path(r).stem)
+def test_under_autocast_the_kernels_compute_in_the_modules_dtype(files, ref):
+    """Inside torch.autocast (a user's mixed-precision region: the input may come from an earlier
+    layer in bf16) a ModelNew computes as outside it, in its module's dtype, its input converted
+    to that dtype (the gradient converted back), and says so once: an fp32 module's output and
+    gradients are those of its fp32 kernels bit for bit, a bf16 module's those of its bf16 ones."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    f = EmittedFile(files[ref])
+    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda")
+    for dtype, given in ((torch.float32, torch.bfloat16), (torch.bfloat16, torch.float32)):
+        new, _, _ = trio(f, dtype)
+        new.eval()   # (BatchNorm's running buffers left as they are: the calls compare outputs)
+        xi = x.to(given).requires_grad_()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            with pytest.warns(UserWarning, match="torch.autocast does not change this ModelNew's kernels"):
+                out = new(xi)
+        out.backward(torch.ones_like(out))
+        plain = x.to(given).to(dtype).requires_grad_()
+        expect = new(plain)
+        expect.backward(torch.ones_like(expect))
+        assert out.dtype == dtype and torch.equal(out, expect), dtype
+        assert xi.grad.dtype == given and torch.equal(xi.grad, plain.grad.to(given)), dtype
+
+
 # Modules whose output the kernels write in the module's dtype, by the kernel that writes it: the
 # GEMM's epilogue (point-wise; BatchNorm in eval mode), stage 2's point-wise kernel (BatchNorm in
 # training mode), a row kernel (softmax; an (M,) output), the point-wise pass of a part that keeps

@@ -1111,7 +1111,7 @@ OWN_NAME = re.compile(r"_kgen|_KGEN|KGEN_|ModelNew$")
 EMITTED_IMPORTS = {"__future__": "__future__", "ast": "ast", "base64": "base64", "contextlib": "contextlib",
                    "ctypes": "ctypes", "hashlib": "hashlib", "inspect": "inspect", "os": "os", "sys": "sys",
                    "time": "time", "types": "types",
-                   "typing": "typing", "torch": "torch", "nn": "torch.nn",
+                   "typing": "typing", "warnings": "warnings", "torch": "torch", "nn": "torch.nn",
                    "load_inline": "torch.utils.cpp_extension.load_inline"}
 
 

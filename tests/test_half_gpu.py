@@ -343,12 +343,12 @@ def test_under_autocast_the_kernels_compute_in_the_modules_dtype(files, ref):
     for dtype, given in ((torch.float32, torch.bfloat16), (torch.bfloat16, torch.float32)):
         new, _, _ = trio(f, dtype)
         new.eval()   # (BatchNorm's running buffers left as they are: the calls compare outputs)
-        xi = x.to(given).requires_grad_()
+        xi = x.to(given, copy=True).requires_grad_()
         with torch.autocast("cuda", dtype=torch.bfloat16):
             with pytest.warns(UserWarning, match="torch.autocast does not change this ModelNew's kernels"):
                 out = new(xi)
         out.backward(torch.ones_like(out))
-        plain = x.to(given).to(dtype).requires_grad_()
+        plain = x.to(given).to(dtype).detach().requires_grad_()
         expect = new(plain)
         expect.backward(torch.ones_like(expect))
         assert out.dtype == dtype and torch.equal(out, expect), dtype

@@ -22,6 +22,7 @@ import torch
 from kgen.codegen import generator
 from kgen.tune.spec import Spec, Tile
 
+from conftest import SYNTHESIZED_REFS
 from test_render import exec_file
 
 GXX = shutil.which("g++")
@@ -214,3 +215,27 @@ def test_the_kernels_error_reaches_backward_and_a_second_derivative_is_refused(m
     out = module._kgen_part_call(0, x, w, **args)[0]
     with pytest.raises(RuntimeError, match="first derivatives only"):
         torch.autograd.grad(out, [x], torch.ones_like(out).requires_grad_(), create_graph=True)
+
+
+@pytest.mark.parametrize("ref", [str(p) for p in SYNTHESIZED_REFS] + ["gemm_scale_bn", "gemm_bn_scale_softmax"],
+                         ids=lambda r: r.rsplit("/", 1)[-1])
+def test_every_gradient_the_python_vjp_returns_the_node_returns(ref):
+    """For each part that trains through the C++ node, its plan's gradients are the Python vjp's:
+    the same inputs get one (a gradient the node's inputs left out would be lost silently), and
+    every entry argument has a source."""
+    from kgen.tune.search import enumerate_specs
+
+    spec = next((s for s in enumerate_specs(ref, 64, 128, 1024) if s.family == "wgmma"), None)
+    if spec is None:
+        pytest.skip("no GEMM to train (a rewrite made the output a constant)")
+    codes = generator.native_codes()
+    for low in generator.lowered_parts(spec):
+        if not generator.uses_native_backward(spec, low):
+            continue
+        # (the op's inputs, whose gradients the Python vjp returns from op_gradients)
+        names = generator.op_part(low)["names"].split(", ")
+        python = {n for n in names if generator.op_gradients(low).get(n) is not None}
+        plan = generator.native_plan(low)
+        native = {name for code, _, _, _, name in plan["grads"] if code != codes["Grad"]["None"]}
+        assert native == python, (spec.problem_name, native, python)
+        assert [name for _, _, name in plan["sources"]] == [name for name, _ in generator.backward_args(low)]

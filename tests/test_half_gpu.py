@@ -6,6 +6,7 @@ yardstick: at most its error (times a small factor), and allclose to eager at Ke
 tolerance for the dtype (1e-2)."""
 
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -353,6 +354,10 @@ def test_under_autocast_the_kernels_compute_in_the_modules_dtype(files, ref):
         expect.backward(torch.ones_like(expect))
         assert out.dtype == dtype and torch.equal(out, expect), dtype
         assert xi.grad.dtype == given and torch.equal(xi.grad, plain.grad.to(given)), dtype
+    # a bf16 module and input inside bf16 autocast compute as autocast would: nothing to say
+    with torch.autocast("cuda", dtype=torch.bfloat16), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new(x.to(torch.bfloat16))
 
 
 # Modules whose output the kernels write in the module's dtype, by the kernel that writes it: the

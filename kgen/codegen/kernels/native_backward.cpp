@@ -33,7 +33,8 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Where an argument of the C entry comes from (the Python plan's codes: _KGEN_NATIVE_SOURCES).
+// Where an argument of the C entry comes from (kgen/codegen/generator.py reads these codes:
+// native_codes, NATIVE_SOURCES).
 enum Source : int64_t {
   kSaved = 0,        // saved tensor `index` (the part's inputs x, w, operand0..., then z): its address or null
   kGrad = 1,         // the output's gradient g
@@ -48,7 +49,7 @@ enum Source : int64_t {
   kZero = 12,        // 0 / null: dx, dw and their flags (torch's GEMMs compute them)
 };
 
-// What a differentiable input's gradient is (the Python plan's codes: _KGEN_NATIVE_GRADS).
+// What a differentiable input's gradient is (generator.py reads these codes: native_codes, NATIVE_GRADS).
 enum Grad : int64_t {
   kNone = 0,       // none flows (behind a detach; a Dropout mask)
   kDx = 1,

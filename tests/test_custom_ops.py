@@ -214,7 +214,7 @@ def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype, kept):
         kgen_backward_0 = staticmethod(lambda *values: None)
 
     library = Library()
-    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None: library)
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None, autocast=False: library)
     monkeypatch.setattr(module, "_kgen_on", lambda device: module._KGEN_NO_GUARD)
     monkeypatch.setattr(module, "_kgen_stream", lambda device: 0)
     x, w = torch.rand(6, 4, dtype=dtype), torch.rand(5, 4, dtype=dtype)
@@ -517,7 +517,7 @@ def test_the_backwards_python_calls_its_entry_with_every_argument(ref, backend, 
     module = exec_file(generator.render(spec))
     library = launch_on_cpu(module, monkeypatch)
     built = []   # the dtypes of the builds asked for
-    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32: built.append(dtype) or library)
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32, autocast=False: built.append(dtype) or library)
     monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
     # the Python node's vjp (a bf16 module's eager training runs the C++ node, which calls the
     # same entry: test_native_backward.py)

@@ -122,7 +122,7 @@ def test_the_rewrite_has_backward_kernels(refs, name):
     # Its backward runs no GEMM (torch's or kgen's), on x and w as they are.
     backward_code = text[text.index("def _kgen_launch_backward"):text.index("def _kgen_part0_backward")]
     assert "torch.mm" not in backward_code and ".float()), _kgen_aligned(w.float())" not in backward_code
-    assert "library = _kgen_build(x.device, dtype)" in backward_code
+    assert "library = _kgen_build(x.device, dtype, bool(autocast))" in backward_code
 
 
 def test_a_gemm_files_backward_is_unchanged_by_it(refs):

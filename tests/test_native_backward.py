@@ -119,7 +119,7 @@ def _stub(monkeypatch, module, library):
         return (2 * z).to(x.dtype)
 
     monkeypatch.setattr(module, "_kgen_launch", launch)
-    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None: library)
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None, autocast=False: library)
     monkeypatch.setattr(module, "_kgen_stream", lambda device: 4242)
     monkeypatch.setattr(module, "_kgen_on", lambda device: contextlib.nullcontext())
 

@@ -12,6 +12,8 @@ The GPU runs of such files: docs/experiments/device_session17_tails.sh.
 
 import copy
 
+import re
+
 import pytest
 import torch
 from click.testing import CliRunner
@@ -101,7 +103,10 @@ def test_the_emitted_forward_ends_in_torchs_method(name, tmp_path):
     result = CliRunner().invoke(main, ["generate", str(ref.path), "-o", str(out)])
     assert result.exit_code == 0, result.output
     forward = out.read_text().split("    def forward(self, x):")[-1]
-    assert forward.rstrip().endswith(f"return x.{method}()")
+    last = forward.rstrip().splitlines()[-1].strip()
+    # (a file with 16-bit builds hands the output over in eager's dtype under torch.autocast)
+    assert last == f"return x.{method}()" or re.fullmatch(
+        rf"return _kgen_autocast_output\(x\.{method}\(\), weight0, input_dtype, \(.*\)\)", last), last
     assert "line 12 of the reference" in forward
 
 

@@ -328,7 +328,7 @@ def test_autograd_through_the_fake_kernels(name, tmp_path):
     grads = torch.autograd.grad(out.sum(), leaves)
     assert [tuple(g.shape) for g in grads] == [tuple(t.shape) for t in leaves]
     operands = [args[f"operand{j}"] for j in range(len(low.operands))]
-    result = module._KGEN_BACKWARD_OPS[0](out, x, args["w"], *operands, kept, 1, 1, 1, 0)
+    result = module._KGEN_BACKWARD_OPS[0](out, x, args["w"], *operands, kept, 1, 1, 1, 0, 0)
     assert tuple(result[3].shape) == ((64, k) if backward.input_gradient(low) else (0,))
 
 

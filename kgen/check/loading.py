@@ -134,9 +134,11 @@ class EmittedFile:
     def init_args(self) -> tuple:
         return tuple(self.reference.init_args())
 
-    def build(self, dtype=None):
+    def build(self, dtype=None, autocast=False):
         """The file's extension for the current GPU and a module in `dtype` (default fp32),
-        compiled on first use."""
+        compiled on first use; `autocast`: a 16-bit dtype's build for inside torch.autocast."""
+        if autocast:
+            return self.module._kgen_build(dtype=dtype, autocast=True)
         return self.module._kgen_build() if dtype is None else self.module._kgen_build(dtype=dtype)
 
 

@@ -316,9 +316,12 @@ def hyperparameter_lines(read: list[tuple[str, object]]) -> list[str]:
     return [f"if {now} != {traced}:", f"    raise ValueError({message!r})"]
 
 
-def forward_lines(parts: list[Lowered]) -> list[str]:
+def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call
-    each GEMM part's entry point in turn (a part's output is the next part's x)."""
+    each GEMM part's entry point in turn (a part's output is the next part's x). `sixteen_bit`:
+    the file has 16-bit builds, which run inside torch.autocast (an fp32 module's too), the
+    output then handed over in eager's dtype there (_kgen_autocast_output, from the reasons
+    kgen.frontend.autocast read for it to be fp32)."""
     lines = hyperparameter_lines(parts[-1].traced.hyperparameters)
     for name, default in parts[-1].traced.forward_defaults:
         # (kgen traced the forward with this parameter at its default, as get_inputs() leaves it)
@@ -356,7 +359,11 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
     # every access, and spectral_norm's power iteration moves its buffers each time, as it does
     # once per forward in the reference.
     lines += [f"weight{k} = {_weight_nk(low.graph.gemm, k)}" for k, low in enumerate(parts)]
-    lines.append("x = _kgen_checked_input(x, weight0)")
+    batchnorms = [_self_attr(low.batchnorm) for low in parts if low.batchnorm]
+    if sixteen_bit:
+        lines.append("input_dtype = x.dtype")
+    checked = "x, weight0" + (f", ({', '.join(batchnorms)},)" if batchnorms else "")
+    lines.append(f"x = _kgen_checked_input({checked})")
     sizes = parts[-1].traced.sizes_read
     if sizes:
         # The trace read a feature size as a number and baked it in: these sizes only.
@@ -403,6 +410,9 @@ def forward_lines(parts: list[Lowered]) -> list[str]:
         value = lines.pop()[len("return "):]
         lines += ["# the reference's output has no gradient (a detach or no_grad before it): nor has this one",
                   f"return ({value}).detach()" if not value.isidentifier() else f"return {value}.detach()"]
+    if sixteen_bit:
+        value = lines.pop()[len("return "):]
+        lines.append(f"return _kgen_autocast_output({value}, weight0, input_dtype, {parts[-1].traced.autocast_output!r})")
     return lines
 
 
@@ -1052,7 +1062,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         title=sentence(ref.docstring() or f"ModelNew for {spec.problem_name}"),
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
-        forward_lines=forward_lines(parts),
+        forward_lines=forward_lines(parts, sixteen_bit_builds(spec)),
         weight_methods=weight_methods(parts),
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
@@ -1064,6 +1074,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         updated_in_place=repr(UPDATED_IN_PLACE),
         operand_builds=operand_builds_literal(spec),
         fp32_only=not sixteen_bit_builds(spec),
+        autocast_fp32_output=sixteen_bit_builds(spec) and bool(parts[-1].traced.autocast_output),
         # kgen's 16-bit GEMM reads x and w by TMA: whole 16-byte rows (ModelNew pads K)
         pads_k=half_gemm_type(spec) is not None,
         # the matrix-vector rewrite: its backward keeps other values and runs no GEMM

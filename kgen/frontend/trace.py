@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from kgen.ir import ops
 from kgen.ir.graph import (INPUT_PATH, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes, combine_levels,
                            pooled_width, shape_text)
+from kgen.frontend import autocast
 from kgen.frontend.reference import Reference
 
 # The dtypes of module (parameters and input) that kgen's files run: the IR is the same for all
@@ -1627,6 +1628,7 @@ class Tracer:
                               "x @ W.T); kgen synthesizes a GEMM followed by an epilogue chain")
         graph = self.close_part(output)
         graph.output_tail = self.output_tail
+        graph.autocast_output = autocast.output_kind(fx_graph, self.model, lambda n: self._aliasing(n)[1])
         if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
         return graph

@@ -271,6 +271,11 @@ class Graph:
     # sums), ("squeeze", ...) for a squeeze() with no dim (0-d at a batch of 1, as torch's).
     # The emitted forward and the oracle (interpret) call it; () for none.
     output_tail: tuple = ()
+    # The dtype eager gives the module's output inside CUDA's torch.autocast: why it is fp32
+    # ("fp32": an op autocast runs in fp32; "param", "input": an op with an fp32 parameter, with
+    # the fp32 input, where the module, the input is fp32), () where it is autocast's 16-bit dtype;
+    # read from the forward's torch calls (kgen.frontend.autocast); the last part's is the module's.
+    autocast_output: tuple = ()
     # Chained GEMMs: the part that computes this part's GEMM input (its output, (M, in_features)),
     # itself a graph of one GEMM and its epilogue. The module's graph is its last part.
     previous: "Graph | None" = None

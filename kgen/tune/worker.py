@@ -35,10 +35,10 @@ COMPARE_PREFIX = "KGEN_COMPARE "
 EXIT_AFTER_RUNTIME_ERROR = 3
 
 
-def build(path: str, dtype: str = "fp32") -> int:
+def build(path: str, dtype: str = "fp32", autocast: bool = False) -> int:
     from kgen.check.loading import EmittedFile
 
-    EmittedFile(path, with_reference=False).build(torch_dtype(dtype))
+    EmittedFile(path, with_reference=False).build(torch_dtype(dtype), autocast)
     return 0
 
 
@@ -196,6 +196,8 @@ def main(argv=None) -> int:
     p_build.add_argument("file")
     p_build.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",
                          help="the build for a module in this dtype")
+    p_build.add_argument("--autocast", action="store_true",
+                         help="the 16-bit dtype's build for inside torch.autocast")
     p_eval = sub.add_parser("evaluate")
     p_eval.add_argument("--tol", type=float, action="append", required=True)
     p_eval.add_argument("--batch", type=int, default=None)
@@ -208,7 +210,7 @@ def main(argv=None) -> int:
         p.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
     if args.cmd == "build":
-        return build(args.file, args.dtype)
+        return build(args.file, args.dtype, args.autocast)
     if args.cmd == "compare":
         return max(compare(path, args.iters, args.dtype) for path in args.files)
     if args.files == ["-"]:

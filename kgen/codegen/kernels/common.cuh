@@ -37,11 +37,14 @@ inline void enter() {
 // v rounded to the module's dtype T, to nearest even as torch's ops round their results: the
 // identity for fp32 modules. The generated code rounds each op's result with it (lower/forward.py,
 // Emitter), in every kernel of a 16-bit build (the GEMM's epilogue, the row and point-wise
-// stages, the matrix-vector rewrite's rows).
+// stages, the matrix-vector rewrite's rows). Not in the build for torch.autocast (KGEN_AUTOCAST:
+// 16-bit operands of a module computing inside an autocast region, whose eager ops keep fp32
+// results of autocast's fp32 ops): every op's result stays fp32 there, only the output rounded.
 template <class T>
 __device__ __forceinline__ float rounded_to_module(float v) {
   return v;
 }
+#ifndef KGEN_AUTOCAST
 #ifdef __CUDA_BF16_TYPES_EXIST__
 template <>
 __device__ __forceinline__ float rounded_to_module<__nv_bfloat16>(float v) {
@@ -54,6 +57,7 @@ __device__ __forceinline__ float rounded_to_module<__half>(float v) {
   return __half2float(__float2half_rn(v));
 }
 #endif
+#endif  // KGEN_AUTOCAST
 
 // How a kernel writes an element of T, the type of the part's output (forward.cuh's Output), or
 // of a buffer in the module's dtype (store_as): `one` converts a value. fp32, and bf16 and fp16

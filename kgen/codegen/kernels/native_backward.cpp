@@ -152,7 +152,8 @@ struct PartNode : public torch::autograd::Function<PartNode> {
       need_dw = need_dw || kind == kDw;
       need_input = need_input || kind == kInputGrad;
     }
-    const at::Tensor g = aligned(grads[0]);
+    // (the kernels read g in x's dtype: an fp32 output of the build for torch.autocast's is converted)
+    const at::Tensor g = aligned(grads[0].scalar_type() == x.scalar_type() ? grads[0] : grads[0].to(x.scalar_type()));
     const at::Tensor column_grads = at::empty({plan.column_rows, N}, x.options());
     const long long floats = workspace_floats(plan, M, N, K, g.numel());
     const at::Tensor workspace = at::empty({std::max(floats, 1LL)}, x.options().dtype(at::kFloat));

@@ -84,12 +84,12 @@ def test_the_emitted_file_reads_the_reasons_as_kgen_does(why, input_fp32, module
     given = torch.float32 if input_fp32 else torch.bfloat16
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device: device == "cuda")
     monkeypatch.setattr(torch, "get_autocast_dtype", lambda device: torch.bfloat16)
-    # the kernels' output: 16-bit, or fp32 (the build for autocast's, where some reason may hold)
+    # the kernels' output: 16-bit, or fp32 (the build for autocast's where some reason may hold,
+    # or the fp32 kernels a training BatchNorm keeps)
     for written in (torch.bfloat16, torch.float32):
         out = torch.zeros(2, 2, dtype=written)
         got = handed(out, weight, given, why).dtype
-        expect = torch.float32 if output_is_fp32(why, input_fp32, module_fp32) else torch.bfloat16
-        assert got == (written if not why else expect), written
+        assert got == (torch.float32 if output_is_fp32(why, input_fp32, module_fp32) else torch.bfloat16), written
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device: False)
     assert handed(out, weight, given, why) is out
 

@@ -239,3 +239,27 @@ def test_every_gradient_the_python_vjp_returns_the_node_returns(ref):
         native = {name for code, _, _, _, name in plan["grads"] if code != codes["Grad"]["None"]}
         assert native == python, (spec.problem_name, native, python)
         assert [name for _, _, name in plan["sources"]] == [name for name, _ in generator.backward_args(low)]
+
+
+def test_a_16_bit_build_makes_the_node_too(tmp_path, monkeypatch):
+    """EmittedFile.build for bf16 / fp16 builds the C++ node beside the kernels (a search's
+    parallel builds, not its first training check); for fp32, and for a file whose training does
+    not run the node, only the kernels."""
+    from kgen.check.loading import EmittedFile
+
+    spec = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    f = EmittedFile(generator.write(spec, tmp_path / "new.py"), with_reference=False)
+    built = []
+    monkeypatch.setattr(f.module, "_kgen_build", lambda device=None, dtype=torch.float32, autocast=False:
+                        built.append(("kernels", dtype, autocast)))
+    monkeypatch.setattr(f.module, "_kgen_native_module", lambda: built.append(("node",)))
+    f.build(torch.bfloat16)
+    f.build(torch.float16, autocast=True)
+    f.build(torch.float32)
+    f.build()
+    assert built == [("kernels", torch.bfloat16, False), ("node",), ("kernels", torch.float16, True), ("node",),
+                     ("kernels", torch.float32, False), ("kernels", torch.float32, False)]
+    monkeypatch.setattr(f.module, "_KGEN_NATIVE_PLANS", (None,))
+    built.clear()
+    f.build(torch.bfloat16)
+    assert built == [("kernels", torch.bfloat16, False)]

@@ -8,6 +8,8 @@ import sys
 import types
 from pathlib import Path
 
+import torch
+
 from kgen.frontend.problems import is_path, problem_id
 from kgen.frontend.reference import Reference, ReferenceError
 from kgen.tune.spec import Spec, SpecError
@@ -136,10 +138,18 @@ class EmittedFile:
 
     def build(self, dtype=None, autocast=False):
         """The file's extension for the current GPU and a module in `dtype` (default fp32),
-        compiled on first use; `autocast`: a 16-bit dtype's build for inside torch.autocast."""
+        compiled on first use; `autocast`: a 16-bit dtype's build for inside torch.autocast. For a
+        bf16 / fp16 module whose training runs the C++ autograd node, the node too (~25 s once per
+        machine and torch version, then cached): a search's parallel builds make it, not its first
+        training check, which the GPU waits on."""
         if autocast:
-            return self.module._kgen_build(dtype=dtype, autocast=True)
-        return self.module._kgen_build() if dtype is None else self.module._kgen_build(dtype=dtype)
+            library = self.module._kgen_build(dtype=dtype, autocast=True)
+        else:
+            library = self.module._kgen_build() if dtype is None else self.module._kgen_build(dtype=dtype)
+        if dtype in (torch.bfloat16, torch.float16) and any(
+                plan is not None for plan in getattr(self.module, "_KGEN_NATIVE_PLANS", ())):
+            self.module._kgen_native_module()
+        return library
 
 
 def not_emitted_message(path: Path, source: str) -> str:

@@ -142,10 +142,9 @@ class EmittedFile:
         bf16 / fp16 module whose training runs the C++ autograd node, the node too (~25 s once per
         machine and torch version, then cached): a search's parallel builds make it, not its first
         training check, which the GPU waits on."""
-        if autocast:
-            library = self.module._kgen_build(dtype=dtype, autocast=True)
-        else:
-            library = self.module._kgen_build() if dtype is None else self.module._kgen_build(dtype=dtype)
+        # (only the arguments given: a file of an older kgen's takes no autocast)
+        library = self.module._kgen_build(**({} if dtype is None else {"dtype": dtype}),
+                                          **({"autocast": True} if autocast else {}))
         if dtype in (torch.bfloat16, torch.float16) and any(
                 plan is not None for plan in getattr(self.module, "_KGEN_NATIVE_PLANS", ())):
             self.module._kgen_native_module()

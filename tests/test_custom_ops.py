@@ -11,6 +11,7 @@ whole training steps (forward, backward, SGD) where every part has backward kern
 part without them raises a clear error at backward().
 """
 
+import contextlib
 import copy
 import ctypes
 
@@ -434,15 +435,46 @@ def test_a_bf16_module_compiles_and_captures_a_training_step(problem, fusion):
     check_training_step_compiles_and_captures(model, x)
 
 
-def check_training_step_compiles_and_captures(model, x):
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem", ["gemm_scale_bn", str(REFS_DIR / "gemm_groupnorm_min_bias.py"),
+                                     str(REFS_DIR / "gemm_sigmoid_gemm_lse.py")],
+                         ids=lambda p: p.rsplit("/", 1)[-1])
+def test_an_fp32_module_under_autocast_compiles_and_captures(problem):
+    """Inside torch.autocast an fp32 module runs the build for autocast (its output fp32 where
+    eager's is: the fake kernel reads autocast's state at trace time); under
+    torch.compile(fullgraph=True) and in a CUDA graph its forward and a training step give what
+    eager ModelNew gives there, bit for bit, and the output's dtype is eager's."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the wgmma GEMM needs sm_90a")
+    from kgen.frontend.problems import load
+
+    shape = (257, 296, 1536)
+    spec = Spec.of(problem, *shape, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
+    module = exec_file(generator.render(spec))
+    ref = load(problem, *shape)
+    torch.manual_seed(0)
+    model = module.ModelNew(*ref.init_args()).cuda()
+    x = torch.rand(257, 296, device="cuda")
+    with torch.autocast("cuda", torch.bfloat16):
+        expect = model(x)
+        got = torch.compile(copy.deepcopy(model), fullgraph=True)(x)
+    torch.testing.assert_close(got, expect, rtol=0, atol=0)
+    assert got.dtype == expect.dtype
+    check_training_step_compiles_and_captures(model, x, autocast=torch.bfloat16)
+
+
+def check_training_step_compiles_and_captures(model, x, autocast=None):
     """A training step (forward, backward, SGD) of ModelNew, as is, under
     torch.compile(fullgraph=True) and captured in a CUDA graph, gives what eager ModelNew gives,
-    bit for bit (the same kernels run)."""
-    g = torch.randn_like(model(x))
+    bit for bit (the same kernels run); inside torch.autocast of dtype `autocast` where given."""
+    region = (lambda: torch.autocast("cuda", autocast)) if autocast is not None else contextlib.nullcontext
+    with region():
+        g = torch.randn_like(model(x))
 
     def step(m, opt, inp):
         opt.zero_grad(set_to_none=True)
-        loss = (m(inp) * g).sum()
+        with region():
+            loss = (m(inp) * g).sum()
         loss.backward()
         opt.step()
         return loss

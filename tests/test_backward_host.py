@@ -184,7 +184,8 @@ def kernel_declarations() -> str:
     common = (KERNELS / "common.cuh").read_text()
     sizes = (KERNELS / "backward.cuh").read_text()
     return "\n".join([re.search(r"constexpr int kMaxOperands = \d+;", common).group(0),
-                      "using Param = float;   // the fp32 build's (the harness runs its kernels)",
+                      "using Operand = float;   // the fp32 build's (the harness runs its kernels)",
+                      "using Param = float;",
                       "inline float as_float(float v) { return v; }",
                       "template <class T> inline void store_as(T* dst, float v) { *dst = v; }",
                       re.search(r"struct EpilogueParams \{.*?\n\};", common, re.S).group(0),

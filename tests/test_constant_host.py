@@ -64,9 +64,10 @@ inline int __syncthreads_or(int p) {
 }
 namespace kgen {
 constexpr int kMaxOperands = 16;
-using Param = float;   // the fp32 build's (common.cuh)
+using Operand = float;   // the fp32 build's (common.cuh)
+using Param = float;
 inline float as_float(float v) { return v; }
-struct EpilogueParams { const Param* operand[kMaxOperands]; int N; };
+struct EpilogueParams { const void* operand[kMaxOperands]; int N; };
 }
 """
 

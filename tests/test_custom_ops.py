@@ -45,6 +45,7 @@ def meta_args(module, part: int, x: torch.Tensor, n: int, lowered=None) -> dict:
         if name in args or name in generator.LAUNCH_ARGS:
             continue
         args[name] = torch.empty(shapes.get(name, (n,)), device="meta") if ctype is ctypes.c_void_p else 0
+    args["autocast"] = 0        # (the op's own argument: not the C entry's)
     if module._KGEN_BACKWARD_ARGS[part] is not None:
         args["keep_z"] = 1      # as in training: the forward keeps z for the backward's kernels
     return args
@@ -62,7 +63,7 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
         schema = op.default._schema
         assert str(schema.name) == f"{module._KGEN_OP_NAMESPACE}::part{k}"
         expected = [name for name, _ in module._KGEN_FORWARD_ARGS[k] if name not in generator.LAUNCH_ARGS]
-        expected += ["keep_z"] if module._KGEN_BACKWARD_ARGS[k] is not None else []
+        expected += ["autocast"] + (["keep_z"] if module._KGEN_BACKWARD_ARGS[k] is not None else [])
         assert [a.name for a in schema.arguments] == expected
         assert not any(a.alias_info and a.alias_info.is_write for a in schema.arguments)
         n = low.graph.out_features
@@ -181,7 +182,7 @@ def test_eager_training_runs_the_ops_formula_without_its_dispatch(monkeypatch, p
         version = running_mean._version
     else:
         args.update(training=0)
-    result = module._kgen_part_call(0, x, w, **args, keep_z=1)
+    result = module._kgen_part_call(0, x, w, **args, autocast=0, keep_z=1)
     out, kept = result[0], result[1]
     assert launches == ["forward"]
     assert torch.allclose(out, 2 * (x @ w.t()).detach()) and out.requires_grad and not kept.requires_grad
@@ -594,4 +595,4 @@ def test_the_backward_entry_zeroes_every_row_of_the_column_sums(spec):
                          entry[:entry.index("return message;")])
         assert rows and int(rows.group(1)) == params + 2
         fake = source[source.index(f"def _kgen_part{k}_backward_fake("):]
-        assert f"x.new_empty({params} + 2, N)" in fake[:fake.index("\n\n\n")]
+        assert f"x.new_empty({params} + 2, N, dtype=" in fake[:fake.index("\n\n\n")]

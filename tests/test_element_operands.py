@@ -174,7 +174,8 @@ def test_dropout_modules_oracle_matches_the_module_under_one_seed(body, tmp_path
     assert backward.unsupported(low) is None
     structs = backward.backward_struct(low)
     for k in masks:   # read per element, row stride N; nullptr (eval mode) is the identity
-        read = f"(p.operand[{k}] != nullptr ? kgen::as_float(__ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n)) : 1.f)"
+        read = (f"(p.operand[{k}] != nullptr ? kgen::as_float(__ldg(static_cast<const kgen::Operand*>(p.operand[{k}]) "
+                "+ static_cast<long long>(m) * p.N + n)) : 1.f)")   # (the GEMM's operand type: the mask's)
         assert read in low.cuda and read in structs
         assert backward.operand_gradients(low)[k] is None
     assert "in training mode the forward draws torch's own mask" in "\n".join(low.summary())
@@ -284,7 +285,7 @@ def test_kernelbench_51_reads_its_input_in_the_tail_and_its_oracle_matches():
     assert out.level == "full" and out.shape == ("M", 16)
     low = lower.lower(graph, fused_stats=True, external_gemm=False)
     k = next(i for i, n in enumerate(low.operands) if n.kind == "input")
-    assert f"p.operand[{k}][i0 * 16 + i1]" in low.cuda and "= t[i0];" in low.cuda
+    assert f"static_cast<const kgen::Operand*>(p.operand[{k}])[i0 * 16 + i1]" in low.cuda and "= t[i0];" in low.cuda
     assert eval(f"({generator.out_shape(low)})", {"M": 8, "N": 1024}) == (8, 16)
     # The tail's backward (tests/test_tail_backward.py): no gradient through the detached read.
     assert backward.unsupported(low) is None and not backward.input_gradient(low)

@@ -38,7 +38,7 @@ def launch(emitted, monkeypatch, dtype, in_features):
     monkeypatch.setattr(m, "_kgen_padded", pad)
     x = torch.randn(64, in_features).to(dtype)
     w = torch.randn(96, in_features).to(dtype)
-    m._kgen_launch(0, x, w, training=0, operand0=torch.randn(96).to(dtype))   # (the Linear's bias)
+    m._kgen_launch(0, x, w, 0, training=0, operand0=torch.randn(96).to(dtype))   # (the Linear's bias; no autocast)
     (call,) = library.calls
     return call, x, w, padded
 

@@ -65,6 +65,9 @@ static float from_bf16(uint16_t h) {{ uint32_t u = uint32_t(h) << 16; float f; s
 static uint16_t to_bf16(float f) {{ uint32_t u; std::memcpy(&u, &f, 4); return uint16_t(u >> 16); }}
 extern "C" long long seen[{len(names)}];
 long long seen[{len(names)}];
+// 1: the column sums are fp32 (the build for torch.autocast's), else bf16 (the test sets it)
+extern "C" int cols_fp32;
+int cols_fp32 = 0;
 extern "C" long long kgen_backward_floats_0(int M, int N, int K, long long g_numel) {{ return 5 + M; }}
 extern "C" const char* kgen_backward_packed_0(const long long* a) {{
   std::memcpy(seen, a, sizeof seen);
@@ -73,9 +76,13 @@ extern "C" const char* kgen_backward_packed_0(const long long* a) {{
   const uint16_t* g = reinterpret_cast<const uint16_t*>(a[{at['g']}]);
   uint16_t* dz = reinterpret_cast<uint16_t*>(a[{at['dz_out']}]);
   uint16_t* cols = reinterpret_cast<uint16_t*>(a[{at['grad_cols']}]);
+  float* cols32 = reinterpret_cast<float*>(a[{at['grad_cols']}]);
   for (long long i = 0; i < M * N; ++i) dz[i] = to_bf16(2.0f * from_bf16(g[i]));
   for (long long r = 0; r < {len(operands) + 2}; ++r)
-    for (long long n = 0; n < N; ++n) cols[r * N + n] = to_bf16(float(r + 1) + 0.5f * float(n % 4));
+    for (long long n = 0; n < N; ++n) {{
+      const float v = float(r + 1) + 0.5f * float(n % 4);
+      if (cols_fp32) cols32[r * N + n] = v; else cols[r * N + n] = to_bf16(v);
+    }}
   return nullptr;
 }}
 extern "C" const char* kgen_backward_0({params}) {{
@@ -124,19 +131,23 @@ def _stub(monkeypatch, module, library):
     monkeypatch.setattr(module, "_kgen_on", lambda device: contextlib.nullcontext())
 
 
-def _inputs(module, requires=("x", "w", "operand0", "gamma", "beta"), dtype=torch.bfloat16, rows=M):
+def _inputs(module, requires=("x", "w", "operand0", "gamma", "beta"), dtype=torch.bfloat16, rows=M, autocast=0):
+    """The part's op arguments: x and w in `dtype`, the parameters and buffers too, but in fp32
+    for the build for torch.autocast (`autocast`)."""
     gen = torch.Generator().manual_seed(0)
+    param_dtype = torch.float32 if autocast else dtype
 
     def t(*shape, name):
-        return torch.randn(*shape, generator=gen).to(dtype).requires_grad_(name in requires)
+        return torch.randn(*shape, generator=gen).to(dtype if name in ("x", "w") else param_dtype).requires_grad_(
+            name in requires)
 
     args = {"x": t(rows, K, name="x"), "w": t(N, K, name="w")}
     for name, ctype in module._KGEN_FORWARD_ARGS[0]:
         if name.startswith("operand"):
             args[name] = t(N, name=name)
     args.update(training=1, gamma=t(N, name="gamma"), beta=t(N, name="beta"),
-                running_mean=torch.zeros(N, dtype=dtype), running_var=torch.ones(N, dtype=dtype),
-                num_batches_tracked=None, momentum=0.1, cumulative=0, eps=1e-5, keep_z=1)
+                running_mean=torch.zeros(N, dtype=param_dtype), running_var=torch.ones(N, dtype=param_dtype),
+                num_batches_tracked=None, momentum=0.1, cumulative=0, eps=1e-5, autocast=autocast, keep_z=1)
     return args
 
 
@@ -149,10 +160,15 @@ def _gradients(module, args, g):
     return result, dict(zip(leaves, grads))
 
 
-def test_the_node_passes_what_the_python_vjp_passes_and_gives_its_gradients(monkeypatch, file_and_library):
+@pytest.mark.parametrize("autocast", [0, 1], ids=["module dtype", "autocast build"])
+def test_the_node_passes_what_the_python_vjp_passes_and_gives_its_gradients(monkeypatch, file_and_library, autocast):
+    """The C++ node and the Python vjp call the entry alike and give the same gradients, in the
+    dtype of each input: the parameters' in fp32 from the build for torch.autocast, whose
+    kernels write the column sums in fp32 (kernels/common.cuh, Param)."""
     module, library, names, seen = file_and_library
     _stub(monkeypatch, module, library)
-    args = _inputs(module)
+    monkeypatch.setattr(ctypes.c_int.in_dll(library, "cols_fp32"), "value", autocast)
+    args = _inputs(module, autocast=autocast)
     g = torch.randn(M, N, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
 
     version = args["running_mean"]._version
@@ -178,14 +194,15 @@ def test_the_node_passes_what_the_python_vjp_passes_and_gives_its_gradients(monk
     assert torch.equal(native["operand0"], torch.full((N,), 1.0) + 0.5 * (torch.arange(N) % 4))
 
     monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", "1")
-    result, python = _gradients(module, _inputs(module), g)
+    result, python = _gradients(module, _inputs(module, autocast=autocast), g)
     assert "PartNode" not in result[0].grad_fn.name()
     python_seen = dict(zip(names, seen))
     for name in ("M", "N", "K", "g_numel", "stream", "bn_training", "dx", "dw", "need_dx", "need_dw"):
         assert python_seen[name] == by_name[name], name
     assert set(python) == set(native)
     for name in native:
-        assert python[name].dtype == native[name].dtype == torch.bfloat16, name
+        dtype = torch.bfloat16 if name in ("x", "w") or not autocast else torch.float32
+        assert python[name].dtype == native[name].dtype == dtype, name
         assert torch.equal(python[name], native[name]), name
 
 

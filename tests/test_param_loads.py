@@ -12,7 +12,9 @@ from kgen.codegen import generator
 from kgen.tune.spec import Spec, Tile
 
 TILE = Tile(128, 128, 32, 16, 128, stages=4)
-LOAD = re.compile(r"__ldg\(p\.operand\[(\d+)\] \+ \w+\)|p\.operand\[(\d+)\]\[\w+\]")
+# (each read names its operand's type: lower/forward.py's operand_pointer)
+OPERAND = r"static_cast<const kgen::\w+\*>\(p\.operand\[(\d+)\]\)"
+LOAD = re.compile(rf"__ldg\({OPERAND} \+ \w+\)|{OPERAND}\[\w+\]")
 
 
 def loads(spec) -> dict[str, set[str]]:

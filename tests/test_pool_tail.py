@@ -121,7 +121,7 @@ def test_the_tail_reads_each_operand_at_its_broadcast_offset(tmp_path):
     k = next(i for i, n in enumerate(low.operands) if n.attrs["path"] == "extra")
     assert "const long long i2 = i % M; i /= M;" in low.cuda
     assert "const long long i1 = i;" in low.cuda
-    assert "= t[i2];" in low.cuda and f"= kgen::as_float(p.operand[{k}][i1]);" in low.cuda
+    assert "= t[i2];" in low.cuda and f"= kgen::as_float(static_cast<const kgen::Param*>(p.operand[{k}])[i1]);" in low.cuda
     assert "return 1LL * 1024 * M;" in low.cuda
 
 

@@ -35,6 +35,9 @@ CODEGEN_DIR = Path(__file__).resolve().parent
 # module in bf16 or fp16 (kernel.cu.j2 defines it from the build's -DKGEN_OPERAND=...; the
 # emitted file builds once per dtype it meets: model_new.py.j2, OPERAND_BUILDS).
 OPERAND_CTYPE = "kgen_operand_t"
+# The C type of the module's parameters and buffers (common.cuh, kgen::Param): the operands' but
+# in the build for torch.autocast, where they stay fp32.
+PARAM_CTYPE = "kgen::Param"
 # torch dtype name -> the extension build's definition of KGEN_OPERAND (float: the default).
 OPERAND_BUILDS = {"float32": None, "bfloat16": "__nv_bfloat16", "float16": "__half"}
 
@@ -48,14 +51,21 @@ BASE_ARGS = (
     ("z_out", "float*"),
 )
 BATCHNORM_ARGS = (
-    ("gamma", f"const {OPERAND_CTYPE}*"), ("beta", f"const {OPERAND_CTYPE}*"), ("running_mean", f"{OPERAND_CTYPE}*"),
-    ("running_var", f"{OPERAND_CTYPE}*"), ("num_batches_tracked", "const long long*"), ("momentum", "float"),
+    ("gamma", f"const {PARAM_CTYPE}*"), ("beta", f"const {PARAM_CTYPE}*"), ("running_mean", f"{PARAM_CTYPE}*"),
+    ("running_var", f"{PARAM_CTYPE}*"), ("num_batches_tracked", "const long long*"), ("momentum", "float"),
     ("cumulative", "int"), ("eps", "float"),
 )
 
 
+def operand_args(lowered: Lowered) -> list[tuple[str, str]]:
+    """The entry's epilogue operands (operand0, ...): a parameter or buffer in kgen::Param,
+    Dropout's mask and the module's input in the operands' type (forward.OPERAND_TYPES)."""
+    return [(f"operand{k}", f"const {PARAM_CTYPE if n.kind == 'param' else OPERAND_CTYPE}*")
+            for k, n in enumerate(lowered.operands)]
+
+
 def forward_args(lowered: Lowered) -> list[tuple[str, str]]:
-    args = list(BASE_ARGS) + [(f"operand{k}", f"const {OPERAND_CTYPE}*") for k in range(len(lowered.operands))]
+    args = list(BASE_ARGS) + operand_args(lowered)
     return args + (list(BATCHNORM_ARGS) if lowered.batchnorm else [])
 
 
@@ -67,11 +77,11 @@ OPTIONAL_TENSORS = ("gamma", "beta", "running_mean", "running_var", "num_batches
 
 
 # The parameters of a part's backward entry kgen_backward_<part>, then its operands (operand0, ...).
-# g (g_numel elements), the column sums grad_cols and dz_out (dz for torch's GEMMs, a 16-bit
-# module's) are in the module's dtype (entry_backward.cuh, backward_with_io).
+# g (g_numel elements) and dz_out (dz for torch's GEMMs, a 16-bit module's) are in the operands'
+# type, the column sums grad_cols in the parameters' (entry_backward.cuh, backward_with_io).
 BACKWARD_BASE_ARGS = (
     ("x", "const float*"), ("w", "const float*"), ("g", f"const {OPERAND_CTYPE}*"), ("g_numel", "long long"),
-    ("z", "const float*"), ("dx", "float*"), ("dw", "float*"), ("grad_cols", f"{OPERAND_CTYPE}*"),
+    ("z", "const float*"), ("dx", "float*"), ("dw", "float*"), ("grad_cols", f"{PARAM_CTYPE}*"),
     ("workspace", "float*"), ("M", "int"), ("N", "int"), ("K", "int"), ("need_dx", "int"), ("need_dw", "int"),
     ("stream", "void*"), ("bn_training", "int"), ("d_input", "float*"), ("dz_out", f"{OPERAND_CTYPE}*"),
 )
@@ -85,7 +95,7 @@ def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
         typed = {"x": f"const {OPERAND_CTYPE}*", "w": f"const {OPERAND_CTYPE}*", "dx": f"{OPERAND_CTYPE}*",
                  "dw": f"{OPERAND_CTYPE}*"}
         base = [(name, typed.get(name, ctype)) for name, ctype in base]
-    return base + [(f"operand{k}", f"const {OPERAND_CTYPE}*") for k in range(len(lowered.operands))]
+    return base + operand_args(lowered)
 
 
 def op_gradients(lowered: Lowered) -> dict[str, tuple | None]:
@@ -127,7 +137,9 @@ def op_part(lowered: Lowered) -> dict:
     """One GEMM part's custom op, from the C entry's argument list: its Python signature (torch
     infers the op schema from the annotations) and the call of _kgen_launch; and its backward op,
     where the part has backward kernels (else why not)."""
-    args = [(name, ctype) for name, ctype in forward_args(lowered) if name not in LAUNCH_ARGS]
+    # (and whether the build for torch.autocast runs: decided by the forward, where autocast's
+    # state is the caller's, not by the op's body, which a compiled graph may run outside it)
+    args = [(name, ctype) for name, ctype in forward_args(lowered) if name not in LAUNCH_ARGS] + [("autocast", "int")]
     names = [name for name, _ in args]
 
     # Dropout's masks are None in eval mode.
@@ -359,11 +371,10 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     # every access, and spectral_norm's power iteration moves its buffers each time, as it does
     # once per forward in the reference.
     lines += [f"weight{k} = {_weight_nk(low.graph.gemm, k)}" for k, low in enumerate(parts)]
-    batchnorms = [_self_attr(low.batchnorm) for low in parts if low.batchnorm]
     if sixteen_bit:
         lines.append("input_dtype = x.dtype")
-    checked = "x, weight0" + (f", ({', '.join(batchnorms)},)" if batchnorms else "")
-    lines.append(f"x = _kgen_checked_input({checked})")
+    lines += ["x = _kgen_checked_input(x, weight0)",
+              "autocast = int(_kgen_autocast_build(x))  # (the ops' build: its kernels read the parameters in fp32)"]
     sizes = parts[-1].traced.sizes_read
     if sizes:
         # The trace read a feature size as a number and baked it in: these sizes only.
@@ -454,7 +465,7 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
     when autograd will want its backward."""
     gemm = lowered.graph.gemm
     weight = gemm.attrs["weight"]
-    lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r})")
+    lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r}, operand=True)")
     if gemm.attrs.get("stored_kn"):
         lines.append(f"w = w.contiguous()  # {weight} is stored (in, out) (x @ W): the GEMM reads it (out, in)")
     lines.append("n = w.shape[0]")
@@ -504,6 +515,7 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
         call.append(f"operand{k}=operand{k}")
     if lowered.batchnorm:
         call.append("**bn")
+    call.append("autocast=autocast")
     if keeps_z:
         tensors = ", ".join(["x", "w"] + [f"operand{k}" for k in range(len(lowered.operands))] +
                             (['bn["gamma"]', 'bn["beta"]'] if lowered.batchnorm else []))

@@ -49,6 +49,16 @@ STAGE2_NONE, STAGE2_POINTWISE, STAGE2_ROWS = 0, 1, 2
 ROW_KINDS = ("reduce", "groupnorm", "pool")
 
 
+# The type the kernels read an epilogue operand in, by its node's kind (common.cuh: Param, the
+# parameters' and buffers'; Operand, the GEMM's, for Dropout's mask and the module's input).
+OPERAND_TYPES = {"param": "kgen::Param", "mask": "kgen::Operand", "input": "kgen::Operand"}
+
+
+def operand_pointer(k: int, kind: str) -> str:
+    """C++ for epilogue operand k (EpilogueParams::operand, untyped) as a pointer to its type."""
+    return f"static_cast<const {OPERAND_TYPES[kind]}*>(p.operand[{k}])"
+
+
 class _NeedsValue(Exception):
     """Stage 2 asked for a value it cannot recompute from S (the GEMM output, or a value from
     before BatchNorm)."""
@@ -132,7 +142,7 @@ class Emitter:
             # BatchNorm's running buffers, which finalize updates, are refused as values
             # (trace.refuse_running_buffer_reads).
             k = self.operands[n.attrs["path"]]
-            expr = f"kgen::as_float(__ldg(p.operand[{k}] + {index}))"
+            expr = f"kgen::as_float(__ldg({operand_pointer(k, n.kind)} + {index}))"
         elif n.kind == "mask":
             # Dropout's mask * scale, [M][N] row-major (training mode); nullptr in eval mode,
             # where the dropout is the identity (v * 1.f is v, infinities and NaN included).
@@ -141,7 +151,7 @@ class Emitter:
             if not self.element:
                 raise AssertionError("a per-element value in a per-row context")
             k = self.operands[n.attrs["path"]]
-            expr = (f"(p.operand[{k}] != nullptr ? kgen::as_float(__ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n)) "
+            expr = (f"(p.operand[{k}] != nullptr ? kgen::as_float(__ldg({operand_pointer(k, n.kind)} + static_cast<long long>(m) * p.N + n)) "
                     ": 1.f)")
         elif n.kind == "input":
             # The module's input [M][K] read per element where it is a tile value (K = N: a
@@ -150,7 +160,7 @@ class Emitter:
             if not self.element or n.level != "tile":
                 raise AssertionError("the module's input read per element outside a tile value")
             k = self.operands[n.attrs["path"]]
-            expr = f"kgen::as_float(__ldg(p.operand[{k}] + static_cast<long long>(m) * p.N + n))"
+            expr = f"kgen::as_float(__ldg({operand_pointer(k, n.kind)} + static_cast<long long>(m) * p.N + n))"
         elif n.kind == "batchnorm":
             if not self.bn_ready:
                 raise _NeedsValue(n)
@@ -1055,7 +1065,7 @@ def constant_reads_struct(graph: Graph, output: Node, operands: dict[str, int]) 
             largest = max(largest, _numel(n.attrs["shape"]))
             count = str(_numel(n.attrs["shape"]))
         loops.append(f"    for (long long i = first; i < {count}; i += step) "
-                     f"bad |= kgen::is_nonfinite(kgen::as_float(p.operand[{operands[path]}][i]));  // {path} ({n.level})")
+                     f"bad |= kgen::is_nonfinite(kgen::as_float({operand_pointer(operands[path], n.kind)}[i]));  // {path} ({n.level})")
     reads = (["x's row m (that row)", "W (every row)"] if attrs["reads_gemm"] else []) + \
         [f"{p} (every row)" for p in attrs["reads"]]
     return "\n".join([
@@ -1167,7 +1177,7 @@ class TailValues:
         if i == self.core:
             expr = f"t[{self.offset(self.leaf_shape(n))}]"
         elif n.kind in ("param", "input"):   # the module's input: (M, K), row-major
-            expr = f"kgen::as_float(p.operand[{self.operands[n.attrs['path']]}][{self.offset(self.leaf_shape(n))}])"
+            expr = f"kgen::as_float({operand_pointer(self.operands[n.attrs['path']], n.kind)}[{self.offset(self.leaf_shape(n))}])"
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
             if self.round_ops:

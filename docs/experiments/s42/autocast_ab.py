@@ -7,7 +7,11 @@ gradient, x wanting its gradient: an inner layer), each eager and kgen under aut
 without autocast (its fp32-exact kernels: what a file computed under autocast before) for
 reference; then each output's and x's gradient's max abs error against the fp64 module.
 
-    PYTHONPATH=. python3 docs/experiments/s42/autocast_ab.py REF.py FILE.py [bf16|fp16]
+    PYTHONPATH=. python3 docs/experiments/s42/autocast_ab.py REF.py FILE.py [bf16|fp16] [eval|train]
+
+(Session 43 added the mode: `train` runs the modules in training mode, a BatchNorm on batch
+statistics updating its running buffers, which the build for autocast now keeps in fp32; the
+default, eval, is what session 42 measured.)
 """
 import contextlib
 import statistics
@@ -29,7 +33,7 @@ def quantiles(values):
     return f"{statistics.median(values):.3f} ({q[1]:.3f}-{q[7]:.3f})"
 
 
-def main(ref_path, path, dtype_name="bf16"):
+def main(ref_path, path, dtype_name="bf16", mode="eval"):
     low = DTYPES[dtype_name]
     ref = load(ref_path)
     init = ref["get_init_inputs"]()
@@ -41,7 +45,7 @@ def main(ref_path, path, dtype_name="bf16"):
     new.load_state_dict(eager.state_dict())
     exact.load_state_dict(eager.state_dict())
     for m in (eager, new, exact):
-        m.eval()   # (BatchNorm's running statistics: a training-mode BatchNorm keeps kgen's fp32 kernels)
+        m.train(mode == "train")
     torch.manual_seed(1)
     x = ref["get_inputs"]()[0].cuda()
     xg = x.clone().requires_grad_()
@@ -92,7 +96,7 @@ def main(ref_path, path, dtype_name="bf16"):
                 fn()
                 torch.cuda.synchronize()
                 walls[n].append((time.perf_counter() - t0) * 1e3)
-    print(f"{torch.cuda.get_device_name()}; {ref_path}; autocast {dtype_name}; x {tuple(x.shape)}; "
+    print(f"{torch.cuda.get_device_name()}; {ref_path}; autocast {dtype_name}; {mode} mode; x {tuple(x.shape)}; "
           f"{ROUNDS} rounds of {CALLS} calls, interleaved")
     for n in names:
         base = statistics.median(walls["eager autocast step" if "step" in n else "eager autocast"])

@@ -114,14 +114,24 @@ struct EpilogueStore<EPI, std::void_t<typename EPI::Store>> {
 // ties the two).
 constexpr int kMaxOperands = 16;
 
-// The module's dtype (the build's -DKGEN_OPERAND; kernel.cu.j2): its parameters, buffers,
-// Dropout's mask and its input are read in it, and BatchNorm's running buffers updated in it,
-// so a 16-bit module's go to the kernels as they are, with no conversion kernels (and no host
-// time) before the launch. Every value is computed with in fp32 (as_float).
+// The GEMM's operand type (the build's -DKGEN_OPERAND; kernel.cu.j2): x and w, Dropout's mask
+// and the module's input where the epilogue reads it are in it.
 #ifndef KGEN_OPERAND
 #define KGEN_OPERAND float
 #endif
-using Param = KGEN_OPERAND;
+using Operand = KGEN_OPERAND;
+// The parameters' and buffers' type: the module's dtype, the operands', so that a 16-bit module's
+// go to the kernels as they are, with no conversion kernels (and no host time) before the launch;
+// BatchNorm's running buffers are updated in it. In the build for torch.autocast (KGEN_AUTOCAST)
+// fp32: an fp32 module's parameters and buffers stay fp32 there, as eager's ops read them (only
+// the Linear's operands are converted), so a training BatchNorm's fp32 running buffers are
+// updated in fp32, and a parameter added after the GEMM is not rounded to 16 bits. Every value
+// is computed with in fp32 (as_float).
+#ifdef KGEN_AUTOCAST
+using Param = float;
+#else
+using Param = Operand;
+#endif
 __device__ __forceinline__ float as_float(float v) { return v; }
 #ifdef __CUDA_BF16_TYPES_EXIST__
 __device__ __forceinline__ float as_float(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -143,10 +153,11 @@ struct EpilogueParams {
   // epilogue applies these to t rounded as torch's ops round it (kgen/lower/forward.py, Emitter).
   const float* col_at;
   const float* col_ct;
-  // Per-column [N] or one-element parameters, a parameter of another shape (the broadcast tail),
-  // or a per-element [M][N] row-major value (Dropout's mask; nullptr in eval mode), or the
-  // module's input [M][K] (the tail); in the module's dtype, read through as_float.
-  const Param* operand[kMaxOperands];
+  // Per-column [N] or one-element parameters, a parameter of another shape (the broadcast tail)
+  // (Param), or a per-element [M][N] row-major value (Dropout's mask; nullptr in eval mode), or
+  // the module's input [M][K] (the tail) (Operand); the generated code reads each as its type
+  // (static_cast), through as_float.
+  const void* operand[kMaxOperands];
   int N;                                 // columns of z: the row stride of a per-element operand
   // The staged backward's BatchNorm (kernels/backward.cuh), per column: x̂ = bn_xa * S + bn_xc for
   // S the root of BatchNorm's input, bn_gi = γ / σ, and the batch sums of the output's gradient

@@ -48,7 +48,7 @@ inline const char* forward_entry_with_backward(const kgen_cfg::ForwardArgs& a) {
 
 // A 16-bit build's backward runs no GEMM of its own (torch's compute dx and dW in the module's
 // dtype: model_new.py.j2): it instantiates none, and its workspace has no room for one.
-constexpr bool kBackwardGemms = std::is_same<Param, float>::value;
+constexpr bool kBackwardGemms = std::is_same<Operand, float>::value;
 using BuildBackwardGemm = std::conditional_t<kBackwardGemms, kgen_cfg::BackwardGemm, NoBackwardGemm>;
 
 // The backward entry's work (kgen_backward_<part>), by the part's kind of backward (the matrix-vector
@@ -76,7 +76,7 @@ long long backward_workspace_floats(int M, int N, int K) {
 template <class B, class In, class Grad, class G>
 BackwardStatus backward_stages(const In* x, const In* w, const G* g, const float* z, int M, int N, int K,
                                const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw, float* grad_cols,
-                               float* bn_grads, Param* dz_out, bool bn_training, bool need_dx, bool need_dw,
+                               float* bn_grads, Operand* dz_out, bool bn_training, bool need_dx, bool need_dw,
                                cudaStream_t stream) {
   if constexpr (B::kKind == kBackwardGemv) {
     // z: what the rewrite's forward kept (its rows' sums, forward.cuh's gemv_kept_w_sum).
@@ -98,7 +98,7 @@ BackwardStatus backward_stages(const In* x, const In* w, const G* g, const float
 template <class B, class In, class Grad, class G>
 BackwardStatus backward_entry(const In* x, const In* w, const G* g, const float* z, int M, int N, int K,
                               const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw, float* grad_cols,
-                              float* bn_grads, Param* dz_out, bool bn_training, bool need_dx, bool need_dw,
+                              float* bn_grads, Operand* dz_out, bool bn_training, bool need_dx, bool need_dw,
                               float* d_input, cudaStream_t stream) {
   if constexpr (kgen_cfg::kHasTail) {
     using TB = kgen_cfg::TailBackward;
@@ -123,53 +123,57 @@ BackwardStatus backward_entry(const In* x, const In* w, const G* g, const float*
 
 // ---- the entry's own work: kgen_backward_<part> (kernel.cu.j2) calls backward_with_io -----------
 //
-// g, the column sums [rows][N] (the operands', then BatchNorm's dβ and dγ) and dz [M][N] (dz_out:
-// what torch's GEMMs read, for a 16-bit module; nullptr: not wanted) are the caller's tensors in
-// the module's dtype, Param. An fp32 build's kernels work on them as they are. A 16-bit build's
-// kernels read g and write dz in the module's dtype themselves (the point-wise kernel, the row
-// kernel, BatchNorm's: kernels/backward.cuh), but a broadcast tail's and the matrix-vector
-// rewrite's read an fp32 g (reads_typed_g): a copy after the kernels' own workspace
-// (backward_io_floats), converted here in the stream's order, as the fp32 column sums are
-// converted to the caller's after them. (Each was a torch conversion before: a tensor op of
-// host time on every step, docs/perf.md, session 40.) The column sums are zeroed here too (the
-// kernels add into them; a torch.zeros was another such op).
+// g and dz [M][N] (dz_out: what torch's GEMMs read, for a 16-bit module; nullptr: not wanted) are
+// the caller's tensors in the operands' type, Operand, the column sums [rows][N] (the operands',
+// then BatchNorm's dβ and dγ) in the parameters', Param (fp32 in the build for torch.autocast).
+// An fp32 build's kernels work on them as they are. A 16-bit build's kernels read g and write dz
+// in the module's dtype themselves (the point-wise kernel, the row kernel, BatchNorm's:
+// kernels/backward.cuh), but a broadcast tail's and the matrix-vector rewrite's read an fp32 g
+// (reads_typed_g): a copy after the kernels' own workspace (backward_io_floats), converted here in
+// the stream's order, as the fp32 column sums are converted to 16-bit parameters' after them.
+// (Each was a torch conversion before: a tensor op of host time on every step, docs/perf.md,
+// session 40.) The column sums are zeroed here too (the kernels add into them; a torch.zeros was
+// another such op).
 template <class B>
 constexpr bool reads_typed_g() {
   return !kgen_cfg::kHasTail && B::kKind != kBackwardGemv;
 }
 
+// The workspace's fp32 copy of g, where the kernels need one.
 template <class B>
-long long backward_io_floats(int M, int N, int K, long long g_numel, int rows) {
-  const long long core = backward_workspace_floats<B>(M, N, K);
-  if constexpr (std::is_same<Param, float>::value) {
-    (void)g_numel; (void)rows;
-    return core;
-  } else {
-    return core + (reads_typed_g<B>() ? 0 : backward_segment(g_numel)) +
-           backward_segment(static_cast<long long>(rows) * N);
-  }
+constexpr bool copies_g() {
+  return !std::is_same<Operand, float>::value && !reads_typed_g<B>();
 }
 
-// (T: Param, deduced, so that the branches for the other kind of build are discarded unchecked.)
-template <class B, class In, class Grad, class T>
-BackwardStatus backward_with_io(const In* x, const In* w, const T* g, long long g_numel, const float* z, int M,
+template <class B>
+long long backward_io_floats(int M, int N, int K, long long g_numel, int rows) {
+  return backward_workspace_floats<B>(M, N, K) + (copies_g<B>() ? backward_segment(g_numel) : 0) +
+         (std::is_same<Param, float>::value ? 0 : backward_segment(static_cast<long long>(rows) * N));
+}
+
+// (G, P: Operand and Param, deduced, so that the branches for the other kinds of build are
+// discarded unchecked.)
+template <class B, class In, class Grad, class G, class P>
+BackwardStatus backward_with_io(const In* x, const In* w, const G* g, long long g_numel, const float* z, int M,
                                 int N, int K, const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw,
-                                T* grad_cols, int rows, T* dz_out, bool bn_training, bool need_dx,
+                                P* grad_cols, int rows, G* dz_out, bool bn_training, bool need_dx,
                                 bool need_dw, float* d_input, cudaStream_t stream) {
-  static_assert(std::is_same<T, Param>::value, "g, the column sums and dz are in the module's dtype");
+  static_assert(std::is_same<G, Operand>::value, "g and dz are in the operands' type");
+  static_assert(std::is_same<P, Param>::value, "the column sums are in the parameters' type");
   const long long cols = static_cast<long long>(rows) * N;
   // The kernels' column sums: the caller's (fp32), or an fp32 copy after the workspace's g copy.
   float* cols32 = nullptr;
-  if constexpr (std::is_same<T, float>::value) {
+  if constexpr (std::is_same<P, float>::value) {
     cols32 = grad_cols;
   } else {
-    cols32 = workspace + backward_workspace_floats<B>(M, N, K) + (reads_typed_g<B>() ? 0 : backward_segment(g_numel));
+    cols32 = workspace + backward_workspace_floats<B>(M, N, K) + (copies_g<B>() ? backward_segment(g_numel) : 0);
   }
   cudaError_t err = cudaMemsetAsync(cols32, 0, sizeof(float) * cols, stream);
   if (err != cudaSuccess) return {"zeroing the column sums", err};
   float* const bn_grads = cols32 + static_cast<long long>(rows - 2) * N;
   BackwardStatus status{"", cudaSuccess};
-  if constexpr (std::is_same<T, float>::value || reads_typed_g<B>()) {
+  if constexpr (!copies_g<B>()) {
+    (void)g_numel;
     status = backward_entry<B>(x, w, g, z, M, N, K, p, workspace, dx, dw, cols32, bn_grads, dz_out, bn_training,
                                need_dx, need_dw, d_input, stream);
   } else {
@@ -179,10 +183,8 @@ BackwardStatus backward_with_io(const In* x, const In* w, const T* g, long long 
                                dz_out, bn_training, need_dx, need_dw, d_input, stream);
   }
   if (status.error != cudaSuccess) return status;
-  if constexpr (!std::is_same<T, float>::value) {
-    if ((err = convert(cols32, grad_cols, cols, stream)) != cudaSuccess) return {"the column sums to the module's dtype", err};
-  } else {
-    (void)g_numel;
+  if constexpr (!std::is_same<P, float>::value) {
+    if ((err = convert(cols32, grad_cols, cols, stream)) != cudaSuccess) return {"the column sums to the parameters' dtype", err};
   }
   return {"", cudaSuccess};
 }

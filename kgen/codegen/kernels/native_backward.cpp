@@ -115,7 +115,7 @@ long long address(const at::Tensor& t) {
 }
 
 // The arguments of PartNode::forward after `vars`: none takes a gradient.
-constexpr size_t kOtherArgs = 6;
+constexpr size_t kOtherArgs = 7;
 
 struct PartNode : public torch::autograd::Function<PartNode> {
   // vars: the inputs a gradient may flow to (autograd's edges), slots[i] the index in the plan's
@@ -123,11 +123,12 @@ struct PartNode : public torch::autograd::Function<PartNode> {
   // forward's output, which becomes this node's result.
   static variable_list forward(AutogradContext* ctx, at::TensorList vars, int64_t plan, std::vector<int64_t> slots,
                                std::vector<at::Tensor> saved, at::Tensor* out, int64_t bn_training,
-                               int64_t stream) {
+                               int64_t autocast, int64_t stream) {
     (void)vars;
     ctx->saved_data["plan"] = plan;
     ctx->saved_data["slots"] = std::move(slots);
     ctx->saved_data["bn_training"] = bn_training;
+    ctx->saved_data["autocast"] = autocast;
     ctx->saved_data["stream"] = stream;
     ctx->save_for_backward(saved);
     return {*out};
@@ -154,7 +155,9 @@ struct PartNode : public torch::autograd::Function<PartNode> {
     }
     // (the kernels read g in x's dtype: an fp32 output of the build for torch.autocast's is converted)
     const at::Tensor g = aligned(grads[0].scalar_type() == x.scalar_type() ? grads[0] : grads[0].to(x.scalar_type()));
-    const at::Tensor column_grads = at::empty({plan.column_rows, N}, x.options());
+    // (in the parameters' dtype: x's, but fp32 in the build for torch.autocast, kernels/common.cuh's Param)
+    const at::Tensor column_grads = at::empty(
+        {plan.column_rows, N}, ctx->saved_data["autocast"].toInt() ? x.options().dtype(at::kFloat) : x.options());
     const long long floats = workspace_floats(plan, M, N, K, g.numel());
     const at::Tensor workspace = at::empty({std::max(floats, 1LL)}, x.options().dtype(at::kFloat));
     const at::Tensor dz = at::empty({M, N}, x.options());
@@ -220,7 +223,7 @@ struct PartNode : public torch::autograd::Function<PartNode> {
 // what the backward reads (x, w, operand0..., z).
 at::Tensor attach(int64_t plan, const std::vector<std::optional<at::Tensor>>& inputs,
                   const std::vector<std::optional<at::Tensor>>& saved, at::Tensor out, int64_t bn_training,
-                  int64_t stream) {
+                  int64_t autocast, int64_t stream) {
   const Plan& p = *reinterpret_cast<const Plan*>(plan);
   TORCH_CHECK(inputs.size() == p.grads.size(), "kgen: ", inputs.size(), " inputs for a plan of ", p.grads.size());
   std::vector<at::Tensor> vars;
@@ -235,7 +238,7 @@ at::Tensor attach(int64_t plan, const std::vector<std::optional<at::Tensor>>& in
   kept.reserve(saved.size());
   for (const auto& t : saved) kept.push_back(t.has_value() ? *t : at::Tensor());
   return PartNode::apply(at::TensorList(vars), plan, std::move(slots), std::move(kept), &out, bn_training,
-                         stream)[0];
+                         autocast, stream)[0];
 }
 
 }  // namespace

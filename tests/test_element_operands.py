@@ -285,7 +285,7 @@ def test_kernelbench_51_reads_its_input_in_the_tail_and_its_oracle_matches():
     assert out.level == "full" and out.shape == ("M", 16)
     low = lower.lower(graph, fused_stats=True, external_gemm=False)
     k = next(i for i, n in enumerate(low.operands) if n.kind == "input")
-    assert f"static_cast<const kgen::Operand*>(p.operand[{k}])[i0 * 16 + i1]" in low.cuda and "= t[i0];" in low.cuda
+    assert f"static_cast<const kgen::Param*>(p.operand[{k}])[i0 * 16 + i1]" in low.cuda and "= t[i0];" in low.cuda
     assert eval(f"({generator.out_shape(low)})", {"M": 8, "N": 1024}) == (8, 16)
     # The tail's backward (tests/test_tail_backward.py): no gradient through the detached read.
     assert backward.unsupported(low) is None and not backward.input_gradient(low)
@@ -311,7 +311,11 @@ def test_residual_reads_of_the_input_trace_lower_and_match_the_module(body, k, t
     assert "struct Tail {" in low.cuda and any(n.kind == "input" for n in low.operands)
     spec = Spec.of(str(ref.path), 64, k, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     lines = generator.forward_lines(generator.lowered_parts(spec))
-    assert "module_input = x  # read again after the GEMM (a residual)" in lines
+    # the input as it comes (inside torch.autocast, not converted to 16 bits: eager adds it as it
+    # is), in the dtype the kernels read parameters in
+    taken = lines.index("module_input = x  # read again after the GEMM (a residual): as it comes, not converted")
+    assert taken < lines.index("x = _kgen_checked_input(x, weight0)") < lines.index(
+        "module_input = module_input.to(_kgen_param_dtype(x))")
     k_op = next(i for i, n in enumerate(low.operands) if n.kind == "input")
     assert f"operand{k_op} = module_input" in lines
     text = generator.render(spec)

@@ -146,7 +146,7 @@ def test_a_residual_before_a_row_op_traces_matches_and_has_a_backward(case, tmp_
     assert backward.input_gradient(last) == ("detached" not in case)
     assert not last.tail   # the input is read by the stages, not by a broadcast tail
     k = next(i for i, n in enumerate(last.operands) if n.kind == "input")
-    assert f"static_cast<const kgen::Operand*>(p.operand[{k}]) + static_cast<long long>(m) * p.N + n" in last.cuda
+    assert f"static_cast<const kgen::Param*>(p.operand[{k}]) + static_cast<long long>(m) * p.N + n" in last.cuda
     text = generator.render(spec)
     ast.parse(text)
     assert check_emitted(text) == []

@@ -280,3 +280,17 @@ def test_a_16_bit_build_makes_the_node_too(tmp_path, monkeypatch):
     built.clear()
     f.build(torch.bfloat16)
     assert built == [("kernels", torch.bfloat16, False)]
+
+
+def test_a_file_without_a_16_bit_build_says_so_when_one_is_asked_for(monkeypatch):
+    """A build asked for a dtype the file does not run (a search's parallel builds, EmittedFile.build)
+    is refused with the dtypes it runs, before any compiler runs."""
+    fp32_only = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="kgen", fusion=1,
+                         tile=Tile(128, 128, 32, 64, 32, stages=4), arch="sm_80")
+    module = exec_file(generator.render(fp32_only))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device=None: type("Properties", (), {"shared_memory_per_block_optin": 232448})())
+    monkeypatch.setattr(module, "load_inline", lambda **kwargs: pytest.fail("no build was to start"))
+    with pytest.raises(TypeError, match="no build for torch.bfloat16: it runs float32 modules"):
+        module._kgen_build(dtype=torch.bfloat16, autocast=True)

@@ -58,9 +58,9 @@ BATCHNORM_ARGS = (
 
 
 def operand_args(lowered: Lowered) -> list[tuple[str, str]]:
-    """The entry's epilogue operands (operand0, ...): a parameter or buffer in kgen::Param,
-    Dropout's mask and the module's input in the operands' type (forward.OPERAND_TYPES)."""
-    return [(f"operand{k}", f"const {PARAM_CTYPE if n.kind == 'param' else OPERAND_CTYPE}*")
+    """The entry's epilogue operands (operand0, ...): a parameter or buffer, and the module's
+    input, in kgen::Param, Dropout's mask in the operands' type (forward.OPERAND_TYPES)."""
+    return [(f"operand{k}", f"const {OPERAND_CTYPE if n.kind == 'mask' else PARAM_CTYPE}*")
             for k, n in enumerate(lowered.operands)]
 
 
@@ -373,6 +373,9 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     lines += [f"weight{k} = {_weight_nk(low.graph.gemm, k)}" for k, low in enumerate(parts)]
     if sixteen_bit:
         lines.append("input_dtype = x.dtype")
+    reads_input = any(n.kind == "input" for low in parts for n in low.operands)
+    if reads_input:
+        lines.append("module_input = x  # read again after the GEMM (a residual): as it comes, not converted")
     lines += ["x = _kgen_checked_input(x, weight0)",
               "autocast = int(_kgen_autocast_build(x))  # (the ops' build: its kernels read the parameters in fp32)"]
     sizes = parts[-1].traced.sizes_read
@@ -386,8 +389,10 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
                    f"reference, `{text}`, reads a size as a number, which the trace baked in); generate it "
                    "again for other sizes")
         lines += [f"if ({', '.join(now)},) != {tuple(widths)}:", f"    raise ValueError({message!r})"]
-    if any(n.kind == "input" for low in parts for n in low.operands):
-        lines.append("module_input = x  # read again after the GEMM (a residual)")
+    if reads_input:
+        # (in the parameters' dtype: x's, or fp32 in the build for autocast, where eager adds
+        # the fp32 input unconverted)
+        lines.append("module_input = module_input.to(_kgen_param_dtype(x))")
     for k, lowered in enumerate(parts):
         if len(parts) > 1:
             then = f"; its output is part {k + 1}'s x" if k + 1 < len(parts) else ""

@@ -49,9 +49,11 @@ STAGE2_NONE, STAGE2_POINTWISE, STAGE2_ROWS = 0, 1, 2
 ROW_KINDS = ("reduce", "groupnorm", "pool")
 
 
-# The type the kernels read an epilogue operand in, by its node's kind (common.cuh: Param, the
-# parameters' and buffers'; Operand, the GEMM's, for Dropout's mask and the module's input).
-OPERAND_TYPES = {"param": "kgen::Param", "mask": "kgen::Operand", "input": "kgen::Operand"}
+# The type the kernels read an epilogue operand in, by its node's kind (common.cuh): Param, the
+# parameters' and buffers', for the module's input too (fp32 in the build for torch.autocast,
+# where eager adds the fp32 input as it is); Operand, the GEMM's, for Dropout's mask (drawn in
+# the dtype of the value it drops, as eager's).
+OPERAND_TYPES = {"param": "kgen::Param", "mask": "kgen::Operand", "input": "kgen::Param"}
 
 
 def operand_pointer(k: int, kind: str) -> str:

@@ -56,7 +56,7 @@ enum Grad : int64_t {
   kDw = 2,
   kColumnRow = 3,  // row `index` of the column sums, its first `length` values (-1: all), in the
                    // shape of saved tensor `shape_of` (-1: as it is)
-  kInputGrad = 4,  // the broadcast tail's input gradient (saved tensor `index`'s shape), the module's dtype
+  kInputGrad = 4,  // the broadcast tail's input gradient (saved tensor `index`'s shape and dtype)
 };
 
 using PackedEntry = const char* (*)(const long long*);
@@ -210,7 +210,7 @@ struct PartNode : public torch::autograd::Function<PartNode> {
           result[i] = shape_of >= 0 ? row.reshape(saved[shape_of].sizes()) : row;
           break;
         }
-        case kInputGrad: result[i] = d_input.to(x.scalar_type()); break;
+        case kInputGrad: result[i] = d_input.to(saved[index].scalar_type()); break;  // (the read's dtype)
         default: break;
       }
     }

@@ -596,3 +596,29 @@ def test_the_backward_entry_zeroes_every_row_of_the_column_sums(spec):
         assert rows and int(rows.group(1)) == params + 2
         fake = source[source.index(f"def _kgen_part{k}_backward_fake("):]
         assert f"x.new_empty({params} + 2, N, dtype=" in fake[:fake.index("\n\n\n")]
+
+
+def test_an_ops_body_and_fake_take_the_build_from_its_autocast_argument(monkeypatch):
+    """A compiled graph runs a part's op with autocast off (AOTAutograd traced autocast into the
+    graph): the op's body builds, and its fake kernel types the output, from the op's `autocast`
+    argument, which the forward sets where autocast's state is the caller's, never from autocast's
+    state where the body runs (session 43: under torch.compile the plain 16-bit build ran)."""
+    from conftest import launch_on_cpu
+
+    spec = next(s for s in enumerate_specs(str(REFS_DIR / "gemm_groupnorm_hardtanh.py"), 64, 96, 80)
+                if s.family == "wgmma")
+    module = exec_file(generator.render(spec))
+    assert module._KGEN_AUTOCAST_FP32_OUTPUT   # (its output is fp32 under autocast: GroupNorm's)
+    library = launch_on_cpu(module, monkeypatch)
+    built = []
+    monkeypatch.setattr(module, "_kgen_build",
+                        lambda device=None, dtype=torch.float32, autocast=False: built.append(autocast) or library)
+    x, w = torch.rand(64, 96).to(torch.bfloat16), torch.rand(80, 96).to(torch.bfloat16)
+    assert not torch.is_autocast_enabled("cuda")
+    args = {"training": 0, **{name: torch.rand(80) for name, _ in module._KGEN_FORWARD_ARGS[0] if name.startswith("operand")}}
+    for autocast in (1, 0):
+        module._KGEN_IMPLS[0](x, w, **args, autocast=autocast, keep_z=0)
+        assert built[-1] == bool(autocast)
+        fake = module._kgen_part0_fake(x.to("meta"), w.to("meta"), *(v.to("meta") if isinstance(v, torch.Tensor) else v
+                                                                      for v in args.values()), autocast, 0)
+        assert fake[0].dtype == (torch.float32 if autocast else torch.bfloat16)

@@ -85,7 +85,7 @@ def test_the_emitted_file_reads_the_reasons_as_kgen_does(why, input_fp32, module
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device: device == "cuda")
     monkeypatch.setattr(torch, "get_autocast_dtype", lambda device: torch.bfloat16)
     # the kernels' output: 16-bit, or fp32 (the build for autocast's where some reason may hold,
-    # or the fp32 kernels a training BatchNorm keeps)
+    # or an fp32-only file's)
     for written in (torch.bfloat16, torch.float32):
         out = torch.zeros(2, 2, dtype=written)
         got = handed(out, weight, given, why).dtype

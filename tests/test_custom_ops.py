@@ -442,7 +442,7 @@ def test_a_bf16_module_compiles_and_captures_a_training_step(problem, fusion):
                          ids=lambda p: p.rsplit("/", 1)[-1])
 def test_an_fp32_module_under_autocast_compiles_and_captures(problem):
     """Inside torch.autocast an fp32 module runs the build for autocast (its output fp32 where
-    eager's is: the fake kernel reads autocast's state at trace time); under
+    eager's is: the forward passes the op that decision, which its fake kernel reads); under
     torch.compile(fullgraph=True) and in a CUDA graph its forward and a training step give what
     eager ModelNew gives there, bit for bit, and the output's dtype is eager's."""
     if torch.cuda.get_device_capability() != (9, 0):
@@ -595,7 +595,7 @@ def test_the_backward_entry_zeroes_every_row_of_the_column_sums(spec):
                          entry[:entry.index("return message;")])
         assert rows and int(rows.group(1)) == params + 2
         fake = source[source.index(f"def _kgen_part{k}_backward_fake("):]
-        assert f"x.new_empty({params} + 2, N, dtype=" in fake[:fake.index("\n\n\n")]
+        assert f"x.new_empty({params} + 2, N, dtype=torch.float32 if autocast else x.dtype)" in fake[:fake.index("\n\n\n")]
 
 
 def test_an_ops_body_and_fake_take_the_build_from_its_autocast_argument(monkeypatch):

@@ -347,7 +347,7 @@ AUTOCAST_CASES = [(torch.float32, "bf16"), (torch.float32, "fp16"), (torch.bfloa
 @pytest.mark.parametrize("ref", REFS, ids=lambda r: Path(r).stem)
 def test_under_autocast_a_module_computes_as_eager_does(autocast_files, ref, module, dtype):
     """Inside torch.autocast a file computes as eager's Linear does there, in autocast's dtype
-    (an fp32 module's x, W and parameters converted to it), every op after the GEMM in fp32 (the
+    (an fp32 module's x and W converted to it, its parameters read in fp32), every op after the GEMM in fp32 (the
     build for autocast rounds none to the dtype: eager keeps autocast's fp32 ops' results): its
     output in the dtype eager gives it (tests/test_autocast_dtype_gpu.py checks kgen's reading
     of that on many more modules), within ERROR_FACTOR x eager autocast's error against fp64

@@ -114,8 +114,8 @@ struct EpilogueStore<EPI, std::void_t<typename EPI::Store>> {
 // ties the two).
 constexpr int kMaxOperands = 16;
 
-// The GEMM's operand type (the build's -DKGEN_OPERAND; kernel.cu.j2): x and w, Dropout's mask
-// and the module's input where the epilogue reads it are in it.
+// The GEMM's operand type (the build's -DKGEN_OPERAND; kernel.cu.j2): x and w, and Dropout's
+// mask (drawn in the dtype of the value it drops), are in it.
 #ifndef KGEN_OPERAND
 #define KGEN_OPERAND float
 #endif
@@ -153,10 +153,10 @@ struct EpilogueParams {
   // epilogue applies these to t rounded as torch's ops round it (kgen/lower/forward.py, Emitter).
   const float* col_at;
   const float* col_ct;
-  // Per-column [N] or one-element parameters, a parameter of another shape (the broadcast tail)
-  // (Param), or a per-element [M][N] row-major value (Dropout's mask; nullptr in eval mode), or
-  // the module's input [M][K] (the tail) (Operand); the generated code reads each as its type
-  // (static_cast), through as_float.
+  // Per-column [N] or one-element parameters, a parameter of another shape (the broadcast tail),
+  // or the module's input [M][K] read after the GEMM (Param), or a per-element [M][N] row-major
+  // value (Dropout's mask, Operand; nullptr in eval mode); the generated code reads each as its
+  // type (static_cast), through as_float.
   const void* operand[kMaxOperands];
   int N;                                 // columns of z: the row stride of a per-element operand
   // The staged backward's BatchNorm (kernels/backward.cuh), per column: x̂ = bn_xa * S + bn_xc for

@@ -40,7 +40,7 @@ enum Source : int64_t {
   kGrad = 1,         // the output's gradient g
   kGradNumel = 2,    // its number of elements
   kDz = 3,           // dz (M x N, the module's dtype), which torch's GEMMs read
-  kColumnGrads = 4,  // the column sums [rows][N], the module's dtype
+  kColumnGrads = 4,  // the column sums [rows][N], the parameters' dtype (fp32 in the build for autocast)
   kWorkspace = 5,    // the entry's fp32 workspace (kgen_backward_floats_<part>)
   kM = 6, kN = 7, kK = 8,
   kStream = 9,       // the forward's CUDA stream (autograd runs a node's backward on it)

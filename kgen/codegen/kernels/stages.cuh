@@ -49,8 +49,9 @@ struct FinalizeArgs {
   const float* part_m2;    // [tiles][N]
   int rows_per_tile;       // every tile but the last holds this many rows
   int M, N;
-  // BatchNorm's parameters and running buffers, in the module's dtype (Param): a 16-bit
-  // module's running statistics are computed in fp32 and stored rounded, as torch's are.
+  // BatchNorm's parameters and running buffers, in the parameters' type (Param: the module's
+  // dtype, fp32 in the build for autocast): a 16-bit module's running statistics are computed in
+  // fp32 and stored rounded, as torch's are.
   const Param* gamma;      // [N], nullptr when BatchNorm has no affine weight
   const Param* beta;       // [N], nullptr when BatchNorm has no affine bias
   Param* running_mean;     // [N], nullptr: no running statistics to update (or read)

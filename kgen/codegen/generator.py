@@ -21,7 +21,7 @@ from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
 from kgen.ir.graph import UPDATED_IN_PLACE, self_attr as _self_attr, window_means_code
-from kgen.lower.forward import Lowered, lower, split_keeps_infinities
+from kgen.lower.forward import OPERAND_TYPES, Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
                              FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS, FUSION_LEVELS, WGMMA_FLUSH_KTILES,
@@ -36,8 +36,8 @@ CODEGEN_DIR = Path(__file__).resolve().parent
 # emitted file builds once per dtype it meets: model_new.py.j2, OPERAND_BUILDS).
 OPERAND_CTYPE = "kgen_operand_t"
 # The C type of the module's parameters and buffers (common.cuh, kgen::Param): the operands' but
-# in the build for torch.autocast, where they stay fp32.
-PARAM_CTYPE = "kgen::Param"
+# in the build for torch.autocast, where they stay fp32 (the type the epilogue reads them in).
+PARAM_CTYPE = OPERAND_TYPES["param"]
 # torch dtype name -> the extension build's definition of KGEN_OPERAND (float: the default).
 OPERAND_BUILDS = {"float32": None, "bfloat16": "__nv_bfloat16", "float16": "__half"}
 
@@ -58,10 +58,10 @@ BATCHNORM_ARGS = (
 
 
 def operand_args(lowered: Lowered) -> list[tuple[str, str]]:
-    """The entry's epilogue operands (operand0, ...): a parameter or buffer, and the module's
-    input, in kgen::Param, Dropout's mask in the operands' type (forward.OPERAND_TYPES)."""
-    return [(f"operand{k}", f"const {OPERAND_CTYPE if n.kind == 'mask' else PARAM_CTYPE}*")
-            for k, n in enumerate(lowered.operands)]
+    """The entry's epilogue operands (operand0, ...), each of the type the epilogue reads it in
+    (forward.OPERAND_TYPES: a parameter or buffer and the module's input in kgen::Param,
+    Dropout's mask in kgen::Operand)."""
+    return [(f"operand{k}", f"const {OPERAND_TYPES[n.kind]}*") for k, n in enumerate(lowered.operands)]
 
 
 def forward_args(lowered: Lowered) -> list[tuple[str, str]]:

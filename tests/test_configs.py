@@ -63,6 +63,10 @@ def test_split_k_splits_where_the_tiles_are_too_few_to_fill_the_gpu():
     assert k("wgmma", "fp16x3", square, 128, 8194, 8192, sms) == 1      # ... and K % 4 != 0: unsplit
     assert k("mma", "tf32x3", square, 128, 8192, 8192, sms) == 1
     assert configs.work_units("wgmma", "fp16x3", square, 128, 8192, 8192, sms) == 128
+    # The wgmma bf16 GEMM: two 128 x 128 tiles a CTA, never split.
+    assert k("wgmma", "bf16", square, 128, 8192, 8192, sms) == 1
+    assert configs.work_units("wgmma", "bf16", square, 1024, 8192, 8192, sms) == 4 * 64
+    assert configs.work_units("wgmma", "bf16", square, 1000, 8192, 8100, sms) == 4 * 64
 
 
 def test_the_split_k_limits_are_the_kernels():
@@ -81,6 +85,7 @@ def test_the_split_k_limits_are_the_kernels():
     assert constant("gemm_wgmma_ws.cuh", r"static constexpr bool kSplitsK = BN <= (\d+);") == configs.SPLIT_K_MAX_BN
     assert constant("gemm_skinny.cuh", r"static constexpr int kMaxRows = (\d+);") == configs.SKINNY_MAX_ROWS
     assert constant("gemm_wgmma_f16x3.cuh", r"static constexpr int BK = (\d+);") == configs.FP16X3_BK
+    assert constant("gemm_wgmma_bf16.cuh", r"static constexpr int kRows = (\d+) \* BM;") == configs.WGMMA_BF16_TILES_PER_CTA
     # splits_for's rule: SMs // tiles, then the two caps, at least 1.
     source = (CODEGEN_DIR / "kernels" / "gemm_wgmma_ws.cuh").read_text()
     rule = source[source.index("static int splits_for(long long tiles, int k_tiles)"):][:400]

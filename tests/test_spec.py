@@ -58,7 +58,8 @@ def test_round_trip_through_dict():
     (dict(math="tf32x3", tile=Tile(120, 128, 32, 40, 32, stages=3)), "BM=120 must be a multiple of 16"),
     (dict(math="tf32", tile=Tile(128, 256, 64, 64, 64, stages=4)), "shared memory"),
     (dict(math="tf32x3", tile=Tile(128, 128, 32, 64, 64, stages=3)), "partial"),
-    (dict(backend="wgmma", math="bf16", tile=WGMMA), "implements tf32x3, fp16x3, tf32, not bf16"),
+    (dict(backend="wgmma", math="fp32_simt", tile=WGMMA), "implements tf32x3, fp16x3, tf32, bf16, not fp32_simt"),
+    (dict(backend="wgmma", math="bf16", tile=Tile(128, 256, 32, 16, 256, stages=3)), "wgmma bf16 tiles are 128x128"),
     (dict(backend="kgen", math="fp16x3"), "fp16x3 runs on kgen's Hopper GEMM only"),
     # fp16x3's four operand tiles: 4 stages of 128x128 are 256 KB.
     (dict(backend="wgmma", math="fp16x3", tile=WGMMA), "shared memory"),

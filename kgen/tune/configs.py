@@ -5,6 +5,8 @@ the search space). Per-target hardware limits are spec.ARCH_LIMITS'."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from kgen.tune.spec import FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_ARCH, Tile
 
 # The target when there is no GPU to ask and no --arch: Hopper, where kgen is fastest.
@@ -26,9 +28,12 @@ RULE_MMA_TF32X3_TILES = (Tile(128, 128, 64, 64, 32, stages=3), Tile(128, 128, 32
 # fp16x3 stages four fp16 tiles of 128-byte rows (hi and lo of x and w): 3 stages at 128x128.
 RULE_WGMMA_FP16X3_TILES = (Tile(128, 128, 32, 16, 128, stages=3), Tile(64, 128, 32, 16, 128, stages=4),
                            Tile(64, 64, 32, 16, 64, stages=6))
+# bf16 on wgmma (fp32 operands): one tile, 128 x 128, two a CTA (kernels/gemm_wgmma_bf16.cuh), 3
+# stages of 64 KB.
+RULE_WGMMA_BF16_TILES = (Tile(128, 128, 32, 16, 128, stages=3),)
 RULE_TILES = {"wgmma": RULE_WGMMA_TF32X3_TILES, "mma": RULE_MMA_TF32X3_TILES, "simt": RULE_SIMT_TILES}
 # A math mode whose tiles differ from its family's (family, math) -> tiles.
-RULE_TILES_BY_MATH = {("wgmma", "fp16x3"): RULE_WGMMA_FP16X3_TILES}
+RULE_TILES_BY_MATH = {("wgmma", "fp16x3"): RULE_WGMMA_FP16X3_TILES, ("wgmma", "bf16"): RULE_WGMMA_BF16_TILES}
 
 
 def rule_tiles(family: str, math: str) -> tuple:
@@ -72,6 +77,19 @@ def output_tiles(tile: Tile, batch: int, out_features: int) -> int:
     return -(-batch // tile.bm) * -(-out_features // tile.bn)
 
 
+# The wgmma bf16 GEMM's CTA computes this many of its tiles, stacked in rows (WgmmaWsBf16Gemm:
+# kRows = 2 BM rows of x a CTA). tests/test_configs.py ties it to the CUDA.
+WGMMA_BF16_TILES_PER_CTA = 2
+
+
+def launch_tiles(family: str, math: str, tile: Tile, batch: int, out_features: int) -> int:
+    """The CTAs of an unsplit launch: one per output tile, or per WGMMA_BF16_TILES_PER_CTA tiles
+    stacked in rows (the wgmma bf16 GEMM)."""
+    if family == "wgmma" and math == "bf16":
+        tile = dataclasses.replace(tile, bm=tile.bm * WGMMA_BF16_TILES_PER_CTA)
+    return output_tiles(tile, batch, out_features)
+
+
 def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features: int, out_features: int,
              sms: int) -> int:
     """The CTAs each output tile's k-range is split over at this shape on a GPU of `sms` SMs, as
@@ -95,8 +113,8 @@ def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features:
 
 def work_units(family: str, math: str, tile: Tile, batch: int, in_features: int, out_features: int,
                sms: int) -> int:
-    """The CTAs of the GEMM's launch at this shape: its output tiles times their k-splits."""
-    return output_tiles(tile, batch, out_features) * k_splits(family, math, tile, batch, in_features, out_features, sms)
+    """The CTAs of the GEMM's launch at this shape: its output tiles (launch_tiles) times their k-splits."""
+    return launch_tiles(family, math, tile, batch, out_features) * k_splits(family, math, tile, batch, in_features, out_features, sms)
 
 
 # fp16x3 on Hopper where its split pass pays: the pass reads and writes (M + N) K elements, the
@@ -168,6 +186,8 @@ WGMMA_TILES = {
     # fp16x3: four fp16 operand tiles a stage (hi and lo of x and w), 3 stages of 64 KB at 128x128.
     "fp16x3": [(128, 128, 3), (64, 128, 4), (64, 64, 6)],
     "tf32": [(128, 256, 4), (128, 128, 6)],
+    # bf16 products of fp32 operands (the 1e-2 tier): w in the GEMM's registers, two tiles a CTA.
+    "bf16": [(128, 128, 3)],
 }
 
 # The dtypes a module may run in, by KernelBench's precision names (--dtype, --precision) -> the

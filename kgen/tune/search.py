@@ -31,9 +31,9 @@ from typing import Callable
 from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
 from kgen.lower.forward import rewritten
-from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, k_splits, output_tiles
+from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, k_splits, launch_tiles
 from kgen.tune.several import host_gpu
-from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
+from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, WGMMA_BF16_K_MULTIPLE, Spec, SpecError, Tile, Variant,
                              Workload, kgen_source_digest)
 from kgen.tune.worker import COMPARE_PREFIX, RESULT_PREFIX, RUNOFF_PREFIX, VALIDATED_PREFIX
 
@@ -135,9 +135,10 @@ def half_variants(workload: Workload, variants: list[Variant]) -> list[Variant]:
 # wgmma tf32x3 and fp16x3 refitted in session 25 to the H100 main job's ten candidates (128 x 128
 # tiles: tf32x3 1.207 ms, fp16x3 0.849 with its 0.20 ms split pass, at 1024 x 8192 -> 8192) and
 # checked against the 250 candidates of KernelBench's 36 files (docs/perf.md, session 25;
-# docs/experiments/s25/cost_model_fit.py).
+# docs/experiments/s25/cost_model_fit.py). wgmma bf16 (fp32 operands, w in registers): KernelBench
+# 12's file, 0.261 ms with its pass over x on an H200 (session 44; the same SMs as an H100's).
 GEMM_RATES = {
-    ("wgmma", "tf32x3"): 117, ("wgmma", "fp16x3"): 215, ("wgmma", "tf32"): 250,
+    ("wgmma", "tf32x3"): 117, ("wgmma", "fp16x3"): 215, ("wgmma", "tf32"): 250, ("wgmma", "bf16"): 500,
     ("mma", "tf32x3"): 78, ("mma", "tf32"): 150, ("mma", "bf16"): 200,
     ("simt", "fp32_simt"): 46,
     ("cublas", "fp32_simt"): 51, ("cublas", "tf32"): 366, ("cublas", "bf16"): 450,
@@ -187,6 +188,12 @@ def predicted_ms(spec: Spec, sms: int) -> float:
                 rate = FP16X3_W_IN_REGISTERS_RATE if w_in_registers else None
             else:
                 math = "tf32x3"   # (generator.gemm_type)
+        if spec.family == "wgmma" and math == "bf16":
+            if part.in_features % WGMMA_BF16_K_MULTIPLE == 0:
+                # x rounded to bf16 in a pass: read in fp32, written in bf16.
+                total += 6.0 * part.in_features * spec.batch / (GEMV_BANDWIDTH * 1e6)
+            else:
+                math = "tf32"   # (generator.gemm_type)
         ms = flops / ((rate or GEMM_RATES[(spec.family, math)]) * 1e9)
         if spec.family == "wgmma":
             ms *= WGMMA_TILE_SLOWDOWN.get((math, spec.tile.bm, spec.tile.bn), 1.0)
@@ -194,7 +201,7 @@ def predicted_ms(spec: Spec, sms: int) -> float:
             # The tail wave, of the launch's CTAs: its tiles, each split in K where they are too
             # few to fill the GPU (configs.k_splits); each split's partial tile is written once
             # and read once more.
-            tiles = output_tiles(spec.tile, spec.batch, part.out_features)
+            tiles = launch_tiles(spec.family, math, spec.tile, spec.batch, part.out_features)
             splits = k_splits(spec.family, math, spec.tile, spec.batch, part.in_features, part.out_features, sms)
             units = tiles * splits
             waves = -(-units // sms)

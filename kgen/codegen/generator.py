@@ -1003,10 +1003,19 @@ def describe_parts(parts: list[Lowered]) -> list[str]:
     return lines
 
 
-def describe_backward(parts: list[Lowered], half: bool = False) -> str:
+def backward_gemm_words(spec: Spec) -> str:
+    """What runs an fp32 module's backward GEMMs (gemm_type at any K): the forward's GEMM, or for
+    an fp16x3 or wgmma bf16 variant the same tile's tf32x3 or tf32 one."""
+    if spec.family == "wgmma" and spec.math in ("fp16x3", "bf16"):
+        return f"the same tile's {'tf32x3' if spec.math == 'fp16x3' else 'tf32'} GEMM"
+    return "the same GEMM"
+
+
+def describe_backward(parts: list[Lowered], half: bool = False, gemm: str = "the same GEMM") -> str:
     """One line: whether training works (every part has backward kernels) and, if not, why.
     `half`: the file runs bf16 / fp16 modules too (their dx and dW GEMMs run on torch's GEMM in
-    the module's dtype: model_new.py.j2, _kgen_launch_backward)."""
+    the module's dtype: model_new.py.j2, _kgen_launch_backward). `gemm`: what runs dx and dW for an
+    fp32 module (backward_gemm_words)."""
     reasons = [backward.unsupported(low) for low in parts]
     missing = [f"part {k}: {r}" if len(parts) > 1 else r for k, r in enumerate(reasons) if r]
     if not missing and all(backward.zero_gradients(low) for low in parts):
@@ -1030,9 +1039,10 @@ def describe_backward(parts: list[Lowered], half: bool = False) -> str:
         how = ("the epilogue's stages reversed, then" if staged else "dz from z, then")
         if tail:
             how = "the broadcast tail's gradient summed to its core value, " + how
-        gemms = ("on the same GEMM; a bf16 / fp16 module's on torch's GEMM in its dtype, from dz rounded "
+        same = f"on {gemm}"
+        gemms = (f"{same}; a bf16 / fp16 module's on torch's GEMM in its dtype, from dz rounded "
                  "to it, its eager training through a C++ autograd node built on first use" if half
-                 else "on the same GEMM")
+                 else same)
         reached = {n.kind for n in backward.gradient_leaves(parts[-1])}
         scope = ("gradients of the input and of every parameter" if "gemm" in reached
                  else "no gradient: the reference's output has none (a detach or no_grad before it)"
@@ -1058,7 +1068,7 @@ def render_header(spec: Spec, measured: dict | None) -> str:
         f"out_features {spec.out_features}",
         *describe_variant(spec),
         *describe_parts(parts),
-        describe_backward(parts, half_gemm_type(spec) is not None),
+        describe_backward(parts, half_gemm_type(spec) is not None, backward_gemm_words(spec)),
         f"target:    {spec.arch} (the extension is built for the GPU it runs on)",
         f"key:       {spec.key()} (hash of the CUDA source; names the build)",
         *describe_measured(measured, spec.key()),

@@ -479,12 +479,10 @@ def test_wgmma_smem_mirror_matches_the_kernel(tmp_path):
                          f"\"{s.name()}\");")
             tf32x3 = s.replace(math="tf32x3", tile=dataclasses.replace(s.tile, stages=FP16X3_TF32X3_STAGES))
             assert generator.gemm_type(s) == generator.gemm_type(tf32x3)
-            assert gemm_smem_bytes("wgmma", "fp16x3", s.tile) >= gemm_smem_bytes("wgmma", "tf32x3", tf32x3.tile)
             continue
         if s.math == "bf16":
             tf32 = s.replace(math="tf32", tile=dataclasses.replace(s.tile, stages=WGMMA_BF16_TF32_STAGES))
             assert generator.gemm_type(s) == generator.gemm_type(tf32)
-            assert gemm_smem_bytes("wgmma", "bf16", s.tile) >= gemm_smem_bytes("wgmma", "tf32", tf32.tile)
             gemm, s = generator.gemm_type(tf32), tf32
             lines.append(f"static_assert({gemm}::kSmemBytes == {wgmma_smem_bytes(s.tile, s.math)}, \"{s.name()}\");")
         lines.append(f"static_assert({gemm}::Fallback::kSmemBytes == "

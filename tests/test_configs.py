@@ -63,10 +63,13 @@ def test_split_k_splits_where_the_tiles_are_too_few_to_fill_the_gpu():
     assert k("wgmma", "fp16x3", square, 128, 8194, 8192, sms) == 1      # ... and K % 4 != 0: unsplit
     assert k("mma", "tf32x3", square, 128, 8192, 8192, sms) == 1
     assert configs.work_units("wgmma", "fp16x3", square, 128, 8192, 8192, sms) == 128
-    # The wgmma bf16 GEMM: two 128 x 128 tiles a CTA, never split.
+    # The wgmma bf16 GEMM: two 128 x 128 tiles a CTA, never split; at a K % 8 != 0, tf32's GEMM
+    # (one tile a CTA, split where few).
     assert k("wgmma", "bf16", square, 128, 8192, 8192, sms) == 1
     assert configs.work_units("wgmma", "bf16", square, 1024, 8192, 8192, sms) == 4 * 64
     assert configs.work_units("wgmma", "bf16", square, 1000, 8192, 8100, sms) == 4 * 64
+    assert configs.work_units("wgmma", "bf16", square, 1024, 8196, 8192, sms) == 8 * 64
+    assert k("wgmma", "bf16", square, 128, 8196, 8192, sms) == 2
 
 
 def test_the_split_k_limits_are_the_kernels():
@@ -129,3 +132,22 @@ def test_the_row_kernels_warps_are_the_kernels():
     stages = (CODEGEN_DIR / "kernels" / "stages.cuh").read_text()
     threads = int(re.search(r"constexpr int kRowThreads = (\d+);", stages).group(1))
     assert ROW_KERNEL_WARPS == threads // 32
+
+
+def test_a_wgmma_bf16_files_batchnorm_partials_are_its_epilogue_tiles():
+    """The wgmma bf16 GEMM's CTA spans two tiles of rows (kRows = 2 BM) but runs its epilogue, and
+    takes BatchNorm's partials, per tile of BM rows (kTileM): the emitted file's kGemmTileM, by
+    which the workspace's partials are counted (forward.cuh, stats_tiles), is that BM."""
+    from kgen.codegen import generator
+    from kgen.codegen.generator import CODEGEN_DIR
+    from kgen.tune.spec import Spec
+
+    spec = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="bf16", backend="wgmma", fusion=2,
+                   tile=configs.RULE_WGMMA_BF16_TILES[0])
+    source = generator.render_cuda_source(spec)
+    assert f"constexpr int kGemmTileM = {spec.tile.bm};" in source
+    assert f"kgen::WgmmaWsBf16Gemm<{spec.tile.bm}, {spec.tile.bn}," in source
+    kernel = (CODEGEN_DIR / "kernels" / "gemm_wgmma_bf16.cuh").read_text()
+    assert "static constexpr int kTileM = BM;" in kernel
+    assert "using Epilogue = WsEpilogue<BM, BN>;" in kernel
+    assert "Epilogue::template run<EPI>(sub, t, mh, n0, M, N, p);" in kernel

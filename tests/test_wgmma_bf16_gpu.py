@@ -32,9 +32,11 @@ PROBLEMS = ["gemm_scale_bn", "gemm_bn_scale_softmax"]
 TOLERANCES = {"gemm_scale_bn": 5e-2, "gemm_bn_scale_softmax": 1e-2}
 # (batch, in_features, out_features): KernelBench's shape; 1000 rows (the last CTA's second tile
 # ends mid-way); 200 (one CTA, its second tile partly past the batch); 300 (the second CTA's
-# second tile wholly past it: its epilogue pass skipped); K ending mid k-tile; N inside a tile;
-# K % 8 != 0 (tf32); 8 rows (the few-row GEMM).
-SHAPES = [(1024, 8192, 8192), (1000, 1000, 1000), (200, 264, 36), (300, 520, 300), (129, 260, 36), (8, 1000, 1000)]
+# second tile wholly past it: its epilogue pass skipped); K ending mid k-tile (264 and 520: not a
+# multiple of 32, x's rows padded); K = 96 (a k-tile whose second box of w lies wholly past K); N
+# inside a tile; K % 8 != 0 (tf32); 8 rows (the few-row GEMM).
+SHAPES = [(1024, 8192, 8192), (1000, 1000, 1000), (200, 264, 36), (300, 520, 300), (129, 96, 200), (129, 260, 36),
+          (8, 1000, 1000)]
 
 
 def spec_for(problem, fusion, batch, n_in, n_out) -> Spec:

@@ -14,7 +14,7 @@ from kgen.frontend.problems import load
 from kgen.frontend.reference import shipped_names
 from kgen.lower.forward import rewritten
 from kgen.tune.configs import (DEFAULT_ARCH, FILL_FRACTION, PRECISION_TOLERANCES, TYPICAL_SMS, fastest_family,
-                               fused_stats_min_batch, output_tiles, precision_name, rule_tiles,
+                               fused_stats_min_batch, launch_tiles, output_tiles, precision_name, rule_tiles,
                                work_units)
 from kgen.tune.spec import ARCH_LIMITS, Spec, SpecError, Variant, Workload, arch_for_capability, gemm_family
 
@@ -206,8 +206,11 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
     spec = filling[0] if filling else max(valid, key=units)
     t = spec.tile
     tiles = output_tiles(t, batch, gemm_n)
-    split = units(spec) // tiles
-    why = (f"tile {t.bm}x{t.bn}x{t.bk} ({tiles} tiles" + (f", each split {split} ways in K," if split > 1 else "")
+    # (the wgmma bf16 GEMM's CTA computes two tiles: configs.launch_tiles)
+    ctas = tiles if dtype != "fp32" else launch_tiles(family, math, t, batch, gemm_n, in_features)
+    split = units(spec) // ctas
+    per_cta = f", {tiles // ctas} a CTA," if ctas < tiles else ""
+    why = (f"tile {t.bm}x{t.bn}x{t.bk} ({tiles} tiles{per_cta}" + (f", each split {split} ways in K," if split > 1 else "")
            + f" for {target.sms} SMs), {fusion_why}")
     return spec, why
 

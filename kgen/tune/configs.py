@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kgen.tune.spec import FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_ARCH, Tile
+from kgen.tune.spec import FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_ARCH, WGMMA_BF16_K_MULTIPLE, Tile
 
 # The target when there is no GPU to ask and no --arch: Hopper, where kgen is fastest.
 DEFAULT_ARCH = WGMMA_ARCH
@@ -82,9 +82,23 @@ def output_tiles(tile: Tile, batch: int, out_features: int) -> int:
 WGMMA_BF16_TILES_PER_CTA = 2
 
 
-def launch_tiles(family: str, math: str, tile: Tile, batch: int, out_features: int) -> int:
+def gemm_math(family: str, math: str, in_features: int) -> str:
+    """The math of the GEMM a variant runs at this K (generator.gemm_type): fp16x3's and wgmma
+    bf16's where K is a multiple of their FP16X3_K_MULTIPLE / WGMMA_BF16_K_MULTIPLE, else tf32x3's
+    and tf32's."""
+    if family == "wgmma" and math == "fp16x3" and in_features % FP16X3_K_MULTIPLE:
+        return "tf32x3"
+    if family == "wgmma" and math == "bf16" and in_features % WGMMA_BF16_K_MULTIPLE:
+        return "tf32"
+    return math
+
+
+def launch_tiles(family: str, math: str, tile: Tile, batch: int, out_features: int,
+                 in_features: int | None = None) -> int:
     """The CTAs of an unsplit launch: one per output tile, or per WGMMA_BF16_TILES_PER_CTA tiles
-    stacked in rows (the wgmma bf16 GEMM)."""
+    stacked in rows (the wgmma bf16 GEMM, where it runs at in_features: gemm_math)."""
+    if in_features is not None:
+        math = gemm_math(family, math, in_features)
     if family == "wgmma" and math == "bf16":
         tile = dataclasses.replace(tile, bm=tile.bm * WGMMA_BF16_TILES_PER_CTA)
     return output_tiles(tile, batch, out_features)
@@ -96,8 +110,7 @@ def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features:
     the GEMM decides at run time (SplitK::splits_for; 1: unsplit)."""
     if family != "wgmma" or tile is None or batch <= SKINNY_MAX_ROWS or in_features <= 0:
         return 1
-    if math == "fp16x3" and in_features % FP16X3_K_MULTIPLE:
-        math = "tf32x3"   # (the GEMM such a variant runs: generator.gemm_type)
+    math = gemm_math(family, math, in_features)
     if math == "fp16x3":
         bk = FP16X3_BK
     elif math in ("tf32x3", "tf32"):
@@ -114,7 +127,7 @@ def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features:
 def work_units(family: str, math: str, tile: Tile, batch: int, in_features: int, out_features: int,
                sms: int) -> int:
     """The CTAs of the GEMM's launch at this shape: its output tiles (launch_tiles) times their k-splits."""
-    return launch_tiles(family, math, tile, batch, out_features) * k_splits(family, math, tile, batch, in_features, out_features, sms)
+    return launch_tiles(family, math, tile, batch, out_features, in_features) * k_splits(family, math, tile, batch, in_features, out_features, sms)
 
 
 # fp16x3 on Hopper where its split pass pays: the pass reads and writes (M + N) K elements, the

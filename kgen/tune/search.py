@@ -201,7 +201,7 @@ def predicted_ms(spec: Spec, sms: int) -> float:
             # The tail wave, of the launch's CTAs: its tiles, each split in K where they are too
             # few to fill the GPU (configs.k_splits); each split's partial tile is written once
             # and read once more.
-            tiles = launch_tiles(spec.family, math, spec.tile, spec.batch, part.out_features)
+            tiles = launch_tiles(spec.family, math, spec.tile, spec.batch, part.out_features, part.in_features)
             splits = k_splits(spec.family, math, spec.tile, spec.batch, part.in_features, part.out_features, sms)
             units = tiles * splits
             waves = -(-units // sms)

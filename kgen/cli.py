@@ -226,11 +226,12 @@ def main():
 @shape_options
 @click.option("--math", type=click.Choice(MATH_MODES), default=None,
               help="GEMM arithmetic: fp32 FFMA, 3xTF32 or three fp16 products (fp16x3: the wgmma "
-                   "backend only; both fp32-accurate tensor cores), TF32 or BF16 [the fastest "
-                   "fp32-accurate one for the backend and shape].")
+                   "backend only; both fp32-accurate tensor cores), TF32 or BF16 products (bf16: on the wgmma "
+                   "backend w is rounded in the GEMM's registers) [the fastest fp32-accurate one for the "
+                   "backend and shape].")
 @click.option("--backend", type=click.Choice(BACKENDS), default=None,
-              help="kgen's portable GEMM kernels (sm_80+), kgen's Hopper wgmma GEMM (sm_90a; tf32x3, "
-                   "fp16x3, tf32), cuBLAS's GEMM with kgen's epilogue kernels, or gemv: no GEMM, the "
+              help=f"kgen's portable GEMM kernels (sm_80+), kgen's Hopper wgmma GEMM (sm_90a; {', '.join(WGMMA_MATHS)}), "
+                   "cuBLAS's GEMM with kgen's epilogue kernels, or gemv: no GEMM, the "
                    "matrix-vector rewrite of a module that only sums the GEMM output over its "
                    "features (fp32 sums; it runs bf16 / fp16 modules too) [wgmma on sm_90a, else kgen].")
 @click.option("--fusion", type=click.Choice([str(k) for k in FUSION_LEVELS]), default=None,

@@ -19,6 +19,10 @@
 #      rows on SkinnyGemm with mixed operand types, K % 8 padding of both as now;
 #    - the backward keeps W fp32 (saved as the op's input: no bf16 copy held) and converts it for
 #      dx = dz W in the Python vjp and in native_backward.cpp's node; dW comes back in fp32;
+#    - every path that takes w gets its type: BASE_ARGS' w, entry.cuh's arguments, forward.cuh's
+#      run_stage1 and forward_impl, whose gemv and constant-output branches (a wgmma file's
+#      rewritten parts) read w too: those parts keep the 16-bit w (their `if constexpr` branches
+#      are not template-dependent, so a float w there must still type-check);
 #    - tests: the autocast GPU tests (test_half_gpu -k autocast, test_kernelbench_autocast_gpu,
 #      test_custom_ops' compile/CUDA-graph test under autocast) and the CPU stand-in tests of the
 #      dtypes each entry gets; then s43/autocast_table.py again (median 0.889x before).

@@ -89,6 +89,7 @@ def test_the_split_k_limits_are_the_kernels():
     assert constant("gemm_skinny.cuh", r"static constexpr int kMaxRows = (\d+);") == configs.SKINNY_MAX_ROWS
     assert constant("gemm_wgmma_f16x3.cuh", r"static constexpr int BK = (\d+);") == configs.FP16X3_BK
     assert constant("gemm_wgmma_bf16.cuh", r"static constexpr int kRows = (\d+) \* BM;") == configs.WGMMA_BF16_TILES_PER_CTA
+    assert constant("gemm_wgmma_bf16.cuh", r"if \(K % (\d+) != 0 \|\| K == 0") == configs.WGMMA_BF16_K_MULTIPLE
     # splits_for's rule: SMs // tiles, then the two caps, at least 1.
     source = (CODEGEN_DIR / "kernels" / "gemm_wgmma_ws.cuh").read_text()
     rule = source[source.index("static int splits_for(long long tiles, int k_tiles)"):][:400]

@@ -31,9 +31,10 @@ from typing import Callable
 from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
 from kgen.lower.forward import rewritten
-from kgen.tune.configs import FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, k_splits, launch_tiles
+from kgen.tune.configs import (FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, gemm_math, k_splits,
+                               launch_tiles)
 from kgen.tune.several import host_gpu
-from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, WGMMA_BF16_K_MULTIPLE, Spec, SpecError, Tile, Variant,
+from kgen.tune.spec import (FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
                              Workload, kgen_source_digest)
 from kgen.tune.worker import COMPARE_PREFIX, RESULT_PREFIX, RUNOFF_PREFIX, VALIDATED_PREFIX
 
@@ -176,24 +177,19 @@ def predicted_ms(spec: Spec, sms: int) -> float:
     total = 0.0
     for part in (rewritten(p)[0] for p in spec.graph().parts):   # (N: the GEMM's, a pooled weight's)
         flops = 2.0 * spec.batch * part.in_features * part.out_features
-        math = spec.math
+        # (the GEMM the variant runs at this K: fp16x3's and wgmma bf16's fall back to tf32x3 / tf32)
+        math = gemm_math(spec.family, spec.math, part.in_features)
         rate = None
         if math == "fp16x3":
-            if part.in_features % FP16X3_K_MULTIPLE == 0:
-                # The split of x and w: each read in fp32 and written as two fp16 halves (x's
-                # alone where the GEMM splits w in its registers).
-                w_in_registers = spec.tile.bm == spec.tile.bn and spec.batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS
-                rows = spec.batch + (0 if w_in_registers else part.out_features)
-                total += 8.0 * part.in_features * rows / (GEMV_BANDWIDTH * 1e6)
-                rate = FP16X3_W_IN_REGISTERS_RATE if w_in_registers else None
-            else:
-                math = "tf32x3"   # (generator.gemm_type)
-        if spec.family == "wgmma" and math == "bf16":
-            if part.in_features % WGMMA_BF16_K_MULTIPLE == 0:
-                # x rounded to bf16 in a pass: read in fp32, written in bf16.
-                total += 6.0 * part.in_features * spec.batch / (GEMV_BANDWIDTH * 1e6)
-            else:
-                math = "tf32"   # (generator.gemm_type)
+            # The split of x and w: each read in fp32 and written as two fp16 halves (x's alone
+            # where the GEMM splits w in its registers).
+            w_in_registers = spec.tile.bm == spec.tile.bn and spec.batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS
+            rows = spec.batch + (0 if w_in_registers else part.out_features)
+            total += 8.0 * part.in_features * rows / (GEMV_BANDWIDTH * 1e6)
+            rate = FP16X3_W_IN_REGISTERS_RATE if w_in_registers else None
+        elif spec.family == "wgmma" and math == "bf16":
+            # x rounded to bf16 in a pass: read in fp32, written in bf16.
+            total += 6.0 * part.in_features * spec.batch / (GEMV_BANDWIDTH * 1e6)
         ms = flops / ((rate or GEMM_RATES[(spec.family, math)]) * 1e9)
         if spec.family == "wgmma":
             ms *= WGMMA_TILE_SLOWDOWN.get((math, spec.tile.bm, spec.tile.bn), 1.0)

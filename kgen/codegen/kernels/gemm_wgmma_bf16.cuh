@@ -36,8 +36,10 @@
 // 39 1.599 -> 1.383.
 //
 // Not here: split-K (a few rows of a wide output leave SMs idle: the search's other candidates
-// cover such shapes), K % 8 != 0 (x's bf16 rows need a 16-byte pitch: the generator gives such a
-// GEMM the tf32 one, generator.gemm_type), and at most SkinnyGemm's rows (its fp32 products).
+// cover such shapes), K % 8 != 0 (spec.WGMMA_BF16_K_MULTIPLE: the generator gives such a GEMM the
+// tf32 one, generator.gemm_type; x's bf16 rows are padded to a multiple of 32, so K % 4, which w's
+// fp32 rows need for TMA, would do, but that path has not run on a GPU), and at most SkinnyGemm's
+// rows (its fp32 products).
 #pragma once
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -171,7 +173,7 @@ struct WgmmaWsBf16Gemm {
     cudaError_t e;
     if (!tile_grid<kRows, BN>(M, N, K, tiles, e)) return e;
     if (SkinnyGemm<float>::applies(x, w, M, N, K)) return SkinnyGemm<float>::template launch<EPI>(x, w, M, N, K, p, stream);
-    // bf16 rows need a 16-byte pitch for TMA; the workspace holds them.
+    // (K % 8: the generator's contract, spec.WGMMA_BF16_K_MULTIPLE.) The workspace holds x's copy.
     if (K % 8 != 0 || K == 0 || p.split_partials == nullptr) return cudaErrorInvalidValue;
     uint2* const xb = reinterpret_cast<uint2*>(p.split_partials);
     const int kp = k_pad(K);

@@ -226,8 +226,9 @@ def main():
 @shape_options
 @click.option("--math", type=click.Choice(MATH_MODES), default=None,
               help="GEMM arithmetic: fp32 FFMA, 3xTF32 or three fp16 products (fp16x3: the wgmma "
-                   "backend only; both fp32-accurate tensor cores), TF32 or BF16 products (bf16: on the wgmma "
-                   "backend w is rounded in the GEMM's registers) [the fastest fp32-accurate one for the "
+                   "backend only; both fp32-accurate tensor cores), TF32, BF16 or FP16 products (bf16 on the "
+                   "wgmma backend and fp16, the wgmma backend only: w rounded in the GEMM's registers; fp16 "
+                   "keeps TF32's bits within its range, |v| <= 65504) [the fastest fp32-accurate one for the "
                    "backend and shape].")
 @click.option("--backend", type=click.Choice(BACKENDS), default=None,
               help=f"kgen's portable GEMM kernels (sm_80+), kgen's Hopper wgmma GEMM (sm_90a; {', '.join(WGMMA_MATHS)}), "

@@ -139,7 +139,7 @@ def test_backend_alone_takes_its_own_accurate_math(tmp_path):
     (("--math", "tf32x3", "--thread", "8x8"), "only the fp32_simt GEMM (SIMT) has a thread tile"),
     (("--backend", "kgen", "--tile", "100x100x8"), "BM=100 must be a multiple of 16"),
     (("--backend", "kgen", "--tile", "128x128x48"), "BK=48 must be 16, 32 or 64"),
-    (("--backend", "wgmma", "--math", "fp32_simt"), "implements tf32x3, fp16x3, tf32, bf16, not fp32_simt"),
+    (("--backend", "wgmma", "--math", "fp32_simt"), "implements tf32x3, fp16x3, tf32, bf16, fp16, not fp32_simt"),
     (("--backend", "wgmma", "--math", "bf16", "--tile", "128x256x32"), "wgmma bf16 tiles are 128x128, got 128x256"),
     (("--in", "0"), "must be a positive integer"),
     (("--out", "my.py"), "-o/--output"),

@@ -88,8 +88,8 @@ def test_the_split_k_limits_are_the_kernels():
     assert constant("gemm_wgmma_ws.cuh", r"static constexpr bool kSplitsK = BN <= (\d+);") == configs.SPLIT_K_MAX_BN
     assert constant("gemm_skinny.cuh", r"static constexpr int kMaxRows = (\d+);") == configs.SKINNY_MAX_ROWS
     assert constant("gemm_wgmma_f16x3.cuh", r"static constexpr int BK = (\d+);") == configs.FP16X3_BK
-    assert constant("gemm_wgmma_bf16.cuh", r"static constexpr int kRows = (\d+) \* BM;") == configs.WGMMA_BF16_TILES_PER_CTA
-    assert constant("gemm_wgmma_bf16.cuh", r"if \(K % (\d+) != 0 \|\| K == 0") == configs.WGMMA_BF16_K_MULTIPLE
+    assert constant("gemm_wgmma_round16.cuh", r"static constexpr int kRows = (\d+) \* BM;") == configs.ROUND16_TILES_PER_CTA
+    assert constant("gemm_wgmma_round16.cuh", r"if \(K % (\d+) != 0 \|\| K == 0") == configs.ROUND16_K_MULTIPLE
     # splits_for's rule: SMs // tiles, then the two caps, at least 1.
     source = (CODEGEN_DIR / "kernels" / "gemm_wgmma_ws.cuh").read_text()
     rule = source[source.index("static int splits_for(long long tiles, int k_tiles)"):][:400]
@@ -135,20 +135,23 @@ def test_the_row_kernels_warps_are_the_kernels():
     assert ROW_KERNEL_WARPS == threads // 32
 
 
-def test_a_wgmma_bf16_files_batchnorm_partials_are_its_epilogue_tiles():
-    """The wgmma bf16 GEMM's CTA spans two tiles of rows (kRows = 2 BM) but runs its epilogue, and
-    takes BatchNorm's partials, per tile of BM rows (kTileM): the emitted file's kGemmTileM, by
-    which the workspace's partials are counted (forward.cuh, stats_tiles), is that BM."""
+@pytest.mark.parametrize("math", ["bf16", "fp16"])
+def test_a_wgmma_round16_files_batchnorm_partials_are_its_epilogue_tiles(math):
+    """The wgmma bf16 / fp16 GEMM's CTA spans two tiles of rows (kRows = 2 BM) but runs its
+    epilogue, and takes BatchNorm's partials, per tile of BM rows (kTileM): the emitted file's
+    kGemmTileM, by which the workspace's partials are counted (forward.cuh, stats_tiles), is that
+    BM. The products' type is the math's."""
     from kgen.codegen import generator
     from kgen.codegen.generator import CODEGEN_DIR
     from kgen.tune.spec import Spec
 
-    spec = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="bf16", backend="wgmma", fusion=2,
-                   tile=configs.RULE_WGMMA_BF16_TILES[0])
+    spec = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math=math, backend="wgmma", fusion=2,
+                   tile=configs.RULE_WGMMA_ROUND16_TILES[0])
     source = generator.render_cuda_source(spec)
     assert f"constexpr int kGemmTileM = {spec.tile.bm};" in source
-    assert f"kgen::WgmmaWsBf16Gemm<{spec.tile.bm}, {spec.tile.bn}," in source
-    kernel = (CODEGEN_DIR / "kernels" / "gemm_wgmma_bf16.cuh").read_text()
+    t = {"bf16": "__nv_bfloat16", "fp16": "__half"}[math]
+    assert f"kgen::WgmmaWsRound16Gemm<{t}, {spec.tile.bm}, {spec.tile.bn}," in source
+    kernel = (CODEGEN_DIR / "kernels" / "gemm_wgmma_round16.cuh").read_text()
     assert "static constexpr int kTileM = BM;" in kernel
     assert "using Epilogue = WsEpilogue<BM, BN>;" in kernel
     assert "Epilogue::template run<EPI>(sub, t, mh, n0, M, N, p);" in kernel

@@ -45,12 +45,34 @@ def test_probe_rounds_the_gates_torch_randn_input_too():
     which the gate's full validation draws too (KernelBench 12's case, at a shape the CPU runs in
     seconds): the probe admits bf16 for no tier where the gate would fail it, and names both errors."""
     ref = str(Path(__file__).parent / "refs" / "gemm_mul_leakyrelu.py")
-    found = probe_maths(ref, 512, 8192, 512, ["tf32", "bf16"], [1e-2], "cpu")
-    rand_error, randn_error = map(float, re.findall(r"error ([0-9.e+-]+) \(torch.randn input: ([0-9.e+-]+)\)",
-                                                    found["bf16"][1])[0])
-    assert rand_error < 1e-2 < randn_error, found["bf16"]
+    found = probe_maths(ref, 512, 8192, 512, ["tf32", "bf16", "fp16"], [1e-2], "cpu")
+    errors = {m: tuple(map(float, re.findall(r"error ([0-9.e+-]+) \(torch.randn input: ([0-9.e+-]+)\)", why)[0]))
+              for m, (_, why) in found.items()}
+    assert errors["bf16"][0] < 1e-2 < errors["bf16"][1], found["bf16"]
     assert found["bf16"][0] == []
     assert found["tf32"][0] == [1e-2]
+    # fp16 products keep TF32's 11 significant bits: near TF32's error (rounded to nearest, not
+    # truncated as TF32's first product is), several times below bf16's.
+    assert found["fp16"][0] == [1e-2]
+    assert max(errors["fp16"]) < 2 * max(errors["tf32"]) and max(errors["fp16"]) < max(errors["bf16"]) / 4, errors
+
+
+def test_probe_drops_fp16_where_an_operand_is_beyond_its_range(tmp_path):
+    """An input of magnitude 1e5 is infinite in fp16 (65504 its largest), so fp16 products would
+    give infinities where fp32 gives finite outputs: the probe drops fp16 and says why (bf16 and
+    TF32 keep fp32's exponent range)."""
+    ref = tmp_path / "large_inputs.py"
+    ref.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def __init__(self, in_features, out_features):\n        super().__init__()\n"
+                   "        self.gemm = nn.Linear(in_features, out_features)\n\n"
+                   "    def forward(self, x):\n        return torch.relu(self.gemm(x))\n\n\n"
+                   "batch_size, in_features, out_features = 64, 256, 128\n\n\n"
+                   "def get_inputs():\n    return [torch.rand(batch_size, in_features) * 1e5]\n\n\n"
+                   "def get_init_inputs():\n    return [in_features, out_features]\n")
+    found = probe_maths(str(ref), 64, 256, 128, ["tf32", "bf16", "fp16"], [1e-2, 1e-1], "cpu")
+    assert found["fp16"][0] == [], found["fp16"]
+    assert "the input beyond fp16's range" in found["fp16"][1] and "torch.randn" not in found["fp16"][1].split(";")[1]
+    assert "range" not in found["bf16"][1] and "range" not in found["tf32"][1]
 
 
 def test_cost_model_keeps_the_fast_family_of_each_tier_only():
@@ -69,7 +91,7 @@ def test_cost_model_keeps_the_fast_family_of_each_tier_only():
     assert all("cost model" in why for why in dropped.values())
     # A looser tier keeps its own fastest (cuBLAS TF32), and the tight tier's winners stay.
     both = {1e-4: set(FP32_ACCURATE_MATHS), 1e-2: {*FP32_ACCURATE_MATHS, "tf32"}}
-    live = [s for s in specs if s.math != "bf16"]
+    live = [s for s in specs if s.math not in ("bf16", "fp16")]
     kept = [s for s in live if s not in prune(live, both, H100_SMS)]
     assert {(s.backend, s.math) for s in kept} == {("wgmma", "fp16x3"), ("wgmma", "tf32x3"), ("cublas", "tf32")}
 

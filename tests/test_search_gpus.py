@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from kgen import cli
 from kgen.tune import search
 from kgen.tune.search import Candidate, Evaluator, enumerate_specs, gpu_env
+from kgen.tune.spec import FP32_ACCURATE_MATHS
 
 from conftest import REFS_DIR as REFS
 
@@ -1103,7 +1104,7 @@ def _search_with_a_fallback(tmp_path, monkeypatch, lines, validation=None, also_
 
     def fake_probe(problem, batch, i, o, maths, tols, device, constants=(), eager=None):
         eager["within"] = list(tols)
-        return {m: ([], "rounding alone is too far") for m in maths if m in ("tf32", "bf16")}
+        return {m: ([], "rounding alone is too far") for m in maths if m not in FP32_ACCURATE_MATHS}
 
     monkeypatch.setattr(search, "probe_maths", fake_probe)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)

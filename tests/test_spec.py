@@ -58,9 +58,12 @@ def test_round_trip_through_dict():
     (dict(math="tf32x3", tile=Tile(120, 128, 32, 40, 32, stages=3)), "BM=120 must be a multiple of 16"),
     (dict(math="tf32", tile=Tile(128, 256, 64, 64, 64, stages=4)), "shared memory"),
     (dict(math="tf32x3", tile=Tile(128, 128, 32, 64, 64, stages=3)), "partial"),
-    (dict(backend="wgmma", math="fp32_simt", tile=WGMMA), "implements tf32x3, fp16x3, tf32, bf16, not fp32_simt"),
+    (dict(backend="wgmma", math="fp32_simt", tile=WGMMA), "implements tf32x3, fp16x3, tf32, bf16, fp16, not fp32_simt"),
     (dict(backend="wgmma", math="bf16", tile=Tile(128, 256, 32, 16, 256, stages=3)), "wgmma bf16 tiles are 128x128"),
     (dict(backend="kgen", math="fp16x3"), "fp16x3 runs on kgen's Hopper GEMM only"),
+    (dict(backend="kgen", math="fp16", tile=WGMMA), "fp16 runs on kgen's Hopper GEMM only"),
+    (dict(backend="cublas", math="fp16"), "fp16 runs on kgen's Hopper GEMM only"),
+    (dict(backend="wgmma", math="fp16", tile=Tile(128, 64, 32, 16, 64, stages=3)), "wgmma fp16 tiles are 128x128"),
     # fp16x3's four operand tiles: 4 stages of 128x128 are 256 KB.
     (dict(backend="wgmma", math="fp16x3", tile=WGMMA), "shared memory"),
     (dict(backend="wgmma", math="tf32x3", tile=WGMMA, arch="sm_80"), "sm_90a only"),
@@ -89,7 +92,7 @@ def test_names_are_unique_across_the_search_space():
         specs = enumerate_specs(problem, 1024, 8192, 8192)
         assert len({s.name() for s in specs}) == len(specs)
         assert {s.family for s in specs} == {"simt", "mma", "wgmma", "cublas"}
-        assert {s.math for s in specs} == {"fp32_simt", "tf32x3", "fp16x3", "tf32", "bf16"}
+        assert {s.math for s in specs} == {"fp32_simt", "tf32x3", "fp16x3", "tf32", "bf16", "fp16"}
 
 
 def test_wgmma_tiles_follow_the_hopper_limits():

@@ -318,9 +318,9 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
                                      "detaches it): there is no training step to time")
         shape = output_shape(ref64, x.double(), reset)
         g = torch.randn(shape, device=device, generator=torch.Generator(device).manual_seed(seed + 1)).to(dtype)
-        # (the kinks at the gate's tolerance: the dtype's, 1e-2 for an fp32 module of a TF32 or
-        # BF16 file)
-        tol = PRECISION_TOLERANCES["bf16" if getattr(f.spec, "math", "") in ("tf32", "bf16") else name]
+        # (the kinks at the gate's tolerance: the dtype's, 1e-2 for an fp32 module of a TF32, BF16
+        # or FP16 file)
+        tol = PRECISION_TOLERANCES["bf16" if getattr(f.spec, "math", "") in ("tf32", "bf16", "fp16") else name]
         judged, note = (kink_free_gradient(ref64, x.double(), g.double(), tol, reset)
                         if may_kink(f) else (g, ""))
         names = ["input"] + [n for n, _ in ref.named_parameters()]

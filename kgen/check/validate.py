@@ -734,8 +734,10 @@ def _gradients(model, x, g, rng: torch.Tensor):
 
 
 # torch.set_float32_matmul_precision for eager's GEMMs at a relaxed tier's math: the yardstick of
-# a TF32 or BF16 file's gradients is eager in that math (see check_gradients).
-EAGER_MATMUL_PRECISION = {"tf32": "high", "bf16": "medium"}
+# a TF32 or BF16 file's gradients is eager in that math (see check_gradients). torch has no fp32
+# GEMM on fp16 products: an fp16 file's is TF32's, whose products keep the same 11 significant
+# bits (and whose backward GEMMs the file runs).
+EAGER_MATMUL_PRECISION = {"tf32": "high", "bf16": "medium", "fp16": "high"}
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from kgen.lower.forward import OPERAND_TYPES, Lowered, lower, split_keeps_infini
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
                              FP16X3_TF32X3_STAGES, FP16X3_W_IN_REGISTERS_MAX_ROWS, FUSION_LEVELS,
-                             WGMMA_BF16_K_MULTIPLE, WGMMA_BF16_TF32_STAGES, WGMMA_FLUSH_KTILES,
+                             ROUND16_K_MULTIPLE, ROUND16_MATHS, ROUND16_TF32_STAGES, WGMMA_FLUSH_KTILES,
                              Spec, cta_threads, kgen_source_digest, spec_smem_bytes)
 from kgen.check.static_checks import StaticCheckError, check_emitted
 
@@ -559,7 +559,7 @@ class KernelNeeds:
     constant: bool = False  # an output that rewrites made a constant
     eager_sums: bool = False  # row sums in eager's order (the cuBLAS fp32 GEMM's files)
     fp16x3: bool = False  # the wgmma GEMM on three fp16 products (a part's forward: gemm_type)
-    wgmma_bf16: bool = False  # the wgmma GEMM on bf16 products of fp32 operands (a part's forward)
+    round16: bool = False  # the wgmma GEMM on bf16 / fp16 products of fp32 operands (a part's forward)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -586,7 +586,7 @@ def _always(needs: KernelNeeds) -> bool:
 # wgmma GEMMs share; the warp-specialized wgmma GEMM falls back to gemm_wgmma.cuh's kernel when
 # TMA cannot load x or w and hands batches of at most 16 rows to gemm_skinny.cuh's; a wgmma file
 # builds per dtype (fp32, bf16, fp16), hence its half GEMM; the fp16x3 GEMM runs the half GEMM's
-# fp16 wgmma instructions, the bf16 one (fp32 operands) its bf16 ones.
+# fp16 wgmma instructions, the round16 one (fp32 operands) its bf16 or fp16 ones.
 KERNEL_LIBRARY = (
     LibraryFile("common.cuh", (), _always),
     LibraryFile("stages.cuh", ("common.cuh",), _always),
@@ -599,9 +599,9 @@ KERNEL_LIBRARY = (
     LibraryFile("gemm_wgmma.cuh", ("mma_detail.cuh",), lambda n: n.family == "wgmma"),
     LibraryFile("gemm_skinny.cuh", ("mma_detail.cuh",), lambda n: n.family == "wgmma"),
     LibraryFile("gemm_wgmma_ws.cuh", ("gemm_wgmma.cuh", "gemm_skinny.cuh"), lambda n: n.family == "wgmma"),
-    LibraryFile("gemm_wgmma_half.cuh", ("gemm_wgmma_ws.cuh",), lambda n: n.half or n.fp16x3 or n.wgmma_bf16),
+    LibraryFile("gemm_wgmma_half.cuh", ("gemm_wgmma_ws.cuh",), lambda n: n.half or n.fp16x3 or n.round16),
     LibraryFile("gemm_wgmma_f16x3.cuh", ("gemm_wgmma_half.cuh",), lambda n: n.fp16x3),
-    LibraryFile("gemm_wgmma_bf16.cuh", ("gemm_wgmma_half.cuh",), lambda n: n.wgmma_bf16),
+    LibraryFile("gemm_wgmma_round16.cuh", ("gemm_wgmma_half.cuh",), lambda n: n.round16),
     LibraryFile("backward.cuh", ("stages.cuh",), lambda n: n.backward),
     LibraryFile("gemv_backward.cuh", ("gemv.cuh", "backward.cuh"), lambda n: n.gemv and n.backward),
     LibraryFile("cublas_gemm.cuh", (), lambda n: n.family == "cublas"),
@@ -627,7 +627,7 @@ def kernel_needs(spec: Spec, parts: list[Lowered] | None = None) -> KernelNeeds:
         constant=any(low.constant is not None for low in parts),
         eager_sums=any(low.eager_sums for low in parts),
         fp16x3=any(runs_fp16x3(spec, low.graph.in_features) for low in parts),
-        wgmma_bf16=any(runs_wgmma_bf16(spec, low.graph.in_features) for low in parts),
+        round16=any(runs_round16(spec, low.graph.in_features) for low in parts),
     )
 
 
@@ -670,13 +670,13 @@ def runs_fp16x3(spec: Spec, k: int | None) -> bool:
     return spec.math == "fp16x3" and k is not None and k > 0 and k % FP16X3_K_MULTIPLE == 0
 
 
-def runs_wgmma_bf16(spec: Spec, k: int | None) -> bool:
+def runs_round16(spec: Spec, k: int | None) -> bool:
     """Whether a GEMM of the spec that runs at K = k (None: any K, the backward's) is the wgmma
-    bf16 one (kernels/gemm_wgmma_bf16.cuh): a forward GEMM whose K is a multiple of
-    WGMMA_BF16_K_MULTIPLE; the others of a wgmma bf16 variant run tf32 (more accurate, as fast as
-    their tile allows)."""
-    return (spec.family == "wgmma" and spec.math == "bf16" and k is not None and k > 0
-            and k % WGMMA_BF16_K_MULTIPLE == 0)
+    bf16 / fp16 one (kernels/gemm_wgmma_round16.cuh): a forward GEMM whose K is a multiple of
+    ROUND16_K_MULTIPLE; the others of a wgmma bf16 / fp16 variant run tf32 (as accurate as fp16's
+    products or more, as fast as their tile allows)."""
+    return (spec.family == "wgmma" and spec.math in ROUND16_MATHS and k is not None and k > 0
+            and k % ROUND16_K_MULTIPLE == 0)
 
 
 def gemm_type(spec: Spec, k: int | None = None) -> str:
@@ -689,10 +689,10 @@ def gemm_type(spec: Spec, k: int | None = None) -> str:
                     f"{FP16X3_W_IN_REGISTERS_MAX_ROWS}>")
         spec = spec.replace(math="tf32x3", tile=dataclasses.replace(t, stages=FP16X3_TF32X3_STAGES))
         t = spec.tile
-    if spec.family == "wgmma" and spec.math == "bf16":
-        if runs_wgmma_bf16(spec, k):
-            return f"kgen::WgmmaWsBf16Gemm<{t.bm}, {t.bn}, {t.stages}, {t.group_m}>"
-        spec = spec.replace(math="tf32", tile=dataclasses.replace(t, stages=WGMMA_BF16_TF32_STAGES))
+    if spec.family == "wgmma" and spec.math in ROUND16_MATHS:
+        if runs_round16(spec, k):
+            return f"kgen::WgmmaWsRound16Gemm<{ROUND16_MATHS[spec.math]}, {t.bm}, {t.bn}, {t.stages}, {t.group_m}>"
+        spec = spec.replace(math="tf32", tile=dataclasses.replace(t, stages=ROUND16_TF32_STAGES))
         t = spec.tile
     if spec.family == "simt":
         return f"kgen::SimtGemm<{t.bm}, {t.bn}, {t.bk}, {t.wm}, {t.wn}, {t.tm}, {t.tn}, {t.group_m}>"
@@ -902,12 +902,15 @@ def describe_variant(spec: Spec) -> list[str]:
                          "registers instead, per row and k-tile of 64)")
             if not all(runs_fp16x3(spec, low.graph.in_features) for low in lowered_parts(spec)):
                 gemm += " (a GEMM whose K is not a multiple of 8 runs tf32x3)"
-        if spec.math == "bf16":
-            gemm += ("; bf16 products of the fp32 operands, as eager's Linear under torch.autocast: x rounded "
-                     "to bf16 by a kernel of its own, w in the GEMM's registers (two 128 x 128 tiles a CTA); "
-                     "the backward's GEMMs run tf32")
-            if not all(runs_wgmma_bf16(spec, low.graph.in_features) for low in lowered_parts(spec)):
+        if spec.math in ROUND16_MATHS:
+            gemm += (f"; {spec.math} products of the fp32 operands, as eager's Linear under {spec.math} "
+                     f"torch.autocast: x rounded to {spec.math} by a kernel of its own, w in the GEMM's registers "
+                     "(two 128 x 128 tiles a CTA); the backward's GEMMs run tf32")
+            if not all(runs_round16(spec, low.graph.in_features) for low in lowered_parts(spec)):
                 gemm += " (as does a GEMM whose K is not a multiple of 8)"
+            if spec.math == "fp16":
+                gemm += ("; fp16 keeps TF32's 11 significant bits, within its range: an operand beyond "
+                         "65504 becomes infinite, as under fp16 autocast")
     else:
         gemm = f"kgen tensor-core GEMM (mma.sync, {spec.math})"
     # The fusion level places BatchNorm's column statistics (1, 2) or a point-wise chain (0); a
@@ -1005,8 +1008,8 @@ def describe_parts(parts: list[Lowered]) -> list[str]:
 
 def backward_gemm_words(spec: Spec) -> str:
     """What runs an fp32 module's backward GEMMs (gemm_type at any K): the forward's GEMM, or for
-    an fp16x3 or wgmma bf16 variant the same tile's tf32x3 or tf32 one."""
-    if spec.family == "wgmma" and spec.math in ("fp16x3", "bf16"):
+    an fp16x3 or wgmma bf16 / fp16 variant the same tile's tf32x3 or tf32 one."""
+    if spec.family == "wgmma" and (spec.math == "fp16x3" or spec.math in ROUND16_MATHS):
         return f"the same tile's {'tf32x3' if spec.math == 'fp16x3' else 'tf32'} GEMM"
     return "the same GEMM"
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from kgen.tune.spec import FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, WGMMA_ARCH, WGMMA_BF16_K_MULTIPLE, Tile
+from kgen.tune.spec import (FP16X3_K_MULTIPLE, FP16X3_W_IN_REGISTERS_MAX_ROWS, ROUND16_K_MULTIPLE, ROUND16_MATHS, WGMMA_ARCH,
+                            Tile)
 
 # The target when there is no GPU to ask and no --arch: Hopper, where kgen is fastest.
 DEFAULT_ARCH = WGMMA_ARCH
@@ -28,12 +29,13 @@ RULE_MMA_TF32X3_TILES = (Tile(128, 128, 64, 64, 32, stages=3), Tile(128, 128, 32
 # fp16x3 stages four fp16 tiles of 128-byte rows (hi and lo of x and w): 3 stages at 128x128.
 RULE_WGMMA_FP16X3_TILES = (Tile(128, 128, 32, 16, 128, stages=3), Tile(64, 128, 32, 16, 128, stages=4),
                            Tile(64, 64, 32, 16, 64, stages=6))
-# bf16 on wgmma (fp32 operands): one tile, 128 x 128, two a CTA (kernels/gemm_wgmma_bf16.cuh), 3
-# stages of 64 KB.
-RULE_WGMMA_BF16_TILES = (Tile(128, 128, 32, 16, 128, stages=3),)
+# bf16 / fp16 on wgmma (fp32 operands): one tile, 128 x 128, two a CTA
+# (kernels/gemm_wgmma_round16.cuh), 3 stages of 64 KB.
+RULE_WGMMA_ROUND16_TILES = (Tile(128, 128, 32, 16, 128, stages=3),)
 RULE_TILES = {"wgmma": RULE_WGMMA_TF32X3_TILES, "mma": RULE_MMA_TF32X3_TILES, "simt": RULE_SIMT_TILES}
 # A math mode whose tiles differ from its family's (family, math) -> tiles.
-RULE_TILES_BY_MATH = {("wgmma", "fp16x3"): RULE_WGMMA_FP16X3_TILES, ("wgmma", "bf16"): RULE_WGMMA_BF16_TILES}
+RULE_TILES_BY_MATH = {("wgmma", "fp16x3"): RULE_WGMMA_FP16X3_TILES,
+                      **{("wgmma", math): RULE_WGMMA_ROUND16_TILES for math in ROUND16_MATHS}}
 
 
 def rule_tiles(family: str, math: str) -> tuple:
@@ -77,30 +79,30 @@ def output_tiles(tile: Tile, batch: int, out_features: int) -> int:
     return -(-batch // tile.bm) * -(-out_features // tile.bn)
 
 
-# The wgmma bf16 GEMM's CTA computes this many of its tiles, stacked in rows (WgmmaWsBf16Gemm:
+# The wgmma bf16 / fp16 GEMM's CTA computes this many of its tiles, stacked in rows (WgmmaWsRound16Gemm:
 # kRows = 2 BM rows of x a CTA). tests/test_configs.py ties it to the CUDA.
-WGMMA_BF16_TILES_PER_CTA = 2
+ROUND16_TILES_PER_CTA = 2
 
 
 def gemm_math(family: str, math: str, in_features: int) -> str:
     """The math of the GEMM a variant runs at this K (generator.gemm_type): fp16x3's and wgmma
-    bf16's where K is a multiple of their FP16X3_K_MULTIPLE / WGMMA_BF16_K_MULTIPLE, else tf32x3's
-    and tf32's."""
+    bf16's / fp16's where K is a multiple of their FP16X3_K_MULTIPLE / ROUND16_K_MULTIPLE, else
+    tf32x3's and tf32's."""
     if family == "wgmma" and math == "fp16x3" and in_features % FP16X3_K_MULTIPLE:
         return "tf32x3"
-    if family == "wgmma" and math == "bf16" and in_features % WGMMA_BF16_K_MULTIPLE:
+    if family == "wgmma" and math in ROUND16_MATHS and in_features % ROUND16_K_MULTIPLE:
         return "tf32"
     return math
 
 
 def launch_tiles(family: str, math: str, tile: Tile, batch: int, out_features: int,
                  in_features: int | None = None) -> int:
-    """The CTAs of an unsplit launch: one per output tile, or per WGMMA_BF16_TILES_PER_CTA tiles
-    stacked in rows (the wgmma bf16 GEMM, where it runs at in_features: gemm_math)."""
+    """The CTAs of an unsplit launch: one per output tile, or per ROUND16_TILES_PER_CTA tiles
+    stacked in rows (the wgmma bf16 / fp16 GEMM, where it runs at in_features: gemm_math)."""
     if in_features is not None:
         math = gemm_math(family, math, in_features)
-    if family == "wgmma" and math == "bf16":
-        tile = dataclasses.replace(tile, bm=tile.bm * WGMMA_BF16_TILES_PER_CTA)
+    if family == "wgmma" and math in ROUND16_MATHS:
+        tile = dataclasses.replace(tile, bm=tile.bm * ROUND16_TILES_PER_CTA)
     return output_tiles(tile, batch, out_features)
 
 
@@ -199,8 +201,9 @@ WGMMA_TILES = {
     # fp16x3: four fp16 operand tiles a stage (hi and lo of x and w), 3 stages of 64 KB at 128x128.
     "fp16x3": [(128, 128, 3), (64, 128, 4), (64, 64, 6)],
     "tf32": [(128, 256, 4), (128, 128, 6)],
-    # bf16 products of fp32 operands (the 1e-2 tier): w in the GEMM's registers, two tiles a CTA.
+    # bf16 / fp16 products of fp32 operands (the 1e-2 tier): w in the GEMM's registers, two tiles a CTA.
     "bf16": [(128, 128, 3)],
+    "fp16": [(128, 128, 3)],
 }
 
 # The dtypes a module may run in, by KernelBench's precision names (--dtype, --precision) -> the

@@ -19,7 +19,7 @@ INSTALL_HINT = "pip install 'kgen[plot]'"
 FORMATS = (".png", ".svg", ".pdf")
 # One colour per GEMM arithmetic (the gemv rewrite computes in fp32 FFMA without a GEMM).
 MATH_COLOURS = {"fp32_simt": "tab:blue", "tf32x3": "tab:green", "fp16x3": "tab:olive", "tf32": "tab:orange",
-                "bf16": "tab:red"}
+                "bf16": "tab:red", "fp16": "tab:pink"}
 GEMV_COLOUR = "tab:purple"
 # Where an error of exactly 0 (an output the rewrites prove constant) is drawn on the log axis.
 ZERO_ERROR_AT = 1e-12

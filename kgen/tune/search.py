@@ -34,12 +34,12 @@ from kgen.lower.forward import rewritten
 from kgen.tune.configs import (FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, gemm_math, k_splits,
                                launch_tiles)
 from kgen.tune.several import host_gpu
-from kgen.tune.spec import (FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
+from kgen.tune.spec import (FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, ROUND16_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
                              Workload, kgen_source_digest)
 from kgen.tune.worker import COMPARE_PREFIX, RESULT_PREFIX, RUNOFF_PREFIX, VALIDATED_PREFIX
 
 GROUP_M = 8
-DEFAULT_MATHS = ("fp32_simt", "tf32x3", "fp16x3", "tf32", "bf16")
+DEFAULT_MATHS = ("fp32_simt", "tf32x3", "fp16x3", "tf32", "bf16", "fp16")
 CUBLAS_MATHS = ("fp32_simt", "tf32", "bf16")
 STATUSES = ("passed", "incorrect", "runtime_error", "compile_error", "timeout")
 
@@ -137,9 +137,11 @@ def half_variants(workload: Workload, variants: list[Variant]) -> list[Variant]:
 # tiles: tf32x3 1.207 ms, fp16x3 0.849 with its 0.20 ms split pass, at 1024 x 8192 -> 8192) and
 # checked against the 250 candidates of KernelBench's 36 files (docs/perf.md, session 25;
 # docs/experiments/s25/cost_model_fit.py). wgmma bf16 (fp32 operands, w in registers): KernelBench
-# 12's file, 0.261 ms with its pass over x on an H200 (session 44; the same SMs as an H100's).
+# 12's file, 0.261 ms with its pass over x on an H200 (session 44; the same SMs as an H100's);
+# wgmma fp16 is the same kernel on fp16's wgmma instructions, at the same rate.
 GEMM_RATES = {
     ("wgmma", "tf32x3"): 117, ("wgmma", "fp16x3"): 215, ("wgmma", "tf32"): 250, ("wgmma", "bf16"): 500,
+    ("wgmma", "fp16"): 500,
     ("mma", "tf32x3"): 78, ("mma", "tf32"): 150, ("mma", "bf16"): 200,
     ("simt", "fp32_simt"): 46,
     ("cublas", "fp32_simt"): 51, ("cublas", "tf32"): 366, ("cublas", "bf16"): 450,
@@ -187,8 +189,8 @@ def predicted_ms(spec: Spec, sms: int) -> float:
             rows = spec.batch + (0 if w_in_registers else part.out_features)
             total += 8.0 * part.in_features * rows / (GEMV_BANDWIDTH * 1e6)
             rate = FP16X3_W_IN_REGISTERS_RATE if w_in_registers else None
-        elif spec.family == "wgmma" and math == "bf16":
-            # x rounded to bf16 in a pass: read in fp32, written in bf16.
+        elif spec.family == "wgmma" and math in ROUND16_MATHS:
+            # x rounded to 16 bits in a pass: read in fp32, written in 16 bits.
             total += 6.0 * part.in_features * spec.batch / (GEMV_BANDWIDTH * 1e6)
         ms = flops / ((rate or GEMM_RATES[(spec.family, math)]) * 1e9)
         if spec.family == "wgmma":
@@ -283,8 +285,10 @@ def _round_to(math: str, t):
     import torch
 
     t32 = t.float()
-    if math == "bf16":
-        return t32.to(torch.bfloat16).double()
+    if math in ROUND16_MATHS:
+        # (fp16: an operand beyond 65504 becomes infinite, as in the GEMM: the probe's error is
+        # then infinite and the math is dropped)
+        return t32.to(torch.bfloat16 if math == "bf16" else torch.float16).double()
     # TF32 keeps 10 mantissa bits: round the fp32 pattern to nearest at bit 13.
     bits = (t32.view(torch.int32) + 0x1000) & ~0x1FFF
     return bits.view(torch.float32).double()
@@ -345,10 +349,17 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
             if math in FP32_ACCURATE_MATHS:
                 continue
             m = copy.deepcopy(rounded_model)
+            overflows = []   # (operands finite in fp32 and infinite in the math's type: fp16's range)
             for gemm in gemms:
                 if stored_weight(m, gemm):
                     w = module_tensor(m, gemm.attrs["weight"])
-                    w.copy_(_round_to(math, w))
+                    rounded = _round_to(math, w)
+                    if torch.isinf(rounded).sum() > torch.isinf(w).sum():
+                        overflows.append(gemm.attrs["weight"])
+                    w.copy_(rounded)
+            for name, t in (("the input", x), ("a torch.randn input", x_randn)):
+                if torch.isinf(_round_to(math, t)).sum() > torch.isinf(t).sum():
+                    overflows.append(name)
             approx = from_one_state(m)(_round_to(math, x))
             approx_randn = from_one_state(m)(_round_to(math, x_randn))
             err = (approx - exact).abs().max().item()
@@ -357,7 +368,8 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
             ok = [t for t in tols if torch.allclose(approx, exact, atol=t, rtol=t)
                   and torch.allclose(approx_randn, exact_randn, atol=t, rtol=t, equal_nan=True)]
             out[math] = (ok, f"operands rounded to {math} alone give max abs error {err:.1e} "
-                             f"(torch.randn input: {err_randn:.1e})")
+                             f"(torch.randn input: {err_randn:.1e})"
+                         + (f"; {', '.join(overflows)} beyond {math}'s range: infinite" if overflows else ""))
     return out
 
 

@@ -16,13 +16,15 @@ import hashlib
 from pathlib import Path
 
 
-MATH_MODES = ("fp32_simt", "tf32x3", "fp16x3", "tf32", "bf16")
+MATH_MODES = ("fp32_simt", "tf32x3", "fp16x3", "tf32", "bf16", "fp16")
 # kgen: kgen's portable GEMMs (sm_80 and newer), SIMT for fp32_simt, mma.sync otherwise.
 # wgmma: kgen's Hopper GEMM (sm_90a only). cublas: cuBLAS computes the GEMM, kgen the rest.
 # gemv: no GEMM at all: a sum over the features of the GEMM output (scaled and shifted per
 # feature) computed as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm; fp32).
 BACKENDS = ("kgen", "wgmma", "cublas", "gemv")
-WGMMA_MATHS = ("tf32x3", "fp16x3", "tf32", "bf16")
+WGMMA_MATHS = ("tf32x3", "fp16x3", "tf32", "bf16", "fp16")
+# The math modes of kgen's Hopper GEMM alone (no mma.sync, SIMT or cuBLAS variant computes them).
+WGMMA_ONLY_MATHS = ("fp16x3", "fp16")
 # The fp32-accurate math modes: each product as accurate as fp32's (fp32 FMAs, or split operands
 # whose partial sums are flushed into fp32 accumulators).
 FP32_ACCURATE_MATHS = ("fp32_simt", "tf32x3", "fp16x3")
@@ -47,12 +49,15 @@ FP16X3_FLUSH_KTILES = 2
 FP16X3_W_IN_REGISTERS_MAX_ROWS = 512
 # The stages of the tf32x3 GEMM that an fp16x3 variant's other GEMMs run (the tf32x3 rule's).
 FP16X3_TF32X3_STAGES = 4
-# bf16 on the wgmma backend (kernels/gemm_wgmma_bf16.cuh): bf16 products of fp32 operands, x
-# rounded by a pass into 16-byte TMA rows (K a multiple of 8), w in the GEMM's registers; its tile
-# is 128 x 128 (two a CTA: 256 rows of x). A GEMM part whose K is not a multiple of 8, and the
-# backward's GEMMs, run tf32 on the same tile in WGMMA_BF16_TF32_STAGES stages (generator.gemm_type).
-WGMMA_BF16_K_MULTIPLE = 8
-WGMMA_BF16_TF32_STAGES = 6
+# bf16 and fp16 on the wgmma backend (kernels/gemm_wgmma_round16.cuh): 16-bit products of fp32
+# operands (math -> the products' CUDA type), x rounded by a pass into 16-byte TMA rows (K a
+# multiple of 8), w in the GEMM's registers; its tile is 128 x 128 (two a CTA: 256 rows of x). A
+# GEMM part whose K is not a multiple of 8, and the backward's GEMMs, run tf32 on the same tile in
+# ROUND16_TF32_STAGES stages (generator.gemm_type). fp16 keeps TF32's 11 significant bits (bf16
+# 8) within fp16's range (|v| <= 65504).
+ROUND16_MATHS = {"bf16": "__nv_bfloat16", "fp16": "__half"}
+ROUND16_K_MULTIPLE = 8
+ROUND16_TF32_STAGES = 6
 FUSION_LEVELS = {
     0: "GEMM writes the Linear's output; the point-wise chain after it in a kernel of its own",
     1: "GEMM writes z; column statistics in a separate kernel",
@@ -169,11 +174,12 @@ def wgmma_smem_bytes(tile: Tile, math: str) -> int:
     A, B and (tf32x3) B's small part (fp16x3: hi and lo of A and of B, or on square tiles w's fp32
     in A's bytes), or the epilogue tile; three mbarriers per stage (fp16x3: two); 1024 bytes to
     align to the swizzle atom."""
-    # (bf16: w's fp32 BN rows are two 128-byte rows each, x's 2 BM rows of bf16 one each.)
+    # (bf16 / fp16, ROUND16_MATHS: w's fp32 BN rows are two 128-byte rows each, x's 2 BM rows of
+    # 16 bits one each.)
     rows = {"tf32x3": tile.bm + 2 * tile.bn, "fp16x3": 2 * (tile.bm + tile.bn),
-            "bf16": 2 * (tile.bm + tile.bn)}.get(math, tile.bm + tile.bn)
+            **{m: 2 * (tile.bm + tile.bn) for m in ROUND16_MATHS}}.get(math, tile.bm + tile.bn)
     mainloop = tile.stages * rows * 128
-    barriers = 2 if math in ("fp16x3", "bf16") else 3   # (full and empty; no B preparation)
+    barriers = 2 if math == "fp16x3" or math in ROUND16_MATHS else 3   # (full and empty; no B preparation)
     return max(mainloop, epilogue_smem_bytes(tile)) + barriers * tile.stages * 8 + 1024
 
 
@@ -204,9 +210,9 @@ def gemm_smem_bytes(family: str, math: str, tile: Tile) -> int:
         tf32x3 = dataclasses.replace(tile, stages=FP16X3_TF32X3_STAGES)
         smem = max(wgmma_smem_bytes(tile, math), wgmma_smem_bytes(tf32x3, "tf32x3"),
                    wgmma_fallback_smem_bytes(tf32x3, "tf32x3"))
-    elif family == "wgmma" and math == "bf16":
+    elif family == "wgmma" and math in ROUND16_MATHS:
         # (Its backward's GEMMs, and a part whose K is not a multiple of 8, run tf32 on the tile.)
-        tf32 = dataclasses.replace(tile, stages=WGMMA_BF16_TF32_STAGES)
+        tf32 = dataclasses.replace(tile, stages=ROUND16_TF32_STAGES)
         smem = max(wgmma_smem_bytes(tile, math), wgmma_smem_bytes(tf32, "tf32"),
                    wgmma_fallback_smem_bytes(tf32, "tf32"))
     elif family == "wgmma":
@@ -258,10 +264,10 @@ def _validate_tile(family: str, math: str, t: Tile, arch: str) -> None:
         # Accumulators (and tf32x3's partial ones) plus ~36 (ptxas: 128x128 tf32x3 162,
         # 128x256 tf32 164, 64-row tiles ~100).
         regs = t.bn // 2 * (2 if math in PARTIAL_SUM_MATHS else 1) + 36
-        if math == "bf16":
-            # WgmmaWsBf16Gemm: two 128 x 128 tiles a CTA, z's transposed (2 BM rows of x as
+        if math in ROUND16_MATHS:
+            # WgmmaWsRound16Gemm: two 128 x 128 tiles a CTA, z's transposed (2 BM rows of x as
             # wgmma's N: BM accumulators a thread), w's fragments in two register sets of 8.
-            _check(t.bm == 128 and t.bn == 128, f"wgmma bf16 tiles are 128x128, got {t.bm}x{t.bn}")
+            _check(t.bm == 128 and t.bn == 128, f"wgmma {math} tiles are 128x128, got {t.bm}x{t.bn}")
             regs = t.bm + 16 + 24
     elif family == "simt":
         # Mirrors the static_asserts of SimtGemm (kgen/codegen/kernels/gemm_simt.cuh).
@@ -404,7 +410,7 @@ class Variant:
             _check(self.math in WGMMA_MATHS,
                    f"the wgmma GEMM implements {', '.join(WGMMA_MATHS)}, not {self.math}")
         else:
-            _check(self.math != "fp16x3", "fp16x3 runs on kgen's Hopper GEMM only (--backend wgmma)")
+            _check(self.math not in WGMMA_ONLY_MATHS, f"{self.math} runs on kgen's Hopper GEMM only (--backend wgmma)")
         if self.backend == "gemv":
             _check(self.math == "fp32_simt", "the matrix-vector rewrite computes in fp32 (--math fp32_simt)")
             _check(self.fusion == 1 and self.tile is None, "the matrix-vector rewrite has no GEMM: "

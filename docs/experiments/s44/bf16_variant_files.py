@@ -1,5 +1,5 @@
-"""Session 44: a KernelBench file's wgmma bf16 GEMM (kernels/gemm_wgmma_bf16.cuh) with each of its
-A/B macros, into OUT/ (k<N>_fp32_g<G>r<R>.py: KGEN_BF16_GROUP_STEPS = G, KGEN_BF16_SETMAXNREG = R),
+"""Session 44: a KernelBench file's wgmma bf16 GEMM (kernels/gemm_wgmma_round16.cuh) with each of its
+A/B macros, into OUT/ (k<N>_fp32_g<G>r<R>.py: KGEN_ROUND16_GROUP_STEPS = G, KGEN_ROUND16_SETMAXNREG = R),
 for docs/experiments/device_session44_b.sh.
 
     python docs/experiments/s44/bf16_variant_files.py OUT KB_LEVEL2_DIR N [N ...]
@@ -22,6 +22,6 @@ for n in nums:
     base.unlink()
     assert text.count(MARK) == 1
     for g, r in VARIANTS:
-        defines = f"#define KGEN_BF16_GROUP_STEPS {g}\n#define KGEN_BF16_SETMAXNREG {r}\n"
+        defines = f"#define KGEN_ROUND16_GROUP_STEPS {g}\n#define KGEN_ROUND16_SETMAXNREG {r}\n"
         (Path(out) / f"k{n}_fp32_g{g}r{r}.py").write_text(text.replace(MARK, MARK + defines))
     print(n, ref.name)

@@ -38,11 +38,14 @@ TOLERANCES = {("bf16", "gemm_scale_bn"): 5e-2, ("bf16", "gemm_bn_scale_softmax")
 # second tile wholly past it: its epilogue pass skipped); K ending mid k-tile (264 and 520: not a
 # multiple of 32, x's rows padded); K = 96 (a k-tile whose second box of w lies wholly past K); N
 # inside a tile; K % 8 != 0 (tf32); 8 rows (the few-row GEMM).
+# 128 and 100 rows: the CTAs of one tile (Narrow, batches of at most 128 rows), the second ending
+# mid-tile with K padded.
 SHAPES = [(1024, 8192, 8192), (1000, 1000, 1000), (200, 264, 36), (300, 520, 300), (129, 96, 200), (129, 260, 36),
-          (8, 1000, 1000)]
+          (8, 1000, 1000), (128, 1000, 1000), (100, 264, 300)]
 # fp16 is the same template on the other 16-bit type: the shapes that run it (not the tf32 or
 # few-row GEMMs), its conversion's padding of K among them.
-SHAPES_BY_MATH = {"bf16": SHAPES, "fp16": [(1024, 8192, 8192), (1000, 1000, 1000), (200, 264, 36), (129, 96, 200)]}
+SHAPES_BY_MATH = {"bf16": SHAPES, "fp16": [(1024, 8192, 8192), (1000, 1000, 1000), (200, 264, 36), (129, 96, 200),
+                                           (128, 1000, 1000), (100, 264, 300)]}
 CASES = [(math, problem, fusion, *shape) for math, shapes in SHAPES_BY_MATH.items()
          for problem in PROBLEMS for fusion in (1, 2) for shape in shapes]
 

@@ -905,7 +905,7 @@ def describe_variant(spec: Spec) -> list[str]:
         if spec.math in ROUND16_MATHS:
             gemm += (f"; {spec.math} products of the fp32 operands, as eager's Linear under {spec.math} "
                      f"torch.autocast: x rounded to {spec.math} by a kernel of its own, w in the GEMM's registers "
-                     "(two 128 x 128 tiles a CTA); the backward's GEMMs run tf32")
+                     "(two 128 x 128 tiles a CTA, one at batches of at most 128 rows); the backward's GEMMs run tf32")
             if not all(runs_round16(spec, low.graph.in_features) for low in lowered_parts(spec)):
                 gemm += " (as does a GEMM whose K is not a multiple of 8)"
             if spec.math == "fp16":

@@ -29,8 +29,8 @@ RULE_MMA_TF32X3_TILES = (Tile(128, 128, 64, 64, 32, stages=3), Tile(128, 128, 32
 # fp16x3 stages four fp16 tiles of 128-byte rows (hi and lo of x and w): 3 stages at 128x128.
 RULE_WGMMA_FP16X3_TILES = (Tile(128, 128, 32, 16, 128, stages=3), Tile(64, 128, 32, 16, 128, stages=4),
                            Tile(64, 64, 32, 16, 64, stages=6))
-# bf16 / fp16 on wgmma (fp32 operands): one tile, 128 x 128, two a CTA
-# (kernels/gemm_wgmma_round16.cuh), 3 stages of 64 KB.
+# bf16 / fp16 on wgmma (fp32 operands): one tile, 128 x 128, two a CTA (one at batches of at most
+# 128 rows; kernels/gemm_wgmma_round16.cuh), 3 stages of 64 KB.
 RULE_WGMMA_ROUND16_TILES = (Tile(128, 128, 32, 16, 128, stages=3),)
 RULE_TILES = {"wgmma": RULE_WGMMA_TF32X3_TILES, "mma": RULE_MMA_TF32X3_TILES, "simt": RULE_SIMT_TILES}
 # A math mode whose tiles differ from its family's (family, math) -> tiles.
@@ -80,7 +80,8 @@ def output_tiles(tile: Tile, batch: int, out_features: int) -> int:
 
 
 # The wgmma bf16 / fp16 GEMM's CTA computes this many of its tiles, stacked in rows (WgmmaWsRound16Gemm:
-# kRows = 2 BM rows of x a CTA). tests/test_configs.py ties it to the CUDA.
+# kRows = 2 BM rows of x a CTA), one where the batch has at most BM rows (its Narrow CTA).
+# tests/test_configs.py ties both to the CUDA.
 ROUND16_TILES_PER_CTA = 2
 
 
@@ -98,10 +99,11 @@ def gemm_math(family: str, math: str, in_features: int) -> str:
 def launch_tiles(family: str, math: str, tile: Tile, batch: int, out_features: int,
                  in_features: int | None = None) -> int:
     """The CTAs of an unsplit launch: one per output tile, or per ROUND16_TILES_PER_CTA tiles
-    stacked in rows (the wgmma bf16 / fp16 GEMM, where it runs at in_features: gemm_math)."""
+    stacked in rows (the wgmma bf16 / fp16 GEMM, where it runs at in_features: gemm_math, and the
+    batch has more rows than a tile)."""
     if in_features is not None:
         math = gemm_math(family, math, in_features)
-    if family == "wgmma" and math in ROUND16_MATHS:
+    if family == "wgmma" and math in ROUND16_MATHS and batch > tile.bm:
         tile = dataclasses.replace(tile, bm=tile.bm * ROUND16_TILES_PER_CTA)
     return output_tiles(tile, batch, out_features)
 

@@ -51,7 +51,8 @@ FP16X3_W_IN_REGISTERS_MAX_ROWS = 512
 FP16X3_TF32X3_STAGES = 4
 # bf16 and fp16 on the wgmma backend (kernels/gemm_wgmma_round16.cuh): 16-bit products of fp32
 # operands (math -> the products' CUDA type), x rounded by a pass into 16-byte TMA rows (K a
-# multiple of 8), w in the GEMM's registers; its tile is 128 x 128 (two a CTA: 256 rows of x). A
+# multiple of 8), w in the GEMM's registers; its tile is 128 x 128 (two a CTA: 256 rows of x; one
+# at batches of at most 128 rows). A
 # GEMM part whose K is not a multiple of 8, and the backward's GEMMs, run tf32 on the same tile in
 # ROUND16_TF32_STAGES stages (generator.gemm_type). fp16 keeps TF32's 11 significant bits (bf16
 # 8) within fp16's range (|v| <= 65504).
@@ -170,16 +171,21 @@ def cta_threads(family: str, tile: Tile) -> int:
 
 
 def wgmma_smem_bytes(tile: Tile, math: str) -> int:
-    """Mirrors WgmmaWsGemm::kSmemBytes (and WgmmaWsF16x3Gemm's): STAGES stages of 128-byte rows of
-    A, B and (tf32x3) B's small part (fp16x3: hi and lo of A and of B, or on square tiles w's fp32
-    in A's bytes), or the epilogue tile; three mbarriers per stage (fp16x3: two); 1024 bytes to
-    align to the swizzle atom."""
-    # (bf16 / fp16, ROUND16_MATHS: w's fp32 BN rows are two 128-byte rows each, x's 2 BM rows of
-    # 16 bits one each.)
-    rows = {"tf32x3": tile.bm + 2 * tile.bn, "fp16x3": 2 * (tile.bm + tile.bn),
-            **{m: 2 * (tile.bm + tile.bn) for m in ROUND16_MATHS}}.get(math, tile.bm + tile.bn)
+    """Mirrors WgmmaWsGemm::kSmemBytes (and WgmmaWsF16x3Gemm's, WgmmaWsRound16Gemm's): STAGES stages
+    of 128-byte rows of A, B and (tf32x3) B's small part (fp16x3: hi and lo of A and of B, or on
+    square tiles w's fp32 in A's bytes), or the epilogue tile; three mbarriers per stage (fp16x3,
+    bf16, fp16: two); 1024 bytes to align to the swizzle atom."""
+    if math in ROUND16_MATHS:
+        # w's fp32 BN rows are two 128-byte rows each, x's rows of 16 bits one each: 2 BM of them
+        # in the CTA of two tiles, BM in the one of a tile (batches up to BM rows), which takes as
+        # many stages as fit the other's bytes (WgmmaWsRound16Gemm::kNarrowStages).
+        wide, narrow = 2 * tile.bn + 2 * tile.bm, 2 * tile.bn + tile.bm
+        narrow_stages = tile.stages * wide // narrow
+        mainloop = max(tile.stages * wide, narrow_stages * narrow) * 128
+        return max(mainloop, epilogue_smem_bytes(tile)) + 2 * max(tile.stages, narrow_stages) * 8 + 1024
+    rows = {"tf32x3": tile.bm + 2 * tile.bn, "fp16x3": 2 * (tile.bm + tile.bn)}.get(math, tile.bm + tile.bn)
     mainloop = tile.stages * rows * 128
-    barriers = 2 if math == "fp16x3" or math in ROUND16_MATHS else 3   # (full and empty; no B preparation)
+    barriers = 2 if math == "fp16x3" else 3   # (full and empty; no B preparation)
     return max(mainloop, epilogue_smem_bytes(tile)) + barriers * tile.stages * 8 + 1024
 
 

@@ -28,7 +28,11 @@
 // transposed (64 x 256: 128 accumulators a thread). After the last k-tile the CTA runs the
 // epilogue twice, once per 128 rows of x: the 64 accumulators of those rows go back to z's layout
 // through shared memory (transpose_acc), then WsEpilogue<128, 128> as for a 128 x 128 tile at
-// (m0 + 128 h, n0), so BatchNorm's partials come one per 128 rows (kTileM).
+// (m0 + 128 h, n0), so BatchNorm's partials come one per 128 rows (kTileM). A batch of at most 128
+// rows runs CTAs of one tile instead (Narrow: x's 128 rows as wgmma's N, 4 stages in the same
+// bytes), where a CTA of two would compute half its rows past the batch: KernelBench 55 (128 x
+// 32768 -> 32768) 1.51 -> 1.13 ms, 68 (128 x 16384 -> 16384) 0.39 -> 0.28 (H200, docs/perf.md,
+// session 45), past cuBLAS's BF16 files (1.20, 0.31).
 //
 // Pipeline: one producer thread issues three TMA loads per k-tile (w's two 32-float boxes, x's
 // 64 k of T), STAGES stages. Each consumer converts and issues a k-tile in groups of
@@ -40,8 +44,8 @@
 // Measured against one wgmma a group at 168 (H200, session 44): KernelBench 12 0.325 -> 0.289 ms,
 // 39 1.599 -> 1.383.
 //
-// Not here: split-K (a few rows of a wide output leave SMs idle: the search's other candidates
-// cover such shapes), K % 8 != 0 (spec.ROUND16_K_MULTIPLE: the generator gives such a GEMM the
+// Not here: split-K (a few hundred rows of an output a few tiles wide leave SMs idle: the search's
+// other candidates cover such shapes), K % 8 != 0 (spec.ROUND16_K_MULTIPLE: the generator gives such a GEMM the
 // tf32 one, generator.gemm_type; x's 16-bit rows are padded to a multiple of 32, so K % 4, which w's
 // fp32 rows need for TMA, would do, but that path has not run on a GPU), and at most SkinnyGemm's
 // rows (its fp32 products).
@@ -140,12 +144,14 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
 
 }  // namespace round16_detail
 
-// T: the products' type (__nv_bfloat16 or __half). BM x BN: the epilogue's tile (128 x 128,
-// spec.Tile's bm and bn); a CTA computes two of them, the rows m0 .. m0 + 255 of x by BN rows of w.
-template <class T, int BM, int BN, int STAGES, int GROUP_M>
-struct WgmmaWsRound16Gemm {
+namespace round16_detail {
+
+// The CTA: PASSES tiles of BM x BN stacked in rows (x's rows m0 .. m0 + PASSES BM - 1 by BN rows of
+// w), its mainloop, and its epilogue run once per tile.
+template <class T, int BM, int BN, int STAGES, int GROUP_M, int PASSES>
+struct Cta {
   static constexpr int kTileM = BM;        // rows per epilogue pass (and per BatchNorm partial)
-  static constexpr int kRows = 2 * BM;     // x's rows per CTA: wgmma's N
+  static constexpr int kRows = PASSES * BM;  // x's rows per CTA: wgmma's N
   static constexpr int BK = 64;            // k per stage: 128 bytes of T, two 128-byte boxes of fp32
   static constexpr int kConsumers = BN / 64;
   static constexpr int kThreads = 128 * (1 + kConsumers);
@@ -164,7 +170,8 @@ struct WgmmaWsRound16Gemm {
   static constexpr int kBarrierBytes = ws_detail::TmaStages<STAGES>::kBarrierBytes;
   static constexpr int kSmemBytes = kBufferBytes + kBarrierBytes + 1024;
 
-  static_assert(BM == 128 && BN == 128, "the round16 GEMM's tile is 128 x 128 (two per CTA)");
+  static_assert(BM == 128 && BN == 128, "the round16 GEMM's tile is 128 x 128");
+  static_assert(PASSES == 1 || PASSES == 2, "a CTA of one or two tiles");
   static_assert(round16_detail::kPermuteK == 32 && BK % round16_detail::kPermuteK == 0,
                 "k is permuted within each of w's 32-float boxes");
   static_assert(STAGES >= 2, "STAGES must be >= 2");
@@ -172,40 +179,6 @@ struct WgmmaWsRound16Gemm {
   static_assert(kKSteps % kGroupSteps == 0 && kGroups % 2 == 0, "a k-tile is an even number of groups (the fragment sets' order)");
   static_assert(Epilogue::kStatsBytes <= kBufferBytes, "column_stats' scratch must fit in the pipeline buffers");
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024, "shared memory over the 227 KB per-CTA limit of sm_90");
-
-  // The GEMM's own workspace (entry.cuh places it last; p.split_partials): x's 16-bit copy.
-  static int k_pad(int K) { return (K + round16_detail::kPermuteK - 1) / round16_detail::kPermuteK * round16_detail::kPermuteK; }
-  static long long split_floats(int M, int N, int K) {
-    if (M <= SkinnyGemm<float>::kMaxRows) return 0;
-    return (static_cast<long long>(M) * k_pad(K) / 2 + 63) / 64 * 64;
-  }
-
-  template <class EPI>
-  static cudaError_t launch(const float* x, const float* w, int M, int N, int K, const EpilogueParams& p,
-                            cudaStream_t stream) {
-    unsigned tiles = 0;
-    cudaError_t e;
-    if (!tile_grid<kRows, BN>(M, N, K, tiles, e)) return e;
-    if (SkinnyGemm<float>::applies(x, w, M, N, K)) return SkinnyGemm<float>::template launch<EPI>(x, w, M, N, K, p, stream);
-    // (K % 8: the generator's contract, spec.ROUND16_K_MULTIPLE.) The workspace holds x's copy.
-    if (K % 8 != 0 || K == 0 || p.split_partials == nullptr) return cudaErrorInvalidValue;
-    uint2* const xb = reinterpret_cast<uint2*>(p.split_partials);
-    const int kp = k_pad(K);
-    const long long quads = static_cast<long long>(M) * kp / 4;
-    const int blocks = static_cast<int>(std::min<long long>((quads + 255) / 256, 8LL * ws_detail::sm_count()));
-    round16_detail::to_16bit_kernel<T><<<blocks, 256, 0, stream>>>(x, K, kp, xb, quads);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-    CUtensorMap map_w, map_x;
-    e = ws_detail::make_kmajor_map(&map_w, w, N, K, BN);   // fp32, 32 k a box
-    if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_x, xb, half_detail::TmaType<T>::kValue, 2, M, kp, kRows);
-    if (e != cudaSuccess) return e;
-    const auto kernel = round16_detail::wgmma_round16_kernel<WgmmaWsRound16Gemm, EPI>;
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-    if (e != cudaSuccess) return e;
-    kernel<<<tiles, kThreads, kSmemBytes, stream>>>(map_w, map_x, M, N, K, p);
-    return cudaGetLastError();
-  }
 
   template <class EPI>
   __device__ static __forceinline__ void run(const CUtensorMap* map_w, const CUtensorMap* map_x, int M, int N,
@@ -319,18 +292,83 @@ struct WgmmaWsRound16Gemm {
     // CTA's: a second pass only where those rows exist.
     float* const t = reinterpret_cast<float*>(smem_ptr);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < PASSES; ++h) {
       const int mh = m0 + BM * h;
       if (mh >= M) break;
       if (h > 0) __syncthreads();   // pass 0's reads of the tile are done before it is overwritten
-      float sub[kAccRegs / 2];
+      float sub[kAccRegs / PASSES];
 #pragma unroll
-      for (int i = 0; i < kAccRegs / 2; ++i) sub[i] = acc[h * (kAccRegs / 2) + i];
+      for (int i = 0; i < kAccRegs / PASSES; ++i) sub[i] = acc[h * (kAccRegs / PASSES) + i];
       // (Every consumer's wgmmas have read their last stage: transpose_acc's first barrier.)
       if (wg > 0) transpose_acc<BN, BM>(sub, t);
       Epilogue::template run<EPI>(sub, t, mh, n0, M, N, p);
     }
   }
+};
+
+}  // namespace round16_detail
+
+// T: the products' type (__nv_bfloat16 or __half). BM x BN: the epilogue's tile (128 x 128,
+// spec.Tile's bm and bn). A CTA computes two of them, the rows m0 .. m0 + 255 of x by BN rows of
+// w (Wide: wgmma's N 256, each k-tile of w's rounding shared by twice the rows), except where the
+// whole batch fits one tile's rows: there half of a 256-row CTA would lie past the batch, and
+// Narrow's CTAs of 128 rows (wgmma's N 128) do no work for nothing (KernelBench's files of 128
+// rows, whose GEMM reads w at the memory's rate).
+template <class T, int BM, int BN, int STAGES, int GROUP_M>
+struct WgmmaWsRound16Gemm {
+  using Wide = round16_detail::Cta<T, BM, BN, STAGES, GROUP_M, 2>;
+  // Narrow's stages (w's 128 rows and x's 128) in the bytes of Wide's (x's 256): 4 for 3, more of
+  // w in flight where the GEMM waits on the memory (spec.wgmma_smem_bytes mirrors both).
+  static constexpr int kNarrowStages = STAGES * Wide::kStageBytes / (BN * 64 * 4 + BM * 64 * 2);
+  using Narrow = round16_detail::Cta<T, BM, BN, kNarrowStages, GROUP_M, 1>;
+  static constexpr int kTileM = BM;        // rows per epilogue pass (and per BatchNorm partial)
+  static constexpr int kRows = 2 * BM;     // x's rows per CTA (Wide's; Narrow's at batches up to BM)
+  static constexpr int kThreads = Wide::kThreads;
+  static constexpr int kSmemBytes = Wide::kSmemBytes > Narrow::kSmemBytes ? Wide::kSmemBytes : Narrow::kSmemBytes;
+  static_assert(Wide::kRows == kRows && Narrow::kRows == BM, "the CTAs' rows");
+  static_assert(Narrow::kThreads == kThreads, "one CTA size");
+
+  // The GEMM's own workspace (entry.cuh places it last; p.split_partials): x's 16-bit copy.
+  static int k_pad(int K) { return (K + round16_detail::kPermuteK - 1) / round16_detail::kPermuteK * round16_detail::kPermuteK; }
+  static long long split_floats(int M, int N, int K) {
+    if (M <= SkinnyGemm<float>::kMaxRows) return 0;
+    return (static_cast<long long>(M) * k_pad(K) / 2 + 63) / 64 * 64;
+  }
+
+  template <class EPI>
+  static cudaError_t launch(const float* x, const float* w, int M, int N, int K, const EpilogueParams& p,
+                            cudaStream_t stream) {
+    return M <= Narrow::kRows ? launch_as<Narrow, EPI>(x, w, M, N, K, p, stream)
+                              : launch_as<Wide, EPI>(x, w, M, N, K, p, stream);
+  }
+
+  template <class C, class EPI>
+  static cudaError_t launch_as(const float* x, const float* w, int M, int N, int K, const EpilogueParams& p,
+                               cudaStream_t stream) {
+    unsigned tiles = 0;
+    cudaError_t e;
+    if (!tile_grid<C::kRows, BN>(M, N, K, tiles, e)) return e;
+    if (SkinnyGemm<float>::applies(x, w, M, N, K)) return SkinnyGemm<float>::template launch<EPI>(x, w, M, N, K, p, stream);
+    // (K % 8: the generator's contract, spec.ROUND16_K_MULTIPLE.) The workspace holds x's copy.
+    if (K % 8 != 0 || K == 0 || p.split_partials == nullptr) return cudaErrorInvalidValue;
+    uint2* const xb = reinterpret_cast<uint2*>(p.split_partials);
+    const int kp = k_pad(K);
+    const long long quads = static_cast<long long>(M) * kp / 4;
+    const int blocks = static_cast<int>(std::min<long long>((quads + 255) / 256, 8LL * ws_detail::sm_count()));
+    round16_detail::to_16bit_kernel<T><<<blocks, 256, 0, stream>>>(x, K, kp, xb, quads);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    CUtensorMap map_w, map_x;
+    e = ws_detail::make_kmajor_map(&map_w, w, N, K, BN);   // fp32, 32 k a box
+    if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_x, xb, half_detail::TmaType<T>::kValue, 2, M, kp, C::kRows);
+    if (e != cudaSuccess) return e;
+    const auto kernel = round16_detail::wgmma_round16_kernel<C, EPI>;
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes);
+    if (e != cudaSuccess) return e;
+    kernel<<<tiles, C::kThreads, C::kSmemBytes, stream>>>(map_w, map_x, M, N, K, p);
+    return cudaGetLastError();
+  }
+
 };
 
 }  // namespace kgen

@@ -276,3 +276,23 @@ def test_a_search_never_replaces_another_references_winner_or_record(tmp_path):
     assert distinct_path(winner, mine).name == "model_b8_i16_o32_tol0.0001_aaaaaaaa.py"
     assert distinct_path(record, mine).name == "search_model_b8_i16_o32_tol0.0001_aaaaaaaa.json"
     assert distinct_path(winner, theirs) == winner and distinct_path(record, theirs) == record
+
+
+def test_the_results_table_gives_each_time_against_eager_tf32_where_measured():
+    """The relaxed tiers' yardstick is eager with TF32 GEMMs (bench measures it beside eager fp32 in
+    an fp32 search): the table's "x TF32" column is the candidate's median over it, '-' where it
+    was not measured (a 16-bit module's search) or the candidate was not timed."""
+    from kgen.tune.search import Candidate, results_table
+
+    spec = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="fp16", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=3))
+    timed = {"median_ms": 0.3, "ratio": 0.1, "eager_tf32_ms": 0.4, "max_abs_err": 1e-3, "error_ratio": 80.0}
+    rows = results_table([
+        Candidate(spec, Path("a.py"), status="passed", record={"measured": timed, "passing_tols": [1e-2]}),
+        Candidate(spec, Path("b.py"), status="passed",
+                  record={"measured": {k: v for k, v in timed.items() if k != "eager_tf32_ms"}}),
+        Candidate(spec, Path("c.py"), status="pruned", detail="cost model"),
+    ]).splitlines()
+    assert rows[0].split()[:7] == ["status", "median", "ms", "x", "eager", "x", "TF32"]
+    # (each row: status, median ms, x eager, x TF32, ...)
+    assert [r.split()[3] for r in rows[1:]] == ["0.750", "-", "-"]

@@ -770,10 +770,20 @@ class _Worker:
             self._stop(kill=False)
 
 
+def tf32_ratio(measured: dict) -> float | None:
+    """The time against eager with TF32 GEMMs, measured beside eager fp32 in an fp32 search (bench's
+    eager_tf32_ms): the yardstick of the relaxed tiers, whose candidates round the GEMM's operands
+    as eager TF32 (or autocast) does; None where not measured (a 16-bit module's search)."""
+    tf32 = measured.get("eager_tf32_ms")
+    return measured["median_ms"] / tf32 if tf32 else None
+
+
 def results_table(candidates: list[Candidate]) -> str:
-    # "err/eager": the worst ratio of the candidate's error against fp64 to eager fp32's (the
-    # fp32-exact gate's measure, validate.FP32_EXACT_FACTOR at most in the fp32-exact tiers).
-    rows = [f"{'status':<13} {'median ms':>9} {'x eager':>8} {'max abs err':>11} {'err/eager':>9} "
+    # "x eager": against eager in the module's dtype (fp32: TF32 off); "x TF32": against eager fp32
+    # with TF32 GEMMs, the relaxed tiers' yardstick. "err/eager": the worst ratio of the
+    # candidate's error against fp64 to eager fp32's (the fp32-exact gate's measure,
+    # validate.FP32_EXACT_FACTOR at most in the fp32-exact tiers).
+    rows = [f"{'status':<13} {'median ms':>9} {'x eager':>8} {'x TF32':>7} {'max abs err':>11} {'err/eager':>9} "
             f"{'tols':<14} name"]
     order = sorted(candidates, key=lambda c: (c.status != "passed",
                                               c.measured["median_ms"] if c.measured else 0.0))
@@ -781,11 +791,13 @@ def results_table(candidates: list[Candidate]) -> str:
         m = c.measured
         if m:
             tols = ",".join(f"{t:g}" for t in c.record.get("passing_tols", []))
+            tf32 = tf32_ratio(m)
             rows.append(f"{c.status:<13} {m['median_ms']:>9.3f} {m['ratio']:>8.3f} "
+                        f"{'-' if tf32 is None else f'{tf32:.3f}':>7} "
                         f"{m['max_abs_err']:>11.2e} {m.get('error_ratio', float('nan')):>9.2f} {tols:<14} {c.spec.name()}{'  (cached)' if c.cached else ''}")
         else:
             first = c.detail.strip().splitlines()[-1][:90] if c.detail.strip() else ""
-            rows.append(f"{c.status:<13} {'-':>9} {'-':>8} {'-':>11} {'-':>9} {'-':<14} {c.spec.name()}  {first}")
+            rows.append(f"{c.status:<13} {'-':>9} {'-':>8} {'-':>7} {'-':>11} {'-':>9} {'-':<14} {c.spec.name()}  {first}")
     return "\n".join(rows)
 
 
@@ -1328,8 +1340,11 @@ def run_search(problem: str, batch: int, in_features: int, out_features: int, to
                                                **({"full_validation_gpu": home} if log != "cached" else {})}
                         save()
                         runoff = f"; runoff {c.runoff_ms:.3f} ms" if c.runoff_ms else ""
+                        # (an fp32 module's winner also against eager TF32: the relaxed tiers' yardstick)
+                        tf32 = tf32_ratio(measured)
+                        tf32 = f", {tf32:.3f}x eager TF32" if tf32 is not None else ""
                         echo(f"{stamp()} tol {tol:g}: fastest valid is {c.spec.name()} "
-                             f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager {dtype}{runoff}) -> {path}")
+                             f"({measured['median_ms']:.3f} ms, {measured['ratio']:.3f}x eager {dtype}{tf32}{runoff}) -> {path}")
                         if vs_compile:
                             echo(f"{stamp()} tol {tol:g}: timing torch.compile of the reference (default and "
                                  "max-autotune) against the winner")

@@ -460,9 +460,12 @@ def test_spill_parser_catches_spills():
 def test_wgmma_smem_mirror_matches_the_kernel(tmp_path):
     """spec's wgmma mirrors (what validation checks against the limits) equal the kernels' own
     kSmemBytes and kThreads, for the warp-specialized GEMM and its fallback, for every wgmma
-    tile a search tries."""
+    tile a search tries (and the round16 GEMM at 2 stages, where its two CTAs' stage counts, 2 and
+    2, differ from the search's 3 and 4)."""
     specs = [s for s in enumerate_specs("gemm_scale_bn", 1024, 8192, 8192) if s.family == "wgmma"]
     assert specs
+    specs += [Spec.of("gemm_scale_bn", 1024, 8192, 8192, math=m, backend="wgmma", fusion=1,
+                      tile=Tile(128, 128, 32, 16, 128, stages=2)) for m in ("bf16", "fp16")]
     lines = ['#include "kgen/codegen/kernels/common.cuh"', '#include "kgen/codegen/kernels/mma_detail.cuh"',
              '#include "kgen/codegen/kernels/gemm_wgmma.cuh"', '#include "kgen/codegen/kernels/gemm_skinny.cuh"',
              '#include "kgen/codegen/kernels/gemm_wgmma_ws.cuh"', '#include "kgen/codegen/kernels/gemm_wgmma_half.cuh"',

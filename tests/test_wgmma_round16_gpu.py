@@ -42,10 +42,10 @@ TOLERANCES = {("bf16", "gemm_scale_bn"): 5e-2, ("bf16", "gemm_bn_scale_softmax")
 # mid-tile with K padded.
 SHAPES = [(1024, 8192, 8192), (1000, 1000, 1000), (200, 264, 36), (300, 520, 300), (129, 96, 200), (129, 260, 36),
           (8, 1000, 1000), (128, 1000, 1000), (100, 264, 300)]
-# fp16 is the same template on the other 16-bit type: the shapes that run it (not the tf32 or
-# few-row GEMMs), its conversion's padding of K among them.
-SHAPES_BY_MATH = {"bf16": SHAPES, "fp16": [(1024, 8192, 8192), (1000, 1000, 1000), (200, 264, 36), (129, 96, 200),
-                                           (128, 1000, 1000), (100, 264, 300)]}
+# fp16 is the same template on the other 16-bit type: the shapes that run it (its conversion's
+# padding of K, the second pass skipped, the one-tile CTAs) and the tf32 GEMM at K % 8 != 0.
+SHAPES_BY_MATH = {"bf16": SHAPES, "fp16": [(1024, 8192, 8192), (1000, 1000, 1000), (200, 264, 36), (300, 520, 300),
+                                           (129, 96, 200), (129, 260, 36), (128, 1000, 1000), (100, 264, 300)]}
 CASES = [(math, problem, fusion, *shape) for math, shapes in SHAPES_BY_MATH.items()
          for problem in PROBLEMS for fusion in (1, 2) for shape in shapes]
 
@@ -54,9 +54,9 @@ def spec_for(math, problem, fusion, batch, n_in, n_out) -> Spec:
     return Spec.of(problem, batch, n_in, n_out, math=math, backend="wgmma", fusion=fusion, tile=TILE)
 
 
-# The case (spec_for's arguments) of each test that is not test_the_gate: KernelBench's kind of
-# shape, 1000 in and out.
-PRODUCTS_CASE = ("gemm_scale_bn", 1, 1000, 1000, 1000)
+# The cases (spec_for's arguments) of the tests that are not test_the_gate: 1000 in and out, and
+# (products) 100 rows, the CTAs of one tile.
+PRODUCTS_SHAPES = [(1000, 1000, 1000), (100, 264, 300)]
 SAME_BITS_FUSION, SAME_BITS_SHAPE = 2, (1000, 1000, 1000)
 
 
@@ -67,7 +67,7 @@ def case_of(item) -> tuple:
         return (p["math"], p["problem"], p["fusion"], p["batch"], p["n_in"], p["n_out"])
     if "problem" in p:
         return (p["math"], p["problem"], SAME_BITS_FUSION, *SAME_BITS_SHAPE)
-    return (p["math"], *PRODUCTS_CASE)
+    return (p["math"], "gemm_scale_bn", 1, *p["shape"])
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -98,19 +98,20 @@ def test_the_gate(tmp_path, math, problem, fusion, batch, n_in, n_out):
     assert not failed, "\n".join(failed)
 
 
+@pytest.mark.parametrize("shape", PRODUCTS_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("math", ["bf16", "fp16"])
-def test_the_products_are_the_maths(tmp_path, math):
+def test_the_products_are_the_maths(tmp_path, math, shape):
     """The output is the module's on z = T(x) T(w)^T summed in fp32 (T: bf16 or fp16): near that
     computed in fp64 from the rounded operands, and ten times further from the exact fp32
     product's (what fp32 products would approach). Eval mode: BatchNorm's running statistics, a
     per-column affine map."""
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[math]
-    f = make(tmp_path, math, *PRODUCTS_CASE)
+    f = make(tmp_path, math, "gemm_scale_bn", 1, *shape)
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = f.ModelNew(*f.init_args()).eval()
         ref64 = f.Model(*f.init_args()).double().eval()
-        x = torch.randn(1000, 1000)
+        x = torch.randn(shape[0], shape[1])
     ref64.load_state_dict(model.state_dict())
     with torch.no_grad():
         out = model(x).double()

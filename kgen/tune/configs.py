@@ -80,8 +80,8 @@ def output_tiles(tile: Tile, batch: int, out_features: int) -> int:
 
 
 # The wgmma bf16 / fp16 GEMM's CTA computes this many of its tiles, stacked in rows (WgmmaWsRound16Gemm:
-# kRows = 2 BM rows of x a CTA), one where the batch has at most BM rows (its Narrow CTA).
-# tests/test_configs.py ties both to the CUDA.
+# kRows = 2 BM rows of x a CTA; one where the batch has at most BM rows, its Narrow CTA, which
+# leaves the count of CTAs as it is). tests/test_configs.py ties it to the CUDA.
 ROUND16_TILES_PER_CTA = 2
 
 
@@ -99,11 +99,11 @@ def gemm_math(family: str, math: str, in_features: int) -> str:
 def launch_tiles(family: str, math: str, tile: Tile, batch: int, out_features: int,
                  in_features: int | None = None) -> int:
     """The CTAs of an unsplit launch: one per output tile, or per ROUND16_TILES_PER_CTA tiles
-    stacked in rows (the wgmma bf16 / fp16 GEMM, where it runs at in_features: gemm_math, and the
-    batch has more rows than a tile)."""
+    stacked in rows (the wgmma bf16 / fp16 GEMM, where it runs at in_features: gemm_math). (At
+    batches of at most BM rows that GEMM's CTAs take one tile each: as many CTAs, one row of them.)"""
     if in_features is not None:
         math = gemm_math(family, math, in_features)
-    if family == "wgmma" and math in ROUND16_MATHS and batch > tile.bm:
+    if family == "wgmma" and math in ROUND16_MATHS:
         tile = dataclasses.replace(tile, bm=tile.bm * ROUND16_TILES_PER_CTA)
     return output_tiles(tile, batch, out_features)
 

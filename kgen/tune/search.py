@@ -287,7 +287,10 @@ def _round_to(math: str, t):
     t32 = t.float()
     if math in ROUND16_MATHS:
         # (fp16: an operand beyond 65504 becomes infinite, as in the GEMM: the probe's error is
-        # then infinite and the math is dropped)
+        # then infinite or NaN and the math is dropped. The probe rounds the module's input and
+        # stored weights only: a later GEMM's input, which the GEMM's x pass rounds too, is not,
+        # so a chained module whose inner activations leave fp16's range passes the probe and
+        # fails the gate, a build wasted, no wrong file.)
         return t32.to(torch.bfloat16 if math == "bf16" else torch.float16).double()
     # TF32 keeps 10 mantissa bits: round the fp32 pattern to nearest at bit 13.
     bits = (t32.view(torch.int32) + 0x1000) & ~0x1FFF

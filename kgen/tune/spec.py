@@ -181,8 +181,8 @@ def wgmma_smem_bytes(tile: Tile, math: str) -> int:
         # many stages as fit the other's bytes (WgmmaWsRound16Gemm::kNarrowStages).
         wide, narrow = 2 * tile.bn + 2 * tile.bm, 2 * tile.bn + tile.bm
         narrow_stages = tile.stages * wide // narrow
-        mainloop = max(tile.stages * wide, narrow_stages * narrow) * 128
-        return max(mainloop, epilogue_smem_bytes(tile)) + 2 * max(tile.stages, narrow_stages) * 8 + 1024
+        return max(max(stages * rows * 128, epilogue_smem_bytes(tile)) + 2 * stages * 8 + 1024
+                   for stages, rows in ((tile.stages, wide), (narrow_stages, narrow)))
     rows = {"tf32x3": tile.bm + 2 * tile.bn, "fp16x3": 2 * (tile.bm + tile.bn)}.get(math, tile.bm + tile.bn)
     mainloop = tile.stages * rows * 128
     barriers = 2 if math == "fp16x3" else 3   # (full and empty; no B preparation)

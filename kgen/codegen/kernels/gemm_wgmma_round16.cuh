@@ -326,6 +326,7 @@ struct WgmmaWsRound16Gemm {
   static constexpr int kThreads = Wide::kThreads;
   static constexpr int kSmemBytes = Wide::kSmemBytes > Narrow::kSmemBytes ? Wide::kSmemBytes : Narrow::kSmemBytes;
   static_assert(Wide::kRows == kRows && Narrow::kRows == BM, "the CTAs' rows");
+  static_assert(Narrow::kStageBytes == BN * 64 * 4 + BM * 64 * 2, "kNarrowStages counts Narrow's stage");
   static_assert(Narrow::kThreads == kThreads, "one CTA size");
 
   // The GEMM's own workspace (entry.cuh places it last; p.split_partials): x's 16-bit copy.

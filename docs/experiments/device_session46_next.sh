@@ -7,6 +7,9 @@
 # GEMM wins 26 (bf16 16, fp16 10); then CTAs of one tile at batches of at most 128 rows (55 1.51 ->
 # 1.13 ms, 68 0.39 -> 0.28, past cuBLAS BF16). docs/perf.md, session 45.
 #
+# 0. The GPU tests session 45's review added and no device time was left to run (call G's script):
+#      bash docs/experiments/device_session45_g.sh   (products at 100 rows; fp16 at K % 8 != 0)
+#    and the whole round16 test once: gpu_tests x.log 400 tests/test_wgmma_round16_gpu.py
 # 1. The 1e-2 searches of 56, 59 (55's shape) and 66 (68's) again with the one-tile CTA (not run:
 #    no device time left), and KernelBench 12's 1e-2 search on an H100 (the goal's device):
 #      for n in 56 59 66; do kgen search $(ls .kb/level2/${n}_*.py) --tol 1e-2 --math tf32 \

@@ -46,6 +46,22 @@ def test_generate_defaults_to_the_fastest_accurate_family_and_says_why(tmp_path)
 
 
 @NO_GPU
+def test_generate_of_fp16_products_says_their_range_and_the_header_too(tmp_path):
+    """--math fp16 by the rule (no search has probed the module's operands): the GEMM is the
+    Hopper one on fp16 products, and both the message and the file's header say where fp16's range
+    ends; a bf16 file says nothing of it."""
+    for math in ("fp16", "bf16"):
+        out = tmp_path / f"{math}.py"
+        r = run("generate", "--in", "512", "--out", "256", "--batch", "64", "--math", math, "-o", str(out),
+                "--results-dir", str(tmp_path))
+        assert r.exit_code == 0, r.output
+        assert (spec_of(out)["math"], spec_of(out)["backend"]) == (math, "wgmma")
+        header = ast.get_docstring(ast.parse(out.read_text()))
+        assert ("beyond 65504 becomes infinite" in r.output) == (math == "fp16"), r.output
+        assert ("an operand beyond 65504 becomes infinite" in header) == (math == "fp16")
+
+
+@NO_GPU
 def test_generate_for_a_16_bit_module_says_what_its_build_runs(tmp_path):
     """An fp32-accurate family's file for a bf16 module: the message and the header say that the
     module runs the file's 16-bit build, not the family's fp32 arithmetic (fp16x3's split)."""

@@ -75,6 +75,24 @@ def test_probe_drops_fp16_where_an_operand_is_beyond_its_range(tmp_path):
     assert "range" not in found["bf16"][1] and "range" not in found["tf32"][1]
 
 
+def test_probe_rounds_a_chained_gemms_input_as_its_kernel_does(tmp_path):
+    """Two GEMMs: the second's input, relu(z1) * 1e6, passes fp16's range while the module's input and
+    weights stay inside it. Each GEMM's kernel rounds its own input (the x pass), so the probe does
+    too: fp16 is dropped, the note says where, and bf16 (fp32's range) is not."""
+    ref = tmp_path / "chained.py"
+    ref.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def __init__(self, in_features, out_features):\n        super().__init__()\n"
+                   "        self.fc1 = nn.Linear(in_features, out_features)\n"
+                   "        self.fc2 = nn.Linear(out_features, out_features)\n\n"
+                   "    def forward(self, x):\n        return self.fc2(torch.relu(self.fc1(x)) * 1e6)\n\n\n"
+                   "batch_size, in_features, out_features = 64, 256, 128\n\n\n"
+                   "def get_inputs():\n    return [torch.rand(batch_size, in_features)]\n\n\n"
+                   "def get_init_inputs():\n    return [in_features, out_features]\n")
+    found = probe_maths(str(ref), 64, 256, 128, ["bf16", "fp16"], [1e-2, 1e3], "cpu")
+    assert found["fp16"][0] == [] and "a GEMM's operand inside the module beyond fp16's range" in found["fp16"][1]
+    assert "range" not in found["bf16"][1] and found["bf16"][0] == [1e3], found["bf16"]
+
+
 def test_cost_model_keeps_the_fast_family_of_each_tier_only():
     specs = enumerate_specs("gemm_scale_bn", 1024, 8192, 8192)
     tight = {1e-4: set(FP32_ACCURATE_MATHS)}

@@ -287,22 +287,56 @@ def _round_to(math: str, t):
     t32 = t.float()
     if math in ROUND16_MATHS:
         # (fp16: an operand beyond 65504 becomes infinite, as in the GEMM: the probe's error is
-        # then infinite or NaN and the math is dropped. The probe rounds the module's input and
-        # stored weights only: a later GEMM's input, which the GEMM's x pass rounds too, is not,
-        # so a chained module whose inner activations leave fp16's range passes the probe and
-        # fails the gate, a build wasted, no wrong file.)
+        # then infinite or NaN and the math is dropped)
         return t32.to(torch.bfloat16 if math == "bf16" else torch.float16).double()
     # TF32 keeps 10 mantissa bits: round the fp32 pattern to nearest at bit 13.
     bits = (t32.view(torch.int32) + 0x1000) & ~0x1FFF
     return bits.view(torch.float32).double()
 
 
+def _gemm_operands_rounded(math: str, overflows: list):
+    """A torch function mode in which every GEMM call (F.linear, matmul and @, mm, addmm, einsum:
+    the calls kgen's frontend takes as GEMMs) sees its two operands rounded to `math`'s operand
+    precision, as each GEMM part's kernel rounds them: its input, which after the first GEMM is
+    an activation the module computed (a chained module's), and its weight, stored or computed.
+    A bias is not an operand (the kernels add it in fp32). Where a rounding makes an operand
+    infinite that was finite (fp16's range), `overflows` gets a note."""
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+
+    # (positions of the two operands per function; einsum's are its tensors after the equation)
+    positions = {F.linear: (0, 1), torch.matmul: (0, 1), torch.Tensor.matmul: (0, 1),
+                 torch.Tensor.__matmul__: (0, 1), torch.Tensor.__rmatmul__: (0, 1), torch.mm: (0, 1),
+                 torch.Tensor.mm: (0, 1), torch.addmm: (1, 2), torch.Tensor.addmm: (1, 2)}
+
+    def rounded(t):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            return t
+        r = _round_to(math, t).to(t.dtype)
+        if torch.isinf(r).sum() > torch.isinf(t).sum() and "a GEMM's operand inside the module" not in overflows:
+            overflows.append("a GEMM's operand inside the module")
+        return r
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is torch.einsum and args:
+                operands = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
+                return func(args[0], *[rounded(t) for t in operands], **kwargs)
+            if func in positions:
+                args = tuple(rounded(a) if i in positions[func] else a for i, a in enumerate(args))
+            return func(*args, **kwargs)
+
+    return Mode()
+
+
 def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
                 maths, tols: list[float], device, constants: tuple = (),
                 eager: dict | None = None) -> dict[str, tuple[list[float], str]]:
     """For each reduced-precision math mode: the tolerances it can meet and a one-line reason.
-    The probe runs the reference module in fp64 twice, once on x and W rounded to the mode's
-    operand precision: rounding alone is a lower bound on the mode's error, so a mode that
+    The probe runs the reference module in fp64 twice, once with each GEMM's operands rounded to
+    the mode's operand precision: rounding alone is a lower bound on the mode's error, so a mode that
     fails a tolerance here cannot pass it as a kernel. A second's work instead of building and
     validating every tile of a mode that cannot win. Two inputs, as the gate's full validation
     draws them: the reference's get_inputs() and torch.randn of its shape (bf16 products met 1e-2
@@ -318,8 +352,9 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
     from kgen.frontend.problems import graph, load
 
     ref = load(problem, batch, in_features, out_features, constants)
-    # (a weight the forward computes, F.linear(x, self.weight * s) or a weight_norm Linear's, is
-    # not rounded here, nor read: the estimate rounds x alone for that GEMM)
+    # (a stored weight is rounded in the module once, to name it where it overflows; a weight the
+    # forward computes, F.linear(x, self.weight * s), and every GEMM's input where the GEMM
+    # calls it: _gemm_operands_rounded)
     traced = graph(problem, batch, in_features, out_features, constants)
     gemms = [part.gemm for part in traced.parts]
     torch.manual_seed(0)
@@ -363,8 +398,11 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
             for name, t in (("the input", x), ("a torch.randn input", x_randn)):
                 if torch.isinf(_round_to(math, t)).sum() > torch.isinf(t).sum():
                     overflows.append(name)
-            approx = from_one_state(m)(_round_to(math, x))
-            approx_randn = from_one_state(m)(_round_to(math, x_randn))
+            # (every GEMM's operands rounded as its kernel rounds them, a chained module's inner
+            # activations too: _gemm_operands_rounded)
+            with _gemm_operands_rounded(math, overflows):
+                approx = from_one_state(m)(_round_to(math, x))
+                approx_randn = from_one_state(m)(_round_to(math, x_randn))
             err = (approx - exact).abs().max().item()
             err_randn = (approx_randn - exact_randn).abs().max().item()
             # (A NaN where fp64 has one, the reference's own on a negative input, is no miss.)

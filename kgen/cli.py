@@ -20,7 +20,8 @@ from kgen.frontend.reference import Reference, ReferenceError
 from kgen.tune.spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
                    Tile, Variant, Workload, arch_for_capability, check_shape, gemm_family)
 from kgen.check.static_checks import StaticCheckError
-from kgen.tune.configs import PRECISION_TOLERANCES, PRECISIONS, precision_name, torch_dtype
+from kgen.tune.configs import (PRECISION_TOLERANCES, PRECISIONS, RELAXED_TOLERANCE, gate_tolerance, precision_name,
+                                torch_dtype)
 
 # What each backend computes when --math is not given: its fastest fp32-accurate mode.
 DEFAULT_MATH = {"wgmma": "tf32x3", "kgen": "tf32x3", "cublas": "fp32_simt", "gemv": "fp32_simt"}
@@ -416,7 +417,9 @@ def _load(file, ref=None):
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--tol", type=Tolerance(), default=None,
               help="atol = rtol of torch.allclose [KernelBench's for the dtype: "
-                   + ", ".join(f"{t:g} {name}" for name, t in PRECISION_TOLERANCES.items()) + "].")
+                   + ", ".join(f"{t:g} {name}" for name, t in PRECISION_TOLERANCES.items())
+                   + f"; {RELAXED_TOLERANCE:g} for a file whose GEMM rounds an fp32 module's operands "
+                   "(TF32, BF16, FP16 products)].")
 @click.option("--batch", type=click.IntRange(min=2), default=None, help="Batch size [the file's].")
 @click.option("--quick", is_flag=True, help="Core numerical checks only (what a search runs first).")
 @click.option("--ref", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -439,7 +442,11 @@ def validate(file, tol, batch, quick, ref, dtype):
     from kgen.check.validate import gate_description, summary
     from kgen.check.validate import validate as run_validation
 
-    tol = PRECISION_TOLERANCES[dtype] if tol is None else tol
+    if tol is None:
+        tol = gate_tolerance(dtype, f.spec.math)
+        if tol != PRECISION_TOLERANCES[dtype]:
+            click.echo(f"note: {f.spec.math} products of the fp32 operands: the relaxed tier's tolerance "
+                       f"{tol:g} (--tol for another)", err=True)
     click.echo(f"validating {file} ({f.spec.name()}) in {DTYPES[dtype]} at tol {tol:g}, errors against fp64; "
                f"passing means {gate_description(tol)}")
     # The extension first (compiled on first use, then cached): the checks' time is their own.

@@ -364,6 +364,26 @@ def test_validate_and_bench_take_the_dtype_the_file_was_measured_in(tmp_path):
             assert ("measured with the module in bf16" in r.output) == noted, (record, cmd, r.output)
 
 
+def test_validate_judges_a_file_of_rounded_products_at_the_relaxed_tier_by_default(tmp_path, monkeypatch):
+    """Without --tol, a file whose GEMM rounds an fp32 module's operands (tf32, bf16, fp16) is
+    judged at 1e-2 and says so; an fp32-accurate one at KernelBench's fp32 1e-4; --tol wins."""
+    import kgen.check.validate as validate_module
+    from kgen.check.loading import EmittedFile
+
+    seen = []
+    monkeypatch.setattr(cli, "_require_cuda", lambda what: None)
+    monkeypatch.setattr(EmittedFile, "build", lambda self, dtype=None: None)
+    monkeypatch.setattr(validate_module, "validate", lambda f, tol, **kw: seen.append(tol) or [])
+    for math, extra, tol in (("fp16", [], 1e-2), ("tf32", [], 1e-2), ("tf32x3", [], 1e-4), ("fp16", ["--tol", "0.05"], 0.05)):
+        out = tmp_path / f"{math}.py"
+        assert run("generate", "--in", "512", "--out", "256", "--batch", "64", "--backend", "wgmma", "--math", math,
+                   "-o", str(out), "--force").exit_code == 0
+        r = run("validate", str(out), *extra)
+        assert r.exit_code == 0, r.output
+        assert seen[-1] == tol and f"at tol {tol:g}" in r.output, (math, r.output)
+        assert ("the relaxed tier's tolerance" in r.output) == (math != "tf32x3" and not extra), r.output
+
+
 def test_bench_refuses_a_dtype_the_file_does_not_run(tmp_path):
     """An fp32-only file benched (or its training step) in bf16: the reason, before any GPU
     is looked for, as validate gives it."""

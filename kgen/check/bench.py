@@ -18,7 +18,7 @@ import torch
 
 from kgen.check.loading import EmittedFile
 from kgen.check.validate import Trio, may_kink
-from kgen.tune.configs import PRECISION_TOLERANCES, precision_name
+from kgen.tune.configs import gate_tolerance, precision_name
 
 FLUSH_BYTES = 256 * 1024 * 1024
 # Warm-up before the timed calls: at least this many calls, and calls for at least this long. A
@@ -320,7 +320,7 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
         g = torch.randn(shape, device=device, generator=torch.Generator(device).manual_seed(seed + 1)).to(dtype)
         # (the kinks at the gate's tolerance: the dtype's, 1e-2 for an fp32 module of a TF32, BF16
         # or FP16 file)
-        tol = PRECISION_TOLERANCES["bf16" if getattr(f.spec, "math", "") in ("tf32", "bf16", "fp16") else name]
+        tol = gate_tolerance(name, getattr(f.spec, "math", ""))
         judged, note = (kink_free_gradient(ref64, x.double(), g.double(), tol, reset)
                         if may_kink(f) else (g, ""))
         names = ["input"] + [n for n, _ in ref.named_parameters()]

@@ -311,7 +311,8 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo("note: a bf16 / fp16 module runs this file's matrix-vector rewrite, nearer fp64 than eager in "
                    "that dtype but not always within 1e-2 of eager (KernelBench 18); `kgen generate --dtype bf16` "
                    "(or fp16) writes the file a search in that dtype picked, else kgen's 16-bit GEMM", err=True)
-    if spec.math == "fp16" and measured is None:
+    if measured is None and spec.math == "fp16" and any(generator.runs_round16(spec, low.graph.in_features)
+                                                        for low in generator.lowered_parts(spec)):
         # (a search probes the module's own operands for fp16's range; a file written by the rule
         # has not been near them)
         click.echo("note: fp16 products: an input or weight beyond 65504 becomes infinite in this file's "
@@ -395,6 +396,25 @@ def _default_dtype(f, file) -> str:
     return name
 
 
+def _default_tol(f, file, dtype: str) -> float:
+    """The tolerance validate judges a file at without --tol: the tier its header records the
+    file was chosen at, where it was measured in this dtype (a search's winner: `--tol 5e-2`'s
+    is judged at 5e-2, 1e-3's at 1e-3), else configs.gate_tolerance (the dtype's, or the relaxed
+    tier's for a file whose GEMM rounds an fp32 module's operands); a note says which."""
+    measured = getattr(f.module, "KGEN_MEASURED", None)
+    if isinstance(measured, dict) and measured.get("tol") and measured.get("dtype", "float32") == PRECISIONS[dtype]:
+        tol = float(measured["tol"])
+        if tol != PRECISION_TOLERANCES[dtype]:
+            click.echo(f"note: {file} was chosen in the tier of tolerance {tol:g} (its header); judging it there "
+                       "(--tol for another)", err=True)
+        return tol
+    tol = gate_tolerance(dtype, f.spec.math)
+    if tol != PRECISION_TOLERANCES[dtype]:
+        click.echo(f"note: {f.spec.math} math rounds the fp32 module's GEMM operands: the relaxed tier's "
+                   f"tolerance {tol:g} (--tol for another)", err=True)
+    return tol
+
+
 def _load(file, ref=None):
     from kgen.check.loading import EmittedFile, NotAnEmittedFile
 
@@ -443,10 +463,7 @@ def validate(file, tol, batch, quick, ref, dtype):
     from kgen.check.validate import validate as run_validation
 
     if tol is None:
-        tol = gate_tolerance(dtype, f.spec.math)
-        if tol != PRECISION_TOLERANCES[dtype]:
-            click.echo(f"note: {f.spec.math} products of the fp32 operands: the relaxed tier's tolerance "
-                       f"{tol:g} (--tol for another)", err=True)
+        tol = _default_tol(f, file, dtype)
     click.echo(f"validating {file} ({f.spec.name()}) in {DTYPES[dtype]} at tol {tol:g}, errors against fp64; "
                f"passing means {gate_description(tol)}")
     # The extension first (compiled on first use, then cached): the checks' time is their own.

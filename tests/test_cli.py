@@ -50,15 +50,16 @@ def test_generate_of_fp16_products_says_their_range_and_the_header_too(tmp_path)
     """--math fp16 by the rule (no search has probed the module's operands): the GEMM is the
     Hopper one on fp16 products, and both the message and the file's header say where fp16's range
     ends; a bf16 file says nothing of it."""
-    for math in ("fp16", "bf16"):
-        out = tmp_path / f"{math}.py"
-        r = run("generate", "--in", "512", "--out", "256", "--batch", "64", "--math", math, "-o", str(out),
+    for math, n_in in (("fp16", "512"), ("bf16", "512"), ("fp16", "260")):
+        out = tmp_path / f"{math}_{n_in}.py"
+        r = run("generate", "--in", n_in, "--out", "256", "--batch", "64", "--math", math, "-o", str(out),
                 "--results-dir", str(tmp_path))
         assert r.exit_code == 0, r.output
         assert (spec_of(out)["math"], spec_of(out)["backend"]) == (math, "wgmma")
         header = ast.get_docstring(ast.parse(out.read_text()))
-        assert ("beyond 65504 becomes infinite" in r.output) == (math == "fp16"), r.output
-        assert ("an operand beyond 65504 becomes infinite" in header) == (math == "fp16")
+        # (at K % 8 != 0 the GEMM runs tf32 products, fp32's range: the message says nothing of fp16's)
+        assert ("beyond 65504 becomes infinite" in r.output) == (math == "fp16" and n_in == "512"), r.output
+        assert ("an operand beyond 65504 becomes infinite" in header) == (math == "fp16" and n_in == "512")
 
 
 @NO_GPU
@@ -382,6 +383,17 @@ def test_validate_judges_a_file_of_rounded_products_at_the_relaxed_tier_by_defau
         assert r.exit_code == 0, r.output
         assert seen[-1] == tol and f"at tol {tol:g}" in r.output, (math, r.output)
         assert ("the relaxed tier's tolerance" in r.output) == (math != "tf32x3" and not extra), r.output
+    # A search's winner is judged in the tier its header records it was chosen in (measured in the
+    # dtype validated): a bf16 file of a 5e-2 tier at 5e-2, a TF32 one of a 1e-3 tier at 1e-3.
+    for math, record, tol in (("bf16", "{'tol': 0.05, 'median_ms': 0.3}", 0.05), ("tf32", "{'tol': 0.001, 'median_ms': 0.3}", 1e-3),
+                              ("tf32", "{'tol': 0.05, 'dtype': 'bfloat16', 'median_ms': 0.3}", 1e-2)):
+        out = tmp_path / f"{math}_measured.py"
+        assert run("generate", "--in", "512", "--out", "256", "--batch", "64", "--backend", "wgmma", "--math", math,
+                   "-o", str(out), "--force").exit_code == 0
+        out.write_text(out.read_text().replace("KGEN_MEASURED = None", f"KGEN_MEASURED = {record}", 1))
+        r = run("validate", str(out), "--dtype", "fp32")
+        assert r.exit_code == 0 and seen[-1] == tol, (record, r.output)
+        assert ("its header); judging it there" in r.output) == ("bfloat16" not in record), r.output
 
 
 def test_bench_refuses_a_dtype_the_file_does_not_run(tmp_path):

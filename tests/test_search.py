@@ -75,22 +75,45 @@ def test_probe_drops_fp16_where_an_operand_is_beyond_its_range(tmp_path):
     assert "range" not in found["bf16"][1] and "range" not in found["tf32"][1]
 
 
-def test_probe_rounds_a_chained_gemms_input_as_its_kernel_does(tmp_path):
-    """Two GEMMs: the second's input, relu(z1) * 1e6, passes fp16's range while the module's input and
-    weights stay inside it. Each GEMM's kernel rounds its own input (the x pass), so the probe does
-    too: fp16 is dropped, the note says where, and bf16 (fp32's range) is not."""
+CHAINED_SECOND_GEMMS = ["self.fc2(h)", "F.linear(input=h, weight=self.fc2.weight, bias=self.fc2.bias)",
+                        "torch.addmm(self.fc2.bias, mat1=h, mat2=self.fc2.weight.t())", "h @ self.fc2.weight.t() + self.fc2.bias",
+                        "torch.einsum('bk,nk->bn', h, self.fc2.weight) + self.fc2.bias"]
+
+
+@pytest.mark.parametrize("second", CHAINED_SECOND_GEMMS)
+def test_probe_rounds_a_chained_gemms_input_as_its_kernel_does(tmp_path, second):
+    """Two GEMMs: the second's input, h = relu(z1) * 1e6, passes fp16's range while the module's
+    input and weights stay inside it. Each GEMM's kernel rounds its own input (the x pass), so the
+    probe does too, whichever way the second GEMM is spelled (keywords as the frontend binds them):
+    fp16 is dropped, the note says where, and bf16 (fp32's range) is not."""
     ref = tmp_path / "chained.py"
-    ref.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+    ref.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Model(nn.Module):\n"
                    "    def __init__(self, in_features, out_features):\n        super().__init__()\n"
                    "        self.fc1 = nn.Linear(in_features, out_features)\n"
                    "        self.fc2 = nn.Linear(out_features, out_features)\n\n"
-                   "    def forward(self, x):\n        return self.fc2(torch.relu(self.fc1(x)) * 1e6)\n\n\n"
+                   f"    def forward(self, x):\n        h = torch.relu(self.fc1(x)) * 1e6\n        return {second}\n\n\n"
                    "batch_size, in_features, out_features = 64, 256, 128\n\n\n"
                    "def get_inputs():\n    return [torch.rand(batch_size, in_features)]\n\n\n"
                    "def get_init_inputs():\n    return [in_features, out_features]\n")
     found = probe_maths(str(ref), 64, 256, 128, ["bf16", "fp16"], [1e-2, 1e3], "cpu")
     assert found["fp16"][0] == [] and "a GEMM's operand inside the module beyond fp16's range" in found["fp16"][1]
     assert "range" not in found["bf16"][1] and found["bf16"][0] == [1e3], found["bf16"]
+
+
+def test_probe_rounds_no_operand_of_a_per_feature_einsum(tmp_path):
+    """einsum('bn,n->bn') is a per-feature product, computed in fp32 by the epilogue: its scale of
+    1e5 is not a GEMM operand, so fp16 is not dropped for its range."""
+    ref = tmp_path / "scaled.py"
+    ref.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def __init__(self, in_features, out_features):\n        super().__init__()\n"
+                   "        self.fc = nn.Linear(in_features, out_features)\n"
+                   "        self.scale = nn.Parameter(torch.full((out_features,), 1e5))\n\n"
+                   "    def forward(self, x):\n        return torch.einsum('bn,n->bn', self.fc(x), self.scale)\n\n\n"
+                   "batch_size, in_features, out_features = 64, 256, 128\n\n\n"
+                   "def get_inputs():\n    return [torch.rand(batch_size, in_features)]\n\n\n"
+                   "def get_init_inputs():\n    return [in_features, out_features]\n")
+    found = probe_maths(str(ref), 64, 256, 128, ["fp16"], [1e-2, 1e3], "cpu")
+    assert "range" not in found["fp16"][1] and found["fp16"][0] == [1e3], found["fp16"]
 
 
 def test_cost_model_keeps_the_fast_family_of_each_tier_only():
@@ -298,17 +321,22 @@ def test_a_search_never_replaces_another_references_winner_or_record(tmp_path):
 
 def test_the_results_table_gives_each_time_against_eager_tf32_where_measured():
     """The relaxed tiers' yardstick is eager with TF32 GEMMs (bench measures it beside eager fp32 in
-    an fp32 search): the table's "x TF32" column is the candidate's median over it, '-' where it
-    was not measured (a 16-bit module's search) or the candidate was not timed."""
+    an fp32 search): the table's "x TF32" column is the candidate's median over it, '-' in a 16-bit
+    module's search (bench's record names the dtype and its eager_tf32_ms is eager in that dtype)
+    or where the candidate was not timed."""
+    from kgen.check.bench import BenchResult, Timing
     from kgen.tune.search import Candidate, results_table
 
     spec = Spec.of("gemm_scale_bn", 1024, 8192, 8192, math="fp16", backend="wgmma", fusion=1,
                    tile=Tile(128, 128, 32, 16, 128, stages=3))
-    timed = {"median_ms": 0.3, "ratio": 0.1, "eager_tf32_ms": 0.4, "max_abs_err": 1e-3, "error_ratio": 80.0}
+
+    def record(dtype):
+        t = lambda ms: Timing(ms, ms, ms)   # noqa: E731 - (median, p20, p80)
+        return BenchResult("GPU", 1024, t(0.3), t(3.0), t(0.4), 1e-3, 1e-4, None, "eval", dtype).measured(1e-2)
+
     rows = results_table([
-        Candidate(spec, Path("a.py"), status="passed", record={"measured": timed, "passing_tols": [1e-2]}),
-        Candidate(spec, Path("b.py"), status="passed",
-                  record={"measured": {k: v for k, v in timed.items() if k != "eager_tf32_ms"}}),
+        Candidate(spec, Path("a.py"), status="passed", record={"measured": record("float32"), "passing_tols": [1e-2]}),
+        Candidate(spec, Path("b.py"), status="passed", record={"measured": record("bfloat16")}),
         Candidate(spec, Path("c.py"), status="pruned", detail="cost model"),
     ]).splitlines()
     assert rows[0].split()[:7] == ["status", "median", "ms", "x", "eager", "x", "TF32"]

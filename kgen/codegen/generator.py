@@ -908,7 +908,7 @@ def describe_variant(spec: Spec) -> list[str]:
                      "(two 128 x 128 tiles a CTA, one at batches of at most 128 rows); the backward's GEMMs run tf32")
             if not all(runs_round16(spec, low.graph.in_features) for low in lowered_parts(spec)):
                 gemm += " (as does a GEMM whose K is not a multiple of 8)"
-            if spec.math == "fp16":
+            if spec.math == "fp16" and any(runs_round16(spec, low.graph.in_features) for low in lowered_parts(spec)):
                 gemm += ("; fp16 keeps TF32's 11 significant bits, within its range: an operand beyond "
                          "65504 becomes infinite, as under fp16 autocast")
     else:

@@ -190,6 +190,25 @@ STATISTIC_FUNCTIONS = {torch.var: (_var, "var"), torch.std: (_var, "std"),
                        torch.linalg.norm: (_vector_norm, "norm")}
 STATISTIC_METHODS = {"var": torch.var, "std": torch.std, "norm": torch.norm}
 MATMUL_FUNCTIONS = (torch.matmul, operator.matmul, torch.mm)
+
+
+def einsum_form(equation: str) -> str | None:
+    """Which of kgen's einsum forms `equation` is: "gemm_nk" ('bk,nk->bn': x Wᵀ, W stored (N,
+    K)), "gemm_kn" ('bk,kn->bn': W stored (K, N)), "mul" ('bn,n->bn': a per-feature product), or
+    None (any other: the frontend refuses it). The letters are free."""
+    lhs, _, out = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) != 2:
+        return None
+    a, b = terms
+    if len(a) == len(b) == len(out) == 2 and len(set(a + b)) == 3:
+        if a[1] == b[1] and out == a[0] + b[0]:
+            return "gemm_nk"
+        if a[1] == b[0] and out == a[0] + b[1]:
+            return "gemm_kn"
+    if len(a) == len(out) == 2 and b == a[1] and out == a:
+        return "mul"
+    return None
 # Element-wise min / max of two tensors (NaN propagating): function -> op.
 EXTREMUM_FUNCTIONS = {torch.minimum: "minimum", torch.maximum: "maximum", torch.fmax: "fmax", torch.fmin: "fmin"}
 # 1-d pooling over the features of x.unsqueeze(1): function -> (signature, op).
@@ -2513,28 +2532,26 @@ class Tracer:
         return _Marker("values_indices", self.reduce(kind, args[0], dim, keepdim))
 
     def einsum(self, args, kwargs):
-        """torch.einsum of the two forms kgen's ops are: 'bk,nk->bn' (x Wᵀ, W stored (N, K): the
-        GEMM, as x @ W.t()) and 'bn,n->bn' (a per-feature product). Others are refused."""
+        """torch.einsum of the forms kgen's ops are (einsum_form): 'bk,nk->bn' (x Wᵀ, W stored
+        (N, K): the GEMM, as x @ W.t()), 'bk,kn->bn' (W stored (K, N)) and 'bn,n->bn' (a
+        per-feature product). Others are refused."""
         operands = args[1:] if len(args) > 2 or not isinstance(args[1:][0], (list, tuple)) else tuple(args[1])
-        equation = args[0].replace(" ", "") if args and isinstance(args[0], str) else ""
-        lhs, _, out = equation.partition("->")
-        terms = lhs.split(",")
+        equation = args[0] if args and isinstance(args[0], str) else ""
         other_form = self.refuse(f"torch.einsum({args[0]!r}, ...) (kgen takes 'bk,nk->bn', the GEMM x Wᵀ, "
                                  "and 'bn,n->bn'; or write the GEMM as nn.Linear, F.linear or x @ W.t())")
-        if kwargs or len(terms) != 2 or len(operands) != 2:
+        form = einsum_form(equation)
+        if kwargs or form is None or len(operands) != 2:
             raise other_form
-        (a, b), (x, w) = terms, operands
-        if len(a) == len(b) == len(out) == 2 and a[1] == b[1] and out == a[0] + b[0] and len(set(a + b)) == 3:
+        x, w = operands
+        if form == "gemm_nk":
             if isinstance(w, _Marker) and w.kind == "weight_expr":
                 return self.gemm(x, self._weight_expression(w.payload[0], False), None)
             if not (isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None):
                 raise self.refuse(f"torch.einsum({args[0]!r}, ...) whose second operand is not a parameter of the module")
             return self.visit_function(torch.matmul, (x, _Marker("matrix_t", w.payload)), {})
-        if len(a) == len(out) == 2 and b == a[1] and out == a:
+        if form == "mul":
             return self.pointwise("mul", [x, w])
-        if len(a) == len(b) == len(out) == 2 and a[1] == b[0] and out == a[0] + b[1] and len(set(a + b)) == 3:
-            return self.visit_function(torch.matmul, (x, w), {})   # W stored (K, N)
-        raise other_form
+        return self.visit_function(torch.matmul, (x, w), {})   # "gemm_kn": W stored (K, N)
 
     def batchnorm(self, x, path: str, module: nn.BatchNorm1d, counts: bool = True) -> int:
         """BatchNorm1d `path` of x; `counts`: whether the forward adds one to its

@@ -305,10 +305,16 @@ def _gemm_operands_rounded(math: str, overflows: list):
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
-    # (positions of the two operands per function; einsum's are its tensors after the equation)
-    positions = {F.linear: (0, 1), torch.matmul: (0, 1), torch.Tensor.matmul: (0, 1),
-                 torch.Tensor.__matmul__: (0, 1), torch.Tensor.__rmatmul__: (0, 1), torch.mm: (0, 1),
-                 torch.Tensor.mm: (0, 1), torch.addmm: (1, 2), torch.Tensor.addmm: (1, 2)}
+    from kgen.frontend.trace import einsum_form
+
+    # (the two operands per function: their positions and their keywords, as the frontend binds
+    # them; einsum's are its tensors after the equation, in its GEMM forms only: 'bn,n->bn' is a
+    # product the kernels compute in fp32)
+    operands = {F.linear: ((0, 1), ("input", "weight")), torch.matmul: ((0, 1), ("input", "other")),
+                torch.Tensor.matmul: ((0, 1), ("other",)), torch.Tensor.__matmul__: ((0, 1), ()),
+                torch.Tensor.__rmatmul__: ((0, 1), ()), torch.mm: ((0, 1), ("input", "mat2")),
+                torch.Tensor.mm: ((0, 1), ("mat2",)), torch.addmm: ((1, 2), ("mat1", "mat2")),
+                torch.Tensor.addmm: ((1, 2), ("mat1", "mat2"))}
 
     def rounded(t):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point():
@@ -321,11 +327,13 @@ def _gemm_operands_rounded(math: str, overflows: list):
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if func is torch.einsum and args:
-                operands = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
-                return func(args[0], *[rounded(t) for t in operands], **kwargs)
-            if func in positions:
-                args = tuple(rounded(a) if i in positions[func] else a for i, a in enumerate(args))
+            if func is torch.einsum and args and isinstance(args[0], str) and einsum_form(args[0]) in ("gemm_nk", "gemm_kn"):
+                tensors = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
+                return func(args[0], *[rounded(t) for t in tensors], **kwargs)
+            if func in operands:
+                positions, names = operands[func]
+                args = tuple(rounded(a) if i in positions else a for i, a in enumerate(args))
+                kwargs = {k: rounded(v) if k in names else v for k, v in kwargs.items()}
             return func(*args, **kwargs)
 
     return Mode()
@@ -814,9 +822,10 @@ class _Worker:
 def tf32_ratio(measured: dict) -> float | None:
     """The time against eager with TF32 GEMMs, measured beside eager fp32 in an fp32 search (bench's
     eager_tf32_ms): the yardstick of the relaxed tiers, whose candidates round the GEMM's operands
-    as eager TF32 (or autocast) does; None where not measured (a 16-bit module's search)."""
+    as eager TF32 (or autocast) does; None where there is none: a 16-bit module's record names its
+    dtype, and its eager_tf32_ms is eager in that dtype (bench times no TF32 there)."""
     tf32 = measured.get("eager_tf32_ms")
-    return measured["median_ms"] / tf32 if tf32 else None
+    return measured["median_ms"] / tf32 if tf32 and "dtype" not in measured else None
 
 
 def results_table(candidates: list[Candidate]) -> str:

@@ -311,8 +311,7 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo("note: a bf16 / fp16 module runs this file's matrix-vector rewrite, nearer fp64 than eager in "
                    "that dtype but not always within 1e-2 of eager (KernelBench 18); `kgen generate --dtype bf16` "
                    "(or fp16) writes the file a search in that dtype picked, else kgen's 16-bit GEMM", err=True)
-    if measured is None and spec.math == "fp16" and any(generator.runs_round16(spec, low.graph.in_features)
-                                                        for low in generator.lowered_parts(spec)):
+    if measured is None and generator.runs_fp16_products(spec):
         # (a search probes the module's own operands for fp16's range; a file written by the rule
         # has not been near them)
         click.echo("note: fp16 products: an input or weight beyond 65504 becomes infinite in this file's "

@@ -679,6 +679,13 @@ def runs_round16(spec: Spec, k: int | None) -> bool:
             and k % ROUND16_K_MULTIPLE == 0)
 
 
+def runs_fp16_products(spec: Spec) -> bool:
+    """Whether a forward GEMM of the spec runs fp16 products of fp32 operands (a wgmma fp16 part
+    at a K the round16 GEMM takes), whose operands then have fp16's range: what the header and
+    `kgen generate` say of it."""
+    return spec.math == "fp16" and any(runs_round16(spec, low.graph.in_features) for low in lowered_parts(spec))
+
+
 def gemm_type(spec: Spec, k: int | None = None) -> str:
     """The GEMM's C++ type. k: the K it always runs at (a part's forward GEMM: the module's
     in_features), where that decides what it compiles; None: any K (the backward's GEMMs)."""
@@ -908,7 +915,7 @@ def describe_variant(spec: Spec) -> list[str]:
                      "(two 128 x 128 tiles a CTA, one at batches of at most 128 rows); the backward's GEMMs run tf32")
             if not all(runs_round16(spec, low.graph.in_features) for low in lowered_parts(spec)):
                 gemm += " (as does a GEMM whose K is not a multiple of 8)"
-            if spec.math == "fp16" and any(runs_round16(spec, low.graph.in_features) for low in lowered_parts(spec)):
+            if runs_fp16_products(spec):
                 gemm += ("; fp16 keeps TF32's 11 significant bits, within its range: an operand beyond "
                          "65504 becomes infinite, as under fp16 autocast")
     else:

@@ -52,10 +52,9 @@ FP16X3_TF32X3_STAGES = 4
 # bf16 and fp16 on the wgmma backend (kernels/gemm_wgmma_round16.cuh): 16-bit products of fp32
 # operands (math -> the products' CUDA type), x rounded by a pass into 16-byte TMA rows (K a
 # multiple of 8), w in the GEMM's registers; its tile is 128 x 128 (two a CTA: 256 rows of x; one
-# at batches of at most 128 rows). A
-# GEMM part whose K is not a multiple of 8, and the backward's GEMMs, run tf32 on the same tile in
-# ROUND16_TF32_STAGES stages (generator.gemm_type). fp16 keeps TF32's 11 significant bits (bf16
-# 8) within fp16's range (|v| <= 65504).
+# at batches of at most 128 rows). A GEMM part whose K is not a multiple of 8, and the backward's
+# GEMMs, run tf32 on the same tile in ROUND16_TF32_STAGES stages (generator.gemm_type). fp16 keeps
+# TF32's 11 significant bits (bf16 8) within fp16's range (|v| <= 65504).
 ROUND16_MATHS = {"bf16": "__nv_bfloat16", "fp16": "__half"}
 ROUND16_K_MULTIPLE = 8
 ROUND16_TF32_STAGES = 6

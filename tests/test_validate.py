@@ -396,18 +396,44 @@ def test_a_reproduced_dropout_gets_its_gradients_checked_in_both_modes():
 
 
 def test_a_relaxed_tiers_gradient_yardstick_is_eager_in_its_math():
-    """check_gradients runs eager's GEMMs in a TF32 / BF16 file's math (the yardstick of its
-    gradients), fp32 for every other math, and leaves torch's setting as it found it."""
+    """check_gradients runs eager's GEMMs in a TF32 / BF16 / FP16 file's math (the yardstick of
+    its gradients), fp32 for every other math, and leaves torch's setting as it found it."""
     from kgen.check.validate import eager_matmul_math
 
     before = torch.get_float32_matmul_precision()
-    for math, inside in (("tf32", "high"), ("bf16", "medium"), ("tf32x3", before), ("fp32_simt", before)):
+    for math, inside in (("tf32", "high"), ("bf16", "high"), ("fp16", "high"), ("tf32x3", before),
+                         ("fp32_simt", before)):
         with eager_matmul_math(math):
             assert torch.get_float32_matmul_precision() == inside, math
         assert torch.get_float32_matmul_precision() == before
     with pytest.raises(ValueError), eager_matmul_math("tf32"):
         raise ValueError("a failing check")
     assert torch.get_float32_matmul_precision() == before
+
+
+@pytest.mark.parametrize("math, dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16)])
+def test_a_16_bit_files_eager_yardstick_sums_products_of_rounded_operands(math, dtype):
+    """torch has no fp32 GEMM on bf16 / fp16 products ("medium" is TF32 on CUDA): inside
+    eager_matmul_math, eager's GEMMs (F.linear, @, addmm) take operands rounded to the math and
+    sum their products as kgen's kernels do, gradients passing through the rounding; outside,
+    fp32 products again."""
+    import torch.nn.functional as F
+
+    from kgen.check.validate import eager_matmul_math
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(16, 64, generator=g, requires_grad=True)
+    w = torch.randn(32, 64, generator=g)
+    b = torch.randn(32, generator=g)
+    rounded = (x.detach().to(dtype).double() @ w.to(dtype).double().t()).float()
+    fp32 = (x.detach().double() @ w.double().t()).float()
+    assert (rounded - fp32).abs().max() > 1e-3   # (the roundings differ by far more than fp32's)
+    with eager_matmul_math(math):
+        for z in (F.linear(x, w), x @ w.t(), torch.addmm(b, x, w.t()) - b):
+            torch.testing.assert_close(z, rounded, atol=1e-4, rtol=1e-5)
+        F.linear(x, w).sum().backward()
+    torch.testing.assert_close(x.grad, w.to(dtype).float().sum(0).expand_as(x))
+    torch.testing.assert_close(F.linear(x, w), fp32, atol=1e-4, rtol=1e-5)
 
 
 def test_elements_left_out_at_a_jump_are_not_judged_and_the_check_says_so():

@@ -35,11 +35,13 @@ import torch
 from kgen.check.kinks import _BuffersKept, gradients, jump_mask, kink_free_gradient, output_shape
 from kgen.check.loading import EmittedFile
 from kgen.check.masks import masks_drawn_in
+from kgen.check.rounding import gemm_operands_rounded
 from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 from kgen.ir.graph import smooth, stored_weight
 from kgen.ir.ops import JUMPING
 from kgen.tune.configs import precision_name
+from kgen.tune.spec import ROUND16_MATHS
 
 TRIALS = 5
 # A common offset much larger than the spread of the inputs: E[z^2] - E[z]^2 cancels
@@ -734,22 +736,28 @@ def _gradients(model, x, g, rng: torch.Tensor):
 
 
 # torch.set_float32_matmul_precision for eager's GEMMs at a relaxed tier's math: the yardstick of
-# a TF32 or BF16 file's gradients is eager in that math (see check_gradients). torch has no fp32
-# GEMM on fp16 products: an fp16 file's is TF32's, whose products keep the same 11 significant
-# bits (and whose backward GEMMs the file runs).
-EAGER_MATMUL_PRECISION = {"tf32": "high", "bf16": "medium", "fp16": "high"}
+# a TF32 file's gradients and training steps is eager in that math (see check_gradients). For bf16
+# and fp16 products torch has no fp32 GEMM: "medium" is TF32 on CUDA (torch's docs), 8x nearer fp64
+# than bf16 products (measured on an H200: a bf16 file's BatchNorm scale moved 129x eager TF32's
+# error off fp64 in the training check, 1.00x eager's on bf16-rounded operands;
+# docs/experiments/s46/train_yardstick.py). There eager's GEMMs take their operands rounded to the
+# math (rounding.gemm_operands_rounded), under "high": TF32 holds every bf16 and fp16 value
+# exactly, so the products are exact and summed in fp32, as kgen's kernel sums them.
+EAGER_MATMUL_PRECISION = {"tf32": "high", "bf16": "high", "fp16": "high"}
 
 
 @contextlib.contextmanager
 def eager_matmul_math(math: str):
-    """eager's fp32 GEMMs in the file's math while the yardstick runs: TF32 or BF16 rounding of z
-    flips its sign near a kink (ReLU, LeakyReLU) and moves the gradient there by the kink's
-    jump, in eager's TF32 as in kgen's (measured on an H100: a cuBLAS TF32 file's LeakyReLU bias
-    gradient 3.1 from fp64 over 257 rows, eager fp32's 5.6e-5); fp32 math is left as it is."""
+    """eager's fp32 GEMMs in the file's math while the yardstick runs: TF32, or bf16 / fp16
+    products of rounded operands. The rounding flips z's sign near a kink (ReLU, LeakyReLU) and
+    moves the gradient there by the kink's jump, in eager's TF32 as in kgen's (measured on an
+    H100: a cuBLAS TF32 file's LeakyReLU bias gradient 3.1 from fp64 over 257 rows, eager fp32's
+    5.6e-5); fp32 math is left as it is."""
     before = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision(EAGER_MATMUL_PRECISION.get(math, before))
     try:
-        yield
+        with gemm_operands_rounded(math) if math in ROUND16_MATHS else contextlib.nullcontext():
+            yield
     finally:
         torch.set_float32_matmul_precision(before)
 

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from kgen.check.rounding import gemm_operands_rounded, round_to
 from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
 from kgen.lower.forward import rewritten
@@ -280,65 +281,6 @@ def keep_eagers_rounding(dropped: dict[Spec, str]) -> list[Spec]:
     return kept
 
 
-def _round_to(math: str, t):
-    """t rounded to the operand precision of a reduced-precision math mode."""
-    import torch
-
-    t32 = t.float()
-    if math in ROUND16_MATHS:
-        # (fp16: an operand beyond 65504 becomes infinite, as in the GEMM: the probe's error is
-        # then infinite or NaN and the math is dropped)
-        return t32.to(torch.bfloat16 if math == "bf16" else torch.float16).double()
-    # TF32 keeps 10 mantissa bits: round the fp32 pattern to nearest at bit 13.
-    bits = (t32.view(torch.int32) + 0x1000) & ~0x1FFF
-    return bits.view(torch.float32).double()
-
-
-def _gemm_operands_rounded(math: str, overflows: list):
-    """A torch function mode in which every GEMM call (F.linear, matmul and @, mm, addmm, einsum:
-    the calls kgen's frontend takes as GEMMs) sees its two operands rounded to `math`'s operand
-    precision, as each GEMM part's kernel rounds them: its input, which after the first GEMM is
-    an activation the module computed (a chained module's), and its weight, stored or computed.
-    A bias is not an operand (the kernels add it in fp32). Where a rounding makes an operand
-    infinite that was finite (fp16's range), `overflows` gets a note."""
-    import torch
-    import torch.nn.functional as F
-    from torch.overrides import TorchFunctionMode
-
-    from kgen.frontend.trace import einsum_form
-
-    # (the two operands per function: their positions and their keywords, as the frontend binds
-    # them; einsum's are its tensors after the equation, in its GEMM forms only: 'bn,n->bn' is a
-    # product the kernels compute in fp32)
-    operands = {F.linear: ((0, 1), ("input", "weight")), torch.matmul: ((0, 1), ("input", "other")),
-                torch.Tensor.matmul: ((0, 1), ("other",)), torch.Tensor.__matmul__: ((0, 1), ()),
-                torch.Tensor.__rmatmul__: ((0, 1), ()), torch.mm: ((0, 1), ("input", "mat2")),
-                torch.Tensor.mm: ((0, 1), ("mat2",)), torch.addmm: ((1, 2), ("mat1", "mat2")),
-                torch.Tensor.addmm: ((1, 2), ("mat1", "mat2"))}
-
-    def rounded(t):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-            return t
-        r = _round_to(math, t).to(t.dtype)
-        if torch.isinf(r).sum() > torch.isinf(t).sum() and "a GEMM's operand inside the module" not in overflows:
-            overflows.append("a GEMM's operand inside the module")
-        return r
-
-    class Mode(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if func is torch.einsum and args and isinstance(args[0], str) and einsum_form(args[0]) in ("gemm_nk", "gemm_kn"):
-                tensors = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
-                return func(args[0], *[rounded(t) for t in tensors], **kwargs)
-            if func in operands:
-                positions, names = operands[func]
-                args = tuple(rounded(a) if i in positions else a for i, a in enumerate(args))
-                kwargs = {k: rounded(v) if k in names else v for k, v in kwargs.items()}
-            return func(*args, **kwargs)
-
-    return Mode()
-
-
 def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
                 maths, tols: list[float], device, constants: tuple = (),
                 eager: dict | None = None) -> dict[str, tuple[list[float], str]]:
@@ -362,7 +304,7 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
     ref = load(problem, batch, in_features, out_features, constants)
     # (a stored weight is rounded in the module once, to name it where it overflows; a weight the
     # forward computes, F.linear(x, self.weight * s), and every GEMM's input where the GEMM
-    # calls it: _gemm_operands_rounded)
+    # calls it: gemm_operands_rounded)
     traced = graph(problem, batch, in_features, out_features, constants)
     gemms = [part.gemm for part in traced.parts]
     torch.manual_seed(0)
@@ -399,18 +341,18 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
             for gemm in gemms:
                 if stored_weight(m, gemm):
                     w = module_tensor(m, gemm.attrs["weight"])
-                    rounded = _round_to(math, w)
+                    rounded = round_to(math, w)
                     if torch.isinf(rounded).sum() > torch.isinf(w).sum():
                         overflows.append(gemm.attrs["weight"])
                     w.copy_(rounded)
             for name, t in (("the input", x), ("a torch.randn input", x_randn)):
-                if torch.isinf(_round_to(math, t)).sum() > torch.isinf(t).sum():
+                if torch.isinf(round_to(math, t)).sum() > torch.isinf(t).sum():
                     overflows.append(name)
             # (every GEMM's operands rounded as its kernel rounds them, a chained module's inner
-            # activations too: _gemm_operands_rounded)
-            with _gemm_operands_rounded(math, overflows):
-                approx = from_one_state(m)(_round_to(math, x))
-                approx_randn = from_one_state(m)(_round_to(math, x_randn))
+            # activations too: gemm_operands_rounded)
+            with gemm_operands_rounded(math, overflows):
+                approx = from_one_state(m)(round_to(math, x))
+                approx_randn = from_one_state(m)(round_to(math, x_randn))
             err = (approx - exact).abs().max().item()
             err_randn = (approx_randn - exact_randn).abs().max().item()
             # (A NaN where fp64 has one, the reference's own on a negative input, is no miss.)

@@ -223,7 +223,7 @@ def launch_on_cpu(module, monkeypatch) -> StandInLibrary:
 
     library = StandInLibrary([name for name, _ in module._KGEN_FORWARD_ARGS[0]],
                              [name for name, _ in module._KGEN_BACKWARD_ARGS[0] or ()])
-    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32, autocast=False: library)
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32, autocast=False, fp32_weight=False: library)
     monkeypatch.setitem(module._KGEN_OUTPUT_TYPED, library, [True])
     monkeypatch.setattr(module, "_kgen_on", lambda device: contextlib.nullcontext())
     # (the stream the launches name: 0, whatever torch's build; a CUDA build's raw getter takes no CPU device)

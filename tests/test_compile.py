@@ -194,14 +194,16 @@ def test_the_cublas_fp32_file_sums_rows_in_eagers_order(tmp_path):
 
 
 def half_build_targets(operand: str) -> tuple:
-    """The nvcc flags of a 16-bit build: "OPERAND" or "OPERAND autocast" (the build for
-    torch.autocast, which rounds no op's result and writes the module's output in fp32)."""
+    """The nvcc flags of a 16-bit build: "OPERAND", "OPERAND autocast" (the build for
+    torch.autocast, which rounds no op's result and writes the module's output in fp32), or
+    "OPERAND autocast fp32_weight" (that build for an fp32 module: its GEMM reads the fp32 weight)."""
     operand, *autocast = operand.split()
-    return (SM90A, f"-DKGEN_OPERAND={operand}", *(("-DKGEN_AUTOCAST", "-DKGEN_FP32_OUTPUT") if autocast else ()))
+    return (SM90A, f"-DKGEN_OPERAND={operand}", *(("-DKGEN_AUTOCAST", "-DKGEN_FP32_OUTPUT") if autocast else ()),
+            *(("-DKGEN_FP32_WEIGHT",) if "fp32_weight" in autocast else ()))
 
 
 @nvcc_prefetch(lambda p: [report_job(cuda_source(p["spec"]), half_build_targets(p["operand"]))])
-@pytest.mark.parametrize("operand", ["__nv_bfloat16", "__half", "__nv_bfloat16 autocast"])
+@pytest.mark.parametrize("operand", ["__nv_bfloat16", "__half", "__nv_bfloat16 autocast", "__nv_bfloat16 autocast fp32_weight"])
 @pytest.mark.parametrize("spec", [s for s in representative_specs()
                                   if generator.half_gemm_type(s) and s.math == "tf32x3" and s.fusion == 2],
                          ids=lambda s: s.name())
@@ -212,12 +214,23 @@ def test_half_precision_builds_compile_without_spills(spec, operand, tmp_path):
     kernels that write the module's output write it in the 16-bit type: the GEMM whose epilogue
     makes it (eval mode: StoringAs) and stage 2's point-wise or row kernel (training mode)."""
     report = compile_report(cuda_source(spec), tmp_path, half_build_targets(operand))
-    assert "wgmma_half_kernel" in report
+    kernels = re.findall(r"Compiling entry function '(\w+)'", report)
     assert spills(report) == [], "\n".join(spills(report))
+    if operand.endswith("fp32_weight"):
+        # An fp32 module's build for autocast: the round16 GEMM on x of the 16-bit type (the
+        # CTAs of two tiles and of one), no half GEMM and no few-row GEMM of fp32 products.
+        assert generator.autocast_gemm_type(spec) is not None
+        gemms = [k for k in kernels if "wgmma_round16_kernel" in k]
+        assert any("Li2EEE" in k for k in gemms) and any("Li1EEE" in k for k in gemms), gemms
+        assert not [k for k in kernels if "wgmma_half_kernel" in k or "SkinnyGemm" in k]
+        # (x's pass permutes 16-bit x: to_16bit_kernel<bf16, bf16>, not <bf16, float>)
+        passes = [k for k in kernels if "to_16bit_kernel" in k]
+        assert passes and all("to_16bit_kernelI13__nv_bfloat16S2_E" in k for k in passes), passes
+        return
+    assert "wgmma_half_kernel" in report
     if operand.endswith("autocast"):
         return   # (its output fp32: no kernel writes a 16-bit one)
     mangled = {"__nv_bfloat16": "13__nv_bfloat16", "__half": "6__half"}[operand]
-    kernels = re.findall(r"Compiling entry function '(\w+)'", report)
     typed = [k for k in kernels if mangled in k and ("pointwise_kernel" in k or "row_kernel" in k)]
     assert typed, "no stage-2 kernel writes the 16-bit output"
     if spec.problem == "gemm_scale_bn":   # eval: the GEMM's epilogue makes the output

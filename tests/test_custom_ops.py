@@ -216,7 +216,7 @@ def test_the_backward_ops_results_alias_nothing(monkeypatch, dtype, kept):
         kgen_backward_0 = staticmethod(lambda *values: None)
 
     library = Library()
-    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None, autocast=False: library)
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None, autocast=False, fp32_weight=False: library)
     monkeypatch.setattr(module, "_kgen_on", lambda device: module._KGEN_NO_GUARD)
     monkeypatch.setattr(module, "_kgen_stream", lambda device: 0)
     x, w = torch.rand(6, 4, dtype=dtype), torch.rand(5, 4, dtype=dtype)
@@ -461,6 +461,14 @@ def test_an_fp32_module_under_autocast_compiles_and_captures(problem):
         got = torch.compile(copy.deepcopy(model), fullgraph=True)(x)
     torch.testing.assert_close(got, expect, rtol=0, atol=0)
     assert got.dtype == expect.dtype
+    # In inference its weight stays fp32 (the build whose GEMM rounds it: _KGEN_FP32_WEIGHT),
+    # compiled as in eager.
+    assert module._KGEN_FP32_WEIGHT
+    with torch.no_grad(), torch.autocast("cuda", torch.bfloat16):
+        expect = model(x)
+        got = torch.compile(copy.deepcopy(model), fullgraph=True)(x)
+    torch.testing.assert_close(got, expect, rtol=0, atol=0)
+    assert any(dtype == torch.bfloat16 and fp32_weight for _, dtype, _, _, fp32_weight in module._KGEN_BUILT)
     check_training_step_compiles_and_captures(model, x, autocast=torch.bfloat16)
 
 
@@ -550,7 +558,7 @@ def test_the_backwards_python_calls_its_entry_with_every_argument(ref, backend, 
     module = exec_file(generator.render(spec))
     library = launch_on_cpu(module, monkeypatch)
     built = []   # the dtypes of the builds asked for
-    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32, autocast=False: built.append(dtype) or library)
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=torch.float32, autocast=False, fp32_weight=False: built.append(dtype) or library)
     monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
     # the Python node's vjp (a bf16 module's eager training runs the C++ node, which calls the
     # same entry: test_native_backward.py)
@@ -612,7 +620,7 @@ def test_an_ops_body_and_fake_take_the_build_from_its_autocast_argument(monkeypa
     library = launch_on_cpu(module, monkeypatch)
     built = []
     monkeypatch.setattr(module, "_kgen_build",
-                        lambda device=None, dtype=torch.float32, autocast=False: built.append(autocast) or library)
+                        lambda device=None, dtype=torch.float32, autocast=False, fp32_weight=False: built.append(autocast) or library)
     x, w = torch.rand(64, 96).to(torch.bfloat16), torch.rand(80, 96).to(torch.bfloat16)
     assert not torch.is_autocast_enabled("cuda")
     args = {"training": 0, **{name: torch.rand(80) for name, _ in module._KGEN_FORWARD_ARGS[0] if name.startswith("operand")}}

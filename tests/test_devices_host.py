@@ -37,8 +37,9 @@ def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     assert python.count("with _kgen_on(x.device):") == 2
     assert python.count("with _kgen_on(device):") == 2 and "_kgen_workspace_floats(library, part, x.device, M, N, K)" in python
     assert "_kgen_call_backward(library, part, x.device, args)" in python
-    assert ("_kgen_build(x.device, x.dtype, bool(autocast))" in python
-            and "_kgen_build(x.device, dtype, bool(autocast))" in python and "_kgen_build(x.device, torch.float32)" in python)
+    assert ("_kgen_build(x.device, x.dtype, bool(autocast), w.dtype != x.dtype)" in python
+            and "_kgen_build(x.device, dtype, bool(autocast), w_dtype != dtype)" in python
+            and "_kgen_build(x.device, torch.float32)" in python)
     # every launch on x's device's current stream (the raw handle where torch has it)
     assert python.count("stream=_kgen_stream(x.device)") == 2
     assert "return _KGEN_RAW_STREAM(device.index)" in python and "torch.cuda.current_stream(device).cuda_stream" in python

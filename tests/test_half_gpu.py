@@ -5,6 +5,7 @@ are judged against an fp64 copy of the same (rounded) module, with eager in the 
 yardstick: at most its error (times a small factor), and allclose to eager at KernelBench's
 tolerance for the dtype (1e-2)."""
 
+import contextlib
 import os
 import warnings
 from pathlib import Path
@@ -331,10 +332,13 @@ def test_dtypes_the_file_refuses_are_named(files):
 
 @pytest.fixture(scope="module")
 def autocast_files(files):
-    """The files, with each 16-bit dtype's build for inside torch.autocast made in parallel."""
+    """The files, with their builds for inside torch.autocast made in parallel: an fp32 module's in
+    each 16-bit dtype (its GEMM reads the fp32 weight where the file has that build), a bf16
+    module's in bf16 (AUTOCAST_CASES)."""
     candidates = [Candidate(EmittedFile(path).spec, path) for path in files.values()]
     for dtype in DTYPES:
-        build_all(candidates, 16, 600, lambda line: None, dtype=dtype, autocast=True)
+        build_all(candidates, 16, 600, lambda line: None, dtype=dtype, autocast=True, fp32_weight=True)
+    build_all(candidates, 16, 600, lambda line: None, dtype="bf16", autocast=True)
     return files
 
 
@@ -380,6 +384,87 @@ def test_under_autocast_a_module_computes_as_eager_does(autocast_files, ref, mod
             out.backward(g.to(out.dtype))
         results.append(values_after_step(model, out, xi, backward))
     assert_within_eager_autocast_error(*results, low)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ref", [r for r in REFS if Path(r).stem in ("gemm_mul_leakyrelu", "gemm_bn_gelu_relu",
+                                                                        "gemm_sigmoid_gemm_lse")],
+                         ids=lambda r: Path(r).stem)
+def test_an_fp32_modules_weight_stays_fp32_under_autocast_where_no_gradient_of_it_is_wanted(autocast_files, ref, dtype):
+    """Inside torch.autocast an fp32 module's GEMM weight goes to the kernels as it is where no
+    gradient of it is wanted (_KGEN_FP32_WEIGHT: inference, or frozen weights with x's gradient
+    wanted): no conversion of it, kgen's round16 GEMM rounds it in its registers (the half GEMM,
+    which reads converted operands, does not run), and x's gradient is within eager autocast's
+    error. Where the weight's gradient is wanted, it is converted once, as before: the backward's
+    GEMM for dx reads that copy."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    from torch.overrides import TorchFunctionMode
+
+    f = EmittedFile(autocast_files[ref])
+    assert f.module._KGEN_FP32_WEIGHT and f.spec.batch <= f.module._KGEN_FP32_WEIGHT_MAX_ROWS
+    low = DTYPES[dtype]
+    new, eager, ref64 = trio(f, torch.float32)
+    for m in (new, eager, ref64):
+        m.train(f.runs_in_training)
+    weights = [p for name, p in new.named_parameters() if p.dim() == 2]
+    assert weights
+
+    class Conversions(TorchFunctionMode):
+        """Records every conversion of a weight (Tensor.to, .type, .bfloat16, .half)."""
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if args and any(args[0] is w for w in weights) and getattr(func, "__name__", "") in (
+                    "to", "type", "bfloat16", "half", "_to_copy"):
+                self.seen.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    def run(model, x, grad, count=True):
+        """The forward inside autocast and a backward, the CUDA kernels both ran, and where
+        `count` the weights' conversions (the mode takes the file's custom ops; without it, eager
+        training runs the C++ autograd node)."""
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            conversions = Conversions() if count else contextlib.nullcontext()
+            with torch.autocast("cuda", dtype=low), torch.set_grad_enabled(grad), conversions:
+                out = model(x)
+            if grad:
+                out.backward(g.to(out.dtype))
+        return (out, conversions.seen if count else None,
+                [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA])
+
+    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda")
+    g = torch.randn(eager(x).shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(5))
+    # inference
+    _, seen, kernels = run(new, x, grad=False)
+    assert seen == [] and any("wgmma_round16_kernel" in k for k in kernels), (seen, sorted(set(kernels)))
+    assert not any("wgmma_half_kernel" in k for k in kernels)
+    # frozen weights, x's gradient wanted
+    for m in (new, eager, ref64):
+        m.requires_grad_(False)
+    results = []
+    for model, exact in ((eager, False), (new, False), (ref64, True)):
+        xi = (x.double() if exact else x.clone()).requires_grad_()
+        if exact:
+            with torch.enable_grad():
+                out = model(xi)
+            out.backward(g.double())
+        else:
+            if model is new:
+                _, seen, kernels = run(model, xi.detach().clone().requires_grad_(), grad=True)
+                assert seen == [] and any("wgmma_round16_kernel" in k for k in kernels), seen
+            out, _, kernels = run(model, xi, grad=True, count=False)
+            if model is new:
+                assert any("wgmma_round16_kernel" in k for k in kernels)
+        results.append([("output", out.detach()), ("input", xi.grad)])
+    assert_within_eager_autocast_error(*results, low)
+    # the weights' gradients wanted: converted once, the half GEMM
+    new.requires_grad_(True)
+    out, seen, kernels = run(new, x.clone().requires_grad_(), grad=True)
+    assert len(seen) == len(weights) and any("wgmma_half_kernel" in k for k in kernels), seen
+    assert all(w.grad is not None and w.grad.dtype == torch.float32 for w in weights)
 
 
 def values_after_step(model, out, x, backward):

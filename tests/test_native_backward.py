@@ -126,7 +126,7 @@ def _stub(monkeypatch, module, library):
         return (2 * z).to(x.dtype)
 
     monkeypatch.setattr(module, "_kgen_launch", launch)
-    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None, autocast=False: library)
+    monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None, autocast=False, fp32_weight=False: library)
     monkeypatch.setattr(module, "_kgen_stream", lambda device: 4242)
     monkeypatch.setattr(module, "_kgen_on", lambda device: contextlib.nullcontext())
 
@@ -267,7 +267,7 @@ def test_a_16_bit_build_makes_the_node_too(tmp_path, monkeypatch):
     spec = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
     f = EmittedFile(generator.write(spec, tmp_path / "new.py"), with_reference=False)
     built = []
-    monkeypatch.setattr(f.module, "_kgen_build", lambda device=None, dtype=torch.float32, autocast=False:
+    monkeypatch.setattr(f.module, "_kgen_build", lambda device=None, dtype=torch.float32, autocast=False, fp32_weight=False:
                         built.append(("kernels", dtype, autocast)))
     monkeypatch.setattr(f.module, "_kgen_native_module", lambda: built.append(("node",)))
     f.build(torch.bfloat16)

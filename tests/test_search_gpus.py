@@ -943,7 +943,7 @@ def test_the_build_worker_runs_the_file_without_tracing_its_reference(tmp_path, 
 
     monkeypatch.setattr(Spec, "reference", traced)
     seen = []
-    monkeypatch.setattr(EmittedFile, "build", lambda self, dtype=None, autocast=False: seen.append((self.spec.name(), dtype)))
+    monkeypatch.setattr(EmittedFile, "build", lambda self, dtype=None, autocast=False, fp32_weight=False: seen.append((self.spec.name(), dtype)))
     assert worker.main(["build", "--dtype", "bf16", str(path)]) == 0
     assert seen == [(EmittedFile(path, with_reference=False).spec.name(), torch.bfloat16)]
     with pytest.raises(AssertionError, match="loaded the reference"):

@@ -39,6 +39,10 @@ OPERAND_CTYPE = "kgen_operand_t"
 # The C type of the module's parameters and buffers (common.cuh, kgen::Param): the operands' but
 # in the build for torch.autocast, where they stay fp32 (the type the epilogue reads them in).
 PARAM_CTYPE = OPERAND_TYPES["param"]
+# The C type of the GEMM's weight w: the operands' (kgen_operand_t), but float in the build for
+# torch.autocast of an fp32 module whose GEMM rounds the fp32 weight itself (-DKGEN_FP32_WEIGHT,
+# kernel.cu.j2; autocast_gemm_type).
+WEIGHT_CTYPE = "kgen_weight_t"
 # torch dtype name -> the extension build's definition of KGEN_OPERAND (float: the default).
 OPERAND_BUILDS = {"float32": None, "bfloat16": "__nv_bfloat16", "float16": "__half"}
 
@@ -47,7 +51,7 @@ OPERAND_BUILDS = {"float32": None, "bfloat16": "__nv_bfloat16", "float16": "__ha
 # the Python side's ctypes signature and call (model_new.py.j2) are written from. `out` is fp32
 # or of the module's dtype, as the extension's kgen_output_is_operand_typed_<part>() says.
 BASE_ARGS = (
-    ("x", f"const {OPERAND_CTYPE}*"), ("w", f"const {OPERAND_CTYPE}*"), ("out", "void*"), ("workspace", "float*"),
+    ("x", f"const {OPERAND_CTYPE}*"), ("w", f"const {WEIGHT_CTYPE}*"), ("out", "void*"), ("workspace", "float*"),
     ("M", "int"), ("N", "int"), ("K", "int"), ("training", "int"), ("stream", "void*"),
     ("z_out", "float*"),
 )
@@ -627,7 +631,8 @@ def kernel_needs(spec: Spec, parts: list[Lowered] | None = None) -> KernelNeeds:
         constant=any(low.constant is not None for low in parts),
         eager_sums=any(low.eager_sums for low in parts),
         fp16x3=any(runs_fp16x3(spec, low.graph.in_features) for low in parts),
-        round16=any(runs_round16(spec, low.graph.in_features) for low in parts),
+        # (a part's forward on fp32 operands, or the build for torch.autocast's: autocast_gemm_type)
+        round16=any(runs_round16(spec, low.graph.in_features) for low in parts) or autocast_gemm_type(spec) is not None,
     )
 
 
@@ -757,6 +762,26 @@ def half_gemm_type(spec: Spec) -> str | None:
     return f"kgen::WgmmaWsHalfGemm<{OPERAND_CTYPE}, {t.bm}, {HALF_WGMMA_BN}, {HALF_WGMMA_STAGES}, {t.group_m}>"
 
 
+def autocast_gemm_type(spec: Spec) -> str | None:
+    """The GEMM of the build for torch.autocast where the module is fp32 (-DKGEN_FP32_WEIGHT): the
+    round16 GEMM (kernels/gemm_wgmma_round16.cuh) on x converted as autocast converts it and the
+    fp32 weight rounded in its registers, as eager's Linear rounds it there, so that no pass over
+    w converts it on each call (0.08 ms of KernelBench 12's 0.349 ms under autocast; docs/perf.md,
+    session 43). Where every part's forward GEMM can run it (K a multiple of ROUND16_K_MULTIPLE;
+    no part that a rewrite left without a GEMM); None elsewhere: there x and w are both converted
+    and the half GEMM runs, as for a 16-bit module."""
+    from kgen.tune.configs import AUTOCAST_ROUND16_TILE
+
+    if half_gemm_type(spec) is None:
+        return None
+    for low in lowered_parts(spec):
+        k = low.graph.in_features
+        if low.gemv or low.constant is not None or k <= 0 or k % ROUND16_K_MULTIPLE:
+            return None
+    t = AUTOCAST_ROUND16_TILE
+    return f"kgen::WgmmaWsRound16Gemm<{OPERAND_CTYPE}, {t.bm}, {t.bn}, {t.stages}, {t.group_m}, {OPERAND_CTYPE}>"
+
+
 def lowered(spec: Spec) -> Lowered:
     """The spec's module (its last GEMM part), lowered for its variant (fusion 2 fuses
     BatchNorm's partials into the GEMM epilogue, a cuBLAS GEMM never does; fusion 0 runs a
@@ -827,6 +852,7 @@ def _source_context(spec: Spec) -> dict:
         "parts": [_part_context(spec, low, library) for low in lowered_parts(spec)],
         "gemm_type": gemm_type(spec),
         "half_gemm_type": half_gemm_type(spec),
+        "autocast_gemm_type": autocast_gemm_type(spec),
         "sixteen_bit": sixteen_bit_builds(spec),
         "operand_ctype": OPERAND_CTYPE,
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),
@@ -948,6 +974,13 @@ def describe_variant(spec: Spec) -> list[str]:
                      "half the GPU, split in K where still too few; at a few rows a stream over w on FMAs); every op after "
                      "it in fp32, rounded to the "
                      "module's dtype as torch's ops round")
+        if autocast_gemm_type(spec) is not None:
+            from kgen.tune.configs import AUTOCAST_ROUND16_TILE as a
+
+            lines.append(f"autocast:  inside torch.autocast an fp32 module's weight stays fp32 (no conversion of it "
+                         f"on any call): kgen's wgmma GEMM rounds it to autocast's dtype in its registers, x "
+                         f"converted as autocast converts it, CTA {2 * a.bm}x{a.bn}x64 in {a.stages} stages "
+                         f"({a.bm} rows at batches up to {a.bm})")
     return lines
 
 
@@ -1095,6 +1128,8 @@ def shared_classes(source: str) -> list:
 
 
 def render(spec: Spec, measured: dict | None = None) -> str:
+    from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MAX_ROWS
+
     ref = spec.reference()
     parts = lowered_parts(spec)
     cuda_source = render_cuda_source(spec)
@@ -1136,6 +1171,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         operand_builds=operand_builds_literal(spec),
         fp32_only=not sixteen_bit_builds(spec),
         autocast_fp32_output=sixteen_bit_builds(spec) and bool(parts[-1].traced.autocast_output),
+        fp32_weight=autocast_gemm_type(spec) is not None,
+        fp32_weight_max_rows=AUTOCAST_FP32_WEIGHT_MAX_ROWS,
         # kgen's 16-bit GEMM reads x and w by TMA: whole 16-byte rows (ModelNew pads K)
         pads_k=half_gemm_type(spec) is not None,
         # the matrix-vector rewrite: its backward keeps other values and runs no GEMM

@@ -32,6 +32,17 @@ RULE_WGMMA_FP16X3_TILES = (Tile(128, 128, 32, 16, 128, stages=3), Tile(64, 128, 
 # bf16 / fp16 on wgmma (fp32 operands): one tile, 128 x 128, two a CTA (one at batches of at most
 # 128 rows; kernels/gemm_wgmma_round16.cuh), 3 stages of 64 KB.
 RULE_WGMMA_ROUND16_TILES = (Tile(128, 128, 32, 16, 128, stages=3),)
+# The round16 GEMM's tile in the build for torch.autocast of an fp32 module (its weight left fp32,
+# rounded in the GEMM's registers: generator.autocast_gemm_type), whatever the fp32 build's tile.
+AUTOCAST_ROUND16_TILE = RULE_WGMMA_ROUND16_TILES[0]
+# The most rows at which that build's GEMM reads the fp32 weight (more: the weight is converted and
+# the half GEMM runs). The round16 GEMM saves the pass that converts w (6 bytes an element of w)
+# and runs at some 80 % of the half GEMM's rate (shared memory's bandwidth, 1.25x the 16-bit
+# rate's need), and its pass over x (4 bytes an element of x) comes on top: measured on an H200
+# (session 46, docs/experiments/s46/autocast_kernels.py), 1024 x 8192 -> 8192 212 us against the
+# conversions' and the half GEMM's 277, 16384 x 4096 -> 4096 967 + 74 against 772 + 120; the
+# model's crossover lies near 2000 rows for N 4096-8192.
+AUTOCAST_FP32_WEIGHT_MAX_ROWS = 2048
 RULE_TILES = {"wgmma": RULE_WGMMA_TF32X3_TILES, "mma": RULE_MMA_TF32X3_TILES, "simt": RULE_SIMT_TILES}
 # A math mode whose tiles differ from its family's (family, math) -> tiles.
 RULE_TILES_BY_MATH = {("wgmma", "fp16x3"): RULE_WGMMA_FP16X3_TILES,

@@ -511,11 +511,13 @@ class Candidate:
                 **{k: v for k, v in self.record.items() if k not in ("path", "status", "detail")}}
 
 
-def _build(c: Candidate, timeout: float, env: dict, dtype: str = "fp32", autocast: bool = False) -> Candidate:
+def _build(c: Candidate, timeout: float, env: dict, dtype: str = "fp32", autocast: bool = False,
+           fp32_weight: bool = False) -> Candidate:
     start = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, "-m", "kgen.tune.worker", "build", *dtype_args(dtype),
-                               *(["--autocast"] if autocast else []), str(c.path)],
+                               *(["--autocast"] if autocast else []), *(["--fp32-weight"] if fp32_weight else []),
+                               str(c.path)],
                               capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         c.status, c.detail = "timeout", f"build took longer than {timeout:.0f} s"
@@ -530,15 +532,16 @@ def _build(c: Candidate, timeout: float, env: dict, dtype: str = "fp32", autocas
 
 def build_all(candidates: list[Candidate], jobs: int, timeout: float, echo,
               on_built: Callable[[Candidate], None] = lambda c: None, dtype: str = "fp32",
-              autocast: bool = False) -> None:
+              autocast: bool = False, fp32_weight: bool = False) -> None:
     """Builds in parallel, each file's extension for a module in `dtype` (the build a search in
     that dtype measures: a file builds once per dtype it meets, and a GPU worker that met an
     unbuilt dtype would build it there, one file at a time; `autocast`: a 16-bit dtype's build
-    for inside torch.autocast); on_built sees each candidate as soon as its build ends."""
+    for inside torch.autocast, with `fp32_weight` an fp32 module's there, EmittedFile.build);
+    on_built sees each candidate as soon as its build ends."""
     env = dict(os.environ, MAX_JOBS="2")  # main.cpp (empty) and the kernels' translation unit
     done = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(_build, c, timeout, env, dtype, autocast) for c in candidates]
+        futures = [pool.submit(_build, c, timeout, env, dtype, autocast, fp32_weight) for c in candidates]
         for future in concurrent.futures.as_completed(futures):
             c = future.result()
             done += 1

@@ -35,10 +35,10 @@ COMPARE_PREFIX = "KGEN_COMPARE "
 EXIT_AFTER_RUNTIME_ERROR = 3
 
 
-def build(path: str, dtype: str = "fp32", autocast: bool = False) -> int:
+def build(path: str, dtype: str = "fp32", autocast: bool = False, fp32_weight: bool = False) -> int:
     from kgen.check.loading import EmittedFile
 
-    EmittedFile(path, with_reference=False).build(torch_dtype(dtype), autocast)
+    EmittedFile(path, with_reference=False).build(torch_dtype(dtype), autocast, fp32_weight)
     return 0
 
 
@@ -198,6 +198,8 @@ def main(argv=None) -> int:
                          help="the build for a module in this dtype")
     p_build.add_argument("--autocast", action="store_true",
                          help="the 16-bit dtype's build for inside torch.autocast")
+    p_build.add_argument("--fp32-weight", action="store_true",
+                         help="with --autocast: an fp32 module's (its GEMM reads the fp32 weight, where the file has one)")
     p_eval = sub.add_parser("evaluate")
     p_eval.add_argument("--tol", type=float, action="append", required=True)
     p_eval.add_argument("--batch", type=int, default=None)
@@ -210,7 +212,7 @@ def main(argv=None) -> int:
         p.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
     if args.cmd == "build":
-        return build(args.file, args.dtype, args.autocast)
+        return build(args.file, args.dtype, args.autocast, args.fp32_weight)
     if args.cmd == "compare":
         return max(compare(path, args.iters, args.dtype) for path in args.files)
     if args.files == ["-"]:

@@ -495,8 +495,10 @@ cudaError_t tail_operand_grads(const float* t, const float* g, float* grad_cols,
 
 // The forward of a point-wise part that keeps z for its backward: z = x w^T stored as it is, then
 // out = Epi(z) by a point-wise pass (out of Out: fp32, or the module's 16-bit dtype, rounded).
-template <class Gemm, class Epi, class T, class Out>
-cudaError_t forward_keeping_z(const T* x, const T* w, int M, int N, int K, EpilogueParams p,
+// (X and W: the GEMM's operand types, x's and w's: one type, or in the build for torch.autocast
+// of an fp32 module 16-bit x and fp32 w.)
+template <class Gemm, class Epi, class X, class W, class Out>
+cudaError_t forward_keeping_z(const X* x, const W* w, int M, int N, int K, EpilogueParams p,
                               float* z, Out* out, cudaStream_t stream) {
   if (M == 0 || N == 0) return cudaSuccess;
   p.z = z;

@@ -106,9 +106,10 @@ __global__ void constant_rows_kernel(const T* __restrict__ x, int K, int width, 
 }
 
 // The constant output [M][width] (see the top of this file); flag: one word of workspace.
-template <class Reads, class T>
-cudaError_t launch_constant_output(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p, int width,
+template <class Reads, class T, class W>
+cudaError_t launch_constant_output(const T* x, const W* w, int M, int N, int K, const EpilogueParams& p, int width,
                                    float value, unsigned int* flag, float* out, cudaStream_t stream) {
+  static_assert(std::is_same<T, W>::value, "x and w of one type (no build reads an fp32 weight beside 16-bit x where a rewrite runs: generator.autocast_gemm_type)");
   cudaError_t err = cudaMemsetAsync(flag, 0, sizeof(unsigned int), stream);
   if (err != cudaSuccess) return err;
   const long long w_count = Reads::kReadsGemm ? static_cast<long long>(N) * K : 0;

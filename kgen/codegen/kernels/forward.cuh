@@ -103,7 +103,7 @@ struct Buffers {
 // With an external GEMM, z is already in S and the epilogue is a point-wise pass over it.
 // z_ready: z is already computed (kept for the backward): the epilogue as a point-wise pass.
 template <class Gemm, class Epi, class Stage>
-cudaError_t run_stage1(const kgen_operand_t* x, const kgen_operand_t* w, int M, int N, int K, EpilogueParams p,
+cudaError_t run_stage1(const kgen_operand_t* x, const kgen_weight_t* w, int M, int N, int K, EpilogueParams p,
                        const float* z_ready, float* out, cudaStream_t stream) {
   using Store = std::conditional_t<Stage::kKind == 0, Output, StageInput<Stage>>;
   if constexpr (Stage::kKind == 0) p.z = out;
@@ -191,7 +191,7 @@ inline float* gemv_kept_w_sum(float* z_out, int M, int N) {
 // z_ready: where to keep z for the backward (nullptr: not kept); the GEMM stores it there and
 // the epilogue runs as a point-wise pass over it.
 template <class Gemm>
-const char* forward_impl(const kgen_operand_t* x, const kgen_operand_t* w, int M, int N, int K, bool training,
+const char* forward_impl(const kgen_operand_t* x, const kgen_weight_t* w, int M, int N, int K, bool training,
                          EpilogueParams p, FinalizeArgs f, const Buffers& b, float* z_ready, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (M == 0 || N == 0) return nullptr;

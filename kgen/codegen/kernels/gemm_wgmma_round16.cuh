@@ -56,6 +56,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 // KGEN_ROUND16_SETMAXNREG, KGEN_ROUND16_GROUP_STEPS: the registers' hand-over and the k16 wgmmas a
 // group (see the pipeline above); a file's source defining them first runs the other way (an A/B:
 // docs/experiments/s44/bf16_variant_files.py).
@@ -100,18 +102,24 @@ __device__ __forceinline__ uint32_t pack<__half>(float a, float b) {
 
 // x's 16-bit copy, its k permuted per kPermuteK and its rows padded with zeros to k_pad (a
 // multiple of kPermuteK): four elements a thread and step (K % 8 == 0 and 16-byte aligned rows:
-// the GEMM's launch contract).
-template <class T>
-__global__ void to_16bit_kernel(const float* __restrict__ x, int K, int k_pad, uint2* __restrict__ out,
+// the GEMM's launch contract). x of fp32 (an fp32 module's) is rounded here; x already of T
+// (inside torch.autocast, converted as autocast converts it) is only permuted.
+template <class T, class X>
+__global__ void to_16bit_kernel(const X* __restrict__ x, int K, int k_pad, uint2* __restrict__ out,
                                 long long quads) {
+  static_assert(std::is_same<X, float>::value || std::is_same<X, T>::value, "x is fp32 or of the products' type");
   const int row_quads = k_pad / 4;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < quads;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     const long long row = i / row_quads;
     const int quad = static_cast<int>(i - row * row_quads);
     const int k = (quad / 8) * kPermuteK + 4 * permuted_quad(quad % 8);
-    const float4 v = k < K ? *reinterpret_cast<const float4*>(x + row * K + k) : make_float4(0.f, 0.f, 0.f, 0.f);
-    out[i] = make_uint2(pack<T>(v.x, v.y), pack<T>(v.z, v.w));
+    if constexpr (std::is_same<X, float>::value) {
+      const float4 v = k < K ? *reinterpret_cast<const float4*>(x + row * K + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+      out[i] = make_uint2(pack<T>(v.x, v.y), pack<T>(v.z, v.w));
+    } else {
+      out[i] = k < K ? *reinterpret_cast<const uint2*>(x + row * K + k) : make_uint2(0u, 0u);
+    }
   }
 }
 
@@ -314,8 +322,13 @@ struct Cta {
 // whole batch fits one tile's rows: there half of a 256-row CTA would lie past the batch, and
 // Narrow's CTAs of 128 rows (wgmma's N 128) do no work for nothing (KernelBench's files of 128
 // rows, whose GEMM reads w at the memory's rate).
-template <class T, int BM, int BN, int STAGES, int GROUP_M>
+// X: x's type as the GEMM reads it: fp32 (an fp32 module, math bf16 / fp16), or T (an fp32 module
+// inside torch.autocast: x converted as autocast converts it, w left fp32, so that no pass over w
+// converts it on each call; the build for autocast with KGEN_FP32_WEIGHT, kernel.cu.j2). With x
+// of T no few-row GEMM of fp32 products applies: a few rows run the CTAs of one tile.
+template <class T, int BM, int BN, int STAGES, int GROUP_M, class X = float>
 struct WgmmaWsRound16Gemm {
+  static constexpr bool kFewRowGemm = std::is_same<X, float>::value;  // (SkinnyGemm<float>'s rows)
   using Wide = round16_detail::Cta<T, BM, BN, STAGES, GROUP_M, 2>;
   // Narrow's stages (w's 128 rows and x's 128) in the bytes of Wide's (x's 256): 4 for 3, more of
   // w in flight where the GEMM waits on the memory (spec.wgmma_smem_bytes mirrors both).
@@ -332,31 +345,33 @@ struct WgmmaWsRound16Gemm {
   // The GEMM's own workspace (entry.cuh places it last; p.split_partials): x's 16-bit copy.
   static int k_pad(int K) { return (K + round16_detail::kPermuteK - 1) / round16_detail::kPermuteK * round16_detail::kPermuteK; }
   static long long split_floats(int M, int N, int K) {
-    if (M <= SkinnyGemm<float>::kMaxRows) return 0;
+    if (kFewRowGemm && M <= SkinnyGemm<float>::kMaxRows) return 0;
     return (static_cast<long long>(M) * k_pad(K) / 2 + 63) / 64 * 64;
   }
 
   template <class EPI>
-  static cudaError_t launch(const float* x, const float* w, int M, int N, int K, const EpilogueParams& p,
+  static cudaError_t launch(const X* x, const float* w, int M, int N, int K, const EpilogueParams& p,
                             cudaStream_t stream) {
     return M <= Narrow::kRows ? launch_as<Narrow, EPI>(x, w, M, N, K, p, stream)
                               : launch_as<Wide, EPI>(x, w, M, N, K, p, stream);
   }
 
   template <class C, class EPI>
-  static cudaError_t launch_as(const float* x, const float* w, int M, int N, int K, const EpilogueParams& p,
+  static cudaError_t launch_as(const X* x, const float* w, int M, int N, int K, const EpilogueParams& p,
                                cudaStream_t stream) {
     unsigned tiles = 0;
     cudaError_t e;
     if (!tile_grid<C::kRows, BN>(M, N, K, tiles, e)) return e;
-    if (SkinnyGemm<float>::applies(x, w, M, N, K)) return SkinnyGemm<float>::template launch<EPI>(x, w, M, N, K, p, stream);
+    if constexpr (kFewRowGemm) {
+      if (SkinnyGemm<float>::applies(x, w, M, N, K)) return SkinnyGemm<float>::template launch<EPI>(x, w, M, N, K, p, stream);
+    }
     // (K % 8: the generator's contract, spec.ROUND16_K_MULTIPLE.) The workspace holds x's copy.
     if (K % 8 != 0 || K == 0 || p.split_partials == nullptr) return cudaErrorInvalidValue;
     uint2* const xb = reinterpret_cast<uint2*>(p.split_partials);
     const int kp = k_pad(K);
     const long long quads = static_cast<long long>(M) * kp / 4;
     const int blocks = static_cast<int>(std::min<long long>((quads + 255) / 256, 8LL * ws_detail::sm_count()));
-    round16_detail::to_16bit_kernel<T><<<blocks, 256, 0, stream>>>(x, K, kp, xb, quads);
+    round16_detail::to_16bit_kernel<T, X><<<blocks, 256, 0, stream>>>(x, K, kp, xb, quads);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     CUtensorMap map_w, map_x;

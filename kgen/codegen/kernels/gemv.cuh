@@ -228,9 +228,10 @@ __global__ void __launch_bounds__(kRowThreads)
 // the column-sum partials ([chunks][K]), then the column sums ([K]) and the shift total. For the
 // backward (gemv_backward.cuh): the rows' sums into kept_sums [M] and the column sums into
 // kept_w_sum [K] instead of the workspace (nullptr: not kept).
-template <class Affine, class Rows, class T>
-cudaError_t launch_gemv(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p,
+template <class Affine, class Rows, class T, class W>
+cudaError_t launch_gemv(const T* x, const W* w, int M, int N, int K, const EpilogueParams& p,
                         float* workspace, float* out, float* kept_sums, float* kept_w_sum, cudaStream_t stream) {
+  static_assert(std::is_same<T, W>::value, "x and w of one type (no build reads an fp32 weight beside 16-bit x where a rewrite runs: generator.autocast_gemm_type)");
   const int chunks = colsum_chunks(N);
   float* partial = workspace;
   float* w_sum = kept_w_sum != nullptr ? kept_w_sum : partial + static_cast<size_t>(chunks) * K;

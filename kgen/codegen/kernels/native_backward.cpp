@@ -193,10 +193,13 @@ struct PartNode : public torch::autograd::Function<PartNode> {
       throw std::runtime_error(std::string("kgen backward kernel failed: ") + error);
     at::Tensor dx, dw;
     {
-      // torch's GEMMs in the module's dtype, under autocast too (as the Python vjp's)
+      // torch's GEMMs in the module's dtype, under autocast too (as the Python vjp's); an fp32
+      // weight beside 16-bit x (the build for autocast that rounds it in its GEMM): dx from its
+      // copy in x's dtype, dW handed back in fp32, as autocast's conversion of the weight does
       c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-      if (need_dx) dx = at::mm(dz, w);
-      if (need_dw) dw = at::mm(dz.t(), x);
+      const bool fp32_weight = w.scalar_type() != x.scalar_type();
+      if (need_dx) dx = at::mm(dz, fp32_weight ? w.to(x.scalar_type()) : w);
+      if (need_dw) dw = fp32_weight ? at::mm(dz.t(), x).to(w.scalar_type()) : at::mm(dz.t(), x);
     }
     variable_list result(slots.size() + kOtherArgs);
     for (size_t i = 0; i < slots.size(); ++i) {

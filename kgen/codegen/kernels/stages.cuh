@@ -522,12 +522,14 @@ __global__ void __launch_bounds__(kRowThreads)
 // the matrix-vector rewrite, which sizes every part's workspace (entry.cuh, gemv_floats).
 constexpr int kColSumRows = 64;  // rows of W summed by one partial
 __host__ __device__ inline int colsum_chunks(int N) { return (N + kColSumRows - 1) / kColSumRows; }
-template <class Affine, class Rows, class T>
-cudaError_t launch_gemv(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p,
+// (x and w of one type T; W a template parameter of its own so that the discarded branch of a
+// build whose w is fp32 beside 16-bit x resolves the call: KGEN_FP32_WEIGHT, which no rewrite runs.)
+template <class Affine, class Rows, class T, class W>
+cudaError_t launch_gemv(const T* x, const W* w, int M, int N, int K, const EpilogueParams& p,
                         float* workspace, float* out, float* kept_sums, float* kept_w_sum, cudaStream_t stream);
 __global__ void fill_kernel(float* __restrict__ out, long long total, float value);
-template <class Reads, class T>
-cudaError_t launch_constant_output(const T* x, const T* w, int M, int N, int K, const EpilogueParams& p, int width,
+template <class Reads, class T, class W>
+cudaError_t launch_constant_output(const T* x, const W* w, int M, int N, int K, const EpilogueParams& p, int width,
                                    float value, unsigned int* flag, float* out, cudaStream_t stream);
 
 // ---- a broadcast tail: the output has a shape of its own (kgen/lower/forward.py, split_tail) ---------

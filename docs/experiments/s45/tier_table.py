@@ -4,6 +4,8 @@ to eager fp32 and eager TF32 (measured beside it), its error against fp64 and th
 candidate measured in the same search; then the medians and the winners' families.
 
     python docs/experiments/s45/tier_table.py docs/logs/2026-11-29_h200_s45_*_family
+
+A file searched in more than one of the folders: the last folder's record (a later search's).
 """
 
 import glob
@@ -19,7 +21,7 @@ def variant(spec: dict) -> str:
 
 
 def main(*folders):
-    rows = []
+    rows = {}
     for folder in folders:
         for path in glob.glob(f"{folder}/search_*.json"):
             record = json.load(open(path))
@@ -27,8 +29,8 @@ def main(*folders):
             winner = record["winners"].get("0.01")
             cublas = [c["measured"]["median_ms"] for c in record["candidates"]
                       if c["status"] == "passed" and c["spec"]["backend"] == "cublas" and c.get("measured")]
-            rows.append((number, winner, min(cublas) if cublas else None))
-    rows.sort(key=lambda r: r[0])
+            rows[number] = (number, winner, min(cublas) if cublas else None)
+    rows = [rows[n] for n in sorted(rows)]
     print("| KernelBench | winner | ms | x eager fp32 | x eager TF32 | max abs err vs fp64 | fastest cuBLAS measured |")
     print("|---|---|---|---|---|---|---|")
     vs_fp32, vs_tf32, families = [], [], Counter()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kgen.codegen import generator
-from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MAX_ROWS
+from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MAX_ROWS, AUTOCAST_FP32_WEIGHT_MIN_ROWS, SKINNY_MAX_ROWS
 from kgen.tune.spec import Spec, Tile
 
 from conftest import launch_on_cpu
@@ -67,10 +67,12 @@ def checked_weight(module, rows: int, requires_grad: bool, grad_enabled: bool) -
     (64, True, True, False),                                     # the weight's gradient wanted: converted once
     (AUTOCAST_FP32_WEIGHT_MAX_ROWS, True, False, True),
     (AUTOCAST_FP32_WEIGHT_MAX_ROWS + 1, True, False, False),      # more rows: conversion and the half GEMM
+    (AUTOCAST_FP32_WEIGHT_MIN_ROWS, True, False, True),
+    (SKINNY_MAX_ROWS, True, False, False),                         # a few rows: the half GEMM's few-row path
 ])
 def test_the_weight_stays_fp32_in_inference_at_a_few_rows(autocast_on, rows, requires_grad, grad_enabled, stays_fp32):
     module = exec_file(generator.render(spec("gemm_swish_scale")))
-    assert module._KGEN_FP32_WEIGHT_MAX_ROWS == AUTOCAST_FP32_WEIGHT_MAX_ROWS
+    assert module._KGEN_FP32_WEIGHT_ROWS == (AUTOCAST_FP32_WEIGHT_MIN_ROWS, AUTOCAST_FP32_WEIGHT_MAX_ROWS)
     w = checked_weight(module, rows, requires_grad, grad_enabled)
     assert w.dtype == (torch.float32 if stays_fp32 else torch.bfloat16)
 

@@ -975,12 +975,15 @@ def describe_variant(spec: Spec) -> list[str]:
                      "it in fp32, rounded to the "
                      "module's dtype as torch's ops round")
         if autocast_gemm_type(spec) is not None:
+            from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MAX_ROWS as hi
+            from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MIN_ROWS as lo
             from kgen.tune.configs import AUTOCAST_ROUND16_TILE as a
 
             lines.append(f"autocast:  inside torch.autocast an fp32 module's weight stays fp32 (no conversion of it "
                          f"on any call): kgen's wgmma GEMM rounds it to autocast's dtype in its registers, x "
                          f"converted as autocast converts it, CTA {2 * a.bm}x{a.bn}x64 in {a.stages} stages "
-                         f"({a.bm} rows at batches up to {a.bm})")
+                         f"({a.bm} rows at batches up to {a.bm}), in inference at batches of {lo}-{hi} rows "
+                         "(elsewhere the weight is converted once, as x is)")
     return lines
 
 
@@ -1128,7 +1131,7 @@ def shared_classes(source: str) -> list:
 
 
 def render(spec: Spec, measured: dict | None = None) -> str:
-    from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MAX_ROWS
+    from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MAX_ROWS, AUTOCAST_FP32_WEIGHT_MIN_ROWS
 
     ref = spec.reference()
     parts = lowered_parts(spec)
@@ -1172,7 +1175,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         fp32_only=not sixteen_bit_builds(spec),
         autocast_fp32_output=sixteen_bit_builds(spec) and bool(parts[-1].traced.autocast_output),
         fp32_weight=autocast_gemm_type(spec) is not None,
-        fp32_weight_max_rows=AUTOCAST_FP32_WEIGHT_MAX_ROWS,
+        fp32_weight_rows=(AUTOCAST_FP32_WEIGHT_MIN_ROWS, AUTOCAST_FP32_WEIGHT_MAX_ROWS),
         # kgen's 16-bit GEMM reads x and w by TMA: whole 16-byte rows (ModelNew pads K)
         pads_k=half_gemm_type(spec) is not None,
         # the matrix-vector rewrite: its backward keeps other values and runs no GEMM

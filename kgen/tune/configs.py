@@ -32,18 +32,6 @@ RULE_WGMMA_FP16X3_TILES = (Tile(128, 128, 32, 16, 128, stages=3), Tile(64, 128, 
 # bf16 / fp16 on wgmma (fp32 operands): one tile, 128 x 128, two a CTA (one at batches of at most
 # 128 rows; kernels/gemm_wgmma_round16.cuh), 3 stages of 64 KB.
 RULE_WGMMA_ROUND16_TILES = (Tile(128, 128, 32, 16, 128, stages=3),)
-# The round16 GEMM's tile in the build for torch.autocast of an fp32 module (its weight left fp32,
-# rounded in the GEMM's registers: generator.autocast_gemm_type), whatever the fp32 build's tile.
-AUTOCAST_ROUND16_TILE = RULE_WGMMA_ROUND16_TILES[0]
-# The most rows at which that build's GEMM reads the fp32 weight (more: the weight is converted and
-# the half GEMM runs). The round16 GEMM saves the pass that converts w (6 bytes an element of w)
-# and runs at some 80 % of the half GEMM's rate (shared memory's bandwidth, 1.25x the 16-bit
-# rate's need), and its pass over x (4 bytes an element of x) comes on top: measured on an H200
-# (session 46, docs/experiments/s46/autocast_kernels.py), 1024 x 8192 -> 8192 212 us against the
-# conversions' and the half GEMM's 277, 16384 x 4096 -> 4096 967 + 74 against 772 + 120; the
-# model's crossover lies near 2000 rows for N 4096-8192, but KernelBench 51 and 53 (2048 x 8192 ->
-# 8192) ran at 1.02-1.03x eager autocast so, 0.83-0.94x converted (docs/perf.md, session 46).
-AUTOCAST_FP32_WEIGHT_MAX_ROWS = 1024
 RULE_TILES = {"wgmma": RULE_WGMMA_TF32X3_TILES, "mma": RULE_MMA_TF32X3_TILES, "simt": RULE_SIMT_TILES}
 # A math mode whose tiles differ from its family's (family, math) -> tiles.
 RULE_TILES_BY_MATH = {("wgmma", "fp16x3"): RULE_WGMMA_FP16X3_TILES,
@@ -78,6 +66,23 @@ SPLIT_K_MIN_K_TILES = 16
 SPLIT_K_MAX_SPLITS = 8
 SPLIT_K_MAX_BN = 128
 SKINNY_MAX_ROWS = 16
+# The round16 GEMM's tile in the build for torch.autocast of an fp32 module (its weight left fp32,
+# rounded in the GEMM's registers: generator.autocast_gemm_type), whatever the fp32 build's tile.
+AUTOCAST_ROUND16_TILE = RULE_WGMMA_ROUND16_TILES[0]
+# The most rows at which that build's GEMM reads the fp32 weight (more: the weight is converted and
+# the half GEMM runs). The round16 GEMM saves the pass that converts w (6 bytes an element of w)
+# and runs at some 80 % of the half GEMM's rate (shared memory's bandwidth, 1.25x the 16-bit
+# rate's need), and its pass over x (4 bytes an element of x) comes on top: measured on an H200
+# (session 46, docs/experiments/s46/autocast_kernels.py), 1024 x 8192 -> 8192 212 us against the
+# conversions' and the half GEMM's 277, 16384 x 4096 -> 4096 967 + 74 against 772 + 120; the
+# model's crossover lies near 2000 rows for N 4096-8192, but KernelBench 51 and 53 (2048 x 8192 ->
+# 8192) ran at 1.02-1.03x eager autocast so, 0.83-0.94x converted (docs/perf.md, session 46).
+AUTOCAST_FP32_WEIGHT_MAX_ROWS = 1024
+# And the fewest: at most SKINNY_MAX_ROWS rows the fp32 module's round16 GEMM hands the product to
+# the few-row GEMM of fp32 products, which does not read 16-bit x; there the weight is converted and
+# the half GEMM's few-row path runs, as for a 16-bit module (the round16 CTAs at so few rows have
+# not run on a GPU).
+AUTOCAST_FP32_WEIGHT_MIN_ROWS = SKINNY_MAX_ROWS + 1
 FP16X3_BK = 64
 # The shape rule takes a tile that gives (nearly) every SM a unit of work, a tile or a tile's
 # k-split: KernelBench 68 (128 x 16384 -> 16384) on the H100's 132 SMs ran 0.574 ms in 128 tiles

@@ -325,7 +325,9 @@ struct Cta {
 // X: x's type as the GEMM reads it: fp32 (an fp32 module, math bf16 / fp16), or T (an fp32 module
 // inside torch.autocast: x converted as autocast converts it, w left fp32, so that no pass over w
 // converts it on each call; the build for autocast with KGEN_FP32_WEIGHT, kernel.cu.j2). With x
-// of T no few-row GEMM of fp32 products applies: a few rows run the CTAs of one tile.
+// of T no few-row GEMM of fp32 products applies: a few rows run the CTAs of one tile (not run on
+// a GPU: ModelNew converts the weight at batches of at most SKINNY_MAX_ROWS, where the half GEMM's
+// few-row path runs; configs.AUTOCAST_FP32_WEIGHT_MIN_ROWS).
 template <class T, int BM, int BN, int STAGES, int GROUP_M, class X = float>
 struct WgmmaWsRound16Gemm {
   static constexpr bool kFewRowGemm = std::is_same<X, float>::value;  // (SkinnyGemm<float>'s rows)

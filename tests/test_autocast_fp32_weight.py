@@ -3,7 +3,7 @@ can read it so (generator.autocast_gemm_type: kgen's round16 GEMM rounds it in i
 pass converts it on each call), no gradient of it is wanted and the batch has at most
 AUTOCAST_FP32_WEIGHT_MAX_ROWS rows; elsewhere it is converted to autocast's dtype, as before
 (CPU: the file's Python against a stand-in for its compiled library; the GPU side is
-tests/test_half_gpu.py's test of it, and the KernelBench autocast test)."""
+tests/test_half_gpu.py's test of it and test_custom_ops.py's compiled inference under autocast)."""
 
 from pathlib import Path
 
@@ -21,8 +21,42 @@ REFS = Path(__file__).parent / "refs"
 TILE = Tile(128, 128, 32, 16, 128, stages=4)
 
 
+# x @ W with W stored (in, out), written here (no module of tests/refs/ stores its weight so).
+STORED_KN = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, out_features) * in_features ** -0.5)
+
+    def forward(self, x):
+        return torch.relu(x @ self.weight)
+
+
+batch_size, in_features, out_features = 64, 296, 96
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def stored_kn_ref(tmp_path_factory):
+    global STORED_KN_PATH
+    STORED_KN_PATH = tmp_path_factory.mktemp("kn") / "matmul_stored_kn.py"
+    STORED_KN_PATH.write_text(STORED_KN)
+
+
 def spec(ref: str, in_features: int = 296, backend: str = "wgmma", math: str = "tf32x3") -> Spec:
-    return Spec.of(str(REFS / f"{ref}.py"), 64, in_features, 96, math=math, backend=backend, fusion=1,
+    path = STORED_KN_PATH if ref == "matmul_stored_kn" else REFS / f"{ref}.py"
+    return Spec.of(str(path), 64, in_features, 96, math=math, backend=backend, fusion=1,
                    tile=TILE if backend == "wgmma" else Tile(128, 128, 32, 64, 32, stages=4))
 
 
@@ -31,7 +65,8 @@ def spec(ref: str, in_features: int = 296, backend: str = "wgmma", math: str = "
     (("gemm_swish_scale", 300), False),                 # K % 8 != 0: the round16 GEMM does not take it
     (("gemm_max_sub_gelu",), False),                    # a part rewritten to a constant: no GEMM
     (("gemm_swish_scale", 296, "kgen", "tf32"), False),  # mma.sync: no 16-bit build at all
-], ids=["wgmma", "odd K", "constant output", "mma.sync"])
+    (("matmul_stored_kn",), False),                     # x @ W, W stored (in, out): a transposed copy a call
+], ids=["wgmma", "odd K", "constant output", "mma.sync", "stored (in, out)"])
 def test_the_build_for_autocast_reads_an_fp32_weight_where_every_part_can(case, expected):
     s = spec(*case)
     gemm = generator.autocast_gemm_type(s)
@@ -70,7 +105,7 @@ def checked_weight(module, rows: int, requires_grad: bool, grad_enabled: bool) -
     (AUTOCAST_FP32_WEIGHT_MIN_ROWS, True, False, True),
     (SKINNY_MAX_ROWS, True, False, False),                         # a few rows: the half GEMM's few-row path
 ])
-def test_the_weight_stays_fp32_in_inference_at_a_few_rows(autocast_on, rows, requires_grad, grad_enabled, stays_fp32):
+def test_the_weight_stays_fp32_where_no_gradient_of_it_is_wanted_at_the_rows_it_gains(autocast_on, rows, requires_grad, grad_enabled, stays_fp32):
     module = exec_file(generator.render(spec("gemm_swish_scale")))
     assert module._KGEN_FP32_WEIGHT_ROWS == (AUTOCAST_FP32_WEIGHT_MIN_ROWS, AUTOCAST_FP32_WEIGHT_MAX_ROWS)
     w = checked_weight(module, rows, requires_grad, grad_enabled)

@@ -332,13 +332,13 @@ def test_dtypes_the_file_refuses_are_named(files):
 
 @pytest.fixture(scope="module")
 def autocast_files(files):
-    """The files, with their builds for inside torch.autocast made in parallel: an fp32 module's in
-    each 16-bit dtype (its GEMM reads the fp32 weight where the file has that build), a bf16
-    module's in bf16 (AUTOCAST_CASES)."""
+    """The files, with their builds for inside torch.autocast made in parallel, in each 16-bit
+    dtype: the one whose GEMM reads an fp32 module's weight in fp32 (its inference), and the one
+    that reads it converted (training, and a bf16 module: AUTOCAST_CASES)."""
     candidates = [Candidate(EmittedFile(path).spec, path) for path in files.values()]
     for dtype in DTYPES:
-        build_all(candidates, 16, 600, lambda line: None, dtype=dtype, autocast=True, fp32_weight=True)
-    build_all(candidates, 16, 600, lambda line: None, dtype="bf16", autocast=True)
+        for fp32_weight in (False, True):
+            build_all(candidates, 16, 600, lambda line: None, dtype=dtype, autocast=True, fp32_weight=fp32_weight)
     return files
 
 

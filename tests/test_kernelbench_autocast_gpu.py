@@ -36,7 +36,7 @@ def files(tmp_path_factory):
         out = d / ref.name
         generate(ref, out)
         candidates.append(Candidate(EmittedFile(out).spec, out))
-    build_all(candidates, 16, 600, lambda line: None, dtype="bf16", autocast=True, fp32_weight=True)
+    build_all(candidates, 16, 600, lambda line: None, dtype="bf16", autocast=True)
     return {ref.name: c.path for ref, c in zip(REFS, candidates)}
 
 

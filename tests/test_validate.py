@@ -414,9 +414,10 @@ def test_a_relaxed_tiers_gradient_yardstick_is_eager_in_its_math():
 @pytest.mark.parametrize("math, dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16)])
 def test_a_16_bit_files_eager_yardstick_sums_products_of_rounded_operands(math, dtype):
     """torch has no fp32 GEMM on bf16 / fp16 products ("medium" is TF32 on CUDA): inside
-    eager_matmul_math, eager's GEMMs (F.linear, @, addmm) take operands rounded to the math and
-    sum their products as kgen's kernels do, gradients passing through the rounding; outside,
-    fp32 products again."""
+    eager_matmul_math, eager's GEMMs (F.linear, @, addmm) compute on operands rounded to the math,
+    as kgen's kernels do, and their gradients are the unrounded operands' (kgen's backward GEMMs
+    of such a file run TF32 on fp32); a GEMM the file runs in TF32 (kgen's wgmma at K % 8 != 0)
+    is not rounded; outside, fp32 products again."""
     import torch.nn.functional as F
 
     from kgen.check.validate import eager_matmul_math
@@ -428,12 +429,31 @@ def test_a_16_bit_files_eager_yardstick_sums_products_of_rounded_operands(math, 
     rounded = (x.detach().to(dtype).double() @ w.to(dtype).double().t()).float()
     fp32 = (x.detach().double() @ w.double().t()).float()
     assert (rounded - fp32).abs().max() > 1e-3   # (the roundings differ by far more than fp32's)
-    with eager_matmul_math(math):
-        for z in (F.linear(x, w), x @ w.t(), torch.addmm(b, x, w.t()) - b):
+    with eager_matmul_math(math, "wgmma"):
+        for z in (F.linear(x, w), x @ w.t(), torch.addmm(b, x, w.t()) - b, torch.einsum("bk,nk->bn", x, w)):
             torch.testing.assert_close(z, rounded, atol=1e-4, rtol=1e-5)
         F.linear(x, w).sum().backward()
-    torch.testing.assert_close(x.grad, w.to(dtype).float().sum(0).expand_as(x))
+        # K = 60, no multiple of 8: kgen's wgmma GEMM runs TF32 there (cuBLAS's BF16 would not)
+        odd = F.linear(x[:, :60], w[:, :60])
+        torch.testing.assert_close(odd, (x[:, :60].double() @ w[:, :60].double().t()).float(), atol=1e-4, rtol=1e-5)
+    with eager_matmul_math(math, "cublas"):
+        cublas_odd = F.linear(x[:, :60], w[:, :60])
+    assert (cublas_odd.double() - (x[:, :60].detach().to(dtype).double() @ w[:, :60].to(dtype).double().t())).abs().max() < 1e-4
+    torch.testing.assert_close(x.grad, w.sum(0).expand_as(x))
     torch.testing.assert_close(F.linear(x, w), fp32, atol=1e-4, rtol=1e-5)
+
+
+def test_the_rounded_yardstick_keeps_an_infinity_of_the_operands():
+    """An infinite operand gives eager's infinity, not the NaN of inf - inf, where a gradient is
+    wanted too."""
+    import torch.nn.functional as F
+
+    from kgen.check.validate import eager_matmul_math
+
+    x = torch.tensor([[float("inf"), 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]], requires_grad=True)
+    with eager_matmul_math("fp16", "wgmma"):
+        z = F.linear(x, torch.ones(2, 8))
+    assert torch.equal(z.detach(), torch.full((1, 2), float("inf")))
 
 
 def test_elements_left_out_at_a_jump_are_not_judged_and_the_check_says_so():

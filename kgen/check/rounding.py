@@ -5,6 +5,8 @@ two operands rounded as kgen's kernels round them, and the products summed in fp
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from kgen.tune.spec import ROUND16_MATHS
@@ -22,23 +24,28 @@ def round_to(math: str, t: torch.Tensor, dtype: torch.dtype = torch.float64) -> 
     return bits.view(torch.float32).to(dtype)
 
 
-def gemm_operands_rounded(math: str, overflows: list | None = None):
+def gemm_operands_rounded(math: str, overflows: list | None = None, rounds: Callable[[int], bool] = lambda k: True):
     """A torch function mode in which every GEMM call (F.linear, matmul and @, mm, addmm, einsum:
-    the calls kgen's frontend takes as GEMMs) sees its two operands rounded to `math`'s operand
-    precision, as each GEMM part's kernel rounds them: its input, which after the first GEMM is
-    an activation the module computed (a chained module's), and its weight, stored or computed.
-    A bias is not an operand (the kernels add it in fp32). Autograd passes a gradient through the
-    rounding unchanged (a cast would round it to the 16-bit type too, where kgen's backward GEMMs
-    keep it fp32). Where a rounding makes an operand infinite that was finite
-    (fp16's range), `overflows` (where given) gets a note."""
+    the calls kgen's frontend takes as GEMMs) computes on its two operands rounded to `math`'s
+    operand precision, as each GEMM part's kernel rounds them: its input, which after the first
+    GEMM is an activation the module computed (a chained module's), and its weight, stored or
+    computed. A bias is not an operand (the kernels add it in fp32). `rounds(k)`: whether a GEMM
+    that sums over k runs the math's products (a wgmma bf16 / fp16 file runs TF32 at K % 8 != 0:
+    configs.gemm_math); the others compute on their operands as they are.
+
+    The result's value is the rounded operands' product and its gradient the unrounded operands'
+    (kgen's backward GEMMs of such a file run TF32 on the fp32 operands): z = f(x, w) + (f(T(x),
+    T(w)) - f(x, w)), the difference detached, or f(T(x), T(w)) itself where that difference is
+    not finite (an infinity: fp16's overflow, or an infinite operand). Where a rounding makes an
+    operand infinite that was finite (fp16's range), `overflows` (where given) gets a note."""
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
     from kgen.frontend.trace import einsum_form
 
     # (the two operands per function: their positions and their keywords, as the frontend binds
-    # them; einsum's are its tensors after the equation, in its GEMM forms only: 'bn,n->bn' is a
-    # product the kernels compute in fp32)
+    # them, the product's left operand first; einsum's are its tensors after the equation, in its
+    # GEMM forms only: 'bn,n->bn' is a product the kernels compute in fp32)
     operands = {F.linear: ((0, 1), ("input", "weight")), torch.matmul: ((0, 1), ("input", "other")),
                 torch.Tensor.matmul: ((0, 1), ("other",)), torch.Tensor.__matmul__: ((0, 1), ()),
                 torch.Tensor.__rmatmul__: ((0, 1), ()), torch.mm: ((0, 1), ("input", "mat2")),
@@ -49,9 +56,7 @@ def gemm_operands_rounded(math: str, overflows: list | None = None):
     def rounded(t):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point():
             return t
-        r = round_to(math, t, t.dtype)
-        if t.requires_grad:
-            r = t + (r - t).detach()   # (exactly r: r - t is exact, r representable)
+        r = round_to(math, t.detach(), t.dtype)
         if overflows is not None and note not in overflows and torch.isinf(r).sum() > torch.isinf(t).sum():
             overflows.append(note)
         return r
@@ -60,12 +65,30 @@ def gemm_operands_rounded(math: str, overflows: list | None = None):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if func is torch.einsum and args and isinstance(args[0], str) and einsum_form(args[0]) in ("gemm_nk", "gemm_kn"):
-                tensors = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
-                return func(args[0], *[rounded(t) for t in tensors], **kwargs)
-            if func in operands:
+                tensors = list(args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:])
+                left, inputs = (tensors[0] if tensors else None), tensors
+
+                def call(r):
+                    return func(args[0], *[r(t) for t in tensors], **kwargs)
+            elif func in operands:
                 positions, names = operands[func]
-                args = tuple(rounded(a) if i in positions else a for i, a in enumerate(args))
-                kwargs = {k: rounded(v) if k in names else v for k, v in kwargs.items()}
-            return func(*args, **kwargs)
+                # (t @ w as w.__rmatmul__(t): the left operand is the second argument)
+                left = (args[1] if func is torch.Tensor.__rmatmul__ else
+                        args[positions[0]] if len(args) > positions[0] else kwargs.get(names[0]))
+                inputs = [a for i, a in enumerate(args) if i in positions] + [v for k, v in kwargs.items() if k in names]
+
+                def call(r):
+                    return func(*[r(a) if i in positions else a for i, a in enumerate(args)],
+                                **{k: r(v) if k in names else v for k, v in kwargs.items()})
+            else:
+                return func(*args, **kwargs)
+            if not isinstance(left, torch.Tensor) or left.dim() == 0 or not rounds(left.shape[-1]):
+                return func(*args, **kwargs)
+            z_rounded = call(rounded)
+            if not torch.is_grad_enabled() or not any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
+                return z_rounded
+            z = call(lambda t: t)
+            d = (z_rounded - z).detach()
+            return torch.where(torch.isfinite(d), z + d, z_rounded)
 
     return Mode()

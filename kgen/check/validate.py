@@ -40,7 +40,7 @@ from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 from kgen.ir.graph import smooth, stored_weight
 from kgen.ir.ops import JUMPING
-from kgen.tune.configs import precision_name
+from kgen.tune.configs import gemm_math, precision_name
 from kgen.tune.spec import ROUND16_MATHS
 
 TRIALS = 5
@@ -742,21 +742,24 @@ def _gradients(model, x, g, rng: torch.Tensor):
 # error off fp64 in the training check, 1.00x eager's on bf16-rounded operands;
 # docs/experiments/s46/train_yardstick.py). There eager's GEMMs take their operands rounded to the
 # math (rounding.gemm_operands_rounded), under "high": TF32 holds every bf16 and fp16 value
-# exactly, so the products are exact and summed in fp32, as kgen's kernel sums them.
+# exactly, so the products are exact and summed in fp32, as kgen's kernel sums them; a GEMM the
+# file runs in TF32 (kgen's wgmma bf16 / fp16 at K % 8 != 0: configs.gemm_math) stays TF32, and
+# the gradients are the unrounded operands', as kgen's TF32 backward GEMMs compute them.
 EAGER_MATMUL_PRECISION = {"tf32": "high", "bf16": "high", "fp16": "high"}
 
 
 @contextlib.contextmanager
-def eager_matmul_math(math: str):
-    """eager's fp32 GEMMs in the file's math while the yardstick runs: TF32, or bf16 / fp16
-    products of rounded operands. The rounding flips z's sign near a kink (ReLU, LeakyReLU) and
+def eager_matmul_math(math: str, family: str = ""):
+    """eager's fp32 GEMMs in the math of a file of GEMM `family` while the yardstick runs: TF32,
+    or bf16 / fp16 products of rounded operands where the file runs them. The rounding flips z's sign near a kink (ReLU, LeakyReLU) and
     moves the gradient there by the kink's jump, in eager's TF32 as in kgen's (measured on an
     H100: a cuBLAS TF32 file's LeakyReLU bias gradient 3.1 from fp64 over 257 rows, eager fp32's
     5.6e-5); fp32 math is left as it is."""
     before = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision(EAGER_MATMUL_PRECISION.get(math, before))
     try:
-        with gemm_operands_rounded(math) if math in ROUND16_MATHS else contextlib.nullcontext():
+        rounds = lambda k: gemm_math(family, math, k) == math   # noqa: E731 - the file's math at this K
+        with gemm_operands_rounded(math, rounds=rounds) if math in ROUND16_MATHS else contextlib.nullcontext():
             yield
     finally:
         torch.set_float32_matmul_precision(before)
@@ -764,8 +767,8 @@ def eager_matmul_math(math: str):
 
 def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) -> CheckResult:
     """dL/dx and every parameter's gradient, for a random dL/dy, against fp64 autograd of the
-    reference, with eager's beside them (in the module's dtype; for an fp32 module of a TF32 or
-    BF16 file, eager's GEMMs in that math: eager_matmul_math) (Comparison's `gradients` judge:
+    reference, with eager's beside them (in the module's dtype; for an fp32 module of a TF32,
+    BF16 or FP16 file, eager's GEMMs in that math: eager_matmul_math) (Comparison's `gradients` judge:
     within tol of its largest value, or error <= tol + the gate's factor times eager's; at the
     fp32-exact tier the ratio too). Output elements at a kink of the reference (kinks.py: an fp32
     result's sign there, eager's included, is a coin toss) get no gradient.
@@ -793,7 +796,7 @@ def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) 
     g, kink_note = kink_free_gradient(trio.ref64, x.double(), g, tol, reset) if may_kink(f) else (g, "")
     cmp = Comparison(tol, relative_to_largest=True, gradients=True)
     new = _gradients(trio.new, x, g, rng)
-    with eager_matmul_math(f.spec.math if dtype == torch.float32 else ""):
+    with eager_matmul_math(f.spec.math if dtype == torch.float32 else "", f.spec.family):
         ref = _gradients(trio.ref, x, g, rng)
     ref64 = _gradients(trio.ref64, x.double(), g, rng)
     names = ["input"] + [n for n, _ in trio.new.named_parameters()]
@@ -867,7 +870,7 @@ def check_training(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
     (dL/dy = G: gradients O(1) per element of y, summed over the batch, however large y
     grows), one fixed batch, each parameter with its own learning rate (see TRAIN_MOVE_FACTOR),
     scaled down at a step where the fp64 run's gradient grew past TRAIN_STEP_CAP times its first;
-    the fp64 run trains, and at every step ModelNew, eager fp32 (its GEMMs in a TF32 / BF16
+    the fp64 run trains, and at every step ModelNew, eager fp32 (its GEMMs in a TF32 / BF16 / FP16
     file's math: eager_matmul_math) and a second eager run that rounds differently
     (_second_eager) start from its parameters and buffers and take the same step. Every step's
     output is judged as an output (a fault in the forward fails here too); at the end, each
@@ -1086,8 +1089,8 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
         for k in (2, *fp32_runs):
             model, dtype = models[k], (torch.float32, torch.float32, torch.float64, torch.float32)[k]
             torch.cuda.set_rng_state(rng, device)   # one Dropout mask for them all
-            # (eager, the yardstick, in a TF32 / BF16 file's math, as in check_gradients)
-            with eager_matmul_math(f.spec.math if k in (1, 3) else ""):
+            # (eager, the yardstick, in a TF32 / BF16 / FP16 file's math, as in check_gradients)
+            with eager_matmul_math(f.spec.math if k in (1, 3) else "", f.spec.family):
                 y = model((moved_x if k == 3 else x).to(dtype))
                 params = [model.get_parameter(name) for name in names]
                 grads = torch.autograd.grad((y * g_step.to(dtype)).sum(), params, allow_unused=True)

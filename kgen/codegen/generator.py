@@ -768,15 +768,18 @@ def autocast_gemm_type(spec: Spec) -> str | None:
     fp32 weight rounded in its registers, as eager's Linear rounds it there, so that no pass over
     w converts it on each call (0.08 ms of KernelBench 12's 0.349 ms under autocast; docs/perf.md,
     session 43). Where every part's forward GEMM can run it (K a multiple of ROUND16_K_MULTIPLE;
-    no part that a rewrite left without a GEMM); None elsewhere: there x and w are both converted
-    and the half GEMM runs, as for a 16-bit module."""
+    no part that a rewrite left without a GEMM) on the weight as the module stores it (not stored
+    (in, out) for x @ W: ModelNew would copy it transposed on each call, in fp32, which costs
+    more than the conversion it saves); None elsewhere: there x and w are both converted and the
+    half GEMM runs, as for a 16-bit module."""
     from kgen.tune.configs import AUTOCAST_ROUND16_TILE
 
     if half_gemm_type(spec) is None:
         return None
     for low in lowered_parts(spec):
         k = low.graph.in_features
-        if low.gemv or low.constant is not None or k <= 0 or k % ROUND16_K_MULTIPLE:
+        if (low.gemv or low.constant is not None or k <= 0 or k % ROUND16_K_MULTIPLE
+                or low.graph.gemm.attrs.get("stored_kn")):
             return None
     t = AUTOCAST_ROUND16_TILE
     return f"kgen::WgmmaWsRound16Gemm<{OPERAND_CTYPE}, {t.bm}, {t.bn}, {t.stages}, {t.group_m}, {OPERAND_CTYPE}>"
@@ -979,11 +982,11 @@ def describe_variant(spec: Spec) -> list[str]:
             from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MIN_ROWS as lo
             from kgen.tune.configs import AUTOCAST_ROUND16_TILE as a
 
-            lines.append(f"autocast:  inside torch.autocast an fp32 module's weight stays fp32 (no conversion of it "
-                         f"on any call): kgen's wgmma GEMM rounds it to autocast's dtype in its registers, x "
-                         f"converted as autocast converts it, CTA {2 * a.bm}x{a.bn}x64 in {a.stages} stages "
-                         f"({a.bm} rows at batches up to {a.bm}), in inference at batches of {lo}-{hi} rows "
-                         "(elsewhere the weight is converted once, as x is)")
+            lines.append(f"autocast:  inside torch.autocast an fp32 module's weight stays fp32 where no gradient "
+                         f"of it is wanted (inference, frozen weights) at batches of {lo}-{hi} rows: kgen's wgmma "
+                         f"GEMM rounds it to autocast's dtype in its registers, x converted as autocast converts "
+                         f"it, CTA {2 * a.bm}x{a.bn}x64 in {a.stages} stages ({a.bm} rows at batches up to {a.bm}); "
+                         "elsewhere the weight is converted once a call, as x is")
     return lines
 
 

@@ -72,11 +72,12 @@ AUTOCAST_ROUND16_TILE = RULE_WGMMA_ROUND16_TILES[0]
 # The most rows at which that build's GEMM reads the fp32 weight (more: the weight is converted and
 # the half GEMM runs). The round16 GEMM saves the pass that converts w (6 bytes an element of w)
 # and runs at some 80 % of the half GEMM's rate (shared memory's bandwidth, 1.25x the 16-bit
-# rate's need), and its pass over x (4 bytes an element of x) comes on top: measured on an H200
-# (session 46, docs/experiments/s46/autocast_kernels.py), 1024 x 8192 -> 8192 212 us against the
-# conversions' and the half GEMM's 277, 16384 x 4096 -> 4096 967 + 74 against 772 + 120; the
-# model's crossover lies near 2000 rows for N 4096-8192, but KernelBench 51 and 53 (2048 x 8192 ->
-# 8192) ran at 1.02-1.03x eager autocast so, 0.83-0.94x converted (docs/perf.md, session 46).
+# rate's need), and its pass over x (4 bytes an element of x) comes on top. The GEMM's kernels'
+# GPU time a call, x's conversions included, on an H200 (docs/perf.md, session 46, call E): 1024 x
+# 8192 -> 8192 233 us against the conversions' and the half GEMM's 277; 16384 x 4096 -> 4096 1136
+# against 893. A model of both puts the crossover near 2000 rows for N 4096-8192, but KernelBench
+# 51 and 53 (2048 x 8192 -> 8192) ran at 1.02-1.03x eager autocast so, 0.86-0.95x converted
+# (calls F and G).
 AUTOCAST_FP32_WEIGHT_MAX_ROWS = 1024
 # And the fewest: at most SKINNY_MAX_ROWS rows the fp32 module's round16 GEMM hands the product to
 # the few-row GEMM of fp32 products, which does not read 16-bit x; there the weight is converted and

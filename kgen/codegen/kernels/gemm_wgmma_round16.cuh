@@ -1,5 +1,5 @@
 // kgen Hopper GEMM on 16-bit products of fp32 operands (sm_90a only): z = x * w^T with x [M][K] and
-// w [N][K] fp32 row-major, each product T(x) T(w) (T = __nv_bfloat16 or __half, round to nearest),
+// w [N][K] fp32 row-major (x already of T inside torch.autocast: X below), each product T(x) T(w) (T = __nv_bfloat16 or __half, round to nearest),
 // accumulated in fp32 by the tensor cores: the 1e-2 tier's GEMM for an fp32 module (math "bf16" or
 // "fp16" on --backend wgmma). bf16 products are what eager's Linear computes inside
 // torch.autocast(dtype=torch.bfloat16); fp16 products what it computes inside fp16 autocast, and

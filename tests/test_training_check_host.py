@@ -111,7 +111,7 @@ def emitted(tmp_path, source: str, new=None) -> SimpleNamespace:
     path.write_text(source)
     ref = Reference(path)
     return SimpleNamespace(reference=ref, Model=ref.Model, ModelNew=(new or (lambda m: m))(ref.Model),
-                           init_args=ref.init_args, runs_in_training=True, spec=SimpleNamespace(math="", batch=8),
+                           init_args=ref.init_args, runs_in_training=True, spec=SimpleNamespace(math="", family="", batch=8),
                            module=SimpleNamespace(_KGEN_BACKWARD_OPS=[object()]))
 
 

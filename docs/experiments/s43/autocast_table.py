@@ -25,7 +25,10 @@ from step_kernels import load  # noqa: E402
 ROUNDS, CALLS = 7, 10
 
 
-def measure(ref_path, path):
+def measure(ref_path, path, queued=False):
+    """The medians (ms) of inference and a training step, eager and kgen, and with `queued` (session
+    46's table) inference with CALLS calls back to back and one synchronize too ("eager queued",
+    "kgen queued": CUDA events, the GPU's time a call where the host keeps ahead)."""
     ref = load(str(ref_path))
     init = ref["get_init_inputs"]()
     torch.manual_seed(0)
@@ -67,8 +70,9 @@ def measure(ref_path, path):
         for fn in cases.values():
             for _ in range(3):
                 fn()
-    walls = {n: [] for n in cases}
+    walls = {n: [] for n in (*cases, *(("eager queued", "kgen queued") if queued else ()))}
     names = list(cases)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for r in range(ROUNDS):
         for n in names[r % len(names):] + names[:r % len(names)]:
             fn = cases[n]
@@ -79,6 +83,13 @@ def measure(ref_path, path):
                 fn()
                 torch.cuda.synchronize()
                 walls[n].append((time.perf_counter() - t0) * 1e3)
+            if queued and n in ("eager", "kgen"):
+                start.record()
+                for _ in range(CALLS):
+                    fn()
+                end.record()
+                torch.cuda.synchronize()
+                walls[f"{n} queued"].append(start.elapsed_time(end) / CALLS)
     ms = {n: statistics.median(w) for n, w in walls.items()}
     out64 = exact(x.double())
     errors = []

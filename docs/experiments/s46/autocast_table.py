@@ -6,10 +6,9 @@ time to launch a call counts too). Since session 46 an fp32 module's inference t
 weight fp32 for kgen's round16 GEMM (no conversion of it), and its training step converts it once,
 as before.
     PYTHONPATH=. python3 docs/experiments/s46/autocast_table.py OUT_DIR REF.py [REF.py ...]"""
+import importlib.util
 import statistics
 import sys
-import time
-import warnings
 from pathlib import Path
 
 import torch
@@ -17,79 +16,12 @@ import torch
 sys.path.insert(0, "docs/experiments/s37")
 from step_kernels import load  # noqa: E402
 
-ROUNDS, CALLS = 7, 10
-
-
-def measure(ref_path, path):
-    ref = load(str(ref_path))
-    init = ref["get_init_inputs"]()
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        eager = ref["Model"](*init)
-        new = load(str(path))["ModelNew"](*init)
-        exact = ref["Model"](*init).double()
-    new.load_state_dict(eager.state_dict())
-    exact.load_state_dict(eager.state_dict())
-    training = "Dropout" not in Path(ref_path).read_text()
-    for m in (eager, new, exact):
-        m.train(training)
-    torch.manual_seed(1)
-    x = ref["get_inputs"]()[0].cuda()
-    xg = x.clone().requires_grad_()
-    g = torch.randn(eager(x).shape, device="cuda")
-
-    def infer(model):
-        def call():
-            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-                model(x)
-        return call
-
-    def step(model):
-        params = list(model.parameters())
-
-        def call():
-            for p in params:
-                p.grad = None
-            xg.grad = None
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                out = model(xg)
-            out.backward(g.to(out.dtype))
-        return call
-
-    cases = {"eager": infer(eager), "kgen": infer(new), "eager step": step(eager), "kgen step": step(new)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for fn in cases.values():
-            for _ in range(3):
-                fn()
-    walls = {n: [] for n in (*cases, "eager queued", "kgen queued")}
-    names = list(cases)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for r in range(ROUNDS):
-        for n in names[r % len(names):] + names[:r % len(names)]:
-            fn = cases[n]
-            fn()
-            torch.cuda.synchronize()
-            for _ in range(CALLS):
-                t0 = time.perf_counter()
-                fn()
-                torch.cuda.synchronize()
-                walls[n].append((time.perf_counter() - t0) * 1e3)
-            if n in ("eager", "kgen"):
-                start.record()
-                for _ in range(CALLS):
-                    fn()
-                end.record()
-                torch.cuda.synchronize()
-                walls[f"{n} queued"].append(start.elapsed_time(end) / CALLS)
-    ms = {n: statistics.median(w) for n, w in walls.items()}
-    out64 = exact(x.double())
-    errors = []
-    for model in (eager, new):
-        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-            out = model(x)
-        errors.append((out.double() - out64).abs().max().item())
-    return ms, errors, out.dtype, training
+# (session 43's table, whose measure() takes the queued column: loaded by path, as it shares this
+# file's name)
+_s43 = importlib.util.spec_from_file_location("s43_autocast_table", "docs/experiments/s43/autocast_table.py")
+s43 = importlib.util.module_from_spec(_s43)
+_s43.loader.exec_module(s43)
+ROUNDS, CALLS, measure = s43.ROUNDS, s43.CALLS, s43.measure
 
 
 def main(out_dir, *refs):
@@ -101,7 +33,7 @@ def main(out_dir, *refs):
     for ref in refs:
         ref = Path(ref)
         try:
-            ms, errors, dtype, training = measure(ref, Path(out_dir) / ref.name)
+            ms, errors, dtype, training = measure(ref, Path(out_dir) / ref.name, queued=True)
         except Exception as e:   # (a file that fails is a row that says so, not a lost table)
             print(f"| {ref.name} | failed: {type(e).__name__}: {str(e)[:200]} |")
             continue

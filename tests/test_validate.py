@@ -436,24 +436,40 @@ def test_a_16_bit_files_eager_yardstick_sums_products_of_rounded_operands(math, 
         # K = 60, no multiple of 8: kgen's wgmma GEMM runs TF32 there (cuBLAS's BF16 would not)
         odd = F.linear(x[:, :60], w[:, :60])
         torch.testing.assert_close(odd, (x[:, :60].double() @ w[:, :60].double().t()).float(), atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(x.grad, w.sum(0).expand_as(x))
+    # cuBLAS's (and mma.sync's) BF16 files round at every K, and their backward GEMMs run the
+    # math's products too: the gradient is the rounded operands'
+    x.grad = None
     with eager_matmul_math(math, "cublas"):
         cublas_odd = F.linear(x[:, :60], w[:, :60])
+        F.linear(x, w).sum().backward()
     assert (cublas_odd.double() - (x[:, :60].detach().to(dtype).double() @ w[:, :60].to(dtype).double().t())).abs().max() < 1e-4
-    torch.testing.assert_close(x.grad, w.sum(0).expand_as(x))
+    torch.testing.assert_close(x.grad, w.to(dtype).float().sum(0).expand_as(x))
     torch.testing.assert_close(F.linear(x, w), fp32, atol=1e-4, rtol=1e-5)
 
 
-def test_the_rounded_yardstick_keeps_an_infinity_of_the_operands():
+@pytest.mark.parametrize("family", ["wgmma", "cublas"])
+def test_the_rounded_yardstick_keeps_an_infinity_of_the_operands(family):
     """An infinite operand gives eager's infinity, not the NaN of inf - inf, where a gradient is
-    wanted too."""
+    wanted too; a row that overflows fp16 only when rounded still passes its gradient (a wgmma
+    file's backward reads the fp32 operands), and a weight's gradient flows where only it wants
+    one."""
     import torch.nn.functional as F
 
     from kgen.check.validate import eager_matmul_math
 
     x = torch.tensor([[float("inf"), 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]], requires_grad=True)
-    with eager_matmul_math("fp16", "wgmma"):
+    with eager_matmul_math("fp16", family):
         z = F.linear(x, torch.ones(2, 8))
     assert torch.equal(z.detach(), torch.full((1, 2), float("inf")))
+    # 70000 rounds to fp16's infinity; its product with 1 is finite in fp32
+    x = torch.tensor([[70000.0] + [0.0] * 7], requires_grad=True)
+    w = torch.ones(2, 8, requires_grad=True)
+    with eager_matmul_math("fp16", family):
+        z = F.linear(x, w)
+    assert torch.equal(z.detach(), torch.full((1, 2), float("inf")))
+    z.sum().backward()
+    assert torch.equal(x.grad, torch.full((1, 8), 2.0)) and w.grad[0, 0] > 0
 
 
 def test_elements_left_out_at_a_jump_are_not_judged_and_the_check_says_so():

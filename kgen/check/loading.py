@@ -148,6 +148,7 @@ class EmittedFile:
         library = self.module._kgen_build(**({} if dtype is None else {"dtype": dtype}),
                                           **({"autocast": True} if autocast else {}),
                                           **({"fp32_weight": True} if autocast and fp32_weight
+                                             and dtype in (torch.bfloat16, torch.float16)
                                              and getattr(self.module, "_KGEN_FP32_WEIGHT", False) else {}))
         if dtype in (torch.bfloat16, torch.float16) and any(
                 plan is not None for plan in getattr(self.module, "_KGEN_NATIVE_PLANS", ())):

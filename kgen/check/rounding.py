@@ -24,7 +24,8 @@ def round_to(math: str, t: torch.Tensor, dtype: torch.dtype = torch.float64) -> 
     return bits.view(torch.float32).to(dtype)
 
 
-def gemm_operands_rounded(math: str, overflows: list | None = None, rounds: Callable[[int], bool] = lambda k: True):
+def gemm_operands_rounded(math: str, overflows: list | None = None, rounds: Callable[[int], bool] = lambda k: True,
+                          unrounded_gradients: bool = True):
     """A torch function mode in which every GEMM call (F.linear, matmul and @, mm, addmm, einsum:
     the calls kgen's frontend takes as GEMMs) computes on its two operands rounded to `math`'s
     operand precision, as each GEMM part's kernel rounds them: its input, which after the first
@@ -33,11 +34,12 @@ def gemm_operands_rounded(math: str, overflows: list | None = None, rounds: Call
     that sums over k runs the math's products (a wgmma bf16 / fp16 file runs TF32 at K % 8 != 0:
     configs.gemm_math); the others compute on their operands as they are.
 
-    The result's value is the rounded operands' product and its gradient the unrounded operands'
-    (kgen's backward GEMMs of such a file run TF32 on the fp32 operands): z = f(x, w) + (f(T(x),
-    T(w)) - f(x, w)), the difference detached, or f(T(x), T(w)) itself where that difference is
-    not finite (an infinity: fp16's overflow, or an infinite operand). Where a rounding makes an
-    operand infinite that was finite (fp16's range), `overflows` (where given) gets a note."""
+    The result's value is the rounded operands' product, f(T(x), T(w)). Its gradient, with
+    `unrounded_gradients`, is the unrounded operands' (a wgmma file's backward GEMMs run TF32 on
+    the fp32 operands): f(T(x), T(w)) + (z - z.detach()) for z = f(x, w), where z is finite;
+    else the rounded operands' (the cuBLAS and mma.sync files' backward GEMMs run the math's
+    products too), each operand T(t) + (t - t.detach()) where t is finite. Where a rounding makes
+    an operand infinite that was finite (fp16's range), `overflows` (where given) gets a note."""
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
@@ -60,6 +62,13 @@ def gemm_operands_rounded(math: str, overflows: list | None = None, rounds: Call
         if overflows is not None and note not in overflows and torch.isinf(r).sum() > torch.isinf(t).sum():
             overflows.append(note)
         return r
+
+    def rounded_passing_gradients(t):
+        r = rounded(t)
+        if not isinstance(t, torch.Tensor) or not t.requires_grad:
+            return r
+        # (the value r exactly; t's gradient through; an infinite t, whose t - t is NaN, gives r)
+        return torch.where(torch.isfinite(t), r + (t - t.detach()), r)
 
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -84,11 +93,12 @@ def gemm_operands_rounded(math: str, overflows: list | None = None, rounds: Call
                 return func(*args, **kwargs)
             if not isinstance(left, torch.Tensor) or left.dim() == 0 or not rounds(left.shape[-1]):
                 return func(*args, **kwargs)
-            z_rounded = call(rounded)
             if not torch.is_grad_enabled() or not any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
-                return z_rounded
-            z = call(lambda t: t)
-            d = (z_rounded - z).detach()
-            return torch.where(torch.isfinite(d), z + d, z_rounded)
+                return call(rounded)
+            if not unrounded_gradients:
+                return call(rounded_passing_gradients)
+            z_rounded, z = call(rounded), call(lambda t: t)
+            # (the value z_rounded exactly; z's gradient through where z is finite)
+            return torch.where(torch.isfinite(z), z_rounded + (z - z.detach()), z_rounded)
 
     return Mode()

@@ -744,7 +744,8 @@ def _gradients(model, x, g, rng: torch.Tensor):
 # math (rounding.gemm_operands_rounded), under "high": TF32 holds every bf16 and fp16 value
 # exactly, so the products are exact and summed in fp32, as kgen's kernel sums them; a GEMM the
 # file runs in TF32 (kgen's wgmma bf16 / fp16 at K % 8 != 0: configs.gemm_math) stays TF32, and
-# the gradients are the unrounded operands', as kgen's TF32 backward GEMMs compute them.
+# a wgmma file's gradients are the unrounded operands', as its TF32 backward GEMMs compute them
+# (the cuBLAS and mma.sync files' backward GEMMs run the math's products: the rounded operands').
 EAGER_MATMUL_PRECISION = {"tf32": "high", "bf16": "high", "fp16": "high"}
 
 
@@ -759,7 +760,9 @@ def eager_matmul_math(math: str, family: str = ""):
     torch.set_float32_matmul_precision(EAGER_MATMUL_PRECISION.get(math, before))
     try:
         rounds = lambda k: gemm_math(family, math, k) == math   # noqa: E731 - the file's math at this K
-        with gemm_operands_rounded(math, rounds=rounds) if math in ROUND16_MATHS else contextlib.nullcontext():
+        mode = (gemm_operands_rounded(math, rounds=rounds, unrounded_gradients=family == "wgmma")
+                if math in ROUND16_MATHS else contextlib.nullcontext())
+        with mode:
             yield
     finally:
         torch.set_float32_matmul_precision(before)

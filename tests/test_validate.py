@@ -416,14 +416,14 @@ def test_a_16_bit_files_eager_yardstick_sums_products_of_rounded_operands(math, 
     """torch has no fp32 GEMM on bf16 / fp16 products ("medium" is TF32 on CUDA): inside
     eager_matmul_math, eager's GEMMs (F.linear, @, addmm) compute on operands rounded to the math,
     as kgen's kernels do, and their gradients are the unrounded operands' (kgen's backward GEMMs
-    of such a file run TF32 on fp32); a GEMM the file runs in TF32 (kgen's wgmma at K % 8 != 0)
-    is not rounded; outside, fp32 products again."""
+    of such a file run TF32 on fp32); a GEMM the file runs otherwise (kgen's wgmma: TF32 at
+    K % 8 != 0, fp32 products at a few rows) is not rounded; outside, fp32 products again."""
     import torch.nn.functional as F
 
     from kgen.check.validate import eager_matmul_math
 
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(16, 64, generator=g, requires_grad=True)
+    x = torch.randn(24, 64, generator=g, requires_grad=True)
     w = torch.randn(32, 64, generator=g)
     b = torch.randn(32, generator=g)
     rounded = (x.detach().to(dtype).double() @ w.to(dtype).double().t()).float()
@@ -436,6 +436,9 @@ def test_a_16_bit_files_eager_yardstick_sums_products_of_rounded_operands(math, 
         # K = 60, no multiple of 8: kgen's wgmma GEMM runs TF32 there (cuBLAS's BF16 would not)
         odd = F.linear(x[:, :60], w[:, :60])
         torch.testing.assert_close(odd, (x[:, :60].double() @ w[:, :60].double().t()).float(), atol=1e-4, rtol=1e-5)
+        # 16 rows: the few-row GEMM of fp32 products runs them
+        few = F.linear(x[:16], w)
+        torch.testing.assert_close(few, fp32[:16], atol=1e-4, rtol=1e-5)
     torch.testing.assert_close(x.grad, w.sum(0).expand_as(x))
     # cuBLAS's (and mma.sync's) BF16 files round at every K, and their backward GEMMs run the
     # math's products too: the gradient is the rounded operands'
@@ -458,18 +461,19 @@ def test_the_rounded_yardstick_keeps_an_infinity_of_the_operands(family):
 
     from kgen.check.validate import eager_matmul_math
 
-    x = torch.tensor([[float("inf"), 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]], requires_grad=True)
+    rows = 17   # (more than a few: at most 16 a wgmma file's GEMM runs fp32 products)
+    x = torch.tensor([[float("inf"), 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]] * rows, requires_grad=True)
     with eager_matmul_math("fp16", family):
         z = F.linear(x, torch.ones(2, 8))
-    assert torch.equal(z.detach(), torch.full((1, 2), float("inf")))
+    assert torch.equal(z.detach(), torch.full((rows, 2), float("inf")))
     # 70000 rounds to fp16's infinity; its product with 1 is finite in fp32
-    x = torch.tensor([[70000.0] + [0.0] * 7], requires_grad=True)
+    x = torch.tensor([[70000.0] + [0.0] * 7] * rows, requires_grad=True)
     w = torch.ones(2, 8, requires_grad=True)
     with eager_matmul_math("fp16", family):
         z = F.linear(x, w)
-    assert torch.equal(z.detach(), torch.full((1, 2), float("inf")))
+    assert torch.equal(z.detach(), torch.full((rows, 2), float("inf")))
     z.sum().backward()
-    assert torch.equal(x.grad, torch.full((1, 8), 2.0)) and w.grad[0, 0] > 0
+    assert torch.equal(x.grad, torch.full((rows, 8), 2.0)) and w.grad[0, 0] > 0
 
 
 def test_elements_left_out_at_a_jump_are_not_judged_and_the_check_says_so():

@@ -24,15 +24,16 @@ def round_to(math: str, t: torch.Tensor, dtype: torch.dtype = torch.float64) -> 
     return bits.view(torch.float32).to(dtype)
 
 
-def gemm_operands_rounded(math: str, overflows: list | None = None, rounds: Callable[[int], bool] = lambda k: True,
+def gemm_operands_rounded(math: str, overflows: list | None = None, rounds: Callable[[int, int], bool] = lambda k, m: True,
                           unrounded_gradients: bool = True):
     """A torch function mode in which every GEMM call (F.linear, matmul and @, mm, addmm, einsum:
     the calls kgen's frontend takes as GEMMs) computes on its two operands rounded to `math`'s
     operand precision, as each GEMM part's kernel rounds them: its input, which after the first
     GEMM is an activation the module computed (a chained module's), and its weight, stored or
-    computed. A bias is not an operand (the kernels add it in fp32). `rounds(k)`: whether a GEMM
-    that sums over k runs the math's products (a wgmma bf16 / fp16 file runs TF32 at K % 8 != 0:
-    configs.gemm_math); the others compute on their operands as they are.
+    computed. A bias is not an operand (the kernels add it in fp32). `rounds(k, m)`: whether a
+    GEMM that sums over k for m rows runs the math's products (a wgmma bf16 / fp16 file runs TF32
+    at K % 8 != 0, configs.gemm_math, and fp32-accurate products at a few rows); the others
+    compute on their operands as they are.
 
     The result's value is the rounded operands' product, f(T(x), T(w)). Its gradient, with
     `unrounded_gradients`, is the unrounded operands' (a wgmma file's backward GEMMs run TF32 on
@@ -91,7 +92,8 @@ def gemm_operands_rounded(math: str, overflows: list | None = None, rounds: Call
                                 **{k: r(v) if k in names else v for k, v in kwargs.items()})
             else:
                 return func(*args, **kwargs)
-            if not isinstance(left, torch.Tensor) or left.dim() == 0 or not rounds(left.shape[-1]):
+            if (not isinstance(left, torch.Tensor) or left.dim() == 0 or left.shape[-1] == 0
+                    or not rounds(left.shape[-1], left.numel() // left.shape[-1])):
                 return func(*args, **kwargs)
             if not torch.is_grad_enabled() or not any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
                 return call(rounded)

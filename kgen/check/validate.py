@@ -40,7 +40,7 @@ from kgen.check.static_checks import check_emitted
 from kgen.frontend.trace import trace
 from kgen.ir.graph import smooth, stored_weight
 from kgen.ir.ops import JUMPING
-from kgen.tune.configs import gemm_math, precision_name
+from kgen.tune.configs import SKINNY_MAX_ROWS, gemm_math, precision_name
 from kgen.tune.spec import ROUND16_MATHS
 
 TRIALS = 5
@@ -742,10 +742,11 @@ def _gradients(model, x, g, rng: torch.Tensor):
 # error off fp64 in the training check, 1.00x eager's on bf16-rounded operands;
 # docs/experiments/s46/train_yardstick.py). There eager's GEMMs take their operands rounded to the
 # math (rounding.gemm_operands_rounded), under "high": TF32 holds every bf16 and fp16 value
-# exactly, so the products are exact and summed in fp32, as kgen's kernel sums them; a GEMM the
-# file runs in TF32 (kgen's wgmma bf16 / fp16 at K % 8 != 0: configs.gemm_math) stays TF32, and
-# a wgmma file's gradients are the unrounded operands', as its TF32 backward GEMMs compute them
-# (the cuBLAS and mma.sync files' backward GEMMs run the math's products: the rounded operands').
+# exactly, so the products are exact and summed in fp32, as kgen's kernel sums them. A GEMM the
+# file runs otherwise (kgen's wgmma bf16 / fp16: TF32 at K % 8 != 0, configs.gemm_math; fp32
+# products at a few rows) is left unrounded, and a wgmma file's gradients are the unrounded
+# operands', as its TF32 backward GEMMs compute them (the cuBLAS and mma.sync files' backward
+# GEMMs run the math's products: the rounded operands').
 EAGER_MATMUL_PRECISION = {"tf32": "high", "bf16": "high", "fp16": "high"}
 
 
@@ -759,7 +760,12 @@ def eager_matmul_math(math: str, family: str = ""):
     before = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision(EAGER_MATMUL_PRECISION.get(math, before))
     try:
-        rounds = lambda k: gemm_math(family, math, k) == math   # noqa: E731 - the file's math at this K
+        def rounds(k: int, m: int) -> bool:
+            """Whether the file's GEMM of k for m rows runs the math's products: not a wgmma file's
+            at K % 8 != 0 (TF32: configs.gemm_math), nor at most SKINNY_MAX_ROWS rows, which its
+            round16 GEMM hands to the few-row GEMM of fp32 products (gemm_wgmma_round16.cuh)."""
+            return gemm_math(family, math, k) == math and not (family == "wgmma" and m <= SKINNY_MAX_ROWS)
+
         mode = (gemm_operands_rounded(math, rounds=rounds, unrounded_gradients=family == "wgmma")
                 if math in ROUND16_MATHS else contextlib.nullcontext())
         with mode:

@@ -47,15 +47,16 @@ def get_init_inputs():
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def stored_kn_ref(tmp_path_factory):
-    global STORED_KN_PATH
-    STORED_KN_PATH = tmp_path_factory.mktemp("kn") / "matmul_stored_kn.py"
-    STORED_KN_PATH.write_text(STORED_KN)
+@pytest.fixture(scope="module")
+def stored_kn_ref(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("kn") / "matmul_stored_kn.py"
+    path.write_text(STORED_KN)
+    return path
 
 
-def spec(ref: str, in_features: int = 296, backend: str = "wgmma", math: str = "tf32x3") -> Spec:
-    path = STORED_KN_PATH if ref == "matmul_stored_kn" else REFS / f"{ref}.py"
+def spec(ref, in_features: int = 296, backend: str = "wgmma", math: str = "tf32x3") -> Spec:
+    """A spec of `ref` (a module of tests/refs/ by name, or a path)."""
+    path = ref if isinstance(ref, Path) else REFS / f"{ref}.py"
     return Spec.of(str(path), 64, in_features, 96, math=math, backend=backend, fusion=1,
                    tile=TILE if backend == "wgmma" else Tile(128, 128, 32, 64, 32, stages=4))
 
@@ -67,8 +68,8 @@ def spec(ref: str, in_features: int = 296, backend: str = "wgmma", math: str = "
     (("gemm_swish_scale", 296, "kgen", "tf32"), False),  # mma.sync: no 16-bit build at all
     (("matmul_stored_kn",), False),                     # x @ W, W stored (in, out): a transposed copy a call
 ], ids=["wgmma", "odd K", "constant output", "mma.sync", "stored (in, out)"])
-def test_the_build_for_autocast_reads_an_fp32_weight_where_every_part_can(case, expected):
-    s = spec(*case)
+def test_the_build_for_autocast_reads_an_fp32_weight_where_every_part_can(case, expected, stored_kn_ref):
+    s = spec(stored_kn_ref if case[0] == "matmul_stored_kn" else case[0], *case[1:])
     gemm = generator.autocast_gemm_type(s)
     assert (gemm is not None) == expected
     text = generator.render(s)

@@ -785,6 +785,16 @@ def autocast_gemm_type(spec: Spec) -> str | None:
     return f"kgen::WgmmaWsRound16Gemm<{OPERAND_CTYPE}, {t.bm}, {t.bn}, {t.stages}, {t.group_m}, {OPERAND_CTYPE}>"
 
 
+def sixteen_bit_gemm_type(spec: Spec) -> str | None:
+    """The GEMM of the spec's 16-bit builds (kernel.cu.j2's kgen_cfg::Gemm where x is 16-bit): the
+    half GEMM, or where the file has the build for an fp32 module inside torch.autocast, that
+    build's GEMM when the weight is fp32 (kgen_weight_t, -DKGEN_FP32_WEIGHT: autocast_gemm_type)."""
+    half, autocast = half_gemm_type(spec), autocast_gemm_type(spec)
+    if autocast is None:
+        return half
+    return f"std::conditional_t<std::is_same<{WEIGHT_CTYPE}, float>::value, {autocast}, {half}>"
+
+
 def lowered(spec: Spec) -> Lowered:
     """The spec's module (its last GEMM part), lowered for its variant (fusion 2 fuses
     BatchNorm's partials into the GEMM epilogue, a cuBLAS GEMM never does; fusion 0 runs a
@@ -855,7 +865,7 @@ def _source_context(spec: Spec) -> dict:
         "parts": [_part_context(spec, low, library) for low in lowered_parts(spec)],
         "gemm_type": gemm_type(spec),
         "half_gemm_type": half_gemm_type(spec),
-        "autocast_gemm_type": autocast_gemm_type(spec),
+        "sixteen_bit_gemm_type": sixteen_bit_gemm_type(spec),
         "sixteen_bit": sixteen_bit_builds(spec),
         "operand_ctype": OPERAND_CTYPE,
         "cublas_compute": CUBLAS_COMPUTE_TYPES.get(spec.math, ""),

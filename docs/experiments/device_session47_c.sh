@@ -15,10 +15,10 @@ for n in 12 33 51 66 80; do
 done
 t "tests"
 gpu_tests c_gpu_custom_ops.log 60 tests/test_custom_ops.py
-left=$(( 560 - ($(date +%s) - start) ))
+left=$(( 505 - ($(date +%s) - start) ))
 gpu_tests c_gpu_families.log $(( left > 300 ? 300 : left )) tests/test_gpu.py
-left=$(( 560 - ($(date +%s) - start) ))
+left=$(( 505 - ($(date +%s) - start) ))
 gpu_tests c_gpu_skinny.log $(( left > 60 ? 60 : left )) tests/test_skinny_gpu.py
-left=$(( 565 - ($(date +%s) - start) ))
+left=$(( 515 - ($(date +%s) - start) ))
 gpu_tests c_gpu_constant.log $left tests/test_constant_gpu.py
 t "end"

@@ -5,6 +5,8 @@
 # eval times them (s47/kb_timing_ab.py) on five of its files in bf16; then the GPU tests of the
 # launch's path through every family (test_gpu.py builds each family and math), the compiled and
 # graphed paths, the few-row GEMM and the constant outputs.
+# (ab/old/kbN.py and ab/new/kbN.py, not committed: `kgen generate .kb/level2/N_*.py --dtype bf16`
+# in a worktree of e6466e1 and in this tree at 50c57bb, for N in 12 33 51 66 80.)
 source scripts/device_setup.sh
 t "build"
 build_files ab/new c_builds.log

@@ -1,7 +1,10 @@
 """Benchmarking against the eager reference in the same process (docs/design.md, "Measurement").
 
 CUDA events around each call, the L2 flushed (a 256 MB write) before each timed call, warm-up
-first (WARMUP_CALLS calls and at least WARMUP_SECONDS of them), median with p20/p80. Absolute times drift between machines and runs; the ratio to the
+first (WARMUP_CALLS calls and at least WARMUP_SECONDS of them), median with p20/p80. The timed
+calls are queued back to back under torch.no_grad (time_calls), so the numbers are the GPU's
+work; KernelBench's eval synchronizes after each call with gradients on, which adds the host's
+work before a call's first kernel where it outlasts the L2 flush (docs/perf.md, session 47). Absolute times drift between machines and runs; the ratio to the
 eager reference measured side by side is the number that holds.
 """
 
@@ -114,7 +117,9 @@ class BenchResult:
         name = precision_name(self.dtype)
         return "\n".join([
             f"device: {self.device}, batch {self.batch}, {self.mode} mode, {self.dtype} module, "
-            "L2 flushed before each call",
+            "L2 flushed before each call, calls queued under no_grad (the GPU's time: KernelBench's "
+            "eval synchronizes after each call, with gradients on, so its time also holds the host's "
+            "work before the first kernel)",
             f"ModelNew            {self.new}",
             f"{'eager ' + name:<20}{self.eager_fp32}   ModelNew takes {self.ratio:.3f}x its time "
             f"({1 / self.ratio:.2f}x speedup)",

@@ -1,8 +1,8 @@
 """The host's work before an emitted file's kernels start (session 47: a synchronized call's time
 includes every line of it, docs/perf.md): the launch allocates no workspace where the kernels
-need none, _kgen_traced asks torch's queries it looked up once, and _kgen_checked_param asks
-torch.autocast's state once and decides as before (CPU: the file's Python against a stand-in
-for its compiled library)."""
+need none, _kgen_traced still sees what records a call, and _kgen_checked_param asks
+torch.autocast's state once a call and decides as before (CPU: the file's Python against a
+stand-in for its compiled library)."""
 
 from pathlib import Path
 
@@ -75,7 +75,8 @@ def test_a_parameter_is_read_in_x_dtype_outside_autocast_and_in_fp32_inside(modu
     """Outside autocast (or with fp32 x) every tensor the kernels read is in x's dtype and a
     parameter of another dtype is refused; inside it, with 16-bit x, a parameter is converted to
     fp32 and the weight to x's dtype."""
-    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: autocast)
+    asked = []
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: asked.append(device_type) or autocast)
     x = torch.randn(64, 296).to(x_dtype)
     bias16, bias32 = torch.randn(96).to(torch.bfloat16), torch.randn(96)
     w32 = torch.randn(96, 296, requires_grad=True)
@@ -90,6 +91,11 @@ def test_a_parameter_is_read_in_x_dtype_outside_autocast_and_in_fp32_inside(modu
         assert module._kgen_checked_param(same, x, (96,), "bias") is same
         with pytest.raises(ValueError, match="the kernels read it in"):
             module._kgen_checked_param(other, x, (96,), "bias")
+    # (autocast's state asked at most once a call, a conversion's included; not at all where x is
+    # fp32, which settles it)
+    asked.clear()
+    module._kgen_checked_param(bias16 if autocast and x_dtype != torch.float32 else bias32.to(x_dtype), x, (96,), "bias")
+    assert asked == ([] if x_dtype == torch.float32 else ["cuda"])
     with pytest.raises(ValueError, match="has 96 elements"):
         module._kgen_checked_param(bias32.to(x_dtype) if not autocast or x_dtype == torch.float32 else bias32,
                                    x, (95,), "bias")

@@ -216,6 +216,33 @@ class StandInLibrary:
         self.backward_calls.append(dict(zip(self.backward_names, values)))
 
 
+def stand_in_launch(module, launches=None):
+    """A stand-in for an emitted file's _kgen_launch of part 0 on CPU tensors, for tests of the
+    Python around its kernels: z = x w^T (kept where the body hands it z_out), out = 2 z, and in
+    training mode a BatchNorm's running mean + 1, written through the data pointer the body passes
+    (as the kernels write it: the tensor's version is the Python's business). Appends "forward"
+    to `launches` on each call."""
+    import ctypes
+
+    names = [name for name, _ in module._KGEN_FORWARD_ARGS[0]]
+    names = names[names.index("z_out") + 1:]   # (what the part's body passes after z_out)
+
+    def launch(part, x, w, autocast, training, z_out, *rest):
+        if launches is not None:
+            launches.append("forward")
+        args = dict(zip(names, rest))
+        z = x.float() @ w.float().t()
+        if z_out is not None:
+            z_out[:z.numel()] = z.reshape(-1)
+        if training and args.get("running_mean") is not None:
+            dtype = torch.float32 if autocast else x.dtype   # (the parameters' dtype)
+            n = w.shape[0]
+            memory = (ctypes.c_byte * (n * dtype.itemsize)).from_address(args["running_mean"])
+            torch.frombuffer(memory, dtype=dtype).add_(1)
+        return (2 * z).to(x.dtype)
+    return launch
+
+
 def launch_on_cpu(module, monkeypatch) -> StandInLibrary:
     """An emitted file's `module` made to launch on CPU tensors against a StandInLibrary (its build,
     device guard and stream replaced), which it returns."""

@@ -94,7 +94,7 @@ def checked_weight(module, rows: int, requires_grad: bool, grad_enabled: bool) -
     w = torch.randn(96, 296, requires_grad=requires_grad)
     x = torch.randn(rows, 296).to(torch.bfloat16)
     with torch.set_grad_enabled(grad_enabled):
-        return module._kgen_checked_param(w, x, None, "gemm.weight", operand=True)
+        return module._kgen_checked_param(w, x, None, "gemm.weight", module._kgen_autocast_build(x), operand=True)
 
 
 @pytest.mark.parametrize("rows, requires_grad, grad_enabled, stays_fp32", [
@@ -118,7 +118,7 @@ def test_a_file_without_that_build_converts_the_weight(autocast_on):
     w = torch.randn(96, 300)
     x = torch.randn(64, 300).to(torch.bfloat16)
     with torch.no_grad():
-        assert module._kgen_checked_param(w, x, None, "gemm.weight", operand=True).dtype == torch.bfloat16
+        assert module._kgen_checked_param(w, x, None, "gemm.weight", module._kgen_autocast_build(x), operand=True).dtype == torch.bfloat16
 
 
 def test_the_launch_and_the_backward_pick_the_build_by_the_weights_dtype(autocast_on, monkeypatch):
@@ -132,8 +132,8 @@ def test_the_launch_and_the_backward_pick_the_build_by_the_weights_dtype(autocas
                         fp32_weight=False: builds.append((dtype, autocast, fp32_weight)) or library)
     x = torch.randn(64, 296).to(torch.bfloat16)
     w = torch.randn(96, 296)
-    module._kgen_launch(0, x, w, 1, training=0, operand0=torch.randn(96))
-    module._kgen_launch(0, x, w.to(torch.bfloat16), 1, training=0, operand0=torch.randn(96))
+    module._KGEN_IMPLS[0](x, w, training=0, operand0=torch.randn(96), autocast=1, keep_z=0)
+    module._KGEN_IMPLS[0](x, w.to(torch.bfloat16), training=0, operand0=torch.randn(96), autocast=1, keep_z=0)
     assert builds == [(torch.bfloat16, True, True), (torch.bfloat16, True, False)]
     (call, _) = library.calls
     assert call["w"] == w.data_ptr()   # (the fp32 weight itself: no copy)

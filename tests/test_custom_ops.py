@@ -22,7 +22,7 @@ from kgen.codegen import generator
 from kgen.tune.search import enumerate_specs
 from kgen.tune.spec import Spec, Tile
 
-from conftest import REFS_DIR, SYNTHESIZED_REFS
+from conftest import REFS_DIR, SYNTHESIZED_REFS, stand_in_launch
 from test_render import exec_file
 
 WGMMA = Tile(128, 128, 32, 16, 128, stages=4)
@@ -134,16 +134,7 @@ def _stub_kernels(monkeypatch, module, launches):
     """CPU stand-ins for a part's forward and backward kernels (z = x w^T, out = 2 z; the
     backward's dz = 2 g, and 1 as the first operand's column sums): what the Python around
     the kernels does with their results is then checked without a GPU. A BatchNorm part's
-    running mean gets + 1 in place, as the kernels update it."""
-
-    def launch(part, x, w, **args):
-        launches.append("forward")
-        z = x @ w.t()
-        if args.get("z_out") is not None:
-            args["z_out"][:z.numel()] = z.reshape(-1)
-        if args.get("training") and args.get("running_mean") is not None:
-            args["running_mean"].add_(1)
-        return 2 * z
+    running mean gets + 1 in place, as the kernels update it (conftest.stand_in_launch)."""
 
     def launch_backward(part, g, x, w, z, need_dx, need_dw, need_dinput, bn_training, input_operand=None, **operands):
         launches.append("backward")
@@ -151,7 +142,7 @@ def _stub_kernels(monkeypatch, module, launches):
         column_grads = torch.cat([torch.ones(len(operands), w.shape[0]), torch.zeros(2, w.shape[0])])
         return dz @ w, dz.t() @ x, column_grads, x.new_empty(0)
 
-    monkeypatch.setattr(module, "_kgen_launch", launch)
+    monkeypatch.setattr(module, "_kgen_launch", stand_in_launch(module, launches))
     monkeypatch.setattr(module, "_kgen_launch_backward", launch_backward)
 
 

@@ -40,7 +40,7 @@ def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     assert launch.count("device = x.device") == 1 and "x.device" not in launch.replace("device = x.device", "")
     assert "with _kgen_on(device):" in launch and "_kgen_workspace_floats(library, part, device, M, N, K)" in launch
     assert "_kgen_build(device, x.dtype, bool(autocast), w.dtype != x.dtype)" in launch
-    assert "stream=_kgen_stream(device)" in launch
+    assert "_kgen_stream(device)" in launch
     # the backward's workspace size and call, the forward's workspace size (split-K depends on the
     # SM count): both sizes asked once per shape and device, on the device given: x's
     assert python.count("with _kgen_on(x.device):") == 1
@@ -86,27 +86,27 @@ def test_sync_batchnorm_that_would_synchronize_is_refused(emitted, monkeypatch):
     x = torch.randn(8, 512)
     _pretend_world(monkeypatch, 2)
     with pytest.raises(RuntimeError, match="SyncBatchNorm.*per-process statistics"):
-        emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn")
+        emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn", False)
     # eval mode: SyncBatchNorm is BatchNorm1d with running statistics; allowed
     model.eval()
-    args = emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn")
+    args = emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn", False)
     assert args["training"] == 0
 
 
 def test_sync_batchnorm_of_one_process_is_batchnorm(emitted, monkeypatch):
     model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(emitted.ModelNew(*emitted.init_args()))
     x = torch.randn(8, 512)
-    args = emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn")   # no process group
+    args = emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn", False)   # no process group
     assert args["training"] == 1
     _pretend_world(monkeypatch, 1)
-    assert emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn")["training"] == 1
+    assert emitted.module._kgen_batchnorm_args(model.bn, x, 512, "bn", False)["training"] == 1
 
 
 def test_plain_batchnorm_under_a_process_group_is_per_process(emitted, monkeypatch):
     """BatchNorm1d under DDP computes each process's statistics, as torch's does: no refusal."""
     model = emitted.ModelNew(*emitted.init_args())
     _pretend_world(monkeypatch, 2)
-    assert emitted.module._kgen_batchnorm_args(model.bn, torch.randn(8, 512), 512, "bn")["training"] == 1
+    assert emitted.module._kgen_batchnorm_args(model.bn, torch.randn(8, 512), 512, "bn", False)["training"] == 1
 
 
 @pytest.mark.parametrize("momentum", [0.1, None])
@@ -119,12 +119,12 @@ def test_a_training_forward_counts_its_batch_once(emitted, momentum):
     bn.momentum = momentum
     x = torch.randn(8, 512)
     for step in (1, 2):
-        args = m._kgen_batchnorm_args(bn, x, 512, "bn")
+        args = m._kgen_batchnorm_args(bn, x, 512, "bn", False)
         assert int(bn.num_batches_tracked) == (step if momentum is None else step - 1)
         assert args["cumulative"] == int(momentum is None)
         m._kgen_store_running_stats(bn, args, bn.running_mean.clone(), bn.running_var.clone())
         assert int(bn.num_batches_tracked) == step
     bn.eval()
-    args = m._kgen_batchnorm_args(bn, x, 512, "bn")
+    args = m._kgen_batchnorm_args(bn, x, 512, "bn", False)
     m._kgen_store_running_stats(bn, args, bn.running_mean.clone(), bn.running_var.clone())
     assert int(bn.num_batches_tracked) == 2

@@ -83,7 +83,7 @@ def test_scaled_logits_are_rejected(tmp_path, factor):
 
 
 def test_missing_num_batches_tracked_update_is_rejected(tmp_path):
-    f = plant(tmp_path, "no_nbt", NBT_SITE, "bn.num_batches_tracked.add_(0)")
+    f = plant(tmp_path, "no_nbt", NBT_SITE, "    tracked.add_(0)")
     failed = assert_caught(validate(f, tol=1e-4, quick=True))
     assert any("num_batches_tracked" in r.detail for r in failed)
 
@@ -200,7 +200,7 @@ def test_a_softmax_without_its_max_shift_is_rejected(tmp_path):
 
 
 FINALIZE_VAR = "var = scale * scale * (m2 / count) + 0.f * shift;"
-NBT_SITE = "bn.num_batches_tracked.add_(1)"
+NBT_SITE = "    tracked.add_(1)"
 OOB_SITE = "f.col_c[n] = be - a * centre;"
 # Every text planted into the softmax file, with how many times it occurs there (both GEMM
 # families render the same epilogue): tests/test_render.py checks these without a GPU, so that

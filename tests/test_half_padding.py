@@ -23,7 +23,7 @@ def emitted(tmp_path_factory):
 
 
 def launch(emitted, monkeypatch, dtype, in_features):
-    """_kgen_launch of part 0 on CPU tensors of `dtype`, the stand-in library's call returned
+    """Part 0's body (its _kgen_launch) on CPU tensors of `dtype`, the stand-in library's call returned
     with the pointers of x and w as the file padded them, if it did."""
     m = emitted.module
     library = launch_on_cpu(m, monkeypatch)
@@ -38,7 +38,7 @@ def launch(emitted, monkeypatch, dtype, in_features):
     monkeypatch.setattr(m, "_kgen_padded", pad)
     x = torch.randn(64, in_features).to(dtype)
     w = torch.randn(96, in_features).to(dtype)
-    m._kgen_launch(0, x, w, 0, training=0, operand0=torch.randn(96).to(dtype))   # (the Linear's bias; no autocast)
+    m._KGEN_IMPLS[0](x, w, training=0, operand0=torch.randn(96).to(dtype), autocast=0, keep_z=0)   # (the Linear's bias; no autocast)
     (call,) = library.calls
     return call, x, w, padded
 

@@ -1,8 +1,10 @@
-"""The host's work before an emitted file's kernels start (session 47: a synchronized call's time
-includes every line of it, docs/perf.md): the launch allocates no workspace where the kernels
-need none, _kgen_traced still sees what records a call, and _kgen_checked_param asks
-torch.autocast's state once a call and decides as before (CPU: the file's Python against a
-stand-in for its compiled library)."""
+"""The host's work before an emitted file's kernels start (sessions 47-48: a synchronized call's
+time includes every line of it, docs/perf.md): the launch allocates no workspace where the
+kernels need none, the part's body hands the C entry its arguments written out in the entry's
+order (the tensors it only reads aligned, copies kept alive; the buffers it updates as they are),
+_kgen_traced still sees what records a call, and the parameters' checks take the forward's one
+answer about torch.autocast and decide as before (CPU: the file's Python against a stand-in for
+its compiled library)."""
 
 from pathlib import Path
 
@@ -39,7 +41,7 @@ def test_the_launch_hands_the_kernels_a_workspace_only_where_they_need_one(modul
 
     monkeypatch.setattr(torch, "empty", empty)
     x, w = torch.randn(64, 296), torch.randn(96, 296)
-    out = module._kgen_launch(0, x, w, 0, training=0, operand0=torch.randn(96))
+    out, _ = module._KGEN_IMPLS[0](x, w, training=0, operand0=torch.randn(96), autocast=0, keep_z=0)
     (call,) = library.calls
     assert (call["M"], call["N"], call["K"]) == (64, 96, 296)
     assert call["out"] == out.data_ptr() and out.shape == (64, 96)
@@ -49,6 +51,52 @@ def test_the_launch_hands_the_kernels_a_workspace_only_where_they_need_one(modul
     else:
         # NULL, and nothing allocated beside the output
         assert call["workspace"] is None and [t.data_ptr() for t in allocated] == [out.data_ptr()]
+
+
+def test_the_parts_body_passes_every_argument_of_the_entry_by_name_order(monkeypatch):
+    """A BatchNorm part (the longest argument list): each argument the C entry gets is the one of
+    its name: a parameter that is not contiguous as a contiguous copy with its values (alive when
+    the kernels are called: its memory is not the output's), the running buffers the kernels
+    update in place as they are, the numbers as passed, NULL for a missing buffer."""
+    spec = Spec.of("gemm_scale_bn", 64, 296, 96, math="tf32x3", backend="wgmma", fusion=2,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+    module = exec_file(generator.render(spec))
+    library = launch_on_cpu(module, monkeypatch)
+    seen = {}
+    record = library.kgen_forward_0
+
+    def forward(*values):
+        record(*values)
+        call = library.calls[-1]
+        # (the copy the body made, found by its address while the call runs)
+        seen["operand1"] = [t for t in copies if t.data_ptr() == call["operand1"]]
+    monkeypatch.setattr(library, "kgen_forward_0", forward)
+    copies = []
+    aligned = module._kgen_aligned
+
+    def keep(t):
+        out = aligned(t)
+        copies.append(out)
+        return out
+    monkeypatch.setattr(module, "_kgen_aligned", keep)
+    x, w = torch.randn(64, 296), torch.randn(96, 296)
+    bias, scale = torch.randn(96), torch.randn(96, 2)[:, 0]   # (scale: every other float)
+    assert not scale.is_contiguous()
+    gamma, beta, mean, var = torch.rand(96), torch.rand(96), torch.zeros(96), torch.ones(96)
+    out, kept, m, v = module._KGEN_IMPLS[0](x, w, operand0=bias, operand1=scale, gamma=gamma, beta=beta,
+                                            running_mean=mean, running_var=var, num_batches_tracked=None,
+                                            training=1, momentum=0.25, cumulative=0, eps=1e-3, autocast=0, keep_z=0)
+    (call,) = library.calls
+    names = [name for name, _ in module._KGEN_FORWARD_ARGS[0]]
+    assert list(call) == names
+    assert (call["x"], call["w"], call["out"]) == (x.data_ptr(), w.data_ptr(), out.data_ptr())
+    assert (call["M"], call["N"], call["K"], call["training"], call["stream"], call["z_out"]) == (64, 96, 296, 1, 0, None)
+    assert (call["operand0"], call["gamma"], call["beta"]) == (bias.data_ptr(), gamma.data_ptr(), beta.data_ptr())
+    (copy,) = seen["operand1"]
+    assert copy.is_contiguous() and torch.equal(copy, scale) and copy.data_ptr() != scale.data_ptr()
+    assert (call["running_mean"], call["running_var"]) == (mean.data_ptr(), var.data_ptr())
+    assert m is mean and v is var
+    assert (call["num_batches_tracked"], call["momentum"], call["cumulative"], call["eps"]) == (None, 0.25, 0, 1e-3)
 
 
 def test_traced_sees_function_and_dispatch_modes(module):
@@ -74,28 +122,28 @@ def test_traced_sees_function_and_dispatch_modes(module):
 def test_a_parameter_is_read_in_x_dtype_outside_autocast_and_in_fp32_inside(module, monkeypatch, x_dtype, autocast):
     """Outside autocast (or with fp32 x) every tensor the kernels read is in x's dtype and a
     parameter of another dtype is refused; inside it, with 16-bit x, a parameter is converted to
-    fp32 and the weight to x's dtype."""
+    fp32 and the weight to x's dtype. The forward asks autocast's state once
+    (_kgen_autocast_build) and hands the answer to every parameter's check, which asks nothing."""
     asked = []
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: asked.append(device_type) or autocast)
     x = torch.randn(64, 296).to(x_dtype)
+    build = module._kgen_autocast_build(x)
+    assert build == (autocast and x_dtype != torch.float32)
+    assert asked == ([] if x_dtype == torch.float32 else ["cuda"])   # (fp32 x settles it)
+    asked.clear()
     bias16, bias32 = torch.randn(96).to(torch.bfloat16), torch.randn(96)
     w32 = torch.randn(96, 296, requires_grad=True)
-    if autocast and x_dtype != torch.float32:
-        assert module._kgen_checked_param(bias16, x, (96,), "bias").dtype == torch.float32
-        assert module._kgen_checked_param(bias32, x, (96,), "bias") is bias32
+    if build:
+        assert module._kgen_checked_param(bias16, x, (96,), "bias", build).dtype == torch.float32
+        assert module._kgen_checked_param(bias32, x, (96,), "bias", build) is bias32
         # (a weight whose gradient is wanted: converted, as autocast converts Linear's)
-        assert module._kgen_checked_param(w32, x, None, "weight", operand=True).dtype == x_dtype
+        assert module._kgen_checked_param(w32, x, None, "weight", build, operand=True).dtype == x_dtype
     else:
         same = bias32 if x_dtype == torch.float32 else bias16
         other = bias16 if x_dtype == torch.float32 else bias32
-        assert module._kgen_checked_param(same, x, (96,), "bias") is same
+        assert module._kgen_checked_param(same, x, (96,), "bias", build) is same
         with pytest.raises(ValueError, match="the kernels read it in"):
-            module._kgen_checked_param(other, x, (96,), "bias")
-    # (autocast's state asked at most once a call, a conversion's included; not at all where x is
-    # fp32, which settles it)
-    asked.clear()
-    module._kgen_checked_param(bias16 if autocast and x_dtype != torch.float32 else bias32.to(x_dtype), x, (96,), "bias")
-    assert asked == ([] if x_dtype == torch.float32 else ["cuda"])
+            module._kgen_checked_param(other, x, (96,), "bias", build)
+    assert asked == []
     with pytest.raises(ValueError, match="has 96 elements"):
-        module._kgen_checked_param(bias32.to(x_dtype) if not autocast or x_dtype == torch.float32 else bias32,
-                                   x, (95,), "bias")
+        module._kgen_checked_param(bias32 if build else bias32.to(x_dtype), x, (95,), "bias", build)

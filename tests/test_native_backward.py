@@ -22,7 +22,7 @@ import torch
 from kgen.codegen import generator
 from kgen.tune.spec import Spec, Tile
 
-from conftest import SYNTHESIZED_REFS
+from conftest import SYNTHESIZED_REFS, stand_in_launch
 from test_render import exec_file
 
 GXX = shutil.which("g++")
@@ -117,15 +117,7 @@ def _stub(monkeypatch, module, library):
     """The forward's kernels as test_custom_ops stubs them (z = x w^T kept, out = 2 z, the running
     mean + 1 in place); the build, stream and device guard of a GPU as host stand-ins."""
 
-    def launch(part, x, w, **args):
-        z = x.float() @ w.float().t()
-        if args.get("z_out") is not None:
-            args["z_out"][:z.numel()] = z.reshape(-1)
-        if args.get("training") and args.get("running_mean") is not None:
-            args["running_mean"].add_(1)
-        return (2 * z).to(x.dtype)
-
-    monkeypatch.setattr(module, "_kgen_launch", launch)
+    monkeypatch.setattr(module, "_kgen_launch", stand_in_launch(module))
     monkeypatch.setattr(module, "_kgen_build", lambda device=None, dtype=None, autocast=False, fp32_weight=False: library)
     monkeypatch.setattr(module, "_kgen_stream", lambda device: 4242)
     monkeypatch.setattr(module, "_kgen_on", lambda device: contextlib.nullcontext())

@@ -817,7 +817,7 @@ def test_functional_batch_norm_on_the_modules_tensors_leaves_num_batches_tracked
     assert describe(ref).replace(", counts=False", "") == module
     spec = next(s for s in enumerate_specs(str(ref.path), 64, 16, N))
     text = generator.render(spec)
-    assert "_kgen_batchnorm_args(self.bn, x, n, 'bn', counts=False)" in text
+    assert "_kgen_batchnorm_args(self.bn, x, n, 'bn', autocast, counts=False)" in text
     assert "_kgen_store_running_stats(self.bn, bn, running_mean, running_var, counts=False)" in text
     for other, message in (("self.training, 0.2, self.bn.eps", "momentum other than"),
                            ("True, self.bn.momentum, self.bn.eps", "training other than")):

@@ -244,7 +244,7 @@ def test_a_bool_buffer_is_a_condition(name, training, tmp_path):
     assert mask.attrs["bool"] and mask.level == "col"
     text = generator.render(Spec.of(str(ref.path), 64, 16, N, math="tf32x3", backend="wgmma", fusion=1,
                                     tile=WGMMA_TILE))
-    assert "_kgen_checked_param(self.mask.to(x.dtype), x, (n,), 'mask')" in text
+    assert "_kgen_checked_param(self.mask.to(x.dtype), x, (n,), 'mask', autocast)" in text
 
 
 @pytest.mark.parametrize("body", ["x = x * self.mask", "x = torch.relu(x) + self.mask"])

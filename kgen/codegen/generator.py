@@ -77,6 +77,12 @@ def forward_args(lowered: Lowered) -> list[tuple[str, str]]:
 # The C entry's parameters that _kgen_launch makes (the output, workspace, sizes and stream): the
 # custom op of a part takes the others.
 LAUNCH_ARGS = ("out", "workspace", "M", "N", "K", "stream", "z_out")
+# How _kgen_launch passes each of BASE_ARGS to the C entry (written in BASE_ARGS' order); the
+# part's body passes the rest (its operands, BatchNorm's) after them, in forward_args' order.
+LAUNCH_VALUES = {"x": "x.data_ptr()", "w": "w.data_ptr()", "out": "out.data_ptr()",
+                 "workspace": "None if workspace is None else workspace.data_ptr()", "M": "M", "N": "N", "K": "K",
+                 "training": "training", "stream": "_kgen_stream(device)",
+                 "z_out": "None if z_out is None else z_out.data_ptr()"}
 # BatchNorm tensors a module may lack (affine=False, track_running_stats=False): optional in the op.
 OPTIONAL_TENSORS = ("gamma", "beta", "running_mean", "running_var", "num_batches_tracked")
 
@@ -138,6 +144,20 @@ def _gradient_expression(gradient: tuple | None) -> str:
     return rows if operand is None else f"{rows}.reshape({operand}.shape)"
 
 
+def _wrapped(values: list[str], width: int = 100) -> list[str]:
+    """Comma-separated `values` in lines of at most `width` characters (one value longer than
+    that alone), for a call written over several lines: each line but the last ends in a comma."""
+    lines: list[str] = []
+    for value in values:
+        if lines and len(lines[-1]) + len(value) + 2 <= width:
+            lines[-1] += f" {value},"
+        else:
+            lines.append(f"{value},")
+    if lines:
+        lines[-1] = lines[-1][:-1]
+    return lines
+
+
 def op_part(lowered: Lowered) -> dict:
     """One GEMM part's custom op, from the C entry's argument list: its Python signature (torch
     infers the op schema from the annotations) and the call of _kgen_launch; and its backward op,
@@ -162,10 +182,26 @@ def op_part(lowered: Lowered) -> dict:
     input_operand = next((f"operand{k}" for k, n in enumerate(lowered.operands) if n.kind == "input"), None)
     if not (reason is None and backward.input_gradient(lowered)):
         input_operand = None
+    # The C entry's arguments after BASE_ARGS, as the part's body hands them to _kgen_launch: a
+    # tensor the kernels only read, made contiguous and 16-byte aligned first (the body keeps the
+    # copy alive until the launch); one they update in place, as it is; by data pointer (None:
+    # NULL), the numbers as they are. Written out, not looked up by name on every forward.
+    assert [name for name, _ in BASE_ARGS] == list(LAUNCH_VALUES)
+    aligned, passed = [], []
+    for name, ctype in forward_args(lowered)[len(BASE_ARGS):]:
+        if not ctype.endswith("*"):
+            passed.append(name)
+            continue
+        if name not in UPDATED_IN_PLACE:
+            aligned.append(f"{name} = _kgen_aligned({name})" if name not in optional else
+                           f"{name} = None if {name} is None else _kgen_aligned({name})")
+        passed.append(f"{name}.data_ptr()" if name not in optional else f"None if {name} is None else {name}.data_ptr()")
     return {
         "signature": ", ".join(f"{name}: {annotation(name, ctype)}" for name, ctype in args),
         "names": ", ".join(names),
-        "call": ", ".join(["x", "w"] + [f"{n}={n}" for n in names if n not in ("x", "w")]),
+        "aligned": aligned,
+        "launch": ", ".join(["x", "w", "autocast", "training"]),
+        "passed_lines": _wrapped(passed),
         "batchnorm": lowered.batchnorm is not None,
         "no_backward": reason,
         "backward": None if reason else {
@@ -475,7 +511,7 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
     when autograd will want its backward."""
     gemm = lowered.graph.gemm
     weight = gemm.attrs["weight"]
-    lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r}, operand=True)")
+    lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r}, autocast, operand=True)")
     if gemm.attrs.get("stored_kn"):
         lines.append(f"w = w.contiguous()  # {weight} is stored (in, out) (x @ W): the GEMM reads it (out, in)")
     lines.append("n = w.shape[0]")
@@ -487,7 +523,7 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
                   "(its tail was generated for them); the module has {n}')"]
     call = ["x", "w"]
     if lowered.batchnorm:
-        lines.append(f"bn = _kgen_batchnorm_args({_self_attr(lowered.batchnorm)}, x, n, {lowered.batchnorm!r}"
+        lines.append(f"bn = _kgen_batchnorm_args({_self_attr(lowered.batchnorm)}, x, n, {lowered.batchnorm!r}, autocast"
                      f"{_counts_arg(lowered)})")
     else:
         call.append("training=0")
@@ -521,7 +557,7 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
         value = _self_attr(path) + (".to(x.dtype)" if node.attrs.get("bool") else "")
         if "pool" in node.attrs:   # averaged over the windows W's rows are (rewrite.pool_as_weight)
             value = window_means_code(value, *node.attrs["pool"])
-        lines.append(f"operand{k} = _kgen_checked_param({value}, x, {numels}, {path!r})")
+        lines.append(f"operand{k} = _kgen_checked_param({value}, x, {numels}, {path!r}, autocast)")
         call.append(f"operand{k}=operand{k}")
     if lowered.batchnorm:
         call.append("**bn")
@@ -1184,6 +1220,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
                        [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],
         kgen_digest=kgen_source_digest(),
         updated_in_place=repr(UPDATED_IN_PLACE),
+        launch_values=[LAUNCH_VALUES[name] for name, _ in BASE_ARGS],
         operand_builds=operand_builds_literal(spec),
         fp32_only=not sixteen_bit_builds(spec),
         autocast_fp32_output=sixteen_bit_builds(spec) and bool(parts[-1].traced.autocast_output),

@@ -36,11 +36,11 @@ def captured_values(ns, library, model, x):
         kept = model(x)
     finally:
         library.kgen_forward_0 = real
-    return dict(zip(ns["_KGEN_FORWARD_NAMES"][0], seen["values"])), kept
+    return dict(zip([name for name, _ in ns["_KGEN_FORWARD_ARGS"][0]], seen["values"])), kept
 
 
 def bare_launch(ns, library, values, out_shape, out_dtype, z_floats, workspace):
-    names = ns["_KGEN_FORWARD_NAMES"][0]
+    names = [name for name, _ in ns["_KGEN_FORWARD_ARGS"][0]]
     entry = library.kgen_forward_0
     values = dict(values, workspace=None if workspace is None else workspace.data_ptr())
     order = list(names)
@@ -79,7 +79,7 @@ def main(ref_path, dtype_name, path):
     for p in frozen.parameters():
         p.requires_grad_(False)
     x = ref["get_inputs"]()[0].cuda().to(dtype)
-    assert len(ns["_KGEN_FORWARD_NAMES"]) == 1, "one GEMM part only"
+    assert len(ns["_KGEN_FORWARD_ARGS"]) == 1, "one GEMM part only"
     for m in (eager, model, frozen):
         m.train()
     model(x), frozen(x)

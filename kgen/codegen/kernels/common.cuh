@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 
 namespace kgen {
@@ -32,6 +33,29 @@ inline void enter() {
   int device = 0;
   if (cudaGetDevice(&device) == cudaSuccess) (void)cudaSetDevice(device);
   (void)cudaGetLastError();
+}
+
+// cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) on the current
+// device, where this process has not set as much for Kernel there yet. The attribute stays set in
+// the device's primary context (torch never resets it), and asking on every launch was host time
+// before each forward's kernels start (docs/perf.md, session 48). Kernel is the kernel itself (a
+// template argument: each instantiation keeps its own record).
+template <auto Kernel>
+inline cudaError_t allow_dynamic_smem(int bytes) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> allowed[kMaxDevices] = {};
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  const bool recorded = device >= 0 && device < kMaxDevices;
+  if (recorded && allowed[device].load(std::memory_order_acquire) >= bytes) return cudaSuccess;
+  e = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess && recorded) {
+    int before = allowed[device].load(std::memory_order_relaxed);
+    while (before < bytes && !allowed[device].compare_exchange_weak(before, bytes)) {
+    }
+  }
+  return e;
 }
 
 // v rounded to the module's dtype T, to nearest even as torch's ops round their results: the

@@ -296,7 +296,7 @@ struct WgmmaWsF16x3Gemm {
         if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_xl, xl, type, 2, M, K, BN);
         if (e != cudaSuccess) return e;
         const auto kernel = f16x3_detail::wgmma_f16x3_w_in_registers_kernel<WgmmaWsF16x3Gemm, EPI>;
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+        e = allow_dynamic_smem<f16x3_detail::wgmma_f16x3_w_in_registers_kernel<WgmmaWsF16x3Gemm, EPI>>(kSmemBytes);
         if (e != cudaSuccess) return e;
         kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_w, map_xh, map_xl, shift_x, M, N, K, p, splits);
         return cudaGetLastError();
@@ -319,7 +319,7 @@ struct WgmmaWsF16x3Gemm {
     if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_wl, wl, type, 2, N, K, BN);
     if (e != cudaSuccess) return e;
     const auto kernel = f16x3_detail::wgmma_f16x3_kernel<WgmmaWsF16x3Gemm, EPI>;
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    e = allow_dynamic_smem<f16x3_detail::wgmma_f16x3_kernel<WgmmaWsF16x3Gemm, EPI>>(kSmemBytes);
     if (e != cudaSuccess) return e;
     kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_xh, map_xl, map_wh, map_wl, shift_x, shift_w, M, N, K,
                                                              p, splits);

@@ -378,7 +378,7 @@ struct WgmmaWsHalfGemm {
     if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_w, w, type, 2, N, K, BN);
     if (e != cudaSuccess) return e;
     const auto kernel = half_detail::wgmma_half_kernel<WgmmaWsHalfGemm, EPI>;
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    e = allow_dynamic_smem<half_detail::wgmma_half_kernel<WgmmaWsHalfGemm, EPI>>(kSmemBytes);
     if (e != cudaSuccess) return e;
     kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_x, map_w, M, N, K, p, splits);
     return cudaGetLastError();

@@ -381,7 +381,7 @@ struct WgmmaWsRound16Gemm {
     if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_x, xb, half_detail::TmaType<T>::kValue, 2, M, kp, C::kRows);
     if (e != cudaSuccess) return e;
     const auto kernel = round16_detail::wgmma_round16_kernel<C, EPI>;
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmemBytes);
+    e = allow_dynamic_smem<round16_detail::wgmma_round16_kernel<C, EPI>>(C::kSmemBytes);
     if (e != cudaSuccess) return e;
     kernel<<<tiles, C::kThreads, C::kSmemBytes, stream>>>(map_w, map_x, M, N, K, p);
     return cudaGetLastError();

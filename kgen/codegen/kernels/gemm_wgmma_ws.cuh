@@ -591,7 +591,7 @@ struct WgmmaWsGemm {
       map_x_small = map_x;   // not read
     }
     const auto kernel = ws_detail::wgmma_ws_kernel<WgmmaWsGemm, EPI>;
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    e = allow_dynamic_smem<ws_detail::wgmma_ws_kernel<WgmmaWsGemm, EPI>>(kSmemBytes);
     if (e != cudaSuccess) return e;
     const int splits = p.split_partials != nullptr ? splits_for(M, N, K) : 1;
     if (splits > 1) {

@@ -7,6 +7,7 @@ the median of each model's trials over all rounds.
 
     PYTHONPATH=. python3 docs/experiments/s47/kb_timing_ab.py REF.py {bf16,fp16,fp32} FILE.py [FILE.py ...]
 """
+import os
 import statistics
 import sys
 import time
@@ -14,7 +15,8 @@ import time
 import torch
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-ROUNDS, TRIALS = 7, 30
+# (KGEN_AB_ROUNDS: more rounds where the host's speed drifts during a run; session 48)
+ROUNDS, TRIALS = int(os.environ.get("KGEN_AB_ROUNDS", 7)), 30
 
 
 def load(path):

@@ -10,12 +10,16 @@
 # constant 27, half cpp_node 18, half BatchNorm 18, KernelBench autocast BatchNorm files 5).
 #
 # 1. The fp32 z a training-mode forward keeps (KernelBench's timing wants gradients): 12 us of 12's
-#    ~210 in bf16 (call A: bare launch with z 198.5 vs without 186.9). In a 16-bit module z is the
-#    Linear's output, which eager rounds to the dtype: kept in the module's dtype it would halve the
-#    write and the backward's read, the values unchanged where the forward rounds z already (check:
-#    does the kept z hold the GEMM's fp32 accumulator or its rounded value? kernels/entry.cuh,
-#    entry_backward.cuh, backward.cuh read it as float). Staged parts (BatchNorm, rows) run their
-#    stages in place on z_out: those keep fp32 or read 16 bits.
+#    ~210 in bf16 (call A: bare launch with z 198.5 vs without 186.9). A point-wise part's forward
+#    keeping z is two kernels (backward.cuh, forward_keeping_z): the GEMM stores the fp32
+#    accumulator with StoreEpilogue (32 MB at 12's shape), then pointwise_kernel reads it back and
+#    writes the output (16 MB in bf16). One GEMM epilogue that stores both (tile_epilogue in
+#    common.cuh: z as it is into the kept buffer, EPI(z) into p.z, as every family's epilogue
+#    stores through it) would drop z's read and a launch (~7 us of HBM at 12's shape), for fp32
+#    and 16-bit modules alike, the same bits (the point-wise pass computes EPI on the same fp32 z).
+#    Then, for a 16-bit module, z kept in its dtype would halve the rest, but changes the
+#    backward's input (the unrounded accumulator today): gradients to be checked against fp64
+#    beside eager's. Staged parts (BatchNorm, rows) run their stages in place on z_out: leave those.
 # 2. An fp32 module's training forward (KernelBench's fp32 track times this path): the
 #    autograd.Function's apply precedes the kernels' launch. Running the body first under no_grad
 #    and handing its outputs to the Function (as _kgen_native_call does for the C++ node) moved the

@@ -200,7 +200,6 @@ def op_part(lowered: Lowered) -> dict:
         "signature": ", ".join(f"{name}: {annotation(name, ctype)}" for name, ctype in args),
         "names": ", ".join(names),
         "aligned": aligned,
-        "launch": ", ".join(["x", "w", "autocast", "training"]),
         "passed_lines": _wrapped(passed),
         "batchnorm": lowered.batchnorm is not None,
         "no_backward": reason,

@@ -147,3 +147,44 @@ def test_a_parameter_is_read_in_x_dtype_outside_autocast_and_in_fp32_inside(modu
     assert asked == []
     with pytest.raises(ValueError, match="has 96 elements"):
         module._kgen_checked_param(bias32 if build else bias32.to(x_dtype), x, (95,), "bias", build)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_batchnorm_forward_asks_autocast_and_the_module_little(monkeypatch, dtype):
+    """A whole training forward of a BatchNorm module (its Linear's bias, a scale, BatchNorm's four
+    tensors) on the CPU stand-in: torch.autocast's state is asked twice (the build, and the
+    output's dtype after the launch) whatever the number of parameters, and each of the
+    BatchNorm's tensors is looked up through nn.Module.__getattr__ at most twice (once before the
+    launch, once storing the running statistics after it). The file before session 48 asked
+    autocast's state 10 times in bf16 and looked the buffers up more often: both checks fail on it."""
+    from kgen.frontend.problems import load
+
+    shape = (64, 296, 96)
+    spec = Spec.of("gemm_scale_bn", *shape, math="tf32x3", backend="wgmma", fusion=2,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+    module = exec_file(generator.render(spec))
+    library = launch_on_cpu(module, monkeypatch)
+    monkeypatch.setitem(module._KGEN_OUTPUT_TYPED, library, [True])
+    monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)   # (it refuses CPU tensors)
+    model = module.ModelNew(*load("gemm_scale_bn", *shape).init_args()).to(dtype).train()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    x = torch.randn(64, 296).to(dtype)
+    asked, looked_up = [], []
+    real_getattr = torch.nn.Module.__getattr__
+
+    def getattr_(self, name):
+        looked_up.append(name)
+        return real_getattr(self, name)
+
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: asked.append(device_type) or False)
+    monkeypatch.setattr(torch.nn.Module, "__getattr__", getattr_)
+    model(x)
+    monkeypatch.undo()
+    counts = {name: looked_up.count(name) for name in set(looked_up)}
+    (call,) = library.calls
+    assert call["training"] == 1 and call["running_mean"] == model.bn.running_mean.data_ptr()
+    assert len(asked) == (1 if dtype == torch.float32 else 2)   # (fp32 x settles the build's question)
+    # (weight and bias: the Linear's, then BatchNorm's)
+    assert counts == {"gemm": 2, "bn": 2, "weight": 2, "bias": 2, "scale": 1, "running_mean": 2,
+                      "running_var": 2, "num_batches_tracked": 2}, counts

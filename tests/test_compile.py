@@ -630,3 +630,24 @@ def test_row_ops_after_two_reductions_share_a_parameter(tmp_path):
     spec = Spec.of(str(ref), 8, 16, 32, math="tf32x3", backend="kgen", fusion=1,
                    tile=Tile(128, 128, 32, 64, 32, stages=3), arch="sm_80")
     compile_report(generator.render_cuda_source(spec), tmp_path, (SM80,))
+
+
+def test_the_shared_memory_record_is_each_librarys_own(tmp_path):
+    """allow_dynamic_smem's record of the shared memory it allowed a kernel stays in the library
+    that keeps it: no process-wide ("unique") symbol, even where nvcc leaves kernels visible as it
+    did before CUDA 13.0 (there two builds of one file, the plain one and the one for autocast,
+    name their kernels alike, and the second would skip allowing its own)."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("readelf not on PATH")
+    (tmp_path / "k.cu").write_text('#include "common.cuh"\n'
+                                   "__global__ void kernel(int) {}\n"
+                                   "int allow() { return static_cast<int>(kgen::allow_dynamic_smem<kernel>(1 << 16)); }\n")
+    kernels = ROOT / "kgen" / "codegen" / "kernels"
+    subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-arch=sm_80", f"-I{kernels}",
+                    "-device-entity-has-hidden-visibility=false", "-static-global-template-stub=false",
+                    str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.so")], check=True, capture_output=True, timeout=300)
+    symbols = subprocess.run([readelf, "-Ws", str(tmp_path / "k.so")], check=True, capture_output=True,
+                             text=True).stdout
+    records = [line for line in symbols.splitlines() if "allow_dynamic_smem" in line and "allowed" in line]
+    assert records and not [line for line in records if " UNIQUE " in line], records

@@ -6,6 +6,7 @@ _kgen_traced still sees what records a call, and the parameters' checks take the
 answer about torch.autocast and decide as before (CPU: the file's Python against a stand-in for
 its compiled library)."""
 
+import weakref
 from pathlib import Path
 
 import pytest
@@ -68,17 +69,18 @@ def test_the_parts_body_passes_every_argument_of_the_entry_by_name_order(monkeyp
     def forward(*values):
         record(*values)
         call = library.calls[-1]
-        # (the copy the body made, found by its address while the call runs)
-        seen["operand1"] = [t for t in copies if t.data_ptr() == call["operand1"]]
+        # (the copy the body made, found by its address while the call runs: alive then only if
+        # the body holds it)
+        seen["operand1"] = [t for t in (ref() for ref in copies) if t is not None and t.data_ptr() == call["operand1"]]
     monkeypatch.setattr(library, "kgen_forward_0", forward)
     copies = []
     aligned = module._kgen_aligned
 
-    def keep(t):
+    def watch(t):
         out = aligned(t)
-        copies.append(out)
+        copies.append(weakref.ref(out))
         return out
-    monkeypatch.setattr(module, "_kgen_aligned", keep)
+    monkeypatch.setattr(module, "_kgen_aligned", watch)
     x, w = torch.randn(64, 296), torch.randn(96, 296)
     bias, scale = torch.randn(96), torch.randn(96, 2)[:, 0]   # (scale: every other float)
     assert not scale.is_contiguous()
@@ -188,3 +190,21 @@ def test_a_batchnorm_forward_asks_autocast_and_the_module_little(monkeypatch, dt
     # (weight and bias: the Linear's, then BatchNorm's)
     assert counts == {"gemm": 2, "bn": 2, "weight": 2, "bias": 2, "scale": 1, "running_mean": 2,
                       "running_var": 2, "num_batches_tracked": 2}, counts
+
+
+def test_batchnorm_buffers_of_another_dtype_inside_autocast_are_fp32_copies(monkeypatch):
+    """Inside torch.autocast, running buffers not in the dtype the kernels read them in get copies
+    in it (stored back after the update), whatever the build: so too beside fp32 x, where the
+    forward's answer (`autocast`, the build for autocast) is no; outside autocast they are refused."""
+    spec = Spec.of("gemm_scale_bn", 64, 296, 96, math="tf32x3", backend="wgmma", fusion=2,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+    module = exec_file(generator.render(spec))
+    bn = torch.nn.BatchNorm1d(96, affine=False).to(torch.bfloat16).train()   # (a bf16 weight is refused first)
+    x = torch.randn(64, 296)
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: True)
+    args = module._kgen_batchnorm_args(bn, x, 96, "bn", False)
+    assert args["running_mean"].dtype == torch.float32 and args["running_mean"] is not bn.running_mean
+    assert torch.equal(args["running_var"], bn.running_var.float())
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: False)
+    with pytest.raises(ValueError, match="must be a contiguous torch.float32 tensor"):
+        module._kgen_batchnorm_args(bn, x, 96, "bn", False)

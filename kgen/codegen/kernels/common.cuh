@@ -39,7 +39,12 @@ inline void enter() {
 // device, where this process has not set as much for Kernel there yet. The attribute stays set in
 // the device's primary context (torch never resets it), and asking on every launch was host time
 // before each forward's kernels start (docs/perf.md, session 48). Kernel is the kernel itself (a
-// template argument: each instantiation keeps its own record).
+// template argument: each instantiation keeps its own record). In an unnamed namespace: each
+// library keeps its own record of its own kernels. (With external linkage, g++ makes the record a
+// process-wide "unique" symbol wherever nvcc leaves kernels visible, as before CUDA 13.0: two
+// builds whose kernels share a name, the plain and the autocast build of one file, would share
+// it, and the second would launch without having allowed its shared memory.)
+namespace {
 template <auto Kernel>
 inline cudaError_t allow_dynamic_smem(int bytes) {
   constexpr int kMaxDevices = 64;
@@ -57,6 +62,7 @@ inline cudaError_t allow_dynamic_smem(int bytes) {
   }
   return e;
 }
+}  // namespace
 
 // v rounded to the module's dtype T, to nearest even as torch's ops round their results: the
 // identity for fp32 modules. The generated code rounds each op's result with it (lower/forward.py,

@@ -21,11 +21,21 @@ from test_render import exec_file
 REFS = Path(__file__).parent / "refs"
 
 
+TILE = Tile(128, 128, 32, 16, 128, stages=4)
+BN_SHAPE = (64, 296, 96)
+
+
 @pytest.fixture(scope="module")
 def module():
-    spec = Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 296, 96, math="tf32x3", backend="wgmma", fusion=1,
-                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+    spec = Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 296, 96, math="tf32x3", backend="wgmma", fusion=1, tile=TILE)
     return exec_file(generator.render(spec))
+
+
+@pytest.fixture(scope="module")
+def bn_module():
+    """A BatchNorm part's file (the longest argument list: a bias, a scale, BatchNorm's four tensors)."""
+    return exec_file(generator.render(Spec.of("gemm_scale_bn", *BN_SHAPE, math="tf32x3", backend="wgmma",
+                                              fusion=2, tile=TILE)))
 
 
 @pytest.mark.parametrize("floats", [0, 48])
@@ -54,14 +64,12 @@ def test_the_launch_hands_the_kernels_a_workspace_only_where_they_need_one(modul
         assert call["workspace"] is None and [t.data_ptr() for t in allocated] == [out.data_ptr()]
 
 
-def test_the_parts_body_passes_every_argument_of_the_entry_by_name_order(monkeypatch):
+def test_the_parts_body_passes_every_argument_of_the_entry_by_name_order(bn_module, monkeypatch):
     """A BatchNorm part (the longest argument list): each argument the C entry gets is the one of
     its name: a parameter that is not contiguous as a contiguous copy with its values (alive when
     the kernels are called: its memory is not the output's), the running buffers the kernels
     update in place as they are, the numbers as passed, NULL for a missing buffer."""
-    spec = Spec.of("gemm_scale_bn", 64, 296, 96, math="tf32x3", backend="wgmma", fusion=2,
-                   tile=Tile(128, 128, 32, 16, 128, stages=4))
-    module = exec_file(generator.render(spec))
+    module = bn_module
     library = launch_on_cpu(module, monkeypatch)
     seen = {}
     record = library.kgen_forward_0
@@ -152,7 +160,7 @@ def test_a_parameter_is_read_in_x_dtype_outside_autocast_and_in_fp32_inside(modu
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_a_batchnorm_forward_asks_autocast_and_the_module_little(monkeypatch, dtype):
+def test_a_batchnorm_forward_asks_autocast_and_the_module_little(bn_module, monkeypatch, dtype):
     """A whole training forward of a BatchNorm module (its Linear's bias, a scale, BatchNorm's four
     tensors) on the CPU stand-in: torch.autocast's state is asked twice (the build, and the
     output's dtype after the launch) whatever the number of parameters, and each of the
@@ -161,14 +169,10 @@ def test_a_batchnorm_forward_asks_autocast_and_the_module_little(monkeypatch, dt
     autocast's state 10 times in bf16 and looked the buffers up more often: both checks fail on it."""
     from kgen.frontend.problems import load
 
-    shape = (64, 296, 96)
-    spec = Spec.of("gemm_scale_bn", *shape, math="tf32x3", backend="wgmma", fusion=2,
-                   tile=Tile(128, 128, 32, 16, 128, stages=4))
-    module = exec_file(generator.render(spec))
+    module = bn_module
     library = launch_on_cpu(module, monkeypatch)
-    monkeypatch.setitem(module._KGEN_OUTPUT_TYPED, library, [True])
     monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)   # (it refuses CPU tensors)
-    model = module.ModelNew(*load("gemm_scale_bn", *shape).init_args()).to(dtype).train()
+    model = module.ModelNew(*load("gemm_scale_bn", *BN_SHAPE).init_args()).to(dtype).train()
     for p in model.parameters():
         p.requires_grad_(False)
     x = torch.randn(64, 296).to(dtype)
@@ -192,13 +196,11 @@ def test_a_batchnorm_forward_asks_autocast_and_the_module_little(monkeypatch, dt
                       "running_var": 2, "num_batches_tracked": 2}, counts
 
 
-def test_batchnorm_buffers_of_another_dtype_inside_autocast_are_fp32_copies(monkeypatch):
+def test_batchnorm_buffers_of_another_dtype_inside_autocast_are_fp32_copies(bn_module, monkeypatch):
     """Inside torch.autocast, running buffers not in the dtype the kernels read them in get copies
     in it (stored back after the update), whatever the build: so too beside fp32 x, where the
     forward's answer (`autocast`, the build for autocast) is no; outside autocast they are refused."""
-    spec = Spec.of("gemm_scale_bn", 64, 296, 96, math="tf32x3", backend="wgmma", fusion=2,
-                   tile=Tile(128, 128, 32, 16, 128, stages=4))
-    module = exec_file(generator.render(spec))
+    module = bn_module
     bn = torch.nn.BatchNorm1d(96, affine=False).to(torch.bfloat16).train()   # (a bf16 weight is refused first)
     x = torch.randn(64, 296)
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: True)

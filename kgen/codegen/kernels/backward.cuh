@@ -493,19 +493,30 @@ cudaError_t tail_operand_grads(const float* t, const float* g, float* grad_cols,
   }
 }
 
-// The forward of a point-wise part that keeps z for its backward: z = x w^T stored as it is, then
-// out = Epi(z) by a point-wise pass (out of Out: fp32, or the module's 16-bit dtype, rounded).
+// The forward of a point-wise part that keeps z for its backward: z = x w^T stored as it is and
+// out = Epi(z) (out of Out: fp32, or the module's 16-bit dtype, rounded), both by the GEMM's
+// epilogue (KeepingZ, common.cuh) as it stores the tile: one pass, where a point-wise pass reading z
+// back cost a launch and z's read (~7 us of 12's 210 in bf16: docs/perf.md, session 49). The same
+// bits: Epi runs on the same fp32 accumulator either way. A GEMM outside these kernels (cuBLAS)
+// stores z, then the point-wise pass makes out.
 // (X and W: the GEMM's operand types, x's and w's: one type, or in the build for torch.autocast
 // of an fp32 module 16-bit x and fp32 w.)
 template <class Gemm, class Epi, class X, class W, class Out>
 cudaError_t forward_keeping_z(const X* x, const W* w, int M, int N, int K, EpilogueParams p,
                               float* z, Out* out, cudaStream_t stream) {
   if (M == 0 || N == 0) return cudaSuccess;
-  p.z = z;
-  cudaError_t err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, p, stream);
-  if (err != cudaSuccess) return err;
-  pointwise_kernel<Epi, Out><<<pointwise_grid(z, out, M, N), kApplyThreads, 0, stream>>>(z, out, M, N, p);
-  return cudaGetLastError();
+  if constexpr (std::is_base_of<ExternalGemm, Gemm>::value) {
+    p.z = z;
+    cudaError_t err = Gemm::template launch<StoreEpilogue>(x, w, M, N, K, p, stream);
+    if (err != cudaSuccess) return err;
+    pointwise_kernel<Epi, Out><<<pointwise_grid(z, out, M, N), kApplyThreads, 0, stream>>>(z, out, M, N, p);
+    return cudaGetLastError();
+  } else {
+    p.z = reinterpret_cast<float*>(out);
+    p.z_kept = z;
+    using Stored = std::conditional_t<std::is_same<Out, float>::value, Epi, StoringAs<Epi, Out>>;
+    return Gemm::template launch<KeepingZ<Stored>>(x, w, M, N, K, p, stream);
+  }
 }
 
 }  // namespace kgen

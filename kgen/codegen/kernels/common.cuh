@@ -129,8 +129,8 @@ struct OutputType<__half> {
 };
 #endif
 
-// The type an epilogue struct stores into p.z: EPI::Store where it names one (forward.cuh's
-// StoringAs, around the epilogue that writes a 16-bit module's output), else fp32.
+// The type an epilogue struct stores into p.z: EPI::Store where it names one (StoringAs below,
+// around the epilogue that writes a 16-bit module's output), else fp32.
 template <class EPI, class = void>
 struct EpilogueStore {
   using type = float;
@@ -138,6 +138,12 @@ struct EpilogueStore {
 template <class EPI>
 struct EpilogueStore<EPI, std::void_t<typename EPI::Store>> {
   using type = typename EPI::Store;
+};
+// An epilogue that stores its result in T: stage 1's when it stores a 16-bit output (forward.cuh),
+// and the forward that keeps z for the backward (backward.cuh).
+template <class Epi, class T>
+struct StoringAs : Epi {
+  using Store = T;
 };
 
 // The parameters and buffers the generated epilogue reads, by index (lower.MAX_OPERANDS; a test
@@ -206,6 +212,9 @@ struct EpilogueParams {
   // (a residual before a row op: K = N), [M][N], added to (zeroed by the caller); nullptr: none
   // wanted. (The broadcast tail's read of it gets its gradient through tail_operand_grads.)
   float* d_input;
+  // Where an epilogue that keeps z (KeepingZ) stores the accumulator as it is, [M][N] fp32, beside
+  // its result in z.
+  float* z_kept;
 };
 
 // A part's kind of backward (kgen/lower/backward.py writes these names, never the numbers): none, the
@@ -222,6 +231,21 @@ struct StoreEpilogue {
   static constexpr bool kIdentity = true;
   __device__ static __forceinline__ float apply(float v, int, int, const EpilogueParams&) { return v; }
 };
+
+// The forward of a point-wise part that keeps z for its backward (backward.cuh, forward_keeping_z):
+// EPI's result into p.z (in EPI's store type) and the accumulator as it is into p.z_kept, as the tile
+// is stored (tile_epilogue), one pass over it. (EPI takes no column statistics: a part that does
+// is staged, and its stages run on z itself.)
+template <class EPI>
+struct KeepingZ : EPI {
+  static_assert(!EPI::kColStats, "a part whose epilogue takes column statistics keeps z as its stages' input");
+  static constexpr bool kIdentity = false;
+  static constexpr bool kKeepsZ = true;
+};
+template <class EPI, class = void>
+struct EpilogueKeepsZ : std::false_type {};
+template <class EPI>
+struct EpilogueKeepsZ<EPI, std::void_t<decltype(EPI::kKeepsZ)>> : std::true_type {};
 
 // Per-column two-pass statistics of the valid rows of a shared-memory tile. Two passes over
 // shared memory (mean, then squared deviations from it) cost little next to the mainloop and
@@ -364,6 +388,53 @@ __device__ __forceinline__ void tile_store_as(const float* tile, int ldt, int m0
   }
 }
 
+// The tile as it is into p.z_kept (fp32) and through `apply` into p.z (T elements: fp32, or a
+// 16-bit module's dtype, rounded: OutputType), each value read once; 16-byte stores when the row
+// pitch allows (4 values a group in fp32, 8 in 16 bits).
+template <int BM, int BN, int NTHREADS, class T, class Apply>
+__device__ __forceinline__ void tile_store_keeping_z(const float* tile, int ldt, int m0, int n0, int M,
+                                                     int N, const EpilogueParams& p, Apply apply) {
+  constexpr int kQuads = std::is_same<T, float>::value ? 1 : 2;   // float4s a group
+  static_assert(BN % (4 * kQuads) == 0, "whole groups of 16-byte stores");
+  const int rows = min(BM, M - m0);
+  T* const out = reinterpret_cast<T*>(p.z);
+  float* const kept = p.z_kept;
+  if (N % (4 * kQuads) == 0 && ((reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(kept)) & 15) == 0) {
+    for_each_column_group<BN, 4 * kQuads, NTHREADS>(rows, n0, N, [&](int r, int c) {
+      const int m = m0 + r;
+      const int n = n0 + c;
+      const size_t at = static_cast<size_t>(m) * N + n;
+      float4 v[kQuads];
+#pragma unroll
+      for (int q = 0; q < kQuads; ++q) {
+        v[q] = *reinterpret_cast<const float4*>(&tile[r * ldt + c + 4 * q]);
+        *reinterpret_cast<float4*>(&kept[at + 4 * q]) = v[q];
+      }
+#pragma unroll
+      for (int q = 0; q < kQuads; ++q) {
+        v[q] = make_float4(apply(v[q].x, m, n + 4 * q), apply(v[q].y, m, n + 4 * q + 1),
+                           apply(v[q].z, m, n + 4 * q + 2), apply(v[q].w, m, n + 4 * q + 3));
+      }
+      if constexpr (kQuads == 1) {
+        *reinterpret_cast<float4*>(&out[at]) = v[0];
+      } else {
+        OutputType<T>::eight(&out[at], v[0], v[1]);
+      }
+    });
+  } else {
+    for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
+      const int r = i / BN;
+      const int c = i % BN;
+      const int n = n0 + c;
+      if (n >= N) continue;
+      const size_t at = static_cast<size_t>(m0 + r) * N + n;
+      const float v = tile[r * ldt + c];
+      kept[at] = v;
+      out[at] = OutputType<T>::one(apply(v, m0 + r, n));
+    }
+  }
+}
+
 // The tile to z in the type the epilogue stores (EpilogueStore), each value through `apply`.
 template <int BM, int BN, int NTHREADS, class EPI, class Apply = StoreAsIs>
 __device__ __forceinline__ void tile_store_for(const float* tile, int ldt, int m0, int n0, int M,
@@ -383,7 +454,11 @@ __device__ __forceinline__ void tile_store_for(const float* tile, int ldt, int m
 template <int BM, int BN, int NTHREADS, class EPI>
 __device__ __forceinline__ void tile_epilogue(float* tile, int ldt, int m0, int n0, int M, int N,
                                               const EpilogueParams& p) {
-  if constexpr (!EPI::kIdentity && !EPI::kColStats) {
+  if constexpr (EpilogueKeepsZ<EPI>::value) {
+    tile_store_keeping_z<BM, BN, NTHREADS, typename EpilogueStore<EPI>::type>(
+        tile, ldt, m0, n0, M, N, p, [&](float v, int m, int n) { return EPI::apply(v, m, n, p); });
+    return;
+  } else if constexpr (!EPI::kIdentity && !EPI::kColStats) {
     tile_store_for<BM, BN, NTHREADS, EPI>(tile, ldt, m0, n0, M, N, p,
                                           [&](float v, int m, int n) { return EPI::apply(v, m, n, p); });
     return;

@@ -67,13 +67,6 @@ using StageInput = std::conditional_t<Stage::kSModuleTyped && !std::is_same<kgen
                                           std::is_same<Output, kgen_operand_t>::value,
                                       kgen_operand_t, float>;
 
-// An epilogue that stores its result in T (common.cuh, EpilogueStore): stage 1's when it stores a
-// 16-bit output.
-template <class Epi, class T>
-struct StoringAs : Epi {
-  using Store = T;
-};
-
 // Rows of S summarized by one BatchNorm partial (z_ready: the forward of a part that keeps z
 // for its backward takes the statistics in a kernel of their own).
 constexpr int stats_rows_per_tile(bool z_ready = false) {

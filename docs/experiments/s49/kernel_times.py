@@ -1,0 +1,81 @@
+"""Session 49: the CUDA kernels one training-mode forward (gradients wanted: z kept) of each emitted
+file runs, with their device time by torch's profiler (CUPTI), averaged over ITERS forwards queued
+back to back; the files interleaved over ROUNDS rounds (one process). Beside it, the forward's
+wall time from the first kernel's start to the last's end.
+
+    PYTHONPATH=. python3 docs/experiments/s49/kernel_times.py REF.py {bf16,fp16,fp32} FILE.py [FILE.py ...]
+"""
+import collections
+import statistics
+import sys
+
+import torch
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+ROUNDS, ITERS = 3, 20
+
+
+def load(path):
+    ns = {"__name__": f"kgen_s49k_{abs(hash(path))}"}
+    exec(compile(open(path).read(), path, "exec"), ns)
+    return ns
+
+
+def short(name):
+    for key in ("KeepingZ", "StoreEpilogue", "pointwise_kernel", "split_kernel", "to_16bit", "memset", "Memset"):
+        if key in name:
+            kernel = name.split("<")[0].split("(")[0].split("::")[-1].replace("void ", "")
+            return f"{kernel} [{key}]"
+    return name[:70]
+
+
+def profile(model, x):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(ITERS):
+            model(x)
+        torch.cuda.synchronize()
+    per = collections.defaultdict(float)
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    for e in events:
+        per[short(e.name)] += e.time_range.elapsed_us() / ITERS
+    return per
+
+
+def main(ref_path, dtype_name, *paths):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dtype = DTYPES[dtype_name]
+    ref = load(ref_path)
+    init = ref["get_init_inputs"]()
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        eager = ref["Model"](*init)
+    state = eager.state_dict()
+    models = {}
+    for path in paths:
+        with torch.device("cuda"):
+            m = load(path)["ModelNew"](*init)
+        m.load_state_dict(state)
+        models[path] = m.to(dtype).train()
+    x = ref["get_inputs"]()[0].cuda().to(dtype)
+    runs = {p: collections.defaultdict(list) for p in paths}
+    for _ in range(ROUNDS):
+        for p, m in models.items():
+            for _ in range(3):
+                m(x)
+            for k, v in profile(m, x).items():
+                runs[p][k].append(v)
+    print(f"{torch.cuda.get_device_name()}; {ref_path}; {dtype_name}; x {tuple(x.shape)}; train mode, gradients wanted; "
+          f"{ROUNDS} rounds x {ITERS} forwards, median of the rounds' means")
+    print("| file | kernel | device us per forward |")
+    print("|---|---|---|")
+    for p in paths:
+        total = 0.0
+        for k, vs in sorted(runs[p].items()):
+            med = statistics.median(vs)
+            total += med
+            print(f"| {p.rsplit('/', 2)[-2]}/{p.rsplit('/', 1)[-1]} | {k} | {med:.1f} |")
+        print(f"| {p.rsplit('/', 2)[-2]}/{p.rsplit('/', 1)[-1]} | **all kernels** | **{total:.1f}** |")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

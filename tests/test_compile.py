@@ -241,6 +241,25 @@ def test_half_precision_builds_compile_without_spills(spec, operand, tmp_path):
     assert not [k for k in kernels if "wgmma_ws_kernel" in k or "wgmma_gemm_kernel" in k or "SkinnyGemmIfE" in k]
 
 
+# A point-wise module with backward kernels: its training forward keeps z in the GEMM's epilogue
+# beside the output (KeepingZ: backward.cuh, forward_keeping_z), so its 16-bit build, whose
+# backward runs no GEMM of its own, instantiates no GEMM that stores z alone (forward.cuh,
+# forward_impl, leaves that path out for such a part: it was ~3 s of the build's nvcc).
+KEEP_Z_SPEC = Spec.of(str(ROOT / "tests" / "refs" / "gemm_mul_leakyrelu.py"), 1024, 4096, 4096, math="tf32x3",
+                      backend="wgmma", fusion=2, tile=Tile(128, 128, 32, 16, 128, stages=4))
+
+
+@nvcc_prefetch(lambda p: [report_job(cuda_source(KEEP_Z_SPEC), half_build_targets(p["operand"]))])
+@pytest.mark.parametrize("operand", ["__nv_bfloat16", "__half"])
+def test_a_pointwise_parts_16_bit_build_keeps_z_in_its_gemms_epilogue(operand, tmp_path):
+    report = compile_report(cuda_source(KEEP_Z_SPEC), tmp_path, half_build_targets(operand))
+    kernels = re.findall(r"Compiling entry function '(\w+)'", report)
+    half = [k for k in kernels if "wgmma_half_kernel" in k]
+    skinny = [k for k in kernels if "skinny_kernel" in k]
+    assert any("KeepingZ" in k for k in half) and any("KeepingZ" in k for k in skinny), kernels
+    assert not [k for k in half + skinny if "StoreEpilogue" in k], kernels
+
+
 # Modules of tests/refs/ by the way their output is made, and per GEMM part what a 16-bit build
 # should say: whether the kernels write the output in the module's dtype (else fp32 and
 # converted by ModelNew), and whether S moves out of the output's buffer into the workspace (a

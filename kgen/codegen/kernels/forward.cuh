@@ -182,13 +182,19 @@ inline float* gemv_kept_w_sum(float* z_out, int M, int N) {
 // A template so that the branches discarded by `if constexpr` for this variant (e.g. the kernel
 // launches of a GEMM that is external) are never instantiated.
 // z_ready: where to keep z for the backward (nullptr: not kept); the GEMM stores it there and
-// the epilogue runs as a point-wise pass over it.
+// the epilogue runs as a point-wise pass over it. Not for a point-wise part with backward kernels:
+// its GEMM's epilogue keeps z beside the output (backward.cuh, forward_keeping_z, to which
+// entry_backward.cuh sends such a call), so its builds leave out a GEMM that stores z alone here
+// (in a 16-bit build, whose backward runs no GEMM of its own, that instantiation was the only one:
+// ~3 s of 12's 11 s nvcc).
 template <class Gemm>
 const char* forward_impl(const kgen_operand_t* x, const kgen_weight_t* w, int M, int N, int K, bool training,
                          EpilogueParams p, FinalizeArgs f, const Buffers& b, float* z_ready, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (M == 0 || N == 0) return nullptr;
-  if constexpr (!kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput) {
+  if constexpr (kgen_cfg::kBackwardKind == kBackwardPointwise) {
+    if (z_ready != nullptr) return "a point-wise part keeps z through forward_keeping_z";
+  } else if constexpr (!kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput) {
     if (z_ready != nullptr) {
       EpilogueParams store = p;
       store.z = z_ready;

@@ -1,9 +1,9 @@
 // The backward pass of one GEMM part whose epilogue is point-wise (kgen/lower/backward.py decides
 // which parts; their generated struct Backward comes from kgen/ir/derivatives.py through the IR).
 //
-// In training, the forward pass of such a part keeps z = x w^T (forward_keeping_z: the GEMM
-// stores z, a point-wise pass applies the epilogue; M x N floats more of memory traffic, which
-// saves the backward a GEMM). Given x [M][K], w [N][K], g = dL/d(out) [M][N] and z:
+// In training, the forward pass of such a part keeps z = x w^T (forward_keeping_z: the GEMM's
+// epilogue stores z beside the output, KeepingZ; M x N floats more of memory traffic, which saves
+// the backward a GEMM). Given x [M][K], w [N][K], g = dL/d(out) [M][N] and z:
 //   1. z = x w^T again, with the part's own GEMM and an identity epilogue, only where the
 //      forward kept no z (it was run without autograd wanting a backward);
 //   2. dz = B::apply(z, g) element-wise into the workspace, and each CTA's per-column partial sums
@@ -16,8 +16,9 @@
 
 namespace kgen {
 
-// (kBackwardNone / kBackwardPointwise / kBackwardStaged and StoreEpilogue are common.cuh's: every
-// part names its kind, and the forward of a part that keeps z stores it with StoreEpilogue.)
+// (kBackwardNone / kBackwardPointwise / kBackwardStaged, StoreEpilogue and KeepingZ are
+// common.cuh's: every part names its kind, the backward's GEMMs store with StoreEpilogue, and the
+// forward of a point-wise part keeps z with KeepingZ.)
 
 constexpr int kTransposeTile = 32;
 constexpr int kTransposeRows = 8;

@@ -12,7 +12,8 @@
 //   2. when EPI::kColStats, writes the tile's per-column (mean, M2) of the result over its valid
 //      rows (BatchNorm's partial statistics),
 //   3. stores the result to p.z, in fp32, or in the module's 16-bit dtype where EPI says so
-//      (EPI::Store, EpilogueStore: the epilogue that writes a 16-bit module's output).
+//      (EPI::Store, EpilogueStore: the epilogue that writes a 16-bit module's output), and where
+//      EPI keeps z (KeepingZ: the training forward of a point-wise part) v itself to p.z_kept.
 #pragma once
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -422,16 +423,13 @@ __device__ __forceinline__ void tile_store_keeping_z(const float* tile, int ldt,
       }
     });
   } else {
-    for (int i = threadIdx.x; i < rows * BN; i += NTHREADS) {
-      const int r = i / BN;
-      const int c = i % BN;
+    for_each_column_group<BN, 1, NTHREADS>(rows, n0, N, [&](int r, int c) {
       const int n = n0 + c;
-      if (n >= N) continue;
       const size_t at = static_cast<size_t>(m0 + r) * N + n;
       const float v = tile[r * ldt + c];
       kept[at] = v;
       out[at] = OutputType<T>::one(apply(v, m0 + r, n));
-    }
+    });
   }
 }
 

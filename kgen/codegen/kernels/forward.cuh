@@ -31,8 +31,8 @@ inline int div_up(int a, int b) { return (a + b - 1) / b; }
 // The element type of what the stages write (Output), and of the part's output, which ModelNew
 // allocates so (PartOutput: it asks kgen_output_is_operand_typed_<part>): the module's dtype
 // (kgen_operand_t: float, or bf16 / fp16 in a 16-bit build), written by the kernel that computes
-// it (stage 1's epilogue, stage 2's point-wise or row kernel, the point-wise pass of a part that
-// keeps z, a broadcast tail's kernel), rounded to nearest even as torch's .to(dtype) rounds. The
+// it (stage 1's epilogue, the epilogue of a point-wise part that keeps z, stage 2's point-wise or
+// row kernel, a broadcast tail's kernel), rounded to nearest even as torch's .to(dtype) rounds. The
 // stages write fp32 where a constant fill or the matrix-vector rewrite makes the output (ModelNew
 // converts it: the rewrite's M values; a constant's fill, which may be M x N), and where a
 // broadcast tail follows (its core value, in the workspace). Every output is fp32 with KGEN_FP32_OUTPUT defined (the emitted
@@ -94,17 +94,20 @@ struct Buffers {
 // Stage 1: z = x w^T and the epilogue Epi into S (and, when Epi::kColStats, the partials); where
 // Stage (this mode's stage 2) is none, S is the output: into `out`, of Output.
 // With an external GEMM, z is already in S and the epilogue is a point-wise pass over it.
-// z_ready: z is already computed (kept for the backward): the epilogue as a point-wise pass.
+// z_ready: z is already computed (kept for the backward): the epilogue as a point-wise pass (a
+// staged part's; a point-wise part keeps z in its GEMM's epilogue, forward_impl).
 template <class Gemm, class Epi, class Stage>
 cudaError_t run_stage1(const kgen_operand_t* x, const kgen_weight_t* w, int M, int N, int K, EpilogueParams p,
                        const float* z_ready, float* out, cudaStream_t stream) {
   using Store = std::conditional_t<Stage::kKind == 0, Output, StageInput<Stage>>;
   if constexpr (Stage::kKind == 0) p.z = out;
-  if (z_ready != nullptr) {
-    if (p.z == z_ready) return cudaSuccess;  // S is z itself (kept_as_s)
-    Store* const s = reinterpret_cast<Store*>(p.z);
-    pointwise_kernel<Epi, Store><<<pointwise_grid(z_ready, s, M, N), kApplyThreads, 0, stream>>>(z_ready, s, M, N, p);
-    return cudaGetLastError();
+  if constexpr (kgen_cfg::kBackwardKind != kBackwardPointwise) {
+    if (z_ready != nullptr) {
+      if (p.z == z_ready) return cudaSuccess;  // S is z itself (kept_as_s)
+      Store* const s = reinterpret_cast<Store*>(p.z);
+      pointwise_kernel<Epi, Store><<<pointwise_grid(z_ready, s, M, N), kApplyThreads, 0, stream>>>(z_ready, s, M, N, p);
+      return cudaGetLastError();
+    }
   }
   if constexpr (kgen_cfg::kGemmExternal) {
     if constexpr (!Epi::kIdentity) {

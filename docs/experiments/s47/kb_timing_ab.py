@@ -3,7 +3,10 @@ KernelBench's eval times them (timing.py, "cuda_event": L2 thrashed by a 256 MB 
 event recorded, one forward, another event, synchronize; the module in training mode with its
 parameters wanting gradients, as the eval leaves them) and, beside that, one synchronized eval-mode
 forward under torch.no_grad by the host's clock. Rounds alternate between the models (one process);
-the median of each model's trials over all rounds.
+the median of each model's trials over all rounds. From session 49 the models' order turns by one
+each round: with a fixed order a model's place in the round moved its time (session 49, call C,
+12 in fp32: eager, old, new, bulk and a second copy of new at 766, 787, 813 and 813 us, the two
+copies of one build 26 us apart).
 
     PYTHONPATH=. python3 docs/experiments/s47/kb_timing_ab.py REF.py {bf16,fp16,fp32} FILE.py [FILE.py ...]
 """
@@ -62,8 +65,10 @@ def main(ref_path, dtype_name, *paths):
         models[path] = m.to(dtype)
     x = ref["get_inputs"]()[0].cuda().to(dtype)
     times = {(name, how): [] for name in models for how in ("kb", "sync")}
-    for _ in range(ROUNDS):
-        for name, model in models.items():
+    names = list(models)
+    for round_ in range(ROUNDS):
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            model = models[name]
             model.train()
             for _ in range(3):
                 kernelbench_trial(model, x)

@@ -113,6 +113,33 @@ def test_a_module_that_is_not_the_same_on_rows_is_refused_saying_why(tmp_path, n
     assert r.exit_code == 2 and phrase in r.output and "Traceback" not in r.output, r.output
 
 
+# A CNN head's habit: the input's trailing dimensions flattened into the Linear's features before
+# it, spelled five ways (in_features = 4 x 6, the input (batch, 4, 6)).
+FLATTENS = {
+    "view_size0": ("", "x = x.view(x.size(0), -1)"),
+    "reshape_shape0": ("", "x = x.reshape(x.shape[0], -1)"),
+    "flatten_method": ("", "x = x.flatten(1)"),
+    "torch_flatten": ("", "x = torch.flatten(x, start_dim=1)"),
+    "nn_flatten": ("self.flat = nn.Flatten()", "x = self.flat(x)"),
+}
+
+
+@pytest.mark.parametrize("name", FLATTENS)
+def test_an_input_flattened_into_the_features_before_the_gemm_is_refused_saying_so(tmp_path, name):
+    """Not a Linear over the last dimension (what kgen takes of an input of more dimensions), and
+    an op on the input before the GEMM: refused, the refusal naming the flatten (not only the
+    weight's shape against the last dimension's size)."""
+    init, flatten = FLATTENS[name]
+    path = write(tmp_path, name, init, "", "batch_size, 4")
+    text = path.read_text().replace("torch.randn(batch_size, 4, in_features)", "torch.randn(batch_size, 4, 6)")
+    text = text.replace("in_features = 24", "in_features = 4 * 6").replace(
+        "    def forward(self, x):\n", f"    def forward(self, x):\n        {flatten}\n")
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "the input is (3, 4, 6) and the module flattens several of its dimensions" in r.output, r.output
+
+
 @pytest.mark.parametrize("name", ["gelu", "row_max", "mean_of_all", "four_d"])
 def test_the_emitted_forward_runs_the_rows_and_gives_the_modules_shape(tmp_path, monkeypatch, name):
     """ModelNew on the (..., features) input: the kernels get its rows (M = the leading sizes'

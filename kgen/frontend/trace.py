@@ -1459,6 +1459,15 @@ class Tracer:
             want = f"({self.in_features}, N)" if stored_kn else f"(N, {self.in_features})"
             hint = (f" (x @ W reads W stored (in, out); for nn.Linear's (out, in) layout write "
                     f"x @ {weight}.t())" if stored_kn and w.dim() == 2 and w.shape[1] == self.in_features else "")
+            rows_of = self.ref.rows_of
+            if not hint and rows_of is not None and w.dim() == 2 and any(
+                    torch.Size(rows_of[j:]).numel() == w.shape[k_dim] for j in range(1, len(rows_of) - 1)):
+                # (x.view(x.size(0), -1) or flatten(1) before the Linear: the features are several
+                # of the input's dimensions, where kgen takes the last one's, the rest being rows.)
+                hint = (f" (the input is {tuple(rows_of)} and the module flattens several of its dimensions "
+                        f"into the GEMM's {w.shape[k_dim]} features: kgen reads an input of more dimensions "
+                        f"as rows of its last one, (..., {rows_of[-1]}), and takes no op on the input "
+                        "before the GEMM)")
             raise self.refuse(f"the weight {weight} has shape {tuple(w.shape)}, not {want}{hint}")
         if w.dtype != inp.dtype:
             raise self.refuse(f"the weight {weight} is {w.dtype} and the input {inp.dtype}: "

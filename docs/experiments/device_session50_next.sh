@@ -18,8 +18,11 @@
 #    step bumps it), would leave x's split alone per call (~15 us). The hazard: writes through
 #    `w.data` do not bump the version a tensor reports; the file must say what it keys on, or
 #    check the cache some other way (a checksum pass reads w once: ~55 us, still ~75 us saved).
-#    Memory: one more w in fp16 x2 (as large as w itself). Measure 12, 33, 84 in fp32 at 1024
-#    rows and 39 at 16384 (s49/kernel_times.py for the kernels, s47/kb_timing_ab.py).
+#    Memory: one more w in fp16 x2 (as large as w itself). 29 of KernelBench's 36 fp32 files run
+#    fp16x3 above 512 rows (their w split per call): the 22 at 1024 x 8192 -> 8192 would save
+#    ~17 % of a forward, 51 and 53 (2048 rows) ~9 %, the 16384-row ones (39, 40, 41, 45) and 37
+#    under 1 % (w is small beside x there). Measure 12, 33, 84 in fp32 at 1024 rows and 39 at
+#    16384 (s49/kernel_times.py for the kernels, s47/kb_timing_ab.py).
 # 2. For a 16-bit module, z kept in the module's dtype (half of z's bytes in the forward's
 #    epilogue and in the backward's dz pass). Eager's backward reads bf16 intermediates too, but
 #    kgen's today reads the unrounded fp32 accumulator: check gradients against fp64 beside

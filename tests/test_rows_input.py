@@ -137,7 +137,8 @@ def test_an_input_flattened_into_the_features_before_the_gemm_is_refused_saying_
     path.write_text(text)
     r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
-    assert "the input is (3, 4, 6) and the module flattens several of its dimensions" in r.output, r.output
+    assert ("its 24 in-features are the product of trailing sizes of the input (3, 4, 6): is the input "
+            "flattened into them before the GEMM?") in r.output, r.output
 
 
 @pytest.mark.parametrize("name", ["gelu", "row_max", "mean_of_all", "four_d"])

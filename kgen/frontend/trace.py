@@ -1462,12 +1462,12 @@ class Tracer:
             rows_of = self.ref.rows_of
             if not hint and rows_of is not None and w.dim() == 2 and any(
                     torch.Size(rows_of[j:]).numel() == w.shape[k_dim] for j in range(1, len(rows_of) - 1)):
-                # (x.view(x.size(0), -1) or flatten(1) before the Linear: the features are several
-                # of the input's dimensions, where kgen takes the last one's, the rest being rows.)
-                hint = (f" (the input is {tuple(rows_of)} and the module flattens several of its dimensions "
-                        f"into the GEMM's {w.shape[k_dim]} features: kgen reads an input of more dimensions "
-                        f"as rows of its last one, (..., {rows_of[-1]}), and takes no op on the input "
-                        "before the GEMM)")
+                # (x.view(x.size(0), -1) or flatten(1) before the Linear, most likely: the features
+                # are several of the input's dimensions, where kgen takes the last one's as them.)
+                hint = (f" (its {w.shape[k_dim]} in-features are the product of trailing sizes of the input "
+                        f"{tuple(rows_of)}: is the input flattened into them before the GEMM? kgen reads an "
+                        f"input of more dimensions as rows of its last one, (..., {rows_of[-1]}), and takes no "
+                        "op on the input before the GEMM)")
             raise self.refuse(f"the weight {weight} has shape {tuple(w.shape)}, not {want}{hint}")
         if w.dtype != inp.dtype:
             raise self.refuse(f"the weight {weight} is {w.dtype} and the input {inp.dtype}: "

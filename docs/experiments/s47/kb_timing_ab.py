@@ -28,6 +28,26 @@ def load(path):
     return ns
 
 
+def load_models(ref_path, dtype, paths):
+    """The reference (its namespace), its init arguments, its eager module built on the GPU with
+    seed 0 and that module's state, and each emitted file's ModelNew with that state, in dtype
+    (the eager module left in fp32). (Session 49's s49/ scripts build theirs with this too.)"""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ref = load(ref_path)
+    init = ref["get_init_inputs"]()
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        eager = ref["Model"](*init)
+    state = eager.state_dict()
+    models = {}
+    for path in paths:
+        with torch.device("cuda"):
+            m = load(path)["ModelNew"](*init)
+        m.load_state_dict(state)
+        models[path] = m.to(dtype)
+    return ref, init, eager, state, models
+
+
 def kernelbench_trial(model, x):
     dummy = torch.empty((32, 1024, 1024), dtype=torch.int64, device="cuda")
     dummy.fill_(42)
@@ -49,20 +69,9 @@ def synchronized_trial(model, x):
 
 
 def main(ref_path, dtype_name, *paths):
-    torch.backends.cuda.matmul.allow_tf32 = False
     dtype = DTYPES[dtype_name]
-    ref = load(ref_path)
-    init = ref["get_init_inputs"]()
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        eager = ref["Model"](*init)
-    state = eager.state_dict()
-    models = {"eager": eager.to(dtype)}
-    for path in paths:
-        with torch.device("cuda"):
-            m = load(path)["ModelNew"](*init)
-        m.load_state_dict(state)
-        models[path] = m.to(dtype)
+    ref, _, eager, _, files = load_models(ref_path, dtype, paths)
+    models = {"eager": eager.to(dtype), **files}
     x = ref["get_inputs"]()[0].cuda().to(dtype)
     times = {(name, how): [] for name in models for how in ("kb", "sync")}
     names = list(models)

@@ -1,24 +1,20 @@
 """Session 49: the CUDA kernels one training-mode forward (gradients wanted: z kept) of each emitted
 file runs, with their device time by torch's profiler (CUPTI), averaged over ITERS forwards queued
-back to back; the files interleaved over ROUNDS rounds (one process). Beside it, the forward's
-wall time from the first kernel's start to the last's end.
+back to back; the files interleaved over ROUNDS rounds (one process), their order turned each round.
 
     PYTHONPATH=. python3 docs/experiments/s49/kernel_times.py REF.py {bf16,fp16,fp32} FILE.py [FILE.py ...]
 """
 import collections
+import os
 import statistics
 import sys
 
 import torch
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "s47"))
+from kb_timing_ab import DTYPES, load_models  # noqa: E402
+
 ROUNDS, ITERS = 3, 20
-
-
-def load(path):
-    ns = {"__name__": f"kgen_s49k_{abs(hash(path))}"}
-    exec(compile(open(path).read(), path, "exec"), ns)
-    return ns
 
 
 def short(name):
@@ -42,20 +38,10 @@ def profile(model, x):
 
 
 def main(ref_path, dtype_name, *paths):
-    torch.backends.cuda.matmul.allow_tf32 = False
     dtype = DTYPES[dtype_name]
-    ref = load(ref_path)
-    init = ref["get_init_inputs"]()
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        eager = ref["Model"](*init)
-    state = eager.state_dict()
-    models = {}
-    for path in paths:
-        with torch.device("cuda"):
-            m = load(path)["ModelNew"](*init)
-        m.load_state_dict(state)
-        models[path] = m.to(dtype).train()
+    ref, _, _, _, models = load_models(ref_path, dtype, paths)
+    for m in models.values():
+        m.train()
     x = ref["get_inputs"]()[0].cuda().to(dtype)
     runs = {p: collections.defaultdict(list) for p in paths}
     for round_ in range(ROUNDS):   # (the files' order turns each round: s47/kb_timing_ab.py says why)

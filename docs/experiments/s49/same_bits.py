@@ -5,17 +5,13 @@ gradients, compared bit for bit; eager's error vs fp64 beside kgen's.
 
     PYTHONPATH=. python3 docs/experiments/s49/same_bits.py REF.py {bf16,fp16,fp32} OLD.py NEW.py
 """
+import os
 import sys
 
 import torch
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def load(path):
-    ns = {"__name__": f"kgen_s49_{abs(hash(path))}"}
-    exec(compile(open(path).read(), path, "exec"), ns)
-    return ns
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "s47"))
+from kb_timing_ab import DTYPES, load_models  # noqa: E402
 
 
 def run(model, x, g):
@@ -26,20 +22,9 @@ def run(model, x, g):
 
 
 def main(ref_path, dtype_name, old_path, new_path):
-    torch.backends.cuda.matmul.allow_tf32 = False
     dtype = DTYPES[dtype_name]
-    ref = load(ref_path)
-    init = ref["get_init_inputs"]()
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        eager = ref["Model"](*init)
-    state = eager.state_dict()
-    models = {}
-    for name, path in (("old", old_path), ("new", new_path)):
-        with torch.device("cuda"):
-            m = load(path)["ModelNew"](*init)
-        m.load_state_dict(state)
-        models[name] = m.to(dtype).train()
+    ref, init, _, state, files = load_models(ref_path, dtype, [old_path, new_path])
+    models = {"old": files[old_path].train(), "new": files[new_path].train()}
     x = ref["get_inputs"]()[0].cuda()
     torch.manual_seed(1)
     g = torch.randn_like(models["old"](x.to(dtype)))

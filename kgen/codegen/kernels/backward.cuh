@@ -497,7 +497,8 @@ cudaError_t tail_operand_grads(const float* t, const float* g, float* grad_cols,
 // The forward of a point-wise part that keeps z for its backward: z = x w^T stored as it is and
 // out = Epi(z) (out of Out: fp32, or the module's 16-bit dtype, rounded), both by the GEMM's
 // epilogue (KeepingZ, common.cuh) as it stores the tile: one pass, where a point-wise pass reading z
-// back cost a launch and z's read (~7 us of 12's 210 in bf16: docs/perf.md, session 49). The same
+// back cost a launch and z's read (12 in bf16: 190 -> 185 us of kernels a forward; docs/perf.md,
+// session 49). The same
 // bits: Epi runs on the same fp32 accumulator either way. A GEMM outside these kernels (cuBLAS)
 // stores z, then the point-wise pass makes out.
 // (X and W: the GEMM's operand types, x's and w's: one type, or in the build for torch.autocast

@@ -52,9 +52,12 @@ def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     assert python.count("stream=_kgen_stream(x.device)") == 1
     assert "return _KGEN_RAW_STREAM(device.index)" in python and "torch.cuda.current_stream(device).cuda_stream" in python
     assert "torch.cuda.current_stream()" not in python
+    # (w's kept split: made on the device the launch passes it)
+    assert "_kgen_w_split(weight, w_split_floats, device)" in launch
+    w_split = python[python.index("def _kgen_w_split("):][:python[python.index("def _kgen_w_split("):].index("\n\n\n")]
     for line in python.splitlines():
         if re.search(r"torch\.(?:empty|zeros|ones|full)\(", line):
-            assert "device=x.device" in line or ("device=device" in line and line in launch), line
+            assert "device=x.device" in line or ("device=device" in line and (line in launch or line in w_split)), line
     # The C side: every entry point makes the current device's (the caller's x.device) primary
     # context current on the calling thread before anything else (autograd's backward thread).
     assert "cudaGetDevice(&device) == cudaSuccess) (void)cudaSetDevice(device)" in text

@@ -64,6 +64,40 @@ def test_the_launch_hands_the_kernels_a_workspace_only_where_they_need_one(modul
         assert call["workspace"] is None and [t.data_ptr() for t in allocated] == [out.data_ptr()]
 
 
+def test_ws_kept_split_is_one_buffer_per_weight_for_as_long_as_the_weight_lives(module, monkeypatch):
+    """Where the GEMM keeps w's split (fp16x3 above 512 rows: kgen_w_split_floats_<part> > 0), the
+    launch hands it zeros of that size the first time, the same buffer while w's storage lives
+    (a view of it and an unaligned copy made for the kernels included), another for another
+    weight or another view, and lets it go with the weight. (Whether a kept split is still w's is
+    the kernels' question: they hash w's rows on every call. tests/test_w_split_gpu.py.)"""
+    library = launch_on_cpu(module, monkeypatch)
+    monkeypatch.setattr(library, "kgen_w_split_floats_0", lambda M, N, K: 4 * N)
+    x = torch.randn(64, 296)
+
+    def split_of(w):
+        module._KGEN_IMPLS[0](x, w, training=0, operand0=torch.randn(96), autocast=0, keep_z=0)
+        return library.calls[-1]["w_split"]
+
+    w = torch.randn(96, 296)
+    first = split_of(w)
+    (kept,) = module._KGEN_W_SPLITS[w.untyped_storage()].values()
+    assert first == kept.data_ptr() and kept.numel() == 4 * 96 and not kept.any()
+    kept.fill_(7)   # (what the kernels would write: the launch leaves it alone from now on)
+    assert split_of(w) == first and split_of(w.detach()) == first
+    # A view at an offset that is not 16-byte aligned: the kernels get a copy, the split is the view's.
+    big = torch.randn(96 * 296 + 1)
+    view = big[1:].view(96, 296)
+    assert split_of(view) == split_of(view) != first
+    other = torch.randn(96, 296)
+    assert split_of(other) not in (first, split_of(view))
+    entries = len(module._KGEN_W_SPLITS)
+    ref = weakref.ref(kept)
+    del w, kept
+    import gc
+    gc.collect()
+    assert len(module._KGEN_W_SPLITS) == entries - 1 and ref() is None
+
+
 def test_the_parts_body_passes_every_argument_of_the_entry_by_name_order(bn_module, monkeypatch):
     """A BatchNorm part (the longest argument list): each argument the C entry gets is the one of
     its name: a parameter that is not contiguous as a contiguous copy with its values (alive when

@@ -114,8 +114,9 @@ def f16x3_files(tmp_path_factory):
 
 def f16x3_operand_floats(m, n, k):
     """The workspace floats of fp16x3's operand splits at m rows: x's (an fp16 pair per element,
-    a float's bytes), and w's where the pass splits it."""
-    return (m + (n if m > FP16X3_W_IN_REGISTERS_MAX_ROWS else 0)) * k
+    a float's bytes). w's, where the pass splits it, is kept from call to call outside the
+    workspace (kgen_w_split_floats_<part>: tests/test_w_split_gpu.py)."""
+    return m * k
 
 
 @pytest.mark.parametrize("case", F16X3_CASES)
@@ -125,6 +126,8 @@ def test_fp16x3_splits_k_at_a_small_batch_and_stays_fp32_exact(f16x3_files, case
     _, _, batch, k, n = F16X3_CASES[case]
     f = f16x3_files[case]
     floats = getattr(f.build(), "kgen_workspace_floats_0")
+    w_split = getattr(f.build(), "kgen_w_split_floats_0")
+    assert (w_split(batch, n, k) >= n * k) == (batch > FP16X3_W_IN_REGISTERS_MAX_ROWS)
     tiles = -(-batch // 128) * -(-n // 128)
     # Room for two splits' partials of every tile beside the operands' splits (more than the
     # output and any stage buffer of its size together) ...

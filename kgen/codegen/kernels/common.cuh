@@ -209,6 +209,9 @@ struct EpilogueParams {
   // Room for a split-K GEMM's partial tiles and per-tile arrival counters (WgmmaWsGemm, where
   // M leaves most SMs idle: entry.cuh sizes it); nullptr: the GEMM runs unsplit.
   float* split_partials;
+  // w's split kept from call to call (fp16x3's WgmmaWsF16x3Gemm: w_split_floats floats, held by
+  // the caller for each weight; entry.cuh); nullptr where the GEMM keeps none.
+  float* w_split;
   // The staged backward's gradient of the module's input where a row stage reads it per element
   // (a residual before a row op: K = N), [M][N], added to (zeroed by the caller); nullptr: none
   // wanted. (The broadcast tail's read of it gets its gradient through tail_operand_grads.)

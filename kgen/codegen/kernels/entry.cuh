@@ -45,6 +45,20 @@ long long split_floats(int M, int N, int K) {
     return 0;
   }
 }
+// A GEMM that keeps w's split from call to call (WgmmaWsF16x3Gemm: w_split_floats): the floats
+// the caller holds for it, per weight, passed as the entry's w_split (0: none at this shape).
+template <class G, class = void>
+struct KeepsWSplit : std::false_type {};
+template <class G>
+struct KeepsWSplit<G, std::void_t<decltype(G::w_split_floats(0, 0, 0))>> : std::true_type {};
+template <class G = kgen_cfg::Gemm>
+long long w_split_floats(int M, int N, int K) {
+  if constexpr (KeepsWSplit<G>::value && !kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput) {
+    return G::w_split_floats(M, N, K);
+  } else {
+    return 0;
+  }
+}
 // Where the split partials start: rounded up to 4 floats, as SplitK reads them as float4 (a
 // broadcast tail's core value, M floats, leaves the offset odd at odd M).
 inline long long split_offset(int M, int N, int K) {
@@ -53,6 +67,12 @@ inline long long split_offset(int M, int N, int K) {
 inline long long workspace_floats(int M, int N, int K) {
   const long long splits = split_floats(M, N, K);
   return splits > 0 ? split_offset(M, N, K) + splits : stages_floats(M, N, K) + core_floats(M, N);
+}
+// The GEMM's own memory in p, as both forward entries give it: its part of the workspace (split-K's
+// partials, fp16x3's split of x, tf32x3's small part of x) and w's kept split.
+inline void gemm_memory(const kgen_cfg::ForwardArgs& a, EpilogueParams& p) {
+  if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = a.workspace + split_offset(a.M, a.N, a.K);
+  p.w_split = a.w_split;
 }
 
 // A part with a broadcast tail that keeps z for its backward keeps the core value too, after z
@@ -106,7 +126,7 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   EpilogueParams p{};
   FinalizeArgs f{};
   kgen_cfg::fill_operands(a, p, f);
-  if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = ws + split_offset(a.M, a.N, a.K);
+  gemm_memory(a, p);
 #ifdef KGEN_CUBLAS_COMPUTE
   // (A constant output runs no GEMM, and its workspace has no room for z.) z into S, where the
   // epilogue then runs in place; or, kept for the backward, into z_out, from which the epilogue

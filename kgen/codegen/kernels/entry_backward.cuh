@@ -15,9 +15,9 @@ const char* forward_keeping_z_entry(const kgen_cfg::ForwardArgs& a) {
     FinalizeArgs f{};
     kgen_cfg::fill_operands(a, p, f);
     p.N = a.N;
-    // The GEMM's own workspace, as forward_entry gives it (fp16x3's operand splits, split-K's
-    // partials, tf32x3's small part of x): z goes to z_out, so nothing else of it is used here.
-    if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = a.workspace + split_offset(a.M, a.N, a.K);
+    // The GEMM's own memory, as forward_entry gives it: z goes to z_out, so nothing else of the
+    // workspace is used here.
+    gemm_memory(a, p);
     // KeepZEpilogue is the whole chain (the eval epilogue, or at fusion 0, whose eval epilogue
     // stops at the Linear's output for a point-wise kernel, the chain as fusion 1 fuses it): one
     // pass makes the output and keeps z. With a broadcast tail it makes the core value (kept

@@ -37,9 +37,12 @@
 // 64 k each; with w in registers, w's two 32-float boxes and x's hi and lo), the consumer
 // warpgroups read them from shared memory by descriptor, twelve k16 wgmmas per k-tile in one
 // group. Workspace (entry.cuh's split_floats): split-K's partials (SplitK, as in WgmmaWsGemm: at a
-// batch whose output has too few tiles to fill the GPU, none otherwise), then the splits of x and w
-// (an fp16 pair per element: one float's bytes; x's alone with w in registers) and the row shifts,
-// recomputed on every call.
+// batch whose output has too few tiles to fill the GPU, none otherwise), then x's split (an fp16
+// pair per element: one float's bytes) and its row shifts, made on every call. w's split is kept
+// from call to call in a buffer the caller holds for each weight (p.w_split, w_split_floats), with
+// a hash of each row it was split from: the pass reads each row of w and splits again only the
+// rows whose hash changed (f16x3_split_kernel). An unchanged w costs one read of it a call, where
+// splitting it read it and wrote as many bytes again (docs/perf.md, session 50).
 //
 // Split-K (both mainloops): WgmmaWsGemm's, with SplitK's partials, counters and fixed-order sum
 // (gemm_wgmma_ws.cuh). Each CTA of a tile sums its range of k-tiles and scales its partial back to
@@ -63,56 +66,134 @@ constexpr int kSplitThreads = 256;
 // for 604 MB of rows at 1024 x 8192 -> 8192, 259 us).
 constexpr int kHeldQuads = 8;
 
-// Rows [0, rows_a) of a, then [0, rows_b) of b (one block per row): each row's shift, then its
-// hi and lo halves. K % 4 == 0 and 16-byte aligned rows (the GEMM's launch contract).
-__global__ void __launch_bounds__(kSplitThreads)
-    f16x3_split_kernel(const float* __restrict__ a, int rows_a, const float* __restrict__ b, int K,
-                       __half* __restrict__ hi_a, __half* __restrict__ lo_a, int* __restrict__ shift_a,
-                       __half* __restrict__ hi_b, __half* __restrict__ lo_b, int* __restrict__ shift_b) {
-  const bool in_a = static_cast<int>(blockIdx.x) < rows_a;
-  const long long row = in_a ? blockIdx.x : blockIdx.x - rows_a;
-  const float4* src = reinterpret_cast<const float4*>((in_a ? a : b) + row * K);
-  const int quads = K / 4;
-  const bool held_row = quads <= kHeldQuads * kSplitThreads;
+// w's split kept from call to call (WgmmaWsF16x3Gemm::w_split_floats): beside each row's hi, lo
+// and shift, a record of the row it was split from. A row whose hash matches its record is not
+// split again; any other is, and its record rewritten. Zeros (a new cache): no row recorded.
+struct SplitRowRecord {
+  uint32_t sum;                  // the row's hash: the sum of its elements' terms (hash_term)
+  uint32_t tag;                  // kSplitRowTag once the row has been split
+  unsigned long long squares;    // and the sum of their squares (64-bit)
+};
+constexpr uint32_t kSplitRowTag = 0x6b67656eu;
+
+// One element's term in its row's hash, for the element's bits at column c: for each c a
+// bijection of the bits (a xorshift, an offset by c, then murmur3's 32-bit finalizer), so that
+// one changed element always changes its term. The row's hash is two sums, of the terms and of
+// their squares: more changes go unseen only where both sums cancel (about 2^-64 for terms that
+// behave as random ones). Why a hash and not the tensor's version counter: writes through
+// `w.data` (an optimizer of old, EMA code, weight tying, a collective that fills the tensor) leave
+// the counter as it was; reading w once costs half of splitting it (it writes 4 bytes a element).
+__device__ __forceinline__ uint32_t hash_term(uint32_t bits, uint32_t c) {
+  uint32_t h = (bits ^ (bits >> 16)) + c * 0x9e3779b9u;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  return h ^ (h >> 16);
+}
+
+// A row's largest finite magnitude and, where kHash, its hash, element by element (quad i's
+// elements are columns 4i .. 4i + 3).
+struct RowSums {
   float amax = 0.f;
+  uint32_t sum = 0;
+  unsigned long long squares = 0;
+};
+template <bool kHash>
+struct RowScan : RowSums {
   // (fmaxf drops a NaN, and an infinity does not count: the largest finite magnitude.)
-  auto take = [&amax](const float4& v) {
+  __device__ __forceinline__ void take(const float4& v, int i) {
     amax = fmaxf(amax, isinf(v.x) ? 0.f : fabsf(v.x));
     amax = fmaxf(amax, isinf(v.y) ? 0.f : fabsf(v.y));
     amax = fmaxf(amax, isinf(v.z) ? 0.f : fabsf(v.z));
     amax = fmaxf(amax, isinf(v.w) ? 0.f : fabsf(v.w));
-  };
+    if constexpr (kHash) {
+      const uint32_t c = 4u * static_cast<uint32_t>(i);
+      const uint32_t t[4] = {hash_term(__float_as_uint(v.x), c), hash_term(__float_as_uint(v.y), c + 1),
+                             hash_term(__float_as_uint(v.z), c + 2), hash_term(__float_as_uint(v.w), c + 3)};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        sum += t[j];
+        squares += static_cast<unsigned long long>(t[j]) * t[j];
+      }
+    }
+  }
+  // The row: the quads a held row's thread holds, else streamed from src. (A loop of its own
+  // after the loads: with the hash's branch among them, nvcc kept one load in flight, not eight:
+  // the pass ran at two thirds of its speed, docs/perf.md, session 50.)
+  __device__ __forceinline__ void row(const float4 (&held)[kHeldQuads], const float4* src, int quads, bool held_row) {
+    if (held_row) {
+#pragma unroll
+      for (int r = 0; r < kHeldQuads; ++r) {
+        const int i = threadIdx.x + r * kSplitThreads;
+        if (i < quads) take(held[r], i);
+      }
+    } else {
+      for (int i = threadIdx.x; i < quads; i += kSplitThreads) take(src[i], i);
+    }
+  }
+  // The block's: every thread gets them (two barriers; `shared` the block's scratch).
+  __device__ __forceinline__ void reduce(RowSums* shared) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+      if constexpr (kHash) {
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        squares += __shfl_xor_sync(0xffffffffu, squares, o);
+      }
+    }
+    if ((threadIdx.x & 31) == 0) shared[threadIdx.x >> 5] = *this;
+    __syncthreads();
+    static_cast<RowSums&>(*this) = shared[0];
+#pragma unroll
+    for (int w = 1; w < kSplitThreads / 32; ++w) {
+      amax = fmaxf(amax, shared[w].amax);
+      sum += shared[w].sum;
+      squares += shared[w].squares;
+    }
+    __syncthreads();   // (the scratch may be written again)
+  }
+};
+
+// The rows of v [rows][K] (one block per row): each row's shift, then its hi and lo halves.
+// K % 4 == 0 and 16-byte aligned rows (the GEMM's launch contract). kKept (w's kept split, a
+// record per row in kept): a row whose hash matches its record is left as it is. A launch for
+// each operand, x's without the hash's code: in one kernel the hash's registers (64 a thread, 50
+// without) left fewer blocks on an SM for x's rows too (39's x, 16384 rows: ~8 us slower).
+template <bool kKept>
+__global__ void __launch_bounds__(kSplitThreads)
+    f16x3_split_kernel(const float* __restrict__ v, int K, __half* __restrict__ hi_v, __half* __restrict__ lo_v,
+                       int* __restrict__ shift_v, SplitRowRecord* __restrict__ kept) {
+  const long long row = blockIdx.x;
+  // (The record's load issued first, so that its latency passes while the row arrives.)
+  SplitRowRecord was{};
+  if constexpr (kKept) was = kept[row];
+  const float4* src = reinterpret_cast<const float4*>(v + row * K);
+  const int quads = K / 4;
+  const bool held_row = quads <= kHeldQuads * kSplitThreads;
   float4 held[kHeldQuads];
   if (held_row) {
 #pragma unroll
     for (int r = 0; r < kHeldQuads; ++r) {
       const int i = threadIdx.x + r * kSplitThreads;
       held[r] = i < quads ? src[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-      take(held[r]);
     }
-  } else {
-    for (int i = threadIdx.x; i < quads; i += kSplitThreads) take(src[i]);
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  __shared__ float warp_max[kSplitThreads / 32];
-  __shared__ int row_shift;
-  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = amax;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float m = 0.f;
-#pragma unroll
-    for (int w = 0; w < kSplitThreads / 32; ++w) m = fmaxf(m, warp_max[w]);
-    // 2^(14 - floor(log2 m)): m 2^shift in [2^14, 2^15); a row of zeros keeps its scale. At most
-    // 126 (a row below 2^-112, fp32's smallest numbers, lands lower), so that the GEMM's way
-    // back, 2^-(shift_x + shift_w), is two normal powers of two (scale_back).
-    row_shift = m > 0.f ? min(14 - ilogbf(m), 126) : 0;
-    (in_a ? shift_a : shift_b)[row] = row_shift;
+  __shared__ RowSums scratch[kSplitThreads / 32];
+  RowScan<kKept> scan;
+  scan.row(held, src, quads, held_row);
+  scan.reduce(scratch);
+  if constexpr (kKept) {
+    if (was.tag == kSplitRowTag && was.sum == scan.sum && was.squares == scan.squares) return;
+    if (threadIdx.x == 0) kept[row] = SplitRowRecord{scan.sum, kSplitRowTag, scan.squares};
   }
-  __syncthreads();
-  const int shift = row_shift;
-  uint2* hi = reinterpret_cast<uint2*>((in_a ? hi_a : hi_b) + row * K);
-  uint2* lo = reinterpret_cast<uint2*>((in_a ? lo_a : lo_b) + row * K);
+  const float amax = scan.amax;
+  // 2^(14 - floor(log2 m)): m 2^shift in [2^14, 2^15); a row of zeros keeps its scale. At most
+  // 126 (a row below 2^-112, fp32's smallest numbers, lands lower), so that the GEMM's way
+  // back, 2^-(shift_x + shift_w), is two normal powers of two (scale_back).
+  const int shift = amax > 0.f ? min(14 - ilogbf(amax), 126) : 0;
+  if (threadIdx.x == 0) shift_v[row] = shift;
+  uint2* hi = reinterpret_cast<uint2*>(hi_v + row * K);
+  uint2* lo = reinterpret_cast<uint2*>(lo_v + row * K);
   // An infinity: hi the largest finite fp16 of its sign and lo the infinity, so that every
   // product with a nonzero element of the other operand is infinite (its hi or its lo is
   // nonzero) and one with a zero is NaN, as in fp32 (tf32x3's clamp, mma_detail.cuh).
@@ -241,26 +322,28 @@ struct WgmmaWsF16x3Gemm {
   }
 
   // The workspace, in floats: split-K's partials (none where the GEMM runs unsplit: then the
-  // layout is what it was before split-K), x's and w's halves (two per element), then their row shifts, each
-  // part rounded up to 64 floats (TMA reads 16-byte aligned rows). split-K's counters and
-  // partials come first, at the workspace's start, where SplitK::combine reads them
+  // layout is what it was before split-K), x's halves (two per element: one float's bytes), then
+  // x's row shifts, each part rounded up to 64 floats (TMA reads 16-byte aligned rows). split-K's
+  // counters and partials come first, at the workspace's start, where SplitK::combine reads them
   // (p.split_partials), as in WgmmaWsGemm.
   static long long round64(long long f) { return (f + 63) / 64 * 64; }
   static long long x_halves_offset(int M, int N, int K) { return round64(splitk_floats(M, N, K)); }
-  static long long w_halves_offset(int M, int N, int K) {
+  static long long shift_x_offset(int M, int N, int K) {
     return x_halves_offset(M, N, K) + round64(static_cast<long long>(M) * K);
-  }
-  static long long shifts_offset(int M, int N, int K) {
-    return w_halves_offset(M, N, K) + round64(static_cast<long long>(N) * K);
   }
   // Whether a batch of M rows splits w in registers: where w's split pass costs more than the
   // slower GEMM (measured at 128 and 1024 rows, docs/perf.md, session 22).
   static constexpr bool w_in_registers(int M) { return kWInRegisters && M <= W_IN_REGISTERS_MAX_ROWS; }
   static long long split_floats(int M, int N, int K) {
     if (M <= SkinnyGemm<float>::kMaxRows) return 0;
-    // (w in registers: x's halves and shifts alone, the shifts where w's halves would start.)
-    return w_in_registers(M) ? w_halves_offset(M, N, K) + round64(M)
-                             : shifts_offset(M, N, K) + round64(M) + round64(N);
+    return shift_x_offset(M, N, K) + round64(M);
+  }
+  // w's split, kept by the caller from call to call for each weight (p.w_split; entry.cuh,
+  // w_split_floats): w's halves, its row shifts, then a SplitRowRecord per row (four floats'
+  // bytes), zeros before the first call. Where w is split at all: not with w in registers.
+  static long long w_split_floats(int M, int N, int K) {
+    if (M <= SkinnyGemm<float>::kMaxRows || w_in_registers(M)) return 0;
+    return round64(static_cast<long long>(N) * K) + round64(N) + round64(4LL * N);
   }
 
   template <class EPI>
@@ -285,9 +368,9 @@ struct WgmmaWsF16x3Gemm {
       if (w_in_registers(M)) {
         __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset(M, N, K));
         __half* const xl = xh + static_cast<long long>(M) * K;
-        int* const shift_x = reinterpret_cast<int*>(ws + w_halves_offset(M, N, K));
-        f16x3_detail::f16x3_split_kernel<<<M, f16x3_detail::kSplitThreads, 0, stream>>>(
-            x, M, nullptr, K, xh, xl, shift_x, nullptr, nullptr, nullptr);
+        int* const shift_x = reinterpret_cast<int*>(ws + shift_x_offset(M, N, K));
+        f16x3_detail::f16x3_split_kernel<false><<<M, f16x3_detail::kSplitThreads, 0, stream>>>(
+            x, K, xh, xl, shift_x, nullptr);
         e = cudaGetLastError();
         if (e != cudaSuccess) return e;
         CUtensorMap map_w, map_xh, map_xl;
@@ -302,14 +385,19 @@ struct WgmmaWsF16x3Gemm {
         return cudaGetLastError();
       }
     }
+    // (w's kept split: the caller's, sized by w_split_floats.)
+    if (p.w_split == nullptr) return cudaErrorInvalidValue;
     __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset(M, N, K));
     __half* const xl = xh + static_cast<long long>(M) * K;
-    __half* const wh = reinterpret_cast<__half*>(ws + w_halves_offset(M, N, K));
+    int* const shift_x = reinterpret_cast<int*>(ws + shift_x_offset(M, N, K));
+    __half* const wh = reinterpret_cast<__half*>(p.w_split);
     __half* const wl = wh + static_cast<long long>(N) * K;
-    int* const shift_x = reinterpret_cast<int*>(ws + shifts_offset(M, N, K));
-    int* const shift_w = shift_x + round64(M);
-    f16x3_detail::f16x3_split_kernel<<<M + N, f16x3_detail::kSplitThreads, 0, stream>>>(
-        x, M, w, K, xh, xl, shift_x, wh, wl, shift_w);
+    int* const shift_w = reinterpret_cast<int*>(p.w_split + round64(static_cast<long long>(N) * K));
+    auto* const kept_w = reinterpret_cast<f16x3_detail::SplitRowRecord*>(reinterpret_cast<float*>(shift_w) + round64(N));
+    f16x3_detail::f16x3_split_kernel<false><<<M, f16x3_detail::kSplitThreads, 0, stream>>>(x, K, xh, xl, shift_x, nullptr);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    f16x3_detail::f16x3_split_kernel<true><<<N, f16x3_detail::kSplitThreads, 0, stream>>>(w, K, wh, wl, shift_w, kept_w);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     CUtensorMap map_xh, map_xl, map_wh, map_wl;

@@ -7,6 +7,7 @@ of two elements; an optimizer's step; a new module in the old one's memory), bit
 split made afresh, on rows held in registers (K <= 8192) and streamed (K > 8192), in a point-wise
 part's training forward and a staged part's, and that the full gate passes."""
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -60,10 +61,13 @@ def model_and_input(f, batch, seed=0):
 
 
 def fresh(f, model, x):
-    """The forward with w split afresh: every kept split forgotten first."""
-    f.module._KGEN_W_SPLITS.clear()
+    """The forward with w split afresh: a copy of the model's (its weight a storage of its own, so
+    a split of its own, made now). (Not by forgetting the kept splits: a CUDA graph may hold one.)"""
+    twin = copy.deepcopy(model)
     with torch.no_grad():
-        return model(x)
+        out = twin(x)
+    assert twin.gemm.weight.untyped_storage() in f.module._KGEN_W_SPLITS
+    return out
 
 
 def kept_split(f, w):
@@ -155,3 +159,30 @@ def test_the_gate_passes(files, name):
     needs_hopper()
     results = validate(files[name], tol=1e-4, batch=1024)
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_compiled_and_captured_forwards_see_their_weights(files, name):
+    """torch.compile(fullgraph=True) gives eager's bits; a CUDA graph captured after a call (the
+    split made then) and one captured where the split is first made (its zero fill is then part of
+    the graph: every replay splits w afresh) replay with w changed through w.data as a split made
+    afresh does."""
+    needs_hopper()
+    f = files[name]
+    model, x = model_and_input(f, 1024)
+    model.eval()
+    w = model.gemm.weight
+    with torch.no_grad():
+        expect = model(x)
+        assert torch.equal(torch.compile(model, fullgraph=True)(x), expect)
+    for made_in_capture in (False, True):
+        if made_in_capture:
+            f.module._KGEN_W_SPLITS.clear()
+        graph = torch.cuda.CUDAGraph()
+        with torch.no_grad(), torch.cuda.graph(graph):
+            out = model(x)
+        graph.replay()
+        assert torch.equal(out, fresh(f, model, x))
+        w.data[11, 3] += 0.5
+        graph.replay()
+        assert torch.equal(out, fresh(f, model, x)), made_in_capture

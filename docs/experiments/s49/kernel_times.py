@@ -37,12 +37,18 @@ def profile(model, x):
     return per
 
 
-def main(ref_path, dtype_name, *paths):
+def main(ref_path, dtype_name, *paths, prepare=None, counted=lambda kernel: True, note=""):
+    """`prepare(model, x)` after each model's first forward (session 50's changed_w.py: a forward
+    pre-hook); `counted(kernel)`: whether a kernel's time is counted."""
     dtype = DTYPES[dtype_name]
     ref, _, _, _, models = load_models(ref_path, dtype, paths)
     for m in models.values():
         m.train()
     x = ref["get_inputs"]()[0].cuda().to(dtype)
+    if prepare is not None:
+        for m in models.values():
+            m(x)
+            prepare(m, x)
     runs = {p: collections.defaultdict(list) for p in paths}
     for round_ in range(ROUNDS):   # (the files' order turns each round: s47/kb_timing_ab.py says why)
         for p in paths[round_ % len(paths):] + paths[:round_ % len(paths)]:
@@ -50,9 +56,10 @@ def main(ref_path, dtype_name, *paths):
             for _ in range(3):
                 m(x)
             for k, v in profile(m, x).items():
-                runs[p][k].append(v)
+                if counted(k):
+                    runs[p][k].append(v)
     print(f"{torch.cuda.get_device_name()}; {ref_path}; {dtype_name}; x {tuple(x.shape)}; train mode, gradients wanted; "
-          f"{ROUNDS} rounds x {ITERS} forwards, median of the rounds' means")
+          f"{note}{ROUNDS} rounds x {ITERS} forwards, median of the rounds' means")
     print("| file | kernel | device us per forward |")
     print("|---|---|---|")
     for p in paths:

@@ -65,13 +65,14 @@ def test_the_header_says_how_fp16x3_computes(tmp_path):
     ((1024, 8192, 8192), Tile(128, 128, 32, 16, 128, stages=3), True),
     # w split in the GEMM's registers (a square tile, a batch of at most 512 rows): no pass over w
     ((128, 32768, 32768), Tile(128, 128, 32, 16, 128, stages=3), True),
-    # a tile that is not square splits w in the pass: its 4 GB cost more than the GEMM saves
+    # a tile that is not square splits w in the pass: reading its 4 GB costs more than the GEMM saves
     ((128, 32768, 32768), Tile(64, 128, 32, 16, 128, stages=4), False)])
 def test_the_cost_model_counts_the_split(shape, tile, kept):
-    """The split pass reads and writes (M + N) K elements (M K where the GEMM splits w itself):
-    at 128 x 32768 -> 32768 (w 4 GB) the pass over w costs more than the GEMM saves, and the
-    search does not build a variant that makes it; at 1024 x 8192 -> 8192, and with w split in
-    registers at 128 rows, fp16x3 is predicted the fastest fp32-accurate GEMM."""
+    """The split pass reads and writes x's M K elements, and reads w's N K (its split kept from
+    call to call; none where the GEMM splits w itself): at 128 x 32768 -> 32768 (w 4 GB) the pass
+    over w costs more than the GEMM saves, and the search does not build a variant that makes it;
+    at 1024 x 8192 -> 8192, and with w split in registers at 128 rows, fp16x3 is predicted the
+    fastest fp32-accurate GEMM."""
     fp16x3, tf32x3 = spec(*shape).replace(tile=tile), spec(*shape, math="tf32x3").replace(
         tile=Tile(128, 128, 32, 16, 128, stages=4))
     faster = predicted_ms(fp16x3, 132) < predicted_ms(tf32x3, 132)

@@ -64,38 +64,113 @@ def test_the_launch_hands_the_kernels_a_workspace_only_where_they_need_one(modul
         assert call["workspace"] is None and [t.data_ptr() for t in allocated] == [out.data_ptr()]
 
 
-def test_ws_kept_split_is_one_buffer_per_weight_for_as_long_as_the_weight_lives(module, monkeypatch):
-    """Where the GEMM keeps w's split (fp16x3 above 512 rows: kgen_w_split_floats_<part> > 0), the
-    launch hands it zeros of that size the first time, the same buffer while w's storage lives
-    (a view of it and an unaligned copy made for the kernels included), another for another
-    weight or another view, and lets it go with the weight. (Whether a kept split is still w's is
-    the kernels' question: they hash w's rows on every call. tests/test_w_split_gpu.py.)"""
+def kept_split_launch(module, monkeypatch, keeps=True, capturing=False, k=296):
+    """The module launching on CPU with a GEMM that keeps w's split (kgen_w_split_floats_<part>:
+    4 N floats, the first N of them the rows' records); returns a function that runs a forward on
+    w and gives the split the C entry got (as a tensor, found among the allocations)."""
     library = launch_on_cpu(module, monkeypatch)
     monkeypatch.setattr(library, "kgen_w_split_floats_0", lambda M, N, K: 4 * N)
-    x = torch.randn(64, 296)
+    monkeypatch.setattr(library, "kgen_w_split_records_floats_0", lambda M, N, K: N)
+    monkeypatch.setattr(module, "_KGEN_KEEPS_W_SPLIT", (keeps,))
+    monkeypatch.setattr(module.torch.cuda, "is_current_stream_capturing", lambda: capturing)
+    made = weakref.WeakValueDictionary()   # (weakly: the test of a split's lifetime holds none)
+    real_empty = torch.empty
+
+    def empty(*shape, **kwargs):
+        t = real_empty(*shape, **kwargs).fill_(7.0)   # (what a reused block may hold)
+        made[t.data_ptr()] = t
+        return t
+
+    monkeypatch.setattr(module.torch, "empty", empty)
+    x = torch.randn(64, k)
+
+    record = library.kgen_forward_0
+    seen = []
+
+    def forward(*values):
+        record(*values)
+        seen.append(made[library.calls[-1]["w_split"]])   # (alive while the kernels run)
+
+    monkeypatch.setattr(library, "kgen_forward_0", forward)
 
     def split_of(w):
         module._KGEN_IMPLS[0](x, w, training=0, operand0=torch.randn(96), autocast=0, keep_z=0)
-        return library.calls[-1]["w_split"]
+        return seen.pop()
 
+    return split_of
+
+
+def test_a_kept_split_is_one_buffer_per_weight_view_for_as_long_as_the_weight_lives(module, monkeypatch):
+    """Where the GEMM keeps w's split, the launch hands it a buffer whose rows' records are zeros
+    the first time (the rest as the allocator left it), the same buffer while w's storage lives
+    (through detach() and a copy made for the kernels' alignment), another for another weight or
+    another view of one storage (another offset; the transpose of a square weight), and lets it go
+    with the weight. (Whether a kept split is still w's is the kernels' question: they hash w's
+    rows on every call; tests/test_w_split_gpu.py.)"""
+    split_of = kept_split_launch(module, monkeypatch)
     w = torch.randn(96, 296)
     first = split_of(w)
-    (kept,) = module._KGEN_W_SPLITS[w.untyped_storage()].values()
-    assert first == kept.data_ptr() and kept.numel() == 4 * 96 and not kept.any()
-    kept.fill_(7)   # (what the kernels would write: the launch leaves it alone from now on)
-    assert split_of(w) == first and split_of(w.detach()) == first
-    # A view at an offset that is not 16-byte aligned: the kernels get a copy, the split is the view's.
-    big = torch.randn(96 * 296 + 1)
-    view = big[1:].view(96, 296)
-    assert split_of(view) == split_of(view) != first
+    assert first.numel() == 4 * 96 and not first[:96].any() and (first[96:] == 7.0).all()
+    assert module._kgen_kept_splits(w) == {(0, w.shape, w.stride()): first}
+    first.fill_(3.0)   # (what the kernels would write: the launch leaves it alone from now on)
+    assert split_of(w) is first and split_of(w.detach()) is first and (first == 3.0).all()
+    # Views of one storage: an unaligned one (the kernels get a copy; the split is the view's),
+    # another offset, and a square weight and its transpose.
+    big = torch.randn(2 * 96 * 296 + 1)
+    unaligned, second = big[1:96 * 296 + 1].view(96, 296), big[96 * 296 + 1:].view(96, 296)
+    assert split_of(unaligned) is split_of(unaligned)
+    assert len({id(split_of(v)) for v in (w, unaligned, second)}) == 3
     other = torch.randn(96, 296)
-    assert split_of(other) not in (first, split_of(view))
+    assert split_of(other) is not first
     entries = len(module._KGEN_W_SPLITS)
-    ref = weakref.ref(kept)
-    del w, kept
+    ref = weakref.ref(first)
+    del w, first
     import gc
     gc.collect()
     assert len(module._KGEN_W_SPLITS) == entries - 1 and ref() is None
+
+
+def test_a_square_weight_and_its_transpose_keep_splits_of_their_own(monkeypatch):
+    spec = Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 96, 96, math="tf32x3", backend="wgmma", fusion=1, tile=TILE)
+    module = exec_file(generator.render(spec))
+    split_of = kept_split_launch(module, monkeypatch, k=96)
+    w = torch.randn(96, 96)
+    assert split_of(w) is not split_of(w.t()) and len(module._kgen_kept_splits(w)) == 2
+
+
+@pytest.mark.parametrize("keeps, capturing", [(False, False), (True, True)])
+def test_no_split_is_kept_for_a_computed_weight_or_in_a_capture(module, monkeypatch, keeps, capturing):
+    """A weight the forward computes (a new tensor each call) and a forward under CUDA graph capture
+    (a buffer kept past the call would be the graph's) get a buffer for the call alone, its
+    records zeroed: w split afresh."""
+    split_of = kept_split_launch(module, monkeypatch, keeps=keeps, capturing=capturing)
+    w = torch.randn(96, 296)
+    first, second = split_of(w), split_of(w)
+    assert first is not second and not first[:96].any() and not second[:96].any()
+    assert module._kgen_kept_splits(w) == {}
+
+
+def test_no_split_is_kept_while_cuda_graph_trees_warm_up(module, monkeypatch):
+    """torch.compile's CUDA graph trees (mode="reduce-overhead") warm up with every allocation of
+    the thread routed to their pool: no split is kept then (their state read from their module
+    where it is loaded; a module without the state read as warming up)."""
+    import sys
+    import types
+
+    split_of = kept_split_launch(module, monkeypatch)
+    manager = types.SimpleNamespace(in_warmup=True)
+    trees = types.SimpleNamespace(get_manager=lambda index, create: manager)
+    monkeypatch.setitem(sys.modules, "torch._inductor.cudagraph_trees", trees)
+    w = torch.randn(96, 296)
+    split_of(w)
+    assert module._kgen_kept_splits(w) == {}
+    manager.in_warmup = False
+    kept = split_of(w)
+    assert module._kgen_kept_splits(w) == {(0, w.shape, w.stride()): kept}
+    w2 = torch.randn(96, 296)
+    monkeypatch.setitem(sys.modules, "torch._inductor.cudagraph_trees", types.SimpleNamespace())
+    split_of(w2)
+    assert module._kgen_kept_splits(w2) == {}
 
 
 def test_the_parts_body_passes_every_argument_of_the_entry_by_name_order(bn_module, monkeypatch):

@@ -129,7 +129,7 @@ def test_fp16x3_splits_k_at_a_small_batch_and_stays_fp32_exact(f16x3_files, case
     w_split = getattr(f.build(), "kgen_w_split_floats_0")
     assert (w_split(batch, n, k) >= n * k) == (batch > FP16X3_W_IN_REGISTERS_MAX_ROWS)
     tiles = -(-batch // 128) * -(-n // 128)
-    # Room for two splits' partials of every tile beside the operands' splits (more than the
+    # Room for two splits' partials of every tile beside x's split (more than the
     # output and any stage buffer of its size together) ...
     assert floats(batch, n, k) >= 2 * tiles * 128 * 128 + f16x3_operand_floats(batch, n, k)
     # ... and none at a batch that fills the GPU.

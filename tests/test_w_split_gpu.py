@@ -63,16 +63,18 @@ def model_and_input(f, batch, seed=0):
 def fresh(f, model, x):
     """The forward with w split afresh: a copy of the model's (its weight a storage of its own, so
     a split of its own, made now). (Not by forgetting the kept splits: a CUDA graph may hold one.)"""
-    twin = copy.deepcopy(model)
     with torch.no_grad():
-        out = twin(x)
-    assert twin.gemm.weight.untyped_storage() in f.module._KGEN_W_SPLITS
-    return out
+        return copy.deepcopy(model)(x)
 
 
 def kept_split(f, w):
-    (split,) = f.module._KGEN_W_SPLITS[w.untyped_storage()].values()
+    (split,) = f.module._kgen_kept_splits(w).values()
     return split
+
+
+def records_floats(f, batch, w):
+    """Where w's halves start in its kept split (the rows' records come first)."""
+    return getattr(f.build(), "kgen_w_split_records_floats_0")(batch, *w.shape)
 
 
 @pytest.mark.parametrize("batch", BATCHES)
@@ -91,7 +93,8 @@ def test_a_kept_split_is_used_while_w_is_unchanged_and_redone_where_it_changed(f
         # the GEMM reads the planted halves (output column 3 moves, no other: eval's BatchNorm is
         # per column).
         split = kept_split(f, w)
-        split.view(torch.float16)[3 * K:4 * K] = 0
+        halves = 2 * records_floats(f, batch, w)
+        split.view(torch.float16)[halves + 3 * K:halves + 4 * K] = 0
         planted = model(x)
         changed = (planted != first).any(dim=0).nonzero().flatten().tolist()
         assert changed == [3], changed
@@ -164,9 +167,9 @@ def test_the_gate_passes(files, name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_compiled_and_captured_forwards_see_their_weights(files, name):
     """torch.compile(fullgraph=True) gives eager's bits; a CUDA graph captured after a call (the
-    split made then) and one captured where the split is first made (its zero fill is then part of
-    the graph: every replay splits w afresh) replay with w changed through w.data as a split made
-    afresh does."""
+    split kept then) replays the check, and one captured where no split is kept (a capture keeps
+    none: its buffer is the graph's, zeroed by each replay) splits afresh: both replay with w
+    changed through w.data as a split made afresh does."""
     needs_hopper()
     f = files[name]
     model, x = model_and_input(f, 1024)
@@ -175,14 +178,36 @@ def test_compiled_and_captured_forwards_see_their_weights(files, name):
     with torch.no_grad():
         expect = model(x)
         assert torch.equal(torch.compile(model, fullgraph=True)(x), expect)
-    for made_in_capture in (False, True):
-        if made_in_capture:
-            f.module._KGEN_W_SPLITS.clear()
+    for kept in (True, False):
+        if not kept:
+            f.module._KGEN_W_SPLITS.pop(id(w.untyped_storage()))
         graph = torch.cuda.CUDAGraph()
         with torch.no_grad(), torch.cuda.graph(graph):
             out = model(x)
+        assert bool(f.module._kgen_kept_splits(w)) == kept
         graph.replay()
         assert torch.equal(out, fresh(f, model, x))
         w.data[11, 3] += 0.5
         graph.replay()
-        assert torch.equal(out, fresh(f, model, x)), made_in_capture
+        assert torch.equal(out, fresh(f, model, x)), kept
+        del graph
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_cuda_graph_trees_keep_no_split_in_their_pool(files, name):
+    """torch.compile(mode="reduce-overhead") whose first call is the model's: CUDA graph trees warm
+    up with the thread's allocations routed to their pool, where no split may be kept (their
+    check of the pool would find it, or their next graph overwrite it). Warm-up, recording and
+    replays give a split made afresh's bits, w changed through w.data between replays too."""
+    needs_hopper()
+    f = files[name]
+    model, x = model_and_input(f, 1024)
+    model.eval()
+    compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+    w = model.gemm.weight
+    with torch.no_grad():
+        for step in range(4):
+            if step == 3:
+                w.data[2, 7] *= -1.0
+            out = compiled(x).clone()
+            assert torch.equal(out, fresh(f, model, x)), step

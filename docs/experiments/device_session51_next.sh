@@ -3,11 +3,14 @@
 # Session 50: fp16x3 keeps w's split from call to call (gemm_wgmma_f16x3.cuh, w_split_floats; the
 # file's _KGEN_W_SPLITS), w's pass hashing every row and splitting again the rows that changed:
 # 12's kernels 725 -> 668 us a forward (H200), KernelBench's timing 0.283x -> 0.273x eager fp32,
-# its eval 4 of 4 (12, 33, 51, 84). Not GPU-run on the code committed: the `device` argument of
-# _kgen_w_split (Python: where the split is allocated) and the files' header text; run first:
-#   tests/test_w_split_gpu.py tests/test_keep_z_gpu.py -k "w_split or fp16x3"
-#   tests/test_compile_gpu.py (torch.compile fullgraph and CUDA graphs over an fp16x3 file above
-#   512 rows: the kept split is made in the first, uncaptured call; check a capture that makes it)
+# its eval 4 of 4 (12, 33, 51, 84). Not GPU-run: what the review after the device time mended
+# (perf.md, session 50's last paragraph): no split kept in a capture or in CUDA graph trees'
+# warm-up, none for a computed weight, the records first in the buffer and written last, the view's
+# strides in the key, the plain dictionary. Run first, and re-time 12's pass (it should read as
+# call D's, 92.6 us):
+#   tests/test_w_split_gpu.py (14: reduce-overhead and captures among them)
+#   tests/test_keep_z_gpu.py -k fp16x3, tests/test_split_k_gpu.py -k fp16x3,
+#   tests/test_custom_ops.py -m gpu, tests/test_fp16x3.py -m gpu
 #
 # 1. w's pass at short rows: 39's (4096 rows of 16 KB) reads 64 MB in ~30 us where 12's reads 256
 #    MB in ~73 (a block's latency over little data: the row, the block's sums, the record). Two

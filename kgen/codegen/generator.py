@@ -1214,6 +1214,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts, sixteen_bit_builds(spec)),
         weight_methods=weight_methods(parts),
+        keeps_w_split=repr(tuple(not low.graph.gemm.attrs.get("weight_code") for low in parts)),
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
         rows_input=rows_input(spec),
@@ -1275,7 +1276,7 @@ OWN_NAME = re.compile(r"_kgen|_KGEN|KGEN_|ModelNew$")
 EMITTED_IMPORTS = {"__future__": "__future__", "ast": "ast", "base64": "base64", "contextlib": "contextlib",
                    "ctypes": "ctypes", "hashlib": "hashlib", "inspect": "inspect", "os": "os", "sys": "sys",
                    "time": "time", "types": "types",
-                   "typing": "typing", "warnings": "warnings", "torch": "torch", "nn": "torch.nn",
+                   "typing": "typing", "warnings": "warnings", "weakref": "weakref", "torch": "torch", "nn": "torch.nn",
                    "load_inline": "torch.utils.cpp_extension.load_inline"}
 
 

@@ -152,7 +152,8 @@ def work_units(family: str, math: str, tile: Tile, batch: int, in_features: int,
     return launch_tiles(family, math, tile, batch, out_features, in_features) * k_splits(family, math, tile, batch, in_features, out_features, sms)
 
 
-# fp16x3 on Hopper where its split pass pays: the pass reads and writes (M + N) K elements, the
+# fp16x3 on Hopper where its split pass pays: the pass reads and writes (M + N) K elements (w's
+# split kept from call to call since session 50: an unchanged w's N K read, not written), the
 # GEMM saves time in proportion to M N K, so it wins where M N / (M + N) is large. Measured
 # (docs/perf.md, session 21): 0.72x tf32x3's time at 1024 x 8192 -> 8192 (910), 0.63x at 16384 x
 # 4096 -> 4096 (3277); the cost model puts the break-even near 250 (128 x 32768 -> 32768: 128,

@@ -184,11 +184,13 @@ def predicted_ms(spec: Spec, sms: int) -> float:
         math = gemm_math(spec.family, spec.math, part.in_features)
         rate = None
         if math == "fp16x3":
-            # The split of x and w: each read in fp32 and written as two fp16 halves (x's alone
-            # where the GEMM splits w in its registers).
+            # The split of x: read in fp32, written as two fp16 halves. w's, where the pass makes
+            # it (not where the GEMM splits w in its registers), is kept from call to call: a read
+            # of w while it is unchanged, as over the search's timed calls (docs/perf.md, session
+            # 50); a weight the forward computes is split afresh on every call, as x is.
             w_in_registers = spec.tile.bm == spec.tile.bn and spec.batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS
-            rows = spec.batch + (0 if w_in_registers else part.out_features)
-            total += 8.0 * part.in_features * rows / (GEMV_BANDWIDTH * 1e6)
+            w_bytes = 0.0 if w_in_registers else 8.0 if part.gemm.attrs.get("weight_code") else 4.0
+            total += (8.0 * spec.batch + w_bytes * part.out_features) * part.in_features / (GEMV_BANDWIDTH * 1e6)
             rate = FP16X3_W_IN_REGISTERS_RATE if w_in_registers else None
         elif spec.family == "wgmma" and math in ROUND16_MATHS:
             # x rounded to 16 bits in a pass: read in fp32, written in 16 bits.

@@ -46,15 +46,16 @@ long long split_floats(int M, int N, int K) {
   }
 }
 // A GEMM that keeps w's split from call to call (WgmmaWsF16x3Gemm: w_split_floats): the floats
-// the caller holds for it, per weight, passed as the entry's w_split (0: none at this shape).
+// the caller holds for it, per weight, passed as the entry's w_split (0: none at this shape), and
+// how many of them, first, the caller zeroes when it starts one (w_split_records_floats).
 template <class G, class = void>
 struct KeepsWSplit : std::false_type {};
 template <class G>
 struct KeepsWSplit<G, std::void_t<decltype(G::w_split_floats(0, 0, 0))>> : std::true_type {};
 template <class G = kgen_cfg::Gemm>
-long long w_split_floats(int M, int N, int K) {
+long long w_split_floats(int M, int N, int K, bool records = false) {
   if constexpr (KeepsWSplit<G>::value && !kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput) {
-    return G::w_split_floats(M, N, K);
+    return records ? G::w_split_records_floats(M, N, K) : G::w_split_floats(M, N, K);
   } else {
     return 0;
   }

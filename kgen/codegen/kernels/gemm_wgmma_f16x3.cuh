@@ -40,9 +40,9 @@
 // batch whose output has too few tiles to fill the GPU, none otherwise), then x's split (an fp16
 // pair per element: one float's bytes) and its row shifts, made on every call. w's split is kept
 // from call to call in a buffer the caller holds for each weight (p.w_split, w_split_floats), with
-// a hash of each row it was split from: the pass reads each row of w and splits again only the
-// rows whose hash changed (f16x3_split_kernel). An unchanged w costs one read of it a call, where
-// splitting it read it and wrote as many bytes again (docs/perf.md, session 50).
+// a record of each row it was split from, its hash: the pass reads each row of w and splits again
+// only the rows whose hash changed (f16x3_split_kernel). An unchanged w costs one read of it a
+// call, where splitting it read it and wrote as many bytes again (docs/perf.md, session 50).
 //
 // Split-K (both mainloops): WgmmaWsGemm's, with SplitK's partials, counters and fixed-order sum
 // (gemm_wgmma_ws.cuh). Each CTA of a tile sums its range of k-tiles and scales its partial back to
@@ -184,7 +184,6 @@ __global__ void __launch_bounds__(kSplitThreads)
   scan.reduce(scratch);
   if constexpr (kKept) {
     if (was.tag == kSplitRowTag && was.sum == scan.sum && was.squares == scan.squares) return;
-    if (threadIdx.x == 0) kept[row] = SplitRowRecord{scan.sum, kSplitRowTag, scan.squares};
   }
   const float amax = scan.amax;
   // 2^(14 - floor(log2 m)): m 2^shift in [2^14, 2^15); a row of zeros keeps its scale. At most
@@ -224,6 +223,16 @@ __global__ void __launch_bounds__(kSplitThreads)
     }
   } else {
     for (int i = threadIdx.x; i < quads; i += kSplitThreads) store(i, src[i]);
+  }
+  if constexpr (kKept) {
+    // The record last, after the row's halves and shift are visible: a pass on another stream
+    // that finds it (the same weight used from two streams) finds the halves it stands for, and
+    // one that does not splits the row again, to the same values.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      kept[row] = SplitRowRecord{scan.sum, kSplitRowTag, scan.squares};
+    }
   }
 }
 
@@ -339,11 +348,15 @@ struct WgmmaWsF16x3Gemm {
     return shift_x_offset(M, N, K) + round64(M);
   }
   // w's split, kept by the caller from call to call for each weight (p.w_split; entry.cuh,
-  // w_split_floats): w's halves, its row shifts, then a SplitRowRecord per row (four floats'
-  // bytes), zeros before the first call. Where w is split at all: not with w in registers.
+  // w_split_floats): a SplitRowRecord per row (four floats' bytes; zeros: no row recorded, so
+  // that a caller starting a split zeroes w_split_records_floats of them only), then w's halves
+  // and its row shifts. Where w is split at all: not with w in registers.
+  static long long w_split_records_floats(int M, int N, int K) {
+    return M <= SkinnyGemm<float>::kMaxRows || w_in_registers(M) ? 0 : round64(4LL * N);
+  }
   static long long w_split_floats(int M, int N, int K) {
     if (M <= SkinnyGemm<float>::kMaxRows || w_in_registers(M)) return 0;
-    return round64(static_cast<long long>(N) * K) + round64(N) + round64(4LL * N);
+    return w_split_records_floats(M, N, K) + round64(static_cast<long long>(N) * K) + round64(N);
   }
 
   template <class EPI>
@@ -353,7 +366,7 @@ struct WgmmaWsF16x3Gemm {
     cudaError_t e;
     if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return e;
     if (SkinnyGemm<float>::applies(x, w, M, N, K)) return SkinnyGemm<float>::template launch<EPI>(x, w, M, N, K, p, stream);
-    // fp16 rows need a 16-byte pitch for TMA; the workspace holds the splits.
+    // fp16 rows need a 16-byte pitch for TMA; the workspace holds x's split (p.w_split w's).
     if (K % 8 != 0 || K == 0 || p.split_partials == nullptr) return cudaErrorInvalidValue;
     float* const ws = p.split_partials;
     constexpr CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -390,10 +403,11 @@ struct WgmmaWsF16x3Gemm {
     __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset(M, N, K));
     __half* const xl = xh + static_cast<long long>(M) * K;
     int* const shift_x = reinterpret_cast<int*>(ws + shift_x_offset(M, N, K));
-    __half* const wh = reinterpret_cast<__half*>(p.w_split);
+    auto* const kept_w = reinterpret_cast<f16x3_detail::SplitRowRecord*>(p.w_split);
+    __half* const wh = reinterpret_cast<__half*>(p.w_split + w_split_records_floats(M, N, K));
     __half* const wl = wh + static_cast<long long>(N) * K;
-    int* const shift_w = reinterpret_cast<int*>(p.w_split + round64(static_cast<long long>(N) * K));
-    auto* const kept_w = reinterpret_cast<f16x3_detail::SplitRowRecord*>(reinterpret_cast<float*>(shift_w) + round64(N));
+    int* const shift_w = reinterpret_cast<int*>(p.w_split + w_split_records_floats(M, N, K) +
+                                                round64(static_cast<long long>(N) * K));
     f16x3_detail::f16x3_split_kernel<false><<<M, f16x3_detail::kSplitThreads, 0, stream>>>(x, K, xh, xl, shift_x, nullptr);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;

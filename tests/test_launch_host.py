@@ -56,6 +56,8 @@ def test_the_launch_hands_the_kernels_a_workspace_only_where_they_need_one(modul
     (call,) = library.calls
     assert (call["M"], call["N"], call["K"]) == (64, 96, 296)
     assert call["out"] == out.data_ptr() and out.shape == (64, 96)
+    # (a GEMM that keeps no split of w at this shape: NULL, and nothing kept)
+    assert call["w_split"] is None and module._kgen_kept_splits(w) == {}
     if floats:
         (workspace,) = [t for t in allocated if t.data_ptr() == call["workspace"]]
         assert workspace.dtype == torch.float32 and workspace.numel() == floats

@@ -60,7 +60,7 @@ def model_and_input(f, batch, seed=0):
     return model, x
 
 
-def fresh(f, model, x):
+def fresh(model, x):
     """The forward with w split afresh: a copy of the model's (its weight a storage of its own, so
     a split of its own, made now). (Not by forgetting the kept splits: a CUDA graph may hold one.)"""
     with torch.no_grad():
@@ -104,7 +104,7 @@ def test_a_kept_split_is_used_while_w_is_unchanged_and_redone_where_it_changed(f
         w.data[5, K - 1] *= -1.0
         assert w._version == version
         after = model(x)
-    assert torch.equal(after, fresh(f, model, x))
+    assert torch.equal(after, fresh(model, x))
     assert not torch.equal(after, first)
 
 
@@ -122,12 +122,12 @@ def test_changes_a_sum_of_terms_could_cancel_are_seen(files, name):
         w.data[7, 1] *= -1.0
         w.data[7, 2] *= -1.0
         flipped = model(x)
-        assert torch.equal(flipped, fresh(f, model, x))
+        assert torch.equal(flipped, fresh(model, x))
         a, b = w.data[9, 10].item(), w.data[9, 11].item()
         assert a != b
         w.data[9, 10], w.data[9, 11] = b, a
         swapped = model(x)
-        assert torch.equal(swapped, fresh(f, model, x))
+        assert torch.equal(swapped, fresh(model, x))
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -147,14 +147,14 @@ def test_training_steps_and_a_new_module_see_their_own_weights(files, name):
     model.eval()
     with torch.no_grad():
         stepped = model(x)
-    assert torch.equal(stepped, fresh(f, model, x))
+    assert torch.equal(stepped, fresh(model, x))
     del model, optimizer, out
     torch.cuda.synchronize()
     again, x2 = model_and_input(f, 1024, seed=1)
     again.eval()
     with torch.no_grad():
         seen = again(x2)
-    assert torch.equal(seen, fresh(f, again, x2))
+    assert torch.equal(seen, fresh(again, x2))
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -186,10 +186,10 @@ def test_compiled_and_captured_forwards_see_their_weights(files, name):
             out = model(x)
         assert bool(f.module._kgen_kept_splits(w)) == kept
         graph.replay()
-        assert torch.equal(out, fresh(f, model, x))
+        assert torch.equal(out, fresh(model, x))
         w.data[11, 3] += 0.5
         graph.replay()
-        assert torch.equal(out, fresh(f, model, x)), kept
+        assert torch.equal(out, fresh(model, x)), kept
         del graph
 
 
@@ -210,4 +210,4 @@ def test_cuda_graph_trees_keep_no_split_in_their_pool(files, name):
             if step == 3:
                 w.data[2, 7] *= -1.0
             out = compiled(x).clone()
-            assert torch.equal(out, fresh(f, model, x)), step
+            assert torch.equal(out, fresh(model, x)), step

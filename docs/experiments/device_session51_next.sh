@@ -14,7 +14,7 @@
 #
 # 1. w's pass at short rows: 39's (4096 rows of 16 KB) reads 64 MB in ~30 us where 12's reads 256
 #    MB in ~73 (a block's latency over little data: the row, the block's sums, the record). Two
-#    rows a block, or 128 threads a row below 4096 columns; s50/split_bench.cu's harness (add w's
+#    rows a block, or 128 threads a row below 4096 columns; s50/split_bench.py's harness (add w's
 #    kernel and a kept split). With w changed each call it is +13 us of 39's ~2950 a forward.
 # 2. KernelBench's own eval at fp32 on all 36 (scripts/device_kernelbench.sh): the 22 files at
 #    1024 x 8192 -> 8192 should move as 12, 33, 84 did; the table in perf.md is session 23's H100.

@@ -20,7 +20,7 @@ import jinja2
 from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
-from kgen.ir.graph import UPDATED_IN_PLACE, self_attr as _self_attr, window_means_code
+from kgen.ir.graph import UPDATED_IN_PLACE, computes_weight, self_attr as _self_attr, window_means_code
 from kgen.lower.forward import OPERAND_TYPES, Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
@@ -1214,7 +1214,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts, sixteen_bit_builds(spec)),
         weight_methods=weight_methods(parts),
-        keeps_w_split=repr(tuple(not low.graph.gemm.attrs.get("weight_code") for low in parts)),
+        keeps_w_split=repr(tuple(not computes_weight(low.graph.gemm) for low in parts)),
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
         rows_input=rows_input(spec),

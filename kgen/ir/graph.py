@@ -84,11 +84,17 @@ def module_tensor(model, path: str):
     return getattr(model.get_submodule(module) if module else model, name)
 
 
+def computes_weight(gemm: "Node") -> bool:
+    """Whether the forward computes the GEMM's weight from the module's parameters on each call
+    (attrs["weight_code"]: F.linear(x, self.weight * self.scale)), a new tensor each time."""
+    return bool(gemm.attrs.get("weight_code"))
+
+
 def stored_weight(model, gemm: "Node") -> bool:
     """Whether the GEMM's weight is a parameter or buffer the model stores (an edit of it changes
     the GEMM's weight: a permutation of its columns, a rounding), not one its forward computes
     (attrs["weight_code"], or a parametrization such as weight_norm's, computed on each access)."""
-    if gemm.attrs.get("weight_code"):
+    if computes_weight(gemm):
         return False
     owner, _, name = gemm.attrs["weight"].rpartition(".")
     module = model.get_submodule(owner) if owner else model

@@ -31,6 +31,7 @@ from typing import Callable
 from kgen.check.rounding import gemm_operands_rounded, round_to
 from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
+from kgen.ir.graph import computes_weight
 from kgen.lower.forward import rewritten
 from kgen.tune.configs import (FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, gemm_math, k_splits,
                                launch_tiles)
@@ -189,7 +190,7 @@ def predicted_ms(spec: Spec, sms: int) -> float:
             # of w while it is unchanged, as over the search's timed calls (docs/perf.md, session
             # 50); a weight the forward computes is split afresh on every call, as x is.
             w_in_registers = spec.tile.bm == spec.tile.bn and spec.batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS
-            w_bytes = 0.0 if w_in_registers else 8.0 if part.gemm.attrs.get("weight_code") else 4.0
+            w_bytes = 0.0 if w_in_registers else 8.0 if computes_weight(part.gemm) else 4.0
             total += (8.0 * spec.batch + w_bytes * part.out_features) * part.in_features / (GEMV_BANDWIDTH * 1e6)
             rate = FP16X3_W_IN_REGISTERS_RATE if w_in_registers else None
         elif spec.family == "wgmma" and math in ROUND16_MATHS:

@@ -39,7 +39,7 @@ struct SplitsK<G, std::void_t<decltype(G::split_floats(0, 0, 0))>> : std::true_t
 // (A template, so that the branch a GEMM without split_floats discards is never instantiated.)
 template <class G = kgen_cfg::Gemm>
 long long split_floats(int M, int N, int K) {
-  if constexpr (SplitsK<G>::value && !kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput) {
+  if constexpr (SplitsK<G>::value && kOwnGemm) {
     return G::split_floats(M, N, K);
   } else {
     return 0;
@@ -53,9 +53,17 @@ struct KeepsWSplit : std::false_type {};
 template <class G>
 struct KeepsWSplit<G, std::void_t<decltype(G::w_split_floats(0, 0, 0))>> : std::true_type {};
 template <class G = kgen_cfg::Gemm>
-long long w_split_floats(int M, int N, int K, bool records = false) {
-  if constexpr (KeepsWSplit<G>::value && !kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput) {
-    return records ? G::w_split_records_floats(M, N, K) : G::w_split_floats(M, N, K);
+long long w_split_floats(int M, int N, int K) {
+  if constexpr (KeepsWSplit<G>::value && kOwnGemm) {
+    return G::w_split_floats(M, N, K);
+  } else {
+    return 0;
+  }
+}
+template <class G = kgen_cfg::Gemm>
+long long w_split_records_floats(int M, int N, int K) {
+  if constexpr (KeepsWSplit<G>::value && kOwnGemm) {
+    return G::w_split_records_floats(M, N, K);
   } else {
     return 0;
   }

@@ -49,6 +49,9 @@ using Output = std::conditional_t<kOutputOperandTyped, kgen_operand_t, float>;
 using PartOutput = std::conditional_t<kgen_cfg::kHasTail, std::conditional_t<kFp32Output, float, kgen_operand_t>, Output>;
 static_assert(std::is_same<Output, float>::value || !kgen_cfg::kGemmExternal,
               "an external GEMM's epilogue runs in place on fp32 (its builds are fp32 only)");
+// The part runs kgen's own GEMM (kgen_cfg::Gemm): not cuBLAS's, not the matrix-vector rewrite,
+// not a constant output's fill.
+constexpr bool kOwnGemm = !kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput;
 
 // Stage 1 stores S into the output's buffer where the output is (M, N) and S fits it (fp32), or
 // where no stage 2 reads S in either mode (stage 1 then stores the output itself); elsewhere S
@@ -197,7 +200,7 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_weight_t* w, int M,
   if (M == 0 || N == 0) return nullptr;
   if constexpr (kgen_cfg::kBackwardKind == kBackwardPointwise) {
     if (z_ready != nullptr) return "a point-wise part keeps z through forward_keeping_z";
-  } else if constexpr (!kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput) {
+  } else if constexpr (kOwnGemm) {
     if (z_ready != nullptr) {
       EpilogueParams store = p;
       store.z = z_ready;

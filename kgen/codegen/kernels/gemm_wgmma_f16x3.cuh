@@ -118,8 +118,9 @@ struct RowScan : RowSums {
     }
   }
   // The row: the quads a held row's thread holds, else streamed from src. (A loop of its own
-  // after the loads: with the hash's branch among them, nvcc kept one load in flight, not eight:
-  // the pass ran at two thirds of its speed, docs/perf.md, session 50.)
+  // after the loads: with the hash's branch among them the pass ran slower, x's rows too, which
+  // hash nothing; fewer loads in flight the likely cause, not read in the machine code:
+  // docs/perf.md, session 50, calls A and C.)
   __device__ __forceinline__ void row(const float4 (&held)[kHeldQuads], const float4* src, int quads, bool held_row) {
     if (held_row) {
 #pragma unroll
@@ -157,8 +158,8 @@ struct RowScan : RowSums {
 // The rows of v [rows][K] (one block per row): each row's shift, then its hi and lo halves.
 // K % 4 == 0 and 16-byte aligned rows (the GEMM's launch contract). kKept (w's kept split, a
 // record per row in kept): a row whose hash matches its record is left as it is. A launch for
-// each operand, x's without the hash's code: in one kernel the hash's registers (64 a thread, 50
-// without) left fewer blocks on an SM for x's rows too (39's x, 16384 rows: ~8 us slower).
+// each operand, x's without the hash's code (one launch for both measured the same: calls C and
+// D; x's pass as fast as session 49's, call F, docs/perf.md, session 50).
 template <bool kKept>
 __global__ void __launch_bounds__(kSplitThreads)
     f16x3_split_kernel(const float* __restrict__ v, int K, __half* __restrict__ hi_v, __half* __restrict__ lo_v,

@@ -26,14 +26,17 @@ def test_the_default_target_is_the_wgmma_one():
 
 
 @pytest.mark.parametrize("shape, math", [
-    ((1024, 8192, 8192), "fp16x3"),     # KernelBench 33, 12, 84: M N / (M + N) = 910
+    ((1024, 8192, 8192), "fp16x3"),     # KernelBench 33, 12, 84: M N / (M + N / 2) = 1638
     ((16384, 4096, 4096), "fp16x3"),    # 39
     ((128, 32768, 32768), "fp16x3"),    # 55, 56, 59: w split in the GEMM's registers (no pass over its 4 GB)
     ((128, 8192, 8192), "fp16x3"),      # 64 tiles, each split in two in K: w in registers, the GPU filled
-    ((256, 8192, 8192), "fp16x3"),      # 248, below FP16X3_MIN_HARMONIC, but 128 square tiles: w in registers
+    ((256, 8192, 8192), "fp16x3"),      # 128 square tiles: w in registers (M N / (M + N / 2) = 482 too)
+    ((300, 8192, 8192), "fp16x3"),      # more rows than w in registers takes: the pass, its w's split kept
     ((1024, 8190, 8192), "tf32x3"),     # K not a multiple of 8: fp16 rows TMA cannot read
     ((128, 1024, 1024), "tf32x3"),      # 8 tiles and too short a K to split: w's registers cannot pay
-    ((768, 8192, 1024), "tf32x3"),      # 438 < FP16X3_MIN_HARMONIC, and more rows than w's split in registers takes
+    ((768, 8192, 1024), "fp16x3"),      # 614: tf32x3 before w's split was kept (M N / (M + N) = 438 < 512)
+    ((2048, 8192, 256), "fp16x3"),      # 241, the smallest measured (session 51: 96.6 us against tf32x3's 115.4)
+    ((4096, 1024, 128), "tf32x3"),      # 126 < FP16X3_MIN_HARMONIC, and more rows than w's split in registers takes
 ])
 def test_the_rule_takes_fp16x3_where_its_split_pays(shape, math):
     assert configs.fastest_family(configs.WGMMA_ARCH, *shape) == ("wgmma", math)
@@ -119,8 +122,9 @@ def test_the_split_k_limits_are_the_kernels():
 
 def test_the_rule_counts_the_gpus_own_sms():
     """On a Hopper with fewer SMs than the H100's 132, 64 split tiles of 128x128 fill it sooner:
-    fastest_family takes the GPU's count, as the kernels and the rule's tiles do."""
-    shape = (128, 8192, 8192)
+    fastest_family takes the GPU's count, as the kernels and the rule's tiles do. (96 rows: below
+    FP16X3_MIN_HARMONIC, so that only w in registers can take fp16x3.)"""
+    shape = (96, 8192, 8192)
     assert configs.fastest_family(configs.WGMMA_ARCH, *shape) == ("wgmma", "fp16x3")
     # 200 SMs: 64 tiles split 3 ways in K (192 CTAs) still fill it; 1024 SMs: 64 x 8 do not
     assert configs.fastest_family(configs.WGMMA_ARCH, *shape, sms=200) == ("wgmma", "fp16x3")

@@ -152,18 +152,25 @@ def work_units(family: str, math: str, tile: Tile, batch: int, in_features: int,
     return launch_tiles(family, math, tile, batch, out_features, in_features) * k_splits(family, math, tile, batch, in_features, out_features, sms)
 
 
-# fp16x3 on Hopper where its split pass pays: the pass reads and writes (M + N) K elements (w's
-# split kept from call to call since session 50: an unchanged w's N K read, not written), the
-# GEMM saves time in proportion to M N K, so it wins where M N / (M + N) is large. Measured
-# (docs/perf.md, session 21): 0.72x tf32x3's time at 1024 x 8192 -> 8192 (910), 0.63x at 16384 x
-# 4096 -> 4096 (3277); the cost model puts the break-even near 250 (128 x 32768 -> 32768: 128,
-# where the pass over w's 4 GB costs more than the GEMM saves). At batches up to
+# fp16x3 on Hopper where its split pass pays: the pass moves 8 bytes per element of x (read, two
+# halves written) and, w's split kept from call to call (session 50), reads w's 4 while w is
+# unchanged: (8 M + 4 N) K bytes, the GEMM saving time in proportion to M N K, so fp16x3 wins
+# where M N / (M + N / 2) is large. (Before the kept split the pass moved 8 (M + N) K bytes and
+# the rule asked M N / (M + N) >= 512, measured at session 21: 0.72x tf32x3's time at 1024 x 8192
+# -> 8192, 0.63x at 16384 x 4096 -> 4096.) Measured with the kept split (docs/perf.md, session 51,
+# H200, a forward's kernels in device us, fp16x3 / tf32x3, each file the rule's tile for its math;
+# M N / (M + N / 2) in brackets): 768 x 8192 -> 1024 (614) 128 / 272; 320 x 8192 -> 8192 (540)
+# 355 / 506; 512 x 4096 -> 1024 (512) 50.0 / 51.4; 256 x 8192 -> 8192 (482) 230 / 271 with the
+# pass (218 with w in registers); 1024 x 8192 -> 512 (410) 80.5 / 96.5; 384 x 8192 -> 768 (384)
+# 70.1 / 70.6; 300 x 8192 -> 512 (276) 48.0 / 52.5; 4096 x 1024 -> 256 (248) 31.5 / 40.0; 2048 x
+# 8192 -> 256 (241) 96.6 / 115.4. fp16x3 won or tied at every shape measured; the threshold sits
+# below the smallest of them, and below it (unmeasured) tf32x3 stays. At batches up to
 # spec.FP16X3_W_IN_REGISTERS_MAX_ROWS the rule's square tile splits w in the GEMM's registers
 # instead, with no pass over w: fp16x3 there too, where that tile's work units (its tiles, split
 # in K where they are few) fill the GPU. Measured on an H100: 128 x 32768 -> 32768, 256 tiles,
 # 1.99-2.04 ms against tf32x3's 2.50-2.55 (session 22); 128 x 8192 -> 8192, 64 tiles split in two,
 # 0.141-0.156 ms against tf32x3's 0.165-0.185 (session 27).
-FP16X3_MIN_HARMONIC = 512
+FP16X3_MIN_HARMONIC = 224
 
 
 def fastest_family(arch: str, batch: int | None = None, in_features: int | None = None,
@@ -173,7 +180,7 @@ def fastest_family(arch: str, batch: int | None = None, in_features: int | None 
     if arch != WGMMA_ARCH:
         return "kgen", "tf32x3"
     if batch and in_features and out_features and in_features % FP16X3_K_MULTIPLE == 0:
-        if batch * out_features >= FP16X3_MIN_HARMONIC * (batch + out_features):
+        if 2 * batch * out_features >= FP16X3_MIN_HARMONIC * (2 * batch + out_features):
             return "wgmma", "fp16x3"
         square = RULE_WGMMA_FP16X3_TILES[0]
         sms = sms or TYPICAL_SMS[arch]

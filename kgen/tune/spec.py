@@ -43,10 +43,14 @@ WGMMA_FLUSH_KTILES = 2
 FP16X3_FLUSH_KTILES = 2
 # fp16x3 on a square tile splits w in the GEMM's registers, not in the pass before it, at batches
 # up to this many rows (W_IN_REGISTERS_MAX_ROWS of kernels/gemm_wgmma_f16x3.cuh, which the
-# generator passes): there w's split pass (8 bytes moved per element of w) costs more than that
-# GEMM's slower mainloop. Measured (docs/perf.md, session 22): at 128 x 32768 -> 32768 1.99-2.04 ms
-# against the pass's 5.90; at 1024 x 8192 -> 8192 0.925 against 0.885.
-FP16X3_W_IN_REGISTERS_MAX_ROWS = 512
+# generator passes): there the pass over w costs more than that GEMM's slower mainloop. The pass
+# keeps w's split from call to call (session 50: 4 bytes of w read a call while w is unchanged,
+# where it moved 8), which moved the break-even down from session 22's 512 (measured then against
+# the 8 bytes). Measured on an H200 (docs/perf.md, session 51; device us of a forward's kernels,
+# w in registers / the kept split's pass): 1024 x 8192 -> 8192's file at 256 rows 217 / 228, at
+# 384 418 / 358, at 512 411 / 370; 128 x 32768 -> 32768's at 256 rows 3334 / 3738, at 512 7080 /
+# 6536.
+FP16X3_W_IN_REGISTERS_MAX_ROWS = 256
 # The stages of the tf32x3 GEMM that an fp16x3 variant's other GEMMs run (the tf32x3 rule's).
 FP16X3_TF32X3_STAGES = 4
 # bf16 and fp16 on the wgmma backend (kernels/gemm_wgmma_round16.cuh): 16-bit products of fp32

@@ -140,6 +140,74 @@ def test_a_square_weight_and_its_transpose_keep_splits_of_their_own(monkeypatch)
     assert split_of(w) is not split_of(w.t()) and len(module._kgen_kept_splits(w)) == 2
 
 
+def test_a_kept_split_is_current_on_trust_only_while_w_keeps_its_version(module, monkeypatch):
+    """By default the kernels hash w on every call (w_split_current 0). Where the user trusts
+    torch's version counters (_KGEN_TRUST_WEIGHT_VERSIONS: ModelNew.kgen_trust_weight_versions),
+    a call whose w has the version it had at the call before passes 1 (w's pass skipped); an
+    in-place write bumps the version and the next call hashes again; a write through `.data`
+    leaves it, and is not seen (what trusting means); an inference tensor, which has no version
+    counter, is hashed on every call; a launch that fails forgets the versions, as its kernels may
+    not have split w."""
+    split_of = kept_split_launch(module, monkeypatch)
+    current = []
+    entry = module._kgen_w_split
+
+    def w_split(*args):
+        got = entry(*args)
+        current.append(got[1])
+        return got
+
+    monkeypatch.setattr(module, "_kgen_w_split", w_split)
+
+    def calls(w, n):
+        current.clear()
+        for _ in range(n):
+            split_of(w)
+        return list(current)
+
+    w = torch.randn(96, 296)
+    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", False)
+    assert calls(w, 3) == [0, 0, 0]
+    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    assert calls(w, 2) == [1, 1]
+    w.add_(1.0)
+    assert calls(w, 2) == [0, 1]
+    w.data.mul_(2.0)
+    assert calls(w, 1) == [1]
+    with torch.inference_mode():
+        frozen = torch.randn(96, 296)
+    assert calls(frozen, 2) == [0, 0]
+    module._kgen_forget_versions(w)
+    assert calls(w, 2) == [0, 1]
+
+
+def test_a_failed_launch_forgets_the_versions_it_recorded(module, monkeypatch):
+    split_of = kept_split_launch(module, monkeypatch)
+    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    w = torch.randn(96, 296)
+    split_of(w)
+    library = module._kgen_build(torch.device("cpu"), torch.float32, False, False)
+    monkeypatch.setattr(library, "kgen_forward_0", lambda *values: b"an error")
+    with pytest.raises(RuntimeError, match="an error"):
+        split_of(w)
+    assert module._KGEN_W_SPLITS[id(w.untyped_storage())][2] == {}
+
+
+def test_only_a_file_that_keeps_w_splits_says_it_can_trust_weight_versions():
+    """ModelNew.kgen_trust_weight_versions is written where a GEMM keeps w's split (fp16x3), and it
+    sets the file's switch for every ModelNew of the file."""
+    fp16x3 = exec_file(generator.render(Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 296, 96, math="fp16x3", backend="wgmma",
+                                                fusion=1, tile=Tile(128, 128, 32, 16, 128, stages=3))))
+    assert not fp16x3._KGEN_TRUST_WEIGHT_VERSIONS
+    fp16x3.ModelNew.kgen_trust_weight_versions()
+    assert fp16x3._KGEN_TRUST_WEIGHT_VERSIONS
+    fp16x3.ModelNew.kgen_trust_weight_versions(False)
+    assert not fp16x3._KGEN_TRUST_WEIGHT_VERSIONS
+    tf32x3 = exec_file(generator.render(Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 296, 96, math="tf32x3", backend="wgmma",
+                                                fusion=1, tile=TILE)))
+    assert not hasattr(tf32x3.ModelNew, "kgen_trust_weight_versions")
+
+
 @pytest.mark.parametrize("keeps, capturing", [(False, False), (True, True)])
 def test_no_split_is_kept_for_a_computed_weight_or_in_a_capture(module, monkeypatch, keeps, capturing):
     """A weight the forward computes (a new tensor each call) and a forward under CUDA graph capture

@@ -109,6 +109,34 @@ def test_a_kept_split_is_used_while_w_is_unchanged_and_redone_where_it_changed(f
 
 
 @pytest.mark.parametrize("name", list(CASES))
+def test_trusting_weight_versions_skips_ws_pass_until_its_version_moves(files, name):
+    """ModelNew.kgen_trust_weight_versions(): a write through w.data (its version stays) is not
+    seen while w's version is unchanged (w's pass skipped: the output is the one before the
+    write); an in-place write bumps the version and the next forward's bits are those of a split
+    made afresh; trust withdrawn, the pass hashes w again and sees a .data write."""
+    needs_hopper()
+    f = files[name]
+    model, x = model_and_input(f, 1024)
+    model.eval()
+    w = model.gemm.weight
+    try:
+        f.ModelNew.kgen_trust_weight_versions()
+        with torch.no_grad():
+            first = model(x)
+            assert torch.equal(model(x), first)
+            w.data[5, 0] += 1.0
+            assert torch.equal(model(x), first)   # (not seen on trust)
+            w.add_(torch.zeros_like(w))   # (the same values, a new version: every row hashed)
+            after = model(x)
+            assert torch.equal(after, fresh(model, x)) and not torch.equal(after, first)
+            w.data[7, 1] *= -1.0
+            f.ModelNew.kgen_trust_weight_versions(False)
+            assert torch.equal(model(x), fresh(model, x))
+    finally:
+        f.ModelNew.kgen_trust_weight_versions(False)
+
+
+@pytest.mark.parametrize("name", list(CASES))
 def test_changes_a_sum_of_terms_could_cancel_are_seen(files, name):
     """Two elements' signs flipped in one row, and two elements of one row swapped (their terms'
     sum is unchanged where the hash did not weigh columns): each split again."""

@@ -52,7 +52,8 @@ OPERAND_BUILDS = {"float32": None, "bfloat16": "__nv_bfloat16", "float16": "__ha
 # or of the module's dtype, as the extension's kgen_output_is_operand_typed_<part>() says.
 BASE_ARGS = (
     ("x", f"const {OPERAND_CTYPE}*"), ("w", f"const {WEIGHT_CTYPE}*"), ("out", "void*"), ("workspace", "float*"),
-    ("w_split", "float*"), ("M", "int"), ("N", "int"), ("K", "int"), ("training", "int"), ("stream", "void*"),
+    ("w_split", "float*"), ("w_split_current", "int"), ("M", "int"), ("N", "int"), ("K", "int"), ("training", "int"),
+    ("stream", "void*"),
     ("z_out", "float*"),
 )
 BATCHNORM_ARGS = (
@@ -76,12 +77,13 @@ def forward_args(lowered: Lowered) -> list[tuple[str, str]]:
 
 # The C entry's parameters that _kgen_launch makes (the output, workspace, w's kept split, sizes
 # and stream): the custom op of a part takes the others.
-LAUNCH_ARGS = ("out", "workspace", "w_split", "M", "N", "K", "stream", "z_out")
+LAUNCH_ARGS = ("out", "workspace", "w_split", "w_split_current", "M", "N", "K", "stream", "z_out")
 # How _kgen_launch passes each of BASE_ARGS to the C entry (written in BASE_ARGS' order); the
 # part's body passes the rest (its operands, BatchNorm's) after them, in forward_args' order.
 LAUNCH_VALUES = {"x": "x.data_ptr()", "w": "w.data_ptr()", "out": "out.data_ptr()",
                  "workspace": "None if workspace is None else workspace.data_ptr()",
-                 "w_split": "None if w_split is None else w_split.data_ptr()", "M": "M", "N": "N", "K": "K",
+                 "w_split": "None if w_split is None else w_split.data_ptr()", "w_split_current": "w_split_current",
+                 "M": "M", "N": "N", "K": "K",
                  "training": "training", "stream": "_kgen_stream(device)",
                  "z_out": "None if z_out is None else z_out.data_ptr()"}
 # BatchNorm tensors a module may lack (affine=False, track_running_stats=False): optional in the op.
@@ -980,7 +982,8 @@ def describe_variant(spec: Spec) -> list[str]:
             gemm += ("; fp16x3: x and w scaled per row by a power of two and split into fp16 hi + lo "
                      "by a kernel of their own, three fp16 products per k, partial sums added in fp32; "
                      "w's split kept from call to call beside w (as many bytes as w, for as long as w lives), "
-                     "each row of w hashed on every call and split again where it changed")
+                     "each row of w hashed on every call and split again where it changed (not read at all while "
+                     "w's version counter is unchanged where ModelNew.kgen_trust_weight_versions() says to trust it)")
             if spec.tile.bm == spec.tile.bn:
                 gemm += (f" (at batches up to {FP16X3_W_IN_REGISTERS_MAX_ROWS} rows w is split in the GEMM's "
                          "registers instead, per row and k-tile of 64)")
@@ -1215,6 +1218,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_lines=forward_lines(parts, sixteen_bit_builds(spec)),
         weight_methods=weight_methods(parts),
         keeps_w_split=repr(tuple(not computes_weight(low.graph.gemm) for low in parts)),
+        keeps_w_splits=spec.family == "wgmma" and any(runs_fp16x3(spec, low.graph.in_features) and not computes_weight(low.graph.gemm)
+                                                       for low in parts),
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
         rows_input=rows_input(spec),

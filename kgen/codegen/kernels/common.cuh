@@ -212,6 +212,11 @@ struct EpilogueParams {
   // w's split kept from call to call (fp16x3's WgmmaWsF16x3Gemm: w_split_floats floats, held by
   // the caller for each weight; entry.cuh); nullptr where the GEMM keeps none.
   float* w_split;
+  // 1: the caller vouches that w_split is w's split as w is now, and the GEMM skips w's pass (the
+  // emitted file where its user trusts torch's version counters: kgen_trust_weight_versions, w's
+  // version unchanged since a call split it). 0: w's pass hashes every row of w and splits again
+  // the rows that changed.
+  int w_split_current;
   // The staged backward's gradient of the module's input where a row stage reads it per element
   // (a residual before a row op: K = N), [M][N], added to (zeroed by the caller); nullptr: none
   // wanted. (The broadcast tail's read of it gets its gradient through tail_operand_grads.)

@@ -82,6 +82,7 @@ inline long long workspace_floats(int M, int N, int K) {
 inline void gemm_memory(const kgen_cfg::ForwardArgs& a, EpilogueParams& p) {
   if (split_floats(a.M, a.N, a.K) > 0) p.split_partials = a.workspace + split_offset(a.M, a.N, a.K);
   p.w_split = a.w_split;
+  p.w_split_current = a.w_split_current;
 }
 
 // A part with a broadcast tail that keeps z for its backward keeps the core value too, after z

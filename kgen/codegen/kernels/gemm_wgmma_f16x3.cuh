@@ -42,7 +42,9 @@
 // from call to call in a buffer the caller holds for each weight (p.w_split, w_split_floats), with
 // a record of each row it was split from, its hash: the pass reads each row of w and splits again
 // only the rows whose hash changed (f16x3_split_kernel). An unchanged w costs one read of it a
-// call, where splitting it read it and wrote as many bytes again (docs/perf.md, session 50).
+// call, where splitting it read it and wrote as many bytes again (docs/perf.md, session 50); none
+// where the caller vouches that the kept split is current (p.w_split_current: the emitted file
+// trusts torch's version counter where its user said so), and w's pass is not launched.
 //
 // Split-K (both mainloops): WgmmaWsGemm's, with SplitK's partials, counters and fixed-order sum
 // (gemm_wgmma_ws.cuh). Each CTA of a tile sums its range of k-tiles and scales its partial back to
@@ -412,9 +414,11 @@ struct WgmmaWsF16x3Gemm {
     f16x3_detail::f16x3_split_kernel<false><<<M, f16x3_detail::kSplitThreads, 0, stream>>>(x, K, xh, xl, shift_x, nullptr);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    f16x3_detail::f16x3_split_kernel<true><<<N, f16x3_detail::kSplitThreads, 0, stream>>>(w, K, wh, wl, shift_w, kept_w);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
+    if (!p.w_split_current) {
+      f16x3_detail::f16x3_split_kernel<true><<<N, f16x3_detail::kSplitThreads, 0, stream>>>(w, K, wh, wl, shift_w, kept_w);
+      e = cudaGetLastError();
+      if (e != cudaSuccess) return e;
+    }
     CUtensorMap map_xh, map_xl, map_wh, map_wl;
     e = ws_detail::make_kmajor_map(&map_xh, xh, type, 2, M, K, BM);
     if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_xl, xl, type, 2, M, K, BM);

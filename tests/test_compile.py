@@ -628,7 +628,7 @@ def test_an_extension_exports_its_entry_points_only(tmp_path):
     assert [name for kind, name in exported if kind == "OBJECT"] == []
     ours = {name for kind, name in exported if "kgen" in name}
     assert ours == {"kgen_forward_0", "kgen_workspace_floats_0", "kgen_w_split_floats_0",
-                    "kgen_w_split_records_floats_0", "kgen_backward_0", "kgen_backward_floats_0",
+                    "kgen_w_split_records_floats_0", "kgen_trusted_w_split_floats_0", "kgen_backward_0", "kgen_backward_floats_0",
                     "kgen_output_is_operand_typed_0"}
 
 

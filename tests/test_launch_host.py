@@ -66,12 +66,15 @@ def test_the_launch_hands_the_kernels_a_workspace_only_where_they_need_one(modul
         assert call["workspace"] is None and [t.data_ptr() for t in allocated] == [out.data_ptr()]
 
 
-def kept_split_launch(module, monkeypatch, keeps=True, capturing=False, k=296):
+def kept_split_launch(module, monkeypatch, keeps=True, capturing=False, k=296, in_registers=False):
     """The module launching on CPU with a GEMM that keeps w's split (kgen_w_split_floats_<part>:
-    4 N floats, the first N of them the rows' records); returns a function that runs a forward on
-    w and gives the split the C entry got (as a tensor, found among the allocations)."""
+    4 N floats, the first N of them the rows' records; `in_registers`: at a batch where it splits
+    w in its registers unless handed a split, kgen_trusted_w_split_floats_<part> alone); returns a
+    function that runs a forward on w and gives the split the C entry got (as a tensor, found
+    among the allocations; None where it got none)."""
     library = launch_on_cpu(module, monkeypatch)
-    monkeypatch.setattr(library, "kgen_w_split_floats_0", lambda M, N, K: 4 * N)
+    monkeypatch.setattr(library, "kgen_w_split_floats_0", lambda M, N, K: 0 if in_registers else 4 * N)
+    monkeypatch.setattr(library, "kgen_trusted_w_split_floats_0", lambda M, N, K: 4 * N)
     monkeypatch.setattr(library, "kgen_w_split_records_floats_0", lambda M, N, K: N)
     monkeypatch.setattr(module, "_KGEN_KEEPS_W_SPLIT", (keeps,))
     monkeypatch.setattr(module.torch.cuda, "is_current_stream_capturing", lambda: capturing)
@@ -91,7 +94,7 @@ def kept_split_launch(module, monkeypatch, keeps=True, capturing=False, k=296):
 
     def forward(*values):
         record(*values)
-        seen.append(made[library.calls[-1]["w_split"]])   # (alive while the kernels run)
+        seen.append(made.get(library.calls[-1]["w_split"]))   # (alive while the kernels run)
 
     monkeypatch.setattr(library, "kgen_forward_0", forward)
 
@@ -179,6 +182,35 @@ def test_a_kept_split_is_current_on_trust_only_while_w_keeps_its_version(module,
     assert calls(frozen, 2) == [0, 0]
     module._kgen_forget_versions(w)
     assert calls(w, 2) == [0, 1]
+
+
+@pytest.mark.parametrize("capturing", [False, True])
+def test_where_w_is_split_in_registers_a_split_is_handed_on_trust_alone(module, monkeypatch, capturing):
+    """At a batch where the GEMM splits w in its registers unless handed a split: none is handed
+    without trust; on trust, the kept split, as at any batch (current while w's version stays),
+    or in a CUDA graph capture a split for the call alone (the same bits as the eager calls')."""
+    split_of = kept_split_launch(module, monkeypatch, in_registers=True, capturing=capturing)
+    library = module._kgen_build(torch.device("cpu"), torch.float32, False, False)
+    w = torch.randn(96, 296)
+
+    def handed(n):
+        out = []
+        for _ in range(n):
+            split = split_of(w)
+            out.append(None if split is None else library.calls[-1]["w_split_current"])
+        return out
+
+    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", False)
+    assert handed(2) == [None, None]
+    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    if capturing:
+        assert handed(2) == [0, 0] and module._kgen_kept_splits(w) == {}
+        return
+    assert handed(3) == [0, 1, 1]
+    w.add_(1.0)
+    assert handed(2) == [0, 1]
+    (kept,) = module._kgen_kept_splits(w).values()
+    assert split_of(w) is kept
 
 
 def test_a_failed_launch_forgets_the_versions_it_recorded(module, monkeypatch):

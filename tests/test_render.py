@@ -212,6 +212,7 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
     monkeypatch.setattr(module.ctypes, "CDLL", lambda path: _Library(
         kgen_forward_0=types.SimpleNamespace(), kgen_workspace_floats_0=types.SimpleNamespace(),
         kgen_w_split_floats_0=types.SimpleNamespace(), kgen_w_split_records_floats_0=types.SimpleNamespace(),
+        kgen_trusted_w_split_floats_0=types.SimpleNamespace(),
         kgen_backward_0=types.SimpleNamespace(), kgen_backward_floats_0=types.SimpleNamespace(),
         kgen_output_is_operand_typed_0=_CFunction(1)))
     if refused:

@@ -108,15 +108,17 @@ def test_a_kept_split_is_used_while_w_is_unchanged_and_redone_where_it_changed(f
     assert not torch.equal(after, first)
 
 
+@pytest.mark.parametrize("batch", [200, 1024])
 @pytest.mark.parametrize("name", list(CASES))
-def test_trusting_weight_versions_skips_ws_pass_until_its_version_moves(files, name):
+def test_trusting_weight_versions_skips_ws_pass_until_its_version_moves(files, name, batch):
     """ModelNew.kgen_trust_weight_versions(): a write through w.data (its version stays) is not
     seen while w's version is unchanged (w's pass skipped: the output is the one before the
     write); an in-place write bumps the version and the next forward's bits are those of a split
-    made afresh; trust withdrawn, the pass hashes w again and sees a .data write."""
+    made afresh; trust withdrawn, the pass hashes w again and sees a .data write. At 200 rows,
+    where the GEMM would split w in its registers, the kept split is read on trust too."""
     needs_hopper()
     f = files[name]
-    model, x = model_and_input(f, 1024)
+    model, x = model_and_input(f, batch)
     model.eval()
     w = model.gemm.weight
     try:

@@ -60,6 +60,16 @@ long long w_split_floats(int M, int N, int K) {
     return 0;
   }
 }
+// (Where w may be split in registers, the split a caller that trusts w's version counter may hand
+// the GEMM instead.)
+template <class G = kgen_cfg::Gemm>
+long long trusted_w_split_floats(int M, int N, int K) {
+  if constexpr (KeepsWSplit<G>::value && kOwnGemm) {
+    return G::trusted_w_split_floats(M, N, K);
+  } else {
+    return 0;
+  }
+}
 template <class G = kgen_cfg::Gemm>
 long long w_split_records_floats(int M, int N, int K) {
   if constexpr (KeepsWSplit<G>::value && kOwnGemm) {

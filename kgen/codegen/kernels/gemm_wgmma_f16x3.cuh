@@ -343,8 +343,9 @@ struct WgmmaWsF16x3Gemm {
   static long long shift_x_offset(int M, int N, int K) {
     return x_halves_offset(M, N, K) + round64(static_cast<long long>(M) * K);
   }
-  // Whether a batch of M rows splits w in registers: where w's split pass costs more than the
-  // slower GEMM (measured at 128 and 1024 rows, docs/perf.md, session 22).
+  // Whether a batch of M rows splits w in registers (where the caller hands the GEMM no kept split
+  // of w): where w's pass costs more than the slower GEMM (spec.FP16X3_W_IN_REGISTERS_MAX_ROWS;
+  // docs/perf.md, sessions 22 and 51).
   static constexpr bool w_in_registers(int M) { return kWInRegisters && M <= W_IN_REGISTERS_MAX_ROWS; }
   static long long split_floats(int M, int N, int K) {
     if (M <= SkinnyGemm<float>::kMaxRows) return 0;
@@ -353,12 +354,19 @@ struct WgmmaWsF16x3Gemm {
   // w's split, kept by the caller from call to call for each weight (p.w_split; entry.cuh,
   // w_split_floats): a SplitRowRecord per row (four floats' bytes; zeros: no row recorded, so
   // that a caller starting a split zeroes w_split_records_floats of them only), then w's halves
-  // and its row shifts. Where w is split at all: not with w in registers.
+  // and its row shifts. Where the GEMM reads w's split: not with w in registers, unless the caller
+  // hands it one there (trusted_w_split_floats).
   static long long w_split_records_floats(int M, int N, int K) {
-    return M <= SkinnyGemm<float>::kMaxRows || w_in_registers(M) ? 0 : round64(4LL * N);
+    return M <= SkinnyGemm<float>::kMaxRows ? 0 : round64(4LL * N);
   }
   static long long w_split_floats(int M, int N, int K) {
-    if (M <= SkinnyGemm<float>::kMaxRows || w_in_registers(M)) return 0;
+    return w_in_registers(M) ? 0 : trusted_w_split_floats(M, N, K);
+  }
+  // At a batch where w is split in registers, a caller that trusts w's version counter may still
+  // hand the GEMM a kept split (p.w_split): read as fp16 halves, w costs the bytes the registers'
+  // fp32 read does, without the split's arithmetic in the mainloop (docs/perf.md, session 51).
+  static long long trusted_w_split_floats(int M, int N, int K) {
+    if (M <= SkinnyGemm<float>::kMaxRows) return 0;
     return w_split_records_floats(M, N, K) + round64(static_cast<long long>(N) * K) + round64(N);
   }
 
@@ -381,7 +389,7 @@ struct WgmmaWsF16x3Gemm {
       if (e != cudaSuccess) return e;
     }
     if constexpr (kWInRegisters) {
-      if (w_in_registers(M)) {
+      if (w_in_registers(M) && p.w_split == nullptr) {
         __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset(M, N, K));
         __half* const xl = xh + static_cast<long long>(M) * K;
         int* const shift_x = reinterpret_cast<int*>(ws + shift_x_offset(M, N, K));

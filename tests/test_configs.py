@@ -36,6 +36,8 @@ def test_the_default_target_is_the_wgmma_one():
     ((128, 1024, 1024), "tf32x3"),      # 8 tiles and too short a K to split: w's registers cannot pay
     ((768, 8192, 1024), "fp16x3"),      # 614: tf32x3 before w's split was kept (M N / (M + N) = 438 < 512)
     ((2048, 8192, 256), "fp16x3"),      # 241, the smallest measured (session 51: 96.6 us against tf32x3's 115.4)
+    ((1024, 8192, 256), "fp16x3"),      # 228: just above FP16X3_MIN_HARMONIC
+    ((1024, 8192, 248), "tf32x3"),      # 221: just below it
     ((4096, 1024, 128), "tf32x3"),      # 126 < FP16X3_MIN_HARMONIC, and more rows than w's split in registers takes
 ])
 def test_the_rule_takes_fp16x3_where_its_split_pays(shape, math):

@@ -53,7 +53,8 @@ def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     assert "return _KGEN_RAW_STREAM(device.index)" in python and "torch.cuda.current_stream(device).cuda_stream" in python
     assert "torch.cuda.current_stream()" not in python
     # (w's kept split: made on the device the launch passes it)
-    assert "_kgen_w_split(part, weight, floats, w_split_records, device)" in launch
+    assert "_kgen_w_split(part, weight, floats, w_split_records, device, stream, not w_split_floats)" in launch
+    assert "stream = _kgen_stream(device)" in launch
     w_split = python[python.index("def _kgen_w_split("):][:python[python.index("def _kgen_w_split("):].index("\n\n\n")]
     for line in python.splitlines():
         if re.search(r"torch\.(?:empty|zeros|ones|full)\(", line):

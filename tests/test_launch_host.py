@@ -143,86 +143,108 @@ def test_a_square_weight_and_its_transpose_keep_splits_of_their_own(monkeypatch)
     assert split_of(w) is not split_of(w.t()) and len(module._kgen_kept_splits(w)) == 2
 
 
-def test_a_kept_split_is_current_on_trust_only_while_w_keeps_its_version(module, monkeypatch):
-    """By default the kernels hash w on every call (w_split_current 0). Where the user trusts
-    torch's version counters (_KGEN_TRUST_WEIGHT_VERSIONS: ModelNew.kgen_trust_weight_versions),
-    a call whose w has the version it had at the call before passes 1 (w's pass skipped); an
-    in-place write bumps the version and the next call hashes again; a write through `.data`
-    leaves it, and is not seen (what trusting means); an inference tensor, which has no version
-    counter, is hashed on every call; a launch that fails forgets the versions, as its kernels may
-    not have split w."""
-    split_of = kept_split_launch(module, monkeypatch)
-    current = []
-    entry = module._kgen_w_split
-
-    def w_split(*args):
-        got = entry(*args)
-        current.append(got[1])
-        return got
-
-    monkeypatch.setattr(module, "_kgen_w_split", w_split)
-
-    def calls(w, n):
-        current.clear()
-        for _ in range(n):
-            split_of(w)
-        return list(current)
-
-    w = torch.randn(96, 296)
-    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", False)
-    assert calls(w, 3) == [0, 0, 0]
-    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
-    assert calls(w, 2) == [1, 1]
-    w.add_(1.0)
-    assert calls(w, 2) == [0, 1]
-    w.data.mul_(2.0)
-    assert calls(w, 1) == [1]
-    with torch.inference_mode():
-        frozen = torch.randn(96, 296)
-    assert calls(frozen, 2) == [0, 0]
-    module._kgen_forget_versions(w)
-    assert calls(w, 2) == [0, 1]
-
-
-@pytest.mark.parametrize("capturing", [False, True])
-def test_where_w_is_split_in_registers_a_split_is_handed_on_trust_alone(module, monkeypatch, capturing):
-    """At a batch where the GEMM splits w in its registers unless handed a split: none is handed
-    without trust; on trust, the kept split, as at any batch (current while w's version stays),
-    or in a CUDA graph capture a split for the call alone (the same bits as the eager calls')."""
-    split_of = kept_split_launch(module, monkeypatch, in_registers=True, capturing=capturing)
+def trusted_launch(module, monkeypatch, **kwargs):
+    """kept_split_launch's forward, returning what the C entry got as w_split_current (None where
+    it got no split)."""
+    split_of = kept_split_launch(module, monkeypatch, **kwargs)
     library = module._kgen_build(torch.device("cpu"), torch.float32, False, False)
-    w = torch.randn(96, 296)
 
-    def handed(n):
+    def current(w, n=1):
         out = []
         for _ in range(n):
             split = split_of(w)
             out.append(None if split is None else library.calls[-1]["w_split_current"])
         return out
 
+    return current, split_of, library
+
+
+def test_a_kept_split_is_current_on_trust_only_while_w_keeps_its_version(module, monkeypatch):
+    """By default the kernels hash w on every call (w_split_current 0). Where the user trusts
+    torch's version counters (_KGEN_TRUST_WEIGHT_VERSIONS: ModelNew.kgen_trust_weight_versions),
+    a call whose w has the version it had at the call before passes 1 (w's pass skipped); an
+    in-place write bumps the version and the next call hashes again; a write through `.data`
+    leaves it, and is not seen (what trusting means); an inference tensor, which has no version
+    counter, is hashed on every call."""
+    current, _, _ = trusted_launch(module, monkeypatch)
+    w = torch.randn(96, 296)
     monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", False)
-    assert handed(2) == [None, None]
+    assert current(w, 3) == [0, 0, 0]
     monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
-    if capturing:
-        assert handed(2) == [0, 0] and module._kgen_kept_splits(w) == {}
-        return
-    assert handed(3) == [0, 1, 1]
+    assert current(w, 2) == [1, 1]
     w.add_(1.0)
-    assert handed(2) == [0, 1]
-    (kept,) = module._kgen_kept_splits(w).values()
-    assert split_of(w) is kept
+    assert current(w, 2) == [0, 1]
+    w.data.mul_(2.0)
+    assert current(w, 1) == [1]
+    # (a view shares its base's counter: a write through the base is seen through the view)
+    assert current(w[:48], 2) == [0, 1]
+    w.add_(1.0)
+    assert current(w[:48], 1) == [0]
+    with torch.inference_mode():
+        frozen = torch.randn(96, 296)
+    assert current(frozen, 2) == [0, 0]
 
 
-def test_a_failed_launch_forgets_the_versions_it_recorded(module, monkeypatch):
-    split_of = kept_split_launch(module, monkeypatch)
+def test_trust_asks_for_the_same_version_counter_and_stream(module, monkeypatch):
+    """The record names the tensor whose counter it read: `w.data` (same storage and view, a
+    counter of its own at 0) after a write that bumped w's is not current. And the stream: a call
+    on another stream than the last call's hashes w (that call's kernels may still be writing)."""
+    current, _, _ = trusted_launch(module, monkeypatch)
     monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
     w = torch.randn(96, 296)
-    split_of(w)
-    library = module._kgen_build(torch.device("cpu"), torch.float32, False, False)
+    assert current(w.data, 2) == [0, 1]
+    w.add_(1.0)   # (w's counter moves; the .data alias's stays at 0)
+    assert current(w.data, 1) == [0]
+    assert current(w, 2) == [0, 1]
+    monkeypatch.setattr(module, "_kgen_stream", lambda device: 7)
+    assert current(w, 2) == [0, 1]
+
+
+@pytest.mark.parametrize("capturing", [False, True])
+def test_where_w_is_split_in_registers_a_split_is_handed_on_trust_alone(module, monkeypatch, capturing):
+    """At a batch where the GEMM splits w in its registers unless handed a split: none is handed
+    without trust; on trust, the kept split, as at any batch (current while w's version stays);
+    none where it would not be kept (a CUDA graph capture) or could never be current (an inference
+    tensor): a split for one call costs more than w in registers."""
+    current, split_of, _ = trusted_launch(module, monkeypatch, in_registers=True, capturing=capturing)
+    w = torch.randn(96, 296)
+    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", False)
+    assert current(w, 2) == [None, None]
+    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    if capturing:
+        assert current(w, 2) == [None, None] and module._kgen_kept_splits(w) == {}
+        return
+    assert current(w, 3) == [0, 1, 1]
+    w.add_(1.0)
+    assert current(w, 2) == [0, 1]
+    (kept,) = module._kgen_kept_splits(w).values()
+    assert split_of(w) is kept
+    with torch.inference_mode():
+        frozen = torch.randn(96, 296)
+    assert current(frozen, 2) == [None, None]
+
+
+def test_a_call_that_fails_or_never_reaches_the_kernels_records_nothing(module, monkeypatch):
+    """The version is recorded once the launch returned no error: after a launch that failed, or an
+    exception between the split's lookup and the launch, the next trusted call hashes w."""
+    current, _, library = trusted_launch(module, monkeypatch)
+    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    w = torch.randn(96, 296)
+    assert current(w, 2) == [0, 1]
+    w.add_(1.0)
+    working = library.kgen_forward_0
     monkeypatch.setattr(library, "kgen_forward_0", lambda *values: b"an error")
     with pytest.raises(RuntimeError, match="an error"):
-        split_of(w)
-    assert module._KGEN_W_SPLITS[id(w.untyped_storage())][2] == {}
+        current(w)
+
+    def interrupted(*values):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(library, "kgen_forward_0", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        current(w)
+    monkeypatch.setattr(library, "kgen_forward_0", working)
+    assert current(w, 2) == [0, 1]
 
 
 def test_only_a_file_that_keeps_w_splits_says_it_can_trust_weight_versions():

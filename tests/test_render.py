@@ -224,6 +224,28 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
         assert [kw["extra_cuda_cflags"][-1] for kw in compiled] == ["-gencode=arch=compute_90a,code=sm_90a"]
 
 
+def test_every_size_the_library_gives_is_read_as_a_64_bit_integer(monkeypatch):
+    """Each kgen_<what>_floats_<part> the file asks (_KGEN_FLOATS_EXPORTS: a kept split of w passes
+    2^31 floats at 32768 x 65536) is declared to return a long long, not ctypes' default int: the
+    file's own list of them is the C template's exports, each given the type."""
+    import re
+
+    spec = next(s for s in enumerate_specs("gemm_scale_bn", 16, 24, 40) if s.family == "wgmma")
+    module = exec_file(generator.render(spec))
+    monkeypatch.setattr(module.torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(module.torch.cuda, "get_device_properties",
+                        lambda device=None: types.SimpleNamespace(shared_memory_per_block_optin=232448))
+    monkeypatch.setattr(module, "load_inline", lambda **kw: "lib.so")
+    sizes = {f"kgen_{what}_floats_0": _CFunction(0) for what in module._KGEN_FLOATS_EXPORTS}
+    library = _Library(kgen_forward_0=types.SimpleNamespace(), kgen_backward_0=types.SimpleNamespace(),
+                       kgen_backward_floats_0=types.SimpleNamespace(), kgen_output_is_operand_typed_0=_CFunction(1), **sizes)
+    monkeypatch.setattr(module.ctypes, "CDLL", lambda path: library)
+    module._kgen_build()
+    assert all(f.restype is module.ctypes.c_longlong for f in sizes.values())
+    exported = set(re.findall(r"KGEN_EXPORT long long (kgen_\w+_floats)_\{\{", (generator.CODEGEN_DIR / "templates" / "kernel.cu.j2").read_text()))
+    assert exported - {"kgen_backward_floats"} == {f"kgen_{what}_floats" for what in module._KGEN_FLOATS_EXPORTS}
+
+
 def test_file_refuses_a_gpu_with_too_little_shared_memory(monkeypatch):
     """A file made for Hopper's 227 KB says so on a 99 KB GPU instead of failing at launch."""
     spec = Spec.of("gemm_scale_bn", 16, 24, 40, math="tf32x3", backend="kgen", fusion=2,

@@ -114,8 +114,9 @@ def test_trusting_weight_versions_skips_ws_pass_until_its_version_moves(files, n
     """ModelNew.kgen_trust_weight_versions(): a write through w.data (its version stays) is not
     seen while w's version is unchanged (w's pass skipped: the output is the one before the
     write); an in-place write bumps the version and the next forward's bits are those of a split
-    made afresh; trust withdrawn, the pass hashes w again and sees a .data write. At 200 rows,
-    where the GEMM would split w in its registers, the kept split is read on trust too."""
+    made afresh; trust withdrawn, the output is a fresh split's again (at 1024 rows the pass
+    hashes w and sees a .data write; at 200 rows the GEMM splits w in its registers again). At 200
+    rows, where the GEMM would split w in its registers, the kept split is read on trust too."""
     needs_hopper()
     f = files[name]
     model, x = model_and_input(f, batch)

@@ -84,7 +84,7 @@ LAUNCH_VALUES = {"x": "x.data_ptr()", "w": "w.data_ptr()", "out": "out.data_ptr(
                  "workspace": "None if workspace is None else workspace.data_ptr()",
                  "w_split": "None if w_split is None else w_split.data_ptr()", "w_split_current": "w_split_current",
                  "M": "M", "N": "N", "K": "K",
-                 "training": "training", "stream": "_kgen_stream(device)",
+                 "training": "training", "stream": "stream",
                  "z_out": "None if z_out is None else z_out.data_ptr()"}
 # BatchNorm tensors a module may lack (affine=False, track_running_stats=False): optional in the op.
 OPTIONAL_TENSORS = ("gamma", "beta", "running_mean", "running_var", "num_batches_tracked")
@@ -986,7 +986,7 @@ def describe_variant(spec: Spec) -> list[str]:
                      "w's version counter is unchanged where ModelNew.kgen_trust_weight_versions() says to trust it)")
             if spec.tile.bm == spec.tile.bn:
                 gemm += (f" (at batches up to {FP16X3_W_IN_REGISTERS_MAX_ROWS} rows w is split in the GEMM's "
-                         "registers instead, per row and k-tile of 64)")
+                         "registers instead, per row and k-tile of 64, unless the version counter is trusted)")
             if not all(runs_fp16x3(spec, low.graph.in_features) for low in lowered_parts(spec)):
                 gemm += " (a GEMM whose K is not a multiple of 8 runs tf32x3)"
         if spec.math in ROUND16_MATHS:

@@ -164,7 +164,10 @@ def work_units(family: str, math: str, tile: Tile, batch: int, in_features: int,
 # pass (218 with w in registers); 1024 x 8192 -> 512 (410) 80.5 / 96.5; 384 x 8192 -> 768 (384)
 # 70.1 / 70.6; 300 x 8192 -> 512 (276) 48.0 / 52.5; 4096 x 1024 -> 256 (248) 31.5 / 40.0; 2048 x
 # 8192 -> 256 (241) 96.6 / 115.4. fp16x3 won or tied at every shape measured; the threshold sits
-# below the smallest of them, and below it (unmeasured) tf32x3 stays. At batches up to
+# below the smallest of them, and below it (unmeasured) tf32x3 stays. (The bytes assume a kept,
+# unchanged w: a weight the forward computes, or one a training step changes before every call,
+# is split afresh, 8 (M + N) K bytes, which the rule does not weigh and the search's cost model
+# does.) At batches up to
 # spec.FP16X3_W_IN_REGISTERS_MAX_ROWS the rule's square tile splits w in the GEMM's registers
 # instead, with no pass over w: fp16x3 there too, where that tile's work units (its tiles, split
 # in K where they are few) fill the GPU. Measured on an H100: 128 x 32768 -> 32768, 256 tiles,

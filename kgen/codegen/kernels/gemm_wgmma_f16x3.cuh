@@ -30,7 +30,9 @@
 // acc += part 2^-shift_w (exact); after the last k-tile the accumulators (z's tile transposed) go
 // back through shared memory to z's layout and are scaled by 2^-shift_x. That GEMM is slower than
 // the other's at large batches (its consumers split and wait for every k-tile's products), so the
-// pass stays where w's share of the traffic is small.
+// pass stays where w's share of the traffic is small. A caller that hands the GEMM a kept split of w
+// (p.w_split) at such a batch gets the other mainloop on it instead: the emitted file where its user
+// trusts w's version counter (trusted_w_split_floats), so that an unchanged w is not read at all.
 //
 // Pipeline otherwise WgmmaWsHalfGemm's (gemm_wgmma_half.cuh, concatenated before this file): one
 // producer thread issues four TMA loads per k-tile (hi and lo of x's BM rows and of w's BN rows,

@@ -17,6 +17,8 @@ SPECS = [
     Spec.of("gemm_bn_scale_softmax", 256, 512, 512, math="tf32x3", backend="kgen", fusion=1,
             tile=Tile(128, 128, 32, 64, 32, stages=3)),
     Spec.of("gemm_scale_bn", 256, 512, 512, math="fp32_simt", backend="cublas", fusion=1),
+    Spec.of("gemm_scale_bn", 256, 512, 512, math="fp16x3", backend="wgmma", fusion=2,
+            tile=Tile(128, 128, 32, 16, 128, stages=3)),
 ]
 
 
@@ -52,10 +54,11 @@ def test_emitted_files_run_on_the_inputs_device_not_device_0(spec):
     assert python.count("stream=_kgen_stream(x.device)") == 1
     assert "return _KGEN_RAW_STREAM(device.index)" in python and "torch.cuda.current_stream(device).cuda_stream" in python
     assert "torch.cuda.current_stream()" not in python
-    # (w's kept split: made on the device the launch passes it)
-    assert "_kgen_w_split(part, weight, floats, w_split_records, device, stream, not w_split_floats)" in launch
+    # (w's kept split, where a GEMM splits w (fp16x3): made on the device the launch passes it)
+    splits_w = spec.math == "fp16x3"
+    assert ("_kgen_w_split(part, weight, floats, w_split_records, device, stream, not w_split_floats)" in launch) == splits_w
     assert "stream = _kgen_stream(device)" in launch
-    w_split = python[python.index("def _kgen_w_split("):][:python[python.index("def _kgen_w_split("):].index("\n\n\n")]
+    w_split = python[python.index("def _kgen_w_split("):][:python[python.index("def _kgen_w_split("):].index("\n\n\n")] if splits_w else "\0"
     for line in python.splitlines():
         if re.search(r"torch\.(?:empty|zeros|ones|full)\(", line):
             assert "device=x.device" in line or ("device=device" in line and (line in launch or line in w_split)), line

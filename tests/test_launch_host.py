@@ -22,12 +22,21 @@ REFS = Path(__file__).parent / "refs"
 
 
 TILE = Tile(128, 128, 32, 16, 128, stages=4)
+F16X3_TILE = Tile(128, 128, 32, 16, 128, stages=3)
 BN_SHAPE = (64, 296, 96)
 
 
 @pytest.fixture(scope="module")
 def module():
     spec = Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 296, 96, math="tf32x3", backend="wgmma", fusion=1, tile=TILE)
+    return exec_file(generator.render(spec))
+
+
+@pytest.fixture(scope="module")
+def split_module():
+    """An fp16x3 file: its GEMM splits w into fp16 halves, and keeps the split."""
+    spec = Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 296, 96, math="fp16x3", backend="wgmma", fusion=1,
+                   tile=F16X3_TILE)
     return exec_file(generator.render(spec))
 
 
@@ -56,8 +65,8 @@ def test_the_launch_hands_the_kernels_a_workspace_only_where_they_need_one(modul
     (call,) = library.calls
     assert (call["M"], call["N"], call["K"]) == (64, 96, 296)
     assert call["out"] == out.data_ptr() and out.shape == (64, 96)
-    # (a GEMM that keeps no split of w at this shape: NULL, and nothing kept)
-    assert call["w_split"] is None and module._kgen_kept_splits(w) == {}
+    # (a tf32x3 GEMM splits no w: NULL, and no Python that keeps splits in the file)
+    assert call["w_split"] is None and call["w_split_current"] == 0 and not hasattr(module, "_KGEN_W_SPLITS")
     if floats:
         (workspace,) = [t for t in allocated if t.data_ptr() == call["workspace"]]
         assert workspace.dtype == torch.float32 and workspace.numel() == floats
@@ -73,7 +82,8 @@ def kept_split_launch(module, monkeypatch, keeps=True, capturing=False, k=296, i
     function that runs a forward on w and gives the split the C entry got (as a tensor, found
     among the allocations; None where it got none)."""
     library = launch_on_cpu(module, monkeypatch)
-    monkeypatch.setattr(library, "kgen_w_split_floats_0", lambda M, N, K: 0 if in_registers else 4 * N)
+    library.in_registers = in_registers   # (a test may change it, and forget the file's sizes)
+    monkeypatch.setattr(library, "kgen_w_split_floats_0", lambda M, N, K: 0 if library.in_registers else 4 * N)
     monkeypatch.setattr(library, "kgen_trusted_w_split_floats_0", lambda M, N, K: 4 * N)
     monkeypatch.setattr(library, "kgen_w_split_records_floats_0", lambda M, N, K: N)
     monkeypatch.setattr(module, "_KGEN_KEEPS_W_SPLIT", (keeps,))
@@ -105,18 +115,18 @@ def kept_split_launch(module, monkeypatch, keeps=True, capturing=False, k=296, i
     return split_of
 
 
-def test_a_kept_split_is_one_buffer_per_weight_view_for_as_long_as_the_weight_lives(module, monkeypatch):
+def test_a_kept_split_is_one_buffer_per_weight_view_for_as_long_as_the_weight_lives(split_module, monkeypatch):
     """Where the GEMM keeps w's split, the launch hands it a buffer whose rows' records are zeros
     the first time (the rest as the allocator left it), the same buffer while w's storage lives
     (through detach() and a copy made for the kernels' alignment), another for another weight or
     another view of one storage (another offset; the transpose of a square weight), and lets it go
     with the weight. (Whether a kept split is still w's is the kernels' question: they hash w's
     rows on every call; tests/test_w_split_gpu.py.)"""
-    split_of = kept_split_launch(module, monkeypatch)
+    split_of = kept_split_launch(split_module, monkeypatch)
     w = torch.randn(96, 296)
     first = split_of(w)
     assert first.numel() == 4 * 96 and not first[:96].any() and (first[96:] == 7.0).all()
-    assert module._kgen_kept_splits(w) == {(0, w.shape, w.stride()): first}
+    assert split_module._kgen_kept_splits(w) == {(0, w.shape, w.stride()): first}
     first.fill_(3.0)   # (what the kernels would write: the launch leaves it alone from now on)
     assert split_of(w) is first and split_of(w.detach()) is first and (first == 3.0).all()
     # Views of one storage: an unaligned one (the kernels get a copy; the split is the view's),
@@ -127,16 +137,16 @@ def test_a_kept_split_is_one_buffer_per_weight_view_for_as_long_as_the_weight_li
     assert len({id(split_of(v)) for v in (w, unaligned, second)}) == 3
     other = torch.randn(96, 296)
     assert split_of(other) is not first
-    entries = len(module._KGEN_W_SPLITS)
+    entries = len(split_module._KGEN_W_SPLITS)
     ref = weakref.ref(first)
     del w, first
     import gc
     gc.collect()
-    assert len(module._KGEN_W_SPLITS) == entries - 1 and ref() is None
+    assert len(split_module._KGEN_W_SPLITS) == entries - 1 and ref() is None
 
 
 def test_a_square_weight_and_its_transpose_keep_splits_of_their_own(monkeypatch):
-    spec = Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 96, 96, math="tf32x3", backend="wgmma", fusion=1, tile=TILE)
+    spec = Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 96, 96, math="fp16x3", backend="wgmma", fusion=1, tile=F16X3_TILE)
     module = exec_file(generator.render(spec))
     split_of = kept_split_launch(module, monkeypatch, k=96)
     w = torch.randn(96, 96)
@@ -159,18 +169,18 @@ def trusted_launch(module, monkeypatch, **kwargs):
     return current, split_of, library
 
 
-def test_a_kept_split_is_current_on_trust_only_while_w_keeps_its_version(module, monkeypatch):
+def test_a_kept_split_is_current_on_trust_only_while_w_keeps_its_version(split_module, monkeypatch):
     """By default the kernels hash w on every call (w_split_current 0). Where the user trusts
     torch's version counters (_KGEN_TRUST_WEIGHT_VERSIONS: ModelNew.kgen_trust_weight_versions),
     a call whose w has the version it had at the call before passes 1 (w's pass skipped); an
     in-place write bumps the version and the next call hashes again; a write through `.data`
     leaves it, and is not seen (what trusting means); an inference tensor, which has no version
     counter, is hashed on every call."""
-    current, _, _ = trusted_launch(module, monkeypatch)
+    current, _, _ = trusted_launch(split_module, monkeypatch)
     w = torch.randn(96, 296)
-    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", False)
+    monkeypatch.setattr(split_module, "_KGEN_TRUST_WEIGHT_VERSIONS", False)
     assert current(w, 3) == [0, 0, 0]
-    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    monkeypatch.setattr(split_module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
     assert current(w, 2) == [1, 1]
     w.add_(1.0)
     assert current(w, 2) == [0, 1]
@@ -185,50 +195,73 @@ def test_a_kept_split_is_current_on_trust_only_while_w_keeps_its_version(module,
     assert current(frozen, 2) == [0, 0]
 
 
-def test_trust_asks_for_the_same_version_counter_and_stream(module, monkeypatch):
+def test_trust_asks_for_the_same_version_counter_and_stream(split_module, monkeypatch):
     """The record names the tensor whose counter it read: `w.data` (same storage and view, a
     counter of its own at 0) after a write that bumped w's is not current. And the stream: a call
     on another stream than the last call's hashes w (that call's kernels may still be writing)."""
-    current, _, _ = trusted_launch(module, monkeypatch)
-    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    current, _, _ = trusted_launch(split_module, monkeypatch)
+    monkeypatch.setattr(split_module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
     w = torch.randn(96, 296)
     assert current(w.data, 2) == [0, 1]
     w.add_(1.0)   # (w's counter moves; the .data alias's stays at 0)
     assert current(w.data, 1) == [0]
     assert current(w, 2) == [0, 1]
-    monkeypatch.setattr(module, "_kgen_stream", lambda device: 7)
+    monkeypatch.setattr(split_module, "_kgen_stream", lambda device: 7)
     assert current(w, 2) == [0, 1]
 
 
 @pytest.mark.parametrize("capturing", [False, True])
-def test_where_w_is_split_in_registers_a_split_is_handed_on_trust_alone(module, monkeypatch, capturing):
+def test_where_w_is_split_in_registers_a_split_is_handed_on_trust_once_w_held(split_module, monkeypatch, capturing):
     """At a batch where the GEMM splits w in its registers unless handed a split: none is handed
-    without trust; on trust, the kept split, as at any batch (current while w's version stays);
-    none where it would not be kept (a CUDA graph capture) or could never be current (an inference
-    tensor): a split for one call costs more than w in registers."""
-    current, split_of, _ = trusted_launch(module, monkeypatch, in_registers=True, capturing=capturing)
+    without trust; on trust, none on the first call at a version of w (the registers split it:
+    a split made for one call would cost more), the kept split from the next call at that
+    version on (made there, current after); a w that changes before every call (a training
+    step's) is never handed one. None either where it would not be kept (a CUDA graph capture)
+    or could never be current (an inference tensor)."""
+    current, split_of, _ = trusted_launch(split_module, monkeypatch, in_registers=True, capturing=capturing)
     w = torch.randn(96, 296)
-    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", False)
+    monkeypatch.setattr(split_module, "_KGEN_TRUST_WEIGHT_VERSIONS", False)
     assert current(w, 2) == [None, None]
-    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    monkeypatch.setattr(split_module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
     if capturing:
-        assert current(w, 2) == [None, None] and module._kgen_kept_splits(w) == {}
+        assert current(w, 2) == [None, None] and split_module._kgen_kept_splits(w) == {}
         return
-    assert current(w, 3) == [0, 1, 1]
+    assert current(w, 4) == [None, 0, 1, 1]
     w.add_(1.0)
-    assert current(w, 2) == [0, 1]
-    (kept,) = module._kgen_kept_splits(w).values()
+    assert current(w, 3) == [None, 0, 1]
+    (kept,) = split_module._kgen_kept_splits(w).values()
     assert split_of(w) is kept
+    trained = torch.randn(96, 296)
+    steps = []
+    for _ in range(4):
+        trained.add_(1.0)   # (an optimizer's step: the version moves before every call)
+        steps += current(trained)
+    assert steps == [None] * 4 and split_module._kgen_kept_splits(trained) == {}
     with torch.inference_mode():
         frozen = torch.randn(96, 296)
     assert current(frozen, 2) == [None, None]
 
 
-def test_a_call_that_fails_or_never_reaches_the_kernels_records_nothing(module, monkeypatch):
+def test_a_split_noted_in_the_registers_is_not_current_at_a_larger_batch(split_module, monkeypatch):
+    """A call that split w in its registers notes w's version without making the split: a later
+    call at a batch whose GEMM reads the split is not told it is current (it hashes w), however
+    long w kept that version."""
+    current, _, library = trusted_launch(split_module, monkeypatch, in_registers=True)
+    monkeypatch.setattr(split_module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    w = torch.randn(96, 296)
+    assert current(w, 3) == [None, 0, 1]
+    w.add_(1.0)
+    assert current(w) == [None]
+    library.in_registers = False
+    monkeypatch.setattr(split_module, "_KGEN_WORKSPACE_FLOATS", {})
+    assert current(w, 2) == [0, 1]
+
+
+def test_a_call_that_fails_or_never_reaches_the_kernels_records_nothing(split_module, monkeypatch):
     """The version is recorded once the launch returned no error: after a launch that failed, or an
     exception between the split's lookup and the launch, the next trusted call hashes w."""
-    current, _, library = trusted_launch(module, monkeypatch)
-    monkeypatch.setattr(module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
+    current, _, library = trusted_launch(split_module, monkeypatch)
+    monkeypatch.setattr(split_module, "_KGEN_TRUST_WEIGHT_VERSIONS", True)
     w = torch.randn(96, 296)
     assert current(w, 2) == [0, 1]
     w.add_(1.0)
@@ -251,7 +284,7 @@ def test_only_a_file_that_keeps_w_splits_says_it_can_trust_weight_versions():
     """ModelNew.kgen_trust_weight_versions is written where a GEMM keeps w's split (fp16x3), and it
     sets the file's switch for every ModelNew of the file."""
     fp16x3 = exec_file(generator.render(Spec.of(str(REFS / "gemm_swish_scale.py"), 64, 296, 96, math="fp16x3", backend="wgmma",
-                                                fusion=1, tile=Tile(128, 128, 32, 16, 128, stages=3))))
+                                                fusion=1, tile=F16X3_TILE)))
     assert not fp16x3._KGEN_TRUST_WEIGHT_VERSIONS
     fp16x3.ModelNew.kgen_trust_weight_versions()
     assert fp16x3._KGEN_TRUST_WEIGHT_VERSIONS
@@ -263,38 +296,38 @@ def test_only_a_file_that_keeps_w_splits_says_it_can_trust_weight_versions():
 
 
 @pytest.mark.parametrize("keeps, capturing", [(False, False), (True, True)])
-def test_no_split_is_kept_for_a_computed_weight_or_in_a_capture(module, monkeypatch, keeps, capturing):
+def test_no_split_is_kept_for_a_computed_weight_or_in_a_capture(split_module, monkeypatch, keeps, capturing):
     """A weight the forward computes (a new tensor each call) and a forward under CUDA graph capture
     (a buffer kept past the call would be the graph's) get a buffer for the call alone, its
     records zeroed: w split afresh."""
-    split_of = kept_split_launch(module, monkeypatch, keeps=keeps, capturing=capturing)
+    split_of = kept_split_launch(split_module, monkeypatch, keeps=keeps, capturing=capturing)
     w = torch.randn(96, 296)
     first, second = split_of(w), split_of(w)
     assert first is not second and not first[:96].any() and not second[:96].any()
-    assert module._kgen_kept_splits(w) == {}
+    assert split_module._kgen_kept_splits(w) == {}
 
 
-def test_no_split_is_kept_while_cuda_graph_trees_warm_up(module, monkeypatch):
+def test_no_split_is_kept_while_cuda_graph_trees_warm_up(split_module, monkeypatch):
     """torch.compile's CUDA graph trees (mode="reduce-overhead") warm up with every allocation of
-    the thread routed to their pool: no split is kept then (their state read from their module
-    where it is loaded; a module without the state read as warming up)."""
+    the thread routed to their pool: no split is kept then (their state read from their split_module
+    where it is loaded; a split_module without the state read as warming up)."""
     import sys
     import types
 
-    split_of = kept_split_launch(module, monkeypatch)
+    split_of = kept_split_launch(split_module, monkeypatch)
     manager = types.SimpleNamespace(in_warmup=True)
     trees = types.SimpleNamespace(get_manager=lambda index, create: manager)
     monkeypatch.setitem(sys.modules, "torch._inductor.cudagraph_trees", trees)
     w = torch.randn(96, 296)
     split_of(w)
-    assert module._kgen_kept_splits(w) == {}
+    assert split_module._kgen_kept_splits(w) == {}
     manager.in_warmup = False
     kept = split_of(w)
-    assert module._kgen_kept_splits(w) == {(0, w.shape, w.stride()): kept}
+    assert split_module._kgen_kept_splits(w) == {(0, w.shape, w.stride()): kept}
     w2 = torch.randn(96, 296)
     monkeypatch.setitem(sys.modules, "torch._inductor.cudagraph_trees", types.SimpleNamespace())
     split_of(w2)
-    assert module._kgen_kept_splits(w2) == {}
+    assert split_module._kgen_kept_splits(w2) == {}
 
 
 def test_the_parts_body_passes_every_argument_of_the_entry_by_name_order(bn_module, monkeypatch):

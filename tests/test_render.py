@@ -224,13 +224,15 @@ def test_wgmma_file_refuses_a_non_hopper_gpu_before_compiling(capability, refuse
         assert [kw["extra_cuda_cflags"][-1] for kw in compiled] == ["-gencode=arch=compute_90a,code=sm_90a"]
 
 
-def test_every_size_the_library_gives_is_read_as_a_64_bit_integer(monkeypatch):
+@pytest.mark.parametrize("math", ["fp16x3", "tf32x3"])
+def test_every_size_the_library_gives_is_read_as_a_64_bit_integer(monkeypatch, math):
     """Each kgen_<what>_floats_<part> the file asks (_KGEN_FLOATS_EXPORTS: a kept split of w passes
     2^31 floats at 32768 x 65536) is declared to return a long long, not ctypes' default int: the
-    file's own list of them is the C template's exports, each given the type."""
+    file's own list of them is its CUDA source's exports, each given the type (w's split's sizes
+    in an fp16x3 file alone: no other GEMM splits w)."""
     import re
 
-    spec = next(s for s in enumerate_specs("gemm_scale_bn", 16, 24, 40) if s.family == "wgmma")
+    spec = next(s for s in enumerate_specs("gemm_scale_bn", 16, 24, 40) if s.family == "wgmma" and s.math == math)
     module = exec_file(generator.render(spec))
     monkeypatch.setattr(module.torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     monkeypatch.setattr(module.torch.cuda, "get_device_properties",
@@ -242,8 +244,9 @@ def test_every_size_the_library_gives_is_read_as_a_64_bit_integer(monkeypatch):
     monkeypatch.setattr(module.ctypes, "CDLL", lambda path: library)
     module._kgen_build()
     assert all(f.restype is module.ctypes.c_longlong for f in sizes.values())
-    exported = set(re.findall(r"KGEN_EXPORT long long (kgen_\w+_floats)_\{\{", (generator.CODEGEN_DIR / "templates" / "kernel.cu.j2").read_text()))
+    exported = set(re.findall(r"KGEN_EXPORT long long (kgen_\w+_floats)_0\(", generator.render_cuda_source(spec)))
     assert exported - {"kgen_backward_floats"} == {f"kgen_{what}_floats" for what in module._KGEN_FLOATS_EXPORTS}
+    assert ("w_split" in module._KGEN_FLOATS_EXPORTS) == (math == "fp16x3")
 
 
 def test_file_refuses_a_gpu_with_too_little_shared_memory(monkeypatch):

@@ -116,7 +116,9 @@ def test_trusting_weight_versions_skips_ws_pass_until_its_version_moves(files, n
     write); an in-place write bumps the version and the next forward's bits are those of a split
     made afresh; trust withdrawn, the output is a fresh split's again (at 1024 rows the pass
     hashes w and sees a .data write; at 200 rows the GEMM splits w in its registers again). At 200
-    rows, where the GEMM would split w in its registers, the kept split is read on trust too."""
+    rows, where the GEMM would split w in its registers, the kept split is read on trust too, from
+    the second call at a version of w on (the first splits w in the registers: a version that
+    moves before every call, as in training, never pays for a split made for one call)."""
     needs_hopper()
     f = files[name]
     model, x = model_and_input(f, batch)
@@ -125,13 +127,18 @@ def test_trusting_weight_versions_skips_ws_pass_until_its_version_moves(files, n
     try:
         f.ModelNew.kgen_trust_weight_versions()
         with torch.no_grad():
+            model(x)
             first = model(x)
             assert torch.equal(model(x), first)
             w.data[5, 0] += 1.0
             assert torch.equal(model(x), first)   # (not seen on trust)
             w.add_(torch.zeros_like(w))   # (the same values, a new version: every row hashed)
-            after = model(x)
+            after = model(x)   # (at 200 rows: w in the registers, the .data write seen there too)
             assert torch.equal(after, fresh(model, x)) and not torch.equal(after, first)
+            made = model(x)    # (at 200 rows: the split made, then read while the version holds)
+            w.data[9, 2] += 1.0
+            assert torch.equal(model(x), made)
+            w.data[9, 2] -= 1.0
             w.data[7, 1] *= -1.0
             f.ModelNew.kgen_trust_weight_versions(False)
             assert torch.equal(model(x), fresh(model, x))

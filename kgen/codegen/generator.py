@@ -86,6 +86,8 @@ LAUNCH_VALUES = {"x": "x.data_ptr()", "w": "w.data_ptr()", "out": "out.data_ptr(
                  "M": "M", "N": "N", "K": "K",
                  "training": "training", "stream": "stream",
                  "z_out": "None if z_out is None else z_out.data_ptr()"}
+# A file whose GEMMs split no w (not fp16x3) hands the entry no split, as these literals.
+NO_W_SPLIT_VALUES = {"w_split": "None", "w_split_current": "0"}
 # BatchNorm tensors a module may lack (affine=False, track_running_stats=False): optional in the op.
 OPTIONAL_TENSORS = ("gamma", "beta", "running_mean", "running_var", "num_batches_tracked")
 
@@ -890,7 +892,8 @@ def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
 
 
 def _source_context(spec: Spec) -> dict:
-    library = selected_files(KERNEL_LIBRARY, kernel_needs(spec))
+    needs = kernel_needs(spec)
+    library = selected_files(KERNEL_LIBRARY, needs)
     return {
         "version": __version__,
         "config_name": spec.config_name(),
@@ -912,6 +915,8 @@ def _source_context(spec: Spec) -> dict:
         "split_keeps_infinities": spec.math in ("tf32x3", "fp16x3") and any(
             split_keeps_infinities(low.graph) for low in lowered_parts(spec)),
         "library": [kernel_source(name) for name in library],
+        # (w's split: the sizes of its buffers exported, and the file's Python that keeps them)
+        "splits_w": needs.fp16x3,
     }
 
 
@@ -1194,6 +1199,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         raise ValueError("kernel source contains ''' and cannot be embedded")
     source_literal, note = reference_source_literal(ref.source)
     native_plans = [native_plan(low) if uses_native_backward(spec, low) else None for low in parts]
+    # (whether a GEMM of the file splits w into fp16 halves: only then the Python that keeps splits)
+    splits_w = kernel_needs(spec, parts).fp16x3
     text = _ENV.get_template("model_new.py.j2").render(
         header=render_header(spec, measured),
         spec=spec,
@@ -1228,7 +1235,9 @@ def render(spec: Spec, measured: dict | None = None) -> str:
                        [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],
         kgen_digest=kgen_source_digest(),
         updated_in_place=repr(UPDATED_IN_PLACE),
-        launch_values=[LAUNCH_VALUES[name] for name, _ in BASE_ARGS],
+        splits_w=splits_w,
+        launch_values=[LAUNCH_VALUES[name] if splits_w or name not in NO_W_SPLIT_VALUES else NO_W_SPLIT_VALUES[name]
+                       for name, _ in BASE_ARGS],
         operand_builds=operand_builds_literal(spec),
         fp32_only=not sixteen_bit_builds(spec),
         autocast_fp32_output=sixteen_bit_builds(spec) and bool(parts[-1].traced.autocast_output),

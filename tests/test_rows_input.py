@@ -1,5 +1,7 @@
 """A module whose input is (..., features), a Linear over its last dimension (a sequence's tokens,
-heads, ...): kgen takes it as the same module on the input's rows, x.reshape(-1, features), where
+heads, ...), or whose trailing dimensions it flattens into its first Linear's features (a CNN
+head's x.view(x.size(0), -1)): kgen takes it as the same module on the input's rows,
+x.reshape(-1, features), where
 running the module both ways shows that it is (trace._check_rows), and refuses it, saying why,
 where it is not (an op over another dimension, a BatchNorm1d of the channels at dim 1). CPU: the
 trace, the IR against the module, the emitted forward's shapes against a stand-in library; the
@@ -114,31 +116,93 @@ def test_a_module_that_is_not_the_same_on_rows_is_refused_saying_why(tmp_path, n
 
 
 # A CNN head's habit: the input's trailing dimensions flattened into the Linear's features before
-# it, spelled five ways (in_features = 4 x 6, the input (batch, 4, 6)).
+# it, spelled six ways (in_features = 4 x 6, the input (batch, 4, 6); (batch, 2, 2, 6) flattened
+# whole).
 FLATTENS = {
-    "view_size0": ("", "x = x.view(x.size(0), -1)"),
-    "reshape_shape0": ("", "x = x.reshape(x.shape[0], -1)"),
-    "flatten_method": ("", "x = x.flatten(1)"),
-    "torch_flatten": ("", "x = torch.flatten(x, start_dim=1)"),
-    "nn_flatten": ("self.flat = nn.Flatten()", "x = self.flat(x)"),
+    "view_size0": ("", "x = x.view(x.size(0), -1)", "batch_size, 4, 6"),
+    "reshape_shape0": ("", "x = x.reshape(x.shape[0], -1)", "batch_size, 4, 6"),
+    "flatten_method": ("", "x = x.flatten(1)", "batch_size, 4, 6"),
+    "torch_flatten": ("", "x = torch.flatten(x, start_dim=1)", "batch_size, 4, 6"),
+    "nn_flatten": ("self.flat = nn.Flatten()", "x = self.flat(x)", "batch_size, 4, 6"),
+    "four_d_whole": ("", "x = x.view(-1, in_features)", "batch_size, 2, 2, 6"),
+}
+# (init, flatten, the GEMM's line, get_inputs' sizes, what the refusal says)
+FLATTENED_REFUSED = {
+    # The module runs on the flattened input itself: flatten(-2) of (batch, 24) is (batch * 24,).
+    "flatten_minus2": ("", "x = x.flatten(-2)", "x = self.fc(x)", "batch_size, 4, 6",
+                       "or flatten the input as flatten(1) or x.view(x.size(0), -1)"),
+    # Rows of a partial flatten, (batch, 5, 4, 6) -> (batch, 5, 24): not taken.
+    "partial": ("", "x = x.flatten(2)", "x = self.fc(x)", "batch_size, 5, 4, 6",
+                "an op on the module's input before the GEMM"),
+    # An op between the flatten and the GEMM: an op on the input before the GEMM.
+    "op_after_flatten": ("", "x = torch.relu(x.flatten(1))", "x = self.fc(x)", "batch_size, 4, 6",
+                         "an op on the module's input before the GEMM"),
+    # The input read again unflattened after the GEMM: not the module on its flattened rows.
+    "unflattened_read": ("", "y = x.flatten(1)", "x = self.fc(y) + x.amax(dim=-1).sum(dim=-1, keepdim=True)",
+                         "batch_size, 4, 6", None),
 }
 
 
-@pytest.mark.parametrize("name", FLATTENS)
-def test_an_input_flattened_into_the_features_before_the_gemm_is_refused_saying_so(tmp_path, name):
-    """Not a Linear over the last dimension (what kgen takes of an input of more dimensions), and
-    an op on the input before the GEMM: refused, the refusal naming the flatten (not only the
-    weight's shape against the last dimension's size)."""
-    init, flatten = FLATTENS[name]
+def write_flattened(tmp_path, name, init, flatten, lead, gemm="x = self.fc(x)"):
+    """write()'s module with `flatten` before its GEMM line and in_features = 4 x 6, its input
+    (`lead`) flattened into them."""
     path = write(tmp_path, name, init, "", "batch_size, 4")
-    text = path.read_text().replace("torch.randn(batch_size, 4, in_features)", "torch.randn(batch_size, 4, 6)")
+    text = path.read_text().replace("torch.randn(batch_size, 4, in_features)", f"torch.randn({lead})")
     text = text.replace("in_features = 24", "in_features = 4 * 6").replace(
-        "    def forward(self, x):\n", f"    def forward(self, x):\n        {flatten}\n")
+        "        x = self.fc(x)\n", f"        {flatten}\n        {gemm}\n")
     path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", FLATTENS)
+def test_an_input_flattened_into_the_features_before_the_gemm_is_its_rows_of_them(tmp_path, name):
+    """The first GEMM reads the input's trailing dimensions flattened (Reference.feature_dims, seen
+    by running the forward on the meta device up to it): the workload is the rows of those
+    features, and the IR run on them, reshaped back, is the module on the input as it is."""
+    path = write_flattened(tmp_path, name, *FLATTENS[name])
+    ref = Reference(str(path))
+    assert ref.feature_dims == len(ref.rows_of) - 1 and ref.input.shape == (3, IN)
+    graph = trace(ref)
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double()
+    x = torch.rand(*ref.rows_of, dtype=torch.float64) * 2 - 1
+    with torch.no_grad():
+        expect = model(x)
+        got = rows_output(graph.interpret(x.reshape(-1, IN), copy.deepcopy(model)), ref.rows_of[:1])
+    assert got.shape == expect.shape
+    torch.testing.assert_close(got, expect, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", FLATTENED_REFUSED)
+def test_a_flattened_input_read_otherwise_is_refused_saying_why(tmp_path, name):
+    init, flatten, gemm, lead, phrase = FLATTENED_REFUSED[name]
+    path = write_flattened(tmp_path, name, init, flatten, lead, gemm)
     r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
-    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
-    assert ("its 24 in-features are the product of trailing sizes of the input (3, 4, 6): is the input "
-            "flattened into them before the GEMM?") in r.output, r.output
+    assert r.exit_code == 2 and (phrase is None or phrase in r.output) and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("name", ["view_size0", "nn_flatten", "four_d_whole"])
+def test_the_emitted_forward_flattens_the_features_and_gives_the_modules_shape(tmp_path, monkeypatch, name):
+    """ModelNew on the input as get_inputs() gives it: the kernels get the rows of its flattened
+    features (K = 4 x 6), the output has the module's shape, and the forward's values are the
+    stand-in kernels' on those rows; a (rows, features) input goes to the kernels as it is."""
+    from kgen.check.loading import EmittedFile
+
+    path = write_flattened(tmp_path, name, *FLATTENS[name])
+    out = tmp_path / "new.py"
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    f = EmittedFile(out)
+    m = f.module
+    library = launch_on_cpu(m, monkeypatch)
+    monkeypatch.setattr(m, "_kgen_checked_input", lambda x, weight: x)   # (its CUDA check)
+    new, ref = f.ModelNew(*f.init_args()), f.Model(*f.init_args())
+    x = torch.randn(*f.reference.rows_of)
+    with torch.no_grad():
+        got, expect = new(x), ref(x)
+        flat = new(x.reshape(-1, IN))
+    assert got.shape == expect.shape == flat.shape == (3, OUT)
+    assert [(c["M"], c["N"], c["K"]) for c in library.calls] == [(3, OUT, IN)] * 2
 
 
 @pytest.mark.parametrize("name", ["gelu", "row_max", "mean_of_all", "four_d"])

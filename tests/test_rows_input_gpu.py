@@ -1,5 +1,6 @@
-"""GPU tier of modules whose input is (..., features), a Linear over its last dimension, which the
-emitted file runs on the input's rows (tests/test_rows_input.py has the CPU side): kgen's full gate
+"""GPU tier of modules whose input is (..., features), a Linear over its last dimension, or whose
+trailing dimensions the module flattens into the Linear's features, which the emitted file runs
+on the input's rows (tests/test_rows_input.py has the CPU side): kgen's full gate
 in fp32 (1e-4) and bf16 (1e-2) on the rows, and ModelNew on the (..., features) input itself,
 forward and backward, against the module: KernelBench's allclose, errors against fp64 beside
 eager's, and the input's gradient in the input's shape."""
@@ -15,12 +16,13 @@ from kgen.tune.search import Candidate
 from kgen.tune.spec import Spec, Tile
 
 from conftest import build_once
-from test_rows_input import ACCEPTED, IN, OUT, write
+from test_rows_input import ACCEPTED, FLATTENS, IN, OUT, write, write_flattened
 
 pytestmark = pytest.mark.gpu
 
 HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
-CASES = ["gelu", "layernorm", "row_max", "four_d"]
+# (and inputs flattened into the features before the GEMM: (batch, 4, 6), (batch, 2, 2, 6))
+CASES = ["gelu", "layernorm", "row_max", "four_d", "view_size0", "nn_flatten", "four_d_whole"]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,7 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("rows")
     candidates = []
     for name in CASES:
-        path = write(d, name, *ACCEPTED[name])
+        path = write(d, name, *ACCEPTED[name]) if name in ACCEPTED else write_flattened(d, name, *FLATTENS[name])
         ref = Reference(str(path))
         spec = Spec.of(str(path), int(ref.input.shape[0]), IN, OUT, math="tf32x3",
                        backend="wgmma", fusion=1, tile=Tile(128, 128, 32, 16, 128, stages=4))

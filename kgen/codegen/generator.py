@@ -336,8 +336,8 @@ def forward_call_args(parts: list[Lowered]) -> str:
 def rows_input(spec: Spec) -> str:
     """How the emitted forward's docstring names an input of more dimensions, (..., features),
     that the file takes as its rows (Reference.rows_of); "" for a (batch, features) one."""
-    shape = spec.reference().rows_of
-    return "" if shape is None else f"(..., {shape[-1]}), {'x'.join(map(str, shape))} in its get_inputs()"
+    ref = spec.reference()
+    return "" if ref.rows_of is None else f"{ref.rows_text()}, {'x'.join(map(str, ref.rows_of))} in its get_inputs()"
 
 
 def _tuple_source(items: list[str]) -> str:
@@ -1230,6 +1230,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
         rows_input=rows_input(spec),
+        feature_dims=spec.reference().feature_dims,
         op_parts=[op_part(low) for low in parts],
         backward_args=[None if not backward.has_kernels(low) else
                        [(name, ctypes_type(ctype)) for name, ctype in backward_args(low)] for low in parts],

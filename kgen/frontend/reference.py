@@ -12,7 +12,9 @@ the constant that actually sets the input's batch, the input's features or the l
 features, found by changing each constant in turn and seeing what moves; `--set NAME=VALUE` sets
 any constant by name. The batch needs no constant: without one, inputs are drawn by calling
 `get_inputs()` as often as needed and taking the rows asked for. An input of more dimensions,
-(..., features) (a Linear over the last one), is taken as its rows: (rows, features).
+(..., features) (a Linear over the last one), is taken as its rows: (rows, features); where the
+module flattens trailing dimensions into its first GEMM's features (x.view(x.size(0), -1)), they
+are the features: (batch, 16 x 32) of a (batch, 16, 32) input.
 """
 
 from __future__ import annotations
@@ -53,6 +55,47 @@ class _OnMeta(torch.overrides.TorchFunctionMode):
         if "device" in kwargs:
             kwargs["device"] = "meta"
         return func(*args, **kwargs)
+
+
+# The functions and methods whose first call in a forward, on the meta device, is the module's first
+# GEMM (_first_gemm_input): where its input operand is among their arguments.
+_GEMM_INPUT = {torch.nn.functional.linear: 0, torch.matmul: 0, torch.Tensor.matmul: 0, torch.Tensor.__matmul__: 0,
+               torch.mm: 0, torch.Tensor.mm: 0, torch.addmm: 1, torch.Tensor.addmm: 1}
+
+
+class _FirstGemm(torch.overrides.TorchFunctionMode):
+    """Stops a forward at its first GEMM, keeping the shape of the operand it multiplies."""
+
+    class Reached(Exception):
+        pass
+
+    def __init__(self):
+        super().__init__()
+        self.shape = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _GEMM_INPUT and len(args) > _GEMM_INPUT[func] and isinstance(args[_GEMM_INPUT[func]], torch.Tensor):
+            self.shape = tuple(args[_GEMM_INPUT[func]].shape)
+            raise _FirstGemm.Reached
+        return func(*args, **kwargs)
+
+
+def _first_gemm_input(ref: "Reference", x: torch.Tensor) -> tuple | None:
+    """The shape of the operand the module's first GEMM multiplies, on input x, by running the
+    forward on the meta device up to that GEMM; None where it never reaches one or fails first."""
+    mode = _FirstGemm()
+    try:
+        # (the caller's random states as they were: a module's __init__ may draw)
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            model = ref.Model(*ref.init_args())
+            with torch.no_grad(), mode:
+                model(x)
+    except _FirstGemm.Reached:
+        return mode.shape
+    except Exception:  # noqa: BLE001 - a module the meta device cannot run: no answer here
+        return None
+    return None
 
 
 def shipped_names() -> list[str]:
@@ -291,11 +334,16 @@ class Reference:
         # An input of more dimensions, (..., features): the workload is its rows, (rows, features),
         # what the tracer and everything after it see; the tracer checks that the module computes
         # the same on them (trace._check_rows) and the emitted forward reshapes (model_new.py.j2).
+        # Its features may be several trailing dimensions flattened before the first GEMM
+        # (x.view(x.size(0), -1), flatten(1), nn.Flatten: a CNN head's habit): `feature_dims` of
+        # them, as the module's first GEMM reads them (_first_gemm_input).
         self.rows_of: tuple | None = None
+        self.feature_dims = 1
         if self.input.dim() > 2 and self.input.shape[-1] > 0:
             self.rows_of = tuple(self.input.shape)
-            self.input = torch.empty((self.input.shape[:-1].numel(), self.input.shape[-1]),
-                                     dtype=self.input.dtype, device="meta")
+            self.feature_dims = self._flattened_feature_dims()
+            k = self.input.shape[-self.feature_dims:].numel()
+            self.input = torch.empty((self.input.numel() // k, k), dtype=self.input.dtype, device="meta")
         if getattr(self, "batch_override", None) is not None and self.input.dim():
             self.input = torch.empty((self.batch_override, *self.input.shape[1:]), dtype=self.input.dtype,
                                      device="meta")
@@ -303,6 +351,27 @@ class Reference:
             if isinstance(a, torch.Tensor):
                 raise ReferenceError(f"{self.path}: get_init_inputs() returns a tensor; kgen needs "
                                      "plain values it can write into the emitted file")
+
+    def rows_text(self) -> str:
+        """The (..., features) input as messages name it: (..., 32), or (..., 16, 32) where two
+        dimensions are the features."""
+        return f"(..., {', '.join(map(str, self.rows_of[-self.feature_dims:]))})"
+
+    def _flattened_feature_dims(self) -> int:
+        """How many trailing dimensions of the (..., features) input (rows_of) the module's first
+        GEMM reads as its features: all after the batch where its operand is the input flattened
+        to (batch, features) (2 for (B, 16, 32) flattened to (B, 512)). 1
+        (the last dimension, a Linear over it) where the GEMM reads the input as it is, or where
+        the module cannot be run on the meta device to see it. Whether the module computes the
+        same on those rows is the tracer's question (trace._check_rows)."""
+        seen = _first_gemm_input(self, torch.empty(self.rows_of, dtype=self.input.dtype, device="meta"))
+        if seen is None or len(seen) < 2:
+            return 1
+        # (Every dimension after the batch, alone: kgen runs the module itself on the flattened
+        # input, (batch, features), which flatten(1) and view(x.size(0), -1) leave as it is; the
+        # rows of a partial flatten, (B, 5, 4, 6) to (B, 5, 24), are no input the module takes.)
+        shape, dims = torch.Size(self.rows_of), len(self.rows_of) - 1
+        return dims if tuple(seen) == (shape[0], shape[1:].numel()) else 1
 
     def _measure(self, key: str, fresh: bool = False) -> int | None:
         """The workload's current value of batch / in_features / out_features (None where the
@@ -376,7 +445,7 @@ class Reference:
             # The batch of an input of more dimensions is its rows, which no one constant sets.
             self.batch_override = value
             self._read_workload()
-            self.applied.append(f"batch {value} (the input is (..., {self.rows_of[-1]}): {value} of its rows, "
+            self.applied.append(f"batch {value} (the input is {self.rows_text()}: {value} of its rows, "
                                 "from repeated get_inputs() calls)")
             return
         names = self.constant_for(key)
@@ -423,8 +492,11 @@ class Reference:
         return [x.contiguous()]
 
     def _rows(self, x: torch.Tensor) -> torch.Tensor:
-        """An input of get_inputs() as the workload takes it: its rows where it is (..., features)."""
-        return x.reshape(-1, x.shape[-1]) if self.rows_of is not None and x.dim() > 2 else x
+        """An input of get_inputs() as the workload takes it: its rows where it is (..., features),
+        its feature_dims trailing dimensions flattened into the features."""
+        if self.rows_of is None or x.dim() <= 2:
+            return x
+        return x.reshape(-1, x.shape[-self.feature_dims:].numel())
 
     def draw(self) -> list:
         """One call of the file's get_inputs(), as its caller would have it (the RNG states moved

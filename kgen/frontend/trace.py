@@ -1466,8 +1466,9 @@ class Tracer:
                 # are several of the input's dimensions, where kgen takes the last one's as them.)
                 hint = (f" (its {w.shape[k_dim]} in-features are the product of trailing sizes of the input "
                         f"{tuple(rows_of)}: is the input flattened into them before the GEMM? kgen reads an "
-                        f"input of more dimensions as rows of its last one, (..., {rows_of[-1]}), and takes no "
-                        "op on the input before the GEMM)")
+                        f"input of more dimensions as rows of its last one, (..., {rows_of[-1]}), or, where the "
+                        "GEMM reads it flattened to (batch, features), as that; no other op on the input before "
+                        "the GEMM)")
             raise self.refuse(f"the weight {weight} has shape {tuple(w.shape)}, not {want}{hint}")
         if w.dtype != inp.dtype:
             raise self.refuse(f"the weight {weight} is {w.dtype} and the input {inp.dtype}: "
@@ -2832,6 +2833,17 @@ class Tracer:
                 raise self.refuse(f"squeeze({dim}) of a (batch, 1, "
                                   "features) value; write squeeze(1) (squeeze() also drops a batch of 1)")
             return self_arg.payload
+        if name == "flatten" and isinstance(self_arg, _Marker) and self_arg.kind == "input" \
+                and getattr(self.ref, "feature_dims", 1) > 1:
+            # The input's trailing dimensions flattened into the features (Reference.feature_dims),
+            # the dimensions named on the input as get_inputs() gives it (flatten(-2) of a
+            # (batch, 5, 4, 6) input): the rows of the features, what the tracer reads as the input.
+            if _flattens_features(rest, kwargs, len(self.ref.rows_of), self.ref.feature_dims):
+                return self_arg
+            raise self.refuse(f"an op on the module's input before the GEMM: the input is "
+                              f"{self.ref.rows_text()} of shape {self.ref.rows_of} and its first GEMM reads "
+                              f"the last {self.ref.feature_dims} dimensions flattened; kgen takes flatten() of "
+                              "exactly those")
         if name == "flatten" and _keeps_2d(rest, kwargs) and (
                 (isinstance(self_arg, _Marker) and self_arg.kind == "input" and self.ref.input.dim() == 2)
                 or (isinstance(self_arg, _Id) and self.level(self_arg) == "tile")):
@@ -2921,6 +2933,14 @@ def _keeps_2d(rest, kwargs) -> bool:
     start = rest[0] if rest else kwargs.get("start_dim", 0)
     end = rest[1] if len(rest) > 1 else kwargs.get("end_dim", -1)
     return isinstance(start, int) and isinstance(end, int) and start in (1, -1) and end in (1, -1)
+
+
+def _flattens_features(rest, kwargs, rank: int, feature_dims: int) -> bool:
+    """Whether flatten's arguments (start_dim, end_dim), on a tensor of `rank` dimensions, flatten
+    exactly its last `feature_dims`."""
+    start = rest[0] if rest else kwargs.get("start_dim", 0)
+    end = rest[1] if len(rest) > 1 else kwargs.get("end_dim", -1)
+    return isinstance(start, int) and isinstance(end, int) and (start % rank, end % rank) == (rank - feature_dims, rank - 1)
 
 
 def _permutes_2d(rest, kwargs) -> bool:
@@ -3187,25 +3207,35 @@ def rows_output(out: torch.Tensor, lead: tuple) -> torch.Tensor:
 
 
 def _check_rows(ref: Reference, graph: Graph) -> None:
-    """An input of more dimensions, (..., K) (Reference.rows_of): kgen takes the module as the same
-    module on the input's rows, x.reshape(-1, K), as a Linear over the last dimension is, its output
-    reshaped back (rows_output). Whether the module's other ops are so is not in the trace (dim=1
+    """An input of more dimensions, (..., K) (Reference.rows_of), or (..., d1, d2) whose trailing
+    dimensions the module flattens into its first GEMM's K = d1 d2 (Reference.feature_dims): kgen
+    takes the module as the same module on the input's rows, x.reshape(-1, K), as a Linear over
+    the last dimension is, its output reshaped back (rows_output). Whether the module's other ops are so is not in the trace (dim=1
     of a 3-D value is not the features), so it is checked by running the module both ways, on the
     CPU in fp64, built as get_init_inputs() builds it and again with every parameter moved at
     random (a gate initialized to 0 hides an op over another dimension), at small leading sizes
     and at each with one of them 1 (a bare squeeze() drops those), in training and in eval mode
     (a dropout's mask is the same both ways: one seed, as many elements in the same order). The
     caller's random states are left as they were."""
-    shape, k = ref.rows_of, ref.rows_of[-1]
-    where = (f"{ref.path}: the input is (..., {k}) (shape {shape}); kgen takes a Linear over its last "
-             f"dimension as the same module on the input's rows, x.reshape(-1, {k})")
+    shape, dims = ref.rows_of, getattr(ref, "feature_dims", 1)
+    features = tuple(shape[len(shape) - dims:])
+    k = torch.Size(features).numel()
+    over = ("a Linear over its last dimension" if dims == 1 else
+            f"a first GEMM over its last {dims} dimensions flattened ({' x '.join(map(str, features))} = {k})")
+    where = (f"{ref.path}: the input is (..., {', '.join(map(str, features))}) (shape {shape}); kgen takes {over} "
+             f"as the same module on the input's rows, x.reshape(-1, {k})")
     meta = ref.meta_model()
     elements = sum(t.numel() for t in (*meta.parameters(), *meta.buffers()))
     if elements > ROWS_CHECK_MAX_ELEMENTS:
         raise Unsupported(f"{where}, which it checks by running the module on the CPU: {elements:,} "
                           f"elements of parameters and buffers are too many for that (at most "
                           f"{ROWS_CHECK_MAX_ELEMENTS:,}); give kgen a (batch, {k}) input")
-    base = [2, 3] + [2] * (len(shape) - 3)
+    # (the module runs on the flattened input as it is: a flatten that changes a (batch, features)
+    # tensor, flatten(-2) of one, is no flatten there)
+    flatten_hint = ("; or flatten the input as flatten(1) or x.view(x.size(0), -1), which leave a "
+                    f"(batch, {k}) input as it is") if dims > 1 else ""
+    leading = len(shape) - dims   # (the dimensions of the rows)
+    base = ([2, 3] + [2] * leading)[:leading]
     leads = [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     with torch.random.fork_rng(devices=devices):
@@ -3222,7 +3252,7 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
                             if p.is_floating_point():
                                 p.add_(torch.randn_like(p) * (0.5 * (p.abs().mean().item() or 1.0)))
                 for lead in leads:
-                    x = torch.randn(*lead, k, dtype=torch.float64)
+                    x = torch.randn(*lead, *features, dtype=torch.float64)
                     for training in (True, False):
                         outs = []
                         for value in (x, x.reshape(-1, k)):
@@ -3244,12 +3274,12 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
                         else:
                             continue
                         raise Unsupported(f"{where}, and this module computes otherwise on them ({why}); give "
-                                          f"kgen a (batch, {k}) input")
+                                          f"kgen a (batch, {k}) input{flatten_hint}")
         except Unsupported:
             raise
         except Exception as e:  # noqa: BLE001 - the module failing one way is the reason
             raise Unsupported(f"{where}, and this module fails one of the two ways ({type(e).__name__}: "
-                              f"{str(e)[:200]}); give kgen a (batch, {k}) input") from None
+                              f"{str(e)[:200]}); give kgen a (batch, {k}) input{flatten_hint}") from None
 
 
 def describe(graph: Graph) -> str:

@@ -2,7 +2,7 @@
 # (x.view(x.size(0), -1), flatten(1), nn.Flatten: Reference.feature_dims). Their GPU tests
 # (tests/test_rows_input_gpu.py: the gate in fp32 and bf16 on the rows, ModelNew on the input as
 # get_inputs() gives it, forward and dx), then KernelBench's own eval at fp32 and bf16 on three
-# such modules (ab/refs/, copied into docs/experiments/s52/refs/), each `kgen generate`'s file.
+# such modules (ab/refs/: the files of docs/experiments/s52/refs/), each `kgen generate`'s file.
 source scripts/device_setup.sh
 t "generate and build (in the background), tests"
 for p in fp32 bf16; do

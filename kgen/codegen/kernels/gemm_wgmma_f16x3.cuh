@@ -159,6 +159,36 @@ struct RowScan : RowSums {
   }
 };
 
+// v 2^shift as fp16 hi and lo. An infinity: hi the largest finite fp16 of its sign and lo the
+// infinity, so that every product with a nonzero element of the other operand is infinite (its
+// hi or its lo is nonzero) and one with a zero is NaN, as in fp32 (tf32x3's clamp,
+// mma_detail.cuh).
+__device__ __forceinline__ void split_value(float v, int shift, __half& h, __half& l) {
+  const float s = ldexpf(v, shift);
+  if (isinf(s)) {
+    h = __float2half_rn(copysignf(65504.f, s));
+    l = __float2half_rn(s);
+  } else {
+    h = __float2half_rn(s);
+    l = __float2half_rn(s - __half2float(h));
+  }
+}
+// Quad i of a row (columns 4i .. 4i + 3), split, into the row's hi and lo.
+__device__ __forceinline__ void store_split(uint2* hi, uint2* lo, int i, const float4& v, int shift) {
+  __half h[4], l[4];
+  split_value(v.x, shift, h[0], l[0]);
+  split_value(v.y, shift, h[1], l[1]);
+  split_value(v.z, shift, h[2], l[2]);
+  split_value(v.w, shift, h[3], l[3]);
+  hi[i] = *reinterpret_cast<const uint2*>(h);
+  lo[i] = *reinterpret_cast<const uint2*>(l);
+}
+// 2^(14 - floor(log2 m)) for a row's largest finite magnitude m: m 2^shift in [2^14, 2^15); a row
+// of zeros keeps its scale. At most 126 (a row below 2^-112, fp32's smallest numbers, lands
+// lower), so that the GEMM's way back, 2^-(shift_x + shift_w), is two normal powers of two
+// (scale_back).
+__device__ __forceinline__ int row_shift(float amax) { return amax > 0.f ? min(14 - ilogbf(amax), 126) : 0; }
+
 // The rows of v [rows][K] (one block per row): each row's shift, then its hi and lo halves.
 // K % 4 == 0 and 16-byte aligned rows (the GEMM's launch contract). kKept (w's kept split, a
 // record per row in kept): a row whose hash matches its record is left as it is. A launch for
@@ -190,44 +220,18 @@ __global__ void __launch_bounds__(kSplitThreads)
   if constexpr (kKept) {
     if (was.tag == kSplitRowTag && was.sum == scan.sum && was.squares == scan.squares) return;
   }
-  const float amax = scan.amax;
-  // 2^(14 - floor(log2 m)): m 2^shift in [2^14, 2^15); a row of zeros keeps its scale. At most
-  // 126 (a row below 2^-112, fp32's smallest numbers, lands lower), so that the GEMM's way
-  // back, 2^-(shift_x + shift_w), is two normal powers of two (scale_back).
-  const int shift = amax > 0.f ? min(14 - ilogbf(amax), 126) : 0;
+  const int shift = row_shift(scan.amax);
   if (threadIdx.x == 0) shift_v[row] = shift;
   uint2* hi = reinterpret_cast<uint2*>(hi_v + row * K);
   uint2* lo = reinterpret_cast<uint2*>(lo_v + row * K);
-  // An infinity: hi the largest finite fp16 of its sign and lo the infinity, so that every
-  // product with a nonzero element of the other operand is infinite (its hi or its lo is
-  // nonzero) and one with a zero is NaN, as in fp32 (tf32x3's clamp, mma_detail.cuh).
-  auto split = [shift](float v, __half& h, __half& l) {
-    const float s = ldexpf(v, shift);
-    if (isinf(s)) {
-      h = __float2half_rn(copysignf(65504.f, s));
-      l = __float2half_rn(s);
-    } else {
-      h = __float2half_rn(s);
-      l = __float2half_rn(s - __half2float(h));
-    }
-  };
-  auto store = [&](int i, const float4& v) {
-    __half h[4], l[4];
-    split(v.x, h[0], l[0]);
-    split(v.y, h[1], l[1]);
-    split(v.z, h[2], l[2]);
-    split(v.w, h[3], l[3]);
-    hi[i] = *reinterpret_cast<const uint2*>(h);
-    lo[i] = *reinterpret_cast<const uint2*>(l);
-  };
   if (held_row) {
 #pragma unroll
     for (int r = 0; r < kHeldQuads; ++r) {
       const int i = threadIdx.x + r * kSplitThreads;
-      if (i < quads) store(i, held[r]);
+      if (i < quads) store_split(hi, lo, i, held[r], shift);
     }
   } else {
-    for (int i = threadIdx.x; i < quads; i += kSplitThreads) store(i, src[i]);
+    for (int i = threadIdx.x; i < quads; i += kSplitThreads) store_split(hi, lo, i, src[i], shift);
   }
   if constexpr (kKept) {
     // The record last, after the row's halves and shift are visible: a pass on another stream
@@ -239,6 +243,55 @@ __global__ void __launch_bounds__(kSplitThreads)
       kept[row] = SplitRowRecord{scan.sum, kSplitRowTag, scan.squares};
     }
   }
+}
+
+// Short rows of x (at most kShortRowQuads quads, K <= 1024): a warp a row, kSplitThreads / 32 rows
+// a block, each lane holding its quads. A block a row left three quarters of its threads idle at
+// K = 256 and waited at two barriers a row: x's pass at 16384 x 256 took 45 us, at 8192 x 1024
+// 33 us, for 32 MB and 64 MB moved (docs/perf.md, session 52). The same shift and halves as
+// f16x3_split_kernel's, bit for bit (the largest magnitude is order-free).
+constexpr int kShortRowHeldQuads = 8;
+constexpr int kShortRowQuads = 32 * kShortRowHeldQuads;
+__global__ void __launch_bounds__(kSplitThreads)
+    f16x3_split_short_rows_kernel(const float* __restrict__ v, int rows, int K, __half* __restrict__ hi_v,
+                                  __half* __restrict__ lo_v, int* __restrict__ shift_v) {
+  const int lane = threadIdx.x & 31;
+  const long long row = static_cast<long long>(blockIdx.x) * (kSplitThreads / 32) + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const float4* src = reinterpret_cast<const float4*>(v + row * K);
+  const int quads = K / 4;
+  float4 held[kShortRowHeldQuads];
+#pragma unroll
+  for (int r = 0; r < kShortRowHeldQuads; ++r) {
+    const int i = lane + 32 * r;
+    held[r] = i < quads ? src[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  RowScan<false> scan;
+#pragma unroll
+  for (int r = 0; r < kShortRowHeldQuads; ++r) scan.take(held[r], lane + 32 * r);   // (zeros past K: 0)
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) scan.amax = fmaxf(scan.amax, __shfl_xor_sync(0xffffffffu, scan.amax, o));
+  const int shift = row_shift(scan.amax);
+  if (lane == 0) shift_v[row] = shift;
+  uint2* hi = reinterpret_cast<uint2*>(hi_v + row * K);
+  uint2* lo = reinterpret_cast<uint2*>(lo_v + row * K);
+#pragma unroll
+  for (int r = 0; r < kShortRowHeldQuads; ++r) {
+    const int i = lane + 32 * r;
+    if (i < quads) store_split(hi, lo, i, held[r], shift);
+  }
+}
+
+// x's pass: its rows' shifts and halves, by the kernel for its row length.
+inline cudaError_t split_x(const float* x, int M, int K, __half* xh, __half* xl, int* shift_x, cudaStream_t stream) {
+  if (K / 4 <= kShortRowQuads) {
+    constexpr int rows_per_block = kSplitThreads / 32;
+    f16x3_split_short_rows_kernel<<<(M + rows_per_block - 1) / rows_per_block, kSplitThreads, 0, stream>>>(
+        x, M, K, xh, xl, shift_x);
+  } else {
+    f16x3_split_kernel<false><<<M, kSplitThreads, 0, stream>>>(x, K, xh, xl, shift_x, nullptr);
+  }
+  return cudaGetLastError();
 }
 
 // v 2^-(sx + sw), exact where the result is a normal number: two multiplications by normal
@@ -395,9 +448,7 @@ struct WgmmaWsF16x3Gemm {
         __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset(M, N, K));
         __half* const xl = xh + static_cast<long long>(M) * K;
         int* const shift_x = reinterpret_cast<int*>(ws + shift_x_offset(M, N, K));
-        f16x3_detail::f16x3_split_kernel<false><<<M, f16x3_detail::kSplitThreads, 0, stream>>>(
-            x, K, xh, xl, shift_x, nullptr);
-        e = cudaGetLastError();
+        e = f16x3_detail::split_x(x, M, K, xh, xl, shift_x, stream);
         if (e != cudaSuccess) return e;
         CUtensorMap map_w, map_xh, map_xl;
         e = ws_detail::make_kmajor_map(&map_w, w, N, K, BM);   // fp32, 32 k a box
@@ -421,8 +472,7 @@ struct WgmmaWsF16x3Gemm {
     __half* const wl = wh + static_cast<long long>(N) * K;
     int* const shift_w = reinterpret_cast<int*>(p.w_split + w_split_records_floats(M, N, K) +
                                                 round64(static_cast<long long>(N) * K));
-    f16x3_detail::f16x3_split_kernel<false><<<M, f16x3_detail::kSplitThreads, 0, stream>>>(x, K, xh, xl, shift_x, nullptr);
-    e = cudaGetLastError();
+    e = f16x3_detail::split_x(x, M, K, xh, xl, shift_x, stream);
     if (e != cudaSuccess) return e;
     if (!p.w_split_current) {
       f16x3_detail::f16x3_split_kernel<true><<<N, f16x3_detail::kSplitThreads, 0, stream>>>(w, K, wh, wl, shift_w, kept_w);

@@ -37,8 +37,18 @@ def test_the_default_target_is_the_wgmma_one():
     ((768, 8192, 1024), "fp16x3"),      # 614: tf32x3 before w's split was kept (M N / (M + N) = 438 < 512)
     ((2048, 8192, 256), "fp16x3"),      # 241, the smallest measured (session 51: 96.6 us against tf32x3's 115.4)
     ((1024, 8192, 256), "fp16x3"),      # 228: just above FP16X3_MIN_HARMONIC
-    ((1024, 8192, 248), "tf32x3"),      # 221: just below it
-    ((4096, 1024, 128), "tf32x3"),      # 126 < FP16X3_MIN_HARMONIC, and more rows than w's split in registers takes
+    ((1024, 8192, 248), "fp16x3"),      # 221: just below it, but K long enough (below)
+    ((1024, 512, 248), "tf32x3"),       # 221, K = 512
+    # Below FP16X3_MIN_HARMONIC at more rows than w's split in registers takes: fp16x3 where K is
+    # at least FP16X3_NARROW_MIN_K and N at least FP16X3_NARROW_MIN_N (session 52, calls F-H)
+    ((4096, 1024, 128), "fp16x3"),      # 126 (2048 x 1024 -> 128: 15.2 us against 20.3)
+    ((8192, 1024, 16), "fp16x3"),       # 16 (37.5 against 48.7)
+    ((4096, 4096, 64), "fp16x3"),       # 63 (73.2 against 85.6)
+    ((16384, 256, 32), "tf32x3"),       # K = 256: 22.7 against 19.7
+    ((512, 256, 128), "tf32x3"),        # K = 256: even (8.1 against 8.2)
+    ((4096, 512, 128), "tf32x3"),       # K = 512: not measured
+    ((8192, 1024, 8), "tf32x3"),        # N = 8: not measured
+    ((128, 1024, 1024), "tf32x3"),      # at most 256 rows: the fill rule (17.7 against 17.2)
 ])
 def test_the_rule_takes_fp16x3_where_its_split_pays(shape, math):
     assert configs.fastest_family(configs.WGMMA_ARCH, *shape) == ("wgmma", math)

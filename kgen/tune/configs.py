@@ -164,7 +164,7 @@ def work_units(family: str, math: str, tile: Tile, batch: int, in_features: int,
 # pass (218 with w in registers); 1024 x 8192 -> 512 (410) 80.5 / 96.5; 384 x 8192 -> 768 (384)
 # 70.1 / 70.6; 300 x 8192 -> 512 (276) 48.0 / 52.5; 4096 x 1024 -> 256 (248) 31.5 / 40.0; 2048 x
 # 8192 -> 256 (241) 96.6 / 115.4. fp16x3 won or tied at every shape measured; the threshold sits
-# below the smallest of them, and below it (unmeasured) tf32x3 stays. (The bytes assume a kept,
+# below the smallest of them. (The bytes assume a kept,
 # unchanged w: a weight the forward computes, or one a training step changes before every call,
 # is split afresh, 8 (M + N) K bytes, which the rule does not weigh and the search's cost model
 # does.) At batches up to
@@ -174,6 +174,17 @@ def work_units(family: str, math: str, tile: Tile, batch: int, in_features: int,
 # 1.99-2.04 ms against tf32x3's 2.50-2.55 (session 22); 128 x 8192 -> 8192, 64 tiles split in two,
 # 0.141-0.156 ms against tf32x3's 0.165-0.185 (session 27).
 FP16X3_MIN_HARMONIC = 224
+# Below that harmonic, at more rows than w in registers takes, fp16x3 still where K is long enough
+# for its faster products to pay for x's pass (8 bytes per element of x, and a GEMM whose tiles
+# run few k-tiles gains little from them) and the output at least FP16X3_NARROW_MIN_N wide.
+# Measured (docs/perf.md, session 52, calls F-H, H200, device us, fp16x3 / tf32x3, x's pass a
+# warp a row at K <= 1024; M N / (M + N / 2) in brackets): 512 x 4096 -> 256 (205) 22.1 / 29.9;
+# 2048 x 1024 -> 128 (124) 15.2 / 20.3; 4096 x 4096 -> 64 (63) 73.2 / 85.6; 1024 x 1024 -> 32
+# (32) 16.5 / 23.2; 8192 x 1024 -> 16 (16) 37.5 / 48.7. At K = 256 fp16x3 was behind or even
+# (16384 x 256 -> 32: 22.7 / 19.7; 512 x 256 -> 128: 8.1 / 8.2); K = 512 and outputs narrower
+# than 16 were not measured: tf32x3 there.
+FP16X3_NARROW_MIN_K = 1024
+FP16X3_NARROW_MIN_N = 16
 
 
 def fastest_family(arch: str, batch: int | None = None, in_features: int | None = None,
@@ -189,6 +200,9 @@ def fastest_family(arch: str, batch: int | None = None, in_features: int | None 
         sms = sms or TYPICAL_SMS[arch]
         units = work_units("wgmma", "fp16x3", square, batch, in_features, out_features, sms)
         if batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS and units >= FILL_FRACTION * sms:
+            return "wgmma", "fp16x3"
+        if (batch > FP16X3_W_IN_REGISTERS_MAX_ROWS and in_features >= FP16X3_NARROW_MIN_K
+                and out_features >= FP16X3_NARROW_MIN_N):
             return "wgmma", "fp16x3"
     return "wgmma", "tf32x3"
 

@@ -181,6 +181,15 @@ def test_a_flattened_input_read_otherwise_is_refused_saying_why(tmp_path, name):
     assert r.exit_code == 2 and (phrase is None or phrase in r.output) and "Traceback" not in r.output, r.output
 
 
+def test_an_input_with_no_features_is_refused_not_divided_by(tmp_path):
+    """(batch, 0, 6) flattened into a Linear of 0 in-features: no flatten to take (the probe
+    sees 0 features), refused as before the flatten was taken, without a traceback."""
+    path = write_flattened(tmp_path, "no_features", "", "x = x.flatten(1)", "batch_size, 0, 6")
+    path.write_text(path.read_text().replace("in_features = 4 * 6", "in_features = 0"))
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+
+
 @pytest.mark.parametrize("name", ["view_size0", "nn_flatten", "four_d_whole"])
 def test_the_emitted_forward_flattens_the_features_and_gives_the_modules_shape(tmp_path, monkeypatch, name):
     """ModelNew on the input as get_inputs() gives it: the kernels get the rows of its flattened
@@ -201,8 +210,11 @@ def test_the_emitted_forward_flattens_the_features_and_gives_the_modules_shape(t
     with torch.no_grad():
         got, expect = new(x), ref(x)
         flat = new(x.reshape(-1, IN))
+        # inputs of another rank, as the module flattens them too: (3, 2, 12), (3, 24, 1, 1)
+        others = [(new(y), ref(y)) for y in (torch.randn(3, 2, 12), torch.randn(3, IN, 1, 1))]
     assert got.shape == expect.shape == flat.shape == (3, OUT)
-    assert [(c["M"], c["N"], c["K"]) for c in library.calls] == [(3, OUT, IN)] * 2
+    assert all(a.shape == b.shape == (3, OUT) for a, b in others)
+    assert [(c["M"], c["N"], c["K"]) for c in library.calls] == [(3, OUT, IN)] * 4
 
 
 @pytest.mark.parametrize("name", ["gelu", "row_max", "mean_of_all", "four_d"])

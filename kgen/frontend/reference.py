@@ -371,7 +371,8 @@ class Reference:
         # input, (batch, features), which flatten(1) and view(x.size(0), -1) leave as it is; the
         # rows of a partial flatten, (B, 5, 4, 6) to (B, 5, 24), are no input the module takes.)
         shape, dims = torch.Size(self.rows_of), len(self.rows_of) - 1
-        return dims if tuple(seen) == (shape[0], shape[1:].numel()) else 1
+        # (no features at all, a size 0 after the batch: the tracer's refusal, not a flatten)
+        return dims if tuple(seen) == (shape[0], shape[1:].numel()) and shape[1:].numel() > 0 else 1
 
     def _measure(self, key: str, fresh: bool = False) -> int | None:
         """The workload's current value of batch / in_features / out_features (None where the

@@ -181,6 +181,47 @@ def test_a_flattened_input_read_otherwise_is_refused_saying_why(tmp_path, name):
     assert r.exit_code == 2 and (phrase is None or phrase in r.output) and "Traceback" not in r.output, r.output
 
 
+def test_a_flattened_input_before_a_sequential_with_batchnorm(tmp_path):
+    """nn.Sequential(nn.Flatten(), Linear, ReLU, Linear, BatchNorm1d) and a softmax: two GEMM parts,
+    a training BatchNorm (which no batch of 1 can take: the check runs batches of 2 and 3 here),
+    the IR on the flattened rows the module's output, in training and eval mode."""
+    path = tmp_path / "flat_seq.py"
+    path.write_text("""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(3 * 4 * 2, 40), nn.ReLU(), nn.Linear(40, 16),
+                                 nn.BatchNorm1d(16))
+
+    def forward(self, x):
+        return torch.softmax(self.net(x), dim=1)
+
+
+def get_inputs():
+    return [torch.randn(8, 3, 4, 2)]
+
+
+def get_init_inputs():
+    return []
+""")
+    ref = Reference(str(path))
+    assert ref.feature_dims == 3 and ref.input.shape == (8, 24)
+    graph = trace(ref)
+    assert len(graph.parts) == 2
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double()
+    x = torch.rand(*ref.rows_of, dtype=torch.float64) * 2 - 1
+    for training in (True, False):
+        a, b = copy.deepcopy(model).train(training), copy.deepcopy(model).train(training)
+        with torch.no_grad():
+            expect = a(x)
+            got = graph.interpret(x.reshape(8, -1), b)
+        torch.testing.assert_close(got, expect, rtol=1e-10, atol=1e-12)
+
+
 def test_an_input_with_no_features_is_refused_not_divided_by(tmp_path):
     """(batch, 0, 6) flattened into a Linear of 0 in-features: no flatten to take (the probe
     sees 0 features), refused as before the flatten was taken, without a traceback."""

@@ -3237,6 +3237,11 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
     leading = len(shape) - dims   # (the dimensions of the rows)
     base = ([2, 3] + [2] * leading)[:leading]
     leads = [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
+    if dims > 1:
+        # Every dimension after the batch flattened: both ways read the same (batch, K) tensor
+        # after the flatten, so a batch of 1 shows nothing a squeeze() would, and a training
+        # BatchNorm cannot take it. Two batches, of 2 and 3.
+        leads = [(2,), (3,)]
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     with torch.random.fork_rng(devices=devices):
         try:

@@ -1225,8 +1225,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_lines=forward_lines(parts, sixteen_bit_builds(spec)),
         weight_methods=weight_methods(parts),
         keeps_w_split=repr(tuple(not computes_weight(low.graph.gemm) for low in parts)),
-        keeps_w_splits=spec.family == "wgmma" and any(runs_fp16x3(spec, low.graph.in_features) and not computes_weight(low.graph.gemm)
-                                                       for low in parts),
+        keeps_w_splits=any(runs_fp16x3(spec, low.graph.in_features) and not computes_weight(low.graph.gemm) for low in parts),
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
         rows_input=rows_input(spec),

@@ -2835,9 +2835,9 @@ class Tracer:
             return self_arg.payload
         if name == "flatten" and isinstance(self_arg, _Marker) and self_arg.kind == "input" \
                 and getattr(self.ref, "feature_dims", 1) > 1:
-            # The input's trailing dimensions flattened into the features (Reference.feature_dims),
-            # the dimensions named on the input as get_inputs() gives it (flatten(-2) of a
-            # (batch, 5, 4, 6) input): the rows of the features, what the tracer reads as the input.
+            # Every dimension after the batch flattened into the features (Reference.feature_dims),
+            # the dimensions named on the input as get_inputs() gives it (flatten(1), or flatten(-2)
+            # of a (batch, 4, 6) input): the (batch, K) tensor the tracer reads as the input.
             if _flattens_features(rest, kwargs, len(self.ref.rows_of), self.ref.feature_dims):
                 return self_arg
             raise self.refuse(f"an op on the module's input before the GEMM: the input is "
@@ -3207,10 +3207,10 @@ def rows_output(out: torch.Tensor, lead: tuple) -> torch.Tensor:
 
 
 def _check_rows(ref: Reference, graph: Graph) -> None:
-    """An input of more dimensions, (..., K) (Reference.rows_of), or (..., d1, d2) whose trailing
-    dimensions the module flattens into its first GEMM's K = d1 d2 (Reference.feature_dims): kgen
-    takes the module as the same module on the input's rows, x.reshape(-1, K), as a Linear over
-    the last dimension is, its output reshaped back (rows_output). Whether the module's other ops are so is not in the trace (dim=1
+    """An input of more dimensions, (..., K) (Reference.rows_of), or (batch, d1, d2, ...) that the
+    module flattens into its first GEMM's K = d1 d2 ... (Reference.feature_dims): kgen takes the
+    module as the same module on the input's rows, x.reshape(-1, K), as a Linear over the last
+    dimension is, its output reshaped back (rows_output). Whether the module's other ops are so is not in the trace (dim=1
     of a 3-D value is not the features), so it is checked by running the module both ways, on the
     CPU in fp64, built as get_init_inputs() builds it and again with every parameter moved at
     random (a gate initialized to 0 hides an op over another dimension), at small leading sizes
@@ -3234,8 +3234,7 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
     # tensor, flatten(-2) of one, is no flatten there)
     flatten_hint = ("; or flatten the input as flatten(1) or x.view(x.size(0), -1), which leave a "
                     f"(batch, {k}) input as it is") if dims > 1 else ""
-    leading = len(shape) - dims   # (the dimensions of the rows)
-    base = ([2, 3] + [2] * leading)[:leading]
+    base = [2, 3] + [2] * (len(shape) - 3)
     leads = [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
     if dims > 1:
         # Every dimension after the batch flattened: both ways read the same (batch, K) tensor

@@ -104,9 +104,10 @@ def test_the_gemm_splits_w_in_registers_up_to_the_specs_batch():
     # run took each step from the fp64 run's parameters: validate._training_run.)
     ("gemm_mul_leakyrelu", 250, []), ("gemm_swish_scale", 250, ["--in", "8200", "--out", "1000"]),
     ("gemm_sigmoid_gemm_lse", 200, []),
-    # K = 1000: x's rows short enough for a warp each (f16x3_split_short_rows_kernel), the last
-    # lanes' quads past K.
-    ("gemm_mul_leakyrelu", 1000, ["--in", "1000", "--out", "512"])])
+    # K = 1000 and 2040: x's rows short enough for a warp each (f16x3_split_short_rows_kernel,
+    # 8 and 16 quads a lane), the last lanes' quads past K.
+    ("gemm_mul_leakyrelu", 1000, ["--in", "1000", "--out", "512"]),
+    ("gemm_mul_leakyrelu", 1000, ["--in", "2040", "--out", "512"])])
 def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref, batch, shape):
     """Point-wise modules (their training forward keeps z for the backward: entry_backward.cuh,
     which must hand the GEMM its workspace as the eval forward does) and two chained GEMMs (the

@@ -245,13 +245,13 @@ __global__ void __launch_bounds__(kSplitThreads)
   }
 }
 
-// Short rows of x (at most kShortRowQuads quads, K <= 1024): a warp a row, kSplitThreads / 32 rows
-// a block, each lane holding its quads. A block a row left three quarters of its threads idle at
-// K = 256 and waited at two barriers a row: x's pass at 16384 x 256 took 45 us, at 8192 x 1024
-// 33 us, for 32 MB and 64 MB moved (docs/perf.md, session 52). The same shift and halves as
-// f16x3_split_kernel's, bit for bit (the largest magnitude is order-free).
-constexpr int kShortRowHeldQuads = 8;
-constexpr int kShortRowQuads = 32 * kShortRowHeldQuads;
+// Short rows of x (at most 32 kHeld quads: K <= 1024 for 8, 2048 for 16): a warp a row,
+// kSplitThreads / 32 rows a block, each lane holding its quads. A block a row left three quarters
+// of its threads idle at K = 256 and waited at two barriers a row: x's pass at 16384 x 256 took
+// 45 us, at 8192 x 1024 33 us, for 32 MB and 64 MB moved (docs/perf.md, session 52). The same
+// shift and halves as f16x3_split_kernel's, bit for bit (the largest magnitude is order-free).
+// (Rows of at most 1024 hold 8 quads a lane, not 16: half the registers, more rows in flight.)
+template <int kHeld>
 __global__ void __launch_bounds__(kSplitThreads)
     f16x3_split_short_rows_kernel(const float* __restrict__ v, int rows, int K, __half* __restrict__ hi_v,
                                   __half* __restrict__ lo_v, int* __restrict__ shift_v) {
@@ -260,15 +260,15 @@ __global__ void __launch_bounds__(kSplitThreads)
   if (row >= rows) return;
   const float4* src = reinterpret_cast<const float4*>(v + row * K);
   const int quads = K / 4;
-  float4 held[kShortRowHeldQuads];
+  float4 held[kHeld];
 #pragma unroll
-  for (int r = 0; r < kShortRowHeldQuads; ++r) {
+  for (int r = 0; r < kHeld; ++r) {
     const int i = lane + 32 * r;
     held[r] = i < quads ? src[i] : make_float4(0.f, 0.f, 0.f, 0.f);
   }
   RowScan<false> scan;
 #pragma unroll
-  for (int r = 0; r < kShortRowHeldQuads; ++r) scan.take(held[r], lane + 32 * r);   // (zeros past K: 0)
+  for (int r = 0; r < kHeld; ++r) scan.take(held[r], lane + 32 * r);   // (zeros past K: 0)
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) scan.amax = fmaxf(scan.amax, __shfl_xor_sync(0xffffffffu, scan.amax, o));
   const int shift = row_shift(scan.amax);
@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(kSplitThreads)
   uint2* hi = reinterpret_cast<uint2*>(hi_v + row * K);
   uint2* lo = reinterpret_cast<uint2*>(lo_v + row * K);
 #pragma unroll
-  for (int r = 0; r < kShortRowHeldQuads; ++r) {
+  for (int r = 0; r < kHeld; ++r) {
     const int i = lane + 32 * r;
     if (i < quads) store_split(hi, lo, i, held[r], shift);
   }
@@ -284,10 +284,12 @@ __global__ void __launch_bounds__(kSplitThreads)
 
 // x's pass: its rows' shifts and halves, by the kernel for its row length.
 inline cudaError_t split_x(const float* x, int M, int K, __half* xh, __half* xl, int* shift_x, cudaStream_t stream) {
-  if (K / 4 <= kShortRowQuads) {
-    constexpr int rows_per_block = kSplitThreads / 32;
-    f16x3_split_short_rows_kernel<<<(M + rows_per_block - 1) / rows_per_block, kSplitThreads, 0, stream>>>(
-        x, M, K, xh, xl, shift_x);
+  constexpr int rows_per_block = kSplitThreads / 32;
+  const int blocks = (M + rows_per_block - 1) / rows_per_block;
+  if (K / 4 <= 32 * 8) {
+    f16x3_split_short_rows_kernel<8><<<blocks, kSplitThreads, 0, stream>>>(x, M, K, xh, xl, shift_x);
+  } else if (K / 4 <= 32 * 16) {
+    f16x3_split_short_rows_kernel<16><<<blocks, kSplitThreads, 0, stream>>>(x, M, K, xh, xl, shift_x);
   } else {
     f16x3_split_kernel<false><<<M, kSplitThreads, 0, stream>>>(x, K, xh, xl, shift_x, nullptr);
   }

@@ -88,12 +88,14 @@ def host_hidden_lines(source: str) -> list[str]:
 
 
 # Spills a kernel is known to have, and was measured with: kernel name fragment -> the most bytes of
-# spill stores and of spill loads. fp16x3's GEMM with w split in registers holds 64 accumulators,
-# 64 of a k-tile's partial sum and the k-tile's 32 A fragment registers under the 168 a thread of
-# its 384 may have; ptxas spills 8 bytes of it (docs/perf.md, session 22: timed with them, 1.99-2.04
-# ms at 128 x 32768 -> 32768; holding fewer fragments at a time, a wgmma group per k-step, was
-# 5-10 % slower, and deriving a descriptor instead of holding it spilled 28 bytes).
-KNOWN_SPILLS = {"wgmma_f16x3_w_in_registers_kernel": 8}
+# spill stores and of spill loads. fp16x3's GEMM with an operand split in registers (w, or x at
+# narrow outputs), at a 128x128 tile, holds 64 accumulators, 64 of a k-tile's partial sum and the
+# k-tile's 32 A fragment registers under the 168 a thread of its 384 may have; ptxas spills 8
+# bytes of it (docs/perf.md, session 22: timed with them, 1.99-2.04 ms at 128 x 32768 -> 32768;
+# holding fewer fragments at a time, a wgmma group per k-step, was 5-10 % slower, and deriving a
+# descriptor instead of holding it spilled 28 bytes). (x in registers at 128x128, with the spill,
+# session 53: slower than at BN = 64 for its products, which the rule's narrow tiles take.)
+KNOWN_SPILLS = {"wgmma_f16x3_in_registers_kernel": 8}
 
 
 def spills(report: str) -> list[str]:

@@ -1,6 +1,8 @@
 """The tables of kgen/tune/configs.py hold together: every tile the shape rule may pick is one the
 search tries (so a search can confirm or beat what `kgen generate` chose)."""
 
+import re
+
 import pytest
 
 from kgen.tune import configs
@@ -44,15 +46,63 @@ def test_the_default_target_is_the_wgmma_one():
     ((4096, 1024, 128), "fp16x3"),      # 126 (2048 x 1024 -> 128: 15.2 us against 20.3)
     ((8192, 1024, 16), "fp16x3"),       # 16 (37.5 against 48.7)
     ((4096, 4096, 64), "fp16x3"),       # 63 (73.2 against 85.6)
-    ((16384, 256, 32), "tf32x3"),       # K = 256: 22.7 against 19.7
     ((512, 256, 128), "tf32x3"),        # K = 256: even (8.1 against 8.2)
     ((4096, 512, 128), "tf32x3"),       # K = 512: not measured
-    ((8192, 1024, 8), "tf32x3"),        # N = 8: not measured
     ((128, 1024, 1024), "tf32x3"),      # at most 256 rows: the fill rule (17.7 against 17.2)
+    # At most FP16X3_NARROW_OUTPUT_MAX_N wide, at every K, at more than 256 rows: x split in the
+    # GEMM's registers (session 53, call B; fp16x3 at the narrow tiles against tf32x3)
+    ((16384, 256, 32), "fp16x3"),       # 11.3 against 19.6 (the pass's 22.7)
+    ((4096, 4096, 10), "fp16x3"),       # 33.8 (tf32x3 not measured; eager 104.2)
+    ((8192, 1024, 8), "fp16x3"),        # N = 8: as N = 16 (18.8 against 48.7)
+    ((8192, 512, 64), "fp16x3"),        # K = 512 (8192 x 1024 -> 64: 19.0 us, eager 42.7)
+    ((8192, 512, 65), "tf32x3"),        # wider than the narrow tiles, K = 512: not measured
+    ((256, 1024, 32), "tf32x3"),        # at most 256 rows: the fill rule
 ])
 def test_the_rule_takes_fp16x3_where_its_split_pays(shape, math):
     assert configs.fastest_family(configs.WGMMA_ARCH, *shape) == ("wgmma", math)
     assert configs.fastest_family("sm_80", *shape) == ("kgen", "tf32x3")
+
+
+def test_narrow_outputs_take_the_narrow_tiles_and_split_x_in_registers():
+    """fp16x3's rule tiles where the module's widest GEMM output is at most
+    FP16X3_NARROW_OUTPUT_MAX_N: BN of that width, 128 rows where they fill the GPU, else 64; and
+    the GEMM splits x in its registers there where the units fill a quarter of the SMs."""
+    from kgen.tune.choose import Target, shape_rule
+
+    assert all(t.bn == configs.FP16X3_NARROW_OUTPUT_MAX_N for t in configs.RULE_WGMMA_FP16X3_NARROW_TILES)
+    assert configs.rule_tiles("wgmma", "fp16x3", 64) == configs.RULE_WGMMA_FP16X3_NARROW_TILES
+    assert configs.rule_tiles("wgmma", "fp16x3", 65) == configs.RULE_WGMMA_FP16X3_TILES
+    assert configs.rule_tiles("wgmma", "tf32x3", 16) == configs.RULE_WGMMA_TF32X3_TILES
+    h100 = Target("sm_90a", 132, "an H100")
+
+    def tile(batch, k, n, problem="gemm_scale_bn"):
+        spec, _ = shape_rule(problem, batch, k, n, h100, "wgmma", "fp16x3")
+        return spec.tile.bm, spec.tile.bn
+
+    assert tile(4096, 4096, 10) == (128, 64)     # 32 tiles split 4 ways: 128 units
+    assert tile(8192, 1024, 16) == (64, 64)      # 128x64: 64 units; 64x64: 128
+    assert tile(8192, 1024, 200) == (128, 128)   # wider: the usual tiles
+    narrow = configs.RULE_WGMMA_FP16X3_NARROW_TILES
+    assert configs.fp16x3_x_in_registers(narrow[0], 4096, 4096, 10, 132)
+    assert configs.fp16x3_x_in_registers(narrow[1], 8192, 1024, 16, 132)
+    assert not configs.fp16x3_x_in_registers(narrow[1], 1024, 1024, 32, 132)   # 16 units
+    assert configs.fp16x3_x_in_registers(narrow[1], 2112, 1024, 32, 132)       # 33 units
+    assert not configs.fp16x3_x_in_registers(narrow[1], 200, 8192, 16, 132)     # w in registers
+    assert not configs.fp16x3_x_in_registers(narrow[0], 8192, 1024, 65, 132)    # wider than BN
+
+
+def test_x_in_registers_is_the_kernels_rule():
+    """configs.fp16x3_x_in_registers mirrors WgmmaWsF16x3Gemm::x_in_registers (the cost model's
+    bytes): its conditions and its share of the SMs, read from the CUDA."""
+    from kgen.codegen.generator import CODEGEN_DIR
+
+    source = (CODEGEN_DIR / "kernels" / "gemm_wgmma_f16x3.cuh").read_text()
+    share = re.findall(r"static constexpr int kXInRegistersSmShare = (\d+);", source)
+    assert share == [str(configs.FP16X3_X_IN_REGISTERS_SM_SHARE)]
+    rule = source[source.index("static bool x_in_registers(int M, int N, int K) {"):][:500]
+    for line in ("N > BN || w_in_registers(M) || M <= SkinnyGemm<float>::kMaxRows) return false;",
+                 "kXInRegistersSmShare) * tiles * splits_for(M, N, K) >= ws_detail::sm_count();"):
+        assert line in rule, line
 
 
 def test_split_k_splits_where_the_tiles_are_too_few_to_fill_the_gpu():

@@ -107,7 +107,14 @@ def test_the_gemm_splits_w_in_registers_up_to_the_specs_batch():
     # K = 1000 and 2040: x's rows short enough for a warp each (f16x3_split_short_rows_kernel,
     # 8 and 16 quads a lane), the last lanes' quads past K.
     ("gemm_mul_leakyrelu", 1000, ["--in", "1000", "--out", "512"]),
-    ("gemm_mul_leakyrelu", 1000, ["--in", "2040", "--out", "512"])])
+    ("gemm_mul_leakyrelu", 1000, ["--in", "2040", "--out", "512"]),
+    # Outputs no wider than a tile: x split in the GEMM's registers (x_in_registers), w's kept
+    # split beside it; N = 100 not a multiple of 8; K = 8192 at 1000 rows splits K 8 ways; the
+    # second of two chained GEMMs narrow.
+    ("gemm_mul_leakyrelu", 1000, ["--in", "1024", "--out", "16"]),
+    ("gemm_swish_scale", 1000, ["--in", "2048", "--out", "100"]),
+    ("gemm_mul_leakyrelu", 1000, ["--in", "8192", "--out", "32"]),
+    ("gemm_sigmoid_gemm_lse", 1000, ["--out", "24"])])
 def test_fp16x3_files_pass_the_gate_in_training_too(tmp_path, ref, batch, shape):
     """Point-wise modules (their training forward keeps z for the backward: entry_backward.cuh,
     which must hand the GEMM its workspace as the eval forward does) and two chained GEMMs (the

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from kgen import cli
 from kgen.tune import search
+from kgen.tune.configs import WGMMA_TILES
 from kgen.tune.search import Candidate, Evaluator, enumerate_specs, gpu_env
 from kgen.tune.spec import FP32_ACCURATE_MATHS
 
@@ -1156,7 +1157,9 @@ def test_where_the_full_validations_fail_the_fallback_is_measured_and_validated(
         n.split("_ms")[0] + ".py" if "_ms" in n else n for n in validated]
     assert all(g["record_path"] == record["record_path"] for g in guesses)
     fp16 = [n for n in validated if "fp16x3" in n]
-    assert len(fp16) == len(set(fp16)) == 3   # each tried once, none again after the fallback came in
+    # each tried once (one per tile of the search's list at this shape), none again after the
+    # fallback came in
+    assert len(fp16) == len(set(fp16)) == len(WGMMA_TILES["fp16x3"])
     assert "tf32x3" in validated[-1] and "tf32x3" in record["winners"]["0.0001"]["name"]
     assert any("measuring the fallback" in line for line in lines)
 

@@ -992,6 +992,9 @@ def describe_variant(spec: Spec) -> list[str]:
             if spec.tile.bm == spec.tile.bn:
                 gemm += (f" (at batches up to {FP16X3_W_IN_REGISTERS_MAX_ROWS} rows w is split in the GEMM's "
                          "registers instead, per row and k-tile of 64, unless the version counter is trusted)")
+            if any(low.graph.out_features <= spec.tile.bn for low in lowered_parts(spec)):
+                gemm += (f" (a GEMM no wider than {spec.tile.bn} splits x in its registers instead, per row and "
+                         f"k-tile of 64, where its tiles fill a quarter of the GPU's SMs)")
             if not all(runs_fp16x3(spec, low.graph.in_features) for low in lowered_parts(spec)):
                 gemm += " (a GEMM whose K is not a multiple of 8 runs tf32x3)"
         if spec.math in ROUND16_MATHS:

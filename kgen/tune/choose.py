@@ -180,8 +180,11 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
     shape too small for that takes the tile that gives the most. Fusion by the batch (and the module's dtype)
     unless given."""
     family = gemm_family(backend, math)
-    tiles = rule_tiles(family, math)
     workload = Workload(problem, batch, in_features, out_features, constants)
+    # The N of each GEMM the module runs: a pooled weight's is the pooling's width (lower.rewritten).
+    parts = workload.graph().parts
+    gemm_n = rewritten(parts[-1])[0].out_features
+    tiles = rule_tiles(family, math, widest_n=max(rewritten(part)[0].out_features for part in parts))
     fusion_why = f"fusion {fusion}"
     if fusion is None:
         fusion, fusion_why = rule_fusion(workload, dtype)
@@ -194,8 +197,6 @@ def shape_rule(problem: str, batch: int, in_features: int, out_features: int, ta
             refusals.append(str(e))
     if not valid:
         raise SpecError(f"no {family} {math} tile of kgen's list fits {target.arch}: " + refusals[0])
-    # The N of the GEMM the module runs: a pooled weight's is the pooling's width (lower.rewritten).
-    gemm_n = rewritten(workload.graph().parts[-1])[0].out_features
 
     def units(s: Spec) -> int:
         if dtype != "fp32":   # (a 16-bit module runs the 16-bit GEMM, which does not split K)

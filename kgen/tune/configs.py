@@ -29,6 +29,17 @@ RULE_MMA_TF32X3_TILES = (Tile(128, 128, 64, 64, 32, stages=3), Tile(128, 128, 32
 # fp16x3 stages four fp16 tiles of 128-byte rows (hi and lo of x and w): 3 stages at 128x128.
 RULE_WGMMA_FP16X3_TILES = (Tile(128, 128, 32, 16, 128, stages=3), Tile(64, 128, 32, 16, 128, stages=4),
                            Tile(64, 64, 32, 16, 64, stages=6))
+# fp16x3 where every GEMM's output is at most FP16X3_NARROW_OUTPUT_MAX_N wide: tiles of that BN,
+# no wider than the output needs, so that the GEMM splits x in its registers
+# (WgmmaWsF16x3Gemm::x_in_registers: N <= BN) with the fewest wasted products. 128 rows where
+# they fill the GPU (two consumer warpgroups a CTA: at 4096 x 4096 -> 10, 33.8 us against 64x64's
+# 38.8, the same 128 units), else 64 (8192 x 1024 -> 16: 64x64's 128 units 18.8 us, 128x64's 64
+# units 23.8; docs/perf.md, session 53, call B).
+RULE_WGMMA_FP16X3_NARROW_TILES = (Tile(128, 64, 32, 16, 64, stages=4), Tile(64, 64, 32, 16, 64, stages=6))
+FP16X3_NARROW_OUTPUT_MAX_N = 64
+# x_in_registers also asks the launch for at least 1 / FP16X3_X_IN_REGISTERS_SM_SHARE of the SMs'
+# count in work units (WgmmaWsF16x3Gemm::kXInRegistersSmShare; tests/test_configs.py ties them).
+FP16X3_X_IN_REGISTERS_SM_SHARE = 4
 # bf16 / fp16 on wgmma (fp32 operands): one tile, 128 x 128, two a CTA (one at batches of at most
 # 128 rows; kernels/gemm_wgmma_round16.cuh), 3 stages of 64 KB.
 RULE_WGMMA_ROUND16_TILES = (Tile(128, 128, 32, 16, 128, stages=3),)
@@ -38,8 +49,11 @@ RULE_TILES_BY_MATH = {("wgmma", "fp16x3"): RULE_WGMMA_FP16X3_TILES,
                       **{("wgmma", math): RULE_WGMMA_ROUND16_TILES for math in ROUND16_MATHS}}
 
 
-def rule_tiles(family: str, math: str) -> tuple:
-    """The shape rule's tiles for a GEMM family and math mode, in order of preference."""
+def rule_tiles(family: str, math: str, widest_n: int | None = None) -> tuple:
+    """The shape rule's tiles for a GEMM family and math mode, in order of preference, where the
+    module's widest GEMM output is `widest_n` wide (None: any width)."""
+    if (family, math) == ("wgmma", "fp16x3") and widest_n is not None and widest_n <= FP16X3_NARROW_OUTPUT_MAX_N:
+        return RULE_WGMMA_FP16X3_NARROW_TILES
     return RULE_TILES_BY_MATH.get((family, math), RULE_TILES[family])
 # Fusion: the fused statistics epilogue lengthens every GEMM tile, a separate statistics kernel
 # costs a read of z. Measured (docs/perf.md): fusion 1 wins at batch 1024, fusion 2 at 16384.
@@ -126,6 +140,18 @@ def launch_tiles(family: str, math: str, tile: Tile, batch: int, out_features: i
     return output_tiles(tile, batch, out_features)
 
 
+def fp16x3_x_in_registers(tile: Tile, batch: int, in_features: int, out_features: int, sms: int) -> bool:
+    """Whether fp16x3's GEMM splits x in its registers at this shape (WgmmaWsF16x3Gemm::
+    x_in_registers): an output no wider than the tile, more rows than w in registers and the
+    few-row GEMM take, and enough work units."""
+    w_in_registers = tile.bm == tile.bn and batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS
+    if out_features > tile.bn or w_in_registers or batch <= SKINNY_MAX_ROWS:
+        return False
+    units = output_tiles(tile, batch, out_features) * k_splits("wgmma", "fp16x3", tile, batch, in_features,
+                                                               out_features, sms)
+    return FP16X3_X_IN_REGISTERS_SM_SHARE * units >= sms
+
+
 def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features: int, out_features: int,
              sms: int) -> int:
     """The CTAs each output tile's k-range is split over at this shape on a GPU of `sms` SMs, as
@@ -185,6 +211,12 @@ FP16X3_MIN_HARMONIC = 224
 # than 16 were not measured: tf32x3 there.
 FP16X3_NARROW_MIN_K = 1024
 FP16X3_NARROW_MIN_N = 16
+# And at every K where the output is at most FP16X3_NARROW_OUTPUT_MAX_N wide, at more rows than w
+# in registers takes: the GEMM splits x in its registers there, with no pass over x (session 53,
+# call B, H200, a forward's kernels in device us: fp16x3 at the narrow tiles / tf32x3 (call A) /
+# eager fp32): 16384 x 256 -> 32 11.3 / 19.6 / 15.0; 8192 x 1024 -> 16 18.8 / 48.7 / 27.5;
+# 8192 x 1024 -> 64 19.0 / - / 42.7; 4096 x 4096 -> 10 33.8 / - / 104.2; at 1024 x 1024 -> 32, too
+# few tiles for x in registers, the pass: 15.5 (128x64) / 23.6 / 16.2.
 
 
 def fastest_family(arch: str, batch: int | None = None, in_features: int | None = None,
@@ -203,6 +235,8 @@ def fastest_family(arch: str, batch: int | None = None, in_features: int | None 
             return "wgmma", "fp16x3"
         if (batch > FP16X3_W_IN_REGISTERS_MAX_ROWS and in_features >= FP16X3_NARROW_MIN_K
                 and out_features >= FP16X3_NARROW_MIN_N):
+            return "wgmma", "fp16x3"
+        if batch > FP16X3_W_IN_REGISTERS_MAX_ROWS and out_features <= FP16X3_NARROW_OUTPUT_MAX_N:
             return "wgmma", "fp16x3"
     return "wgmma", "tf32x3"
 
@@ -244,7 +278,7 @@ WGMMA_TILES = {
     # (the 64-row tiles last: the shape rule's choice where 128-row tiles leave SMs idle)
     "tf32x3": [(128, 128, 4), (128, 128, 3), (128, 64, 6), (64, 128, 4), (64, 64, 6)],
     # fp16x3: four fp16 operand tiles a stage (hi and lo of x and w), 3 stages of 64 KB at 128x128.
-    "fp16x3": [(128, 128, 3), (64, 128, 4), (64, 64, 6)],
+    "fp16x3": [(128, 128, 3), (64, 128, 4), (64, 64, 6), (128, 64, 4)],
     "tf32": [(128, 256, 4), (128, 128, 6)],
     # bf16 / fp16 products of fp32 operands (the 1e-2 tier): w in the GEMM's registers, two tiles a CTA.
     "bf16": [(128, 128, 3)],

@@ -33,8 +33,8 @@ from kgen.codegen import generator
 from kgen.frontend.problems import is_path, load
 from kgen.ir.graph import computes_weight
 from kgen.lower.forward import rewritten
-from kgen.tune.configs import (FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, gemm_math, k_splits,
-                               launch_tiles)
+from kgen.tune.configs import (FAST_MMA_TILES, SIMT_TILES, TF32X3_TILES, WGMMA_TILES, fp16x3_x_in_registers,
+                               gemm_math, k_splits, launch_tiles)
 from kgen.tune.several import host_gpu
 from kgen.tune.spec import (FP16X3_W_IN_REGISTERS_MAX_ROWS, FP32_ACCURATE_MATHS, ROUND16_MATHS, WGMMA_ARCH, Spec, SpecError, Tile, Variant,
                              Workload, kgen_source_digest)
@@ -185,13 +185,16 @@ def predicted_ms(spec: Spec, sms: int) -> float:
         math = gemm_math(spec.family, spec.math, part.in_features)
         rate = None
         if math == "fp16x3":
-            # The split of x: read in fp32, written as two fp16 halves. w's, where the pass makes
-            # it (not where the GEMM splits w in its registers), is kept from call to call: a read
-            # of w while it is unchanged, as over the search's timed calls (docs/perf.md, session
-            # 50); a weight the forward computes is split afresh on every call, as x is.
+            # The split of x: read in fp32, written as two fp16 halves (none where the GEMM splits
+            # x in its registers: narrow outputs). w's, where the pass makes it (not where the
+            # GEMM splits w in its registers), is kept from call to call: a read of w while it is
+            # unchanged, as over the search's timed calls (docs/perf.md, session 50); a weight the
+            # forward computes is split afresh on every call, as x is.
             w_in_registers = spec.tile.bm == spec.tile.bn and spec.batch <= FP16X3_W_IN_REGISTERS_MAX_ROWS
+            x_in_registers = fp16x3_x_in_registers(spec.tile, spec.batch, part.in_features, part.out_features, sms)
+            x_bytes = 0.0 if x_in_registers else 8.0
             w_bytes = 0.0 if w_in_registers else 8.0 if computes_weight(part.gemm) else 4.0
-            total += (8.0 * spec.batch + w_bytes * part.out_features) * part.in_features / (GEMV_BANDWIDTH * 1e6)
+            total += (x_bytes * spec.batch + w_bytes * part.out_features) * part.in_features / (GEMV_BANDWIDTH * 1e6)
             rate = FP16X3_W_IN_REGISTERS_RATE if w_in_registers else None
         elif spec.family == "wgmma" and math in ROUND16_MATHS:
             # x rounded to 16 bits in a pass: read in fp32, written in 16 bits.

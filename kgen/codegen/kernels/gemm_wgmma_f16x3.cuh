@@ -315,14 +315,16 @@ __global__ void __launch_bounds__(Gemm::kThreads, 1)
   Gemm::template run<EPI>(&map_xh, &map_xl, &map_wh, &map_wl, shift_x, shift_w, M, N, K, p, splits);
 }
 
-template <class Gemm, class EPI>
+// The GEMM with one operand split in registers (run_in_registers): A fp32, B split by the pass
+// (x's halves where kWIsA, w's kept split otherwise), shift_b B's row shifts.
+template <class Gemm, class EPI, bool kWIsA>
 __global__ void __launch_bounds__(Gemm::kThreads, 1)
-    wgmma_f16x3_w_in_registers_kernel(const __grid_constant__ CUtensorMap map_w,
-                                      const __grid_constant__ CUtensorMap map_xh,
-                                      const __grid_constant__ CUtensorMap map_xl,
-                                      const int* __restrict__ shift_x, int M, int N, int K, EpilogueParams p,
-                                      int splits) {
-  Gemm::template run_w_in_registers<EPI>(&map_w, &map_xh, &map_xl, shift_x, M, N, K, p, splits);
+    wgmma_f16x3_in_registers_kernel(const __grid_constant__ CUtensorMap map_a,
+                                    const __grid_constant__ CUtensorMap map_bh,
+                                    const __grid_constant__ CUtensorMap map_bl,
+                                    const int* __restrict__ shift_b, int M, int N, int K, EpilogueParams p,
+                                    int splits) {
+  Gemm::template run_in_registers<EPI, kWIsA>(&map_a, &map_bh, &map_bl, shift_b, M, N, K, p, splits);
 }
 
 // 2^e as a float, exact, for e in [-126, 127].
@@ -346,6 +348,11 @@ __device__ __forceinline__ void split_pair(float a, float b, uint32_t& hi, uint3
 // pass over w at every batch (an A/B comparison).
 #ifndef KGEN_F16X3_W_IN_REGISTERS
 #define KGEN_F16X3_W_IN_REGISTERS 1
+#endif
+// KGEN_F16X3_X_IN_REGISTERS: outputs no wider than a tile (N <= BN) split x in the GEMM's
+// registers (on by default); a file's source defining it 0 runs x's pass there (an A/B comparison).
+#ifndef KGEN_F16X3_X_IN_REGISTERS
+#define KGEN_F16X3_X_IN_REGISTERS 1
 #endif
 
 // W_IN_REGISTERS_MAX_ROWS (spec.FP16X3_W_IN_REGISTERS_MAX_ROWS): the largest batch at which a square
@@ -382,6 +389,7 @@ struct WgmmaWsF16x3Gemm {
   static_assert(kSmemBytes + kThreads * 4 <= 227 * 1024,
                 "shared memory over the 227 KB per-CTA limit of sm_90");
   static_assert(!kSquare || BM * (BM + 4) * 4 <= kPipeBytes, "the transposed tile must fit in the pipeline buffers");
+  static_assert(2 * kABytes == BM * 64 * 4, "A's stage must hold its BM rows of 64 fp32 k (an operand in registers)");
 
   // The k-splits per tile at this shape and the workspace floats they need: WgmmaWsGemm's rule
   // (SplitK::splits_at) over this GEMM's k-tiles of 64 k (K % 8 != 0 runs tf32x3's GEMM instead).
@@ -404,8 +412,26 @@ struct WgmmaWsF16x3Gemm {
   // of w): where w's pass costs more than the slower GEMM (spec.FP16X3_W_IN_REGISTERS_MAX_ROWS;
   // docs/perf.md, sessions 22 and 51).
   static constexpr bool w_in_registers(int M) { return kWInRegisters && M <= W_IN_REGISTERS_MAX_ROWS; }
+  // Whether the batch splits x in registers: where the output is no wider than a tile, each element
+  // of x is read by one column of CTAs only, and its pass (8 bytes moved a element, then the
+  // GEMM's 4) cost more than the GEMM itself: at 8192 x 1024 -> 16, 19.4 of 43.5 us (docs/perf.md,
+  // session 53). With x in registers the GEMM reads x's 4 bytes a element once, w's kept split
+  // beside it. Not where the launch has fewer work units (tiles times k-splits) than a
+  // kXInRegistersSmShare-th of the GPU's SMs: there each CTA's mainloop sets the time, and the
+  // pass's, which does not split and then wait for its products every k-tile, is the faster
+  // (1024 x 1024 -> 32, 16 units of 64x64: 18.1 us against the pass's 15.5; 8192 x 1024 -> 16, 64
+  // units of 128x64: 23.8 against 34.3; session 53, call B).
+  static constexpr int kXInRegistersSmShare = 4;
+  static bool x_in_registers(int M, int N, int K) {
+    if (!KGEN_F16X3_X_IN_REGISTERS || N > BN || w_in_registers(M) || M <= SkinnyGemm<float>::kMaxRows) return false;
+    unsigned tiles = 0;
+    cudaError_t e;
+    if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return false;
+    return static_cast<long long>(kXInRegistersSmShare) * tiles * splits_for(M, N, K) >= ws_detail::sm_count();
+  }
   static long long split_floats(int M, int N, int K) {
     if (M <= SkinnyGemm<float>::kMaxRows) return 0;
+    if (x_in_registers(M, N, K)) return x_halves_offset(M, N, K);   // (split-K's partials alone)
     return shift_x_offset(M, N, K) + round64(M);
   }
   // w's split, kept by the caller from call to call for each weight (p.w_split; entry.cuh,
@@ -434,13 +460,16 @@ struct WgmmaWsF16x3Gemm {
     cudaError_t e;
     if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return e;
     if (SkinnyGemm<float>::applies(x, w, M, N, K)) return SkinnyGemm<float>::template launch<EPI>(x, w, M, N, K, p, stream);
-    // fp16 rows need a 16-byte pitch for TMA; the workspace holds x's split (p.w_split w's).
-    if (K % 8 != 0 || K == 0 || p.split_partials == nullptr) return cudaErrorInvalidValue;
+    // fp16 rows need a 16-byte pitch for TMA; the workspace holds x's split (p.w_split w's) and
+    // split-K's partials (with x in registers, those alone: split_floats).
+    const int splits = splits_for(M, N, K);
+    if (K % 8 != 0 || K == 0) return cudaErrorInvalidValue;
+    const bool x_split_in_registers = x_in_registers(M, N, K);
+    if (p.split_partials == nullptr && (splits > 1 || !x_split_in_registers)) return cudaErrorInvalidValue;
     float* const ws = p.split_partials;
     constexpr CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     // Split-K: the tiles' counters zeroed (the partials need nothing: each is written before it
     // is read), the CTAs of split s blocks [s * tiles, (s + 1) * tiles).
-    const int splits = splits_for(M, N, K);
     if (splits > 1) {
       e = cudaMemsetAsync(ws, 0, tiles * sizeof(unsigned int), stream);
       if (e != cudaSuccess) return e;
@@ -457,8 +486,8 @@ struct WgmmaWsF16x3Gemm {
         if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_xh, xh, type, 2, M, K, BN);
         if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_xl, xl, type, 2, M, K, BN);
         if (e != cudaSuccess) return e;
-        const auto kernel = f16x3_detail::wgmma_f16x3_w_in_registers_kernel<WgmmaWsF16x3Gemm, EPI>;
-        e = allow_dynamic_smem<f16x3_detail::wgmma_f16x3_w_in_registers_kernel<WgmmaWsF16x3Gemm, EPI>>(kSmemBytes);
+        const auto kernel = f16x3_detail::wgmma_f16x3_in_registers_kernel<WgmmaWsF16x3Gemm, EPI, true>;
+        e = allow_dynamic_smem<f16x3_detail::wgmma_f16x3_in_registers_kernel<WgmmaWsF16x3Gemm, EPI, true>>(kSmemBytes);
         if (e != cudaSuccess) return e;
         kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_w, map_xh, map_xl, shift_x, M, N, K, p, splits);
         return cudaGetLastError();
@@ -466,21 +495,33 @@ struct WgmmaWsF16x3Gemm {
     }
     // (w's kept split: the caller's, sized by w_split_floats.)
     if (p.w_split == nullptr) return cudaErrorInvalidValue;
-    __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset(M, N, K));
-    __half* const xl = xh + static_cast<long long>(M) * K;
-    int* const shift_x = reinterpret_cast<int*>(ws + shift_x_offset(M, N, K));
     auto* const kept_w = reinterpret_cast<f16x3_detail::SplitRowRecord*>(p.w_split);
     __half* const wh = reinterpret_cast<__half*>(p.w_split + w_split_records_floats(M, N, K));
     __half* const wl = wh + static_cast<long long>(N) * K;
     int* const shift_w = reinterpret_cast<int*>(p.w_split + w_split_records_floats(M, N, K) +
                                                 round64(static_cast<long long>(N) * K));
-    e = f16x3_detail::split_x(x, M, K, xh, xl, shift_x, stream);
-    if (e != cudaSuccess) return e;
     if (!p.w_split_current) {
       f16x3_detail::f16x3_split_kernel<true><<<N, f16x3_detail::kSplitThreads, 0, stream>>>(w, K, wh, wl, shift_w, kept_w);
       e = cudaGetLastError();
       if (e != cudaSuccess) return e;
     }
+    if (x_split_in_registers) {
+      CUtensorMap map_x, map_wh, map_wl;
+      e = ws_detail::make_kmajor_map(&map_x, x, M, K, BM);   // fp32, 32 k a box
+      if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_wh, wh, type, 2, N, K, BN);
+      if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_wl, wl, type, 2, N, K, BN);
+      if (e != cudaSuccess) return e;
+      const auto kernel = f16x3_detail::wgmma_f16x3_in_registers_kernel<WgmmaWsF16x3Gemm, EPI, false>;
+      e = allow_dynamic_smem<f16x3_detail::wgmma_f16x3_in_registers_kernel<WgmmaWsF16x3Gemm, EPI, false>>(kSmemBytes);
+      if (e != cudaSuccess) return e;
+      kernel<<<tiles * splits, kThreads, kSmemBytes, stream>>>(map_x, map_wh, map_wl, shift_w, M, N, K, p, splits);
+      return cudaGetLastError();
+    }
+    __half* const xh = reinterpret_cast<__half*>(ws + x_halves_offset(M, N, K));
+    __half* const xl = xh + static_cast<long long>(M) * K;
+    int* const shift_x = reinterpret_cast<int*>(ws + shift_x_offset(M, N, K));
+    e = f16x3_detail::split_x(x, M, K, xh, xl, shift_x, stream);
+    if (e != cudaSuccess) return e;
     CUtensorMap map_xh, map_xl, map_wh, map_wl;
     e = ws_detail::make_kmajor_map(&map_xh, xh, type, 2, M, K, BM);
     if (e == cudaSuccess) e = ws_detail::make_kmajor_map(&map_xl, xl, type, 2, M, K, BM);
@@ -613,25 +654,32 @@ struct WgmmaWsF16x3Gemm {
     WsEpilogue<BM, BN>::template run<EPI>(acc, reinterpret_cast<float*>(smem_ptr), m0, n0, M, N, p);
   }
 
-  // The GEMM with w split in registers (kWInRegisters; see the header): A = w's BM rows from
-  // n0, B = x's BN rows from m0, the accumulators z's tile transposed until the end.
-  template <class EPI>
-  __device__ static __forceinline__ void run_w_in_registers(const CUtensorMap* map_w, const CUtensorMap* map_xh,
-                                                            const CUtensorMap* map_xl, const int* shift_x,
-                                                            int M, int N, int K, const EpilogueParams& p,
-                                                            int splits) {
+  // The GEMM with an operand split in registers, A: its BM rows fp32 from shared memory, split a
+  // k-tile at a time, B's BN rows split by the pass. kWIsA (w in registers, kWInRegisters; see the
+  // header): A = w's rows from n0, B = x's from m0, the accumulators z's tile transposed until the
+  // end. Otherwise (x in registers, x_in_registers): A = x's rows from m0, B = w's kept split from
+  // n0, the accumulators z's tile.
+  template <class EPI, bool kWIsA>
+  __device__ static __forceinline__ void run_in_registers(const CUtensorMap* map_a, const CUtensorMap* map_bh,
+                                                          const CUtensorMap* map_bl, const int* shift_b,
+                                                          int M, int N, int K, const EpilogueParams& p,
+                                                          int splits) {
     using Mma = half_detail::Wgmma16<__half, BN>;
     extern __shared__ __align__(1024) unsigned char kgen_wgmma_f16x3_smem[];
-    // Tiles: rows of z (x's) by BN, columns (w's rows) by BM. Split-K as in run.
-    const int tiles_m = M / BN + (M % BN != 0);
-    const int tiles_n = N / BM + (N % BM != 0);
+    // Tiles: rows of z (x's) by B's BN or A's BM, columns (w's rows) by the other. Split-K as in run.
+    constexpr int kTileRows = kWIsA ? BN : BM;
+    constexpr int kTileCols = kWIsA ? BM : BN;
+    const int tiles_m = M / kTileRows + (M % kTileRows != 0);
+    const int tiles_n = N / kTileCols + (N % kTileCols != 0);
     const int tiles = tiles_m * tiles_n;
     const int tile = static_cast<int>(blockIdx.x) % tiles;
     const int split = static_cast<int>(blockIdx.x) / tiles;
     int tile_m, tile_n;
     raster_tile<GROUP_M>(tiles_m, tiles_n, tile_m, tile_n, tile);
-    const int m0 = tile_m * BN;
-    const int n0 = tile_n * BM;
+    const int m0 = tile_m * kTileRows;
+    const int n0 = tile_n * kTileCols;
+    const int a0 = kWIsA ? n0 : m0;   // A's first row, and B's
+    const int b0 = kWIsA ? m0 : n0;
     const int k_all = K / BK + (K % BK != 0);
     const int k_first = static_cast<int>(static_cast<long long>(split) * k_all / splits);
     const int k_tiles = static_cast<int>(static_cast<long long>(split + 1) * k_all / splits) - k_first;
@@ -644,10 +692,10 @@ struct WgmmaWsF16x3Gemm {
     const auto pipe = ws_detail::TmaStages<STAGES>::init(kgen_wgmma_f16x3_smem, kBufferBytes, 4 * kConsumers);
     const uint32_t smem = pipe.smem;
     unsigned char* const smem_ptr = pipe.ptr;
-    // w's stage: two boxes of BM rows x 32 floats (128 swizzled bytes a row), k 0-31 then 32-63.
-    auto w_box = [&](int s, int box) { return smem + s * kStageBytes + box * BM * 128; };
-    auto x_hi = [&](int s) { return smem + s * kStageBytes + 2 * kABytes; };
-    auto x_lo = [&](int s) { return smem + s * kStageBytes + 2 * kABytes + kBBytes; };
+    // A's stage: two boxes of BM rows x 32 floats (128 swizzled bytes a row), k 0-31 then 32-63.
+    auto a_box = [&](int s, int box) { return smem + s * kStageBytes + box * BM * 128; };
+    auto b_hi = [&](int s) { return smem + s * kStageBytes + 2 * kABytes; };
+    auto b_lo = [&](int s) { return smem + s * kStageBytes + 2 * kABytes + kBBytes; };
     auto generic = [&](uint32_t addr) { return smem_ptr + (addr - smem); };
 
     float acc[kAccRegs];
@@ -658,16 +706,16 @@ struct WgmmaWsF16x3Gemm {
       if (tid == 0) {
         pipe.produce(k_tiles, 2 * (kABytes + kBBytes), [&](int s, int kt) {
           const int k0 = (k_first + kt) * BK;
-          ws_detail::tma_load(w_box(s, 0), map_w, pipe.full(s), k0, n0);
-          ws_detail::tma_load(w_box(s, 1), map_w, pipe.full(s), k0 + 32, n0);
-          ws_detail::tma_load(x_hi(s), map_xh, pipe.full(s), k0, m0);
-          ws_detail::tma_load(x_lo(s), map_xl, pipe.full(s), k0, m0);
+          ws_detail::tma_load(a_box(s, 0), map_a, pipe.full(s), k0, a0);
+          ws_detail::tma_load(a_box(s, 1), map_a, pipe.full(s), k0 + 32, a0);
+          ws_detail::tma_load(b_hi(s), map_bh, pipe.full(s), k0, b0);
+          ws_detail::tma_load(b_lo(s), map_bl, pipe.full(s), k0, b0);
         });
       }
     } else {
       const int cwg = wg - 1;
       const int q = lane & 3;
-      // The thread's two rows of w's tile (the A fragment's rows, and its accumulators').
+      // The thread's two rows of A's tile (the A fragment's rows, and its accumulators').
       const int r0 = cwg * 64 + (warp & 3) * 16 + (lane >> 2);
       const int r1 = r0 + 8;
       float part[kAccRegs];
@@ -675,10 +723,10 @@ struct WgmmaWsF16x3Gemm {
         const int s = kt % STAGES;
         const uint32_t parity = (kt / STAGES) & 1;
         ws_detail::mbar_wait(pipe.full(s), parity);
-        // The A fragment's fp32 elements at k 16 ks + 2q (+1) and 8 more, rows r0 and r1: in w's
+        // The A fragment's fp32 elements at k 16 ks + 2q (+1) and 8 more, rows r0 and r1: in A's
         // swizzled box ks / 2, chunk 4 (ks % 2) + q / 2 (+2), half q % 2 of it.
         auto at = [&](int ks, int r, int dk) {
-          const float* box = reinterpret_cast<const float*>(generic(w_box(s, ks >> 1)));
+          const float* box = reinterpret_cast<const float*>(generic(a_box(s, ks >> 1)));
           const int chunk = 4 * (ks & 1) + (q >> 1) + dk;
           return *reinterpret_cast<const float2*>(box + r * 32 + 4 * (chunk ^ (r & 7)) + 2 * (q & 1));
         };
@@ -703,8 +751,8 @@ struct WgmmaWsF16x3Gemm {
         const int e0 = amax0 > 0.f ? min(14 - ilogbf(amax0), 126) : 0;
         const int e1 = amax1 > 0.f ? min(14 - ilogbf(amax1), 126) : 0;
         const float up0 = f16x3_detail::pow2(e0), up1 = f16x3_detail::pow2(e1);
-        const uint64_t xh = wgmma_detail::sw128_desc(x_hi(s));
-        const uint64_t xl = wgmma_detail::sw128_desc(x_lo(s));
+        const uint64_t bh = wgmma_detail::sw128_desc(b_hi(s));
+        const uint64_t bl = wgmma_detail::sw128_desc(b_lo(s));
         uint32_t hi[kKSteps][4], lo[kKSteps][4];
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
@@ -718,9 +766,9 @@ struct WgmmaWsF16x3Gemm {
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
           const uint64_t k_off = static_cast<uint64_t>(ks * 2);
-          Mma::mma(part, lo[ks], xh + k_off, ks == 0 ? 0 : 1);
-          Mma::mma(part, hi[ks], xl + k_off, 1);
-          Mma::mma(part, hi[ks], xh + k_off, 1);
+          Mma::mma(part, lo[ks], bh + k_off, ks == 0 ? 0 : 1);
+          Mma::mma(part, hi[ks], bl + k_off, 1);
+          Mma::mma(part, hi[ks], bh + k_off, 1);
         }
         wgmma_detail::commit();
         wgmma_detail::wait<0>();
@@ -737,17 +785,31 @@ struct WgmmaWsF16x3Gemm {
       }
       wgmma_detail::wait<0>();
       wgmma_detail::fence_regs(acc);
-      transpose_acc<BM, BN>(acc, reinterpret_cast<float*>(smem_ptr));
-      // Back to x's scale: 2^-shift_x[row], exact (shift_x in [-113, 126]).
-      const int r = m0 + cwg * 64 + (warp & 3) * 16 + (lane >> 2);
+      if constexpr (kWIsA) {
+        transpose_acc<BM, BN>(acc, reinterpret_cast<float*>(smem_ptr));
+        // Back to x's scale: 2^-shift_x[row], exact (shift_x in [-113, 126]).
+        const int r = m0 + cwg * 64 + (warp & 3) * 16 + (lane >> 2);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = r + 8 * h;
-        const float down = f16x3_detail::pow2(row < M ? -shift_x[row] : 0);
+        for (int h = 0; h < 2; ++h) {
+          const int row = r + 8 * h;
+          const float down = f16x3_detail::pow2(row < M ? -shift_b[row] : 0);
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            acc[4 * j + 2 * h] *= down;
+            acc[4 * j + 2 * h + 1] *= down;
+          }
+        }
+      } else {
+        // Back to w's scale: 2^-shift_w[col], exact (shift_w in [-113, 126]).
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
-          acc[4 * j + 2 * h] *= down;
-          acc[4 * j + 2 * h + 1] *= down;
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int col = n0 + 8 * j + 2 * (lane & 3) + e;
+            const float down = f16x3_detail::pow2(col < N ? -shift_b[col] : 0);
+            acc[4 * j + e] *= down;
+            acc[4 * j + 2 + e] *= down;
+          }
         }
       }
     }

@@ -15,7 +15,7 @@ import click
 from kgen import __version__
 from kgen.codegen import generator
 from kgen.ir.graph import Unsupported
-from kgen.frontend.problems import PROBLEMS
+from kgen.frontend.problems import PROBLEMS, is_path
 from kgen.frontend.reference import Reference, ReferenceError
 from kgen.tune.spec import (WGMMA_ARCH, ARCH_LIMITS, BACKENDS, FUSION_LEVELS, MATH_MODES, WGMMA_MATHS, Spec, SpecError,
                    Tile, Variant, Workload, arch_for_capability, check_shape, gemm_family)
@@ -138,9 +138,18 @@ def _problem(ref, problem) -> str:
         if ref:
             generator.refuse_shared_names(Reference(ref))
     except (Unsupported, ReferenceError) as e:
-        click.echo(f"kgen: {e}", err=True)
-        sys.exit(2)
+        _refuse_module(chosen if ref else None, e)
     return chosen
+
+
+def _refuse_module(problem: str | None, e: Exception):
+    """A module kgen cannot synthesize (or a reference it cannot read): the reason, naming the
+    file where the reason does not, and exit 2 (not a usage error: the command line was right)."""
+    text = str(e)
+    if problem and is_path(problem) and not text.startswith(problem):
+        text = f"{problem}: {text}"
+    click.echo(f"kgen: {text}", err=True)
+    sys.exit(2)
 
 
 def search_problem_option(f):
@@ -201,8 +210,7 @@ def _shape(problem, batch, in_features, out_features, sets=()):
     except SpecError as e:
         raise click.UsageError(str(e)) from None
     except (Unsupported, ReferenceError) as e:
-        click.echo(f"kgen: {e}", err=True)
-        sys.exit(2)
+        _refuse_module(problem, e)
     # A --set equal to the file's own value changes nothing (and must not name another workload).
     constants = tuple((k, v) for k, v in constants if k in ref.set_constants)
     changed = [f"{name} = {value}" for name, value in constants] + ref.applied
@@ -288,8 +296,10 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         path = output_path(output, spec)
         existed = path.exists()
         path = generator.write(spec, path, measured=measured, overwrite=force)
-    except (SpecError, Unsupported, ReferenceError, generator.WriteRefused) as e:
+    except (SpecError, generator.WriteRefused) as e:
         raise click.UsageError(str(e)) from None
+    except (Unsupported, ReferenceError) as e:   # (the lowering's refusals: after the trace)
+        _refuse_module(problem, e)
     except (StaticCheckError, generator.WriteError) as e:
         raise click.ClickException(str(e)) from None
     if existed and not force:

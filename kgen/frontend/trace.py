@@ -383,12 +383,18 @@ class _TensorNumber(float):
 
 
 class _BeforeTheGemm(Unsupported):
-    """A parameter's value used before the first GEMM (Tracer.value): Tracer.run defers the op."""
+    """A parameter's or the input's value used before the first GEMM (Tracer.value): Tracer.run
+    defers the op; where the GEMM itself needs it, the refusal it carries."""
+
+
+INPUT_BEFORE_THE_GEMM = ("an op on the module's input before the GEMM, whose result the GEMM reads (kgen's GEMM "
+                         "comes first; the input may be read again after it)")
 
 
 class _Deferred:
-    """An op on parameters alone that forward makes before the first GEMM, with its fx arguments:
-    taken where its value is first used (Tracer._materialized)."""
+    """An op on parameters or the module's input alone that forward makes before the first GEMM,
+    with its fx arguments: taken where its value is first used (Tracer._materialized): a residual
+    written first (`0.5 * x + torch.tanh(self.fc(x))`) is the one written after."""
 
     def __init__(self, fx_node, args, kwargs):
         self.fx_node, self.args, self.kwargs = fx_node, args, kwargs
@@ -410,6 +416,41 @@ class _Marker:
         # A parameter's marker ("tensor", "matrix"): the shape of the view of it the module
         # reads (Tracer.param_view), None for the parameter itself.
         self.shape = shape
+
+    def __repr__(self) -> str:
+        # (where a refusal shows an argument it did not expect)
+        return "a value's shape" if self.kind == "shape" else f"<{self.kind}>"
+
+
+def _names_a_device(v) -> bool:
+    """Whether an argument of x.to(...) / x.cuda(...) names a device: x.device (a marker), a
+    torch.device, a device's name ("cuda", "cuda:0", "cpu": Tracer.visit_method takes the host only
+    for the module's input)."""
+    if isinstance(v, _Marker):
+        return v.kind == "device"
+    if isinstance(v, str):
+        return re.fullmatch(r"(cuda|cpu)(:\d+)?", v) is not None
+    return isinstance(v, torch.device)
+
+
+# What a forward may ask of the process it runs in and branch on, which one emitted forward cannot
+# follow: name -> (the object holding the function, its attribute, the answer the trace gives the
+# reference, the other answer). The emitted file runs on a GPU, with gradients as its caller
+# chooses, eagerly or compiled: where the ops the forward traces to differ with the other answer,
+# the module is refused (_trace); torch.cuda.is_available() has one answer where the file runs.
+ENVIRONMENT_QUERIES = {
+    "torch.is_grad_enabled()": (torch, "is_grad_enabled", True, False),
+    "torch.is_inference_mode_enabled()": (torch, "is_inference_mode_enabled", False, True),
+    "torch.cuda.is_available()": (torch.cuda, "is_available", True, True),
+    "torch.compiler.is_compiling()": (torch.compiler, "is_compiling", False, True),
+    "torch.jit.is_scripting()": (torch.jit, "is_scripting", False, True),
+    "torch.jit.is_tracing()": (torch.jit, "is_tracing", False, True),
+    "torch.are_deterministic_algorithms_enabled()": (torch, "are_deterministic_algorithms_enabled", False, True),
+}
+
+
+def _names_the_cpu(v) -> bool:
+    return (isinstance(v, str) and v == "cpu") or (isinstance(v, torch.device) and v.type == "cpu")
 
 
 class _Proxy(torch.fx.Proxy):
@@ -654,8 +695,10 @@ def _frames(frame):
 
 
 # Markers of a parameter that is not a GEMM's weight (a scalar, a per-feature vector): an op on
-# them alone before the first GEMM is deferred to its first use (Tracer._parameters_only).
+# them alone before the first GEMM is deferred to its first use (Tracer._deferrable).
 PARAMETER_KINDS = frozenset({"tensor"})
+# ... and so are ops on the module's input, and on both (Tracer._deferrable).
+DEFERRABLE_KINDS = PARAMETER_KINDS | {"input"}
 # fx node meta: made with gradients off (torch.no_grad(), set_grad_enabled(False), inference_mode)
 NO_GRAD = "kgen_no_grad"
 
@@ -698,6 +741,8 @@ class Tracer:
         self.output_tail: tuple = ()   # torch's last op on the kernel's output (Graph.output_tail)
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
+        self.queries_read: dict[str, int] = {}   # ENVIRONMENT_QUERIES the forward read, at their lines
+        self.other_answers: frozenset = frozenset()   # the queries answered with their other value
 
     # ---- errors --------------------------------------------------------------------------
     def refuse(self, what: str) -> Unsupported:
@@ -836,8 +881,7 @@ class Tracer:
         the first GEMM), read per element by the broadcast tail (a residual such as
         `x + original_x`). Before the GEMM it is refused: kgen's GEMM comes first."""
         if self.gemm_id is None:
-            raise self.refuse("an op on the module's input before the GEMM (kgen's GEMM comes first; "
-                              "the input may be read again after it)")
+            raise _BeforeTheGemm(str(self.refuse(INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
         if detached not in self.inputs:
             node = self.add("input", "full", path=INPUT_PATH, detached=detached)
             self.nodes[node].shape = ("M", self.module_in_features)
@@ -1295,7 +1339,10 @@ class Tracer:
         """LayerNorm over the N features of each row: GroupNorm with one group (the same mean,
         biased variance, eps and per-feature affine; one kernel path, one backward)."""
         if normalized_shape != (self.out_features,):
-            raise self.refuse(f"LayerNorm over {normalized_shape} after a GEMM of {self.out_features} "
+            whole = len(normalized_shape) == 1 and isinstance(normalized_shape[0], _Marker)
+            shown = ("the value's whole shape (y.shape: one mean and variance over the batch too)" if whole
+                     else normalized_shape)
+            raise self.refuse(f"LayerNorm over {shown} after a GEMM of {self.out_features} "
                               "features (kgen normalizes each row's features: normalized_shape (N,))")
         if self.out_features == 1:
             raise self.refuse("LayerNorm over one feature (its output is its bias alone: x minus its own "
@@ -1536,8 +1583,17 @@ class Tracer:
     def _refuse_hooks(self) -> None:
         """A forward hook changes what the module computes outside forward(), which torch.fx does
         not see (it traces forward alone): refused, naming the module and the hook."""
+        from torch.nn.modules.lazy import LazyModuleMixin
+
         kinds = ("_forward_hooks", "_forward_pre_hooks")
         for name, module in self.model.named_modules():
+            if isinstance(module, LazyModuleMixin):
+                # (its hook is torch's own, which makes the parameters on the first call)
+                plain = type(module).__name__.removeprefix("Lazy")
+                raise Unsupported(f"{self.ref.path}: the submodule {name!r} is a lazy module "
+                                  f"({type(module).__name__}): it makes its parameters on its first call, "
+                                  f"from that input's shape, and kgen reads them before any call; write "
+                                  f"nn.{plain} with its input size given")
             for kind in kinds:
                 if getattr(module, kind, None):
                     where = f"the submodule {name!r}" if name else "the model"
@@ -1556,6 +1612,33 @@ class Tracer:
                                   "(torch.nn.modules.module.register_module_forward_hook); kgen traces "
                                   "forward() alone")
 
+    @contextlib.contextmanager
+    def _environment_answered(self):
+        """ENVIRONMENT_QUERIES answered as the trace chooses where the reference's own code asks
+        them (fx runs forward's Python once: a branch on one is baked in), each recorded with its
+        line; asked from anywhere else (torch's own code, kgen's), they answer as they are."""
+        path = str(self.ref.path)
+        saved = []
+
+        def answering(name, real, answer):
+            def query(*args, **kwargs):
+                frame = sys._getframe(1)
+                if frame.f_code.co_filename == path:
+                    self.queries_read.setdefault(name, frame.f_lineno)
+                    return answer
+                return real(*args, **kwargs)
+            return query
+
+        for name, (owner, attr, answer, other) in ENVIRONMENT_QUERIES.items():
+            real = getattr(owner, attr)
+            saved.append((owner, attr, real))
+            setattr(owner, attr, answering(name, real, other if name in self.other_answers else answer))
+        try:
+            yield
+        finally:
+            for owner, attr, real in saved:
+                setattr(owner, attr, real)
+
     def run(self) -> Graph:
         tracer = _LocatingTracer(str(self.ref.path), self.ref.source, tuple(self.ref.input.shape))
         # Buffers as get_attr nodes, like parameters: otherwise fx runs an op on a buffer (a
@@ -1565,7 +1648,7 @@ class Tracer:
         self._refuse_hooks()
         try:
             # (grad on, so that forward's own torch.no_grad() shows: _LocatingTracer.create_node)
-            with torch.enable_grad(), tracer.unseen_by_fx_refused():
+            with torch.enable_grad(), tracer.unseen_by_fx_refused(), self._environment_answered():
                 fx_graph = tracer.trace(self.model, concrete_args=dict(self.forward_defaults) or None)
         except Unsupported:
             raise
@@ -1618,8 +1701,9 @@ class Tracer:
                                 else self.input_marker)
                 continue
             if fx_node.op == "output":
+                # (a tuple, list or dict of outputs: refused below, as anything but one tensor)
                 output = self._materialized(env[fx_node.args[0]], {})[0] \
-                    if not isinstance(fx_node.args[0], (tuple, list)) else None
+                    if isinstance(fx_node.args[0], torch.fx.Node) else None
                 if isinstance(output, _Marker) and output.kind in ("indices", "broadcast", "filled"):
                     self.value(output)   # (refused, naming the indices)
                 if not isinstance(output, int):
@@ -1629,10 +1713,13 @@ class Tracer:
             args = torch.fx.node.map_arg(fx_node.args, lambda n: env[n])
             kwargs = torch.fx.node.map_arg(fx_node.kwargs, lambda n: env[n])
             receiver, writes = self._aliasing(fx_node)
-            if self.gemm_id is None and not writes and self._parameters_only(args, kwargs):
-                # An op on parameters alone before the first GEMM (scale = self.logit_scale.exp(),
-                # or CLIP's left operand `self.logit_scale.exp() * F.normalize(self.fc(x))`): a
+            if self.gemm_id is None and not writes and self._deferrable(args, kwargs):
+                # An op on parameters or the input alone before the first GEMM (scale =
+                # self.logit_scale.exp(), CLIP's left operand `self.logit_scale.exp() *
+                # F.normalize(self.fc(x))`, a residual's `0.5 * x` written before the GEMM): a
                 # value of the epilogue, so it is taken where it is first used after the GEMM.
+                # (The GEMM itself, and ops that take the input as it is, flatten(1) and the
+                # like, run here as they would below.)
                 try:
                     result = self.visit(fx_node, *self._materialized(args, kwargs))
                 except _BeforeTheGemm:
@@ -1662,12 +1749,12 @@ class Tracer:
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
         return graph
 
-    def _parameters_only(self, args, kwargs) -> bool:
-        """Whether an op's operands are parameters (or ops on them alone, deferred) and numbers:
-        nothing of the input, no value of the epilogue."""
+    def _deferrable(self, args, kwargs) -> bool:
+        """Whether an op's operands are parameters, the module's input (or ops on them alone,
+        deferred) and numbers: no value of the epilogue, no weight matrix."""
         leaves: list = []
         torch.fx.node.map_aggregate((args, kwargs), lambda v: leaves.append(v) or v)
-        if any(isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind not in PARAMETER_KINDS) for v in leaves):
+        if any(isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind not in DEFERRABLE_KINDS) for v in leaves):
             return False
         return any(isinstance(v, _Deferred) or isinstance(v, _Marker) for v in leaves)
 
@@ -1680,7 +1767,13 @@ class Tracer:
             if not isinstance(self.env.get(v.fx_node), _Deferred):
                 return self.env[v.fx_node]   # (taken already)
             d_args, d_kwargs = self._materialized(v.args, v.kwargs)
-            result = self._finished(v.fx_node, self.visit(v.fx_node, d_args, d_kwargs))
+            now = self.fx_node, self.where   # (located at the op's own line while it is taken)
+            self.fx_node = v.fx_node
+            self._locate(v.fx_node)
+            try:
+                result = self._finished(v.fx_node, self.visit(v.fx_node, d_args, d_kwargs))
+            finally:
+                self.fx_node, self.where = now
             self.env[v.fx_node] = result
             return result
 
@@ -1881,9 +1974,12 @@ class Tracer:
         if name == "float":
             return self._fp32_cast(not rest and not kwargs and dtype == torch.float32)
         # x.to(x.device) and x.to(x.device, x.dtype) move nothing either (the value is on the
-        # input's device).
-        rest = tuple(a for a in rest if not (isinstance(a, _Marker) and a.kind == "device"))
-        kwargs = {k: v for k, v in kwargs.items() if not (k == "device" and isinstance(v, _Marker) and v.kind == "device")}
+        # input's device), nor does a move to a device named ("cuda", self.device set in
+        # __init__, torch.device(...)): the emitted forward runs where its input is, on the GPU,
+        # as the module does there.
+        rest = tuple(a for a in rest if not _names_a_device(a))
+        kwargs = {k: v for k, v in kwargs.items()
+                  if not ((k == "device" and _names_a_device(v)) or (k == "non_blocking" and isinstance(v, bool)))}
         if name == "to" and not rest and not kwargs:
             return True
         target = rest[0] if len(rest) == 1 and not kwargs else kwargs.get("dtype") if not rest and set(kwargs) == {"dtype"} else None
@@ -1927,8 +2023,7 @@ class Tracer:
 
     def _check_input(self, a):
         if isinstance(a, _Marker) and a.kind == "input" and self.gemm_id is None:
-            raise self.refuse("an op on the module's input before the GEMM (kgen's GEMM comes first; "
-                              "the input may be read again after it)")
+            raise _BeforeTheGemm(str(self.refuse(INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
 
     def visit_module(self, path: str, module: nn.Module, args, kwargs):
         kind = _torch_kind(module)
@@ -2857,6 +2952,14 @@ class Tracer:
             # clone / contiguous / detach of the input: the input (detach: no gradient through
             # this read), whatever the order, before or after the GEMM.
             return _Marker("input", self_arg.payload or name == "detach")
+        if name == "cuda" and all(_names_a_device(a) or type(a) is int for a in rest) \
+                and set(kwargs) <= {"device", "non_blocking"}:
+            return self_arg   # (a move to the device it is on: the emitted forward runs on the GPU)
+        if name == "to" and any(_names_the_cpu(a) for a in (*rest, *kwargs.values())) and not (
+                isinstance(self_arg, _Marker) and self_arg.kind == "input"):
+            # (the input moved to a device chosen in __init__, "cpu" where no GPU was: the
+            # module's own device where it runs; any other value moved to the host is not)
+            raise self.refuse("a value moved to the host (.to('cpu')): kgen's output stays on the GPU")
         if name in ("float", "to", "type") and self._same_dtype(name, rest, kwargs):
             # x.float() / x.to(torch.float32) / x.to(x.device) of a value: itself; of a
             # comparison ((x > 0).float()): its 0 / 1 as a number of the module's dtype
@@ -3057,6 +3160,23 @@ def _trace(ref: Reference) -> Graph:
     if trained.describe() != evaluated.describe():
         raise Unsupported(f"{ref.path}: the forward computes other ops in training mode than in eval mode "
                           "(a branch on self.training?); kgen emits one forward for both modes")
+    # A branch on torch.is_grad_enabled() and the like (ENVIRONMENT_QUERIES): traced again with
+    # the other answer, each query the forward read; other ops there, and one forward cannot be both.
+    for name, line in tracer.queries_read.items():
+        owner, attr, answer, other = ENVIRONMENT_QUERIES[name]
+        if other == answer:
+            continue
+        flipped = Tracer(ref, ref.meta_model())
+        flipped.dropout_is_identity = True
+        flipped.other_answers = frozenset({name})
+        if flipped.run().describe() != trained.describe():
+            raise Unsupported(f"{ref.path}: line {line}: the forward branches on {name}: it computes other ops "
+                              f"where that is {other} than where it is {answer}, and kgen emits one forward for "
+                              "every case (torch.is_grad_enabled() is False under torch.no_grad(), as "
+                              "inference and KernelBench's eval call the module)" if "grad" in name else
+                              f"{ref.path}: line {line}: the forward branches on {name}: it computes other ops "
+                              f"where that is {other} than where it is {answer}, and kgen emits one forward for "
+                              "every case")
     graph.dropouts = tracer.dropouts
     if getattr(ref, "rows_of", None) is not None:
         _check_rows(ref, graph)

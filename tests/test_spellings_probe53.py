@@ -161,6 +161,18 @@ def test_the_input_moved_to_a_device_is_the_input(move, tmp_path):
     assert canonical(trace(ref).describe()) == canonical(trace(plain).describe())
 
 
+def test_a_device_chosen_in_init_is_no_hyperparameter(tmp_path):
+    """self.device ("cpu" where the file is generated without a GPU, "cuda" where it runs) moves
+    the input only: the emitted forward does not compare it with the traced value (it did, and
+    raised on the GPU for every call)."""
+    ref = write(tmp_path, "moved", "x = x.to(self.device)\nreturn torch.relu(self.fc(x)) * self.scale")
+    assert trace(ref).hyperparameters == []
+    out = tmp_path / "new.py"
+    r = CliRunner().invoke(main, ["generate", str(ref.path), "-o", str(out), "--results-dir", str(tmp_path / "r")])
+    assert r.exit_code == 0, r.output
+    assert "synthesized for device=" not in out.read_text()
+
+
 @pytest.mark.parametrize("move", ["y = y.to('cpu')", "y = y.to(torch.device('cpu'))"])
 def test_a_value_moved_to_the_host_is_refused(move, tmp_path):
     with pytest.raises(Unsupported, match="moved to the host"):

@@ -3233,7 +3233,7 @@ def _plain(value):
 def _perturbations(value, widths: frozenset = frozenset()) -> list:
     """Other values of a module's scalar attribute (_plain) for hyperparameters_read to trace
     with: one on each side of it (a forward may branch on a threshold either way), a flipped bool,
-    a string no op takes, each element of a tuple so; a feature size (an int among `widths`) twice
+    a string no op takes (a device's name: the other device), each element of a tuple so; a feature size (an int among `widths`) twice
     and half it, which keep what divides it dividing. [] for NaN (never equal: no guard can
     compare it)."""
     if isinstance(value, bool):
@@ -3247,6 +3247,11 @@ def _perturbations(value, widths: frozenset = frozenset()) -> list:
             return [1.0, -1.0]
         step = abs(value) * 0.5 + 0.25
         return [value + step, value - step]
+    if isinstance(value, str) and _names_a_device(value):
+        # (a device chosen in __init__, "cuda" if torch.cuda.is_available() else "cpu": the other
+        # one, which a move of the input to it takes as well; the name the trace saw is the
+        # host's where the file was generated without a GPU, and the GPU's where it runs)
+        return ["cpu" if value.startswith("cuda") else "cuda"]
     if isinstance(value, str):
         return [value + "~kgen"]
     if isinstance(value, tuple):

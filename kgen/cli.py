@@ -381,8 +381,22 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
                      stages=(stages or d.stages) if family != "simt" else 0,
                      group_m=group or d.group_m)
     try:
-        return Spec(workload, Variant(math=math, backend=backend, fusion=fusion_level, tile=spec_tile,
-                                      arch=target.arch))
+        try:
+            return Spec(workload, Variant(math=math, backend=backend, fusion=fusion_level, tile=spec_tile,
+                                          arch=target.arch))
+        except SpecError as e:
+            # --tile without --stages: the rule's tile's stages, or, where this tile's stages of
+            # that count do not fit in shared memory, the most that do
+            if stages is not None or family == "simt" or "shared memory" not in str(e):
+                raise
+            for fewer in range(spec_tile.stages - 1, 1, -1):
+                try:
+                    return Spec(workload, Variant(math=math, backend=backend, fusion=fusion_level,
+                                                  tile=dataclasses.replace(spec_tile, stages=fewer), arch=target.arch))
+                except SpecError as again:
+                    if "shared memory" not in str(again):
+                        raise
+            raise
     except SpecError as e:
         if not given_warp and ("WM=" in str(e) or "WN=" in str(e) or "warp tile" in str(e)):
             raise SpecError(f"{e} (the warp tile {wm}x{wn} is the default for this tile; set --warp)") from None

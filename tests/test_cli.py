@@ -127,6 +127,19 @@ def test_generate_names_the_variant_it_is_told(tmp_path, monkeypatch):
     assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
 
 
+def test_a_tile_without_stages_takes_the_most_that_fit(tmp_path):
+    """--tile alone: the rule's stages where they fit, else the most that do (fp16x3's 64x128 at
+    2048 x 1024 -> 32, where the rule's 64x64 tile has 6: 4 of 64x128's fit); --stages given is
+    taken as it is, and a count that does not fit is an error saying so."""
+    args = ("generate", "--problem", "gemm_scale_bn", "--batch", "2048", "--in", "1024", "--out", "32",
+            "--math", "fp16x3", "--backend", "wgmma", "--tile", "64x128x32", "--arch", "sm_90a")
+    r = run(*args, "-o", str(tmp_path / "a.py"))
+    assert r.exit_code == 0, r.output
+    assert spec_of(tmp_path / "a.py")["tile"]["stages"] == 4
+    r = run(*args, "--stages", "6", "-o", str(tmp_path / "b.py"))
+    assert r.exit_code == 2 and "bytes of shared memory" in r.output
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

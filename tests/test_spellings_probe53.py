@@ -207,3 +207,11 @@ def test_a_refusal_after_the_trace_exits_2_naming_the_file(tmp_path):
                                   "--results-dir", str(tmp_path / "results")])
     assert r.exit_code == 2, r.output
     assert f"kgen: {ref.path}: line " in r.output and "Usage:" not in r.output
+
+
+@pytest.mark.parametrize("buffer, kind", [("self.register_buffer('s', torch.tensor(2.0, dtype=torch.float64))", "buffer"),
+                                          ("self.register_buffer('s', torch.tensor([2, 3]))", "buffer"),
+                                          ("self.s = nn.Parameter(torch.tensor(2.0, dtype=torch.float64))", "parameter")])
+def test_a_tensor_of_another_dtype_is_named_for_what_it_is(buffer, kind, tmp_path):
+    with pytest.raises(Unsupported, match=f"the {kind} s is torch.(float64|int64); kgen reads parameters and buffers"):
+        trace(write(tmp_path, "dtype", "return self.fc(x) * self.s", init=buffer))

@@ -1026,8 +1026,9 @@ class Tracer:
         else:
             level = "free"     # broadcast as torch does, in the output's tail (ir.py)
         if t.dtype not in MODULE_DTYPES and t.dtype != torch.bool:
-            raise self.refuse(f"the parameter {path} is {t.dtype}; kgen runs float32, bfloat16 and "
-                              "float16 modules")
+            kind = "parameter" if isinstance(t, nn.Parameter) else "buffer"
+            raise self.refuse(f"the {kind} {path} is {t.dtype}; kgen reads parameters and buffers of float32, "
+                              "bfloat16 or float16 (or bool) only: register it in the module's dtype")
         self.params[path] = self.add("param", level, path=path, shape=shape,
                                      **({"bool": True} if t.dtype == torch.bool else {}))
         return self.params[path]

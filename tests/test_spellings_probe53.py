@@ -215,3 +215,12 @@ def test_a_refusal_after_the_trace_exits_2_naming_the_file(tmp_path):
 def test_a_tensor_of_another_dtype_is_named_for_what_it_is(buffer, kind, tmp_path):
     with pytest.raises(Unsupported, match=f"the {kind} s is torch.(float64|int64); kgen reads parameters and buffers"):
         trace(write(tmp_path, "dtype", "return self.fc(x) * self.s", init=buffer))
+
+
+@pytest.mark.parametrize("util", ["weight_norm", "spectral_norm"])
+def test_the_old_weight_utilities_are_named_with_their_replacement(util, tmp_path):
+    """torch.nn.utils.weight_norm / spectral_norm (a forward pre hook): refused, pointing to their
+    torch.nn.utils.parametrizations forms, which kgen takes (tests/test_styles.py)."""
+    ref = write(tmp_path, "old", "return torch.relu(self.fc(x))", init=f"self.fc = torch.nn.utils.{util}(self.fc)")
+    with pytest.raises(Unsupported, match=f"under torch.nn.utils.{util}.*parametrizations.{util}"):
+        trace(ref)

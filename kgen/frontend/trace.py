@@ -1595,9 +1595,17 @@ class Tracer:
                                   f"({type(module).__name__}): it makes its parameters on its first call, "
                                   f"from that input's shape, and kgen reads them before any call; write "
                                   f"nn.{plain} with its input size given")
+            where = f"the submodule {name!r}" if name else "the model"
+            for hook in getattr(module, "_forward_pre_hooks", {}).values():
+                # torch.nn.utils.weight_norm / spectral_norm of old: a hook that recomputes the
+                # weight before each call; their torch.nn.utils.parametrizations forms kgen takes
+                util = {"WeightNorm": "weight_norm", "SpectralNorm": "spectral_norm"}.get(type(hook).__name__)
+                if util and type(hook).__module__.startswith("torch.nn.utils"):
+                    raise Unsupported(f"{self.ref.path}: {where} is under torch.nn.utils.{util}, whose forward pre "
+                                      "hook recomputes the weight outside forward() (kgen traces forward() alone): "
+                                      f"use torch.nn.utils.parametrizations.{util}, which kgen takes")
             for kind in kinds:
                 if getattr(module, kind, None):
-                    where = f"the submodule {name!r}" if name else "the model"
                     raise Unsupported(f"{self.ref.path}: {where} has a {kind[1:-1].replace('_', ' ')} "
                                       "(register_forward_hook / register_forward_pre_hook), which changes "
                                       "its output outside forward(); kgen traces forward() alone")

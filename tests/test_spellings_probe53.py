@@ -224,3 +224,45 @@ def test_the_old_weight_utilities_are_named_with_their_replacement(util, tmp_pat
     ref = write(tmp_path, "old", "return torch.relu(self.fc(x))", init=f"self.fc = torch.nn.utils.{util}(self.fc)")
     with pytest.raises(Unsupported, match=f"under torch.nn.utils.{util}.*parametrizations.{util}"):
         trace(ref)
+
+
+# ---- state the forward changes (the second probe) ----------------------------------------------
+STATE = {
+    "a counter": ("self.calls = 0", "self.calls += 1\nreturn self.fc(x) * self.calls", "changes self.calls"),
+    "a first-call flag": ("self.first = True", "y = self.fc(x)\nif self.first:\n    self.first = False\n    return y\n"
+                          "return torch.relu(y)", "changes self.first"),
+    "a list": ("self.hist = []", "self.hist.append(1)\nreturn self.fc(x) * len(self.hist)", "changes self.hist"),
+    "a dict": ("self.cfg = {'s': 1.0}", "self.cfg['s'] *= 2\nreturn self.fc(x) * self.cfg['s']", "changes self.cfg"),
+    "a submodule's setting": ("self.act = nn.LeakyReLU(0.1)", "self.act.negative_slope *= 2\nreturn self.act(self.fc(x))",
+                              "changes self.act.negative_slope"),
+    "BatchNorm's momentum": ("self.bn = nn.BatchNorm1d(16)", "self.bn.momentum = 0.5\nreturn self.bn(self.fc(x))",
+                             "changes self.bn.momentum"),
+    "a tensor attribute in place": ("self.s = torch.ones(16)", "self.s.mul_(0.5)\nreturn self.fc(x) * self.s",
+                                    "writes the tensor self.s in place"),
+    "a tensor attribute rebound": ("self.s = torch.ones(16)", "self.s = self.s * 0.5\nreturn self.fc(x) * self.s",
+                                   "changes self.s"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STATE))
+def test_state_the_forward_changes_is_refused(case, tmp_path):
+    """fx runs forward's Python once: a value the forward changes was frozen at its first call's
+    (a counter, a flag, BatchNorm's momentum set in forward), or, for a plain tensor attribute
+    written in place, left out (a wrong result from the first call)."""
+    init, body, said = STATE[case]
+    with pytest.raises(Unsupported, match=f"the forward {said}: state kept from call to call"):
+        trace(write(tmp_path, "state", body, init=init))
+
+
+def test_state_read_and_left_alone_is_taken(tmp_path):
+    ref = write(tmp_path, "read", "return self.fc(x) * self.cfg['s'] * len(self.hist) + self.s",
+                init="self.cfg = {'s': 2.0}\nself.hist = [1, 2]\nself.register_buffer('s', torch.ones(16))")
+    check(ref)
+
+
+def test_seeding_in_forward_is_refused_at_its_line(tmp_path):
+    body = "y = self.fc(x)\ntorch.manual_seed(0)\nreturn F.dropout(y, 0.5, self.training)"
+    with pytest.raises(Unsupported, match=r"line \d+: `torch.manual_seed\(0\)`: the forward seeds torch's random"):
+        trace(write(tmp_path, "seed", body))
+    import torch
+    assert torch.initial_seed() is not None   # (the generator itself untouched by the trace)

@@ -449,6 +449,43 @@ ENVIRONMENT_QUERIES = {
 }
 
 
+# Seeding torch's generator in forward: the module's masks then differ from the file's (refused).
+SEEDING = ((torch, "manual_seed"), (torch.random, "manual_seed"), (torch.cuda, "manual_seed"),
+           (torch.cuda, "manual_seed_all"), (torch, "seed"))
+
+
+class _TensorState(tuple):
+    """A tensor attribute's identity and version counter (_module_state)."""
+
+
+_ABSENT = object()
+
+
+def _module_state(model: nn.Module) -> dict:
+    """What of the model's own attributes a forward could change without torch.fx seeing it:
+    (module path, name) -> a plain value's copy (numbers, strings, and tuples, lists and dicts of
+    them), a tensor attribute's identity and version (_TensorState: an in-place write moves the
+    version, on the meta device too), or any other object's identity. Parameters, buffers and
+    submodules are nn.Module's own entries, not among them."""
+    def plain(v, depth=0):
+        if v is None or isinstance(v, (bool, int, float, str, complex)):
+            return v
+        if depth < 4 and isinstance(v, (tuple, list)):
+            return (type(v).__name__, tuple(plain(e, depth + 1) for e in v))
+        if depth < 4 and isinstance(v, dict):
+            return ("dict", tuple((repr(k), plain(e, depth + 1)) for k, e in v.items()))
+        if isinstance(v, torch.Tensor):
+            return _TensorState((id(v), v._version))
+        return ("object", id(v))
+
+    state = {}
+    for path, module in model.named_modules():
+        for name, value in vars(module).items():
+            if name not in _MODULE_INTERNALS:
+                state[(path, name)] = plain(value)
+    return state
+
+
 def _names_the_cpu(v) -> bool:
     return (isinstance(v, str) and v == "cpu") or (isinstance(v, torch.device) and v.type == "cpu")
 
@@ -742,6 +779,7 @@ class Tracer:
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
         self.queries_read: dict[str, int] = {}   # ENVIRONMENT_QUERIES the forward read, at their lines
+        self.seeded: list[int] = []   # lines where the forward seeds torch's generator (SEEDING)
         self.other_answers: frozenset = frozenset()   # the queries answered with their other value
 
     # ---- errors --------------------------------------------------------------------------
@@ -1621,6 +1659,39 @@ class Tracer:
                                   "(torch.nn.modules.module.register_module_forward_hook); kgen traces "
                                   "forward() alone")
 
+    def _refuse_state_changes(self, before: dict) -> None:
+        """State the forward changed while traced (fx runs its Python once, and records the ops on
+        parameters, buffers and the input alone): an attribute rebound or a plain value changed
+        (self.calls += 1, self.bn.momentum = 0.5, self.hist.append(...)), a tensor attribute that
+        is no parameter or buffer written in place (self.s.mul_(0.5), which fx runs at trace time
+        and leaves out of the graph), torch's generator seeded. One emitted forward computes every
+        call from the module's parameters and buffers as they are: refused, naming what changed."""
+        for line in self.seeded:
+            raise self.refuse_at(line, "the forward seeds torch's random generator (kgen's file draws its dropout "
+                                       "masks from the generator as it finds it); seed outside the module")
+        after = _module_state(self.model)
+        # (fx's own: a tensor the trace computed, lifted onto the root as _tensor_constant<k>)
+        lifted = {k for k in after.keys() - before.keys() if re.fullmatch(r"_tensor_constant\d+", k[1])}
+        for key in sorted(before.keys() | after.keys() - lifted):
+            if before.get(key, _ABSENT) != after.get(key, _ABSENT):
+                path, name = key
+                where = f"self.{path}.{name}" if path else f"self.{name}"
+                was, now = before.get(key), after.get(key)
+                in_place = isinstance(was, _TensorState) and isinstance(now, _TensorState) and was[0] == now[0]
+                what = f"writes the tensor {where} in place" if in_place else f"changes {where}"
+
+                raise Unsupported(f"{self.ref.path}: the forward {what}: state kept from call to call, which kgen's "
+                                  "file, computing each call from the module's parameters and buffers as they are, "
+                                  "would not follow (set it in __init__, or keep it in a registered buffer)")
+
+    def refuse_at(self, line: int, what: str) -> Unsupported:
+        self.where = (line, self.lines_text(line))
+        return self.refuse(what)
+
+    def lines_text(self, line: int) -> str:
+        lines = self.ref.source.splitlines()
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
     @contextlib.contextmanager
     def _environment_answered(self):
         """ENVIRONMENT_QUERIES answered as the trace chooses where the reference's own code asks
@@ -1642,6 +1713,20 @@ class Tracer:
             real = getattr(owner, attr)
             saved.append((owner, attr, real))
             setattr(owner, attr, answering(name, real, other if name in self.other_answers else answer))
+
+        def seeding(real):
+            def seed(*args, **kwargs):
+                frame = sys._getframe(1)
+                if frame.f_code.co_filename == path:
+                    self.seeded.append(frame.f_lineno)   # (refused after the trace; not seeded)
+                    return None
+                return real(*args, **kwargs)
+            return seed
+
+        for owner, attr in SEEDING:
+            real = getattr(owner, attr)
+            saved.append((owner, attr, real))
+            setattr(owner, attr, seeding(real))
         try:
             yield
         finally:
@@ -1655,6 +1740,7 @@ class Tracer:
         tracer.proxy_buffer_attributes = True
         self.forward_defaults = self._forward_defaults()
         self._refuse_hooks()
+        state = _module_state(self.model)
         try:
             # (grad on, so that forward's own torch.no_grad() shows: _LocatingTracer.create_node)
             with torch.enable_grad(), tracer.unseen_by_fx_refused(), self._environment_answered():
@@ -1669,6 +1755,7 @@ class Tracer:
             at = f"line {lines[-1]}: `{tracer.text(lines[-1])}`: " if lines else ""
             raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}") from None
+        self._refuse_state_changes(state)
         self.gemm_id = None
         self.first_gemm = None   # ((weight, bias, stored_kn), its value): Tracer.gemm
         self.out_features = None
@@ -3168,7 +3255,8 @@ def _trace(ref: Reference) -> Graph:
         trained = plain.run()
     if trained.describe() != evaluated.describe():
         raise Unsupported(f"{ref.path}: the forward computes other ops in training mode than in eval mode "
-                          "(a branch on self.training?); kgen emits one forward for both modes")
+                          "(a branch on self.training, or on something that changes from call to call: a "
+                          "global, random.random()); kgen emits one forward for both modes and every call")
     # A branch on torch.is_grad_enabled() and the like (ENVIRONMENT_QUERIES): traced again with
     # the other answer, each query the forward read; other ops there, and one forward cannot be both.
     for name, line in tracer.queries_read.items():

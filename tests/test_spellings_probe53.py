@@ -266,3 +266,17 @@ def test_seeding_in_forward_is_refused_at_its_line(tmp_path):
         trace(write(tmp_path, "seed", body))
     import torch
     assert torch.initial_seed() is not None   # (the generator itself untouched by the trace)
+
+
+@pytest.mark.parametrize("body, said", [
+    ("y = self.fc(x)\nreturn y / y.var(0, keepdim=True).sqrt()", "var over dim=0; kgen reduces rows"),
+    ("y = self.fc(x)\nreturn y - y.std(dim=0)", "std over dim=0; kgen reduces rows"),
+    ("y = self.fc(x)\nreturn torch.tanh(y.unsqueeze(0)).squeeze(0)", "unsqueeze(0) of a (batch, features) value"),
+    ("y = self.fc(x)\nreturn y * len(y)", "len() of a traced value"),
+])
+def test_refusals_name_the_op_in_the_users_words(body, said, tmp_path):
+    """The second probe's messages: var over the batch was called a mean, unsqueeze(0) named an IR
+    level, len() gave torch.fx's advice to wrap it."""
+    with pytest.raises(Unsupported) as e:
+        trace(write(tmp_path, "said", body))
+    assert said in str(e.value) and "level" not in str(e.value) and "torch.fx.wrap" not in str(e.value)

@@ -683,7 +683,13 @@ def _public_name(fn) -> str:
 
 # fx's messages for what users write that it cannot trace, in kgen's words (fx's own say
 # "Proxy", the class it traces with, and name no line: Tracer.run adds the line).
+# What a value of each IR level is, in a refusal's words.
+LEVEL_WORDS = {"tile": "a (batch, features) value", "row": "a (batch, 1) value", "rowflat": "a (batch,) value",
+               "pooled": "a pooled (batch, P) value", "full": "a value of the input's shape",
+               "scalar": "a number", "col": "a per-feature value"}
 FX_FAILURES = {
+    "'len' is not supported in symbolic tracing": "len() of a traced value (its batch size as a Python number, "
+                                                  "which kgen's files, running at any batch, cannot bake in)",
     "Proxy object cannot be iterated": "a traced value unpacked or iterated (`*y.shape`, a loop over a tensor); "
                                        "write its sizes out",
     "cannot be used as inputs to control flow": "a branch on a traced value (an if or while on a tensor, its "
@@ -1230,13 +1236,14 @@ class Tracer:
             width = "tile"
         if width == "full":
             raise self.refuse(f"{kind} of {self._not_batch_features(x)}")
+        shown = of or kind   # (var's mean of squares is refused as var)
         if width not in ("tile", "pooled", "row"):
-            raise self.refuse(f"{kind} over dim={dim!r} of a value of shape "
+            raise self.refuse(f"{shown} over dim={dim!r} of a value of shape "
                               f"{'(M,)' if width == 'rowflat' else 'that is not (batch, features)'}; "
                               "kgen reduces over the features (dim 1) of a (batch, features) value")
         dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         if dims not in ((1,), (-1,)):
-            raise self.refuse(f"{kind} over dim={dim!r}; kgen reduces rows (dim=1 or -1)")
+            raise self.refuse(f"{shown} over dim={dim!r}; kgen reduces rows (dim=1 or -1)")
         if kind in ("sum", "mean", "max", "min"):
             return self.add("reduce", "row" if keepdim else "rowflat", [x], kind, **({"of": of} if of else {}))
         # The row max only shifts the exponentials out of overflow: the result does not depend
@@ -1433,6 +1440,8 @@ class Tracer:
             if what != "var" or correction != 0 or not keepdim:
                 raise self._group_refusal(f"{what} with correction={correction!r}, keepdim={keepdim!r}")
             return self._group_step("var", x.payload[0], x.payload[1], dim=dim)
+        if (tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)) not in ((1,), (-1,)):
+            raise self.refuse(f"{what} over dim={dim!r}; kgen reduces rows (dim=1 or -1)")   # (not its mean's)
         mean = self.reduce("mean", x, dim, True)
         count = self._row_width(self.value(x)) - correction
         if count <= 0:
@@ -3014,7 +3023,7 @@ class Tracer:
             if self.level(x) == "pooled":
                 raise self.refuse("a second pooling (kgen supports one pooling per module)")
             if a["dim"] not in (1, -2) or (self.level(x) != "tile" and not self._tile_input(x)):
-                raise self.refuse(f"unsqueeze({a['dim']!r}) of a value of level {self.level(x)}; kgen "
+                raise self.refuse(f"unsqueeze({a['dim']!r}) of {LEVEL_WORDS.get(self.level(x), 'a value')}; kgen "
                                   "supports x.unsqueeze(1) of a (batch, features) value, for 1-d pooling")
             return _Marker("unsqueezed", x)
         if name == "squeeze" and isinstance(self_arg, _Marker) and self_arg.kind == "unsqueezed":

@@ -1668,16 +1668,18 @@ class Tracer:
                                   "(torch.nn.modules.module.register_module_forward_hook); kgen traces "
                                   "forward() alone")
 
-    def _refuse_state_changes(self, before: dict) -> None:
+    def _refuse_state_changes(self, before: dict, text) -> None:
         """State the forward changed while traced (fx runs its Python once, and records the ops on
         parameters, buffers and the input alone): an attribute rebound or a plain value changed
         (self.calls += 1, self.bn.momentum = 0.5, self.hist.append(...)), a tensor attribute that
         is no parameter or buffer written in place (self.s.mul_(0.5), which fx runs at trace time
         and leaves out of the graph), torch's generator seeded. One emitted forward computes every
-        call from the module's parameters and buffers as they are: refused, naming what changed."""
+        call from the module's parameters and buffers as they are: refused, naming what changed.
+        `text`: the reference's source line of a line number (_LocatingTracer.text)."""
         for line in self.seeded:
-            raise self.refuse_at(line, "the forward seeds torch's random generator (kgen's file draws its dropout "
-                                       "masks from the generator as it finds it); seed outside the module")
+            self.where = (line, text(line))
+            raise self.refuse("the forward seeds torch's random generator (kgen's file draws its dropout "
+                              "masks from the generator as it finds it); seed outside the module")
         after = _module_state(self.model)
         # (fx's own: a tensor the trace computed, lifted onto the root as _tensor_constant<k>)
         lifted = {k for k in after.keys() - before.keys() if re.fullmatch(r"_tensor_constant\d+", k[1])}
@@ -1688,18 +1690,9 @@ class Tracer:
                 was, now = before.get(key), after.get(key)
                 in_place = isinstance(was, _TensorState) and isinstance(now, _TensorState) and was[0] == now[0]
                 what = f"writes the tensor {where} in place" if in_place else f"changes {where}"
-
                 raise Unsupported(f"{self.ref.path}: the forward {what}: state kept from call to call, which kgen's "
                                   "file, computing each call from the module's parameters and buffers as they are, "
                                   "would not follow (set it in __init__, or keep it in a registered buffer)")
-
-    def refuse_at(self, line: int, what: str) -> Unsupported:
-        self.where = (line, self.lines_text(line))
-        return self.refuse(what)
-
-    def lines_text(self, line: int) -> str:
-        lines = self.ref.source.splitlines()
-        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
     @contextlib.contextmanager
     def _environment_answered(self):
@@ -1764,7 +1757,7 @@ class Tracer:
             at = f"line {lines[-1]}: `{tracer.text(lines[-1])}`: " if lines else ""
             raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}") from None
-        self._refuse_state_changes(state)
+        self._refuse_state_changes(state, tracer.text)
         self.gemm_id = None
         self.first_gemm = None   # ((weight, bias, stored_kn), its value): Tracer.gemm
         self.out_features = None
@@ -3276,13 +3269,11 @@ def _trace(ref: Reference) -> Graph:
         flipped.dropout_is_identity = True
         flipped.other_answers = frozenset({name})
         if flipped.run().describe() != trained.describe():
+            why = (" (torch.is_grad_enabled() is False under torch.no_grad(), as inference and KernelBench's eval "
+                   "call the module)" if owner is torch and attr == "is_grad_enabled" else "")
             raise Unsupported(f"{ref.path}: line {line}: the forward branches on {name}: it computes other ops "
                               f"where that is {other} than where it is {answer}, and kgen emits one forward for "
-                              "every case (torch.is_grad_enabled() is False under torch.no_grad(), as "
-                              "inference and KernelBench's eval call the module)" if "grad" in name else
-                              f"{ref.path}: line {line}: the forward branches on {name}: it computes other ops "
-                              f"where that is {other} than where it is {answer}, and kgen emits one forward for "
-                              "every case")
+                              f"every case{why}")
     graph.dropouts = tracer.dropouts
     if getattr(ref, "rows_of", None) is not None:
         _check_rows(ref, graph)

@@ -91,22 +91,28 @@ def test_ops_are_the_entry_points_and_their_fake_kernels_give_the_output_shapes(
 def test_each_call_takes_the_cheapest_path_that_keeps_what_it_needs(monkeypatch):
     """ModelNew's forward calls each part through _kgen_part_call: in eager inference (no gradient
     wanted) the op's body directly (the op's dispatch is host time on every call: 124.6 -> 85.9
-    us a call of KernelBench 12 at 7 rows on an H100); in eager training the part's
-    autograd.Function (the op's dispatch, forward and backward, cost a bf16 training step ~1 ms
-    of host time on an H100's host, session 13); wherever torch.compile traces, the tensors are
-    fake or something records the call, the op (its autograd formula and fake kernel are
-    registered there); a part without backward kernels trains through the op, whose backward
-    raises."""
+    us a call of KernelBench 12 at 7 rows on an H100); in eager training the part's C++
+    autograd node (a Python autograd.Function costs a forward ~45 us more, session 54), or with
+    KGEN_PYTHON_AUTOGRAD=1 the autograd.Function (the op's dispatch, forward and backward, cost a
+    bf16 training step ~1 ms of host time on an H100's host, session 13); wherever
+    torch.compile traces, the tensors are fake or something records the call, the op (its
+    autograd formula and fake kernel are registered there); a part without backward kernels
+    trains through the op, whose backward raises."""
     module = exec_file(generator.render(SPECS[0]))
     calls = []
     for table, label in (("_KGEN_OPS", "op"), ("_KGEN_IMPLS", "impl"), ("_KGEN_AUTOGRAD", "function")):
         monkeypatch.setattr(module, table, (lambda x, w, label=label, **args: calls.append(label) or label,))
+    monkeypatch.setattr(module, "_kgen_native_call", lambda part, x, w, args: "node")
     x, w, b = torch.rand(3, 4), torch.rand(5, 4), torch.rand(5)
     assert module._kgen_part_call(0, x, w, training=0, operand0=b) == "impl"
     with torch.no_grad():
         assert module._kgen_part_call(0, x, w.requires_grad_(), operand0=b) == "impl"
-    assert module._kgen_part_call(0, x, w, operand0=b) == "function"        # w requires grad
-    assert module._kgen_part_call(0, x, w.detach(), operand0=b.requires_grad_()) == "function"
+    assert module._kgen_part_call(0, x, w, operand0=b) == "node"        # w requires grad
+    assert module._kgen_part_call(0, x, w.detach(), operand0=b.requires_grad_()) == "node"
+    assert module._kgen_part_call(0, x.half(), w.half(), operand0=b.half()) == "node"
+    monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", "1")
+    assert module._kgen_part_call(0, x, w, operand0=b) == "function"
+    monkeypatch.delenv("KGEN_PYTHON_AUTOGRAD")
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode() as mode:
         fake = mode.from_tensor(x)
@@ -154,7 +160,8 @@ def test_eager_training_runs_the_ops_formula_without_its_dispatch(monkeypatch, p
     gradients the kernels give for x, w and the operands; a BatchNorm's running buffers updated
     in place by the kernels and marked dirty (the same tensor, its version moved); the backward
     is not differentiable again (create_graph raises instead of giving wrong second
-    derivatives)."""
+    derivatives). (KGEN_PYTHON_AUTOGRAD=1: the C++ node's, test_native_backward.)"""
+    monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", "1")
     spec = Spec.of(problem, 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA)
     module = exec_file(generator.render(spec))
     launches = []

@@ -207,23 +207,25 @@ def test_gradients_in_half_precision(files, ref, dtype):
     assert not failures, "; ".join(failures)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
 @pytest.mark.parametrize("ref", REFS, ids=lambda r: Path(r).stem)
-def test_the_cpp_node_gives_the_python_nodes_gradients(files, ref, monkeypatch):
-    """A bf16 module's eager training runs each part's C++ autograd node (kernels/
-    native_backward.cpp); with KGEN_PYTHON_AUTOGRAD=1 the Python node, over the same kernels and
-    torch's same GEMMs: the output, every gradient and BatchNorm's running buffers the same bit
-    for bit (test_gradients_in_half_precision judges them against fp64)."""
-    if not HOPPER:
+def test_the_cpp_node_gives_the_python_nodes_gradients(files, ref, dtype, monkeypatch):
+    """Eager training runs each part's C++ autograd node (kernels/native_backward.cpp); with
+    KGEN_PYTHON_AUTOGRAD=1 the Python node, over the same kernels and the same GEMMs (a bf16
+    module's torch's, an fp32 module's kgen's, in the backward entry): the output, every gradient
+    and BatchNorm's running buffers the same bit for bit (test_gradients_in_half_precision and
+    test_backward_gpu judge them against fp64)."""
+    if dtype != torch.float32 and not HOPPER:
         pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
     f = EmittedFile(files[ref])
     if not has_backward(f) or not any(p is not None for p in getattr(f.module, "_KGEN_NATIVE_PLANS", ())):
         pytest.skip("no part of this file's trains through the C++ node")
-    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda", dtype=torch.bfloat16)
+    x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda", dtype=dtype)
     results = []
     rng = torch.cuda.get_rng_state()
     for python in ("0", "1"):
         monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", python)
-        new, _, _ = trio(f, torch.bfloat16)
+        new, _, _ = trio(f, dtype)
         xi = x.clone().requires_grad_(True)
         torch.cuda.set_rng_state(rng)   # one Dropout mask for both
         out = new(xi)

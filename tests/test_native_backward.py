@@ -22,7 +22,7 @@ import torch
 from kgen.codegen import generator
 from kgen.tune.spec import Spec, Tile
 
-from conftest import SYNTHESIZED_REFS, stand_in_launch
+from conftest import REFS_DIR, SYNTHESIZED_REFS, stand_in_launch
 from test_render import exec_file
 
 GXX = shutil.which("g++")
@@ -42,12 +42,16 @@ def test_the_plans_codes_are_the_nodes_own():
     assert len(set(codes["Source"].values())) == len(codes["Source"])
 
 
-def test_only_files_with_16_bit_builds_carry_the_node():
+def test_every_file_with_backward_kernels_carries_the_node():
+    """An fp32-only file's training runs the node too (its entry computes dx and dW); the
+    matrix-vector rewrite's, whose entry computes outer products the node does not know, does not."""
     fp32_only = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="kgen", fusion=1,
                          tile=Tile(128, 128, 32, 64, 32, stages=4), arch="sm_80")
     assert not generator.sixteen_bit_builds(fp32_only)
-    text = generator.render(fp32_only)
-    assert "_KGEN_NATIVE" not in text and "kgen_backward_packed" not in text
+    module = exec_file(generator.render(fp32_only))
+    assert module._KGEN_NATIVE_PLANS[0] is not None and "kgen_backward_packed_0" in module._KGEN_CUDA_SOURCE
+    gemv = Spec.of(str(REFS_DIR / "gemm_sum_max_mean_lse.py"), 64, 128, 1024, math="fp32_simt", backend="gemv", fusion=1)
+    assert "_KGEN_NATIVE" not in generator.render(gemv)
 
 
 def _stand_in_library(module, tmp_path):
@@ -71,8 +75,32 @@ int cols_fp32 = 0;
 extern "C" long long kgen_backward_floats_0(int M, int N, int K, long long g_numel) {{ return 5 + M; }}
 extern "C" const char* kgen_backward_packed_0(const long long* a) {{
   std::memcpy(seen, a, sizeof seen);
-  const long long M = a[{at['M']}], N = a[{at['N']}];
+  const long long M = a[{at['M']}], N = a[{at['N']}], K = a[{at['K']}];
   if (a[{at['g_numel']}] == {FAIL_NUMEL}) return "the stand-in's failure";
+  if (a[{at['dz_out']}] == 0) {{
+    // an fp32 module's entry: dz = 2 g, dx = dz w and dW = dz^T x where asked for (sums in double)
+    const float* g = reinterpret_cast<const float*>(a[{at['g']}]);
+    const float* x = reinterpret_cast<const float*>(a[{at['x']}]);
+    const float* w = reinterpret_cast<const float*>(a[{at['w']}]);
+    float* dx = reinterpret_cast<float*>(a[{at['dx']}]);
+    float* dw = reinterpret_cast<float*>(a[{at['dw']}]);
+    for (long long m = 0; a[{at['need_dx']}] && m < M; ++m)
+      for (long long k = 0; k < K; ++k) {{
+        double s = 0;
+        for (long long n = 0; n < N; ++n) s += 2.0 * g[m * N + n] * w[n * K + k];
+        dx[m * K + k] = float(s);
+      }}
+    for (long long n = 0; a[{at['need_dw']}] && n < N; ++n)
+      for (long long k = 0; k < K; ++k) {{
+        double s = 0;
+        for (long long m = 0; m < M; ++m) s += 2.0 * g[m * N + n] * x[m * K + k];
+        dw[n * K + k] = float(s);
+      }}
+    float* cols = reinterpret_cast<float*>(a[{at['grad_cols']}]);
+    for (long long r = 0; r < {len(operands) + 2}; ++r)
+      for (long long n = 0; n < N; ++n) cols[r * N + n] = float(r + 1) + 0.5f * float(n % 4);
+    return nullptr;
+  }}
   const uint16_t* g = reinterpret_cast<const uint16_t*>(a[{at['g']}]);
   uint16_t* dz = reinterpret_cast<uint16_t*>(a[{at['dz_out']}]);
   uint16_t* cols = reinterpret_cast<uint16_t*>(a[{at['grad_cols']}]);
@@ -198,6 +226,42 @@ def test_the_node_passes_what_the_python_vjp_passes_and_gives_its_gradients(monk
         assert torch.equal(python[name], native[name]), name
 
 
+@pytest.mark.parametrize("requires", [("x", "w", "operand0", "gamma", "beta"), ("w",), ("x", "gamma")],
+                         ids=["every input", "w only", "x and gamma"])
+def test_an_fp32_module_s_node_has_the_entry_compute_dx_and_dw(monkeypatch, file_and_library, requires):
+    """For an fp32 module the node hands the entry dx and dW (where wanted) and no dz, as the
+    Python vjp does (kgen's fp32-exact GEMMs are in the entry, not torch's), and returns the
+    Python node's gradients bit for bit."""
+    module, library, names, seen = file_and_library
+    _stub(monkeypatch, module, library)
+    g = torch.randn(M, N, generator=torch.Generator().manual_seed(3))
+    args = _inputs(module, requires=requires, dtype=torch.float32)
+    result, native = _gradients(module, args, g)
+    assert "PartNode" in result[0].grad_fn.name(), result[0].grad_fn.name()
+    by_name = dict(zip(names, seen))
+    assert by_name["dz_out"] == 0 and by_name["grad_cols"] and by_name["workspace"]
+    assert (by_name["need_dx"], by_name["need_dw"]) == ("x" in requires, "w" in requires)
+    assert bool(by_name["dx"]) == ("x" in requires) and bool(by_name["dw"]) == ("w" in requires)
+    assert set(native) == set(requires)
+    x, w = args["x"].detach().double(), args["w"].detach().double()
+    if "x" in requires:
+        assert native["x"].dtype == torch.float32
+        torch.testing.assert_close(native["x"].double(), 2 * g.double() @ w, rtol=1e-6, atol=1e-6)
+    if "w" in requires:
+        torch.testing.assert_close(native["w"].double(), 2 * g.double().t() @ x, rtol=1e-6, atol=1e-6)
+
+    monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", "1")
+    result, python = _gradients(module, _inputs(module, requires=requires, dtype=torch.float32), g)
+    assert "PartNode" not in result[0].grad_fn.name()
+    python_seen = dict(zip(names, seen))
+    for name in ("M", "N", "K", "g_numel", "stream", "bn_training", "need_dx", "need_dw"):
+        assert python_seen[name] == by_name[name], name
+    assert set(python) == set(native)
+    for name in native:
+        assert python[name].dtype == native[name].dtype == torch.float32, name
+        assert torch.equal(python[name], native[name]), name
+
+
 def test_the_node_returns_only_the_gradients_asked_for(monkeypatch, file_and_library):
     module, library, _, _ = file_and_library
     _stub(monkeypatch, module, library)
@@ -250,10 +314,10 @@ def test_every_gradient_the_python_vjp_returns_the_node_returns(ref):
         assert [name for _, _, name in plan["sources"]] == [name for name, _ in generator.backward_args(low)]
 
 
-def test_a_16_bit_build_makes_the_node_too(tmp_path, monkeypatch):
-    """EmittedFile.build for bf16 / fp16 builds the C++ node beside the kernels (a search's
-    parallel builds, not its first training check); for fp32, and for a file whose training does
-    not run the node, only the kernels."""
+def test_a_build_makes_the_node_too(tmp_path, monkeypatch):
+    """EmittedFile.build builds the C++ node beside the kernels (a search's parallel builds, not
+    its first training check), in every dtype; for a file whose training does not run the node,
+    only the kernels."""
     from kgen.check.loading import EmittedFile
 
     spec = Spec.of("gemm_scale_bn", 64, 128, 1024, math="tf32x3", backend="wgmma", fusion=2, tile=WGMMA)
@@ -267,7 +331,7 @@ def test_a_16_bit_build_makes_the_node_too(tmp_path, monkeypatch):
     f.build(torch.float32)
     f.build()
     assert built == [("kernels", torch.bfloat16, False), ("node",), ("kernels", torch.float16, True), ("node",),
-                     ("kernels", torch.float32, False), ("kernels", torch.float32, False)]
+                     ("kernels", torch.float32, False), ("node",), ("kernels", torch.float32, False), ("node",)]
     monkeypatch.setattr(f.module, "_KGEN_NATIVE_PLANS", (None,))
     built.clear()
     f.build(torch.bfloat16)

@@ -140,18 +140,17 @@ class EmittedFile:
         """The file's extension for the current GPU and a module in `dtype` (default fp32),
         compiled on first use; `autocast`: a 16-bit dtype's build for inside torch.autocast, a
         16-bit module's there, or with `fp32_weight` an fp32 module's, whose GEMM reads the fp32
-        weight, where the file has one (_KGEN_FP32_WEIGHT; else the 16-bit module's). For a
-        bf16 / fp16 module whose training runs the C++ autograd node, the node too (~25 s once per
-        machine and torch version, then cached): a search's parallel builds make it, not its first
-        training check, which the GPU waits on."""
+        weight, where the file has one (_KGEN_FP32_WEIGHT; else the 16-bit module's). Where the
+        file's training runs the C++ autograd node, the node too (~25 s once per machine and torch
+        version, then cached): a search's parallel builds make it, not its first training check,
+        which the GPU waits on."""
         # (only the arguments given: a file of an older kgen's takes no autocast)
         library = self.module._kgen_build(**({} if dtype is None else {"dtype": dtype}),
                                           **({"autocast": True} if autocast else {}),
                                           **({"fp32_weight": True} if autocast and fp32_weight
                                              and dtype in (torch.bfloat16, torch.float16)
                                              and getattr(self.module, "_KGEN_FP32_WEIGHT", False) else {}))
-        if dtype in (torch.bfloat16, torch.float16) and any(
-                plan is not None for plan in getattr(self.module, "_KGEN_NATIVE_PLANS", ())):
+        if any(plan is not None for plan in getattr(self.module, "_KGEN_NATIVE_PLANS", ())):
             self.module._kgen_native_module()
         return library
 

@@ -228,15 +228,16 @@ def op_part(lowered: Lowered) -> dict:
     }
 
 
-# ---- the C++ autograd node of a 16-bit module's eager training (kernels/native_backward.cpp) ----
+# ---- the C++ autograd node of eager training (kernels/native_backward.cpp) ----------------------
 NATIVE_SOURCE = CODEGEN_DIR / "kernels" / "native_backward.cpp"
 # Where each parameter of a backward entry comes from, by name: one of native_backward.cpp's
-# Source codes (a saved tensor's index follows from the name: native_plan). dx, dw and their
-# flags are 0: torch's GEMMs compute them.
+# Source codes (a saved tensor's index follows from the name: native_plan). dz_out is null and
+# dx, dw and their flags are set for an fp32 module (the entry's GEMMs compute dx and dW), the
+# other way round for a 16-bit one (torch's GEMMs read dz): the node asks x's dtype.
 NATIVE_SOURCES = {"x": "Saved", "w": "Saved", "z": "Saved", "g": "Grad", "g_numel": "GradNumel", "dz_out": "Dz",
                   "grad_cols": "ColumnGrads", "workspace": "Workspace", "M": "M", "N": "N", "K": "K",
-                  "stream": "Stream", "bn_training": "BnTraining", "d_input": "DInput", "dx": "Zero", "dw": "Zero",
-                  "need_dx": "Zero", "need_dw": "Zero"}
+                  "stream": "Stream", "bn_training": "BnTraining", "d_input": "DInput", "dx": "DxOut", "dw": "DwOut",
+                  "need_dx": "NeedDx", "need_dw": "NeedDw"}
 NATIVE_GRADS = {"dx": "Dx", "dw": "Dw", "row": "ColumnRow", "input": "InputGrad"}
 
 
@@ -280,11 +281,10 @@ def native_plan(lowered: Lowered) -> dict:
 
 
 def uses_native_backward(spec: Spec, lowered: Lowered) -> bool:
-    """Whether the part's eager training in bf16 / fp16 runs the C++ autograd node: a part with
-    backward kernels and torch's GEMMs for dx and dW (not the matrix-vector rewrite's, whose
-    kernels compute both), in a file with 16-bit builds."""
-    return (sixteen_bit_builds(spec) and spec.family != "gemv" and backward.has_kernels(lowered)
-            and not backward.zero_gradients(lowered))
+    """Whether the part's eager training runs the C++ autograd node: a part with backward kernels
+    (not the matrix-vector rewrite's, whose entry takes no dz and whose outer products the
+    node does not know)."""
+    return spec.family != "gemv" and backward.has_kernels(lowered) and not backward.zero_gradients(lowered)
 
 
 def core_width(lowered: Lowered) -> int:

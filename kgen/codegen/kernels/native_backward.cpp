@@ -1,10 +1,13 @@
-// The autograd node of a 16-bit module's GEMM part in eager training, in C++ (ModelNew builds it
-// with torch's headers: kgen_native_backward). A Python node (torch.autograd.Function) costs a
-// bf16 training step ~0.1 ms of host time for the node alone and its vjp ~0.3 ms more, on
-// autograd's device thread, between the forward's kernels and the backward's: the GPU waits
-// (docs/perf.md, sessions 39-40). This node does the vjp's work without Python: it calls the
-// part's C entry (kgen_backward_packed_<part>: g -> dz, the column sums) through its address and
-// torch's GEMMs for dx = dz w and dW = dz^T x, as the Python vjp does (_kgen_launch_backward).
+// The autograd node of a GEMM part in eager training, in C++ (ModelNew builds it with torch's
+// headers: kgen_native_backward). A Python node (torch.autograd.Function) costs a bf16 training
+// step ~0.1 ms of host time for the node alone and its vjp ~0.3 ms more, on autograd's device
+// thread, between the forward's kernels and the backward's: the GPU waits (docs/perf.md, sessions
+// 39-40); and each forward ~45 us a part where the kernels of a small module take a few
+// (session 54). This node does the vjp's work without Python, as the Python vjp does
+// (_kgen_launch_backward): it calls the part's C entry (kgen_backward_packed_<part>) through its
+// address; for a bf16 / fp16 module the entry gives dz and the column sums, and torch's GEMMs
+// dx = dz w and dW = dz^T x; for an fp32 module the entry runs kgen's fp32-exact GEMMs for dx and
+// dW itself.
 //
 // Python gives each part a Plan once (make_plan: where each argument of the C entry comes from,
 // and what each differentiable input's gradient is), then calls attach() after the part's forward
@@ -46,7 +49,10 @@ enum Source : int64_t {
   kStream = 9,       // the forward's CUDA stream (autograd runs a node's backward on it)
   kBnTraining = 10,  // BatchNorm's mode in the forward
   kDInput = 11,      // the gradient of the module's input read by a broadcast tail (fp32), or null
-  kZero = 12,        // 0 / null: dx, dw and their flags (torch's GEMMs compute them)
+  kDxOut = 12,       // dx where the entry computes it (an fp32 module's; wanted), else null
+  kDwOut = 13,       // dW likewise
+  kNeedDx = 14,      // whether the entry computes dx (0 where torch's GEMMs do)
+  kNeedDw = 15,      // whether the entry computes dW
 };
 
 // What a differentiable input's gradient is (generator.py reads these codes: native_codes, NATIVE_GRADS).
@@ -153,6 +159,11 @@ struct PartNode : public torch::autograd::Function<PartNode> {
       need_dw = need_dw || kind == kDw;
       need_input = need_input || kind == kInputGrad;
     }
+    // An fp32 module's GEMMs are kgen's own, in the entry (fp32-exact); a 16-bit module's are torch's,
+    // in the module's dtype, from the entry's dz (kgen's 16-bit GEMM takes no transposed operands).
+    const bool entry_gemms = x.scalar_type() == at::kFloat;
+    // (Zeros where a GEMM has nothing to sum: a batch of 0 gives dW = 0, no features dx = 0.)
+    const bool empty_dims = M == 0 || N == 0 || K == 0;
     // (the kernels read g in x's dtype: an fp32 output of the build for torch.autocast's is converted)
     const at::Tensor g = aligned(grads[0].scalar_type() == x.scalar_type() ? grads[0] : grads[0].to(x.scalar_type()));
     // (in the parameters' dtype: x's, but fp32 in the build for torch.autocast, kernels/common.cuh's Param)
@@ -160,7 +171,10 @@ struct PartNode : public torch::autograd::Function<PartNode> {
         {plan.column_rows, N}, ctx->saved_data["autocast"].toInt() ? x.options().dtype(at::kFloat) : x.options());
     const long long floats = workspace_floats(plan, M, N, K, g.numel());
     const at::Tensor workspace = at::empty({std::max(floats, 1LL)}, x.options().dtype(at::kFloat));
-    const at::Tensor dz = at::empty({M, N}, x.options());
+    const at::Tensor dz = entry_gemms ? at::Tensor() : at::empty({M, N}, x.options());
+    at::Tensor dx, dw;
+    if (entry_gemms && need_dx) dx = empty_dims ? at::zeros(x.sizes(), x.options()) : at::empty(x.sizes(), x.options());
+    if (entry_gemms && need_dw) dw = empty_dims ? at::zeros(w.sizes(), w.options()) : at::empty(w.sizes(), w.options());
     at::Tensor d_input;
     if (need_input) {
       const at::Tensor& operand = saved[plan.grads[plan.input_grad][1]];
@@ -178,6 +192,10 @@ struct PartNode : public torch::autograd::Function<PartNode> {
         case kGrad: args[i] = address(g); break;
         case kGradNumel: args[i] = g.numel(); break;
         case kDz: args[i] = address(dz); break;
+        case kDxOut: args[i] = address(dx); break;
+        case kDwOut: args[i] = address(dw); break;
+        case kNeedDx: args[i] = entry_gemms && need_dx; break;
+        case kNeedDw: args[i] = entry_gemms && need_dw; break;
         case kColumnGrads: args[i] = address(column_grads); break;
         case kWorkspace: args[i] = address(workspace); break;
         case kM: args[i] = M; break;
@@ -191,8 +209,7 @@ struct PartNode : public torch::autograd::Function<PartNode> {
     }
     if (const char* error = plan.entry(args.data()))
       throw std::runtime_error(std::string("kgen backward kernel failed: ") + error);
-    at::Tensor dx, dw;
-    {
+    if (!entry_gemms) {
       // torch's GEMMs in the module's dtype, under autocast too (as the Python vjp's); an fp32
       // weight beside 16-bit x (the build for autocast that rounds it in its GEMM): dx from its
       // copy in x's dtype, dW handed back in fp32, as autocast's conversion of the weight does

@@ -183,3 +183,17 @@ def test_the_gradient_oracle_reads_the_forwards_masks_in_a_chain(where, tmp_path
     for (name, _), e in zip(model.named_parameters(), expect[1:]):
         torch.testing.assert_close(grads[name], e, rtol=1e-9, atol=1e-10, msg=name)
     assert torch.equal(torch.get_rng_state(), after)   # (left where the module's forward leaves it)
+
+
+# ---- fx's own failure, in the user's words -----------------------------------------------------
+@pytest.mark.parametrize("body", ["return torch.min(self.fc(x), torch.tensor(self.c))",
+                                  "return self.fc(x) * torch.as_tensor(self.c)",
+                                  "y = self.fc(x)\nreturn torch.tensor(y) * 2"])
+def test_a_tensor_made_of_a_tensor_says_so(body, tmp_path):
+    """torch.tensor(self.constant) of a Parameter (KernelBench 68's constant, written so) failed in
+    fx with "`__cuda_array_interface__` must be a dict"."""
+    ref = write(tmp_path, "copy", body, "self.c = nn.Parameter(torch.tensor(2.0))\n")
+    with pytest.raises(Unsupported) as e:
+        trace(ref)
+    assert "torch.tensor() / torch.as_tensor() of a tensor" in str(e.value)
+    assert "__cuda_array_interface__" not in str(e.value)

@@ -702,6 +702,10 @@ FX_FAILURES = {
                                         "torch.where or an op",
     "is not installed as a submodule": "a module made in forward (a slice of an nn.Sequential, a module built "
                                        "there); call the model's own submodules",
+    # (torch.tensor(p) reads a Proxy's __cuda_array_interface__ as an array's: fx's Proxy of it)
+    "`__cuda_array_interface__` must be a dict": "torch.tensor() / torch.as_tensor() of a tensor (a parameter "
+                                                 "or a traced value): use the tensor itself, or .clone().detach() "
+                                                 "of it",
     "not '_Proxy'": "a traced value turned into a Python number (float(t), int(t), math.f(t)): its value is "
                     "not known while tracing; keep it a tensor",
 }

@@ -89,6 +89,8 @@ def _dropout(input, p=0.5, training=True, inplace=False): ...
 def _torch_dropout(input, p, train): ...
 def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-05): ...
 def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05): ...
+def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True): ...
+def _torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True): ...
 def _normalize(input, p=2.0, dim=1, eps=1e-12, out=None): ...
 def _max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                 return_indices=False): ...
@@ -144,6 +146,7 @@ POINTWISE_FUNCTIONS = {
     F.hardswish: (_act, "hardswish", {}),
     F.elu: (_elu, "elu", {"alpha": "alpha"}),
     F.selu: (_act, "selu", {}),
+    torch.selu: (_unary, "selu", {}),   # (torch's names of F.selu and F.celu, F.threshold below)
     torch.clamp: (_clamp, "clamp", {"min": "min", "max": "max"}),
     torch.clip: (_clamp, "clamp", {"min": "min", "max": "max"}),
     torch.clamp_min: (_clamp_min, "clamp", {"min": "min"}),
@@ -155,7 +158,7 @@ COMPOSITE_FUNCTIONS = {
     F.tanhshrink: (_unary, "tanhshrink"), F.threshold: (_threshold, "threshold"),
     F.hardshrink: (_shrink, "hardshrink"), F.softshrink: (_shrink, "softshrink"),
     F.celu: (_celu, "celu"), torch.reciprocal: (_unary, "reciprocal"), torch.sign: (_unary, "sign"),
-    torch.sgn: (_unary, "sign"),
+    torch.sgn: (_unary, "sign"), torch.celu: (_celu, "celu"), torch.threshold: (_threshold, "threshold"),
 }
 # torch.lerp(start, end, weight) (Tracer.lerp).
 LERP_FUNCTIONS = (torch.lerp,)
@@ -299,6 +302,7 @@ INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub, o
                      torch.clip_: torch.clip, torch.clamp_min_: torch.clamp_min,
                      torch.clamp_max_: torch.clamp_max, F.hardtanh_: F.hardtanh, F.elu_: F.elu,
                      F.leaky_relu_: F.leaky_relu, F.threshold_: F.threshold, F.celu_: F.celu,
+                     torch.selu_: torch.selu,
                      torch.reciprocal_: torch.reciprocal}
 # Views of a parameter, read as the parameter in another shape (Tracer.param_view).
 PARAM_VIEWS = ("view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "transpose", "permute")
@@ -698,6 +702,10 @@ FX_FAILURES = {
                                         "torch.where or an op",
     "is not installed as a submodule": "a module made in forward (a slice of an nn.Sequential, a module built "
                                        "there); call the model's own submodules",
+    # (torch.tensor(p) reads a Proxy's __cuda_array_interface__ as an array's: fx's Proxy of it)
+    "`__cuda_array_interface__` must be a dict": "torch.tensor() / torch.as_tensor() of a tensor (a parameter "
+                                                 "or a traced value): use the tensor itself, or .clone().detach() "
+                                                 "of it",
     "not '_Proxy'": "a traced value turned into a Python number (float(t), int(t), math.f(t)): its value is "
                     "not known while tracing; keep it a tensor",
 }
@@ -1200,6 +1208,14 @@ class Tracer:
             ops.cuda_expr(op, ["a"] * len(ids), attrs or {})
         except (ValueError, TypeError) as e:
             raise self.refuse(f"{op} with {attrs}: {e}") from None
+        if attrs and ops.POINTWISE[op].arity == 1:
+            # Settings torch itself refuses when the module runs (F.hardtanh(x, 1.0, -1.0): min_val
+            # above max_val): a refusal here, not an error of torch's oracle in the lowering.
+            try:
+                ops.torch_apply(op, [torch.zeros(1, dtype=torch.float64)], attrs)
+            except (ValueError, RuntimeError) as e:
+                shown = ", ".join(f"{k}={v!r}" for k, v in attrs.items())
+                raise self.refuse(f"{op} with {shown}, which torch refuses too ({e})") from None
         if all(self.level(i) == "scalar" and self.nodes[i].kind == "const" for i in ids):
             # Constant folding in fp64 would differ from torch's Python-number arithmetic; fold
             # as Python does (that is what the reference computes before torch sees it).
@@ -2198,7 +2214,23 @@ class Tracer:
         """A (M, 1) row value as (M,) by squeeze(1) or flatten() (view and reshape: Tracer._view)
         — the value keepdim=False would have given. squeeze() with no dim (a batch of 1 would go
         too) only as the module's last op (Graph.output_tail)."""
-        ok = {"squeeze": [(1,), (-1,)], "flatten": [()]}[name]
+        if name == "flatten":
+            # flatten(start_dim, end_dim) of a (batch, 1) value: from dim 0, the (batch,) value;
+            # from dim 1 (flatten(1), start_dim=1, nn.Flatten()), itself, (batch, 1) as in torch.
+            # (start_dim= given by keyword was read as flatten(): a (batch,) output for torch's
+            # (batch, 1).)
+            try:
+                a = inspect.signature(lambda start_dim=0, end_dim=-1: None).bind(*rest, **kwargs).arguments
+            except TypeError:
+                a = None
+            start, end = (a or {}).get("start_dim", 0), (a or {}).get("end_dim", -1)
+            if a is not None and start in (0, -2, 1, -1) and end in (1, -1) and type(start) is int and type(end) is int:
+                return x if start in (1, -1) else self._relevel(x, "rowflat")
+            given = tuple(rest) + tuple(kwargs.values())
+            raise self.refuse(f".flatten{given if len(given) != 1 else '(' + repr(given[0]) + ')'} of a "
+                              "(batch, 1) value; kgen takes flatten(), flatten(0) (the (batch,) value) and "
+                              "flatten(1) (the value itself)")
+        ok = {"squeeze": [(1,), (-1,)]}[name]
         given = tuple(rest) + tuple(kwargs.get(k) for k in ("dim",) if k in kwargs)
         if name == "squeeze" and given == () and self._feeds_the_output_only():
             # the module's output: torch's own squeeze() after the kernel, which at a batch of 1
@@ -2677,8 +2709,8 @@ class Tracer:
         if fn in SOFTMAX_FUNCTIONS:
             a = self._softmax_args(args, kwargs)
             return self.reduce(SOFTMAX_FUNCTIONS[fn], a["input"], a["dim"], True)
-        if fn is F.layer_norm:
-            a = self._bind(_layer_norm, args, kwargs)
+        if fn in (F.layer_norm, torch.layer_norm):
+            a = self._bind(_layer_norm if fn is F.layer_norm else _torch_layer_norm, args, kwargs)
             paths = self._affine_paths("F.layer_norm", a)
             shape = a["normalized_shape"]
             return self.layer_norm(a["input"], tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
@@ -2694,8 +2726,8 @@ class Tracer:
         if fn is F.normalize:
             a = self._bind(_normalize, args, kwargs)
             return self.normalize(a["input"], a["p"], a["dim"], a["eps"])
-        if fn is F.group_norm:
-            a = self._bind(_group_norm, args, kwargs)
+        if fn in (F.group_norm, torch.group_norm):
+            a = self._bind(_group_norm if fn is F.group_norm else _torch_group_norm, args, kwargs)
             paths = self._affine_paths("F.group_norm", a)
             return self.group_norm(a["input"], a["num_groups"], *paths, a["eps"], None)
         if fn in POOL_FUNCTIONS:
@@ -2723,6 +2755,14 @@ class Tracer:
         return paths
 
     def _max_min(self, kind: str, args, kwargs):
+        # torch's keyword and numpy-style spellings, as _bind reads them for the other reductions
+        # (torch.max(input=x, dim=1) raised an IndexError; axis=1 was read as dim=None)
+        kwargs = dict(kwargs)
+        for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
+            if alias in kwargs and name not in kwargs:
+                kwargs[name] = kwargs.pop(alias)
+        if not args and "input" in kwargs:
+            args = (kwargs.pop("input"),)
         second = args[1] if len(args) >= 2 else kwargs.get("other")
         if isinstance(second, (_Id, _Marker, _TensorNumber)) or "other" in kwargs:
             # torch.min(x, other) / torch.max(x, other) of two tensors: torch.minimum / maximum.
@@ -3068,6 +3108,10 @@ class Tracer:
         if isinstance(self_arg, _Id) and name in ROW_FLATTEN_METHODS and (
                 self.level(self_arg) == "row" or (self.level(self_arg) == "tile" and self.out_features == 1)):
             return self._flatten_row(self_arg, name, rest, kwargs)
+        if isinstance(self_arg, _Id) and name == "flatten" and self.level(self_arg) == "rowflat" and \
+                all(type(v) is int and v in (0, -1) for v in (*rest, *kwargs.values())) and \
+                set(kwargs) <= {"start_dim", "end_dim"} and len(rest) <= 2:
+            return self_arg   # flatten() of a (batch,) value: itself
         if name == "squeeze" and isinstance(self_arg, _Id) and self.level(self_arg) in ("tile", "pooled") \
                 and self._row_width(self_arg) > 1:
             # squeeze(1) of a (batch, N) value, N > 1: itself in torch (a dim of size 1 only goes);
@@ -3119,6 +3163,8 @@ class Tracer:
             a = self._bind(_reduce, args, kwargs)
             self._output_dtype(a, METHOD_REDUCE[name])
             return self.reduce(METHOD_REDUCE[name], a["input"], a["dim"], a["keepdim"])
+        if name == "prelu" and len(rest) + len(kwargs) == 1 and set(kwargs) <= {"weight"}:
+            return self.prelu(self_arg, rest[0] if rest else kwargs["weight"])   # x.prelu(w): torch.prelu
         if name in ("max", "min"):
             return self._max_min(name, args, kwargs)
         if name in STATISTIC_METHODS:

@@ -202,12 +202,34 @@ def graph_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module,
     """(the gradient of x, {parameter path: its gradient}) of the module `graph` was traced
     from, run on x, for the output gradient `grad`. Chained GEMMs: the parts in reverse order,
     each part's input gradient the previous part's output gradient."""
-    inputs = [x]
+    # Each part's values are computed twice (its output for the next part, then again in
+    # part_vjp): a Dropout's mask of an earlier part must be the one the forward drew, so each
+    # part_vjp runs from the generator's state at its part's start, and the generator is left
+    # where the forward leaves it (the second draw of a chain's first part was another mask).
+    inputs, states = [x], []
     for part in graph.parts[:-1]:
+        states.append(_rng_state(x))
         inputs.append(part.part_values(inputs[-1], model, x)[part.output])
+    states.append(_rng_state(x))
     grads: dict[str, torch.Tensor] = {}
-    for part, part_input in zip(reversed(graph.parts), reversed(inputs)):
+    end = None
+    for part, part_input, state in zip(reversed(graph.parts), reversed(inputs), reversed(states)):
+        _set_rng_state(x, state)
         grad = part_vjp(part, part_input, model, grad, grads, module_input=x)
+        end = end or _rng_state(x)
+    _set_rng_state(x, end)
     if INPUT_PATH in grads:   # the module's input read after the GEMM too
         grad = grad + grads.pop(INPUT_PATH)
     return grad, grads
+
+
+def _rng_state(like: torch.Tensor) -> tuple:
+    """The state of the generator that draws a mask of `like`'s device (and the CPU's)."""
+    cuda = torch.cuda.get_rng_state(like.device) if like.is_cuda else None
+    return torch.get_rng_state(), cuda
+
+
+def _set_rng_state(like: torch.Tensor, state: tuple) -> None:
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state(state[1], like.device)

@@ -526,6 +526,15 @@ class Reference:
             raise ReferenceError(f"{self.path}: Model(*get_init_inputs()) raised {type(e).__name__}: {e}") from None
 
     def docstring(self) -> str:
-        """The first line of Model's docstring (empty without one)."""
+        """The first line of Model's docstring (empty without one), for the emitted file's header
+        and ModelNew's docstring, which carry it verbatim in plain triple-quoted strings; empty too
+        where it cannot be carried so: a backslash would start an escape there (r"W\\x" a
+        SyntaxError), a triple quote would end the string, and KernelBench's static checker reads
+        string contents as code ("A forward pass: ..." fails a file as a pass statement does)."""
+        from kgen.check.static_checks import kernelbench_strict_matches
+
         lines = (self.Model.__doc__ or "").strip().splitlines()
-        return lines[0].strip() if lines else ""
+        line = lines[0].strip() if lines else ""
+        if "\\" in line or '"""' in line or kernelbench_strict_matches(line):
+            return ""
+        return line

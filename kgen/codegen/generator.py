@@ -373,13 +373,30 @@ def hyperparameter_lines(read: list[tuple[str, object]]) -> list[str]:
     return [f"if {now} != {traced}:", f"    raise ValueError({message!r})"]
 
 
+def called_modules_literal(called: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
+    """_KGEN_CALLED_MODULES' rows as Python source: each submodule's path as its _modules keys (a
+    tuple), its class (trace._class_source; None: hooks alone are checked)."""
+    return [(_tuple_source([repr(name) for name in path.split(".")]), cls or "None") for path, cls in called]
+
+
+def submodule_lines(called: list[tuple[str, str | None]]) -> list[str]:
+    """The forward's check that the submodules the reference's forward calls are the ones traced
+    (_kgen_changed_submodule): ModelNew calls none of them, so a hook given to one, or one
+    replaced by another class, would be passed over in silence."""
+    if not called:
+        return []
+    return ["changed_submodule = _kgen_changed_submodule(self)", "if changed_submodule is not None:",
+            "    raise RuntimeError(changed_submodule)"]
+
+
 def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     """ModelNew.forward's body: check the input and every tensor the kernels read, then call
     each GEMM part's entry point in turn (a part's output is the next part's x). `sixteen_bit`:
     the file has 16-bit builds, which run inside torch.autocast (an fp32 module's too), the
     output then handed over in eager's dtype there (_kgen_autocast_output, from the reasons
     kgen.frontend.autocast read for it to be fp32)."""
-    lines = hyperparameter_lines(parts[-1].traced.hyperparameters)
+    lines = submodule_lines(parts[-1].traced.called_modules)
+    lines += hyperparameter_lines(parts[-1].traced.hyperparameters)
     for name, default in parts[-1].traced.forward_defaults:
         # (kgen traced the forward with this parameter at its default, as get_inputs() leaves it)
         # (`is` for None and bools; a NaN default is matched by NaN alone, which != never is)
@@ -1226,6 +1243,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
         forward_lines=forward_lines(parts, sixteen_bit_builds(spec)),
+        called_modules=called_modules_literal(parts[-1].traced.called_modules),
         weight_methods=weight_methods(parts),
         keeps_w_split=repr(tuple(not computes_weight(low.graph.gemm) for low in parts)),
         keeps_w_splits=any(runs_fp16x3(spec, low.graph.in_features) and not computes_weight(low.graph.gemm) for low in parts),

@@ -571,6 +571,21 @@ def _torch_kind(module: nn.Module) -> type:
     return kind
 
 
+def _class_source(m: nn.Module, reference_module: str) -> str | None:
+    """m's class (before torch.nn.utils.parametrize's) as an emitted file names it: nn.X for torch's
+    own (torch.nn as nn), _kgen_reference.X for one the reference file defines (the file's private copy of
+    the reference makes its modules of those), None for another (defined in a function, imported
+    from elsewhere)."""
+    from torch.nn.utils.parametrize import type_before_parametrizations
+
+    cls = type_before_parametrizations(m)
+    if getattr(nn, cls.__name__, None) is cls:
+        return f"nn.{cls.__name__}"
+    if cls.__module__ == reference_module and all(part.isidentifier() for part in cls.__qualname__.split(".")):
+        return f"_kgen_reference.{cls.__qualname__}"
+    return None
+
+
 class _LocatingTracer(torch.fx.Tracer):
     """torch.fx's Tracer, each node's stack_trace the outermost line of the reference file on the
     stack when fx made it, as fx's own `record_stack_traces` writes a frame (`File "...", line N,
@@ -585,6 +600,16 @@ class _LocatingTracer(torch.fx.Tracer):
         self.lines = source.splitlines()
         self.input_shape = input_shape
         self.placeholders = 0
+        # Every submodule the forward calls (fx's leaves and the modules it traces through), by
+        # path, in call order, with its class as the emitted file names it: ModelNew calls none
+        # of them (Graph.called_modules).
+        self.called_modules: list[tuple[str, str | None]] = []
+
+    def call_module(self, m, forward, args, kwargs):
+        path = self.path_of_module(m)
+        if path and all(path != p for p, _ in self.called_modules):
+            self.called_modules.append((path, _class_source(m, type(self.root).__module__)))
+        return super().call_module(m, forward, args, kwargs)
 
     def proxy(self, node):
         if node.op != "placeholder":
@@ -1774,6 +1799,7 @@ class Tracer:
             raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}") from None
         self._refuse_state_changes(state, tracer.text)
+        self.called_modules = tracer.called_modules
         self.gemm_id = None
         self.first_gemm = None   # ((weight, bias, stored_kn), its value): Tracer.gemm
         self.out_features = None
@@ -3327,6 +3353,7 @@ def _trace(ref: Reference) -> Graph:
     graph.fp32_casts = tracer.fp32_casts
     graph.forward_defaults = tracer.forward_defaults
     graph.sizes_read = tracer.sizes_read
+    graph.called_modules = tracer.called_modules
     graph.hyperparameters = hyperparameters_read(ref, graph)
     for part in graph.parts:   # (each part's backward raises where the module's would)
         part.no_derivative = tracer.no_derivative

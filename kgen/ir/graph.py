@@ -268,6 +268,10 @@ class Graph:
     # ("multiplier", 2.0), ("gn.num_groups", 8)): the emitted forward refuses a model whose own
     # values differ (trace.hyperparameters_read).
     hyperparameters: list = dataclasses.field(default_factory=list)
+    # The submodules the reference's forward calls, (path, its class as the emitted file names it,
+    # or None) in call order (trace._class_source): the emitted forward calls none of them, and refuses to run
+    # where one was replaced by another class or given a hook since (generator.submodule_lines).
+    called_modules: list = dataclasses.field(default_factory=list)
     # Where the forward calls an op torch defines no derivative for ((line, text): x // c and
     # torch.floor_divide, whose backward raises in torch, where div(rounding_mode='floor') gives
     # zeros): the emitted backward raises too, naming it.

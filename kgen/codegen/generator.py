@@ -7,6 +7,7 @@ import base64
 import dataclasses
 import functools
 import hashlib
+import keyword
 import math
 import os
 import pprint
@@ -350,7 +351,8 @@ def _attribute_read(path: str) -> str:
     nn.Module.__getattr__ costs ~0.3 us a step), so a submodule replaced since is read too."""
     *modules, name = path.split(".")
     owner = "self" + "".join(f"._modules[{m!r}]" for m in modules)
-    return f"{owner}.{name}" if name.isidentifier() else f"getattr({owner}, {name!r})"
+    plain = name.isidentifier() and not keyword.iskeyword(name)   # (setattr(self, "lambda", ...) makes one)
+    return f"{owner}.{name}" if plain else f"getattr({owner}, {name!r})"
 
 
 def hyperparameter_lines(read: list[tuple[str, object]]) -> list[str]:

@@ -1206,6 +1206,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
     native_plans = [native_plan(low) if uses_native_backward(spec, low) else None for low in parts]
     # (whether a GEMM of the file splits w into fp16 halves: only then the Python that keeps splits)
     splits_w = kernel_needs(spec, parts).fp16x3
+    module_name = re.sub(r"\W", "_", ref.name)   # (the reference's copy's, in the emitted file)
     text = _ENV.get_template("model_new.py.j2").render(
         header=checker_safe_header(render_header(spec, measured)),
         spec=spec,
@@ -1219,7 +1220,9 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         reference_constants=pprint.pformat(ref.set_constants, sort_dicts=False, width=100),
         pins_constants=bool(ref.set_constants),   # else the file's text runs as it is
         shared_classes=shared_classes(ref.source),
-        reference_module_name=re.sub(r"\W", "_", ref.name),
+        reference_module_name=module_name,
+        # (the label of the reference's copy: a reference file named pass.py is <reference p\x61ss>)
+        reference_label_name=checker_safe(f"<reference {module_name}>"),
         hopper_only=spec.family == "wgmma",
         smem_bytes=spec_smem_bytes(spec),
         extra_ldflags=repr(extra_ldflags(spec)),

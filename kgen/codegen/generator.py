@@ -1297,8 +1297,8 @@ def module_names(source: str) -> dict[str, str | None]:
 # checks every rendered file against these, so the two cannot drift apart).
 OWN_NAME = re.compile(r"_kgen|_KGEN|KGEN_|ModelNew$")
 EMITTED_IMPORTS = {"__future__": "__future__", "ast": "ast", "base64": "base64", "contextlib": "contextlib",
-                   "ctypes": "ctypes", "hashlib": "hashlib", "inspect": "inspect", "os": "os", "sys": "sys",
-                   "time": "time", "types": "types",
+                   "copyreg": "copyreg", "ctypes": "ctypes", "hashlib": "hashlib", "inspect": "inspect", "os": "os",
+                   "sys": "sys", "time": "time", "types": "types",
                    "typing": "typing", "warnings": "warnings", "weakref": "weakref", "torch": "torch", "nn": "torch.nn",
                    "load_inline": "torch.utils.cpp_extension.load_inline"}
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import __future__
 import ast
 import hashlib
+import sys
 import types
 from pathlib import Path
 
@@ -280,6 +281,12 @@ class Reference:
         way (`_load_reference`)."""
         self.module = types.ModuleType(f"kgen_reference_{self.name}")
         self.module.__dict__["__file__"] = str(self.path)
+        # In sys.modules while its text runs, as an imported file is: dataclasses looks a class's
+        # module up there as it makes the class (`from __future__ import annotations` with a
+        # @dataclass fails without it); whatever held the name before has it back after.
+        name = self.module.__name__
+        before = sys.modules.get(name)
+        sys.modules[name] = self.module
         try:
             tree = ast.parse(self.source)
             # The file's __future__ imports apply to each statement compiled alone (and kgen's
@@ -296,6 +303,11 @@ class Reference:
                                              if k in self.module.__dict__})
         except Exception as e:  # noqa: BLE001 - the user's file failing is a message
             raise ReferenceError(f"{self.path} raised {type(e).__name__} when executed: {e}") from None
+        finally:
+            if before is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = before
         self.Model = self.module.__dict__.get("Model")
 
     # ---- constants ---------------------------------------------------------------------------

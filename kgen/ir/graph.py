@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import keyword
 
 import torch
 import torch.nn.functional as F
@@ -542,14 +543,17 @@ def affine_chain(graph: Graph, t: int) -> tuple[int, list[Node]]:
 
 def self_attr(path: str) -> str:
     """Python that reads the module attribute at `path` (gemm.bias, layers.0.weight, layers.1)
-    from the module as `self`: attribute access where every step is an identifier, else
-    get_submodule for the module part (an nn.Sequential's children are named 0, 1, ...)."""
-    if all(part.isidentifier() for part in path.split(".")):
+    from the module as `self`: attribute access where every step is an identifier (and no
+    keyword), else get_submodule for the module part (an nn.Sequential's children are named 0, 1,
+    ...) and getattr for a last name that is none: a ParameterList's parameters are named 0, 1,
+    ..., a ParameterDict's by its keys (scale-1), and get_submodule finds modules only."""
+    if all(part.isidentifier() and not keyword.iskeyword(part) for part in path.split(".")):
         return f"self.{path}"
     module, _, name = path.rpartition(".")
-    if name.isidentifier() and module:
-        return f"self.get_submodule({module!r}).{name}"
-    return f"self.get_submodule({path!r})"
+    owner = f"self.get_submodule({module!r})" if module else "self"
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return f"{owner}.{name}"
+    return f"getattr({owner}, {name!r})"
 
 
 def _get_tensor(model: torch.nn.Module, path: str) -> torch.Tensor:

@@ -202,7 +202,9 @@ DERIVATIVES: dict[str, Vjp] = {
     "add": lambda m, g, y, a, b: (g, g),
     "sub": lambda m, g, y, a, b: (g, m.neg(g)),
     "mul": lambda m, g, y, a, b: (m.mul(g, b), m.mul(g, a)),
-    "div": lambda m, g, y, a, b: (m.div(g, b), m.neg(m.div(m.mul(g, a), m.mul(b, b)))),
+    # torch's div_tensor_other_backward: -g ((a / b) / b), a / b being the result y: g a / b^2
+    # underflowed b^2 (|b| < ~1e-19 in fp32) to 0, giving inf or NaN where torch's is finite.
+    "div": lambda m, g, y, a, b: (m.div(g, b), m.mul(m.neg(g), m.div(y, b))),
     "neg": lambda m, g, y, x: (m.neg(g),),
     "abs": lambda m, g, y, x: (m.mul(g, m.sign(x)),),
     "exp": lambda m, g, y, x: (m.mul(g, y),),
@@ -244,7 +246,9 @@ DERIVATIVES: dict[str, Vjp] = {
     "pow_tensor": _pow_tensor,
     # torch's pow_backward_exponent: grad * (result * log(base)), log(base) a double made fp32.
     "rpow": lambda m, g, y, x, base: (m.mul(g, m.mul(y, m.c(math.log(base)))),),
-    "relu": lambda m, g, y, x: (m.where(m.gt(y, m.c(0.0)), g, m.c(0.0)),),
+    # torch's threshold_backward(g, y, 0): y <= 0 ? 0 : g, so a NaN passes g (no comparison
+    # holds at NaN; y > 0 ? g : 0 gave it 0).
+    "relu": lambda m, g, y, x: (m.where(m.le(y, m.c(0.0)), m.c(0.0), g),),
     "leaky_relu": lambda m, g, y, x, negative_slope: (
         m.where(m.gt(x, m.c(0.0)), g, m.mul(g, m.c(negative_slope))),),
     "gelu": _gelu,

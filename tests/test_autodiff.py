@@ -32,7 +32,7 @@ def op_inputs(name: str) -> list[torch.Tensor]:
     g = torch.Generator().manual_seed(1)
     a = (torch.rand(4000, generator=g, dtype=torch.float64) - 0.5) * 16
     b = (torch.rand(4000, generator=g, dtype=torch.float64) - 0.5) * 16
-    if name in ("log", "log2", "log10", "sqrt", "rsqrt", "pow"):
+    if name in ("log", "log2", "log10", "sqrt", "norm_sqrt", "rsqrt", "pow"):
         a = a.abs() + 0.1
     if name == "log1p":
         a = a.abs() - 0.9

@@ -134,6 +134,7 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "sub": ["x - 0.25", "1.0 - x", "x - self.bias2"], "mul": ["x * 3.0", "self.scale2 * x"],
     "div": ["x / 2.0", "x / self.scale2"], "residual": ["x + x"], "detach": ["x + x.clone().detach()"],
     "sqrt": ["torch.sqrt(x.abs() + 1.0)"], "log": ["torch.log(x.abs() + 1.0)"],
+    "norm_sqrt": ["x * x.norm(dim=1, keepdim=True)", "x + x.std(dim=1, keepdim=True)"],
     "log1p": ["torch.log1p(x.abs())"], "erf": ["torch.erf(x * 0.5)"],
     "expm1": ["torch.expm1(x * 0.1)", "x.expm1()"], "exp2": ["torch.exp2(x * 0.1)"],
     "log2": ["torch.log2(x.abs() + 1.0)"], "log10": ["(x.abs() + 1.0).log10()"],

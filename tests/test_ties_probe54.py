@@ -155,3 +155,36 @@ def test_div_vjp_is_torch_autograd_where_the_square_of_b_overflows_or_underflows
         for e, r in zip(expect, got):
             torch.testing.assert_close(torch.as_tensor(r, dtype=torch.float64), e, rtol=1e-15, atol=0,
                                        equal_nan=True)
+
+
+# ---- a 2-norm or a std of a zero row ---------------------------------------------------------
+# torch's norm_backward and std_backward give 0 where the result is 0; kgen's norms end in
+# norm_sqrt, whose gradient is 0 there (sqrt's is inf, and inf times the squares' 2 x = 0 was a
+# NaN, which dW = dz^T x spread over every weight: a padded batch's zero row, F.normalize).
+NORM_SPELLINGS = {
+    "F.normalize": "x = F.normalize(x, dim=1)",
+    "F.normalize, p=2, eps": "x = F.normalize(x, p=2.0, dim=-1, eps=1e-6)",
+    "torch.norm": "x = x * torch.norm(x, dim=1, keepdim=True)",
+    "x.norm": "x = x + x.norm(dim=1, keepdim=True)",
+    "linalg.vector_norm": "x = torch.tanh(x) * torch.linalg.vector_norm(x, dim=1, keepdim=True)",
+    "x / norm.clamp_min": "x = x / x.norm(p=2, dim=1, keepdim=True).clamp_min(1e-12)",
+    "std": "x = x * x.std(dim=1, keepdim=True)",
+    "std, unbiased=False": "x = x + torch.std(x, dim=1, keepdim=True, unbiased=False)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORM_SPELLINGS))
+def test_a_norm_or_std_of_a_zero_row_has_torchs_gradient(name, tmp_path):
+    z = [[0.0, 0.0, 0.0, 0.0], [3.0, 0.0, -4.0, 0.0], [2.0, 2.0, 2.0, 2.0]]
+    check_gradients(module(tmp_path, NORM_SPELLINGS[name], z), z, [0.0, 0.0, 0.0, 0.0])
+
+
+def test_norm_sqrt_vjp_is_torchs_norm_backward_at_zero():
+    x = torch.tensor([[0.0, 0.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+    norm = torch.linalg.vector_norm(x, dim=1)
+    g = torch.tensor([2.0, 5.0], dtype=torch.float64)
+    expect, = torch.autograd.grad(norm, [x], g)
+    squares = (x * x).sum(dim=1).detach()
+    d_squares, = torch_vjp("norm_sqrt", g, torch_apply("norm_sqrt", [squares]), [squares])
+    torch.testing.assert_close(d_squares[:, None] * 2 * x.detach(), expect)
+    assert d_squares[0] == 0.0 and torch.isfinite(d_squares).all()

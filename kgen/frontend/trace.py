@@ -1458,7 +1458,7 @@ class Tracer:
             raise self.refuse(f"F.normalize of {self._not_batch_features(self.value(x))}")
         if p == 2:
             squares = self.pointwise("pow", [x], {"exponent": 2.0})
-            norm = self.pointwise("sqrt", [self.reduce("sum", squares, 1, True, of="normalize")])
+            norm = self.pointwise("norm_sqrt", [self.reduce("sum", squares, 1, True, of="normalize")])
         else:   # p = 1, inf: torch's input.norm(p, dim, keepdim=True)
             norm = self.norm(x, p, dim, True)
         return self.pointwise("div", [x, self.pointwise("maximum_const", [norm], {"other": float(eps)})])
@@ -1491,7 +1491,7 @@ class Tracer:
         deviation = self.pointwise("sub", [x, self.pointwise("detach", [mean])])
         squares = self.pointwise("mul", [deviation, deviation])
         var = self.pointwise("div", [self.reduce("sum", squares, dim, keepdim, of="var"), float(count)])
-        result = self.pointwise("sqrt", [var]) if what.startswith("std") else var
+        result = self.pointwise("norm_sqrt", [var]) if what.startswith("std") else var
         if what.endswith("_mean"):
             return _Marker("pair", (result, mean if keepdim else self._relevel(mean, "rowflat")))
         return result
@@ -1501,7 +1501,7 @@ class Tracer:
         inf, as torch defines them (the 2-norm's sum inside the norm's own kernel in torch)."""
         if p in ("fro", 2, 2.0):
             squares = self.pointwise("pow", [x], {"exponent": 2.0})
-            return self.pointwise("sqrt", [self.reduce("sum", squares, dim, keepdim, of="norm")])
+            return self.pointwise("norm_sqrt", [self.reduce("sum", squares, dim, keepdim, of="norm")])
         if p in (1, 1.0):
             return self.reduce("sum", self.pointwise("abs", [x]), dim, keepdim, of="norm")
         if p == float("inf"):

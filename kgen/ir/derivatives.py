@@ -241,6 +241,8 @@ DERIVATIVES: dict[str, Vjp] = {
     "fmod": lambda m, g, y, x, other: (g,),
     "remainder": lambda m, g, y, x, other: (g,),
     "sqrt": lambda m, g, y, x: (m.div(g, m.mul(m.c(2.0), y)),),
+    # torch's norm_backward and std_backward: 0 where the result is 0
+    "norm_sqrt": lambda m, g, y, x: (m.where(m.eq(y, m.c(0.0)), m.c(0.0), m.div(g, m.mul(m.c(2.0), y))),),
     "rsqrt": lambda m, g, y, x: (m.mul(m.mul(m.c(-0.5), g), m.mul(m.mul(y, y), y)),),
     "pow": _pow,
     "pow_tensor": _pow_tensor,

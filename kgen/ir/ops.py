@@ -316,6 +316,12 @@ _DEFINITIONS = (
                 attrs=(("other", REQUIRED),),
                 doc="floor(x / other), other a number; x // other (torch.floor_divide, div(rounding_mode='floor'))"),
     PointwiseOp("sqrt", 1, lambda a: f"sqrtf(({a}))", torch.sqrt, doc="square root (torch.sqrt)"),
+    # The square root that ends a 2-norm (torch.norm, x.norm, F.normalize) or a std: its value
+    # sqrt's, its gradient 0 where it is 0, as torch's norm and std backward give it (sqrt's
+    # would be inf there, and inf times the squares' 2 x = 0 a NaN: a zero row, a padded batch's,
+    # made every weight's gradient NaN).
+    PointwiseOp("norm_sqrt", 1, lambda a: f"sqrtf(({a}))", torch.sqrt,
+                doc="the square root ending a 2-norm or a std, gradient 0 at 0 (torch.norm, F.normalize, torch.std)"),
     PointwiseOp("rsqrt", 1, lambda a: f"(1.0f / sqrtf(({a})))", torch.rsqrt,
                 doc="1 / sqrt(x) (torch.rsqrt)"),
     PointwiseOp("pow", 1, _pow_cuda, lambda x, exponent: torch.pow(x, exponent),
@@ -421,7 +427,7 @@ assert JUMPING <= set(POINTWISE)
 # check/validate.may_kink). Tied to the oracles by tests/test_ops_smooth.py.
 SMOOTH = frozenset({"add", "sub", "mul", "div", "neg", "exp", "log", "log1p", "expm1", "exp2", "log2", "log10",
                     "erf", "erfc", "atan", "ndtr", "asin", "acos", "asinh", "acosh", "atanh", "sin", "cos", "tan",
-                    "sinh", "cosh", "sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish",
+                    "sinh", "cosh", "sqrt", "norm_sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish",
                     "identity", "detach"})
 assert SMOOTH <= set(POINTWISE) and not SMOOTH & JUMPING
 # softplus is x itself where beta x passes its threshold: its derivative jumps there by

@@ -54,9 +54,11 @@ def test_the_emitted_forward_draws_the_mask_in_training_mode(tmp_path):
     text = generator.render(spec)
     assert check_emitted(text) == []
     forward = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == "forward")
-    # No raise but the check of the hyperparameters baked in (p among them: the mask is drawn with it)
+    # No raise but the submodules' check (test_submodule_guard) and the check of the
+    # hyperparameters baked in (p among them: the mask is drawn with it)
     raises = [ast.unparse(n) for n in ast.walk(forward) if isinstance(n, ast.Raise)]
-    assert len(raises) == 1 and "synthesized for dropout.p=0.2" in raises[0], raises
+    assert len(raises) == 2 and raises[0] == "raise RuntimeError(changed_submodule)", raises
+    assert "synthesized for dropout.p=0.2" in raises[1], raises
     draws = [ast.unparse(n) for n in forward.body if isinstance(n, ast.Assign)
              and "dropout(" in ast.unparse(n.value)]
     assert len(draws) == 1 and draws[0].endswith("0.2, True) if self.dropout.training else None")
@@ -86,8 +88,10 @@ def test_functional_dropout_is_guarded_on_every_modules_mode(tmp_path):
     # F.dropout's flag reaches the trace as a bool: which module's mode it follows is unknown;
     # the mask follows the model's, and modules in different modes refuse (never a silently
     # different output).
-    assert generator.forward_lines(generator.lowered_parts(spec))[0] == \
-        "if any(m.training != self.training for m in self.modules()):"
+    lines = generator.forward_lines(generator.lowered_parts(spec))
+    check = generator.submodule_lines(generator.lowered_parts(spec)[-1].traced.called_modules)
+    assert lines[:len(check)] == check   # (the submodules' check first: test_submodule_guard)
+    assert lines[len(check)] == "if any(m.training != self.training for m in self.modules()):"
 
 
 @pytest.mark.parametrize("body", [

@@ -196,7 +196,8 @@ def test_the_emitted_forward_draws_the_mask_with_torch_in_training_mode_only(tmp
     assert len(draws) == 2
     assert draws[0].endswith("0.3, True) if self.drop.training else None")
     assert draws[1].endswith("0.5, True) if self.drop2.training else None")
-    assert not any("raise RuntimeError" in line for line in lines)
+    # (no raise but the submodules' check, test_submodule_guard)
+    assert [line for line in lines if "raise RuntimeError" in line] == ["    raise RuntimeError(changed_submodule)"]
     text = generator.render(spec)
     ast.parse(text)
     assert check_emitted(text) == []
@@ -210,7 +211,9 @@ def test_functional_dropout_refuses_a_model_of_mixed_modes(tmp_path):
     ref = dropout_module(tmp_path, DROPOUTS[4])
     spec = Spec.of(str(ref.path), 64, 16, 1024, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
     lines = generator.forward_lines(generator.lowered_parts(spec))
-    assert lines[0] == "if any(m.training != self.training for m in self.modules()):"
+    check = generator.submodule_lines(generator.lowered_parts(spec)[-1].traced.called_modules)
+    assert lines[:len(check)] == check   # (the submodules' check first: test_submodule_guard)
+    assert lines[len(check)] == "if any(m.training != self.training for m in self.modules()):"
     assert any(line.endswith("0.4, True) if self.training else None") for line in lines)
 
 
@@ -224,6 +227,9 @@ def test_a_dropout_of_a_row_value_is_not_reproduced_and_training_mode_still_rais
     guard = generator.hyperparameter_lines(graph.hyperparameters)
     assert [path for path, _ in graph.hyperparameters] == ["drop.p"]
     lines = generator.forward_lines(generator.lowered_parts(spec))
+    check = generator.submodule_lines(graph.called_modules)   # (first: test_submodule_guard)
+    assert lines[:len(check)] == check
+    lines = lines[len(check):]
     assert lines[:len(guard)] == guard and lines[len(guard):len(guard) + 1] == ["if self.drop.training:"]
 
 

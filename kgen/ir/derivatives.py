@@ -202,9 +202,11 @@ DERIVATIVES: dict[str, Vjp] = {
     "add": lambda m, g, y, a, b: (g, g),
     "sub": lambda m, g, y, a, b: (g, m.neg(g)),
     "mul": lambda m, g, y, a, b: (m.mul(g, b), m.mul(g, a)),
-    # torch's div_tensor_other_backward: -g ((a / b) / b), a / b being the result y: g a / b^2
-    # underflowed b^2 (|b| < ~1e-19 in fp32) to 0, giving inf or NaN where torch's is finite.
-    "div": lambda m, g, y, a, b: (m.div(g, b), m.mul(m.neg(g), m.div(y, b))),
+    # torch's div_tensor_other_backward: -g ((a / b) / b), a / b computed again from the operands
+    # (not the result, which a 16-bit build rounds, and which a backward pass that needs only a
+    # would then compute for nothing): g a / b^2 underflowed b^2 (|b| < ~1e-19 in fp32) to 0,
+    # giving inf or NaN where torch's is finite.
+    "div": lambda m, g, y, a, b: (m.div(g, b), m.mul(m.neg(g), m.div(m.div(a, b), b))),
     "neg": lambda m, g, y, x: (m.neg(g),),
     "abs": lambda m, g, y, x: (m.mul(g, m.sign(x)),),
     "exp": lambda m, g, y, x: (m.mul(g, y),),

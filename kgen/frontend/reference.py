@@ -252,6 +252,13 @@ class Reference:
             if name not in self.module.__dict__:
                 raise ReferenceError(f"{self.path} defines no {name} (KernelBench convention: Model, "
                                      "get_inputs(), get_init_inputs())")
+        if not (isinstance(self.Model, type) and issubclass(self.Model, torch.nn.Module)):
+            # (the emitted file's ModelNew subclasses Model: `class ModelNew(Model)` of a function
+            # that returns a module, nn.Sequential(...) say, is a TypeError when the file is imported)
+            what = (f"a {type(self.Model).__name__}" if not isinstance(self.Model, type)
+                    else f"the class {self.Model.__name__}, which is no torch.nn.Module")
+            raise ReferenceError(f"{self.path}: Model is {what}; kgen's ModelNew subclasses Model, so it must be "
+                                 "an nn.Module class (class Model(nn.Module): ... with __init__ and forward)")
         self.defaults = module_constants(self.source, self.module.__dict__)
         for name, value in (constants or {}).items():
             self._set(name, value, "--set")
@@ -329,16 +336,34 @@ class Reference:
         return {name: self.module.__dict__[name] for name in self.defaults}
 
     def _read_workload(self):
+        # KernelBench calls the module as model(*get_inputs()): a list or tuple of the forward's
+        # arguments (any iterable unpacks so, a generator too: read here, on the meta device). A
+        # tensor or a dict unpacks into its rows or its keys, not the input.
+        def not_a_list(what: str) -> ReferenceError:
+            return ReferenceError(f"{self.path}: get_inputs() returns {what}, not a list of the forward's "
+                                  "arguments (the module is called as model(*get_inputs())): return [x]")
+
         with torch.device("meta"), _OnMeta():
             try:
                 inputs = self.module.get_inputs()
+                if isinstance(inputs, (torch.Tensor, dict)):
+                    raise not_a_list("a tensor" if isinstance(inputs, torch.Tensor) else "a dict")
+                try:
+                    iter(inputs)
+                except TypeError:
+                    raise not_a_list("None" if inputs is None else type(inputs).__name__) from None
+                inputs = list(inputs)
                 self._init_args = list(self.module.get_init_inputs())
+            except ReferenceError:
+                raise
             except Exception as e:  # noqa: BLE001 - the user's functions failing is a message
                 raise ReferenceError(f"{self.path}: get_inputs() / get_init_inputs() raised "
                                      f"{type(e).__name__}: {e}") from None
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
         if len(inputs) != 1 or len(tensors) != 1:
-            raise ReferenceError(f"{self.path}: get_inputs() returns {len(inputs)} values; kgen "
+            kinds = ", ".join("None" if v is None else type(v).__name__ for v in inputs)
+            raise ReferenceError(f"{self.path}: get_inputs() returns {len(inputs)} value"
+                                 f"{'' if len(inputs) == 1 else 's'} ({kinds or 'none'}); kgen "
                                  "synthesizes modules of one input tensor")
         # The input's rank and dtype are checked by the tracer, after it has named the first op
         # (a Conv2d on a 4-D input is refused as a Conv2d).

@@ -978,9 +978,9 @@ class Tracer:
             # so the emitted file could not read it. One element: the number it holds.
             if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
                 return _TensorNumber(t.item())
-            raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward "
-                              "(torch.tensor / torch.ones / ...): kgen reads the module's parameters and "
-                              "buffers; make it one in __init__ (self.register_buffer)")
+            raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward (torch.tensor / "
+                              "torch.ones / ...) or read from a global, not the module's: kgen reads the module's "
+                              "parameters and buffers; make it one in __init__ (self.register_buffer)")
         return _Marker("matrix" if t.dim() == 2 else "tensor", path)
 
     def _is_matrix(self, v) -> bool:
@@ -1697,6 +1697,13 @@ class Tracer:
                     raise Unsupported(f"{self.ref.path}: {where} has a {kind[1:-1].replace('_', ' ')} "
                                       "(register_forward_hook / register_forward_pre_hook), which changes "
                                       "its output outside forward(); kgen traces forward() alone")
+        # A forward set on the instance (self.forward = self._fwd in __init__): what calling the
+        # module runs, but fx traces the class's forward (or finds none), and ModelNew's forward, a
+        # method of the class, would be shadowed by it.
+        if "forward" in vars(self.model):
+            raise Unsupported(f"{self.ref.path}: {type(self.model).__name__}.__init__ sets self.forward, which "
+                              "replaces the class's forward for that instance; kgen traces the class's forward and "
+                              "ModelNew defines its own (define forward as a method of the class)")
         # The model's own __call__ (a child's is fx's to trace: it calls the child's module).
         if type(self.model).__call__ is not nn.Module.__call__:
             raise Unsupported(f"{self.ref.path}: {type(self.model).__name__} overrides __call__, which changes "

@@ -24,6 +24,7 @@ torch.autograd) and trace to the IR of their plain form.
 import textwrap
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from kgen.cli import main
@@ -185,3 +186,48 @@ def test_a_global_vector_is_named_as_one(tmp_path):
         "    def forward(self, x):\n        return torch.relu(self.fc(x) + BIAS)\n")))
     with pytest.raises(Unsupported, match=r"shape \(24,\) made in forward .* or read from a global.*register_buffer"):
         trace(Reference(path))
+
+
+def test_a_model_put_in_eval_mode_in_init_is_traced_in_training_mode_too(tmp_path):
+    """A Model whose __init__ ends in self.eval() / self.train(False) is traced in training mode
+    as well (its Dropout in the IR, its mask drawn once the user calls .train()); before, the
+    trace took the mode __init__ left, and training mode computed without the dropout."""
+    from kgen.frontend.trace import trace
+
+    for switch in ("self.eval()", "self.train(False)"):
+        path = tmp_path / "eval_in_init.py"
+        path.write_text(textwrap.dedent(f"""
+            import torch
+            import torch.nn as nn
+
+
+            class Model(nn.Module):
+                def __init__(self, i, o):
+                    super().__init__()
+                    self.fc = nn.Linear(i, o)
+                    self.drop = nn.Dropout(0.5)
+                    {switch}
+
+                def forward(self, x):
+                    return torch.relu(self.drop(self.fc(x)))
+
+
+            def get_inputs():
+                return [torch.randn(8, 16)]
+
+
+            def get_init_inputs():
+                return [16, 24]
+        """))
+        ref = Reference(path)
+        graph = trace(ref)
+        assert [d["path"] for d in graph.dropouts] == ["drop"], switch
+        model = ref.Model(*ref.init_args())   # (in eval mode, as its __init__ leaves it)
+        x = torch.rand(4, 16)
+        with torch.no_grad():
+            for training in (False, True):
+                model.train(training)
+                torch.manual_seed(7)
+                expect = model(x)
+                torch.manual_seed(7)
+                torch.testing.assert_close(graph.interpret(x, model), expect, rtol=1e-6, atol=1e-7)

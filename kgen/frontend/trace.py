@@ -806,6 +806,9 @@ class Tracer:
     def __init__(self, ref: Reference, model: nn.Module | None = None):
         self.ref = ref
         self.model = ref.meta_model() if model is None else model
+        # Training mode, whatever __init__ left (a module that calls self.eval() there is trained
+        # after its user's .train(): its Dropout must be in the IR); _trace's eval trace sets eval.
+        self.model.train()
         self.nodes: list[Node] = []
         self.where: tuple[int | None, str] = (None, "")
         self.params: dict[str, int] = {}

@@ -231,3 +231,78 @@ def test_a_model_put_in_eval_mode_in_init_is_traced_in_training_mode_too(tmp_pat
                 expect = model(x)
                 torch.manual_seed(7)
                 torch.testing.assert_close(graph.interpret(x, model), expect, rtol=1e-6, atol=1e-7)
+
+
+MOVES = {
+    "self.cuda() in __init__": ("", "self.cuda()"),
+    "self.to('cuda') in __init__": ("", "self.to('cuda')"),
+    "self.to(torch.device('cuda'), torch.float32)": ("", "self.to(torch.device('cuda'), torch.float32)"),
+    "torch.set_default_device('cuda') at import": ("torch.set_default_device('cuda')", ""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MOVES))
+def test_a_module_that_moves_itself_to_the_gpu_is_read_without_one(name, tmp_path):
+    """A module moved to the GPU in __init__ stays on the meta device where kgen reads it (as
+    get_inputs()' tensors do), and a default device the file sets at import is put back after
+    it: on a machine without a GPU these failed with torch's "not compiled with CUDA"."""
+    top, init = MOVES[name]
+    path = tmp_path / "moves.py"
+    path.write_text(textwrap.dedent(f"""
+        import torch
+        import torch.nn as nn
+
+        {top}
+
+
+        class Model(nn.Module):
+            def __init__(self, i, o):
+                super().__init__()
+                self.fc = nn.Linear(i, o)
+                {init}
+
+            def forward(self, x):
+                return torch.relu(self.fc(x)) * 2.0
+
+
+        def get_inputs():
+            return [torch.randn(8, 16)]
+
+
+        def get_init_inputs():
+            return [16, 24]
+    """))
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
+    assert r.exit_code == 0, r.output
+    assert torch.get_default_device() == torch.device("cpu")
+    assert [n.op for n in trace(Reference(path)).nodes if n.kind == "pointwise"][-3:] == ["add", "relu", "mul"]
+
+
+def test_a_file_that_sets_the_default_dtype_is_refused_and_the_default_put_back(tmp_path):
+    path = tmp_path / "dtype.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+
+        torch.set_default_dtype(torch.float64)
+
+
+        class Model(nn.Module):
+            def __init__(self, i, o):
+                super().__init__()
+                self.fc = nn.Linear(i, o)
+
+            def forward(self, x):
+                return torch.relu(self.fc(x))
+
+
+        def get_inputs():
+            return [torch.randn(8, 16)]
+
+
+        def get_init_inputs():
+            return [16, 24]
+    """))
+    with pytest.raises(ReferenceError, match=r"sets torch's default dtype to torch.float64 when executed"):
+        Reference(path)
+    assert torch.get_default_dtype() == torch.float32

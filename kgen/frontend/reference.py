@@ -294,6 +294,10 @@ class Reference:
         name = self.module.__name__
         before = sys.modules.get(name)
         sys.modules[name] = self.module
+        # torch's process-wide defaults, which a file may set at import (torch.set_default_device,
+        # set_default_dtype): put back after it, so that they do not reach kgen's own tensors
+        # (a default device of "cuda" failed the lowering's oracles on a machine without a GPU).
+        defaults = torch.get_default_dtype(), torch.get_default_device()
         try:
             tree = ast.parse(self.source)
             # The file's __future__ imports apply to each statement compiled alone (and kgen's
@@ -315,6 +319,16 @@ class Reference:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = before
+            dtype = torch.get_default_dtype()
+            torch.set_default_dtype(defaults[0])
+            torch.set_default_device(defaults[1])
+        # (A default device is where the module's tensors are made, which kgen reads on the meta
+        # device anyway and the emitted file runs on the GPU; a default dtype is what the module
+        # computes in, the file's and every module's after it.)
+        if dtype != defaults[0]:
+            raise ReferenceError(f"{self.path} sets torch's default dtype to {dtype} when executed "
+                                 "(torch.set_default_dtype): it changes every tensor the process makes after it; "
+                                 "build the module in float32 and convert it where it is used (model.to(dtype))")
         self.Model = self.module.__dict__.get("Model")
 
     # ---- constants ---------------------------------------------------------------------------
@@ -557,7 +571,9 @@ class Reference:
 
     def meta_model(self) -> torch.nn.Module:
         try:
-            with torch.device("meta"):
+            # (_OnMeta: a module that moves itself to the GPU in __init__, self.cuda() or
+            # self.to("cuda"), stays on the meta device, as get_inputs()' tensors do)
+            with torch.device("meta"), _OnMeta():
                 return self.Model(*self._init_args)
         except Exception as e:  # noqa: BLE001 - the module's own failure is the user's message
             raise ReferenceError(f"{self.path}: Model(*get_init_inputs()) raised {type(e).__name__}: {e}") from None

@@ -306,3 +306,40 @@ def test_a_file_that_sets_the_default_dtype_is_refused_and_the_default_put_back(
     with pytest.raises(ReferenceError, match=r"sets torch's default dtype to torch.float64 when executed"):
         Reference(path)
     assert torch.get_default_dtype() == torch.float32
+
+
+def test_an_emitted_file_that_sets_the_default_device_leaves_it_as_it_was(tmp_path):
+    """The emitted file runs the reference's text, torch.set_default_device("cuda") included;
+    kgen's checks load it (EmittedFile) and put torch's defaults back after, so that their own
+    tensors are made where they say (on an H200, its gate's CPU-input check got a CUDA tensor)."""
+    from kgen.check.loading import EmittedFile
+
+    path = tmp_path / "moves.py"
+    top, init = MOVES["torch.set_default_device('cuda') at import"]
+    path.write_text(textwrap.dedent(f"""
+        import torch
+        import torch.nn as nn
+
+        {top}
+
+
+        class Model(nn.Module):
+            def __init__(self, i, o):
+                super().__init__()
+                self.fc = nn.Linear(i, o)
+
+            def forward(self, x):
+                return torch.relu(self.fc(x))
+
+
+        def get_inputs():
+            return [torch.randn(8, 16)]
+
+
+        def get_init_inputs():
+            return [16, 24]
+    """))
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
+    assert r.exit_code == 0, r.output
+    EmittedFile(tmp_path / "new.py", with_reference=False)
+    assert torch.get_default_device() == torch.device("cpu")

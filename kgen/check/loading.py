@@ -49,11 +49,19 @@ class EmittedFile:
         self.module = types.ModuleType(name)
         self.module.__file__ = str(self.path)
         sys.modules[name] = self.module
+        # torch's process-wide defaults, which the reference's text in the file may set
+        # (torch.set_default_device("cuda")): put back after it, so that the checks' own tensors
+        # (a CPU input that must be refused, a CPU generator's draws) are made where they say
+        # (measured on an H200: two checks failed so), as Reference does for kgen's own.
+        defaults = torch.get_default_dtype(), torch.get_default_device()
         try:
             exec(compile(self.source, str(self.path), "exec"), self.module.__dict__)
         except Exception as e:  # noqa: BLE001 - the user's file failing is a message, not a crash
             sys.modules.pop(name, None)
             raise ValueError(f"{self.path} raised {type(e).__name__} when executed: {e}") from None
+        finally:
+            torch.set_default_dtype(defaults[0])
+            torch.set_default_device(defaults[1])
         if "KGEN_SPEC" not in self.module.__dict__ or "ModelNew" not in self.module.__dict__:
             raise ValueError(f"{self.path} is not a kgen file (no KGEN_SPEC / ModelNew)")
         try:

@@ -241,12 +241,8 @@ MOVES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MOVES))
-def test_a_module_that_moves_itself_to_the_gpu_is_read_without_one(name, tmp_path):
-    """A module moved to the GPU in __init__ stays on the meta device where kgen reads it (as
-    get_inputs()' tensors do), and a default device the file sets at import is put back after
-    it: on a machine without a GPU these failed with torch's "not compiled with CUDA"."""
-    top, init = MOVES[name]
+def _moves(tmp_path, top: str, init: str):
+    """A reference whose file runs `top` at import and whose __init__ ends in `init`."""
     path = tmp_path / "moves.py"
     path.write_text(textwrap.dedent(f"""
         import torch
@@ -272,6 +268,15 @@ def test_a_module_that_moves_itself_to_the_gpu_is_read_without_one(name, tmp_pat
         def get_init_inputs():
             return [16, 24]
     """))
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(MOVES))
+def test_a_module_that_moves_itself_to_the_gpu_is_read_without_one(name, tmp_path):
+    """A module moved to the GPU in __init__ stays on the meta device where kgen reads it (as
+    get_inputs()' tensors do), and a default device the file sets at import is put back after
+    it: on a machine without a GPU these failed with torch's "not compiled with CUDA"."""
+    path = _moves(tmp_path, *MOVES[name])
     r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
     assert r.exit_code == 0, r.output
     assert torch.get_default_device() == torch.device("cpu")
@@ -314,31 +319,7 @@ def test_an_emitted_file_that_sets_the_default_device_leaves_it_as_it_was(tmp_pa
     tensors are made where they say (on an H200, its gate's CPU-input check got a CUDA tensor)."""
     from kgen.check.loading import EmittedFile
 
-    path = tmp_path / "moves.py"
-    top, init = MOVES["torch.set_default_device('cuda') at import"]
-    path.write_text(textwrap.dedent(f"""
-        import torch
-        import torch.nn as nn
-
-        {top}
-
-
-        class Model(nn.Module):
-            def __init__(self, i, o):
-                super().__init__()
-                self.fc = nn.Linear(i, o)
-
-            def forward(self, x):
-                return torch.relu(self.fc(x))
-
-
-        def get_inputs():
-            return [torch.randn(8, 16)]
-
-
-        def get_init_inputs():
-            return [16, 24]
-    """))
+    path = _moves(tmp_path, *MOVES["torch.set_default_device('cuda') at import"])
     r = CliRunner().invoke(main, ["generate", str(path), "-o", str(tmp_path / "new.py")])
     assert r.exit_code == 0, r.output
     EmittedFile(tmp_path / "new.py", with_reference=False)

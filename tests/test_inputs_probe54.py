@@ -324,3 +324,15 @@ def test_an_emitted_file_that_sets_the_default_device_leaves_it_as_it_was(tmp_pa
     assert r.exit_code == 0, r.output
     EmittedFile(tmp_path / "new.py", with_reference=False)
     assert torch.get_default_device() == torch.device("cpu")
+
+
+def test_reading_a_reference_leaves_no_function_mode_on(tmp_path):
+    """Putting torch's default device back must not leave a TorchFunctionMode behind
+    (torch.set_default_device(cpu) enters one for good): with one on, every emitted file's
+    forward took its custom op, as it does under a mode that records the call."""
+    plain = _moves(tmp_path, "", "")
+    Reference(plain)
+    assert not torch._C._is_torch_function_mode_enabled()
+    Reference(_moves(tmp_path, *MOVES["torch.set_default_device('cuda') at import"]))
+    assert not torch._C._is_torch_function_mode_enabled()
+    assert torch.get_default_device() == torch.device("cpu")

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from kgen.frontend.problems import is_path, problem_id
-from kgen.frontend.reference import Reference, ReferenceError
+from kgen.frontend.reference import Reference, ReferenceError, _restore_defaults, _torch_defaults
 from kgen.tune.spec import Spec, SpecError
 from kgen.check.static_checks import check_emitted
 
@@ -53,15 +53,14 @@ class EmittedFile:
         # (torch.set_default_device("cuda")): put back after it, so that the checks' own tensors
         # (a CPU input that must be refused, a CPU generator's draws) are made where they say
         # (measured on an H200: two checks failed so), as Reference does for kgen's own.
-        defaults = torch.get_default_dtype(), torch.get_default_device()
+        defaults = _torch_defaults()
         try:
             exec(compile(self.source, str(self.path), "exec"), self.module.__dict__)
         except Exception as e:  # noqa: BLE001 - the user's file failing is a message, not a crash
             sys.modules.pop(name, None)
             raise ValueError(f"{self.path} raised {type(e).__name__} when executed: {e}") from None
         finally:
-            torch.set_default_dtype(defaults[0])
-            torch.set_default_device(defaults[1])
+            _restore_defaults(*defaults)
         if "KGEN_SPEC" not in self.module.__dict__ or "ModelNew" not in self.module.__dict__:
             raise ValueError(f"{self.path} is not a kgen file (no KGEN_SPEC / ModelNew)")
         try:

@@ -39,6 +39,25 @@ class ReferenceError(ValueError):
     """A reference file that cannot be used; the message says why."""
 
 
+def _torch_defaults() -> tuple:
+    """torch's default dtype and default-device context (None: no context, the CPU), read
+    without asking the device itself (torch.get_default_device() makes a tensor there, which
+    fails for "cuda" on a machine without a GPU)."""
+    contexts = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+    return torch.get_default_dtype(), getattr(contexts, "device_context", None)
+
+
+def _restore_defaults(dtype: torch.dtype, context) -> None:
+    """torch's default dtype and device put back to what _torch_defaults read, where a file's text
+    changed them. Only then: torch.set_default_device(d) enters a TorchFunctionMode for good (None
+    leaves none), and one left on made every emitted file's forward take its custom op, as it
+    does under a mode that records the call."""
+    if torch.get_default_dtype() != dtype:
+        torch.set_default_dtype(dtype)
+    if _torch_defaults()[1] is not context:
+        torch.set_default_device(None if context is None else context.device)
+
+
 class _OnMeta(torch.overrides.TorchFunctionMode):
     """While kgen reads the workload (shapes and dtypes, on the meta device): tensors stay there
     whatever device get_inputs() names (`x.cuda()`, `device='cuda'`, `.to('cuda')`), so that
@@ -297,7 +316,7 @@ class Reference:
         # torch's process-wide defaults, which a file may set at import (torch.set_default_device,
         # set_default_dtype): put back after it, so that they do not reach kgen's own tensors
         # (a default device of "cuda" failed the lowering's oracles on a machine without a GPU).
-        defaults = torch.get_default_dtype(), torch.get_default_device()
+        defaults = _torch_defaults()
         try:
             tree = ast.parse(self.source)
             # The file's __future__ imports apply to each statement compiled alone (and kgen's
@@ -320,8 +339,7 @@ class Reference:
             else:
                 sys.modules[name] = before
             dtype = torch.get_default_dtype()
-            torch.set_default_dtype(defaults[0])
-            torch.set_default_device(defaults[1])
+            _restore_defaults(*defaults)
         # (A default device is where the module's tensors are made, which kgen reads on the meta
         # device anyway and the emitted file runs on the GPU; a default dtype is what the module
         # computes in, the file's and every module's after it.)

@@ -336,3 +336,41 @@ def test_reading_a_reference_leaves_no_function_mode_on(tmp_path):
     Reference(_moves(tmp_path, *MOVES["torch.set_default_device('cuda') at import"]))
     assert not torch._C._is_torch_function_mode_enabled()
     assert torch.get_default_device() == torch.device("cpu")
+
+
+@pytest.mark.parametrize("signature", ["x, *args", "x, *args, **kwargs", "x, *rest, scale=2.0"])
+def test_positional_arguments_after_the_input_are_empty(signature, tmp_path):
+    """forward(self, x, *args, **kwargs) was refused as "Model.forward takes 2 inputs", where
+    forward(self, *args) and forward(self, x, **kwargs) were taken: the module is called with its
+    input alone, so *args after it is empty; reading it is refused."""
+    from test_spellings_ops import check
+
+    body = "torch.relu(self.fc(x)) * 2.0"
+    path = tmp_path / "extra.py"
+    for read, taken in ((body, True), (f"torch.relu(self.fc(x)) * {signature.split(', ')[1].lstrip('*')}[0]", False)):
+        path.write_text(textwrap.dedent(f"""
+            import torch
+            import torch.nn as nn
+
+
+            class Model(nn.Module):
+                def __init__(self, i, o):
+                    super().__init__()
+                    self.fc = nn.Linear(i, o)
+
+                def forward(self, {signature}):
+                    return {read}
+
+
+            def get_inputs():
+                return [torch.randn(8, 16)]
+
+
+            def get_init_inputs():
+                return [16, 24]
+        """))
+        if taken:
+            check(Reference(path))
+        else:
+            with pytest.raises(Unsupported, match=r"reads its \*\w+\[0\] after the input"):
+                trace(Reference(path))

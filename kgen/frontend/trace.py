@@ -879,6 +879,9 @@ class Tracer:
                               "so they are empty)")
         if isinstance(v, _Marker) and v.kind == "inputs":
             raise self.refuse("forward(*args) using args other than as args[0] (its one input)")
+        if isinstance(v, _Marker) and v.kind == "extra_args":
+            raise self.refuse("Model.forward reads its *args after the input (the module is called with its "
+                              "input alone, so they are empty)")
         if isinstance(v, _Marker) and v.kind == "filled":
             raise self.refuse("torch.zeros_like / ones_like / full_like used other than as an operand "
                               "of a point-wise op")
@@ -1830,7 +1833,9 @@ class Tracer:
         # forward(self, x, **kwargs): the keywords are not an input (the module is called with its
         # input alone, so they are empty); reading them is refused (Tracer.value).
         keywords = {n for n in placeholders if str(n.target).startswith("**")}
-        placeholders = [n for n in placeholders if n not in keywords]
+        # forward(self, x, *args): the positional arguments after the input, empty too
+        extra = {n for n in placeholders[1:] if n not in keywords and str(n.target).startswith("*")}
+        placeholders = [n for n in placeholders if n not in keywords and n not in extra]
         # fx's checks that those parameters have their traced values (nodes reading them, and
         # the asserts of those): the emitted forward checks them itself.
         fx_checks = set(placeholders[len(placeholders) - len(self.forward_defaults):])
@@ -1847,6 +1852,7 @@ class Tracer:
             if fx_node.op == "placeholder":
                 # forward(self, *args): the inputs as a tuple, of which args[0] is the input
                 env[fx_node] = (_Marker("keywords", None) if fx_node in keywords
+                                else _Marker("extra_args", None) if fx_node in extra
                                 else _Marker("inputs", None) if str(fx_node.target).startswith("*")
                                 else self.input_marker)
                 continue
@@ -2495,6 +2501,9 @@ class Tracer:
             if isinstance(target, _Marker) and target.kind == "keywords":
                 raise self.refuse(f"Model.forward reads its **kwargs[{index!r}], which the module called with its "
                                   "input alone does not have (kwargs.get(name, default) reads the default)")
+            if isinstance(target, _Marker) and target.kind == "extra_args":
+                raise self.refuse(f"Model.forward reads its *args[{index!r}] after the input, which the module "
+                                  "called with its input alone does not have")
             if isinstance(target, _Marker) and target.kind == "values_indices":
                 if index == 0:
                     return target.payload

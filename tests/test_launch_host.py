@@ -393,6 +393,27 @@ def test_traced_sees_function_and_dispatch_modes(module):
     assert not module._kgen_traced()
 
 
+def test_traced_passes_over_torchs_device_context_alone(module):
+    """torch.set_default_device / `with torch.device(...)` push a TorchFunctionMode that only names
+    where factory functions put their tensors: the forward keeps its usual path under it (the
+    op's dispatch cost KernelBench 12 in bf16 0.45 ms against eager's 0.24 on an H200), and not
+    under it with any other mode on top."""
+
+    class Functions(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with torch.device("cpu"):
+        assert torch._C._is_torch_function_mode_enabled()
+        assert not module._kgen_traced()
+        with Functions():
+            assert module._kgen_traced()
+        assert not module._kgen_traced()
+    with Functions(), torch.device("cpu"):
+        assert module._kgen_traced()
+    assert not module._kgen_traced()
+
+
 @pytest.mark.parametrize("x_dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("autocast", [False, True])
 def test_a_parameter_is_read_in_x_dtype_outside_autocast_and_in_fp32_inside(module, monkeypatch, x_dtype, autocast):

@@ -132,7 +132,7 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "neg": ["-x"], "clamp": ["torch.clamp(x, min=-0.5, max=0.5)", "x.clamp(max=0.3)"],
     "pow": ["x ** 2", "torch.pow(x, 3.0)"], "add": ["x + 1.5", "2.0 + x", "x + self.bias2"],
     "sub": ["x - 0.25", "1.0 - x", "x - self.bias2"], "mul": ["x * 3.0", "self.scale2 * x"],
-    "div": ["x / 2.0", "x / self.scale2"], "residual": ["x + x"], "detach": ["x + x.clone().detach()"],
+    "div": ["x / 2.0", "x / self.scale2"], "residual": ["x + x"], "detach": ["x + x.clone().detach()"], "zero_if_inf": ["x - torch.logsumexp(x, dim=1, keepdim=True)"],
     "sqrt": ["torch.sqrt(x.abs() + 1.0)"], "log": ["torch.log(x.abs() + 1.0)"],
     "norm_sqrt": ["x * x.norm(dim=1, keepdim=True)", "x + x.std(dim=1, keepdim=True)"],
     "log1p": ["torch.log1p(x.abs())"], "erf": ["torch.erf(x * 0.5)"],

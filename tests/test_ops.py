@@ -43,7 +43,7 @@ EXPECTED_ATTRS = {
     "minimum_const": (("other", REQUIRED),), "maximum_const": (("other", REQUIRED),),
     "minimum": (), "maximum": (),
     "where": (("compare", "gt"),),
-    "identity": (), "detach": (),
+    "identity": (), "detach": (), "zero_if_inf": (),
 }
 BINARY = {"add", "sub", "mul", "div", "minimum", "maximum", "pow_tensor", "fmax", "fmin"}
 
@@ -76,7 +76,7 @@ VARIANTS = [
     ("minimum_const", {"other": 0.5}), ("maximum_const", {"other": -0.25}),
     ("minimum", {}), ("maximum", {}),
     *[("where", {"compare": c}) for c in ("gt", "ge", "lt", "le", "eq", "ne")],
-    ("identity", {}), ("detach", {}),
+    ("identity", {}), ("detach", {}), ("zero_if_inf", {}),
 ]
 
 
@@ -158,13 +158,14 @@ REFERENCES = {
     "where": lambda lhs, rhs, a, b, compare="gt": torch.where(getattr(operator, compare)(lhs, rhs), a, b),
     "identity": lambda x: nn.Identity()(x),
     "detach": lambda x: x.detach(),
+    "zero_if_inf": lambda x: x.nan_to_num(posinf=0.0, neginf=0.0).where(~x.isnan(), x),
 }
 
 # The CUDA functions an expression may call: the accurate ones (no fast-math intrinsics).
 ACCURATE_FUNCTIONS = {"expf", "logf", "sqrtf", "erff", "tanhf", "expm1f", "log1pf", "powf", "exp2f",
                       "log2f", "log10f", "erfcf", "atanf", "asinf", "acosf", "asinhf", "acoshf", "atanhf", "floorf", "ceilf", "rintf", "truncf",
                       "sinf", "cosf", "tanf", "sinhf", "coshf", "fmodf", "copysignf",
-                      "fabsf", "fminf", "fmaxf"}
+                      "fabsf", "fminf", "fmaxf", "isinf"}
 FAST_MATH = ("__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
              "__tanf", "__fdividef", "__frcp", "__fsqrt", "__frsqrt", "__saturatef", "rsqrtf")
 

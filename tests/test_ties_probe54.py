@@ -188,3 +188,30 @@ def test_norm_sqrt_vjp_is_torchs_norm_backward_at_zero():
     d_squares, = torch_vjp("norm_sqrt", g, torch_apply("norm_sqrt", [squares]), [squares])
     torch.testing.assert_close(d_squares[:, None] * 2 * x.detach(), expect)
     assert d_squares[0] == 0.0 and torch.isfinite(d_squares).all()
+
+
+# ---- logsumexp of a row holding an infinity --------------------------------------------------
+# torch's logsumexp shifts by the row's max only where that is finite (0 elsewhere): a row of
+# -inf (log of a ReLU'd row that is all <= 0) gives -inf, and a row holding +inf (an exp that
+# overflowed) gives +inf. x - max gave inf - inf there, NaN (the session 54 probe's finding).
+LOGSUMEXP_CASES = {
+    "a row of -inf": ("x = torch.logsumexp(torch.log(torch.relu(x)), dim=1, keepdim=True)",
+                      [[-1.0, -2.0, 0.0], [1.0, -1.0, 2.0]]),
+    "a row holding +inf": ("x = torch.logsumexp(torch.exp(x * 1000.0), dim=1)",
+                           [[1.0, -2.0, 0.0], [0.1, -1.0, 0.2]]),
+    "x.logsumexp(-1) of -inf and +inf rows": ("x = torch.log(torch.relu(x)).exp().mul(1e300).mul(1e300).log().logsumexp(-1)",
+                                               [[-1.0, -2.0, 0.0], [1.0, -1.0, 2.0], [3.0, 0.5, -1.0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOGSUMEXP_CASES))
+def test_logsumexp_of_a_row_holding_an_infinity_is_torchs(name, tmp_path):
+    body, z = LOGSUMEXP_CASES[name]
+    ref = module(tmp_path, body, z)
+    model = ref.Model(*ref.init_args()).double()
+    with torch.no_grad():
+        model.gemm.weight.copy_(torch.tensor(z, dtype=torch.float64).t())
+        model.gemm.bias.zero_()
+        y = model(torch.eye(len(z), dtype=torch.float64))
+    assert torch.isinf(y).any() and not torch.isnan(y).any()   # (the case is what it says)
+    check_gradients(ref, z, [0.0] * len(z[0]))

@@ -1302,6 +1302,8 @@ class Tracer:
         mx = self.add("reduce", "row", [x], "max")
         if width != "row":
             mx = self.add("pointwise", "row", [mx], "detach")
+            if kind == "logsumexp":   # (softmax's and log_softmax's rows of -inf are NaN in torch too)
+                mx = self.add("pointwise", "row", [mx], "zero_if_inf")
         shifted = self.add("pointwise", width, [x, mx], "sub")
         e = self.add("pointwise", width, [shifted], "exp")
         total = self.add("reduce", "row", [e], "sum", **({} if kind == "logsumexp" else {"of": kind}))

@@ -408,6 +408,12 @@ _DEFINITIONS = (
     PointwiseOp("where", 4, _where_cuda, _where_torch, attrs=(("compare", "gt"),),
                 doc="a where lhs <compare> rhs else b (torch.where(lhs > rhs, a, b) for compare='gt')"),
     PointwiseOp("identity", 1, lambda a: f"({a})", lambda x: x, doc="x (nn.Identity)"),
+    # The shift logsumexp subtracts from its row, as torch's logsumexp takes it: the row's max, or
+    # 0 where that is infinite (so a row of -inf gives -inf, one holding +inf gives +inf, where
+    # x - max would be inf - inf, NaN).
+    PointwiseOp("zero_if_inf", 1, lambda a: f"(isinf({a}) ? 0.0f : ({a}))",
+                lambda x: torch.where(torch.isinf(x), torch.zeros_like(x), x),
+                doc="x, or 0 where x is +-inf (logsumexp's shift)"),
     # The identity forward; backward, no gradient flows through it (kgen.ir.derivatives).
     PointwiseOp("detach", 1, lambda a: f"({a})", lambda x: x.detach(),
                 doc="x, cut from autograd: no gradient flows back through it (Tensor.detach)"),
@@ -428,7 +434,7 @@ assert JUMPING <= set(POINTWISE)
 SMOOTH = frozenset({"add", "sub", "mul", "div", "neg", "exp", "log", "log1p", "expm1", "exp2", "log2", "log10",
                     "erf", "erfc", "atan", "ndtr", "asin", "acos", "asinh", "acosh", "atanh", "sin", "cos", "tan",
                     "sinh", "cosh", "sqrt", "norm_sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish",
-                    "identity", "detach"})
+                    "identity", "detach", "zero_if_inf"})
 assert SMOOTH <= set(POINTWISE) and not SMOOTH & JUMPING
 # softplus is x itself where beta x passes its threshold: its derivative jumps there by
 # 1 - sigmoid(threshold), its value by log1p(exp(-threshold)) / beta; from this threshold on

@@ -497,3 +497,24 @@ def test_batchnorm_buffers_of_another_dtype_inside_autocast_are_fp32_copies(bn_m
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: False)
     with pytest.raises(ValueError, match="must be a contiguous torch.float32 tensor"):
         module._kgen_batchnorm_args(bn, x, 96, "bn", False)
+
+
+def test_a_parameter_check_holds_under_dynamic_shapes(module):
+    """torch.compile(dynamic=True) makes the input's sizes symbolic: the weight's size check must
+    compare them (`numel in (s1 * N,)` was False for an equal symbolic size, and every compiled
+    forward raised "has 80 elements; expected 80"; the usage probe of session 55, on an H200)."""
+
+    class Holder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(5, 16))
+
+        def forward(self, x):
+            return module._kgen_checked_param(self.w, x, (x.shape[1] * self.w.shape[0],), "w", 0, operand=True) * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(Holder(), dynamic=True, backend="eager")
+    for batch in (3, 7, 11):
+        assert compiled(torch.randn(batch, 16)).shape == (5, 16)
+    with pytest.raises(ValueError, match="has 80 elements; expected 96"):   # (a wrong size still raises)
+        module._kgen_checked_param(torch.randn(5, 16), torch.randn(4, 16), (96,), "w", 0, operand=True)

@@ -518,3 +518,20 @@ def test_a_parameter_check_holds_under_dynamic_shapes(module):
         assert compiled(torch.randn(batch, 16)).shape == (5, 16)
     with pytest.raises(ValueError, match="has 80 elements; expected 96"):   # (a wrong size still raises)
         module._kgen_checked_param(torch.randn(5, 16), torch.randn(4, 16), (96,), "w", 0, operand=True)
+
+
+def test_torch_func_gradients_are_refused_in_words(module, monkeypatch):
+    """torch.func's grad (and vjp, jacrev, vmap with a gradient wanted) cannot run a torch.library
+    custom op's autograd formula: torch raised "an autograd.Function with functorch transforms
+    must override setup_context" (the usage probe of session 55, on an H200). The forward says
+    what to use instead; a vmap with no gradient wanted still reaches the op."""
+    reached = []
+    monkeypatch.setattr(module, "_KGEN_OPS", tuple(lambda x, w, **a: reached.append(1) or x @ w.t()
+                                                   for _ in module._KGEN_OPS))
+    w = torch.randn(4, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="no gradient under torch.func's transforms"):
+        torch.func.grad(lambda w: module._kgen_part_call(0, torch.randn(2, 3), w).sum())(w)
+    assert not reached
+    with torch.no_grad():
+        out = torch.func.vmap(lambda x: module._kgen_part_call(0, x, w))(torch.randn(5, 2, 3))
+    assert out.shape == (5, 2, 4) and reached

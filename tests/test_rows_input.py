@@ -319,3 +319,39 @@ def test_a_module_that_cannot_be_copied_is_checked_all_the_same(tmp_path):
     path = write(tmp_path, "locked", "self.lock = __import__('threading').Lock()",
                  "x = torch.relu(x)", "batch_size, 5")
     trace(Reference(str(path)))
+
+
+# A (batch, features) reference whose module computes on (..., features) as on its rows, as a
+# Linear over the last dimension does: its file takes such an input too, as eager's module does
+# (a transformer's (batch, tokens, features); session 55's usage probe found it refused), where
+# running the module both ways shows it (trace.takes_rows); the others keep (batch, features).
+@pytest.mark.parametrize("name", sorted({*ACCEPTED} - {"four_d"}) + sorted(REFUSED))
+def test_a_batch_features_reference_takes_rows_where_its_module_does(tmp_path, monkeypatch, name):
+    from kgen.check.loading import EmittedFile
+    from kgen.frontend.trace import takes_rows
+
+    init, body, *rest = ACCEPTED[name] if name in ACCEPTED else REFUSED[name]
+    path = write(tmp_path, name, init, body, "batch_size")
+    ref = Reference(str(path))
+    assert ref.rows_of is None
+    out = tmp_path / "new.py"
+    r = CliRunner().invoke(main, ["generate", str(path), "-o", str(out)])
+    if name in ("softmax_dim2", "training_branch"):   # (refused at (batch, features) too)
+        assert r.exit_code == 2, r.output
+        return
+    assert r.exit_code == 0, r.output
+    assert takes_rows(ref) == (name in ACCEPTED)
+    f = EmittedFile(out)
+    m = f.module
+    launch_on_cpu(m, monkeypatch)
+    monkeypatch.setattr(m, "_kgen_checked_input", lambda x, weight: x if x.dim() == 2 else
+                        pytest.fail(f"the kernels got a {tuple(x.shape)} input"))
+    new, eager = f.ModelNew(*f.init_args()), f.Model(*f.init_args())
+    new.load_state_dict(eager.state_dict())
+    x = torch.randn(2, 3, IN)
+    with torch.no_grad():
+        if name in ACCEPTED:
+            assert new(x).shape == eager.eval()(x).shape == rows_output(new(x.reshape(-1, IN)), (2, 3)).shape
+        else:
+            with pytest.raises(BaseException):
+                new(x)

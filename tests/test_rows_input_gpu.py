@@ -52,6 +52,56 @@ def test_the_gate_on_the_rows(files, name, dtype, tol):
     assert not failed, [r.line() for r in failed]
 
 
+# (batch, features) references whose modules compute on (..., features) as on their rows
+# (trace.takes_rows): their files take such an input as eager's module does.
+BATCH_CASES = ["gelu", "layernorm", "row_max"]
+
+
+@pytest.fixture(scope="module")
+def batch_files(tmp_path_factory):
+    if not HOPPER:
+        return {}
+    d = tmp_path_factory.mktemp("rows_of_batch")
+    candidates = []
+    for name in BATCH_CASES:
+        path = write(d, name, *ACCEPTED[name][:2], "batch_size")
+        spec = Spec.of(str(path), 3, IN, OUT, math="tf32x3", backend="wgmma", fusion=1,
+                       tile=Tile(128, 128, 32, 16, 128, stages=4))
+        candidates.append(Candidate(spec, generator.write(spec, d / f"{spec.name()}.py")))
+    build_once(tmp_path_factory, "rows_of_batch", candidates, 8, 900, lambda line: None)
+    return {name: EmittedFile(c.path) for name, c in zip(BATCH_CASES, candidates)}
+
+
+@pytest.mark.parametrize("name", BATCH_CASES)
+def test_a_batch_features_file_on_a_rows_input(batch_files, name):
+    """ModelNew of a (batch, features) reference on a (2, 5, features) input: the module's shape,
+    values and input gradient, as near fp64 as eager's (times the gate's factor)."""
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    from kgen.check.validate import FP32_EXACT_FACTOR, ULP_FP32
+
+    f = batch_files[name]
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        ref, new = f.Model(*f.init_args()), f.ModelNew(*f.init_args())
+        ref64 = f.Model(*f.init_args()).double()
+    new.load_state_dict(ref.state_dict())
+    ref64.load_state_dict(ref.state_dict())
+    x = torch.randn(2, 5, IN, device="cuda")
+    outs, grads = [], []
+    for m, v in ((ref, x), (new, x), (ref64, x.double())):
+        v = v.clone().requires_grad_(True)
+        out = m(v)
+        out.backward(torch.ones_like(out))
+        outs.append(out.detach().double())
+        grads.append(v.grad.double())
+    assert outs[1].shape == outs[0].shape and grads[1].shape == x.shape
+    for (eager, kgen, exact), what in ((outs, "output"), (grads, "dx")):
+        err, eager_err = (kgen - exact).abs().max().item(), (eager - exact).abs().max().item()
+        floor = ULP_FP32 * exact.abs().max().item()
+        assert err <= FP32_EXACT_FACTOR * max(eager_err, floor), f"{what}: {err:.2e} against eager's {eager_err:.2e}"
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_the_module_on_its_own_input(files, name):
     """ModelNew(x) for x of the reference's own (..., features) shape: the module's output shape,

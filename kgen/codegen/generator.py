@@ -22,6 +22,7 @@ from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
 from kgen.ir.graph import UPDATED_IN_PLACE, computes_weight, self_attr as _self_attr, window_means_code
+from kgen.frontend.trace import takes_rows
 from kgen.lower.forward import OPERAND_TYPES, Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
@@ -336,9 +337,15 @@ def forward_call_args(parts: list[Lowered]) -> str:
 
 def rows_input(spec: Spec) -> str:
     """How the emitted forward's docstring names an input of more dimensions, (..., features),
-    that the file takes as its rows (Reference.rows_of); "" for a (batch, features) one."""
+    that the file takes as its rows: the reference's own (Reference.rows_of), or one its module
+    takes as eager's does where get_inputs() gives (batch, features) (trace.takes_rows); ""
+    where the file takes (batch, features) alone."""
     ref = spec.reference()
-    return "" if ref.rows_of is None else f"{ref.rows_text()}, {'x'.join(map(str, ref.rows_of))} in its get_inputs()"
+    if ref.rows_of is not None:
+        return f"{ref.rows_text()}, {'x'.join(map(str, ref.rows_of))} in its get_inputs()"
+    if takes_rows(ref):
+        return f"(..., {int(ref.input.shape[1])}) wherever called so (get_inputs(): {'x'.join(map(str, ref.input.shape))})"
+    return ""
 
 
 def _tuple_source(items: list[str]) -> str:

@@ -3526,13 +3526,8 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
     """An input of more dimensions, (..., K) (Reference.rows_of), or (batch, d1, d2, ...) that the
     module flattens into its first GEMM's K = d1 d2 ... (Reference.feature_dims): kgen takes the
     module as the same module on the input's rows, x.reshape(-1, K), as a Linear over the last
-    dimension is, its output reshaped back (rows_output). Whether the module's other ops are so is not in the trace (dim=1
-    of a 3-D value is not the features), so it is checked by running the module both ways, on the
-    CPU in fp64, built as get_init_inputs() builds it and again with every parameter moved at
-    random (a gate initialized to 0 hides an op over another dimension), at small leading sizes
-    and at each with one of them 1 (a bare squeeze() drops those), in training and in eval mode
-    (a dropout's mask is the same both ways: one seed, as many elements in the same order). The
-    caller's random states are left as they were."""
+    dimension is, its output reshaped back (rows_output). Whether the module's other ops are so
+    is not in the trace (dim=1 of a 3-D value is not the features): rows_differ runs it both ways."""
     shape, dims = ref.rows_of, getattr(ref, "feature_dims", 1)
     features = tuple(shape[len(shape) - dims:])
     k = torch.Size(features).numel()
@@ -3550,7 +3545,23 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
     # tensor, flatten(-2) of one, is no flatten there)
     flatten_hint = ("; or flatten the input as flatten(1) or x.view(x.size(0), -1), which leave a "
                     f"(batch, {k}) input as it is") if dims > 1 else ""
-    base = [2, 3] + [2] * (len(shape) - 3)
+    why = rows_differ(ref, len(shape), features)
+    if why is not None:
+        raise Unsupported(f"{where}, and this module {why}; give kgen a (batch, {k}) input{flatten_hint}")
+
+
+def rows_differ(ref: Reference, rank: int, features: tuple) -> str | None:
+    """Why the module does not compute on an input of `rank` dimensions, (..., *features), as on
+    its rows, x.reshape(-1, K) with the output reshaped back (rows_output); None where it does.
+    Checked by running the module both ways, on the CPU in fp64, built as get_init_inputs()
+    builds it and again with every parameter moved at random (a gate initialized to 0 hides an
+    op over another dimension), at small leading sizes and at each with one of them 1 (a bare
+    squeeze() drops those), in training and in eval mode (a dropout's mask is the same both
+    ways: one seed, as many elements in the same order). The caller's random states are left as
+    they were."""
+    dims = len(features)
+    k = torch.Size(features).numel()
+    base = [2, 3] + [2] * (rank - 3)
     leads = [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
     if dims > 1:
         # Every dimension after the batch flattened: both ways read the same (batch, K) tensor
@@ -3586,20 +3597,39 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
                         at = (f"in {'training' if training else 'eval'} mode, on a {tuple(x.shape)} input, "
                               f"parameters {weights}")
                         if whole.shape != rows.shape:
-                            why = (f"{at}, its output is {tuple(whole.shape)}, and its rows' output reshaped back "
-                                   f"{tuple(rows.shape)}")
-                        elif not torch.allclose(whole, rows, rtol=1e-9, atol=1e-12, equal_nan=True):
-                            why = (f"{at}, its values differ, by up to {(whole - rows).abs().max().item():.2g}: "
-                                   "an op over another dimension than the last?")
-                        else:
-                            continue
-                        raise Unsupported(f"{where}, and this module computes otherwise on them ({why}); give "
-                                          f"kgen a (batch, {k}) input{flatten_hint}")
-        except Unsupported:
-            raise
+                            return (f"computes otherwise on them ({at}, its output is {tuple(whole.shape)}, and "
+                                    f"its rows' output reshaped back {tuple(rows.shape)})")
+                        if not torch.allclose(whole, rows, rtol=1e-9, atol=1e-12, equal_nan=True):
+                            return (f"computes otherwise on them ({at}, its values differ, by up to "
+                                    f"{(whole - rows).abs().max().item():.2g}: an op over another dimension "
+                                    "than the last?)")
         except Exception as e:  # noqa: BLE001 - the module failing one way is the reason
-            raise Unsupported(f"{where}, and this module fails one of the two ways ({type(e).__name__}: "
-                              f"{str(e)[:200]}); give kgen a (batch, {k}) input{flatten_hint}") from None
+            return f"fails one of the two ways ({type(e).__name__}: {str(e)[:200]})"
+    return None
+
+
+# takes_rows builds a (batch, K) module on the CPU in fp64 to see whether it computes on (..., K)
+# as on its rows: at most this many elements of parameters and buffers (~1 s of a generate on 2
+# cores); a larger module's file takes (batch, K) alone, and says so.
+TAKES_ROWS_MAX_ELEMENTS = 1 << 24
+_TAKES_ROWS: dict = {}
+
+
+def takes_rows(ref: Reference) -> bool:
+    """Whether a module whose get_inputs() gives (batch, K) computes on an input of more
+    dimensions, (..., K), as on its rows (rows_differ, at rank 3; a Linear over the last
+    dimension followed by point-wise ops and reductions over dim=-1 does, a softmax over dim=1 or
+    a BatchNorm1d does not): then the emitted forward takes such an input, as eager's module does
+    (a transformer's (batch, tokens, features)). Cached per reference file and constructor."""
+    if getattr(ref, "rows_of", None) is not None or ref.input.dim() != 2:
+        return False
+    key = (str(ref.path), getattr(ref, "sha256", None), repr(ref.init_args()), int(ref.input.shape[1]))
+    if key not in _TAKES_ROWS:
+        meta = ref.meta_model()
+        elements = sum(t.numel() for t in (*meta.parameters(), *meta.buffers()))
+        _TAKES_ROWS[key] = (elements <= TAKES_ROWS_MAX_ELEMENTS
+                            and rows_differ(ref, 3, (int(ref.input.shape[1]),)) is None)
+    return _TAKES_ROWS[key]
 
 
 def describe(graph: Graph) -> str:

@@ -3494,7 +3494,9 @@ def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object
     for path, name, value in _scalar_attributes(ref.meta_model()):
         for other in _perturbations(value, widths):
             model = ref.meta_model()
-            setattr(model.get_submodule(path), name, other)
+            owner = model.get_submodule(path)
+            kept = vars(owner)[name]
+            setattr(owner, name, other)
             tracer = Tracer(ref, model)
             try:
                 moved = _fingerprint(tracer.run(), tracer.dropouts)
@@ -3502,6 +3504,11 @@ def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object
                 if _is_width(value, widths):
                     continue
                 moved = None
+            finally:
+                # Put back: the submodule may be an object the reference shares between every
+                # model it builds (ACT2MOD = {"gelu": nn.GELU(), ...} at module level), and one
+                # left moved made every later Model(...) compute with the moved value.
+                setattr(owner, name, kept)
             if moved != traced:
                 read.append((f"{path}.{name}" if path else name, value))
                 break

@@ -1,0 +1,113 @@
+"""What session 55's probe of modules written as real codebases write them found (CPU).
+
+The spellings are generated (tests/wild_spellings.py) by combining independent axes: how the
+constructor gets its sizes and activation (positional args, a dataclass, a SimpleNamespace, a dict,
+a PretrainedConfig-lookalike with **kwargs), how the activation is resolved (ACT2FN of modules, a
+ClassInstantier, getattr(F, name), getattr(nn, name)(), functools.partial, a lambda on self,
+act_layer=nn.GELU, static / class methods, a ModuleDict keyed in __init__), how the GEMM is
+written (nn.Linear, a hand-declared weight with reset_parameters and kaiming / xavier /
+trunc_normal init, a weight stored (in, out), einsum, tensordot, mm, addmm, F.linear without bias
+and the bias added later, the bias as a buffer, GPT-2's Conv1D), what surrounds it (timm's Mlp,
+torchvision's MLP built in a loop, a ModuleList, HF's intermediate / output blocks, layer scale,
+drop path, norm_layer or nn.Identity) and the Python around it (annotations, `from __future__
+import annotations`, properties, __constants__, extra_repr, torch.jit.ignore, @torch.no_grad()
+helpers, torch._dynamo.disable, super(Model, self).__init__(), a base class's forward). Found:
+
+- a WRONG RESULT: an activation module shared between models (HF-style `ACT2MOD = {"gelu":
+  nn.GELU(), "leaky_relu": nn.LeakyReLU(0.2)}` at module level, `self.act = ACT2MOD[name]`): the
+  hyperparameter search (trace.hyperparameters_read) moved the shared module's attribute and left
+  it moved, so every Model built afterwards in the process computed with LeakyReLU(0.55) (the IR
+  with 0.2: the reference itself was wrong for validation), a GELU's approximate stayed
+  'none~kgen' (a RuntimeError in the reference's forward), and a later perturbation traced the
+  moved module (a spurious `act.inplace` guard). Each moved attribute is now put back.
+- refused, common: torch.einsum('...i,oi->...o') / ('...i,io->...o'), the batch as '...' (the
+  message also left out the 'bk,kn->bn' form it takes): now the GEMM.
+- refused with a misleading message: torch.tensordot(x, W, dims=1 / ([1], [0]) / ([-1], [1])) was
+  "an op on the module's input before the GEMM": now the GEMM.
+- refused, common: GPT-2's Conv1D as the second GEMM of a chain (`addmm(b, x.view(-1,
+  x.size(-1)), W).view(x.size()[:-1] + (nf,))`): the sizes of a value of the closed part were
+  refused with its value; they are numbers, now read.
+- unclear: timm's drop_path in training mode (drop_prob > 0) was refused as "the attribute .ndim
+  is not supported", then "the constant (1,) is not a number"; x.ndim / x.dim() of a value and
+  `(1,) * n` are now taken, and the random mask is refused as what it is (new_empty / bernoulli_,
+  torch.rand and kin: random numbers drawn in forward, Dropout's masks the only ones kgen
+  reproduces). In eval mode, and at drop_prob=0, it is the identity (taken).
+
+Taken as they were, and checked here (fp64 oracle in training and eval, gradients against
+torch.autograd, lowering; a sample generated, its ModelNew built beside the reference under one
+seed with the same state_dict, and passing KernelBench's static checker): every config and
+activation-resolution style above, hand-declared weights in every layout kgen takes, timm's Mlp,
+torchvision's MLP loop, ModuleList / ModuleDict, layer scale, HF's blocks with post-norm residuals,
+the decorators and Python forms listed.
+Left refused (clear messages, naming construct and line): chunk / split / F.glu of a GEMM's output
+(SwiGLU / GLU: the IR has no column halves), two GEMMs of the input side by side (SwiGLU's w1 / w3),
+a torch.jit.script function called in forward and @torch.compile on forward (torch.fx cannot trace
+either; fx's own message).
+"""
+
+import textwrap
+
+import pytest
+
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import einsum_form, trace
+from kgen.ir.graph import Unsupported
+
+from test_spellings_ops import canonical, check
+
+HEAD = """
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+{prelude}
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+{init}
+
+    def forward(self, x):
+{body}
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return [16, 24]
+"""
+
+
+def write(tmp_path, name: str, body: str, init: str = "self.fc = nn.Linear(in_features, out_features)",
+          prelude: str = "") -> Reference:
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD.format(body=textwrap.indent(body, " " * 8), init=textwrap.indent(init, " " * 8),
+                                prelude=prelude))
+    return Reference(path)
+
+
+def describe(ref: Reference) -> str:
+    return canonical(trace(ref).describe())
+
+
+# ---- 1. a module shared between models, moved by the hyperparameter search -------------------
+SHARED = 'ACT2MOD = {"gelu": nn.GELU(), "tanh_gelu": nn.GELU(approximate="tanh"), "leaky_relu": nn.LeakyReLU(0.2)}\n'
+
+
+@pytest.mark.parametrize("name, attribute, value", [("leaky_relu", "negative_slope", 0.2),
+                                                    ("gelu", "approximate", "none"),
+                                                    ("tanh_gelu", "approximate", "tanh")])
+def test_a_shared_activation_is_left_as_it_was_by_the_trace(name, attribute, value, tmp_path):
+    """The hyperparameter search moved the shared module's attribute and left it moved: the Model
+    built afterwards computed with LeakyReLU(0.55) (the IR with 0.2) or failed (GELU 'none~kgen')."""
+    ref = write(tmp_path, "shared", "return self.act(self.fc(x))",
+                init=f"self.fc = nn.Linear(in_features, out_features)\nself.act = ACT2MOD['{name}']", prelude=SHARED)
+    graph = trace(ref)
+    assert getattr(ref.Model(*ref.init_args()).act, attribute) == value
+    assert graph.hyperparameters == [(f"act.{attribute}", value)]   # (act.inplace was guarded too)
+    check(ref)
+
+

@@ -111,3 +111,45 @@ def test_a_shared_activation_is_left_as_it_was_by_the_trace(name, attribute, val
     check(ref)
 
 
+# ---- 2. einsum with the batch as '...', tensordot ---------------------------------------------
+PARAMS = ("self.w = nn.Parameter(torch.randn(out_features, in_features) * 0.1)\n"
+          "self.wt = nn.Parameter(torch.randn(in_features, out_features) * 0.1)\n"
+          "self.b = nn.Parameter(torch.randn(out_features))")
+GEMMS = {   # (spelling, the plain form of the same GEMM)
+    "einsum ...i,oi->...o": ("torch.einsum('...i,oi->...o', x, self.w)", "x @ self.w.t()"),
+    "einsum ...i,io->...o": ("torch.einsum('...i,io->...o', x, self.wt)", "x @ self.wt"),
+    "einsum ... spaced": ("torch.einsum('... i, o i -> ... o', x, self.w)", "x @ self.w.t()"),
+    "tensordot dims=1": ("torch.tensordot(x, self.wt, dims=1)", "x @ self.wt"),
+    "tensordot ([1], [0])": ("torch.tensordot(x, self.wt, dims=([1], [0]))", "x @ self.wt"),
+    "tensordot ([-1], [-2])": ("torch.tensordot(x, self.wt, ([-1], [-2]))", "x @ self.wt"),
+    "tensordot ([-1], [1])": ("torch.tensordot(x, self.w, dims=([-1], [1]))", "x @ self.w.t()"),
+    "tensordot [[1], [1]]": ("torch.tensordot(x, self.w, dims=[[1], [1]])", "x @ self.w.t()"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GEMMS))
+def test_einsum_with_an_ellipsis_and_tensordot_are_the_gemm(case, tmp_path):
+    spelled, plain = GEMMS[case]
+    ref = write(tmp_path, "spelled", f"return torch.tanh({spelled} + self.b)", init=PARAMS)
+    check(ref)
+    assert describe(ref) == describe(write(tmp_path, "plain", f"return torch.tanh({plain} + self.b)", init=PARAMS))
+
+
+def test_einsum_form_reads_the_ellipsis_as_the_batch():
+    assert einsum_form("...i,oi->...o") == "gemm_nk" and einsum_form("...k,kn->...n") == "gemm_kn"
+    assert einsum_form("...n,n->...n") == "mul"
+    for other in ("...i,...i->...i", "i...,oi->...o", "bi,oi->...o", "...i,o...->...o"):
+        assert einsum_form(other) is None, other
+
+
+@pytest.mark.parametrize("spelled, said", [
+    ("torch.tensordot(x, self.w, dims=2)", "dims=2"),
+    ("torch.tensordot(x, self.wt, dims=([0], [0]))", "dims=([0], [0])"),
+    ("torch.einsum('...i,oi->o', x, self.w)", "kgen takes 'bk,nk->bn'"),
+])
+def test_other_contractions_are_refused_by_name(spelled, said, tmp_path):
+    with pytest.raises(Unsupported) as e:
+        trace(write(tmp_path, "other", f"return {spelled} + self.b", init=PARAMS))
+    assert said in str(e.value) and "before the GEMM" not in str(e.value)
+
+

@@ -198,12 +198,18 @@ MATMUL_FUNCTIONS = (torch.matmul, operator.matmul, torch.mm)
 def einsum_form(equation: str) -> str | None:
     """Which of kgen's einsum forms `equation` is: "gemm_nk" ('bk,nk->bn': x Wᵀ, W stored (N,
     K)), "gemm_kn" ('bk,kn->bn': W stored (K, N)), "mul" ('bn,n->bn': a per-feature product), or
-    None (any other: the frontend refuses it). The letters are free."""
+    None (any other: the frontend refuses it). The letters are free, and the batch may be '...'
+    in the first operand and the output ('...k,nk->...n')."""
     lhs, _, out = equation.replace(" ", "").partition("->")
     terms = lhs.split(",")
     if len(terms) != 2:
         return None
     a, b = terms
+    if a.startswith("...") and out.startswith("...") and "." not in a[3:] + b + out[3:]:
+        # '...k,nk->...n' (a Linear over the last dimension, as HF and research code write it):
+        # kgen traces the input's rows, (batch, K), so the leading dimensions are one, the batch.
+        free = next(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in equation)
+        a, out = free + a[3:], free + out[3:]
     if len(a) == len(b) == len(out) == 2 and len(set(a + b)) == 3:
         if a[1] == b[1] and out == a[0] + b[0]:
             return "gemm_nk"
@@ -2557,6 +2563,8 @@ class Tracer:
             return self.prelu(x, weight)
         if fn is torch.einsum:
             return self.einsum(args, kwargs)
+        if fn is torch.tensordot:
+            return self.tensordot(args, kwargs)
         if fn not in MATMUL_FUNCTIONS and fn not in (F.linear, torch.addmm):
             for a in args:
                 self._check_input(a)
@@ -2826,7 +2834,8 @@ class Tracer:
         operands = args[1:] if len(args) > 2 or not isinstance(args[1:][0], (list, tuple)) else tuple(args[1])
         equation = args[0] if args and isinstance(args[0], str) else ""
         other_form = self.refuse(f"torch.einsum({args[0]!r}, ...) (kgen takes 'bk,nk->bn', the GEMM x Wᵀ, "
-                                 "and 'bn,n->bn'; or write the GEMM as nn.Linear, F.linear or x @ W.t())")
+                                 "'bk,kn->bn' of a W stored (K, N), and 'bn,n->bn', the batch also as '...'; "
+                                 "or write the GEMM as nn.Linear, F.linear or x @ W.t())")
         form = einsum_form(equation)
         if kwargs or form is None or len(operands) != 2:
             raise other_form
@@ -2840,6 +2849,27 @@ class Tracer:
         if form == "mul":
             return self.pointwise("mul", [x, w])
         return self.visit_function(torch.matmul, (x, w), {})   # "gemm_kn": W stored (K, N)
+
+    def tensordot(self, args, kwargs):
+        """torch.tensordot(x, W, dims) contracting x's features with one dimension of a matrix:
+        dims=1 or ([1], [0]) is x @ W (W stored (K, N)), ([1], [1]) is x Wᵀ; the einsum of
+        that form (x's features as -1 or 1, W's dimension as 0 / -2 or 1 / -1)."""
+        a = self._bind(lambda a, b, dims=2, out=None: None, args, kwargs)
+        dims, said = a["dims"], f"torch.tensordot(..., dims={a['dims']!r})"
+        if a["out"] is not None:
+            raise self.refuse("torch.tensordot with out=")
+        if type(dims) is int:
+            pair = ((-1,), (0,)) if dims == 1 else None
+        elif isinstance(dims, (tuple, list)) and len(dims) == 2:
+            pair = tuple(tuple(d) if isinstance(d, (tuple, list)) else (d,) for d in dims)
+        else:
+            pair = None
+        if pair is None or not all(len(d) == 1 and type(d[0]) is int for d in pair) or pair[0][0] not in (1, -1) \
+                or pair[1][0] not in (0, 1, -1, -2):
+            raise self.refuse(f"{said} (kgen takes the contraction of x's features with one dimension "
+                              "of a weight matrix: dims=1, ([1], [0]) or ([1], [1]))")
+        equation = "bk,kn->bn" if pair[1][0] in (0, -2) else "bk,nk->bn"
+        return self.einsum((equation, a["a"], a["b"]), {})
 
     def batchnorm(self, x, path: str, module: nn.BatchNorm1d, counts: bool = True) -> int:
         """BatchNorm1d `path` of x; `counts`: whether the forward adds one to its

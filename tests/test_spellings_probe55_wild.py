@@ -153,3 +153,43 @@ def test_other_contractions_are_refused_by_name(spelled, said, tmp_path):
     assert said in str(e.value) and "before the GEMM" not in str(e.value)
 
 
+# ---- 3. sizes of a value of a closed part: GPT-2's Conv1D as the second GEMM -----------------
+CONV1D = '''
+
+class Conv1D(nn.Module):
+    """GPT-2's Linear, its weight stored (in, out)."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.nf = nf
+        self.weight = nn.Parameter(torch.empty(nx, nf))
+        self.bias = nn.Parameter(torch.zeros(nf))
+        nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.nf,)
+        x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        x = x.view(size_out)
+        return x
+'''
+
+
+def test_gpt2_mlp_of_two_conv1d_is_taken(tmp_path):
+    """c_fc -> gelu_new -> c_proj: the second Conv1D read x.size() of the first part's value after
+    its addmm closed that part (refused: "the tensor method .size() is not supported")."""
+    ref = write(tmp_path, "gpt2", "h = self.c_fc(x)\nh = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * "
+                "(h + 0.044715 * torch.pow(h, 3.0))))\nreturn self.dropout(self.c_proj(h))",
+                init="self.c_fc = Conv1D(32, in_features)\nself.c_proj = Conv1D(out_features, 32)\n"
+                     "self.dropout = nn.Dropout(0.0)", prelude=CONV1D)
+    graph = check(ref)
+    assert len(graph.parts) == 2
+
+
+@pytest.mark.parametrize("read", ["h.size()", "h.shape", "h.size(-1)", "h.ndim", "h.dim()"])
+def test_a_closed_values_sizes_are_numbers_its_value_is_refused(read, tmp_path):
+    ref = write(tmp_path, "sizes", f"h = torch.relu(self.fc(x))\ny = self.fc2(h)\nn = {read}\n"
+                "return y * h", init="self.fc = nn.Linear(in_features, 32)\nself.fc2 = nn.Linear(32, out_features)")
+    with pytest.raises(Unsupported, match="a value computed before the GEMM at line .* is used after it"):
+        trace(ref)
+
+

@@ -1658,7 +1658,9 @@ class Tracer:
         line = self.where[0]
         for fx_node, v in self.env.items():
             if isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed", "windows")):
-                self.env[fx_node] = _Marker("earlier", line)
+                # (its shape kept: a size of it is still a number, as GPT-2's Conv1D reads
+                # x.size()[:-1] after its addmm)
+                self.env[fx_node] = _Marker("earlier", line, self._shape_or_none(v))
         self.nodes, self.params, self.consts, self.inputs = [], {}, {}, {}
         self.gemm_id, self.in_features = None, int(width)
 
@@ -2327,6 +2329,13 @@ class Tracer:
             return ("M", width // k, 1 if tag in ("mean", "var", "var_eps", "std", "rstd") else k)
         return None
 
+    def _known_shape(self, v) -> tuple | None:
+        """_shape_or_none, and the shape of a value of a part closed before the last GEMM (its
+        sizes are numbers like any other value's, though the value itself is out of reach)."""
+        if isinstance(v, _Marker) and v.kind == "earlier":
+            return v.shape
+        return self._shape_or_none(v)
+
     def _size(self, d):
         """One size of a value's shape: a Python int, or for the batch a marker (the emitted file
         runs at any batch, so the batch is no number the trace may bake in)."""
@@ -2547,8 +2556,10 @@ class Tracer:
                 return _Marker("dtype_of", self._dtype_of(target))
             if name == "device" and self._dtype_of(target) is not None:
                 return _Marker("device", None)   # (taken by .to() only: the value's own device)
-            if name == "shape" and self._shape_or_none(target) is not None:
-                return _Marker("shape", self._shape_or_none(target))
+            if name == "shape" and self._known_shape(target) is not None:
+                return _Marker("shape", self._known_shape(target))
+            if name == "ndim" and self._known_shape(target) is not None:
+                return len(self._known_shape(target))   # (timm's drop_path: (1,) * (x.ndim - 1))
             if name in ("shape", "ndim") and isinstance(target, _Marker) and target.kind in ("tensor", "matrix"):
                 shape = self._param_shape(target)   # (a parameter's sizes are the module's numbers)
                 return shape if name == "shape" else len(shape)
@@ -3109,8 +3120,10 @@ class Tracer:
         if name == "where":   # x.where(condition, y) is torch.where(condition, x, y)
             a = self._bind(lambda input, condition, other: None, args, kwargs)
             return self.where_op((a["condition"], a["input"], a["other"]), {})
-        if name == "size" and self._shape_or_none(self_arg) is not None:
-            shape = self._shape_or_none(self_arg)
+        if name in ("dim", "ndimension") and not rest and not kwargs and self._known_shape(self_arg) is not None:
+            return len(self._known_shape(self_arg))
+        if name == "size" and self._known_shape(self_arg) is not None:
+            shape = self._known_shape(self_arg)
             a = self._bind(lambda input, dim=None: None, args, kwargs)
             if a["dim"] is None:
                 return _Marker("shape", shape)

@@ -193,3 +193,62 @@ def test_a_closed_values_sizes_are_numbers_its_value_is_refused(read, tmp_path):
         trace(ref)
 
 
+# ---- 4. timm's drop_path ---------------------------------------------------------------------
+DROP_PATH = '''
+
+def drop_path(x, drop_prob: float = 0., training: bool = False, scale_by_keep: bool = True):
+    if drop_prob == 0. or not training:
+        return x
+    keep_prob = 1 - drop_prob
+    shape = (x.shape[0],) + (1,) * (x.ndim - 1)
+    random_tensor = x.new_empty(shape).bernoulli_(keep_prob)
+    if keep_prob > 0.0 and scale_by_keep:
+        random_tensor.div_(keep_prob)
+    return x * random_tensor
+
+
+class DropPath(nn.Module):
+    def __init__(self, drop_prob: float = 0., scale_by_keep: bool = True):
+        super().__init__()
+        self.drop_prob = drop_prob
+        self.scale_by_keep = scale_by_keep
+
+    def forward(self, x):
+        return drop_path(x, self.drop_prob, self.training, self.scale_by_keep)
+'''
+
+
+def test_drop_path_in_training_is_refused_as_a_random_mask(tmp_path):
+    """Was "the attribute .ndim is not supported", then "the constant (1,) is not a number"."""
+    ref = write(tmp_path, "dp", "return x + self.drop_path(torch.relu(self.fc(x)))",
+                init="self.fc = nn.Linear(in_features, 16)\nself.drop_path = DropPath(0.1)", prelude=DROP_PATH)
+    with pytest.raises(Unsupported, match=r"line \d+: `.*drop_path.*`: the tensor method .new_empty\(\) makes a "
+                                          r"tensor of unset values.*random mask"):
+        trace(ref)
+
+
+def test_drop_path_at_zero_is_the_identity(tmp_path):
+    ref = write(tmp_path, "dp0", "return x + self.drop_path(torch.relu(self.fc(x)))",
+                init="self.fc = nn.Linear(in_features, 16)\nself.drop_path = DropPath(0.0)", prelude=DROP_PATH)
+    check(ref)
+
+
+@pytest.mark.parametrize("body, said", [
+    ("y = self.fc(x)\nreturn y * torch.rand_like(y)", "torch.rand_like draws random numbers in the forward"),
+    ("y = self.fc(x)\nreturn y + torch.randn_like(y) * 0.1", "torch.randn_like draws random numbers"),
+    ("y = self.fc(x)\nreturn y * y.new_ones(y.shape).bernoulli_(0.5)", ".bernoulli_() draws random numbers"),
+])
+def test_random_numbers_drawn_in_forward_are_named(body, said, tmp_path):
+    with pytest.raises(Unsupported, match="line ") as e:
+        trace(write(tmp_path, "rand", body))
+    assert said in str(e.value)
+
+
+@pytest.mark.parametrize("body, plain", [
+    ("y = self.fc(x)\nreturn y * (y.ndim - 1)", "return self.fc(x) * 1"),
+    ("y = self.fc(x)\nreturn y.view((y.shape[0],) + (1,) * (y.dim() - 2) + (24,))", "return self.fc(x)"),
+])
+def test_the_rank_of_a_value_is_a_number(body, plain, tmp_path):
+    ref = write(tmp_path, "rank", body)
+    check(ref)
+    assert describe(ref) == describe(write(tmp_path, "plain", plain))

@@ -314,6 +314,18 @@ INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub, o
 PARAM_VIEWS = ("view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "transpose", "permute")
 # Copies along dimensions of size 1 (Tracer._broadcast), and constants made from a value.
 BROADCAST_METHODS = ("expand", "expand_as", "broadcast_to", "repeat")
+# Random numbers and tensors of unset values drawn in forward (timm's drop_path in training mode:
+# x.new_empty(shape).bernoulli_(keep)): refused by what they are, not as unknown ops.
+_RANDOM = ("draws random numbers in the forward (a per-sample mask such as drop_path's in training mode, "
+           "noise); kgen reproduces Dropout's masks only")
+_UNSET = ("makes a tensor of unset values, to be filled in place (drop_path's random mask in training mode "
+          "is filled by bernoulli_); kgen reproduces Dropout's masks only")
+RANDOM_METHODS = {**dict.fromkeys(("bernoulli", "bernoulli_", "uniform_", "normal_", "random_", "exponential_",
+                                   "geometric_", "cauchy_", "log_normal_"), _RANDOM), "new_empty": _UNSET}
+RANDOM_FUNCTIONS = {**dict.fromkeys((torch.rand, torch.randn, torch.rand_like, torch.randn_like, torch.randint,
+                                     torch.randint_like, torch.bernoulli, torch.normal, torch.multinomial,
+                                     torch.randperm, torch.poisson), _RANDOM),
+                    **dict.fromkeys((torch.empty, torch.empty_like), _UNSET)}
 NEW_TENSOR_METHODS = ("new_zeros", "new_ones", "new_full", "new_tensor")
 # Methods and functions whose result shares its input's storage (a view of the same elements, or
 # the tensor itself): an in-place op on either changes both (Tracer._aliasing, _write).
@@ -2507,6 +2519,10 @@ class Tracer:
         if fn is operator.add and len(args) == 2 and all(isinstance(a, (tuple, list)) for a in args):
             # Sizes joined for a view: HF GPT-2's Conv1D, `x.size()[:-1] + (self.nf,)`.
             return tuple(args[0]) + tuple(args[1])
+        if fn is operator.mul and len(args) == 2 and any(isinstance(a, (tuple, list)) for a in args) \
+                and any(type(a) is int for a in args):
+            # Sizes repeated: timm's drop_path, `(1,) * (x.ndim - 1)`.
+            return tuple(args[0]) * args[1] if type(args[1]) is int else args[0] * tuple(args[1])
         if fn is operator.getitem:
             target, index = args
             if isinstance(target, _Marker) and target.kind == "inputs":
@@ -2805,6 +2821,8 @@ class Tracer:
         if fn is torch.dropout:   # (what F.dropout calls: the same mask from the same draws)
             a = self._bind(_torch_dropout, args, kwargs)
             return self.dropout(a["input"], a["p"], a["train"], "")
+        if fn in RANDOM_FUNCTIONS:
+            raise self.refuse(f"the function {_public_name(fn)} {RANDOM_FUNCTIONS[fn]}")
         raise self.refuse(f"the function {_public_name(fn)} is not supported")
 
     def _affine_paths(self, fn: str, a: dict) -> list:
@@ -3260,6 +3278,8 @@ class Tracer:
         if name in ("softmax", "log_softmax"):
             a = self._softmax_args(args, kwargs)
             return self.reduce(name, a["input"], a["dim"], True)
+        if name in RANDOM_METHODS:
+            raise self.refuse(f"the tensor method .{name}() {RANDOM_METHODS[name]}")
         raise self.refuse(f"the tensor method .{name}() is not supported")
 
 

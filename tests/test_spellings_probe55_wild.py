@@ -252,3 +252,111 @@ def test_the_rank_of_a_value_is_a_number(body, plain, tmp_path):
     ref = write(tmp_path, "rank", body)
     check(ref)
     assert describe(ref) == describe(write(tmp_path, "plain", plain))
+
+
+def test_a_view_of_a_parameter_in_a_no_grad_forward_is_named_as_one(tmp_path):
+    """@torch.no_grad() on forward with x @ self.w.T: the message spoke of 'a parameter's value
+    computed under torch.no_grad()' and said to write .detach(), where the user computed no value."""
+    ref = write(tmp_path, "nograd", "return torch.relu(x @ self.w.T + self.b)", init=PARAMS)
+    ref.path.write_text(ref.path.read_text().replace("    def forward", "    @torch.no_grad()\n    def forward"))
+    with pytest.raises(Unsupported, match=r"a parameter's value or view computed under torch.no_grad\(\) \(self.w.T.*"
+                                          r"@torch.no_grad\(\) forward.*read the parameter outside no_grad"):
+        trace(Reference(ref.path))
+
+
+# ---- 5. the generated spellings (tests/wild_spellings.py) ----------------------------------
+import random   # noqa: E402
+
+import torch   # noqa: E402
+from click.testing import CliRunner   # noqa: E402
+
+import wild_spellings as W   # noqa: E402
+from kgen.check.static_checks import check_emitted   # noqa: E402
+from kgen.cli import main   # noqa: E402
+from test_kernelbench_corpus import KERNELBENCH, kernelbench_checker   # noqa: E402
+from test_styles import assert_same_state   # noqa: E402
+
+CASES = W.cases(random.Random(55))
+TAKEN = sorted(k for k in CASES if W.expected_refusal(k) is None)
+REFUSED = sorted(k for k in CASES if W.expected_refusal(k) is not None)
+# A sample generated and built beside the reference (a few seconds each): every config and
+# activation-resolution style, the hand-written GEMM layouts, the structures of two GEMMs.
+GENERATED = ["pretrained|act2fn_instantier|class:stored_in_out_addmm:kaiming|mlp_timm|none",
+             "dataclass|act2fn_instantier|class:conv1d_gpt2:kaiming|mlp_timm|none",
+             "namespace|act2mod_shared|linear|plain|none|leaky_relu",
+             "dict|act2fn_instantier|linear|plain|none",
+             "args|module|class:tensordot_oi:kaiming|plain|none",
+             "args|module|inline:stored_in_out_einsum|plain|none",
+             "pretrained|act2fn_instantier|class:F_linear:trunc_normal|seq_loop|none",
+             "dataclass|act2fn_functions|class:matmul_T:xavier|mlp_timm|future",
+             "args|module|linear|residual_postnorm|none"]
+
+
+def write_case(tmp_path, key: str) -> Reference:
+    path = tmp_path / "case.py"
+    fields = key.split("|")
+    spec = dict(zip(("config", "act", "wt", "structure", "decor"), fields[:5]))
+    path.write_text(W.source(**spec, act_name=fields[5] if len(fields) > 5 else None))
+    return Reference(path)
+
+
+def check_case(ref: Reference):
+    """test_spellings_ops.check; a module whose forward runs under no_grad has no gradient to
+    check, and one with an active Dropout is checked in eval mode (its mask is random)."""
+    from test_autodiff import check_module_gradients
+    from test_ir import check_oracle
+    from kgen.lower import forward as lower
+
+    graph = trace(ref)
+    if graph.dropouts:
+        check_oracle(ref, False)
+        check_module_gradients(ref, False)
+    elif "@torch.no_grad()\n    def forward" in ref.source:
+        check_oracle(ref, True)
+        check_oracle(ref, False)
+    else:
+        return check(ref)
+    lower.lower(graph, fused_stats=True, external_gemm=False)
+    return graph
+
+
+@pytest.mark.parametrize("key", TAKEN)
+def test_a_generated_spelling_is_taken_and_computes_the_module(key, tmp_path):
+    check_case(write_case(tmp_path, key))
+
+
+@pytest.mark.parametrize("key", REFUSED)
+def test_a_generated_spelling_is_refused_naming_its_construct(key, tmp_path):
+    with pytest.raises(Unsupported) as e:
+        trace(write_case(tmp_path, key))
+    message = str(e.value)
+    assert W.expected_refusal(key) in message and "Traceback" not in message
+
+
+def test_the_probe_covers_a_few_hundred_spellings():
+    assert len(CASES) >= 300 and len(TAKEN) >= 250
+    for axis, values in (("config", W.CONFIGS), ("act", W.ACTS), ("structure", W.STRUCTURES), ("decor", W.DECORS)):
+        assert {CASES[k][axis] for k in CASES} == set(values), axis
+    assert {CASES[k]["wt"] for k in CASES} >= set(W.WEIGHTS)
+
+
+@pytest.mark.parametrize("key", GENERATED)
+def test_a_generated_spelling_is_emitted_built_as_the_reference_and_passes_the_checker(key, tmp_path):
+    ref = write_case(tmp_path, key)
+    out = tmp_path / "new.py"
+    r = CliRunner().invoke(main, ["generate", str(ref.path), "-o", str(out), "--force",
+                                  "--results-dir", str(tmp_path / "results")])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert check_emitted(text) == []
+    if (KERNELBENCH / "src" / "kernelbench" / "kernel_static_checker.py").is_file():
+        valid, errors, _ = kernelbench_checker()(text, backend="cuda", precision="fp32")
+        assert valid, errors
+    reference: dict = {}
+    exec(compile(ref.source, str(ref.path), "exec"), reference)
+    torch.manual_seed(42)
+    expect = reference["Model"](*reference["get_init_inputs"]()).state_dict()
+    emitted: dict = {}
+    exec(compile(text, str(out), "exec"), emitted)
+    torch.manual_seed(42)
+    assert_same_state(emitted["ModelNew"](*emitted["get_init_inputs"]()).state_dict(), expect, key)

@@ -1972,8 +1972,10 @@ class Tracer:
         if isinstance(result, _Id):
             return self.pointwise("detach", [result])
         if isinstance(result, _Marker) and result.kind in ("tensor", "matrix", "matrix_t", "weight_expr"):
-            raise self.refuse("a parameter's value computed under torch.no_grad() (kgen would give the "
-                              "parameter a gradient through it): write .detach()")
+            raise self.refuse("a parameter's value or view computed under torch.no_grad() (self.w.T, "
+                              "self.b.view(1, -1), ... inside a no_grad block or a @torch.no_grad() forward; "
+                              "kgen would give the parameter a gradient through it): read the parameter "
+                              "outside no_grad, or write .detach()")
         return result
 
     # ---- in-place ops and aliases -----------------------------------------------------------

@@ -32,6 +32,10 @@ helpers, torch._dynamo.disable, super(Model, self).__init__(), a base class's fo
   `(1,) * n` are now taken, and the random mask is refused as what it is (new_empty / bernoulli_,
   torch.rand and kin: random numbers drawn in forward, Dropout's masks the only ones kgen
   reproduces). In eval mode, and at drop_prob=0, it is the identity (taken).
+- unclear: @torch.no_grad() on forward with a hand-written weight read as self.w.T (or a bias as
+  self.b.view(1, -1)) was refused as "a parameter's value computed under torch.no_grad()", with the
+  advice to write .detach(); the message now names a view and the no_grad forward (still refused:
+  the view would carry a gradient kgen gives and torch does not).
 
 Taken as they were, and checked here (fp64 oracle in training and eval, gradients against
 torch.autograd, lowering; a sample generated, its ModelNew built beside the reference under one

@@ -198,12 +198,18 @@ MATMUL_FUNCTIONS = (torch.matmul, operator.matmul, torch.mm)
 def einsum_form(equation: str) -> str | None:
     """Which of kgen's einsum forms `equation` is: "gemm_nk" ('bk,nk->bn': x Wᵀ, W stored (N,
     K)), "gemm_kn" ('bk,kn->bn': W stored (K, N)), "mul" ('bn,n->bn': a per-feature product), or
-    None (any other: the frontend refuses it). The letters are free."""
+    None (any other: the frontend refuses it). The letters are free, and the batch may be '...'
+    in the first operand and the output ('...k,nk->...n')."""
     lhs, _, out = equation.replace(" ", "").partition("->")
     terms = lhs.split(",")
     if len(terms) != 2:
         return None
     a, b = terms
+    if a.startswith("...") and out.startswith("...") and "." not in a[3:] + b + out[3:]:
+        # '...k,nk->...n' (a Linear over the last dimension, as HF and research code write it):
+        # kgen traces the input's rows, (batch, K), so the leading dimensions are one, the batch.
+        free = next(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in equation)
+        a, out = free + a[3:], free + out[3:]
     if len(a) == len(b) == len(out) == 2 and len(set(a + b)) == 3:
         if a[1] == b[1] and out == a[0] + b[0]:
             return "gemm_nk"
@@ -308,6 +314,18 @@ INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub, o
 PARAM_VIEWS = ("view", "reshape", "unsqueeze", "squeeze", "flatten", "t", "transpose", "permute")
 # Copies along dimensions of size 1 (Tracer._broadcast), and constants made from a value.
 BROADCAST_METHODS = ("expand", "expand_as", "broadcast_to", "repeat")
+# Random numbers and tensors of unset values drawn in forward (timm's drop_path in training mode:
+# x.new_empty(shape).bernoulli_(keep)): refused by what they are, not as unknown ops.
+_RANDOM = ("draws random numbers in the forward (a per-sample mask such as drop_path's in training mode, "
+           "noise); kgen reproduces Dropout's masks only")
+_UNSET = ("makes a tensor of unset values, to be filled in place (drop_path's random mask in training mode "
+          "is filled by bernoulli_); kgen reproduces Dropout's masks only")
+RANDOM_METHODS = {**dict.fromkeys(("bernoulli", "bernoulli_", "uniform_", "normal_", "random_", "exponential_",
+                                   "geometric_", "cauchy_", "log_normal_"), _RANDOM), "new_empty": _UNSET}
+RANDOM_FUNCTIONS = {**dict.fromkeys((torch.rand, torch.randn, torch.rand_like, torch.randn_like, torch.randint,
+                                     torch.randint_like, torch.bernoulli, torch.normal, torch.multinomial,
+                                     torch.randperm, torch.poisson), _RANDOM),
+                    **dict.fromkeys((torch.empty, torch.empty_like), _UNSET)}
 NEW_TENSOR_METHODS = ("new_zeros", "new_ones", "new_full", "new_tensor")
 # Methods and functions whose result shares its input's storage (a view of the same elements, or
 # the tensor itself): an in-place op on either changes both (Tracer._aliasing, _write).
@@ -1654,7 +1672,9 @@ class Tracer:
         line = self.where[0]
         for fx_node, v in self.env.items():
             if isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed", "windows")):
-                self.env[fx_node] = _Marker("earlier", line)
+                # (its shape kept: a size of it is still a number, as GPT-2's Conv1D reads
+                # x.size()[:-1] after its addmm)
+                self.env[fx_node] = _Marker("earlier", line, self._shape_or_none(v))
         self.nodes, self.params, self.consts, self.inputs = [], {}, {}, {}
         self.gemm_id, self.in_features = None, int(width)
 
@@ -1954,8 +1974,10 @@ class Tracer:
         if isinstance(result, _Id):
             return self.pointwise("detach", [result])
         if isinstance(result, _Marker) and result.kind in ("tensor", "matrix", "matrix_t", "weight_expr"):
-            raise self.refuse("a parameter's value computed under torch.no_grad() (kgen would give the "
-                              "parameter a gradient through it): write .detach()")
+            raise self.refuse("a parameter's value or view computed under torch.no_grad() (self.w.T, "
+                              "self.b.view(1, -1), ... inside a no_grad block or a @torch.no_grad() forward; "
+                              "kgen would give the parameter a gradient through it): read the parameter "
+                              "outside no_grad, or write .detach()")
         return result
 
     # ---- in-place ops and aliases -----------------------------------------------------------
@@ -2323,6 +2345,13 @@ class Tracer:
             return ("M", width // k, 1 if tag in ("mean", "var", "var_eps", "std", "rstd") else k)
         return None
 
+    def _known_shape(self, v) -> tuple | None:
+        """_shape_or_none, and the shape of a value of a part closed before the last GEMM (its
+        sizes are numbers like any other value's, though the value itself is out of reach)."""
+        if isinstance(v, _Marker) and v.kind == "earlier":
+            return v.shape
+        return self._shape_or_none(v)
+
     def _size(self, d):
         """One size of a value's shape: a Python int, or for the batch a marker (the emitted file
         runs at any batch, so the batch is no number the trace may bake in)."""
@@ -2494,6 +2523,10 @@ class Tracer:
         if fn is operator.add and len(args) == 2 and all(isinstance(a, (tuple, list)) for a in args):
             # Sizes joined for a view: HF GPT-2's Conv1D, `x.size()[:-1] + (self.nf,)`.
             return tuple(args[0]) + tuple(args[1])
+        if fn is operator.mul and len(args) == 2 and any(isinstance(a, (tuple, list)) for a in args) \
+                and any(type(a) is int for a in args):
+            # Sizes repeated: timm's drop_path, `(1,) * (x.ndim - 1)`.
+            return tuple(args[0]) * args[1] if type(args[1]) is int else args[0] * tuple(args[1])
         if fn is operator.getitem:
             target, index = args
             if isinstance(target, _Marker) and target.kind == "inputs":
@@ -2543,8 +2576,10 @@ class Tracer:
                 return _Marker("dtype_of", self._dtype_of(target))
             if name == "device" and self._dtype_of(target) is not None:
                 return _Marker("device", None)   # (taken by .to() only: the value's own device)
-            if name == "shape" and self._shape_or_none(target) is not None:
-                return _Marker("shape", self._shape_or_none(target))
+            if name == "shape" and self._known_shape(target) is not None:
+                return _Marker("shape", self._known_shape(target))
+            if name == "ndim" and self._known_shape(target) is not None:
+                return len(self._known_shape(target))   # (timm's drop_path: (1,) * (x.ndim - 1))
             if name in ("shape", "ndim") and isinstance(target, _Marker) and target.kind in ("tensor", "matrix"):
                 shape = self._param_shape(target)   # (a parameter's sizes are the module's numbers)
                 return shape if name == "shape" else len(shape)
@@ -2559,6 +2594,8 @@ class Tracer:
             return self.prelu(x, weight)
         if fn is torch.einsum:
             return self.einsum(args, kwargs)
+        if fn is torch.tensordot:
+            return self.tensordot(args, kwargs)
         if fn not in MATMUL_FUNCTIONS and fn not in (F.linear, torch.addmm):
             for a in args:
                 self._check_input(a)
@@ -2788,6 +2825,8 @@ class Tracer:
         if fn is torch.dropout:   # (what F.dropout calls: the same mask from the same draws)
             a = self._bind(_torch_dropout, args, kwargs)
             return self.dropout(a["input"], a["p"], a["train"], "")
+        if fn in RANDOM_FUNCTIONS:
+            raise self.refuse(f"the function {_public_name(fn)} {RANDOM_FUNCTIONS[fn]}")
         raise self.refuse(f"the function {_public_name(fn)} is not supported")
 
     def _affine_paths(self, fn: str, a: dict) -> list:
@@ -2828,7 +2867,8 @@ class Tracer:
         operands = args[1:] if len(args) > 2 or not isinstance(args[1:][0], (list, tuple)) else tuple(args[1])
         equation = args[0] if args and isinstance(args[0], str) else ""
         other_form = self.refuse(f"torch.einsum({args[0]!r}, ...) (kgen takes 'bk,nk->bn', the GEMM x Wᵀ, "
-                                 "and 'bn,n->bn'; or write the GEMM as nn.Linear, F.linear or x @ W.t())")
+                                 "'bk,kn->bn' of a W stored (K, N), and 'bn,n->bn', the batch also as '...'; "
+                                 "or write the GEMM as nn.Linear, F.linear or x @ W.t())")
         form = einsum_form(equation)
         if kwargs or form is None or len(operands) != 2:
             raise other_form
@@ -2842,6 +2882,27 @@ class Tracer:
         if form == "mul":
             return self.pointwise("mul", [x, w])
         return self.visit_function(torch.matmul, (x, w), {})   # "gemm_kn": W stored (K, N)
+
+    def tensordot(self, args, kwargs):
+        """torch.tensordot(x, W, dims) contracting x's features with one dimension of a matrix:
+        dims=1 or ([1], [0]) is x @ W (W stored (K, N)), ([1], [1]) is x Wᵀ; the einsum of
+        that form (x's features as -1 or 1, W's dimension as 0 / -2 or 1 / -1)."""
+        a = self._bind(lambda a, b, dims=2, out=None: None, args, kwargs)
+        dims, said = a["dims"], f"torch.tensordot(..., dims={a['dims']!r})"
+        if a["out"] is not None:
+            raise self.refuse("torch.tensordot with out=")
+        if type(dims) is int:
+            pair = ((-1,), (0,)) if dims == 1 else None
+        elif isinstance(dims, (tuple, list)) and len(dims) == 2:
+            pair = tuple(tuple(d) if isinstance(d, (tuple, list)) else (d,) for d in dims)
+        else:
+            pair = None
+        if pair is None or not all(len(d) == 1 and type(d[0]) is int for d in pair) or pair[0][0] not in (1, -1) \
+                or pair[1][0] not in (0, 1, -1, -2):
+            raise self.refuse(f"{said} (kgen takes the contraction of x's features with one dimension "
+                              "of a weight matrix: dims=1, ([1], [0]) or ([1], [1]))")
+        equation = "bk,kn->bn" if pair[1][0] in (0, -2) else "bk,nk->bn"
+        return self.einsum((equation, a["a"], a["b"]), {})
 
     def batchnorm(self, x, path: str, module: nn.BatchNorm1d, counts: bool = True) -> int:
         """BatchNorm1d `path` of x; `counts`: whether the forward adds one to its
@@ -3081,8 +3142,10 @@ class Tracer:
         if name == "where":   # x.where(condition, y) is torch.where(condition, x, y)
             a = self._bind(lambda input, condition, other: None, args, kwargs)
             return self.where_op((a["condition"], a["input"], a["other"]), {})
-        if name == "size" and self._shape_or_none(self_arg) is not None:
-            shape = self._shape_or_none(self_arg)
+        if name in ("dim", "ndimension") and not rest and not kwargs and self._known_shape(self_arg) is not None:
+            return len(self._known_shape(self_arg))
+        if name == "size" and self._known_shape(self_arg) is not None:
+            shape = self._known_shape(self_arg)
             a = self._bind(lambda input, dim=None: None, args, kwargs)
             if a["dim"] is None:
                 return _Marker("shape", shape)
@@ -3219,6 +3282,8 @@ class Tracer:
         if name in ("softmax", "log_softmax"):
             a = self._softmax_args(args, kwargs)
             return self.reduce(name, a["input"], a["dim"], True)
+        if name in RANDOM_METHODS:
+            raise self.refuse(f"the tensor method .{name}() {RANDOM_METHODS[name]}")
         raise self.refuse(f"the tensor method .{name}() is not supported")
 
 
@@ -3496,7 +3561,9 @@ def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object
     for path, name, value in _scalar_attributes(ref.meta_model()):
         for other in _perturbations(value, widths):
             model = ref.meta_model()
-            setattr(model.get_submodule(path), name, other)
+            owner = model.get_submodule(path)
+            kept = vars(owner)[name]
+            setattr(owner, name, other)
             tracer = Tracer(ref, model)
             try:
                 moved = _fingerprint(tracer.run(), tracer.dropouts)
@@ -3504,6 +3571,11 @@ def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object
                 if _is_width(value, widths):
                     continue
                 moved = None
+            finally:
+                # Put back: the submodule may be an object the reference shares between every
+                # model it builds (ACT2MOD = {"gelu": nn.GELU(), ...} at module level), and one
+                # left moved made every later Model(...) compute with the moved value.
+                setattr(owner, name, kept)
             if moved != traced:
                 read.append((f"{path}.{name}" if path else name, value))
                 break

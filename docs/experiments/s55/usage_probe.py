@@ -18,6 +18,17 @@ Verdicts:
             exact ran)
   TIMEOUT / CRASH   the case ran past its budget / its process died (the worker is restarted at the
             next case)
+  CTRL      a compile case (compile_*), which also compiles the reference the same way (the control):
+            ModelNew fails as the compiled reference does (the same exception type; or each value
+            off is as far off there), so the case's own doing or torch.compile's, not kgen's
+  KINK      a WRONG on a file with a kink at its output (LeakyReLU after the GEMM): the case run
+            again with every forward's output recorded; output elements on the other side of 0 than
+            fp64's (kgen's and eager's) counted, min |z64| / its row's max reported, and the
+            comparison with those elements' rows (dx, outputs) and feature columns (W's rows, the
+            bias, outputs' columns) left out passes. (A WRONG that does not pass so stays WRONG, the
+            diagnosis in its note; the MLP's hidden ReLU is not observable: not diagnosed.)
+A REFUSED that is kgen's words for what it does not do (EXPECTED: torch.func's gradients, create_graph,
+a CPU input) is said so in the short summary.
 
 Run from the repository root on a GPU machine (after `pip install -e . --no-deps`):
     python3 docs/experiments/s55/usage_probe.py            # everything; results under $OUT (/tmp/out)
@@ -28,9 +39,13 @@ Run from the repository root on a GPU machine (after `pip install -e . --no-deps
 Output: $OUT/usage/results.jsonl (a line per case), $OUT/usage/summary.txt (a table and every
 non-ok case's detail, rewritten as results come in), $OUT/usage/builds.txt, workers' logs.
 Phases: generation (parallel `kgen generate`), builds (every file x dtype at once, one process
-each, as scripts/device_setup.sh's build_files), cases (one worker process per file and group,
-all at once; a per-case budget enforced by the parent, which kills a stuck worker and restarts it
-at the next case; a global deadline after which it stops and writes the summary).
+each, as scripts/device_setup.sh's build_files), cases (--main-workers / --compile-workers processes
+per file and group, the cases balanced among them by round 1's times, all started beside the builds:
+a first forward waits in torch's build lock; each on one CPU thread; a per-case budget, counted from
+the builds' end, enforced by the parent, which kills a stuck worker and restarts it at the next
+case; a global deadline, USAGE_DEADLINE or --deadline seconds from the start, after which it stops
+and writes the summaries). Round 1 (ten workers, 16 OpenMP threads each) left 107 of 411 cases
+unrun at 360 s; its outputs' seconds fill EST.
 """
 
 from __future__ import annotations
@@ -1812,6 +1827,8 @@ def write_summary(out_dir, header, records, pending):
     # the files where a case raised the same error), then the slowest cases.
     short = [lines[len(header) + 1], "(CTRL: the compiled reference fails the same way; KINK: off only where "
              "an output element's branch flipped against fp64's; REFUSED(expected): kgen's words for what it does not do)"]
+    timed = sorted((r for r in records if r.get("seconds")), key=lambda r: -r["seconds"])[:6]
+    short.append("slowest: " + ", ".join(f"{r['file']}/{r['case']} {r['seconds']:.0f} s {r.get('t', '')}" for r in timed)[:900])
     groups = {}
     for r in sorted(records, key=lambda r: (order.index(r["verdict"]) if r["verdict"] in order else 99,
                                             r["case"], r["file"])):
@@ -1835,8 +1852,6 @@ def write_summary(out_dir, header, records, pending):
     for verdict, case_name, fs, what, note in groups.values():
         fl = ",".join(fs) if len(fs) < len(files) else f"all {len(fs)}"
         short.append(f"{verdict:<8} {case_name:<36} [{fl}] {what} {note}"[:420])
-    timed = sorted((r for r in records if r.get("seconds")), key=lambda r: -r["seconds"])[:6]
-    short.append("slowest: " + ", ".join(f"{r['file']}/{r['case']} {r['seconds']:.0f} s {r.get('t', '')}" for r in timed)[:900])
     (out_dir / "summary_short.txt").write_text("\n".join(short) + "\n")
 
 
@@ -1847,7 +1862,7 @@ def main():
     p.add_argument("--only", action="append", default=[], help="case name glob (repeatable)")
     p.add_argument("--files", default=",".join(REFS), help="comma-separated reference names")
     p.add_argument("--groups", default="main,compile")
-    p.add_argument("--deadline", type=float, default=float(os.environ.get("USAGE_DEADLINE", 380)),
+    p.add_argument("--deadline", type=float, default=float(os.environ.get("USAGE_DEADLINE", 330)),
                    help="seconds from start after which no case runs and the summary is written")
     p.add_argument("--build-limit", type=float, default=200)
     p.add_argument("--main-workers", type=int, default=2, help="worker processes per file for the main group")
@@ -1905,7 +1920,9 @@ def main():
             cs = cases_for(n, args.only, [g])
             for i, chunk in enumerate(split_cases(cs, per.get(g, 1))):
                 workers.append(Worker(args, n, g, chunk, out_dir, i))
-    print(f"{len(workers)} workers (t={time.time() - start:.0f} s)", flush=True)
+    header.append(f"{len(workers)} workers ({args.main_workers} main, {args.compile_workers} compile a file; "
+                  f"overlapping the builds: {bool(args.overlap_builds and not args.dry_run)}) (t={time.time() - start:.0f} s)")
+    print(header[-1], flush=True)
     records = []
     results = open(out_dir / "results.jsonl", "w", buffering=1)
     last_summary = 0.0

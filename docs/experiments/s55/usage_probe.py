@@ -1959,6 +1959,8 @@ def main():
                     results.write(json.dumps(rec, default=str) + "\n")
             break
         time.sleep(0.5)
+    if builds is not None:   # (every worker done or stopped before the builds ended)
+        header += ["builds (stopped at the end):"] + ["  " + line for line in finish_builds(builds, 1)]
     pending = sum(len(w.todo) for w in workers)
     header.append(f"total {time.time() - start:.0f} s")
     write_summary(out_dir, header, records, pending)

@@ -132,8 +132,11 @@ def _problem(ref, problem) -> str:
 
     if ref and problem:
         raise click.UsageError("give either REF or --problem, not both")
+    # REF is a file (click checked that it exists), whatever its name: a path, never read as a
+    # shipped problem's name (`model.txt` has neither `.py` nor a slash for is_path to see).
+    chosen = str(Path(ref).resolve()) if ref else problem or "gemm_scale_bn"
     try:
-        chosen = problem_id(ref or problem or "gemm_scale_bn")
+        chosen = problem_id(chosen)
         graph(chosen)
         if ref:
             generator.refuse_shared_names(Reference(ref))

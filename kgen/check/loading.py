@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from kgen.frontend.problems import is_path, problem_id
+from kgen.frontend.problems import is_path
 from kgen.frontend.reference import Reference, ReferenceError, _restore_defaults, _torch_defaults
 from kgen.tune.spec import Spec, SpecError
 from kgen.check.static_checks import check_emitted
@@ -73,10 +73,11 @@ class EmittedFile:
             return
         if ref is None:
             self._follow_a_moved_reference()
-        elif is_path(str(ref)):
+        elif is_path(str(ref)) or Path(ref).is_file():
             # The reference named is the module this file stands for from here on (its graph
-            # too: the one the file recorded may be gone).
-            self.spec = self.spec.replace(problem=problem_id(str(ref)))
+            # too: the one the file recorded may be gone); a file, whatever its name
+            # (`model.txt` has neither `.py` nor a slash for is_path to see).
+            self.spec = self.spec.replace(problem=str(Path(ref).resolve()))
         try:
             if ref is None:
                 self.reference = self.spec.reference()

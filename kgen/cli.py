@@ -303,6 +303,10 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
             spec = _spec_from_options(problem, batch, in_features, out_features, math, backend,
                                       fusion, tile, warp, thread, stages, group, target, constants)
         path = output_path(output, spec)
+        if is_path(problem) and path.exists() and os.path.samefile(path, problem):
+            # (with --force too: the emitted file carries the reference's text, but a reference
+            # replaced by its ModelNew file is no reference to generate from again)
+            raise click.UsageError(f"{path} is the reference file itself; name another output file")
         existed = path.exists()
         path = generator.write(spec, path, measured=measured, overwrite=force)
     except (SpecError, generator.WriteRefused) as e:

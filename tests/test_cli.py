@@ -320,13 +320,15 @@ def test_a_symlink_is_written_through(tmp_path):
 def test_a_failed_write_is_a_message_and_leaves_nothing(tmp_path, monkeypatch):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    r = run("generate", "-o", str(blocker / "x.py"))
-    assert r.exit_code == 1 and "cannot write" in r.output and "Traceback" not in r.output
+    r = run("generate", "-o", str(blocker / "x.py"))   # (a file in the way: the user's request, exit 2)
+    assert r.exit_code == 2 and "cannot write" in r.output and "is a file, not a folder" in r.output
+    assert "Traceback" not in r.output
 
     def full_disk(*a, **k):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(generator.os, "replace", full_disk)
+    monkeypatch.setattr(generator.os, "link", full_disk)
     r = run("generate", "-o", str(tmp_path / "y.py"))
     assert r.exit_code == 1 and "No space left on device" in r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # no .y.py.*.tmp left

@@ -3,6 +3,7 @@ what it found, kept fixed. CPU only."""
 
 import ast
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,85 @@ def test_a_reference_whose_name_does_not_end_in_py_is_read_as_the_file_it_is(tmp
     text = out.read_text()
     ast.parse(text)
     assert str(ref.resolve()) in text
+
+
+@pytest.mark.parametrize("force", [(), ("--force",)])
+def test_the_output_is_never_the_reference_itself(tmp_path, force):
+    """-o REF said 'exists and differs ...; pass --force to replace it', and --force (through a
+    link to the reference too) replaced the reference with its ModelNew file."""
+    ref = reference(tmp_path)
+    link = tmp_path / "link.py"
+    link.symlink_to(ref)
+    for out in (ref, link):
+        r = run("generate", ref, "-o", out, *force)
+        assert r.exit_code == 2 and "is the reference file itself" in r.output, r.output
+        assert "--force" not in r.output
+        assert ref.read_text() == GOOD
+
+
+def test_what_is_not_a_regular_file_is_never_replaced(tmp_path):
+    """-o /dev/null (a careless user's dry run) said 'pass --force to replace it', and --force
+    replaced the device with a regular file (as root); a pipe here stands for it."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def hung(*_):   # (kgen read the pipe to compare it with its file, and waited for ever)
+        raise TimeoutError("kgen hung on the pipe")
+
+    before = signal.signal(signal.SIGALRM, hung)
+    try:
+        for force in ((), ("--force",)):
+            signal.alarm(20)
+            r = run("generate", reference(tmp_path), "-o", fifo, *force)
+            signal.alarm(0)
+            assert r.exit_code == 2 and "not a regular file" in r.output, (r.output, r.exception)
+            assert fifo.is_fifo()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "ref.py"]
+
+
+def test_a_file_where_a_folder_belongs_is_the_users_request_refused(tmp_path):
+    """-o FILE/x.py said 'cannot write FILE/x.py: File exists' (mkdir's words) and exited 1, the
+    machine's failure; README: a file in the way exits 2."""
+    ref = reference(tmp_path)
+    r = run("generate", ref, "-o", tmp_path / "ref.py" / "deeper" / "x.py")
+    assert r.exit_code == 2 and f"{ref} is a file, not a folder" in r.output, r.output
+
+
+def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """Ctrl-C between the temporary file's write and its rename left `.NAME.*.tmp` behind (only an
+    OSError was cleaned up)."""
+    from kgen.codegen import generator
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    for force in ((), ("--force",)):
+        monkeypatch.setattr(generator.os, "link", interrupted)
+        monkeypatch.setattr(generator.os, "replace", interrupted)
+        out = tmp_path / "out" / "m.py"
+        r = run("generate", reference(tmp_path), "-o", out, *force)
+        assert isinstance(r.exception, (KeyboardInterrupt, SystemExit)) and r.exit_code != 0, r.output
+        assert not out.exists() and list(out.parent.iterdir()) == [], list(out.parent.iterdir())
+
+
+def test_no_clobber_holds_against_a_file_that_appears_during_the_write(tmp_path, monkeypatch):
+    """Two `kgen generate` of different variants into one new path at once: each saw no file,
+    each renamed its own over it, both said `wrote`, and one's file was silently lost. Without
+    --force the file is linked into place, which fails where one appeared meanwhile."""
+    from kgen.codegen import generator
+
+    out = tmp_path / "m.py"
+    real_mkstemp = generator.tempfile.mkstemp
+
+    def another_kgen_wins(*a, **k):   # the other process's file lands between check and write
+        out.write_text("# the other kgen's file\n")
+        return real_mkstemp(*a, **k)
+
+    monkeypatch.setattr(generator.tempfile, "mkstemp", another_kgen_wins)
+    r = run("generate", reference(tmp_path), "-o", out)
+    assert r.exit_code == 2 and "exists and differs" in r.output, r.output
+    assert out.read_text() == "# the other kgen's file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py", "ref.py"]

@@ -819,7 +819,10 @@ def winners(results_dir, as_json):
 
     dirs = [results_dir] if results_dir else [d for d in (choose.RESULTS_DIR, choose.SHIPPED_RESULTS_DIR)
                                               if d.is_dir()]
-    rows = choose.known_winners(list({d.resolve(): d for d in dirs}.values()))
+    def skipped(path, why):
+        click.echo(f"note: skipped {path}: not a search record ({why})", err=True)
+
+    rows = choose.known_winners(list({d.resolve(): d for d in dirs}.values()), skipped)
     if as_json:
         click.echo(json.dumps(rows, indent=1))
         return

@@ -540,7 +540,10 @@ def test_winners_lists_the_records_winners_as_a_table_and_as_json(tmp_path):
     (tmp_path / "search_broken.json").write_text("{")
     r = run("winners", "--results-dir", str(tmp_path))
     assert r.exit_code == 0, r.output
-    header, *rows = r.output.strip().splitlines()
+    notes = [line for line in r.output.splitlines() if line.startswith("note: ")]   # (stderr)
+    assert notes == [f"note: skipped {tmp_path / 'search_broken.json'}: not a search record (not JSON: "
+                     "Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"]
+    header, *rows = [line for line in r.output.strip().splitlines() if line not in notes]
     assert header.split() == ["problem", "batch", "x", "in", "->", "out", "dtype", "tol", "ms", "x", "eager",
                               "device", "date"]
     assert [row.split()[0] for row in rows] == ["abc_module", "gemm_scale_bn", "gemm_scale_bn"]
@@ -548,7 +551,7 @@ def test_winners_lists_the_records_winners_as_a_table_and_as_json(tmp_path):
     assert rows[1].endswith("NVIDIA H100 80GB HBM3  2026-11-22")
     assert run("list", "--results-dir", str(tmp_path)).output == r.output   # `list` is the same command
     r = run("winners", "--json", "--results-dir", str(tmp_path))
-    listed = json.loads(r.output)
+    listed = json.loads("\n".join(line for line in r.output.splitlines() if line not in notes))
     assert [(w["problem"], w["tol"], w["median_ms"]) for w in listed] == [
         ("abc_module", 1e-4, 0.5), ("gemm_scale_bn", 1e-4, 1.117), ("gemm_scale_bn", 1e-2, 0.376)]
     assert listed[0]["record"] == str(tmp_path / "search_abc_module_b128.json")

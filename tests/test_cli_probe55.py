@@ -168,3 +168,36 @@ def test_no_clobber_holds_against_a_file_that_appears_during_the_write(tmp_path,
     assert r.exit_code == 2 and "exists and differs" in r.output, r.output
     assert out.read_text() == "# the other kgen's file\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py", "ref.py"]
+
+
+def corrupt_records(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "search_cut.json").write_text('{"candidates": [1, 2,')
+    (folder / "search_list.json").write_text("[1, 2, 3]")
+    (folder / "search_winners_int.json").write_text('{"winners": 5, "candidates": []}')
+    (folder / "search_winner_str.json").write_text('{"winners": {"0.0001": "fast"}, "candidates": []}')
+    (folder / "search_tol_word.json").write_text('{"winners": {"tight": {}}, "candidates": []}')
+    (folder / "search_candidates_dict.json").write_text('{"winners": {}, "candidates": {"a": 1}}')
+    (folder / "search_bytes.json").write_bytes(b"\xff\xfe\x00garbage")
+    return folder
+
+
+@pytest.mark.parametrize("command", [("winners",), ("winners", "--json"), ("list",)])
+def test_records_that_are_not_records_are_skipped_and_named(tmp_path, command):
+    """A results/ file that is not what a search writes (cut short, edited by hand) crashed
+    `kgen winners` with AttributeError; every file is now named as skipped, and why."""
+    folder = corrupt_records(tmp_path / "results")
+    r = run(*command, "--results-dir", folder)
+    assert r.exit_code == 0, (r.output, r.exception)
+    for path in folder.iterdir():
+        assert f"skipped {path}: not a search record" in r.output, (path, r.output)
+
+
+def test_generate_beside_records_that_are_not_records_takes_the_rule(tmp_path):
+    """The same files crashed `kgen generate` with a traceback while it looked for an earlier
+    search's winner."""
+    folder = corrupt_records(tmp_path / "results")
+    out = tmp_path / "out.py"
+    r = run("generate", reference(tmp_path), "-o", out, "--results-dir", folder)
+    assert r.exit_code == 0, (r.output, r.exception)
+    assert "no earlier search" in r.output and out.exists()

@@ -465,6 +465,8 @@ def _load(file, ref=None):
         return f
     except NotAnEmittedFile as e:
         raise click.UsageError(str(e)) from None
+    except (Unsupported, ReferenceError) as e:   # a reference kgen cannot use: exit 2, as generate's
+        _refuse_module(None, e)
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
 

@@ -201,3 +201,19 @@ def test_generate_beside_records_that_are_not_records_takes_the_rule(tmp_path):
     r = run("generate", reference(tmp_path), "-o", out, "--results-dir", folder)
     assert r.exit_code == 0, (r.output, r.exception)
     assert "no earlier search" in r.output and out.exists()
+
+
+@pytest.mark.parametrize("command", ["validate", "bench"])
+@pytest.mark.parametrize("problem, said", [
+    (GOOD.replace("torch.relu(self.fc(x) * 2.0)", "torch.cumsum(self.fc(x), 1)"), "torch.cumsum is not supported"),
+    (GOOD + "\nraise RuntimeError('boom')\n", "raised RuntimeError when executed: boom"),
+])
+def test_a_reference_kgen_cannot_use_is_refused_alike_by_every_command(tmp_path, command, problem, said):
+    """`validate/bench FILE --ref REF` of a module kgen cannot synthesize (or a reference that
+    raises) exited 1 as a failed check would; generate refuses the same module with exit 2."""
+    out = tmp_path / "out.py"
+    assert run("generate", reference(tmp_path), "-o", out).exit_code == 0
+    other = reference(tmp_path, "other.py", problem)
+    assert run("generate", other, "-o", tmp_path / "x.py").exit_code == 2
+    r = run(command, out, "--ref", other)
+    assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, r.output

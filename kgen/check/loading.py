@@ -87,7 +87,8 @@ class EmittedFile:
                                            dict(self.spec.constants))
         except (ReferenceError, OSError) as e:
             hint = "; if it moved, name it with --ref" if ref is None else ""
-            raise ValueError(f"{self.path}: cannot load its reference: {e}{hint}") from None
+            # (a ReferenceError still: a reference kgen cannot use is the user's to mend, as generate says)
+            raise ReferenceError(f"{self.path}: cannot load its reference: {e}{hint}") from None
         # A reference edited since the file was generated is still the yardstick (the user may
         # mean exactly that), but say so.
         self.reference_changed = (getattr(self.module, "KGEN_REFERENCE_SHA256", None)

@@ -273,7 +273,8 @@ def main():
                    "(bf16, fp16) an fp32 winner whose file runs 16-bit modules too, else the rule "
                    "[the dtype of the reference's get_inputs()].")
 @click.option("-o", "--output", type=click.Path(),
-              help="Output file, or a folder to write <name>.py into [generated/<name>.py].")
+              help="Output file (NAME.py), or a folder to write <name>.py into (one that exists, or "
+                   "DIR/) [generated/<name>.py].")
 @click.option("--force", is_flag=True,
               help="Replace the output file if it holds anything else (a rerun that would write "
                    "the same text succeeds without it).")
@@ -349,6 +350,11 @@ def output_path(output: str | None, spec: Spec) -> Path:
         return generator.default_path(spec)
     if Path(output).is_dir() or output.endswith(("/", os.sep)):
         return Path(output) / f"{spec.name()}.py"
+    if Path(output).suffix != ".py":
+        # (`-o out` wrote a file named `out`, where a folder was likely meant; and a file without
+        # .py is no module importlib loads by its path)
+        raise click.UsageError(f"-o {output}: kgen writes a Python module; name a .py file, or a folder "
+                               f"as {output.rstrip('/')}/ to write {spec.name()}.py into it")
     return Path(output)
 
 

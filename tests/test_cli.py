@@ -205,7 +205,7 @@ def refused(r, phrase: str):
 
 
 def test_no_existing_file_is_replaced_without_force(tmp_path):
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "mine.py"   # (a file that is no .py is refused, --force or not: test_cli_probe55)
     readme.write_text("mine")
     refused(run("generate", "-o", str(readme)), "pass --force")
     assert readme.read_text() == "mine"

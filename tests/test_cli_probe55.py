@@ -105,7 +105,7 @@ def test_the_output_is_never_the_reference_itself(tmp_path, force):
 def test_what_is_not_a_regular_file_is_never_replaced(tmp_path):
     """-o /dev/null (a careless user's dry run) said 'pass --force to replace it', and --force
     replaced the device with a regular file (as root); a pipe here stands for it."""
-    fifo = tmp_path / "pipe"
+    fifo = tmp_path / "pipe.py"
     os.mkfifo(fifo)
 
     def hung(*_):   # (kgen read the pipe to compare it with its file, and waited for ever)
@@ -122,7 +122,7 @@ def test_what_is_not_a_regular_file_is_never_replaced(tmp_path):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, before)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "ref.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.py", "ref.py"]
 
 
 def test_a_file_where_a_folder_belongs_is_the_users_request_refused(tmp_path):
@@ -217,3 +217,17 @@ def test_a_reference_kgen_cannot_use_is_refused_alike_by_every_command(tmp_path,
     assert run("generate", other, "-o", tmp_path / "x.py").exit_code == 2
     r = run(command, out, "--ref", other)
     assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("given", ["out", "model.txt", "out.py.bak"])
+def test_an_output_that_is_no_python_file_is_refused(tmp_path, given):
+    """`-o out` (a folder meant) wrote a file named `out`; a file without .py is no module the
+    README's loader (importlib's spec_from_file_location) can load."""
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        r = run("generate", reference(tmp_path), "-o", given)
+    finally:
+        os.chdir(cwd)
+    assert r.exit_code == 2 and "name a .py file, or a folder as" in r.output, r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.py"]

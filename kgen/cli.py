@@ -320,6 +320,13 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo(f"unchanged {path}: it already holds this file ({spec.name()}, key {spec.key()})")
     else:
         click.echo(f"wrote {path}  ({spec.name()}, key {spec.key()})")
+    import shlex
+
+    quoted = shlex.quote(str(path))   # (a path to paste: spaces, a leading dash)
+    if quoted.startswith("-"):
+        quoted = shlex.quote(f"./{path}")
+    click.echo(f"next, on a GPU: kgen validate {quoted} checks it against the reference; "
+               f"kgen bench {quoted} times it against eager")
     if not generator.sixteen_bit_builds(spec):
         module = dtype or precision_name(spec.reference().input.dtype)
         if module != "fp32":
@@ -578,7 +585,9 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype, training)
 @search_problem_option
 @shape_options
 @click.option("--tol", type=Tolerance(), multiple=True,
-              help="Tolerance tier(s), atol = rtol of torch.allclose; one winner each [1e-4].")
+              help="Tolerance tier(s), atol = rtol of torch.allclose; one winner each [KernelBench's "
+                   "for the module's dtype: " + ", ".join(f"{t:g} {name}" for name, t in PRECISION_TOLERANCES.items())
+                   + "].")
 @click.option("--math", "maths", type=click.Choice(MATH_MODES), multiple=True,
               help="Math modes to try [all].")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel builds [cores].")

@@ -231,3 +231,29 @@ def test_an_output_that_is_no_python_file_is_refused(tmp_path, given):
         os.chdir(cwd)
     assert r.exit_code == 2 and "name a .py file, or a folder as" in r.output, r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.py"]
+
+
+@pytest.mark.parametrize("name", ["my model.py", "-dash.py", "plain.py"])
+def test_generate_says_the_next_step_with_a_path_to_paste(tmp_path, name):
+    """Success said `wrote PATH (...)` and no more: what to do with the file was the README's to
+    say; the command it gives now can be pasted as it is (a space, a leading dash)."""
+    import shlex
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        r = run("generate", reference(tmp_path), "-o", name)
+        assert r.exit_code == 0, r.output
+        line = next(l for l in r.output.splitlines() if l.startswith("next, on a GPU: kgen validate "))
+        words = shlex.split(line.split(": ", 1)[1].split(";")[0])
+        assert words[:2] == ["kgen", "validate"] and Path(words[2]).resolve() == (tmp_path / name).resolve()
+        assert not words[2].startswith("-")
+    finally:
+        os.chdir(cwd)
+
+
+def test_searchs_help_states_its_real_tolerance_default():
+    """`kgen search --help` said [1e-4] for --tol; a bf16 / fp16 module's default is 1e-2."""
+    r = run("search", "--help")
+    text = " ".join(r.output.split())
+    assert "one winner each [1e-4]" not in text and "0.0001 fp32, 0.01 bf16, 0.01 fp16" in text, text

@@ -257,3 +257,34 @@ def test_searchs_help_states_its_real_tolerance_default():
     r = run("search", "--help")
     text = " ".join(r.output.split())
     assert "one winner each [1e-4]" not in text and "0.0001 fp32, 0.01 bf16, 0.01 fp16" in text, text
+
+
+def test_an_interrupted_search_starts_no_more_builds(monkeypatch):
+    """Ctrl-C while a search built its candidates: `with ThreadPoolExecutor` waited for every
+    queued build (each a process of nvcc, not interrupted: it started after the Ctrl-C), minutes
+    before the search stopped."""
+    import threading
+    import time
+    import types
+
+    from kgen.tune import search
+
+    started = []
+    lock = threading.Lock()
+
+    def build(c, *args):
+        with lock:
+            started.append(c)
+        time.sleep(0.05)
+        c.status = "built"
+        return c
+
+    monkeypatch.setattr(search, "_build", build)
+
+    def interrupted(c):
+        raise KeyboardInterrupt
+
+    candidates = [search.Candidate(spec=types.SimpleNamespace(name=lambda: "c"), path=Path("c.py")) for _ in range(40)]
+    with pytest.raises(KeyboardInterrupt):
+        search.build_all(candidates, jobs=2, timeout=10, echo=lambda line: None, on_built=interrupted)
+    assert len(started) <= 4, len(started)

@@ -546,13 +546,21 @@ def build_all(candidates: list[Candidate], jobs: int, timeout: float, echo,
     on_built sees each candidate as soon as its build ends."""
     env = dict(os.environ, MAX_JOBS="2")  # main.cpp (empty) and the kernels' translation unit
     done = 0
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         futures = [pool.submit(_build, c, timeout, env, dtype, autocast, fp32_weight) for c in candidates]
         for future in concurrent.futures.as_completed(futures):
             c = future.result()
             done += 1
             echo(f"  build [{done}/{len(candidates)}] {c.status:<13} {c.build_s:5.1f} s  {c.spec.name()}")
             on_built(c)
+    except BaseException:
+        # Ctrl-C (or a failure): no queued build starts. (`with` waited for every one of them,
+        # minutes of nvcc after the interrupt; the running ones end with it, their processes
+        # interrupted from the terminal too.)
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def _reader(stream, q: queue.Queue):

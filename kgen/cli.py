@@ -885,11 +885,27 @@ def ops():
         click.echo(textwrap.fill(text, width=100, initial_indent=f"- {topic}: ", subsequent_indent="  "))
 
 
+# The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it): not 1, a
+# failed validation's or build's.
+INTERRUPTED = 130
+
+
 def run() -> None:
-    """The `kgen` command (the console script, and `python -m kgen.cli`): a process of kgen's own,
-    whose whole heap `kgen validate` may freeze around its checks (validate's own_heap). Callers of
-    `main` in their own process (click's test runner in a test session) keep their heap as it is."""
-    main(obj={"own_heap": True})
+    """The `kgen` command (the console script, `python -m kgen` and `python -m kgen.cli`): a
+    process of kgen's own, whose whole heap `kgen validate` may freeze around its checks
+    (validate's own_heap). Callers of `main` in their own process (click's test runner in a test
+    session) keep their heap as it is. Ctrl-C ends it with one line and exit 130 (click's own
+    `Aborted!` exits 1, a failure's status)."""
+    try:
+        code = main.main(obj={"own_heap": True}, standalone_mode=False)
+    except click.exceptions.Abort:   # (click's form of KeyboardInterrupt and EOFError)
+        click.echo("kgen: interrupted; every file kgen writes is written whole or not at all, so none "
+                   "is left half-written", err=True)
+        sys.exit(INTERRUPTED)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)   # (--help, --version: click's Exit, as its code)
 
 
 if __name__ == "__main__":

@@ -288,3 +288,27 @@ def test_an_interrupted_search_starts_no_more_builds(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         search.build_all(candidates, jobs=2, timeout=10, echo=lambda line: None, on_built=interrupted)
     assert len(started) <= 4, len(started)
+
+
+def test_ctrl_c_says_so_and_exits_130_not_a_failures_1(tmp_path):
+    """Ctrl-C during generate printed click's `Aborted!` and exited 1, the status README gives a
+    failed validation or build: a script could not tell the user's interrupt from a failure.
+    (`python -m kgen`, as here, is the console script's run now, not click's main alone.)"""
+    import subprocess
+    import sys
+
+    ref = reference(tmp_path, text=GOOD + "\nimport time\nprint('READY', flush=True)\ntime.sleep(120)\n")
+    out = tmp_path / "out.py"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-m", "kgen", "generate", str(ref), "-o", str(out)], cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "READY"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "kgen: interrupted" in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.py"]
+

@@ -33,7 +33,7 @@ def _dims(text: str | None, n: int, what: str) -> tuple[int, ...] | None:
         return None
     parts = text.lower().split("x")
     if len(parts) != n or not all(p.isdigit() for p in parts):
-        raise click.BadParameter(f"expected {what} like {EXAMPLES[what]}, got {text!r}")
+        raise click.BadParameter(f"expected {what} like {EXAMPLES[what]}, got {text!r}", param_hint=what)
     return tuple(int(p) for p in parts)
 
 

@@ -312,3 +312,13 @@ def test_ctrl_c_says_so_and_exits_130_not_a_failures_1(tmp_path):
     assert "kgen: interrupted" in err and "Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.py"]
 
+
+
+@pytest.mark.parametrize("option, value", [("--tile", "garbage"), ("--warp", "64"), ("--thread", "8")])
+def test_a_malformed_tile_names_its_option_as_clicks_own_errors_do(tmp_path, option, value):
+    """`--tile garbage` said `Invalid value: expected ...`, where every other bad value says
+    `Invalid value for '--batch': ...`."""
+    extra = ("--math", "fp32_simt") if option == "--thread" else ()
+    r = run("generate", reference(tmp_path), "-o", tmp_path / "o.py", option, value, *extra)
+    assert r.exit_code == 2 and (f"Invalid value for {option}:" in r.output   # (as --set's)
+                                 or f"Invalid value for '{option}':" in r.output), r.output

@@ -33,7 +33,7 @@ def _dims(text: str | None, n: int, what: str) -> tuple[int, ...] | None:
         return None
     parts = text.lower().split("x")
     if len(parts) != n or not all(p.isdigit() for p in parts):
-        raise click.BadParameter(f"expected {what} like {EXAMPLES[what]}, got {text!r}")
+        raise click.BadParameter(f"expected {what} like {EXAMPLES[what]}, got {text!r}", param_hint=what)
     return tuple(int(p) for p in parts)
 
 
@@ -132,8 +132,11 @@ def _problem(ref, problem) -> str:
 
     if ref and problem:
         raise click.UsageError("give either REF or --problem, not both")
+    # REF is a file (click checked that it exists), whatever its name: a path, never read as a
+    # shipped problem's name (`model.txt` has neither `.py` nor a slash for is_path to see).
+    chosen = str(Path(ref).resolve()) if ref else problem or "gemm_scale_bn"
     try:
-        chosen = problem_id(ref or problem or "gemm_scale_bn")
+        chosen = problem_id(chosen)
         graph(chosen)
         if ref:
             generator.refuse_shared_names(Reference(ref))
@@ -270,7 +273,8 @@ def main():
                    "(bf16, fp16) an fp32 winner whose file runs 16-bit modules too, else the rule "
                    "[the dtype of the reference's get_inputs()].")
 @click.option("-o", "--output", type=click.Path(),
-              help="Output file, or a folder to write <name>.py into [generated/<name>.py].")
+              help="Output file (NAME.py), or a folder to write <name>.py into (one that exists, or "
+                   "DIR/) [generated/<name>.py].")
 @click.option("--force", is_flag=True,
               help="Replace the output file if it holds anything else (a rerun that would write "
                    "the same text succeeds without it).")
@@ -300,6 +304,10 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
             spec = _spec_from_options(problem, batch, in_features, out_features, math, backend,
                                       fusion, tile, warp, thread, stages, group, target, constants)
         path = output_path(output, spec)
+        if is_path(problem) and path.exists() and os.path.samefile(path, problem):
+            # (with --force too: the emitted file carries the reference's text, but a reference
+            # replaced by its ModelNew file is no reference to generate from again)
+            raise click.UsageError(f"{path} is the reference file itself; name another output file")
         existed = path.exists()
         path = generator.write(spec, path, measured=measured, overwrite=force)
     except (SpecError, generator.WriteRefused) as e:
@@ -312,6 +320,13 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo(f"unchanged {path}: it already holds this file ({spec.name()}, key {spec.key()})")
     else:
         click.echo(f"wrote {path}  ({spec.name()}, key {spec.key()})")
+    import shlex
+
+    quoted = shlex.quote(str(path))   # (a path to paste: spaces, a leading dash)
+    if quoted.startswith("-"):
+        quoted = shlex.quote(f"./{path}")
+    click.echo(f"next, on a GPU: kgen validate {quoted} checks it against the reference; "
+               f"kgen bench {quoted} times it against eager")
     if not generator.sixteen_bit_builds(spec):
         module = dtype or precision_name(spec.reference().input.dtype)
         if module != "fp32":
@@ -342,6 +357,11 @@ def output_path(output: str | None, spec: Spec) -> Path:
         return generator.default_path(spec)
     if Path(output).is_dir() or output.endswith(("/", os.sep)):
         return Path(output) / f"{spec.name()}.py"
+    if Path(output).suffix != ".py":
+        # (`-o out` wrote a file named `out`, where a folder was likely meant; and a file without
+        # .py is no module importlib loads by its path)
+        raise click.UsageError(f"-o {output}: kgen writes a Python module; name a .py file, or a folder "
+                               f"as {output.rstrip('/')}/ to write {spec.name()}.py into it")
     return Path(output)
 
 
@@ -458,6 +478,8 @@ def _load(file, ref=None):
         return f
     except NotAnEmittedFile as e:
         raise click.UsageError(str(e)) from None
+    except (Unsupported, ReferenceError) as e:   # a reference kgen cannot use: exit 2, as generate's
+        _refuse_module(None, e)
     except (ValueError, OSError) as e:
         raise click.ClickException(str(e)) from None
 
@@ -563,7 +585,9 @@ def bench(file, batch, iters, ref, with_compile, with_autotune, dtype, training)
 @search_problem_option
 @shape_options
 @click.option("--tol", type=Tolerance(), multiple=True,
-              help="Tolerance tier(s), atol = rtol of torch.allclose; one winner each [1e-4].")
+              help="Tolerance tier(s), atol = rtol of torch.allclose; one winner each [KernelBench's "
+                   "for the module's dtype: " + ", ".join(f"{t:g} {name}" for name, t in PRECISION_TOLERANCES.items())
+                   + "].")
 @click.option("--math", "maths", type=click.Choice(MATH_MODES), multiple=True,
               help="Math modes to try [all].")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel builds [cores].")
@@ -812,7 +836,10 @@ def winners(results_dir, as_json):
 
     dirs = [results_dir] if results_dir else [d for d in (choose.RESULTS_DIR, choose.SHIPPED_RESULTS_DIR)
                                               if d.is_dir()]
-    rows = choose.known_winners(list({d.resolve(): d for d in dirs}.values()))
+    def skipped(path, why):
+        click.echo(f"note: skipped {path}: not a search record ({why})", err=True)
+
+    rows = choose.known_winners(list({d.resolve(): d for d in dirs}.values()), skipped)
     if as_json:
         click.echo(json.dumps(rows, indent=1))
         return
@@ -858,11 +885,27 @@ def ops():
         click.echo(textwrap.fill(text, width=100, initial_indent=f"- {topic}: ", subsequent_indent="  "))
 
 
+# The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it): not 1, a
+# failed validation's or build's.
+INTERRUPTED = 130
+
+
 def run() -> None:
-    """The `kgen` command (the console script, and `python -m kgen.cli`): a process of kgen's own,
-    whose whole heap `kgen validate` may freeze around its checks (validate's own_heap). Callers of
-    `main` in their own process (click's test runner in a test session) keep their heap as it is."""
-    main(obj={"own_heap": True})
+    """The `kgen` command (the console script, `python -m kgen` and `python -m kgen.cli`): a
+    process of kgen's own, whose whole heap `kgen validate` may freeze around its checks
+    (validate's own_heap). Callers of `main` in their own process (click's test runner in a test
+    session) keep their heap as it is. Ctrl-C ends it with one line and exit 130 (click's own
+    `Aborted!` exits 1, a failure's status)."""
+    try:
+        code = main.main(obj={"own_heap": True}, standalone_mode=False)
+    except click.exceptions.Abort:   # (click's form of KeyboardInterrupt and EOFError)
+        click.echo("kgen: interrupted; every file kgen writes is written whole or not at all, so none "
+                   "is left half-written", err=True)
+        sys.exit(INTERRUPTED)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)   # (--help, --version: click's Exit, as its code)
 
 
 if __name__ == "__main__":

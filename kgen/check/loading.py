@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from kgen.frontend.problems import is_path, problem_id
+from kgen.frontend.problems import is_path
 from kgen.frontend.reference import Reference, ReferenceError, _restore_defaults, _torch_defaults
 from kgen.tune.spec import Spec, SpecError
 from kgen.check.static_checks import check_emitted
@@ -73,10 +73,11 @@ class EmittedFile:
             return
         if ref is None:
             self._follow_a_moved_reference()
-        elif is_path(str(ref)):
+        elif is_path(str(ref)) or Path(ref).is_file():
             # The reference named is the module this file stands for from here on (its graph
-            # too: the one the file recorded may be gone).
-            self.spec = self.spec.replace(problem=problem_id(str(ref)))
+            # too: the one the file recorded may be gone); a file, whatever its name
+            # (`model.txt` has neither `.py` nor a slash for is_path to see).
+            self.spec = self.spec.replace(problem=str(Path(ref).resolve()))
         try:
             if ref is None:
                 self.reference = self.spec.reference()
@@ -86,7 +87,8 @@ class EmittedFile:
                                            dict(self.spec.constants))
         except (ReferenceError, OSError) as e:
             hint = "; if it moved, name it with --ref" if ref is None else ""
-            raise ValueError(f"{self.path}: cannot load its reference: {e}{hint}") from None
+            # (a ReferenceError still: a reference kgen cannot use is the user's to mend, as generate says)
+            raise ReferenceError(f"{self.path}: cannot load its reference: {e}{hint}") from None
         # A reference edited since the file was generated is still the yardstick (the user may
         # mean exactly that), but say so.
         self.reference_changed = (getattr(self.module, "KGEN_REFERENCE_SHA256", None)

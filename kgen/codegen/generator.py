@@ -1450,16 +1450,27 @@ class WriteRefused(WriteError):
 
 def write_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
     """Write via a temporary file in the same directory and rename: a reader (or a crash) never
-    sees half a file, and a failed write (no permission, a full disk) leaves nothing behind.
+    sees half a file, and a failed or interrupted write (no permission, a full disk, Ctrl-C)
+    leaves nothing behind.
     Without `overwrite`, an existing file that already holds `text` is left as it is (a rerun
-    succeeds) and one that holds anything else is refused.
-    A symbolic link is written through (the link stays, its target gets the text). The file gets
-    the usual mode (0666 less the umask), not mkstemp's 0600."""
+    succeeds) and one that holds anything else is refused, also where it appears while this
+    write runs (another kgen writing the same path: the file is linked into place, which fails
+    where one exists, instead of renamed over it).
+    A symbolic link is written through (the link stays, its target gets the text). What is not a
+    regular file (a device such as /dev/null, a pipe) is never replaced, nor written under a path
+    one of whose folders is a file. The file gets the usual mode (0666 less the umask), not
+    mkstemp's 0600."""
     path = Path(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     if target.is_dir():
         raise WriteRefused(f"{path} is a directory")
-    if target.exists() and not overwrite:
+    if target.exists() and not target.is_file():
+        raise WriteRefused(f"{path} is not a regular file (a device or a pipe); kgen writes files only")
+    folder = next((p for p in target.parents if p.exists()), None)
+    if folder is not None and not folder.is_dir():
+        raise WriteRefused(f"cannot write {path}: {folder} is a file, not a folder")
+
+    def refuse_unless_same() -> Path:
         try:
             unchanged = target.read_text() == text
         except (OSError, UnicodeDecodeError):
@@ -1468,6 +1479,9 @@ def write_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
             return path
         raise WriteRefused(f"{path} exists and differs from what kgen would write; pass --force to "
                            "replace it")
+
+    if target.exists() and not overwrite:
+        return refuse_unless_same()
     tmp = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -1477,11 +1491,22 @@ def write_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
+        if overwrite:
+            os.replace(tmp, target)
+        else:
+            try:
+                os.link(tmp, target)   # (fails where a file appeared since the check above)
+            except FileExistsError:
+                return refuse_unless_same()
+            except OSError:   # a filesystem without hard links: the rename, as with overwrite
+                os.replace(tmp, target)
+    except WriteError:
+        raise
     except OSError as e:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
         raise WriteError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        if tmp is not None and os.path.lexists(tmp):
+            os.unlink(tmp)
     return path
 
 

@@ -39,6 +39,19 @@ class ReferenceError(ValueError):
     """A reference file that cannot be used; the message says why."""
 
 
+# What the reference's own code (its top level, get_inputs(), Model's __init__ and forward) may
+# raise that kgen reports as the file's failure: any exception, and an exit too (sys.exit() in
+# the file would otherwise end kgen itself, silently, with the file's exit status).
+USER_FAILURES = (Exception, SystemExit)
+
+
+def said(e: BaseException) -> str:
+    """The message of what the reference's code raised (an exit: the call that made it)."""
+    if isinstance(e, SystemExit):
+        return f"sys.exit({'' if e.code is None else repr(e.code)}) (kgen runs the file's code; it may not exit)"
+    return str(e)
+
+
 def _torch_defaults() -> tuple:
     """torch's default dtype and default-device context (None: no context, the CPU), read
     without asking the device itself (torch.get_default_device() makes a tensor there, which
@@ -113,7 +126,7 @@ def _first_gemm_input(ref: "Reference", x: torch.Tensor) -> tuple | None:
                 model(x)
     except _FirstGemm.Reached:
         return mode.shape
-    except Exception:  # noqa: BLE001 - a module the meta device cannot run: no answer here
+    except USER_FAILURES:  # a module the meta device cannot run: no answer here
         return None
     return None
 
@@ -318,7 +331,7 @@ class Reference:
         # (a default device of "cuda" failed the lowering's oracles on a machine without a GPU).
         defaults = _torch_defaults()
         try:
-            tree = ast.parse(self.source)
+            tree = ast.parse(self.source, filename=str(self.path))
             # The file's __future__ imports apply to each statement compiled alone (and kgen's
             # own do not: dont_inherit).
             flags = 0
@@ -331,8 +344,8 @@ class Reference:
                              dont_inherit=True), self.module.__dict__)
                 self.module.__dict__.update({k: v for k, v in self.set_constants.items()
                                              if k in self.module.__dict__})
-        except Exception as e:  # noqa: BLE001 - the user's file failing is a message
-            raise ReferenceError(f"{self.path} raised {type(e).__name__} when executed: {e}") from None
+        except USER_FAILURES as e:  # the user's file failing is a message
+            raise ReferenceError(f"{self.path} raised {type(e).__name__} when executed: {said(e)}") from None
         finally:
             if before is None:
                 sys.modules.pop(name, None)
@@ -388,9 +401,9 @@ class Reference:
                 self._init_args = list(self.module.get_init_inputs())
             except ReferenceError:
                 raise
-            except Exception as e:  # noqa: BLE001 - the user's functions failing is a message
+            except USER_FAILURES as e:  # the user's functions failing is a message
                 raise ReferenceError(f"{self.path}: get_inputs() / get_init_inputs() raised "
-                                     f"{type(e).__name__}: {e}") from None
+                                     f"{type(e).__name__}: {said(e)}") from None
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
         if len(inputs) != 1 or len(tensors) != 1:
             kinds = ", ".join("None" if v is None else type(v).__name__ for v in inputs)
@@ -593,8 +606,8 @@ class Reference:
             # self.to("cuda"), stays on the meta device, as get_inputs()' tensors do)
             with torch.device("meta"), _OnMeta():
                 return self.Model(*self._init_args)
-        except Exception as e:  # noqa: BLE001 - the module's own failure is the user's message
-            raise ReferenceError(f"{self.path}: Model(*get_init_inputs()) raised {type(e).__name__}: {e}") from None
+        except USER_FAILURES as e:  # the module's own failure is the user's message
+            raise ReferenceError(f"{self.path}: Model(*get_init_inputs()) raised {type(e).__name__}: {said(e)}") from None
 
     def docstring(self) -> str:
         """The first line of Model's docstring (empty without one), for the emitted file's header

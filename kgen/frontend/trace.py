@@ -30,7 +30,8 @@ from kgen.ir import ops
 from kgen.ir.graph import (INPUT_PATH, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes, combine_levels,
                            pooled_width, shape_text)
 from kgen.frontend import autocast
-from kgen.frontend.reference import Reference
+from kgen.frontend.reference import USER_FAILURES, Reference
+from kgen.frontend.reference import said as reference_said
 
 # The dtypes of module (parameters and input) that kgen's files run: the IR is the same for all
 # three; the emitted file builds its GEMM per dtype (codegen/generator.py, OPERAND_BUILDS).
@@ -1825,8 +1826,8 @@ class Tracer:
                 fx_graph = tracer.trace(self.model, concrete_args=dict(self.forward_defaults) or None)
         except Unsupported:
             raise
-        except Exception as e:  # noqa: BLE001 - fx's failure is the user's message
-            said = " ".join(str(e).split())   # (one line: some of torch's messages span several)
+        except USER_FAILURES as e:  # fx's failure (or the forward's own, an exit too) is the user's message
+            said = " ".join(reference_said(e).split())   # (one line: some of torch's messages span several)
             said = next((why for known, why in FX_FAILURES.items() if known in said), said)
             # the reference's innermost line where fx failed (fx's message names none)
             lines = [tb.tb_lineno for tb in _tracebacks(e.__traceback__) if tb.tb_frame.f_code.co_filename == tracer.filename]

@@ -80,26 +80,52 @@ def results_dirs(problem: str, given: Path | None = None) -> list[Path]:
     return list(unique.values())
 
 
-def search_records(dirs: list[Path]):
+def record_problem(record) -> str | None:
+    """Why `record` (a search_*.json's JSON) is not a search record as kgen writes one, in the
+    parts that choose reads (None where it is one): a dict whose `winners` map tolerances to
+    dicts and whose `candidates` are a list."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    winners, candidates = record.get("winners") or {}, record.get("candidates") or []
+    if not isinstance(winners, dict) or not isinstance(candidates, list):
+        return "its winners are not a map of tolerances, or its candidates not a list"
+    for tol, winner in winners.items():
+        try:
+            float(tol)
+        except ValueError:
+            return f"a winner's tolerance {tol!r} is not a number"
+        if winner is not None and not isinstance(winner, dict):
+            return f"its winner at {tol} is not a record"
+    return None
+
+
+def search_records(dirs: list[Path], on_skip=None):
     """(path, record) of every readable search record in `dirs`, in order; unreadable ones are
-    skipped (a half-written or foreign file is not a record)."""
+    skipped (a half-written or foreign file is not a record), each told to `on_skip(path, why)`
+    where given."""
     for d in dirs:
         for path in sorted(d.glob("search_*.json")):
             try:
                 record = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(record, dict):
+                why = record_problem(record)
+            except (OSError, UnicodeDecodeError) as e:
+                why = f"cannot read it: {e}"
+            except ValueError as e:
+                why = f"not JSON: {e}"
+            if why is None:
                 yield path, record
+            elif on_skip is not None:
+                on_skip(path, why)
 
 
-def known_winners(dirs: list[Path]) -> list[dict]:
+def known_winners(dirs: list[Path], on_skip=None) -> list[dict]:
     """Every tier's winner in the search records of `dirs`, one flat dict each (what `kgen
-    winners` prints), ordered by problem, shape and tolerance."""
+    winners` prints), ordered by problem, shape and tolerance; a file that is no record is told
+    to `on_skip(path, why)`."""
     from kgen.frontend.problems import problem_name
 
     rows = []
-    for path, record in search_records(dirs):
+    for path, record in search_records(dirs, on_skip):
         for tol, winner in (record.get("winners") or {}).items():
             if not isinstance(winner, dict):
                 continue
@@ -139,6 +165,8 @@ def earlier_winner(problem: str, batch: int, in_features: int, out_features: int
         specs_by_name = {c.get("name"): c.get("spec") for c in candidates}
         keys_by_name = {c.get("name"): c.get("key") for c in candidates}
         for tol, winner in (record.get("winners") or {}).items():
+            if winner is None:
+                continue   # (a tier no candidate passed)
             spec_dict = winner.get("spec") or specs_by_name.get(winner.get("name"))
             measured = dict(winner.get("measured") or {})
             if keys_by_name.get(winner.get("name")):

@@ -93,9 +93,11 @@ def imported():
 # ---- 1. parameters of a ParameterList / ParameterDict, buffers named 0 ------------------------
 def forward_self_reads(new_src: str) -> list[str]:
     """Every maximal expression of ModelNew.forward that reads from `self` by attribute,
-    subscript, get_submodule or getattr (a method call on one is not a read)."""
+    subscript, get_submodule or getattr (a method call on one is not a read); in
+    _kgen_forward_rows, where a (..., features) input's forward reshapes around it."""
     (cls,) = [n for n in ast.parse(new_src).body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
-    (fwd,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"]
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    fwd = methods.get("_kgen_forward_rows", methods["forward"])
 
     def rooted(node) -> bool:
         if isinstance(node, ast.Name):

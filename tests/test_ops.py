@@ -165,7 +165,7 @@ REFERENCES = {
 ACCURATE_FUNCTIONS = {"expf", "logf", "sqrtf", "erff", "tanhf", "expm1f", "log1pf", "powf", "exp2f",
                       "log2f", "log10f", "erfcf", "atanf", "asinf", "acosf", "asinhf", "acoshf", "atanhf", "floorf", "ceilf", "rintf", "truncf",
                       "sinf", "cosf", "tanf", "sinhf", "coshf", "fmodf", "copysignf",
-                      "fabsf", "fminf", "fmaxf", "isinf"}
+                      "fabsf", "fminf", "fmaxf"}
 FAST_MATH = ("__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
              "__tanf", "__fdividef", "__frcp", "__fsqrt", "__frsqrt", "__saturatef", "rsqrtf")
 

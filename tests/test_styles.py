@@ -574,9 +574,11 @@ def assert_same_state(got: dict, expect: dict, what: str):
 
 def forward_reads(new_src: str) -> list[str]:
     """The maximal `self....` attribute chains (self.get_submodule('...') included) the emitted
-    ModelNew.forward reads."""
+    ModelNew.forward reads (in _kgen_forward_rows, where a (..., features) input's forward
+    reshapes around it)."""
     (cls,) = [n for n in ast.parse(new_src).body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
-    (fwd,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"]
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    fwd = methods.get("_kgen_forward_rows", methods["forward"])
 
     def rooted(node) -> bool:
         while isinstance(node, (ast.Attribute, ast.Call)):

@@ -398,21 +398,24 @@ def submodule_lines(called: list[tuple[str, str | None]]) -> list[str]:
             "    raise RuntimeError(changed_submodule)"]
 
 
-def forward_lines(parts: list[Lowered], sixteen_bit: bool = False, entry: str = "self.forward") -> list[str]:
-    """ModelNew.forward's body: check the input and every tensor the kernels read, then call
-    each GEMM part's entry point in turn (a part's output is the next part's x). `sixteen_bit`:
-    the file has 16-bit builds, which run inside torch.autocast (an fp32 module's too), the
-    output then handed over in eager's dtype there (_kgen_autocast_output, from the reasons
-    kgen.frontend.autocast read for it to be fp32). `entry`: the method these lines are the body
-    of, which they call again outside torch's device context."""
-    # Under torch's device context alone (torch.set_default_device, `with torch.device(...)`),
-    # its Python __torch_function__ would run on each of the forward's torch calls (on an H200,
-    # KernelBench 12 in bf16 took 0.40 ms so, 0.23 without): the body runs with torch function
-    # modes off, as every tensor it makes names its device.
-    lines = ["if not torch.compiler.is_compiling() and _KGEN_FUNCTION_MODE() and not _kgen_recording_function_mode():",
-             "    with torch._C.DisableTorchFunction():",
-             f"        return {entry}(x{forward_call_args(parts)})"]
-    lines += submodule_lines(parts[-1].traced.called_modules)
+def device_context_lines(parts: list[Lowered], entry: str) -> list[str]:
+    """The first lines of ModelNew.forward's body (`entry`, the method they are in): under torch's
+    device context alone (torch.set_default_device, `with torch.device(...)`), its Python
+    __torch_function__ would run on each of the forward's torch calls (on an H200, KernelBench 12
+    in bf16 took 0.40 ms so, 0.23 without), so the body runs again with torch function modes off,
+    as every tensor it makes names its device."""
+    return ["if not torch.compiler.is_compiling() and _KGEN_FUNCTION_MODE() and not _kgen_recording_function_mode():",
+            "    with torch._C.DisableTorchFunction():",
+            f"        return {entry}(x{forward_call_args(parts)})"]
+
+
+def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
+    """ModelNew.forward's body after device_context_lines: check the input and every tensor the
+    kernels read, then call each GEMM part's entry point in turn (a part's output is the next
+    part's x). `sixteen_bit`: the file has 16-bit builds, which run inside torch.autocast (an
+    fp32 module's too), the output then handed over in eager's dtype there
+    (_kgen_autocast_output, from the reasons kgen.frontend.autocast read for it to be fp32)."""
+    lines = submodule_lines(parts[-1].traced.called_modules)
     lines += hyperparameter_lines(parts[-1].traced.hyperparameters)
     for name, default in parts[-1].traced.forward_defaults:
         # (kgen traced the forward with this parameter at its default, as get_inputs() leaves it)
@@ -1263,8 +1266,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         title=checker_safe(sentence(ref.docstring() or f"ModelNew for {spec.problem_name}")),
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
-        forward_lines=forward_lines(parts, sixteen_bit_builds(spec),
-                                    "self._kgen_forward_rows" if rows_input(spec) else "self.forward"),
+        forward_lines=(device_context_lines(parts, "self._kgen_forward_rows" if rows_input(spec) else "self.forward")
+                       + forward_lines(parts, sixteen_bit_builds(spec))),
         called_modules=called_modules_literal(parts[-1].traced.called_modules),
         weight_methods=weight_methods(parts),
         keeps_w_split=repr(tuple(not computes_weight(low.graph.gemm) for low in parts)),

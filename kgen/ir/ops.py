@@ -411,7 +411,7 @@ _DEFINITIONS = (
     # The shift logsumexp subtracts from its row, as torch's logsumexp takes it: the row's max, or
     # 0 where that is infinite (so a row of -inf gives -inf, one holding +inf gives +inf, where
     # x - max would be inf - inf, NaN).
-    PointwiseOp("zero_if_inf", 1, lambda a: f"(isinf({a}) ? 0.0f : ({a}))",
+    PointwiseOp("zero_if_inf", 1, lambda a: f"(fabsf({a}) == INFINITY ? 0.0f : ({a}))",
                 lambda x: torch.where(torch.isinf(x), torch.zeros_like(x), x),
                 doc="x, or 0 where x is +-inf (logsumexp's shift)"),
     # The identity forward; backward, no gradient flows through it (kgen.ir.derivatives).

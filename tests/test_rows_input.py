@@ -352,6 +352,9 @@ def test_a_batch_features_reference_takes_rows_where_its_module_does(tmp_path, m
     with torch.no_grad():
         if name in ACCEPTED:
             assert new(x).shape == eager.eval()(x).shape == rows_output(new(x.reshape(-1, IN)), (2, 3)).shape
+            # one sample, (IN,), as its one row (checked at rank 1 the same way)
+            assert takes_rows(ref, 1)
+            assert new(x[0, 0]).shape == eager(x[0, 0]).shape
         else:
             with pytest.raises(BaseException):
                 new(x)

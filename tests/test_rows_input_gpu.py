@@ -73,9 +73,11 @@ def batch_files(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", BATCH_CASES)
-def test_a_batch_features_file_on_a_rows_input(batch_files, name):
-    """ModelNew of a (batch, features) reference on a (2, 5, features) input: the module's shape,
-    values and input gradient, as near fp64 as eager's (times the gate's factor)."""
+@pytest.mark.parametrize("shape", [(2, 5, IN), (IN,)], ids=["rows", "one_sample"])
+def test_a_batch_features_file_on_a_rows_input(batch_files, name, shape):
+    """ModelNew of a (batch, features) reference on a (2, 5, features) input, and on one sample,
+    (features,): the module's shape, values and input gradient, as near fp64 as eager's (times
+    the gate's factor)."""
     if not HOPPER:
         pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
     from kgen.check.validate import FP32_EXACT_FACTOR, ULP_FP32
@@ -87,7 +89,7 @@ def test_a_batch_features_file_on_a_rows_input(batch_files, name):
         ref64 = f.Model(*f.init_args()).double()
     new.load_state_dict(ref.state_dict())
     ref64.load_state_dict(ref.state_dict())
-    x = torch.randn(2, 5, IN, device="cuda")
+    x = torch.randn(*shape, device="cuda")
     outs, grads = [], []
     for m, v in ((ref, x), (new, x), (ref64, x.double())):
         v = v.clone().requires_grad_(True)

@@ -1275,6 +1275,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
         rows_input=rows_input(spec),
+        # (a (batch, features) reference's file that also takes one sample, (features,))
+        takes_vector=bool(rows_input(spec)) and spec.reference().rows_of is None and takes_rows(spec.reference(), 1),
         feature_dims=spec.reference().feature_dims,
         op_parts=[op_part(low) for low in parts],
         backward_args=[None if not backward.has_kernels(low) else

@@ -3592,7 +3592,7 @@ def rows_output(out: torch.Tensor, lead: tuple) -> torch.Tensor:
     """The module's output on an input of leading sizes `lead`, from its output `out` on the
     input's rows: rows back to those sizes, a scalar as it is. (The emitted forward does the same:
     model_new.py.j2, rows_input.)"""
-    return out if out.dim() == 0 else out.reshape(*lead, *out.shape[1:])
+    return out if out.dim() == 0 else out.reshape((*lead, *out.shape[1:]))
 
 
 def _check_rows(ref: Reference, graph: Graph) -> None:
@@ -3636,6 +3636,8 @@ def rows_differ(ref: Reference, rank: int, features: tuple) -> str | None:
     k = torch.Size(features).numel()
     base = [2, 3] + [2] * (rank - 3)
     leads = [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
+    if rank == dims:
+        leads = [()]   # (one sample, as a Linear takes a 1-D input: its one row)
     if dims > 1:
         # Every dimension after the batch flattened: both ways read the same (batch, K) tensor
         # after the flatten, so a batch of 1 shows nothing a squeeze() would, and a training
@@ -3688,20 +3690,21 @@ TAKES_ROWS_MAX_ELEMENTS = 1 << 24
 _TAKES_ROWS: dict = {}
 
 
-def takes_rows(ref: Reference) -> bool:
-    """Whether a module whose get_inputs() gives (batch, K) computes on an input of more
-    dimensions, (..., K), as on its rows (rows_differ, at rank 3; a Linear over the last
-    dimension followed by point-wise ops and reductions over dim=-1 does, a softmax over dim=1 or
-    a BatchNorm1d does not): then the emitted forward takes such an input, as eager's module does
-    (a transformer's (batch, tokens, features)). Cached per reference file and constructor."""
+def takes_rows(ref: Reference, rank: int = 3) -> bool:
+    """Whether a module whose get_inputs() gives (batch, K) computes on an input of `rank`
+    dimensions, (..., K) (3: more dimensions; 1: one sample, (K,)), as on its rows (rows_differ;
+    a Linear over the last dimension followed by point-wise ops and reductions over dim=-1 does, a
+    softmax over dim=1 or a BatchNorm1d does not): then the emitted forward takes such an input,
+    as eager's module does (a transformer's (batch, tokens, features), a policy's one
+    observation). Cached per reference file, constructor and rank."""
     if getattr(ref, "rows_of", None) is not None or ref.input.dim() != 2:
         return False
-    key = (str(ref.path), getattr(ref, "sha256", None), repr(ref.init_args()), int(ref.input.shape[1]))
+    key = (str(ref.path), getattr(ref, "sha256", None), repr(ref.init_args()), int(ref.input.shape[1]), rank)
     if key not in _TAKES_ROWS:
         meta = ref.meta_model()
         elements = sum(t.numel() for t in (*meta.parameters(), *meta.buffers()))
         _TAKES_ROWS[key] = (elements <= TAKES_ROWS_MAX_ELEMENTS
-                            and rows_differ(ref, 3, (int(ref.input.shape[1]),)) is None)
+                            and rows_differ(ref, rank, (int(ref.input.shape[1]),)) is None)
     return _TAKES_ROWS[key]
 
 

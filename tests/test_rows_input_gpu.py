@@ -76,32 +76,10 @@ def batch_files(tmp_path_factory):
 @pytest.mark.parametrize("shape", [(2, 5, IN), (IN,)], ids=["rows", "one_sample"])
 def test_a_batch_features_file_on_a_rows_input(batch_files, name, shape):
     """ModelNew of a (batch, features) reference on a (2, 5, features) input, and on one sample,
-    (features,): the module's shape, values and input gradient, as near fp64 as eager's (times
-    the gate's factor)."""
+    (features,): as test_the_module_on_its_own_input checks its own input."""
     if not HOPPER:
         pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
-    from kgen.check.validate import FP32_EXACT_FACTOR, ULP_FP32
-
-    f = batch_files[name]
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        ref, new = f.Model(*f.init_args()), f.ModelNew(*f.init_args())
-        ref64 = f.Model(*f.init_args()).double()
-    new.load_state_dict(ref.state_dict())
-    ref64.load_state_dict(ref.state_dict())
-    x = torch.randn(*shape, device="cuda")
-    outs, grads = [], []
-    for m, v in ((ref, x), (new, x), (ref64, x.double())):
-        v = v.clone().requires_grad_(True)
-        out = m(v)
-        out.backward(torch.ones_like(out))
-        outs.append(out.detach().double())
-        grads.append(v.grad.double())
-    assert outs[1].shape == outs[0].shape and grads[1].shape == x.shape
-    for (eager, kgen, exact), what in ((outs, "output"), (grads, "dx")):
-        err, eager_err = (kgen - exact).abs().max().item(), (eager - exact).abs().max().item()
-        floor = ULP_FP32 * exact.abs().max().item()
-        assert err <= FP32_EXACT_FACTOR * max(eager_err, floor), f"{what}: {err:.2e} against eager's {eager_err:.2e}"
+    assert_near_fp64_on(batch_files[name], shape)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -111,9 +89,17 @@ def test_the_module_on_its_own_input(files, name):
     and x's gradient of x's shape, as near fp64 as eager's (times the same factor)."""
     if not HOPPER:
         pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    assert_near_fp64_on(files[name], files[name].reference.rows_of)
+
+
+def assert_near_fp64_on(f, shape):
+    """ModelNew, eager and an fp64 copy (one state, eval mode) on an input of `shape`: the
+    module's output shape, KernelBench's allclose at 1e-4, output and x's gradient (of x's shape)
+    as near fp64 as eager's, times the gate's factor (eager's error floored at an fp32 ulp of the
+    largest value, as the gate floors it: a max's dx is a copy of W's rows, eager exact, and
+    3xTF32 carries w in 22 of its 24 bits)."""
     from kgen.check.validate import FP32_EXACT_FACTOR, ULP_FP32
 
-    f = files[name]
     torch.manual_seed(0)
     with torch.device("cuda"):
         ref, new = f.Model(*f.init_args()), f.ModelNew(*f.init_args())
@@ -122,7 +108,7 @@ def test_the_module_on_its_own_input(files, name):
     ref64.load_state_dict(ref.state_dict())
     for m in (ref, new, ref64):
         m.eval()
-    x = torch.randn(*f.reference.rows_of, device="cuda")
+    x = torch.randn(*shape, device="cuda")
     outs, grads = [], []
     for m, v in ((ref, x), (new, x), (ref64, x.double())):
         v = v.clone().requires_grad_(True)
@@ -134,7 +120,5 @@ def test_the_module_on_its_own_input(files, name):
     assert torch.allclose(outs[0], outs[1], atol=1e-4, rtol=1e-4)
     for (eager, kgen, exact), what in ((outs, "output"), (grads, "dx")):
         err, eager_err = (kgen - exact).abs().max().item(), (eager - exact).abs().max().item()
-        # eager's error floored at an fp32 ulp of the largest value, as the gate floors it: a max's
-        # dx is a copy of W's rows (eager exact), and 3xTF32 carries w in 22 of its 24 bits
         floor = ULP_FP32 * exact.abs().max().item()
         assert err <= FP32_EXACT_FACTOR * max(eager_err, floor), f"{what}: {err:.2e} against eager's {eager_err:.2e}"

@@ -750,6 +750,13 @@ FX_FAILURES = {
     "`__cuda_array_interface__` must be a dict": "torch.tensor() / torch.as_tensor() of a tensor (a parameter "
                                                  "or a traced value): use the tensor itself, or .clone().detach() "
                                                  "of it",
+    # (torch.finfo(x.dtype): fx's Proxy of the dtype, which finfo cannot read)
+    "torch.finfo() requires a floating point input type": "torch.finfo() / torch.iinfo() of a traced value's "
+                                                           "dtype (torch.finfo(x.dtype).min): a number that "
+                                                           "depends on the dtype the module runs in, which "
+                                                           "kgen's one file for float32, bfloat16 and float16 "
+                                                           "cannot bake in; write the number (-1e4, "
+                                                           "float('-inf')) instead",
     "not '_Proxy'": "a traced value turned into a Python number (float(t), int(t), math.f(t)): its value is "
                     "not known while tracing; keep it a tensor",
 }
@@ -3285,6 +3292,18 @@ class Tracer:
             return self.reduce(name, a["input"], a["dim"], True)
         if name in RANDOM_METHODS:
             raise self.refuse(f"the tensor method .{name}() {RANDOM_METHODS[name]}")
+        if name in DTYPE_ALIAS_METHODS:
+            # (not the module's dtype, or a target kgen cannot read: Tracer._same_dtype)
+            own = {"half": torch.float16, "bfloat16": torch.bfloat16}.get(name) == self.ref.input.dtype
+            if own:
+                raise self.refuse(f".{name}() in a {self.ref.input.dtype} module: a cast that names the module's "
+                                  "dtype, which kgen's one file for float32, bfloat16 and float16 modules cannot "
+                                  "follow (in another dtype it converts); drop it or write .to(x.dtype)")
+            raise self.refuse(f".{name}() to a dtype other than the module's ({self.ref.input.dtype}, its input's), "
+                              "or to one kgen cannot read (a tensor's): kgen computes every op in the module's dtype and hands the output in it, so a "
+                              "cast within forward (an upcast for a softmax or norm, then back) is taken in a "
+                              "float32 module only; write the op in the module's dtype, or build the module in "
+                              "float32 and convert it where it runs (model.to(dtype))")
         raise self.refuse(f"the tensor method .{name}() is not supported")
 
 

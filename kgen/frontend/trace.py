@@ -3300,10 +3300,11 @@ class Tracer:
                                   "dtype, which kgen's one file for float32, bfloat16 and float16 modules cannot "
                                   "follow (in another dtype it converts); drop it or write .to(x.dtype)")
             raise self.refuse(f".{name}() to a dtype other than the module's ({self.ref.input.dtype}, its input's), "
-                              "or to one kgen cannot read (a tensor's): kgen computes every op in the module's dtype and hands the output in it, so a "
-                              "cast within forward (an upcast for a softmax or norm, then back) is taken in a "
-                              "float32 module only; write the op in the module's dtype, or build the module in "
-                              "float32 and convert it where it runs (model.to(dtype))")
+                              "or to one kgen cannot read (a tensor's): kgen computes every op in the module's "
+                              "dtype and hands the output in it, so a cast within forward (an upcast for a "
+                              "softmax or norm, then back) is taken in a float32 module only; write the op in the "
+                              "module's dtype, or build the module in float32 and convert it where it runs "
+                              "(model.to(dtype))")
         raise self.refuse(f"the tensor method .{name}() is not supported")
 
 

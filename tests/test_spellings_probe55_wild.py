@@ -58,6 +58,7 @@ from kgen.frontend.trace import einsum_form, trace
 from kgen.ir.graph import Unsupported
 
 from test_spellings_ops import canonical, check
+from wild_spellings import STRUCTURE_PRELUDE
 
 HEAD = """
 import math
@@ -198,28 +199,8 @@ def test_a_closed_values_sizes_are_numbers_its_value_is_refused(read, tmp_path):
 
 
 # ---- 4. timm's drop_path ---------------------------------------------------------------------
-DROP_PATH = '''
-
-def drop_path(x, drop_prob: float = 0., training: bool = False, scale_by_keep: bool = True):
-    if drop_prob == 0. or not training:
-        return x
-    keep_prob = 1 - drop_prob
-    shape = (x.shape[0],) + (1,) * (x.ndim - 1)
-    random_tensor = x.new_empty(shape).bernoulli_(keep_prob)
-    if keep_prob > 0.0 and scale_by_keep:
-        random_tensor.div_(keep_prob)
-    return x * random_tensor
-
-
-class DropPath(nn.Module):
-    def __init__(self, drop_prob: float = 0., scale_by_keep: bool = True):
-        super().__init__()
-        self.drop_prob = drop_prob
-        self.scale_by_keep = scale_by_keep
-
-    def forward(self, x):
-        return drop_path(x, self.drop_prob, self.training, self.scale_by_keep)
-'''
+# (timm's drop_path and DropPath, as tests/wild_spellings.py writes them for the structures' axis)
+DROP_PATH = STRUCTURE_PRELUDE["drop_path"]
 
 
 def test_drop_path_in_training_is_refused_as_a_random_mask(tmp_path):

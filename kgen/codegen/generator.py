@@ -1234,6 +1234,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
 
     ref = spec.reference()
     parts = lowered_parts(spec)
+    rows = rows_input(spec)
     cuda_source = render_cuda_source(spec)
     if "'''" in cuda_source:  # it sits in a raw triple-quoted string
         raise ValueError("kernel source contains ''' and cannot be embedded")
@@ -1266,7 +1267,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         title=checker_safe(sentence(ref.docstring() or f"ModelNew for {spec.problem_name}")),
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
-        forward_lines=(device_context_lines(parts, "self._kgen_forward_rows" if rows_input(spec) else "self.forward")
+        forward_lines=(device_context_lines(parts, "self._kgen_forward_rows" if rows else "self.forward")
                        + forward_lines(parts, sixteen_bit_builds(spec))),
         called_modules=called_modules_literal(parts[-1].traced.called_modules),
         weight_methods=weight_methods(parts),
@@ -1274,9 +1275,9 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         keeps_w_splits=any(runs_fp16x3(spec, low.graph.in_features) and not computes_weight(low.graph.gemm) for low in parts),
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
-        rows_input=rows_input(spec),
+        rows_input=rows,
         # (a (batch, features) reference's file that also takes one sample, (features,))
-        takes_vector=bool(rows_input(spec)) and spec.reference().rows_of is None and takes_rows(spec.reference(), 1),
+        takes_vector=bool(rows) and ref.rows_of is None and takes_rows(ref, 1),
         feature_dims=spec.reference().feature_dims,
         op_parts=[op_part(low) for low in parts],
         backward_args=[None if not backward.has_kernels(low) else

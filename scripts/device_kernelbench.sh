@@ -8,8 +8,10 @@
 # GPUS (default 1): the eval's files dealt out over that many GPUs, one process each (a host of
 # several: max-autotune's compiles of 36 files do not fit one GPU's call), the table merged after.
 . scripts/device_setup.sh
-# NUMS (e.g. "33 41 97"): those files only, instead of PART's glob.
-refs=$(if [ -n "${NUMS:-}" ]; then for n in $NUMS; do ls .kb/level2/${n}_*.py; done; else ls .kb/level2/${PART:-}*.py; fi)
+# NUMS (e.g. "33 41 97"): those files only, instead of PART's glob. REFS (default .kb/level2): the
+# folder the reference files are read from (KernelBench's files rewritten at other shapes, say).
+refs_dir=${REFS:-.kb/level2}
+refs=$(if [ -n "${NUMS:-}" ]; then for n in $NUMS; do ls $refs_dir/${n}_*.py; done; else ls $refs_dir/${PART:-}*.py; fi)
 label=$(printf %s "${NUMS:-${PART:-all}}" | tr -c 'A-Za-z0-9' '_')   # $OUT takes plain file names only
 if [ -n "${GPU_TESTS:-}" ]; then
   t "gpu tests: $GPU_TESTS"

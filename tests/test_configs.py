@@ -122,10 +122,11 @@ def test_split_k_splits_where_the_tiles_are_too_few_to_fill_the_gpu():
     assert k("wgmma", "fp16x3", square, 16, 8192, 8192, sms) == 1       # the few-row GEMM
     assert k("wgmma", "fp16x3", square, 17, 8192, 8192, sms) == 2
     assert k("wgmma", "tf32", wide, 128, 8192, 8192, sms) == 1          # 256 wide: unsplit
-    assert k("wgmma", "tf32x3", square, 128, 8190, 8192, sms) == 1      # K % 4 != 0: no TMA, unsplit
+    assert k("wgmma", "tf32x3", square, 128, 8190, 8192, sms) == 2      # K % 4 != 0: padded to 8192
     assert k("wgmma", "fp16x3", square, 128, 8196, 8192, sms) == 2      # K % 8 != 0: tf32x3's GEMM
     assert k("wgmma", "fp16x3", square, 128, 1028, 1024, sms) == 2      # ... whose k-tiles are 32 wide (64: 1)
-    assert k("wgmma", "fp16x3", square, 128, 8194, 8192, sms) == 1      # ... and K % 4 != 0: unsplit
+    assert k("wgmma", "fp16x3", square, 128, 8194, 8192, sms) == 2      # ... and K % 4 != 0: padded
+    assert k("wgmma", "tf32x3", square, 300, 1337, 260, sms) == 2       # 10 tiles, 42 k-tiles of 32 (padded to 1344)
     assert k("mma", "tf32x3", square, 128, 8192, 8192, sms) == 1
     assert configs.work_units("wgmma", "fp16x3", square, 128, 8192, 8192, sms) == 128
     # The wgmma bf16 GEMM: two 128 x 128 tiles a CTA, never split; at a K % 8 != 0, tf32's GEMM

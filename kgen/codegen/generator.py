@@ -789,8 +789,9 @@ def gemm_type(spec: Spec, k: int | None = None) -> str:
         return (f"kgen::MmaGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, {t.bk}, "
                 f"{t.wm}, {t.wn}, {t.stages}, {t.group_m}>")
     if spec.family == "wgmma":
-        # A K that TMA can read (K % 4 == 0) never needs the fallback: not compiled.
-        fixed_k = "" if k is None or k % 4 != 0 else ", false"
+        # A forward GEMM (its K given) never needs the fallback: ModelNew pads a K that TMA cannot
+        # read (K % 4 != 0) with zeros (_kgen_launch). Not compiled.
+        fixed_k = "" if k is None else ", false"
         return (f"kgen::WgmmaWsGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, "
                 f"{t.stages}, {WGMMA_FLUSH_KTILES}, {t.group_m}{fixed_k}>")
     # (A part that a rewrite left without a GEMM names ExternalGemm: never launched.)
@@ -1292,8 +1293,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         autocast_fp32_output=sixteen_bit_builds(spec) and bool(parts[-1].traced.autocast_output),
         fp32_weight=autocast_gemm_type(spec) is not None,
         fp32_weight_rows=(AUTOCAST_FP32_WEIGHT_MIN_ROWS, AUTOCAST_FP32_WEIGHT_MAX_ROWS),
-        # kgen's 16-bit GEMM reads x and w by TMA: whole 16-byte rows (ModelNew pads K)
-        pads_k=half_gemm_type(spec) is not None,
+        # kgen's Hopper GEMMs read x and w by TMA: whole 16-byte rows (ModelNew pads K)
+        pads_k=spec.family == "wgmma",
         # the matrix-vector rewrite: its backward keeps other values and runs no GEMM
         gemv=spec.family == "gemv",
         zero_gradients=any(backward.zero_gradients(low) for low in parts),

@@ -73,7 +73,8 @@ def fused_stats_min_batch(dtype: str) -> int:
 # where a batch's output has fewer tiles than the GPU has SMs, each tile's k-range is split over
 # up to SPLIT_K_MAX_SPLITS CTAs, each summing at least SPLIT_K_MIN_K_TILES k-tiles; a batch of at
 # most SKINNY_MAX_ROWS rows runs the few-row GEMM (SkinnyGemm) instead, and tf32 / tf32x3 tiles
-# wider than SPLIT_K_MAX_BN and a K that TMA cannot read (not a multiple of 4) run unsplit.
+# wider than SPLIT_K_MAX_BN run unsplit (a K that TMA cannot read, not a multiple of 4, ModelNew
+# pads with zeros to a multiple of 8).
 # fp16x3's k-tile is FP16X3_BK wide whatever the variant's tile says. tests/test_configs.py ties
 # these to the CUDA.
 SPLIT_K_MIN_K_TILES = 16
@@ -162,9 +163,11 @@ def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features:
     if math == "fp16x3":
         bk = FP16X3_BK
     elif math in ("tf32x3", "tf32"):
-        if tile.bn > SPLIT_K_MAX_BN or in_features % 4:
+        if tile.bn > SPLIT_K_MAX_BN:
             return 1
         bk = tile.bk
+        if in_features % 4:   # TMA's rows: ModelNew pads K with zeros to a multiple of 8
+            in_features += 8 - in_features % 8
     else:
         return 1
     tiles = output_tiles(tile, batch, out_features)

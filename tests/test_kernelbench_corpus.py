@@ -5,6 +5,7 @@ that constructs both ways KernelBench and users load it (imported alone; exec'd 
 reference in one namespace) with the reference's seeded parameters and buffers."""
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -268,3 +269,37 @@ def test_the_corpus_tables_summary_gives_the_medians_issue_24_asks_for(tmp_path)
     assert ("2 of 3 correct under KernelBench's eval; KernelBench's own timing, kgen / eager: median 1.000; "
             "kgen / eager bf16 (kgen's bench): median 0.893; "
             "kgen / the faster of eager and max-autotune: median 1.021 (2 files)") in out
+
+
+def _shapes():
+    spec = importlib.util.spec_from_file_location(
+        "kernelbench_shapes", Path(__file__).resolve().parents[1] / "scripts" / "kernelbench_shapes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_corpus
+@pytest.mark.parametrize("ref", FILES, ids=lambda p: p.name.split("_")[0])
+def test_published_file_at_another_shape_generates_for_fp32_and_bf16(ref, tmp_path):
+    """Each file with its size constants changed (scripts/kernelbench_shapes.py: batch 3-2051, K and N
+    off the tiles' multiples), as a user's module at its own size: `kgen generate` for fp32 and bf16,
+    KernelBench's static checker, and a K off TMA's 16-byte rows padded by the file (an fp32 wgmma
+    file ran a GEMM of scalar loads there, 3x cuBLAS's time; docs/perf.md, session 56). The GPU
+    side, KernelBench's eval of these files, is docs/experiments/device_session56_c.sh."""
+    shapes = _shapes()
+    index = sorted(FILES, key=lambda p: int(p.name.split("_")[0])).index(ref)
+    text, (batch, k, n) = shapes.resize(ref.read_text(), shapes.SHAPES[index % len(shapes.SHAPES)])
+    assert f"batch_size = {batch}" in text
+    moved = tmp_path / ref.name
+    moved.write_text(text)
+    for precision in ("fp32", "bf16"):
+        new = generate(moved, tmp_path / f"new_{precision}.py", "--dtype", precision)
+        valid, errors, _ = kernelbench_checker()(new, backend="cuda", precision=precision)
+        assert valid, (precision, errors)
+        if "_KGEN_OPERAND_BUILDS" in new and "kgen::WgmmaWs" in new:   # the wgmma family's files
+            pads = "if x.shape[1] % (4 if x.dtype == torch.float32 else 8) or x.shape[1] == 0:"
+            assert pads in new
+            # and the forward's GEMM is built for TMA's K alone (no scalar-load fallback compiled)
+            forward_gemms = re.findall(r"using Gemm = .*?(kgen::WgmmaWsGemm<[^>]*>)", new)
+            assert all(g.endswith(", false>") for g in forward_gemms), forward_gemms

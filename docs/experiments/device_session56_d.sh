@@ -2,7 +2,7 @@
 # were slower than eager (fp32 68/33/59/14 at 300 x 1337 -> 260; bf16 12/56 at 7 x 300 -> 1031,
 # 63/86 at 3 x 4100 -> 333): kernels per forward (scripts/profile_forward.py --eager), time per
 # synchronized call and one call's host time (s55/default_device_ab.py plain).
-# The files: docs/experiments/s56/resize_kb.py's references, `kgen generate --dtype` (ab/kb_odd_out).
+# The files: scripts/kernelbench_shapes.py's references, `kgen generate --dtype` (ab/kb_odd_out).
 . scripts/device_setup.sh
 mkdir -p /tmp/d
 for n in 68 33 59 14; do cp ab/kb_odd_out/fp32/${n}_*.py /tmp/d/fp32_$(basename ab/kb_odd_out/fp32/${n}_*.py); done

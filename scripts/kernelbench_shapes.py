@@ -1,6 +1,7 @@
-"""KernelBench's 36 level-2 GEMM files at shapes other than the published ones (session 56).
+"""KernelBench's 36 level-2 GEMM files at shapes other than the published ones (session 56; tests/
+test_kernelbench_corpus.py generates each, docs/experiments/device_session56_c.sh evaluates them).
 
-    python docs/experiments/s56/resize_kb.py KB_LEVEL2_DIR OUT_DIR
+    python scripts/kernelbench_shapes.py KB_LEVEL2_DIR OUT_DIR
 
 Writes each file to OUT_DIR with its module-level size constants (batch_size; in_features /
 input_size; out_features / hidden_size / output_size) set to one of five odd shapes, cycling over

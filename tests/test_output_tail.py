@@ -126,3 +126,80 @@ def test_the_oracles_gradients_go_through_the_tail(name, training, tmp_path):
 
     body, _, _ = TAILS[name]
     check_module_gradients(reference(tmp_path, name, body), training)
+
+
+# A view of the module's output to a shape kgen's values do not take, as its last op (session 56:
+# each was refused, the container ones as "something other than one tensor"): spelling -> (the
+# forward's last line, the emitted call on the kernel's output x, the kernel output's level).
+VIEWS = {
+    "view_flat": ("return x.view(-1)", "x.view(-1)", "tile"),
+    "flatten_all": ("return x.flatten()", "x.flatten(0, -1)", "tile"),
+    "flatten_by_keyword": ("return torch.flatten(x, start_dim=0)", "x.flatten(0, -1)", "tile"),
+    "reshape_flat": ("return torch.reshape(x, (-1,))", "x.reshape(-1)", "tile"),
+    "view_3d": ("return x.view(x.size(0), -1, 6)", "x.reshape(x.shape[0], -1, 6)", "tile"),
+    "reshape_3d_by_shape": ("return x.reshape(x.shape[0], 4, 6)", "x.reshape(x.shape[0], -1, 6)", "tile"),
+    "view_4d": ("return x.view(-1, 2, 3, 4)", "x.view(-1, 2, 3, 4)", "tile"),
+    # sizes as numbers: the reference's own call on a value of the same shape, at every batch
+    "view_by_numbers": ("return x.view(2, -1)", "x.view(2, -1)", "tile"),
+    "unsqueeze_1": ("return x.unsqueeze(1)", "x.unsqueeze(1)", "tile"),
+    "none_index": ("return x[:, None, :]", "x.unsqueeze(1)", "tile"),
+    "unsqueeze_last": ("return x.unsqueeze(-1)", "x.unsqueeze(-1)", "tile"),
+    "unsqueeze_0": ("return torch.unsqueeze(x, 0)", "x.unsqueeze(0)", "tile"),
+    "row_sums_unsqueeze_0": ("return x.sum(dim=1).unsqueeze(0)", "x.unsqueeze(0)", "rowflat"),
+    "row_sums_squeeze": ("return x.sum(dim=1).squeeze()", "x.squeeze()", "rowflat"),
+    "row_means_squeeze_0": ("return torch.squeeze(x.mean(-1), 0)", "x.squeeze()", "rowflat"),
+}
+VIEWS_REFUSED = {
+    "view_then_sigmoid": ("return torch.sigmoid(x.view(-1))", "kgen keeps values (batch, features)"),
+    "tuple": ("return (x,)", "returns a tuple of 1 value"),
+    "list": ("return [x, x]", "returns a list of 2 values"),
+    "dict": ("return {'out': x}", "returns a dict of 1 value"),
+}
+
+
+@pytest.mark.parametrize("batch", [8, 1])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_a_view_of_the_output_is_torchs_own_after_the_kernel(name, training, batch, tmp_path):
+    body, call, level = VIEWS[name]
+    ref = reference(tmp_path, name, body)
+    graph = check_oracle(ref, training)
+    assert graph.output_level() == level and graph.tail_code("x") == call
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double().train(training)
+    twin = copy.deepcopy(model)
+    x = torch.rand(batch, SMALL["in_features"], dtype=torch.float64)
+    with torch.no_grad():
+        expect, got = model(x), graph.interpret(x, twin)
+    assert got.shape == expect.shape
+    torch.testing.assert_close(got, expect, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["view_3d", "unsqueeze_last", "row_sums_squeeze"])
+def test_the_emitted_forward_ends_in_the_view(name, tmp_path):
+    body, call, _ = VIEWS[name]
+    ref = reference(tmp_path, name, body)
+    out = tmp_path / "new.py"
+    result = CliRunner().invoke(main, ["generate", str(ref.path), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    forward = out.read_text().split("    def forward(self, x):")[-1]
+    last = forward.rstrip().splitlines()[-1].strip()
+    assert last == f"return {call}" or re.fullmatch(
+        rf"return _kgen_autocast_output\({re.escape(call)}, weight0, input_dtype, \(.*\)\)", last), last
+    assert f"line 12 of the reference, `{body}`" in forward
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS_REFUSED))
+def test_other_output_shapes_are_refused_in_words(name, tmp_path):
+    body, message = VIEWS_REFUSED[name]
+    with pytest.raises(Unsupported, match=re.escape(message)):
+        trace(reference(tmp_path, name, body))
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_the_oracles_gradients_go_through_the_view(name, training, tmp_path):
+    from test_autodiff import check_module_gradients
+
+    body, _, _ = VIEWS[name]
+    check_module_gradients(reference(tmp_path, name, body), training)

@@ -182,7 +182,7 @@ def test_a_value_moved_to_the_host_is_refused(move, tmp_path):
 # ---- refusals that say what they are -----------------------------------------------------------
 @pytest.mark.parametrize("ret", ['{"logits": y, "probs": y.softmax(-1)}', "[y]", "(y, y.sum(1))"])
 def test_several_outputs_are_refused_not_a_traceback(ret, tmp_path):
-    with pytest.raises(Unsupported, match="returns something other than one tensor"):
+    with pytest.raises(Unsupported, match="kgen's files return one tensor computed from the GEMM"):
         trace(write(tmp_path, "several", f"y = self.fc(x)\nreturn {ret}"))
 
 

@@ -495,13 +495,14 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
             lines.append(f"{'return' if last else 'x ='} {op}")
     tail = parts[-1].graph.output_tail
     if tail:
-        method, line, text = tail
+        method, line, text, _ = tail
         assert lines[-1].startswith("return ")
         value = lines.pop()[len("return "):]
         if value != "x":
             lines.append(f"x = {value}")
+        reduces = method in ("sum", "mean", "max", "min", "amax", "amin")
         lines += [f"# line {line} of the reference, `{text}`: torch's own .{method}() of the kernel's "
-                  f"{'per-row values' if method != 'squeeze' else 'output'}", f"return x.{method}()"]
+                  f"{'per-row values' if reduces else 'output'}", f"return {parts[-1].graph.tail_code('x')}"]
     if not backward.gradient_leaves(parts[-1]):
         # The reference's output carries no gradient (detached, or computed under no_grad): nor
         # does ModelNew's, so that a backward through it raises as the reference's does.

@@ -1346,9 +1346,20 @@ class Tracer:
         users = list(self.fx_node.users)
         return len(users) == 1 and users[0].op == "output"
 
-    def _tail(self, method: str) -> None:
-        """torch's x.`method`() on the kernel's output, the module's last op (Graph.output_tail)."""
-        self.output_tail = (method, *self.where)
+    def _tail(self, method: str, args: tuple = ()) -> None:
+        """torch's x.`method`(*args) on the kernel's output, the module's last op (Graph.output_tail;
+        "M" in args: the batch)."""
+        if self.output_tail:
+            raise self.refuse(f"a second op after the kernel's output (.{self.output_tail[0]}() and .{method}()); "
+                              "kgen takes one as the module's last op")
+        self.output_tail = (method, *self.where, tuple(args))
+
+    def _output_view(self, x, method: str, args: tuple):
+        """x.`method`(*args) of the module's output to a shape kgen's values do not take (a view of
+        more dims, x.view(-1)): the kernels compute x, and torch's own view of it is the forward's
+        last op, as in the reference (Graph.output_tail)."""
+        self._tail(method, args)
+        return x
 
     def _whole_reduction(self, kind: str, x: int, width: str, keepdim: bool) -> int:
         """A sum / mean / max / min over every element (dim=None) as the module's last op: the
@@ -1892,9 +1903,15 @@ class Tracer:
                     if isinstance(fx_node.args[0], torch.fx.Node) else None
                 if isinstance(output, _Marker) and output.kind in ("indices", "broadcast", "filled"):
                     self.value(output)   # (refused, naming the indices)
+                if isinstance(output, _Marker) and output.kind in ("unsqueezed", "windows"):
+                    self._locate(fx_node.args[0])   # (the view's line, for the emitted forward's comment)
+                if isinstance(output, _Marker) and output.kind == "unsqueezed" and isinstance(output.payload, int):
+                    output = self._output_view(output.payload, "unsqueeze", (1,))   # (batch, 1, N)
+                elif isinstance(output, _Marker) and output.kind == "windows":
+                    x, k = output.payload   # (batch, P, k)
+                    output = self._output_view(x, "reshape", ("M", -1, k))
                 if not isinstance(output, int):
-                    raise self.refuse("the module returns something other than one tensor computed "
-                                      "from the GEMM")
+                    raise self.refuse(self._output_refusal(fx_node.args[0], output))
                 continue
             args = torch.fx.node.map_arg(fx_node.args, lambda n: env[n])
             kwargs = torch.fx.node.map_arg(fx_node.kwargs, lambda n: env[n])
@@ -2479,6 +2496,20 @@ class Tracer:
         raise self.refuse(f".{name}{tuple('x.size(0)' if d == 'M' else d for d in sizes)}: kgen takes a "
                           "constant of the value's own shape or of one element")
 
+    def _output_refusal(self, returned, output) -> str:
+        """Why the module's return value is not an output kgen's files give, in its terms: a
+        container of tensors, or the GEMM's value as a view of more dims."""
+        if isinstance(returned, (tuple, list, dict)):   # (fx's immutable list and dict among them)
+            kind = "dict" if isinstance(returned, dict) else "list" if isinstance(returned, list) else "tuple"
+            return (f"the module returns a {kind} of {len(returned)} value{'s' * (len(returned) != 1)}; "
+                    "kgen's files return one tensor computed from the GEMM (return it alone)")
+        if isinstance(output, _Marker) and output.kind in ("unsqueezed", "windows"):
+            shape = "(batch, 1, features)" if output.kind == "unsqueezed" else "(batch, P, k)"
+            return (f"the module returns the GEMM's value as a {shape} view; kgen's files return "
+                    "(batch, features), (batch, 1), (batch,) or one number (return the value and "
+                    "reshape it where it is used)")
+        return "the module returns something other than one tensor computed from the GEMM"
+
     def _view(self, x, name: str, rest, kwargs):
         """x.view(...) / x.reshape(...) of a value to its own shape (x.view(x.size(0), -1),
         x.view(-1, N), x.reshape(x.shape)): itself; a per-row value between (M, 1) and (M,):
@@ -2508,6 +2539,10 @@ class Tracer:
                 return _Marker("windows", (x, resolved[2]))   # (batch, P, k): windows a reduction pools
         if resolved is not None and isinstance(x, _Id) and {own, resolved} == {("M", 1), ("M",)}:
             return self._relevel(x, "rowflat" if resolved == ("M",) else "row")
+        if isinstance(x, _Id) and self._feeds_the_output_only():
+            # (x.view(-1), a 3-d view of the output: torch's own call on the kernel's output, of the
+            # shape the reference's value has, so the same at every batch, sizes given as numbers too)
+            return self._output_view(x, name, target)
         hint = ("; a size that holds the batch as a number works at that batch only: write x.size(0) or -1"
                 if "M" not in target and target[:1] != (-1,) else "")
         raise self.refuse(f"{call} of a {shown} value (kgen keeps values (batch, features): it takes views "
@@ -3163,6 +3198,12 @@ class Tracer:
             return self._view(self_arg, name[:-3], (self._shape_or_none(rest[0]),), {})
         if name in ("view", "reshape") and self._shape_or_none(self_arg) is not None:
             return self._view(self_arg, name, rest, kwargs)
+        if name == "unsqueeze" and isinstance(self_arg, _Id) and self._feeds_the_output_only():
+            a = self._bind(_unsqueeze, args, kwargs)
+            level = self.level(self_arg)
+            if type(a["dim"]) is int and not (level == "rowflat" and a["dim"] in (1, -1)) \
+                    and not (level == "tile" and a["dim"] in (1, -2)):
+                return self._output_view(self_arg, "unsqueeze", (a["dim"],))   # the output's last op
         if name == "unsqueeze" and isinstance(self_arg, _Id) and self.level(self_arg) == "rowflat":
             a = self._bind(_unsqueeze, args, kwargs)
             if a["dim"] not in (1, -1):
@@ -3230,6 +3271,19 @@ class Tracer:
                 all(type(v) is int and v in (0, -1) for v in (*rest, *kwargs.values())) and \
                 set(kwargs) <= {"start_dim", "end_dim"} and len(rest) <= 2:
             return self_arg   # flatten() of a (batch,) value: itself
+        if isinstance(self_arg, _Id) and name == "flatten" and self.level(self_arg) in ("tile", "pooled") \
+                and self._feeds_the_output_only():
+            a = self._bind(lambda start_dim=0, end_dim=-1: None, rest, kwargs)
+            if type(a["start_dim"]) is int and type(a["end_dim"]) is int:
+                return self._output_view(self_arg, "flatten", (a["start_dim"], a["end_dim"]))   # (batch x N,)
+        if name == "squeeze" and isinstance(self_arg, _Id) and self.level(self_arg) == "rowflat" \
+                and self._feeds_the_output_only():
+            # squeeze() of a (batch,) output: itself but at a batch of 1, a 0-d tensor; torch's own
+            # squeeze after the kernel, as the reference's (squeeze(0) and squeeze(-1) the same)
+            a = self._bind(_squeeze, args, kwargs)
+            if a["dim"] in (None, 0, -1, (0,), (-1,)):
+                self._tail("squeeze")
+                return self_arg
         if name == "squeeze" and isinstance(self_arg, _Id) and self.level(self_arg) in ("tile", "pooled") \
                 and self._row_width(self_arg) > 1:
             # squeeze(1) of a (batch, N) value, N > 1: itself in torch (a dim of size 1 only goes);

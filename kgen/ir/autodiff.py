@@ -153,7 +153,7 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
         # torch's own op after the kernels (Graph.output_tail): its gradient by autograd
         rows = values[graph.output].detach().requires_grad_()
         with torch.enable_grad():
-            grad, = torch.autograd.grad(getattr(rows, graph.output_tail[0])(), rows, grad)
+            grad, = torch.autograd.grad(graph.apply_tail(rows), rows, grad)
     adjoint: dict[int, torch.Tensor] = {graph.output: grad.reshape(values[graph.output].shape)}
     for n in reversed(graph.live()):
         g = adjoint.pop(n.id, None)

@@ -277,10 +277,12 @@ class Graph:
     # torch.floor_divide, whose backward raises in torch, where div(rounding_mode='floor') gives
     # zeros): the emitted backward raises too, naming it.
     no_derivative: list = dataclasses.field(default_factory=list)
-    # torch's own op on the kernel's output as the module's last step, (method, line, text):
+    # torch's own op on the kernel's output as the module's last step, (method, line, text, args):
     # ("sum", ...) where the forward ends in x.sum() of everything (the kernel gives the rows'
-    # sums), ("squeeze", ...) for a squeeze() with no dim (0-d at a batch of 1, as torch's).
-    # The emitted forward and the oracle (interpret) call it; () for none.
+    # sums), ("squeeze", ...) for a squeeze() with no dim (0-d at a batch of 1, as torch's), a
+    # view to a shape kgen's values do not take ("reshape", ..., ("M", -1, 4)), x.view(-1),
+    # unsqueeze(1) of the output: args in torch's words, "M" the batch). The emitted forward
+    # (tail_code) and the oracle (apply_tail) call it; () for none.
     output_tail: tuple = ()
     # The dtype eager gives the module's output inside CUDA's torch.autocast: why it is fp32
     # ("fp32": an op autocast runs in fp32; "param", "input": an op with an fp32 parameter, with
@@ -362,8 +364,21 @@ class Graph:
 
     def describe(self) -> str:
         lines = [n.describe() for n in self.live()]
-        tail = f".{self.output_tail[0]}()" if self.output_tail else ""
-        return "\n".join(lines + [f"return %{self.output}{tail}"])
+        return "\n".join(lines + [f"return {self.tail_code(f'%{self.output}')}"])
+
+    def apply_tail(self, out: torch.Tensor) -> torch.Tensor:
+        """torch's own last op (output_tail) on the kernels' output `out` ("M": its rows)."""
+        if not self.output_tail:
+            return out
+        method, _, _, args = self.output_tail
+        return getattr(out, method)(*(out.shape[0] if a == "M" else a for a in args))
+
+    def tail_code(self, name: str) -> str:
+        """apply_tail as Python on the value named `name`."""
+        if not self.output_tail:
+            return name
+        method, _, _, args = self.output_tail
+        return f"{name}.{method}({', '.join(f'{name}.shape[0]' if a == 'M' else repr(a) for a in args)})"
 
     def output_level(self) -> str:
         return self.nodes[self.output].level
@@ -385,8 +400,7 @@ class Graph:
         its BatchNorm modules, which update their buffers as the reference would). A Dropout
         training in `model` draws its mask from torch's generator as the module does, at the
         same point (mask nodes in trace order): seeded alike, the oracle and the module agree."""
-        out = self.interpret_value(self.output, x, model)
-        return getattr(out, self.output_tail[0])() if self.output_tail else out
+        return self.apply_tail(self.interpret_value(self.output, x, model))
 
     def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module, module_input=None):
         """The value of `node` (a live one) when the graph runs on x, as `interpret`."""

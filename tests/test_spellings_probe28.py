@@ -222,7 +222,7 @@ def test_a_detached_gemm_output_sends_gradients_to_the_later_parameters_only(tmp
 
 # ---- messages --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("body, message", [
-    ("y = self.fc(x)\nreturn y[y > 0]", "indexing a value by a tensor"),
+    ("y = self.fc(x)\nreturn y[y > 0]", r"returns y\[mask\], the elements a mask selects"),
     ("y = self.fc(x)\nreturn y[:, self.idx]", "indexing a value by a tensor"),
     ("y = self.fc(x)\nreturn y - float(y.mean())", "a traced value turned into a Python number"),
     ("self.steps += 1\nreturn self.fc(x)", "self.steps is assigned in forward"),

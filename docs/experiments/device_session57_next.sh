@@ -9,6 +9,10 @@
 #    and a copy. Measure: bash docs/experiments/device_session56_f.sh (host and kernels of 68 and
 #    59 at 300 x 1337 -> 260; call F had host 82-86 us with the old form) and the ragged GPU tests:
 #    gpu_tests x.log 300 tests/test_gpu.py tests/test_keep_z_gpu.py tests/test_half_gpu.py -k ragged
+#    And session 56's CPU-only features: views of the output as the last op (07fcfd5):
+#    gpu_tests x.log 300 tests/test_output_tail_gpu.py ; masked assignment y[mask] = v traces to
+#    the IR of its torch.where spelling (tests/test_masked_assign.py), whose kernels are the where
+#    op's: one kgen validate of such a file is enough.
 # 2. The pad's host time and its copy of w on every call: do it in the C entry instead (a kernel
 #    writing padded x and w into the workspace, whose torch.empty the call makes anyway: no torch
 #    op of host time); keeping w's padded copy across calls needs w's version checked, which a

@@ -703,13 +703,24 @@ class _LocatingTracer(torch.fx.Tracer):
             raise tracer._refusal(f"the custom torch.autograd.Function {fn.__name__} (kgen derives the backward "
                                   "from the forward's ops; the Function's own backward would be lost)")
 
+        def traced_setitem(proxy, index, value):
+            # y[mask] = v: fx's Proxy has no item assignment; recorded as operator.setitem on y
+            # (Tracer.masked_assign takes a mask of y's shape, and refuses the rest in words)
+            proxy.tracer.create_proxy("call_function", operator.setitem, (proxy, index, value), {})
+
+        setitem = torch.fx.Proxy.__dict__.get("__setitem__")
         cls.__init__, cls.__enter__ = watched_init, watched_enter
         torch.autograd.Function.apply = classmethod(refused_apply)
+        torch.fx.Proxy.__setitem__ = traced_setitem
         try:
             yield
         finally:
             cls.__init__, cls.__enter__ = init, enter
             torch.autograd.Function.apply = apply
+            if setitem is None:
+                del torch.fx.Proxy.__setitem__
+            else:
+                torch.fx.Proxy.__setitem__ = setitem
 
 
 # Where users find torch's functions, in the order a name is looked for (a refusal names the
@@ -1936,8 +1947,13 @@ class Tracer:
             args, kwargs = self._materialized(args, kwargs)
             if writes:
                 self._check_writable(env[receiver], fx_node)
-            result = self._finished(fx_node, self.visit(fx_node, args, kwargs))
-            if writes:
+            masked = fx_node.target is not operator.setitem and any(
+                isinstance(v, _Marker) and v.kind == "masked" for v in (*args, *kwargs.values()))
+            result = self._on_masked(fx_node, args, kwargs) if masked else \
+                self._finished(fx_node, self.visit(fx_node, args, kwargs))
+            if writes and isinstance(env[receiver], _Marker) and env[receiver].kind == "masked":
+                env[receiver] = result   # (y[m] *= c: torch's y[m] is a copy, which the op writes)
+            elif writes:
                 self._write(receiver, result, fx_node)
             env[fx_node] = result
             if receiver is not None:
@@ -2029,8 +2045,12 @@ class Tracer:
             fn = fx_node.target
             if isinstance(self.env.get(first), (tuple, list)):
                 return None, False   # (s += (n,) on a tuple of sizes: Python rebinds the name)
-            if fn in INPLACE_FUNCTIONS or fx_node in self.augmented:
+            if fn in INPLACE_FUNCTIONS or fx_node in self.augmented or fn is operator.setitem:
                 return first, True
+            index = fx_node.args[1] if len(fx_node.args) > 1 else None
+            if fn is operator.getitem and isinstance(index, torch.fx.Node) and isinstance(self.env.get(index), _Marker) \
+                    and self.env[index].kind == "comparison":
+                return None, False   # (y[mask] is a copy in torch: Tracer.masked_assign)
             if fn in VIEW_FUNCTIONS and (fn is not operator.getitem or tensor):
                 return first, False
             if fn in _INPLACE_FLAG:
@@ -2385,10 +2405,61 @@ class Tracer:
         self.sizes_read.append(self.where)   # (the number is baked in: Graph.sizes_read)
         return int(d)
 
+    def _mask_of(self, x, index):
+        """The comparison (op, lhs, rhs) of `index` where it is a bool mask of x's shape (x a
+        (batch, features) value, the comparison of such values: y[y < 0], y[self.mask]); None
+        where it is no mask."""
+        cond = self._condition(index)
+        if not (isinstance(cond, _Marker) and cond.kind == "comparison" and isinstance(x, _Id)):
+            return None
+        if self.level(x) != "tile" or not any(isinstance(v, _Id) and self.level(v) == "tile" for v in cond.payload[1:]):
+            raise self.refuse("a mask whose shape is not its value's (kgen takes y[mask] with mask a comparison "
+                              "of (batch, features) values, y's shape)")
+        return cond.payload
+
+    def masked_assign(self, target, index, value):
+        """y[mask] = v (operator.setitem, as fx records it with unseen_by_fx_refused's patch): torch.where(
+        mask, v, y), written into y (Tracer.run: an in-place op). v: a number, or an element-wise
+        expression of values selected by the same mask (y[m] = 0.1 * y[m]; y[m] *= 0.1)."""
+        mask = self._mask_of(target, index)
+        if mask is None:
+            raise self.refuse("an assignment into a value's elements (y[...] = v) other than by a mask of its "
+                              "shape (y[y < 0] = 0); write it with torch.where or an op")
+        if isinstance(value, _Marker) and value.kind == "masked":
+            if value.payload[1] != mask:
+                raise self.refuse("y[mask] = v where v was selected by another mask")
+            value = value.payload[0]
+        elif not _is_number(value):
+            raise self.refuse("y[mask] = v with v other than a number or an element-wise expression of "
+                              "values selected by the same mask (y[m] = 0.1 * y[m])")
+        compare, lhs, rhs = mask
+        return self.pointwise("where", [lhs, rhs, value, target], {"compare": compare})
+
+    def _on_masked(self, fx_node, args, kwargs):
+        """An op on values selected by one mask (y[m], Tracer._mask_of): the op on the whole values,
+        still selected by that mask, where it is element-wise (every node it adds point-wise);
+        anything else of a masked selection (a reduction, the output) is refused."""
+        masks = {v.payload[1] for v in (*args, *kwargs.values()) if isinstance(v, _Marker) and v.kind == "masked"}
+        if len(masks) > 1:
+            raise self.refuse("an op on values selected by different masks")
+        unwrap = lambda v: v.payload[0] if isinstance(v, _Marker) and v.kind == "masked" else v  # noqa: E731
+        first = len(self.nodes)
+        result = self.visit(fx_node, [unwrap(a) for a in args], {k: unwrap(v) for k, v in kwargs.items()})
+        if not isinstance(result, _Id) or self.level(result) != "tile" or any(
+                n.kind not in ("pointwise", "const") for n in self.nodes[first:]):
+            raise self.refuse("values selected by a mask (y[y < 0]) used other than in an element-wise "
+                              "expression assigned back by the same mask (y[m] = 0.1 * y[m]); write it "
+                              "with torch.where")
+        return _Marker("masked", (result, next(iter(masks))))
+
     def _index(self, x, index):
         """x[...] with full slices, None and Ellipsis only (x[:, None], x[:, :], x[..., 0] of a
         (batch, 1) value): an order-keeping view, taken as Tracer._view takes it. Anything that
         selects elements is refused."""
+        mask = self._mask_of(x, index)
+        if mask is not None:
+            return _Marker("masked", (x, mask))   # y[y < 0]: only an element-wise expression of it,
+                                                  # assigned back by the same mask, is taken
         own = self._shape_or_none(x)
         leaves: list = []
         torch.fx.node.map_aggregate(index, lambda v: leaves.append(v) or v)
@@ -2503,6 +2574,10 @@ class Tracer:
             kind = "dict" if isinstance(returned, dict) else "list" if isinstance(returned, list) else "tuple"
             return (f"the module returns a {kind} of {len(returned)} value{'s' * (len(returned) != 1)}; "
                     "kgen's files return one tensor computed from the GEMM (return it alone)")
+        if isinstance(output, _Marker) and output.kind == "masked":
+            return ("the module returns y[mask], the elements a mask selects (as many as its values make "
+                    "true); kgen's files return one tensor of a shape the batch sets (torch.where(mask, y, 0) "
+                    "keeps the shape)")
         if isinstance(output, _Marker) and output.kind in ("unsqueezed", "windows"):
             shape = "(batch, 1, features)" if output.kind == "unsqueezed" else "(batch, P, k)"
             return (f"the module returns the GEMM's value as a {shape} view; kgen's files return "
@@ -2570,6 +2645,8 @@ class Tracer:
                 and any(type(a) is int for a in args):
             # Sizes repeated: timm's drop_path, `(1,) * (x.ndim - 1)`.
             return tuple(args[0]) * args[1] if type(args[1]) is int else args[0] * tuple(args[1])
+        if fn is operator.setitem:
+            return self.masked_assign(*args)
         if fn is operator.getitem:
             target, index = args
             if isinstance(target, _Marker) and target.kind == "inputs":

@@ -58,6 +58,9 @@ TAKEN = {
     "clone_kept_apart": ("z = y.clone()\nz[z < 0] = 0\nreturn z + y", "return torch.where(y < 0, 0.0, y) + y"),
     "nan_to_zero": ("y[y != y] = 0.0\nreturn y", "return torch.where(y != y, 0.0, y)"),
     "a_function_of_it": ("y[y > 0] = torch.exp(-y[y > 0])\nreturn y", "return torch.where(y > 0, torch.exp(-y), y)"),
+    # (a value computed with gradients off has none, selected by a mask too)
+    "computed_under_no_grad": ("with torch.no_grad():\n    v = y[y > 0] * 2\ny[y > 0] = v\nreturn y",
+                               "return torch.where(y > 0, (y * 2).detach(), y)"),
 }
 REFUSED = {
     "another_mask_as_value": ("y[y > 0] = y[y < 1] * 2\nreturn y", "selected by another mask"),

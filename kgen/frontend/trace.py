@@ -2444,7 +2444,8 @@ class Tracer:
             raise self.refuse("an op on values selected by different masks")
         unwrap = lambda v: v.payload[0] if isinstance(v, _Marker) and v.kind == "masked" else v  # noqa: E731
         first = len(self.nodes)
-        result = self.visit(fx_node, [unwrap(a) for a in args], {k: unwrap(v) for k, v in kwargs.items()})
+        result = self._finished(fx_node, self.visit(fx_node, [unwrap(a) for a in args],
+                                                    {k: unwrap(v) for k, v in kwargs.items()}))
         if not isinstance(result, _Id) or self.level(result) != "tile" or any(
                 n.kind not in ("pointwise", "const") for n in self.nodes[first:]):
             raise self.refuse("values selected by a mask (y[y < 0]) used other than in an element-wise "

@@ -588,6 +588,13 @@ GEMMS = {
     "transpose(0, 1)": ("x = x @ self.weight.transpose(0, 1)", "x = x @ self.weight.t()"),
     "F.linear no bias": ("x = F.linear(x, self.weight)", "x = x @ self.weight.t()"),
     "F.linear bias view": ("x = F.linear(x, self.weight, self.bc.view(-1))", "x = x @ self.weight.t() + self.bc.t()"),
+    # a bias computed from parameters, an op made before the GEMM: taken after it (session 56:
+    # refused as "b is used outside a GEMM")
+    "F.linear bias computed": ("x = F.linear(x, self.weight, self.b * 2)", "x = x @ self.weight.t() + self.b * 2"),
+    "F.linear bias a sum, by keyword": ("x = F.linear(x, self.weight, bias=self.bias + self.b)",
+                                        "x = x @ self.weight.t() + (self.bias + self.b)"),
+    "F.linear bias computed first": ("b = self.b.tanh()\nx = F.linear(x, self.weight, b)",
+                                     "x = x @ self.weight.t() + self.b.tanh()"),
     # A CNN head's flatten of a (batch, features) input before the GEMM: the input itself.
     "torch.flatten(x, 1) first": ("x = torch.flatten(x, 1)\nx = self.gemm(x)", "x = self.gemm(x)"),
     "x.flatten(1) first": ("x = x.flatten(1)\nx = self.gemm(x)", "x = self.gemm(x)"),

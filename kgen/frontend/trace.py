@@ -1927,6 +1927,15 @@ class Tracer:
             args = torch.fx.node.map_arg(fx_node.args, lambda n: env[n])
             kwargs = torch.fx.node.map_arg(fx_node.kwargs, lambda n: env[n])
             receiver, writes = self._aliasing(fx_node)
+            if fx_node.op == "call_function" and fx_node.target is F.linear:
+                bound = self._bind(_linear, args, kwargs)
+                if isinstance(bound["bias"], _Deferred):
+                    # F.linear(x, W, self.b * 2): a bias computed from parameters, an op made before
+                    # the GEMM (deferred), is taken after it: F.linear(x, W) + bias, as torch adds it
+                    z = self.visit(fx_node, *self._materialized((bound["input"], bound["weight"]), {}))
+                    (bias,), _ = self._materialized((bound["bias"],), {})
+                    env[fx_node] = self._finished(fx_node, self.pointwise("add", [z, bias]))
+                    continue
             if self.gemm_id is None and not writes and self._deferrable(args, kwargs):
                 # An op on parameters or the input alone before the first GEMM (scale =
                 # self.logit_scale.exp(), CLIP's left operand `self.logit_scale.exp() *

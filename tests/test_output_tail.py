@@ -139,6 +139,8 @@ VIEWS = {
     "view_3d": ("return x.view(x.size(0), -1, 6)", "x.reshape(x.shape[0], -1, 6)", "tile"),
     "reshape_3d_by_shape": ("return x.reshape(x.shape[0], 4, 6)", "x.reshape(x.shape[0], -1, 6)", "tile"),
     "view_4d": ("return x.view(-1, 2, 3, 4)", "x.view(-1, 2, 3, 4)", "tile"),
+    "view_size_keyword": ("return x.view(size=(x.size(0), -1, 4))", "x.reshape(x.shape[0], -1, 4)", "tile"),
+    "view_size_keyword_flat": ("return x.view(size=(-1,))", "x.view(-1)", "tile"),
     # sizes as numbers: the reference's own call on a value of the same shape, at every batch
     "view_by_numbers": ("return x.view(2, -1)", "x.view(2, -1)", "tile"),
     "unsqueeze_1": ("return x.unsqueeze(1)", "x.unsqueeze(1)", "tile"),
@@ -203,3 +205,14 @@ def test_the_oracles_gradients_go_through_the_view(name, training, tmp_path):
 
     body, _, _ = VIEWS[name]
     check_module_gradients(reference(tmp_path, name, body), training)
+
+
+@pytest.mark.parametrize("view", ["x.unsqueeze(1)", "x[:, None, :]", "x.view(x.size(0), -1, 6)", "x.view(-1)"])
+def test_a_view_made_under_no_grad_has_no_gradient(view, tmp_path):
+    """As in torch, where the view has no grad_fn and the parameters get no gradient through it
+    (the (batch, 1, N) and (batch, P, k) views were taken as the output's tail with their
+    gradient; review of session 56)."""
+    body = f"with torch.no_grad():\n            z = {view}\n        return z"
+    graph = check_oracle(reference(tmp_path, "no_grad_view", body), True)
+    assert any(n.kind == "pointwise" and n.op == "detach" for n in graph.live())
+    assert graph.gemm.id not in graph.gradient_reaches()

@@ -1916,11 +1916,13 @@ class Tracer:
                     self.value(output)   # (refused, naming the indices)
                 if isinstance(output, _Marker) and output.kind in ("unsqueezed", "windows"):
                     self._locate(fx_node.args[0])   # (the view's line, for the emitted forward's comment)
+                    # (made under torch.no_grad(): the view has no gradient, as Tracer._finished gives)
+                    finished = functools.partial(self._finished, fx_node.args[0])
                 if isinstance(output, _Marker) and output.kind == "unsqueezed" and isinstance(output.payload, int):
-                    output = self._output_view(output.payload, "unsqueeze", (1,))   # (batch, 1, N)
+                    output = self._output_view(finished(output.payload), "unsqueeze", (1,))   # (batch, 1, N)
                 elif isinstance(output, _Marker) and output.kind == "windows":
                     x, k = output.payload   # (batch, P, k)
-                    output = self._output_view(x, "reshape", ("M", -1, k))
+                    output = self._output_view(finished(x), "reshape", ("M", -1, k))
                 if not isinstance(output, int):
                     raise self.refuse(self._output_refusal(fx_node.args[0], output))
                 continue
@@ -1961,6 +1963,9 @@ class Tracer:
             result = self._on_masked(fx_node, args, kwargs) if masked else \
                 self._finished(fx_node, self.visit(fx_node, args, kwargs))
             if writes and isinstance(env[receiver], _Marker) and env[receiver].kind == "masked":
+                if len(self.aliases.get(receiver, [receiver])) > 1:
+                    raise self.refuse("an in-place op on values selected by a mask (y[mask]) that another name "
+                                      "shares (a view or detach of it); write the op out of place")
                 env[receiver] = result   # (y[m] *= c: torch's y[m] is a copy, which the op writes)
             elif writes:
                 self._write(receiver, result, fx_node)
@@ -2041,7 +2046,7 @@ class Tracer:
             return None, False
         # (an element of a tuple an op returns, torch.max(y, 1)[0], is no view of a tensor of its own)
         tensor = isinstance(self.env.get(first), _Id) or (
-            isinstance(self.env.get(first), _Marker) and self.env[first].kind in ("unsqueezed", "broadcast"))
+            isinstance(self.env.get(first), _Marker) and self.env[first].kind in ("unsqueezed", "broadcast", "masked"))
         if fx_node.op == "call_method":
             if fx_node.target in INPLACE_METHODS:
                 return first, True
@@ -2426,6 +2431,11 @@ class Tracer:
                               "of (batch, features) values, y's shape)")
         return cond.payload
 
+    def _one_element(self, v) -> bool:
+        """Whether v is a parameter or buffer of one element (a 0-d scale, self.s)."""
+        return isinstance(v, _Marker) and v.kind in ("tensor", "matrix") and isinstance(v.payload, str) \
+            and self._tensor(v.payload).numel() == 1
+
     def masked_assign(self, target, index, value):
         """y[mask] = v (operator.setitem, as fx records it with unseen_by_fx_refused's patch): torch.where(
         mask, v, y), written into y (Tracer.run: an in-place op). v: a number, or an element-wise
@@ -2451,12 +2461,21 @@ class Tracer:
         masks = {v.payload[1] for v in (*args, *kwargs.values()) if isinstance(v, _Marker) and v.kind == "masked"}
         if len(masks) > 1:
             raise self.refuse("an op on values selected by different masks")
+        for v in (*args, *kwargs.values()):
+            # torch's y[mask] is 1-d, one entry per element selected: an element-wise op of it takes
+            # numbers, one-element tensors and selections by the same mask, and fails on the rest
+            tensor = (isinstance(v, _Id) and self.level(v) != "scalar") or (
+                isinstance(v, _Marker) and v.kind != "masked" and not self._one_element(v))
+            if tensor:
+                raise self.refuse("values selected by a mask (y[mask], 1-d in torch) in an op with a tensor of "
+                                  "another shape (torch refuses it: select it by the same mask)")
         unwrap = lambda v: v.payload[0] if isinstance(v, _Marker) and v.kind == "masked" else v  # noqa: E731
         first = len(self.nodes)
         result = self._finished(fx_node, self.visit(fx_node, [unwrap(a) for a in args],
                                                     {k: unwrap(v) for k, v in kwargs.items()}))
         if not isinstance(result, _Id) or self.level(result) != "tile" or any(
-                n.kind not in ("pointwise", "const") for n in self.nodes[first:]):
+                n.kind not in ("pointwise", "const") and not (n.kind == "param" and n.level == "scalar")
+                for n in self.nodes[first:]):
             raise self.refuse("values selected by a mask (y[y < 0]) used other than in an element-wise "
                               "expression assigned back by the same mask (y[m] = 0.1 * y[m]); write it "
                               "with torch.where")
@@ -2599,7 +2618,7 @@ class Tracer:
         """x.view(...) / x.reshape(...) of a value to its own shape (x.view(x.size(0), -1),
         x.view(-1, N), x.reshape(x.shape)): itself; a per-row value between (M, 1) and (M,):
         Tracer._relevel. Any other shape is refused (kgen's values are (batch, features))."""
-        sizes = kwargs.get("shape", rest[0] if len(rest) == 1 else rest)
+        sizes = kwargs.get("shape", kwargs.get("size", rest[0] if len(rest) == 1 else rest))   # (view's keyword: size)
         if isinstance(sizes, _Marker) and sizes.kind == "shape":
             sizes = sizes.payload
         if not isinstance(sizes, (tuple, list, torch.Size)):

@@ -59,6 +59,11 @@ TAKEN = {
     "clone_kept_apart": ("z = y.clone()\nz[z < 0] = 0\nreturn z + y", "return torch.where(y < 0, 0.0, y) + y"),
     "nan_to_zero": ("y[y != y] = 0.0\nreturn y", "return torch.where(y != y, 0.0, y)"),
     "a_function_of_it": ("y[y > 0] = torch.exp(-y[y > 0])\nreturn y", "return torch.where(y > 0, torch.exp(-y), y)"),
+    # torch.isnan / isinf / isfinite: the comparisons they are (also in where, masked_fill)
+    "isnan_mask": ("y[torch.isnan(y)] = 0.0\nreturn y", "return torch.where(y != y, 0.0, y)"),
+    "isinf_method_mask": ("y[y.isinf()] = 1.0\nreturn y", "return torch.where(y.abs() == float('inf'), 1.0, y)"),
+    "isfinite_where": ("return torch.where(torch.isfinite(y), y, 0.0)",
+                       "return torch.where(y.abs() < float('inf'), y, 0.0)"),
     "by_a_0d_parameter": ("y[y < 0] = y[y < 0] * self.s\nreturn y", "return torch.where(y < 0, y * self.s, y)"),
     # (a value computed with gradients off has none, selected by a mask too)
     "computed_under_no_grad": ("with torch.no_grad():\n    v = y[y > 0] * 2\ny[y > 0] = v\nreturn y",
@@ -127,3 +132,24 @@ def test_the_emitted_file_passes_kernelbenchs_static_checker(tmp_path):
         pytest.skip("KernelBench's checker is not here")
     valid, errors, _ = kernelbench_checker()(out.read_text(), backend="cuda", precision="fp32")
     assert valid, errors
+
+
+@pytest.mark.parametrize("body", ["y[torch.isnan(y)] = 0.0\nreturn y", "return y.masked_fill(torch.isinf(y), 1.0)",
+                                  "return torch.where(y.isfinite(), y, -1.0)", "return y + torch.isnan(y).float()"])
+def test_isnan_isinf_isfinite_on_values_that_hold_them(body, tmp_path):
+    """On a value holding NaN and both infinities, the IR is the module (NaN where it has NaN)."""
+    import copy
+
+    import torch
+
+    nonfinite = "y = y / (y > 0.3)\ny = y - torch.where(y > 2.5, float('inf'), 0.0)\n"   # 0/0, x/0, inf
+    ref = write(tmp_path, "nonfinite", nonfinite + body)
+    graph = trace(ref)
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double()
+    twin = copy.deepcopy(model)
+    x = torch.rand(SMALL["batch"], SMALL["in_features"], dtype=torch.float64) * 4 - 2
+    with torch.no_grad():
+        expect, got = model(x), graph.interpret(x, twin)
+    assert torch.equal(torch.isnan(got), torch.isnan(expect))
+    torch.testing.assert_close(got, expect, rtol=1e-10, atol=1e-12, equal_nan=True)

@@ -231,6 +231,9 @@ COMPARISON_FUNCTIONS = {
     torch.ne: "ne", torch.greater: "gt", torch.greater_equal: "ge", torch.less: "lt",
     torch.less_equal: "le", torch.not_equal: "ne",
 }
+# torch.isnan / isinf / isfinite (and their methods): the comparisons they are, of v and a number or
+# |v| (Tracer.float_class): NaN != NaN; |v| == inf; |v| < inf (False for NaN and the infinities).
+FLOAT_CLASS_FUNCTIONS = {torch.isnan: "isnan", torch.isinf: "isinf", torch.isfinite: "isfinite"}
 # Logical combinations of comparisons (Tracer.logical): function / method -> op.
 LOGICAL_FUNCTIONS = {operator.and_: "and", operator.or_: "or", operator.xor: "xor", operator.invert: "not",
                      torch.logical_and: "and", torch.logical_or: "or", torch.logical_xor: "xor",
@@ -365,8 +368,9 @@ SUPPORTED = (
      "(logsigmoid, softsign, tanhshrink, threshold, hardshrink, softshrink, celu, reciprocal, sign, "
      "lerp, nan_to_num); masked_fill, addcmul, addcdiv; in-place forms (x.mul_(2), x += y, inplace=True)"),
     ("conditions", "torch.where(cond, a, b) and a.where(cond, b) with a comparison (>, >=, <, <=, ==, !=) "
-     "of values, constants and parameters as cond, combined with &, |, ^, ~; a comparison made a number "
-     "((x > 0).float())"),
+     "of values, constants and parameters, or torch.isnan / isinf / isfinite, as cond, combined with &, |, "
+     "^, ~; a comparison made a number ((x > 0).float()); y[cond] = v after the GEMM (v a number or an "
+     "element-wise expression of y[cond])"),
     ("row reductions over dim 1", "sum, mean, max, min, amax, amin, logsumexp, softmax, log_softmax, "
      "softmin, var, std, var_mean, std_mean, norm (p = 1, 2, inf); a reduction of every element as the "
      "last op"),
@@ -2431,6 +2435,18 @@ class Tracer:
                               "of (batch, features) values, y's shape)")
         return cond.payload
 
+    def float_class(self, kind: str, v, *rest, **kwargs):
+        """torch.isnan(v) / isinf(v) / isfinite(v) of a value: the comparison it is (a condition for
+        where, masked_fill, y[mask] = c; 1 and 0 as a value), FLOAT_CLASS_FUNCTIONS."""
+        if rest or kwargs:
+            raise self.refuse(f"torch.{kind} with arguments other than the tensor")
+        if not isinstance(v, _Id):
+            self.value(v)   # (refused, naming what it is)
+        if kind == "isnan":
+            return _Marker("comparison", ("ne", v, v))
+        magnitude = self.pointwise("abs", [v])
+        return _Marker("comparison", ("eq" if kind == "isinf" else "lt", magnitude, math.inf))
+
     def _one_element(self, v) -> bool:
         """Whether v is a parameter or buffer of one element (a 0-d scale, self.s)."""
         return isinstance(v, _Marker) and v.kind in ("tensor", "matrix") and isinstance(v.payload, str) \
@@ -2813,6 +2829,8 @@ class Tracer:
         if fn in COMPARISON_FUNCTIONS:
             a = self._bind(_compare, args, kwargs)
             return _Marker("comparison", (COMPARISON_FUNCTIONS[fn], a["input"], a["other"]))
+        if fn in FLOAT_CLASS_FUNCTIONS:
+            return self.float_class(FLOAT_CLASS_FUNCTIONS[fn], *args, **kwargs)
         if fn is torch.where:
             return self.where_op(args, kwargs)
         if fn in FILL_FUNCTIONS:
@@ -3281,6 +3299,8 @@ class Tracer:
             return self.logical(LOGICAL_METHODS[name], args)
         if name in COMPARISON_METHODS:
             return self.visit_function(COMPARISON_METHODS[name], args, kwargs)
+        if name in ("isnan", "isinf", "isfinite"):
+            return self.float_class(name, *args, **kwargs)
         if name == "masked_fill":   # torch.where(mask, value, x)
             a = self._bind(lambda input, mask, value: None, args, kwargs)
             if not _is_number(a["value"]):

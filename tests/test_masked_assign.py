@@ -19,7 +19,8 @@ from kgen.frontend.trace import trace
 from kgen.ir.graph import Unsupported
 
 from test_autodiff import check_module_gradients
-from test_ir import SMALL, check_oracle
+from test_ir import SMALL
+from test_spellings_ops import check, describe
 
 SOURCE = '''import torch
 import torch.nn as nn
@@ -95,23 +96,14 @@ def write(tmp_path, name, body):
     return Reference(str(path), SMALL)
 
 
-@pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("name", sorted(TAKEN))
-def test_a_masked_assignment_is_the_module(name, training, tmp_path):
-    check_oracle(write(tmp_path, name, TAKEN[name][0]), training)
-
-
-@pytest.mark.parametrize("name", sorted(TAKEN))
-def test_it_is_the_ir_of_its_torch_where_spelling(name, tmp_path):
+def test_a_masked_assignment_is_the_module_and_the_ir_of_its_torch_where_spelling(name, tmp_path):
+    """The module in fp64 (training and eval), torch's gradients, lowering (test_spellings_ops.check),
+    and the same IR as the torch.where spelling, operands included."""
     spelled, plain = TAKEN[name]
-    ops = lambda g: [(n.kind, n.op, n.attrs.get("compare")) for n in g.live()]  # noqa: E731
-    assert ops(trace(write(tmp_path, "spelled", spelled))) == ops(trace(write(tmp_path, "plain", plain)))
-
-
-@pytest.mark.parametrize("training", [True, False])
-@pytest.mark.parametrize("name", sorted(TAKEN))
-def test_its_gradients_are_torchs(name, training, tmp_path):
-    check_module_gradients(write(tmp_path, name, TAKEN[name][0]), training)
+    check(write(tmp_path, "spelled", spelled))
+    check_module_gradients(write(tmp_path, "spelled", spelled), False)
+    assert describe(write(tmp_path, "spelled", spelled)) == describe(write(tmp_path, "plain", plain))
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

@@ -98,16 +98,21 @@ def test_a_tail_traces_to_the_row_values_and_the_oracle_is_the_module(name, trai
 @pytest.mark.parametrize("name", ["sum_method", "squeeze_of_row_mean", "max_function"])
 def test_the_emitted_forward_ends_in_torchs_method(name, tmp_path):
     body, method, _ = TAILS[name]
-    ref = reference(tmp_path, name, body)
+    forward = emitted_forward_returning(tmp_path, reference(tmp_path, name, body), f"x.{method}()")
+    assert "line 12 of the reference" in forward
+
+
+def emitted_forward_returning(tmp_path, ref: Reference, call: str) -> str:
+    """The forward of the file `kgen generate` writes for ref, asserted to end in `return <call>`
+    (a file with 16-bit builds hands it over in eager's dtype under torch.autocast)."""
     out = tmp_path / "new.py"
     result = CliRunner().invoke(main, ["generate", str(ref.path), "-o", str(out)])
     assert result.exit_code == 0, result.output
     forward = out.read_text().split("    def forward(self, x):")[-1]
     last = forward.rstrip().splitlines()[-1].strip()
-    # (a file with 16-bit builds hands the output over in eager's dtype under torch.autocast)
-    assert last == f"return x.{method}()" or re.fullmatch(
-        rf"return _kgen_autocast_output\(x\.{method}\(\), weight0, input_dtype, \(.*\)\)", last), last
-    assert "line 12 of the reference" in forward
+    assert last == f"return {call}" or re.fullmatch(
+        rf"return _kgen_autocast_output\({re.escape(call)}, weight0, input_dtype, \(.*\)\)", last), last
+    return forward
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
@@ -180,14 +185,7 @@ def test_a_view_of_the_output_is_torchs_own_after_the_kernel(name, training, bat
 @pytest.mark.parametrize("name", ["view_3d", "unsqueeze_last", "row_sums_squeeze"])
 def test_the_emitted_forward_ends_in_the_view(name, tmp_path):
     body, call, _ = VIEWS[name]
-    ref = reference(tmp_path, name, body)
-    out = tmp_path / "new.py"
-    result = CliRunner().invoke(main, ["generate", str(ref.path), "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    forward = out.read_text().split("    def forward(self, x):")[-1]
-    last = forward.rstrip().splitlines()[-1].strip()
-    assert last == f"return {call}" or re.fullmatch(
-        rf"return _kgen_autocast_output\({re.escape(call)}, weight0, input_dtype, \(.*\)\)", last), last
+    forward = emitted_forward_returning(tmp_path, reference(tmp_path, name, body), call)
     assert f"line 12 of the reference, `{body}`" in forward
 
 

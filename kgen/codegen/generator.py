@@ -22,7 +22,7 @@ from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
 from kgen.ir.graph import UPDATED_IN_PLACE, computes_weight, self_attr as _self_attr, window_means_code
-from kgen.frontend.trace import takes_rows
+from kgen.frontend.trace import WHOLE_REDUCTIONS, takes_rows
 from kgen.lower.forward import OPERAND_TYPES, Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
@@ -500,7 +500,7 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
         value = lines.pop()[len("return "):]
         if value != "x":
             lines.append(f"x = {value}")
-        reduces = method in ("sum", "mean", "max", "min", "amax", "amin")
+        reduces = method in WHOLE_REDUCTIONS.values()   # (else a view or squeeze of the output)
         lines += [f"# line {line} of the reference, `{text}`: torch's own .{method}() of the kernel's "
                   f"{'per-row values' if reduces else 'output'}", f"return {parts[-1].graph.tail_code('x')}"]
     if not backward.gradient_leaves(parts[-1]):

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import module_source
+from conftest import module_source, reference_text
 from kgen.codegen.generator import CODEGEN_DIR
 from kgen.frontend.problems import graph
 from kgen.lower.forward import lower
@@ -53,6 +53,28 @@ def test_statistics_of_t_rounded_as_eager_in_a_16_bit_build(tmp_path, bias):
     # fused statistics: the epilogue takes them of BnInput::stat, in registers only where that is S
     assert "static constexpr bool kStatsOfStored = !BnInput::kStatsOfT;" in train
     assert "return BnInput::stat(s, n, p);" in train
+
+
+@pytest.mark.parametrize("line", [
+    "x = F.linear(x, self.weight, self.b * 2)",
+    "x = F.linear(x, self.weight, bias=self.b + self.c)",
+    "x = torch.addmm(self.b, x, self.weight.t())",
+    "x = x @ self.weight.t() + self.b * 2",
+])
+def test_a_bias_computed_from_parameters_is_added_before_the_linears_one_rounding(tmp_path, line):
+    """A GEMM's bias that is a per-column value (a parameter, or one computed from parameters, as
+    F.linear(x, W, self.b * 2) passes it) is added to z in fp32 before the Linear's output is
+    rounded to the module's dtype, as torch's GEMM adds it. Rounding z first put a bf16 file at
+    2-4x eager's error against fp64, and KernelBench's eval failed it (docs/perf.md, session 57)."""
+    ref = tmp_path / "m.py"
+    ref.write_text(reference_text(["self.weight = nn.Parameter(torch.randn(out_features, in_features))",
+                                   "self.b = nn.Parameter(torch.randn(out_features))",
+                                   "self.c = nn.Parameter(torch.randn(out_features))"],
+                                  [line, "x = torch.tanh(x)"], 16))
+    low = lower(graph(str(ref), 8, 16, 16).parts[0], True, False)
+    train = re.search(r"struct TrainEpilogue \{.*?\n\};", low.cuda, re.S).group(0)
+    assert f"{ROUND}(z)" not in train, train
+    assert re.search(re.escape(f"{ROUND}(((z) + (v") + r"\d+\)\)\);", train), train
 
 
 def test_each_step_between_the_linear_and_batchnorm_is_rounded(tmp_path):

@@ -68,14 +68,17 @@ class _NeedsValue(Exception):
 
 def linear_output(graph: Graph) -> int | None:
     """The node holding the Linear's output: z + bias where the GEMM's only consumer adds a
-    per-column parameter to it (nn.Linear, F.linear, addmm), else z itself."""
+    per-column value to it (nn.Linear, F.linear, addmm; a bias computed from parameters, as in
+    F.linear(x, W, self.b * 2), which torch's GEMM adds before its one rounding too: rounding z
+    first put a bf16 file at 2-4x eager's error against fp64, and KernelBench's eval failed it;
+    docs/perf.md, session 57), else z itself."""
     gemms = [n.id for n in graph.nodes if n.kind == "gemm"]
     if len(gemms) != 1:
         return None
     gemm = gemms[0]
     users = [n for n in graph.nodes if gemm in n.args]
     if (len(users) == 1 and users[0].kind == "pointwise" and users[0].op == "add"
-            and users[0].args[0] == gemm and graph.node(users[0].args[1]).kind == "param"):
+            and users[0].args[0] == gemm and graph.node(users[0].args[1]).level == "col"):
         return users[0].id
     return gemm
 

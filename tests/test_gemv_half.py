@@ -84,8 +84,8 @@ def test_a_gemv_file_runs_16_bit_modules_and_says_how(tmp_path):
         assert ("_KGEN_OPERAND_BUILDS = {torch.float32: None, torch.bfloat16: '__nv_bfloat16', "
                 "torch.float16: '__half'}") in text
         assert "16-bit:    a bf16 / fp16 module runs a build of its own: x and w read in its dtype" in text
-        assert "_kgen_padded" not in text
         source = generator.render_cuda_source(spec)
+        assert "constexpr bool kPadsK = false;" in source
         assert "#include <cuda_bf16.h>" in source and "static_assert(std::is_same<kgen_operand_t, float>" not in source
         # the row's value rounded as torch's reduction returns it (the identity in fp32)
         assert "const float r = kgen::rounded_to_module<kgen_operand_t>(" in source

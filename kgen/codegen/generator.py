@@ -790,8 +790,8 @@ def gemm_type(spec: Spec, k: int | None = None) -> str:
         return (f"kgen::MmaGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, {t.bk}, "
                 f"{t.wm}, {t.wn}, {t.stages}, {t.group_m}>")
     if spec.family == "wgmma":
-        # A forward GEMM (its K given) never needs the fallback: ModelNew pads a K that TMA cannot
-        # read (K % 4 != 0) with zeros (_kgen_launch). Not compiled.
+        # A forward GEMM (its K given) never needs the fallback: the C entry pads a K that TMA cannot
+        # read (K % 4 != 0) with zeros (kernels/entry.cuh, gemm_k). Not compiled.
         fixed_k = "" if k is None else ", false"
         return (f"kgen::WgmmaWsGemm<kgen::MathMode::{MMA_MATH_ENUMS[spec.math]}, {t.bm}, {t.bn}, "
                 f"{t.stages}, {WGMMA_FLUSH_KTILES}, {t.group_m}{fixed_k}>")
@@ -939,6 +939,8 @@ def _source_context(spec: Spec) -> dict:
         "arch": spec.arch,
         "max_smem_bytes": ARCH_LIMITS[spec.arch]["smem"],
         "family": spec.family,
+        # kgen's Hopper GEMMs read x and w by TMA: whole 16-byte rows (the C entry pads K: entry.cuh)
+        "pads_k": spec.family == "wgmma",
         "fusion": spec.fusion,
         "tile": spec.tile,
         "fused_stats": spec.fusion == 2 and spec.family != "cublas",
@@ -1294,8 +1296,6 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         autocast_fp32_output=sixteen_bit_builds(spec) and bool(parts[-1].traced.autocast_output),
         fp32_weight=autocast_gemm_type(spec) is not None,
         fp32_weight_rows=(AUTOCAST_FP32_WEIGHT_MIN_ROWS, AUTOCAST_FP32_WEIGHT_MAX_ROWS),
-        # kgen's Hopper GEMMs read x and w by TMA: whole 16-byte rows (ModelNew pads K)
-        pads_k=spec.family == "wgmma",
         # the matrix-vector rewrite: its backward keeps other values and runs no GEMM
         gemv=spec.family == "gemv",
         zero_gradients=any(backward.zero_gradients(low) for low in parts),

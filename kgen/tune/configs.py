@@ -153,6 +153,15 @@ def fp16x3_x_in_registers(tile: Tile, batch: int, in_features: int, out_features
     return FP16X3_X_IN_REGISTERS_SM_SHARE * units >= sms
 
 
+def gemm_k(in_features: int, element_bytes: int) -> int:
+    """The K a Hopper (wgmma) GEMM runs at for a module's in_features, operands of element_bytes:
+    its C entry pads a K off TMA's 16-byte rows, or 0, with zeros to a multiple of 8
+    (kernels/entry.cuh, gemm_k; tests/test_pad_k.py compiles that one and compares)."""
+    if in_features % (16 // element_bytes) or in_features == 0:
+        return in_features + 8 - in_features % 8
+    return in_features
+
+
 def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features: int, out_features: int,
              sms: int) -> int:
     """The CTAs each output tile's k-range is split over at this shape on a GPU of `sms` SMs, as
@@ -166,8 +175,7 @@ def k_splits(family: str, math: str, tile: Tile | None, batch: int, in_features:
         if tile.bn > SPLIT_K_MAX_BN:
             return 1
         bk = tile.bk
-        if in_features % 4:   # TMA's rows: ModelNew pads K with zeros to a multiple of 8
-            in_features += 8 - in_features % 8
+        in_features = gemm_k(in_features, 4)
     else:
         return 1
     tiles = output_tiles(tile, batch, out_features)

@@ -358,7 +358,7 @@ struct WgmmaWsHalfGemm {
     unsigned tiles = 0;
     cudaError_t e;
     if (!tile_grid<BM, BN>(M, N, K, tiles, e)) return e;
-    if (K % 8 != 0 || K == 0) return cudaErrorInvalidValue;  // ModelNew pads K to a multiple of 8 first
+    if (K % 8 != 0 || K == 0) return cudaErrorInvalidValue;  // the C entry pads K to a multiple of 8 first (entry.cuh, gemm_k)
     // A few rows: a stream over w on FMAs (gemm_skinny.cuh), not 64-row wgmma tiles.
     if (SkinnyGemm<T>::applies(x, w, M, N, K)) return SkinnyGemm<T>::template launch<EPI>(x, w, M, N, K, p, stream);
     if constexpr (BN == 256) {

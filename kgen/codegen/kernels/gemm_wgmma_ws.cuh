@@ -41,7 +41,7 @@
 //
 // TMA needs a 16-byte row pitch: K % 4 == 0 (and 16-byte aligned x and w, which the binding
 // checks). Other K go to WgmmaGemm's scalar-load kernel (where ANY_K: the backward's GEMMs; a
-// forward's K ModelNew pads with zeros to a multiple of 8 instead). A batch
+// forward's K the C entry pads with zeros to a multiple of 8 instead: entry.cuh, gemm_k). A batch
 // of at most 16 rows goes to gemm_skinny.cuh's kernel (mma.sync's 16-row tiles, w read once).
 #pragma once
 #include <cuda.h>  // CUtensorMap and its enums only: the encoder is found at run time, no -lcuda
@@ -484,7 +484,7 @@ __device__ __forceinline__ void transpose_acc(float (&acc)[BN / 2], float* t) {
 #endif
 
 // ANY_K: K may be any value at run time (the backward's GEMMs, whose K is the batch); false in a
-// forward GEMM, whose K ModelNew pads to a multiple of 4 where the module's in_features is not
+// forward GEMM, whose K off TMA's rows the C entry pads with zeros (entry.cuh, gemm_k)
 // (the scalar kernel took 3x cuBLAS's time at 300 x 1337 -> 260; docs/perf.md, session 56): the
 // fallback is then never launched and not compiled (with WgmmaGemm::launch's scalar kernel alone, KernelBench 33's file
 // takes 3.6 s of nvcc instead of 4.3 s on a 2-core machine; docs/perf.md, session 10).

@@ -77,6 +77,26 @@ def test_a_bias_computed_from_parameters_is_added_before_the_linears_one_roundin
     assert re.search(re.escape(f"{ROUND}(((z) + (v") + r"\d+\)\)\);", train), train
 
 
+@pytest.mark.parametrize("line, scaled", [
+    ("x = torch.addmm(self.b, x, self.weight.t(), alpha=0.5)", "((z) * (0.5f))"),
+    ("x = torch.addmm(self.b, x, self.weight.t(), beta=2.0, alpha=0.5)", "((z) * (0.5f))"),
+    ("x = F.linear(x, self.weight) / 3.0 + self.b", "((z) / (3.0f))"),
+])
+def test_addmms_alpha_is_inside_the_linears_one_rounding(tmp_path, line, scaled):
+    """torch.addmm(b, x, Wᵀ, alpha=α) computes α z + b in fp32 and rounds once: z and α z are not
+    rounded by themselves (a scaled z before a bias: rounded once too)."""
+    ref = tmp_path / "m.py"
+    ref.write_text(reference_text(["self.weight = nn.Parameter(torch.randn(out_features, in_features))",
+                                   "self.b = nn.Parameter(torch.randn(out_features))"],
+                                  [line, "x = torch.tanh(x)"], 16))
+    low = lower(graph(str(ref), 8, 16, 16).parts[0], True, False)
+    train = re.search(r"struct TrainEpilogue \{.*?\n\};", low.cuda, re.S).group(0)
+    scaling = re.search(r"const float (v\d+) = " + re.escape(scaled) + ";", train)
+    assert scaling, train
+    assert re.search(re.escape(f"{ROUND}((({scaling.group(1)}) + (v") + r"\d+\)\)\);", train), train
+    assert f"{ROUND}(z)" not in train
+
+
 def test_each_step_between_the_linear_and_batchnorm_is_rounded(tmp_path):
     """Linear -> * scale -> BatchNorm (KernelBench 33): t = round(round(z + b) * scale)."""
     bn_input, _ = _bn_structs(tmp_path, "x = x * self.scale\nx = self.bn(x)",

@@ -66,21 +66,40 @@ class _NeedsValue(Exception):
     before BatchNorm)."""
 
 
-def linear_output(graph: Graph) -> int | None:
-    """The node holding the Linear's output: z + bias where the GEMM's only consumer adds a
-    per-column value to it (nn.Linear, F.linear, addmm; a bias computed from parameters, as in
-    F.linear(x, W, self.b * 2), which torch's GEMM adds before its one rounding too: rounding z
-    first put a bf16 file at 2-4x eager's error against fp64, and KernelBench's eval failed it;
-    docs/perf.md, session 57), else z itself."""
+def linear_steps(graph: Graph) -> tuple[int, ...]:
+    """The nodes from the GEMM to the Linear's output, which torch's GEMM computes before its one
+    rounding to the module's dtype: the GEMM's z, any scalings of it by a number or a per-column
+    value (torch.addmm's alpha), then z + bias where the chain's only consumer adds a per-column
+    value to it (nn.Linear, F.linear, addmm; a bias computed from parameters, as in
+    F.linear(x, W, self.b * 2), which torch's GEMM adds before its rounding too: rounding z first
+    put a bf16 file at 2-4x eager's error against fp64, and KernelBench's eval failed it;
+    docs/perf.md, session 57). Without such an add, z alone. () where the part has no one GEMM.
+    (`x @ W.t() * 2 + b`, three ops in torch, is rounded once too: nearer fp64 than eager.)"""
     gemms = [n.id for n in graph.nodes if n.kind == "gemm"]
     if len(gemms) != 1:
-        return None
-    gemm = gemms[0]
-    users = [n for n in graph.nodes if gemm in n.args]
-    if (len(users) == 1 and users[0].kind == "pointwise" and users[0].op == "add"
-            and users[0].args[0] == gemm and graph.node(users[0].args[1]).level == "col"):
-        return users[0].id
-    return gemm
+        return ()
+    steps = [gemms[0]]
+    while True:
+        users = [n for n in graph.nodes if steps[-1] in n.args]
+        if len(users) != 1 or users[0].kind != "pointwise" or len(users[0].args) != 2:
+            break
+        user = users[0]
+        other = [graph.node(a) for a in user.args if a != steps[-1]]
+        if len(other) != 1 or other[0].level not in ("col", "scalar"):
+            break
+        if user.op == "add" and other[0].level == "col":
+            return (*steps, user.id)
+        if not (user.op == "mul" or (user.op == "div" and user.args[0] == steps[-1])):
+            break
+        steps.append(user.id)
+    return (gemms[0],)
+
+
+def linear_output(graph: Graph) -> int | None:
+    """The node holding the Linear's output (linear_steps' last), or None where the part has no
+    one GEMM."""
+    steps = linear_steps(graph)
+    return steps[-1] if steps else None
 
 
 # IR values that are not an op's result: read as they are in the module's dtype (or, constants,
@@ -115,7 +134,10 @@ class Emitter:
         # fp64 than kgen and beyond 1e-2 of it (BatchNorm, GroupNorm, logsumexp).
         # (module_rounding False: the backward's recomputation, which runs in fp32 builds only.)
         self.round_ops = module_rounding
-        self.linear_output = linear_output(graph) if module_rounding else None
+        steps = linear_steps(graph) if module_rounding else ()
+        self.linear_output = steps[-1] if steps else None
+        # (the Linear's steps before its output: computed in fp32, as torch's GEMM computes them)
+        self.inside_linear = frozenset(steps[:-1])
         if self.linear_output is not None and self.graph.node(self.linear_output).kind == "gemm" \
                 and self.linear_output in self.names:
             self.names[self.linear_output] = f"kgen::rounded_to_module<kgen_operand_t>({self.names[self.linear_output]})"
@@ -183,7 +205,7 @@ class Emitter:
                         f": fmaf(p.col_at[n], {t}, p.col_ct[n]))")
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
-        if self.round_ops and n.kind not in UNROUNDED_KINDS:
+        if self.round_ops and n.kind not in UNROUNDED_KINDS and i not in self.inside_linear:
             expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         name = f"v{i}"
         self.lines.append(f"const float {name} = {expr};")

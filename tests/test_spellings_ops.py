@@ -563,6 +563,8 @@ self.bias = nn.Parameter(torch.randn(out_features))
 self.b = nn.Parameter(torch.randn(out_features))
 self.bc = nn.Parameter(torch.randn(out_features, 1))
 self.flat = nn.Flatten()
+self.t = nn.Parameter(torch.tensor(1.5))
+self.k16 = nn.Parameter(torch.randn(in_features))
 """
 
 
@@ -622,6 +624,19 @@ GEMMS = {
     "permute(1, 0)": ("x = x @ self.weight.permute(1, 0)", "x = x @ self.weight.t()"),
     "permute((-1, -2))": ("x = x @ self.weight.permute((-1, -2))", "x = x @ self.weight.t()"),
     "(K, N) weight, F.linear of its transpose": ("x = F.linear(x, self.wkn.t(), self.bias)", "x = x @ self.wkn + self.bias"),
+    # The input scaled by a number before the GEMM (session 57; refused before as an op on the
+    # input before the GEMM): (c x) Wᵀ = c (x Wᵀ), z scaled before the bias.
+    "nn.Linear of x * 2": ("x = self.gemm(x * 2)", "x = x @ self.gemm.weight.t() * 2 + self.gemm.bias"),
+    "nn.Linear of 0.5 * x": ("x = self.gemm(0.5 * x)", "x = x @ self.gemm.weight.t() * 0.5 + self.gemm.bias"),
+    "nn.Linear of x / 3": ("x = self.gemm(x / 3.0)", "x = x @ self.gemm.weight.t() / 3.0 + self.gemm.bias"),
+    "nn.Linear of -x": ("x = self.gemm(-x)", "x = x @ self.gemm.weight.t() * -1.0 + self.gemm.bias"),
+    "nn.Linear of x.mul(3).div(2)": ("x = self.gemm(x.mul(3).div(2))", "x = x @ self.gemm.weight.t() * 3 / 2 + self.gemm.bias"),
+    "F.linear of torch.mul(x, 0.5)": ("x = F.linear(torch.mul(x, 0.5), self.weight, self.bias)",
+                                      "x = x @ self.weight.t() * 0.5 + self.bias"),
+    "matmul of x divided by a 0-d parameter": ("x = (x / self.t) @ self.weight.t()", "x = x @ self.weight.t() / self.t"),
+    "scaled first, on its own line": ("y = x * 2\nx = self.gemm(y)", "x = x @ self.gemm.weight.t() * 2 + self.gemm.bias"),
+    "scale from parameters": ("s = self.t.exp()\nx = self.gemm(x * s)", "x = x @ self.gemm.weight.t() * self.t.exp() + self.gemm.bias"),
+    "addmm of x * 2": ("x = torch.addmm(self.bias, x * 2, self.weight.t())", "x = x @ self.weight.t() * 2 + self.bias"),
 }
 
 
@@ -638,6 +653,15 @@ REFUSED_GEMMS = {
     "addmm beta 0": ("x = torch.addmm(self.bias, x, self.weight.t(), beta=0)", "beta=0"),
     "(N, K) not transposed": ("x = x.matmul(self.weight)", r"not \(16, N\) \(x @ W reads W stored \(in, out\).*x @ weight.t\(\)"),
     "(K, N) weight transposed": ("x = x @ self.wkn.t()", r"not \(N, 16\)"),
+    # ops on the input before the GEMM other than scalings by a number
+    "Linear of x scaled per feature": ("x = self.gemm(x * self.k16)", "not one number .*F.linear"),
+    "Linear of relu(x)": ("x = self.gemm(torch.relu(x))", "an op on the module's input before the GEMM"),
+    "Linear of x + 1": ("x = self.gemm(x + 1.0)", "an op on the module's input before the GEMM"),
+    "Linear of x * x": ("x = self.gemm(x * x)", "an op on the module's input before the GEMM"),
+    "Linear of relu(x * 2)": ("x = self.gemm(torch.relu(x * 2))", "an op on the module's input before the GEMM"),
+    # (made under no_grad, the GEMM's input has no gradient: a detached input, refused as before)
+    "Linear of x * 2 made under no_grad": ("with torch.no_grad():\n    y = x * 2\nx = self.gemm(y)",
+                                            "an op on the module's input before the GEMM"),
 }
 
 

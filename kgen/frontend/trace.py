@@ -360,8 +360,9 @@ METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "lo
 SUPPORTED = (
     ("GEMMs", "nn.Linear, F.linear, x @ W.T, torch.matmul / torch.mm / x.mm(W.T), torch.addmm(b, x, W.T) "
      "and torch.einsum('bk,nk->bn', x, W) with W stored (N, K), or x @ W / torch.mm / torch.addmm(b, x, W) / "
-     "einsum('bk,kn->bn') with W stored (K, N); the first on the module's input, each later one on the "
-     "(batch, features) output of the part before it; a weight computed from the module's parameters"),
+     "einsum('bk,kn->bn') with W stored (K, N); the first on the module's input (or on the input scaled by "
+     "a number: self.fc(x * 2), self.fc(x / self.t)), each later one on the (batch, features) output of the "
+     "part before it; a weight computed from the module's parameters"),
     ("point-wise", f"{', '.join(n for n in sorted(ops.POINTWISE) if hasattr(torch, n) or hasattr(F, n))} (as modules, functions or methods, with scalars, "
      "per-feature (N,) or (1, N) parameters, per-row values, and parameters of other shapes that "
      "broadcast onto the result as torch broadcasts them); the activations torch defines from those "
@@ -416,6 +417,14 @@ class _BeforeTheGemm(Unsupported):
 
 INPUT_BEFORE_THE_GEMM = ("an op on the module's input before the GEMM, whose result the GEMM reads (kgen's GEMM "
                          "comes first; the input may be read again after it)")
+
+
+# Ops that scale the module's input by a number before the first GEMM (`self.fc(x * 2)`,
+# `self.fc(x / self.temperature)`, `self.fc(-x)`): the GEMM is linear in x, so the GEMM of x is
+# taken and its z scaled before the bias (Tracer._input_scaling). Functions and methods by target.
+INPUT_SCALING_FUNCTIONS = {operator.mul: "mul", torch.mul: "mul", operator.truediv: "div", torch.div: "div",
+                           torch.true_divide: "div", operator.neg: "neg", torch.neg: "neg"}
+INPUT_SCALING_METHODS = {"mul": "mul", "div": "div", "true_divide": "div", "neg": "neg"}
 
 
 class _Deferred:
@@ -907,6 +916,12 @@ class Tracer:
             return self.value(self.param_view(_Marker("matrix", v.payload), "t", (), {}))
         if isinstance(v, _Marker) and v.kind == "input":
             return self.input_node(v.payload)
+        if isinstance(v, _Marker) and v.kind == "scaled_input":
+            # (the input scaled by a number, used other than as the first GEMM's input)
+            x = self.input_node(False)
+            for op, operand in v.payload:
+                x = self.pointwise(op, [x, self._scaling_operand(operand)])
+            return x
         if isinstance(v, _Marker) and v.kind == "earlier":
             raise self.refuse(f"a value computed before the GEMM at line {v.payload} is used after "
                               "it (kgen chains GEMMs through the next GEMM's input alone)")
@@ -1628,6 +1643,11 @@ class Tracer:
             and x.kind == "input" and not x.payload and self.previous is None else None
         if call is not None and self.first_gemm is not None and self.first_gemm[0] == call:
             return self.first_gemm[1]
+        scaling = ()
+        if self.gemm_id is None and isinstance(x, _Marker) and x.kind == "scaled_input":
+            # (x * c) Wᵀ = c (x Wᵀ): the GEMM of x, its z scaled before the bias (the Linear's
+            # steps, rounded once in a 16-bit build: lower.forward.linear_steps)
+            scaling, x = x.payload, _Marker("input", False)
         if self.gemm_id is not None:
             self.chain(x)
         elif not (isinstance(x, _Marker) and x.kind == "input" and not x.payload):
@@ -1672,11 +1692,16 @@ class Tracer:
         self.out_features = int(w.shape[1 - k_dim])
         self.gemm_id = self.add("gemm", "tile", weight=weight, **({"stored_kn": True} if stored_kn else {}),
                                 **({"weight_code": expression.body} if expression is not None else {}))
+        z = self.gemm_id
+        for op, operand in scaling:
+            z = self.pointwise(op, [z, self._scaling_operand(operand)])
+        if scaling:
+            call = None
         if bias_path is None:
-            self.first_gemm = (call, self.gemm_id)
-            return self.gemm_id
+            self.first_gemm = (call, z)
+            return z
         bias = self.param(bias_path)
-        self.first_gemm = (call, self.add("pointwise", "tile", [self.gemm_id, bias], "add"))
+        self.first_gemm = (call, self.add("pointwise", "tile", [z, bias], "add"))
         return self.first_gemm[1]
 
     def close_part(self, output: int) -> Graph:
@@ -2003,6 +2028,12 @@ class Tracer:
                 return v
             if not isinstance(self.env.get(v.fx_node), _Deferred):
                 return self.env[v.fx_node]   # (taken already)
+            scaling = self._input_scaling(v) if self.gemm_id is None else None
+            if scaling:
+                # the module's input scaled by a number, before the first GEMM: the GEMM takes it
+                # (gemm); any other op refuses it as before (value). Not kept in env: used after
+                # the GEMM, the op is taken there as any other.
+                return _Marker("scaled_input", scaling)
             d_args, d_kwargs = self._materialized(v.args, v.kwargs)
             now = self.fx_node, self.where   # (located at the op's own line while it is taken)
             self.fx_node = v.fx_node
@@ -2019,6 +2050,55 @@ class Tracer:
         if not any(isinstance(v, _Deferred) for v in leaves):
             return args, kwargs   # (as they are: map_aggregate makes a torch.Size a tuple)
         return (torch.fx.node.map_aggregate(args, take), torch.fx.node.map_aggregate(kwargs, take))
+
+    def _input_scaling(self, v) -> tuple | None:
+        """Where v (a deferred op's value) is the module's input scaled by numbers (x * 2, 2 * x,
+        x / self.t, -x, x.mul(c), torch.div(x, c), and chains of them): the scalings, in order, as
+        (op, operand) pairs of the IR's mul / div; () for the input itself; else None."""
+        if isinstance(v, _Marker) and v.kind == "input" and not v.payload:
+            return ()
+        if not isinstance(v, _Deferred) or v.kwargs or v.fx_node.meta.get(NO_GRAD):
+            return None   # (made under no_grad: a detached input, which the GEMM refuses)
+        node = v.fx_node
+        op = (INPUT_SCALING_METHODS.get(node.target) if node.op == "call_method"
+              else INPUT_SCALING_FUNCTIONS.get(node.target) if node.op == "call_function" else None)
+        args = v.args
+        if op == "neg" and len(args) == 1:
+            inner = self._input_scaling(args[0])
+            return None if inner is None else (*inner, ("mul", -1.0))
+        if op is None or len(args) != 2:
+            return None
+        inner = self._input_scaling(args[0])
+        operand = args[1]
+        if inner is None and op == "mul":
+            inner, operand = self._input_scaling(args[1]), args[0]
+        if inner is None or not self._scalar_like(operand):
+            return None
+        return (*inner, (op, operand))
+
+    def _scalar_like(self, v) -> bool:
+        """Whether v may scale the input before the GEMM: a number, or a parameter or an op on
+        parameters alone (checked to be one element where it is taken: _scaling_operand)."""
+        if _is_number(v):
+            return True
+        if isinstance(v, _Marker):
+            return v.kind in PARAMETER_KINDS
+        if isinstance(v, _Deferred):
+            leaves: list = []
+            torch.fx.node.map_aggregate((v.args, v.kwargs), lambda a: leaves.append(a) or a)
+            return all(self._scalar_like(a) or not isinstance(a, (_Marker, _Deferred, _Id)) for a in leaves)
+        return False
+
+    def _scaling_operand(self, operand) -> int:
+        """The IR value of a scaling of the input before the GEMM, taken after it: one number (a
+        per-feature one, x * self.s, would scale the GEMM's K, not its output)."""
+        (value,), _ = self._materialized((operand,), {})
+        node = self.value(value)
+        if self.level(node) != "scalar":
+            raise self.refuse("the module's input scaled before the GEMM by a value that is not one number "
+                              "(kgen scales the GEMM's output by a number; for a per-feature scale of x, "
+                              "scale the weight: F.linear(x, self.fc.weight * self.s, self.fc.bias))")
+        return node
 
     def _finished(self, fx_node: torch.fx.Node, result):
         """An op's value as the module has it: without gradient where forward made it so."""

@@ -81,7 +81,8 @@ def test_a_part_without_backward_kernels_gets_no_backward_entry():
     for k, low in enumerate(parts):
         has = backward.unsupported(low) is None
         entry = "forward_entry_with_backward" if has else "forward_entry"
-        assert f"kgen_part{k}::kgen::{entry}(kgen_part{k}::" in source
+        # (after the K pad: kernels/entry.cuh, pad_k)
+        assert f"kgen_part{k}::kgen::pad_k(a)" in source and f"return kgen_part{k}::kgen::{entry}(a);" in source
         assert (f"KGEN_EXPORT const char* kgen_backward_{k}(" in source) == has
 
 

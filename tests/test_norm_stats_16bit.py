@@ -97,6 +97,37 @@ def test_addmms_alpha_is_inside_the_linears_one_rounding(tmp_path, line, scaled)
     assert f"{ROUND}(z)" not in train
 
 
+@pytest.mark.parametrize("init, line, out_features", [
+    (["self.gemm = nn.Linear(in_features, out_features)"], "x = self.gemm(x)", 1),
+    (["self.weight = nn.Parameter(torch.randn(out_features, in_features))", "self.s = nn.Parameter(torch.randn(1))"],
+     "x = F.linear(x, self.weight, self.s)", 16),
+    (["self.weight = nn.Parameter(torch.randn(out_features, in_features))", "self.s = nn.Parameter(torch.randn(1))"],
+     "x = F.linear(x, self.weight, self.s * 2)", 16),
+])
+def test_a_one_element_bias_is_added_before_the_linears_one_rounding_too(tmp_path, init, line, out_features):
+    """A bias of one element (nn.Linear(in_features, 1)'s, or a (1,) parameter F.linear
+    broadcasts) is scalar-level in the IR, not col-level; torch's GEMM still adds it before its
+    one rounding (the rule before session 57 took any parameter; col-level alone, for a while in
+    session 57, rounded z first: the review found it)."""
+    ref = tmp_path / "m.py"
+    ref.write_text(reference_text(init, [line, "x = torch.tanh(x)"], out_features))
+    low = lower(graph(str(ref), 8, 16, out_features).parts[0], True, False)
+    train = re.search(r"struct TrainEpilogue \{.*?\n\};", low.cuda, re.S).group(0)
+    assert f"{ROUND}(z)" not in train, train
+    assert re.search(re.escape(f"{ROUND}(((z) + (v") + r"\d+\)\)\);", train), train
+
+
+def test_a_python_number_added_to_z_is_added_after_its_rounding(tmp_path):
+    """F.linear(x, W) + 1.0: eager's GEMM rounds z, then the add rounds again (no GEMM takes a
+    number as its bias), so kgen rounds z first too."""
+    ref = tmp_path / "m.py"
+    ref.write_text(reference_text(["self.weight = nn.Parameter(torch.randn(out_features, in_features))"],
+                                  ["x = F.linear(x, self.weight) + 1.0", "x = torch.tanh(x)"], 16))
+    low = lower(graph(str(ref), 8, 16, 16).parts[0], True, False)
+    train = re.search(r"struct TrainEpilogue \{.*?\n\};", low.cuda, re.S).group(0)
+    assert f"{ROUND}(z)" in train, train
+
+
 def test_each_step_between_the_linear_and_batchnorm_is_rounded(tmp_path):
     """Linear -> * scale -> BatchNorm (KernelBench 33): t = round(round(z + b) * scale)."""
     bn_input, _ = _bn_structs(tmp_path, "x = x * self.scale\nx = self.bn(x)",

@@ -142,25 +142,32 @@ template <class T>
 using Word = std::conditional_t<sizeof(T) == 2, unsigned short, unsigned int>;
 // Where gemm_k pads: x and w copied (one launch on a's stream), and a made to read the copies at
 // the padded K. The caller sized the workspace by workspace_floats.
-inline const char* pad_k(kgen_cfg::ForwardArgs& a) {
-  const int k = gemm_k(a.K);
-  if (k == a.K) return nullptr;
-  float* const base = a.workspace + padded_offset(a.M, a.N, a.K);
-  auto* const px = reinterpret_cast<Operand*>(base);
-  auto* const pw = reinterpret_cast<kgen_weight_t*>(base + padded_floats<Operand>(a.M, k));
-  const long long rows = static_cast<long long>(a.M) + a.N;
-  if (rows > 0) {
-    const int threads = k >= 256 ? 256 : 32;
-    pad_k_kernel<<<static_cast<int>(std::min<long long>(rows, 1LL << 20)), threads, 0, static_cast<cudaStream_t>(a.stream)>>>(
-        reinterpret_cast<const Word<Operand>*>(a.x), reinterpret_cast<const Word<kgen_weight_t>*>(a.w),
-        reinterpret_cast<Word<Operand>*>(px), reinterpret_cast<Word<kgen_weight_t>*>(pw), a.M, rows, a.K, k);
-    const cudaError_t launched = cudaGetLastError();
-    if (launched != cudaSuccess) return cudaGetErrorString(launched);
+// (A template, so that a build that never pads instantiates no pad kernel.)
+template <bool kPads = kPadsK>
+const char* pad_k(kgen_cfg::ForwardArgs& a) {
+  if constexpr (!kPads) {
+    (void)a;
+    return nullptr;
+  } else {
+    const int k = gemm_k(a.K);
+    if (k == a.K) return nullptr;
+    float* const base = a.workspace + padded_offset(a.M, a.N, a.K);
+    auto* const px = reinterpret_cast<Operand*>(base);
+    auto* const pw = reinterpret_cast<kgen_weight_t*>(base + padded_floats<Operand>(a.M, k));
+    const long long rows = static_cast<long long>(a.M) + a.N;
+    if (rows > 0) {
+      const int threads = k >= 256 ? 256 : 32;
+      pad_k_kernel<<<static_cast<int>(std::min<long long>(rows, 1LL << 20)), threads, 0, static_cast<cudaStream_t>(a.stream)>>>(
+          reinterpret_cast<const Word<Operand>*>(a.x), reinterpret_cast<const Word<kgen_weight_t>*>(a.w),
+          reinterpret_cast<Word<Operand>*>(px), reinterpret_cast<Word<kgen_weight_t>*>(pw), a.M, rows, a.K, k);
+      const cudaError_t launched = cudaGetLastError();
+      if (launched != cudaSuccess) return cudaGetErrorString(launched);
+    }
+    a.x = px;
+    a.w = pw;
+    a.K = k;
+    return nullptr;
   }
-  a.x = px;
-  a.w = pw;
-  a.K = k;
-  return nullptr;
 }
 // The GEMM's own memory in p, as both forward entries give it: its part of the workspace (split-K's
 // partials, fp16x3's split of x, tf32x3's small part of x) and w's kept split.

@@ -238,6 +238,13 @@ FX_REFUSALS = {
     "an assignment into elements": ("y = self.fc(x)\ny[:, 0] = 0.0\nreturn y", "y[:, 0] = 0.0",
                                     "an assignment into a value's elements"),
     "a slice of a Sequential": ("return self.seq[1:](self.fc(x))", "self.seq[1:]", "a module made in forward"),
+    # a factory given a size read from a value (torch's TypeError named neither; session 57)
+    "ones of a value's size": ("y = self.fc(x)\nreturn y @ torch.ones(y.shape[1], 4, device=y.device)",
+                               "torch.ones(y.shape[1], 4", "a size read from a traced value"),
+    "zeros of a value's size()": ("y = self.fc(x)\nreturn y + torch.zeros(y.size(0), y.size(1), device=y.device)",
+                                  "torch.zeros(y.size(0)", "a size read from a traced value"),
+    "randn of a value's size": ("y = self.fc(x)\nreturn y @ torch.randn(y.shape[1], 4, device=y.device)",
+                                "torch.randn(y.shape[1]", "a size read from a traced value"),
 }
 
 

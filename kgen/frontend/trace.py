@@ -784,6 +784,15 @@ FX_FAILURES = {
     "not '_Proxy'": "a traced value turned into a Python number (float(t), int(t), math.f(t)): its value is "
                     "not known while tracing; keep it a tensor",
 }
+# (torch.ones(y.shape[1], 4) and its kin: fx hands the factory a Proxy of the size, which it cannot
+# take; torch says so in words that name neither)
+_SIZE_FROM_A_VALUE = ("a tensor made in forward with a size read from a traced value (torch.ones(y.shape[1], 4), "
+                      "torch.zeros(y.size(1), ...)): make it in __init__ with the sizes the module is built with "
+                      "(self.register_buffer), or one of the value's own shape from it (torch.ones_like(y))")
+FX_FAILURES.update({f"{factory}() {said}": _SIZE_FROM_A_VALUE
+                    for factory in ("ones", "zeros", "empty", "rand", "randn", "randint", "ones_like", "zeros_like")
+                    for said in ("takes 1 positional argument but",
+                                 "received an invalid combination of arguments - got (_Proxy")})
 
 
 def _converts(fx_node: torch.fx.Node) -> bool:

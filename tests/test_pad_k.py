@@ -1,8 +1,9 @@
 """A module whose in_features is no multiple of 8 (16-bit) or 4 (fp32): kgen's Hopper GEMMs read x
 and w by TMA in whole 16-byte rows, so the C entry copies them into the workspace with zero columns
-to a multiple of 8 and runs the GEMM at that K (kgen/codegen/kernels/entry.cuh, gemm_k and pad_k).
+to a multiple of 8 and runs the GEMM at that K (kgen/codegen/kernels/entry.cuh's gemm_k,
+pad_k.cuh's pad_k).
 Here on the CPU: the emitted file hands the entry x, w and K as the module's (no torch op pads
-them: those were host time on every call), entry.cuh's rule and copy compiled for the host with g++
+them: those were host time on every call), entry.cuh's rule and pad_k.cuh's copy compiled for the host with g++
 against torch's zero pad and kgen/tune/configs.py's gemm_k (the tuner's copy of the rule), and the
 CUDA source's switch per family. The GPU side, the full gate at such widths, is test_gpu.py's and
 test_half_gpu.py's ragged tests."""
@@ -25,17 +26,18 @@ from conftest import launch_on_cpu
 
 REF = str(Path(__file__).parent / "refs" / "gemm_swish_scale.py")
 ENTRY = (CODEGEN_DIR / "kernels" / "entry.cuh").read_text()
+PAD = (CODEGEN_DIR / "kernels" / "pad_k.cuh").read_text()
 KS = [0, 1, 3, 4, 7, 8, 9, 12, 15, 16, 17, 300, 301, 302, 1337, 1340, 4096]
 
 
-def _between(first: str, last: str) -> str:
-    start = ENTRY.index(first)
-    return ENTRY[start:ENTRY.index(last, start) + len(last)]
+def _between(text: str, first: str, last: str) -> str:
+    start = text.index(first)
+    return text[start:text.index(last, start) + len(last)]
 
 
-# entry.cuh's rule and element copy, as written there (the launcher, CUDA's <<<>>>, left out).
-RULE = _between("constexpr bool kPadsK", "K + 8 - K % 8 : K;\n}\n")
-COPY = _between("template <class XWord, class WWord>\n__host__ __device__", "\n  }\n}\n")
+# entry.cuh's rule and pad_k.cuh's element copy, as written there (the launcher, CUDA's <<<>>>, left out).
+RULE = _between(ENTRY, "constexpr bool kPadsK", "K + 8 - K % 8 : K;\n}\n")
+COPY = _between(PAD, "template <class XWord, class WWord>\n__host__ __device__", "\n  }\n}\n")
 
 HARNESS = r"""
 #include <cstdio>
@@ -154,11 +156,13 @@ def test_the_file_hands_the_entry_the_modules_x_w_and_k(emitted, monkeypatch, dt
 @pytest.mark.parametrize("backend, pads", [("wgmma", True), ("kgen", False), ("cublas", False)])
 def test_the_switch_is_on_for_the_hopper_family_alone(backend, pads):
     """kgen_cfg::kPadsK: the wgmma family's GEMMs read by TMA (fp32 and 16-bit builds); kgen's
-    mma.sync GEMM and cuBLAS take any K. Every part's forward entry pads before it runs."""
+    mma.sync GEMM and cuBLAS take any K, and their files hold no pad code. Every part's forward
+    entry of a wgmma file pads before it runs."""
     math = "tf32x3" if backend != "cublas" else "tf32"
     tile = None if backend == "cublas" else Tile(128, 128, 32, 16, 128, stages=4) if backend == "wgmma" else Tile(128, 128, 32, 64, 32, stages=4)
     spec = Spec.of(REF, 64, 301, 96, math=math, backend=backend, fusion=1, tile=tile)
     source = generator.render_cuda_source(spec)
     assert f"constexpr bool kPadsK = {'true' if pads else 'false'};" in source
     entries = re.findall(r"KGEN_EXPORT const char\* kgen_forward_\d+\(.*?\n}\n", source, re.S)
-    assert entries and all("kgen::pad_k(a)" in e for e in entries)
+    assert entries and all(("kgen::pad_k(a)" in e) == pads for e in entries)
+    assert ("pad_k_kernel" in source) == pads

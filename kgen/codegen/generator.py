@@ -693,6 +693,8 @@ KERNEL_LIBRARY = (
 PART_LIBRARY = (
     LibraryFile("forward.cuh", ("stages.cuh",), _always),
     LibraryFile("entry.cuh", ("forward.cuh",), _always),
+    # kgen's Hopper GEMMs read x and w by TMA, in whole 16-byte rows: the entry pads a K off them
+    LibraryFile("pad_k.cuh", ("entry.cuh",), lambda n: n.family == "wgmma"),
     LibraryFile("entry_backward.cuh", ("entry.cuh", "backward.cuh"), lambda n: n.backward),
 )
 
@@ -903,6 +905,8 @@ def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
         # The forward's GEMM runs at the part's K only (its in_features).
         "gemm_type": gemm_type(spec, low.graph.in_features),
         "sources": [kernel_source(name) for name in files],
+        # (kgen_cfg::kPadsK, and kgen_forward_<part>'s call of pad_k first)
+        "pads_k": "pad_k.cuh" in files,
         # kgen_forward_<part> calls: a part with backward kernels may keep z (entry_backward.cuh).
         "forward_entry": "forward_entry_with_backward" if has_backward else "forward_entry",
         "backward_struct": backward.backward_struct(low) if has_backward else None,
@@ -939,8 +943,6 @@ def _source_context(spec: Spec) -> dict:
         "arch": spec.arch,
         "max_smem_bytes": ARCH_LIMITS[spec.arch]["smem"],
         "family": spec.family,
-        # kgen's Hopper GEMMs read x and w by TMA: whole 16-byte rows (the C entry pads K: entry.cuh)
-        "pads_k": spec.family == "wgmma",
         "fusion": spec.fusion,
         "tile": spec.tile,
         "fused_stats": spec.fusion == 2 and spec.family != "cublas",

@@ -33,14 +33,14 @@ inline long long core_floats(int M, int N) {
 }
 // ---- K padded for TMA: kgen's Hopper GEMMs read x and w by TMA, whose rows are whole 16-byte
 // units. Where K is not a multiple of a row's elements (4 fp32, 8 bf16 / fp16), or is 0, the entry
-// copies x and w into the workspace's end with zero columns to a multiple of 8 (at least 8), and
-// everything after the copy runs at that K (gemm_k). The zeros' products add nothing, and K = 0
-// gives z = 0 as torch's Linear does. (The copies cost less than any GEMM without TMA: fp32's,
-// scalar loads and no split-K, took 84 us of an H200 at 300 x 1337 -> 260, eager's 27; docs/perf.md,
-// session 56. Here rather than as torch ops in ModelNew, whose host time came before each launch:
-// a synchronized fp32 call at that shape on an H200 took 116-133 us so, 41-48 us here, eager's
-// 47-68; docs/perf.md, session 57.) kgen/tune/configs.py's gemm_k is this rule for the tuner
-// (tests/test_pad_k.py ties them).
+// (pad_k.cuh, in such parts alone) copies x and w into the workspace's end with zero columns to a
+// multiple of 8 (at least 8), and everything after the copy runs at that K (gemm_k). The zeros'
+// products add nothing, and K = 0 gives z = 0 as torch's Linear does. (The copies cost less than
+// any GEMM without TMA: fp32's, scalar loads and no split-K, took 84 us of an H200 at 300 x 1337 ->
+// 260, eager's 27; docs/perf.md, session 56. Here rather than as torch ops in ModelNew, whose host
+// time came before each launch: a synchronized fp32 call at that shape on an H200 took 116-133 us
+// so, 41-48 us here, eager's 47-68; docs/perf.md, session 57.) kgen/tune/configs.py's gemm_k is
+// this rule for the tuner (tests/test_pad_k.py ties them).
 constexpr bool kPadsK = kgen_cfg::kPadsK && kOwnGemm;
 inline int gemm_k(int K) {
   constexpr int kRowElements = 16 / static_cast<int>(sizeof(Operand));
@@ -116,58 +116,6 @@ inline long long workspace_floats(int M, int N, int K) {
   const int k = gemm_k(K);
   if (k == K) return gemm_workspace_floats(M, N, K);
   return padded_offset(M, N, K) + padded_floats<Operand>(M, k) + padded_floats<kgen_weight_t>(N, k);
-}
-// Element (row, col) of the copies [rows_x + rows_w][k] (x's rows, then w's) from the rows of K
-// elements: the bits copied (NaN's too), zeros past K. Words of the elements' size: no arithmetic
-// on them.
-template <class XWord, class WWord>
-__host__ __device__ __forceinline__ void pad_k_element(long long row, int col, const XWord* x, const WWord* w,
-                                                       XWord* px, WWord* pw, long long rows_x, int K, int k) {
-  if (row < rows_x) {
-    px[row * k + col] = col < K ? x[row * K + col] : XWord(0);
-  } else {
-    const long long r = row - rows_x;
-    pw[r * k + col] = col < K ? w[r * K + col] : WWord(0);
-  }
-}
-// A CTA per row (no division per element), its threads along the row.
-template <class XWord, class WWord>
-__global__ void pad_k_kernel(const XWord* x, const WWord* w, XWord* px, WWord* pw, long long rows_x, long long rows,
-                             int K, int k) {
-  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-    for (int col = threadIdx.x; col < k; col += blockDim.x) pad_k_element(row, col, x, w, px, pw, rows_x, K, k);
-  }
-}
-template <class T>
-using Word = std::conditional_t<sizeof(T) == 2, unsigned short, unsigned int>;
-// Where gemm_k pads: x and w copied (one launch on a's stream), and a made to read the copies at
-// the padded K. The caller sized the workspace by workspace_floats.
-// (A template, so that a build that never pads instantiates no pad kernel.)
-template <bool kPads = kPadsK>
-const char* pad_k(kgen_cfg::ForwardArgs& a) {
-  if constexpr (!kPads) {
-    (void)a;
-    return nullptr;
-  } else {
-    const int k = gemm_k(a.K);
-    if (k == a.K) return nullptr;
-    float* const base = a.workspace + padded_offset(a.M, a.N, a.K);
-    auto* const px = reinterpret_cast<Operand*>(base);
-    auto* const pw = reinterpret_cast<kgen_weight_t*>(base + padded_floats<Operand>(a.M, k));
-    const long long rows = static_cast<long long>(a.M) + a.N;
-    if (rows > 0) {
-      const int threads = k >= 256 ? 256 : 32;
-      pad_k_kernel<<<static_cast<int>(std::min<long long>(rows, 1LL << 20)), threads, 0, static_cast<cudaStream_t>(a.stream)>>>(
-          reinterpret_cast<const Word<Operand>*>(a.x), reinterpret_cast<const Word<kgen_weight_t>*>(a.w),
-          reinterpret_cast<Word<Operand>*>(px), reinterpret_cast<Word<kgen_weight_t>*>(pw), a.M, rows, a.K, k);
-      const cudaError_t launched = cudaGetLastError();
-      if (launched != cudaSuccess) return cudaGetErrorString(launched);
-    }
-    a.x = px;
-    a.w = pw;
-    a.K = k;
-    return nullptr;
-  }
 }
 // The GEMM's own memory in p, as both forward entries give it: its part of the workspace (split-K's
 // partials, fp16x3's split of x, tf32x3's small part of x) and w's kept split.

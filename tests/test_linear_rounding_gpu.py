@@ -10,13 +10,9 @@ error at most 1.25x eager's: one rounding where torch's GEMM rounds once."""
 import pytest
 import torch
 
-from kgen.check.loading import EmittedFile
 from kgen.check.validate import KERNELBENCH_CHECK, validate
-from kgen.codegen import generator
-from kgen.tune.search import Candidate
-from kgen.tune.spec import Spec, Tile
 
-from conftest import build_once
+from conftest import tf32x3_wgmma_files
 
 pytestmark = pytest.mark.gpu
 
@@ -58,18 +54,11 @@ FORWARD_CHECKS = ("eval mode", "train, batch 7", KERNELBENCH_CHECK)
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    if not HOPPER:
-        return {}
-    d = tmp_path_factory.mktemp("linear_rounding")
-    candidates = []
+    d = tmp_path_factory.mktemp("linear_rounding_refs")
     for name, body in CASES.items():
-        path = d / f"{name}.py"
-        path.write_text(MODULE.replace("{body}", body))
-        spec = Spec.of(str(path), 64, 300, 96, math="tf32x3", backend="wgmma", fusion=1,
-                       tile=Tile(128, 128, 32, 16, 128, stages=4))
-        candidates.append(Candidate(spec, generator.write(spec, d / f"{spec.name()}.py")))
-    build_once(tmp_path_factory, "linear_rounding", candidates, 8, 900, lambda line: None)
-    return {name: EmittedFile(c.path) for name, c in zip(CASES, candidates)}
+        (d / f"{name}.py").write_text(MODULE.replace("{body}", body))
+    return tf32x3_wgmma_files(tmp_path_factory, "linear_rounding",
+                              {name: (d / f"{name}.py", 64, 300, 96) for name in CASES})
 
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.bfloat16, 1e-2)], ids=["fp32", "bf16"])

@@ -8,14 +8,10 @@ eager's, and the input's gradient in the input's shape."""
 import pytest
 import torch
 
-from kgen.check.loading import EmittedFile
-from kgen.check.validate import KERNELBENCH_CHECK, validate
-from kgen.codegen import generator
+from kgen.check.validate import validate
 from kgen.frontend.reference import Reference
-from kgen.tune.search import Candidate
-from kgen.tune.spec import Spec, Tile
 
-from conftest import build_once
+from conftest import gate_failures, tf32x3_wgmma_files
 from test_rows_input import ACCEPTED, FLATTENS, IN, OUT, write, write_flattened
 
 pytestmark = pytest.mark.gpu
@@ -27,18 +23,12 @@ CASES = ["gelu", "layernorm", "row_max", "four_d", "view_size0", "nn_flatten", "
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    if not HOPPER:
-        return {}
-    d = tmp_path_factory.mktemp("rows")
-    candidates = []
-    for name in CASES:
-        path = write(d, name, *ACCEPTED[name]) if name in ACCEPTED else write_flattened(d, name, *FLATTENS[name])
-        ref = Reference(str(path))
-        spec = Spec.of(str(path), int(ref.input.shape[0]), IN, OUT, math="tf32x3",
-                       backend="wgmma", fusion=1, tile=Tile(128, 128, 32, 16, 128, stages=4))
-        candidates.append(Candidate(spec, generator.write(spec, d / f"{spec.name()}.py")))
-    build_once(tmp_path_factory, "rows_input", candidates, 8, 900, lambda line: None)
-    return {name: EmittedFile(c.path) for name, c in zip(CASES, candidates)}
+    d = tmp_path_factory.mktemp("rows_refs")
+    paths = {name: write(d, name, *ACCEPTED[name]) if name in ACCEPTED else write_flattened(d, name, *FLATTENS[name])
+             for name in CASES}
+    return tf32x3_wgmma_files(tmp_path_factory, "rows_input",
+                              {name: (path, int(Reference(str(path)).input.shape[0]), IN, OUT)
+                               for name, path in paths.items()})
 
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.bfloat16, 1e-2)], ids=["fp32", "bf16"])
@@ -46,10 +36,8 @@ def files(tmp_path_factory):
 def test_the_gate_on_the_rows(files, name, dtype, tol):
     if not HOPPER:
         pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
-    results = validate(files[name], tol=tol, dtype=dtype)
-    failed = [r for r in results if not r.passed
-              and not (dtype != torch.float32 and r.name == KERNELBENCH_CHECK and r.max_abs <= r.ref_abs)]
-    assert not failed, [r.line() for r in failed]
+    failed = gate_failures(validate(files[name], tol=tol, dtype=dtype), dtype)
+    assert not failed, failed
 
 
 # (batch, features) references whose modules compute on (..., features) as on their rows
@@ -59,17 +47,10 @@ BATCH_CASES = ["gelu", "layernorm", "row_max"]
 
 @pytest.fixture(scope="module")
 def batch_files(tmp_path_factory):
-    if not HOPPER:
-        return {}
-    d = tmp_path_factory.mktemp("rows_of_batch")
-    candidates = []
-    for name in BATCH_CASES:
-        path = write(d, name, *ACCEPTED[name][:2], "batch_size")
-        spec = Spec.of(str(path), 3, IN, OUT, math="tf32x3", backend="wgmma", fusion=1,
-                       tile=Tile(128, 128, 32, 16, 128, stages=4))
-        candidates.append(Candidate(spec, generator.write(spec, d / f"{spec.name()}.py")))
-    build_once(tmp_path_factory, "rows_of_batch", candidates, 8, 900, lambda line: None)
-    return {name: EmittedFile(c.path) for name, c in zip(BATCH_CASES, candidates)}
+    d = tmp_path_factory.mktemp("rows_of_batch_refs")
+    return tf32x3_wgmma_files(tmp_path_factory, "rows_of_batch",
+                              {name: (write(d, name, *ACCEPTED[name][:2], "batch_size"), 3, IN, OUT)
+                               for name in BATCH_CASES})
 
 
 @pytest.mark.parametrize("name", BATCH_CASES)

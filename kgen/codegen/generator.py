@@ -278,6 +278,8 @@ def native_plan(lowered: Lowered) -> dict:
                           -1 if operand is None else saved.index(operand), name))
         else:
             grads.append((codes["Grad"][NATIVE_GRADS[g[0]]], saved.index(name) if g[0] == "input" else 0, -1, -1, name))
+    # (the node saves the inputs before z and is handed z alone: attach)
+    assert saved[:-1] == inputs[:len(saved) - 1], (saved, inputs)
     return {"inputs": tuple(inputs), "saved": tuple(saved), "sources": sources, "grads": grads,
             "column_rows": len(operands) + 2}
 

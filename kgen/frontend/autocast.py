@@ -21,11 +21,16 @@ set of reasons it would be fp32 (empty: the 16-bit dtype):
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn as nn
 
 # What makes a value fp32 under autocast: an fp32 op, an fp32 parameter, the fp32 input.
 REASONS = ("fp32", "param", "input")
+# fx node meta of an op made while forward had CUDA's autocast turned off (torch.autocast(enabled=False),
+# trace.Tracer.unseen_by_fx_refused): it runs in its operands' dtypes, promoted, as without autocast.
+AUTOCAST_OFF = "kgen_autocast_off"
 NONE = frozenset()
 LOW_CALLS = frozenset({"linear", "matmul", "mm", "addmm", "__matmul__", "__rmatmul__", "einsum", "prelu", "bmm",
                        "baddbmm", "addbmm", "mv", "addmv", "addr", "conv1d", "conv2d", "half", "bfloat16"})
@@ -74,13 +79,26 @@ def _attribute(model: nn.Module, path: str):
     return obj
 
 
-def _call_name(node: torch.fx.Node, model: nn.Module) -> str:
+def call_name(node: torch.fx.Node, model: nn.Module) -> str:
     if node.op == "call_module":
         module = model.get_submodule(node.target)
         return next((name for cls, name in MODULE_CALLS.items() if isinstance(module, cls)), type(module).__name__)
     if node.op == "call_method":
         return node.target
     return getattr(node.target, "__name__", str(node.target))
+
+
+def _dtype_source(v, kinds: dict) -> frozenset | None:
+    """The autocast kind of the value whose dtype `v` names as a cast's target: t.dtype (fx's
+    getattr of t) or a tensor t itself (x.to(t), x.type_as(t)); None where `v` names no value's."""
+    if not isinstance(v, torch.fx.Node):
+        return None
+    if v.op == "call_function" and v.target is getattr and len(v.args) == 2 and v.args[1] == "dtype" \
+            and isinstance(v.args[0], torch.fx.Node):
+        return kinds.get(v.args[0], NONE)
+    if v.op == "call_function" and v.target is getattr:
+        return None   # (x.device and other attributes: no dtype)
+    return kinds.get(v, NONE)
 
 
 def node_kind(node: torch.fx.Node, model: nn.Module, kinds: dict, in_place: bool = False) -> frozenset:
@@ -94,16 +112,25 @@ def node_kind(node: torch.fx.Node, model: nn.Module, kinds: dict, in_place: bool
     torch.fx.node.map_aggregate((node.args, node.kwargs), lambda v: operands.append(
         kinds.get(v, NONE) if isinstance(v, torch.fx.Node) else NONE) or v)
     first = next((kinds.get(a, NONE) for a in node.args if isinstance(a, torch.fx.Node)), NONE)
-    name = _call_name(node, model)
+    name = call_name(node, model)
+    if node.meta.get(AUTOCAST_OFF) and (name in LOW_CALLS or name in FP32_CALLS) and name not in ("half", "bfloat16", "float"):
+        return promoted(operands)
     if name in LOW_CALLS:
         return NONE
     if name in FP32_CALLS:
         return frozenset({"fp32"})
-    if name == "to":
+    if name in ("to", "type", "type_as"):
         dtypes = [v for v in (*node.args, *node.kwargs.values()) if isinstance(v, torch.dtype)]
         if dtypes and dtypes[0] == torch.float32:
             return frozenset({"fp32"})
-        return NONE if dtypes and dtypes[0] in (torch.bfloat16, torch.float16) else first
+        if dtypes and dtypes[0] in (torch.bfloat16, torch.float16):
+            return NONE
+        # A cast to another value's dtype (b.to(y.dtype), b.to(y), b.type_as(y)): that value's,
+        # under autocast too (an fp32 parameter cast to the dtype of autocast's 16-bit Linear
+        # output is 16-bit, not the parameter's fp32).
+        like = next((_dtype_source(v, kinds) for v in (*node.args[1:], *node.kwargs.values())
+                     if _dtype_source(v, kinds) is not None), None)
+        return first if like is None else like
     if name in COMPARISONS or name in SIZES:
         return NONE
     if name in SAME_CALLS or name in VIEWS or in_place:
@@ -127,3 +154,28 @@ def output_kind(fx_graph: torch.fx.Graph, model: nn.Module, in_place) -> tuple:
 def output_is_fp32(kind, input_fp32: bool, module_fp32: bool) -> bool:
     """Whether an output of autocast kind `kind` is fp32, for an input and a module in fp32 or not."""
     return "fp32" in kind or ("input" in kind and input_fp32) or ("param" in kind and module_fp32)
+
+
+@contextlib.contextmanager
+def asked_enabled():
+    """While open, each torch.autocast made records whether it asked to be enabled
+    (`_kgen_enabled`): torch turns CUDA's off where no GPU is (`_enabled` False, said with a
+    warning), and the tracer refuses an autocast that asked to be on even there. Open where a
+    reference's autocasts are made: its file's statements (a decorator on forward), its
+    Model() (one made in __init__), the trace."""
+    cls = torch.amp.autocast_mode.autocast
+    init = cls.__init__
+    if getattr(init, "_kgen_records", False):
+        yield
+        return
+
+    def recording_init(obj, device_type, dtype=None, enabled=True, cache_enabled=None):
+        obj._kgen_enabled = bool(enabled)
+        init(obj, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    recording_init._kgen_records = True
+    cls.__init__ = recording_init
+    try:
+        yield
+    finally:
+        cls.__init__ = init

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import torch
 
+from kgen.frontend import autocast
+
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "refs"
 SHIPPED_PREFIX = "kgen:"   # "kgen:NAME" names kgen/refs/NAME.py, the references shipped with kgen
 # The workload dimensions --batch, --in and --out name (keys of Reference's `overrides`).
@@ -339,11 +341,12 @@ class Reference:
                 if isinstance(node, ast.ImportFrom) and node.module == "__future__":
                     for alias in node.names:
                         flags |= getattr(__future__, alias.name).compiler_flag
-            for statement in tree.body:
-                exec(compile(ast.Module([statement], []), str(self.path), "exec", flags=flags,
-                             dont_inherit=True), self.module.__dict__)
-                self.module.__dict__.update({k: v for k, v in self.set_constants.items()
-                                             if k in self.module.__dict__})
+            with autocast.asked_enabled():   # (a torch.autocast decorating forward is made here)
+                for statement in tree.body:
+                    exec(compile(ast.Module([statement], []), str(self.path), "exec", flags=flags,
+                                 dont_inherit=True), self.module.__dict__)
+                    self.module.__dict__.update({k: v for k, v in self.set_constants.items()
+                                                 if k in self.module.__dict__})
         except USER_FAILURES as e:  # the user's file failing is a message
             raise ReferenceError(f"{self.path} raised {type(e).__name__} when executed: {said(e)}") from None
         finally:
@@ -604,7 +607,7 @@ class Reference:
         try:
             # (_OnMeta: a module that moves itself to the GPU in __init__, self.cuda() or
             # self.to("cuda"), stays on the meta device, as get_inputs()' tensors do)
-            with torch.device("meta"), _OnMeta():
+            with torch.device("meta"), _OnMeta(), autocast.asked_enabled():
                 return self.Model(*self._init_args)
         except USER_FAILURES as e:  # the module's own failure is the user's message
             raise ReferenceError(f"{self.path}: Model(*get_init_inputs()) raised {type(e).__name__}: {said(e)}") from None

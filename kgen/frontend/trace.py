@@ -636,6 +636,8 @@ class _LocatingTracer(torch.fx.Tracer):
         # path, in call order, with its class as the emitted file names it: ModelNew calls none
         # of them (Graph.called_modules).
         self.called_modules: list[tuple[str, str | None]] = []
+        self.autocast_off: list[tuple[int | None, str]] = []   # (line, text) of each autocast(enabled=False) entered
+        self.autocast_off_depth = 0   # how many of them are open while fx makes a node
 
     def call_module(self, m, forward, args, kwargs):
         path = self.path_of_module(m)
@@ -672,6 +674,8 @@ class _LocatingTracer(torch.fx.Tracer):
             node.stack_trace = f'File "{self.filename}", line {n}, in {outer.f_code.co_name}\n    {self.text(n)}'
         if inner is not None and _augmented_assignment(inner.f_code, inner.f_lasti):
             node.meta[AUGMENTED] = True
+        if self.autocast_off_depth:
+            node.meta[autocast.AUTOCAST_OFF] = True
         if node.op.startswith("call_") and (not torch.is_grad_enabled() or torch.is_inference_mode_enabled()):
             # an op (not a parameter's read: self.w under no_grad is still the parameter) made
             # with gradients off; the trace runs with them on (Tracer.run)
@@ -685,6 +689,8 @@ class _LocatingTracer(torch.fx.Tracer):
     def _refusal(self, what: str) -> Unsupported:
         """Unsupported at the reference file's innermost line on the stack now."""
         line = next((f.f_lineno for f in _frames(sys._getframe(2)) if f.f_code.co_filename == self.filename), None)
+        if line is None:   # (a decorator on forward: torch's wrapper runs before forward's first line)
+            return Unsupported(f"{self.filename}: forward's decorator: {what}")
         return Unsupported(f"{self.filename}: line {line}: `{self.text(line)}`: {what}")
 
     @contextlib.contextmanager
@@ -698,19 +704,30 @@ class _LocatingTracer(torch.fx.Tracer):
         - a custom torch.autograd.Function: fx runs its forward on the traced values, and its
           own backward (a straight-through estimator's) would be lost for the IR's."""
         cls = torch.amp.autocast_mode.autocast
-        init, enter = cls.__init__, cls.__enter__
+        enter, exit_ = cls.__enter__, cls.__exit__
         apply = torch.autograd.Function.__dict__["apply"]
         tracer = self
-
-        def watched_init(obj, device_type, dtype=None, enabled=True, cache_enabled=None):
-            obj._kgen_enabled = bool(enabled)
-            init(obj, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
         def watched_enter(obj):
             if getattr(obj, "_kgen_enabled", getattr(obj, "_enabled", False)):
                 raise tracer._refusal("torch.autocast in forward (its ops in another dtype than the module's, "
                                       "which kgen's files run in); convert the module instead (model.to(torch.bfloat16))")
+            if getattr(obj, "device", None) == "cuda":
+                # CUDA's autocast turned off (a with, a decorator): inside a caller's autocast region
+                # eager's ops there run in their operands' dtypes; the nodes fx makes meanwhile are
+                # marked (AUTOCAST_OFF: kgen.frontend.autocast, and Tracer.run's float32 fact)
+                line = next((f.f_lineno for f in _frames(sys._getframe(1)) if f.f_code.co_filename == tracer.filename),
+                            None)
+                tracer.autocast_off.append((line, tracer.text(line) if line else "forward's decorator"))
+                tracer.autocast_off_depth += 1
+                obj._kgen_off = True
             return enter(obj)
+
+        def watched_exit(obj, *exc):
+            if getattr(obj, "_kgen_off", False):
+                obj._kgen_off = False
+                tracer.autocast_off_depth -= 1
+            return exit_(obj, *exc)
 
         def refused_apply(fn, *args, **kwargs):
             raise tracer._refusal(f"the custom torch.autograd.Function {fn.__name__} (kgen derives the backward "
@@ -722,13 +739,14 @@ class _LocatingTracer(torch.fx.Tracer):
             proxy.tracer.create_proxy("call_function", operator.setitem, (proxy, index, value), {})
 
         setitem = torch.fx.Proxy.__dict__.get("__setitem__")
-        cls.__init__, cls.__enter__ = watched_init, watched_enter
+        cls.__enter__, cls.__exit__ = watched_enter, watched_exit
         torch.autograd.Function.apply = classmethod(refused_apply)
         torch.fx.Proxy.__setitem__ = traced_setitem
         try:
-            yield
+            with autocast.asked_enabled():
+                yield
         finally:
-            cls.__init__, cls.__enter__ = init, enter
+            cls.__enter__, cls.__exit__ = enter, exit_
             torch.autograd.Function.apply = apply
             if setitem is None:
                 del torch.fx.Proxy.__setitem__
@@ -781,6 +799,10 @@ FX_FAILURES = {
                                                            "kgen's one file for float32, bfloat16 and float16 "
                                                            "cannot bake in; write the number (-1e4, "
                                                            "float('-inf')) instead",
+    # (y.type(torch.FloatTensor): fx cannot record a tensor type as an argument)
+    "argument of type: <class 'torch.tensortype'>": "a tensor type as an argument (y.type(torch.FloatTensor), "
+                                                     "torch.cuda.HalfTensor): name the dtype instead "
+                                                     "(y.to(torch.float32), y.to(x.dtype))",
     "not '_Proxy'": "a traced value turned into a Python number (float(t), int(t), math.f(t)): its value is "
                     "not known while tracing; keep it a tensor",
 }
@@ -1834,6 +1856,14 @@ class Tracer:
                 was, now = before.get(key), after.get(key)
                 in_place = isinstance(was, _TensorState) and isinstance(now, _TensorState) and was[0] == now[0]
                 what = f"writes the tensor {where} in place" if in_place else f"changes {where}"
+                if not path and name in ("_dtype", "_fwd_used_autocast"):
+                    # (torch.amp.custom_fwd, torch.cuda.amp.custom_fwd: meant for an autograd.Function)
+                    raise Unsupported(f"{self.ref.path}: forward is decorated with torch.amp.custom_fwd "
+                                      "(torch.cuda.amp.custom_fwd), which is meant for a torch.autograd.Function's "
+                                      "forward: it stores autocast's state on the module (self._dtype) and, with "
+                                      "cast_inputs, runs forward outside autocast; drop the decorator (kgen's file "
+                                      "follows torch.autocast as eager's Linear does), or use "
+                                      "torch.autocast(enabled=False) in forward")
                 raise Unsupported(f"{self.ref.path}: the forward {what}: state kept from call to call, which kgen's "
                                   "file, computing each call from the module's parameters and buffers as they are, "
                                   "would not follow (set it in __init__, or keep it in a registered buffer)")
@@ -1902,6 +1932,15 @@ class Tracer:
             raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}") from None
         self._refuse_state_changes(state, tracer.text)
+        if self.ref.input.dtype == torch.float32 and tracer.autocast_off and any(
+                n.meta.get(autocast.AUTOCAST_OFF) and autocast.call_name(n, self.model) in autocast.LOW_CALLS
+                for n in fx_graph.nodes):
+            # An fp32 module whose GEMM runs with CUDA's autocast turned off computes it in float32
+            # inside a caller's autocast region, as eager does; autocast's 16-bit build would not.
+            line, text = tracer.autocast_off[0]
+            self.fp32_casts.append((line, text, "it turns torch.autocast off around its GEMM, so inside a "
+                                    "caller's autocast region torch computes it in float32, which kgen's 16-bit "
+                                    "builds do not"))
         self.called_modules = tracer.called_modules
         self.gemm_id = None
         self.first_gemm = None   # ((weight, bias, stored_kn), its value): Tracer.gemm
@@ -2146,8 +2185,9 @@ class Tracer:
             if fx_node.target in VIEW_METHODS and (fx_node.target != "__getitem__" or tensor):
                 return first, False
             if fx_node.target in DTYPE_ALIAS_METHODS and (fx_node.args[1:] or fx_node.kwargs
-                                                          or fx_node.target not in ("type",)):
-                return first, False   # (y.type() with no argument is a string)
+                                                          or fx_node.target not in ("type",)) \
+                    and fx_node.kwargs.get("copy") is not True:
+                return first, False   # (y.type() with no argument is a string; .to(copy=True) a new tensor)
         elif fx_node.op == "call_function":
             fn = fx_node.target
             if isinstance(self.env.get(first), (tuple, list)):
@@ -2310,13 +2350,20 @@ class Tracer:
         # __init__, torch.device(...)): the emitted forward runs where its input is, on the GPU,
         # as the module does there.
         rest = tuple(a for a in rest if not _names_a_device(a))
+        # (copy=True: a new tensor of the same values, which the IR's values are; Tracer._aliasing
+        # makes it no alias. memory_format: a (batch, features) value is contiguous either way)
         kwargs = {k: v for k, v in kwargs.items()
-                  if not ((k == "device" and _names_a_device(v)) or (k == "non_blocking" and isinstance(v, bool)))}
+                  if not ((k == "device" and _names_a_device(v)) or (k in ("non_blocking", "copy") and isinstance(v, bool))
+                          or (name == "to" and k == "memory_format"
+                              and v in (torch.contiguous_format, torch.preserve_format)))}
         if name == "to" and not rest and not kwargs:
             return True
         target = rest[0] if len(rest) == 1 and not kwargs else kwargs.get("dtype") if not rest and set(kwargs) == {"dtype"} else None
         if isinstance(target, _Marker) and target.kind == "dtype_of":
             return target.payload == dtype
+        if name == "to" and len(rest) == 1 and not kwargs and self._dtype_of(target) is not None:
+            # x.to(t): to t's dtype and device (the device is x's where the file runs), as x.type_as(t)
+            return self._dtype_of(target) == dtype
         if target is torch.float32:
             return self._fp32_cast(target == dtype)
         return target == dtype
@@ -2327,6 +2374,29 @@ class Tracer:
         if same:
             self.fp32_casts.append(self.where)
         return same
+
+    def _factory_refusal(self, what: str, dtype, device, one_element: bool) -> str | None:
+        """Why a tensor made in forward with dtype= / device= (torch.full_like(y, c, dtype=...),
+        y.new_zeros(..., dtype=...)) is refused, None where it is taken: a device named is where
+        the value is (the file runs on the GPU); a dtype the module's (dtype=y.dtype, or
+        torch.float32 in a float32 module: Tracer._fp32_cast, as in a 16-bit module the float32
+        tensor promotes what it meets); of a one-element (0-d) value any floating dtype, which
+        promotes nothing (torch's rule for 0-d tensors) and holds the number as it is."""
+        own = self.ref.input.dtype
+        if device is not None and not _names_a_device(device):
+            return f"{what} with device={device!r}"
+        if dtype is None:
+            return None
+        if isinstance(dtype, _Marker) and dtype.kind == "dtype_of":
+            dtype = dtype.payload if dtype.payload != own else None
+            if dtype is None:
+                return None
+        if one_element and isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+            return None
+        if dtype is torch.float32 and self._fp32_cast(own == torch.float32):
+            return None
+        return (f"{what} with dtype={dtype} in a {own} module (kgen computes in the module's dtype, the one "
+                "its input has where it runs; leave dtype out or write dtype=y.dtype)")
 
     def _dtype_of(self, v):
         """The dtype of an fx value: a parameter's own, the module's for a computed value."""
@@ -2678,8 +2748,11 @@ class Tracer:
         if name == "new_tensor":
             data = kwargs.get("data", rest[0] if rest else None)
             extra = {k: v for k, v in kwargs.items() if k != "data"}
-            if len(rest) > 1 or extra.keys() - {"requires_grad"} or extra.get("requires_grad"):
-                raise self.refuse(".new_tensor() with dtype, device or requires_grad (kgen computes in the input's dtype)")
+            if len(rest) > 1 or extra.keys() - {"requires_grad", "dtype", "device"} or extra.get("requires_grad"):
+                raise self.refuse(".new_tensor() with requires_grad, or more than the number, dtype and device")
+            why = self._factory_refusal(".new_tensor()", extra.get("dtype"), extra.get("device"), True)
+            if why:
+                raise self.refuse(why)
             if not _is_number(data):
                 raise self.refuse(".new_tensor() of something other than a number")
             return _TensorNumber(float(data))
@@ -2690,9 +2763,15 @@ class Tracer:
             value = {"new_zeros": 0.0, "new_ones": 1.0}[name]
         if not _is_number(value):
             raise self.refuse(f".{name}() with the fill value {value!r} (kgen takes a number)")
-        if kwargs.keys() - {"size", "fill_value"}:
-            raise self.refuse(f".{name}() with dtype, device or requires_grad (kgen computes in the input's dtype)")
+        if kwargs.keys() - {"size", "fill_value", "dtype", "device"}:
+            raise self.refuse(f".{name}() with requires_grad, layout or pin_memory")
+        made = {k: v for k, v in kwargs.items() if k in ("dtype", "device")}
+        kwargs = {k: v for k, v in kwargs.items() if k not in made}
         sizes = self._sizes(name, rest, kwargs)
+        why = self._factory_refusal(f".{name}()", made.get("dtype"), made.get("device"),
+                                    math.prod(d for d in sizes if d != "M") == 1 and "M" not in sizes)
+        if why:
+            raise self.refuse(why)
         if math.prod(d for d in sizes if d != "M") == 1 and "M" not in sizes:
             return _TensorNumber(float(value))
         own = self._shape_or_none(x)
@@ -3331,9 +3410,12 @@ class Tracer:
             value = a["fill_value"]
             if not _is_number(value):
                 raise self.refuse(f"torch.{name} with the fill value {value!r} (kgen takes a number)")
-        if any(a[k] is not None for k in ("dtype", "layout", "device", "pin_memory")) or a["requires_grad"]:
-            raise self.refuse(f"torch.{name} with dtype, layout, device, pin_memory or requires_grad "
-                              "(kgen computes in the input's fp32)")
+        if any(a[k] is not None for k in ("layout", "pin_memory")) or a["requires_grad"] or \
+                a.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
+            raise self.refuse(f"torch.{name} with layout, pin_memory, memory_format or requires_grad")
+        why = self._factory_refusal(f"torch.{name}", a["dtype"], a["device"], False)
+        if why:
+            raise self.refuse(why)
         like = a["input"]
         if not isinstance(like, _Id):
             raise self.refuse(f"torch.{name} of something other than a value computed after the GEMM")

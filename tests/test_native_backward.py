@@ -290,6 +290,63 @@ def test_the_kernels_error_reaches_backward_and_a_second_derivative_is_refused(m
         torch.autograd.grad(out, [x], torch.ones_like(out).requires_grad_(), create_graph=True)
 
 
+def test_the_node_keeps_autograds_rules(monkeypatch, file_and_library):
+    """The node is an autograd Node of its own (not a torch::autograd::Function): it keeps the rules
+    the Function kept for it. Its saved tensors are freed by a backward (a second one raises
+    torch's error) unless the graph is retained (then the same gradients again); a saved input
+    changed in place after the forward is caught when the backward unpacks it; a dual tensor
+    (forward-mode AD) is refused; where no input wants a gradient the output has no node; and
+    an output the loss does not reach (its gradient undefined) gives what zeros give."""
+    module, library, _, _ = file_and_library
+    _stub(monkeypatch, module, library)
+    g = torch.randn(M, N, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
+
+    def forward(**requires):
+        args = _inputs(module, **requires)
+        x, w = args.pop("x"), args.pop("w")
+        return module._kgen_part_call(0, x, w, **args)[0], x, w
+
+    out, x, w = forward()
+    assert out.grad_fn.name() == "kgen::PartNode"
+    first = torch.autograd.grad(out, [w], g, retain_graph=True)[0]
+    assert torch.equal(torch.autograd.grad(out, [w], g)[0], first)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        torch.autograd.grad(out, [w], g)
+
+    out, x, w = forward()
+    with torch.no_grad():
+        x.mul_(2)   # (x wants a gradient: a leaf's in-place change needs no_grad)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward(g)
+
+    import torch.autograd.forward_ad as fwad
+
+    args = _inputs(module)
+    x, w = args.pop("x"), args.pop("w")
+    with fwad.dual_level():
+        dual = fwad.make_dual(x.detach(), torch.ones_like(x))
+        with pytest.raises(RuntimeError, match="no forward-mode gradient"):
+            module._kgen_native_call(0, dual, w, dict(args))
+
+    args = _inputs(module, requires=())
+    x, w = args.pop("x"), args.pop("w")
+    out = module._kgen_native_call(0, x, w, dict(args))[0]
+    assert out.grad_fn is None and not out.requires_grad
+
+    class DropsIt(torch.autograd.Function):   # sends out no gradient (None), w.sum()'s through
+        @staticmethod
+        def forward(ctx, a, b):
+            return b.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return None, grad
+
+    out, x, w = forward(requires=("w",))
+    (grad,) = torch.autograd.grad(DropsIt.apply(out, w.float().sum()), [w], torch.tensor(1.0))
+    assert torch.equal(grad.float(), torch.ones(N, K))
+
+
 @pytest.mark.parametrize("ref", [str(p) for p in SYNTHESIZED_REFS] + ["gemm_scale_bn", "gemm_bn_scale_softmax"],
                          ids=lambda r: r.rsplit("/", 1)[-1])
 def test_every_gradient_the_python_vjp_returns_the_node_returns(ref):

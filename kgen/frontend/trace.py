@@ -97,6 +97,7 @@ def _max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mod
                 return_indices=False): ...
 def _avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                 count_include_pad=True): ...
+def _adaptive_pool1d(input, output_size, return_indices=False): ...
 def _unsqueeze(input, dim): ...
 def _addmm(input, mat1, mat2, *, beta=1, alpha=1): ...
 def _binary_tensors(input, other): ...
@@ -132,6 +133,7 @@ _TORCH_UNARY = {
     torch.sin: "sin", torch.cos: "cos", torch.tan: "tan", torch.sinh: "sinh", torch.cosh: "cosh",
     torch.floor: "floor", torch.ceil: "ceil", torch.trunc: "trunc", torch.fix: "trunc",
     torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
+    torch.negative: "neg", torch.absolute: "abs",
     operator.neg: "neg", F.sigmoid: "sigmoid", F.tanh: "tanh", torch.special.expit: "sigmoid",
 }
 POINTWISE_FUNCTIONS = {
@@ -224,6 +226,9 @@ EXTREMUM_FUNCTIONS = {torch.minimum: "minimum", torch.maximum: "maximum", torch.
 # 1-d pooling over the features of x.unsqueeze(1): function -> (signature, op).
 POOL_FUNCTIONS = {F.max_pool1d: (_max_pool1d, "max"), torch.max_pool1d: (_max_pool1d, "max"),
                   F.avg_pool1d: (_avg_pool1d, "avg")}
+# Adaptive 1-d pooling to an output size that divides the features: the pooling above of kernel and
+# stride features // output size (F.adaptive_avg_pool1d is torch.adaptive_avg_pool1d).
+ADAPTIVE_POOL_FUNCTIONS = {torch.adaptive_avg_pool1d: "avg", F.adaptive_max_pool1d: "max"}
 # Comparisons (a where's condition only: Tracer.where_op): function -> ops.COMPARISONS' name.
 COMPARISON_FUNCTIONS = {
     operator.gt: "gt", operator.ge: "ge", operator.lt: "lt", operator.le: "le", operator.eq: "eq",
@@ -349,7 +354,8 @@ METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
                 "expm1", "exp2", "log2", "log10", "erfc", "atan", "floor", "ceil", "round", "trunc",
                 "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "asinh", "acosh", "atanh")
 # Other names of those methods.
-METHOD_ALIASES = {"arctan": "atan", "fix": "trunc", "arcsin": "asin", "arccos": "acos", "arcsinh": "asinh",
+METHOD_ALIASES = {"negative": "neg", "absolute": "abs",
+                  "arctan": "atan", "fix": "trunc", "arcsin": "asin", "arccos": "acos", "arcsinh": "asinh",
                   "arccosh": "acosh", "arctanh": "atanh"}
 METHOD_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "__add__": "add",
                  "__sub__": "sub", "__mul__": "mul", "__truediv__": "div", "subtract": "sub",
@@ -377,7 +383,8 @@ SUPPORTED = (
      "last op"),
     ("normalizations", "BatchNorm1d (one; the module or F.batch_norm on its tensors); GroupNorm, LayerNorm, "
      "RMSNorm, F.normalize over the features"),
-    ("pooling", "MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back)"),
+    ("pooling", "MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
+                "AdaptiveMaxPool1d / AdaptiveAvgPool1d to an output size dividing the features"),
     ("views", "order-keeping views of parameters (view, reshape, unsqueeze, squeeze, t of an (N, 1) one); "
      "clone/detach, flatten(1) of a (batch, features) value; views of a value to its own shape "
      "(x.view(x.size(0), -1), x.reshape(-1, N)) and between (batch, 1) and (batch,) (unsqueeze(1), "
@@ -976,7 +983,8 @@ class Tracer:
             raise self._group_refusal(f"its {v.payload[0]} used otherwise")
         if isinstance(v, _Marker) and v.kind == "broadcast":
             raise self.refuse("a value expanded to a larger shape (expand / expand_as / broadcast_to / "
-                              "repeat) used other than as an operand of a point-wise op")
+                              "repeat, or combined with a zeros_like / ones_like / full_like of a larger "
+                              "one) used other than as an operand of a point-wise op")
         if isinstance(v, _Marker) and v.kind == "indices":
             raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
         if isinstance(v, _Marker) and v.kind == "windows":
@@ -1072,8 +1080,19 @@ class Tracer:
             if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
                 return _TensorNumber(t.item())
             raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward (torch.tensor / "
-                              "torch.ones / ...) or read from a global, not the module's: kgen reads the module's "
-                              "parameters and buffers; make it one in __init__ (self.register_buffer)")
+                              "torch.ones / ...) or read from a global (or computed from a tensor kept as a "
+                              "plain attribute), not the module's: kgen reads the module's parameters and "
+                              "buffers; make it one in __init__ (self.register_buffer)")
+        if name not in owner._parameters and name not in owner._buffers:
+            # A tensor kept as a plain attribute (self.scale = torch.tensor(0.5) in __init__):
+            # model.to(device) / .cuda() / .double() leave it as it is and state_dict() lacks it, so
+            # the emitted forward, which checks that each tensor it reads is on the input's device
+            # and in its dtype, would raise on the GPU where the module itself runs (torch takes a
+            # 0-d CPU tensor beside CUDA ones).
+            raise self.refuse(f"the tensor self.{path} of shape {shape_text(tuple(t.shape))} is a plain attribute, "
+                              "not a parameter or buffer (model.to(device) / .cuda() / .double() do not move or "
+                              "convert it): register it in __init__ with self.register_buffer"
+                              f"('{name}', ...), or keep a number as a Python float")
         return _Marker("matrix" if t.dim() == 2 else "tensor", path)
 
     def _is_matrix(self, v) -> bool:
@@ -1293,15 +1312,14 @@ class Tracer:
                                       "columns); use keepdim=True") from None
                 raise self.refuse(f"{op}: {e}") from None
             level = combined
+        filled_shape = shape   # (the result's shape in torch: the constant's shape takes part)
         for like in likes:
             try:
-                grown = broadcast_shapes(shape, self.shape_of(like)) != shape
+                filled_shape = broadcast_shapes(filled_shape, self.shape_of(like))
             except ValueError:
-                grown = True
-            if grown:
                 raise self.refuse(f"{op} of a zeros_like / ones_like / full_like of a value of shape "
                                   f"{shape_text(self.shape_of(like))} that the other operands, of shape "
-                                  f"{shape_text(shape)}, do not broadcast to")
+                                  f"{shape_text(shape)}, do not broadcast to") from None
         for target in spread:
             try:
                 grown = broadcast_shapes(shape, target) != shape
@@ -1339,11 +1357,24 @@ class Tracer:
             # as Python does (that is what the reference computes before torch sees it).
             value = float(ops.torch_apply(op, [torch.tensor(self.nodes[i].attrs["value"], dtype=torch.float64)
                                                 for i in ids], attrs or {}))
-            return self.const(value)
+            return self._filled_broadcast(self.const(value), shape, filled_shape)
         node = self.add("pointwise", level, ids, op, **(attrs or {}))
         if level == "full":
             self.nodes[node].shape = shape
-        return node
+        return self._filled_broadcast(node, shape, filled_shape)
+
+    def _filled_broadcast(self, node, shape: tuple, filled_shape: tuple):
+        """The result of a point-wise op with a zeros_like / ones_like / full_like operand whose
+        shape is larger than the other operands' (self.k * torch.ones_like(y), k a 0-d or per-feature
+        parameter): torch's result is the op of the others, broadcast to that shape, as
+        self.k.expand_as(y) is (a "broadcast" marker: the value itself as an operand of a later
+        point-wise op whose result has that shape anyway)."""
+        if filled_shape == shape:
+            return node
+        if list(filled_shape).count("M") > 1:
+            raise self.refuse("a zeros_like / ones_like / full_like of a (batch,) value combined with a "
+                              "(batch, 1) one: a (batch, batch) result (torch gives it; kgen does not)")
+        return _Marker("broadcast", (node, filled_shape))
 
     def reduce(self, kind: str, x, dim, keepdim: bool, of: str | None = None) -> int:
         """`of`: the op whose part this reduction is (softmax's sum of exponentials, the norm of
@@ -1641,6 +1672,20 @@ class Tracer:
         if k > self.out_features:
             raise self.refuse(f"{name} with kernel_size {k} over {self.out_features} features")
         return _Marker("unsqueezed", self.add("pool", "pooled", [x.payload], op, kernel=k, stride=s))
+
+    def adaptive_pool(self, op: str, x, output_size, return_indices) -> _Marker:
+        """AdaptiveAvgPool1d / AdaptiveMaxPool1d of x.unsqueeze(1) to L outputs, L dividing the
+        features N: torch's windows are then [i N / L, (i + 1) N / L), the pooling of kernel and
+        stride N / L (L = 1: the mean or max of each row, as a global pooling writes it)."""
+        name = {"max": "AdaptiveMaxPool1d", "avg": "AdaptiveAvgPool1d"}[op]
+        size = output_size[0] if isinstance(output_size, (tuple, list)) and len(output_size) == 1 else output_size
+        if isinstance(size, (bool, _Id)) or not isinstance(size, int) or size < 1:
+            raise self.refuse(f"{name} with output_size={output_size!r} (kgen takes a positive integer)")
+        n = self.out_features
+        if n is None or n % size:
+            raise self.refuse(f"{name} to {size} outputs of {n} features, whose windows differ in size (kgen takes "
+                              "an output size that divides the features: the pooling of kernel features // size)")
+        return self.pool(op, x, n // size, n // size, 0, False, 1, return_indices)
 
     def dropout(self, x, p, active: bool, path: str):
         """Dropout is the identity in eval mode. An active one (p > 0) of an (M, N) value becomes
@@ -1990,6 +2035,7 @@ class Tracer:
                 output = self._materialized(env[fx_node.args[0]], {})[0] \
                     if isinstance(fx_node.args[0], torch.fx.Node) else None
                 if isinstance(output, _Marker) and output.kind in ("indices", "broadcast", "filled"):
+                    self._locate(fx_node.args[0])   # (the line that made it)
                     self.value(output)   # (refused, naming the indices)
                 if isinstance(output, _Marker) and output.kind in ("unsqueezed", "windows"):
                     self._locate(fx_node.args[0])   # (the view's line, for the emitted forward's comment)
@@ -2445,7 +2491,8 @@ class Tracer:
         if kind is nn.PReLU:
             return self.prelu(args[0], self.attribute(f"{path}.weight"))
         known = (*ACTIVATION_MODULES, *COMPOSITE_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.Softmin,
-                 nn.BatchNorm1d, nn.Dropout, nn.GroupNorm, nn.LayerNorm, nn.RMSNorm, nn.MaxPool1d, nn.AvgPool1d)
+                 nn.BatchNorm1d, nn.Dropout, nn.GroupNorm, nn.LayerNorm, nn.RMSNorm, nn.MaxPool1d, nn.AvgPool1d,
+                 nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
         if kind is nn.Identity or (kind is nn.Dropout and module.p == 0):
@@ -2483,6 +2530,9 @@ class Tracer:
         if kind is nn.AvgPool1d:
             return self.pool("avg", args[0], module.kernel_size, module.stride, module.padding,
                              module.ceil_mode)
+        if kind in (nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d):
+            return self.adaptive_pool("avg" if kind is nn.AdaptiveAvgPool1d else "max", args[0], module.output_size,
+                                      getattr(module, "return_indices", False))
         if kind is nn.Dropout:
             return self.dropout(args[0], module.p, module.training, path)
         raise self.refuse(f"the module {path} ({kind.__module__}.{kind.__name__}) is not supported")
@@ -2845,6 +2895,10 @@ class Tracer:
         try:
             bound = inspect.signature(signature).bind(*args, **kwargs)
         except TypeError as e:
+            if "out" in kwargs:
+                raise self.refuse("out= (the result written into a tensor given): kgen's values are not written in "
+                                  "place that way; assign the result (y = torch.sigmoid(x)) or use the in-place "
+                                  "method (x.sigmoid_())") from None
             raise self.refuse(f"arguments not understood: {e}") from None
         bound.apply_defaults()
         return bound.arguments
@@ -3085,8 +3139,8 @@ class Tracer:
         if fn is F.softmin:
             a = self._softmax_args(args, kwargs)
             return self.reduce("softmax", self.pointwise("neg", [a["input"]]), a["dim"], True)
-        if fn is torch.square:
-            return self.visit_function(torch.pow, (args[0] if args else kwargs["input"], 2), {})
+        if fn is torch.square:   # (bound: torch.square(x, out=y) wrote y, which was read unwritten)
+            return self.visit_function(torch.pow, (self._bind(_unary, args, kwargs)["input"], 2), {})
         if fn is torch.rsub:   # torch.rsub(x, y, alpha=a): y - a * x
             a = self._bind(_binary, args, kwargs)
             return self.visit_function(torch.sub, (a["other"], a["input"]), {"alpha": a["alpha"]})
@@ -3118,7 +3172,7 @@ class Tracer:
                 return x
             return self.pointwise(name, [a["input"]], {k: a[v] for k, v in attr_map.items()})
         if fn is F.relu6:
-            return self.pointwise("hardtanh", [args[0]], {"min_val": 0.0, "max_val": 6.0})
+            return self.pointwise("hardtanh", [self._bind(_act, args, kwargs)["input"]], {"min_val": 0.0, "max_val": 6.0})
         if fn in REDUCE_FUNCTIONS:
             a = self._bind(_reduce, args, kwargs)
             self._output_dtype(a, REDUCE_FUNCTIONS[fn])
@@ -3144,11 +3198,17 @@ class Tracer:
                                  None if w is None else w.payload, a["eps"])
         if fn is F.normalize:
             a = self._bind(_normalize, args, kwargs)
+            if a["out"] is not None:   # (torch writes the result into it: ignored, a later read of it was wrong)
+                raise self.refuse("F.normalize with out= (the result written into a tensor given): assign the "
+                                  "result instead (y = F.normalize(x))")
             return self.normalize(a["input"], a["p"], a["dim"], a["eps"])
         if fn in (F.group_norm, torch.group_norm):
             a = self._bind(_group_norm if fn is F.group_norm else _torch_group_norm, args, kwargs)
             paths = self._affine_paths("F.group_norm", a)
             return self.group_norm(a["input"], a["num_groups"], *paths, a["eps"], None)
+        if fn in ADAPTIVE_POOL_FUNCTIONS:
+            a = self._bind(_adaptive_pool1d, args, kwargs)
+            return self.adaptive_pool(ADAPTIVE_POOL_FUNCTIONS[fn], a["input"], a["output_size"], a["return_indices"])
         if fn in POOL_FUNCTIONS:
             sig, op = POOL_FUNCTIONS[fn]
             a = self._bind(sig, args, kwargs)
@@ -3596,6 +3656,15 @@ class Tracer:
             return self_arg
         if name == "detach":   # the identity, but no gradient flows back through it
             return self.pointwise("detach", [self_arg])
+        if name == "item" and not rest and not kwargs and (self._one_element(self_arg) or (
+                isinstance(self_arg, _Id) and self.level(self_arg) == "scalar")):
+            # self.scale.item() of a one-element parameter or buffer (or a value of them alone):
+            # a Python number of its value as forward reads it, with no gradient, as .detach()
+            return self.pointwise("detach", [self_arg])
+        if name == "item":
+            raise self.refuse(".item() of a traced value or of a tensor of more than one element (a Python "
+                              "number read back from the device each forward; kgen takes .item() of a one-element "
+                              "parameter or buffer, as its value without gradient)")
         name = METHOD_ALIASES.get(name, name)
         if name == "round":
             return self.visit_function(torch.round, args, kwargs)

@@ -239,6 +239,18 @@ def main():
     """kgen: synthesize fused CUDA ModelNew files for PyTorch reference modules."""
 
 
+def _other_dtype_tensors(reference) -> list[str]:
+    """The module's floating parameters and buffers whose dtype is not its input's, as 'NAME is
+    DTYPE' (at most three named): a 16-bit module that keeps a BatchNorm, a norm or a buffer in
+    fp32 (mixed precision's habit)."""
+    own = reference.input.dtype
+    model = reference.meta_model()
+    other = [(name, t.dtype) for name, t in (*model.named_parameters(), *model.named_buffers())
+             if t.is_floating_point() and t.dtype != own]
+    said = [f"{name} is {str(dtype).removeprefix('torch.')}" for name, dtype in other[:3]]
+    return said + ([f"{len(other) - 3} more"] if len(other) > 3 else [])
+
+
 @main.command()
 @problem_option
 @shape_options
@@ -342,6 +354,14 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo("note: a bf16 / fp16 module runs this file's matrix-vector rewrite, nearer fp64 than eager in "
                    "that dtype but not always within 1e-2 of eager (KernelBench 18); `kgen generate --dtype bf16` "
                    "(or fp16) writes the file a search in that dtype picked, else kgen's 16-bit GEMM", err=True)
+    mixed = _other_dtype_tensors(spec.reference())
+    if mixed:
+        # (the file reads each parameter and buffer in the input's dtype, or in fp32 in its build for
+        # torch.autocast: _kgen_checked_param; a run outside autocast refuses the module as it is)
+        own = str(spec.reference().input.dtype).removeprefix("torch.")
+        click.echo(f"note: the module's input is {own} and its {', '.join(mixed)}: outside torch.autocast this "
+                   f"file's kernels read every parameter and buffer in the input's dtype, and it refuses the module "
+                   f"as built (convert it: model.to(torch.{own}))", err=True)
     if measured is None and generator.runs_fp16_products(spec):
         # (a search probes the module's own operands for fp16's range; a file written by the rule
         # has not been near them)

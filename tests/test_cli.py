@@ -733,3 +733,22 @@ def test_the_plot_is_drawn_while_the_winner_is_validated(tmp_path, monkeypatch, 
     assert len(drawn) == (1 if guess_holds else 2)
     assert plot_module.png_text(tmp_path / "search_m.png")[plot_module.DIGEST_KEY] == drawn[-1]
     assert ("(drawn while the winner was validated)" in r.output) == guess_holds, r.output
+
+
+def test_generate_notes_parameters_in_another_dtype_than_the_input(tmp_path):
+    """A 16-bit module that keeps a BatchNorm in fp32 (mixed precision's habit) generates, and
+    generate says at once what the file would only say at run time: outside torch.autocast its
+    kernels read every parameter and buffer in the input's dtype and refuse the module as built.
+    A module of one dtype gets no such note."""
+    ref = tmp_path / "mixed.py"
+    ref.write_text(module_source("x = torch.relu(self.bn(x))", {"bn": "nn.BatchNorm1d(out_features).float()"},
+                                 64, dtype="bfloat16"))
+    r = run("generate", str(ref), "-o", str(tmp_path / "mixed_out.py"))
+    assert r.exit_code == 0, r.output
+    assert ("note: the module's input is bfloat16 and its bn.weight is float32, bn.bias is float32, "
+            "bn.running_mean is float32, 1 more") in r.output and "model.to(torch.bfloat16)" in r.output, r.output
+    same = tmp_path / "same.py"
+    same.write_text(module_source("x = torch.relu(self.bn(x))", {"bn": "nn.BatchNorm1d(out_features, dtype=torch.bfloat16)"}, 64,
+                                  dtype="bfloat16"))
+    r = run("generate", str(same), "-o", str(tmp_path / "same_out.py"))
+    assert r.exit_code == 0 and "note: the module's input" not in r.output, r.output

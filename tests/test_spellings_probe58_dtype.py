@@ -88,6 +88,10 @@ AUTOCAST_CASTS = {
     "y.to(w.dtype)": ([], "x = torch.relu(y).to(self.fc.weight.dtype)", ("param",)),
     "y.type_as(w)": ([], "x = torch.relu(y).type_as(self.fc.weight)", ("param",)),
     "y.to(x.device)": ([], "x = torch.relu(y).to(x.device)", ()),
+    # (.item() of a (1,) parameter is a Python number, which promotes nothing; the parameter would)
+    "y * s.item()": (["self.s = nn.Parameter(torch.tensor([0.5]))"], "x = torch.relu(y) * self.s.item()", ()),
+    "y + buffer.item()": (["self.register_buffer('s', torch.tensor([[0.5]]))"], "x = y + self.s.item()", ()),
+    "y * s": (["self.s = nn.Parameter(torch.tensor([0.5]))"], "x = torch.relu(y) * self.s", ("param",)),
 }
 
 

@@ -88,6 +88,10 @@ AUTOCAST_CASTS = {
     "y.to(w.dtype)": ([], "x = torch.relu(y).to(self.fc.weight.dtype)", ("param",)),
     "y.type_as(w)": ([], "x = torch.relu(y).type_as(self.fc.weight)", ("param",)),
     "y.to(x.device)": ([], "x = torch.relu(y).to(x.device)", ()),
+    # (.item() of a (1,) parameter is a Python number, which promotes nothing; the parameter would)
+    "y * s.item()": (["self.s = nn.Parameter(torch.tensor([0.5]))"], "x = torch.relu(y) * self.s.item()", ()),
+    "y + buffer.item()": (["self.register_buffer('s', torch.tensor([[0.5]]))"], "x = y + self.s.item()", ()),
+    "y * s": (["self.s = nn.Parameter(torch.tensor([0.5]))"], "x = torch.relu(y) * self.s", ("param",)),
 }
 
 
@@ -213,3 +217,19 @@ def test_a_tensor_type_argument_says_to_name_the_dtype(tmp_path):
     """Before: fx's "NotImplementedError: argument of type: <class 'torch.tensortype'>"."""
     with pytest.raises(Unsupported, match=r"a tensor type as an argument.*name the dtype"):
         traced(ref(tmp_path, ["x = torch.relu(y).type(torch.FloatTensor)"]))
+
+
+@pytest.mark.parametrize("body", ["x = y * y.new_tensor(0.1, dtype=torch.bfloat16)",
+                                  "x = y * y.new_full((), 0.1, dtype=torch.float16)",
+                                  "x = y * y.new_tensor(0.1, dtype=torch.float64)"])
+def test_a_one_element_tensor_made_in_a_16_bit_dtype_holds_the_rounded_number(body, tmp_path):
+    """y.new_tensor(0.1, dtype=torch.bfloat16) holds 0.10009765625, which an fp32 forward multiplies
+    by (a 0-d tensor promotes nothing): the IR's number is that one, not 0.1 (a 1e-3 relative error,
+    past fp32's tolerance), as torch.tensor(0.1, dtype=torch.bfloat16) made in forward is read."""
+    r = ref(tmp_path, [body])
+    graph = traced(r)
+    torch.manual_seed(0)
+    model = r.Model(*r.init_args())
+    x = torch.rand(8, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(graph.interpret(x, copy.deepcopy(model)), model(x), rtol=1e-6, atol=1e-6)

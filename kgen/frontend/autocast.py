@@ -44,9 +44,10 @@ FP32_CALLS = frozenset({"acos", "arccos", "asin", "arcsin", "cosh", "erfinv", "e
 # parameters do not promote a 16-bit input).
 SAME_CALLS = frozenset({"batch_norm", "dropout", "alpha_dropout", "feature_alpha_dropout", "masked_fill",
                         "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d"})
-# Values that are not tensors (sizes: x.size(), x.shape, x.dim()) and views, whose result is the
-# tensor they view (x.view(x.size()[:-1] + (n,)): the sizes have no say).
-SIZES = frozenset({"size", "dim", "numel", "getattr", "len", "__len__"})
+# Values that are not tensors (sizes: x.size(), x.shape, x.dim(); the Python number of
+# self.s.item(), which promotes nothing, where the (1,) parameter itself would) and views, whose
+# result is the tensor they view (x.view(x.size()[:-1] + (n,)): the sizes have no say).
+SIZES = frozenset({"size", "dim", "numel", "getattr", "len", "__len__", "item"})
 VIEWS = frozenset({"view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose", "t",
                    "contiguous", "expand", "expand_as", "view_as", "reshape_as", "narrow", "select", "unbind"})
 COMPARISONS = frozenset({"gt", "ge", "lt", "le", "eq", "ne", "greater", "greater_equal", "less", "less_equal",

@@ -890,6 +890,15 @@ def _augmented_assignment(code, offset: int) -> bool:
     return offset in _augmented_stores(code)
 
 
+def _held_as(value, dtype) -> float:
+    """The number a one-element tensor made with dtype= `dtype` holds (x.new_tensor(0.1,
+    dtype=torch.bfloat16) holds 0.10009765625, which is what forward multiplies by): `value`
+    rounded to a floating torch.dtype named, as it is otherwise (the module's dtype, y.dtype)."""
+    if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+        return float(torch.tensor(float(value), dtype=dtype))
+    return float(value)
+
+
 class Tracer:
     def __init__(self, ref: Reference, model: nn.Module | None = None):
         self.ref = ref
@@ -2812,7 +2821,7 @@ class Tracer:
                 raise self.refuse(why)
             if not _is_number(data):
                 raise self.refuse(".new_tensor() of something other than a number")
-            return _TensorNumber(float(data))
+            return _TensorNumber(_held_as(data, extra.get("dtype")))
         if name == "new_full":
             value = kwargs.get("fill_value", rest[1] if len(rest) > 1 else None)
             rest = rest[:1]
@@ -2830,7 +2839,7 @@ class Tracer:
         if why:
             raise self.refuse(why)
         if math.prod(d for d in sizes if d != "M") == 1 and "M" not in sizes:
-            return _TensorNumber(float(value))
+            return _TensorNumber(_held_as(value, made.get("dtype")))
         own = self._shape_or_none(x)
         if isinstance(x, _Id) and sizes == tuple(own):
             return _Marker("filled", (float(value), x))

@@ -276,11 +276,12 @@ at::Tensor attach(int64_t plan, const std::vector<std::optional<at::Tensor>>& in
   bool wanted = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].has_value() || !inputs[i]->defined()) continue;
-    // (torch::autograd::Function refused a dual tensor too: the node has no forward-mode formula)
-    TORCH_CHECK(!inputs[i]->_fw_grad(/*level=*/0).defined(),
-                "kgen's kernels have no forward-mode gradient (torch.autograd.forward_ad, torch.func.jvp): "
-                "use the reference Model there");
     if (p.grads[i][0] != kNone) {
+      // (torch::autograd::Function refused a dual tensor among these too: the node has no
+      // forward-mode formula; an input no gradient flows from, a Dropout mask, drops its tangent)
+      TORCH_CHECK(!inputs[i]->_fw_grad(/*level=*/0).defined(),
+                  "kgen's kernels have no forward-mode gradient (torch.autograd.forward_ad, torch.func.jvp): "
+                  "use the reference Model there");
       vars.push_back(*inputs[i]);
       slots.push_back(static_cast<int64_t>(i));
       wanted = wanted || inputs[i]->requires_grad();

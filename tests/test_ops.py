@@ -25,7 +25,8 @@ NAN = float("nan")
 
 # What the table must hold: op -> its attributes with their defaults.
 EXPECTED_ATTRS = {
-    "add": (), "sub": (), "mul": (), "div": (),
+    "add": (), "sub": (), "mul": (), "div": (), "logaddexp": (),
+    "logit": (("eps", None),), "frac": (),
     "neg": (), "abs": (), "exp": (), "log": (), "log1p": (), "erf": (), "sqrt": (), "norm_sqrt": (), "rsqrt": (),
     "expm1": (), "exp2": (), "log2": (), "log10": (),
     "erfc": (), "atan": (), "asin": (), "acos": (), "asinh": (), "acosh": (), "atanh": (), "ndtr": (), "floor": (), "ceil": (), "round": (("decimals", 0.0),), "trunc": (),
@@ -45,12 +46,13 @@ EXPECTED_ATTRS = {
     "where": (("compare", "gt"),),
     "identity": (), "detach": (), "zero_if_inf": (),
 }
-BINARY = {"add", "sub", "mul", "div", "minimum", "maximum", "pow_tensor", "fmax", "fmin"}
+BINARY = {"add", "sub", "mul", "div", "logaddexp", "minimum", "maximum", "pow_tensor", "fmax", "fmin"}
 
 # (op, attrs): every op with its default attributes where it has usable defaults, and with
 # non-default ones; pow at each exponent that takes its own code path and at two that do not.
 VARIANTS = [
-    ("add", {}), ("sub", {}), ("mul", {}), ("div", {}),
+    ("add", {}), ("sub", {}), ("mul", {}), ("div", {}), ("logaddexp", {}),
+    ("logit", {}), ("logit", {"eps": 1e-6}), ("logit", {"eps": 0.25}), ("frac", {}),
     ("neg", {}), ("abs", {}), ("exp", {}), ("log", {}), ("log1p", {}), ("erf", {}), ("sqrt", {}), ("norm_sqrt", {}), ("rsqrt", {}),
     ("expm1", {}), ("exp2", {}), ("log2", {}), ("log10", {}),
     ("erfc", {}), ("atan", {}), ("asin", {}), ("acos", {}), ("asinh", {}), ("acosh", {}), ("atanh", {}),
@@ -99,6 +101,9 @@ REFERENCES = {
     "sub": lambda x, y: x - y,
     "mul": lambda x, y: x * y,
     "div": lambda x, y: x / y,
+    "logaddexp": lambda x, y: x.logaddexp(y),
+    "logit": lambda x, eps=None: torch.special.logit(x, eps=eps),
+    "frac": lambda x: x.frac(),
     "neg": lambda x: -x,
     "abs": lambda x: x.abs(),
     "exp": lambda x: x.exp(),

@@ -175,3 +175,34 @@ def test_refused_with_what_it_is(case, tmp_path):
     params = dict(PARAMS, k="torch.tensor(0.25)", kv="torch.linspace(0.1, 0.5, out_features)")
     with pytest.raises(Unsupported, match=message):
         trace(write(tmp_path, "refused", body, params))
+
+
+# Ops the probe found refused as unknown, now in the op table (kgen.ir.ops: logaddexp, logit, frac),
+# each as a function, a method and in place where torch has one.
+NEW_OPS = {
+    "logaddexp_function": ("x = torch.logaddexp(x, self.b)", "logaddexp"),
+    "logaddexp_method": ("x = x.logaddexp(torch.zeros_like(x))", "logaddexp"),
+    "logit_function": ("x = torch.logit(torch.sigmoid(x))", "logit"),
+    "logit_special_eps": ("x = torch.special.logit(x.sigmoid(), eps=1e-3)", "logit"),
+    "logit_method_eps": ("x = x.sigmoid().logit(0.25)", "logit"),
+    "logit_in_place": ("x = x.sigmoid() * 0.5 + 0.25\nx.logit_()", "logit"),
+    "frac_function": ("x = torch.frac(x * 3.0)", "frac"),
+    "frac_method": ("x = (x * 3.0).frac()", "frac"),
+    "frac_in_place": ("x = x * 3.0\nx.frac_()", "frac"),
+}
+
+
+@pytest.mark.parametrize("name", NEW_OPS)
+def test_logaddexp_logit_and_frac_are_taken(name, tmp_path):
+    body, op = NEW_OPS[name]
+    graph = check(write(tmp_path, name, body))
+    assert op in describe_ops(graph), graph.describe()
+
+
+def describe_ops(graph) -> set:
+    return {n.op for n in graph.nodes if n.kind == "pointwise"}
+
+
+def test_logaddexp_of_a_number_is_refused_as_torch_refuses_it(tmp_path):
+    with pytest.raises(Unsupported, match="must be Tensor, not float"):   # (torch's own TypeError, at the line)
+        trace(write(tmp_path, "lae_number", "x = torch.logaddexp(x, 2.0)"))

@@ -81,6 +81,7 @@ def _hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False): ...
 def _elu(input, alpha=1.0, inplace=False): ...
 def _act(input, inplace=False): ...
 def _clamp(input, min=None, max=None): ...
+def _logit(input, eps=None): ...
 def _clamp_min(input, min): ...
 def _clamp_max(input, max): ...
 def _reduce(input, dim=None, keepdim=False, *, dtype=None): ...
@@ -134,6 +135,7 @@ _TORCH_UNARY = {
     torch.floor: "floor", torch.ceil: "ceil", torch.trunc: "trunc", torch.fix: "trunc",
     torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.neg: "neg",
     torch.negative: "neg", torch.absolute: "abs",
+    torch.frac: "frac",
     operator.neg: "neg", F.sigmoid: "sigmoid", F.tanh: "tanh", torch.special.expit: "sigmoid",
 }
 POINTWISE_FUNCTIONS = {
@@ -154,6 +156,8 @@ POINTWISE_FUNCTIONS = {
     torch.clip: (_clamp, "clamp", {"min": "min", "max": "max"}),
     torch.clamp_min: (_clamp_min, "clamp", {"min": "min"}),
     torch.clamp_max: (_clamp_max, "clamp", {"max": "max"}),
+    torch.logit: (_logit, "logit", {"eps": "eps"}),
+    torch.special.logit: (_logit, "logit", {"eps": "eps"}),
 }
 # Composite activations as functions: callable -> (signature, Tracer.composite's name).
 COMPOSITE_FUNCTIONS = {
@@ -223,6 +227,8 @@ def einsum_form(equation: str) -> str | None:
     return None
 # Element-wise min / max of two tensors (NaN propagating): function -> op.
 EXTREMUM_FUNCTIONS = {torch.minimum: "minimum", torch.maximum: "maximum", torch.fmax: "fmax", torch.fmin: "fmin"}
+# Point-wise ops of two tensors that torch takes no number for: function (and method) -> op.
+TENSOR_PAIR_FUNCTIONS = {torch.logaddexp: "logaddexp"}
 # 1-d pooling over the features of x.unsqueeze(1): function -> (signature, op).
 POOL_FUNCTIONS = {F.max_pool1d: (_max_pool1d, "max"), torch.max_pool1d: (_max_pool1d, "max"),
                   F.avg_pool1d: (_avg_pool1d, "avg")}
@@ -303,7 +309,7 @@ INPLACE_METHODS = {f"{name}_": name for name in (
     "neg", "clamp", "clamp_min", "clamp_max", "clip", "pow", "subtract", "multiply", "divide",
     "true_divide", "log1p", "erf", "reciprocal", "addcmul", "addcdiv", "masked_fill", "expm1", "exp2", "log2", "log10",
     "sign", "sgn", "lerp", "square", "nan_to_num", "erfc", "atan", "arctan", "floor", "ceil", "round", "trunc", "fix",
-    "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "arcsin", "arccos")}
+    "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "arcsin", "arccos", "frac", "logit")}
 # (asinh_, acosh_ and atanh_ are not taken: torch has no derivative for them in place.)
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
                         "fmod_": "fmod", "remainder_": "remainder", "__imod__": "remainder",
@@ -350,7 +356,7 @@ DTYPE_ALIAS_METHODS = frozenset({"float", "double", "half", "bfloat16", "to", "t
 _INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.elu: _elu,
                  F.silu: _act, F.mish: _act, F.hardsigmoid: _act, F.hardswish: _act, F.selu: _act,
                  F.relu6: _act, F.dropout: _dropout, F.threshold: _threshold, F.celu: _celu}
-METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "log1p", "erf",
+METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "log1p", "erf", "frac",
                 "expm1", "exp2", "log2", "log10", "erfc", "atan", "floor", "ceil", "round", "trunc",
                 "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "asinh", "acosh", "atanh")
 # Other names of those methods.
@@ -3079,6 +3085,8 @@ class Tracer:
             return self.nan_to_num(**self._bind(_nan_to_num, args, kwargs))
         if fn in EXTREMUM_FUNCTIONS:
             return self.binary_extremum(EXTREMUM_FUNCTIONS[fn], args, kwargs)
+        if fn in TENSOR_PAIR_FUNCTIONS:
+            return self.binary_extremum(TENSOR_PAIR_FUNCTIONS[fn], args, kwargs)
         if fn in (torch.div, torch.divide) and "rounding_mode" in kwargs:
             # true division (None), torch's trunc(x / y) ('trunc'), or its floor_divide ('floor',
             # by a number: not floor(x / y) in torch, which rounds the fmod-based quotient).
@@ -3498,10 +3506,13 @@ class Tracer:
         return _Marker("filled", (float(value), like))
 
     def binary_extremum(self, op: str, args, kwargs):
+        """minimum / maximum / fmax / fmin, and the other point-wise ops of two tensors
+        (TENSOR_PAIR_FUNCTIONS: logaddexp)."""
         a = self._bind(_binary_tensors, args, kwargs)
         if not all(isinstance(v, (_Id, _Marker, _TensorNumber)) for v in (a["input"], a["other"])):
-            raise self.refuse(f"{op} of a tensor and a number (torch takes two tensors; write "
-                              "torch.clamp(x, max=c) or torch.clamp(x, min=c))")
+            raise self.refuse(f"{op} of a tensor and a number (torch takes two tensors"
+                              + ("; write torch.clamp(x, max=c) or torch.clamp(x, min=c))"
+                                 if op in EXTREMUM_FUNCTIONS.values() else ")"))
         return self.pointwise(op, [a["input"], a["other"]])
 
     def visit_method(self, name: str, args, kwargs):
@@ -3540,8 +3551,10 @@ class Tracer:
         if name in INPLACE_METHODS:
             # The op itself; Tracer.run rebinds the receiver (and its aliases) to the result.
             return self.visit_method(INPLACE_METHODS[name], args, kwargs)
-        if name in ("minimum", "maximum", "fmax", "fmin"):
+        if name in ("minimum", "maximum", "fmax", "fmin", *TENSOR_PAIR_FUNCTIONS.values()):
             return self.binary_extremum(name, args, kwargs)
+        if name == "logit":
+            return self.visit_function(torch.logit, args, kwargs)
         if name in LOGICAL_METHODS:
             return self.logical(LOGICAL_METHODS[name], args)
         if name in COMPARISON_METHODS:

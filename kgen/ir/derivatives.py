@@ -104,6 +104,20 @@ class CudaMath:
 
 
 # ---- the derivatives (torch's formulas) ------------------------------------------------------
+def _logit(m, g, x, eps):
+    """ATen's logit_backward: g / (x (1 - x)) inside [eps, 1 - eps] (0 outside); without eps, NaN
+    outside [0, 1]."""
+    from kgen.ir.ops import _logit_bounds
+
+    inside = m.div(g, m.mul(x, m.sub(m.c(1.0), x)))
+    if eps is None or eps < 0:
+        lo, hi, outside = 0.0, 1.0, m.c(float("nan"))
+    else:
+        (lo, hi), outside = _logit_bounds(eps), m.c(0.0)
+    return (m.where(m.lt(x, m.c(lo)), outside, m.where(m.gt(x, m.c(hi)), outside, inside)),)
+
+
+
 def _pow(m, g, y, x, exponent):
     if exponent == 0.0:
         return (m.mul(g, m.c(0.0)),)
@@ -212,6 +226,11 @@ DERIVATIVES: dict[str, Vjp] = {
     "exp": lambda m, g, y, x: (m.mul(g, y),),
     "log": lambda m, g, y, x: (m.div(g, x),),
     "log1p": lambda m, g, y, x: (m.div(g, m.add(m.c(1.0), x)),),
+    "logit": lambda m, g, y, x, eps: _logit(m, g, x, eps),
+    # torch's: g / (1 + exp(b - a)) to a, g / (1 + exp(a - b)) to b
+    "logaddexp": lambda m, g, y, a, b: (m.div(g, m.add(m.c(1.0), m.exp(m.sub(b, a)))),
+                                        m.div(g, m.add(m.c(1.0), m.exp(m.sub(a, b))))),
+    "frac": lambda m, g, y, x: (g,),   # (torch's: the gradient passes through)
     "expm1": lambda m, g, y, x: (m.mul(g, m.add(y, m.c(1.0))),),
     "exp2": lambda m, g, y, x: (m.mul(g, m.mul(y, m.c(math.log(2.0)))),),
     "log2": lambda m, g, y, x: (m.div(g, m.mul(x, m.c(math.log(2.0)))),),

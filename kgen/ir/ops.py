@@ -251,6 +251,27 @@ _SELU_NEGCOEF = float(numpy.float32(SELU_ALPHA) * numpy.float32(SELU_SCALE))
 # ----------------------------------------------------------------------------------------------
 # The table.
 
+def _logit_bounds(eps: float) -> tuple[float, float]:
+    """torch.logit's clamp with eps: [eps, 1 - eps], 1 - eps computed in fp32 as ATen's kernel does."""
+    return float(numpy.float32(eps)), float(numpy.float32(1.0) - numpy.float32(eps))
+
+
+def _logit_cuda(a: str, eps: float | None) -> str:
+    # ATen's logit kernel: x clamped to [eps, 1 - eps] (NaN stays NaN) unless eps is None, then
+    # log(z / (1 - z))
+    if eps is None or eps < 0:
+        return f"logf((({a}) / (1.0f - ({a}))))"
+    lo, hi = (cuda_float(v) for v in _logit_bounds(eps))
+    z = f"(({a}) < {lo} ? {lo} : (({a}) > {hi} ? {hi} : ({a})))"
+    return f"logf(({z} / (1.0f - {z})))"
+
+
+def _logaddexp_cuda(a: str, b: str) -> str:
+    # ATen's: a where both are the same infinity, else max(a, b) + log1p(exp(-|a - b|))
+    return (f"((fabsf(({a})) == INFINITY && ({a}) == ({b})) ? ({a}) : "
+            f"(fmaxf(({a}), ({b})) + log1pf(expf(-fabsf(({a}) - ({b}))))))")
+
+
 _DEFINITIONS = (
     # Binary.
     PointwiseOp("add", 2, lambda a, b: f"(({a}) + ({b}))", _binary(torch.add),
@@ -261,12 +282,16 @@ _DEFINITIONS = (
                 doc="a * b (torch.mul)"),
     PointwiseOp("div", 2, lambda a, b: f"(({a}) / ({b}))", _binary(torch.div),
                 doc="a / b, true division (torch.div)"),
+    PointwiseOp("logaddexp", 2, _logaddexp_cuda, _binary(torch.logaddexp),
+                doc="log(e^a + e^b) (torch.logaddexp)"),
     # Unary arithmetic.
     PointwiseOp("neg", 1, lambda a: f"(-({a}))", torch.neg, doc="-x (torch.neg)"),
     PointwiseOp("abs", 1, lambda a: f"fabsf(({a}))", torch.abs, doc="|x| (torch.abs)"),
     PointwiseOp("exp", 1, lambda a: f"expf(({a}))", torch.exp, doc="e^x (torch.exp)"),
     PointwiseOp("log", 1, lambda a: f"logf(({a}))", torch.log, doc="natural logarithm (torch.log)"),
     PointwiseOp("log1p", 1, lambda a: f"log1pf(({a}))", torch.log1p, doc="log(1 + x), accurate near 0 (torch.log1p)"),
+    PointwiseOp("logit", 1, _logit_cuda, lambda x, eps: torch.logit(x, eps), (("eps", None),),
+                doc="log(x / (1 - x)), x clamped to [eps, 1 - eps] where eps is given (torch.logit)"),
     PointwiseOp("expm1", 1, lambda a: f"expm1f(({a}))", torch.expm1, doc="e^x - 1, accurate near 0 (torch.expm1)"),
     PointwiseOp("exp2", 1, lambda a: f"exp2f(({a}))", torch.exp2, doc="2^x (torch.exp2)"),
     PointwiseOp("log2", 1, lambda a: f"log2f(({a}))", torch.log2, doc="base-2 logarithm (torch.log2)"),
@@ -303,6 +328,9 @@ _DEFINITIONS = (
                 attrs=(("decimals", 0.0),),
                 doc="round to nearest, ties to even; with decimals, x * 10^d rounded, / 10^d (torch.round)"),
     PointwiseOp("trunc", 1, lambda a: f"truncf(({a}))", torch.trunc, doc="round toward zero (torch.trunc)"),
+    # x - trunc(x): the gradient passes through (torch's), a jump at every integer (JUMPING)
+    PointwiseOp("frac", 1, lambda a: f"(({a}) - truncf(({a})))", torch.frac,
+                doc="the fractional part, x - trunc(x) (torch.frac)"),
     # The remainders of a division by a constant: fmod's has the sign of x (C's fmodf), remainder's
     # the sign of the divisor (ATen's: fmod, then + other where the signs differ). A jump at every
     # multiple of `other`.
@@ -424,14 +452,14 @@ assert len(POINTWISE) == len(_DEFINITIONS), "two point-wise ops share a name"
 # The ops whose result jumps (where, at its condition's boundary; rounding, at every integer):
 # an fp32 input a rounding error away from fp64's may land on the other side, so the gate leaves
 # such output elements out of its forward comparisons (check/validate.may_jump, kinks.jump_mask).
-JUMPING = frozenset({"where", "floor", "ceil", "round", "trunc", "fmod", "remainder", "floor_divide"})
+JUMPING = frozenset({"where", "floor", "ceil", "round", "trunc", "frac", "fmod", "remainder", "floor_divide"})
 assert JUMPING <= set(POINTWISE)
 # The ops whose value is differentiable wherever it is finite: no kink, no jump (relu, abs, clamp,
 # hardtanh, min / max and the like bend; pow's exponent decides, so it is left out). The gate's
 # gradient checks look for output elements at a kink of the reference (check/kinks.py: 7-9 fp64
 # forwards and backwards per look) only in a module with an op that is not smooth (`smooth`;
 # check/validate.may_kink). Tied to the oracles by tests/test_ops_smooth.py.
-SMOOTH = frozenset({"add", "sub", "mul", "div", "neg", "exp", "log", "log1p", "expm1", "exp2", "log2", "log10",
+SMOOTH = frozenset({"add", "sub", "mul", "div", "logaddexp", "neg", "exp", "log", "log1p", "expm1", "exp2", "log2", "log10",
                     "erf", "erfc", "atan", "ndtr", "asin", "acos", "asinh", "acosh", "atanh", "sin", "cos", "tan",
                     "sinh", "cosh", "sqrt", "norm_sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish",
                     "identity", "detach", "zero_if_inf"})
@@ -447,6 +475,8 @@ def smooth(name: str, attrs: Mapping | None = None) -> bool:
     threshold)."""
     if name == "softplus":
         return float(dict(attrs or {}).get("threshold", 20.0)) >= SOFTPLUS_SMOOTH_THRESHOLD
+    if name == "logit":   # (without eps smooth where finite, inside (0, 1); eps's clamp bends it)
+        return dict(attrs or {}).get("eps") is None
     return name in SMOOTH
 
 

@@ -86,8 +86,14 @@ def test_the_build_for_autocast_reads_an_fp32_weight_where_every_part_can(case, 
 @pytest.fixture
 def autocast_on(monkeypatch):
     """CUDA's autocast reported on (the file asks torch.is_autocast_enabled("cuda"), which a CPU
-    host cannot turn on)."""
+    host cannot turn on). The file's backward then enters torch.autocast("cuda", enabled=False),
+    whose exit restores the state it read through the patched function, True, into torch's
+    thread-local one for good: later tests in the process ran under CUDA's autocast (CI's one
+    failure at 0833577, a custom_fwd reference whose inputs it then cast). Put back after."""
+    real = torch.is_autocast_enabled("cuda")
     monkeypatch.setattr(torch, "is_autocast_enabled", lambda device_type=None: True)
+    yield
+    torch.set_autocast_enabled("cuda", real)
 
 
 def checked_weight(module, rows: int, requires_grad: bool, grad_enabled: bool) -> torch.Tensor:

@@ -597,9 +597,8 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
             call.append(f"operand{k}=operand{k}")
             continue
         numels = {"col": "(n,)", "scalar": "(1,)"}.get(node.level) or f"({numel(node.attrs['shape'])},)"
-        # (a bool buffer, a condition: 1 and 0, and a 0-d integer one: in the module's
-        # dtype, as the kernels read operands and as torch promotes them against x's values)
-        value = _self_attr(path) + (".to(x.dtype)" if node.attrs.get("bool") or node.attrs.get("integer") else "")
+        # (a bool buffer, a condition: 1 and 0 in the module's dtype, as the kernels read operands)
+        value = _self_attr(path) + (".to(x.dtype)" if node.attrs.get("bool") else "")
         if "pool" in node.attrs:   # averaged over the windows W's rows are (rewrite.pool_as_weight)
             value = window_means_code(value, *node.attrs["pool"])
         lines.append(f"operand{k} = _kgen_checked_param({value}, x, {numels}, {path!r}, autocast)")

@@ -1209,8 +1209,7 @@ class Tracer:
         The node's `shape` is the view's, its data the parameter's storage, in order: an (N, 1)
         bias read as bias.t() is a per-column (1, N) value of N contiguous floats. A bool buffer
         (a mask) has attrs["bool"]: the emitted forward and the oracle read it in the module's
-        dtype, 1 and 0, as torch promotes it in x * mask (and Tracer._condition compares it); a
-        0-d integer one attrs["integer"], read in the module's dtype likewise."""
+        dtype, 1 and 0, as torch promotes it in x * mask (and Tracer._condition compares it)."""
         t = self._tensor(path)
         shape = tuple(t.shape) if view is None else tuple(view)
         if path in self.params:
@@ -1230,18 +1229,12 @@ class Tracer:
             level = "col"
         else:
             level = "free"     # broadcast as torch does, in the output's tail (ir.py)
-        # (a 0-d integer tensor, register_buffer('k', torch.tensor(2)) with an int argument,
-        # promotes as a number does: y * k has y's dtype, and k's value in it is k in y's dtype,
-        # as are the 0-d float32 values torch makes of it (k / 10, torch.sqrt(k)) where they meet
-        # y. One of a dimension does not: k / 10 of a (1,) int64 k is a (1,) float32 tensor,
-        # which promotes a 16-bit y to float32)
-        integer = not t.is_floating_point() and not t.is_complex() and t.dtype != torch.bool and t.dim() == 0
-        if t.dtype not in MODULE_DTYPES and t.dtype != torch.bool and not integer:
+        if t.dtype not in MODULE_DTYPES and t.dtype != torch.bool:
             kind = "parameter" if isinstance(t, nn.Parameter) else "buffer"
             raise self.refuse(f"the {kind} {path} is {t.dtype}; kgen reads parameters and buffers of float32, "
-                              "bfloat16 or float16, bool, or 0-d integer ones: register it in the module's dtype")
+                              "bfloat16 or float16 (or bool) only: register it in the module's dtype")
         self.params[path] = self.add("param", level, path=path, shape=shape,
-                                     **({"bool": True} if t.dtype == torch.bool else {"integer": True} if integer else {}))
+                                     **({"bool": True} if t.dtype == torch.bool else {}))
         return self.params[path]
 
     def _condition(self, v):
@@ -3928,7 +3921,7 @@ def refuse_running_buffer_reads(graph: Graph, ref) -> None:
     lines = ref.source.splitlines()
     for part in graph.parts:
         buffers = {f"{bn.attrs['module']}.{name}" if bn.attrs.get("module") else name
-                   for bn in part.batchnorms for name in (*UPDATED_IN_PLACE, "num_batches_tracked")}
+                   for bn in part.batchnorms for name in UPDATED_IN_PLACE}
         for n in part.live():
             if n.kind == "param" and n.attrs.get("path") in buffers:
                 text = lines[n.line - 1].strip() if n.line else ""

@@ -439,8 +439,7 @@ class Graph:
                 if "pool" in n.attrs:   # a bias averaged as the GEMM's weight is (rewrite.pool_as_weight)
                     value = window_means(value.reshape(-1), *n.attrs["pool"])
                 values[n.id] = value.reshape(n.attrs["shape"])
-                if n.attrs.get("bool") or n.attrs.get("integer"):   # (a condition's 1 and 0, an integer:
-                    # in the module's dtype, as the file hands it)
+                if n.attrs.get("bool"):   # a condition: 1 and 0 in the module's dtype, as the file hands it
                     values[n.id] = values[n.id].to(x.dtype)
             elif n.kind == "const" and n.level != "scalar":
                 # x - x (rewrite.simplify): a constant of a tensor's shape

@@ -239,14 +239,17 @@ def main():
     """kgen: synthesize fused CUDA ModelNew files for PyTorch reference modules."""
 
 
-def _other_dtype_tensors(reference) -> list[str]:
-    """The module's floating parameters and buffers whose dtype is not its input's, as 'NAME is
-    DTYPE' (at most three named): a 16-bit module that keeps a BatchNorm, a norm or a buffer in
-    fp32 (mixed precision's habit)."""
+def _other_dtype_tensors(reference, graph) -> list[str]:
+    """The floating parameters and buffers the traced forward reads (`graph`'s nodes name them, or
+    the module that holds them: a BatchNorm's) whose dtype is not the input's, as 'NAME is DTYPE'
+    (at most three named): a 16-bit module that keeps a BatchNorm, a norm or a buffer in fp32
+    (mixed precision's habit). One the forward never reads does not count."""
     own = reference.input.dtype
+    named = {v for part in graph.parts for n in part.nodes for v in n.attrs.values() if isinstance(v, str)}
     model = reference.meta_model()
     other = [(name, t.dtype) for name, t in (*model.named_parameters(), *model.named_buffers())
-             if t.is_floating_point() and t.dtype != own]
+             if t.is_floating_point() and t.dtype != own
+             and (name in named or any(name.startswith(f"{path}.") for path in named))]
     said = [f"{name} is {str(dtype).removeprefix('torch.')}" for name, dtype in other[:3]]
     return said + ([f"{len(other) - 3} more"] if len(other) > 3 else [])
 
@@ -354,7 +357,7 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
         click.echo("note: a bf16 / fp16 module runs this file's matrix-vector rewrite, nearer fp64 than eager in "
                    "that dtype but not always within 1e-2 of eager (KernelBench 18); `kgen generate --dtype bf16` "
                    "(or fp16) writes the file a search in that dtype picked, else kgen's 16-bit GEMM", err=True)
-    mixed = _other_dtype_tensors(spec.reference())
+    mixed = _other_dtype_tensors(spec.reference(), spec.graph())
     if mixed:
         # (the file reads each parameter and buffer in the input's dtype, or in fp32 in its build for
         # torch.autocast: _kgen_checked_param; a run outside autocast refuses the module as it is)

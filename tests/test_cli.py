@@ -739,7 +739,7 @@ def test_generate_notes_parameters_in_another_dtype_than_the_input(tmp_path):
     """A 16-bit module that keeps a BatchNorm in fp32 (mixed precision's habit) generates, and
     generate says at once what the file would only say at run time: outside torch.autocast its
     kernels read every parameter and buffer in the input's dtype and refuse the module as built.
-    A module of one dtype gets no such note."""
+    A module of one dtype gets no such note, nor one whose other-dtype tensor the forward never reads."""
     ref = tmp_path / "mixed.py"
     ref.write_text(module_source("x = torch.relu(self.bn(x))", {"bn": "nn.BatchNorm1d(out_features).float()"},
                                  64, dtype="bfloat16"))
@@ -751,4 +751,9 @@ def test_generate_notes_parameters_in_another_dtype_than_the_input(tmp_path):
     same.write_text(module_source("x = torch.relu(self.bn(x))", {"bn": "nn.BatchNorm1d(out_features, dtype=torch.bfloat16)"}, 64,
                                   dtype="bfloat16"))
     r = run("generate", str(same), "-o", str(tmp_path / "same_out.py"))
+    assert r.exit_code == 0 and "note: the module's input" not in r.output, r.output
+    unread = tmp_path / "unread.py"   # (a float64 buffer the forward never reads: the file never refuses it)
+    unread.write_text(module_source("x = torch.relu(x)", {"spare": "nn.Parameter(torch.zeros(3, dtype=torch.float64))"},
+                                    64, dtype="bfloat16"))
+    r = run("generate", str(unread), "-o", str(tmp_path / "unread_out.py"))
     assert r.exit_code == 0 and "note: the module's input" not in r.output, r.output

@@ -233,3 +233,36 @@ def test_a_one_element_tensor_made_in_a_16_bit_dtype_holds_the_rounded_number(bo
     x = torch.rand(8, 16)
     with torch.no_grad():
         torch.testing.assert_close(graph.interpret(x, copy.deepcopy(model)), model(x), rtol=1e-6, atol=1e-6)
+
+
+# ---- 4. values torch makes float32 whatever the module's dtype ----------------------------------
+# A comparison (a bool) combined with a Python float, and torch.where of two Python numbers one of
+# them a float, are tensors of torch's default dtype, float32, which promote a 16-bit y: eager's
+# output is then float32 (checked here in bf16 on the CPU), and kgen's file, which kept the
+# module's dtype, handed a bf16 output of other values. They are float32 facts now (the file runs
+# float32 modules, and says why for a 16-bit one), as nan_to_num's default bounds are. Of two ints,
+# or with a tensor branch, the module's dtype holds.
+FLOAT32_MADE = {   # x = ...
+    "y * ((y > 0) * 0.1)": True,
+    "y + 0.5 * (y <= 0.2)": True,
+    "y * torch.where(y > 0, 1.0, -1.0)": True,
+    "y + torch.where(y > 0, 1, 0.5)": True,
+    "y * (y > 0) * 0.1": False,   # ((y * (y > 0)) * 0.1: the bool meets y first)
+    "y * torch.where(y > 0, 1, -1)": False,
+    "torch.where(y > 0, y, 0.0)": False,
+    "y * ((y > 0).to(y.dtype) * 0.1)": False,
+}
+
+
+@pytest.mark.parametrize("spelling", FLOAT32_MADE)
+def test_values_torch_makes_in_float32_are_float32_facts(spelling, tmp_path):
+    made = FLOAT32_MADE[spelling]
+    r = ref(tmp_path, [f"x = {spelling}"])
+    m = r.Model(*r.init_args()).to(torch.bfloat16)
+    with torch.no_grad():
+        eager = m(torch.randn(4, r.input.shape[1]).to(torch.bfloat16))
+    assert (eager.dtype == torch.float32) == made   # (torch's rule, as kgen reads it)
+    graph = traced(r)
+    assert bool(graph.fp32_casts) == made, graph.fp32_casts
+    if made:
+        assert "float32 tensor in torch (its default dtype)" in graph.fp32_casts[0][2]

@@ -1291,8 +1291,14 @@ class Tracer:
         # zeros_like(v) and its kin: the constant, provided v's shape adds nothing to the result's
         # (checked below), so that the result has the shape torch gives it.
         tensors = [a for a in args if isinstance(a, (_Id, _Marker))]
-        if tensors and all(_is_comparison(a) for a in tensors) and not any(
-                isinstance(a, float) and not isinstance(a, _TensorNumber) for a in args):
+        python_float = any(isinstance(a, float) and not isinstance(a, _TensorNumber) for a in args)
+        if tensors and all(_is_comparison(a) for a in tensors) and python_float:
+            # (x > 0) * 0.1: torch promotes the bool to its default dtype, float32, whatever the
+            # module's, and that float32 tensor promotes a 16-bit y: a float32 fact
+            self.fp32_casts.append((*self.where, "a comparison combined with a Python float, as in `(x > 0) * 0.1`, "
+                                    "is a float32 tensor in torch (its default dtype), which makes a 16-bit "
+                                    "module compute on in float32"))
+        if tensors and all(_is_comparison(a) for a in tensors) and not python_float:
             # (With a Python float among the operands torch promotes the bool to a float tensor:
             # (x > 0) * 0.1 is 0.1 / 0, which value() makes; with an int it is an integer tensor.)
             raise self.refuse(f"{op} of comparisons alone (a bool or integer tensor in torch; kgen's values "
@@ -3475,6 +3481,13 @@ class Tracer:
         for v in (a["input"], a["other"]):
             if isinstance(v, bool):
                 raise self.refuse(f"torch.where with the bool {v!r} as a value")
+        numbers = [v for v in (a["input"], a["other"]) if _is_number(v) and not isinstance(v, (_Id, _TensorNumber))]
+        if len(numbers) == 2 and any(isinstance(v, float) for v in numbers):
+            # torch.where(x > 0, 1.0, -1.0): a tensor of torch's default dtype, float32, which
+            # promotes a 16-bit y (of two ints, an int64 one, which does not)
+            self.fp32_casts.append((*self.where, "torch.where of two Python numbers, one a float, is a float32 "
+                                    "tensor in torch (its default dtype), which makes a 16-bit module compute on "
+                                    "in float32"))
         return self.pointwise("where", [lhs, rhs, a["input"], a["other"]], {"compare": compare})
 
     def fill_like(self, fn, args, kwargs):

@@ -241,6 +241,8 @@ def test_a_one_element_tensor_made_in_a_16_bit_dtype_holds_the_rounded_number(bo
 # output is then float32 (checked here in bf16 on the CPU), and kgen's file, which kept the
 # module's dtype, handed a bf16 output of other values. They are float32 facts now (the file runs
 # float32 modules, and says why for a 16-bit one), as nan_to_num's default bounds are. Of two ints,
+# torch.where is an int64 tensor (Tracer.integer_values), whose sums and products with ints stay
+# integers and which a Python float, a division or a float op makes float32; with a float tensor,
 # or with a tensor branch, the module's dtype holds.
 FLOAT32_MADE = {   # x = ...
     "y * ((y > 0) * 0.1)": True,
@@ -249,6 +251,11 @@ FLOAT32_MADE = {   # x = ...
     "y + torch.where(y > 0, 1, 0.5)": True,
     "y * (y > 0) * 0.1": False,   # ((y * (y > 0)) * 0.1: the bool meets y first)
     "y * torch.where(y > 0, 1, -1)": False,
+    "y + torch.where(y > 0, 1, -1) * 0.5": True,   # (an int64 tensor, then float32)
+    "y + torch.where(y > 0, 3, 0) / 2": True,
+    "y * torch.exp(torch.where(y > 0, 1, 0))": True,
+    "y + (torch.where(y > 0, 1, 0) + 1) * 2 - 1": False,   # (integers throughout, then y's)
+    "y + torch.where(y > 0, 1, 0) * y * 0.5": False,
     "torch.where(y > 0, y, 0.0)": False,
     "y * ((y > 0).to(y.dtype) * 0.1)": False,
 }

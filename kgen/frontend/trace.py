@@ -918,6 +918,9 @@ class Tracer:
         self.dropouts: list[dict] = []   # active dropouts (Tracer.dropout)
         self.dropout_is_identity = False   # every dropout taken as the identity (_trace's mode check)
         self.fp32_casts: list[tuple] = []   # casts to float32 taken as no-ops (Graph.fp32_casts)
+        # values that are integer tensors in torch (torch.where of two Python ints, and sums and
+        # products of them with ints): a Python float, a division or a float op makes them float32
+        self.integer_values: set[int] = set()
         self.sizes_read: list[tuple] = []   # feature sizes read as numbers (Graph.sizes_read)
         self.no_derivative: list[tuple] = []   # ops torch has no derivative for (Graph.no_derivative)
         self.output_tail: tuple = ()   # torch's last op on the kernel's output (Graph.output_tail)
@@ -1286,6 +1289,25 @@ class Tracer:
         return ("M", pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
 
     def pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
+        """Point-wise op `op` of `args` (Tracer._pointwise), following torch's integer tensors
+        (integer_values): where every tensor operand is one, a sum, difference or product with
+        Python ints (or a negation, an absolute value) is one too; a Python float, a division or
+        any other op makes a float32 tensor of it (torch's default dtype, whatever the module's),
+        which promotes a 16-bit y: a float32 fact. With a float tensor the result is that one's."""
+        tensors = [a for a in args if isinstance(a, (_Id, _Marker))]
+        integer = bool(tensors) and all(isinstance(a, _Id) and a in self.integer_values for a in tensors)
+        python_float = any(isinstance(a, float) and not isinstance(a, _TensorNumber) for a in args)
+        keeps_integer = integer and op in ("add", "sub", "mul", "neg", "abs") and not python_float
+        if integer and not keeps_integer:
+            self.fp32_casts.append((*self.where, f"{op} of an integer tensor (torch.where of two Python ints) with a "
+                                    "Python float, a division or a float op is a float32 tensor in torch (its "
+                                    "default dtype), which makes a 16-bit module compute on in float32"))
+        result = self._pointwise(op, args, attrs)
+        if keeps_integer and isinstance(result, _Id):
+            self.integer_values.add(result)
+        return result
+
+    def _pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
         if any(isinstance(a, _Marker) and a.kind in ("group", "windows") for a in args):
             return self._group_pointwise(op, args, attrs or {})
         # zeros_like(v) and its kin: the constant, provided v's shape adds nothing to the result's
@@ -3484,11 +3506,14 @@ class Tracer:
         numbers = [v for v in (a["input"], a["other"]) if _is_number(v) and not isinstance(v, (_Id, _TensorNumber))]
         if len(numbers) == 2 and any(isinstance(v, float) for v in numbers):
             # torch.where(x > 0, 1.0, -1.0): a tensor of torch's default dtype, float32, which
-            # promotes a 16-bit y (of two ints, an int64 one, which does not)
+            # promotes a 16-bit y (of two ints, an int64 one, which does not: integer_values)
             self.fp32_casts.append((*self.where, "torch.where of two Python numbers, one a float, is a float32 "
                                     "tensor in torch (its default dtype), which makes a 16-bit module compute on "
                                     "in float32"))
-        return self.pointwise("where", [lhs, rhs, a["input"], a["other"]], {"compare": compare})
+        result = self.pointwise("where", [lhs, rhs, a["input"], a["other"]], {"compare": compare})
+        if len(numbers) == 2 and not any(isinstance(v, float) for v in numbers) and isinstance(result, _Id):
+            self.integer_values.add(result)
+        return result
 
     def fill_like(self, fn, args, kwargs):
         """torch.zeros_like(v) / ones_like(v) / full_like(v, c): the constant (of v's shape: the

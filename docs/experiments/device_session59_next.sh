@@ -5,8 +5,11 @@
 # 14-25 us less host time; its tiers 95 passed), probe 58's spellings (autocast 222 passed,
 # kgen validate 18 of 18 on two modules in fp32 and bf16). Left for the GPU:
 #
-# 1. Commits after call E (CPU-checked only): the generate note for a module with parameters in
-#    another dtype (kgen/cli.py), the review's fixes if any (git log after 0833577).
+# 1. Commits after call E (CPU-checked only; git log 716550b..): the new ops' accuracy on the GPU
+#    (tests/test_ops.py's gpu test: logaddexp, logit, frac), kgen validate of a module using them
+#    in fp32 and bf16; the float32 facts ((y > 0) * 0.1, torch.where of Python numbers) make such
+#    files fp32-only (tests/test_autocast_dtype_gpu.py again); the review's fixes (a number made in
+#    a 16-bit dtype rounded, .item() under autocast).
 # 2. KernelBench's eval at bf16 on all 36 with the node (scripts/device_kernelbench.sh
 #    PRECISIONS=bf16 GPUS=2, alone on its GPUs): KernelBench's timing runs a forward that records
 #    autograd, whose host time the node cut; session 58's 1.007 median was taken beside GPU tests.

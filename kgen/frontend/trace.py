@@ -1296,12 +1296,15 @@ class Tracer:
         which promotes a 16-bit y: a float32 fact. With a float tensor the result is that one's."""
         tensors = [a for a in args if isinstance(a, (_Id, _Marker))]
         integer = bool(tensors) and all(isinstance(a, _Id) and a in self.integer_values for a in tensors)
-        python_float = any(isinstance(a, float) and not isinstance(a, _TensorNumber) for a in args)
+        python_float = _has_python_float(args)
         keeps_integer = integer and op in ("add", "sub", "mul", "neg", "abs") and not python_float
         if integer and not keeps_integer:
-            self.fp32_casts.append((*self.where, f"{op} of an integer tensor (torch.where of two Python ints) with a "
-                                    "Python float, a division or a float op is a float32 tensor in torch (its "
-                                    "default dtype), which makes a 16-bit module compute on in float32"))
+            self._default_dtype_fact(f"{op} of an integer tensor (torch.where of two Python ints) with a Python "
+                                     "float, a division or a float op")
+        if tensors and all(_is_comparison(a) for a in tensors) and python_float:
+            # (x > 0) * 0.1: torch promotes the bool to its default dtype (kgen's value is the
+            # comparison as 1.0 / 0.0: Tracer.value); with an int it is an integer tensor (refused)
+            self._default_dtype_fact("a comparison combined with a Python float, as in `(x > 0) * 0.1`,")
         result = self._pointwise(op, args, attrs)
         if keeps_integer and isinstance(result, _Id):
             self.integer_values.add(result)
@@ -1313,14 +1316,7 @@ class Tracer:
         # zeros_like(v) and its kin: the constant, provided v's shape adds nothing to the result's
         # (checked below), so that the result has the shape torch gives it.
         tensors = [a for a in args if isinstance(a, (_Id, _Marker))]
-        python_float = any(isinstance(a, float) and not isinstance(a, _TensorNumber) for a in args)
-        if tensors and all(_is_comparison(a) for a in tensors) and python_float:
-            # (x > 0) * 0.1: torch promotes the bool to its default dtype, float32, whatever the
-            # module's, and that float32 tensor promotes a 16-bit y: a float32 fact
-            self.fp32_casts.append((*self.where, "a comparison combined with a Python float, as in `(x > 0) * 0.1`, "
-                                    "is a float32 tensor in torch (its default dtype), which makes a 16-bit "
-                                    "module compute on in float32"))
-        if tensors and all(_is_comparison(a) for a in tensors) and not python_float:
+        if tensors and all(_is_comparison(a) for a in tensors) and not _has_python_float(args):
             # (With a Python float among the operands torch promotes the bool to a float tensor:
             # (x > 0) * 0.1 is 0.1 / 0, which value() makes; with an int it is an integer tensor.)
             raise self.refuse(f"{op} of comparisons alone (a bool or integer tensor in torch; kgen's values "
@@ -2457,6 +2453,13 @@ class Tracer:
             return self._fp32_cast(target == dtype)
         return target == dtype
 
+    def _default_dtype_fact(self, what: str) -> None:
+        """A value torch makes in its default dtype, float32, whatever the module's (`what`): it
+        promotes a 16-bit y, so a 16-bit module computes on in float32 from there, which kgen's
+        16-bit build does not: a float32 fact (Graph.fp32_casts, as a cast to float32 is)."""
+        self.fp32_casts.append((*self.where, f"{what} is a float32 tensor in torch (its default dtype), "
+                                "which makes a 16-bit module compute on in float32"))
+
     def _fp32_cast(self, same: bool) -> bool:
         """A cast that names float32 (x.float(), x.to(torch.float32)), a no-op here: recorded
         (Graph.fp32_casts: in a 16-bit module it is not)."""
@@ -3105,9 +3108,9 @@ class Tracer:
         if fn is torch.nan_to_num:
             return self.nan_to_num(**self._bind(_nan_to_num, args, kwargs))
         if fn in EXTREMUM_FUNCTIONS:
-            return self.binary_extremum(EXTREMUM_FUNCTIONS[fn], args, kwargs)
+            return self.tensor_pair(EXTREMUM_FUNCTIONS[fn], args, kwargs)
         if fn in TENSOR_PAIR_FUNCTIONS:
-            return self.binary_extremum(TENSOR_PAIR_FUNCTIONS[fn], args, kwargs)
+            return self.tensor_pair(TENSOR_PAIR_FUNCTIONS[fn], args, kwargs)
         if fn in (torch.div, torch.divide) and "rounding_mode" in kwargs:
             # true division (None), torch's trunc(x / y) ('trunc'), or its floor_divide ('floor',
             # by a number: not floor(x / y) in torch, which rounds the fmod-based quotient).
@@ -3292,7 +3295,7 @@ class Tracer:
         second = args[1] if len(args) >= 2 else kwargs.get("other")
         if isinstance(second, (_Id, _Marker, _TensorNumber)) or "other" in kwargs:
             # torch.min(x, other) / torch.max(x, other) of two tensors: torch.minimum / maximum.
-            return self.binary_extremum({"min": "minimum", "max": "maximum"}[kind], args, kwargs)
+            return self.tensor_pair({"min": "minimum", "max": "maximum"}[kind], args, kwargs)
         dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
         keepdim = kwargs.get("keepdim", args[2] if len(args) > 2 else False)
         if dim is None:
@@ -3505,11 +3508,8 @@ class Tracer:
                 raise self.refuse(f"torch.where with the bool {v!r} as a value")
         numbers = [v for v in (a["input"], a["other"]) if _is_number(v) and not isinstance(v, (_Id, _TensorNumber))]
         if len(numbers) == 2 and any(isinstance(v, float) for v in numbers):
-            # torch.where(x > 0, 1.0, -1.0): a tensor of torch's default dtype, float32, which
-            # promotes a 16-bit y (of two ints, an int64 one, which does not: integer_values)
-            self.fp32_casts.append((*self.where, "torch.where of two Python numbers, one a float, is a float32 "
-                                    "tensor in torch (its default dtype), which makes a 16-bit module compute on "
-                                    "in float32"))
+            # torch.where(x > 0, 1.0, -1.0) (of two ints, an int64 tensor: integer_values)
+            self._default_dtype_fact("torch.where of two Python numbers, one a float,")
         result = self.pointwise("where", [lhs, rhs, a["input"], a["other"]], {"compare": compare})
         if len(numbers) == 2 and not any(isinstance(v, float) for v in numbers) and isinstance(result, _Id):
             self.integer_values.add(result)
@@ -3536,7 +3536,7 @@ class Tracer:
             raise self.refuse(f"torch.{name} of something other than a value computed after the GEMM")
         return _Marker("filled", (float(value), like))
 
-    def binary_extremum(self, op: str, args, kwargs):
+    def tensor_pair(self, op: str, args, kwargs):
         """minimum / maximum / fmax / fmin, and the other point-wise ops of two tensors
         (TENSOR_PAIR_FUNCTIONS: logaddexp)."""
         a = self._bind(_binary_tensors, args, kwargs)
@@ -3583,7 +3583,7 @@ class Tracer:
             # The op itself; Tracer.run rebinds the receiver (and its aliases) to the result.
             return self.visit_method(INPLACE_METHODS[name], args, kwargs)
         if name in ("minimum", "maximum", "fmax", "fmin", *TENSOR_PAIR_FUNCTIONS.values()):
-            return self.binary_extremum(name, args, kwargs)
+            return self.tensor_pair(name, args, kwargs)
         if name == "logit":
             return self.visit_function(torch.logit, args, kwargs)
         if name in LOGICAL_METHODS:
@@ -3809,6 +3809,11 @@ def _permutes_2d(rest, kwargs) -> bool:
     dims = kwargs.get("dims", rest[0] if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest)
     return len(dims) == 2 and all(isinstance(d, int) and not isinstance(d, _Id) for d in dims) \
         and [d % 2 for d in dims] == [1, 0]
+
+
+def _has_python_float(args) -> bool:
+    """Whether a Python float (not a tensor's number) is among an op's operands."""
+    return any(isinstance(a, float) and not isinstance(a, _TensorNumber) for a in args)
 
 
 def _is_comparison(v) -> bool:

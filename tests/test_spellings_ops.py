@@ -459,6 +459,32 @@ def test_floor_division_is_div_with_rounding_mode_floor_without_a_derivative(nam
     assert backward.unsupported(lower.lower(trace(div), fused_stats=True, external_gemm=False)) is None
 
 
+# A floor division autograd records nothing of trains, in torch and in the file: of a buffer, of a
+# detached value, or under no_grad (session 59: the file's backward raised for all of them).
+FLOOR_DIVIDE_WITHOUT_GRADIENT = {
+    "buffer // 2": ("x = x * (self.k // 2)", {"k": "nn.Buffer(torch.tensor(5.0))"}),
+    "torch.floor_divide(buffer)": ("x = x + torch.floor_divide(self.kb, 0.3)",
+                                   {"kb": "nn.Buffer(torch.randn(out_features))"}),
+    "detached value": ("x = x + x.detach() // 0.7", {}),
+    "frozen parameter": ("x = x * (self.k // 2)", {"k": "nn.Parameter(torch.tensor(5.0), requires_grad=False)"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOOR_DIVIDE_WITHOUT_GRADIENT))
+def test_a_floor_division_autograd_does_not_record_trains(name, tmp_path):
+    body, params = FLOOR_DIVIDE_WITHOUT_GRADIENT[name]
+    ref = write(tmp_path, "spelled", body, params)
+    # (gradients against torch.autograd's, of every parameter: the reference trains)
+    graph = check(ref, grads=name != "frozen parameter")
+    assert backward.unsupported(lower.lower(graph, fused_stats=True, external_gemm=False)) is None
+    # The same op of a value with a gradient, or of a parameter that wants one, raises in torch: so
+    # does the file's backward.
+    for raising in ("x = x * (x // 2)", "x = x * (self.c // 2)"):
+        graph = trace(write(tmp_path, "raising", raising))
+        assert "no derivative for floor_divide" in backward.unsupported(
+            lower.lower(graph, fused_stats=True, external_gemm=False))
+
+
 # A dtype named that is the module's own changes nothing (the oracle's fp64 run would make them
 # casts, so only the IR is compared).
 OWN_DTYPE = {

@@ -2583,6 +2583,30 @@ class Tracer:
             return self.dropout(args[0], module.p, module.training, path)
         raise self.refuse(f"the module {path} ({kind.__module__}.{kind.__name__}) is not supported")
 
+    def _records_gradient(self, value) -> bool:
+        """Whether torch's autograd records an op on `value`: it is computed, other than through a
+        detach, from the GEMM, the module's input or a parameter that wants a gradient (a buffer
+        does not; a value kgen reads as a marker is taken to)."""
+        if isinstance(value, _Marker) and value.kind in ("tensor", "matrix") and isinstance(value.payload, str):
+            return self._tensor(value.payload).requires_grad   # (a parameter or buffer read as it is)
+        if not isinstance(value, _Id):
+            return isinstance(value, _Marker)
+        stack, seen = [int(value)], set()
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            n = self.nodes[i]
+            if n.kind == "pointwise" and n.op == "detach":
+                continue
+            if n.kind == "gemm" or (n.kind == "input" and not n.attrs.get("detached")):
+                return True
+            if n.kind == "param" and self._tensor(n.attrs["path"]).requires_grad:
+                return True
+            stack.extend(n.args)
+        return False
+
     def _depends(self, node: int, on: int) -> bool:
         stack, seen = [node], set()
         while stack:
@@ -3127,7 +3151,9 @@ class Tracer:
             return self.pointwise("round", [a["input"]], {"decimals": a["decimals"]})
         if fn in BY_NUMBER_FUNCTIONS:
             a = self._bind(lambda input, other: None, args, kwargs)
-            if BY_NUMBER_FUNCTIONS[fn] == "floor_divide":   # (torch has no derivative for it)
+            if BY_NUMBER_FUNCTIONS[fn] == "floor_divide" and self._records_gradient(a["input"]):
+                # (torch has no derivative for it: a backward through it raises, in torch too;
+                # `y * (self.c // 2)` of a buffer records nothing, and trains)
                 self.no_derivative.append(self.where)
             return self.by_number(BY_NUMBER_FUNCTIONS[fn], a["input"], a["other"])
         if fn in (torch.tensor, torch.as_tensor, torch.scalar_tensor):

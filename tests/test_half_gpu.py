@@ -244,6 +244,45 @@ def test_the_cpp_node_gives_the_python_nodes_gradients(files, ref, dtype, monkey
         assert native is None or torch.equal(native, python), k
 
 
+# A chain of C++ nodes as long as this, freed: torch 2.11's nodes are shared_ptrs, whose default
+# deleter frees the chain in nested destructors (a stack overflow long before this), where
+# torch's deleteNode, which the node's maker passes, frees it iteratively.
+CHAIN_LENGTH = 200_000
+CHAIN_SCRIPT = """
+import sys, torch
+from kgen.check.loading import EmittedFile
+f = EmittedFile(sys.argv[1])
+with torch.device("cuda"):
+    new = f.ModelNew(*f.init_args()).to(torch.bfloat16)
+assert any(p is not None for p in f.module._KGEN_NATIVE_PLANS)
+x = torch.rand(f.spec.batch, f.spec.in_features, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+y = x
+for _ in range(int(sys.argv[2])):
+    y = new(y)
+assert "PartNode" in y.grad_fn.name()
+del y
+torch.cuda.synchronize()
+print("freed")
+"""
+
+
+def test_a_long_chain_of_cpp_nodes_is_freed(tmp_path):
+    """A ModelNew applied to its own output CHAIN_LENGTH times (in_features = out_features), in a
+    process of its own: freeing the chain of C++ autograd nodes its output holds must not crash it."""
+    import subprocess
+    import sys
+
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    (ref,) = [r for r in REFS if Path(r).stem == "gemm_swish_scale"] or [pytest.skip("gemm_swish_scale not selected")]
+    spec = Spec.of(ref, 8, 64, 64, math="tf32x3", backend="wgmma", fusion=1, tile=Tile(64, 64, 32, 16, 64, stages=4))
+    path = generator.write(spec, tmp_path / f"{spec.name()}.py")
+    build_all([Candidate(spec, path)], 1, 600, lambda line: None, dtype="bf16")
+    r = subprocess.run([sys.executable, "-c", CHAIN_SCRIPT, str(path), str(CHAIN_LENGTH)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "freed" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
 # kgen validate --dtype on modules of each kind: point-wise, a softmax row, GroupNorm, BatchNorm
 # in training mode, a reduction to one value per row.
 VALIDATED = ["gemm_mul_leakyrelu", "matmul_gelu_softmax", "gemm_groupnorm_hardtanh", "gemm_bn_gelu_relu",

@@ -154,8 +154,12 @@ template <class Ptr>
 struct NodeMaker;
 template <class T>
 struct NodeMaker<std::shared_ptr<T>> {
+  // Freed by torch's deleteNode, as torch's own nodes are: it frees a long chain of nodes (a
+  // ModelNew applied to its own output many times) iteratively, where the default deleter's
+  // nested destructors would overflow the stack. (Called unqualified, with a dependent argument:
+  // found by argument-dependent lookup at instantiation, in the torch that has it.)
   template <class N>
-  static std::shared_ptr<N> make() { return std::make_shared<N>(); }
+  static std::shared_ptr<N> make() { return std::shared_ptr<N>(new N(), [](N* p) { deleteNode(p); }); }
 };
 template <class T>
 struct NodeMaker<c10::intrusive_ptr<T>> {

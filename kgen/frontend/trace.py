@@ -918,6 +918,7 @@ class Tracer:
         self.dropouts: list[dict] = []   # active dropouts (Tracer.dropout)
         self.dropout_is_identity = False   # every dropout taken as the identity (_trace's mode check)
         self.fp32_casts: list[tuple] = []   # casts to float32 taken as no-ops (Graph.fp32_casts)
+        self.upcasts: list[tuple] = []   # casts to float32 in a 16-bit module (Tracer._fp32_cast)
         # values that are integer tensors in torch (torch.where of two Python ints, and sums and
         # products of them with ints): a Python float, a division or a float op makes them float32
         self.integer_values: set[int] = set()
@@ -2429,7 +2430,7 @@ class Tracer:
         change of dtype or device is not (the caller refuses it)."""
         dtype = self.ref.input.dtype
         if name == "float":
-            return self._fp32_cast(not rest and not kwargs and dtype == torch.float32)
+            return not rest and not kwargs and self._fp32_cast(dtype == torch.float32)
         # x.to(x.device) and x.to(x.device, x.dtype) move nothing either (the value is on the
         # input's device), nor does a move to a device named ("cuda", self.device set in
         # __init__, torch.device(...)): the emitted forward runs where its input is, on the GPU,
@@ -2461,11 +2462,18 @@ class Tracer:
                                 "which makes a 16-bit module compute on in float32"))
 
     def _fp32_cast(self, same: bool) -> bool:
-        """A cast that names float32 (x.float(), x.to(torch.float32)), a no-op here: recorded
-        (Graph.fp32_casts: in a 16-bit module it is not)."""
+        """A cast that names float32 (x.float(), x.to(torch.float32)), taken as a no-op: in a
+        float32 module it is one (recorded: Graph.fp32_casts, as in a 16-bit module it is not);
+        in a 16-bit module it is an upcast (recorded: Tracer.upcasts), which kgen's kernels need
+        no step for, as they compute in fp32 registers, where the forward casts back to the
+        module's dtype before its output (checked after the trace: check_upcasts)."""
         if same:
             self.fp32_casts.append(self.where)
-        return same
+            return True
+        if self.ref.input.dtype in (torch.bfloat16, torch.float16):
+            self.upcasts.append(self.where)
+            return True
+        return False
 
     def _factory_refusal(self, what: str, dtype, device, one_element: bool) -> str | None:
         """Why a tensor made in forward with dtype= / device= (torch.full_like(y, c, dtype=...),
@@ -2509,8 +2517,8 @@ class Tracer:
         file run fp32 modules only: Tracer._fp32_cast), or refused (the output in another dtype)."""
         if isinstance(a["dtype"], _Marker) and a["dtype"].kind == "dtype_of":
             a["dtype"] = None if a["dtype"].payload == self.ref.input.dtype else a["dtype"].payload
-        if a["dtype"] is torch.float32:
-            self._fp32_cast(a["dtype"] == self.ref.input.dtype)
+        if a["dtype"] is torch.float32 and self._fp32_cast(a["dtype"] == self.ref.input.dtype):
+            a["dtype"] = None
         if a["dtype"] is not None and a["dtype"] != self.ref.input.dtype:
             raise self.refuse(f"{what} with dtype={a['dtype']} on a {self.ref.input.dtype} module (its output "
                               "in another dtype than the module's; kgen's outputs are in the module's dtype)")
@@ -3969,6 +3977,7 @@ def _trace(ref: Reference) -> Graph:
         _check_rows(ref, graph)
     refuse_running_buffer_reads(graph, ref)
     graph.fp32_casts = tracer.fp32_casts
+    check_upcasts(ref, tracer.upcasts)
     graph.forward_defaults = tracer.forward_defaults
     graph.sizes_read = tracer.sizes_read
     graph.called_modules = tracer.called_modules
@@ -3977,6 +3986,24 @@ def _trace(ref: Reference) -> Graph:
         part.no_derivative = tracer.no_derivative
     return graph
 
+
+
+def check_upcasts(ref, upcasts: list) -> None:
+    """A 16-bit module's casts to float32 (an upcast for a softmax or a norm: Tracer._fp32_cast)
+    are taken where its output is in the module's dtype again (cast back: `.to(x.dtype)`), which
+    kgen's kernels, computing in fp32 registers and handing the output over in the module's dtype,
+    give as eager does; refused where eager hands over a float32 output."""
+    if not upcasts:
+        return
+    line, text = upcasts[0][:2]
+    out = ref.output_dtype()
+    if out == ref.input.dtype:
+        return
+    said = (f"its output is {out}" if out is not None else
+            "kgen could not run the forward on the meta device to see its output's dtype")
+    raise Unsupported(f"line {line}: `{text}`: a cast to float32 in a {ref.input.dtype} module is taken where "
+                      f"the forward casts back to the module's dtype before its output (.to(x.dtype)), and "
+                      f"{said}: kgen hands the output over in the module's dtype")
 
 
 def refuse_running_buffer_reads(graph: Graph, ref) -> None:

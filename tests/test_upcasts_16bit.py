@@ -1,0 +1,112 @@
+"""A 16-bit module's upcast for a softmax, a norm or an activation, cast back before the output
+(CPU): `torch.softmax(x.float(), -1).to(x.dtype)`, Hugging Face's RMSNorm (`h = x.to(torch.float32)
+... self.w * h.to(input_dtype)`), `F.softmax(x, -1, dtype=torch.float32).to(x.dtype)`.
+
+kgen's kernels compute every op in fp32 registers and hand the output over in the module's dtype,
+so the casts need no step of their own: each spelling traces to the IR of the op written without
+them, and its file runs bf16 and fp16 modules (a cast to float32 in a float32 module, by contrast,
+makes the file run fp32 modules only: Graph.fp32_casts). Where the forward leaves its output in
+float32, eager hands over a float32 tensor, which kgen's file would not: refused, saying so
+(trace.check_upcasts, from the output's dtype torch gives on the meta device). Before session 59
+every such upcast was refused in a 16-bit module."""
+
+import itertools
+
+import pytest
+from click.testing import CliRunner
+
+from kgen.cli import main
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import trace
+from kgen.ir.graph import Unsupported
+
+from conftest import module_source
+from test_spellings_ops import canonical
+
+DTYPES = ["bfloat16", "float16"]
+# How a value is brought to float32 ({v}: the value).
+UPCASTS = {
+    "float()": "{v}.float()",
+    "to(torch.float32)": "{v}.to(torch.float32)",
+    "to(dtype=torch.float32)": "{v}.to(dtype=torch.float32)",
+    "type(torch.float32)": "{v}.type(torch.float32)",
+}
+# How it is cast back to the module's dtype ({v}: the value; `dt` is the input's dtype, read
+# before the upcast, as Hugging Face's norms keep `input_dtype`).
+CASTS_BACK = {
+    "to(x.dtype)": "{v}.to(x.dtype)",
+    "to(dt)": "{v}.to(dt)",
+    "type_as(x)": "{v}.type_as(x)",
+    "to(weight.dtype)": "{v}.to(self.gemm.weight.dtype)",
+}
+# The op computed in float32 ({h}: the upcast value), and its plain spelling on x.
+OPS = {
+    "softmax": ("torch.softmax({h}, dim=-1)", "torch.softmax(x, dim=-1)"),
+    "rmsnorm": ("{h} * torch.rsqrt({h}.pow(2).mean(-1, keepdim=True) + 1e-6)",
+                "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)"),
+    "layer_norm": ("F.layer_norm({h}, {h}.shape[-1:])", "F.layer_norm(x, x.shape[-1:])"),
+    "gelu": ("F.gelu({h})", "F.gelu(x)"),
+    "logsumexp": ("torch.logsumexp({h}, dim=1, keepdim=True)", "torch.logsumexp(x, dim=1, keepdim=True)"),
+}
+
+
+def ref(tmp_path, body: str, dtype: str | None, name: str = "ref") -> Reference:
+    path = tmp_path / f"{name}.py"
+    path.write_text(module_source(body, {}, out_features=24, dtype=dtype))
+    return Reference(path)
+
+
+def upcast_body(op: str, up: str, back: str) -> str:
+    spelled, _ = OPS[op]
+    h = UPCASTS[up].format(v="x")
+    return "\n".join(["dt = x.dtype", f"h = {h}", "h = " + spelled.format(h="h"),
+                      "x = " + CASTS_BACK[back].format(v="h")])
+
+
+CASES = [(op, up, back) for op, up, back in itertools.product(OPS, UPCASTS, CASTS_BACK)
+         # (every upcast with one cast back and every cast back with one upcast, for each op)
+         if up == "float()" or back == "to(x.dtype)"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op, up, back", CASES, ids=["-".join(c) for c in CASES])
+def test_an_upcast_cast_back_is_the_op_in_the_modules_dtype(op, up, back, dtype, tmp_path):
+    graph = trace(ref(tmp_path, upcast_body(op, up, back), dtype))
+    plain = trace(ref(tmp_path, "x = " + OPS[op][1], dtype, "plain"))
+    assert canonical(graph.describe()) == canonical(plain.describe())
+    assert not graph.fp32_casts   # (the file runs every dtype: it is no float32 fact)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_with_dtype_float32_cast_back(dtype, tmp_path):
+    graph = trace(ref(tmp_path, "x = F.softmax(x, dim=-1, dtype=torch.float32).to(x.dtype)", dtype))
+    plain = trace(ref(tmp_path, "x = F.softmax(x, dim=-1)", dtype, "plain"))
+    assert canonical(graph.describe()) == canonical(plain.describe())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("body", [
+    "x = torch.softmax(x.float(), dim=-1)",
+    "x = F.softmax(x, dim=-1, dtype=torch.float32)",
+    "h = x.float()\nx = (h * 2).to(x.dtype) + h",   # (cast back, then added to the fp32 value again)
+])
+def test_an_upcast_whose_output_stays_float32_is_refused(body, dtype, tmp_path):
+    with pytest.raises(Unsupported, match=r"a cast to float32 in a torch\.\w+ module is taken where the forward "
+                                          r"casts back .*its output is torch\.float32"):
+        trace(ref(tmp_path, body, dtype))
+
+
+def test_an_upcast_in_a_float32_module_is_still_a_float32_fact(tmp_path):
+    """(unchanged: there `.float()` is a no-op, recorded; in a 16-bit use of the file it would not be)"""
+    graph = trace(ref(tmp_path, upcast_body("softmax", "float()", "to(x.dtype)"), None))
+    assert len(graph.fp32_casts) == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_generated_file_runs_the_modules_dtype(dtype, tmp_path):
+    r = ref(tmp_path, upcast_body("rmsnorm", "to(torch.float32)", "to(dt)"), dtype)
+    out = tmp_path / "new.py"
+    result = CliRunner().invoke(main, ["generate", str(r.path), "-o", str(out), "--force"])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert f"torch.{dtype}: '" in text.split("_KGEN_OPERAND_BUILDS = ")[1].splitlines()[0]

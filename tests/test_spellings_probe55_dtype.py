@@ -59,8 +59,9 @@ def test_an_upcast_in_a_16_bit_module_left_in_float32_is_refused_saying_why(body
 
 
 def test_the_same_upcast_in_a_float32_module_is_taken(tmp_path):
-    graph = trace(ref(tmp_path, "x = torch.softmax(x.float(), dim=-1).to(x.dtype)"))
-    assert len(graph.fp32_casts) == 1
+    # (cast back: no float32 fact since session 59, tests/test_upcasts_16bit.py; left in float32, one)
+    assert not trace(ref(tmp_path, "x = torch.softmax(x.float(), dim=-1).to(x.dtype)")).fp32_casts
+    assert len(trace(ref(tmp_path, "x = torch.softmax(x.float(), dim=-1)")).fp32_casts) == 1
 
 
 @pytest.mark.parametrize("dtype, cast", [("bfloat16", "bfloat16"), ("float16", "half")])

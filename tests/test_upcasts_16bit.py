@@ -96,10 +96,21 @@ def test_an_upcast_whose_output_stays_float32_is_refused(body, dtype, tmp_path):
         trace(ref(tmp_path, body, dtype))
 
 
-def test_an_upcast_in_a_float32_module_is_still_a_float32_fact(tmp_path):
-    """(unchanged: there `.float()` is a no-op, recorded; in a 16-bit use of the file it would not be)"""
-    graph = trace(ref(tmp_path, upcast_body("softmax", "float()", "to(x.dtype)"), None))
-    assert len(graph.fp32_casts) == 1
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_the_same_upcast_in_a_float32_module_lets_its_file_run_16_bit_modules(op, tmp_path):
+    """Cast back before the output, a float32 module's `.float()` is no float32 fact: converted to
+    bf16 the module upcasts as a 16-bit module's does. Before, its file ran fp32 modules only."""
+    graph = trace(ref(tmp_path, upcast_body(op, "float()", "to(x.dtype)"), None))
+    assert not graph.fp32_casts
+
+
+@pytest.mark.parametrize("body", [
+    "x = torch.softmax(x.float(), dim=-1)",   # (a no-op here, an fp32 output in a 16-bit use)
+    "x = torch.softmax(x.float(), dim=-1).to(x.dtype) + (x > 0) * 0.1",   # (another float32 fact)
+])
+def test_a_float32_modules_cast_not_cast_back_stays_a_float32_fact(body, tmp_path):
+    graph = trace(ref(tmp_path, body, None))
+    assert graph.fp32_casts and "float()" in graph.fp32_casts[0][1]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -603,14 +603,18 @@ class Reference:
         return [v.detach().clone().requires_grad_(v.requires_grad) if isinstance(v, torch.Tensor) else v
                 for v in values]
 
-    def output_dtype(self) -> torch.dtype | None:
-        """The dtype of the forward's output, the module and its input as built, run on the meta
-        device (torch's own type promotion and casts); None where the meta device cannot run it."""
+    def output_dtype(self, dtype: torch.dtype | None = None) -> torch.dtype | None:
+        """The dtype of the forward's output, the module and its input as built (or converted to
+        `dtype`, as model.to(dtype) converts them), run on the meta device (torch's own type
+        promotion and casts); None where the meta device cannot run it."""
         try:
             with torch.random.fork_rng(devices=[]), torch.device("meta"), _OnMeta():
                 model = self.Model(*self.init_args())
+                x = torch.empty(self.input.shape, dtype=self.input.dtype, device="meta")
+                if dtype is not None:
+                    model, x = model.to(dtype), x.to(dtype)
                 with torch.no_grad():
-                    out = model(torch.empty(self.input.shape, dtype=self.input.dtype, device="meta"))
+                    out = model(x)
         except USER_FAILURES:
             return None
         return out.dtype if isinstance(out, torch.Tensor) else None

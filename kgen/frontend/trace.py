@@ -3976,7 +3976,7 @@ def _trace(ref: Reference) -> Graph:
     if getattr(ref, "rows_of", None) is not None:
         _check_rows(ref, graph)
     refuse_running_buffer_reads(graph, ref)
-    graph.fp32_casts = tracer.fp32_casts
+    graph.fp32_casts = casts_that_stay_fp32(ref, tracer.fp32_casts)
     check_upcasts(ref, tracer.upcasts)
     graph.forward_defaults = tracer.forward_defaults
     graph.sizes_read = tracer.sizes_read
@@ -3986,6 +3986,17 @@ def _trace(ref: Reference) -> Graph:
         part.no_derivative = tracer.no_derivative
     return graph
 
+
+
+def casts_that_stay_fp32(ref, casts: list) -> list:
+    """A float32 module's casts to float32 (Graph.fp32_casts: no-ops there, which make its file run
+    fp32 modules only), or none where they are casts alone (no other float32 fact) and the module
+    converted to bf16 (model.to(torch.bfloat16)) hands over a bf16 output: there they are upcasts
+    cast back before the output (`softmax(y.float()).to(y.dtype)`), which the 16-bit build gives
+    as a 16-bit module's (check_upcasts)."""
+    if casts and all(len(c) == 2 for c in casts) and ref.output_dtype(torch.bfloat16) == torch.bfloat16:
+        return []
+    return casts
 
 
 def check_upcasts(ref, upcasts: list) -> None:

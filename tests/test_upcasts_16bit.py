@@ -10,9 +10,11 @@ float32, eager hands over a float32 tensor, which kgen's file would not: refused
 (trace.check_upcasts, from the output's dtype torch gives on the meta device). Before session 59
 every such upcast was refused in a 16-bit module."""
 
+import copy
 import itertools
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from kgen.cli import main
@@ -68,19 +70,44 @@ CASES = [(op, up, back) for op, up, back in itertools.product(OPS, UPCASTS, CAST
          if up == "float()" or back == "to(x.dtype)"]
 
 
+def oracle_errors(r: Reference, graph, dtype: str, scale: float = 1.0) -> tuple[float, float, float]:
+    """(the IR's error, eager's error, a rounding step of the dtype at the output's largest value),
+    each against the module in fp64, the module and its input in `dtype`."""
+    dt = getattr(torch, dtype)
+    torch.manual_seed(0)
+    model = r.Model(*r.init_args()).to(dt)
+    x = (torch.randn(8, 16) * scale).to(dt)
+    with torch.no_grad():
+        eager, got = model(x), graph.interpret(x, copy.deepcopy(model))
+        exact = copy.deepcopy(model).double()(x.double())
+    assert got.dtype == eager.dtype == dt
+    error = lambda t: (t.double() - exact).abs().max().item()
+    return error(got), error(eager), torch.finfo(dt).eps * exact.abs().max().item()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op, up, back", CASES, ids=["-".join(c) for c in CASES])
-def test_an_upcast_cast_back_is_the_op_in_the_modules_dtype(op, up, back, dtype, tmp_path):
-    graph = trace(ref(tmp_path, upcast_body(op, up, back), dtype))
-    plain = trace(ref(tmp_path, "x = " + OPS[op][1], dtype, "plain"))
-    assert canonical(graph.describe()) == canonical(plain.describe())
+def test_an_upcast_cast_back_computes_the_op_in_float32(op, up, back, dtype, tmp_path):
+    """The IR: the op between a to_float32 and a to_module_dtype node, its values marked fp32 (a
+    16-bit build rounds none of them, lower.forward.rounding_type); the oracle, which casts as the
+    module does, within eager's error of fp64."""
+    r = ref(tmp_path, upcast_body(op, up, back), dtype)
+    graph = trace(r)
+    (up_node,) = [n for n in graph.live() if n.op == "to_float32"]
+    (back_node,) = [n for n in graph.live() if n.op == "to_module_dtype"]
+    region = [n for n in graph.live() if n.kind in ("pointwise", "reduce", "groupnorm")
+              and up_node.id < n.id < back_node.id]
+    assert region and all(n.fp32 for n in region), graph.describe()
+    assert not graph.node(graph.output).fp32
     assert not graph.fp32_casts   # (the file runs every dtype: it is no float32 fact)
+    got, eager, step = oracle_errors(r, graph, dtype)
+    assert got <= 2 * eager + step, (got, eager)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_softmax_with_dtype_float32_cast_back(dtype, tmp_path):
     graph = trace(ref(tmp_path, "x = F.softmax(x, dim=-1, dtype=torch.float32).to(x.dtype)", dtype))
-    plain = trace(ref(tmp_path, "x = F.softmax(x, dim=-1)", dtype, "plain"))
+    plain = trace(ref(tmp_path, "x = F.softmax(x.float(), dim=-1).to(x.dtype)", dtype, "plain"))
     assert canonical(graph.describe()) == canonical(plain.describe())
 
 
@@ -121,3 +148,32 @@ def test_the_generated_file_runs_the_modules_dtype(dtype, tmp_path):
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert f"torch.{dtype}: '" in text.split("_KGEN_OPERAND_BUILDS = ")[1].splitlines()[0]
+
+
+@pytest.mark.parametrize("body, init, message", [
+    ("x = self.ln(x.float()).to(x.dtype)", "nn.LayerNorm(out_features{})", "LayerNorm of a value in float32"),
+    ("x = self.gn(x.float()).to(x.dtype)", "nn.GroupNorm(4, out_features{})", "GroupNorm of a value in float32"),
+    ("x = self.bn(x.float()).to(x.dtype)", "nn.BatchNorm1d(out_features{})", "BatchNorm1d of a value in float32"),
+    ("x = self.dp(x.float()).to(x.dtype)", "nn.Dropout(0.3)", "an active dropout of a value in float32"),
+])
+def test_what_torch_or_the_file_would_not_do_in_an_upcast_is_refused(body, init, message, tmp_path):
+    """A norm module in the module's dtype fed the upcast value (torch's kernels refuse the mixed
+    dtypes; the meta device does not), a Dropout of it (kgen draws its mask in the module's dtype)."""
+    attr = body.split("self.")[1].split("(")[0]
+    path = tmp_path / "ref.py"
+    path.write_text(module_source(body, {attr: init.format(", dtype=torch.bfloat16")}, out_features=24,
+                                  dtype="bfloat16"))
+    with pytest.raises(Unsupported, match=message):
+        trace(Reference(path))
+    # (in a float32 module the same casts change nothing: taken)
+    path.write_text(module_source(body, {attr: init.format("")}, out_features=24))
+    trace(Reference(path))
+
+
+def test_a_float32_norm_in_a_16_bit_module_takes_the_upcast_value(tmp_path):
+    """(an fp32 LayerNorm in a bf16 module, as torch allows: taken)"""
+    body = "x = self.ln(x.float()).to(x.dtype)"
+    path = tmp_path / "ref.py"
+    path.write_text(module_source(body, {"ln": "nn.LayerNorm(out_features, dtype=torch.float32)"},
+                                  out_features=24, dtype="bfloat16"))
+    assert any(n.kind == "groupnorm" and n.fp32 for n in trace(Reference(path)).live())

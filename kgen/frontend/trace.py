@@ -943,7 +943,11 @@ class Tracer:
 
     # ---- node construction ---------------------------------------------------------------
     def add(self, kind: str, level: str, args=(), op: str = "", **attrs) -> int:
-        node = Node(len(self.nodes), kind, level, tuple(int(a) for a in args), op, attrs, *self.where)
+        args = tuple(int(a) for a in args)
+        # (eager holds the result in float32 after an upcast, until the cast back: Node.fp32)
+        fp32 = op == "to_float32" or (op != "to_module_dtype" and kind not in ("const", "param", "mask", "input", "gemm")
+                                      and any(self.nodes[a].fp32 for a in args))
+        node = Node(len(self.nodes), kind, level, args, op, attrs, *self.where, fp32=fp32)
         self.nodes.append(node)
         return _Id(node.id)
 
@@ -1594,6 +1598,7 @@ class Tracer:
                 if self.level(p) != "col":
                     raise self.refuse(f"{what}'s {path} is not a per-feature (N,) parameter")
                 args.append(p)
+        self._refuse_16_bit_parameters_on_fp32(x, what, [self._tensor(self.nodes[a].attrs["path"]) for a in args[1:]])
         # (layer: a LayerNorm, whose 16-bit statistics torch keeps in fp32: forward._stats_pass_branches.)
         layer = {"layer": True} if what == "LayerNorm" else {}
         return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
@@ -1740,6 +1745,11 @@ class Tracer:
             raise self.refuse(f"dropout with p={p!r}")
         if p == 0 or not active or self.dropout_is_identity:
             return x
+        if isinstance(x, _Id) and self.nodes[x].fp32 and self.ref.input.dtype != torch.float32:
+            # (torch's mask of a float32 tensor may not be the one the file draws in the module's dtype)
+            raise self.refuse("an active dropout of a value in float32 (after the forward's upcast) in a "
+                              f"{self.ref.input.dtype} module: kgen draws its mask in the module's dtype; apply it "
+                              "after the cast back")
         record = {"path": path, "p": float(p), "line": self.where[0], "text": self.where[1],
                   "reproduced": False}
         self.dropouts.append(record)
@@ -2425,12 +2435,15 @@ class Tracer:
             return self.visit_function(fx_node.target, args, kwargs)
         raise self.refuse(f"fx node kind {op}")
 
-    def _same_dtype(self, name: str, rest, kwargs) -> bool:
-        """Whether x.float() / x.to(dtype) / x.type(dtype) keeps the module's dtype (a no-op); a
-        change of dtype or device is not (the caller refuses it)."""
-        dtype = self.ref.input.dtype
+    def _dtype_cast(self, name: str, rest, kwargs) -> str | None:
+        """What x.float() / x.to(...) / x.type(dtype) does to a value: "" nothing (a move to the
+        device it is on, or to its own dtype), "to_float32" a cast to float32 (an upcast in a
+        16-bit module: Tracer._fp32_cast), "module" a cast to the module's dtype (back from an
+        upcast: Tracer._cast), None a change of dtype or device kgen does not take (the caller
+        refuses it)."""
         if name == "float":
-            return not rest and not kwargs and self._fp32_cast(dtype == torch.float32)
+            return "to_float32" if not rest and not kwargs and self._fp32_cast(self.ref.input.dtype == torch.float32) \
+                else None
         # x.to(x.device) and x.to(x.device, x.dtype) move nothing either (the value is on the
         # input's device), nor does a move to a device named ("cuda", self.device set in
         # __init__, torch.device(...)): the emitted forward runs where its input is, on the GPU,
@@ -2443,16 +2456,35 @@ class Tracer:
                           or (name == "to" and k == "memory_format"
                               and v in (torch.contiguous_format, torch.preserve_format)))}
         if name == "to" and not rest and not kwargs:
-            return True
+            return ""
         target = rest[0] if len(rest) == 1 and not kwargs else kwargs.get("dtype") if not rest and set(kwargs) == {"dtype"} else None
         if isinstance(target, _Marker) and target.kind == "dtype_of":
-            return target.payload == dtype
+            return self._cast_to_dtype(target.payload)
         if name == "to" and len(rest) == 1 and not kwargs and self._dtype_of(target) is not None:
             # x.to(t): to t's dtype and device (the device is x's where the file runs), as x.type_as(t)
-            return self._dtype_of(target) == dtype
+            return self._cast_to_dtype(self._dtype_of(target))
         if target is torch.float32:
-            return self._fp32_cast(target == dtype)
-        return target == dtype
+            return "to_float32" if self._fp32_cast(self.ref.input.dtype == torch.float32) else None
+        return "module" if target == self.ref.input.dtype else None
+
+    def _cast_to_dtype(self, dtype) -> str | None:
+        """A cast to another value's dtype (x.to(y.dtype), x.type_as(y), x.to(y)): to the module's
+        ("module"), or to float32, a value's after an upcast ("to_float32"), else None."""
+        if dtype == self.ref.input.dtype:
+            return "module"
+        if dtype == torch.float32 and self._fp32_cast(False):
+            return "to_float32"
+        return None
+
+    def _cast(self, value, cast: str):
+        """`value` cast as _dtype_cast says: an upcast is a to_float32 node (the 16-bit build rounds
+        nothing computed from it: Node.fp32), a cast back of a value eager holds in float32 a
+        to_module_dtype node (rounded again); anything else is the value itself."""
+        if cast == "to_float32" and isinstance(value, _Id) and not self.nodes[value].fp32:
+            return self.pointwise("to_float32", [value])
+        if cast == "module" and isinstance(value, _Id) and self.nodes[value].fp32:
+            return self.pointwise("to_module_dtype", [value])
+        return value
 
     def _default_dtype_fact(self, what: str) -> None:
         """A value torch makes in its default dtype, float32, whatever the module's (`what`): it
@@ -2493,15 +2525,21 @@ class Tracer:
                 return None
         if one_element and isinstance(dtype, torch.dtype) and dtype.is_floating_point:
             return None
-        if dtype is torch.float32 and self._fp32_cast(own == torch.float32):
+        if dtype is torch.float32 and own == torch.float32:
+            # (a float32 fact: in a 16-bit use of the file the tensor promotes what it meets)
+            self.fp32_casts.append((*self.where, f"{what} with dtype=torch.float32 makes a float32 tensor, which "
+                                    "makes a 16-bit module compute on in float32"))
             return None
         return (f"{what} with dtype={dtype} in a {own} module (kgen computes in the module's dtype, the one "
                 "its input has where it runs; leave dtype out or write dtype=y.dtype)")
 
     def _dtype_of(self, v):
-        """The dtype of an fx value: a parameter's own, the module's for a computed value."""
+        """The dtype of an fx value: a parameter's own; the module's for a computed value, or
+        float32 for one eager computes in float32 after an upcast (Node.fp32)."""
         if isinstance(v, _Marker) and v.kind in ("tensor", "matrix", "matrix_t"):
             return self._tensor(v.payload).dtype
+        if isinstance(v, _Id) and self.nodes[v].fp32:
+            return torch.float32
         if isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind == "input"):
             return self.ref.input.dtype
         return None
@@ -2518,7 +2556,8 @@ class Tracer:
         if isinstance(a["dtype"], _Marker) and a["dtype"].kind == "dtype_of":
             a["dtype"] = None if a["dtype"].payload == self.ref.input.dtype else a["dtype"].payload
         if a["dtype"] is torch.float32 and self._fp32_cast(a["dtype"] == self.ref.input.dtype):
-            a["dtype"] = None
+            # (softmax(x, dtype=torch.float32): the op of x cast to float32, as torch computes it)
+            a["dtype"], a["input"] = None, self._cast(a["input"], "to_float32")
         if a["dtype"] is not None and a["dtype"] != self.ref.input.dtype:
             raise self.refuse(f"{what} with dtype={a['dtype']} on a {self.ref.input.dtype} module (its output "
                               "in another dtype than the module's; kgen's outputs are in the module's dtype)")
@@ -3392,7 +3431,18 @@ class Tracer:
         for n in self.nodes:
             if n.kind == "reduce" and self._depends(x, n.id):
                 raise self.refuse("BatchNorm1d after a row reduction is not supported yet")
+        self._refuse_16_bit_parameters_on_fp32(
+            x, "BatchNorm1d", [t for t in (module.weight, module.running_mean) if isinstance(t, torch.Tensor)])
         return self.add("batchnorm", "tile", [x], module=path, **({} if counts else {"counts": False}))
+
+    def _refuse_16_bit_parameters_on_fp32(self, x, what: str, tensors: list) -> None:
+        """A norm of a value eager holds in float32 (after an upcast, Node.fp32) whose parameters or
+        buffers (`tensors`) are 16-bit: torch's kernels refuse the mixed dtypes (a float32 input
+        with bf16 weights), which the meta device does not check."""
+        if isinstance(x, _Id) and self.nodes[x].fp32 and any(t.dtype != torch.float32 for t in tensors):
+            raise self.refuse(f"{what} of a value in float32 (after the forward's upcast) with its parameters in "
+                              f"{self.ref.input.dtype}: torch refuses the mixed dtypes; apply it before the upcast "
+                              "or after the cast back")
 
     def functional_batch_norm(self, a: dict) -> int:
         """F.batch_norm on one BatchNorm1d's own running buffers, weight and bias, with its
@@ -3708,12 +3758,14 @@ class Tracer:
             # (the input moved to a device chosen in __init__, "cpu" where no GPU was: the
             # module's own device where it runs; any other value moved to the host is not)
             raise self.refuse("a value moved to the host (.to('cpu')): kgen's output stays on the GPU")
-        if name in ("float", "to", "type") and self._same_dtype(name, rest, kwargs):
-            # x.float() / x.to(torch.float32) / x.to(x.device) of a value: itself; of a
-            # comparison ((x > 0).float()): its 0 / 1 as a number of the module's dtype
-            return self.value(self_arg) if _is_comparison(self_arg) else self_arg
-        if name == "type_as" and len(rest) == 1 and not kwargs and self._dtype_of(rest[0]) == self.ref.input.dtype:
-            return self.value(self_arg) if _is_comparison(self_arg) else self_arg   # as .float()
+        cast = self._dtype_cast(name, rest, kwargs) if name in ("float", "to", "type") else \
+            self._cast_to_dtype(self._dtype_of(rest[0])) if name == "type_as" and len(rest) == 1 and not kwargs else None
+        if cast is not None:
+            # x.float() / x.to(torch.float32) / x.to(x.device) / x.type_as(y) of a value: itself,
+            # or (Tracer._cast) an upcast's or a cast back's node; of a comparison
+            # ((x > 0).float()): its 0 / 1 as a number of the module's dtype (exact in every dtype:
+            # a 16-bit module's output left in float32 by it is refused, check_upcasts)
+            return self.value(self_arg) if _is_comparison(self_arg) else self._cast(self_arg, cast)
         self._check_input(self_arg)
         if isinstance(self_arg, _Id) and name in ROW_FLATTEN_METHODS and (
                 self.level(self_arg) == "row" or (self.level(self_arg) == "tile" and self.out_features == 1)):
@@ -3807,7 +3859,7 @@ class Tracer:
         if name in RANDOM_METHODS:
             raise self.refuse(f"the tensor method .{name}() {RANDOM_METHODS[name]}")
         if name in DTYPE_ALIAS_METHODS:
-            # (not the module's dtype, or a target kgen cannot read: Tracer._same_dtype)
+            # (not the module's dtype, or a target kgen cannot read: Tracer._dtype_cast)
             own = {"half": torch.float16, "bfloat16": torch.bfloat16}.get(name) == self.ref.input.dtype
             if own:
                 raise self.refuse(f".{name}() in a {self.ref.input.dtype} module: a cast that names the module's "

@@ -187,6 +187,10 @@ class Node:
     line: int | None = None      # line of the reference file the node was traced from
     text: str = ""               # what the reference wrote there (for messages)
     shape: tuple = ()            # level full only: the value's shape ("M" is the batch)
+    # Whether eager keeps this value in float32 where the module runs in 16 bits: computed after an
+    # upcast (a `to_float32` op: x.float() before a softmax or a norm) and before the cast back
+    # (`to_module_dtype`). A 16-bit build rounds such a result to nothing (lower.forward.rounding_type).
+    fp32: bool = False
 
     def describe(self) -> str:
         """One line, e.g. `%3 = mul(%1, %2) : tile` or `%2 = gemm.bias : col`."""
@@ -204,7 +208,7 @@ class Node:
         attrs = {k: v for k, v in self.attrs.items() if self.kind in ("pointwise", "reduce", "groupnorm", "pool")}
         operands = [f"%{a}" for a in self.args] + [f"{k}={v!r}" for k, v in attrs.items()]
         shape = f" {shape_text(self.shape)}" if self.level == "full" else ""
-        return f"%{self.id} = {name}({', '.join(operands)}) : {self.level}{shape}"
+        return f"%{self.id} = {name}({', '.join(operands)}) : {self.level}{shape}{' fp32' if self.fp32 else ''}"
 
 
 # The node kinds whose value is a smooth function of their arguments, and the reductions and pools
@@ -460,6 +464,8 @@ class Graph:
             elif n.kind == "pointwise" and z32 is not None and n.op == "add" and n.args[0] == self.gemm.id \
                     and self.node(n.args[1]).kind == "param":
                 values[n.id] = (z32 + a[1].float()).to(x.dtype)
+            elif n.kind == "pointwise" and n.op == "to_module_dtype":
+                values[n.id] = a[0].to(x.dtype)   # (back to the module's dtype, as x.to(input.dtype))
             elif n.kind == "pointwise":
                 values[n.id] = ops.torch_apply(n.op, a, n.attrs)
                 if n.level == "rowflat" and values[n.id].dim() == 2:

@@ -442,6 +442,15 @@ _DEFINITIONS = (
     PointwiseOp("zero_if_inf", 1, lambda a: f"(fabsf({a}) == INFINITY ? 0.0f : ({a}))",
                 lambda x: torch.where(torch.isinf(x), torch.zeros_like(x), x),
                 doc="x, or 0 where x is +-inf (logsumexp's shift)"),
+    # A cast between the module's dtype and float32 (x.float() and x.to(x.dtype) in a 16-bit
+    # module, an upcast for a softmax or a norm and back): the value itself in the kernels, which
+    # compute in fp32 registers; what changes is which results a 16-bit build rounds to the
+    # module's dtype as eager's ops do: none from to_float32 on (Node.attrs["fp32"]), again from
+    # to_module_dtype on. The oracle (Graph.part_values) casts as the module does.
+    PointwiseOp("to_float32", 1, lambda a: f"({a})", lambda x: x.float(),
+                doc="x in float32 (x.float(), x.to(torch.float32)): a 16-bit module's ops after it compute in fp32"),
+    PointwiseOp("to_module_dtype", 1, lambda a: f"({a})", lambda x: x,
+                doc="x back in the module's dtype (x.to(input.dtype) after an upcast)"),
     # The identity forward; backward, no gradient flows through it (kgen.ir.derivatives).
     PointwiseOp("detach", 1, lambda a: f"({a})", lambda x: x.detach(),
                 doc="x, cut from autograd: no gradient flows back through it (Tensor.detach)"),
@@ -462,7 +471,7 @@ assert JUMPING <= set(POINTWISE)
 SMOOTH = frozenset({"add", "sub", "mul", "div", "logaddexp", "neg", "exp", "log", "log1p", "expm1", "exp2", "log2", "log10",
                     "erf", "erfc", "atan", "ndtr", "asin", "acos", "asinh", "acosh", "atanh", "sin", "cos", "tan",
                     "sinh", "cosh", "sqrt", "norm_sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish",
-                    "identity", "detach", "zero_if_inf"})
+                    "identity", "to_float32", "to_module_dtype", "detach", "zero_if_inf"})
 assert SMOOTH <= set(POINTWISE) and not SMOOTH & JUMPING
 # softplus is x itself where beta x passes its threshold: its derivative jumps there by
 # 1 - sigmoid(threshold), its value by log1p(exp(-threshold)) / beta; from this threshold on

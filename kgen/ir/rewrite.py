@@ -122,7 +122,9 @@ def simplify(graph: Graph) -> tuple[Graph, list[str]]:
 
     def append(kind, level, args, op="", attrs=None, like: Node | None = None) -> int:
         n = Node(len(nodes), kind, level, tuple(args), op, dict(attrs or {}),
-                 like.line if like else None, like.text if like else "", like.shape if like else ())
+                 like.line if like else None, like.text if like else "", like.shape if like else (),
+                 # (a value eager keeps in float32 keeps the mark)
+                 bool(like is not None and like.fp32 and kind != "const"))
         nodes.append(n)
         return n.id
 
@@ -274,7 +276,7 @@ def pool_as_weight(graph: Graph) -> tuple[Graph, list[str]]:
         elif bias is not None and old.id == bias.id:
             attrs.update(pool=(kernel, stride), shape=(width,))
         n = Node(len(nodes), old.kind, level, tuple(new_id[a] for a in old.args), old.op, attrs,
-                 old.line, old.text, old.shape)
+                 old.line, old.text, old.shape, old.fp32)
         nodes.append(n)
         new_id[old.id] = n.id
     rewritten = dataclasses.replace(graph.with_nodes(nodes, new_id[graph.output]), out_features=width)

@@ -109,6 +109,13 @@ def linear_output(graph: Graph) -> int | None:
 UNROUNDED_KINDS = ("const", "param", "mask", "input")
 
 
+def rounding_type(n: Node) -> str:
+    """The C type an op's result is rounded to (kgen::rounded_to_module<T>): the module's dtype
+    (kgen_operand_t: the identity in an fp32 build), or float, the identity, where eager holds the
+    value in float32 (Node.fp32: after an upcast, x.float() before a softmax or a norm)."""
+    return "float" if n.fp32 else "kgen_operand_t"
+
+
 class Emitter:
     """Statements computing IR values as fp32 locals, each at most once (in dependency order).
 
@@ -196,7 +203,7 @@ class Emitter:
             # col_a, col_c fold BatchNorm and its input's affine prefix (bn_input_affine).
             root, steps = bn_input_affine(self.graph, n)
             expr = f"fmaf(p.col_a[n], {self.get(root)}, p.col_c[n])"
-            if self.round_ops and steps:
+            if self.round_ops and steps and not n.fp32:
                 # A 16-bit module: eager rounds the prefix's every step (z + b, then * scale) to
                 # the module's dtype and normalizes that; col_at, col_ct normalize t itself, so
                 # the epilogue computes t rounded the same way. Before this KernelBench's eval at
@@ -207,7 +214,7 @@ class Emitter:
                         f": fmaf(p.col_at[n], {t}, p.col_ct[n]))")
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
-        if self.round_ops and n.kind not in UNROUNDED_KINDS and i not in self.inside_linear:
+        if self.round_ops and n.kind not in UNROUNDED_KINDS and i not in self.inside_linear and not n.fp32:
             expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         name = f"v{i}"
         self.lines.append(f"const float {name} = {expr};")
@@ -691,7 +698,7 @@ def _stats_pass_branches(n: Node, two_pass: list[str], welford: list[str]) -> li
     LayerNorm runs the two passes in every build: torch's LayerNorm keeps its mean and 1/std in
     fp32 in a 16-bit module too (vectorized_layer_norm_kernel: rounded statistics moved kgen's
     outputs off eager's), and two passes cost no division per element (the Welford step's)."""
-    if n.attrs.get("layer"):
+    if n.attrs.get("layer") or n.fp32:   # (of a value eager holds in float32: the fp32 build's)
         return _block("", two_pass)
     return [*_block("if constexpr (std::is_same<kgen_operand_t, float>::value)", two_pass),
             *_block("else", welford)]
@@ -871,7 +878,7 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
             if n.op == "mean":
                 out.append(f"{acc} /= static_cast<float>({row_width(graph, level)});")
             # (a 16-bit module's reduction returns its dtype, summed in fp32: Emitter's rounding)
-            out.append(f"{acc} = kgen::rounded_to_module<kgen_operand_t>({acc});")
+            out.append(f"{acc} = kgen::rounded_to_module<{rounding_type(n)}>({acc});")
             rows[n.id] = acc
         elif n.level in ("row", "rowflat"):
             e = emitter(element=False)
@@ -971,7 +978,8 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
         # epilogue rounds to that dtype anyway (Emitter): the same bits in half the bytes, written
         # by the GEMM and read by stage 2. (z itself is stored unrounded: kIdentity.)
         module_typed = (kind in (STAGE2_POINTWISE, STAGE2_ROWS) and not (training and bns)
-                        and graph.node(stored).kind not in UNROUNDED_KINDS + ("gemm",))
+                        and graph.node(stored).kind not in UNROUNDED_KINDS + ("gemm",)
+                        and not graph.node(stored).fp32)   # (a value eager holds in fp32: stored so)
         return StagePlan(stored, bool(training and bns), kind,
                          _epilogue_struct(name, graph, operands, stored, bn_ready, col_stats),
                          _stage2_struct(name, kind, pointwise, rows, module_typed, eager_sums,
@@ -1059,7 +1067,7 @@ def _gemv_rows_struct(graph: Graph, operands: dict, reduce: Node) -> str:
 struct GemvRows {{
   __device__ static __forceinline__ float finish(float sum, int N, const kgen::EpilogueParams& p) {{
     (void)N; (void)p;
-    const float r = kgen::rounded_to_module<kgen_operand_t>({r});{body}
+    const float r = kgen::rounded_to_module<{rounding_type(reduce)}>({r});{body}
     return {v};
   }}
 }};"""
@@ -1209,7 +1217,7 @@ class TailValues:
             expr = f"kgen::as_float({operand_pointer(self.operands[n.attrs['path']], n.kind)}[{self.offset(self.leaf_shape(n))}])"
         else:
             expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
-            if self.round_ops:
+            if self.round_ops and not n.fp32:
                 expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         self.names[i] = f"v{i}"
         self.lines.append(f"const float v{i} = {expr};")

@@ -32,7 +32,7 @@ from kgen.ir.ops import cuda_expr, torch_apply
 from kgen.frontend.reference import Reference
 from kgen.frontend.trace import trace
 
-from conftest import module_source
+from conftest import module_source, reference_text
 from test_autodiff import check_module_gradients
 from test_ir import check_oracle
 
@@ -483,6 +483,23 @@ def test_a_floor_division_autograd_does_not_record_trains(name, tmp_path):
         graph = trace(write(tmp_path, "raising", raising))
         assert "no derivative for floor_divide" in backward.unsupported(
             lower.lower(graph, fused_stats=True, external_gemm=False))
+
+
+def test_a_floor_division_of_the_detached_input_trains(tmp_path):
+    """x.detach() // c of the module's input (read after the GEMM) records nothing in torch, as a
+    detached value does: the file trains (review59: Tracer._records_gradient took every marker of
+    the input for a value with a gradient, detached or not, and the file's backward raised, saying
+    the reference's does). Read without detach, it records where x wants a gradient: it raises."""
+    def spelled(body: str) -> Reference:
+        path = tmp_path / "input.py"
+        path.write_text(reference_text(["self.gemm = nn.Linear(in_features, out_features)"],
+                                       ["y = self.gemm(x)", body], out_features=16))
+        return Reference(path)
+    graph = check(spelled("x = y * (x.detach() // 0.7)"))
+    assert backward.unsupported(lower.lower(graph, fused_stats=True, external_gemm=False)) is None
+    graph = trace(spelled("x = y * (x // 0.7)"))
+    assert "no derivative for floor_divide" in backward.unsupported(
+        lower.lower(graph, fused_stats=True, external_gemm=False))
 
 
 # A dtype named that is the module's own changes nothing (the oracle's fp64 run would make them

@@ -2636,6 +2636,8 @@ class Tracer:
         does not; a value kgen reads as a marker is taken to)."""
         if isinstance(value, _Marker) and value.kind in ("tensor", "matrix") and isinstance(value.payload, str):
             return self._tensor(value.payload).requires_grad   # (a parameter or buffer read as it is)
+        if isinstance(value, _Marker) and value.kind == "input":
+            return not value.payload   # (the module's input; x.detach() of it records nothing)
         if not isinstance(value, _Id):
             return isinstance(value, _Marker)
         stack, seen = [int(value)], set()

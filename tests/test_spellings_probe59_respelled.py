@@ -38,6 +38,9 @@ TAKEN = {
     "detach_ of a clone": ("y = x.clone().detach_()\nx = x * 2.0 + y", "y = x.clone().detach()\nx = x * 2.0 + y"),
     "detach_ of a value, read after": ("y = x * 3.0\ny.detach_()\nx = x + y", "x = x + (x * 3.0).detach()"),
 }
+# (a copy of the module's input detached in place, read after the GEMM: KernelBench 51's residual)
+INPUT_COPY = ("r = x.clone().detach_()\nx = self.gemm(x)\nx = F.gelu(x.mean(1, keepdim=True)) + r",
+              "r = x.clone().detach()\nx = self.gemm(x)\nx = F.gelu(x.mean(1, keepdim=True)) + r")
 
 
 @pytest.mark.parametrize("case", sorted(TAKEN))
@@ -81,3 +84,17 @@ def test_detach_in_place_of_the_modules_input_is_refused(tmp_path):
     from kgen.frontend.reference import Reference
     with pytest.raises(Unsupported, match="in-place detach_ on the module's input"):
         trace(Reference(path))
+
+
+def test_detach_in_place_of_a_copy_of_the_input(tmp_path):
+    from conftest import reference_text
+    from kgen.frontend.reference import Reference
+
+    refs = []
+    for name, body in zip(("spelled", "plain"), INPUT_COPY):
+        path = tmp_path / f"{name}.py"
+        path.write_text(reference_text(["self.gemm = nn.Linear(in_features, out_features)"],
+                                       body.splitlines(), 24))
+        refs.append(Reference(path))
+    check(refs[0])
+    assert describe(refs[0]) == describe(refs[1])

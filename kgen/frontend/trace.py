@@ -2386,6 +2386,17 @@ class Tracer:
     def _write(self, receiver: torch.fx.Node, new, fx_node: torch.fx.Node) -> None:
         """An in-place op wrote `new` into the receiver: the receiver and every alias of it now
         hold it (later uses of the old fx values read the new value, as in torch)."""
+        if fx_node.target == "detach_":
+            # x.detach_() detaches that tensor only (a value, or a copy of the input: x.clone()): a
+            # view of it (or a name sharing it through .contiguous(), .detach()) keeps the gradient
+            # it had, which rebinding would drop
+            if any(member is not receiver and any(self.order[u] > self.order[fx_node] for u in member.users)
+                   for member in self.aliases.get(receiver, [receiver])):
+                raise self.refuse(".detach_() of a value that another name shares (a view, .contiguous() or "
+                                  ".detach() of it, read later): torch detaches that tensor alone; write "
+                                  "y = x.detach()")
+            self.env[receiver] = new
+            return
         old = self.env[receiver]
         if not isinstance(old, _Id):
             raise self.refuse("an in-place op on a value kgen cannot write in place")
@@ -2396,16 +2407,6 @@ class Tracer:
             raise self.refuse(f"an in-place op that would change its target's shape from "
                               f"{show(self.shape_of(old))} to {show(self.shape_of(new))} (torch "
                               "refuses it too)")
-        if fx_node.target == "detach_":
-            # x.detach_() detaches that tensor only: a view of it (or a name sharing it through
-            # .contiguous(), .detach()) keeps the gradient it had, which rebinding would drop
-            if any(member is not receiver and any(self.order[u] > self.order[fx_node] for u in member.users)
-                   for member in self.aliases.get(receiver, [receiver])):
-                raise self.refuse(".detach_() of a value that another name shares (a view, .contiguous() or "
-                                  ".detach() of it, read later): torch detaches that tensor alone; write "
-                                  "y = x.detach()")
-            self.env[receiver] = new
-            return
         updates = {}
         for member in self.aliases.get(receiver, [receiver]):
             v = self.env[member]

@@ -238,7 +238,10 @@ FX_REFUSALS = {
                          "a traced value unpacked or iterated"),
     "an assignment into elements": ("y = self.fc(x)\ny[:, 0] = 0.0\nreturn y", "y[:, 0] = 0.0",
                                     "an assignment into a value's elements"),
-    "a slice of a Sequential": ("return self.seq[1:](self.fc(x))", "self.seq[1:]", "a module made in forward"),
+    # (a slice of the model's Sequential, self.seq[1:](y), is taken since session 59: its layers are
+    # the model's; test_spellings_probe59_respelled)
+    "a Linear made in forward": ("return nn.Linear(24, 24)(self.fc(x))", "nn.Linear(24, 24)",
+                                 "holds parameters or buffers the model does not"),
     # a factory given a size read from a value (torch's TypeError named neither; session 57)
     "ones of a value's size": ("y = self.fc(x)\nreturn y @ torch.ones(y.shape[1], 4, device=y.device)",
                                "torch.ones(y.shape[1], 4", "a size read from a traced value"),

@@ -313,7 +313,9 @@ INPLACE_METHODS = {f"{name}_": name for name in (
 # (asinh_, acosh_ and atanh_ are not taken: torch has no derivative for them in place.)
 INPLACE_METHODS.update({"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
                         "fmod_": "fmod", "remainder_": "remainder", "__imod__": "remainder",
-                        "floor_divide_": "floor_divide", "__ifloordiv__": "floor_divide"})
+                        "floor_divide_": "floor_divide", "__ifloordiv__": "floor_divide",
+                        # (detach_: the tensor itself detached, not its views: Tracer._write)
+                        "detach_": "detach"})
 # In-place functions (x += y is operator.iadd in fx): function -> the out-of-place one.
 INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imod: operator.mod,
                      operator.ifloordiv: operator.floordiv,
@@ -653,10 +655,33 @@ class _LocatingTracer(torch.fx.Tracer):
         self.autocast_off_depth = 0   # how many of them are open while fx makes a node
 
     def call_module(self, m, forward, args, kwargs):
-        path = self.path_of_module(m)
+        try:
+            path = self.path_of_module(m)
+        except NameError:
+            if not self._state_installed(m):
+                raise   # its own parameters or buffers, which the model does not hold: refused
+            # A module that is no submodule of the model but holds no state of its own: made in
+            # forward and called at once (nn.GELU()(x), nn.Softmax(dim=1)(y)), a slice of an
+            # nn.Sequential (self.net[1:](x), whose layers are the model's), or kept in a plain
+            # list. It computes what its forward does, as torch runs it: traced through, its
+            # layers (the model's own) called as they are. (A module made in forward is in
+            # training mode whatever the model's: an nn.Dropout() there drops in eval too, as the
+            # dropout it traces to says.)
+            return forward(*args, **kwargs)
         if path and all(path != p for p, _ in self.called_modules):
             self.called_modules.append((path, _class_source(m, type(self.root).__module__)))
         return super().call_module(m, forward, args, kwargs)
+
+    def _state_installed(self, m: nn.Module) -> bool:
+        """Whether every parameter and buffer `m` reaches is held by a submodule of the model."""
+        for sub in m.modules():
+            if next(sub.parameters(recurse=False), None) is None and next(sub.buffers(recurse=False), None) is None:
+                continue
+            try:
+                self.path_of_module(sub)
+            except NameError:
+                return False
+        return True
 
     def proxy(self, node):
         if node.op != "placeholder":
@@ -799,8 +824,9 @@ FX_FAILURES = {
                                                 "values or dtype); kgen traces one path of forward",
     "does not support item assignment": "an assignment into a value's elements (y[...] = v); write it with "
                                         "torch.where or an op",
-    "is not installed as a submodule": "a module made in forward (a slice of an nn.Sequential, a module built "
-                                       "there); call the model's own submodules",
+    "is not installed as a submodule": "a module that holds parameters or buffers the model does not (one built "
+                                       "in forward, or kept in a plain list); make it a submodule in __init__ "
+                                       "(a stateless one, nn.GELU()(x), is taken)",
     # (torch.tensor(p) reads a Proxy's __cuda_array_interface__ as an array's: fx's Proxy of it)
     "`__cuda_array_interface__` must be a dict": "torch.tensor() / torch.as_tensor() of a tensor (a parameter "
                                                  "or a traced value): use the tensor itself, or .clone().detach() "
@@ -2371,6 +2397,17 @@ class Tracer:
     def _write(self, receiver: torch.fx.Node, new, fx_node: torch.fx.Node) -> None:
         """An in-place op wrote `new` into the receiver: the receiver and every alias of it now
         hold it (later uses of the old fx values read the new value, as in torch)."""
+        if fx_node.target == "detach_":
+            # x.detach_() detaches that tensor only (a value, or a copy of the input: x.clone()): a
+            # view of it (or a name sharing it through .contiguous(), .detach()) keeps the gradient
+            # it had, which rebinding would drop
+            if any(member is not receiver and any(self.order[u] > self.order[fx_node] for u in member.users)
+                   for member in self.aliases.get(receiver, [receiver])):
+                raise self.refuse(".detach_() of a value that another name shares (a view, .contiguous() or "
+                                  ".detach() of it, read later): torch detaches that tensor alone; write "
+                                  "y = x.detach()")
+            self.env[receiver] = new
+            return
         old = self.env[receiver]
         if not isinstance(old, _Id):
             raise self.refuse("an in-place op on a value kgen cannot write in place")
@@ -3090,7 +3127,7 @@ class Tracer:
                 shape = self._param_shape(target)   # (a parameter's sizes are the module's numbers)
                 return shape if name == "shape" else len(shape)
             raise self.refuse(f"the attribute .{name} is not supported")
-        if fn in (torch.flatten, torch.squeeze, torch.unsqueeze):
+        if fn in (torch.flatten, torch.squeeze, torch.unsqueeze, torch.clone, torch.detach):
             return self.visit_method(fn.__name__, args, kwargs)
         if fn is torch.reshape:
             return self.visit_method("reshape", args, kwargs)

@@ -843,6 +843,24 @@ def _converts(fx_node: torch.fx.Node) -> bool:
     return any(isinstance(a, (torch.dtype, str)) for a in named)
 
 
+TENSOR_FACTS = frozenset({"dtype", "device", "shape", "ndim", "is_cuda", "layout", "requires_grad"})
+
+
+def _reads_values(user: torch.fx.Node, value: torch.fx.Node) -> bool:
+    """Whether fx node `user` reads the elements of `value`, not a fact of it alone: its dtype,
+    device or shape (`input_dtype = x.dtype`, which fx records where the name is first used, after
+    an in-place op of the code written below it), y.type_as(value), y.to(value)."""
+    if user.op == "call_function" and user.target is getattr and user.args[0] is value \
+            and user.args[1] in TENSOR_FACTS:
+        return False
+    if user.op == "call_method" and user.target in ("size", "dim") and user.args[0] is value:
+        return False
+    if user.op == "call_method" and user.target in ("type_as", "to") and user.args[0] is not value \
+            and value not in user.kwargs.values():
+        return False
+    return True
+
+
 def _not_a_tensor(path: str, value) -> str:
     """Why the module's attribute `path` is not a tensor kgen can read."""
     if isinstance(value, torch.fx.Proxy):
@@ -2391,8 +2409,11 @@ class Tracer:
         updates = {}
         for member in self.aliases.get(receiver, [receiver]):
             v = self.env[member]
-            later = any(self.order[u] > self.order[fx_node] for u in member.users)
-            if member is not receiver and later and self._across_a_conversion(member, receiver):
+            later = any(self.order[u] > self.order[fx_node] and _reads_values(u, member) for u in member.users)
+            across = member is not receiver and self._across_a_conversion(member, receiver)
+            if across and not later:
+                continue   # (h = x.float(); h.mul_(...) where x is not read again: its copy or itself alike)
+            if across:
                 raise self.refuse("an in-place op on a value that shares its tensor with another through "
                                   ".float() / .to() / .type_as() (the same tensor in a float32 module, a copy "
                                   "in a bf16 one, so the other sees the write in one dtype only): write the op "

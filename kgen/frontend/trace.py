@@ -869,6 +869,24 @@ def _converts(fx_node: torch.fx.Node) -> bool:
     return any(isinstance(a, (torch.dtype, str)) for a in named)
 
 
+TENSOR_FACTS = frozenset({"dtype", "device", "shape", "ndim", "is_cuda", "layout", "requires_grad"})
+
+
+def _reads_values(user: torch.fx.Node, value: torch.fx.Node) -> bool:
+    """Whether fx node `user` reads the elements of `value`, not a fact of it alone: its dtype,
+    device or shape (`input_dtype = x.dtype`, which fx records where the name is first used, after
+    an in-place op of the code written below it), y.type_as(value), y.to(value)."""
+    if user.op == "call_function" and user.target is getattr and user.args[0] is value \
+            and user.args[1] in TENSOR_FACTS:
+        return False
+    if user.op == "call_method" and user.target in ("size", "dim") and user.args[0] is value:
+        return False
+    if user.op == "call_method" and user.target in ("type_as", "to") and user.args[0] is not value \
+            and value not in user.kwargs.values():
+        return False
+    return True
+
+
 def _not_a_tensor(path: str, value) -> str:
     """Why the module's attribute `path` is not a tensor kgen can read."""
     if isinstance(value, torch.fx.Proxy):
@@ -945,6 +963,7 @@ class Tracer:
         self.dropout_is_identity = False   # every dropout taken as the identity (_trace's mode check)
         self.fp32_casts: list[tuple] = []   # casts to float32 taken as no-ops (Graph.fp32_casts)
         self.upcasts: list[tuple] = []   # casts to float32 in a 16-bit module (Tracer._fp32_cast)
+        self.affine_fp32 = False   # a functional norm's parameters given upcast (Tracer._affine_paths)
         # values that are integer tensors in torch (torch.where of two Python ints, and sums and
         # products of them with ints): a Python float, a division or a float op makes them float32
         self.integer_values: set[int] = set()
@@ -1624,11 +1643,17 @@ class Tracer:
                 if self.level(p) != "col":
                     raise self.refuse(f"{what}'s {path} is not a per-feature (N,) parameter")
                 args.append(p)
-        self._refuse_16_bit_parameters_on_fp32(x, what, [self._tensor(self.nodes[a].attrs["path"]) for a in args[1:]])
+        # (affine_fp32: F.layer_norm(h, ..., self.weight.float(), ...), the parameters upcast as
+        # the value is: Tracer._affine_paths; the oracle casts them so, the kernels read every
+        # parameter into fp32 registers anyway)
+        cast, self.affine_fp32 = self.affine_fp32, False
+        if not cast:
+            self._refuse_16_bit_parameters_on_fp32(x, what, [self._tensor(self.nodes[a].attrs["path"]) for a in args[1:]])
         # (layer: a LayerNorm, whose 16-bit statistics torch keeps in fp32: forward._stats_pass_branches.)
         layer = {"layer": True} if what == "LayerNorm" else {}
         return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
-                        weight=weight is not None, bias=bias is not None, **layer)
+                        weight=weight is not None, bias=bias is not None, **layer,
+                        **({"affine_fp32": True} if cast and len(args) > 1 else {}))
 
     def layer_norm(self, x, normalized_shape: tuple, weight, bias, eps) -> int:
         """LayerNorm over the N features of each row: GroupNorm with one group (the same mean,
@@ -2421,8 +2446,11 @@ class Tracer:
         updates = {}
         for member in self.aliases.get(receiver, [receiver]):
             v = self.env[member]
-            later = any(self.order[u] > self.order[fx_node] for u in member.users)
-            if member is not receiver and later and self._across_a_conversion(member, receiver):
+            later = any(self.order[u] > self.order[fx_node] and _reads_values(u, member) for u in member.users)
+            across = member is not receiver and self._across_a_conversion(member, receiver)
+            if across and not later:
+                continue   # (h = x.float(); h.mul_(...) where x is not read again: its copy or itself alike)
+            if across:
                 raise self.refuse("an in-place op on a value that shares its tensor with another through "
                                   ".float() / .to() / .type_as() (the same tensor in a float32 module, a copy "
                                   "in a bf16 one, so the other sees the write in one dtype only): write the op "
@@ -2517,6 +2545,10 @@ class Tracer:
         """`value` cast as _dtype_cast says: an upcast is a to_float32 node (the 16-bit build rounds
         nothing computed from it: Node.fp32), a cast back of a value eager holds in float32 a
         to_module_dtype node (rounded again); anything else is the value itself."""
+        if cast == "to_float32" and isinstance(value, _Marker) and value.kind == "tensor" and self.gemm_id is not None:
+            # (a parameter's upcast, Gemma's `1.0 + self.weight.float()`, F.layer_norm(h,
+            # ..., self.weight.float()): eager computes with it in float32, as with a value's)
+            value = self.value(value)
         if cast == "to_float32" and isinstance(value, _Id) and not self.nodes[value].fp32:
             return self.pointwise("to_float32", [value])
         if cast == "module" and isinstance(value, _Id) and self.nodes[value].fp32:
@@ -3390,6 +3422,11 @@ class Tracer:
         paths = []
         for key in ("weight", "bias"):
             v = a[key]
+            if isinstance(v, _Id) and self.nodes[v].op == "to_float32" and self.nodes[self.nodes[v].args[0]].kind == "param":
+                # (self.weight.float(): the parameter in float32, as torch's norm reads it then:
+                # the node's affine_fp32, Tracer.group_norm)
+                self.affine_fp32 = True
+                v = _Marker("tensor", self.nodes[self.nodes[v].args[0]].attrs["path"])
             if v is not None and not (isinstance(v, _Marker) and v.kind == "tensor"):
                 raise self.refuse(f"{fn} with a {key} that is not a parameter of the module")
             paths.append(v.payload if v is not None else None)

@@ -489,6 +489,8 @@ class Graph:
             elif n.kind == "groupnorm":
                 weight = a[1] if n.attrs["weight"] else None
                 bias = a[1 + n.attrs["weight"]] if n.attrs["bias"] else None
+                if n.attrs.get("affine_fp32"):   # (F.layer_norm(h, ..., self.weight.float(), ...))
+                    weight, bias = (None if t is None else t.float() for t in (weight, bias))
                 if n.attrs.get("layer"):   # (torch's LayerNorm keeps fp32 statistics in 16 bits)
                     values[n.id] = F.layer_norm(a[0], (a[0].shape[1],), weight, bias, n.attrs["eps"])
                 else:

@@ -159,6 +159,9 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     "maximum": ["torch.maximum(x, self.bias2)"],
     "where": ["torch.where(x > 0, x, 0.1 * x)", "x.where(x < self.bias2, self.scale2 * x)",
               "torch.where(x >= 0.2, x, torch.zeros_like(x))"],
+    # (casts: identities in an fp32 module, an upcast and its cast back in a 16-bit one)
+    "to_float32": ["torch.tanh(x.float())"],
+    "to_module_dtype": ["torch.tanh(x.float()).to(x.dtype)"],
 }
 REDUCTION_FORMS = ["torch.softmax(x, dim=1)", "F.log_softmax(x, dim=-1)",
                    "torch.logsumexp(x, dim=1, keepdim=True)", "x.sum(dim=1, keepdim=True)",

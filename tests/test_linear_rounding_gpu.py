@@ -46,6 +46,8 @@ CASES = {
     "computed_bias": "y = F.linear(x, self.fc.weight, self.b * 2)",
     "addmm_alpha_beta": "y = torch.addmm(self.b, x, self.fc.weight.t(), beta=2.0, alpha=3.0)",
     "scaled_input": "y = self.fc(x / self.t) * 3.0",
+    # (a bias added by an op of its own: eager rounds z, then the sum; session 59)
+    "separate_bias": "y = F.linear(x, self.fc.weight) + self.b",
 }
 # the checks that compare the forward's output with eager's beside it (not gradients, not the
 # magnitudes' or offsets' own yardsticks)

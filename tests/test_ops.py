@@ -44,7 +44,7 @@ EXPECTED_ATTRS = {
     "minimum_const": (("other", REQUIRED),), "maximum_const": (("other", REQUIRED),),
     "minimum": (), "maximum": (),
     "where": (("compare", "gt"),),
-    "identity": (), "detach": (), "zero_if_inf": (),
+    "identity": (), "to_float32": (), "to_module_dtype": (), "detach": (), "zero_if_inf": (),
 }
 BINARY = {"add", "sub", "mul", "div", "logaddexp", "minimum", "maximum", "pow_tensor", "fmax", "fmin"}
 
@@ -78,7 +78,7 @@ VARIANTS = [
     ("minimum_const", {"other": 0.5}), ("maximum_const", {"other": -0.25}),
     ("minimum", {}), ("maximum", {}),
     *[("where", {"compare": c}) for c in ("gt", "ge", "lt", "le", "eq", "ne")],
-    ("identity", {}), ("detach", {}), ("zero_if_inf", {}),
+    ("identity", {}), ("to_float32", {}), ("to_module_dtype", {}), ("detach", {}), ("zero_if_inf", {}),
 ]
 
 
@@ -162,6 +162,8 @@ REFERENCES = {
     "maximum": lambda x, y: torch.max(x, y),
     "where": lambda lhs, rhs, a, b, compare="gt": torch.where(getattr(operator, compare)(lhs, rhs), a, b),
     "identity": lambda x: nn.Identity()(x),
+    "to_float32": lambda x: x.float(),
+    "to_module_dtype": lambda x: x,   # (Graph.part_values casts to the module's dtype)
     "detach": lambda x: x.detach(),
     "zero_if_inf": lambda x: x.nan_to_num(posinf=0.0, neginf=0.0).where(~x.isnan(), x),
 }
@@ -266,7 +268,9 @@ def test_oracle_keeps_the_dtype():
     x = cpu_inputs().double()
     for name, attrs in VARIANTS:
         operands = operands_of(name, [x, x.flip(0)])
-        assert torch_apply(name, operands, attrs).dtype == torch.float64, name
+        # (to_float32 is a cast to float32, as the module's .float() is in any dtype)
+        want = torch.float32 if name == "to_float32" else torch.float64
+        assert torch_apply(name, operands, attrs).dtype == want, name
 
 
 # ----------------------------------------------------------------------------------------------

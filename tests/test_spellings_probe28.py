@@ -30,7 +30,7 @@ from kgen.ir import autodiff
 from kgen.ir.graph import Unsupported
 from kgen.tune.spec import Spec, Tile
 
-from test_spellings_ops import canonical, check
+from test_spellings_ops import canonical, check, without_casts
 
 HEAD = """
 import torch
@@ -134,7 +134,8 @@ def test_a_write_through_a_conversion_nothing_else_reads_is_taken(conversion, tm
     ref = write(tmp_path, "spelled", f"y = {conversion.replace('y.', 'self.fc(x).')}\ny += 1.0\nreturn torch.tanh(y)")
     graph = trace(ref)
     plain = write(tmp_path, "plain", "y = self.fc(x)\ny = y + 1.0\nreturn torch.tanh(y)")
-    assert canonical(graph.describe()) == canonical(trace(plain).describe())
+    # (a cast to float32 is a to_float32 node, the identity in an fp32 build: test_spellings_ops)
+    assert canonical(without_casts(graph)) == canonical(trace(plain).describe())
 
 
 @pytest.mark.parametrize("body", [

@@ -1879,7 +1879,16 @@ class Tracer:
             return z
         bias = self.param(bias_path)
         self.first_gemm = (call, self.add("pointwise", "tile", [z, bias], "add"))
+        self.nodes[self.first_gemm[1]].linear_bias = True
         return self.first_gemm[1]
+
+    def linear_bias(self, z, bias) -> int:
+        """z + bias where the GEMM's own call adds it (nn.Linear, F.linear(x, W, b), addmm): inside
+        torch's one rounding of the Linear's output to a 16-bit dtype (Node.linear_bias)."""
+        result = self.pointwise("add", [z, bias])
+        if isinstance(result, _Id) and self.nodes[result].op == "add":
+            self.nodes[result].linear_bias = True
+        return result
 
     def close_part(self, output: int) -> Graph:
         """The GEMM part traced so far, whose output is node `output`."""
@@ -2160,7 +2169,7 @@ class Tracer:
                     # the GEMM (deferred), is taken after it: F.linear(x, W) + bias, as torch adds it
                     z = self.visit(fx_node, *self._materialized((bound["input"], bound["weight"]), {}))
                     (bias,), _ = self._materialized((bound["bias"],), {})
-                    env[fx_node] = self._finished(fx_node, self.pointwise("add", [z, bias]))
+                    env[fx_node] = self._finished(fx_node, self.linear_bias(z, bias))
                     continue
             if self.gemm_id is None and not writes and self._deferrable(args, kwargs):
                 # An op on parameters or the input alone before the first GEMM (scale =
@@ -3181,14 +3190,14 @@ class Tracer:
                 if b is not None and not (isinstance(b, _Marker) and b.kind in ("tensor", "matrix")):
                     raise self.refuse("F.linear with a bias that is not a parameter of the module")
                 z = self.gemm(a["input"], self._weight_expression(w.payload[0], False), None)
-                return z if b is None else self.pointwise("add", [z, b])
+                return z if b is None else self.linear_bias(z, b)
             transposed = isinstance(w, _Marker) and w.kind == "matrix_t"   # F.linear(x, W.t()): x @ W
             if not (isinstance(w, _Marker) and w.kind == "matrix" and w.shape is None) and not transposed:
                 raise self.refuse("F.linear with a weight that is not a parameter of the module")
             if b is not None and not (isinstance(b, _Marker) and b.kind in ("tensor", "matrix")):
                 raise self.refuse("F.linear with a bias that is not a parameter of the module")
             z = self.gemm(a["input"], w.payload, None, stored_kn=transposed)
-            return z if b is None else self.pointwise("add", [z, b])
+            return z if b is None else self.linear_bias(z, b)
         if fn is torch.addmm:
             # addmm(b, x, W.t(), beta=β, alpha=α) = β b + α x Wᵀ: the GEMM, then the scalings and
             # the bias (as F.linear's IR where both are 1).
@@ -3206,7 +3215,7 @@ class Tracer:
                                   "gradient is then 0: write the product alone, torch.mm(x, W.t()))")
             if alpha != 1:
                 z = self.pointwise("mul", [z, float(alpha)])
-            return self.pointwise("add", [z, b if beta == 1 else self.pointwise("mul", [b, float(beta)])])
+            return self.linear_bias(z, b if beta == 1 else self.pointwise("mul", [b, float(beta)]))
         if fn in MATMUL_FUNCTIONS:
             x, w = args
             if isinstance(w, _Marker) and w.kind == "weight_expr":

@@ -191,6 +191,11 @@ class Node:
     # upcast (a `to_float32` op: x.float() before a softmax or a norm) and before the cast back
     # (`to_module_dtype`). A 16-bit build rounds such a result to nothing (lower.forward.rounding_type).
     fp32: bool = False
+    # An add of a bias that the GEMM's own call adds (nn.Linear, F.linear(x, W, b), addmm), which
+    # torch's GEMM adds before its one rounding to a 16-bit dtype (lower.forward.linear_steps);
+    # a bias added by an op of its own (`F.linear(x, W) + b`, `x @ W.t() + b`) is added to the
+    # rounded z, as eager rounds twice there.
+    linear_bias: bool = False
 
     def describe(self) -> str:
         """One line, e.g. `%3 = mul(%1, %2) : tile` or `%2 = gemm.bias : col`."""
@@ -461,8 +466,9 @@ class Graph:
                 if "nonfinite" in n.attrs and bool(self.constant_nonfinite(n, x, model).any()):
                     value = n.attrs["nonfinite"]
                 values[n.id] = value
-            elif n.kind == "pointwise" and z32 is not None and n.op == "add" and n.args[0] == self.gemm.id \
-                    and self.node(n.args[1]).kind == "param":
+            elif n.kind == "pointwise" and z32 is not None and n.linear_bias and n.args[0] == self.gemm.id:
+                # (the bias the GEMM's call adds, a parameter or computed from them, F.linear(x, W,
+                # self.b * 2): added to the fp32 z before the one rounding, as addmm adds it)
                 values[n.id] = (z32 + a[1].float()).to(x.dtype)
             elif n.kind == "pointwise" and n.op == "to_module_dtype":
                 values[n.id] = a[0].to(x.dtype)   # (back to the module's dtype, as x.to(input.dtype))

@@ -125,6 +125,7 @@ def simplify(graph: Graph) -> tuple[Graph, list[str]]:
                  like.line if like else None, like.text if like else "", like.shape if like else (),
                  # (a value eager keeps in float32 keeps the mark)
                  bool(like is not None and like.fp32 and kind != "const"))
+        n.linear_bias = bool(like is not None and like.linear_bias and kind == "pointwise" and op == "add")
         nodes.append(n)
         return n.id
 
@@ -276,7 +277,7 @@ def pool_as_weight(graph: Graph) -> tuple[Graph, list[str]]:
         elif bias is not None and old.id == bias.id:
             attrs.update(pool=(kernel, stride), shape=(width,))
         n = Node(len(nodes), old.kind, level, tuple(new_id[a] for a in old.args), old.op, attrs,
-                 old.line, old.text, old.shape, old.fp32)
+                 old.line, old.text, old.shape, old.fp32, old.linear_bias)
         nodes.append(n)
         new_id[old.id] = n.id
     rewritten = dataclasses.replace(graph.with_nodes(nodes, new_id[graph.output]), out_features=width)

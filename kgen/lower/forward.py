@@ -69,14 +69,16 @@ class _NeedsValue(Exception):
 def linear_steps(graph: Graph) -> tuple[int, ...]:
     """The nodes from the GEMM to the Linear's output, which torch's GEMM computes before its one
     rounding to the module's dtype: the GEMM's z, any scalings of it by a number or a per-column
-    value (torch.addmm's alpha), then z + bias where the chain's only consumer adds a bias to it:
-    a parameter or an op on parameters (nn.Linear, F.linear, addmm; a one-element bias,
-    nn.Linear(in_features, 1)'s, is scalar-level in the IR and counts). A bias computed from
-    parameters, as in F.linear(x, W, self.b * 2), is added before torch's rounding too: rounding z
-    first put a bf16 file at 2-4x eager's error against fp64, and KernelBench's eval failed it
-    (docs/perf.md, session 57). A Python number is no bias (no GEMM takes one: eager rounds z,
-    then adds it). Without such an add, z alone; () where the part has no one GEMM.
-    (`x @ W.t() * 2 + b`, three ops in torch, is rounded once too: nearer fp64 than eager.)"""
+    value (torch.addmm's alpha), then z + bias where the chain's only consumer adds the bias the
+    GEMM's own call adds (Node.linear_bias: nn.Linear, F.linear(x, W, b), addmm; a parameter or
+    an op on parameters; a one-element bias, nn.Linear(in_features, 1)'s, is scalar-level in the
+    IR and counts). A bias computed from parameters, as in F.linear(x, W, self.b * 2), is added
+    before torch's rounding too: rounding z first put a bf16 file at 2-4x eager's error against
+    fp64, and KernelBench's eval failed it (docs/perf.md, session 57). A bias added by an op of
+    its own (`F.linear(x, W) + b`, `x @ W.t() + b`) is not: eager rounds z, then the sum, and
+    rounding once put a bf16 file one step from eager where its values are large (randn weights),
+    beyond KernelBench's 1e-2 (docs/perf.md, session 59). Without such an add, z alone; () where
+    the part has no one GEMM."""
     gemms = [n.id for n in graph.nodes if n.kind == "gemm"]
     if len(gemms) != 1:
         return ()
@@ -89,7 +91,7 @@ def linear_steps(graph: Graph) -> tuple[int, ...]:
         other = [graph.node(a) for a in user.args if a != steps[-1]]
         if len(other) != 1 or other[0].level not in ("col", "scalar"):
             break
-        if user.op == "add" and is_per_column(graph, other[0].id) and other[0].kind != "const":
+        if user.op == "add" and user.linear_bias and is_per_column(graph, other[0].id) and other[0].kind != "const":
             return (*steps, user.id)
         if not (user.op == "mul" or (user.op == "div" and user.args[0] == steps[-1])):
             break

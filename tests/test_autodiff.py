@@ -64,7 +64,10 @@ def test_vjp_is_torch_autograd(variant):
             continue
         e = torch.zeros_like(operands[0]) if e is None else e
         # (NaN where torch's is NaN: pow of a negative base)
-        torch.testing.assert_close(torch.broadcast_to(r, e.shape), e, rtol=rtol, atol=1e-12, equal_nan=True)
+        # (to_float32's gradient is g itself, in y's float32: torch casts it back to the operand's
+        # dtype, bookkeeping the backward kernels, all fp32, have no use for)
+        torch.testing.assert_close(torch.broadcast_to(r, e.shape), e, rtol=rtol, atol=1e-12, equal_nan=True,
+                                   check_dtype=name != "to_float32")
 
 
 def test_kinks_follow_torch():

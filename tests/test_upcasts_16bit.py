@@ -89,7 +89,7 @@ def oracle_errors(r: Reference, graph, dtype: str, scale: float = 1.0) -> tuple[
 @pytest.mark.parametrize("op, up, back", CASES, ids=["-".join(c) for c in CASES])
 def test_an_upcast_cast_back_computes_the_op_in_float32(op, up, back, dtype, tmp_path):
     """The IR: the op between a to_float32 and a to_module_dtype node, its values marked fp32 (a
-    16-bit build rounds none of them, lower.forward.rounding_type); the oracle, which casts as the
+    16-bit build rounds none of them: lower.forward); the oracle, which casts as the
     module does, within eager's error of fp64."""
     r = ref(tmp_path, upcast_body(op, up, back), dtype)
     graph = trace(r)
@@ -205,3 +205,22 @@ def test_an_upcast_region_is_computed_as_eager_computes_it(name, module_dtype, t
     assert not graph.fp32_casts   # (the file runs `dtype` modules)
     got, eager, step = oracle_errors(r, graph, dtype, scale)
     assert got <= 2 * eager + step, (got, eager)
+
+
+def test_the_16_bit_kernels_round_only_the_linears_output_and_the_cast_back(tmp_path):
+    """The lowering's side of the fp32 marks (the oracle's is above): in the generated CUDA of an
+    upcast variance, kgen::rounded_to_module<kgen_operand_t> wraps the Linear's output and the
+    cast back alone, no op, row reduction or statistic between them, and S is stored in fp32."""
+    import re
+
+    from kgen.lower.forward import lower
+
+    r = ref(tmp_path, UPCAST_REGION_NUMERICS["variance_bf16"][2], "bfloat16")
+    graph = trace(r)
+    cuda = lower(graph, True, False).cuda
+    rounded = set(re.findall(r"const float (v\d+) = kgen::rounded_to_module<kgen_operand_t>", cuda))
+    back = next(n.id for n in graph.live() if n.op == "to_module_dtype")
+    linear = next(n.id for n in graph.live() if n.linear_bias)
+    assert rounded == {f"v{linear}", f"v{back}"}, rounded
+    assert not re.search(r"r\d+ = kgen::rounded_to_module", cuda)   # (the row means: fp32)
+    assert "kSModuleTyped = true" not in cuda

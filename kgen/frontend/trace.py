@@ -963,7 +963,6 @@ class Tracer:
         self.dropout_is_identity = False   # every dropout taken as the identity (_trace's mode check)
         self.fp32_casts: list[tuple] = []   # casts to float32 taken as no-ops (Graph.fp32_casts)
         self.upcasts: list[tuple] = []   # casts to float32 in a 16-bit module (Tracer._fp32_cast)
-        self.affine_fp32 = False   # a functional norm's parameters given upcast (Tracer._affine_paths)
         # values that are integer tensors in torch (torch.where of two Python ints, and sums and
         # products of them with ints): a Python float, a division or a float op makes them float32
         self.integer_values: set[int] = set()
@@ -1623,9 +1622,11 @@ class Tracer:
         return self.pool("max" if kind == "max" else "avg", _Marker("unsqueezed", x), k, k, 0, False).payload
 
     def group_norm(self, x, groups, weight: str | None, bias: str | None, eps, channels,
-                   what: str = "GroupNorm") -> int:
+                   what: str = "GroupNorm", affine_fp32: bool = False) -> int:
         """GroupNorm over the N features of each row: G groups of N / G consecutive columns,
-        normalized with the group's mean and biased variance, then the per-column affine."""
+        normalized with the group's mean and biased variance, then the per-column affine.
+        `affine_fp32`: the weight and bias given upcast (F.layer_norm(h, ..., self.weight.float()),
+        Tracer._affine_paths)."""
         x = self.value(x)
         n = self.out_features
         if self.level(x) != "tile" and not self._tile_input(x):
@@ -1643,19 +1644,17 @@ class Tracer:
                 if self.level(p) != "col":
                     raise self.refuse(f"{what}'s {path} is not a per-feature (N,) parameter")
                 args.append(p)
-        # (affine_fp32: F.layer_norm(h, ..., self.weight.float(), ...), the parameters upcast as
-        # the value is: Tracer._affine_paths; the oracle casts them so, the kernels read every
-        # parameter into fp32 registers anyway)
-        cast, self.affine_fp32 = self.affine_fp32, False
-        if not cast:
+        # (affine_fp32: the oracle casts the parameters so; the kernels read every parameter
+        # into fp32 registers anyway)
+        if not affine_fp32:
             self._refuse_16_bit_parameters_on_fp32(x, what, [self._tensor(self.nodes[a].attrs["path"]) for a in args[1:]])
         # (layer: a LayerNorm, whose 16-bit statistics torch keeps in fp32: forward._stats_pass_branches.)
         layer = {"layer": True} if what == "LayerNorm" else {}
         return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
                         weight=weight is not None, bias=bias is not None, **layer,
-                        **({"affine_fp32": True} if cast and len(args) > 1 else {}))
+                        **({"affine_fp32": True} if affine_fp32 and len(args) > 1 else {}))
 
-    def layer_norm(self, x, normalized_shape: tuple, weight, bias, eps) -> int:
+    def layer_norm(self, x, normalized_shape: tuple, weight, bias, eps, affine_fp32: bool = False) -> int:
         """LayerNorm over the N features of each row: GroupNorm with one group (the same mean,
         biased variance, eps and per-feature affine; one kernel path, one backward)."""
         if normalized_shape != (self.out_features,):
@@ -1667,7 +1666,8 @@ class Tracer:
         if self.out_features == 1:
             raise self.refuse("LayerNorm over one feature (its output is its bias alone: x minus its own "
                               "mean is 0)")
-        return self.group_norm(x, 1, weight or None, bias or None, eps, None, what="LayerNorm")
+        return self.group_norm(x, 1, weight or None, bias or None, eps, None, what="LayerNorm",
+                               affine_fp32=affine_fp32)
 
     def rms_norm(self, x, normalized_shape: tuple, weight: str | None, eps) -> int:
         """RMSNorm over the N features of each row, as ATen's rms_norm writes it: x rsqrt(mean(x^2)
@@ -2565,18 +2565,21 @@ class Tracer:
         return value
 
     def _default_dtype_fact(self, what: str) -> None:
-        """A value torch makes in its default dtype, float32, whatever the module's (`what`): it
-        promotes a 16-bit y, so a 16-bit module computes on in float32 from there, which kgen's
-        16-bit build does not: a float32 fact (Graph.fp32_casts, as a cast to float32 is)."""
-        self.fp32_casts.append((*self.where, f"{what} is a float32 tensor in torch (its default dtype), "
-                                "which makes a 16-bit module compute on in float32"))
+        """A value torch makes in its default dtype, float32, whatever the module's (`what`)."""
+        self._float32_tensor_fact(f"{what} is a float32 tensor in torch (its default dtype)")
+
+    def _float32_tensor_fact(self, what: str) -> None:
+        """A float32 tensor the forward makes (`what`): it promotes a 16-bit y, so a 16-bit module
+        computes on in float32 from there, which kgen's 16-bit build does not: a float32 fact
+        (Graph.fp32_casts, as a cast to float32 left uncast is)."""
+        self.fp32_casts.append((*self.where, f"{what}, which makes a 16-bit module compute on in float32"))
 
     def _fp32_cast(self, same: bool) -> bool:
-        """A cast that names float32 (x.float(), x.to(torch.float32)), taken as a no-op: in a
-        float32 module it is one (recorded: Graph.fp32_casts, as in a 16-bit module it is not);
-        in a 16-bit module it is an upcast (recorded: Tracer.upcasts), which kgen's kernels need
-        no step for, as they compute in fp32 registers, where the forward casts back to the
-        module's dtype before its output (checked after the trace: check_upcasts)."""
+        """A cast that names float32 (x.float(), x.to(torch.float32)), taken (Tracer._cast: a
+        to_float32 node): in a float32 module a no-op (recorded: Graph.fp32_casts, unless a bf16
+        conversion of the module casts it back, casts_that_stay_fp32); in a 16-bit module an upcast
+        (recorded: Tracer.upcasts), taken where the forward casts back to the module's dtype before
+        its output (check_upcasts)."""
         if same:
             self.fp32_casts.append(self.where)
             return True
@@ -2604,9 +2607,7 @@ class Tracer:
         if one_element and isinstance(dtype, torch.dtype) and dtype.is_floating_point:
             return None
         if dtype is torch.float32 and own == torch.float32:
-            # (a float32 fact: in a 16-bit use of the file the tensor promotes what it meets)
-            self.fp32_casts.append((*self.where, f"{what} with dtype=torch.float32 makes a float32 tensor, which "
-                                    "makes a 16-bit module compute on in float32"))
+            self._float32_tensor_fact(f"{what} with dtype=torch.float32 makes a float32 tensor")
             return None
         return (f"{what} with dtype={dtype} in a {own} module (kgen computes in the module's dtype, the one "
                 "its input has where it runs; leave dtype out or write dtype=y.dtype)")
@@ -3385,10 +3386,10 @@ class Tracer:
             return self.reduce(SOFTMAX_FUNCTIONS[fn], a["input"], a["dim"], True)
         if fn in (F.layer_norm, torch.layer_norm):
             a = self._bind(_layer_norm if fn is F.layer_norm else _torch_layer_norm, args, kwargs)
-            paths = self._affine_paths("F.layer_norm", a)
+            paths, upcast = self._affine_paths("F.layer_norm", a)
             shape = a["normalized_shape"]
             return self.layer_norm(a["input"], tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
-                                   *paths, a["eps"])
+                                   *paths, a["eps"], affine_fp32=upcast)
         if fn in (F.rms_norm, torch.rms_norm):
             a = self._bind(lambda input, normalized_shape, weight=None, eps=None: None, args, kwargs)
             w = a["weight"]
@@ -3405,8 +3406,8 @@ class Tracer:
             return self.normalize(a["input"], a["p"], a["dim"], a["eps"])
         if fn in (F.group_norm, torch.group_norm):
             a = self._bind(_group_norm if fn is F.group_norm else _torch_group_norm, args, kwargs)
-            paths = self._affine_paths("F.group_norm", a)
-            return self.group_norm(a["input"], a["num_groups"], *paths, a["eps"], None)
+            paths, upcast = self._affine_paths("F.group_norm", a)
+            return self.group_norm(a["input"], a["num_groups"], *paths, a["eps"], None, affine_fp32=upcast)
         if fn in ADAPTIVE_POOL_FUNCTIONS:
             a = self._bind(_adaptive_pool1d, args, kwargs)
             return self.adaptive_pool(ADAPTIVE_POOL_FUNCTIONS[fn], a["input"], a["output_size"], a["return_indices"])
@@ -3425,21 +3426,21 @@ class Tracer:
             raise self.refuse(f"the function {_public_name(fn)} {RANDOM_FUNCTIONS[fn]}")
         raise self.refuse(f"the function {_public_name(fn)} is not supported")
 
-    def _affine_paths(self, fn: str, a: dict) -> list:
-        """The paths of a functional norm's weight and bias (None where absent); each must be a
-        parameter of the module."""
-        paths = []
+    def _affine_paths(self, fn: str, a: dict) -> tuple[list, bool]:
+        """The paths of a functional norm's weight and bias (None where absent), each a parameter of
+        the module, and whether they were given upcast (self.weight.float())."""
+        paths, upcast = [], False
         for key in ("weight", "bias"):
             v = a[key]
             if isinstance(v, _Id) and self.nodes[v].op == "to_float32" and self.nodes[self.nodes[v].args[0]].kind == "param":
                 # (self.weight.float(): the parameter in float32, as torch's norm reads it then:
                 # the node's affine_fp32, Tracer.group_norm)
-                self.affine_fp32 = True
+                upcast = True
                 v = _Marker("tensor", self.nodes[self.nodes[v].args[0]].attrs["path"])
             if v is not None and not (isinstance(v, _Marker) and v.kind == "tensor"):
                 raise self.refuse(f"{fn} with a {key} that is not a parameter of the module")
             paths.append(v.payload if v is not None else None)
-        return paths
+        return paths, upcast
 
     def _max_min(self, kind: str, args, kwargs):
         # torch's keyword and numpy-style spellings, as _bind reads them for the other reductions
@@ -4138,9 +4139,10 @@ def casts_that_stay_fp32(ref, casts: list) -> list:
 
 def check_upcasts(ref, upcasts: list) -> None:
     """A 16-bit module's casts to float32 (an upcast for a softmax or a norm: Tracer._fp32_cast)
-    are taken where its output is in the module's dtype again (cast back: `.to(x.dtype)`), which
-    kgen's kernels, computing in fp32 registers and handing the output over in the module's dtype,
-    give as eager does; refused where eager hands over a float32 output."""
+    are taken where its output is in the module's dtype again (cast back: `.to(x.dtype)`): the
+    values between are computed in fp32 (Node.fp32) and the output handed over in the module's
+    dtype, as eager does; refused where eager hands over a float32 output, which kgen's file does
+    not."""
     if not upcasts:
         return
     line, text = upcasts[0][:2]

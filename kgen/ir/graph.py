@@ -189,7 +189,8 @@ class Node:
     shape: tuple = ()            # level full only: the value's shape ("M" is the batch)
     # Whether eager keeps this value in float32 where the module runs in 16 bits: computed after an
     # upcast (a `to_float32` op: x.float() before a softmax or a norm) and before the cast back
-    # (`to_module_dtype`). A 16-bit build rounds such a result to nothing (lower.forward.rounding_type).
+    # (`to_module_dtype`). A 16-bit build rounds no such result to the module's dtype
+    # (lower.forward: the Emitter, row reductions, tails).
     fp32: bool = False
     # An add of a bias that the GEMM's own call adds (nn.Linear, F.linear(x, W, b), addmm), which
     # torch's GEMM adds before its one rounding to a 16-bit dtype (lower.forward.linear_steps);

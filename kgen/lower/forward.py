@@ -111,13 +111,6 @@ def linear_output(graph: Graph) -> int | None:
 UNROUNDED_KINDS = ("const", "param", "mask", "input")
 
 
-def rounding_type(n: Node) -> str:
-    """The C type an op's result is rounded to (kgen::rounded_to_module<T>): the module's dtype
-    (kgen_operand_t: the identity in an fp32 build), or float, the identity, where eager holds the
-    value in float32 (Node.fp32: after an upcast, x.float() before a softmax or a norm)."""
-    return "float" if n.fp32 else "kgen_operand_t"
-
-
 class Emitter:
     """Statements computing IR values as fp32 locals, each at most once (in dependency order).
 
@@ -880,7 +873,8 @@ def _stage2_rows(graph: Graph, operands: dict, stored: int, bn_ready: bool, cach
             if n.op == "mean":
                 out.append(f"{acc} /= static_cast<float>({row_width(graph, level)});")
             # (a 16-bit module's reduction returns its dtype, summed in fp32: Emitter's rounding)
-            out.append(f"{acc} = kgen::rounded_to_module<{rounding_type(n)}>({acc});")
+            if not n.fp32:   # (a value eager holds in float32 after an upcast: Node.fp32)
+                out.append(f"{acc} = kgen::rounded_to_module<kgen_operand_t>({acc});")
             rows[n.id] = acc
         elif n.level in ("row", "rowflat"):
             e = emitter(element=False)
@@ -1069,7 +1063,7 @@ def _gemv_rows_struct(graph: Graph, operands: dict, reduce: Node) -> str:
 struct GemvRows {{
   __device__ static __forceinline__ float finish(float sum, int N, const kgen::EpilogueParams& p) {{
     (void)N; (void)p;
-    const float r = kgen::rounded_to_module<{rounding_type(reduce)}>({r});{body}
+    const float r = {r if reduce.fp32 else f"kgen::rounded_to_module<kgen_operand_t>({r})"};{body}
     return {v};
   }}
 }};"""

@@ -602,3 +602,30 @@ def test_the_second_eager_run_sums_the_same_function_in_another_order(tmp_path):
     second, moved_x, permuted = _second_eager(f, model, x)
     assert permuted == {} and 0 < float((moved_x - x).abs().max()) < 1e-6
     torch.testing.assert_close(second(moved_x), model(x), rtol=1e-5, atol=1e-5)
+
+
+class _RmsInPlace(torch.nn.Module):
+    """x * rsqrt(mean(x^2)), the product written in place over the value pow saved (torch's own
+    backward then raises), or out of place."""
+    def __init__(self, in_place: bool):
+        super().__init__()
+        self.in_place = in_place
+
+    def forward(self, x):
+        h = x * 1.0
+        r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return h.mul_(r) if self.in_place else h * r
+
+
+def test_a_reference_whose_own_backward_raises_has_its_gradients_left_unchecked_and_said_so():
+    from types import SimpleNamespace
+    from kgen.check.validate import _reference_backward_raises
+    x = torch.randn(4, 8)
+    trio = SimpleNamespace(ref64=_RmsInPlace(True).double(), new=_RmsInPlace(False))
+    r = _reference_backward_raises(trio, x, "gradients, train mode")
+    assert r.passed and "not checked: the reference's own backward raises" in r.detail
+    assert "modified by an inplace operation" in r.detail and "ModelNew's computes gradients" in r.detail
+    trio.new = _RmsInPlace(True)
+    assert "ModelNew's raises too" in _reference_backward_raises(trio, x, "g").detail
+    # a reference whose backward runs is judged as before
+    assert _reference_backward_raises(SimpleNamespace(ref64=_RmsInPlace(False).double(), new=None), x, "g") is None

@@ -793,7 +793,7 @@ def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) 
             ok = "kgen: this ModelNew has no backward" in str(e)
             return CheckResult(name, ok, detail=f"not checked: {e}" if ok else f"backward() raised {e}")
         return CheckResult(name, False, detail="backward() ran although the file has no backward kernels")
-    none = _without_gradient(trio, x, name)
+    none = _without_gradient(trio, x, name) or _reference_backward_raises(trio, x, name)
     if none is not None:
         return none
     rng = torch.cuda.get_rng_state(x.device)
@@ -826,6 +826,26 @@ def _without_gradient(trio: "Trio", x: torch.Tensor, name: str) -> CheckResult |
     if carries(trio.new, x):
         return CheckResult(name, False, detail="ModelNew's output carries a gradient the reference's does not")
     return CheckResult(name, True, detail="not checked: the reference's output carries no gradient, nor does ModelNew's")
+
+
+def _reference_backward_raises(trio: "Trio", x: torch.Tensor, name: str) -> CheckResult | None:
+    """Where the reference's own backward raises (autograd's words for an in-place op on a value
+    its backward saved, say): there is no gradient to judge ModelNew's against, and the check
+    says so, with what ModelNew's backward did. None: the reference's backward runs."""
+    def raised(model, x) -> str | None:
+        with _BuffersKept(model):
+            try:
+                y = model(x)
+                gradients(model, x, torch.ones(y.shape, dtype=torch.float32, device=x.device))
+            except RuntimeError as e:
+                return str(e).splitlines()[0]
+        return None
+    theirs = raised(trio.ref64, x.double())
+    if theirs is None:
+        return None
+    ours = raised(trio.new, x)
+    said = "ModelNew's computes gradients" if ours is None else f"ModelNew's raises too ({ours})"
+    return CheckResult(name, True, detail=f"not checked: the reference's own backward raises ({theirs}); {said}")
 
 
 def _with_note(r: CheckResult, note: str) -> CheckResult:
@@ -903,6 +923,9 @@ def check_training(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
             Trio(f, device), _inputs(f, "rand", batch, device, dtype), TRAINING_CHECK)
         if none:
             return none
+        raises = _reference_backward_raises(Trio(f, device), _inputs(f, "rand", batch, device, dtype), TRAINING_CHECK)
+        if raises is not None:
+            return raises
         raise
     if short and judged and all(need <= TRAIN_RATE_RETRY_MAX for need in short.values()):
         # A rate is set from the first step's gradient; where that gradient shrank or turned as

@@ -113,11 +113,34 @@ def test_a_broadcast_tails_ops_round_as_torchs_do(tmp_path, backend):
         assert "rounded_to_module" not in back[:back.index("\n};")]
 
 
+def upcast_ref(folder: Path) -> str:
+    """RESIDUAL_MEAN with the mean taken of the upcast value and cast back (a 16-bit module's
+    `y.float().mean(...).to(x.dtype)`)."""
+    path = folder / "upcast_mean.py"
+    path.write_text(RESIDUAL_MEAN.replace("y = y.mean(-1, keepdim=True)", "y = y.float().mean(-1, keepdim=True).to(x.dtype)"))
+    return str(path)
+
+
+def test_an_upcast_inside_the_reduced_chain_keeps_the_rewrite(tmp_path):
+    """`y.float().mean(...)`: the upcast is no step of the affine chain (it changes no value), so
+    the row's mean is still a matrix-vector product, and the file runs 16-bit modules."""
+    from kgen.frontend.problems import graph
+    from kgen.ir.rewrite import row_sum_of_gemm, simplify
+
+    ref = upcast_ref(tmp_path)
+    g = simplify(graph(ref, 64, 96, 96))[0]
+    assert any(n.op == "to_float32" for n in g.live())
+    row_sum = row_sum_of_gemm(g)
+    assert row_sum is not None and row_sum.reduce.op == "mean"
+    assert [n.op for n in row_sum.steps] == ["add", "sub"]   # the bias, the shift
+    spec = gemv_spec(ref, 64, 96, 96)
+    assert generator.sixteen_bit_builds(spec)
+    assert "_KGEN_OPERAND_BUILDS = {torch.float32: None, torch.bfloat16:" in generator.render(spec)
+
+
 def test_a_gemv_module_that_casts_to_float32_runs_fp32_only(tmp_path):
     path = tmp_path / "cast.py"
-    # (the cast after the mean, its output left in float32: a float32 fact. A cast inside the
-    # reduced chain, y.float().mean(...), is a to_float32 node there, which the rewrite's affine
-    # chain does not take: GEMM backends only.)
+    # (the cast after the mean, its output left in float32: a float32 fact)
     path.write_text(RESIDUAL_MEAN.replace("y = y.mean(-1, keepdim=True)", "y = y.mean(-1, keepdim=True).float()"))
     spec = gemv_spec(str(path), 64, 96, 96)
     assert not generator.sixteen_bit_builds(spec)
@@ -192,7 +215,7 @@ def gemv_files(tmp_path_factory):
     if not torch.cuda.is_available():
         return {}
     d = tmp_path_factory.mktemp("gemv_half")
-    refs = {"sum_rows": SUM_ROWS, "residual_mean": residual_ref(d)}
+    refs = {"sum_rows": SUM_ROWS, "residual_mean": residual_ref(d), "upcast_mean": upcast_ref(d)}
     candidates = [Candidate(s, generator.write(s, d / f"{s.name()}.py"))
                   for s in (gemv_spec(ref, *shape) for ref in refs.values() for shape in SHAPES.values())]
     for dtype in HALF:
@@ -205,7 +228,7 @@ def gemv_files(tmp_path_factory):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("case", ["sum_rows", "residual_mean"])
+@pytest.mark.parametrize("case", ["sum_rows", "residual_mean", "upcast_mean"])
 def test_the_16_bit_rewrite_is_at_least_as_near_fp64_as_eager(gemv_files, case, shape, dtype):
     """The output in the module's dtype, nearer the fp64 result of the rounded module than eager
     in that dtype, or as near (one rounding step of the dtype at the output's scale: both round

@@ -551,12 +551,17 @@ def is_per_column(graph: Graph, i: int) -> bool:
 def affine_chain(graph: Graph, t: int) -> tuple[int, list[Node]]:
     """The value t as an affine function of an earlier tile value: t = scale[n] * root +
     shift[n], where the steps from root to t are add, sub, mul, div (by) and neg with per-column
-    or scalar operands (a Linear bias, a per-feature scale). Returns root and the steps."""
+    or scalar operands (a Linear bias, a per-feature scale). Returns root and the steps.
+    An upcast (to_float32) on the way is no step: it changes no value, and scale and shift are
+    float32 already (a 16-bit module's `fc(x).float().sum(1)` is a row sum of the Linear's output)."""
     steps: list[Node] = []
     while True:
         n = graph.node(t)
         if n.kind != "pointwise" or n.level != "tile":
             break
+        if n.op == "to_float32":
+            t = n.args[0]
+            continue
         tiles = [a for a in n.args if graph.node(a).level == "tile"]
         others = [a for a in n.args if a not in tiles]
         if len(tiles) != 1 or not all(is_per_column(graph, a) for a in others):

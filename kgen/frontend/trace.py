@@ -913,6 +913,8 @@ def _frames(frame):
 PARAMETER_KINDS = frozenset({"tensor"})
 # ... and so are ops on the module's input, and on both (Tracer._deferrable).
 DEFERRABLE_KINDS = PARAMETER_KINDS | {"input"}
+TRANSPOSED_ACTIVATION = ("a transposed activation (x.T) used other than as W @ x.T transposed back: kgen "
+                         "takes (W @ x.T).T, which is x @ W.T, the Linear's GEMM")
 # fx node meta: made with gradients off (torch.no_grad(), set_grad_enabled(False), inference_mode)
 NO_GRAD = "kgen_no_grad"
 
@@ -1052,6 +1054,8 @@ class Tracer:
             raise self.refuse("a value expanded to a larger shape (expand / expand_as / broadcast_to / "
                               "repeat, or combined with a zeros_like / ones_like / full_like of a larger "
                               "one) used other than as an operand of a point-wise op")
+        if isinstance(v, _Marker) and v.kind == "transposed":
+            raise self.refuse(TRANSPOSED_ACTIVATION)
         if isinstance(v, _Marker) and v.kind == "indices":
             raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
         if isinstance(v, _Marker) and v.kind == "windows":
@@ -2815,6 +2819,18 @@ class Tracer:
             return ("M", width // k, 1 if tag in ("mean", "var", "var_eps", "std", "rstd") else k)
         return None
 
+    def _transpose_of(self, v):
+        """The transpose of a (batch, features) activation (x.T, x.t(), x.transpose(0, 1)): a
+        marker only W @ x.T takes, whose result is the GEMM's transpose (Tracer.visit_function);
+        the transpose of such a marker is its value again. None for anything else (a parameter's
+        transposes are its views; an input of more dimensions, whose .T is no matrix's)."""
+        if isinstance(v, _Marker) and v.kind == "transposed":
+            return v.payload
+        if isinstance(v, _Marker) and v.kind == "input" and self.ref.rows_of is not None:
+            return None
+        shape = self._shape_or_none(v) if isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind == "input") else None
+        return _Marker("transposed", v) if shape is not None and len(shape) == 2 else None
+
     def _known_shape(self, v) -> tuple | None:
         """_shape_or_none, and the shape of a value of a part closed before the last GEMM (its
         sizes are numbers like any other value's, though the value itself is out of reach)."""
@@ -3153,6 +3169,8 @@ class Tracer:
                 return self.param_view(target, "t", (), {})
             if isinstance(target, _Marker) and target.kind == "tensor" and name in ("T", "mT"):
                 return self.param_view(target, "t" if name == "T" else "mT", (), {})
+            if name in ("T", "mT") and self._transpose_of(target) is not None:
+                return self._transpose_of(target)
             if isinstance(target, _Marker) and target.kind == "values_indices" and name == "values":
                 return target.payload
             if name == "dtype" and self._dtype_of(target) is not None:
@@ -3169,7 +3187,8 @@ class Tracer:
                 shape = self._param_shape(target)   # (a parameter's sizes are the module's numbers)
                 return shape if name == "shape" else len(shape)
             raise self.refuse(f"the attribute .{name} is not supported")
-        if fn in (torch.flatten, torch.squeeze, torch.unsqueeze, torch.clone, torch.detach):
+        if fn in (torch.flatten, torch.squeeze, torch.unsqueeze, torch.clone, torch.detach) or \
+                (fn in (torch.t, torch.transpose, torch.permute) and args and self._transpose_of(args[0]) is not None):
             return self.visit_method(fn.__name__, args, kwargs)
         if fn is torch.reshape:
             return self.visit_method("reshape", args, kwargs)
@@ -3219,6 +3238,16 @@ class Tracer:
             return self.linear_bias(z, b if beta == 1 else self.pointwise("mul", [b, float(beta)]))
         if fn in MATMUL_FUNCTIONS:
             x, w = args
+            if isinstance(w, _Marker) and w.kind == "transposed":
+                # W @ x.T is the GEMM's transpose, (x Wᵀ)ᵀ: taken where it is transposed back
+                # ((W @ x.T).T is x @ W.T), W stored (N, K), or (K, N) as W.t() @ x.T
+                if isinstance(x, _Marker) and x.kind == "matrix" and x.shape is None:
+                    return _Marker("transposed", self.gemm(w.payload, x.payload, None))
+                if isinstance(x, _Marker) and x.kind == "matrix_t":
+                    return _Marker("transposed", self.gemm(w.payload, x.payload, None, stored_kn=True))
+                raise self.refuse(TRANSPOSED_ACTIVATION)
+            if isinstance(x, _Marker) and x.kind == "transposed":
+                raise self.refuse(TRANSPOSED_ACTIVATION)
             if isinstance(w, _Marker) and w.kind == "weight_expr":
                 # x @ w of a computed w, (K, N): the GEMM of its transpose
                 return self.gemm(x, self._weight_expression(w.payload[0], True), None)
@@ -3727,6 +3756,10 @@ class Tracer:
                 and (name == "t" or (name == "transpose" and _swaps_2d(rest, kwargs))
                      or (name == "permute" and _permutes_2d(rest, kwargs))):
             return _Marker("matrix_t", self_arg.payload)
+        if self._transpose_of(self_arg) is not None and (
+                name == "t" or (name == "transpose" and _swaps_2d(rest, kwargs))
+                or (name == "permute" and _permutes_2d(rest, kwargs))):
+            return self._transpose_of(self_arg)
         if isinstance(self_arg, _Marker) and self_arg.kind == "matrix_t" and name in PARAM_VIEWS:
             transposed = self.param_view(_Marker("matrix", self_arg.payload), "t", (), {})
             return self.param_view(transposed, name, rest, kwargs)

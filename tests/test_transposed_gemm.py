@@ -1,0 +1,107 @@
+"""(W @ x.T).T, the Linear's GEMM written as its transpose transposed back (CPU): taken in every
+spelling of the transposes (.T, .mT, .t(), torch.t, transpose(0, 1), permute(1, 0)), of a weight
+stored (N, K) or (K, N) (W.t() @ x.T), for the first GEMM and for a chained one; the IR computes
+what the module computes, its gradients autograd's. A transposed activation used any other way is
+refused, saying what kgen takes; an input of more dimensions (whose .T is no matrix's) is refused."""
+
+import copy
+
+import pytest
+import torch
+
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import trace
+from kgen.ir.autodiff import graph_vjp
+from kgen.ir.graph import Unsupported
+
+MODULE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(out_features, in_features) / 6)
+        self.weight_kn = nn.Parameter(torch.randn(in_features, out_features) / 6)
+        self.second = nn.Parameter(torch.randn(out_features, out_features) / 7)
+        self.bias = nn.Parameter(torch.randn(out_features))
+
+    def forward(self, x):
+        return BODY
+
+
+def get_inputs():
+    return [torch.randn(SHAPE)]
+
+
+def get_init_inputs():
+    return [32, 48]
+'''
+
+TAKEN = [
+    "(self.weight @ x.T).T + self.bias",
+    "torch.matmul(self.weight, x.t()).t()",
+    "torch.mm(self.weight, torch.t(x)).transpose(0, 1).relu()",
+    "(self.weight @ x.permute(1, 0)).mT * 2",
+    "torch.transpose(torch.mm(self.weight, x.T), 0, 1) - self.bias",
+    "(self.weight_kn.t() @ x.T).T",
+    "torch.sigmoid((self.second @ torch.relu(x @ self.weight.T).T).T)",
+]
+REFUSED = {
+    "(self.weight @ x.T).sum(0)": "a transposed activation \\(x.T\\) used other than as W @ x.T transposed back",
+    "torch.relu(x.T).T @ self.weight.T": "a transposed activation \\(x.T\\) used other than as W @ x.T transposed back",
+    "x.T @ self.weight_kn.T": "a transposed activation",
+}
+
+
+def reference(tmp_path, body: str, shape: str = "8, 32") -> Reference:
+    path = tmp_path / "transposed.py"
+    path.write_text(MODULE.replace("BODY", body).replace("SHAPE", shape))
+    return Reference(str(path))
+
+
+@pytest.mark.parametrize("body", TAKEN)
+def test_the_transposed_gemm_computes_what_the_module_computes(body, tmp_path):
+    ref = reference(tmp_path, body)
+    graph = trace(ref)
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double()
+    x = torch.randn(8, 32, dtype=torch.float64)
+    with torch.no_grad():
+        want, got = model(x), graph.interpret(x, copy.deepcopy(model))
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    xg = x.clone().requires_grad_()
+    y = model(xg)
+    gy = torch.randn_like(y)
+    params = dict(model.named_parameters())
+    expect = torch.autograd.grad(y, [xg, *params.values()], gy, allow_unused=True)
+    with torch.no_grad():
+        gx, grads = graph_vjp(graph, x, copy.deepcopy(model), gy)
+    torch.testing.assert_close(gx, expect[0], rtol=1e-10, atol=1e-12)
+    for name, e in zip(params, expect[1:]):
+        if e is None:
+            assert name not in grads or not grads[name].any(), name
+        else:
+            torch.testing.assert_close(grads[name], e, rtol=1e-10, atol=1e-12, msg=name)
+
+
+def test_the_transposed_gemm_is_the_linears_gemm(tmp_path):
+    """(W @ x.T).T + b traces to the IR of x @ W.T + b, node for node."""
+    def described(body):
+        return trace(reference(tmp_path, body)).describe().replace(body, "")
+    assert described("(self.weight @ x.T).T + self.bias") == described("x @ self.weight.T + self.bias")
+
+
+@pytest.mark.parametrize("body, message", REFUSED.items())
+def test_a_transposed_activation_used_otherwise_is_refused(body, message, tmp_path):
+    with pytest.raises(Unsupported, match=message):
+        trace(reference(tmp_path, body))
+
+
+@pytest.mark.filterwarnings("ignore:The use of `x.T` on tensors of dimension other than 2")
+def test_an_input_of_more_dimensions_is_not_transposed_as_a_matrix(tmp_path):
+    with pytest.raises(Unsupported, match="attribute .T is not supported"):
+        trace(reference(tmp_path, "(self.weight @ x.T).T", shape="2, 8, 32"))

@@ -68,3 +68,59 @@ def test_has_batchnorm_means_one_the_forward_runs(tmp_path, body, runs_one):
     assert CliRunner().invoke(main, ["generate", str(ref), "-o", str(out)]).exit_code == 0
     assert EmittedFile(out).has_batchnorm is runs_one
     assert EmittedFile(out, ref=ref).has_batchnorm is runs_one
+
+
+HELPER_USER = '''
+import torch
+import torch.nn as nn
+from my_helpers_60 import squash
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return squash(self.fc(x))
+
+
+def get_inputs():
+    return [torch.randn(64, 128)]
+
+
+def get_init_inputs():
+    return [128, 256]
+'''
+
+
+def test_a_reference_importing_a_module_beside_it_loads_as_a_script_would(tmp_path, monkeypatch):
+    """`from my_helpers_60 import squash` of a file beside the reference: found by kgen's tracing
+    (the reference's folder first on the path, as python puts a script's) and by the emitted
+    file's loading from another folder, the path as it was after each."""
+    import sys
+
+    from kgen.frontend.reference import Reference
+    from kgen.frontend.trace import trace
+
+    (tmp_path / "refs").mkdir()
+    (tmp_path / "refs" / "my_helpers_60.py").write_text("import torch\n\ndef squash(x):\n    return torch.tanh(x) * 3\n")
+    ref = tmp_path / "refs" / "helper_user.py"
+    ref.write_text(HELPER_USER)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "my_helpers_60", raising=False)
+    path_before = list(sys.path)
+    graph = trace(Reference(str(ref)))
+    assert [n.op for n in graph.live() if n.kind == "pointwise"][-2:] == ["tanh", "mul"]
+    assert sys.path == path_before
+    spec = Spec.of(str(ref), 64, 128, 256, math="tf32x3", backend="kgen", fusion=1,
+                   tile=Tile(128, 128, 32, 64, 32, stages=3))
+    emitted = generator.write(spec, tmp_path / "out" / f"{spec.name()}.py")
+    monkeypatch.delitem(sys.modules, "my_helpers_60", raising=False)
+    f = EmittedFile(emitted)
+    assert f.reference.path == ref and sys.path == path_before
+    # (without the folder on the path, the same load fails: what the fix is for)
+    monkeypatch.delitem(sys.modules, "my_helpers_60", raising=False)
+    (tmp_path / "refs" / "my_helpers_60.py").rename(tmp_path / "elsewhere.py")
+    with pytest.raises(ValueError, match="No module named 'my_helpers_60'"):
+        EmittedFile(emitted)

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from kgen.frontend.problems import is_path
-from kgen.frontend.reference import Reference, ReferenceError, _restore_defaults, _torch_defaults
+from kgen.frontend.reference import Reference, ReferenceError, _restore_defaults, _torch_defaults, import_folders
 from kgen.tune.spec import Spec, SpecError
 from kgen.check.static_checks import check_emitted
 
@@ -54,12 +54,19 @@ class EmittedFile:
         # (a CPU input that must be refused, a CPU generator's draws) are made where they say
         # (measured on an H200: two checks failed so), as Reference does for kgen's own.
         defaults = _torch_defaults()
+        # The reference's text in it imports as a script does, from its folder: where that text
+        # imports a module beside the reference (or beside this file), that folder is on the path
+        # while it runs (the file itself, imported by the user's program, finds them on its path).
+        text, folder = recorded_reference(self.source)
+        added = import_folders(text, [self.path.resolve().parent, *([folder] if folder else [])])
         try:
             exec(compile(self.source, str(self.path), "exec"), self.module.__dict__)
         except Exception as e:  # noqa: BLE001 - the user's file failing is a message, not a crash
             sys.modules.pop(name, None)
             raise ValueError(f"{self.path} raised {type(e).__name__} when executed: {e}") from None
         finally:
+            for folder in added:
+                sys.path.remove(folder)
             _restore_defaults(*defaults)
         if "KGEN_SPEC" not in self.module.__dict__ or "ModelNew" not in self.module.__dict__:
             raise ValueError(f"{self.path} is not a kgen file (no KGEN_SPEC / ModelNew)")
@@ -162,6 +169,23 @@ class EmittedFile:
         if any(plan is not None for plan in getattr(self.module, "_KGEN_NATIVE_PLANS", ())):
             self.module._kgen_native_module()
         return library
+
+
+def recorded_reference(source: str) -> tuple[str, Path | None]:
+    """The reference's text an emitted file carries and the folder its KGEN_SPEC records (read,
+    not run): ("", None) where either is not a literal."""
+    values = {}
+    for node in ast.parse(source).body:
+        names = [getattr(t, "id", None) for t in node.targets] if isinstance(node, ast.Assign) else []
+        if names in (["KGEN_SPEC"], ["_KGEN_REFERENCE_SOURCE"]):
+            try:
+                values[names[0]] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    text, spec = values.get("_KGEN_REFERENCE_SOURCE"), values.get("KGEN_SPEC")
+    problem = spec.get("problem") if isinstance(spec, dict) else None
+    return (text if isinstance(text, str) else "",
+            Path(problem).parent if isinstance(problem, str) and is_path(problem) else None)
 
 
 def not_emitted_message(path: Path, source: str) -> str:

@@ -156,6 +156,35 @@ def reference_id(path: Path) -> str:
     return SHIPPED_PREFIX + path.stem if shipped else str(path)
 
 
+def local_imports(source: str, folder: Path) -> list[str]:
+    """The modules the file's text imports (at any depth of it) that are files or packages in
+    `folder`, its own: a script's imports find them there, as kgen and the emitted file do."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module.split(".")[0])
+    return sorted({n for n in names if (folder / f"{n}.py").is_file() or (folder / n / "__init__.py").is_file()})
+
+
+def import_folders(source: str, folders: list[Path]) -> list[str]:
+    """Puts at the front of sys.path each of `folders` that holds a module the text imports
+    (local_imports) and is not on it yet; returns those added, for the caller to remove once the
+    text has run."""
+    added = []
+    for folder in folders:
+        entry = str(folder)
+        if entry not in sys.path and local_imports(source, folder):
+            sys.path.insert(0, entry)
+            added.append(entry)
+    return added
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -332,6 +361,9 @@ class Reference:
         # set_default_dtype): put back after it, so that they do not reach kgen's own tensors
         # (a default device of "cuda" failed the lowering's oracles on a machine without a GPU).
         defaults = _torch_defaults()
+        # Its imports resolve as a script's do, from its own folder first (python puts a script's
+        # folder on sys.path): a helper module it imports from beside it is found.
+        added = import_folders(self.source, [self.path.parent])
         try:
             tree = ast.parse(self.source, filename=str(self.path))
             # The file's __future__ imports apply to each statement compiled alone (and kgen's
@@ -350,6 +382,8 @@ class Reference:
         except USER_FAILURES as e:  # the user's file failing is a message
             raise ReferenceError(f"{self.path} raised {type(e).__name__} when executed: {said(e)}") from None
         finally:
+            for folder in added:
+                sys.path.remove(folder)
             if before is None:
                 sys.modules.pop(name, None)
             else:

@@ -551,10 +551,26 @@ def cuda_expr(name: str, operands: Sequence[str], attrs: Mapping | None = None) 
     return op.cuda(*operands, **_resolve(op, operands, attrs))
 
 
+# The binary ops whose CUDA kernels take a Python number operand in the op's math type, float32
+# for a 16-bit tensor (ATen's opmath_gpu_kernel_with_scalars and the ufunc add / sub read
+# iter.scalar_value<opmath_t>, the number itself: TensorIterator casts no CPU scalar of a CUDA
+# op), as kgen's kernels read a constant: `y * 1e5` of an fp16 y is finite where |y| < 0.65 (1e5
+# is no fp16 number), `y * 0.1` is y times 0.1f, rounded once. (CPU eager rounds the number of an
+# add or sub to the tensor's dtype first; its mul and div read the number itself.)
+OPMATH_NUMBER = frozenset({"add", "sub", "mul", "div"})
+
+
 def torch_apply(name: str, operands: Sequence[torch.Tensor | float],
                 attrs: Mapping | None = None) -> torch.Tensor:
     """torch's result of op `name` (the oracle); a Python number operand is taken in the dtype of
-    the tensor operand (float64 where there is none). Errors as for cuda_expr."""
+    the tensor operand (float64 where there is none), but for the ops of OPMATH_NUMBER on a 16-bit
+    tensor, computed in float32 with the number as it is and rounded once, as torch's CUDA kernels
+    compute them. Errors as for cuda_expr."""
     op = _lookup(name)
     resolved = _resolve(op, operands, attrs)
+    tensors = [o for o in operands if isinstance(o, torch.Tensor)]
+    if name in OPMATH_NUMBER and len(tensors) < len(operands) and tensors \
+            and tensors[0].dtype in (torch.bfloat16, torch.float16):
+        wide = [o.float() if isinstance(o, torch.Tensor) else o for o in operands]
+        return op.torch(*_as_tensors(wide), **resolved).to(tensors[0].dtype)
     return op.torch(*_as_tensors(operands), **resolved)

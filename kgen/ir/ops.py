@@ -449,6 +449,14 @@ _DEFINITIONS = (
     # to_module_dtype on. The oracle (Graph.part_values) casts as the module does.
     PointwiseOp("to_float32", 1, lambda a: f"({a})", lambda x: x.float(),
                 doc="x in float32 (x.float(), x.to(torch.float32)): a 16-bit module's ops after it compute in fp32"),
+    # The same upcast where torch's own kernel computes in float32 inside (its math type) and
+    # rounds once at its end: torch.var / std, the 2-norm, ATen's rms_norm, which kgen writes with
+    # several ops (Tracer._internal_upcast): float32 for a 16-bit x, x itself otherwise (a float64
+    # reference's var is float64 throughout, where x.float() would round it).
+    PointwiseOp("to_opmath", 1, lambda a: f"({a})",
+                lambda x: x.float() if x.dtype in (torch.bfloat16, torch.float16) else x,
+                doc="x in torch's math type (float32 for a 16-bit x): the steps of a reduction torch computes "
+                    "in float32 and rounds once (var, std, the 2-norm, rms_norm)"),
     PointwiseOp("to_module_dtype", 1, lambda a: f"({a})", lambda x: x,
                 doc="x back in the module's dtype (x.to(input.dtype) after an upcast)"),
     # The identity forward; backward, no gradient flows through it (kgen.ir.derivatives).
@@ -471,7 +479,7 @@ assert JUMPING <= set(POINTWISE)
 SMOOTH = frozenset({"add", "sub", "mul", "div", "logaddexp", "neg", "exp", "log", "log1p", "expm1", "exp2", "log2", "log10",
                     "erf", "erfc", "atan", "ndtr", "asin", "acos", "asinh", "acosh", "atanh", "sin", "cos", "tan",
                     "sinh", "cosh", "sqrt", "norm_sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish",
-                    "identity", "to_float32", "to_module_dtype", "detach", "zero_if_inf"})
+                    "identity", "to_float32", "to_opmath", "to_module_dtype", "detach", "zero_if_inf"})
 assert SMOOTH <= set(POINTWISE) and not SMOOTH & JUMPING
 # softplus is x itself where beta x passes its threshold: its derivative jumps there by
 # 1 - sigmoid(threshold), its value by log1p(exp(-threshold)) / beta; from this threshold on

@@ -92,3 +92,161 @@ def test_a_reduction_torch_computes_in_float32_is_rounded_once(name, tmp_path):
     error = lambda t: (t.double() - exact).abs().max().item()   # noqa: E731
     assert error(got) <= 2 * error(eager) + 1e-3 * exact.abs().max().item(), (error(got), error(eager))
 
+
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+def test_trunc_division_by_a_number_truncates_the_float32_quotient(dt, tmp_path):
+    """torch.div(y, 0.3, rounding_mode='trunc'): torch's CUDA kernel truncates y * (1 / 0.3) in
+    float32. Before: the quotient rounded to the 16-bit dtype first (18.96 to 19 in bf16), a jump
+    of 1 on a few % of the elements. By a tensor (or of a number by y) torch rounds the quotient
+    of its two 16-bit values first, as the IR's two ops do: left so."""
+    r = ref(tmp_path, ["x = torch.div(y, 0.3, rounding_mode='trunc')"])
+    graph = trace(r)
+    torch.manual_seed(0)
+    model = r.Model(*r.init_args()).to(dt)
+    x = (torch.randn(256, 16) * 10).to(dt)
+    with torch.no_grad():
+        y = model.fc(x)
+        torch.testing.assert_close(graph.interpret(x, copy.deepcopy(model)), torch.trunc(y.float() / 0.3).to(dt),
+                                   rtol=0, atol=0)
+    kept = trace(ref(tmp_path, ["x = torch.div(2.0, y, rounding_mode='trunc')"], name="by_y"))
+    assert not any(n.op == "to_opmath" for n in kept.live())
+
+
+def test_a_one_element_float32_tensor_of_a_dimension_promotes(tmp_path):
+    """`y * torch.tensor([0.5])` / `torch.ones(1)` made in forward: a tensor of a dimension takes part
+    in type promotion, so eager's output in a 16-bit module is float32. Before: taken as the number,
+    the output in the module's dtype. Now a float32 fact in a float32 module (the file runs float32
+    modules, and says why for a 16-bit one), refused in a 16-bit one; a 0-d torch.tensor(0.5) is
+    still the number (it promotes nothing)."""
+    for body in ("x = y * torch.tensor([0.5])", "x = y + torch.ones(1)", "x = y * torch.ones(1, 1)"):
+        r = ref(tmp_path, [body], name="p")
+        m = r.Model(*r.init_args()).to(torch.bfloat16)
+        with torch.no_grad():
+            assert m(torch.rand(4, 16).to(torch.bfloat16)).dtype == torch.float32
+        graph = trace(r)
+        assert len(graph.fp32_casts) == 1 and "made in forward (a tensor of a dimension" in graph.fp32_casts[0][2]
+    path = tmp_path / "bf16.py"
+    path.write_text(reference_text(["self.fc = nn.Linear(in_features, out_features, dtype=torch.bfloat16)"],
+                                   ["y = self.fc(x)", "x = y * torch.tensor([0.5])"], 24, "bfloat16"))
+    with pytest.raises(Unsupported, match=r"a torch\.float32 tensor of shape \(1,\) made in forward in a "
+                                          r"torch\.bfloat16 module: a tensor of a dimension takes part in type"):
+        trace(Reference(path))
+    assert not trace(ref(tmp_path, ["x = y * torch.tensor(0.5)"], name="zero_d")).fp32_casts
+
+
+# ---- the generated probe: a covering sample ----------------------------------------------------
+# name -> (init lines, forward body after `y = self.fc(x)`, expectation): "taken" (the IR's output
+# in the module's dtype, its values against eager and fp64), "fp32" (a float32 fact: eager's 16-bit
+# output is float32 and the file runs float32 modules, saying why), or a refusal's regex (in every
+# module dtype, or {"fp32": ..., "16": ...} by the dtype the module is traced in).
+SAMPLE = {
+    # numbers beside 16-bit values (a number promotes nothing; torch's CUDA kernels read it in fp32)
+    "mul_number": ([], "x = y * 0.1", "taken"),
+    "div_int": ([], "x = y / 3", "taken"),
+    "add_tiny": ([], "x = y + 1e-5", "taken"),
+    "rsub": ([], "x = 1 - y", "taken"),
+    "rdiv_eps": ([], "x = 1 / (y.abs() + 1e-8)", "taken"),
+    "overflowing_multiplier": ([], "x = (y * 1e5) / 1e5", "taken"),
+    "int_multiplier": ([], "x = y * 100000 // 7", "taken"),
+    "tensor_0d": ([], "x = y * torch.tensor(0.5)", "taken"),
+    "buffer_0d": (["self.register_buffer('c', torch.tensor(2.0))"], "x = y * self.c", "taken"),
+    "param_0d": (["self.c = nn.Parameter(torch.tensor(0.1))"], "x = y * self.c", "taken"),
+    "full_like": ([], "x = y * torch.full_like(y, 0.1)", "taken"),
+    "where_number": ([], "x = torch.where(y > 0, y, 0.01 * y)", "taken"),
+    "where_number_first": ([], "x = torch.where(y > 0, 0.5, y)", "taken"),
+    "masked_fill_inf": ([], "x = torch.softmax(y.masked_fill(y < 0, float('-inf')), -1)", "taken"),
+    "clamp": ([], "x = torch.clamp(y, -2.0, 2.0)", "taken"),
+    # ops whose 16-bit semantics are special
+    "floor_divide": ([], "x = y // 0.3", "taken"),
+    "div_trunc": ([], "x = torch.div(y, 0.3, rounding_mode='trunc')", "taken"),
+    "round": ([], "x = torch.round(y * 4) / 4", "taken"),
+    "sign": ([], "x = torch.sign(y) * y", "taken"),
+    "bool_times": ([], "x = (y > 0) * y", "taken"),
+    "bool_to_dtype": ([], "x = (y > 0).to(y.dtype) * y", "taken"),
+    "softmax": ([], "x = torch.softmax(y, -1)", "taken"),
+    "softmax_dtype_back": ([], "x = torch.softmax(y, -1, dtype=torch.float32).to(y.dtype)", "taken"),
+    "log_softmax_dtype_back": ([], "x = F.log_softmax(y, -1, dtype=torch.float32).type_as(y)", "taken"),
+    "sum_dtype_back": ([], "x = y - y.sum(-1, keepdim=True, dtype=torch.float32).to(y.dtype) / 24", "taken"),
+    "logsumexp": ([], "x = torch.logsumexp(y, -1, keepdim=True) + y", "taken"),
+    **{f"internal_{k}": ([], v, "taken") for k, v in INTERNAL_FP32.items()},
+    "rms_norm_module": (["self.rn = nn.RMSNorm(out_features)"], "x = self.rn(y)", "taken"),
+    "std_mean": ([], "s, m = torch.std_mean(y, -1, keepdim=True)\nx = (y - m) / s", "taken"),
+    "layer_norm": (["self.ln = nn.LayerNorm(out_features)"], "x = self.ln(y)", "taken"),
+    "batch_norm": (["self.bn = nn.BatchNorm1d(out_features)"], "x = self.bn(y)", "taken"),
+    # values torch makes float32 whatever the module's dtype
+    "tensor_of_a_dimension": ([], "x = y * torch.tensor([0.5])",
+                              {"fp32": "fp32", "16": r"a torch\.float32 tensor of shape \(1,\) made in forward"}),
+    "bool_float": ([], "x = y + (y > 0).float()",
+                   {"fp32": "fp32", "16": r"a cast to float32 in a torch\.\w+ module .*its output is torch\.float32"}),
+    "where_two_floats": ([], "x = torch.where(y > 0, 1.0, 0.0) * y", "fp32"),
+    "softmax_dtype_left": ([], "x = torch.softmax(y, -1, dtype=torch.float32)",
+                           {"fp32": "fp32", "16": r"a cast to float32 in a torch\.\w+ module .*its output is torch\.float32"}),
+    # refused, by name
+    "cumsum": ([], "x = torch.cumsum(y, -1)", r"the function torch\.cumsum is not supported"),
+    "autocast_region": ([], "with torch.autocast('cuda', dtype=torch.bfloat16):\n    x = torch.relu(y)",
+                        r"torch\.autocast in forward"),
+    "half_in_forward": ([], "x = torch.relu(y).half()", r"\.half\(\)"),
+}
+# module dtypes: (traced in, run in): "fp32>bf16" a float32 module converted (KernelBench's eval),
+# "bf16" / "fp16" built so (self.to(dtype) at the end of __init__, its input in that dtype)
+MODULE_DTYPES = {"fp32>bf16": (None, torch.bfloat16), "fp32>fp16": (None, torch.float16),
+                 "bf16": (torch.bfloat16, torch.bfloat16), "fp16": (torch.float16, torch.float16)}
+
+
+def sample_source(init, body, built) -> str:
+    text = reference_text([LIN, *init] + ([f"self.to(torch.{str(built)[6:]})"] if built else []),
+                          ["y = self.fc(x)", *body.splitlines()], 24, str(built)[6:] if built else None)
+    return text
+
+
+def sample_cases():
+    """Every case traced float32 (and run converted to bf16 and fp16 from the one trace), and built
+    in one 16-bit dtype, bf16 and fp16 in turn."""
+    out = []
+    for i, name in enumerate(SAMPLE):
+        out.append((name, "fp32"))
+        out.append((name, "bf16" if i % 2 else "fp16"))
+    return out
+
+
+@pytest.mark.parametrize("name, traced_as", sample_cases(), ids=[f"{n}-{d}" for n, d in sample_cases()])
+def test_generated_16_bit_module(name, traced_as, tmp_path):
+    init, body, expect = SAMPLE[name]
+    built = None if traced_as == "fp32" else MODULE_DTYPES[traced_as][0]
+    if isinstance(expect, dict):
+        expect = expect["fp32" if built is None else "16"]
+    path = tmp_path / "ref.py"
+    path.write_text(sample_source(init, body, built))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = Reference(path)
+        if expect not in ("taken", "fp32"):
+            with pytest.raises(Unsupported, match=expect):
+                trace(r)
+            return
+        graph = trace(r)
+    runs = [torch.bfloat16, torch.float16] if built is None else [built]
+    if expect == "fp32":
+        assert graph.fp32_casts, graph.describe()
+        for dt in runs:
+            torch.manual_seed(0)
+            with torch.no_grad():
+                assert r.Model(*r.init_args()).to(dt)(torch.rand(4, 16).to(dt)).dtype == torch.float32
+        return
+    assert not graph.fp32_casts, graph.fp32_casts
+    for dt in runs:
+        for scale in (1.0, 100.0):
+            torch.manual_seed(0)
+            model = r.Model(*r.init_args()).to(dt).eval()
+            torch.manual_seed(1)
+            x = (torch.randn(8, 16) * scale).to(dt)
+            with torch.no_grad():
+                eager = model(x)
+                got = graph.interpret(x, copy.deepcopy(model))
+                exact = copy.deepcopy(model).double()(x.double())
+            assert got.dtype == eager.dtype == dt
+            assert torch.equal(got.isnan(), eager.isnan()) and torch.equal(got.isinf(), eager.isinf())
+            error = lambda t: (t.double() - exact).abs().nan_to_num(0, 0, 0).max().item()   # noqa: E731
+            step = torch.finfo(dt).eps * exact.abs().nan_to_num(0, 0, 0).max().item()
+            assert error(got) <= 2 * error(eager) + step, (dt, scale, error(got), error(eager))

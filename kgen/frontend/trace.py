@@ -1145,6 +1145,8 @@ class Tracer:
             # torch.fx's name for a tensor made in forward (torch.tensor(2.0)): not the module's,
             # so the emitted file could not read it. One element: the number it holds.
             if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
+                if t.dim() and t.dtype in (torch.float32, torch.float64):
+                    self._promoting_constant(t)
                 return _TensorNumber(t.item())
             raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward (torch.tensor / "
                               "torch.ones / ...) or read from a global (or computed from a tensor kept as a "
@@ -1161,6 +1163,22 @@ class Tracer:
                               "convert it): register it in __init__ with self.register_buffer"
                               f"('{name}', ...), or keep a number as a Python float")
         return _Marker("matrix" if t.dim() == 2 else "tensor", path)
+
+    def _promoting_constant(self, t: torch.Tensor) -> None:
+        """A one-element float32 / float64 tensor of a dimension made in forward (torch.tensor([0.5]),
+        torch.ones(1)): unlike a 0-d one or a number, it takes part in type promotion as a tensor,
+        so y * it is float32 where y is 16-bit (float64 always). A float32 fact in a float32 module
+        (the file runs float32 modules), refused elsewhere. (Taken as its number before, a 16-bit
+        module's output was its own dtype where eager's is float32.)"""
+        own, shape = self.ref.input.dtype, shape_text(tuple(t.shape))
+        if t.dtype == torch.float32 and own == torch.float32:
+            self._float32_tensor_fact(f"a float32 tensor of shape {shape} made in forward (a tensor of a "
+                                      "dimension takes part in type promotion, where a 0-d one does not)")
+            return
+        raise self.refuse(f"a {t.dtype} tensor of shape {shape} made in forward in a {own} module: a tensor of a "
+                          f"dimension takes part in type promotion (a 0-d one does not), so eager's result is "
+                          f"{t.dtype}, where kgen's is the module's dtype; write the number, or torch.tensor(c) "
+                          "of no dimension")
 
     def _is_matrix(self, v) -> bool:
         """A 2-D parameter or buffer with no dimension of 1 (a weight matrix: (N, 1) and (1, N)

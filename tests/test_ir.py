@@ -162,6 +162,8 @@ FORMS = {  # how a reference writes op `name` on x, as a module expression
     # (casts: identities in an fp32 module, an upcast and its cast back in a 16-bit one)
     "to_float32": ["torch.tanh(x.float())"],
     "to_module_dtype": ["torch.tanh(x.float()).to(x.dtype)"],
+    # (the upcast inside a reduction torch computes in float32: Tracer._internal_upcast)
+    "to_opmath": ["x / (x.std(dim=1, keepdim=True) + 1.0)", "x / (x.norm(dim=1, keepdim=True) + 1.0)"],
 }
 REDUCTION_FORMS = ["torch.softmax(x, dim=1)", "F.log_softmax(x, dim=-1)",
                    "torch.logsumexp(x, dim=1, keepdim=True)", "x.sum(dim=1, keepdim=True)",

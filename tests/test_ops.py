@@ -44,7 +44,7 @@ EXPECTED_ATTRS = {
     "minimum_const": (("other", REQUIRED),), "maximum_const": (("other", REQUIRED),),
     "minimum": (), "maximum": (),
     "where": (("compare", "gt"),),
-    "identity": (), "to_float32": (), "to_module_dtype": (), "detach": (), "zero_if_inf": (),
+    "identity": (), "to_float32": (), "to_opmath": (), "to_module_dtype": (), "detach": (), "zero_if_inf": (),
 }
 BINARY = {"add", "sub", "mul", "div", "logaddexp", "minimum", "maximum", "pow_tensor", "fmax", "fmin"}
 
@@ -78,7 +78,7 @@ VARIANTS = [
     ("minimum_const", {"other": 0.5}), ("maximum_const", {"other": -0.25}),
     ("minimum", {}), ("maximum", {}),
     *[("where", {"compare": c}) for c in ("gt", "ge", "lt", "le", "eq", "ne")],
-    ("identity", {}), ("to_float32", {}), ("to_module_dtype", {}), ("detach", {}), ("zero_if_inf", {}),
+    ("identity", {}), ("to_float32", {}), ("to_opmath", {}), ("to_module_dtype", {}), ("detach", {}), ("zero_if_inf", {}),
 ]
 
 
@@ -163,6 +163,7 @@ REFERENCES = {
     "where": lambda lhs, rhs, a, b, compare="gt": torch.where(getattr(operator, compare)(lhs, rhs), a, b),
     "identity": lambda x: nn.Identity()(x),
     "to_float32": lambda x: x.float(),
+    "to_opmath": lambda x: x.float() if x.dtype in (torch.bfloat16, torch.float16) else x,
     "to_module_dtype": lambda x: x,   # (Graph.part_values casts to the module's dtype)
     "detach": lambda x: x.detach(),
     "zero_if_inf": lambda x: x.nan_to_num(posinf=0.0, neginf=0.0).where(~x.isnan(), x),

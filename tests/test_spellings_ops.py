@@ -226,10 +226,11 @@ OTHER_NAMES = {
     "F.layer_norm over x.shape[-1:]": ("x = F.layer_norm(x, x.shape[-1:])", "x = F.layer_norm(x, (24,))"),
     # (eps given: with eps=None torch takes the module dtype's opmath epsilon, fp32's for an fp32,
     # bf16 or fp16 module, which the fp64 oracle would not: test_rms_norm_default_eps)
-    "nn.RMSNorm": ("x = self.rms(x)",
-                   "x = x * torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-6) * self.rms.weight"),
+    # (each the other: ATen's formula written out computes in float32 inside, a to_opmath node,
+    # which no spelling of the ops writes: Tracer._internal_upcast)
+    "nn.RMSNorm": ("x = self.rms(x)", "x = F.rms_norm(x, (24,), self.rms.weight, 1e-6)"),
     "F.rms_norm": ("x = F.rms_norm(x, (24,), self.rms.weight, 1e-5)",
-                   "x = x * torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-5) * self.rms.weight"),
+                   "x = torch.nn.functional.rms_norm(x, [24], weight=self.rms.weight, eps=1e-5)"),
     "c // k of sizes in a view": ("n, c = x.shape\nx = x.view(n, c // 4, 4).amax(dim=-1)",
                                   "x = x.view(x.size(0), -1, 4).amax(-1)"),
     "c % k of sizes in a view": ("x = x.view(x.size(0), -1, 4 + x.size(1) % 4).amax(-1)",

@@ -991,7 +991,7 @@ class Tracer:
     def add(self, kind: str, level: str, args=(), op: str = "", **attrs) -> int:
         args = tuple(int(a) for a in args)
         # (eager holds the result in float32 after an upcast, until the cast back: Node.fp32)
-        fp32 = op == "to_float32" or (op != "to_module_dtype" and kind not in ("const", "param", "mask", "input", "gemm")
+        fp32 = op in ("to_float32", "to_opmath") or (op != "to_module_dtype" and kind not in ("const", "param", "mask", "input", "gemm")
                                       and any(self.nodes[a].fp32 for a in args))
         node = Node(len(self.nodes), kind, level, args, op, attrs, *self.where, fp32=fp32)
         self.nodes.append(node)
@@ -1149,6 +1149,8 @@ class Tracer:
             # torch.fx's name for a tensor made in forward (torch.tensor(2.0)): not the module's,
             # so the emitted file could not read it. One element: the number it holds.
             if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
+                if t.dim() and t.dtype in (torch.float32, torch.float64):
+                    self._promoting_constant(t)
                 return _TensorNumber(t.item())
             raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward (torch.tensor / "
                               "torch.ones / ...) or read from a global (or computed from a tensor kept as a "
@@ -1165,6 +1167,22 @@ class Tracer:
                               "convert it): register it in __init__ with self.register_buffer"
                               f"('{name}', ...), or keep a number as a Python float")
         return _Marker("matrix" if t.dim() == 2 else "tensor", path)
+
+    def _promoting_constant(self, t: torch.Tensor) -> None:
+        """A one-element float32 / float64 tensor of a dimension made in forward (torch.tensor([0.5]),
+        torch.ones(1)): unlike a 0-d one or a number, it takes part in type promotion as a tensor,
+        so y * it is float32 where y is 16-bit (float64 always). A float32 fact in a float32 module
+        (the file runs float32 modules), refused elsewhere. (Taken as its number before, a 16-bit
+        module's output was its own dtype where eager's is float32.)"""
+        own, shape = self.ref.input.dtype, shape_text(tuple(t.shape))
+        if t.dtype == torch.float32 and own == torch.float32:
+            self._float32_tensor_fact(f"a float32 tensor of shape {shape} made in forward (a tensor of a "
+                                      "dimension takes part in type promotion, where a 0-d one does not)")
+            return
+        raise self.refuse(f"a {t.dtype} tensor of shape {shape} made in forward in a {own} module: a tensor of a "
+                          f"dimension takes part in type promotion (a 0-d one does not), so eager's result is "
+                          f"{t.dtype}, where kgen's is the module's dtype; write the number, or torch.tensor(c) "
+                          "of no dimension")
 
     def _is_matrix(self, v) -> bool:
         """A 2-D parameter or buffer with no dimension of 1 (a weight matrix: (N, 1) and (1, N)
@@ -1682,9 +1700,30 @@ class Tracer:
         eps = torch.finfo(torch.float32).eps if eps is None else eps
         if not _is_number(eps):
             raise self.refuse(f"RMSNorm with eps={eps!r}")
-        mean_square = self.reduce("mean", self.pointwise("mul", [x, x]), 1, True)
-        y = self.pointwise("mul", [x, self.pointwise("rsqrt", [self.pointwise("add", [mean_square, float(eps)])])])
+        h, upcast = self._internal_upcast(x)   # (ATen's rms_norm upcasts a 16-bit input)
+        mean_square = self.reduce("mean", self.pointwise("mul", [h, h]), 1, True)
+        y = self.pointwise("mul", [h, self.pointwise("rsqrt", [self.pointwise("add", [mean_square, float(eps)])])])
+        y = self._internal_cast_back(y, upcast)
         return y if weight is None else self.pointwise("mul", [y, self.attribute(weight)])
+
+    def _internal_upcast(self, x) -> tuple:
+        """x in float32 for a reduction torch computes in its math type, float32, on a 16-bit
+        input and rounds once at its end (torch.var / std and their _mean forms, the 2-norm,
+        ATen's rms_norm), and whether it was cast: a to_opmath node (Node.fp32; the identity in
+        the kernels, float32 in the oracle for a 16-bit x and x itself in float64), so that a
+        16-bit build rounds none of the steps kgen writes the reduction with. Rounded at each
+        step, (x - mean)^2 and x^2 overflowed fp16 from |x| > 256 (a variance of inf, a norm of
+        inf: y / y.norm() was 0), and bf16's steps were several of eager's roundings off. A value
+        already in float32 (an upcast of the forward's) is itself."""
+        x = self.value(x)
+        if self.nodes[x].fp32:
+            return x, False
+        return self.pointwise("to_opmath", [x]), True
+
+    def _internal_cast_back(self, v, upcast: bool):
+        """The result of a reduction _internal_upcast cast, back in the module's dtype (rounded
+        once there, as torch's kernel writes its output)."""
+        return self.pointwise("to_module_dtype", [v]) if upcast else v
 
     def normalize(self, x, p, dim, eps) -> int:
         """F.normalize(x, p, dim=1): x / max(||x||_p, eps) over each row's features, as torch
@@ -1693,9 +1732,11 @@ class Tracer:
             raise self.refuse(f"F.normalize with dim={dim!r} (kgen takes dim 1)")
         if self.level(self.value(x)) != "tile" and not self._tile_input(self.value(x)):
             raise self.refuse(f"F.normalize of {self._not_batch_features(self.value(x))}")
-        if p == 2:
-            squares = self.pointwise("pow", [x], {"exponent": 2.0})
+        if p == 2:   # (the norm in float32 inside, rounded once: Tracer._internal_upcast)
+            h, upcast = self._internal_upcast(x)
+            squares = self.pointwise("pow", [h], {"exponent": 2.0})
             norm = self.pointwise("norm_sqrt", [self.reduce("sum", squares, 1, True, of="normalize")])
+            norm = self._internal_cast_back(norm, upcast)
         else:   # p = 1, inf: torch's input.norm(p, dim, keepdim=True)
             norm = self.norm(x, p, dim, True)
         return self.pointwise("div", [x, self.pointwise("maximum_const", [norm], {"other": float(eps)})])
@@ -1720,25 +1761,30 @@ class Tracer:
             return self._group_step("var", x.payload[0], x.payload[1], dim=dim)
         if (tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)) not in ((1,), (-1,)):
             raise self.refuse(f"{what} over dim={dim!r}; kgen reduces rows (dim=1 or -1)")   # (not its mean's)
-        mean = self.reduce("mean", x, dim, True)
         count = self._row_width(self.value(x)) - correction
         if count <= 0:
             raise self.refuse(f"{what} of {self._row_width(self.value(x))} elements with correction "
                               f"{correction:g} (no degrees of freedom; torch gives NaN or inf)")
+        x, upcast = self._internal_upcast(x)   # (torch's Welford runs in float32: rounded once)
+        mean = self.reduce("mean", x, dim, True)
         deviation = self.pointwise("sub", [x, self.pointwise("detach", [mean])])
         squares = self.pointwise("mul", [deviation, deviation])
         var = self.pointwise("div", [self.reduce("sum", squares, dim, keepdim, of="var"), float(count)])
-        result = self.pointwise("norm_sqrt", [var]) if what.startswith("std") else var
+        result = self._internal_cast_back(self.pointwise("norm_sqrt", [var]) if what.startswith("std") else var,
+                                          upcast)
         if what.endswith("_mean"):
+            mean = self._internal_cast_back(mean, upcast)
             return _Marker("pair", (result, mean if keepdim else self._relevel(mean, "rowflat")))
         return result
 
     def norm(self, x, p, dim, keepdim: bool):
         """torch.norm / x.norm / torch.linalg.vector_norm over the features: p = 2 ('fro'), 1 or
         inf, as torch defines them (the 2-norm's sum inside the norm's own kernel in torch)."""
-        if p in ("fro", 2, 2.0):
-            squares = self.pointwise("pow", [x], {"exponent": 2.0})
-            return self.pointwise("norm_sqrt", [self.reduce("sum", squares, dim, keepdim, of="norm")])
+        if p in ("fro", 2, 2.0):   # (in float32 inside, rounded once: Tracer._internal_upcast)
+            h, upcast = self._internal_upcast(x)
+            squares = self.pointwise("pow", [h], {"exponent": 2.0})
+            return self._internal_cast_back(
+                self.pointwise("norm_sqrt", [self.reduce("sum", squares, dim, keepdim, of="norm")]), upcast)
         if p in (1, 1.0):
             return self.reduce("sum", self.pointwise("abs", [x]), dim, keepdim, of="norm")
         if p == float("inf"):
@@ -3299,6 +3345,15 @@ class Tracer:
             if a["rounding_mode"] is None:
                 return self.pointwise("div", [a["input"], a["other"]])
             if a["rounding_mode"] == "trunc":
+                # By a number, torch's CUDA kernel truncates the quotient in float32 (x * (1 / c),
+                # its math type) and rounds once: rounded to a 16-bit dtype before the trunc, 4.99
+                # was 5 in bf16, a jump of 1 on a few % of the elements (Tracer._internal_upcast).
+                # By a tensor it truncates the quotient of two 16-bit values, rounded (c10's Half
+                # and BFloat16 operator/), as the two ops of the IR compute it.
+                if _is_number(a["other"]) and not _is_number(a["input"]):
+                    dividend, upcast = self._internal_upcast(a["input"])
+                    quotient = self.pointwise("div", [dividend, a["other"]])
+                    return self._internal_cast_back(self.pointwise("trunc", [quotient]), upcast)
                 return self.pointwise("trunc", [self.pointwise("div", [a["input"], a["other"]])])
             if a["rounding_mode"] == "floor":   # torch.floor_divide
                 return self.by_number("floor_divide", a["input"], a["other"])

@@ -302,6 +302,7 @@ DERIVATIVES: dict[str, Vjp] = {
     "where": _where,
     "identity": lambda m, g, y, x: (g,),
     "to_float32": lambda m, g, y, x: (g,),
+    "to_opmath": lambda m, g, y, x: (g,),
     "to_module_dtype": lambda m, g, y, x: (g,),
     "zero_if_inf": lambda m, g, y, x: (m.where(m.eq(y, x), g, m.c(0.0)),),   # (y == x where x is finite)
     "detach": lambda m, g, y, x: (None,),   # no gradient flows back

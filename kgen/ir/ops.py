@@ -449,6 +449,14 @@ _DEFINITIONS = (
     # to_module_dtype on. The oracle (Graph.part_values) casts as the module does.
     PointwiseOp("to_float32", 1, lambda a: f"({a})", lambda x: x.float(),
                 doc="x in float32 (x.float(), x.to(torch.float32)): a 16-bit module's ops after it compute in fp32"),
+    # The same upcast where torch's own kernel computes in float32 inside (its math type) and
+    # rounds once at its end: torch.var / std, the 2-norm, ATen's rms_norm, which kgen writes with
+    # several ops (Tracer._internal_upcast): float32 for a 16-bit x, x itself otherwise (a float64
+    # reference's var is float64 throughout, where x.float() would round it).
+    PointwiseOp("to_opmath", 1, lambda a: f"({a})",
+                lambda x: x.float() if x.dtype in (torch.bfloat16, torch.float16) else x,
+                doc="x in torch's math type (float32 for a 16-bit x): the steps of a reduction torch computes "
+                    "in float32 and rounds once (var, std, the 2-norm, rms_norm)"),
     PointwiseOp("to_module_dtype", 1, lambda a: f"({a})", lambda x: x,
                 doc="x back in the module's dtype (x.to(input.dtype) after an upcast)"),
     # The identity forward; backward, no gradient flows through it (kgen.ir.derivatives).
@@ -471,7 +479,7 @@ assert JUMPING <= set(POINTWISE)
 SMOOTH = frozenset({"add", "sub", "mul", "div", "logaddexp", "neg", "exp", "log", "log1p", "expm1", "exp2", "log2", "log10",
                     "erf", "erfc", "atan", "ndtr", "asin", "acos", "asinh", "acosh", "atanh", "sin", "cos", "tan",
                     "sinh", "cosh", "sqrt", "norm_sqrt", "rsqrt", "gelu", "sigmoid", "tanh", "silu", "mish",
-                    "identity", "to_float32", "to_module_dtype", "detach", "zero_if_inf"})
+                    "identity", "to_float32", "to_opmath", "to_module_dtype", "detach", "zero_if_inf"})
 assert SMOOTH <= set(POINTWISE) and not SMOOTH & JUMPING
 # softplus is x itself where beta x passes its threshold: its derivative jumps there by
 # 1 - sigmoid(threshold), its value by log1p(exp(-threshold)) / beta; from this threshold on
@@ -551,10 +559,26 @@ def cuda_expr(name: str, operands: Sequence[str], attrs: Mapping | None = None) 
     return op.cuda(*operands, **_resolve(op, operands, attrs))
 
 
+# The binary ops whose CUDA kernels take a Python number operand in the op's math type, float32
+# for a 16-bit tensor (ATen's opmath_gpu_kernel_with_scalars and the ufunc add / sub read
+# iter.scalar_value<opmath_t>, the number itself: TensorIterator casts no CPU scalar of a CUDA
+# op), as kgen's kernels read a constant: `y * 1e5` of an fp16 y is finite where |y| < 0.65 (1e5
+# is no fp16 number), `y * 0.1` is y times 0.1f, rounded once. (CPU eager rounds the number of an
+# add or sub to the tensor's dtype first; its mul and div read the number itself.)
+OPMATH_NUMBER = frozenset({"add", "sub", "mul", "div"})
+
+
 def torch_apply(name: str, operands: Sequence[torch.Tensor | float],
                 attrs: Mapping | None = None) -> torch.Tensor:
     """torch's result of op `name` (the oracle); a Python number operand is taken in the dtype of
-    the tensor operand (float64 where there is none). Errors as for cuda_expr."""
+    the tensor operand (float64 where there is none), but for the ops of OPMATH_NUMBER on a 16-bit
+    tensor, computed in float32 with the number as it is and rounded once, as torch's CUDA kernels
+    compute them. Errors as for cuda_expr."""
     op = _lookup(name)
     resolved = _resolve(op, operands, attrs)
+    tensors = [o for o in operands if isinstance(o, torch.Tensor)]
+    if name in OPMATH_NUMBER and len(tensors) < len(operands) and tensors \
+            and tensors[0].dtype in (torch.bfloat16, torch.float16):
+        wide = [o.float() if isinstance(o, torch.Tensor) else o for o in operands]
+        return op.torch(*_as_tensors(wide), **resolved).to(tensors[0].dtype)
     return op.torch(*_as_tensors(operands), **resolved)

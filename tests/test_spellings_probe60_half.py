@@ -32,9 +32,12 @@ Fixed:
   a tensor of a dimension promotes as a tensor, so eager's 16-bit output is float32. Now a float32
   fact in a float32 module, refused (saying so) in a 16-bit one.
 
-Left (reported): kgen's fmod / remainder kernels divide by the number in float32 where torch's
-CUDA kernels round it to the 16-bit dtype first (gpu_kernel_with_scalars: y % 0.7 is y % 0.69921875
-in bf16; the oracle is torch's); a comparison with a number compares with it in float32 where
+- (WRONG in the kernels, fixed after the probe) kgen's fmod / remainder kernels divided by the
+  number in float32 where torch's CUDA kernels round it to the 16-bit dtype first
+  (gpu_kernel_with_scalars: y % 0.7 is y % 0.69921875 in bf16; the oracle is torch's). Now a
+  16-bit build rounds the divisor (ops.DIVISOR_IN_TENSOR_DTYPE), but not an upcast value's.
+
+Left (reported): a comparison with a number compares with it in float32 where
 torch rounds it (differs only at y equal to the rounded number); x.sum() / x.mean() of everything
 rounds each row's sum (eager rounds once); torch.add(y, z, alpha=a) / addcmul round a * z first
 (eager once); torch.linalg.vector_norm(..., dtype=torch.float32) is refused by name; clamp /
@@ -293,3 +296,25 @@ def test_generated_16_bit_module(name, traced_as, tmp_path):
             error = lambda t: (t.double() - exact).abs().nan_to_num(0, 0, 0).max().item()   # noqa: E731
             step = torch.finfo(dt).eps * exact.abs().nan_to_num(0, 0, 0).max().item()
             assert error(got) <= 2 * error(eager) + step, (dt, scale, error(got), error(eager))
+
+
+def test_a_16_bit_builds_fmod_and_remainder_divide_by_the_number_in_the_modules_dtype(tmp_path):
+    """torch's CUDA fmod / remainder of a 16-bit tensor take the number in its dtype (y % 0.7 of
+    a bf16 y divides by 0.69921875); the CUDA a 16-bit build compiles does so (the identity in an
+    fp32 build), but not for an upcast value's op, which torch computes in float32, nor in the
+    backward's recomputation (fp32 builds only)."""
+    from kgen.codegen import generator
+    from kgen.tune.spec import Spec, Tile
+
+    path = tmp_path / "mod.py"
+    path.write_text(reference_text(["self.fc = nn.Linear(in_features, out_features)"],
+                                   ["y = self.fc(x)", "x = (torch.fmod(y, 0.7) + y % 0.3) * (y.float() % 0.9).to(y.dtype)"],
+                                   128))
+    spec = Spec.of(str(path), 64, 96, 128, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+    source = generator.render_cuda_source(spec)
+    rounded = "kgen::rounded_to_module<kgen_operand_t>({})".format
+    assert f"fmodf((v2), {rounded('0.699999988f')})" in source
+    assert f"fmodf((v2), {rounded('0.300000012f')})" in source
+    assert "fmodf((v6), 0.899999976f)" in source and rounded("0.899999976f") not in source
+    assert "fmodf((v2), 0.699999988f)" in source   # (the backward's recomputation: fp32 builds)

@@ -148,11 +148,12 @@ def _round_cuda(a: str, decimals: float) -> str:
     return f"(rintf(({a}) / {scale}) * {scale})"
 
 
-def _remainder_cuda(a: str, other: float) -> str:
+def _remainder_cuda(a: str, other: float, divisor: str | None = None) -> str:
     # ATen's remainder of floats: m = fmod(a, b); m + b where m != 0 and m's sign differs from b's.
-    m = f"fmodf(({a}), {_f(other)})"
+    b = divisor or _f(other)
+    m = f"fmodf(({a}), {b})"
     differs = f"{m} > 0.0f" if other < 0 else f"{m} < 0.0f"
-    return f"({differs} ? {m} + {_f(other)} : {m})"
+    return f"({differs} ? {m} + {b} : {m})"
 
 
 def _floor_divide_cuda(a: str, other: float) -> str:
@@ -334,7 +335,7 @@ _DEFINITIONS = (
     # The remainders of a division by a constant: fmod's has the sign of x (C's fmodf), remainder's
     # the sign of the divisor (ATen's: fmod, then + other where the signs differ). A jump at every
     # multiple of `other`.
-    PointwiseOp("fmod", 1, lambda a, other: f"fmodf(({a}), {_f(other)})",
+    PointwiseOp("fmod", 1, lambda a, other, divisor=None: f"fmodf(({a}), {divisor or _f(other)})",
                 lambda x, other: torch.fmod(x, other), attrs=(("other", REQUIRED),),
                 doc="x - trunc(x / other) * other, other a number (torch.fmod)"),
     PointwiseOp("remainder", 1, _remainder_cuda, lambda x, other: torch.remainder(x, other),
@@ -551,12 +552,27 @@ def _resolve(op: PointwiseOp, operands: Sequence, attrs: Mapping | None) -> dict
     return resolved
 
 
-def cuda_expr(name: str, operands: Sequence[str], attrs: Mapping | None = None) -> str:
+# The ops by a number whose CUDA kernels take the number in the tensor's own dtype: ATen's fmod and
+# remainder of floats run gpu_kernel_with_scalars with a lambda of scalar_t arguments, so a 16-bit
+# tensor's divisor is iter.scalar_value<scalar_t>, rounded to its dtype (y % 0.7 of a bf16 y
+# divides by 0.69921875), where floor_divide's kernel reads it in its accumulate type, float32.
+# A 16-bit build's CUDA rounds their divisor so (cuda_expr's `divisor`); the oracle calls torch's
+# op on the tensor, which rounds it itself.
+DIVISOR_IN_TENSOR_DTYPE = frozenset({"fmod", "remainder"})
+
+
+def cuda_expr(name: str, operands: Sequence[str], attrs: Mapping | None = None,
+              number_in_dtype: str | None = None) -> str:
     """The CUDA fp32 expression of op `name` on the operand expressions, with `attrs` (missing
-    ones take their defaults). ValueError names an unknown op or attribute, a missing required
+    ones take their defaults). `number_in_dtype`: the name of a device function (template)
+    that rounds a number to the tensor's dtype, for the ops of DIVISOR_IN_TENSOR_DTYPE where the
+    value is in a 16-bit dtype. ValueError names an unknown op or attribute, a missing required
     attribute, a bad value or a wrong operand count."""
     op = _lookup(name)
-    return op.cuda(*operands, **_resolve(op, operands, attrs))
+    resolved = _resolve(op, operands, attrs)
+    if number_in_dtype is not None and name in DIVISOR_IN_TENSOR_DTYPE:
+        return op.cuda(*operands, **resolved, divisor=f"{number_in_dtype}({_f(resolved['other'])})")
+    return op.cuda(*operands, **resolved)
 
 
 # The binary ops whose CUDA kernels take a Python number operand in the op's math type, float32

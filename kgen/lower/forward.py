@@ -208,7 +208,7 @@ class Emitter:
                 expr = (f"(std::is_same<kgen_operand_t, float>::value ? {expr} "
                         f": fmaf(p.col_at[n], {t}, p.col_ct[n]))")
         else:
-            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
+            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs, _number_in_dtype(self.round_ops, n))
         if self.round_ops and n.kind not in UNROUNDED_KINDS and i not in self.inside_linear and not n.fp32:
             expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         name = f"v{i}"
@@ -1212,12 +1212,19 @@ class TailValues:
         elif n.kind in ("param", "input"):   # the module's input: (M, K), row-major
             expr = f"kgen::as_float({operand_pointer(self.operands[n.attrs['path']], n.kind)}[{self.offset(self.leaf_shape(n))}])"
         else:
-            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs)
+            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs, _number_in_dtype(self.round_ops, n))
             if self.round_ops and not n.fp32:
                 expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         self.names[i] = f"v{i}"
         self.lines.append(f"const float v{i} = {expr};")
         return self.names[i]
+
+
+def _number_in_dtype(round_ops: bool, n: Node) -> str | None:
+    """The device function that rounds a number to the module's dtype, where op n takes its
+    number so (ops.DIVISOR_IN_TENSOR_DTYPE) and computes in that dtype (not an upcast's fp32
+    value, nor the backward's recomputation)."""
+    return "kgen::rounded_to_module<kgen_operand_t>" if round_ops and not n.fp32 else None
 
 
 def split_index(var: str, dims: list[int], sizes: tuple) -> list[str]:

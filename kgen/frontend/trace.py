@@ -982,6 +982,20 @@ class Tracer:
         return Unsupported(f"{self.ref.path}: {at}{what}. kgen synthesizes GEMMs, each followed by "
                            "an epilogue chain (`kgen ops` lists what it takes)")
 
+    def rows_note(self) -> str:
+        """What a refusal of reading the input's sizes adds where the input has more dimensions
+        (Reference.rows_of): the forward was traced on a 2-d tensor, which the user did not give it,
+        so `B, S, D = x.shape` failing to unpack, or h.shape[2] missing, says nothing without it."""
+        if getattr(self.ref, "rows_of", None) is None:
+            return ""
+        k = int(self.ref.input.shape[1])
+        rows = (f"its rows, x.reshape(-1, {k})" if self.ref.feature_dims == 1 else
+                f"x.reshape(x.shape[0], -1), its features flattened")
+        return (f" (the input is {self.ref.rows_text()}, shape {self.ref.rows_of}: kgen traces the forward on "
+                f"{rows}, a 2-d tensor, so a forward that reads the input's other sizes (B, S, D = x.shape, "
+                f"h.shape[2]) is not taken; write it over the last dimension (x.shape[-1], "
+                f"x.reshape(-1, x.shape[-1])), or give kgen a (batch, {k}) input)")
+
     def _locate(self, fx_node: torch.fx.Node):
         self.where = _frame(fx_node) or (None, fx_node.format_node())
 
@@ -2085,7 +2099,8 @@ class Tracer:
             lines = [tb.tb_lineno for tb in _tracebacks(e.__traceback__) if tb.tb_frame.f_code.co_filename == tracer.filename]
             at = f"line {lines[-1]}: `{tracer.text(lines[-1])}`: " if lines else ""
             raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
-                              f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}") from None
+                              f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}"
+                              f"{self.rows_note()}") from None
         self._refuse_state_changes(state, tracer.text)
         if self.ref.input.dtype == torch.float32 and tracer.autocast_off and any(
                 n.meta.get(autocast.AUTOCAST_OFF) and autocast.call_name(n, self.model) in autocast.LOW_CALLS
@@ -3136,7 +3151,7 @@ class Tracer:
                 return tuple(self._size(d) for d in target.payload[index])   # x.shape[-1:], x.shape[1:]
             if isinstance(target, _Marker) and target.kind == "shape":
                 if isinstance(index, (bool, _Id)) or not isinstance(index, int) or not -len(target.payload) <= index < len(target.payload):
-                    raise self.refuse(f"the size index {index!r} of a {len(target.payload)}-d shape")
+                    raise self.refuse(f"the size index {index!r} of a {len(target.payload)}-d shape{self.rows_note()}")
                 return self._size(target.payload[index])
             if isinstance(target, torch.Size) and isinstance(index, (int, slice)) and not isinstance(index, (bool, _Id)):
                 return target[index]   # (a parameter's shape: Tracer._param_shape)

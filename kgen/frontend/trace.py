@@ -4311,11 +4311,25 @@ def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object
 ROWS_CHECK_MAX_ELEMENTS = 1 << 28
 
 
-def rows_output(out: torch.Tensor, lead: tuple) -> torch.Tensor:
+def rows_output(out: torch.Tensor, lead: tuple, at: int = 0) -> torch.Tensor:
     """The module's output on an input of leading sizes `lead`, from its output `out` on the
-    input's rows: rows back to those sizes, a scalar as it is. (The emitted forward does the same:
-    model_new.py.j2, rows_input.)"""
-    return out if out.dim() == 0 else out.reshape((*lead, *out.shape[1:]))
+    input's rows: rows back to those sizes, a scalar as it is. `at`: the dimension of `out` that
+    is the rows (rows_at), after `at` dimensions of size 1 that a parameter of more dimensions
+    broadcast them to (a LayerScale's (1, 1, N) times the rows' (R, N) is (1, R, N)); on the input
+    itself the same parameter's dimensions meet `lead` (broadcasting aligns the last ones), and
+    those it has beyond stay in front. (The emitted forward does the same: model_new.py.j2,
+    rows_input.)"""
+    if out.dim() == 0:
+        return out
+    return out.reshape((1,) * (max(0, at + 1 - len(lead)) if at else 0) + (*lead, *out.shape[at + 1:]))
+
+
+def rows_at(graph: Graph) -> int:
+    """The dimension of the module's output that is the input's rows (rows_output): 0 but for a
+    value of the input's shape (level full) that a parameter of more dimensions gives, where the
+    batch "M" is further in."""
+    out = graph.node(graph.output)
+    return out.shape.index("M") if out.level == "full" and "M" in out.shape else 0
 
 
 def _check_rows(ref: Reference, graph: Graph) -> None:
@@ -4341,14 +4355,15 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
     # tensor, flatten(-2) of one, is no flatten there)
     flatten_hint = ("; or flatten the input as flatten(1) or x.view(x.size(0), -1), which leave a "
                     f"(batch, {k}) input as it is") if dims > 1 else ""
-    why = rows_differ(ref, len(shape), features)
+    why = rows_differ(ref, len(shape), features, rows_at(graph))
     if why is not None:
         raise Unsupported(f"{where}, and this module {why}; give kgen a (batch, {k}) input{flatten_hint}")
 
 
-def rows_differ(ref: Reference, rank: int, features: tuple) -> str | None:
+def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -> str | None:
     """Why the module does not compute on an input of `rank` dimensions, (..., *features), as on
-    its rows, x.reshape(-1, K) with the output reshaped back (rows_output); None where it does.
+    its rows, x.reshape(-1, K) with the output reshaped back (rows_output, the rows at its
+    dimension `rows_dim`); None where it does.
     Checked by running the module both ways, on the CPU in fp64, built as get_init_inputs()
     builds it and again with every parameter moved at random (a gate initialized to 0 hides an
     op over another dimension), at small leading sizes and at each with one of them 1 (a bare
@@ -4391,7 +4406,7 @@ def rows_differ(ref: Reference, rank: int, features: tuple) -> str | None:
                                 model.train(training)
                                 torch.manual_seed(1)
                                 outs.append(model(value.clone()))
-                        whole, rows = outs[0], rows_output(outs[1], lead)
+                        whole, rows = outs[0], rows_output(outs[1], lead, rows_dim)
                         at = (f"in {'training' if training else 'eval'} mode, on a {tuple(x.shape)} input, "
                               f"parameters {weights}")
                         if whole.shape != rows.shape:

@@ -150,3 +150,14 @@ def test_a_parameter_of_more_dimensions_on_a_3d_input_is_taken(name, tmp_path, m
     with torch.no_grad():
         assert new(x).shape == eager(x).shape
     assert rows_at(graph) == (3 if name == "five_d_parameter" else 1)
+
+
+@pytest.mark.parametrize("shape", [(8, 16), R3])
+def test_a_row_op_of_a_value_a_wider_parameter_broadcast_says_so(shape, tmp_path):
+    """(a (1, M, N) value with no input in it was refused as "a value that reads the module's input")"""
+    ref = reference(tmp_path, source("self.fc = nn.Linear(in_features, out_features)\n"
+                                     "self.b = nn.Parameter(torch.randn(1, 1, out_features))",
+                                     "x = (self.fc(x) * self.b).sum(-1)", shape))
+    with pytest.raises(Unsupported, match=r"sum of a value of shape \(1, M, 16\), which a parameter of more "
+                                          r"dimensions .* give the parameter the shape \(N,\) or \(1, N\)"):
+        trace(ref)

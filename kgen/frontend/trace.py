@@ -1124,6 +1124,12 @@ class Tracer:
     def _not_batch_features(self, x) -> str:
         """What a value a row op cannot take is, for its refusal: one that reads the module's input
         other than as a (batch, N) value (_tile_input), else one that is not (batch, features)."""
+        if isinstance(x, int) and self.level(x) == "full" and not self._reads_input(x):
+            # (a parameter of more dimensions, (1, 1, N), broadcasts a (batch, N) value to (1, M, N):
+            # no input in it, which the messages below would name)
+            return (f"a value of shape {shape_text(tuple(self.shape_of(x)))}, which a parameter of more "
+                    "dimensions than (batch, features) broadcast it to (kgen's row ops take (batch, features) "
+                    "values: give the parameter the shape (N,) or (1, N))")
         if isinstance(x, int) and self.level(x) == "full":
             if self.module_in_features != self.out_features or tuple(self.shape_of(x)) != ("M", self.out_features):
                 return (f"a value that reads the module's input and is not (batch, {self.out_features}) "
@@ -1134,6 +1140,18 @@ class Tracer:
                     f"another shape than (batch, {self.out_features}) (an operand of another shape: kgen "
                     "reads the input before a row op only where every value computed from it is (batch, N))")
         return "a value that is not (batch, features)"
+
+    def _reads_input(self, x: int) -> bool:
+        """Whether the value x is computed from the module's input read after the GEMM."""
+        seen, todo = set(), [int(x)]
+        while todo:
+            i = todo.pop()
+            if i not in seen:
+                seen.add(i)
+                if self.nodes[i].kind == "input":
+                    return True
+                todo.extend(self.nodes[i].args)
+        return False
 
     def input_node(self, detached: bool) -> int:
         """The module's input as a value after the GEMM: level full, shape (M, in_features of

@@ -3898,6 +3898,11 @@ class Tracer:
             a = self._bind(lambda start_dim=0, end_dim=-1: None, rest, kwargs)
             if type(a["start_dim"]) is int and type(a["end_dim"]) is int:
                 return self._output_view(self_arg, "flatten", (a["start_dim"], a["end_dim"]))   # (batch x N,)
+        if isinstance(self_arg, _Id) and name == "flatten" and self.level(self_arg) == "tile" and not _keeps_2d(rest, kwargs):
+            # (kgen takes flatten() forms, so "the tensor method .flatten() is not supported" misled)
+            raise self.refuse("a flatten of a (batch, features) value into one dimension "
+                              "before other ops (kgen takes flatten(1), which leaves it as it is, and a flatten to "
+                              f"(batch x features,) as the forward's last op){self.rows_note()}")
         if name == "squeeze" and isinstance(self_arg, _Id) and self.level(self_arg) == "rowflat" \
                 and self._feeds_the_output_only():
             # squeeze() of a (batch,) output: itself but at a batch of 1, a 0-d tensor; torch's own

@@ -22,7 +22,7 @@ from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
 from kgen.ir.graph import UPDATED_IN_PLACE, computes_weight, self_attr as _self_attr, window_means_code
-from kgen.frontend.trace import WHOLE_REDUCTIONS, takes_rows
+from kgen.frontend.trace import WHOLE_REDUCTIONS, rows_at, takes_rows
 from kgen.lower.forward import OPERAND_TYPES, Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
 from kgen.tune.spec import (ARCH_LIMITS, CUBLAS_COMPUTE_TYPES, FP16X3_FLUSH_KTILES, FP16X3_K_MULTIPLE,
@@ -1284,6 +1284,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
         rows_input=rows,
+        # (where the rows are in the output of a (..., K) reference's rows: trace.rows_output)
+        rows_at=rows_at(parts[-1].traced) if ref.rows_of is not None else 0,
         # (a (batch, features) reference's file that also takes one sample, (features,))
         takes_vector=bool(rows) and ref.rows_of is None and takes_rows(ref, 1),
         feature_dims=spec.reference().feature_dims,

@@ -984,6 +984,20 @@ class Tracer:
         return Unsupported(f"{self.ref.path}: {at}{what}. kgen synthesizes GEMMs, each followed by "
                            "an epilogue chain (`kgen ops` lists what it takes)")
 
+    def rows_note(self) -> str:
+        """What a refusal of reading the input's sizes adds where the input has more dimensions
+        (Reference.rows_of): the forward was traced on a 2-d tensor, which the user did not give it,
+        so `B, S, D = x.shape` failing to unpack, or h.shape[2] missing, says nothing without it."""
+        if getattr(self.ref, "rows_of", None) is None:
+            return ""
+        k = int(self.ref.input.shape[1])
+        rows = (f"its rows, x.reshape(-1, {k})" if self.ref.feature_dims == 1 else
+                f"x.reshape(x.shape[0], -1), its features flattened")
+        return (f" (the input is {self.ref.rows_text()}, shape {self.ref.rows_of}: kgen traces the forward on "
+                f"{rows}, a 2-d tensor, so a forward that reads the input's other sizes (B, S, D = x.shape, "
+                f"h.shape[2]) is not taken; write it over the last dimension (x.shape[-1], "
+                f"x.reshape(-1, x.shape[-1])), or give kgen a (batch, {k}) input)")
+
     def _locate(self, fx_node: torch.fx.Node):
         self.where = _frame(fx_node) or (None, fx_node.format_node())
 
@@ -1114,6 +1128,12 @@ class Tracer:
     def _not_batch_features(self, x) -> str:
         """What a value a row op cannot take is, for its refusal: one that reads the module's input
         other than as a (batch, N) value (_tile_input), else one that is not (batch, features)."""
+        if isinstance(x, int) and self.level(x) == "full" and not self._reads_input(x):
+            # (a parameter of more dimensions, (1, 1, N), broadcasts a (batch, N) value to (1, M, N):
+            # no input in it, which the messages below would name)
+            return (f"a value of shape {shape_text(tuple(self.shape_of(x)))}, which a parameter of more "
+                    "dimensions than (batch, features) broadcast it to (kgen's row ops take (batch, features) "
+                    "values: give the parameter the shape (N,) or (1, N))")
         if isinstance(x, int) and self.level(x) == "full":
             if self.module_in_features != self.out_features or tuple(self.shape_of(x)) != ("M", self.out_features):
                 return (f"a value that reads the module's input and is not (batch, {self.out_features}) "
@@ -1124,6 +1144,18 @@ class Tracer:
                     f"another shape than (batch, {self.out_features}) (an operand of another shape: kgen "
                     "reads the input before a row op only where every value computed from it is (batch, N))")
         return "a value that is not (batch, features)"
+
+    def _reads_input(self, x: int) -> bool:
+        """Whether the value x is computed from the module's input read after the GEMM."""
+        seen, todo = set(), [int(x)]
+        while todo:
+            i = todo.pop()
+            if i not in seen:
+                seen.add(i)
+                if self.nodes[i].kind == "input":
+                    return True
+                todo.extend(self.nodes[i].args)
+        return False
 
     def input_node(self, detached: bool) -> int:
         """The module's input as a value after the GEMM: level full, shape (M, in_features of
@@ -2135,7 +2167,8 @@ class Tracer:
             lines = [tb.tb_lineno for tb in _tracebacks(e.__traceback__) if tb.tb_frame.f_code.co_filename == tracer.filename]
             at = f"line {lines[-1]}: `{tracer.text(lines[-1])}`: " if lines else ""
             raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
-                              f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}") from None
+                              f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}"
+                              f"{self.rows_note()}") from None
         self._refuse_state_changes(state, tracer.text)
         if self.ref.input.dtype == torch.float32 and tracer.autocast_off and any(
                 n.meta.get(autocast.AUTOCAST_OFF) and autocast.call_name(n, self.model) in autocast.LOW_CALLS
@@ -3198,7 +3231,7 @@ class Tracer:
                 return tuple(self._size(d) for d in target.payload[index])   # x.shape[-1:], x.shape[1:]
             if isinstance(target, _Marker) and target.kind == "shape":
                 if isinstance(index, (bool, _Id)) or not isinstance(index, int) or not -len(target.payload) <= index < len(target.payload):
-                    raise self.refuse(f"the size index {index!r} of a {len(target.payload)}-d shape")
+                    raise self.refuse(f"the size index {index!r} of a {len(target.payload)}-d shape{self.rows_note()}")
                 return self._size(target.payload[index])
             if isinstance(target, torch.Size) and isinstance(index, (int, slice)) and not isinstance(index, (bool, _Id)):
                 return target[index]   # (a parameter's shape: Tracer._param_shape)
@@ -3953,6 +3986,11 @@ class Tracer:
             a = self._bind(lambda start_dim=0, end_dim=-1: None, rest, kwargs)
             if type(a["start_dim"]) is int and type(a["end_dim"]) is int:
                 return self._output_view(self_arg, "flatten", (a["start_dim"], a["end_dim"]))   # (batch x N,)
+        if isinstance(self_arg, _Id) and name == "flatten" and self.level(self_arg) == "tile" and not _keeps_2d(rest, kwargs):
+            # (kgen takes flatten() forms, so "the tensor method .flatten() is not supported" misled)
+            raise self.refuse("a flatten of a (batch, features) value into one dimension "
+                              "before other ops (kgen takes flatten(1), which leaves it as it is, and a flatten to "
+                              f"(batch x features,) as the forward's last op){self.rows_note()}")
         if name == "squeeze" and isinstance(self_arg, _Id) and self.level(self_arg) == "rowflat" \
                 and self._feeds_the_output_only():
             # squeeze() of a (batch,) output: itself but at a batch of 1, a 0-d tensor; torch's own
@@ -4384,11 +4422,25 @@ def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object
 ROWS_CHECK_MAX_ELEMENTS = 1 << 28
 
 
-def rows_output(out: torch.Tensor, lead: tuple) -> torch.Tensor:
+def rows_output(out: torch.Tensor, lead: tuple, at: int = 0) -> torch.Tensor:
     """The module's output on an input of leading sizes `lead`, from its output `out` on the
-    input's rows: rows back to those sizes, a scalar as it is. (The emitted forward does the same:
-    model_new.py.j2, rows_input.)"""
-    return out if out.dim() == 0 else out.reshape((*lead, *out.shape[1:]))
+    input's rows: rows back to those sizes, a scalar as it is. `at`: the dimension of `out` that
+    is the rows (rows_at), after `at` dimensions of size 1 that a parameter of more dimensions
+    broadcast them to (a LayerScale's (1, 1, N) times the rows' (R, N) is (1, R, N)); on the input
+    itself the same parameter's dimensions meet `lead` (broadcasting aligns the last ones), and
+    those it has beyond stay in front. (The emitted forward does the same: model_new.py.j2,
+    rows_input.)"""
+    if out.dim() == 0:
+        return out
+    return out.reshape((1,) * (max(0, at + 1 - len(lead)) if at else 0) + (*lead, *out.shape[at + 1:]))
+
+
+def rows_at(graph: Graph) -> int:
+    """The dimension of the module's output that is the input's rows (rows_output): 0 but for a
+    value of the input's shape (level full) that a parameter of more dimensions gives, where the
+    batch "M" is further in."""
+    out = graph.node(graph.output)
+    return out.shape.index("M") if out.level == "full" and "M" in out.shape else 0
 
 
 def _check_rows(ref: Reference, graph: Graph) -> None:
@@ -4414,14 +4466,15 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
     # tensor, flatten(-2) of one, is no flatten there)
     flatten_hint = ("; or flatten the input as flatten(1) or x.view(x.size(0), -1), which leave a "
                     f"(batch, {k}) input as it is") if dims > 1 else ""
-    why = rows_differ(ref, len(shape), features)
+    why = rows_differ(ref, len(shape), features, rows_at(graph))
     if why is not None:
         raise Unsupported(f"{where}, and this module {why}; give kgen a (batch, {k}) input{flatten_hint}")
 
 
-def rows_differ(ref: Reference, rank: int, features: tuple) -> str | None:
+def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -> str | None:
     """Why the module does not compute on an input of `rank` dimensions, (..., *features), as on
-    its rows, x.reshape(-1, K) with the output reshaped back (rows_output); None where it does.
+    its rows, x.reshape(-1, K) with the output reshaped back (rows_output, the rows at its
+    dimension `rows_dim`); None where it does.
     Checked by running the module both ways, on the CPU in fp64, built as get_init_inputs()
     builds it and again with every parameter moved at random (a gate initialized to 0 hides an
     op over another dimension), at small leading sizes and at each with one of them 1 (a bare
@@ -4464,7 +4517,7 @@ def rows_differ(ref: Reference, rank: int, features: tuple) -> str | None:
                                 model.train(training)
                                 torch.manual_seed(1)
                                 outs.append(model(value.clone()))
-                        whole, rows = outs[0], rows_output(outs[1], lead)
+                        whole, rows = outs[0], rows_output(outs[1], lead, rows_dim)
                         at = (f"in {'training' if training else 'eval'} mode, on a {tuple(x.shape)} input, "
                               f"parameters {weights}")
                         if whole.shape != rows.shape:

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from kgen.frontend.reference import Reference
-from kgen.frontend.trace import _perturbations, _plain, _scalar_attributes, trace
+from kgen.frontend.trace import (_perturbations, _plain, _scalar_attributes, _set_setting, _setting_name,
+                                 _setting_owner, trace)
 
 from test_kernelbench_corpus import FILES, needs_corpus
 from test_ir import SMALL
@@ -224,12 +225,12 @@ def test_every_published_hyperparameter_the_ir_depends_on_is_guarded(ref):
     assert not any(path.rpartition(".")[2] in ("in_features", "out_features", "inplace", "training")
                    for path in guarded), guarded
     widths = frozenset(w for p in graph.parts for w in (p.in_features, p.out_features))
-    for path, name, value in _scalar_attributes(reference.meta_model()):
-        dotted = f"{path}.{name}" if path else name
+    for path, steps, value in _scalar_attributes(reference.meta_model()):
+        dotted = _setting_name(path, steps)
         for other in _perturbations(value, widths):
             torch.manual_seed(0)
             model = reference.Model(*reference.init_args()).double()
-            setattr(model.get_submodule(path), name, other)
+            _set_setting(_setting_owner(model.get_submodule(path), steps), steps[-1], other)
             twin = copy.deepcopy(model)
             x = torch.rand(SMALL["batch"], SMALL["in_features"], dtype=torch.float64) * 4 - 2
             try:
@@ -262,3 +263,80 @@ def test_a_feature_size_the_ir_computes_with_is_guarded(body, init, guarded, bak
     ModelNew, _ = _emitted_model_new(ref, tmp_path)
     assert "synthesized for" not in _forward_error(ModelNew(16, N, 0))
     assert "synthesized for" in _forward_error(ModelNew(16, 2 * N, 0))
+
+
+CONFIGURED = '''
+import dataclasses
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    scale: float = 2.0
+    slope: float = 0.1
+
+
+class Settings:
+    def __init__(self, shift):
+        self.shift = shift
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, config, options, weights, settings):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+        self.config = config
+        self.options = options
+        self.weights = weights
+        self.settings = settings
+
+    def forward(self, x):
+        y = self.fc(x) * self.config.scale
+        y = F.leaky_relu(y, self.options["act"]["slope"]) + self.settings.shift
+        return y * self.weights[1]
+
+
+def get_inputs():
+    return [torch.rand(8, 16)]
+
+
+def get_init_inputs():
+    return [16, OUT, Config(), {"act": {"slope": 0.2}, "unused": 1.5}, [0.5, 3.0], Settings(0.25)]
+'''.replace("OUT", str(N))
+
+
+def test_a_setting_inside_a_config_object_dict_or_list_is_guarded(tmp_path):
+    """A forward that reads a setting from a config object (a frozen dataclass's field, a config
+    class of the file's), a nested dict or a list bakes it into the IR as a number: the emitted
+    forward refuses a model built with another, naming it, as it does a scalar attribute (it
+    computed with the traced value in silence before); a setting the forward does not read stays
+    free."""
+    path = tmp_path / "configured.py"
+    path.write_text(CONFIGURED)
+    ref = Reference(path)
+    graph = trace(ref)
+    assert dict(graph.hyperparameters) == {"config.scale": 2.0, "options['act']['slope']": 0.2,
+                                           "weights[1]": 3.0, "settings.shift": 0.25}
+    ModelNew, text = _emitted_model_new(ref, tmp_path)
+    ns = {}
+    exec(compile(CONFIGURED, "configured", "exec"), ns)
+    config, settings = ns["Config"], ns["Settings"]
+
+    def built(**changed):
+        args = dict(config=config(), options={"act": {"slope": 0.2}, "unused": 1.5}, weights=[0.5, 3.0],
+                    settings=settings(0.25))
+        args.update(changed)
+        return ModelNew(16, N, **args)
+    assert "synthesized for" not in _forward_error(built())
+    assert "synthesized for" not in _forward_error(built(options={"act": {"slope": 0.2}, "unused": 9.0}))
+    for changed, name in ((dict(config=config(scale=3.0)), "config.scale=2.0"),
+                          (dict(options={"act": {"slope": 0.3}, "unused": 1.5}), "options['act']['slope']=0.2"),
+                          (dict(weights=[0.5, 4.0]), "weights[1]=3.0"),
+                          (dict(settings=settings(0.5)), "settings.shift=0.25")):
+        refused = _forward_error(built(**changed))
+        assert refused.startswith("ValueError: this ModelNew was synthesized for") and name in refused, refused
+    # (the traced config object itself is as get_init_inputs() made it: the perturbations put back)
+    assert ref.init_args()[2].scale == 2.0 and ref.init_args()[3]["act"]["slope"] == 0.2

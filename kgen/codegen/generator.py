@@ -364,22 +364,25 @@ def _attribute_read(path: str) -> str:
     return f"{owner}.{name}" if plain else f"getattr({owner}, {name!r})"
 
 
-def hyperparameter_lines(read: list[tuple[str, object]]) -> list[str]:
+def hyperparameter_lines(read: list[tuple[str, object]], reads: dict | None = None) -> list[str]:
     """The forward's check of the module's attributes that the trace baked into the kernels
     (Graph.hyperparameters): a model built with other constructor arguments, or changed since,
     is refused, naming the traced values, rather than computed with them. (The message is a
-    constant: torch.compile traces no float's repr, and shows a constant message as raised.)"""
+    constant: torch.compile traces no float's repr, and shows a constant message as raised.)
+    `reads`: Graph.hyperparameter_reads, for a setting inside an attribute's containers."""
     if not read:
         return []
-    now = _tuple_source([_attribute_read(path) for path, _ in read])
+    reads = reads or {}
+    attribute_reads = [_attribute_read(reads[path][0]) + reads[path][1] if path in reads else _attribute_read(path)
+                       for path, _ in read]
+    now = _tuple_source(attribute_reads)
     traced = _tuple_source([_literal(value) for _, value in read])
     names = ", ".join(f"{path}={value!r}" for path, value in read)
     message = (f"this ModelNew was synthesized for {names} (its kernels compute with these values), and "
                f"this model's differ: generate it again from a reference built with its values (kgen "
                f"generate --set NAME=VALUE sets a module-level constant of the reference)")
     if len(f"if {now} != {traced}:") > 100:   # (one attribute a line)
-        reads = [_attribute_read(path) for path, _ in read]
-        return (["if ("] + [f"        {r}," for r in reads] + [f") != {traced}:"]
+        return (["if ("] + [f"        {r}," for r in attribute_reads] + [f") != {traced}:"]
                 + [f"    raise ValueError({message!r})"])
     return [f"if {now} != {traced}:", f"    raise ValueError({message!r})"]
 
@@ -418,7 +421,7 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     fp32 module's too), the output then handed over in eager's dtype there
     (_kgen_autocast_output, from the reasons kgen.frontend.autocast read for it to be fp32)."""
     lines = submodule_lines(parts[-1].traced.called_modules)
-    lines += hyperparameter_lines(parts[-1].traced.hyperparameters)
+    lines += hyperparameter_lines(parts[-1].traced.hyperparameters, parts[-1].traced.hyperparameter_reads)
     for name, default in parts[-1].traced.forward_defaults:
         # (kgen traced the forward with this parameter at its default, as get_inputs() leaves it)
         # (`is` for None and bools; a NaN default is matched by NaN alone, which != never is)

@@ -15,6 +15,7 @@ import dataclasses
 import dis
 import functools
 import inspect
+import keyword
 import math
 import operator
 import re
@@ -4358,18 +4359,98 @@ def _perturbations(value, widths: frozenset = frozenset()) -> list:
 _MODULE_INTERNALS = frozenset(vars(nn.Module())) | {"training"}
 
 
-def _scalar_attributes(model: nn.Module) -> list[tuple[str, str, object]]:
-    """(module path, attribute, value) for each scalar attribute of the model and its submodules
-    (multiplier, negative_slope, num_groups, eps, p, dim, approximate, a private _scale ...), as
-    _plain gives it, but nn.Module's own."""
-    found = []
+# How deep into a module attribute's containers (a config object, a dict, a list) settings are
+# looked for, and how many such nested settings at most are traced again (each perturbation is a
+# trace on the meta device, milliseconds; a config of hundreds of fields would cost seconds).
+SETTINGS_DEPTH = 3
+NESTED_SETTINGS_MAX = 128
+
+
+def _scalar_attributes(model: nn.Module, reference_module: str = "") -> list[tuple[str, tuple, object]]:
+    """(module path, steps, value) for each scalar setting of the model and its submodules, as
+    _plain gives it, but nn.Module's own: an attribute (steps (("attr", name),): multiplier,
+    negative_slope, num_groups, eps, p, dim, approximate, a private _scale ...), or one inside
+    an attribute's plain containers (_settings: self.cfg.scale of a config object, self.opts["slope"]
+    of a dict, self.pair[0] of a list), which a forward reads as a number as well."""
+    found, nested = [], 0
     for path, module in model.named_modules():
         for name, value in vars(module).items():
-            plain = _plain(value)
-            if name in _MODULE_INTERNALS or plain is None or not _perturbations(plain):
+            if name in _MODULE_INTERNALS:
                 continue
-            found.append((path, name, plain))
+            for steps, plain in _settings(value, (("attr", name),), reference_module):
+                if len(steps) > 1:
+                    nested += 1
+                    if nested > NESTED_SETTINGS_MAX:
+                        continue
+                found.append((path, steps, plain))
     return found
+
+
+def _settings(value, steps: tuple, reference_module: str, depth: int = 0):
+    """(steps, plain value) of each scalar setting in `value` (_plain, one _perturbations can
+    move), itself or inside its plain containers (_holds_settings) down to SETTINGS_DEPTH."""
+    plain = _plain(value)
+    if plain is not None:
+        if _perturbations(plain):
+            yield steps, plain
+        return
+    if depth >= SETTINGS_DEPTH:
+        return
+    if type(value) is dict:
+        items = [(("item", k), v) for k, v in value.items() if type(k) in (str, int)]
+    elif type(value) is list:
+        items = [(("item", i), v) for i, v in enumerate(value)]
+    elif _holds_settings(value, reference_module):
+        items = [(("attr", k), v) for k, v in vars(value).items()
+                 if k.isidentifier() and not keyword.iskeyword(k) and not k.startswith("__")]
+    else:
+        return
+    for step, v in items:
+        yield from _settings(v, steps + (step,), reference_module, depth + 1)
+
+
+def _holds_settings(value, reference_module: str) -> bool:
+    """A plain object of settings: a dataclass's instance, a SimpleNamespace or argparse's
+    Namespace, or an instance of a class the reference's file defines (a Config class); not a
+    module, a tensor, or another library's object."""
+    if isinstance(value, (nn.Module, torch.Tensor, type)) or not hasattr(value, "__dict__"):
+        return False
+    return (dataclasses.is_dataclass(value) or type(value).__name__ in ("SimpleNamespace", "Namespace")
+            or (bool(reference_module) and type(value).__module__ == reference_module))
+
+
+def _setting_name(path: str, steps: tuple) -> str:
+    """A setting's dotted name as the guard's message gives it: gn.eps, cfg.scale, opts['slope']."""
+    (_, name), rest = steps[0], steps[1:]
+    return (f"{path}.{name}" if path else name) + _setting_suffix(rest)
+
+
+def _setting_suffix(steps: tuple) -> str:
+    """Python that reads `steps` into an attribute's containers: .scale, ['slope'], [0]."""
+    return "".join(f".{key}" if kind == "attr" else f"[{key!r}]" for kind, key in steps)
+
+
+def _setting_owner(owner, steps: tuple):
+    """The object a setting's last step is taken of: the module for an attribute, else the
+    container the steps before the last reach."""
+    for kind, key in steps[:-1]:
+        owner = getattr(owner, key) if kind == "attr" else owner[key]
+    return owner
+
+
+def _set_setting(owner, step: tuple, value) -> None:
+    kind, key = step
+    if kind == "item":
+        owner[key] = value
+    elif isinstance(owner, nn.Module):
+        setattr(owner, key, value)
+    else:
+        object.__setattr__(owner, key, value)   # (a frozen dataclass's field too)
+
+
+def _get_setting(owner, step: tuple):
+    kind, key = step
+    return owner[key] if kind == "item" else vars(owner)[key]
 
 
 def _is_width(value, widths: frozenset) -> bool:
@@ -4393,12 +4474,12 @@ def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object
     traced = _fingerprint(graph, graph.dropouts)
     widths = frozenset(w for p in graph.parts for w in (p.in_features, p.out_features))
     read = []
-    for path, name, value in _scalar_attributes(ref.meta_model()):
+    for path, steps, value in _scalar_attributes(ref.meta_model(), getattr(ref.module, "__name__", "")):
         for other in _perturbations(value, widths):
             model = ref.meta_model()
-            owner = model.get_submodule(path)
-            kept = vars(owner)[name]
-            setattr(owner, name, other)
+            owner = _setting_owner(model.get_submodule(path), steps)
+            kept = _get_setting(owner, steps[-1])
+            _set_setting(owner, steps[-1], other)
             tracer = Tracer(ref, model)
             try:
                 moved = _fingerprint(tracer.run(), tracer.dropouts)
@@ -4409,10 +4490,14 @@ def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object
             finally:
                 # Put back: the submodule may be an object the reference shares between every
                 # model it builds (ACT2MOD = {"gelu": nn.GELU(), ...} at module level), and one
-                # left moved made every later Model(...) compute with the moved value.
-                setattr(owner, name, kept)
+                # left moved made every later Model(...) compute with the moved value (a config
+                # object get_init_inputs() gives is such an object as well).
+                _set_setting(owner, steps[-1], kept)
             if moved != traced:
-                read.append((f"{path}.{name}" if path else name, value))
+                read.append((_setting_name(path, steps), value))
+                if len(steps) > 1:   # (how the emitted forward reads it: Graph.hyperparameter_reads)
+                    graph.hyperparameter_reads[read[-1][0]] = (_setting_name(path, steps[:1]),
+                                                               _setting_suffix(steps[1:]))
                 break
     return read
 

@@ -279,6 +279,9 @@ class Graph:
     # ("multiplier", 2.0), ("gn.num_groups", 8)): the emitted forward refuses a model whose own
     # values differ (trace.hyperparameters_read).
     hyperparameters: list = dataclasses.field(default_factory=list)
+    # A hyperparameter inside a module attribute's containers (self.cfg.scale, self.opts["slope"]):
+    # its name -> (the module attribute's dotted path, the Python that reads on from it).
+    hyperparameter_reads: dict = dataclasses.field(default_factory=dict)
     # The submodules the reference's forward calls, (path, its class as the emitted file names it,
     # or None) in call order (trace._class_source): the emitted forward calls none of them, and refuses to run
     # where one was replaced by another class or given a hook since (generator.submodule_lines).

@@ -138,6 +138,24 @@ def test_an_upcast_inside_the_reduced_chain_keeps_the_rewrite(tmp_path):
     assert "_KGEN_OPERAND_BUILDS = {torch.float32: None, torch.bfloat16:" in generator.render(spec)
 
 
+@pytest.mark.parametrize("pooled", ["z", "z.float()"])
+def test_a_pooling_of_the_gemm_output_beside_the_row_sum_blocks_the_rewrite(tmp_path, pooled):
+    """The row sum of z beside a max pooling of z (or of its upcast, no step of the reduced chain
+    but a value of width N all the same): the rewrite forms no z, so it does not apply (it did,
+    and the lowering failed an assertion; for the upcast it was taken since the upcast was
+    passed by wherever it was)."""
+    from kgen.frontend.problems import graph
+    from kgen.ir.rewrite import row_sum_of_gemm, simplify
+
+    path = tmp_path / f"pooled_{len(pooled)}.py"
+    path.write_text(RESIDUAL_MEAN.replace(
+        "y = y.mean(-1, keepdim=True)\n        y = torch.logsumexp(y, 1, keepdim=True)\n        return F.gelu(y) + residual",
+        f"return y.sum(1, keepdim=True) + F.max_pool1d({pooled.replace('z', 'y')}.unsqueeze(1), 4).squeeze(1)"))
+    g = simplify(graph(str(path), 64, 96, 96))[0]
+    assert any(n.kind == "pool" for n in g.live())
+    assert row_sum_of_gemm(g) is None
+
+
 def test_a_gemv_module_that_casts_to_float32_runs_fp32_only(tmp_path):
     path = tmp_path / "cast.py"
     # (the cast after the mean, its output left in float32: a float32 fact)

@@ -124,3 +124,27 @@ def test_a_reference_importing_a_module_beside_it_loads_as_a_script_would(tmp_pa
     (tmp_path / "refs" / "my_helpers_60.py").rename(tmp_path / "elsewhere.py")
     with pytest.raises(ValueError, match="No module named 'my_helpers_60'"):
         EmittedFile(emitted)
+
+
+def test_two_references_importing_helpers_of_one_name_each_run_their_own(tmp_path, monkeypatch):
+    """`from my_helpers_60b import squash` beside two references in two folders, loaded in one
+    process (`kgen search a/ref.py b/ref.py`): each traces its own folder's squash (the second
+    traced the first's, cached in sys.modules); the same folder's text run again gets the same
+    module (its classes and functions the same objects)."""
+    import sys
+
+    from kgen.frontend.reference import Reference
+    from kgen.frontend.trace import trace
+
+    monkeypatch.delitem(sys.modules, "my_helpers_60b", raising=False)
+    refs = {}
+    for folder, op in (("a", "tanh"), ("b", "sigmoid")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "my_helpers_60b.py").write_text(f"import torch\n\ndef squash(x):\n    return torch.{op}(x) * 3\n")
+        refs[op] = tmp_path / folder / "helper_user.py"
+        refs[op].write_text(HELPER_USER.replace("my_helpers_60", "my_helpers_60b"))
+    for op, ref in [*refs.items(), *refs.items()]:
+        graph = trace(Reference(str(ref)))
+        assert [n.op for n in graph.live() if n.kind == "pointwise"][-2:] == [op, "mul"], ref
+    first, again = Reference(str(refs["sigmoid"])), Reference(str(refs["sigmoid"]))
+    assert first.module.squash is again.module.squash

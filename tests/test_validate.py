@@ -629,3 +629,30 @@ def test_a_reference_whose_own_backward_raises_has_its_gradients_left_unchecked_
     assert "ModelNew's raises too" in _reference_backward_raises(trio, x, "g").detail
     # a reference whose backward runs is judged as before
     assert _reference_backward_raises(SimpleNamespace(ref64=_RmsInPlace(False).double(), new=None), x, "g") is None
+
+
+class _BackwardFails(torch.autograd.Function):
+    """The identity, whose backward raises what torch raises out of memory (a RuntimeError)."""
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+class _FailingBackward(torch.nn.Module):
+    def forward(self, x):
+        return _BackwardFails.apply(x)
+
+
+def test_a_reference_backward_failing_otherwise_is_no_reason_to_pass():
+    """Out of memory (a RuntimeError), a CUDA error: the check runs on and reports the failure
+    as it raises it, never a pass that judged nothing (only autograd's in-place error is the
+    reference's own backward failing for every input)."""
+    from types import SimpleNamespace
+    from kgen.check.validate import _reference_backward_raises
+    x = torch.randn(4, 8)
+    trio = SimpleNamespace(ref64=_FailingBackward().double(), new=_RmsInPlace(False))
+    assert _reference_backward_raises(trio, x, "g") is None

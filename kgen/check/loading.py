@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from kgen.frontend.problems import is_path
-from kgen.frontend.reference import Reference, ReferenceError, _restore_defaults, _torch_defaults, import_folders
+from kgen.frontend.reference import Reference, ReferenceError, _restore_defaults, _torch_defaults, imports_beside
 from kgen.tune.spec import Spec, SpecError
 from kgen.check.static_checks import check_emitted
 
@@ -58,15 +58,13 @@ class EmittedFile:
         # imports a module beside the reference (or beside this file), that folder is on the path
         # while it runs (the file itself, imported by the user's program, finds them on its path).
         text, folder = recorded_reference(self.source)
-        added = import_folders(text, [self.path.resolve().parent, *([folder] if folder else [])])
         try:
-            exec(compile(self.source, str(self.path), "exec"), self.module.__dict__)
+            with imports_beside(text, [self.path.resolve().parent, *([folder] if folder else [])]):
+                exec(compile(self.source, str(self.path), "exec"), self.module.__dict__)
         except Exception as e:  # noqa: BLE001 - the user's file failing is a message, not a crash
             sys.modules.pop(name, None)
             raise ValueError(f"{self.path} raised {type(e).__name__} when executed: {e}") from None
         finally:
-            for folder in added:
-                sys.path.remove(folder)
             _restore_defaults(*defaults)
         if "KGEN_SPEC" not in self.module.__dict__ or "ModelNew" not in self.module.__dict__:
             raise ValueError(f"{self.path} is not a kgen file (no KGEN_SPEC / ModelNew)")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import __future__
 import ast
+import contextlib
 import hashlib
 import sys
 import types
@@ -172,17 +173,43 @@ def local_imports(source: str, folder: Path) -> list[str]:
     return sorted({n for n in names if (folder / f"{n}.py").is_file() or (folder / n / "__init__.py").is_file()})
 
 
-def import_folders(source: str, folders: list[Path]) -> list[str]:
-    """Puts at the front of sys.path each of `folders` that holds a module the text imports
-    (local_imports) and is not on it yet; returns those added, for the caller to remove once the
-    text has run."""
-    added = []
+# The names of the modules texts imported from beside them (imports_beside).
+_IMPORTED_BESIDE: set[str] = set()
+
+
+@contextlib.contextmanager
+def imports_beside(source: str, folders: list[Path]):
+    """While the text runs, each of `folders` that holds a module it imports (local_imports) and
+    is not on sys.path yet is first on it; the path is as it was after. A module of such a name
+    that an earlier text imported from beside it, from a file other than one of these folders',
+    is dropped from sys.modules first: the text runs its own (`from helpers import act` beside
+    two references of one `kgen search` in two folders: the second traced the first's helpers,
+    and its file was judged against them, not against what its reference runs). One of the
+    same file stays, as a process imports a module once (the reference's text run again for its
+    emitted file makes the same classes, an Enum member of get_init_inputs() the same member)."""
+    added, files = [], {}
     for folder in folders:
+        local = local_imports(source, folder)
+        for name in local:
+            files.setdefault(name, set()).update(
+                f.resolve() for f in (folder / f"{name}.py", folder / name / "__init__.py") if f.is_file())
         entry = str(folder)
-        if entry not in sys.path and local_imports(source, folder):
+        if local and entry not in sys.path:
             sys.path.insert(0, entry)
             added.append(entry)
-    return added
+    for name, own in files.items():
+        loaded = getattr(sys.modules.get(name), "__file__", None)
+        if name in _IMPORTED_BESIDE and loaded is not None and Path(loaded).resolve() not in own:
+            for module in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+                del sys.modules[module]
+    before = set(sys.modules)
+    try:
+        yield
+    finally:
+        for entry in added:
+            sys.path.remove(entry)
+        # (those it imported: a module of the name already loaded, torch beside a torch.py, is not)
+        _IMPORTED_BESIDE.update(name for name in files if name in sys.modules and name not in before)
 
 
 def sha256_text(text: str) -> str:
@@ -361,9 +388,6 @@ class Reference:
         # set_default_dtype): put back after it, so that they do not reach kgen's own tensors
         # (a default device of "cuda" failed the lowering's oracles on a machine without a GPU).
         defaults = _torch_defaults()
-        # Its imports resolve as a script's do, from its own folder first (python puts a script's
-        # folder on sys.path): a helper module it imports from beside it is found.
-        added = import_folders(self.source, [self.path.parent])
         try:
             tree = ast.parse(self.source, filename=str(self.path))
             # The file's __future__ imports apply to each statement compiled alone (and kgen's
@@ -373,7 +397,9 @@ class Reference:
                 if isinstance(node, ast.ImportFrom) and node.module == "__future__":
                     for alias in node.names:
                         flags |= getattr(__future__, alias.name).compiler_flag
-            with autocast.asked_enabled():   # (a torch.autocast decorating forward is made here)
+            # (a torch.autocast decorating forward is made here; its imports resolve as a script's
+            # do, from its own folder first, where python puts a script's: a helper module beside it)
+            with autocast.asked_enabled(), imports_beside(self.source, [self.path.parent]):
                 for statement in tree.body:
                     exec(compile(ast.Module([statement], []), str(self.path), "exec", flags=flags,
                                  dont_inherit=True), self.module.__dict__)
@@ -382,8 +408,6 @@ class Reference:
         except USER_FAILURES as e:  # the user's file failing is a message
             raise ReferenceError(f"{self.path} raised {type(e).__name__} when executed: {said(e)}") from None
         finally:
-            for folder in added:
-                sys.path.remove(folder)
             if before is None:
                 sys.modules.pop(name, None)
             else:

@@ -548,6 +548,34 @@ class _Proxy(torch.fx.Proxy):
 
     __array_ufunc__ = None
 
+    def __getattr__(self, k: str) -> "_Attribute":
+        return _Attribute(self, k)
+
+
+class _Attribute(torch.fx.proxy.Attribute, _Proxy):
+    """fx's attribute of a traced value (y.T, y.shape), whose node fx makes only where the value is
+    used, not where it is read (its method calls, y.relu(), make none): `with torch.no_grad(): yt =
+    y.T` then `W @ yt` made it outside the block, so it carried no NO_GRAD mark and its gradient
+    flowed where torch's does not. The mark is the read's."""
+
+    def __init__(self, root, attr: str):
+        super().__init__(root, attr)
+        self.grad_off = _grad_off()
+
+    def __getattr__(self, k: str) -> "_Attribute":
+        return _Attribute(self, k)
+
+    @property
+    def node(self) -> torch.fx.Node:
+        if self._node is None and self.grad_off:
+            super().node.meta[NO_GRAD] = True
+        return super().node
+
+
+def _grad_off() -> bool:
+    """Whether an op made now is made with gradients off (torch.no_grad(), inference_mode)."""
+    return not torch.is_grad_enabled() or torch.is_inference_mode_enabled()
+
 
 class _InputProxy(_Proxy):
     """The module's input while torch.fx traces the forward: its number of dimensions is a
@@ -715,7 +743,7 @@ class _LocatingTracer(torch.fx.Tracer):
             node.meta[AUGMENTED] = True
         if self.autocast_off_depth:
             node.meta[autocast.AUTOCAST_OFF] = True
-        if node.op.startswith("call_") and (not torch.is_grad_enabled() or torch.is_inference_mode_enabled()):
+        if node.op.startswith("call_") and _grad_off():
             # an op (not a parameter's read: self.w under no_grad is still the parameter) made
             # with gradients off; the trace runs with them on (Tracer.run)
             node.meta[NO_GRAD] = True
@@ -1999,7 +2027,10 @@ class Tracer:
         self.previous = self.close_part(x)
         line = self.where[0]
         for fx_node, v in self.env.items():
-            if isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed", "windows")):
+            if isinstance(v, _Marker) and v.kind == "transposed" and isinstance(v.payload, int):
+                # (y.T of a value of the part closed: out of reach as y is, its shape y's reversed)
+                self.env[fx_node] = _Marker("earlier", line, self._shape_or_none(v.payload)[::-1])
+            elif isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed", "windows")):
                 # (its shape kept: a size of it is still a number, as GPT-2's Conv1D reads
                 # x.size()[:-1] after its addmm)
                 self.env[fx_node] = _Marker("earlier", line, self._shape_or_none(v))
@@ -2400,6 +2431,11 @@ class Tracer:
         does not give it."""
         if isinstance(result, _Id):
             return self.pointwise("detach", [result])
+        if isinstance(result, _Marker) and result.kind == "transposed":
+            # (x.T under no_grad: the transpose of x.detach(), which the GEMM refuses as it does
+            # x.detach(); of a value, that of its detached value)
+            inner = result.payload
+            return _Marker("transposed", _Marker("input", True) if isinstance(inner, _Marker) else self._without_gradient(inner))
         if isinstance(result, _Marker) and result.kind in ("tensor", "matrix", "matrix_t", "weight_expr"):
             raise self.refuse("a parameter's value or view computed under torch.no_grad() (self.w.T, "
                               "self.b.view(1, -1), ... inside a no_grad block or a @torch.no_grad() forward; "
@@ -2416,6 +2452,8 @@ class Tracer:
         first = fx_node.args[0] if fx_node.args else None
         if not isinstance(first, torch.fx.Node):
             return None, False
+        if _transposes(fx_node) and self._transpose_of(self.env.get(first)) is not None:
+            return first, False   # (x.T of an activation: a view of it, an in-place op on either changes both)
         # (an element of a tuple an op returns, torch.max(y, 1)[0], is no view of a tensor of its own)
         tensor = isinstance(self.env.get(first), _Id) or (
             isinstance(self.env.get(first), _Marker) and self.env[first].kind in ("unsqueezed", "broadcast", "masked"))
@@ -2548,6 +2586,13 @@ class Tracer:
                                   ".float() / .to() / .type_as() (the same tensor in a float32 module, a copy "
                                   "in a bf16 one, so the other sees the write in one dtype only): write the op "
                                   "out of place")
+            if isinstance(v, _Marker) and v.kind == "transposed" and not later:
+                continue   # (a transposed view not read again: nothing to update)
+            if isinstance(v, _Marker) and v.kind == "transposed":
+                # (y.t() read after y.relu_(): it sees the write, where y.t().contiguous(), a
+                # copy at all but one row, does not; which one a marker is, kgen does not know)
+                raise self.refuse("an in-place op on a value whose transpose (x.T, x.t(), ...) is read after "
+                                  "it; write the op out of place")
             if isinstance(v, _Id) and v == old:
                 updates[member] = new
             elif isinstance(v, _Marker) and v.kind == "unsqueezed" and v.payload == old:
@@ -4117,6 +4162,15 @@ def _has_python_float(args) -> bool:
 
 def _is_comparison(v) -> bool:
     return isinstance(v, _Marker) and v.kind == "comparison"
+
+
+def _transposes(fx_node: torch.fx.Node) -> bool:
+    """Whether fx_node is a transpose or permutation of its first argument (x.T, x.mT, x.t(),
+    x.transpose(...), x.permute(...), torch.t / transpose / permute): a view of it."""
+    if fx_node.op == "call_method":
+        return fx_node.target in ("t", "transpose", "permute")
+    return fx_node.op == "call_function" and (fx_node.target in (torch.t, torch.transpose, torch.permute) or (
+        fx_node.target is getattr and len(fx_node.args) == 2 and fx_node.args[1] in ("T", "mT")))
 
 
 def _swaps_2d(rest, kwargs) -> bool:

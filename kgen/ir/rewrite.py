@@ -199,9 +199,9 @@ class RowSum:
 def row_sum_of_gemm(graph: Graph) -> RowSum | None:
     """The reduction `row_sum_as_gemv` applies to: the only use of the GEMM output is a sum or
     mean over dim 1 of an affine (per-column scale and shift) function of it, and nothing else
-    of width N is live (no BatchNorm, no GroupNorm). None when the graph is not of that form,
-    and for the last part of chained GEMMs (its x is computed by the part before it, and the
-    product is a GEMM there anyway)."""
+    of width N is live, nor reads one (no BatchNorm, no GroupNorm, no pooling). None when the
+    graph is not of that form, and for the last part of chained GEMMs (its x is computed by the
+    part before it, and the product is a GEMM there anyway)."""
     if graph.previous is not None:
         return None
     live = graph.live()
@@ -211,8 +211,17 @@ def row_sum_of_gemm(graph: Graph) -> RowSum | None:
         return None
     (r,) = reductions
     root, steps = affine_chain(graph, r.args[0])
-    # (an upcast on the chain is no step of it: affine_chain passes it by)
-    if root != graph.gemm.id or {n.id for n in tiles if n.op != "to_float32"} != {root} | {s.id for s in steps}:
+    if root != graph.gemm.id:
+        return None
+    # The chain's values, its upcasts among them (no steps: affine_chain passes them by): the
+    # only tile values live, and none read by anything but the chain's next value or the reduction
+    # (a pooling of z is no tile value, and the rewrite forms no z for it).
+    chain, t = set(), r.args[0]
+    while t != root:
+        chain.add(t)
+        t = next(a for a in graph.node(t).args if graph.node(a).level == "tile")
+    if {n.id for n in tiles} != chain | {root} or any(
+            n.id not in chain and n is not r and any(a in chain | {root} for a in n.args) for n in live):
         return None
     return RowSum(r, steps)
 

@@ -65,28 +65,7 @@ def reference(tmp_path, body: str, shape: str = "8, 32") -> Reference:
 
 @pytest.mark.parametrize("body", TAKEN)
 def test_the_transposed_gemm_computes_what_the_module_computes(body, tmp_path):
-    ref = reference(tmp_path, body)
-    graph = trace(ref)
-    torch.manual_seed(0)
-    model = ref.Model(*ref.init_args()).double()
-    x = torch.randn(8, 32, dtype=torch.float64)
-    with torch.no_grad():
-        want, got = model(x), graph.interpret(x, copy.deepcopy(model))
-    assert got.shape == want.shape
-    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
-    xg = x.clone().requires_grad_()
-    y = model(xg)
-    gy = torch.randn_like(y)
-    params = dict(model.named_parameters())
-    expect = torch.autograd.grad(y, [xg, *params.values()], gy, allow_unused=True)
-    with torch.no_grad():
-        gx, grads = graph_vjp(graph, x, copy.deepcopy(model), gy)
-    torch.testing.assert_close(gx, expect[0], rtol=1e-10, atol=1e-12)
-    for name, e in zip(params, expect[1:]):
-        if e is None:
-            assert name not in grads or not grads[name].any(), name
-        else:
-            torch.testing.assert_close(grads[name], e, rtol=1e-10, atol=1e-12, msg=name)
+    assert_computes_the_module(reference(tmp_path, body))
 
 
 def test_the_transposed_gemm_is_the_linears_gemm(tmp_path):

@@ -340,3 +340,45 @@ def test_a_setting_inside_a_config_object_dict_or_list_is_guarded(tmp_path):
         assert refused.startswith("ValueError: this ModelNew was synthesized for") and name in refused, refused
     # (the traced config object itself is as get_init_inputs() made it: the perturbations put back)
     assert ref.init_args()[2].scale == 2.0 and ref.init_args()[3]["act"]["slope"] == 0.2
+
+
+LISTED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, slope):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+        self.acts = [nn.LeakyReLU(slope)]
+        self.table = {"act": nn.ELU(alpha=0.5)}
+
+    def forward(self, x):
+        y = self.fc(x)
+        for act in self.acts:
+            y = act(y)
+        return self.table["act"](y)
+
+
+def get_inputs():
+    return [torch.rand(8, 16)]
+
+
+def get_init_inputs():
+    return [16, OUT, 0.2]
+'''.replace("OUT", str(N))
+
+
+def test_a_module_kept_in_a_plain_list_or_dict_has_its_settings_guarded(tmp_path):
+    """Stateless modules kept in a plain list or dict are no submodules of the model's, yet the
+    trace bakes their settings in (a LeakyReLU's slope): a ModelNew built with another slope is
+    refused naming it (it computed with the traced one in silence)."""
+    path = tmp_path / "listed.py"
+    path.write_text(LISTED)
+    ref = Reference(path)
+    assert dict(trace(ref).hyperparameters) == {"acts[0].negative_slope": 0.2, "table['act'].alpha": 0.5}
+    ModelNew, _ = _emitted_model_new(ref, tmp_path)
+    assert "synthesized for" not in _forward_error(ModelNew(16, N, 0.2))
+    refused = _forward_error(ModelNew(16, N, 0.3))
+    assert refused.startswith("ValueError: this ModelNew was synthesized for") and "acts[0].negative_slope=0.2" in refused

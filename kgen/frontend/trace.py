@@ -4454,6 +4454,11 @@ def _settings(value, steps: tuple, reference_module: str, depth: int = 0):
         items = [(("item", k), v) for k, v in value.items() if type(k) in (str, int)]
     elif type(value) is list:
         items = [(("item", i), v) for i, v in enumerate(value)]
+    elif isinstance(value, nn.Module) and depth:
+        # (a module kept in a plain list or dict, self.acts = [nn.LeakyReLU(slope)]: no submodule
+        # of the model's, so named_modules does not reach its settings)
+        items = [(("attr", k), v) for k, v in vars(value).items()
+                 if k not in _MODULE_INTERNALS and k.isidentifier() and not keyword.iskeyword(k)]
     elif _holds_settings(value, reference_module):
         items = [(("attr", k), v) for k, v in vars(value).items()
                  if k.isidentifier() and not keyword.iskeyword(k) and not k.startswith("__")]

@@ -1617,7 +1617,7 @@ def star_args(ctx: Ctx):
     init.args.args = init.args.args[:1]
     init.args.vararg = ast.arg("args")
     first = 1 if init.body and isinstance(init.body[0], ast.Expr) and isinstance(init.body[0].value, ast.Constant) else 0
-    init.body.insert(first + 1, stmt(f"({', '.join(names)},) = args"))
+    init.body.insert(first, stmt(f"({', '.join(names)},) = args"))   # (before config dict's reads of them)
 
 
 def no_nn_alias(ctx: Ctx):
@@ -2012,6 +2012,48 @@ def base_class_forward(ctx: Ctx):
     raise NotApplicable("no GEMM statement")
 
 
+def act_getattr(ctx: Ctx):
+    """The op's function looked up by its name: self.act_name = 'gelu'; getattr(F, self.act_name)(x),
+    or an nn.ModuleDict of activations indexed by it."""
+    def make(site, ctx):
+        if site.kind != "unary":
+            return None
+        name = ctx.fresh("act_name")
+        ctx.add_init(f"self.{name} = {site.op!r}")
+        if ctx.rng.random() < 0.5:
+            owner = ctx.f_alias if UNARY[site.op][1] or site.op in ("sigmoid", "tanh") else "torch"
+            return expr(f"getattr({owner}, self.{name})({src(site.x)})")
+        acts = ctx.fresh("acts")
+        ctx.add_init(f"self.{acts} = nn.ModuleDict({{{site.op!r}: nn.{UNARY[site.op][4]}(), 'identity': nn.Identity()}})")
+        return expr(f"self.{acts}[self.{name}]({src(site.x)})")
+    _custom(ctx, make, "no unary op")
+
+
+def all_positional(ctx: Ctx):
+    """Functions called with every argument by position, defaults written out:
+    F.leaky_relu(x, 0.01, False), F.hardtanh(x, -1.0, 1.0, False), torch.sum(x, 1, False)."""
+    def make(site, ctx):
+        x, P, F = src(site.x), _P(site), ctx.F
+        if site.kind == "unary" and site.op == "relu":   # (F.gelu's approximate is keyword-only)
+            return expr(f"{F('relu')}({x}, False)")
+        if site.kind == "leaky":
+            return expr(f"{F('leaky_relu')}({x}, {P.get('negative_slope', '0.01')}, False)")
+        if site.kind in ("hardtanh", "clamp"):
+            lo, hi = P.get("min_val", P.get("min", "-1.0")), P.get("max_val", P.get("max", "1.0"))
+            return expr(f"{F('hardtanh')}({x}, {lo}, {hi}, False)")
+        if site.kind == "softmax":
+            return expr(f"{F('softmax')}({x}, {P.get('dim', '1')}, 3, None)")
+        if site.kind == "reduce" and site.op in ("sum", "mean", "logsumexp"):
+            return expr(f"torch.{site.op}({x}, {P['dim']}, {P.get('keepdim', 'False')})")
+        if site.kind == "extreme":
+            return expr(f"torch.{site.op}({x}, {P['dim']}, {P.get('keepdim', 'False')})[0]")
+        if site.kind == "dropout":
+            m = f"self.{site.module}"
+            return expr(f"{F('dropout')}({x}, {m}.p, {m}.training, False)")
+        return None
+    _custom(ctx, make, "no function")
+
+
 AXES.update({
     "act attribute": act_attribute,
     "act by name from a dict": act_by_name,
@@ -2028,6 +2070,8 @@ AXES.update({
     "identity modules": identity_modules,
     "Sequential OrderedDict": sequential_ordered,
     "base class forward": base_class_forward,
+    "getattr by name": act_getattr,
+    "all positional": all_positional,
 })
 LATE = LATE + ("base class forward",)
 

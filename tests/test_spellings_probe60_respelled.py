@@ -37,3 +37,26 @@ def test_the_unbound_methods_are_torchs_again_after_the_trace(tmp_path):
     describe(write(tmp_path, "spelled", "x = torch.Tensor.mul(x, 2.0)", PARAMS))
     assert "mul" not in vars(torch.Tensor) and torch.Tensor.mul is before
     assert torch.equal(torch.Tensor.mul(torch.ones(2), 3.0), torch.full((2,), 3.0))
+
+
+# out=None, torch's default (no tensor written into), was refused as out= (the result written into
+# a tensor given); out= a tensor still is.
+OUT_NONE = {
+    "torch.mul(x, 2.0, out=None)": "x = x * 2.0",
+    "torch.add(x, self.b, out=None)": "x = x + self.b",
+    "torch.sigmoid(x, out=None)": "x = torch.sigmoid(x)",
+    "torch.sum(x, 1, keepdim=True, out=None) - x": "x = x.sum(1, keepdim=True) - x",
+}
+
+
+@pytest.mark.parametrize("spelled", sorted(OUT_NONE))
+def test_out_none_is_the_result_returned(spelled, tmp_path):
+    ref = write(tmp_path, "spelled", f"x = {spelled}", PARAMS)
+    check(ref)
+    assert describe(ref) == describe(write(tmp_path, "plain", OUT_NONE[spelled], PARAMS))
+
+
+def test_out_a_tensor_is_still_refused(tmp_path):
+    from kgen.ir.graph import Unsupported
+    with pytest.raises(Unsupported, match="out= .the result written into a tensor given"):
+        describe(write(tmp_path, "spelled", "y = x * 1.0\ntorch.mul(x, 2.0, out=y)\nx = y", PARAMS))

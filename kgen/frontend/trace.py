@@ -3262,6 +3262,10 @@ class Tracer:
         for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
             if alias in kwargs and name not in kwargs:
                 kwargs[name] = kwargs.pop(alias)
+        if "out" in kwargs and kwargs["out"] is None and "out" not in inspect.signature(signature).parameters:
+            # out=None is torch's default, no tensor written into: the result returned as without it
+            # (torch.mul(x, 2.0, out=None))
+            del kwargs["out"]
         try:
             bound = inspect.signature(signature).bind(*args, **kwargs)
         except TypeError as e:

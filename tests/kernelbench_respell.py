@@ -221,7 +221,7 @@ def recognize_call(call: ast.Call, ctx: Ctx, modules: dict, extreme: bool) -> Si
     is_fn = name is not None and (name.startswith(("torch.", f"{ctx.f_alias}.")) or name.startswith("F."))
     is_method = isinstance(call.func, ast.Attribute) and not is_fn and self_attr(call.func) is None
     if extreme:
-        if short in EXTREME and (is_fn or is_method):
+        if short in EXTREME and (is_fn or is_method) and (call.args or not is_fn):   # (not input=x)
             x = call.args[0] if is_fn else call.func.value
             kw = kwargs_of(call, ["dim", "keepdim"]) if is_fn else _method_kwargs(call, ["dim", "keepdim"])
             if "dim" in kw:
@@ -545,6 +545,9 @@ def _inplace_stmt(site: Site, t: str, style: str, ctx: Ctx):
         other = self_attr(site.params["other"])
         if other is not None and len(ctx.shapes.get(other, ())) > 2:
             return None   # (x += b of a (1, N, 1, 1) b would broadcast x to 4 dimensions: torch refuses it)
+        if isinstance(site.params["other"], ast.Name):
+            return None   # (x += r of a local r, KernelBench 51's (batch, in) residual on a (batch, 1) x, would
+            #              broadcast x: torch refuses it; a local's shape is not known here)
         if style == "augmented":
             return [stmt(f"{t} {OPSYM[site.op]}= {P['other']}")]
         return [stmt(f"{t}.{site.op}_({P['other']})")]
@@ -583,8 +586,8 @@ def ssa(ctx: Ctx):
                     n += 1
                     current[t.id] = new = f"{'h' if t.id == 'x' else t.id + '_'}{n}"
                     t.id = new
-        elif isinstance(s, ast.AugAssign):
-            raise NotApplicable("augmented assignment")
+        elif isinstance(s, (ast.AugAssign, ast.If)):
+            raise NotApplicable("augmented assignment or a branch")
 
 
 def chain(ctx: Ctx) -> int:

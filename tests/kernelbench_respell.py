@@ -221,7 +221,7 @@ def recognize_call(call: ast.Call, ctx: Ctx, modules: dict, extreme: bool) -> Si
     is_fn = name is not None and (name.startswith(("torch.", f"{ctx.f_alias}.")) or name.startswith("F."))
     is_method = isinstance(call.func, ast.Attribute) and not is_fn and self_attr(call.func) is None
     if extreme:
-        if short in EXTREME and (is_fn or is_method):
+        if short in EXTREME and (is_fn or is_method) and (call.args or not is_fn):   # (not input=x)
             x = call.args[0] if is_fn else call.func.value
             kw = kwargs_of(call, ["dim", "keepdim"]) if is_fn else _method_kwargs(call, ["dim", "keepdim"])
             if "dim" in kw:
@@ -545,6 +545,9 @@ def _inplace_stmt(site: Site, t: str, style: str, ctx: Ctx):
         other = self_attr(site.params["other"])
         if other is not None and len(ctx.shapes.get(other, ())) > 2:
             return None   # (x += b of a (1, N, 1, 1) b would broadcast x to 4 dimensions: torch refuses it)
+        if isinstance(site.params["other"], ast.Name):
+            return None   # (x += r of a local r, KernelBench 51's (batch, in) residual on a (batch, 1) x, would
+            #              broadcast x: torch refuses it; a local's shape is not known here)
         if style == "augmented":
             return [stmt(f"{t} {OPSYM[site.op]}= {P['other']}")]
         return [stmt(f"{t}.{site.op}_({P['other']})")]
@@ -583,8 +586,8 @@ def ssa(ctx: Ctx):
                     n += 1
                     current[t.id] = new = f"{'h' if t.id == 'x' else t.id + '_'}{n}"
                     t.id = new
-        elif isinstance(s, ast.AugAssign):
-            raise NotApplicable("augmented assignment")
+        elif isinstance(s, (ast.AugAssign, ast.If)):
+            raise NotApplicable("augmented assignment or a branch")
 
 
 def chain(ctx: Ctx) -> int:
@@ -1617,7 +1620,7 @@ def star_args(ctx: Ctx):
     init.args.args = init.args.args[:1]
     init.args.vararg = ast.arg("args")
     first = 1 if init.body and isinstance(init.body[0], ast.Expr) and isinstance(init.body[0].value, ast.Constant) else 0
-    init.body.insert(first + 1, stmt(f"({', '.join(names)},) = args"))
+    init.body.insert(first, stmt(f"({', '.join(names)},) = args"))   # (before config dict's reads of them)
 
 
 def no_nn_alias(ctx: Ctx):
@@ -1664,6 +1667,416 @@ AXES.update({
     "torch.nn written out": no_nn_alias,
     "max unpacked": max_unpacked,
 })
+
+# ---- session 60: ops held in attributes, other call forms, control flow, containers -------------
+
+def _custom(ctx: Ctx, make, what: str):
+    """rewrite_ops with `make(site, ctx)` as the style (None: the site kept)."""
+    global emit
+    saved = emit
+    emit = lambda site, style, c: make(site, c) if style == "custom" else saved(site, style, c)
+    try:
+        if not rewrite_ops(ctx, lambda site: "custom"):
+            raise NotApplicable(what)
+    finally:
+        emit = saved
+
+
+def _hoistable(site: Site) -> bool:
+    """The site's parameters can be read in __init__ (numbers, self.<attr>): no local of forward."""
+    return all(not (isinstance(n, ast.Name) and n.id != "self")
+               for v in site.params.values() if isinstance(v, ast.AST) for n in ast.walk(v))
+
+
+def _P(site):
+    return {k: (src(v) if isinstance(v, ast.AST) else repr(v)) for k, v in site.params.items()}
+
+
+# Functions an attribute may hold for a unary op (self.act = F.gelu).
+ACT_FUNCTIONS = {"relu": ["F.relu", "torch.relu", "nn.functional.relu"], "sigmoid": ["torch.sigmoid", "F.sigmoid"],
+                 "tanh": ["torch.tanh", "F.tanh"], "gelu": ["F.gelu", "nn.functional.gelu"],
+                 "mish": ["F.mish", "nn.functional.mish"]}
+
+
+def act_attribute(ctx: Ctx):
+    """A unary op's function kept in an attribute: self.act = F.gelu; x = self.act(x)."""
+    def make(site, ctx):
+        if site.kind != "unary":
+            return None
+        fn = ctx.rng.choice(ACT_FUNCTIONS[site.op]).replace("F.", f"{ctx.f_alias}.")
+        name = ctx.fresh("act")
+        ctx.add_init(f"self.{name} = {fn}")
+        return expr(f"self.{name}({src(site.x)})")
+    _custom(ctx, make, "no unary op")
+
+
+ACT_TABLE = """
+ACTIVATIONS = {'relu': nn.ReLU, 'sigmoid': nn.Sigmoid, 'tanh': nn.Tanh, 'gelu': nn.GELU, 'mish': nn.Mish,
+               'leaky_relu': nn.LeakyReLU, 'hardtanh': nn.Hardtanh, 'softmax': nn.Softmax}
+"""
+
+
+def act_by_name(ctx: Ctx):
+    """The activation chosen by a string from a module-level dict of nn classes:
+    self.act = ACTIVATIONS[activation](...)."""
+    def make(site, ctx):
+        if not _hoistable(site) or site.module:
+            return None
+        P = _P(site)
+        args = {"unary": "", "leaky": P.get("negative_slope", ""),
+                "softmax": f"dim={P.get('dim', '1')}"}
+        if site.kind in ("hardtanh", "clamp"):
+            key, a = "hardtanh", f"{P.get('min_val', P.get('min', '-1.0'))}, {P.get('max_val', P.get('max', '1.0'))}"
+        elif site.kind in args:
+            key, a = (site.op if site.kind == "unary" else {"leaky": "leaky_relu"}.get(site.kind, site.kind)), \
+                args[site.kind]
+        else:
+            return None
+        name = ctx.fresh("activation")
+        ctx.add_init(f"self.{name} = ACTIVATIONS[{key!r}]({a})")
+        return expr(f"self.{name}({src(site.x)})")
+    _custom(ctx, make, "no activation")
+    ctx.tree.body.insert(ctx.tree.body.index(ctx.cls), stmt(ACT_TABLE))
+
+
+def act_partial(ctx: Ctx):
+    """An op with parameters as functools.partial: self.act = functools.partial(F.leaky_relu,
+    negative_slope=0.2)."""
+    def make(site, ctx):
+        if not _hoistable(site):
+            return None
+        P, F = _P(site), ctx.F
+        if site.kind == "leaky":
+            call = f"{F('leaky_relu')}, negative_slope={P.get('negative_slope', '0.01')}"
+        elif site.kind in ("hardtanh", "clamp"):
+            lo, hi = P.get("min_val", P.get("min", "-1.0")), P.get("max_val", P.get("max", "1.0"))
+            call = ctx.rng.choice([f"{F('hardtanh')}, min_val={lo}, max_val={hi}", f"torch.clamp, min={lo}, max={hi}"])
+        elif site.kind == "softmax":
+            call = f"{F('softmax')}, dim={P.get('dim', '1')}"
+        elif site.kind == "reduce" and site.op in ("sum", "mean", "logsumexp"):
+            call = f"torch.{site.op}, dim={P['dim']}" + (f", keepdim={P['keepdim']}" if "keepdim" in P else "")
+        elif site.kind == "unary" and site.op == "gelu":
+            call = f"{F('gelu')}, approximate='none'"
+        else:
+            return None
+        name = ctx.fresh("fn")
+        ctx.add_init(f"self.{name} = functools.partial({call})")
+        return expr(f"self.{name}({src(site.x)})")
+    _custom(ctx, make, "no op with parameters")
+    ensure_import(ctx.tree, "functools")
+
+
+def act_lambda(ctx: Ctx):
+    """The op as a lambda held in an attribute: self.f = lambda t: F.leaky_relu(t, 0.2)."""
+    def make(site, ctx):
+        if not _hoistable(site) or site.kind in ("pool", "norm", "dropout", "binary", "minimum"):
+            return None
+        inner = Site(site.kind, site.op, ast.Name("t", ast.Load()), site.params, module=None)
+        body = _emit(inner, "F", ctx) or _emit(inner, "torch", ctx)
+        if body is None:
+            return None
+        name = ctx.fresh("f")
+        ctx.add_init(f"self.{name} = lambda t: {src(body)}")
+        return expr(f"self.{name}({src(site.x)})")
+    _custom(ctx, make, "no op")
+
+
+def unbound_methods(ctx: Ctx):
+    """Tensor methods called unbound: torch.Tensor.relu(x), torch.Tensor.mul(x, 2.0)."""
+    def make(site, ctx):
+        x, P = src(site.x), _P(site)
+        if site.kind == "unary" and UNARY[site.op][2]:
+            return expr(f"torch.Tensor.{UNARY[site.op][2]}({x})")
+        if site.kind == "binary" and is_tensor(site.x, ctx):
+            return expr(f"torch.Tensor.{site.op}({x}, {P['other']})")
+        if site.kind == "reduce":
+            return expr(f"torch.Tensor.{site.op}({x}, {P['dim']}" + (f", keepdim={P['keepdim']})" if "keepdim" in P
+                                                                      else ")"))
+        if site.kind in ("hardtanh", "clamp"):
+            lo, hi = P.get("min_val", P.get("min", "-1.0")), P.get("max_val", P.get("max", "1.0"))
+            return expr(f"torch.Tensor.clamp({x}, {lo}, {hi})")
+        if site.kind == "softmax":
+            return expr(f"torch.Tensor.softmax({x}, {P.get('dim', '1')})")
+        return None
+    _custom(ctx, make, "no op with a method")
+
+
+OPERATOR = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv"}
+
+
+def operator_module(ctx: Ctx):
+    """Binary operators as the operator module's functions: operator.mul(x, 2.0)."""
+    def make(site, ctx):
+        if site.kind != "binary":
+            return None
+        return expr(f"operator.{OPERATOR[site.op]}({src(site.x)}, {_P(site)['other']})")
+    _custom(ctx, make, "no binary op")
+    ensure_import(ctx.tree, "operator")
+
+
+def dunder_methods(ctx: Ctx):
+    """Binary operators as x.__mul__(y) or x.mul(other=y) (a tensor's methods)."""
+    def make(site, ctx):
+        if site.kind != "binary" or not is_tensor(site.x, ctx):
+            return None
+        x, o = src(site.x), _P(site)["other"]
+        if ctx.rng.random() < 0.5:
+            return expr(f"({x}).__{OPERATOR[site.op]}__({o})")
+        return expr(f"({x}).{site.op}(other={o})")
+    _custom(ctx, make, "no binary op on a tensor")
+
+
+def all_keywords(ctx: Ctx):
+    """Functions called with every argument by keyword: F.leaky_relu(input=x, negative_slope=0.2),
+    torch.clamp(input=x, min=-1, max=1), torch.sum(input=x, dim=1)."""
+    def make(site, ctx):
+        x, P, F = src(site.x), _P(site), ctx.F
+        if site.kind == "unary":
+            fn = UNARY[site.op][0] or F(UNARY[site.op][1])
+            return expr(f"{fn}(input={x})")
+        if site.kind == "leaky":
+            return expr(f"{F('leaky_relu')}(input={x}, negative_slope={P.get('negative_slope', '0.01')})")
+        if site.kind in ("hardtanh", "clamp"):
+            lo, hi = P.get("min_val", P.get("min", "-1.0")), P.get("max_val", P.get("max", "1.0"))
+            return expr(ctx.rng.choice([f"torch.clamp(input={x}, min={lo}, max={hi})",
+                                        f"{F('hardtanh')}(input={x}, min_val={lo}, max_val={hi})"]))
+        if site.kind == "softmax":
+            return expr(f"{F('softmax')}(input={x}, dim={P.get('dim', '1')})")
+        if site.kind in ("reduce", "extreme"):
+            k = f", keepdim={P['keepdim']}" if "keepdim" in P else ""
+            return expr(f"torch.{site.op}(input={x}, dim={P['dim']}{k})" + (".values" if site.kind == "extreme" else ""))
+        if site.kind == "binary" and is_tensor(site.x, ctx):
+            return expr(f"torch.{site.op}(input={x}, other={P['other']})")
+        return None
+    _custom(ctx, make, "no function call")
+
+
+def module_globals(ctx: Ctx):
+    """Numbers forward reads (a scale, a slope, a dim) as module-level constants."""
+    fwd = ctx.forward
+    hoisted = []
+
+    class Sub(ast.NodeTransformer):
+        def visit_Subscript(self, node):
+            return node   # (x[:, None], [0]: indices stay)
+
+        def visit_Constant(self, node):
+            if type(node.value) in (int, float):
+                name = f"K_{len(hoisted) + 1}"
+                hoisted.append(stmt(f"{name} = {node.value!r}"))
+                return ast.Name(name, ast.Load())
+            return node
+
+    fwd.body = [Sub().visit(s) for s in fwd.body]
+    if not hoisted:
+        raise NotApplicable("no number in forward")
+    i = max(j for j, n in enumerate(ctx.tree.body) if isinstance(n, (ast.Import, ast.ImportFrom))) + 1
+    ctx.tree.body[i:i] = hoisted
+
+
+def noop_casts(ctx: Ctx):
+    """A value cast to the dtype (device) it has: x = x.to(x.dtype) / x.type_as(x) / x.to(x.device)."""
+    fwd = ctx.forward
+    spots = [i for i, s in enumerate(fwd.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+             and isinstance(s.targets[0], ast.Name)]
+    if not spots:
+        raise NotApplicable("no assignment")
+    for i in sorted(ctx.rng.sample(spots, min(2, len(spots))), reverse=True):
+        t = fwd.body[i].targets[0].id
+        cast = ctx.rng.choice([f"{t}.to({t}.dtype)", f"{t}.type_as({t})", f"{t}.to({t}.device)",
+                               f"{t}.to(dtype={t}.dtype)", f"{t}.to(device={t}.device, dtype={t}.dtype)"])
+        fwd.body.insert(i + 1, stmt(f"{t} = {cast}"))
+
+
+def training_branch(ctx: Ctx):
+    """`if self.training:` around a dropout (its identity in eval), and a statement written in both
+    branches of one."""
+    modules = module_classes(ctx)
+    fwd = ctx.forward
+    n = 0
+    for i, s in enumerate(fwd.body):
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and len(s.targets) == 1 and \
+                isinstance(s.targets[0], ast.Name) and self_attr(s.value.func) in modules and \
+                nn_class(modules[self_attr(s.value.func)]) == "Dropout" and len(s.value.args) == 1 and \
+                isinstance(s.value.args[0], ast.Name) and s.value.args[0].id == s.targets[0].id:
+            fwd.body[i] = stmt(f"if self.training:\n    {src(s)}")
+            n += 1
+    spots = [i for i, s in enumerate(fwd.body) if isinstance(s, ast.Assign)]
+    if spots:
+        i = ctx.rng.choice(spots)
+        s = fwd.body[i]
+        fwd.body[i] = stmt(f"if self.training:\n    {src(s)}\nelse:\n    {src(s)}")
+        n += 1
+    if not n:
+        raise NotApplicable("no statement")
+
+
+def static_helpers(ctx: Ctx):
+    """The op in a @staticmethod of the model, called self._op(x) / Model._op(x)."""
+    def make(site, ctx):
+        if site.kind in ("binary", "minimum", "pool", "norm", "dropout"):
+            return None
+        names = sorted(site.params)
+        args = [f"a_{n}" for n in names]
+        inner = Site(site.kind, site.op, ast.Name("t", ast.Load()),
+                     {n: ast.Name(a, ast.Load()) for n, a in zip(names, args)}, module=None)
+        body = _emit(inner, "F", ctx) or _emit(inner, "torch", ctx)
+        if body is None:
+            return None
+        name = ctx.fresh(f"_{site.op}_static")
+        fn = stmt(f"@staticmethod\ndef {name}(t{''.join(', ' + a for a in args)}):\n    return {src(body)}")
+        ctx.cls.body.append(fn)
+        values = [src(site.params[n]) if isinstance(site.params[n], ast.AST) else repr(site.params[n]) for n in names]
+        owner = ctx.rng.choice(["self", ctx.cls.name])
+        return expr(f"{owner}.{name}({src(site.x)}{''.join(', ' + v for v in values)})")
+    _custom(ctx, make, "no op")
+
+
+def identity_modules(ctx: Ctx):
+    """nn.Identity() placeholders: kept in an attribute and called between two statements."""
+    fwd = ctx.forward
+    spots = [i for i, s in enumerate(fwd.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+             and isinstance(s.targets[0], ast.Name)]
+    if not spots:
+        raise NotApplicable("no assignment")
+    i = ctx.rng.choice(spots)
+    t = fwd.body[i].targets[0].id
+    name = ctx.fresh("identity")
+    ctx.add_init(f"self.{name} = nn.Identity()")
+    fwd.body.insert(i + 1, stmt(f"{t} = self.{name}({t})"))
+
+
+def sequential_ordered(ctx: Ctx):
+    """The Linear and the module calls after it as nn.Sequential(OrderedDict([...])), its layers
+    named, and an nn.Identity() among them."""
+    modules = module_classes(ctx)
+    body = ctx.forward.body
+    for i, s in enumerate(body):
+        run = []
+        j = i
+        while j < len(body):
+            t = body[j]
+            if isinstance(t, ast.Assign) and isinstance(t.value, ast.Call) and self_attr(t.value.func) in modules \
+                    and len(t.value.args) == 1 and isinstance(t.value.args[0], ast.Name) and \
+                    isinstance(t.targets[0], ast.Name) and (not run or t.value.args[0].id == run[-1].targets[0].id):
+                run.append(t)
+                j += 1
+            else:
+                break
+        if run and nn_class(modules[self_attr(run[0].value.func)]) == "Linear":
+            attrs = [self_attr(t.value.func) for t in run]
+            calls = {self_attr(n) for later in body[j:] for n in ast.walk(later) if self_attr(n)}
+            if set(attrs) & calls:
+                continue
+            assigns = [n for n in ctx.init.body if isinstance(n, ast.Assign) and self_attr(n.targets[0]) in attrs]
+            first = ctx.init.body.index(assigns[0])
+            for a in assigns:
+                ctx.init.body.remove(a)
+            parts = {self_attr(a.targets[0]): src(a.value) for a in assigns}
+            items = [f"({a!r}, {parts[a]})" for a in attrs]
+            items.insert(ctx.rng.randint(0, len(items)), "('identity', nn.Identity())")
+            ctx.init.body.insert(first, stmt(f"self.net = nn.Sequential(OrderedDict([{', '.join(items)}]))"))
+            for a in attrs:
+                ctx.move_key(f"{a}.", f"net.{a}.")
+            body[i:j] = [ast.Assign(targets=[run[-1].targets[0]],
+                                    value=expr(f"self.net({src(run[0].value.args[0])})"), lineno=0)]
+            ctx.tree.body.insert(0, stmt("from collections import OrderedDict"))
+            return
+    raise NotApplicable("no module call of the Linear")
+
+
+def base_class_forward(ctx: Ctx):
+    """The GEMM in a base class's forward, the rest in the subclass's: class Model(_GemmBase):
+    def forward(self, x): x = super().forward(x); ... (the base holds __init__)."""
+    cls, fwd = ctx.cls, ctx.forward
+    body = [s for s in fwd.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    modules = module_classes(ctx)
+    for i, s in enumerate(body):
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and any(
+                isinstance(c, ast.Call) and (
+                    (self_attr(c.func) in modules and nn_class(modules[self_attr(c.func)]) in ("Linear", "Sequential"))
+                    or (dotted(c.func) or "").endswith(("linear", "addmm", "matmul", "einsum", ".mm")))
+                or isinstance(c, ast.BinOp) and isinstance(c.op, ast.MatMult) for c in ast.walk(s.value)):
+            rest = body[i + 1:]
+            name = s.targets[0].id
+            before = {t.id for b in body[:i + 1] for t in ast.walk(b) if isinstance(t, ast.Name)
+                      and isinstance(t.ctx, ast.Store)} | {a.arg for a in fwd.args.args[1:]}
+            live = {n for r in rest for n in _loads(r)} & before
+            if not rest or not isinstance(rest[-1], ast.Return) or live - {name}:
+                raise NotApplicable("the rest reads more than the GEMM's value")
+            args = ", ".join(a.arg for a in fwd.args.args[1:])
+            fwd.body = body[:i + 1] + [stmt(f"return {name}")]
+            rename_names(cls, {"Model": "_GemmBase"})
+            cls.name = "_GemmBase"
+            sub = stmt(f"class Model(_GemmBase):\n    def forward(self, {args}):\n        {name} = super().forward({args})")
+            sub.body[0].body.extend(rest)
+            ctx.tree.body.insert(ctx.tree.body.index(cls) + 1, sub)
+            return
+    raise NotApplicable("no GEMM statement")
+
+
+def act_getattr(ctx: Ctx):
+    """The op's function looked up by its name: self.act_name = 'gelu'; getattr(F, self.act_name)(x),
+    or an nn.ModuleDict of activations indexed by it."""
+    def make(site, ctx):
+        if site.kind != "unary":
+            return None
+        name = ctx.fresh("act_name")
+        ctx.add_init(f"self.{name} = {site.op!r}")
+        if ctx.rng.random() < 0.5:
+            owner = ctx.f_alias if UNARY[site.op][1] or site.op in ("sigmoid", "tanh") else "torch"
+            return expr(f"getattr({owner}, self.{name})({src(site.x)})")
+        acts = ctx.fresh("acts")
+        ctx.add_init(f"self.{acts} = nn.ModuleDict({{{site.op!r}: nn.{UNARY[site.op][4]}(), 'identity': nn.Identity()}})")
+        return expr(f"self.{acts}[self.{name}]({src(site.x)})")
+    _custom(ctx, make, "no unary op")
+
+
+def all_positional(ctx: Ctx):
+    """Functions called with every argument by position, defaults written out:
+    F.leaky_relu(x, 0.01, False), F.hardtanh(x, -1.0, 1.0, False), torch.sum(x, 1, False)."""
+    def make(site, ctx):
+        x, P, F = src(site.x), _P(site), ctx.F
+        if site.kind == "unary" and site.op == "relu":   # (F.gelu's approximate is keyword-only)
+            return expr(f"{F('relu')}({x}, False)")
+        if site.kind == "leaky":
+            return expr(f"{F('leaky_relu')}({x}, {P.get('negative_slope', '0.01')}, False)")
+        if site.kind in ("hardtanh", "clamp"):
+            lo, hi = P.get("min_val", P.get("min", "-1.0")), P.get("max_val", P.get("max", "1.0"))
+            return expr(f"{F('hardtanh')}({x}, {lo}, {hi}, False)")
+        if site.kind == "softmax":
+            return expr(f"{F('softmax')}({x}, {P.get('dim', '1')}, 3, None)")
+        if site.kind == "reduce" and site.op in ("sum", "mean", "logsumexp"):
+            return expr(f"torch.{site.op}({x}, {P['dim']}, {P.get('keepdim', 'False')})")
+        if site.kind == "extreme":
+            return expr(f"torch.{site.op}({x}, {P['dim']}, {P.get('keepdim', 'False')})[0]")
+        if site.kind == "dropout":
+            m = f"self.{site.module}"
+            return expr(f"{F('dropout')}({x}, {m}.p, {m}.training, False)")
+        return None
+    _custom(ctx, make, "no function")
+
+
+AXES.update({
+    "act attribute": act_attribute,
+    "act by name from a dict": act_by_name,
+    "functools.partial": act_partial,
+    "lambda attribute": act_lambda,
+    "unbound Tensor methods": unbound_methods,
+    "operator module": operator_module,
+    "dunder / keyword methods": dunder_methods,
+    "all keywords": all_keywords,
+    "module-level numbers": module_globals,
+    "no-op casts": noop_casts,
+    "training branch": training_branch,
+    "static helpers": static_helpers,
+    "identity modules": identity_modules,
+    "Sequential OrderedDict": sequential_ordered,
+    "base class forward": base_class_forward,
+    "getattr by name": act_getattr,
+    "all positional": all_positional,
+})
+LATE = LATE + ("base class forward",)
 
 # ---- shrink and compare -------------------------------------------------------------------------
 

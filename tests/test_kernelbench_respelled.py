@@ -8,7 +8,11 @@ torch.matmul / einsum / (W @ x.T).T on hand-declared parameters, a weight stored
 in an nn.Sequential / ModuleList / ModuleDict / subclass, its parameters read in forward), every op
 as a module / function / method / in place / augmented assignment / operator / a module made in
 forward / a helper function / spelled out from elementary ops, dims as dim=1 / -1 / positional /
-axis= / tuples, keepdim by a view, names, chains, imports. Each axis alone on a seeded sample of
+axis= / tuples, keepdim by a view, names, chains, imports; and (session 60) an op's function or
+module held in an attribute (self.act = F.gelu, ACTIVATIONS[name](), functools.partial, a lambda),
+a @staticmethod, torch.Tensor.mul(x, y) unbound, operator.mul, x.__mul__ / x.mul(other=), every
+argument by keyword, numbers as module-level globals, no-op casts, `if self.training:` branches,
+nn.Identity(), nn.Sequential(OrderedDict(...)), the GEMM in a base class's forward. Each axis alone on a seeded sample of
 the files, and seeded combinations of several on every file.
 
 Each respelled module, given the original's parameters (state keys moved as the rewrite moved
@@ -48,7 +52,12 @@ ALL_AXES = sorted(R.AXES)
 SAME_IR = {"super()", "nn.Module.__init__", "rename init args", "rename constants", "inline constants",
            "tuple returns", "config dict", "ctor keywords", "trailing defaults", "annotations", "ssa names",
            "renamed locals", "one-line chain", "F as fn", "F as nnf import", "torch as th", "gemm subclass",
-           "gemm via the Linear's params", "star args", "torch.nn written out", "epilogue method"}
+           "gemm via the Linear's params", "star args", "torch.nn written out", "epilogue method",
+           # (session 60's: an op's function in an attribute, operator.mul / x.__mul__, numbers as
+           # globals, casts to the dtype a value has, `if self.training:` both ways or around a
+           # dropout, nn.Identity(), the GEMM in a base class's forward)
+           "act attribute", "operator module", "dunder / keyword methods", "module-level numbers",
+           "no-op casts", "training branch", "identity modules", "base class forward"}
 # Spellings kgen refuses, saying what: axis -> the refusal's words.
 REFUSED: dict[str, str] = {
     # (none since session 60: (W @ x.T).T, the GEMM's transpose transposed back, is x @ W.T)

@@ -761,6 +761,36 @@ class _LocatingTracer(torch.fx.Tracer):
         return Unsupported(f"{self.filename}: line {line}: `{self.text(line)}`: {what}")
 
     @contextlib.contextmanager
+    def unbound_methods_traced(self):
+        """While fx traces, torch.Tensor's methods called unbound on a traced value
+        (torch.Tensor.relu(x), torch.Tensor.mul(x, 2.0)) are the bound call x.relu() / x.mul(2.0):
+        the C methods torch.Tensor inherits from its base class take no fx Proxy (a TypeError,
+        "descriptor 'mul' ... doesn't apply to a 'Proxy' object"), though they mean the method.
+        Each is shadowed on torch.Tensor by one that calls the Proxy's method (the same node
+        x.mul(2.0) makes) and the C method for anything else; removed after. Only the names the
+        reference file's text holds (shadowing all 700 costs 9 ms a trace; a helper module's
+        unbound call elsewhere stays fx's refusal)."""
+        base = torch._C.TensorBase
+        words = set(re.findall(r"\w+", "\n".join(self.lines)))
+        names = [n for n, v in vars(base).items() if n in words and not n.startswith("_")
+                 and n not in vars(torch.Tensor) and type(v).__name__ == "method_descriptor"]
+
+        def unbound(name, real):
+            def method(self, *args, **kwargs):
+                if isinstance(self, torch.fx.Proxy):
+                    return getattr(self, name)(*args, **kwargs)
+                return real(self, *args, **kwargs)
+            return method
+
+        for n in names:
+            setattr(torch.Tensor, n, unbound(n, getattr(base, n)))
+        try:
+            yield
+        finally:
+            for n in names:
+                delattr(torch.Tensor, n)
+
+    @contextlib.contextmanager
     def unseen_by_fx_refused(self):
         """While fx traces, what it records no node for and would take wrongly is refused, naming
         its line:
@@ -2188,7 +2218,8 @@ class Tracer:
         state = _module_state(self.model)
         try:
             # (grad on, so that forward's own torch.no_grad() shows: _LocatingTracer.create_node)
-            with torch.enable_grad(), tracer.unseen_by_fx_refused(), self._environment_answered():
+            with torch.enable_grad(), tracer.unseen_by_fx_refused(), tracer.unbound_methods_traced(), \
+                    self._environment_answered():
                 fx_graph = tracer.trace(self.model, concrete_args=dict(self.forward_defaults) or None)
         except Unsupported:
             raise
@@ -3231,6 +3262,10 @@ class Tracer:
         for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
             if alias in kwargs and name not in kwargs:
                 kwargs[name] = kwargs.pop(alias)
+        if "out" in kwargs and kwargs["out"] is None and "out" not in inspect.signature(signature).parameters:
+            # out=None is torch's default, no tensor written into: the result returned as without it
+            # (torch.mul(x, 2.0, out=None))
+            del kwargs["out"]
         try:
             bound = inspect.signature(signature).bind(*args, **kwargs)
         except TypeError as e:

@@ -14,6 +14,8 @@ from kgen.frontend.trace import trace
 from kgen.ir.autodiff import graph_vjp
 from kgen.ir.graph import Unsupported
 
+from test_kernelbench_corpus import needs_corpus
+
 MODULE = '''
 import torch
 import torch.nn as nn
@@ -148,3 +150,21 @@ def test_a_transposed_view_computes_what_the_module_computes(lines, tmp_path):
 def test_a_transposed_view_kgen_cannot_follow_is_refused(lines, message, tmp_path):
     with pytest.raises(Unsupported, match=message):
         trace(forward_reference(tmp_path, lines))
+
+
+@needs_corpus
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_a_transposed_gemms_file_passes_kernelbenchs_static_checker(dtype, tmp_path):
+    """`kgen generate` writes the file of a (W @ x.T).T module, chained, and KernelBench's own
+    static checker accepts it at the precision asked for."""
+    from click.testing import CliRunner
+
+    from kgen.cli import main
+    from test_kernelbench_corpus import kernelbench_checker
+
+    ref = reference(tmp_path, TAKEN[-1])
+    out = tmp_path / "new.py"
+    r = CliRunner().invoke(main, ["generate", str(ref.path), "--dtype", dtype, "-o", str(out), "--force"])
+    assert r.exit_code == 0, r.output
+    valid, errors, _ = kernelbench_checker()(out.read_text(), backend="cuda", precision=dtype)
+    assert valid, errors

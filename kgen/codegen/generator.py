@@ -350,6 +350,19 @@ def rows_input(spec: Spec) -> str:
     return ""
 
 
+def rows_return_lines(at: int) -> list[str]:
+    """The rows forward's return of `out`, the output on x's rows, reshaped back to x's leading
+    sizes, as trace.rows_output does: the rows at the output's dimension `at` (after the sizes 1
+    that a parameter of more dimensions broadcast them to; 0 for a (..., K) reference's rows
+    alone)."""
+    if not at:
+        return ["return out if out.dim() == 0 else out.reshape((*x.shape[:-1], *out.shape[1:]))"]
+    return [f"# (the rows are the output's dimension {at}, after the sizes 1 a parameter of more",
+            "# dimensions broadcast them to: kgen.frontend.trace.rows_output)",
+            "return out if out.dim() == 0 else out.reshape(",
+            f"    (1,) * max(0, {at + 1} - (x.dim() - 1)) + (*x.shape[:-1], *out.shape[{at + 1}:]))"]
+
+
 def _tuple_source(items: list[str]) -> str:
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
@@ -1287,8 +1300,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_params=forward_params(parts),
         forward_call_args=forward_call_args(parts),
         rows_input=rows,
-        # (where the rows are in the output of a (..., K) reference's rows: trace.rows_output)
-        rows_at=rows_at(parts[-1].traced) if ref.rows_of is not None else 0,
+        rows_return=rows_return_lines(rows_at(parts[-1].traced) if ref.rows_of is not None else 0),
         # (a (batch, features) reference's file that also takes one sample, (features,))
         takes_vector=bool(rows) and ref.rows_of is None and takes_rows(ref, 1),
         feature_dims=spec.reference().feature_dims,

@@ -446,7 +446,7 @@ _DEFINITIONS = (
     # A cast between the module's dtype and float32 (x.float() and x.to(x.dtype) in a 16-bit
     # module, an upcast for a softmax or a norm and back): the value itself in the kernels, which
     # compute in fp32 registers; what changes is which results a 16-bit build rounds to the
-    # module's dtype as eager's ops do: none from to_float32 on (Node.attrs["fp32"]), again from
+    # module's dtype as eager's ops do: none from to_float32 on (Node.fp32), again from
     # to_module_dtype on. The oracle (Graph.part_values) casts as the module does.
     PointwiseOp("to_float32", 1, lambda a: f"({a})", lambda x: x.float(),
                 doc="x in float32 (x.float(), x.to(torch.float32)): a 16-bit module's ops after it compute in fp32"),

@@ -1297,9 +1297,12 @@ def gemm_reset_parameters(ctx: Ctx):
     Call().visit(ctx.forward)
 
 
-def sequential_chain(ctx: Ctx):
-    """The Linear and the module calls right after it (x = self.a(x); x = self.b(x)) as one
-    nn.Sequential."""
+def _linear_run_taken(ctx: Ctx, shortest: int):
+    """The first run of module calls from the Linear's on in forward (x = self.a(x); x = self.b(x)
+    ...), at least `shortest` long, whose modules forward calls nowhere after it: their __init__
+    assignments taken out. (i, j, run, attrs, parts, first): the run is forward's statements i..j-1,
+    attrs its modules in call order, parts their constructor source by name, first the index in
+    __init__ where the first of them stood; None where there is no such run."""
     modules = module_classes(ctx)
     body = ctx.forward.body
     for i, s in enumerate(body):
@@ -1314,7 +1317,7 @@ def sequential_chain(ctx: Ctx):
                 j += 1
             else:
                 break
-        if len(run) >= 2 and nn_class(modules[self_attr(run[0].value.func)]) == "Linear":
+        if len(run) >= shortest and nn_class(modules[self_attr(run[0].value.func)]) == "Linear":
             attrs = [self_attr(t.value.func) for t in run]
             calls = {self_attr(n) for later in body[j:] for n in ast.walk(later) if self_attr(n)}
             if set(attrs) & calls:
@@ -1324,13 +1327,27 @@ def sequential_chain(ctx: Ctx):
             for a in assigns:
                 ctx.init.body.remove(a)
             parts = {self_attr(a.targets[0]): src(a.value) for a in assigns}
-            ctx.init.body.insert(first, stmt(f"self.net = nn.Sequential({', '.join(parts[a] for a in attrs)})"))
-            for k, a in enumerate(attrs):
-                ctx.move_key(f"{a}.", f"net.{k}.")
-            body[i:j] = [ast.Assign(targets=[run[-1].targets[0]],
-                                    value=expr(f"self.net({src(run[0].value.args[0])})"), lineno=0)]
-            return
-    raise NotApplicable("no run of module calls after the Linear")
+            return i, j, run, attrs, parts, first
+    return None
+
+
+def _run_as_net(ctx: Ctx, i: int, j: int, run: list):
+    """Forward's statements i..j-1 (the run) as one call of self.net."""
+    ctx.forward.body[i:j] = [ast.Assign(targets=[run[-1].targets[0]],
+                                        value=expr(f"self.net({src(run[0].value.args[0])})"), lineno=0)]
+
+
+def sequential_chain(ctx: Ctx):
+    """The Linear and the module calls right after it (x = self.a(x); x = self.b(x)) as one
+    nn.Sequential."""
+    taken = _linear_run_taken(ctx, 2)
+    if taken is None:
+        raise NotApplicable("no run of module calls after the Linear")
+    i, j, run, attrs, parts, first = taken
+    ctx.init.body.insert(first, stmt(f"self.net = nn.Sequential({', '.join(parts[a] for a in attrs)})"))
+    for k, a in enumerate(attrs):
+        ctx.move_key(f"{a}.", f"net.{k}.")
+    _run_as_net(ctx, i, j, run)
 
 
 def scalars_stored(ctx: Ctx, how: str):
@@ -1949,40 +1966,17 @@ def identity_modules(ctx: Ctx):
 def sequential_ordered(ctx: Ctx):
     """The Linear and the module calls after it as nn.Sequential(OrderedDict([...])), its layers
     named, and an nn.Identity() among them."""
-    modules = module_classes(ctx)
-    body = ctx.forward.body
-    for i, s in enumerate(body):
-        run = []
-        j = i
-        while j < len(body):
-            t = body[j]
-            if isinstance(t, ast.Assign) and isinstance(t.value, ast.Call) and self_attr(t.value.func) in modules \
-                    and len(t.value.args) == 1 and isinstance(t.value.args[0], ast.Name) and \
-                    isinstance(t.targets[0], ast.Name) and (not run or t.value.args[0].id == run[-1].targets[0].id):
-                run.append(t)
-                j += 1
-            else:
-                break
-        if run and nn_class(modules[self_attr(run[0].value.func)]) == "Linear":
-            attrs = [self_attr(t.value.func) for t in run]
-            calls = {self_attr(n) for later in body[j:] for n in ast.walk(later) if self_attr(n)}
-            if set(attrs) & calls:
-                continue
-            assigns = [n for n in ctx.init.body if isinstance(n, ast.Assign) and self_attr(n.targets[0]) in attrs]
-            first = ctx.init.body.index(assigns[0])
-            for a in assigns:
-                ctx.init.body.remove(a)
-            parts = {self_attr(a.targets[0]): src(a.value) for a in assigns}
-            items = [f"({a!r}, {parts[a]})" for a in attrs]
-            items.insert(ctx.rng.randint(0, len(items)), "('identity', nn.Identity())")
-            ctx.init.body.insert(first, stmt(f"self.net = nn.Sequential(OrderedDict([{', '.join(items)}]))"))
-            for a in attrs:
-                ctx.move_key(f"{a}.", f"net.{a}.")
-            body[i:j] = [ast.Assign(targets=[run[-1].targets[0]],
-                                    value=expr(f"self.net({src(run[0].value.args[0])})"), lineno=0)]
-            ctx.tree.body.insert(0, stmt("from collections import OrderedDict"))
-            return
-    raise NotApplicable("no module call of the Linear")
+    taken = _linear_run_taken(ctx, 1)
+    if taken is None:
+        raise NotApplicable("no module call of the Linear")
+    i, j, run, attrs, parts, first = taken
+    items = [f"({a!r}, {parts[a]})" for a in attrs]
+    items.insert(ctx.rng.randint(0, len(items)), "('identity', nn.Identity())")
+    ctx.init.body.insert(first, stmt(f"self.net = nn.Sequential(OrderedDict([{', '.join(items)}]))"))
+    for a in attrs:
+        ctx.move_key(f"{a}.", f"net.{a}.")
+    _run_as_net(ctx, i, j, run)
+    ctx.tree.body.insert(0, stmt("from collections import OrderedDict"))
 
 
 def base_class_forward(ctx: Ctx):

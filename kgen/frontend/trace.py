@@ -375,7 +375,7 @@ METHOD_REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min", "lo
 SUPPORTED = (
     ("GEMMs", "nn.Linear, F.linear, x @ W.T, torch.matmul / torch.mm / x.mm(W.T), torch.addmm(b, x, W.T) "
      "and torch.einsum('bk,nk->bn', x, W) with W stored (N, K), or x @ W / torch.mm / torch.addmm(b, x, W) / "
-     "einsum('bk,kn->bn') with W stored (K, N); the first on the module's input (or on the input scaled by "
+     "einsum('bk,kn->bn') with W stored (K, N), or the product transposed back, (W @ x.T).T; the first on the module's input (or on the input scaled by "
      "a number: self.fc(x * 2), self.fc(x / self.t)), each later one on the (batch, features) output of the "
      "part before it; a weight computed from the module's parameters"),
     ("point-wise", f"{', '.join(n for n in sorted(ops.POINTWISE) if hasattr(torch, n) or hasattr(F, n))} (as modules, functions or methods, with scalars, "

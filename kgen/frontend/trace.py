@@ -90,6 +90,10 @@ def _softmax(input, dim=None, _stacklevel=3, dtype=None): ...
 def _linear(input, weight, bias=None): ...
 def _dropout(input, p=0.5, training=True, inplace=False): ...
 def _torch_dropout(input, p, train): ...
+def _rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False): ...
+def _alpha_dropout(input, p=0.5, training=False, inplace=False): ...
+def _instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                   momentum=0.1, eps=1e-05): ...
 def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-05): ...
 def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05): ...
 def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True): ...
@@ -325,7 +329,7 @@ INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub, o
                      torch.tanh_: torch.tanh, torch.exp_: torch.exp, torch.clamp_: torch.clamp,
                      torch.clip_: torch.clip, torch.clamp_min_: torch.clamp_min,
                      torch.clamp_max_: torch.clamp_max, F.hardtanh_: F.hardtanh, F.elu_: F.elu,
-                     F.leaky_relu_: F.leaky_relu, F.threshold_: F.threshold, F.celu_: F.celu,
+                     F.leaky_relu_: F.leaky_relu, F.threshold_: F.threshold, F.celu_: F.celu, F.rrelu_: F.rrelu,
                      torch.selu_: torch.selu,
                      torch.reciprocal_: torch.reciprocal}
 # Views of a parameter, read as the parameter in another shape (Tracer.param_view).
@@ -355,10 +359,13 @@ VIEW_FUNCTIONS = frozenset({torch.flatten, torch.reshape, torch.squeeze, torch.u
 # tensor) and a copy otherwise: whether an in-place op through one reaches the other side depends
 # on the module's dtype (Tracer._write refuses where that would change a value read later).
 DTYPE_ALIAS_METHODS = frozenset({"float", "double", "half", "bfloat16", "to", "type", "type_as"})
+# Point-wise ops that take a Python bool beside a tensor as the int 1 / 0, as torch promotes it
+# (y * True); torch's sub refuses one (Tracer.pointwise).
+BOOL_OPERAND_OPS = ("add", "mul", "div")
 # Functions with an `inplace` flag (True: the result is written into the input).
 _INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.elu: _elu,
                  F.silu: _act, F.mish: _act, F.hardsigmoid: _act, F.hardswish: _act, F.selu: _act,
-                 F.relu6: _act, F.dropout: _dropout, F.threshold: _threshold, F.celu: _celu}
+                 F.relu6: _act, F.dropout: _dropout, F.threshold: _threshold, F.celu: _celu, F.rrelu: _rrelu}
 METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "log1p", "erf", "frac",
                 "expm1", "exp2", "log2", "log10", "erfc", "atan", "floor", "ceil", "round", "trunc",
                 "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "asinh", "acosh", "atanh")
@@ -772,7 +779,9 @@ class _LocatingTracer(torch.fx.Tracer):
         unbound call elsewhere stays fx's refusal)."""
         base = torch._C.TensorBase
         words = set(re.findall(r"\w+", "\n".join(self.lines)))
-        names = [n for n, v in vars(base).items() if n in words and not n.startswith("_")
+        # (and the operators' dunders that fx's Proxy has, torch.Tensor.__mul__(x, y): its x * y)
+        names = [n for n, v in vars(base).items() if n in words and (not n.startswith("_") or (
+                 n.startswith("__") and n.endswith("__") and n in vars(torch.fx.Proxy) and n != "__bool__"))
                  and n not in vars(torch.Tensor) and type(v).__name__ == "method_descriptor"]
 
         def unbound(name, real):
@@ -1238,15 +1247,8 @@ class Tracer:
             raise self.refuse(_not_a_tensor(path, t))
         if not module_path and name.startswith("_tensor_constant"):
             # torch.fx's name for a tensor made in forward (torch.tensor(2.0)): not the module's,
-            # so the emitted file could not read it. One element: the number it holds.
-            if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
-                if t.dim() and t.dtype in (torch.float32, torch.float64):
-                    self._promoting_constant(t)
-                return _TensorNumber(t.item())
-            raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward (torch.tensor / "
-                              "torch.ones / ...) or read from a global (or computed from a tensor kept as a "
-                              "plain attribute), not the module's: kgen reads the module's parameters and "
-                              "buffers; make it one in __init__ (self.register_buffer)")
+            # so the emitted file could not read it.
+            return self._made_in_forward(t)
         if name not in owner._parameters and name not in owner._buffers:
             # A tensor kept as a plain attribute (self.scale = torch.tensor(0.5) in __init__):
             # model.to(device) / .cuda() / .double() leave it as it is and state_dict() lacks it, so
@@ -1258,6 +1260,48 @@ class Tracer:
                               "convert it): register it in __init__ with self.register_buffer"
                               f"('{name}', ...), or keep a number as a Python float")
         return _Marker("matrix" if t.dim() == 2 else "tensor", path)
+
+    def _made_in_forward(self, t: torch.Tensor) -> "_TensorNumber":
+        """A tensor made in forward (torch.tensor(2.0), torch.ones(1, device=x.device)), not the
+        module's, so the emitted file could not read it: of one element, the number it holds (a
+        float one of a dimension promotes as a tensor: _promoting_constant); else refused."""
+        if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
+            if t.dim() and t.dtype in (torch.float32, torch.float64):
+                self._promoting_constant(t)
+            return _TensorNumber(t.item())
+        raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward (torch.tensor / "
+                          "torch.ones / ...) or read from a global (or computed from a tensor kept as a "
+                          "plain attribute), not the module's: kgen reads the module's parameters and "
+                          "buffers; make it one in __init__ (self.register_buffer)")
+
+    def factory(self, fn, args, kwargs):
+        """torch.ones / zeros / full in forward with a device or dtype read from a traced value
+        (torch.ones(1, device=x.device)): fx records the call where it would otherwise make the
+        tensor at trace time and lift it as a _tensor_constant; made here on the host, in the
+        dtype named (x.dtype: the module's), and taken as that tensor (_made_in_forward)."""
+        name = _public_name(fn)
+        made = {k: kwargs.pop(k) for k in ("dtype", "device", "requires_grad", "layout", "pin_memory") if k in kwargs}
+        if fn is torch.full:
+            a = self._bind(lambda size, fill_value: None, args, kwargs)
+            size, fill = a["size"], a["fill_value"]
+        else:
+            size = kwargs.pop("size", None) if not args else args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            fill = 1.0 if fn is torch.ones else 0.0
+            if kwargs or size is None:
+                raise self.refuse(f"{name} with arguments {sorted(kwargs) or 'without a size'}")
+        size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+        if not all(type(n) is int and n >= 0 for n in size):
+            raise self.refuse(_SIZE_FROM_A_VALUE)
+        if not _is_number(fill) or made.get("requires_grad") or made.get("layout") not in (None, torch.strided):
+            raise self.refuse(f"{name} with fill {fill!r}, {made}")
+        dtype = made.get("dtype")
+        one_element = math.prod(size) == 1 and not size
+        why = self._factory_refusal(name, dtype, made.get("device"), one_element)
+        if why is not None:
+            raise self.refuse(why)
+        if isinstance(dtype, _Marker):   # (x.dtype: the module's)
+            dtype = dtype.payload
+        return self._made_in_forward(torch.full(size, fill, dtype=dtype))
 
     def _promoting_constant(self, t: torch.Tensor) -> None:
         """A one-element float32 / float64 tensor of a dimension made in forward (torch.tensor([0.5]),
@@ -1457,6 +1501,13 @@ class Tracer:
         any other op makes a float32 tensor of it (torch's default dtype, whatever the module's),
         which promotes a 16-bit y: a float32 fact. With a float tensor the result is that one's."""
         tensors = [a for a in args if isinstance(a, (_Id, _Marker))]
+        if any(type(a) is bool for a in args) and tensors:
+            # y * True, y + False: torch promotes a Python bool beside a tensor as the int 1 / 0
+            # (y - True raises in torch: its subtraction takes no bool)
+            if op not in BOOL_OPERAND_OPS:
+                raise self.refuse(f"{op} of a tensor and a Python bool (kgen takes a bool as the number 1 or 0 in "
+                                  f"{', '.join(BOOL_OPERAND_OPS)}, where torch does)")
+            args = [int(a) if type(a) is bool else a for a in args]
         integer = bool(tensors) and all(isinstance(a, _Id) and a in self.integer_values for a in tensors)
         python_float = _has_python_float(args)
         keeps_integer = integer and op in ("add", "sub", "mul", "neg", "abs") and not python_float
@@ -1762,7 +1813,7 @@ class Tracer:
         if not affine_fp32:
             self._refuse_16_bit_parameters_on_fp32(x, what, [self._tensor(self.nodes[a].attrs["path"]) for a in args[1:]])
         # (layer: a LayerNorm, whose 16-bit statistics torch keeps in fp32: forward._stats_pass_branches.)
-        layer = {"layer": True} if what == "LayerNorm" else {}
+        layer = {"layer": True} if what in ("LayerNorm", "InstanceNorm1d") else {}
         return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
                         weight=weight is not None, bias=bias is not None, **layer,
                         **({"affine_fp32": True} if affine_fp32 and len(args) > 1 else {}))
@@ -1781,6 +1832,43 @@ class Tracer:
                               "mean is 0)")
         return self.group_norm(x, 1, weight or None, bias or None, eps, None, what="LayerNorm",
                                affine_fp32=affine_fp32)
+
+    def instance_norm(self, a: dict, what: str, unbatched: bool = False):
+        """InstanceNorm of x.unsqueeze(1), a (batch, 1, features) value: each (sample, channel)
+        normalized over its length, here each row over its N features with the row's mean and
+        biased variance and eps, as LayerNorm without affine computes it (torch's instance_norm
+        is batch_norm of the (1, batch, N) view in training mode: fp32 statistics in a 16-bit
+        module, as LayerNorm's; the LayerNorm node). `unbatched`: nn.InstanceNorm1d of the
+        (batch, features) value itself, which torch takes as one sample of `batch` channels
+        (C, L): the same normalization of each row. Refused: running statistics (their update
+        averages the instances' statistics over the batch, and eval mode normalizes with them)
+        and the affine weight and bias (one number each per channel)."""
+        x = a["input"]
+        if not unbatched and not (isinstance(x, _Marker) and x.kind == "unsqueezed"):
+            raise self.refuse(f"{what} of a value that is not x.unsqueeze(1) of a (batch, features) value (kgen "
+                              "takes it as the normalization of each row's features: InstanceNorm1d of (batch, 1, N))")
+        if a["running_mean"] is not None or a["running_var"] is not None or not a["use_input_stats"]:
+            raise self.refuse(f"{what} with running statistics (track_running_stats=True: their update averages "
+                              "the instances' statistics over the batch, and eval mode normalizes with them, "
+                              "which kgen does not keep); kgen takes track_running_stats=False, the default")
+        if a["weight"] is not None or a["bias"] is not None:
+            raise self.refuse(f"{what} with affine=True (a weight and a bias of one number each per channel); "
+                              "kgen takes affine=False, the default: write the scale and shift after it")
+        if self.out_features == 1:
+            raise self.refuse(f"{what} over one feature (torch raises: it needs more than one element to normalize)")
+        y = self.group_norm(x if unbatched else x.payload, 1, None, None, a["eps"], None, what="InstanceNorm1d")
+        return y if unbatched else _Marker("unsqueezed", y)
+
+    def instance_norm_module(self, x, path: str, module: nn.Module):
+        """nn.InstanceNorm1d (Tracer.instance_norm) of x.unsqueeze(1), or of the (batch, features)
+        value itself (torch's unbatched (C, L): the same rows normalized)."""
+        unbatched = isinstance(x, _Id) and self.level(x) == "tile"
+        tracks = module.track_running_stats
+        a = {"input": x, "running_mean": module.running_mean if tracks else None,
+             "running_var": module.running_var if tracks else None,
+             "weight": module.weight if module.affine else None, "bias": module.bias if module.affine else None,
+             "use_input_stats": module.training or not tracks, "eps": module.eps}
+        return self.instance_norm(a, f"self.{path} (InstanceNorm1d)", unbatched)
 
     def rms_norm(self, x, normalized_shape: tuple, weight: str | None, eps) -> int:
         """RMSNorm over the N features of each row, as ATen's rms_norm writes it: x rsqrt(mean(x^2)
@@ -1884,11 +1972,18 @@ class Tracer:
 
     def pool(self, op: str, x, kernel_size, stride, padding, ceil_mode, dilation=1,
              return_indices=False) -> _Marker:
-        """MaxPool1d / AvgPool1d of x.unsqueeze(1): a pooled value, still (batch, 1, P)."""
+        """MaxPool1d / AvgPool1d of x.unsqueeze(1): a pooled value, still (batch, 1, P). Of a
+        (batch, features) value itself: torch takes a 2-d input as one unbatched sample (C, L), so
+        it pools each row's features the same way, the pooled value (batch, P)."""
         name = {"max": "MaxPool1d", "avg": "AvgPool1d"}[op]
+        unbatched = isinstance(x, _Id) and self.level(x) == "tile"
+        if unbatched:
+            x = _Marker("unsqueezed", x)
+        if isinstance(x, _Id) and self.level(x) == "pooled":
+            raise self.refuse(f"{name} of a pooled value: a second pooling (kgen supports one pooling per module)")
         if not (isinstance(x, _Marker) and x.kind == "unsqueezed"):
-            raise self.refuse(f"{name} of a value that is not x.unsqueeze(1) of a (batch, features) "
-                              "value (kgen pools over the features)")
+            raise self.refuse(f"{name} of a value that is not a (batch, features) value or its x.unsqueeze(1) "
+                              "(kgen pools over the features)")
         if self.level(x.payload) != "tile" or any(n.kind == "pool" for n in self.nodes):
             raise self.refuse(f"{name} of a value that is not (batch, features) of the GEMM's width "
                               "(kgen supports one pooling per module)")
@@ -1908,7 +2003,8 @@ class Tracer:
                 raise self.refuse(f"{name} with {what}={value!r} (kgen supports {what}={want!r})")
         if k > self.out_features:
             raise self.refuse(f"{name} with kernel_size {k} over {self.out_features} features")
-        return _Marker("unsqueezed", self.add("pool", "pooled", [x.payload], op, kernel=k, stride=s))
+        pooled = self.add("pool", "pooled", [x.payload], op, kernel=k, stride=s)
+        return pooled if unbatched else _Marker("unsqueezed", pooled)
 
     def adaptive_pool(self, op: str, x, output_size, return_indices) -> _Marker:
         """AdaptiveAvgPool1d / AdaptiveMaxPool1d of x.unsqueeze(1) to L outputs, L dividing the
@@ -1942,15 +2038,53 @@ class Tracer:
             raise self.refuse("an active dropout of a value in float32 (after the forward's upcast) in a "
                               f"{self.ref.input.dtype} module: kgen draws its mask in the module's dtype; apply it "
                               "after the cast back")
-        record = {"path": path, "p": float(p), "line": self.where[0], "text": self.where[1],
-                  "reproduced": False}
-        self.dropouts.append(record)
+        record = self._drawn_in_training(f"Dropout(p={p:g})", path, "a dropout of a value other than (batch, features)",
+                                         "the identity", p=float(p))
         if isinstance(x, _Id) and self.level(x) == "tile" and p < 1:
             record["reproduced"] = True
             mask = self.add("mask", "tile", path=f"<dropout {len(self.dropouts) - 1}>", p=float(p),
                             module=path)
             return self.add("pointwise", "tile", [x, mask], "mul")
         return x
+
+    def _drawn_in_training(self, name: str, path: str, why: str, in_eval: str, p: float | None = None) -> dict:
+        """Records an op the forward draws at random with (a dropout, RReLU's slopes) as one of
+        graph.dropouts, not reproduced until the caller says so: the emitted forward then raises
+        in training mode, naming it (`name`), that kgen does not draw as torch does (`why`) and
+        what it is in eval mode (`in_eval`); trace() refuses one active in eval mode."""
+        record = {"path": path, "p": p, "line": self.where[0], "text": self.where[1], "reproduced": False,
+                  "name": name, "why": why, "in_eval": in_eval}
+        self.dropouts.append(record)
+        return record
+
+    def alpha_dropout(self, x, p, active: bool, path: str, feature: bool):
+        """AlphaDropout / FeatureAlphaDropout (and F.alpha_dropout / F.feature_alpha_dropout): the
+        identity in eval mode, as torch's; in training mode it draws a mask and moves the kept
+        values by an affine map that keeps SELU's mean and variance, which kgen does not
+        reproduce: the emitted forward refuses training mode (Tracer._drawn_in_training)."""
+        name = "FeatureAlphaDropout" if feature else "AlphaDropout"
+        if not _is_number(p):
+            raise self.refuse(f"{name} with p={p!r}")
+        if p == 0 or not active or self.dropout_is_identity:
+            return x
+        self._drawn_in_training(f"{name}(p={p:g})", path, f"torch's {name} mask and its affine correction",
+                                "the identity", p=float(p))
+        return x
+
+    def rrelu(self, x, lower, upper, active: bool, path: str):
+        """RReLU (nn.RReLU, F.rrelu): in eval mode ATen's leaky_relu of slope (lower + upper) / 2
+        (computed in double, as ATen's rrelu_with_noise does), its gradient leaky_relu's; in
+        training mode each negative element's slope is drawn from U(lower, upper), which kgen does
+        not reproduce: the eval-mode IR, and the emitted forward refuses training mode."""
+        if not (_is_number(lower) and _is_number(upper)) or lower > upper:
+            raise self.refuse(f"RReLU with lower={lower!r}, upper={upper!r} (kgen takes numbers, lower <= upper)")
+        slope = (float(lower) + float(upper)) / 2
+        y = self.pointwise("leaky_relu", [x], {"negative_slope": slope})
+        if active and not self.dropout_is_identity:
+            self._drawn_in_training(f"RReLU(lower={lower:g}, upper={upper:g})", path,
+                                    "the slope of each negative element, drawn from U(lower, upper)",
+                                    f"leaky_relu with the slope (lower + upper) / 2 = {slope:g}")
+        return y
 
     def gemm(self, x, weight: "str | WeightExpr", bias_path: str | None, stored_kn: bool = False) -> int:
         """The GEMM x Wᵀ of W at `weight`, stored (N, K) (nn.Linear's layout), or, `stored_kn`,
@@ -2509,6 +2643,8 @@ class Tracer:
                 return None, False   # (y[mask] is a copy in torch: Tracer.masked_assign)
             if fn in VIEW_FUNCTIONS and (fn is not operator.getitem or tensor):
                 return first, False
+            if fn is getattr and index == "data":
+                return first, False   # (y.data: y's storage, as y.detach())
             if fn in _INPLACE_FLAG:
                 args = torch.fx.node.map_arg(fx_node.args, lambda n: None)
                 try:
@@ -2824,7 +2960,8 @@ class Tracer:
             return self.prelu(args[0], self.attribute(f"{path}.weight"))
         known = (*ACTIVATION_MODULES, *COMPOSITE_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.Softmin,
                  nn.BatchNorm1d, nn.Dropout, nn.GroupNorm, nn.LayerNorm, nn.RMSNorm, nn.MaxPool1d, nn.AvgPool1d,
-                 nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d)
+                 nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d, nn.RReLU, nn.AlphaDropout, nn.FeatureAlphaDropout,
+                 nn.InstanceNorm1d)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
         if kind is nn.Identity or (kind is nn.Dropout and module.p == 0):
@@ -2867,6 +3004,12 @@ class Tracer:
                                       getattr(module, "return_indices", False))
         if kind is nn.Dropout:
             return self.dropout(args[0], module.p, module.training, path)
+        if kind is nn.RReLU:
+            return self.rrelu(args[0], module.lower, module.upper, module.training, path)
+        if kind in (nn.AlphaDropout, nn.FeatureAlphaDropout):
+            return self.alpha_dropout(args[0], module.p, module.training, path, kind is nn.FeatureAlphaDropout)
+        if kind is nn.InstanceNorm1d:
+            return self.instance_norm_module(args[0], path, module)
         raise self.refuse(f"the module {path} ({kind.__module__}.{kind.__name__}) is not supported")
 
     def _records_gradient(self, value) -> bool:
@@ -3337,6 +3480,10 @@ class Tracer:
                 # (a marker, not the dtype: x.to(x.dtype) follows the module's dtype, where
                 # x.to(torch.float32) names one: Tracer._fp32_cast)
                 return _Marker("dtype_of", self._dtype_of(target))
+            if name == "data":
+                # y.data / self.p.data: the tensor without its autograd history, sharing its
+                # storage, as .detach() (an alias for in-place ops: Tracer._aliasing)
+                return self.visit_method("detach", (target,), {})
             if name == "device" and self._dtype_of(target) is not None:
                 return _Marker("device", None)   # (taken by .to() only: the value's own device)
             if name == "shape" and self._known_shape(target) is not None:
@@ -3482,6 +3629,8 @@ class Tracer:
                 # `y * (self.c // 2)` of a buffer records nothing, and trains)
                 self.no_derivative.append(self.where)
             return self.by_number(BY_NUMBER_FUNCTIONS[fn], a["input"], a["other"])
+        if fn in (torch.ones, torch.zeros, torch.full):
+            return self.factory(fn, args, dict(kwargs))
         if fn in (torch.tensor, torch.as_tensor, torch.scalar_tensor):
             # torch.tensor(0.0, device=x.device, dtype=x.dtype) in forward (fx records the call,
             # its device being a traced value's): the number, as torch.tensor(0.0) is
@@ -3617,6 +3766,16 @@ class Tracer:
         if fn is F.dropout:
             a = self._bind(_dropout, args, kwargs)
             return self.dropout(a["input"], a["p"], a["training"], "")
+        if fn in (F.rrelu, torch.rrelu):
+            a = self._bind(_rrelu, args, kwargs)
+            return self.rrelu(a["input"], a["lower"], a["upper"], a["training"], "")
+        if fn in (F.alpha_dropout, F.feature_alpha_dropout):
+            a = self._bind(_alpha_dropout, args, kwargs)
+            if a["inplace"]:
+                raise self.refuse(f"{_public_name(fn)} with inplace=True; write it out of place")
+            return self.alpha_dropout(a["input"], a["p"], a["training"], "", fn is F.feature_alpha_dropout)
+        if fn in (F.instance_norm, torch.instance_norm):
+            return self.instance_norm(self._bind(_instance_norm, args, kwargs), _public_name(fn))
         if fn is torch.dropout:   # (what F.dropout calls: the same mask from the same draws)
             a = self._bind(_torch_dropout, args, kwargs)
             return self.dropout(a["input"], a["p"], a["train"], "")
@@ -4295,9 +4454,10 @@ def _trace(ref: Reference) -> Graph:
     evaluation.model.eval()
     evaluated = evaluation.run()
     for d in evaluation.dropouts:
-        raise Unsupported(f"{ref.path}: line {d['line']}: `{d['text']}`: dropout with p={d['p']:g} "
-                          "is active in eval mode (pass training=self.training); kgen does not "
-                          "reproduce torch's random mask")
+        dropout = d["name"].startswith("Dropout(")
+        what, drawn = (f"dropout with p={d['p']:g}", "torch's random mask") if dropout else (d["name"], d["why"])
+        raise Unsupported(f"{ref.path}: line {d['line']}: `{d['text']}`: {what} "
+                          f"is active in eval mode (pass training=self.training); kgen does not reproduce {drawn}")
     # A forward that branches on self.training (fx bakes the branch in): the two modes' IRs
     # differ where no dropout explains it, and one emitted forward cannot be both. Where a dropout
     # is active in training mode, its mask is no such difference: the training mode's IR is

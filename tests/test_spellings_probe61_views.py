@@ -254,3 +254,93 @@ def test_torch_ones_of_the_default_dtype_is_a_float32_fact(tmp_path):
 def test_writes_through_data_and_what_torch_refuses(body, message, tmp_path):
     with pytest.raises(Unsupported, match=message):
         traced(tmp_path, L, body)
+
+
+# ---- a forward that reads a 3-d input's sizes: traced with them (Tracer.leads) -------------------
+LN = "self.ln = nn.LayerNorm(out_features)"
+BN = "self.bn = nn.BatchNorm1d(out_features)"
+W = "self.w = nn.Parameter(torch.randn(out_features, in_features) / 4)"
+LEAD_VIEWS = {
+    "B, S, D = x.shape; view(B * S, D); view(B, S, -1)": (L, "B, S, D = x.shape\nx = self.fc(x.view(B * S, D)).view(B, S, -1)"),
+    "x.size(); reshape(b * s, d); relu; reshape(b, s, -1)": (
+        L, "b, s, d = x.size()\nh = torch.relu(self.fc(x.reshape(b * s, d)))\nx = h.reshape(b, s, -1)"),
+    "reshape(-1, x.size(-1)); view(x.size(0), x.size(1), -1)": (L, "x = self.fc(x.reshape(-1, x.size(-1))).view(x.size(0), x.size(1), -1)"),
+    "view(-1, shape[-1]); gelu; view(*shape[:-1], -1)": (L, "shape = x.shape\nx = self.fc(x.view(-1, shape[-1]))\nx = F.gelu(x).view(*shape[:-1], -1)"),
+    "flatten(0, 1); unflatten(0, (b, -1))": (L, "b = x.shape[0]\nx = self.fc(x.flatten(0, 1)).relu().unflatten(0, (b, -1))"),
+    "torch.flatten(x, 0, 1); LayerNorm; view(*lead, -1)": (L + "\n" + LN, "lead = x.shape[:-1]\nx = self.ln(self.fc(torch.flatten(x, 0, 1))).view(*lead, -1)"),
+    "softmax(dim=2) of the 3-d value, h.shape read": (L, "h = self.fc(x)\nB, S, N = h.shape\nx = h.softmax(dim=2).reshape(B * S, N).view(B, S, N)"),
+    "h - h.mean(dim=2, keepdim=True), var(dim=-1)": (
+        L, "B, S, _ = x.shape\nh = self.fc(x)\nh = h - h.mean(dim=2, keepdim=True)\nx = h / torch.sqrt(h.var(dim=-1, keepdim=True) + 1e-5)"),
+    "amax(dim=2) of the 3-d value, a (B, S) output": (L, "B, S, D = x.shape\nx = self.fc(x).amax(dim=2)"),
+    "in place on the 3-d value and its rows": (L, "B, S, D = x.shape\nh = self.fc(x)\nr = h.view(B * S, -1)\nr.mul_(2.0)\nx = torch.tanh(h)"),
+    "BatchNorm1d of transpose(1, 2), back": (L + "\n" + BN, "x = self.bn(self.fc(x).transpose(1, 2)).transpose(1, 2)"),
+    "BatchNorm1d of permute(0, 2, 1), relu, back": (L + "\n" + BN, "h = self.fc(x).permute(0, 2, 1)\nx = F.relu(self.bn(h)).permute(0, 2, 1)"),
+    "BatchNorm1d of .mT, scaled, back": (L + "\n" + BN, "x = (self.bn(self.fc(x).mT) * 0.5).mT"),
+    "BatchNorm1d of transpose(-1, -2), back with swapaxes": (L + "\nself.bn = nn.BatchNorm1d(out_features, momentum=None)",
+                                                             "x = self.bn(self.fc(x).transpose(-1, -2)).swapaxes(1, 2)"),
+    "einsum('bsi,oi->bso')": (W, "x = torch.einsum('bsi,oi->bso', x, self.w)"),
+    "einsum('bti,ji->btj') + a bias, gelu": (W + "\nself.b = nn.Parameter(torch.randn(out_features))",
+                                             "x = F.gelu(torch.einsum('bti,ji->btj', x, self.w) + self.b)"),
+    "(W @ x.mT).mT": (W, "x = (self.w @ x.mT).mT"),
+    "(W @ x.transpose(1, 2)).transpose(1, 2), then softmax(-1)": (W, "x = torch.softmax((self.w @ x.transpose(1, 2)).transpose(1, 2), -1)"),
+}
+
+
+# (a forward that runs on its rows as well, x.shape being (rows, K) there: traced on them, as before)
+ON_ROWS = {"view(-1, shape[-1]); gelu; view(*shape[:-1], -1)"}
+
+
+@pytest.mark.parametrize("name", sorted(LEAD_VIEWS))
+def test_a_forward_reading_a_3d_inputs_sizes(name, tmp_path):
+    init, body = LEAD_VIEWS[name]
+    ref, graph = traced(tmp_path, init, body, R3)
+    assert graph.leads == (0 if name in ON_ROWS else 2)
+    check_taken(ref, graph)
+
+
+def test_a_4d_input_read_with_its_three_leading_sizes(tmp_path):
+    ref, graph = traced(tmp_path, L, "a, b, c, d = x.shape\nx = self.fc(x.reshape(a * b * c, d)).relu().view(a, b, c, -1)",
+                        (2, 3, 4, 16))
+    assert graph.leads == 3
+    check_taken(ref, graph)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("B, S, D = x.shape\nx = self.fc(x.view(B * S, D))", r"returns the rows of its \(4, 5, 16\) input, \(B \* S, \.\.\.\)"),
+    ("B, S, D = x.shape\nx = self.fc(x).mean(dim=1)", r"mean over dim=1 of a value of 3 dimensions"),
+    ("B, S, D = x.shape\nx = self.fc(x) / S", r"a leading size of the input \(B, S, D = x\.shape\) used as a number"),
+    ("B, S, D = x.shape\nx = self.fc(x).view(B, -1)", r"view\(x\.size\(0\), -1\) of a value whose rows are \(x\.size\(0\) \* x\.size\(1\), 16\)"),
+    ("B, S, D = x.shape\nx = F.softmax(self.fc(x))", r"softmax without a dim of a value of 3 dimensions"),
+    ("B, S, D = x.shape\nx = F.normalize(self.fc(x))", r"F\.normalize over dim=1 of a value of 3 dimensions"),
+    ("B, S, D = x.shape\nx = self.bn(self.fc(x))", r"BatchNorm1d of a value of 3 dimensions"),
+    ("B, S, D = x.shape\nx = self.act(self.fc(x))", r"PReLU of one weight per channel of a value of 3 dimensions"),
+    ("B, S, D = x.shape\nx = self.gn(self.fc(x))", r"GroupNorm of a value of 3 dimensions"),
+    ("B, S, D = x.shape\nx = self.fc(x).transpose(0, 1)", r"transpose of a value with the input's leading sizes"),
+    ("B, S, D = x.shape\nx = self.bn(self.fc(x).transpose(1, 2)).sum(-1)", r"sum over dim=-1 of a value of 2 dimensions"),
+    ("B, S, D = x.shape\nh = self.fc(x)\nx = h.view(B * S, -1) + h", r"add of a value with the input's leading sizes and one of its rows"),
+])
+def test_a_forward_reading_a_3d_inputs_sizes_refused_says_why(body, message, tmp_path):
+    with pytest.raises(Unsupported, match=message):
+        traced(tmp_path, L + "\n" + BN + "\nself.act = nn.PReLU(out_features)\nself.gn = nn.GroupNorm(4, out_features)",
+               body, R3)
+
+
+def test_the_emitted_file_of_a_forward_reading_its_sizes_gives_the_modules_shape(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from conftest import launch_on_cpu
+    from kgen.check.loading import EmittedFile
+    from kgen.cli import main
+
+    ref = reference(tmp_path, source(L + "\n" + BN, "B, S, D = x.shape\nh = self.fc(x.view(B * S, D))\n"
+                                     "x = self.bn(h.view(B, S, -1).transpose(1, 2)).transpose(1, 2)", R3))
+    out = tmp_path / "new.py"
+    r = CliRunner().invoke(main, ["generate", str(ref.path), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    f = EmittedFile(out)
+    launch_on_cpu(f.module, monkeypatch)
+    monkeypatch.setattr(f.module, "_kgen_checked_input", lambda x, weight: x)
+    new, eager = f.ModelNew(*f.init_args()), f.Model(*f.init_args())
+    x = torch.randn(*R3)
+    with torch.no_grad():
+        assert new.eval()(x).shape == eager.eval()(x).shape == R3

@@ -5,6 +5,18 @@ module in fp64, training and eval, buffers, gradients against torch.autograd, an
 against fp64), each over several ways users write it.
 
 Found and fixed:
+- A forward that reads its (batch, tokens, K) input's sizes was refused ("not enough values to
+  unpack (expected 3, got 2)": kgen traced it on its rows, a 2-d tensor): `B, S, D = x.shape`,
+  x.view(B * S, D) / reshape(-1, D) / flatten(0, 1) into the Linear and .view(B, S, -1) /
+  unflatten(0, (B, S)) back; softmax(dim=2) of the 3-d value; BatchNorm1d of h.transpose(1, 2)
+  (or permute(0, 2, 1), .mT) transposed back, which is the rows' BatchNorm; einsum('bsi,oi->bso');
+  (W @ x.mT).mT. Where the trace on the rows fails, the module is now traced with the input's
+  leading sizes (trace._trace_either_way, Tracer.leads): each op of a value with them the same op
+  of its rows, its dims mapped to the rows' (the last one), views between the two forms the
+  identity, ops over other dimensions or of dimension 1's channels refused by name, and the IR run
+  against the module on the input (trace._check_leads). The IR is the rows', so the emitted file
+  is as for any (..., K) input. (Its refusals: `test_a_forward_reading_a_3d_inputs_sizes_refused_
+  says_why`.)
 - F.avg_pool1d / max_pool1d / adaptive_avg_pool1d / nn.AvgPool1d / nn.MaxPool1d of a (batch,
   features) value itself (not its x.unsqueeze(1)) was refused ("MaxPool1d of a value that is not
   x.unsqueeze(1)"). torch takes a 2-d input as one unbatched sample (C, L) and pools each row's
@@ -272,6 +284,8 @@ LEAD_VIEWS = {
     "h - h.mean(dim=2, keepdim=True), var(dim=-1)": (
         L, "B, S, _ = x.shape\nh = self.fc(x)\nh = h - h.mean(dim=2, keepdim=True)\nx = h / torch.sqrt(h.var(dim=-1, keepdim=True) + 1e-5)"),
     "amax(dim=2) of the 3-d value, a (B, S) output": (L, "B, S, D = x.shape\nx = self.fc(x).amax(dim=2)"),
+    "x.contiguous(), ones_like, where of a comparison and zeros_like": (
+        L, "B, S, D = x.shape\nh = self.fc(x.contiguous())\nx = torch.ones_like(h) * h + torch.where(h > 0, h, torch.zeros_like(h))"),
     "in place on the 3-d value and its rows": (L, "B, S, D = x.shape\nh = self.fc(x)\nr = h.view(B * S, -1)\nr.mul_(2.0)\nx = torch.tanh(h)"),
     "BatchNorm1d of transpose(1, 2), back": (L + "\n" + BN, "x = self.bn(self.fc(x).transpose(1, 2)).transpose(1, 2)"),
     "BatchNorm1d of permute(0, 2, 1), relu, back": (L + "\n" + BN, "h = self.fc(x).permute(0, 2, 1)\nx = F.relu(self.bn(h)).permute(0, 2, 1)"),

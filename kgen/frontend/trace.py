@@ -3314,7 +3314,7 @@ class Tracer:
             name = type(self.model.get_submodule(target)).__name__
         first = args[0] if args else next(iter(kwargs.values()), None)
         leads = [v for v in _leaves((args, kwargs)) if isinstance(v, _Marker) and v.kind in ("lead", "lead_t")]
-        if isinstance(first, _Marker) and first.kind == "lead":
+        if isinstance(first, _Marker) and first.kind == "lead" and self._shape_or_none(first.payload) is not None:
             rank = len(self._lead_shape(first))
             if name in ("size", "shape", "dim", "ndim", "ndimension"):
                 shape = self._lead_shape(first)
@@ -3369,9 +3369,11 @@ class Tracer:
             raise self.refuse(f"{name} of a value with the input's leading sizes and one of its rows (B * S, ...) (torch "
                               "broadcasts them otherwise, or refuses)")
         unwrap = lambda v: v.payload if isinstance(v, _Marker) and v.kind in ("lead", "lead_t") else v  # noqa: E731
-        rank = len(self._lead_shape(leads[0]))
+        # (the operand a dim is of: the first whose shape is known, a value's, not a zeros_like's)
+        shaped = next((v for v in leads if self._shape_or_none(v.payload) is not None), leads[0])
+        rank = len(self._lead_shape(shaped))
         # (no dim given to an op of a (B, S) value, or of a transposed one, is the rows' features)
-        rowflat = swapped or (isinstance(leads[0].payload, _Id) and self.level(leads[0].payload) == "rowflat")
+        rowflat = swapped or (isinstance(shaped.payload, _Id) and self.level(shaped.payload) == "rowflat")
         kept, self.lead_rank = self.lead_rank, (self.leads if rowflat else rank)
         first_node = len(self.nodes)
         try:
@@ -4596,7 +4598,7 @@ LEAD_SHAPE_OPS = frozenset({"view", "reshape", "flatten", "unflatten", "squeeze"
                             "stack", "unbind", "movedim", "narrow", "select", "roll", "flip", "cumsum",
                             "Flatten", "Unflatten", "new_zeros", "new_ones", "new_full", "new_empty"})
 # Markers an op of a lead value may give that are values of it again (with its leading sizes).
-LEAD_VALUE_KINDS = frozenset({"comparison"})
+LEAD_VALUE_KINDS = frozenset({"comparison", "input", "filled", "broadcast"})
 
 
 def _keeps_2d(rest, kwargs) -> bool:
@@ -4730,7 +4732,7 @@ def _trace_either_way(ref: Reference) -> Graph:
             return _trace(ref, lead_dims(ref))
         except Unsupported as with_leads:
             said = str(on_rows)
-            raise (with_leads if "kgen traces the forward on its rows" in said or "fails one of the two ways" in said
+            raise (with_leads if "kgen traces the forward on its rows" in said or ROWS_FAILED in said
                    else on_rows) from None
 
 
@@ -5168,6 +5170,11 @@ def _check_leads(ref: Reference, graph: Graph) -> None:
             raise Unsupported(f"{where}, and checking that failed ({type(e).__name__}: {str(e)[:200]})") from None
 
 
+# How rows_differ says the module failed on its rows (a forward that reads the input's other sizes),
+# where _trace_either_way takes the trace with the leading sizes' refusal as the one to show.
+ROWS_FAILED = "on its rows"
+
+
 def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -> str | None:
     """Why the module does not compute on an input of `rank` dimensions, (..., *features), as on
     its rows, x.reshape(-1, K) with the output reshaped back (rows_output, the rows at its
@@ -5190,6 +5197,7 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
         # BatchNorm cannot take it. Two batches, of 2 and 3.
         leads = [(2,), (3,)]
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    way = "built"   # (which way failed, for the message: the module on its rows is the trace's question)
     with torch.random.fork_rng(devices=devices):
         try:
             torch.manual_seed(0)
@@ -5207,7 +5215,7 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
                     x = torch.randn(*lead, *features, dtype=torch.float64)
                     for training in (True, False):
                         outs = []
-                        for value in (x, x.reshape(-1, k)):
+                        for way, value in (("on the input", x), (ROWS_FAILED, x.reshape(-1, k))):
                             with torch.no_grad():
                                 for name, b in model.named_buffers():
                                     b.copy_(buffers[name])
@@ -5225,7 +5233,7 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
                                     f"{(whole - rows).abs().max().item():.2g}: an op over another dimension "
                                     "than the last?)")
         except Exception as e:  # noqa: BLE001 - the module failing one way is the reason
-            return f"fails one of the two ways ({type(e).__name__}: {str(e)[:200]})"
+            return f"fails one of the two ways ({way}, {type(e).__name__}: {str(e)[:200]})"
     return None
 
 

@@ -32,11 +32,13 @@ ACCEPTED = {
     "mean_of_all": ("", "x = torch.sigmoid(x).mean()", "batch_size, 5"),
     "dropout": ("self.drop = nn.Dropout(0.25)", "x = self.drop(x) + 1.0", "batch_size, 5"),
     "four_d": ("", "x = torch.nn.functional.silu(x) * 0.5", "batch_size, 3, 2"),
+    # (dim=2 of a 3-D input, its last: traced with the input's leading sizes, session 61)
+    "softmax_dim2": ("", "x = x.softmax(2) * 2.0", "batch_size, 5"),
 }
 REFUSED = {
     "softmax_dim1": ("", "x = torch.softmax(x, dim=1)", "batch_size, 5", "its values differ"),
     "sum_dim1": ("", "x = x.sum(dim=1)", "batch_size, 5", "its output is"),
-    "batchnorm": (f"self.bn = nn.BatchNorm1d({OUT})", "x = self.bn(x)", "batch_size, 5", "fails one of the two ways"),
+    "batchnorm": (f"self.bn = nn.BatchNorm1d({OUT})", "x = self.bn(x)", "batch_size, 5", "fails one of the two ways (on the input"),
     # A gate initialized to 0 (ReZero) hides an op over the sequence at the built weights.
     "zero_gate": ("self.alpha = nn.Parameter(torch.zeros(1))", "x = x + self.alpha * x.mean(dim=1, keepdim=True)",
                   "batch_size, 5", "parameters moved at random"),
@@ -46,9 +48,9 @@ REFUSED = {
     "training_branch": ("self.drop = nn.Dropout(0.25)",
                         "x = self.drop(x)\n        if self.training:\n            x = x - x.mean(dim=1, keepdim=True)",
                         "batch_size, 5", "in training mode"),
-    # The module itself must be the same on (batch, features) and (..., features) inputs, so its
-    # ops name the last dimension as -1: dim=2 of a 3-D input is no dimension of its rows.
-    "softmax_dim2": ("", "x = x.softmax(2) * 2.0", "batch_size, 5", "softmax over dim=2"),
+    # A dim of a 3-D input that is not its last (session 61: dim=2 is taken, the trace with the
+    # input's leading sizes mapping it to the rows' features).
+    "softmax_dim1_of_a_4d_input": ("", "x = x.softmax(1) * 2.0", "batch_size, 5, 3", "its values differ"),
 }
 
 

@@ -462,10 +462,9 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
         else:
             mode = (_self_attr(f"{d['path']}.training") if d["path"]
                     else "any(m.training for m in self.modules())")
-            message = (f"Dropout(p={d['p']:g}) (line {d['line']} of the reference) drops at random in "
-                       "training mode; kgen does not reproduce torch's mask here (a dropout of a "
-                       "value other than (batch, features)). Use the module in eval mode (.eval()), "
-                       "where dropout is the identity")
+            message = (f"{d['name']} (line {d['line']} of the reference) draws at random in training mode; kgen "
+                       f"does not reproduce {d['why']}. Use the module in eval mode (.eval()), where it is "
+                       f"{d['in_eval']}")
         lines += [f"if {mode}:", f"    raise RuntimeError({message!r})"]
     # Each weight is read once: a parametrized one (weight_norm, spectral_norm) is computed on
     # every access, and spectral_norm's power iteration moves its buffers each time, as it does

@@ -90,6 +90,10 @@ def _softmax(input, dim=None, _stacklevel=3, dtype=None): ...
 def _linear(input, weight, bias=None): ...
 def _dropout(input, p=0.5, training=True, inplace=False): ...
 def _torch_dropout(input, p, train): ...
+def _rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False): ...
+def _alpha_dropout(input, p=0.5, training=False, inplace=False): ...
+def _instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                   momentum=0.1, eps=1e-05): ...
 def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-05): ...
 def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05): ...
 def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True): ...
@@ -325,7 +329,7 @@ INPLACE_FUNCTIONS = {operator.iadd: operator.add, operator.isub: operator.sub, o
                      torch.tanh_: torch.tanh, torch.exp_: torch.exp, torch.clamp_: torch.clamp,
                      torch.clip_: torch.clip, torch.clamp_min_: torch.clamp_min,
                      torch.clamp_max_: torch.clamp_max, F.hardtanh_: F.hardtanh, F.elu_: F.elu,
-                     F.leaky_relu_: F.leaky_relu, F.threshold_: F.threshold, F.celu_: F.celu,
+                     F.leaky_relu_: F.leaky_relu, F.threshold_: F.threshold, F.celu_: F.celu, F.rrelu_: F.rrelu,
                      torch.selu_: torch.selu,
                      torch.reciprocal_: torch.reciprocal}
 # Views of a parameter, read as the parameter in another shape (Tracer.param_view).
@@ -355,10 +359,13 @@ VIEW_FUNCTIONS = frozenset({torch.flatten, torch.reshape, torch.squeeze, torch.u
 # tensor) and a copy otherwise: whether an in-place op through one reaches the other side depends
 # on the module's dtype (Tracer._write refuses where that would change a value read later).
 DTYPE_ALIAS_METHODS = frozenset({"float", "double", "half", "bfloat16", "to", "type", "type_as"})
+# Point-wise ops that take a Python bool beside a tensor as the int 1 / 0, as torch promotes it
+# (y * True); torch's sub refuses one (Tracer.pointwise).
+BOOL_OPERAND_OPS = ("add", "mul", "div")
 # Functions with an `inplace` flag (True: the result is written into the input).
 _INPLACE_FLAG = {F.relu: _act, F.leaky_relu: _leaky_relu, F.hardtanh: _hardtanh, F.elu: _elu,
                  F.silu: _act, F.mish: _act, F.hardsigmoid: _act, F.hardswish: _act, F.selu: _act,
-                 F.relu6: _act, F.dropout: _dropout, F.threshold: _threshold, F.celu: _celu}
+                 F.relu6: _act, F.dropout: _dropout, F.threshold: _threshold, F.celu: _celu, F.rrelu: _rrelu}
 METHOD_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "log1p", "erf", "frac",
                 "expm1", "exp2", "log2", "log10", "erfc", "atan", "floor", "ceil", "round", "trunc",
                 "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "asinh", "acosh", "atanh")
@@ -588,9 +595,12 @@ class _InputProxy(_Proxy):
     # `assert x.shape[1] == self.fc.in_features` and `if x.size(-1) != ...: raise` take their
     # branch too; the batch stays symbolic.
     features: tuple = ()
+    # How many leading sizes are symbolic: the batch; or, where an input of more dimensions is
+    # traced with its leading sizes (Tracer.leads), each of them (x.size(0), x.size(1), ...).
+    leads = 1
 
-    def _batch_size(self):
-        return self.tracer.create_proxy("call_method", "size", (self, 0), {})
+    def _lead_size(self, i: int):
+        return self.tracer.create_proxy("call_method", "size", (self, i), {})
 
     def size(self, dim=None):
         if dim is None:
@@ -617,7 +627,7 @@ class _InputShape(tuple):
     input's other sizes as numbers). Indexing, unpacking and len() work as on torch.Size."""
 
     def __new__(cls, proxy: _InputProxy):
-        return super().__new__(cls, (proxy._batch_size(), *proxy.features))
+        return super().__new__(cls, (*(proxy._lead_size(i) for i in range(proxy.leads)), *proxy.features))
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -670,11 +680,12 @@ class _LocatingTracer(torch.fx.Tracer):
     torch._dynamo the first time, 0.8 s of a 2-core machine's `kgen generate` and several
     seconds of every fresh process on the GPU host (docs/perf.md, session 10)."""
 
-    def __init__(self, filename: str, source: str, input_shape: tuple):
+    def __init__(self, filename: str, source: str, input_shape: tuple, leads: int = 1):
         super().__init__()
         self.filename = filename
         self.lines = source.splitlines()
         self.input_shape = input_shape
+        self.leads = leads   # the input's leading sizes kept symbolic (_InputProxy.leads)
         self.placeholders = 0
         # Every submodule the forward calls (fx's leaves and the modules it traces through), by
         # path, in call order, with its class as the emitted file names it: ModelNew calls none
@@ -720,7 +731,8 @@ class _LocatingTracer(torch.fx.Tracer):
             return _Proxy(node, self)
         p = _InputProxy(node, self)
         p.rank = len(self.input_shape)
-        p.features = tuple(self.input_shape[1:])
+        p.leads = self.leads
+        p.features = tuple(self.input_shape[self.leads:])
         return p
 
     def create_arg(self, a):
@@ -772,7 +784,9 @@ class _LocatingTracer(torch.fx.Tracer):
         unbound call elsewhere stays fx's refusal)."""
         base = torch._C.TensorBase
         words = set(re.findall(r"\w+", "\n".join(self.lines)))
-        names = [n for n, v in vars(base).items() if n in words and not n.startswith("_")
+        # (and the operators' dunders that fx's Proxy has, torch.Tensor.__mul__(x, y): its x * y)
+        names = [n for n, v in vars(base).items() if n in words and (not n.startswith("_") or (
+                 n.startswith("__") and n.endswith("__") and n in vars(torch.fx.Proxy) and n != "__bool__"))
                  and n not in vars(torch.Tensor) and type(v).__name__ == "method_descriptor"]
 
         def unbound(name, real):
@@ -1011,8 +1025,12 @@ def _held_as(value, dtype) -> float:
 
 
 class Tracer:
-    def __init__(self, ref: Reference, model: nn.Module | None = None):
+    def __init__(self, ref: Reference, model: nn.Module | None = None, leads: int = 0):
         self.ref = ref
+        # An input of more dimensions (Reference.rows_of) traced with its leading sizes, as the
+        # forward reads them (lead_trace): how many there are (0: traced on its rows).
+        self.leads = leads
+        self.lead_rank = 0   # while an op of a value with them runs: its number of dimensions (_on_lead)
         self.model = ref.meta_model() if model is None else model
         # Training mode, whatever __init__ left (a module that calls self.eval() there is trained
         # after its user's .train(): its Dropout must be in the IR); _trace's eval trace sets eval.
@@ -1134,6 +1152,12 @@ class Tracer:
         if isinstance(v, _Marker) and v.kind == "windows":
             raise self.refuse("a (batch, P, k) view used other than by its max or mean over the last dim "
                               "(1-d pooling)")
+        if isinstance(v, _Marker) and v.kind == "lead_size":
+            raise self.refuse("a leading size of the input (B, S, D = x.shape) used as a number (kgen's files run at "
+                              "any sizes; it takes them as sizes of view / reshape only)")
+        if isinstance(v, _Marker) and v.kind in ("lead", "lead_t"):
+            raise self.refuse("a value with the input's leading sizes (B, S, ...) used here (kgen takes it in "
+                              "ops over its last dimension, and viewed as its rows, view(-1, N), and back)")
         if isinstance(v, _Marker) and v.kind in ("batch", "shape"):
             raise self.refuse("the batch size used as a number (kgen's files run at any batch; "
                               "it takes x.size(0) as a size of view / reshape only)")
@@ -1238,15 +1262,8 @@ class Tracer:
             raise self.refuse(_not_a_tensor(path, t))
         if not module_path and name.startswith("_tensor_constant"):
             # torch.fx's name for a tensor made in forward (torch.tensor(2.0)): not the module's,
-            # so the emitted file could not read it. One element: the number it holds.
-            if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
-                if t.dim() and t.dtype in (torch.float32, torch.float64):
-                    self._promoting_constant(t)
-                return _TensorNumber(t.item())
-            raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward (torch.tensor / "
-                              "torch.ones / ...) or read from a global (or computed from a tensor kept as a "
-                              "plain attribute), not the module's: kgen reads the module's parameters and "
-                              "buffers; make it one in __init__ (self.register_buffer)")
+            # so the emitted file could not read it.
+            return self._made_in_forward(t)
         if name not in owner._parameters and name not in owner._buffers:
             # A tensor kept as a plain attribute (self.scale = torch.tensor(0.5) in __init__):
             # model.to(device) / .cuda() / .double() leave it as it is and state_dict() lacks it, so
@@ -1258,6 +1275,48 @@ class Tracer:
                               "convert it): register it in __init__ with self.register_buffer"
                               f"('{name}', ...), or keep a number as a Python float")
         return _Marker("matrix" if t.dim() == 2 else "tensor", path)
+
+    def _made_in_forward(self, t: torch.Tensor) -> "_TensorNumber":
+        """A tensor made in forward (torch.tensor(2.0), torch.ones(1, device=x.device)), not the
+        module's, so the emitted file could not read it: of one element, the number it holds (a
+        float one of a dimension promotes as a tensor: _promoting_constant); else refused."""
+        if t.numel() == 1 and not t.is_meta and not t.is_complex() and t.dtype != torch.bool:
+            if t.dim() and t.dtype in (torch.float32, torch.float64):
+                self._promoting_constant(t)
+            return _TensorNumber(t.item())
+        raise self.refuse(f"a tensor of shape {shape_text(tuple(t.shape))} made in forward (torch.tensor / "
+                          "torch.ones / ...) or read from a global (or computed from a tensor kept as a "
+                          "plain attribute), not the module's: kgen reads the module's parameters and "
+                          "buffers; make it one in __init__ (self.register_buffer)")
+
+    def factory(self, fn, args, kwargs):
+        """torch.ones / zeros / full in forward with a device or dtype read from a traced value
+        (torch.ones(1, device=x.device)): fx records the call where it would otherwise make the
+        tensor at trace time and lift it as a _tensor_constant; made here on the host, in the
+        dtype named (x.dtype: the module's), and taken as that tensor (_made_in_forward)."""
+        name = _public_name(fn)
+        made = {k: kwargs.pop(k) for k in ("dtype", "device", "requires_grad", "layout", "pin_memory") if k in kwargs}
+        if fn is torch.full:
+            a = self._bind(lambda size, fill_value: None, args, kwargs)
+            size, fill = a["size"], a["fill_value"]
+        else:
+            size = kwargs.pop("size", None) if not args else args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            fill = 1.0 if fn is torch.ones else 0.0
+            if kwargs or size is None:
+                raise self.refuse(f"{name} with arguments {sorted(kwargs) or 'without a size'}")
+        size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+        if not all(type(n) is int and n >= 0 for n in size):
+            raise self.refuse(_SIZE_FROM_A_VALUE)
+        if not _is_number(fill) or made.get("requires_grad") or made.get("layout") not in (None, torch.strided):
+            raise self.refuse(f"{name} with fill {fill!r}, {made}")
+        dtype = made.get("dtype")
+        one_element = math.prod(size) == 1 and not size
+        why = self._factory_refusal(name, dtype, made.get("device"), one_element)
+        if why is not None:
+            raise self.refuse(why)
+        if isinstance(dtype, _Marker):   # (x.dtype: the module's)
+            dtype = dtype.payload
+        return self._made_in_forward(torch.full(size, fill, dtype=dtype))
 
     def _promoting_constant(self, t: torch.Tensor) -> None:
         """A one-element float32 / float64 tensor of a dimension made in forward (torch.tensor([0.5]),
@@ -1457,6 +1516,13 @@ class Tracer:
         any other op makes a float32 tensor of it (torch's default dtype, whatever the module's),
         which promotes a 16-bit y: a float32 fact. With a float tensor the result is that one's."""
         tensors = [a for a in args if isinstance(a, (_Id, _Marker))]
+        if any(type(a) is bool for a in args) and tensors:
+            # y * True, y + False: torch promotes a Python bool beside a tensor as the int 1 / 0
+            # (y - True raises in torch: its subtraction takes no bool)
+            if op not in BOOL_OPERAND_OPS:
+                raise self.refuse(f"{op} of a tensor and a Python bool (kgen takes a bool as the number 1 or 0 in "
+                                  f"{', '.join(BOOL_OPERAND_OPS)}, where torch does)")
+            args = [int(a) if type(a) is bool else a for a in args]
         integer = bool(tensors) and all(isinstance(a, _Id) and a in self.integer_values for a in tensors)
         python_float = _has_python_float(args)
         keeps_integer = integer and op in ("add", "sub", "mul", "neg", "abs") and not python_float
@@ -1581,8 +1647,12 @@ class Tracer:
         """`of`: the op whose part this reduction is (softmax's sum of exponentials, the norm of
         F.normalize), where torch computes it inside that op's own kernel, not as a reduction of
         its own (logsumexp's sum is torch.sum's: its reductions carry no `of`)."""
+        if dim is None and kind in ("softmax", "log_softmax") and self.lead_rank:
+            raise self.refuse(f"{kind} without a dim of a value of {self.lead_rank} dimensions (torch's implicit dim "
+                              "is then 0, not the features; write dim=-1)")
         if dim is None and kind in ("softmax", "log_softmax"):
             dim = 1   # torch's implicit dim of a 2-d value (F._get_softmax_dim; it warns)
+        dim = self._rows_dim(dim, kind)
         if isinstance(x, _Marker) and x.kind == "windows" and keepdim and kind == "mean":
             return self._group_step("mean", x.payload[0], x.payload[1], dim=dim)
         if isinstance(x, _Marker) and x.kind == "group":
@@ -1740,6 +1810,9 @@ class Tracer:
         normalized with the group's mean and biased variance, then the per-column affine.
         `affine_fp32`: the weight and bias given upcast (F.layer_norm(h, ..., self.weight.float()),
         Tracer._affine_paths)."""
+        if self.lead_rank and what == "GroupNorm":
+            raise self.refuse(f"{what} of a value of {self.lead_rank} dimensions, the input's leading sizes first "
+                              "(torch's channels are then its dimension 1, not the features)")
         x = self.value(x)
         n = self.out_features
         if self.level(x) != "tile" and not self._tile_input(x):
@@ -1762,7 +1835,7 @@ class Tracer:
         if not affine_fp32:
             self._refuse_16_bit_parameters_on_fp32(x, what, [self._tensor(self.nodes[a].attrs["path"]) for a in args[1:]])
         # (layer: a LayerNorm, whose 16-bit statistics torch keeps in fp32: forward._stats_pass_branches.)
-        layer = {"layer": True} if what == "LayerNorm" else {}
+        layer = {"layer": True} if what in ("LayerNorm", "InstanceNorm1d") else {}
         return self.add("groupnorm", "tile", args, groups=groups, eps=float(eps),
                         weight=weight is not None, bias=bias is not None, **layer,
                         **({"affine_fp32": True} if affine_fp32 and len(args) > 1 else {}))
@@ -1782,6 +1855,43 @@ class Tracer:
         return self.group_norm(x, 1, weight or None, bias or None, eps, None, what="LayerNorm",
                                affine_fp32=affine_fp32)
 
+    def instance_norm(self, a: dict, what: str, unbatched: bool = False):
+        """InstanceNorm of x.unsqueeze(1), a (batch, 1, features) value: each (sample, channel)
+        normalized over its length, here each row over its N features with the row's mean and
+        biased variance and eps, as LayerNorm without affine computes it (torch's instance_norm
+        is batch_norm of the (1, batch, N) view in training mode: fp32 statistics in a 16-bit
+        module, as LayerNorm's; the LayerNorm node). `unbatched`: nn.InstanceNorm1d of the
+        (batch, features) value itself, which torch takes as one sample of `batch` channels
+        (C, L): the same normalization of each row. Refused: running statistics (their update
+        averages the instances' statistics over the batch, and eval mode normalizes with them)
+        and the affine weight and bias (one number each per channel)."""
+        x = a["input"]
+        if not unbatched and not (isinstance(x, _Marker) and x.kind == "unsqueezed"):
+            raise self.refuse(f"{what} of a value that is not x.unsqueeze(1) of a (batch, features) value (kgen "
+                              "takes it as the normalization of each row's features: InstanceNorm1d of (batch, 1, N))")
+        if a["running_mean"] is not None or a["running_var"] is not None or not a["use_input_stats"]:
+            raise self.refuse(f"{what} with running statistics (track_running_stats=True: their update averages "
+                              "the instances' statistics over the batch, and eval mode normalizes with them, "
+                              "which kgen does not keep); kgen takes track_running_stats=False, the default")
+        if a["weight"] is not None or a["bias"] is not None:
+            raise self.refuse(f"{what} with affine=True (a weight and a bias of one number each per channel); "
+                              "kgen takes affine=False, the default: write the scale and shift after it")
+        if self.out_features == 1:
+            raise self.refuse(f"{what} over one feature (torch raises: it needs more than one element to normalize)")
+        y = self.group_norm(x if unbatched else x.payload, 1, None, None, a["eps"], None, what="InstanceNorm1d")
+        return y if unbatched else _Marker("unsqueezed", y)
+
+    def instance_norm_module(self, x, path: str, module: nn.Module):
+        """nn.InstanceNorm1d (Tracer.instance_norm) of x.unsqueeze(1), or of the (batch, features)
+        value itself (torch's unbatched (C, L): the same rows normalized)."""
+        unbatched = isinstance(x, _Id) and self.level(x) == "tile"
+        tracks = module.track_running_stats
+        a = {"input": x, "running_mean": module.running_mean if tracks else None,
+             "running_var": module.running_var if tracks else None,
+             "weight": module.weight if module.affine else None, "bias": module.bias if module.affine else None,
+             "use_input_stats": module.training or not tracks, "eps": module.eps}
+        return self.instance_norm(a, f"self.{path} (InstanceNorm1d)", unbatched)
+
     def rms_norm(self, x, normalized_shape: tuple, weight: str | None, eps) -> int:
         """RMSNorm over the N features of each row, as ATen's rms_norm writes it: x rsqrt(mean(x^2)
         + eps), times the weight; eps None is float32's epsilon (ATen's opmath epsilon)."""
@@ -1792,7 +1902,7 @@ class Tracer:
         if not _is_number(eps):
             raise self.refuse(f"RMSNorm with eps={eps!r}")
         h, upcast = self._internal_upcast(x)   # (ATen's rms_norm upcasts a 16-bit input)
-        mean_square = self.reduce("mean", self.pointwise("mul", [h, h]), 1, True)
+        mean_square = self.reduce("mean", self.pointwise("mul", [h, h]), -1, True)
         y = self.pointwise("mul", [h, self.pointwise("rsqrt", [self.pointwise("add", [mean_square, float(eps)])])])
         y = self._internal_cast_back(y, upcast)
         return y if weight is None else self.pointwise("mul", [y, self.attribute(weight)])
@@ -1819,6 +1929,7 @@ class Tracer:
     def normalize(self, x, p, dim, eps) -> int:
         """F.normalize(x, p, dim=1): x / max(||x||_p, eps) over each row's features, as torch
         computes it (the norm, clamped below, then a division); p = 2, 1 or inf."""
+        dim = self._rows_dim(dim, "F.normalize")
         if dim not in (1, -1):
             raise self.refuse(f"F.normalize with dim={dim!r} (kgen takes dim 1)")
         if self.level(self.value(x)) != "tile" and not self._tile_input(self.value(x)):
@@ -1826,7 +1937,7 @@ class Tracer:
         if p == 2:   # (the norm in float32 inside, rounded once: Tracer._internal_upcast)
             h, upcast = self._internal_upcast(x)
             squares = self.pointwise("pow", [h], {"exponent": 2.0})
-            norm = self.pointwise("norm_sqrt", [self.reduce("sum", squares, 1, True, of="normalize")])
+            norm = self.pointwise("norm_sqrt", [self.reduce("sum", squares, -1, True, of="normalize")])
             norm = self._internal_cast_back(norm, upcast)
         else:   # p = 1, inf: torch's input.norm(p, dim, keepdim=True)
             norm = self.norm(x, p, dim, True)
@@ -1841,6 +1952,7 @@ class Tracer:
         from the row mean, summed, over (count - correction). Two passes, as exact as torch's
         Welford; the mean is detached inside, as its gradient there is 0 in exact arithmetic
         (sum(x - mean) = 0) and rounding noise in fp32."""
+        dim = self._rows_dim(dim, what)
         if not _is_number(correction):
             raise self.refuse(f"{what} with correction={correction!r}")
         if dim is None:
@@ -1871,6 +1983,7 @@ class Tracer:
     def norm(self, x, p, dim, keepdim: bool):
         """torch.norm / x.norm / torch.linalg.vector_norm over the features: p = 2 ('fro'), 1 or
         inf, as torch defines them (the 2-norm's sum inside the norm's own kernel in torch)."""
+        dim = self._rows_dim(dim, "norm")
         if p in ("fro", 2, 2.0):   # (in float32 inside, rounded once: Tracer._internal_upcast)
             h, upcast = self._internal_upcast(x)
             squares = self.pointwise("pow", [h], {"exponent": 2.0})
@@ -1884,11 +1997,18 @@ class Tracer:
 
     def pool(self, op: str, x, kernel_size, stride, padding, ceil_mode, dilation=1,
              return_indices=False) -> _Marker:
-        """MaxPool1d / AvgPool1d of x.unsqueeze(1): a pooled value, still (batch, 1, P)."""
+        """MaxPool1d / AvgPool1d of x.unsqueeze(1): a pooled value, still (batch, 1, P). Of a
+        (batch, features) value itself: torch takes a 2-d input as one unbatched sample (C, L), so
+        it pools each row's features the same way, the pooled value (batch, P)."""
         name = {"max": "MaxPool1d", "avg": "AvgPool1d"}[op]
+        unbatched = isinstance(x, _Id) and self.level(x) == "tile"
+        if unbatched:
+            x = _Marker("unsqueezed", x)
+        if isinstance(x, _Id) and self.level(x) == "pooled":
+            raise self.refuse(f"{name} of a pooled value: a second pooling (kgen supports one pooling per module)")
         if not (isinstance(x, _Marker) and x.kind == "unsqueezed"):
-            raise self.refuse(f"{name} of a value that is not x.unsqueeze(1) of a (batch, features) "
-                              "value (kgen pools over the features)")
+            raise self.refuse(f"{name} of a value that is not a (batch, features) value or its x.unsqueeze(1) "
+                              "(kgen pools over the features)")
         if self.level(x.payload) != "tile" or any(n.kind == "pool" for n in self.nodes):
             raise self.refuse(f"{name} of a value that is not (batch, features) of the GEMM's width "
                               "(kgen supports one pooling per module)")
@@ -1908,7 +2028,8 @@ class Tracer:
                 raise self.refuse(f"{name} with {what}={value!r} (kgen supports {what}={want!r})")
         if k > self.out_features:
             raise self.refuse(f"{name} with kernel_size {k} over {self.out_features} features")
-        return _Marker("unsqueezed", self.add("pool", "pooled", [x.payload], op, kernel=k, stride=s))
+        pooled = self.add("pool", "pooled", [x.payload], op, kernel=k, stride=s)
+        return pooled if unbatched else _Marker("unsqueezed", pooled)
 
     def adaptive_pool(self, op: str, x, output_size, return_indices) -> _Marker:
         """AdaptiveAvgPool1d / AdaptiveMaxPool1d of x.unsqueeze(1) to L outputs, L dividing the
@@ -1942,15 +2063,53 @@ class Tracer:
             raise self.refuse("an active dropout of a value in float32 (after the forward's upcast) in a "
                               f"{self.ref.input.dtype} module: kgen draws its mask in the module's dtype; apply it "
                               "after the cast back")
-        record = {"path": path, "p": float(p), "line": self.where[0], "text": self.where[1],
-                  "reproduced": False}
-        self.dropouts.append(record)
+        record = self._drawn_in_training(f"Dropout(p={p:g})", path, "a dropout of a value other than (batch, features)",
+                                         "the identity", p=float(p))
         if isinstance(x, _Id) and self.level(x) == "tile" and p < 1:
             record["reproduced"] = True
             mask = self.add("mask", "tile", path=f"<dropout {len(self.dropouts) - 1}>", p=float(p),
                             module=path)
             return self.add("pointwise", "tile", [x, mask], "mul")
         return x
+
+    def _drawn_in_training(self, name: str, path: str, why: str, in_eval: str, p: float | None = None) -> dict:
+        """Records an op the forward draws at random with (a dropout, RReLU's slopes) as one of
+        graph.dropouts, not reproduced until the caller says so: the emitted forward then raises
+        in training mode, naming it (`name`), that kgen does not draw as torch does (`why`) and
+        what it is in eval mode (`in_eval`); trace() refuses one active in eval mode."""
+        record = {"path": path, "p": p, "line": self.where[0], "text": self.where[1], "reproduced": False,
+                  "name": name, "why": why, "in_eval": in_eval}
+        self.dropouts.append(record)
+        return record
+
+    def alpha_dropout(self, x, p, active: bool, path: str, feature: bool):
+        """AlphaDropout / FeatureAlphaDropout (and F.alpha_dropout / F.feature_alpha_dropout): the
+        identity in eval mode, as torch's; in training mode it draws a mask and moves the kept
+        values by an affine map that keeps SELU's mean and variance, which kgen does not
+        reproduce: the emitted forward refuses training mode (Tracer._drawn_in_training)."""
+        name = "FeatureAlphaDropout" if feature else "AlphaDropout"
+        if not _is_number(p):
+            raise self.refuse(f"{name} with p={p!r}")
+        if p == 0 or not active or self.dropout_is_identity:
+            return x
+        self._drawn_in_training(f"{name}(p={p:g})", path, f"torch's {name} mask and its affine correction",
+                                "the identity", p=float(p))
+        return x
+
+    def rrelu(self, x, lower, upper, active: bool, path: str):
+        """RReLU (nn.RReLU, F.rrelu): in eval mode ATen's leaky_relu of slope (lower + upper) / 2
+        (computed in double, as ATen's rrelu_with_noise does), its gradient leaky_relu's; in
+        training mode each negative element's slope is drawn from U(lower, upper), which kgen does
+        not reproduce: the eval-mode IR, and the emitted forward refuses training mode."""
+        if not (_is_number(lower) and _is_number(upper)) or lower > upper:
+            raise self.refuse(f"RReLU with lower={lower!r}, upper={upper!r} (kgen takes numbers, lower <= upper)")
+        slope = (float(lower) + float(upper)) / 2
+        y = self.pointwise("leaky_relu", [x], {"negative_slope": slope})
+        if active and not self.dropout_is_identity:
+            self._drawn_in_training(f"RReLU(lower={lower:g}, upper={upper:g})", path,
+                                    "the slope of each negative element, drawn from U(lower, upper)",
+                                    f"leaky_relu with the slope (lower + upper) / 2 = {slope:g}")
+        return y
 
     def gemm(self, x, weight: "str | WeightExpr", bias_path: str | None, stored_kn: bool = False) -> int:
         """The GEMM x Wᵀ of W at `weight`, stored (N, K) (nn.Linear's layout), or, `stored_kn`,
@@ -2209,7 +2368,8 @@ class Tracer:
                 setattr(owner, attr, real)
 
     def run(self) -> Graph:
-        tracer = _LocatingTracer(str(self.ref.path), self.ref.source, tuple(self.ref.input.shape))
+        shape = tuple(self.ref.rows_of) if self.leads else tuple(self.ref.input.shape)
+        tracer = _LocatingTracer(str(self.ref.path), self.ref.source, shape, max(self.leads, 1))
         # Buffers as get_attr nodes, like parameters: otherwise fx runs an op on a buffer (a
         # view, say) at trace time and records its result as a constant the module lacks.
         tracer.proxy_buffer_attributes = True
@@ -2284,12 +2444,14 @@ class Tracer:
                 env[fx_node] = (_Marker("keywords", None) if fx_node in keywords
                                 else _Marker("extra_args", None) if fx_node in extra
                                 else _Marker("inputs", None) if str(fx_node.target).startswith("*")
-                                else self.input_marker)
+                                else _Marker("lead", self.input_marker) if self.leads else self.input_marker)
                 continue
             if fx_node.op == "output":
                 # (a tuple, list or dict of outputs: refused below, as anything but one tensor)
                 output = self._materialized(env[fx_node.args[0]], {})[0] \
                     if isinstance(fx_node.args[0], torch.fx.Node) else None
+                if self.leads:
+                    output = self._lead_output(output)
                 if isinstance(output, _Marker) and output.kind in ("indices", "broadcast", "filled"):
                     self._locate(fx_node.args[0])   # (the line that made it)
                     self.value(output)   # (refused, naming the indices)
@@ -2452,6 +2614,8 @@ class Tracer:
 
     def _finished(self, fx_node: torch.fx.Node, result):
         """An op's value as the module has it: without gradient where forward made it so."""
+        if isinstance(result, _Marker) and result.kind in ("lead", "lead_t") and fx_node.meta.get(NO_GRAD):
+            return _Marker(result.kind, self._without_gradient(result.payload))
         return self._without_gradient(result) if fx_node.meta.get(NO_GRAD) else result
 
     def _without_gradient(self, result):
@@ -2509,6 +2673,8 @@ class Tracer:
                 return None, False   # (y[mask] is a copy in torch: Tracer.masked_assign)
             if fn in VIEW_FUNCTIONS and (fn is not operator.getitem or tensor):
                 return first, False
+            if fn is getattr and index == "data":
+                return first, False   # (y.data: y's storage, as y.detach())
             if fn in _INPLACE_FLAG:
                 args = torch.fx.node.map_arg(fx_node.args, lambda n: None)
                 try:
@@ -2596,6 +2762,10 @@ class Tracer:
             self.env[receiver] = new
             return
         old = self.env[receiver]
+        if isinstance(old, _Marker) and old.kind == "lead" and isinstance(new, _Marker) and new.kind == "lead":
+            # (a value with the input's leading sizes written in place: its rows are, and every
+            # alias of them in either form)
+            old, new = old.payload, new.payload
         if not isinstance(old, _Id):
             raise self.refuse("an in-place op on a value kgen cannot write in place")
         if not isinstance(new, _Id):
@@ -2626,6 +2796,8 @@ class Tracer:
                                   "it; write the op out of place")
             if isinstance(v, _Id) and v == old:
                 updates[member] = new
+            elif isinstance(v, _Marker) and v.kind == "lead" and v.payload == old:
+                updates[member] = _Marker("lead", new)
             elif isinstance(v, _Marker) and v.kind == "unsqueezed" and v.payload == old:
                 updates[member] = _Marker("unsqueezed", new)
             elif isinstance(v, _Marker) and v.kind == "broadcast" and v.payload[0] == old:
@@ -2643,6 +2815,8 @@ class Tracer:
 
     def visit(self, fx_node: torch.fx.Node, args, kwargs):
         op = fx_node.op
+        if self.leads and any(isinstance(v, _Marker) and v.kind in ("lead", "lead_t") for v in _leaves((args, kwargs))):
+            return self._on_lead(fx_node, args, kwargs)
         if op in ("call_function", "call_method") and self._computes_a_weight(fx_node, args, kwargs):
             return _Marker("weight_expr", (fx_node, args, kwargs))
         return self._visit_op(fx_node, args, kwargs)
@@ -2824,7 +2998,8 @@ class Tracer:
             return self.prelu(args[0], self.attribute(f"{path}.weight"))
         known = (*ACTIVATION_MODULES, *COMPOSITE_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.Softmin,
                  nn.BatchNorm1d, nn.Dropout, nn.GroupNorm, nn.LayerNorm, nn.RMSNorm, nn.MaxPool1d, nn.AvgPool1d,
-                 nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d)
+                 nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d, nn.RReLU, nn.AlphaDropout, nn.FeatureAlphaDropout,
+                 nn.InstanceNorm1d)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
         if kind is nn.Identity or (kind is nn.Dropout and module.p == 0):
@@ -2867,6 +3042,12 @@ class Tracer:
                                       getattr(module, "return_indices", False))
         if kind is nn.Dropout:
             return self.dropout(args[0], module.p, module.training, path)
+        if kind is nn.RReLU:
+            return self.rrelu(args[0], module.lower, module.upper, module.training, path)
+        if kind in (nn.AlphaDropout, nn.FeatureAlphaDropout):
+            return self.alpha_dropout(args[0], module.p, module.training, path, kind is nn.FeatureAlphaDropout)
+        if kind is nn.InstanceNorm1d:
+            return self.instance_norm_module(args[0], path, module)
         raise self.refuse(f"the module {path} ({kind.__module__}.{kind.__name__}) is not supported")
 
     def _records_gradient(self, value) -> bool:
@@ -2945,7 +3126,7 @@ class Tracer:
         N = 1) is first made a per-row value: its max over the one feature, itself exactly."""
         if self.level(x) == "tile":
             assert self.out_features == 1, self.nodes[x]
-            x = self.reduce("max", x, 1, True)
+            x = self.reduce("max", x, -1, True)
         node = self.nodes[x]
         receiver = self.fx_node.args[0] if self.fx_node.args else None
         if (node.kind == "reduce" and x == len(self.nodes) - 1 and isinstance(receiver, torch.fx.Node)
@@ -2999,6 +3180,8 @@ class Tracer:
         runs at any batch, so the batch is no number the trace may bake in)."""
         if d == "M":
             return _Marker("batch", None)
+        if isinstance(d, _Marker):   # (a leading size of the input: Tracer._lead_shape)
+            return d
         self.sizes_read.append(self.where)   # (the number is baked in: Graph.sizes_read)
         return int(d)
 
@@ -3048,6 +3231,201 @@ class Tracer:
                               "values selected by the same mask (y[m] = 0.1 * y[m])")
         compare, lhs, rhs = mask
         return self.pointwise("where", [lhs, rhs, value, target], {"compare": compare})
+
+    # ---- an input of more dimensions traced with its leading sizes (Tracer.leads) ----------
+    # A value as the forward has it with the input's leading sizes, (B, S, ...): _Marker("lead",
+    # v), v its rows' value (M, ...), the IR's; _Marker("lead_t", v): its last two dimensions
+    # swapped (h.transpose(1, 2), (B, N, S)), which BatchNorm1d and W @ x.mT take.
+    def _lead_shape(self, v: _Marker) -> tuple:
+        """The shape of a lead value: the input's leading sizes (markers), then its rows' others."""
+        rows = self._shape_or_none(v.payload)
+        if rows is None:
+            raise self.refuse("a value with the input's leading sizes kgen has no shape for")
+        return (*(_Marker("lead_size", frozenset({i})) for i in range(self.leads)), *rows[1:])
+
+    def _lead_view(self, x, sizes: tuple, call: str):
+        """A view between a value's rows, (M, ...), and its form with the input's leading sizes,
+        (B, S, ...): x.view(B * S, D), x.reshape(-1, D), h.view(B, S, -1), h.view(*x.shape[:-1], -1)
+        (one size may be -1). Of the same elements in the same order (both contiguous), so the
+        IR's value is the rows' either way; any other view is refused."""
+        rows = x.payload if isinstance(x, _Marker) and x.kind == "lead" else x
+        own = self._shape_or_none(rows)
+        key = lambda d: ("lead", d.payload) if isinstance(d, _Marker) and d.kind == "lead_size" else (  # noqa: E731
+            "M" if isinstance(d, _Marker) and d.kind == "batch" else d)
+        target = tuple(key(d) for d in sizes)
+        leads = tuple(("lead", frozenset({i})) for i in range(self.leads))
+
+        def matches(want: tuple) -> bool:
+            if len(target) != len(want):
+                return False
+            differ = [i for i, (t, w) in enumerate(zip(target, want)) if t != w]
+            return not differ or (len(differ) == 1 and target[differ[0]] == -1)
+
+        if own is not None and matches(("M", *own[1:])):
+            return rows
+        if own is not None and matches((*leads, *own[1:])):
+            return _Marker("lead", rows)
+        def text(t) -> str:   # (a size as the forward reads it)
+            if t == "M" or isinstance(t, tuple):
+                return " * ".join(f"x.size({i})" for i in sorted(t[1] if isinstance(t, tuple) else range(self.leads)))
+            return repr(t)
+
+        rows_shown = f"({', '.join(text(d) for d in own)})" if own else "not known"
+        raise self.refuse(f"{call}({', '.join(text(t) for t in target)}) of a value whose rows are {rows_shown} (the input "
+                          f"is {tuple(self.ref.rows_of)}: kgen takes its rows, view(-1, N) / flatten(0, "
+                          f"{self.leads - 1}), and their view back to the input's leading sizes)")
+
+    def _lead_output(self, output):
+        """The forward's output where the input is traced with its leading sizes: a lead value is
+        its rows (the emitted forward reshapes them back, trace.rows_output); the rows themselves
+        returned (B * S, N) are refused, which kgen would give back in the leading sizes."""
+        if isinstance(output, _Marker) and output.kind == "lead":
+            return output.payload
+        if isinstance(output, _Id) and self.output_tail and self.output_tail[0] in WHOLE_REDUCTIONS.values():
+            return output   # (one number: x.sum() of the rows)
+        if isinstance(output, _Id) or (isinstance(output, _Marker) and output.kind in ("unsqueezed", "windows")):
+            raise self.refuse(f"the forward returns the rows of its {tuple(self.ref.rows_of)} input, (B * S, ...): kgen "
+                              "gives the output back in the input's leading sizes; view it back (h.view(B, S, -1))")
+        return output
+
+    def _rows_dim(self, dim, what: str):
+        """The dim an op of a lead value (_on_lead) is given, as the same op of its rows takes it:
+        the last dimension (-1, or rank - 1) is the rows' features, -1; any other (a leading size,
+        or any dim of a (B, S) value) is refused. Without leading sizes, dim itself."""
+        if not self.lead_rank or dim is None:
+            return dim
+        dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        if self.lead_rank > self.leads and all(type(d) is int and d in (-1, self.lead_rank - 1) for d in dims):
+            return type(dim)(-1 for _ in dims) if isinstance(dim, (tuple, list)) else -1
+        raise self.refuse(f"{what} over dim={dim!r} of a value of {self.lead_rank} dimensions, the input's leading sizes "
+                          "first (kgen computes on its rows: over the last dimension, dim=-1)")
+
+    def _on_lead(self, fx_node, args, kwargs):
+        """An op of values with the input's leading sizes (Tracer.leads): sizes, views to and from
+        the rows and the transpose of the last two dimensions here; any other op is the same op of
+        the rows (point-wise ops, the GEMM, ops over the last dimension: _rows_dim maps the dims
+        given), its result again with the leading sizes. Ops whose meaning depends on the other
+        dimensions (channels at dim 1, views and indexing) are refused."""
+        op, target = fx_node.op, fx_node.target
+        name = target if op == "call_method" else getattr(target, "__name__", str(target)) if op == "call_function" else ""
+        if op == "call_function" and target is getattr:
+            name = args[1]
+        if op == "call_module":
+            name = type(self.model.get_submodule(target)).__name__
+        first = args[0] if args else next(iter(kwargs.values()), None)
+        leads = [v for v in _leaves((args, kwargs)) if isinstance(v, _Marker) and v.kind in ("lead", "lead_t")]
+        if isinstance(first, _Marker) and first.kind == "lead" and self._shape_or_none(first.payload) is not None:
+            rank = len(self._lead_shape(first))
+            if name in ("size", "shape", "dim", "ndim", "ndimension"):
+                shape = self._lead_shape(first)
+                if name in ("dim", "ndim", "ndimension"):
+                    return len(shape)
+                if name == "size" and (args[1:] or kwargs):
+                    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+                    return self.visit_function(operator.getitem, (_Marker("shape", shape), dim), {})
+                return _Marker("shape", shape)
+            if name in ("view", "reshape"):
+                sizes = kwargs.get("shape", kwargs.get("size", args[1] if len(args) == 2 else args[1:]))
+                if isinstance(sizes, _Marker) and sizes.kind == "shape":
+                    sizes = sizes.payload
+                return self._lead_view(first, tuple(sizes) if isinstance(sizes, (tuple, list)) else (sizes,), name)
+            if name == "flatten":
+                a = self._bind(lambda input, start_dim=0, end_dim=-1: None, args, kwargs)
+                span = (a["start_dim"] % rank, a["end_dim"] % rank) if all(
+                    type(d) is int for d in (a["start_dim"], a["end_dim"])) else None
+                if span == (0, self.leads - 1):
+                    return first.payload   # (flatten(0, 1): the rows)
+                raise self.refuse(f"flatten({a['start_dim']!r}, {a['end_dim']!r}) of a value of {rank} dimensions, the "
+                                  f"input's leading sizes first (kgen takes flatten(0, {self.leads - 1}): its rows)")
+            if self._swaps_last_two(name, args, kwargs, rank) and (
+                    first.payload is self.input_marker or (isinstance(first.payload, _Id) and self.level(first.payload) == "tile")):
+                return _Marker("lead_t", first.payload)
+        if isinstance(first, _Marker) and first.kind == "lead_t":
+            if self._swaps_last_two(name, args, kwargs, self.leads + 1):
+                return _Marker("lead", first.payload)
+            if op == "call_module" and _torch_kind(self.model.get_submodule(target)) is nn.BatchNorm1d and len(args) == 1:
+                # BatchNorm1d of h.transpose(1, 2), (B, N, S): the N features are its channels, each
+                # normalized over B and S, the rows: BatchNorm1d of the rows
+                return _Marker("lead_t", self.batchnorm(first.payload, target, self.model.get_submodule(target)))
+        if (op == "call_function" and target in MATMUL_FUNCTIONS) or name in ("matmul", "__matmul__"):
+            w, x = (args + (None, None))[:2]
+            if isinstance(x, _Marker) and x.kind == "lead_t" and isinstance(w, _Marker) and w.kind in ("matrix", "matrix_t"):
+                # W @ x.mT of the input with its leading sizes: the GEMM's transpose, (B, N, S)
+                z = self.visit_function(torch.matmul, (w, _Marker("transposed", x.payload)), {})
+                return _Marker("lead_t", z.payload if isinstance(z, _Marker) else z)
+        if op == "call_function" and target is torch.einsum and isinstance(first, str):
+            return self._lead_einsum(args, kwargs)
+        swapped = {v.kind for v in leads} == {"lead_t"}   # (an op of transposed values alone)
+        if swapped and name in LEAD_SHAPE_OPS:
+            raise self.refuse(f"{name} of a value with the input's leading sizes and its last two dimensions swapped "
+                              "(kgen takes it in BatchNorm1d, the features as its channels, in element-wise ops, "
+                              "and transposed back)")
+        if name in LEAD_SHAPE_OPS or (not swapped and any(v.kind == "lead_t" for v in leads)):
+            raise self.refuse(f"{name} of a value with the input's leading sizes (the input is {tuple(self.ref.rows_of)}: "
+                              "kgen takes ops over its last dimension, and its rows, view(-1, N), and back)")
+        rows = [v for v in _leaves((args, kwargs)) if isinstance(v, _Id) and self.level(v) not in ("scalar", "col", "free")
+                or (isinstance(v, _Marker) and v.kind == "input")]
+        if rows:
+            raise self.refuse(f"{name} of a value with the input's leading sizes and one of its rows (B * S, ...) (torch "
+                              "broadcasts them otherwise, or refuses)")
+        unwrap = lambda v: v.payload if isinstance(v, _Marker) and v.kind in ("lead", "lead_t") else v  # noqa: E731
+        # (the operand a dim is of: the first whose shape is known, a value's, not a zeros_like's)
+        shaped = next((v for v in leads if self._shape_or_none(v.payload) is not None), leads[0])
+        rank = len(self._lead_shape(shaped))
+        # (no dim given to an op of a (B, S) value, or of a transposed one, is the rows' features)
+        rowflat = swapped or (isinstance(shaped.payload, _Id) and self.level(shaped.payload) == "rowflat")
+        kept, self.lead_rank = self.lead_rank, (self.leads if rowflat else rank)
+        first_node = len(self.nodes)
+        try:
+            result = self._visit_op(fx_node, *torch.fx.node.map_aggregate((args, kwargs), unwrap))
+        finally:
+            self.lead_rank = kept
+        if swapped and not (isinstance(result, _Id) and self.level(result) == "tile" and all(
+                n.kind in ("pointwise", "const") or (n.kind == "param" and n.level == "scalar") for n in self.nodes[first_node:])):
+            raise self.refuse(f"{name} of a value with its last two dimensions swapped (kgen takes it in BatchNorm1d, "
+                              "in element-wise ops with numbers, and transposed back)")
+        if isinstance(result, _Id) or (isinstance(result, _Marker) and result.kind in LEAD_VALUE_KINDS):
+            return _Marker("lead_t" if swapped else "lead", result)
+        if isinstance(result, _Marker) and result.kind in ("pair", "values_indices"):
+            return _Marker(result.kind, torch.fx.node.map_aggregate(
+                result.payload, lambda v: _Marker("lead", v) if isinstance(v, _Id) else v))
+        return result
+
+    def _swaps_last_two(self, name: str, args, kwargs, rank: int) -> bool:
+        """Whether the op swaps the last two dimensions of a value of `rank` (transpose(1, 2),
+        transpose(-1, -2), swapaxes, permute(0, 2, 1), .mT)."""
+        if name == "mT":
+            return True
+        rest = tuple(args[1:])
+        if name in ("transpose", "swapaxes", "swapdims") and len(rest) == 2 and not kwargs:
+            return all(type(d) is int for d in rest) and {d % rank for d in rest} == {rank - 2, rank - 1}
+        if name == "permute" and not kwargs:
+            dims = tuple(rest[0]) if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest
+            return all(type(d) is int for d in dims) and tuple(d % rank for d in dims) == (*range(rank - 2), rank - 1, rank - 2)
+        return False
+
+    def _lead_einsum(self, args, kwargs):
+        """torch.einsum whose first operand has the input's leading sizes ('bsi,oi->bso'): those
+        letters leading the operand and the output, and nowhere else, are its rows, '...'
+        (einsum_form: 'bsi,oi->bso' is '...i,oi->...o', the GEMM)."""
+        equation = args[0].replace(" ", "")
+        lhs, _, out = equation.partition("->")
+        terms = lhs.split(",")
+        lead = terms[0][:self.leads]
+        if len(terms) == 2 and "." not in equation and len(set(lead)) == self.leads and out.startswith(lead) \
+                and not set(lead) & set(terms[0][self.leads:] + terms[1] + out[self.leads:]):
+            equation = f"...{terms[0][self.leads:]},{terms[1]}->...{out[self.leads:]}"
+        operands = args[1:] if len(args) > 2 or not isinstance(args[1], (list, tuple)) else tuple(args[1])
+        if not operands or not (isinstance(operands[0], _Marker) and operands[0].kind == "lead") or \
+                any(isinstance(v, _Marker) and v.kind in ("lead", "lead_t") for v in operands[1:]):
+            raise self.refuse(f"torch.einsum({args[0]!r}, ...) of values with the input's leading sizes (kgen takes "
+                              "'bsi,oi->bso', the GEMM of the first operand's rows)")
+        kept, self.lead_rank = self.lead_rank, len(self._lead_shape(operands[0]))
+        try:
+            result = self.einsum((equation, operands[0].payload, *operands[1:]), kwargs)
+        finally:
+            self.lead_rank = kept
+        return _Marker("lead", result) if isinstance(result, _Id) else result
 
     def _on_masked(self, fx_node, args, kwargs):
         """An op on values selected by one mask (y[m], Tracer._mask_of): the op on the whole values,
@@ -3227,6 +3605,8 @@ class Tracer:
             sizes = sizes.payload
         if not isinstance(sizes, (tuple, list, torch.Size)):
             sizes = (sizes,)
+        if self.leads and any(isinstance(d, _Marker) and d.kind == "lead_size" for d in sizes):
+            return self._lead_view(x, tuple(sizes), name)
         target = tuple("M" if d == "M" or (isinstance(d, _Marker) and d.kind == "batch") else d for d in sizes)
         own = self._shape_or_none(x)
         shown = shape_text(tuple("batch" if d == "M" else d for d in own))
@@ -3286,6 +3666,11 @@ class Tracer:
                 and any(type(a) is int for a in args):
             # Sizes repeated: timm's drop_path, `(1,) * (x.ndim - 1)`.
             return tuple(args[0]) * args[1] if type(args[1]) is int else args[0] * tuple(args[1])
+        if fn is operator.mul and len(args) == 2 and all(isinstance(a, _Marker) and a.kind == "lead_size" for a in args) \
+                and not args[0].payload & args[1].payload:
+            # B * S of the input's leading sizes: their product, all of them the rows' number (the batch)
+            joined = args[0].payload | args[1].payload
+            return _Marker("batch", None) if len(joined) == self.leads else _Marker("lead_size", joined)
         if fn is operator.setitem:
             return self.masked_assign(*args)
         if fn is operator.getitem:
@@ -3337,6 +3722,10 @@ class Tracer:
                 # (a marker, not the dtype: x.to(x.dtype) follows the module's dtype, where
                 # x.to(torch.float32) names one: Tracer._fp32_cast)
                 return _Marker("dtype_of", self._dtype_of(target))
+            if name == "data":
+                # y.data / self.p.data: the tensor without its autograd history, sharing its
+                # storage, as .detach() (an alias for in-place ops: Tracer._aliasing)
+                return self.visit_method("detach", (target,), {})
             if name == "device" and self._dtype_of(target) is not None:
                 return _Marker("device", None)   # (taken by .to() only: the value's own device)
             if name == "shape" and self._known_shape(target) is not None:
@@ -3482,6 +3871,8 @@ class Tracer:
                 # `y * (self.c // 2)` of a buffer records nothing, and trains)
                 self.no_derivative.append(self.where)
             return self.by_number(BY_NUMBER_FUNCTIONS[fn], a["input"], a["other"])
+        if fn in (torch.ones, torch.zeros, torch.full):
+            return self.factory(fn, args, dict(kwargs))
         if fn in (torch.tensor, torch.as_tensor, torch.scalar_tensor):
             # torch.tensor(0.0, device=x.device, dtype=x.dtype) in forward (fx records the call,
             # its device being a traced value's): the number, as torch.tensor(0.0) is
@@ -3617,6 +4008,16 @@ class Tracer:
         if fn is F.dropout:
             a = self._bind(_dropout, args, kwargs)
             return self.dropout(a["input"], a["p"], a["training"], "")
+        if fn in (F.rrelu, torch.rrelu):
+            a = self._bind(_rrelu, args, kwargs)
+            return self.rrelu(a["input"], a["lower"], a["upper"], a["training"], "")
+        if fn in (F.alpha_dropout, F.feature_alpha_dropout):
+            a = self._bind(_alpha_dropout, args, kwargs)
+            if a["inplace"]:
+                raise self.refuse(f"{_public_name(fn)} with inplace=True; write it out of place")
+            return self.alpha_dropout(a["input"], a["p"], a["training"], "", fn is F.feature_alpha_dropout)
+        if fn in (F.instance_norm, torch.instance_norm):
+            return self.instance_norm(self._bind(_instance_norm, args, kwargs), _public_name(fn))
         if fn is torch.dropout:   # (what F.dropout calls: the same mask from the same draws)
             a = self._bind(_torch_dropout, args, kwargs)
             return self.dropout(a["input"], a["p"], a["train"], "")
@@ -3707,6 +4108,10 @@ class Tracer:
     def batchnorm(self, x, path: str, module: nn.BatchNorm1d, counts: bool = True) -> int:
         """BatchNorm1d `path` of x; `counts`: whether the forward adds one to its
         num_batches_tracked (the module does; F.batch_norm on its buffers does not)."""
+        if self.lead_rank:
+            raise self.refuse(f"BatchNorm1d of a value of {self.lead_rank} dimensions, the input's leading sizes first "
+                              "(torch's channels are then its dimension 1, not the features; kgen takes "
+                              "h.transpose(1, 2), the features as the channels, transposed back after)")
         x = self.value(x)
         if self.level(x) != "tile" and not self._tile_input(x):
             raise self.refuse(f"BatchNorm1d of {self._not_batch_features(x)}")
@@ -3826,6 +4231,9 @@ class Tracer:
         self._check_input(x)
         if not (isinstance(weight, _Marker) and weight.kind == "tensor"):
             raise self.refuse("prelu whose weight is not a parameter of the module")
+        if self.lead_rank and self._tensor(weight.payload).numel() > 1:
+            raise self.refuse(f"PReLU of one weight per channel of a value of {self.lead_rank} dimensions, the input's "
+                              "leading sizes first (torch's channels are then its dimension 1, not the features)")
         return self.pointwise("where", [x, 0.0, x, self.pointwise("mul", [weight, x])], {"compare": "gt"})
 
     def logical(self, op: str, args) -> _Marker:
@@ -3987,6 +4395,14 @@ class Tracer:
             return self._view(self_arg, name[:-3], (self._shape_or_none(rest[0]),), {})
         if name in ("view", "reshape") and self._shape_or_none(self_arg) is not None:
             return self._view(self_arg, name, rest, kwargs)
+        if name == "unflatten" and self.leads and self._shape_or_none(self_arg) is not None:
+            # h.unflatten(0, (B, S)) of the rows: back to the input's leading sizes
+            a = self._bind(lambda input, dim, sizes: None, args, kwargs)
+            own = self._shape_or_none(self_arg)
+            if a["dim"] not in (0, -len(own)) or not isinstance(a["sizes"], (tuple, list)):
+                raise self.refuse(f"unflatten({a['dim']!r}, {a['sizes']!r}) (kgen takes unflatten(0, ...) of the rows "
+                                  "into the input's leading sizes)")
+            return self._lead_view(self_arg, (*a["sizes"], *own[1:]), "unflatten")
         if name == "unsqueeze" and isinstance(self_arg, _Id) and self._feeds_the_output_only():
             a = self._bind(_unsqueeze, args, kwargs)
             level = self.level(self_arg)
@@ -4167,6 +4583,24 @@ class Tracer:
         raise self.refuse(f"the tensor method .{name}() is not supported")
 
 
+def _leaves(value) -> list:
+    """Every leaf of an fx argument structure (tuples, lists, dicts)."""
+    leaves: list = []
+    torch.fx.node.map_aggregate(value, lambda v: leaves.append(v) or v)
+    return leaves
+
+
+# Ops whose meaning depends on a value's dimensions other than the last: of a value with the input's
+# leading sizes, refused (Tracer._on_lead) where not taken there.
+LEAD_SHAPE_OPS = frozenset({"view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "expand", "expand_as",
+                            "repeat", "broadcast_to", "transpose", "permute", "t", "T", "mT", "swapaxes", "swapdims",
+                            "__getitem__", "getitem", "view_as", "reshape_as", "numel", "chunk", "split", "cat",
+                            "stack", "unbind", "movedim", "narrow", "select", "roll", "flip", "cumsum",
+                            "Flatten", "Unflatten", "new_zeros", "new_ones", "new_full", "new_empty"})
+# Markers an op of a lead value may give that are values of it again (with its leading sizes).
+LEAD_VALUE_KINDS = frozenset({"comparison", "input", "filled", "broadcast"})
+
+
 def _keeps_2d(rest, kwargs) -> bool:
     """Whether flatten's arguments (start_dim, end_dim) leave a 2-d tensor as it is: start 1 or -1."""
     start = rest[0] if rest else kwargs.get("start_dim", 0)
@@ -4270,8 +4704,36 @@ def trace(ref: Reference) -> Graph:
     if key not in _TRACES:
         if len(_TRACES) >= _TRACES_KEPT:
             del _TRACES[next(iter(_TRACES))]   # the oldest
-        _TRACES[key] = _trace(ref)
+        _TRACES[key] = _trace_either_way(ref)
     return copy.deepcopy(_TRACES[key])
+
+
+def lead_dims(ref: Reference) -> int:
+    """How many leading sizes an input of more dimensions, (..., K) (Reference.rows_of), has
+    before its one feature dimension: 0 for any other input (a (batch, K) one, or one the
+    module flattens into its features, Reference.feature_dims)."""
+    rows_of = getattr(ref, "rows_of", None)
+    return len(rows_of) - 1 if rows_of is not None and getattr(ref, "feature_dims", 1) == 1 else 0
+
+
+def _trace_either_way(ref: Reference) -> Graph:
+    """_trace of the module on its rows (an input of more dimensions, Reference.rows_of, as
+    x.reshape(-1, K)), and where that fails, with the input's leading sizes as the forward
+    reads them (Tracer.leads: `B, S, D = x.shape`, x.view(B * S, D), h.view(B, S, -1),
+    h.transpose(1, 2) into a BatchNorm1d, einsum('bsi,oi->bso')). The refusal said is the rows
+    trace's, unless that one failed where the forward cannot run on the rows at all (it reads
+    the input's other sizes): then the trace with them says what stopped it."""
+    try:
+        return _trace(ref)
+    except Unsupported as on_rows:
+        if not lead_dims(ref):
+            raise
+        try:
+            return _trace(ref, lead_dims(ref))
+        except Unsupported as with_leads:
+            said = str(on_rows)
+            raise (with_leads if "kgen traces the forward on its rows" in said or ROWS_FAILED in said
+                   else on_rows) from None
 
 
 def _meta_models(ref: Reference) -> tuple[nn.Module, nn.Module]:
@@ -4284,27 +4746,29 @@ def _meta_models(ref: Reference) -> tuple[nn.Module, nn.Module]:
         return model, ref.meta_model()
 
 
-def _trace(ref: Reference) -> Graph:
+def _trace(ref: Reference, leads: int = 0) -> Graph:
+    """`leads`: trace an input of more dimensions with its leading sizes (Tracer.leads)."""
     training, evaluating = _meta_models(ref)
-    tracer = Tracer(ref, training)
+    tracer = Tracer(ref, training, leads)
     graph = tracer.run()
     # A dropout active with the module in eval mode (F.dropout(x, p), or training=not
     # self.training) drops at random there too: nothing kgen can match. (Tracing is on the
     # meta device: the second trace costs milliseconds.)
-    evaluation = Tracer(ref, evaluating)
+    evaluation = Tracer(ref, evaluating, leads)
     evaluation.model.eval()
     evaluated = evaluation.run()
     for d in evaluation.dropouts:
-        raise Unsupported(f"{ref.path}: line {d['line']}: `{d['text']}`: dropout with p={d['p']:g} "
-                          "is active in eval mode (pass training=self.training); kgen does not "
-                          "reproduce torch's random mask")
+        dropout = d["name"].startswith("Dropout(")
+        what, drawn = (f"dropout with p={d['p']:g}", "torch's random mask") if dropout else (d["name"], d["why"])
+        raise Unsupported(f"{ref.path}: line {d['line']}: `{d['text']}`: {what} "
+                          f"is active in eval mode (pass training=self.training); kgen does not reproduce {drawn}")
     # A forward that branches on self.training (fx bakes the branch in): the two modes' IRs
     # differ where no dropout explains it, and one emitted forward cannot be both. Where a dropout
     # is active in training mode, its mask is no such difference: the training mode's IR is
     # compared with the dropouts taken as the identity (a third trace).
     trained = graph
     if tracer.dropouts:
-        plain = Tracer(ref, ref.meta_model())
+        plain = Tracer(ref, ref.meta_model(), leads)
         plain.dropout_is_identity = True
         trained = plain.run()
     if trained.describe() != evaluated.describe():
@@ -4317,7 +4781,7 @@ def _trace(ref: Reference) -> Graph:
         owner, attr, answer, other = ENVIRONMENT_QUERIES[name]
         if other == answer:
             continue
-        flipped = Tracer(ref, ref.meta_model())
+        flipped = Tracer(ref, ref.meta_model(), leads)
         flipped.dropout_is_identity = True
         flipped.other_answers = frozenset({name})
         if flipped.run().describe() != trained.describe():
@@ -4327,7 +4791,10 @@ def _trace(ref: Reference) -> Graph:
                               f"where that is {other} than where it is {answer}, and kgen emits one forward for "
                               f"every case{why}")
     graph.dropouts = tracer.dropouts
-    if getattr(ref, "rows_of", None) is not None:
+    graph.leads = leads
+    if leads:
+        _check_leads(ref, graph)
+    elif getattr(ref, "rows_of", None) is not None:
         _check_rows(ref, graph)
     refuse_running_buffer_reads(graph, ref)
     graph.fp32_casts = casts_that_stay_fp32(ref, tracer.fp32_casts)
@@ -4574,7 +5041,7 @@ def hyperparameters_read(ref: Reference, graph: Graph) -> list[tuple[str, object
             owner = _setting_owner(model.get_submodule(path), steps)
             kept = _get_setting(owner, steps[-1])
             _set_setting(owner, steps[-1], other)
-            tracer = Tracer(ref, model)
+            tracer = Tracer(ref, model, getattr(graph, "leads", 0))
             try:
                 moved = _fingerprint(tracer.run(), tracer.dropouts)
             except Exception:  # noqa: BLE001 - a value the module (or kgen) refuses: the trace read it
@@ -4650,6 +5117,64 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
         raise Unsupported(f"{where}, and this module {why}; give kgen a (batch, {k}) input{flatten_hint}")
 
 
+def _check_leads(ref: Reference, graph: Graph) -> None:
+    """A module traced with its input's leading sizes (Tracer.leads): the trace took each op as
+    the same op of the rows, and ops over other dimensions are refused there; as rows_differ
+    does for a trace on the rows, this runs it: the IR on the rows against the module on the
+    input, on the CPU in fp64, at small leading sizes and at each with one of them 1, built as
+    get_init_inputs() builds it and with its parameters moved at random, in training and in
+    eval mode (buffers as the module leaves them)."""
+    shape = ref.rows_of
+    k = int(shape[-1])
+    where = (f"{ref.path}: the input is (..., {k}) (shape {shape}) and the forward reads its leading sizes; kgen "
+             f"traced it as the same module on its rows, x.reshape(-1, {k})")
+    meta = ref.meta_model()
+    elements = sum(t.numel() for t in (*meta.parameters(), *meta.buffers()))
+    if elements > ROWS_CHECK_MAX_ELEMENTS:
+        raise Unsupported(f"{where}, which it checks by running the module on the CPU: {elements:,} elements of "
+                          f"parameters and buffers are too many for that (at most {ROWS_CHECK_MAX_ELEMENTS:,})")
+    base = [2, 3] + [2] * (len(shape) - 3)
+    leads = [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
+    at_dim = rows_at(graph)
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=devices):
+        try:
+            torch.manual_seed(0)
+            with torch.device("cpu"):
+                model = ref.Model(*ref.init_args()).double()
+            for weights in ("as built", "moved at random"):
+                if weights != "as built":
+                    with torch.no_grad():
+                        for p in model.parameters():
+                            if p.is_floating_point():
+                                p.add_(torch.randn_like(p) * (0.5 * (p.abs().mean().item() or 1.0)))
+                for lead in leads:
+                    x = torch.randn(*lead, k, dtype=torch.float64)
+                    for training in ((False,) if graph.dropouts else (True, False)):
+                        model.train(training)
+                        twin = copy.deepcopy(model)
+                        with torch.no_grad():
+                            whole = model(x.clone())
+                            rows = rows_output(graph.interpret(x.reshape(-1, k), twin), lead, at_dim)
+                        at = f"in {'training' if training else 'eval'} mode, on a {tuple(x.shape)} input, parameters {weights}"
+                        if whole.shape != rows.shape or not torch.allclose(whole, rows, rtol=1e-9, atol=1e-12, equal_nan=True):
+                            differ = ("" if whole.shape != rows.shape else
+                                      f", by up to {(whole - rows).abs().max().item():.2g}")
+                            raise Unsupported(f"{where}, and the module computes otherwise ({at}: its output "
+                                              f"{tuple(whole.shape)}, the trace's {tuple(rows.shape)}{differ}: an op over "
+                                              "another dimension than the last?); give kgen a (batch, "
+                                              f"{k}) input")
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001 - the module failing on the input is the reason
+            raise Unsupported(f"{where}, and checking that failed ({type(e).__name__}: {str(e)[:200]})") from None
+
+
+# How rows_differ says the module failed on its rows (a forward that reads the input's other sizes),
+# where _trace_either_way takes the trace with the leading sizes' refusal as the one to show.
+ROWS_FAILED = "on its rows"
+
+
 def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -> str | None:
     """Why the module does not compute on an input of `rank` dimensions, (..., *features), as on
     its rows, x.reshape(-1, K) with the output reshaped back (rows_output, the rows at its
@@ -4672,6 +5197,7 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
         # BatchNorm cannot take it. Two batches, of 2 and 3.
         leads = [(2,), (3,)]
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    way = "built"   # (which way failed, for the message: the module on its rows is the trace's question)
     with torch.random.fork_rng(devices=devices):
         try:
             torch.manual_seed(0)
@@ -4689,7 +5215,7 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
                     x = torch.randn(*lead, *features, dtype=torch.float64)
                     for training in (True, False):
                         outs = []
-                        for value in (x, x.reshape(-1, k)):
+                        for way, value in (("on the input", x), (ROWS_FAILED, x.reshape(-1, k))):
                             with torch.no_grad():
                                 for name, b in model.named_buffers():
                                     b.copy_(buffers[name])
@@ -4707,7 +5233,7 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
                                     f"{(whole - rows).abs().max().item():.2g}: an op over another dimension "
                                     "than the last?)")
         except Exception as e:  # noqa: BLE001 - the module failing one way is the reason
-            return f"fails one of the two ways ({type(e).__name__}: {str(e)[:200]})"
+            return f"fails one of the two ways ({way}, {type(e).__name__}: {str(e)[:200]})"
     return None
 
 

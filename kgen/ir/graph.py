@@ -262,6 +262,10 @@ class Graph:
     # identity in eval mode; in training mode a `mask` node reproduces torch's mask where
     # "reproduced" (a dropout of an (M, N) value), else the emitted forward refuses training mode.
     dropouts: list = dataclasses.field(default_factory=list)
+    # How many leading sizes of an input of more dimensions the forward read, traced with them
+    # (trace.Tracer.leads; 0: traced on its rows, or a (batch, K) input): its IR is the rows' all
+    # the same, the forward's views between the two forms taken as the identity they are.
+    leads: int = 0
     # Casts to float32 the forward names ((line, text): x.float(), softmax(dtype=torch.float32)):
     # no-ops in an fp32 module; in a bf16 / fp16 one torch computes on in float32, which kgen's
     # 16-bit build does not, so such a module's file runs fp32 modules only. (line, text, why):

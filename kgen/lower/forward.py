@@ -366,11 +366,11 @@ class Lowered:
 
     def summary(self) -> list[str]:
         lines = [f"rewrite:   {r}" for r in self.rewrites]
-        lines += [f"dropout:   Dropout(p={d['p']:g}), line {d['line']}: the identity in eval mode; "
+        lines += [f"dropout:   {d['name']}, line {d['line']}: {d['in_eval']} in eval mode; "
                   + ("in training mode the forward draws torch's own mask (F.dropout of ones, the "
                      "same RNG stream) and the epilogue multiplies by it"
                      if d.get("reproduced") else
-                     "forward raises in training mode (torch's random mask is not reproduced)")
+                     f"forward raises in training mode ({d['why']}: not reproduced)")
                   for d in (self.traced.dropouts if self.traced else [])]
         if any(n.kind == "input" for n in self.tail):
             lines.append("input:     the module's input is read again, per element, by the broadcast tail")

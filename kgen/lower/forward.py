@@ -522,8 +522,7 @@ def row_width(graph: Graph, level: str) -> str:
     """The number of columns of a value at `level` as an expression in N (C and Python alike:
     N is non-negative, so C's / is Python's //)."""
     if level == "pooled":
-        pool = graph.pool
-        return f"(N - {pool.attrs['kernel']}) / {pool.attrs['stride']} + 1"
+        return graph.pooled_width_code()
     return {"tile": "N", "row": "1", "rowflat": "1"}[level]
 
 

@@ -1,0 +1,108 @@
+"""Gated units (GLU, SwiGLU, GEGLU) of one Linear's output halves (CPU): the two halves of a
+(batch, N) value as chunk / split / narrow / slicing / F.glu / nn.GLU write them, each a (batch, N / 2)
+value (a `half` node, as a pooled one), traced into the IR and checked against the module (check_taken:
+fp64 output, buffers and gradients through graph_vjp, and bf16 / fp16 against fp64); what is not a
+half refused in one line; the emitted file's kernels compiled by nvcc."""
+
+import pytest
+
+from kgen.frontend.trace import trace
+from kgen.ir.graph import Unsupported
+from test_spellings_probe60_users import R3, check_taken, reference, source
+
+L = "self.fc = nn.Linear(in_features, out_features)"
+# How the two halves of h = self.fc(x) are taken: body lines that leave them in `a` and `b`.
+SPLITS = {
+    "chunk(2, dim=-1)": "a, b = self.fc(x).chunk(2, dim=-1)",
+    "torch.chunk(h, 2, 1)": "h = self.fc(x)\na, b = torch.chunk(h, 2, 1)",
+    "chunk(2, -1)[i]": "h = self.fc(x)\na = h.chunk(2, -1)[0]\nb = h.chunk(2, -1)[-1]",
+    "split(N // 2, dim=-1)": "h = self.fc(x)\na, b = h.split(h.shape[-1] // 2, dim=-1)",
+    "torch.split(h, [P, P], -1)": "h = self.fc(x)\nP = h.size(-1) // 2\na, b = torch.split(h, [P, P], -1)",
+    "h[:, :P], h[:, P:]": "h = self.fc(x)\nP = h.shape[1] // 2\na, b = h[:, :P], h[:, P:]",
+    "h[..., :P], h[..., P:]": "h = self.fc(x)\nP = h.shape[-1] // 2\na, b = h[..., :P], h[..., P:]",
+    "narrow": "h = self.fc(x)\nP = h.shape[-1] // 2\na, b = h.narrow(-1, 0, P), torch.narrow(h, -1, P, P)",
+}
+GATES = {
+    "silu(a) * b (SwiGLU)": "x = F.silu(a) * b",
+    "gelu(b) * a (GEGLU)": "x = F.gelu(b) * a",
+    "a * sigmoid(b) (GLU)": "x = a * torch.sigmoid(b)",
+    "relu(a) * b (ReGLU)": "x = torch.relu(a) * b",
+}
+
+
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("gate", GATES)
+def test_gates(tmp_path, split, gate):
+    ref = reference(tmp_path, source(L, f"{SPLITS[split]}\n{GATES[gate]}", args="16, 32"))
+    graph = trace(ref)
+    assert [n.attrs["half"] for n in graph.halves] == [0, 1]
+    assert graph.output_level() == "pooled"
+    check_taken(ref, graph)
+
+
+# Whole modules: glu's own spellings, halves of a point-wise value, ops after the gate (a row
+# reduction, a norm, a softmax, a second Linear: a chain), a (batch, tokens, K) input.
+MODULES = {
+    "F.glu(h, -1)": (L, "x = F.glu(self.fc(x), -1)", (8, 16)),
+    "F.glu(h, dim=1) of a bias-free Linear": ("self.fc = nn.Linear(in_features, out_features, bias=False)",
+                                             "x = F.glu(self.fc(x), dim=1)", (8, 16)),
+    "nn.GLU()": (f"{L}\nself.glu = nn.GLU()", "x = self.glu(self.fc(x))", (8, 16)),
+    "nn.Sequential(Linear, GLU)": ("self.net = nn.Sequential(nn.Linear(in_features, out_features), nn.GLU(dim=-1))",
+                                   "x = self.net(x)", (8, 16)),
+    "halves of a point-wise value": (L, "h = self.fc(x) * 0.5 + 1.0\na, b = h.chunk(2, -1)\nx = torch.tanh(a) * b", (8, 16)),
+    "halves of two values": (L, "h = self.fc(x)\nP = h.shape[1] // 2\nx = F.silu(h)[:, :P] * h[:, P:]", (8, 16)),
+    "one half used twice, the other once": (L, "a, b = self.fc(x).chunk(2, -1)\nx = a * a + torch.sigmoid(b) * a", (8, 16)),
+    "one half alone": (L, "a, b = self.fc(x).chunk(2, -1)\nx = F.relu(b)", (8, 16)),
+    "gate then a row softmax": (L, "a, b = self.fc(x).chunk(2, -1)\nx = torch.softmax(F.silu(a) * b, dim=-1)", (8, 16)),
+    "gate then RMS by hand": (f"{L}\nself.g = nn.Parameter(torch.rand(out_features // 2) + 0.5)",
+                              "a, b = self.fc(x).chunk(2, -1)\nx = F.silu(a) * b\n"
+                              "x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)", (8, 16)),
+    "gate then a row sum": (L, "a, b = self.fc(x).chunk(2, -1)\nx = (F.gelu(a) * b).sum(-1)", (8, 16)),
+    "gate, scalar parameter": (f"{L}\nself.s = nn.Parameter(torch.tensor(0.7))",
+                               "a, b = self.fc(x).chunk(2, -1)\nx = F.silu(a * self.s) * b", (8, 16)),
+    "SwiGLU MLP (a second Linear)": (f"{L}\nself.out = nn.Linear(out_features // 2, in_features)",
+                                     "a, b = self.fc(x).chunk(2, -1)\nx = self.out(F.silu(a) * b)", (8, 16)),
+    "SwiGLU MLP on tokens": (f"{L}\nself.out = nn.Linear(out_features // 2, in_features)",
+                             "a, b = self.fc(x).chunk(2, dim=-1)\nx = self.out(F.silu(a) * b)", R3),
+    "GEGLU on tokens, then LayerNorm by a second part": (
+        f"{L}\nself.out = nn.Linear(out_features // 2, in_features)\nself.norm = nn.LayerNorm(in_features)",
+        "h = self.fc(x)\na, b = h[..., :h.shape[-1] // 2], h[..., h.shape[-1] // 2:]\nx = self.norm(self.out(a * F.gelu(b)))", R3),
+    "a Linear, then a gated one": ("self.inp = nn.Linear(in_features, in_features)\n" + L,
+                                   "x = F.glu(self.fc(torch.relu(self.inp(x))))", (8, 16)),
+    "BatchNorm before the halves": (f"{L}\nself.bn = nn.BatchNorm1d(out_features)",
+                                    "a, b = self.bn(self.fc(x)).chunk(2, -1)\nx = F.silu(a) * b", (8, 16)),
+    "dropout after the gate": (f"{L}\nself.drop = nn.Dropout(0.0)",
+                               "a, b = self.fc(x).chunk(2, -1)\nx = self.drop(F.silu(a) * b)", (8, 16)),
+}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_modules(tmp_path, name):
+    init, body, shape = MODULES[name]
+    ref = reference(tmp_path, source(init, body, shape=shape, args="16, 32"))
+    check_taken(ref, trace(ref))
+
+
+# Not halves, or halves kgen does not take: one line naming the op.
+REFUSED = {
+    "chunk(3)": ("x, _, _ = self.fc(x).chunk(3, -1)", "chunk(3)"),
+    "chunk over the batch": ("a, b = self.fc(x).chunk(2, 0)\nx = a * b", "halves the features"),
+    "a third of the columns": ("h = self.fc(x)\nx = h[:, :8]", "selects elements"),
+    "split into unequal parts": ("a, b = self.fc(x).split([10, 22], -1)\nx = a", "split([10, 22])"),
+    "an odd width": ("a, b = self.fc(x).chunk(2, -1)\nx = a", "odd"),
+    "halves of a pooled value": ("h = F.max_pool1d(self.fc(x).unsqueeze(1), 2).squeeze(1)\na, b = h.chunk(2, -1)\nx = a * b",
+                                 "halves a (batch, features) value"),
+    "a pooling of a half": ("a, b = self.fc(x).chunk(2, -1)\nx = F.avg_pool1d(a.unsqueeze(1), 2).squeeze(1)",
+                            "a second pooling"),
+    "a half and a tile value together": ("h = self.fc(x)\na, b = h.chunk(2, -1)\nx = a * h", "another width"),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_refused(tmp_path, name):
+    body, words = REFUSED[name]
+    ref = reference(tmp_path, source(L, body, args="16, 31" if name == "an odd width" else "16, 32"))
+    with pytest.raises(Unsupported, match="line") as e:
+        trace(ref)
+    assert words in str(e.value), str(e.value)
+    assert "\n" not in str(e.value).split("kgen synthesizes")[0]

@@ -5,10 +5,18 @@ fp64 output, buffers and gradients through graph_vjp, and bf16 / fp16 against fp
 half refused in one line; the emitted file's kernels compiled by nvcc."""
 
 import pytest
+import torch
 
+from conftest import module_source
+from kgen.frontend.problems import graph as part_graph
 from kgen.frontend.trace import trace
 from kgen.ir.graph import Unsupported
+from kgen.lower.forward import STAGE2_ROWS, lower
+from test_backward_host import GXX, check_row_kernel
+from test_group_norm_host import build_row_function, oracle_case, row_main, run_row_function
 from test_spellings_probe60_users import R3, check_taken, reference, source
+
+needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ not on PATH")
 
 L = "self.fc = nn.Linear(in_features, out_features)"
 # How the two halves of h = self.fc(x) are taken: body lines that leave them in `a` and `b`.
@@ -106,3 +114,57 @@ def test_refused(tmp_path, name):
         trace(ref)
     assert words in str(e.value), str(e.value)
     assert "\n" not in str(e.value).split("kgen synthesizes")[0]
+
+
+# ---- the row kernels on the host (g++, CUDA's block emulated: tests/test_group_norm_host.py,
+# tests/test_backward_host.py) ---------------------------------------------------------------
+# Gates as a part's epilogue after `x = self.gemm(x)` (conftest.module_source): the halves, each one's
+# point-wise ops, ops after the gate that need the row (a softmax, a sum, an RMS), a one-element
+# parameter on the halves.
+HOST = {
+    "swiglu": ("a, b = x.chunk(2, dim=-1)\nx = F.silu(a) * b", {}),
+    "geglu_of_scaled": ("h = x * 0.5\nx = h[:, :h.shape[1] // 2] * F.gelu(h[:, h.shape[1] // 2:])", {}),
+    "glu_softmax": ("x = torch.softmax(F.glu(x, -1) * 3.0, dim=1)", {}),
+    "halves_of_two_values_sum": ("P = x.shape[1] // 2\nx = (torch.tanh(x)[:, :P] * x[:, P:]).sum(1, keepdim=True)", {}),
+    "halves_scalar_param_rms": ("a, b = x.chunk(2, -1)\nx = F.silu(a * self.s) * b\n"
+                                "x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)",
+                                {"s": "nn.Parameter(torch.rand(1) + 0.5)"}),
+    # (the second half taken after the first one's softmax: two passes of halves, a reduction between)
+    "second_half_after_a_softmax": ("P = x.shape[1] // 2\nr = torch.softmax(x[:, :P] * self.s, dim=1)\nx = r * x[:, P:] * self.s",
+                                    {"s": "nn.Parameter(torch.rand(1) + 0.5)"}),
+    "half_reduced_then_gated": ("a, b = x.chunk(2, -1)\nx = torch.softmax(a, dim=1) * torch.sigmoid(b) + b.mean(1, keepdim=True)", {}),
+}
+
+
+def _host_ref(tmp_path, name: str, width: int) -> str:
+    body, params = HOST[name]
+    ref = tmp_path / f"{name}.py"
+    ref.write_text(module_source(body, params, width))
+    return str(ref)
+
+
+@needs_gxx
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "uncached"])
+@pytest.mark.parametrize("name", HOST)
+def test_the_forward_row_function_computes_the_gate(name, cached, tmp_path):
+    """EvalStage2's row function (the GEMM stores S; the halves read it at j and j + N / 2) against
+    the module in fp64, its rows cached in shared memory and not."""
+    m, k, n = 3, 8, 64
+    ref = _host_ref(tmp_path, name, n)
+    low = lower(part_graph(ref, m, k, n).parts[0], False, False)
+    assert low.eval.stage2 == STAGE2_ROWS and low.graph.halves
+    assert low.output_width == ("N / 2" if low.output_level == "pooled" else "1")
+    exe = build_row_function(low.eval.stage2_cuda, row_main("true, float, false", "false, float, false"),
+                             tmp_path / "rows")
+    s, operands, expected = oracle_case(ref, low, low.eval.stored, m, k, n)
+    out = run_row_function(exe, cached, s, operands, expected.shape[1] if expected.dim() > 1 else 1)
+    out = out.reshape(expected.shape).double()
+    assert torch.allclose(out, expected, atol=2e-6, rtol=1e-5), (out - expected).abs().max().item()
+
+
+@needs_gxx
+@pytest.mark.parametrize("name", HOST)
+def test_the_backward_row_kernel_sends_each_half_its_gradient(name, tmp_path):
+    """BackwardRows (the halves' pass keeps each half's gradient at its columns; the last pass reads
+    it at n and n - N / 2) against torch.autograd of the module: dL/dz, and the parameters'."""
+    check_row_kernel(_host_ref(tmp_path, name, 1024), tmp_path, training=False)

@@ -7,7 +7,10 @@ half refused in one line; the emitted file's kernels compiled by nvcc."""
 import pytest
 import torch
 
-from conftest import module_source
+from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_check
+from kgen.codegen import generator
+from kgen.lower import backward
+from kgen.tune.spec import Spec, Tile
 from kgen.frontend.problems import graph as part_graph
 from kgen.frontend.trace import trace
 from kgen.ir.graph import Unsupported
@@ -168,3 +171,45 @@ def test_the_backward_row_kernel_sends_each_half_its_gradient(name, tmp_path):
     """BackwardRows (the halves' pass keeps each half's gradient at its columns; the last pass reads
     it at n and n - N / 2) against torch.autograd of the module: dL/dz, and the parameters'."""
     check_row_kernel(_host_ref(tmp_path, name, 1024), tmp_path, training=False)
+
+
+# ---- lowering of every module above, and nvcc ---------------------------------------------------
+def _module_file(folder, name: str):
+    init, body, shape = MODULES[name]
+    path = folder / "glu_module.py"
+    path.write_text(source(init, body, shape=shape, args="16, 32"))
+    return path
+
+
+def _spec(name: str, folder, backend: str = "wgmma") -> Spec:
+    """The module's spec at its own workload (a chain's last GEMM gives 16 features)."""
+    out = 16 if "Linear(out_features // 2" in MODULES[name][0] else 32
+    tile = Tile(128, 128, 32, 16, 128, stages=4) if backend == "wgmma" else Tile(128, 128, 32, 64, 32, stages=3)
+    return Spec.of(str(_module_file(folder, name)), 8, 16, out, math="tf32x3", backend=backend, fusion=1, tile=tile)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_lowers_with_a_backward(tmp_path, name):
+    """Each part renders (forward row kernel, BackwardRows) and has a backward kernel: nothing the
+    halves bring is left to raise at backward()."""
+    spec = _spec(name, tmp_path)
+    source_text = generator.render_cuda_source(spec)
+    assert "half 1 of %" in source_text or "half 0 of %" in source_text
+    for part in spec.graph().parts:
+        assert backward.unsupported(lower(part, False, False)) is None
+
+
+COMPILED = [("gate then a row softmax", "wgmma"), ("BatchNorm before the halves", "kgen"),
+            ("SwiGLU MLP (a second Linear)", "wgmma")]
+
+
+@nvcc_prefetch(lambda p: sm90a_check(generator.render_cuda_source(_spec(p["name"], prefetch_dir("glu", p), p["backend"]))))
+@pytest.mark.parametrize("name, backend", COMPILED, ids=["softmax_wgmma", "batchnorm_mma", "chain_wgmma"])
+def test_the_gated_kernels_compile(name, backend):
+    from test_compile import NVCC, SM90A, compile_check, spills
+
+    source_text = generator.render_cuda_source(_spec(name, prefetch_dir("glu", {"name": name, "backend": backend}), backend))
+    assert "pool[1 * (N / 2) + j]" in source_text   # (the backward keeps the second half's gradient)
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    assert spills(compile_check(source_text, (SM90A,))) == []

@@ -68,6 +68,12 @@ MODULES = {
     "gate then RMS by hand": (f"{L}\nself.g = nn.Parameter(torch.rand(out_features // 2) + 0.5)",
                               "a, b = self.fc(x).chunk(2, -1)\nx = F.silu(a) * b\n"
                               "x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)", (8, 16)),
+    "gate then nn.RMSNorm": (f"{L}\nself.norm = nn.RMSNorm(out_features // 2, eps=1e-6)",
+                             "a, b = self.fc(x).chunk(2, -1)\nx = self.norm(F.silu(a) * b)", (8, 16)),
+    "gate then F.normalize": (L, "x = F.normalize(F.glu(self.fc(x)), dim=-1)", (8, 16)),
+    "gate then a LayerNorm written out": (L, "x = F.glu(self.fc(x))\n"
+                                          "x = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-5)",
+                                          (8, 16)),
     "gate then a row sum": (L, "a, b = self.fc(x).chunk(2, -1)\nx = (F.gelu(a) * b).sum(-1)", (8, 16)),
     "gate, scalar parameter": (f"{L}\nself.s = nn.Parameter(torch.tensor(0.7))",
                                "a, b = self.fc(x).chunk(2, -1)\nx = F.silu(a * self.s) * b", (8, 16)),
@@ -105,6 +111,7 @@ REFUSED = {
                                  "halves a (batch, features) value"),
     "a pooling of a half": ("a, b = self.fc(x).chunk(2, -1)\nx = F.avg_pool1d(a.unsqueeze(1), 2).squeeze(1)",
                             "a second pooling"),
+    "nn.LayerNorm of the gate": ("x = F.glu(self.fc(x))\nx = F.layer_norm(x, x.shape[-1:])", "LayerNorm of a pooled"),
     "a half and a tile value together": ("h = self.fc(x)\na, b = h.chunk(2, -1)\nx = a * h", "another width"),
 }
 

@@ -401,8 +401,8 @@ SUPPORTED = (
     ("halves (GLU)", "the two halves of a (batch, features) value over its features, of an even width N: "
      "chunk(2, dim=-1), split(N // 2, dim=-1), narrow(-1, 0 or N // 2, N // 2), h[:, :N // 2] / "
      "h[..., N // 2:], F.glu / nn.GLU (a * sigmoid(b)); each half a (batch, N / 2) value, as a pooled one "
-     "(SwiGLU silu(a) * b, GEGLU gelu(b) * a, then any op of the kinds here, a norm, a softmax, a second "
-     "Linear); not with a pooling in the same part"),
+     "(SwiGLU silu(a) * b, GEGLU gelu(b) * a, then point-wise ops, row reductions, a softmax, RMSNorm, "
+     "F.normalize, a second Linear); not with a pooling in the same part"),
     ("views", "order-keeping views of parameters (view, reshape, unsqueeze, squeeze, t of an (N, 1) one); "
      "clone/detach, flatten(1) of a (batch, features) value; views of a value to its own shape "
      "(x.view(x.size(0), -1), x.reshape(-1, N)) and between (batch, 1) and (batch,) (unsqueeze(1), "
@@ -1782,6 +1782,10 @@ class Tracer:
     def layer_norm(self, x, normalized_shape: tuple, weight, bias, eps, affine_fp32: bool = False) -> int:
         """LayerNorm over the N features of each row: GroupNorm with one group (the same mean,
         biased variance, eps and per-feature affine; one kernel path, one backward)."""
+        if isinstance(x, _Id) and self.level(x) == "pooled":
+            raise self.refuse(f"LayerNorm of {LEVEL_WORDS['pooled']} (GLU's halves, a pooling): kgen's LayerNorm "
+                              "normalizes a (batch, features) value of the GEMM's width; RMSNorm and F.normalize "
+                              "of it are taken, and a LayerNorm written out with mean and var")
         if normalized_shape != (self.out_features,):
             whole = len(normalized_shape) == 1 and isinstance(normalized_shape[0], _Marker)
             shown = ("the value's whole shape (y.shape: one mean and variance over the batch too)" if whole
@@ -1797,8 +1801,11 @@ class Tracer:
     def rms_norm(self, x, normalized_shape: tuple, weight: str | None, eps) -> int:
         """RMSNorm over the N features of each row, as ATen's rms_norm writes it: x rsqrt(mean(x^2)
         + eps), times the weight; eps None is float32's epsilon (ATen's opmath epsilon)."""
-        if tuple(normalized_shape) != (self.out_features,):
-            raise self.refuse(f"RMSNorm over {tuple(normalized_shape)} after a GEMM of {self.out_features} "
+        # (of a pooled value, GLU's halves or a pooling: over its P features, a (P,) weight)
+        width = self.shape_of(x)[1] if isinstance(x, _Id) and self.level(x) == "pooled" else self.out_features
+        if tuple(normalized_shape) != (width,):
+            of = f"a pooled value of {width}" if width != self.out_features else f"after a GEMM of {width}"
+            raise self.refuse(f"RMSNorm over {tuple(normalized_shape)} {of} "
                               "features (kgen normalizes each row's features: normalized_shape (N,))")
         eps = torch.finfo(torch.float32).eps if eps is None else eps
         if not _is_number(eps):
@@ -1833,7 +1840,7 @@ class Tracer:
         computes it (the norm, clamped below, then a division); p = 2, 1 or inf."""
         if dim not in (1, -1):
             raise self.refuse(f"F.normalize with dim={dim!r} (kgen takes dim 1)")
-        if self.level(self.value(x)) != "tile" and not self._tile_input(self.value(x)):
+        if self.level(self.value(x)) not in ("tile", "pooled") and not self._tile_input(self.value(x)):
             raise self.refuse(f"F.normalize of {self._not_batch_features(self.value(x))}")
         if p == 2:   # (the norm in float32 inside, rounded once: Tracer._internal_upcast)
             h, upcast = self._internal_upcast(x)

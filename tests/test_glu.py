@@ -2,19 +2,22 @@
 (batch, N) value as chunk / split / narrow / slicing / F.glu / nn.GLU write them, each a (batch, N / 2)
 value (a `half` node, as a pooled one), traced into the IR and checked against the module (check_taken:
 fp64 output, buffers and gradients through graph_vjp, and bf16 / fp16 against fp64); what is not a
-half refused in one line; the emitted file's kernels compiled by nvcc."""
+half refused in one line; the row kernels (forward and backward) run on the host against the module;
+the emitted file's kernels compiled by nvcc."""
 
 import pytest
 import torch
 
-from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_check
+from kgen.check.static_checks import check_emitted
 from kgen.codegen import generator
-from kgen.lower import backward
-from kgen.tune.spec import Spec, Tile
 from kgen.frontend.problems import graph as part_graph
 from kgen.frontend.trace import trace
 from kgen.ir.graph import Unsupported
+from kgen.lower import backward
 from kgen.lower.forward import STAGE2_ROWS, lower
+from kgen.tune.spec import Spec, Tile
+
+from conftest import module_source, nvcc_prefetch, prefetch_dir, sm90a_check
 from test_backward_host import GXX, check_row_kernel
 from test_group_norm_host import build_row_function, oracle_case, row_main, run_row_function
 from test_spellings_probe60_users import R3, check_taken, reference, source
@@ -198,10 +201,14 @@ def _spec(name: str, folder, backend: str = "wgmma") -> Spec:
 @pytest.mark.parametrize("name", MODULES)
 def test_every_module_lowers_with_a_backward(tmp_path, name):
     """Each part renders (forward row kernel, BackwardRows) and has a backward kernel: nothing the
-    halves bring is left to raise at backward()."""
+    halves bring is left to raise at backward(); the file passes kgen's and KernelBench's static
+    checks."""
     spec = _spec(name, tmp_path)
-    source_text = generator.render_cuda_source(spec)
-    assert "half 1 of %" in source_text or "half 0 of %" in source_text
+    text = generator.render(spec)
+    assert "half 1 of %" in text or "half 0 of %" in text
+    assert check_emitted(text) == []
+    # (an odd N at run time, whose halves differ in width, raises where no traced size pins N)
+    assert (".shape[0] % 2:" in text) == (not spec.graph().sizes_read)
     for part in spec.graph().parts:
         assert backward.unsupported(lower(part, False, False)) is None
 
@@ -220,3 +227,15 @@ def test_the_gated_kernels_compile(name, backend):
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
     assert spills(compile_check(source_text, (SM90A,))) == []
+
+
+def test_halves_written_with_numbers_run_at_the_traced_sizes_only(tmp_path):
+    """chunk(2) is half of any N; a slice's, split's or narrow's N / 2 is a number the trace baked in,
+    so their files refuse other feature sizes (Graph.sizes_read) rather than halve another N."""
+    def sizes_read(body: str) -> list:
+        return trace(reference(tmp_path, source(L, body, args="16, 32"), "sizes")).sizes_read
+    assert sizes_read("a, b = self.fc(x).chunk(2, -1)\nx = a * b") == []
+    assert sizes_read("x = F.glu(self.fc(x))") == []
+    for body in ("h = self.fc(x)\nx = h[:, :16] * h[:, 16:]", "a, b = self.fc(x).split(16, -1)\nx = a * b",
+                 "h = self.fc(x)\nx = h.narrow(-1, 0, 16) * h.narrow(-1, 16, 16)"):
+        assert sizes_read(body), body

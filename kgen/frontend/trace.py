@@ -1990,6 +1990,7 @@ class Tracer:
                 or self.out_features % 2:
             raise self.refuse(f"split({size!r}) of {self.out_features} features; kgen takes a split into two "
                               f"halves (split({half}, dim=-1), GLU's)")
+        self.sizes_read.append(self.where)   # (half N as a number: the file runs at this N only)
         return self.halves(x, dim, f"split({size!r})")
 
     def glu(self, x, dim) -> int:
@@ -3204,7 +3205,10 @@ class Tracer:
             return None
         start, stop, _ = cols.indices(self.out_features)
         c = self.half_of_range(x, start, stop)
-        return None if c is None else self.half(x, c)
+        if c is None:
+            return None
+        self.sizes_read.append(self.where)   # (half N as a number: the file runs at this N only)
+        return self.half(x, c)
 
     def _sizes(self, name: str, rest, kwargs, key: str = "size") -> tuple:
         """The sizes of x.expand(...) / x.repeat(...) / x.new_zeros(...), given as numbers or as a
@@ -4187,6 +4191,7 @@ class Tracer:
                 raise self.refuse(f"narrow over the features to columns other than a half (kgen takes "
                                   f"narrow(-1, 0, {self.out_features // 2}) and narrow(-1, {self.out_features // 2}, "
                                   f"{self.out_features // 2}), GLU's halves)")
+            self.sizes_read.append(self.where)   # (half N as a number: the file runs at this N only)
             return self.half(x, c)
         if isinstance(self_arg, _Id) and name in ROW_FLATTEN_METHODS and (
                 self.level(self_arg) == "row" or (self.level(self_arg) == "tile" and self.out_features == 1)):

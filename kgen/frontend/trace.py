@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from kgen.ir import ops
 from kgen.ir.graph import (INPUT_PATH, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes, combine_levels,
-                           pooled_width, shape_text)
+                           pooled_columns, shape_text)
 from kgen.frontend import autocast
 from kgen.frontend.reference import USER_FAILURES, Reference
 from kgen.frontend.reference import said as reference_said
@@ -1456,11 +1456,7 @@ class Tracer:
         if n.level in ("tile", "row", "rowflat"):
             return {"tile": ("M", self.out_features), "row": ("M", 1), "rowflat": ("M",)}[n.level]
         assert n.level == "pooled", n   # (a free value is a parameter; ops on one are full)
-        pools = [p for p in self.nodes if p.kind == "pool"]   # the one pooling, or GLU's halves (N / 2)
-        if not pools:
-            return ("M", self.out_features // 2)
-        (pool,) = pools
-        return ("M", pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
+        return ("M", pooled_columns(self.nodes, self.out_features))   # (the pooling's, or GLU's halves')
 
     def pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
         """Point-wise op `op` of `args` (Tracer._pointwise), following torch's integer tensors

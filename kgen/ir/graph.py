@@ -158,6 +158,16 @@ def pooled_width(n: int, kernel: int, stride: int) -> int:
     return (n - kernel) // stride + 1
 
 
+def pooled_columns(nodes: list, n: int) -> int:
+    """Columns of a pooled value among `nodes` (a graph's, or a trace's so far) after a GEMM of n
+    features: its one pooling's, or N / 2 for GLU's halves (a part has one or the other)."""
+    pools = [p for p in nodes if p.kind == "pool"]
+    if not pools:
+        return n // 2
+    (pool,) = pools
+    return pooled_width(n, pool.attrs["kernel"], pool.attrs["stride"])
+
+
 def broadcast_shapes(a: tuple, b: tuple) -> tuple:
     """torch's broadcasting of two shapes whose dims are ints or "M" (the batch, any size).
     ValueError where torch would refuse, or where a dim would have to equal the batch."""
@@ -358,8 +368,7 @@ class Graph:
 
     def pooled_columns(self, n: int) -> int:
         """pooled_width_code's value at N = n."""
-        pool = self.pool
-        return pooled_width(n, pool.attrs["kernel"], pool.attrs["stride"]) if pool is not None else n // 2
+        return pooled_columns(self.nodes, n)
 
     @property
     def reductions(self) -> list[Node]:

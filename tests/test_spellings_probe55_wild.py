@@ -44,7 +44,8 @@ activation-resolution style above, hand-declared weights in every layout kgen ta
 torchvision's MLP loop, ModuleList / ModuleDict, layer scale, HF's blocks with post-norm residuals,
 the decorators and Python forms listed.
 Left refused (clear messages, naming construct and line): chunk / split / F.glu of a GEMM's output
-(SwiGLU / GLU: the IR has no column halves), two GEMMs of the input side by side (SwiGLU's w1 / w3),
+(SwiGLU / GLU: the IR had no column halves; taken since session 61, its `half` node, and checked
+here with the rest: tests/test_glu.py), two GEMMs of the input side by side (SwiGLU's w1 / w3),
 a torch.jit.script function called in forward and @torch.compile on forward (torch.fx cannot trace
 either; fx's own message).
 """

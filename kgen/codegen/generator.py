@@ -488,6 +488,16 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
                    f"reference, `{text}`, reads a size as a number, which the trace baked in); generate it "
                    "again for other sizes")
         lines += [f"if ({', '.join(now)},) != {tuple(widths)}:", f"    raise ValueError({message!r})"]
+    for k, low in enumerate(parts):
+        halves = low.graph.halves
+        if halves and not sizes:
+            # (GLU's halves of N: an odd N has no two halves of one width; torch's chunk and glu
+            # refuse it too, and the kernels would halve N - 1)
+            h = halves[0]
+            message = (f"the reference halves the {{}} features of its GEMM (line {h.line}, `{h.text}`); "
+                       "an odd number has no two halves of one width")
+            lines += [f"if weight{k}.shape[0] % 2:",
+                      f"    raise ValueError({message!r}.format(weight{k}.shape[0]))"]
     if reads_input:
         # (in the parameters' dtype: x's, or fp32 in the build for autocast, where eager adds
         # the fp32 input unconverted)

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from kgen.ir import ops
 from kgen.ir.graph import (INPUT_PATH, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes, combine_levels,
-                           pooled_width, shape_text)
+                           pooled_columns, shape_text)
 from kgen.frontend import autocast
 from kgen.frontend.reference import USER_FAILURES, Reference
 from kgen.frontend.reference import said as reference_said
@@ -105,6 +105,10 @@ def _avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                 count_include_pad=True): ...
 def _adaptive_pool1d(input, output_size, return_indices=False): ...
 def _unsqueeze(input, dim): ...
+def _chunk(input, chunks, dim=0): ...
+def _split(tensor, split_size_or_sections, dim=0): ...
+def _glu(input, dim=-1): ...
+def _narrow(input, dim, start, length): ...
 def _addmm(input, mat1, mat2, *, beta=1, alpha=1): ...
 def _binary_tensors(input, other): ...
 def _squeeze(input, dim=None): ...
@@ -401,6 +405,11 @@ SUPPORTED = (
      "RMSNorm, F.normalize over the features"),
     ("pooling", "MaxPool1d / AvgPool1d over the features (of x.unsqueeze(1), squeezed back); "
                 "AdaptiveMaxPool1d / AdaptiveAvgPool1d to an output size dividing the features"),
+    ("halves (GLU)", "the two halves of a (batch, features) value over its features, of an even width N: "
+     "chunk(2, dim=-1), split(N // 2, dim=-1), narrow(-1, 0 or N // 2, N // 2), h[:, :N // 2] / "
+     "h[..., N // 2:], F.glu / nn.GLU (a * sigmoid(b)); each half a (batch, N / 2) value, as a pooled one "
+     "(SwiGLU silu(a) * b, GEGLU gelu(b) * a, then point-wise ops, row reductions, a softmax, RMSNorm, "
+     "F.normalize, a second Linear); not with a pooling in the same part"),
     ("views", "order-keeping views of parameters (view, reshape, unsqueeze, squeeze, t of an (N, 1) one); "
      "clone/detach, flatten(1) of a (batch, features) value; views of a value to its own shape "
      "(x.view(x.size(0), -1), x.reshape(-1, N)) and between (batch, 1) and (batch,) (unsqueeze(1), "
@@ -1506,8 +1515,7 @@ class Tracer:
         if n.level in ("tile", "row", "rowflat"):
             return {"tile": ("M", self.out_features), "row": ("M", 1), "rowflat": ("M",)}[n.level]
         assert n.level == "pooled", n   # (a free value is a parameter; ops on one are full)
-        (pool,) = [p for p in self.nodes if p.kind == "pool"]   # the one pooling
-        return ("M", pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
+        return ("M", pooled_columns(self.nodes, self.out_features))   # (the pooling's, or GLU's halves')
 
     def pointwise(self, op: str, args: list, attrs: dict | None = None) -> int:
         """Point-wise op `op` of `args` (Tracer._pointwise), following torch's integer tensors
@@ -1843,6 +1851,10 @@ class Tracer:
     def layer_norm(self, x, normalized_shape: tuple, weight, bias, eps, affine_fp32: bool = False) -> int:
         """LayerNorm over the N features of each row: GroupNorm with one group (the same mean,
         biased variance, eps and per-feature affine; one kernel path, one backward)."""
+        if isinstance(x, _Id) and self.level(x) == "pooled":
+            raise self.refuse(f"LayerNorm of {LEVEL_WORDS['pooled']} (GLU's halves, a pooling): kgen's LayerNorm "
+                              "normalizes a (batch, features) value of the GEMM's width; RMSNorm and F.normalize "
+                              "of it are taken, and a LayerNorm written out with mean and var")
         if normalized_shape != (self.out_features,):
             whole = len(normalized_shape) == 1 and isinstance(normalized_shape[0], _Marker)
             shown = ("the value's whole shape (y.shape: one mean and variance over the batch too)" if whole
@@ -1895,8 +1907,11 @@ class Tracer:
     def rms_norm(self, x, normalized_shape: tuple, weight: str | None, eps) -> int:
         """RMSNorm over the N features of each row, as ATen's rms_norm writes it: x rsqrt(mean(x^2)
         + eps), times the weight; eps None is float32's epsilon (ATen's opmath epsilon)."""
-        if tuple(normalized_shape) != (self.out_features,):
-            raise self.refuse(f"RMSNorm over {tuple(normalized_shape)} after a GEMM of {self.out_features} "
+        # (of a pooled value, GLU's halves or a pooling: over its P features, a (P,) weight)
+        width = self.shape_of(x)[1] if isinstance(x, _Id) and self.level(x) == "pooled" else self.out_features
+        if tuple(normalized_shape) != (width,):
+            of = f"a pooled value of {width}" if width != self.out_features else f"after a GEMM of {width}"
+            raise self.refuse(f"RMSNorm over {tuple(normalized_shape)} {of} "
                               "features (kgen normalizes each row's features: normalized_shape (N,))")
         eps = torch.finfo(torch.float32).eps if eps is None else eps
         if not _is_number(eps):
@@ -1932,7 +1947,7 @@ class Tracer:
         dim = self._rows_dim(dim, "F.normalize")
         if dim not in (1, -1):
             raise self.refuse(f"F.normalize with dim={dim!r} (kgen takes dim 1)")
-        if self.level(self.value(x)) != "tile" and not self._tile_input(self.value(x)):
+        if self.level(self.value(x)) not in ("tile", "pooled") and not self._tile_input(self.value(x)):
             raise self.refuse(f"F.normalize of {self._not_batch_features(self.value(x))}")
         if p == 2:   # (the norm in float32 inside, rounded once: Tracer._internal_upcast)
             h, upcast = self._internal_upcast(x)
@@ -2012,6 +2027,9 @@ class Tracer:
         if self.level(x.payload) != "tile" or any(n.kind == "pool" for n in self.nodes):
             raise self.refuse(f"{name} of a value that is not (batch, features) of the GEMM's width "
                               "(kgen supports one pooling per module)")
+        if any(n.kind == "half" for n in self.nodes):
+            raise self.refuse(f"{name} in a part that halves a value (GLU, chunk): kgen takes halves or "
+                              "one pooling between two GEMMs, not both")
 
         def one(v, what):
             v = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
@@ -2044,6 +2062,66 @@ class Tracer:
             raise self.refuse(f"{name} to {size} outputs of {n} features, whose windows differ in size (kgen takes "
                               "an output size that divides the features: the pooling of kernel features // size)")
         return self.pool(op, x, n // size, n // size, 0, False, 1, return_indices)
+
+    def _halves_dim(self, x, dim, what: str) -> int:
+        """The value x, checked to be one kgen halves over dim (its features: 1 or -1) and of an even
+        width; its node id."""
+        x = self.value(x)
+        if self.level(x) != "tile":
+            raise self.refuse(f"{what} of {LEVEL_WORDS.get(self.level(x), 'a value')}; kgen halves a "
+                              "(batch, features) value of the GEMM's width (GLU's two halves)")
+        if isinstance(dim, (bool, _Id)) or dim not in (1, -1):
+            raise self.refuse(f"{what} over dim={dim!r}; kgen halves the features (dim=-1 or 1)")
+        if self.out_features % 2:
+            raise self.refuse(f"{what} of {self.out_features} features, an odd number: the two chunks differ "
+                              "in width (kgen takes halves of an even width)")
+        if any(n.kind == "pool" for n in self.nodes):
+            raise self.refuse(f"{what} in a part with a pooling: kgen takes halves or one pooling between "
+                              "two GEMMs, not both")
+        return x
+
+    def half(self, x: int, c: int) -> int:
+        """Columns [c N/2, (c + 1) N/2) of tile value x: a pooled value of width N / 2 (one node per
+        half of a value: chunking it twice gives the same two)."""
+        for n in self.nodes:
+            if n.kind == "half" and n.args == (x,) and n.attrs["half"] == c:
+                return _Id(n.id)
+        return self.add("half", "pooled", [x], half=c)
+
+    def halves(self, x, dim, what: str) -> _Marker:
+        """Both halves of x over its features (chunk(2, -1), split(N / 2, -1)): a pair of values,
+        unpacked by index (a, b = ...; h.chunk(2, -1)[1])."""
+        x = self._halves_dim(x, dim, what)
+        return _Marker("halves", (self.half(x, 0), self.half(x, 1)))
+
+    def chunk(self, x, chunks, dim) -> _Marker:
+        if isinstance(chunks, (bool, _Id)) or chunks != 2:
+            raise self.refuse(f"chunk({chunks!r}) of a value; kgen takes chunk(2, dim=-1), GLU's two halves")
+        return self.halves(x, dim, "chunk(2)")
+
+    def split(self, x, size, dim) -> _Marker:
+        """x.split(N / 2, -1) or x.split([N / 2, N / 2], -1): the two halves."""
+        half = self.out_features // 2
+        sizes = list(size) if isinstance(size, (tuple, list)) else None
+        if not (sizes == [half, half] or (sizes is None and not isinstance(size, (bool, _Id)) and size == half)) \
+                or self.out_features % 2:
+            raise self.refuse(f"split({size!r}) of {self.out_features} features; kgen takes a split into two "
+                              f"halves (split({half}, dim=-1), GLU's)")
+        self.sizes_read.append(self.where)   # (half N as a number: the file runs at this N only)
+        return self.halves(x, dim, f"split({size!r})")
+
+    def glu(self, x, dim) -> int:
+        """F.glu / nn.GLU: a * sigmoid(b), a and b the first and second half over dim (torch's glu)."""
+        halves = self.halves(x, dim, "GLU").payload
+        return self.pointwise("mul", [halves[0], self.pointwise("sigmoid", [halves[1]])])
+
+    def half_of_range(self, x: int, start: int, stop: int) -> int | None:
+        """The half of tile value x that columns [start, stop) are, as Python's slice of the
+        features takes them (None: not a half)."""
+        n = self.out_features
+        if self.level(x) != "tile" or n % 2 or any(p.kind == "pool" for p in self.nodes):
+            return None
+        return {(0, n // 2): 0, (n // 2, n): 1}.get((start, stop))
 
     def dropout(self, x, p, active: bool, path: str):
         """Dropout is the identity in eval mode. An active one (p > 0) of an (M, N) value becomes
@@ -2999,7 +3077,7 @@ class Tracer:
         known = (*ACTIVATION_MODULES, *COMPOSITE_MODULES, nn.ReLU6, nn.Softmax, nn.LogSoftmax, nn.Softmin,
                  nn.BatchNorm1d, nn.Dropout, nn.GroupNorm, nn.LayerNorm, nn.RMSNorm, nn.MaxPool1d, nn.AvgPool1d,
                  nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d, nn.RReLU, nn.AlphaDropout, nn.FeatureAlphaDropout,
-                 nn.InstanceNorm1d)
+                 nn.InstanceNorm1d, nn.GLU)
         if kind not in known:
             raise self.refuse(f"the module self.{path} ({kind.__module__}.{kind.__name__}) is not supported")
         if kind is nn.Identity or (kind is nn.Dropout and module.p == 0):
@@ -3048,6 +3126,8 @@ class Tracer:
             return self.alpha_dropout(args[0], module.p, module.training, path, kind is nn.FeatureAlphaDropout)
         if kind is nn.InstanceNorm1d:
             return self.instance_norm_module(args[0], path, module)
+        if kind is nn.GLU:
+            return self.glu(args[0], module.dim)
         raise self.refuse(f"the module {path} ({kind.__module__}.{kind.__name__}) is not supported")
 
     def _records_gradient(self, value) -> bool:
@@ -3463,6 +3543,9 @@ class Tracer:
             return _Marker("masked", (x, mask))   # y[y < 0]: only an element-wise expression of it,
                                                   # assigned back by the same mask, is taken
         own = self._shape_or_none(x)
+        half = self._half_index(x, index)
+        if half is not None:
+            return half
         leaves: list = []
         torch.fx.node.map_aggregate(index, lambda v: leaves.append(v) or v)
         if any(isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind not in ("batch", "shape")) for v in leaves):
@@ -3482,6 +3565,24 @@ class Tracer:
         if shapes[0] != shapes[1]:
             raise self.refuse("indexing that moves the batch to another place (kgen keeps it first)")
         return self._view(x, "view", (shapes[0],), {})
+
+    def _half_index(self, x, index) -> int | None:
+        """h[:, :P], h[..., P:], h[:, P:N] of a (batch, N) value h, P = N / 2: that half (Tracer.half);
+        None for any other index."""
+        if not isinstance(x, _Id) or not isinstance(index, tuple) or len(index) != 2:
+            return None
+        lead, cols = index
+        if not (lead is Ellipsis or lead == slice(None)) or not isinstance(cols, slice):
+            return None
+        if any(isinstance(v, (bool, _Id, _Marker)) for v in (cols.start, cols.stop, cols.step)) \
+                or cols.step not in (None, 1):
+            return None
+        start, stop, _ = cols.indices(self.out_features)
+        c = self.half_of_range(x, start, stop)
+        if c is None:
+            return None
+        self.sizes_read.append(self.where)   # (half N as a number: the file runs at this N only)
+        return self.half(x, c)
 
     def _sizes(self, name: str, rest, kwargs, key: str = "size") -> tuple:
         """The sizes of x.expand(...) / x.repeat(...) / x.new_zeros(...), given as numbers or as a
@@ -3692,6 +3793,10 @@ class Tracer:
                     return _Marker("indices", None)
                 raise self.refuse("the indices of torch.max / torch.min (argmax) are not supported")
             if isinstance(target, _Marker) and target.kind == "pair" and index in (0, 1):
+                return target.payload[index]
+            if isinstance(target, _Marker) and target.kind == "halves":
+                if isinstance(index, (bool, _Id)) or index not in (0, 1, -1, -2):
+                    raise self.refuse(f"the chunk {index!r} of two halves")
                 return target.payload[index]
             if isinstance(target, _Marker) and target.kind == "shape" and isinstance(index, slice):
                 return tuple(self._size(d) for d in target.payload[index])   # x.shape[-1:], x.shape[1:]
@@ -3997,6 +4102,17 @@ class Tracer:
             a = self._bind(_group_norm if fn is F.group_norm else _torch_group_norm, args, kwargs)
             paths, upcast = self._affine_paths("F.group_norm", a)
             return self.group_norm(a["input"], a["num_groups"], *paths, a["eps"], None, affine_fp32=upcast)
+        if fn is torch.chunk:
+            a = self._bind(_chunk, args, kwargs)
+            return self.chunk(a["input"], a["chunks"], a["dim"])
+        if fn is torch.split:
+            a = self._bind(_split, args, kwargs)
+            return self.split(a["tensor"], a["split_size_or_sections"], a["dim"])
+        if fn is F.glu:
+            a = self._bind(_glu, args, kwargs)
+            return self.glu(a["input"], a["dim"])
+        if fn is torch.narrow:
+            return self.visit_method("narrow", args, kwargs)
         if fn in ADAPTIVE_POOL_FUNCTIONS:
             a = self._bind(_adaptive_pool1d, args, kwargs)
             return self.adaptive_pool(ADAPTIVE_POOL_FUNCTIONS[fn], a["input"], a["output_size"], a["return_indices"])
@@ -4471,6 +4587,24 @@ class Tracer:
             # a 16-bit module's output left in float32 by it is refused, check_upcasts)
             return self.value(self_arg) if _is_comparison(self_arg) else self._cast(self_arg, cast)
         self._check_input(self_arg)
+        if name == "chunk":
+            a = self._bind(_chunk, args, kwargs)
+            return self.chunk(a["input"], a["chunks"], a["dim"])
+        if name == "split":
+            a = self._bind(lambda input, split_size, dim=0: None, args, kwargs)
+            return self.split(a["input"], a["split_size"], a["dim"])
+        if name == "narrow":
+            a = self._bind(_narrow, args, kwargs)
+            x = self._halves_dim(a["input"], a["dim"], f"narrow({a['dim']!r}, {a['start']!r}, {a['length']!r})")
+            start, length = a["start"], a["length"]
+            c = None if any(isinstance(v, (bool, _Id)) or type(v) is not int for v in (start, length)) else \
+                self.half_of_range(x, start, start + length)
+            if c is None:
+                raise self.refuse(f"narrow over the features to columns other than a half (kgen takes "
+                                  f"narrow(-1, 0, {self.out_features // 2}) and narrow(-1, {self.out_features // 2}, "
+                                  f"{self.out_features // 2}), GLU's halves)")
+            self.sizes_read.append(self.where)   # (half N as a number: the file runs at this N only)
+            return self.half(x, c)
         if isinstance(self_arg, _Id) and name in ROW_FLATTEN_METHODS and (
                 self.level(self_arg) == "row" or (self.level(self_arg) == "tile" and self.out_features == 1)):
             return self._flatten_row(self_arg, name, rest, kwargs)

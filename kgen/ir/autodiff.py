@@ -22,6 +22,7 @@ forward pass, so a gradient is summed over the dimensions its operand was broadc
                columns), with ĝ = γ g; dγ, dβ are column sums over the batch
     pool       max: g to the first maximum of each window (torch's index); avg: g / k to each
                tap; overlapping windows add up
+    half       g to its columns of the input, zeros to the other half's
     mask       none (Dropout's mask is drawn, not computed: the dropout's mul gives g * mask)
     input      the module's input read after the GEMM: g summed to its shape, added to the
                input's gradient (none when detached)
@@ -139,6 +140,10 @@ def _node_vjp(n: Node, g: torch.Tensor, values: dict, model: torch.nn.Module,
         grad = torch.zeros_like(inp)
         for tap in range(k):
             grad[:, tap: tap + s * (windows.shape[1] - 1) + 1: s] += taps[:, :, tap]
+        return {n.args[0]: grad}
+    if n.kind == "half":
+        grad = torch.zeros_like(inp)
+        grad.chunk(2, dim=1)[n.attrs["half"]].copy_(g)
         return {n.args[0]: grad}
     raise AssertionError(n.kind)
 

@@ -6,7 +6,8 @@ Every value has a *level*, the shape it broadcasts as against the GEMM output z 
     row      (M, 1)   a row reduction with keepdim=True (sum, mean, max, min over dim 1)
     rowflat  (M,)     the same with keepdim=False
     pooled   (M, P)   a 1-d pooling over the features of a tile value (P = (N - k) // s + 1
-                      columns) and everything computed element-wise from it
+                      columns), or a half of one (P = N / 2: GLU's halves), and everything
+                      computed element-wise from it
     col      (N,)     a per-feature parameter or buffer ((N,) or (1, N))
     scalar            a constant or a one-element parameter
     free              a parameter or buffer of any other shape (`attrs["shape"]`)
@@ -37,6 +38,10 @@ into the same output and BatchNorm's column statistics):
     pool       `op` (max or avg) over windows of `attrs["kernel"]` consecutive features, every
                `attrs["stride"]` features, of a tile value (MaxPool1d / AvgPool1d of
                x.unsqueeze(1), squeezed back; no padding, floor mode): a pooled value
+    half       columns [c P, (c + 1) P) of a tile value, P = N / 2, c = `attrs["half"]` (0 or 1):
+               h.chunk(2, -1)[c], F.glu's and nn.GLU's halves, h[:, :P] / h[:, P:], h.split(P, -1)
+               (a pooled value: a graph has halves or a pooling, not both, so every pooled
+               value has one width)
     mask       an active Dropout's scaled keep mask (tile, `attrs["p"]`, `attrs["module"]`: the
                Dropout module's path, "" for F.dropout): in training mode the tensor
                F.dropout(ones(M, N), p) torch draws, read per element (m, n); in eval mode 1.
@@ -153,6 +158,16 @@ def pooled_width(n: int, kernel: int, stride: int) -> int:
     return (n - kernel) // stride + 1
 
 
+def pooled_columns(nodes: list, n: int) -> int:
+    """Columns of a pooled value among `nodes` (a graph's, or a trace's so far) after a GEMM of n
+    features: its one pooling's, or N / 2 for GLU's halves (a part has one or the other)."""
+    pools = [p for p in nodes if p.kind == "pool"]
+    if not pools:
+        return n // 2
+    (pool,) = pools
+    return pooled_width(n, pool.attrs["kernel"], pool.attrs["stride"])
+
+
 def broadcast_shapes(a: tuple, b: tuple) -> tuple:
     """torch's broadcasting of two shapes whose dims are ints or "M" (the batch, any size).
     ValueError where torch would refuse, or where a dim would have to equal the batch."""
@@ -211,7 +226,7 @@ class Node:
             return f"%{self.id} = {leaf[self.kind]} : {self.level}"
         name = {"batchnorm": f"batchnorm[{self.attrs.get('module')}]",
                 "pool": f"{self.op}_pool1d"}.get(self.kind) or self.op or self.kind
-        attrs = {k: v for k, v in self.attrs.items() if self.kind in ("pointwise", "reduce", "groupnorm", "pool")}
+        attrs = {k: v for k, v in self.attrs.items() if self.kind in ("pointwise", "reduce", "groupnorm", "pool", "half")}
         operands = [f"%{a}" for a in self.args] + [f"{k}={v!r}" for k, v in attrs.items()]
         shape = f" {shape_text(self.shape)}" if self.level == "full" else ""
         return f"%{self.id} = {name}({', '.join(operands)}) : {self.level}{shape}{' fp32' if self.fp32 else ''}"
@@ -220,7 +235,7 @@ class Node:
 # The node kinds whose value is a smooth function of their arguments, and the reductions and pools
 # that are (a max or min bends where two elements tie; softmax, traced with a row max, counts as
 # one: the checks then look for kinks they will not find, which costs time, not correctness).
-SMOOTH_KINDS = frozenset({"input", "param", "const", "mask", "gemm", "batchnorm", "groupnorm"})
+SMOOTH_KINDS = frozenset({"input", "param", "const", "mask", "gemm", "batchnorm", "groupnorm", "half"})
 SMOOTH_REDUCTIONS = frozenset({"sum", "mean"})
 SMOOTH_POOLS = frozenset({"avg"})
 
@@ -343,6 +358,23 @@ class Graph:
         return pools[0] if pools else None
 
     @property
+    def halves(self) -> list[Node]:
+        """The half nodes (GLU's halves of a tile value), in graph order."""
+        return [n for n in self.nodes if n.kind == "half"]
+
+    def pooled_width_code(self) -> str:
+        """The columns of a pooled value as an expression in N (C and Python alike: N is
+        non-negative, so C's / is Python's //): the pooling's, or N / 2 for halves."""
+        pool = self.pool
+        if pool is not None:
+            return f"(N - {pool.attrs['kernel']}) / {pool.attrs['stride']} + 1"
+        return "N / 2"
+
+    def pooled_columns(self, n: int) -> int:
+        """pooled_width_code's value at N = n."""
+        return pooled_columns(self.nodes, n)
+
+    @property
     def reductions(self) -> list[Node]:
         return [n for n in self.nodes if n.kind == "reduce"]
 
@@ -407,8 +439,7 @@ class Graph:
         if level == "col":
             return (self.out_features,)
         if level == "pooled":
-            pool = self.pool
-            return (batch, pooled_width(self.out_features, pool.attrs["kernel"], pool.attrs["stride"]))
+            return (batch, self.pooled_columns(self.out_features))
         return (batch, {"tile": self.out_features, "row": 1}[level])
 
     # ---- the torch oracle ------------------------------------------------------------------
@@ -500,6 +531,8 @@ class Graph:
             elif n.kind == "pool":
                 fn = F.max_pool1d if n.op == "max" else F.avg_pool1d
                 values[n.id] = fn(a[0].unsqueeze(1), n.attrs["kernel"], n.attrs["stride"]).squeeze(1)
+            elif n.kind == "half":
+                values[n.id] = a[0].chunk(2, dim=1)[n.attrs["half"]]   # (a view, as torch's chunk)
             elif n.kind == "groupnorm":
                 weight = a[1] if n.attrs["weight"] else None
                 bias = a[1 + n.attrs["weight"]] if n.attrs["bias"] else None

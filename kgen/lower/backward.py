@@ -48,7 +48,10 @@ ELEMENT_LEVELS = ("tile", "col", "scalar")
 # Node kinds the staged backward handles (beyond the point-wise ones).
 # (The module's input as a tile value: read per element, as the mask; its gradient goes to
 # EpilogueParams::d_input.)
-STAGED_KINDS = POINTWISE_PART_KINDS + ("reduce", "groupnorm", "batchnorm", "pool", "input")
+STAGED_KINDS = POINTWISE_PART_KINDS + ("reduce", "groupnorm", "batchnorm", "pool", "half", "input")
+# The halves whose gradients the row kernel keeps at once, each N / 2 floats of its pooling scratch
+# (2 N floats: kernels/backward.cuh): both halves of two values.
+MAX_HALVES = 4
 KIND_POINTWISE, KIND_STAGED, KIND_GEMV = 1, 2, 3
 # Their names in kernels/common.cuh (what the generated CUDA says; 0 is kgen::kBackwardNone).
 KIND_NAMES = {0: "kgen::kBackwardNone", KIND_POINTWISE: "kgen::kBackwardPointwise", KIND_STAGED: "kgen::kBackwardStaged",
@@ -122,6 +125,9 @@ def _missing_kernel(lowered: Lowered) -> str | None:
             return f"no backward kernel for {n.kind} yet{_where(n)}"
         if n.kind == "reduce" and graph.node(n.args[0]).level not in ("tile", "pooled"):
             return f"no backward kernel for a reduction of a per-row value yet{_where(n)}"
+    halves = [n for n in live if n.kind == "half"]
+    if len(halves) > MAX_HALVES:
+        return f"no backward kernel yet for more than {MAX_HALVES} halves in one part{_where(halves[-1])}"
     from_z = _depends_on(graph, graph.gemm.id)
     b = boundary(graph)
     downstream = _depends_on(graph, b)
@@ -306,12 +312,14 @@ class _RowReverse:
         # Nodes a gradient reaches from the output (not through detach: softmax's and
         # logsumexp's row max, trace.py): only their reductions need a pass.
         active = graph.gradient_reaches()
-        self.barriers = [n for n in live if n.kind in ("reduce", "groupnorm", "pool") and n.id in active]
+        self.barriers = [n for n in live if n.kind in ("reduce", "groupnorm", "pool", "half") and n.id in active]
         # Row values whose gradient goes somewhere (not a detach, and reached from the output).
         self.row_collected = [n for n in self.row_nodes if n.id in active
                               and not (n.kind == "pointwise" and n.op == "detach")]
-        # Pooled values (per pooled column j): the pooling and the point-wise ops after it.
-        self.pooled = [n for n in live if n.kind == "pool" or (n.kind == "pointwise" and n.level == "pooled")]
+        # Pooled values (per pooled column j): the pooling or the halves, and the point-wise ops after them.
+        self.pooled = [n for n in live if n.kind in ("pool", "half") or (n.kind == "pointwise" and n.level == "pooled")]
+        # Each half's place in the pooling scratch: its gradient at pooled column j is pool[slot * N / 2 + j].
+        self.half_slot = {n.id: k for k, n in enumerate(n for n in live if n.kind == "half")}
         self.params = [n for n in live if n.kind == "param"
                        and any(u in down or u not in from_z for u in self._users(n.id))]
         self.slots = {n.attrs["path"]: k for k, n in enumerate(self.params)}
@@ -451,7 +459,34 @@ class _RowReverse:
             elif n.kind == "pool" and n.id in resolved and n.args[0] in adjoint:
                 lines.extend(self._pool_seed(n))
                 send(n.args[0], f"pseed{n.id}")
+            elif n.kind == "half" and n.id in resolved and n.args[0] in adjoint:
+                send(n.args[0], self._half_seed(n))
         return lines, adjoint, val
+
+    def _half_seed(self, half: Node) -> str:
+        """The gradient a half sends to its input at column n: its own at pooled column n - c N / 2
+        (kept in `pool` by the halves' pass) on its columns, 0 on the other half's."""
+        width = row_width(self.graph, "pooled")
+        at = f"pool[{self.half_slot[half.id]} * ({width}) + n{' - (' + width + ')' if half.attrs['half'] else ''}]"
+        inside = f"n >= ({width})" if half.attrs["half"] else f"n < ({width})"
+        return f"({inside} ? {at} : 0.0f)"
+
+    def _halves_pass(self, halves: list[Node], resolved: set[int], final: bool) -> list[str]:
+        """The pass of `halves` (consecutive among the row's barriers: their gradients complete
+        together), over the pooled columns j: each one's gradient into its slot of pool[];
+        `final` (the pass of the first halves in graph order, after which every pooled op's
+        adjoint is complete): the one-element parameters' contributions of the pooled ops into
+        rowc<slot>, once."""
+        lines, adjoint, _ = self.element_pass(resolved, set(), final=final, space="pooled")
+        width = row_width(self.graph, "pooled")
+        body = list(lines) + [f"pool[{self.half_slot[h.id]} * ({width}) + j] = {adjoint[h.id]};  "
+                              f"// half {h.attrs['half']}, line {h.line}" for h in halves]
+        scalars = [k for k, n in enumerate(self.params) if n.level == "scalar"] if final else []
+        body += [f"pc{k} += cp{k};" for k in scalars]
+        return [*(f"float pc{k} = 0.0f;" for k in scalars),
+                *_loop(self.graph, "pooled", body),
+                *(f"rowc{k} += kgen::block_sum(pc{k}, scratch);" for k in scalars),
+                "__syncthreads();  // pool[] is read by other threads next"]
 
     def _pool_seed(self, pool: Node) -> list[str]:
         """The gradient pooling sends to its input at column n: over the windows j holding n,
@@ -583,7 +618,17 @@ class _RowReverse:
         out += [f"float rowc{self.slots[n.attrs['path']]} = 0.0f;  // per-row uses of a one-element parameter"
                 for n in rowc]
         resolved: set[int] = set()
-        for x in reversed(self.barriers):
+        first_half = next((x for x in self.barriers if x.kind == "half"), None)
+        run: list[Node] = []   # consecutive halves (reversed), one pass for them all
+        for k, x in enumerate(reversed(self.barriers)):
+            if x.kind == "half":
+                run.insert(0, x)
+                before = self.barriers[len(self.barriers) - 2 - k] if k + 1 < len(self.barriers) else None
+                if before is None or before.kind != "half":
+                    out += self._halves_pass(run, resolved, final=run[0] is first_half)
+                    resolved.update(h.id for h in run)
+                    run = []
+                continue
             if x.kind == "reduce":
                 out += self._collect([q for q in self.row_collected if self.collected_by[q.id] == x.id], resolved)
             elif x.kind == "pool":

@@ -46,7 +46,7 @@ REDUCE_BLOCK = {"sum": "kgen::block_sum", "mean": "kgen::block_sum", "max": "kge
                 "min": "kgen::block_min"}
 STAGE2_NONE, STAGE2_POINTWISE, STAGE2_ROWS = 0, 1, 2
 # Node kinds that need a whole row of S: stage 2 runs them in the row kernel.
-ROW_KINDS = ("reduce", "groupnorm", "pool")
+ROW_KINDS = ("reduce", "groupnorm", "pool", "half")
 
 
 # The type the kernels read an epilogue operand in, by its node's kind (common.cuh): Param, the
@@ -160,6 +160,8 @@ class Emitter:
             raise _NeedsValue(n)
         if n.kind == "pool":
             return self._pool(n)
+        if n.kind == "half":
+            return self._half(n)
         if n.kind == "groupnorm" and n.id in self.group_stats:
             expr = _group_norm_expr(n, self.group_stats[n.id], self.get(n.args[0]), self.get, self.traced_width)
         elif n.kind in ("reduce", "groupnorm"):
@@ -237,6 +239,23 @@ class Emitter:
             f"const int n = j * {stride} + tap;", ROW_READ, *inner.lines, step]))
         if n.op == "avg":
             self.lines.append(f"{name} /= {ops.cuda_float(k)};")
+        self.names[n.id] = name
+        return name
+
+    def _half(self, n: Node) -> str:
+        """A half's value at pooled column j: its input at column n = j + c N / 2 of the row, computed
+        from S there as a pooling computes a tap (no loop: one column)."""
+        if self.window_available is None:
+            raise AssertionError("a half outside the row kernel")
+        inner = Emitter(self.graph, self.operands, self.window_available, self.bn_ready, element=True,
+                        module_rounding=self.round_ops)
+        inner.group_stats = self.group_stats
+        inner.traced_width = self.traced_width
+        v = inner.get(n.args[0])
+        name = f"v{n.id}"
+        column = "j" if n.attrs["half"] == 0 else "j + N / 2"
+        self.lines.append(f"float {name};  // half {n.attrs['half']} of %{n.args[0]} (columns {column}), line {n.line}")
+        self.lines.extend(_block("", [f"const int n = {column};", ROW_READ, *inner.lines, f"{name} = {v};"]))
         self.names[n.id] = name
         return name
 
@@ -408,7 +427,7 @@ def _stage1_nodes(graph: Graph, bn_ready: bool) -> set[int]:
     its a, c are known (eval mode)."""
     ok: set[int] = set()
     for n in graph.nodes:
-        if n.kind in ("reduce", "groupnorm", "pool") or n.level in ("row", "rowflat", "pooled"):
+        if n.kind in ROW_KINDS or n.level in ("row", "rowflat", "pooled"):
             continue
         if n.kind == "batchnorm" and not bn_ready:
             continue
@@ -522,8 +541,7 @@ def row_width(graph: Graph, level: str) -> str:
     """The number of columns of a value at `level` as an expression in N (C and Python alike:
     N is non-negative, so C's / is Python's //)."""
     if level == "pooled":
-        pool = graph.pool
-        return f"(N - {pool.attrs['kernel']}) / {pool.attrs['stride']} + 1"
+        return graph.pooled_width_code()
     return {"tile": "N", "row": "1", "rowflat": "1"}[level]
 
 
@@ -782,7 +800,7 @@ def _cache_node(graph: Graph, operands: dict, stored: int, bn_ready: bool) -> in
     so that later passes neither re-read the per-column parameters nor recompute the element
     chain up to x (problem 84: x = scale * (a * S + c))."""
     live = [n for n in graph.live()]
-    if any(n.kind in ("groupnorm", "pool") for n in live):
+    if any(n.kind in ("groupnorm", "pool", "half") for n in live):
         return stored
     reductions = [n for n in live if n.kind == "reduce"]
     if not reductions or graph.node(reductions[0].args[0]).level != "tile":

@@ -28,7 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ir import ops
-from kgen.ir.graph import (INPUT_PATH, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes, combine_levels,
+from kgen.ir.graph import (INPUT_PATH, input_path, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes, combine_levels,
                            pooled_width, shape_text)
 from kgen.frontend import autocast
 from kgen.frontend.reference import USER_FAILURES, Reference
@@ -431,6 +431,8 @@ class _BeforeTheGemm(Unsupported):
     defers the op; where the GEMM itself needs it, the refusal it carries."""
 
 
+EXTRA_INPUT_BEFORE_THE_GEMM = ("an op on an input after the first (get_inputs()' second tensor on) whose result the "
+                               "GEMM reads: kgen reads such an input after the GEMM only (a residual, a gate)")
 INPUT_BEFORE_THE_GEMM = ("an op on the module's input before the GEMM, whose result the GEMM reads (kgen's GEMM "
                          "comes first; the input may be read again after it)")
 
@@ -971,7 +973,7 @@ def _frames(frame):
 # them alone before the first GEMM is deferred to its first use (Tracer._deferrable).
 PARAMETER_KINDS = frozenset({"tensor"})
 # ... and so are ops on the module's input, and on both (Tracer._deferrable).
-DEFERRABLE_KINDS = PARAMETER_KINDS | {"input"}
+DEFERRABLE_KINDS = PARAMETER_KINDS | {"input", "extra_input"}
 TRANSPOSED_ACTIVATION = ("a transposed activation (x.T) used other than as W @ x.T transposed back: kgen "
                          "takes (W @ x.T).T, which is x @ W.T, the Linear's GEMM")
 # fx node meta: made with gradients off (torch.no_grad(), set_grad_enabled(False), inference_mode)
@@ -1032,6 +1034,8 @@ class Tracer:
         self.output_tail: tuple = ()   # torch's last op on the kernel's output (Graph.output_tail)
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
+        # get_inputs()' tensors after the input read in this part ((index, detached?): node)
+        self.extra_reads: dict[tuple, int] = {}
         self.queries_read: dict[str, int] = {}   # ENVIRONMENT_QUERIES the forward read, at their lines
         self.seeded: list[int] = []   # lines where the forward seeds torch's generator (SEEDING)
         self.other_answers: frozenset = frozenset()   # the queries answered with their other value
@@ -1096,6 +1100,8 @@ class Tracer:
             return self.value(self.param_view(_Marker("matrix", v.payload), "t", (), {}))
         if isinstance(v, _Marker) and v.kind == "input":
             return self.input_node(v.payload)
+        if isinstance(v, _Marker) and v.kind == "extra_input":
+            return self.extra_input_node(*v.payload)
         if isinstance(v, _Marker) and v.kind == "scaled_input":
             # (the input scaled by a number, used other than as the first GEMM's input)
             x = self.input_node(False)
@@ -1160,9 +1166,11 @@ class Tracer:
         Returns whether x is now tile-level."""
         if not isinstance(x, int) or self.level(x) != "full" or tuple(self.shape_of(x)) != ("M", self.out_features):
             return False
-        if self.module_in_features != self.out_features or not self.inputs:
+        # (the module's input where in_features is N; an extra input of the output's shape: a
+        # read of another shape is in `spread` and refused below)
+        reads = set(self.inputs.values()) | set(self.extra_reads.values())
+        if not reads:
             return False
-        reads = set(self.inputs.values())
         spread = {i for i in reads}
         for n in self.nodes:
             if any(a in spread for a in n.args):
@@ -1227,6 +1235,20 @@ class Tracer:
             self.nodes[node].shape = ("M", self.module_in_features)
             self.inputs[detached] = node
         return self.inputs[detached]
+
+    def extra_input_node(self, index: int, detached: bool) -> int:
+        """get_inputs()' tensor `index` (1: the one after the module's input; Reference.extra_inputs)
+        as a value after the GEMM: level full, shape (M, its last dimension), read per element as
+        the module's input is (input_node), under its own operand path (graph.input_path). Before
+        the GEMM an op on it is deferred to its first use after the GEMM; one the GEMM reads is
+        refused (Tracer.gemm)."""
+        if self.gemm_id is None:
+            raise _BeforeTheGemm(str(self.refuse(EXTRA_INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
+        if (index, detached) not in self.extra_reads:
+            node = self.add("input", "full", path=input_path(index), detached=detached, index=index)
+            self.nodes[node].shape = ("M", int(self.ref.extra_inputs[index - 1].shape[-1]))
+            self.extra_reads[(index, detached)] = node
+        return self.extra_reads[(index, detached)]
 
     def attribute(self, path: str) -> _Marker:
         """A parameter or buffer read by get_attr: a marker until its use says what it is (a
@@ -1970,7 +1992,8 @@ class Tracer:
             self.chain(x)
         elif not (isinstance(x, _Marker) and x.kind == "input" and not x.payload):
             what = "a detached copy of the module's input" if isinstance(x, _Marker) and x.kind == "input" \
-                else "not the module's input"
+                else f"get_inputs()' tensor {x.payload[0] + 1}, an input kgen reads after the GEMM only" \
+                if isinstance(x, _Marker) and x.kind == "extra_input" else "not the module's input"
             raise self.refuse(f"the GEMM's input is {what} (kgen's GEMM comes first)")
         expression = weight if isinstance(weight, WeightExpr) else None
         if expression is not None:
@@ -2045,6 +2068,9 @@ class Tracer:
         new one (Tracer.value refuses them): the parts share only the GEMM input, which the
         previous part writes to memory and the next GEMM reads as its x."""
         what = "the input of a second GEMM"
+        if isinstance(x, _Marker) and x.kind == "extra_input":
+            raise self.refuse(f"{what} is get_inputs()' tensor {x.payload[0] + 1}, an input kgen reads after the GEMM "
+                              "only, per element (kgen chains GEMMs: each one reads the output of the part before it)")
         if isinstance(x, _Marker) or not isinstance(x, int):
             raise self.refuse(f"{what} is not a (batch, features) value computed from the first GEMM "
                               "(kgen chains GEMMs: each one reads the output of the part before it)")
@@ -2064,7 +2090,7 @@ class Tracer:
                 # (its shape kept: a size of it is still a number, as GPT-2's Conv1D reads
                 # x.size()[:-1] after its addmm)
                 self.env[fx_node] = _Marker("earlier", line, self._shape_or_none(v))
-        self.nodes, self.params, self.consts, self.inputs = [], {}, {}, {}
+        self.nodes, self.params, self.consts, self.inputs, self.extra_reads = [], {}, {}, {}, {}
         self.gemm_id, self.in_features = None, int(width)
 
     # ---- the walk ------------------------------------------------------------------------
@@ -2074,7 +2100,8 @@ class Tracer:
         and kgen traces it so. A default other than None, a bool, a number or a string is refused
         (the emitted forward could not compare an argument with it); a parameter without one is
         the second input that the caller refuses."""
-        params = list(inspect.signature(type(self.model).forward).parameters.values())[2:]
+        # (after self, the input and the extra inputs get_inputs() gives)
+        params = list(inspect.signature(type(self.model).forward).parameters.values())[2 + len(self.ref.extra_inputs):]
         out = []
         for p in params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is p.empty:
@@ -2270,9 +2297,12 @@ class Tracer:
         # the asserts of those): the emitted forward checks them itself.
         fx_checks = set(placeholders[len(placeholders) - len(self.forward_defaults):])
         placeholders = placeholders[:len(placeholders) - len(self.forward_defaults)]
-        if len(placeholders) != 1:
-            raise Unsupported(f"{self.ref.path}: Model.forward takes {len(placeholders)} inputs; "
-                              "kgen synthesizes modules of one input tensor")
+        given = 1 + len(self.ref.extra_inputs)
+        if len(placeholders) != given and not (len(placeholders) == 1 and str(placeholders[0].target).startswith("*")):
+            raise Unsupported(f"{self.ref.path}: Model.forward takes {len(placeholders)} inputs and get_inputs() "
+                              f"gives {given} (the module is called as model(*get_inputs()))")
+        # (forward(self, x, residual): the placeholder after the input is get_inputs()' second tensor)
+        extra_index = {n: i for i, n in enumerate(placeholders) if i and not str(n.target).startswith("*")}
         for fx_node in fx_graph.nodes:
             self._locate(fx_node)
             self.fx_node = fx_node
@@ -2284,6 +2314,7 @@ class Tracer:
                 env[fx_node] = (_Marker("keywords", None) if fx_node in keywords
                                 else _Marker("extra_args", None) if fx_node in extra
                                 else _Marker("inputs", None) if str(fx_node.target).startswith("*")
+                                else _Marker("extra_input", (extra_index[fx_node], False)) if fx_node in extra_index
                                 else self.input_marker)
                 continue
             if fx_node.op == "output":
@@ -2779,8 +2810,8 @@ class Tracer:
             return self._tensor(v.payload).dtype
         if isinstance(v, _Id) and self.nodes[v].fp32:
             return torch.float32
-        if isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind == "input"):
-            return self.ref.input.dtype
+        if isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind in ("input", "extra_input")):
+            return self.ref.input.dtype   # (an extra input has the input's dtype: Reference._extra_input)
         return None
 
     def _softmax_args(self, args, kwargs) -> dict:
@@ -2804,6 +2835,8 @@ class Tracer:
     def _check_input(self, a):
         if isinstance(a, _Marker) and a.kind == "input" and self.gemm_id is None:
             raise _BeforeTheGemm(str(self.refuse(INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
+        if isinstance(a, _Marker) and a.kind == "extra_input" and self.gemm_id is None:
+            raise _BeforeTheGemm(str(self.refuse(EXTRA_INPUT_BEFORE_THE_GEMM)))
 
     def visit_module(self, path: str, module: nn.Module, args, kwargs):
         kind = _torch_kind(module)
@@ -2877,6 +2910,8 @@ class Tracer:
             return self._tensor(value.payload).requires_grad   # (a parameter or buffer read as it is)
         if isinstance(value, _Marker) and value.kind == "input":
             return not value.payload   # (the module's input; x.detach() of it records nothing)
+        if isinstance(value, _Marker) and value.kind == "extra_input":
+            return not value.payload[1]
         if not isinstance(value, _Id):
             return isinstance(value, _Marker)
         stack, seen = [int(value)], set()
@@ -2962,6 +2997,8 @@ class Tracer:
         anything else (a parameter's views are Tracer.param_view's)."""
         if isinstance(v, _Marker) and v.kind == "input":
             return ("M", *tuple(self.ref.input.shape)[1:])
+        if isinstance(v, _Marker) and v.kind == "extra_input":
+            return ("M", int(self.ref.extra_inputs[v.payload[0] - 1].shape[-1]))
         if isinstance(v, _Id):
             return tuple(self.shape_of(v))
         if isinstance(v, _Marker) and v.kind == "unsqueezed":
@@ -3291,9 +3328,12 @@ class Tracer:
         if fn is operator.getitem:
             target, index = args
             if isinstance(target, _Marker) and target.kind == "inputs":
-                if isinstance(index, int) and not isinstance(index, (bool, _Id)) and index in (0, -1):
-                    return self.input_marker   # x = args[0], (x,) = args
-                raise self.refuse(f"forward(*args) reading args[{index!r}]: get_inputs() gives one input, args[0]")
+                count = 1 + len(self.ref.extra_inputs)
+                if isinstance(index, int) and not isinstance(index, (bool, _Id)) and -count <= index < count:
+                    index %= count   # x = args[0], (x,) = args; args[1]: the extra input after it
+                    return self.input_marker if index == 0 else _Marker("extra_input", (index, False))
+                raise self.refuse(f"forward(*args) reading args[{index!r}]: get_inputs() gives {count} "
+                                  f"input{'s' if count > 1 else ''}, args[0]{'' if count == 1 else f' to args[{count - 1}]'}")
             if isinstance(target, _Marker) and target.kind == "keywords":
                 raise self.refuse(f"Model.forward reads its **kwargs[{index!r}], which the module called with its "
                                   "input alone does not have (kwargs.get(name, default) reads the default)")
@@ -4038,6 +4078,9 @@ class Tracer:
             # clone / contiguous / detach of the input: the input (detach: no gradient through
             # this read), whatever the order, before or after the GEMM.
             return _Marker("input", self_arg.payload or name == "detach")
+        if isinstance(self_arg, _Marker) and self_arg.kind == "extra_input" and name in (*IDENTITY_METHODS, "detach"):
+            index, detached = self_arg.payload
+            return _Marker("extra_input", (index, detached or name == "detach"))
         if name == "cuda" and all(_names_a_device(a) or type(a) is int for a in rest) \
                 and set(kwargs) <= {"device", "non_blocking"}:
             return self_arg   # (a move to the device it is on: the emitted forward runs on the GPU)
@@ -4687,15 +4730,18 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
                                 p.add_(torch.randn_like(p) * (0.5 * (p.abs().mean().item() or 1.0)))
                 for lead in leads:
                     x = torch.randn(*lead, *features, dtype=torch.float64)
+                    # (get_inputs()' tensors after the input: the same leading dimensions, their own last)
+                    extras = [torch.randn(*lead, int(t.shape[-1]), dtype=torch.float64)
+                              for t in getattr(ref, "extra_inputs", ())]
                     for training in (True, False):
                         outs = []
-                        for value in (x, x.reshape(-1, k)):
+                        for value, others in ((x, extras), (x.reshape(-1, k), [e.reshape(-1, e.shape[-1]) for e in extras])):
                             with torch.no_grad():
                                 for name, b in model.named_buffers():
                                     b.copy_(buffers[name])
                                 model.train(training)
                                 torch.manual_seed(1)
-                                outs.append(model(value.clone()))
+                                outs.append(model(value.clone(), *(e.clone() for e in others)))
                         whole, rows = outs[0], rows_output(outs[1], lead, rows_dim)
                         at = (f"in {'training' if training else 'eval'} mode, on a {tuple(x.shape)} input, "
                               f"parameters {weights}")
@@ -4725,8 +4771,8 @@ def takes_rows(ref: Reference, rank: int = 3) -> bool:
     softmax over dim=1 or a BatchNorm1d does not): then the emitted forward takes such an input,
     as eager's module does (a transformer's (batch, tokens, features), a policy's one
     observation). Cached per reference file, constructor and rank."""
-    if getattr(ref, "rows_of", None) is not None or ref.input.dim() != 2:
-        return False
+    if getattr(ref, "rows_of", None) is not None or ref.input.dim() != 2 or getattr(ref, "extra_inputs", ()):
+        return False   # (a module with extra inputs: its file takes the shapes get_inputs() gives)
     key = (str(ref.path), getattr(ref, "sha256", None), repr(ref.init_args()), int(ref.input.shape[1]), rank)
     if key not in _TAKES_ROWS:
         meta = ref.meta_model()

@@ -13,17 +13,26 @@ one line, until the emitted file takes them.
 """
 
 import copy
+import inspect
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
 from click.testing import CliRunner
 
+from kgen.check.static_checks import check_emitted
 from kgen.cli import main
+from kgen.codegen import generator
 from kgen.frontend.reference import Reference, ReferenceError
 from kgen.frontend.trace import trace
 from kgen.ir.autodiff import graph_vjp
 from kgen.ir.graph import INPUT_PATH, Unsupported, input_path
+from kgen.lower import backward
+from kgen.tune.spec import Spec, Tile
+
+from conftest import launch_on_cpu, nvcc_prefetch, prefetch_dir, sm90a_check
+from test_render import exec_file
 
 BATCH, IN, OUT = 8, 24, 16
 
@@ -83,10 +92,11 @@ SPELLINGS = {
     "scaled_before_the_gemm": ("x, residual", "r = 0.5 * residual\nh = self.dense(x)\nreturn self.LayerNorm(h + r)", [R]),
     "star_args": ("*args", "h = self.dropout(self.dense(args[0]))\nreturn self.LayerNorm(h + args[1])", [R]),
     # (the module's own input read again too: in_features = out_features, SAME_WIDTH)
-    "input_and_residual": ("x, residual", "return self.LayerNorm(self.dense(x) + x) * residual + x", [R]),
+    "input_and_residual": ("x, residual", "return self.LayerNorm(self.dense(x) + x + residual)", [R]),
+    "detached_input_and_residual": ("x, residual", "return self.LayerNorm(self.dense(x) + x.detach() + residual)", [R]),
     "unused_second": ("x, residual", "return self.LayerNorm(self.dense(x))", [R]),
 }
-SAME_WIDTH = {"input_and_residual"}
+SAME_WIDTH = {"input_and_residual", "detached_input_and_residual"}
 
 
 def module_file(folder, name: str, in_features: int = IN, out_features: int = OUT, dtype: str = "") -> str:
@@ -247,6 +257,8 @@ def test_the_batch_asked_for_takes_every_input_at_its_rows(tmp_path):
     ("x, residual", "return self.dense(x) + residual", ["torch.randn(batch_size, out_features, dtype=torch.float64)"],
      ReferenceError, r"kgen takes extra inputs in the module input's dtype \(torch.float32\)"),
     ("x", "return self.dense(x)", [R], Unsupported, r"Model.forward takes 1 inputs and get_inputs\(\) gives 2"),
+    ("x, scale", "return self.LayerNorm(self.dense(x) * scale)", [ROWS], Unsupported,
+     r"LayerNorm of a value that reads get_inputs\(\)' tensor 2, of shape \(batch, 1\) \(before a row op"),
 ])
 def test_what_is_not_taken_is_named(params, body, extras, error, said, tmp_path):
     SPELLINGS["refused"] = (params, body, extras)
@@ -258,11 +270,190 @@ def test_what_is_not_taken_is_named(params, body, extras, error, said, tmp_path)
         trace(Reference(path))
 
 
-def test_generate_refuses_a_module_of_two_inputs_in_one_line(tmp_path):
-    """The emitted file, validate and bench take the module's input alone so far: kgen generate
-    says so, and writes nothing."""
-    out = tmp_path / "out.py"
+# ---- the emitted file ------------------------------------------------------------------------
+WGMMA_TILE = Tile(128, 128, 32, 16, 128, stages=4)
+MMA_TILE = Tile(128, 128, 32, 64, 32, stages=3)
+
+
+def spec_of(path: str, backend: str = "wgmma") -> Spec:
+    return Spec.of(path, BATCH, SAME_WIDTH_IN(path), OUT, math="tf32x3", backend=backend, fusion=1,
+                   tile=WGMMA_TILE if backend == "wgmma" else MMA_TILE)
+
+
+def SAME_WIDTH_IN(path: str) -> int:
+    return OUT if Path(path).stem in SAME_WIDTH else IN
+
+
+def emitted(path: str, monkeypatch):
+    """The emitted file of `path`, run on CPU tensors against a stand-in library (its kernels'
+    launch recorded, not run): the Python around the kernels."""
+    text = generator.render(spec_of(path))
+    assert check_emitted(text) == []
+    module = exec_file(text)
+    library = launch_on_cpu(module, monkeypatch)
+    monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)
+    return module, library
+
+
+def test_the_emitted_forward_takes_and_checks_the_extra_input_by_its_name(tmp_path, monkeypatch):
+    """ModelNew.forward(self, x, input_tensor): the reference's name; the tensor is checked as x is
+    (a tensor, x's batch, device and dtype, its width) and handed to the kernels as the operand
+    the IR reads it by."""
+    path = module_file(tmp_path, "bert_output")
+    module, library = emitted(path, monkeypatch)
+    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "x", "input_tensor"]
+    (low,) = generator.lowered_parts(spec_of(path))
+    k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
+    torch.manual_seed(0)
+    new = module.ModelNew(IN, OUT).eval()
+    x, r = torch.randn(BATCH, IN), torch.randn(BATCH, OUT)
+    with torch.no_grad():
+        new(x, r)
+    assert library.calls[-1][f"operand{k}"] == r.data_ptr()
+    for bad, error, said in [
+        (2.0, TypeError, r"expects input_tensor \(input 2\) a torch.Tensor, got float"),
+        (r[:4], ValueError, r"expects input_tensor \(input 2\) of shape \(batch, features\) with x's batch, 8, got \(4, 16\)"),
+        (r.double(), TypeError, r"expects input_tensor in x's dtype, torch.float32, got torch.float64"),
+        (r[:, :5], ValueError, r"reads input_tensor per element as a \(batch, 16\) value; got 5 features"),
+    ]:
+        with pytest.raises(error, match=said), torch.no_grad():
+            new(x, bad)
+
+
+def test_a_tail_read_of_a_row_wide_input_is_checked_by_its_width(tmp_path, monkeypatch):
+    path = module_file(tmp_path, "row_scale")
+    module, library = emitted(path, monkeypatch)
+    new = module.ModelNew(IN, OUT).eval()
+    x = torch.randn(BATCH, IN)
+    with torch.no_grad():
+        new(x, torch.randn(BATCH, 1))
+        with pytest.raises(ValueError, match=r"reads scale of 1 features after the GEMM"):
+            new(x, torch.randn(BATCH, OUT))
+
+
+@pytest.mark.parametrize("params, name", [("hidden, x", "input1"), ("x, w", "input1"), ("x, operand0", "input1"),
+                                          ("*args", "input1"), ("x, gate", "gate")])
+def test_an_extra_input_named_as_the_forward_names_its_own_values_is_renamed(params, name, tmp_path):
+    first, _, second = params.partition(", ")
+    SPELLINGS["named"] = (params, f"return self.dense({first if second else 'args[0]'}) * "
+                                  f"{second if second else 'args[1]'}", [R])
+    try:
+        path = module_file(tmp_path, "named")
+    finally:
+        del SPELLINGS["named"]
+    module = exec_file(generator.render(spec_of(path)))
+    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "x", name]
+
+
+@pytest.mark.parametrize("name, sends", [("bert_output", True), ("act_plus_residual", True),
+                                         ("detached_residual", False), ("row_scale", True),
+                                         ("detached_input_and_residual", True)])
+def test_one_input_read_after_the_gemm_gets_its_gradient_from_the_kernels(name, sends, tmp_path):
+    """The staged kernels (d_input) and the broadcast tail (its input leaf) send one input its
+    gradient: here the extra one, which the op's backward returns for that operand."""
+    (low,) = generator.lowered_parts(spec_of(module_file(tmp_path, name)))
+    assert backward.unsupported(low) is None
+    assert backward.input_gradient(low) == sends
+    part = generator.op_part(low)
+    k = next(j for j, n in enumerate(low.operands) if n.kind == "input" and n.attrs["path"] == input_path(1))
+    assert (f"input_operand='operand{k}'" in part["backward"]["call"]) == sends
+    assert (part["backward"]["need_dinput"] != "False") == sends
+
+
+def test_two_inputs_sending_gradients_are_refused_in_the_backward_alone(tmp_path):
+    """The kernels send one input's gradient (EpilogueParams::d_input): a part that reads the
+    module's input and an extra one, each wanting a gradient, has a forward and a backward that
+    raises naming both; the module's own input detached, it has both."""
+    path = module_file(tmp_path, "input_and_residual")
+    (low,) = generator.lowered_parts(spec_of(path))
+    assert backward.unsupported(low) == ("no backward kernel yet for the gradients of two inputs read after the "
+                                         "GEMM (the module's input and get_inputs()' tensor 2); train with the "
+                                         "reference module")
+    assert check_emitted(generator.render(spec_of(path))) == []
+
+
+def test_extra_inputs_of_an_input_of_more_dimensions_are_refused_at_generate(tmp_path):
+    text = open(module_file(tmp_path, "bert_output")).read().replace(
+        "torch.randn(batch_size, in_features), torch.randn(batch_size, out_features)",
+        "torch.randn(batch_size, 3, in_features), torch.randn(batch_size, 3, out_features)")
+    path = tmp_path / "tokens.py"
+    path.write_text(text)
+    with pytest.raises(Unsupported, match=r"get_inputs\(\) gives 2 tensors and the input is \(\.\.\., 24\)"):
+        generator.lowered_parts(spec_of(str(path)))
+
+
+# ---- validate, bench and the search: the models called with x alone get the extra inputs ----------
+def test_the_checks_models_called_with_x_alone_get_every_input(tmp_path, monkeypatch):
+    """kgen generate writes the file; EmittedFile's Model and ModelNew, called with x alone (as the
+    checks, bench and the search call them, varying x), pass get_inputs()' tensors after it at x's
+    rows, device and dtype (Reference.extra_inputs_for); a call with them all is as given."""
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import _inputs
+
+    out = tmp_path / "new.py"
     result = CliRunner().invoke(main, ["generate", module_file(tmp_path, "bert_output"), "-o", str(out)])
-    assert result.exit_code == 2, result.output
-    assert "get_inputs() gives 2 tensors" in result.output and "one input tensor only" in result.output
-    assert "Traceback" not in result.output and not out.exists()
+    assert result.exit_code == 0, result.output
+    f = EmittedFile(out)
+    x = _inputs(f, "rand", 5, "cpu", torch.float64)
+    assert tuple(x.shape) == (5, IN)
+    rng = torch.get_rng_state()
+    (r,) = f.reference.extra_inputs_for(x)
+    assert torch.equal(torch.get_rng_state(), rng)   # (a draw inside a forward moves no Dropout's mask)
+    assert tuple(r.shape) == (5, OUT) and r.dtype == torch.float64
+    assert f.reference.extra_inputs_for(x)[0] is r   # (the same tensors for a batch, device and dtype)
+    # one draw for every dtype of a batch: the fp64 model's values are the fp32 one's (or the
+    # 16-bit one's, rounded through it)
+    (r32,) = f.reference.extra_inputs_for(x.float())
+    assert torch.equal(r32.double(), r)
+    (r64,) = f.reference.extra_inputs_for(x, through=torch.bfloat16)
+    assert torch.equal(r64, r32.bfloat16().double()) and not torch.equal(r64, r)
+    torch.manual_seed(0)
+    model = f.Model(*f.init_args()).double().eval()
+    plain = f.reference.Model(*f.init_args()).double().eval()
+    plain.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        assert torch.equal(model(x), plain(x, r))
+        other = torch.randn_like(r)
+        assert torch.equal(model(x, other), plain(x, other))
+    # ModelNew: the stand-in library records the operand the kernels got
+    launch_on_cpu(f.module, monkeypatch)
+    monkeypatch.setattr(f.module, "_kgen_checked_input", lambda x, weight: x)
+    library = f.module._kgen_build()
+    new = f.ModelNew(*f.init_args()).eval()
+    x32 = x.float()
+    with torch.no_grad():
+        new(x32)
+    (low,) = generator.lowered_parts(f.spec)
+    k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
+    assert library.calls[-1][f"operand{k}"] == f.reference.extra_inputs_for(x32)[0].data_ptr()
+
+
+def test_the_search_probe_runs_the_module_with_its_extra_inputs():
+    """search.probe_maths runs the reference in fp64 on its get_inputs() (here on the CPU): the
+    extra inputs too; the rounding of the GEMM's operands, not their absence, is its error."""
+    from kgen.tune.search import probe_maths
+
+    folder = Path(__import__("tempfile").mkdtemp())
+    found = probe_maths(module_file(folder, "bert_output"), BATCH, IN, OUT, ["tf32", "bf16"], [1e-4, 1e-2], "cpu")
+    assert set(found) == {"tf32", "bf16"}
+    assert found["tf32"][0] == [1e-2] and found["bf16"][0] in ([], [1e-2]), found
+
+
+# ---- nvcc, compile only ------------------------------------------------------------------------
+COMPILED = [("bert_output", "wgmma"), ("act_plus_residual", "kgen")]
+
+
+def _source(name: str, backend: str, folder) -> str:
+    return generator.render_cuda_source(spec_of(module_file(folder, name), backend))
+
+
+@nvcc_prefetch(lambda p: sm90a_check(_source(p["name"], p["backend"], prefetch_dir("second_input", p))))
+@pytest.mark.parametrize("name, backend", COMPILED, ids=["rows_wgmma", "tail_mma"])
+def test_the_extra_input_read_and_its_gradient_compile(name, backend):
+    from test_compile import NVCC, SM90A, compile_check, spills
+
+    source = _source(name, backend, prefetch_dir("second_input", {"name": name, "backend": backend}))
+    assert ("p.d_input[" in source) == (name == "bert_output")
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    assert spills(compile_check(source, (SM90A,))) == []

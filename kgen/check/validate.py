@@ -350,6 +350,8 @@ class Trio:
             self.new = f.ModelNew(*f.init_args()).to(dtype)
             # (each Dropout mask drawn as the module's dtype draws it: kgen/check/masks.py)
             self.ref64 = masks_drawn_in(f.Model(*f.init_args()).double(), dtype, getattr(f, "dropouts", ()))
+        # (its extra inputs, where get_inputs() gives any, the module dtype's values: x.double()'s kind)
+        self.ref64.kgen_extra_inputs_through = dtype
         self.dtype = dtype
         self.ref64.load_state_dict(self.ref.state_dict())
         self.new.load_state_dict(self.ref.state_dict())
@@ -461,7 +463,7 @@ def _inputs(f, kind: str, batch: int, device, dtype: torch.dtype = torch.float32
     """An input of `batch` rows in `dtype`: "rand" is the reference's own get_inputs() (whatever
     it draws), "randn" standard normal and "offset" uniform plus LARGE_OFFSET, of its shape."""
     if kind == "rand":
-        (x,) = f.reference.inputs(batch)
+        x = f.reference.inputs(batch)[0]   # (the tensors after it: Reference.given_extra_inputs)
         return x.to(device, dtype)
     # (The shape alone: get_inputs() draws on the CPU, 40 ms for 1024 x 8192.)
     shape = (batch, *f.reference.input.shape[1:])
@@ -576,11 +578,12 @@ def check_kernelbench_eval(f, device, tol, dtype=torch.float32) -> CheckResult:
     jumpy = may_jump(f)
     for t, seed in enumerate(seeds):
         _seed_all(seed)
-        (x,) = [v.to(device, dtype) for v in f.reference.draw()]
+        # (every tensor of get_inputs(), as KernelBench calls model(*inputs))
+        x, *extras = [v.to(device, dtype) for v in f.reference.draw()]
         with torch.no_grad():
-            out32, out64, out = ref(x), ref64(x.double()), new(x)
+            out32, out64, out = ref(x, *extras), ref64(x.double(), *(e.double() for e in extras)), new(x, *extras)
         # (the fp32-exact ratio leaves out the elements at a jump of the reference, as the other
-        # forward checks do; KernelBench's allclose judges them all)
+        # forward checks do; KernelBench's allclose judges them all; jump_mask calls it with x alone)
         jumps = jump_mask(ref64, x.double()) if jumpy else None
         cmp.add(f"trial {t} (seed {seed})", out, out32, out64, left_out=jumps)
     return cmp.result(KERNELBENCH_CHECK)

@@ -665,6 +665,46 @@ class Reference:
             out.append(value.contiguous())
         return out
 
+    def extra_inputs_for(self, x, through: torch.dtype | None = None) -> list[torch.Tensor]:
+        """get_inputs()' tensors after the input (extra_inputs) for a call on x: drawn once per
+        number of rows as `inputs` draws them, at x's rows (the workload's where x is no tensor),
+        then on x's device and in its dtype, rounded `through` a dtype first (an fp64 model's
+        extra inputs as its 16-bit twin's are: Trio's fp64 copy of a bf16 module). One draw for
+        every dtype and device of a batch, so that the fp32, fp64 and 16-bit models of one check
+        read the same values; the same tensors on every call (a timing loop moves none)."""
+        rows = int(x.shape[0]) if isinstance(x, torch.Tensor) and x.dim() else int(self.input.shape[0])
+        device, dtype = (x.device, x.dtype) if isinstance(x, torch.Tensor) else ("cuda", self.input.dtype)
+        drawn = self.__dict__.setdefault("_extras_drawn", {})
+        if rows not in drawn:
+            # (the caller's random states left as they were: drawn inside a forward, a draw that
+            # moved them would give a Dropout after it another mask than the other models')
+            devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+            with torch.random.fork_rng(devices=devices):
+                drawn[rows] = self.inputs(rows)[1:]
+        moved = self.__dict__.setdefault("_extras_moved", {})
+        key = (rows, str(device), dtype, through)
+        if key not in moved:
+            moved[key] = [(t if through is None else t.to(through)).to(device, dtype) for t in drawn[rows]]
+        return moved[key]
+
+    def given_extra_inputs(self, cls: type) -> type:
+        """`cls` (the reference's Model, or a ModelNew) as the checks, bench and the search call it:
+        with the input alone, x, which they vary (a NaN, a scale, a batch, a view); where
+        get_inputs() gives tensors after it, a subclass whose call with x alone passes them too
+        (extra_inputs_for(x), rounded through the instance's `kgen_extra_inputs_through` dtype
+        where it has one), and a call with more arguments as it is. `cls` itself otherwise."""
+        if not self.extra_inputs:
+            return cls
+        reference = self
+
+        def forward(self, x, *args, **kwargs):
+            if not args and not kwargs:
+                args = reference.extra_inputs_for(x, getattr(self, "kgen_extra_inputs_through", None))
+            return cls.forward(self, x, *args, **kwargs)
+
+        return type(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__, "__doc__": cls.__doc__,
+                                           "__qualname__": cls.__qualname__})
+
     def _rows(self, x: torch.Tensor) -> torch.Tensor:
         """An input of get_inputs() as the workload takes it: its rows where it is (..., features),
         its feature_dims trailing dimensions flattened into the features."""

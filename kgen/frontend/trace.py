@@ -399,8 +399,10 @@ SUPPORTED = (
      "(x.view(x.size(0), -1), x.reshape(-1, N)) and between (batch, 1) and (batch,) (unsqueeze(1), "
      "view(-1), x[:, None]); expand / expand_as / repeat of a value over dimensions of size 1"),
     ("other operands", "the module's input read again after the GEMM (a residual such as x + x_in, "
-     "broadcast as torch broadcasts it); torch.zeros_like / ones_like / full_like (x.new_zeros / "
-     "new_ones / new_full) of a value as an operand of a point-wise op"),
+     "broadcast as torch broadcasts it); get_inputs()' tensors after the input, (batch, d) in its dtype, "
+     "read after the GEMM (forward(self, x, residual): LayerNorm(fc(x) + residual), fc(x) * gate); "
+     "torch.zeros_like / ones_like / full_like (x.new_zeros / new_ones / new_full) of a value as an "
+     "operand of a point-wise op"),
     ("Dropout", "the identity in eval mode; in training mode torch's own mask, drawn by the forward, "
      "for a dropout of a (batch, features) value"),
 )
@@ -1201,6 +1203,13 @@ class Tracer:
             return (f"a value of shape {shape_text(tuple(self.shape_of(x)))}, which a parameter of more "
                     "dimensions than (batch, features) broadcast it to (kgen's row ops take (batch, features) "
                     "values: give the parameter the shape (N,) or (1, N))")
+        narrow = [n for n in self.nodes if n.kind == "input" and n.attrs.get("index") and n.level == "full"
+                  and tuple(n.shape) != ("M", self.out_features)] if isinstance(x, int) else []
+        if narrow and any(self._depends(x, n.id) for n in narrow):
+            n = next(n for n in narrow if self._depends(x, n.id))
+            return (f"a value that reads get_inputs()' tensor {n.attrs['index'] + 1}, of shape "
+                    f"{shape_text(('batch', *n.shape[1:]))} (before a row op, a norm or BatchNorm kgen reads an "
+                    f"input after the first per element, (batch, {self.out_features}))")
         if isinstance(x, int) and self.level(x) == "full":
             if self.module_in_features != self.out_features or tuple(self.shape_of(x)) != ("M", self.out_features):
                 return (f"a value that reads the module's input and is not (batch, {self.out_features}) "
@@ -2303,6 +2312,8 @@ class Tracer:
                               f"gives {given} (the module is called as model(*get_inputs()))")
         # (forward(self, x, residual): the placeholder after the input is get_inputs()' second tensor)
         extra_index = {n: i for i, n in enumerate(placeholders) if i and not str(n.target).startswith("*")}
+        self.extra_input_names = ([str(n.target) for n in extra_index] if extra_index else
+                                  [f"input{k}" for k in range(1, given)])   # (forward(*args): args[k])
         for fx_node in fx_graph.nodes:
             self._locate(fx_node)
             self.fx_node = fx_node
@@ -4376,6 +4387,7 @@ def _trace(ref: Reference) -> Graph:
     graph.fp32_casts = casts_that_stay_fp32(ref, tracer.fp32_casts)
     check_upcasts(ref, tracer.upcasts)
     graph.forward_defaults = tracer.forward_defaults
+    graph.extra_input_names = tracer.extra_input_names
     graph.sizes_read = tracer.sizes_read
     graph.called_modules = tracer.called_modules
     graph.hyperparameters = hyperparameters_read(ref, graph)

@@ -286,6 +286,10 @@ class Graph:
     # ((name, default): `def forward(self, x, mask=None)`): traced at those values, and ModelNew's
     # forward takes them too and refuses any other value.
     forward_defaults: list = dataclasses.field(default_factory=list)
+    # Model.forward's names for get_inputs()' tensors after the input (`def forward(self,
+    # hidden_states, input_tensor)`: ["input_tensor"]; forward(*args): args[1] is "input1"):
+    # ModelNew.forward takes them under these names (generator.extra_input_params).
+    extra_input_names: list = dataclasses.field(default_factory=list)
     # Where the forward reads a feature dimension's size as a number ((line, text): x.size(1),
     # x.shape[-1], math.sqrt(x.size(-1))): the trace baked that number in, so the emitted file
     # runs at the traced in_features and out_features only, and says so for others.

@@ -583,10 +583,23 @@ def check_kernelbench_eval(f, device, tol, dtype=torch.float32) -> CheckResult:
         with torch.no_grad():
             out32, out64, out = ref(x, *extras), ref64(x.double(), *(e.double() for e in extras)), new(x, *extras)
         # (the fp32-exact ratio leaves out the elements at a jump of the reference, as the other
-        # forward checks do; KernelBench's allclose judges them all; jump_mask calls it with x alone)
-        jumps = jump_mask(ref64, x.double()) if jumpy else None
+        # forward checks do; KernelBench's allclose judges them all)
+        jumps = jump_mask(_Given(ref64, [e.double() for e in extras]), x.double()) if jumpy else None
         cmp.add(f"trial {t} (seed {seed})", out, out32, out64, left_out=jumps)
     return cmp.result(KERNELBENCH_CHECK)
+
+
+class _Given(torch.nn.Module):
+    """`model` called with x alone as with x and these tensors after it (get_inputs()' own draws,
+    where a check that calls x alone, jump_mask, must see them rather than
+    Reference.extra_inputs_for's); its buffers are the model's."""
+
+    def __init__(self, model: torch.nn.Module, extras: list):
+        super().__init__()
+        self.model, self.extras = model, extras
+
+    def forward(self, x):
+        return self.model(x, *self.extras)
 
 
 KERNELBENCH_CHECK = f"KernelBench's eval (seed {KERNELBENCH_SEED}, {KERNELBENCH_TRIALS} trials)"
@@ -814,7 +827,25 @@ def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) 
     names = ["input"] + [n for n, _ in trio.new.named_parameters()]
     for what, a, b, c in zip(names, new, ref, ref64):
         cmp.add(f"dL/d({what})", a, b, c)
+    if f.reference.extra_inputs:   # get_inputs()' tensors after the input: their gradients too
+        with eager_matmul_math(f.spec.math if dtype == torch.float32 else "", f.spec.family):
+            ref = _extra_input_gradients(f, trio.ref, x, g, rng)
+        for what, a, b, c in zip(f.spec.graph().extra_input_names, _extra_input_gradients(f, trio.new, x, g, rng),
+                                 ref, _extra_input_gradients(f, trio.ref64, x.double(), g, rng, dtype)):
+            cmp.add(f"dL/d({what})", a, b, c)
     return _with_note(cmp.result(name), kink_note)
+
+
+def _extra_input_gradients(f, model, x, g, rng: torch.Tensor, through=None) -> list[torch.Tensor]:
+    """The gradient of each of get_inputs()' tensors after the input (zeros where none flows: one
+    read detached), `model` called on x and them (Reference.extra_inputs_for, rounded `through`
+    the module's dtype for the fp64 copy) from the CUDA RNG state `rng`; its buffers as they were."""
+    leaves = [e.detach().clone().requires_grad_() for e in f.reference.extra_inputs_for(x, through)]
+    with torch.enable_grad(), _BuffersKept(model):
+        torch.cuda.set_rng_state(rng, x.device)
+        y = model(x, *leaves)
+        found = torch.autograd.grad(y, leaves, g.to(y.dtype), allow_unused=True)
+    return [torch.zeros_like(leaf) if d is None else d for d, leaf in zip(found, leaves)]
 
 
 def _without_gradient(trio: "Trio", x: torch.Tensor, name: str) -> CheckResult | None:

@@ -360,15 +360,18 @@ def test_one_input_read_after_the_gemm_gets_its_gradient_from_the_kernels(name, 
     assert (part["backward"]["need_dinput"] != "False") == sends
 
 
-def test_two_inputs_sending_gradients_are_refused_in_the_backward_alone(tmp_path):
-    """The kernels send one input's gradient (EpilogueParams::d_input): a part that reads the
-    module's input and an extra one, each wanting a gradient, has a forward and a backward that
-    raises naming both; the module's own input detached, it has both."""
-    path = module_file(tmp_path, "input_and_residual")
+@pytest.mark.parametrize("name, named", [("input_and_residual", "the module's input and get_inputs()' tensor 2"),
+                                         ("gate_then_norm", "get_inputs()' tensor 2 and get_inputs()' tensor 3"),
+                                         ("addcmul", "get_inputs()' tensor 2 and get_inputs()' tensor 3")])
+def test_two_inputs_sending_gradients_are_refused_in_the_backward_alone(name, named, tmp_path):
+    """The kernels send one input's gradient (EpilogueParams::d_input, the tail's input leaf): a
+    part that reads two inputs each wanting a gradient (the module's and an extra one, or two extra
+    ones; per element before a norm, or in the tail) has a forward and a backward that raises
+    naming both; the module's own input detached, it has both (above)."""
+    path = module_file(tmp_path, name)
     (low,) = generator.lowered_parts(spec_of(path))
-    assert backward.unsupported(low) == ("no backward kernel yet for the gradients of two inputs read after the "
-                                         "GEMM (the module's input and get_inputs()' tensor 2); train with the "
-                                         "reference module")
+    assert backward.unsupported(low) == (f"no backward kernel yet for the gradients of two inputs read after the "
+                                         f"GEMM ({named}); train with the reference module")
     assert check_emitted(generator.render(spec_of(path))) == []
 
 

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from kgen.check.validate import validate
-from kgen.frontend.reference import Reference
 
 from conftest import gate_failures, tf32x3_wgmma_files
 from test_second_input import IN, OUT, SAME_WIDTH, module_file
@@ -23,6 +22,11 @@ CASES = ["bert_output", "residual_after_layernorm", "act_plus_residual", "gate_t
          "softmax_with_mask", "detached_residual", "addcmul", "input_and_residual",
          "detached_input_and_residual"]
 ROWS = 257   # (an odd batch: the GEMM's last tile and the row kernel's last rows partly empty)
+# Two inputs read after the GEMM that want gradients: the forward is taken, the backward refused
+# (tests/test_second_input.py::test_two_inputs_sending_gradients_are_refused_in_the_backward_alone).
+TWO_GRADIENTS = {"addcmul": r"get_inputs\(\)' tensor 2 and get_inputs\(\)' tensor 3",
+                 "gate_then_norm": r"get_inputs\(\)' tensor 2 and get_inputs\(\)' tensor 3",
+                 "input_and_residual": r"the module's input and get_inputs\(\)' tensor 2"}
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +38,7 @@ def files(tmp_path_factory):
 
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.bfloat16, 1e-2)], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("name", [c for c in CASES if c != "input_and_residual"])
+@pytest.mark.parametrize("name", CASES)
 def test_the_gate_with_a_second_input(files, name, dtype, tol):
     if not HOPPER:
         pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
@@ -66,7 +70,7 @@ def _run(model, inputs, g, seed):
 
 
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
-@pytest.mark.parametrize("name", [c for c in CASES if c != "input_and_residual"])
+@pytest.mark.parametrize("name", [c for c in CASES if c not in TWO_GRADIENTS])
 def test_the_file_against_the_module_with_every_input(files, name, training):
     """ModelNew(x, residual) as the user calls it: its output and the gradients of x, of each extra
     input (none where the module reads it detached) and of the parameters, against the fp64 module,
@@ -91,18 +95,27 @@ def test_the_file_against_the_module_with_every_input(files, name, training):
         assert error(b, e) <= max(10 * error(a, e), 1e-5), (k, error(b, e), error(a, e))
 
 
-def test_two_inputs_wanting_gradients_run_forward_and_name_both_in_backward(files):
-    """The module's input and an extra one both read per element before a LayerNorm: the forward
-    is the module's; the backward raises naming both (one input's gradient has kernels)."""
+@pytest.mark.parametrize("name", sorted(TWO_GRADIENTS))
+def test_two_inputs_wanting_gradients_run_forward_and_name_both_in_backward(files, name):
+    """Two inputs read after the GEMM, each wanting a gradient: the forward is the module's (in
+    training mode too); the backward raises naming both (one input's gradient has kernels)."""
     if not HOPPER:
         pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
-    f = files["input_and_residual"]
-    ref, new, ref64 = _models(f, False)
-    x, r = [t.cuda().requires_grad_() for t in f.reference.inputs(ROWS)]
-    with torch.no_grad():
-        assert (new(x, r).double() - ref64(x.double(), r.double())).abs().max().item() < 1e-4
-    with pytest.raises(Exception, match=r"the module's input and get_inputs\(\)' tensor 2"):
-        new(x, r).sum().backward()
+    f = files[name]
+    for training in (False, True):
+        ref, new, ref64 = _models(f, training)
+        inputs = [t.cuda() for t in f.reference.inputs(ROWS)]
+        with torch.no_grad():
+            torch.cuda.manual_seed(3)
+            y = new(*inputs).double()
+            torch.cuda.manual_seed(3)
+            y32 = ref(*inputs).double()
+            torch.cuda.manual_seed(3)
+            y64 = ref64(*(t.double() for t in inputs))
+        assert (y - y64).abs().max().item() <= max(10 * (y32 - y64).abs().max().item(), 1e-5)
+    leaves = [t.requires_grad_() for t in inputs]
+    with pytest.raises(RuntimeError, match=TWO_GRADIENTS[name]):
+        new(*leaves).sum().backward()
 
 
 def test_the_extra_input_is_checked_on_the_gpu(files):

@@ -8,8 +8,10 @@ backward specification (graph_vjp) take them and give their gradients.
 CPU tier: the oracle against the module in fp64 in training and eval mode and in bf16 / fp16, the
 gradients of x, of each extra input and of the parameters against torch.autograd, over generated
 spellings; the refusals (an extra input read before the GEMM or fed to one, of a shape that does not
-broadcast to the output, a number among get_inputs()); `kgen generate` refusing such a module, in
-one line, until the emitted file takes them.
+broadcast to the output, a number among get_inputs()); the emitted file (its forward's signature and
+checks, the operand the kernels get, on a stand-in library; which input the backward kernels send a
+gradient; two that want one refused in the backward alone; nvcc compile-only); the models the checks,
+bench and the search call with x alone getting the extra inputs. GPU tier: tests/test_second_input_gpu.py.
 """
 
 import copy
@@ -178,7 +180,6 @@ def test_the_oracle_and_its_gradients_are_the_modules(name, tmp_path):
     used = 0 if name == "unused_second" else len(SPELLINGS[name][2])
     assert sorted(reads) == list(range(1, used + 1)), graph.describe()
     assert all(n.attrs["path"] == input_path(k) != INPUT_PATH for k, n in reads.items())
-    assert graph.extra_inputs_read() == used
 
 
 @pytest.mark.parametrize("name", ["bert_output", "gate_then_norm", "gate", "act_plus_residual", "residual_in_place"])
@@ -375,14 +376,31 @@ def test_two_inputs_sending_gradients_are_refused_in_the_backward_alone(name, na
     assert check_emitted(generator.render(spec_of(path))) == []
 
 
-def test_extra_inputs_of_an_input_of_more_dimensions_are_refused_at_generate(tmp_path):
+def tokens_file(tmp_path) -> str:
+    """BertOutput on a (batch, tokens, features) input and residual, as HuggingFace calls it."""
     text = open(module_file(tmp_path, "bert_output")).read().replace(
         "torch.randn(batch_size, in_features), torch.randn(batch_size, out_features)",
         "torch.randn(batch_size, 3, in_features), torch.randn(batch_size, 3, out_features)")
     path = tmp_path / "tokens.py"
     path.write_text(text)
-    with pytest.raises(Unsupported, match=r"get_inputs\(\) gives 2 tensors and the input is \(\.\.\., 24\)"):
-        generator.lowered_parts(spec_of(str(path)))
+    return str(path)
+
+
+def test_extra_inputs_of_an_input_of_more_dimensions_are_taken_as_their_rows(tmp_path, monkeypatch):
+    """The file's forward takes x (batch, tokens, K) and the residual (batch, tokens, N) as their
+    rows, as eager's module computes on them (trace._check_rows ran it both ways with the
+    residual), the output reshaped back; a residual of other leading dimensions is refused."""
+    module, library = emitted(tokens_file(tmp_path), monkeypatch)
+    (low,) = generator.lowered_parts(spec_of(tokens_file(tmp_path)))
+    k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
+    new = module.ModelNew(IN, OUT).eval()
+    x, r = torch.randn(BATCH, 3, IN), torch.randn(BATCH, 3, OUT)
+    with torch.no_grad():
+        assert tuple(new(x, r).shape) == (BATCH, 3, OUT)
+        assert library.calls[-1][f"operand{k}"] == r.data_ptr() and library.calls[-1]["M"] == 3 * BATCH
+        with pytest.raises(ValueError, match=r"expects input_tensor of x's leading dimensions, \(8, 3\), and its "
+                                             r"own last, got \(3, 8, 16\)"):
+            new(x, r.transpose(0, 1))
 
 
 # ---- validate, bench and the search: the models called with x alone get the extra inputs ----------

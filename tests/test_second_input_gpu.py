@@ -13,7 +13,7 @@ import torch
 from kgen.check.validate import validate
 
 from conftest import gate_failures, tf32x3_wgmma_files
-from test_second_input import IN, OUT, SAME_WIDTH, module_file
+from test_second_input import BATCH, IN, OUT, SAME_WIDTH, module_file, tokens_file
 
 pytestmark = pytest.mark.gpu
 
@@ -132,3 +132,33 @@ def test_the_extra_input_is_checked_on_the_gpu(files):
         # a view that is not contiguous: as x's, the kernels get a contiguous copy
         wide = torch.randn(ROWS, 2 * OUT, device="cuda")[:, ::2]
         assert torch.allclose(new(x, wide), new(x, wide.contiguous()), rtol=0, atol=0)
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory):
+    d = tmp_path_factory.mktemp("second_input_tokens")
+    return tf32x3_wgmma_files(tmp_path_factory, "second_input_tokens", {"bert": (tokens_file(d), 3 * BATCH, IN, OUT)})
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_bert_output_on_tokens(tokens, training):
+    """BertOutput as HuggingFace calls it, (batch, tokens, features) hidden states and residual:
+    the file on them against the module (output and gradients, x, the residual, the parameters),
+    and kgen's gate on their rows."""
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    f = tokens["bert"]
+    ref, new, ref64 = _models(f, training)
+    gen = torch.Generator().manual_seed(2)
+    inputs = [torch.randn(BATCH, 3, IN, generator=gen).cuda(), torch.randn(BATCH, 3, OUT, generator=gen).cuda()]
+    g = torch.randn(BATCH, 3, OUT, generator=gen).cuda()
+    y64, exact = _run(ref64, [t.double() for t in inputs], g.double(), 5)
+    y32, eager = _run(ref, inputs, g, 5)
+    y, got = _run(new, inputs, g, 5)
+    assert y.shape == y64.shape
+    assert (y - y64).abs().max().item() <= max(10 * (y32 - y64).abs().max().item(), 1e-5)
+    for k, (e, a, b) in enumerate(zip(exact, eager, got)):
+        assert (b - e).abs().max().item() <= max(10 * (a - e).abs().max().item(), 1e-5), k
+    if training:
+        failed = gate_failures(validate(f, tol=1e-4), torch.float32)
+        assert not failed, failed

@@ -946,11 +946,6 @@ def lowered(spec: Spec) -> Lowered:
 def lowered_parts(spec: Spec) -> list[Lowered]:
     """Each GEMM part of the spec's module, first to last, lowered for its variant (the same
     GEMM variant for every part)."""
-    ref = spec.reference()
-    if ref.extra_inputs and ref.rows_of is not None:
-        raise Unsupported(f"{ref.path}: get_inputs() gives {1 + len(ref.extra_inputs)} tensors and the input is "
-                          f"{ref.rows_text()}: kgen emits files for a module with inputs after the first (a residual, "
-                          "a gate) where they are (batch, features); give it (batch, features) inputs")
     return [_lowered(part, spec.fusion == 2, spec.family == "cublas", spec.family == "gemv", spec.eager_gemm,
                      spec.fusion == 0)
             for part in spec.graph().parts]
@@ -1346,6 +1341,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         keeps_w_splits=any(runs_fp16x3(spec, low.graph.in_features) and not computes_weight(low.graph.gemm) for low in parts),
         forward_params=forward_params(parts),
         extra_inputs=bool(extra_input_params(parts)),
+        # (a (..., features) input's: each taken as its rows, as x is, by the forward's wrapper)
+        extra_input_names=extra_input_params(parts) if rows and spec.reference().feature_dims == 1 else [],
         forward_call_args=forward_call_args(parts),
         rows_input=rows,
         rows_return=rows_return_lines(rows_at(parts[-1].traced) if ref.rows_of is not None else 0),

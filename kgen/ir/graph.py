@@ -443,11 +443,6 @@ class Graph:
             x = self.previous.interpret_value(self.previous.output, x, model, module_input, extra_inputs)
         return self.part_values(x, model, module_input, extra_inputs)[node]
 
-    def extra_inputs_read(self) -> int:
-        """How many of get_inputs()' tensors after the input the module reads at most (the
-        highest index of an extra input node of any part; 0: none)."""
-        return max((input_index(n) for part in self.parts for n in part.nodes if n.kind == "input"), default=0)
-
     def part_values(self, x: torch.Tensor, model: torch.nn.Module, module_input=None,
                     extra_inputs: tuple = ()) -> dict:
         """Every live node's value when this part runs on x, its own GEMM's input (the previous

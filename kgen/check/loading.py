@@ -98,7 +98,9 @@ class EmittedFile:
         # mean exactly that), but say so.
         self.reference_changed = (getattr(self.module, "KGEN_REFERENCE_SHA256", None)
                                    not in (None, self.reference.sha256))
-        self.Model = self.reference.Model
+        # (called with x alone by the checks and bench, get_inputs()' tensors after it come too)
+        self.Model = self.reference.given_extra_inputs(self.reference.Model)
+        self.ModelNew = self.reference.given_extra_inputs(self.module.ModelNew)
         # A BatchNorm the forward runs (its IR's), not one the module merely holds: an unused one
         # changes nothing the checks could see (batch 1 in training raises only where one runs).
         try:

@@ -350,6 +350,8 @@ class Trio:
             self.new = f.ModelNew(*f.init_args()).to(dtype)
             # (each Dropout mask drawn as the module's dtype draws it: kgen/check/masks.py)
             self.ref64 = masks_drawn_in(f.Model(*f.init_args()).double(), dtype, getattr(f, "dropouts", ()))
+        # (its extra inputs, where get_inputs() gives any, the module dtype's values: x.double()'s kind)
+        self.ref64.kgen_extra_inputs_through = dtype
         self.dtype = dtype
         self.ref64.load_state_dict(self.ref.state_dict())
         self.new.load_state_dict(self.ref.state_dict())
@@ -461,7 +463,7 @@ def _inputs(f, kind: str, batch: int, device, dtype: torch.dtype = torch.float32
     """An input of `batch` rows in `dtype`: "rand" is the reference's own get_inputs() (whatever
     it draws), "randn" standard normal and "offset" uniform plus LARGE_OFFSET, of its shape."""
     if kind == "rand":
-        (x,) = f.reference.inputs(batch)
+        x = f.reference.inputs(batch)[0]   # (the tensors after it: Reference.given_extra_inputs)
         return x.to(device, dtype)
     # (The shape alone: get_inputs() draws on the CPU, 40 ms for 1024 x 8192.)
     shape = (batch, *f.reference.input.shape[1:])
@@ -576,14 +578,28 @@ def check_kernelbench_eval(f, device, tol, dtype=torch.float32) -> CheckResult:
     jumpy = may_jump(f)
     for t, seed in enumerate(seeds):
         _seed_all(seed)
-        (x,) = [v.to(device, dtype) for v in f.reference.draw()]
+        # (every tensor of get_inputs(), as KernelBench calls model(*inputs))
+        x, *extras = [v.to(device, dtype) for v in f.reference.draw()]
         with torch.no_grad():
-            out32, out64, out = ref(x), ref64(x.double()), new(x)
+            out32, out64, out = ref(x, *extras), ref64(x.double(), *(e.double() for e in extras)), new(x, *extras)
         # (the fp32-exact ratio leaves out the elements at a jump of the reference, as the other
         # forward checks do; KernelBench's allclose judges them all)
-        jumps = jump_mask(ref64, x.double()) if jumpy else None
+        jumps = jump_mask(_Given(ref64, [e.double() for e in extras]), x.double()) if jumpy else None
         cmp.add(f"trial {t} (seed {seed})", out, out32, out64, left_out=jumps)
     return cmp.result(KERNELBENCH_CHECK)
+
+
+class _Given(torch.nn.Module):
+    """`model` called with x alone as with x and these tensors after it (get_inputs()' own draws,
+    where a check that calls x alone, jump_mask, must see them rather than
+    Reference.extra_inputs_for's); its buffers are the model's."""
+
+    def __init__(self, model: torch.nn.Module, extras: list):
+        super().__init__()
+        self.model, self.extras = model, extras
+
+    def forward(self, x):
+        return self.model(x, *self.extras)
 
 
 KERNELBENCH_CHECK = f"KernelBench's eval (seed {KERNELBENCH_SEED}, {KERNELBENCH_TRIALS} trials)"
@@ -811,7 +827,25 @@ def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) 
     names = ["input"] + [n for n, _ in trio.new.named_parameters()]
     for what, a, b, c in zip(names, new, ref, ref64):
         cmp.add(f"dL/d({what})", a, b, c)
+    if f.reference.extra_inputs:   # get_inputs()' tensors after the input: their gradients too
+        with eager_matmul_math(f.spec.math if dtype == torch.float32 else "", f.spec.family):
+            ref = _extra_input_gradients(f, trio.ref, x, g, rng)
+        for what, a, b, c in zip(f.spec.graph().extra_input_names, _extra_input_gradients(f, trio.new, x, g, rng),
+                                 ref, _extra_input_gradients(f, trio.ref64, x.double(), g, rng, dtype)):
+            cmp.add(f"dL/d({what})", a, b, c)
     return _with_note(cmp.result(name), kink_note)
+
+
+def _extra_input_gradients(f, model, x, g, rng: torch.Tensor, through=None) -> list[torch.Tensor]:
+    """The gradient of each of get_inputs()' tensors after the input (zeros where none flows: one
+    read detached), `model` called on x and them (Reference.extra_inputs_for, rounded `through`
+    the module's dtype for the fp64 copy) from the CUDA RNG state `rng`; its buffers as they were."""
+    leaves = [e.detach().clone().requires_grad_() for e in f.reference.extra_inputs_for(x, through)]
+    with torch.enable_grad(), _BuffersKept(model):
+        torch.cuda.set_rng_state(rng, x.device)
+        y = model(x, *leaves)
+        found = torch.autograd.grad(y, leaves, g.to(y.dtype), allow_unused=True)
+    return [torch.zeros_like(leaf) if d is None else d for d, leaf in zip(found, leaves)]
 
 
 def _without_gradient(trio: "Trio", x: torch.Tensor, name: str) -> CheckResult | None:

@@ -21,7 +21,7 @@ import jinja2
 from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
-from kgen.ir.graph import UPDATED_IN_PLACE, computes_weight, self_attr as _self_attr, window_means_code
+from kgen.ir.graph import UPDATED_IN_PLACE, Unsupported, computes_weight, input_index, self_attr as _self_attr, window_means_code
 from kgen.frontend.trace import WHOLE_REDUCTIONS, rows_at, takes_rows
 from kgen.lower.forward import OPERAND_TYPES, Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
@@ -185,9 +185,12 @@ def op_part(lowered: Lowered) -> dict:
     reason = backward.unsupported(lowered)
     operands = [f"operand{k}" for k in range(len(lowered.operands))]
     gradient = op_gradients(lowered)
-    # The module's input read by a broadcast tail, where a gradient flows through that read.
-    input_operand = next((f"operand{k}" for k, n in enumerate(lowered.operands) if n.kind == "input"), None)
-    if not (reason is None and backward.input_gradient(lowered)):
+    # The input read after the GEMM (the module's, or an extra one) that a gradient flows to
+    # through that read (one at most where the part has a backward: backward.unsupported).
+    sent = backward.input_gradient_paths(lowered)
+    input_operand = next((f"operand{k}" for k, n in enumerate(lowered.operands)
+                          if n.kind == "input" and n.attrs["path"] in sent), None)
+    if reason is not None:
         input_operand = None
     # The C entry's arguments after BASE_ARGS, as the part's body hands them to _kgen_launch: a
     # tensor the kernels only read, made contiguous and 16-byte aligned first (the body keeps the
@@ -327,14 +330,34 @@ def _literal(value) -> str:
 
 
 def forward_params(parts: list[Lowered]) -> str:
-    """ModelNew.forward's parameters after x: the reference forward's that kgen traced at their
-    defaults (Graph.forward_defaults), with those defaults."""
-    return "".join(f", {name}={_literal(default)}" for name, default in parts[-1].traced.forward_defaults)
+    """ModelNew.forward's parameters after x: get_inputs()' tensors after the input
+    (extra_input_params), then the reference forward's that kgen traced at their defaults
+    (Graph.forward_defaults), with those defaults."""
+    return "".join([f", {name}" for name in extra_input_params(parts)] +
+                   [f", {name}={_literal(default)}" for name, default in parts[-1].traced.forward_defaults])
 
 
 def forward_call_args(parts: list[Lowered]) -> str:
     """ModelNew.forward's parameters after x passed on by name (the rows wrapper's call)."""
-    return "".join(f", {name}={name}" for name, _ in parts[-1].traced.forward_defaults)
+    return "".join(f", {name}={name}" for name in [*extra_input_params(parts),
+                                                   *(name for name, _ in parts[-1].traced.forward_defaults)])
+
+
+# Names ModelNew.forward's body binds itself (forward_lines, _part_lines): an extra input named so
+# by the reference's forward is named input<k> in the file instead.
+_FORWARD_LOCALS = frozenset({"self", "x", "w", "n", "bn", "module_input", "autocast", "input_dtype",
+                             "changed_submodule", "torch", "training"})
+
+
+def extra_input_params(parts: list[Lowered]) -> list[str]:
+    """ModelNew.forward's names for get_inputs()' tensors after x: the reference forward's own
+    (Graph.extra_input_names: `input_tensor` of BertOutput), or input<k> where that name is one
+    the body binds itself (x, w, operand0, ...) or a parameter traced at its default."""
+    traced = parts[-1].traced
+    taken = _FORWARD_LOCALS | {name for name, _ in traced.forward_defaults}
+    return [name if name.isidentifier() and not keyword.iskeyword(name) and name not in taken
+            and not re.fullmatch(r"(operand|weight)\d+|_kgen.*", name) else f"input{k}"
+            for k, name in enumerate(traced.extra_input_names, 1)]
 
 
 def rows_input(spec: Spec) -> str:
@@ -472,9 +495,13 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     lines += [f"weight{k} = {_weight_nk(low.graph.gemm, k)}" for k, low in enumerate(parts)]
     if sixteen_bit:
         lines.append("input_dtype = x.dtype")
-    reads_input = any(n.kind == "input" for low in parts for n in low.operands)
+    reads_input = any(n.kind == "input" and not input_index(n) for low in parts for n in low.operands)
     if reads_input:
         lines.append("module_input = x  # read again after the GEMM (a residual): as it comes, not converted")
+    extras = extra_input_params(parts)
+    for k, name in enumerate(extras, 1):
+        # (as x is checked: a tensor of x's device and dtype, with x's rows; its width by the part that reads it)
+        lines.append(f"_kgen_checked_extra_input({name}, x, {name!r}, {k + 1})")
     lines += ["x = _kgen_checked_input(x, weight0)",
               "autocast = int(_kgen_autocast_build(x))  # (the ops' build: its kernels read the parameters in fp32)"]
     sizes = parts[-1].traced.sizes_read
@@ -502,13 +529,14 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
         # (in the parameters' dtype: x's, or fp32 in the build for autocast, where eager adds
         # the fp32 input unconverted)
         lines.append("module_input = module_input.to(_kgen_param_dtype(x))")
+    lines += [f"{name} = {name}.to(_kgen_param_dtype(x))" for name in extras]
     for k, lowered in enumerate(parts):
         if len(parts) > 1:
             then = f"; its output is part {k + 1}'s x" if k + 1 < len(parts) else ""
             lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
                          f"and its epilogue{then}")
         keeps_z = backward.has_kernels(lowered)
-        call = _part_lines(lowered, f"weight{k}", lines, keeps_z)
+        call = _part_lines(lowered, f"weight{k}", lines, keeps_z, extras)
         op = f"_kgen_part_call({k}, {', '.join(call)})"
         last = k + 1 == len(parts)
         if keeps_z and not lowered.batchnorm:
@@ -574,10 +602,11 @@ def _counts_arg(lowered: Lowered) -> str:
     return "" if lowered.graph.batchnorms[0].attrs.get("counts", True) else ", counts=False"
 
 
-def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) -> list[str]:
+def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, extras: list[str] = ()) -> list[str]:
     """Append the checks of one part's weight (read (out, in) into the local `w_nk`) and
     operands to `lines`; return its op call's arguments. A part with backward kernels keeps z
-    when autograd will want its backward."""
+    when autograd will want its backward. `extras`: the forward's names of get_inputs()'
+    tensors after x (extra_input_params)."""
     gemm = lowered.graph.gemm
     weight = gemm.attrs["weight"]
     lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r}, autocast, operand=True)")
@@ -607,6 +636,19 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool) ->
             lines += [f"# Dropout(p={node.attrs['p']:g}), line {node.line}: torch's own mask in training mode",
                       f"operand{k} = torch.nn.functional.dropout(torch.ones(x.shape[0], n, dtype=x.dtype, device=x.device), "
                       f"{node.attrs['p']!r}, True) if {mode} else None"]
+            call.append(f"operand{k}=operand{k}")
+            continue
+        if node.kind == "input" and input_index(node):
+            name, width = extras[input_index(node) - 1], node.shape[1]
+            if node.level == "tile":   # read at m * N + n by the stages: N is its width
+                lines += [f"if {name}.shape[1] != n:",
+                          f"    raise ValueError(f'this ModelNew reads {name} per element as a (batch, {{n}}) "
+                          f"value; got {{{name}.shape[1]}} features')"]
+            else:
+                lines += [f"if {name}.shape[1] != {width}:",
+                          f"    raise ValueError(f'this ModelNew reads {name} of {width} features after the GEMM "
+                          f"(its kernels were generated for them); got {{{name}.shape[1]}}')"]
+            lines.append(f"operand{k} = {name}")
             call.append(f"operand{k}=operand{k}")
             continue
         if node.kind == "input":
@@ -1307,6 +1349,9 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         keeps_w_split=repr(tuple(not computes_weight(low.graph.gemm) for low in parts)),
         keeps_w_splits=any(runs_fp16x3(spec, low.graph.in_features) and not computes_weight(low.graph.gemm) for low in parts),
         forward_params=forward_params(parts),
+        extra_inputs=bool(extra_input_params(parts)),
+        # (a (..., features) input's: each taken as its rows, as x is, by the forward's wrapper)
+        extra_input_names=extra_input_params(parts) if rows and spec.reference().feature_dims == 1 else [],
         forward_call_args=forward_call_args(parts),
         rows_input=rows,
         rows_return=rows_return_lines(rows_at(parts[-1].traced) if ref.rows_of is not None else 0),

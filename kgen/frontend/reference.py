@@ -117,16 +117,17 @@ class _FirstGemm(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def _first_gemm_input(ref: "Reference", x: torch.Tensor) -> tuple | None:
-    """The shape of the operand the module's first GEMM multiplies, on input x, by running the
-    forward on the meta device up to that GEMM; None where it never reaches one or fails first."""
+def _first_gemm_input(ref: "Reference", x: torch.Tensor, extras=()) -> tuple | None:
+    """The shape of the operand the module's first GEMM multiplies, on input x (and the extra
+    inputs after it), by running the forward on the meta device up to that GEMM; None where it
+    never reaches one or fails first."""
     mode = _FirstGemm()
     try:
         # (the caller's random states as they were: a module's __init__ may draw)
         with torch.random.fork_rng(devices=[]), torch.device("meta"):
             model = ref.Model(*ref.init_args())
             with torch.no_grad(), mode:
-                model(x)
+                model(x, *extras)
     except _FirstGemm.Reached:
         return mode.shape
     except USER_FAILURES:  # a module the meta device cannot run: no answer here
@@ -466,14 +467,17 @@ class Reference:
                 raise ReferenceError(f"{self.path}: get_inputs() / get_init_inputs() raised "
                                      f"{type(e).__name__}: {said(e)}") from None
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
-        if len(inputs) != 1 or len(tensors) != 1:
+        if not inputs or len(tensors) != len(inputs):
             kinds = ", ".join("None" if v is None else type(v).__name__ for v in inputs)
             raise ReferenceError(f"{self.path}: get_inputs() returns {len(inputs)} value"
-                                 f"{'' if len(inputs) == 1 else 's'} ({kinds or 'none'}); kgen "
-                                 "synthesizes modules of one input tensor")
+                                 f"{'' if len(inputs) == 1 else 's'} ({kinds or 'none'}); kgen takes tensors: "
+                                 "the module's input, then any tensors its forward reads after the GEMM (a "
+                                 "residual, a gate); a number or None is no input (make it a constructor argument)")
         # The input's rank and dtype are checked by the tracer, after it has named the first op
         # (a Conv2d on a 4-D input is refused as a Conv2d).
-        (self.input,) = tensors
+        self.input, *extras = tensors
+        drawn_shape = tuple(self.input.shape)   # (before the rows and a batch asked for)
+        self._drawn_extras = extras   # (as get_inputs() gives them: the first GEMM's search runs the forward on them)
         # An input of more dimensions, (..., features): the workload is its rows, (rows, features),
         # what the tracer and everything after it see; the tracer checks that the module computes
         # the same on them (trace._check_rows) and the emitted forward reshapes (model_new.py.j2).
@@ -490,10 +494,32 @@ class Reference:
         if getattr(self, "batch_override", None) is not None and self.input.dim():
             self.input = torch.empty((self.batch_override, *self.input.shape[1:]), dtype=self.input.dtype,
                                      device="meta")
+        # The tensors after the input (a residual, a gate): read after the GEMM, per element, each
+        # with the input's rows (_extra_input).
+        self.extra_inputs = [self._extra_input(k, t, drawn_shape) for k, t in enumerate(extras, 1)]
         for a in self._init_args:
             if isinstance(a, torch.Tensor):
                 raise ReferenceError(f"{self.path}: get_init_inputs() returns a tensor; kgen needs "
                                      "plain values it can write into the emitted file")
+
+    def _extra_input(self, k: int, t: torch.Tensor, drawn_shape: tuple) -> torch.Tensor:
+        """get_inputs()' tensor k (k >= 1: after the module's input) as the workload reads it:
+        (rows, d), the input's rows (its batch, or the rows of a (..., features) input) by its own
+        last dimension d, which the tracer checks broadcasts to the output where the forward reads
+        it. Refused: a tensor of another dtype than the input's (eager would promote the output),
+        one without the input's leading dimensions ((N,), (1, N): a parameter's shapes; make it a
+        buffer). `drawn_shape`: the input's as get_inputs() gave it."""
+        leading = tuple(drawn_shape[:len(drawn_shape) - self.feature_dims])
+        what = f"{self.path}: get_inputs()' value {k + 1}, a tensor of shape {tuple(t.shape)} and {t.dtype}"
+        if t.dtype != self.input.dtype:
+            raise ReferenceError(f"{what}: kgen takes extra inputs in the module input's dtype ({self.input.dtype}), "
+                                 "read after the GEMM")
+        if t.dim() < 2 or tuple(t.shape[:-1]) != leading or t.shape[-1] == 0:
+            raise ReferenceError(f"{what}: kgen takes an extra input with the input's rows, "
+                                 f"({', '.join(map(str, leading))}, d), read after the GEMM (a residual of the "
+                                 "output's shape, or d = 1); a tensor without them (features,) or (1, features) is "
+                                 "a parameter's shape: make it a buffer of the module")
+        return torch.empty((int(self.input.shape[0]), int(t.shape[-1])), dtype=t.dtype, device="meta")
 
     def rows_text(self) -> str:
         """The (..., features) input as messages name it: (..., 32), or (..., 16, 32) where two
@@ -507,7 +533,8 @@ class Reference:
         (the last dimension, a Linear over it) where the GEMM reads the input as it is, or where
         the module cannot be run on the meta device to see it. Whether the module computes the
         same on those rows is the tracer's question (trace._check_rows)."""
-        seen = _first_gemm_input(self, torch.empty(self.rows_of, dtype=self.input.dtype, device="meta"))
+        seen = _first_gemm_input(self, torch.empty(self.rows_of, dtype=self.input.dtype, device="meta"),
+                                 self._drawn_extras)
         if seen is None or len(seen) < 2:
             return 1
         # (Every dimension after the batch, alone: kgen runs the module itself on the flattened
@@ -624,16 +651,59 @@ class Reference:
     def inputs(self, batch: int | None = None) -> list[torch.Tensor]:
         """The reference's own get_inputs() (on the CPU, as KernelBench calls it), with `batch`
         rows [the workload's]: where no constant sets the batch, rows of as many calls as it
-        takes (the same distribution, whatever get_inputs draws)."""
+        takes (the same distribution, whatever get_inputs draws). The input, then its extra
+        inputs (extra_inputs), each taken at the same rows."""
         batch = batch or int(self.input.shape[0])
-        (x,) = [self._rows(t) for t in self.draw() if isinstance(t, torch.Tensor)]
-        chunks, rows = [x], x.shape[0]
+        draws = [[self._rows(t) for t in self.draw()]]
+        rows = draws[0][0].shape[0]
         while rows < batch:
-            (more,) = [self._rows(t) for t in self.draw() if isinstance(t, torch.Tensor)]
-            chunks.append(more)
-            rows += more.shape[0]
-        x = torch.cat(chunks)[:batch] if len(chunks) > 1 or rows != batch else x
-        return [x.contiguous()]
+            draws.append([self._rows(t) for t in self.draw()])
+            rows += draws[-1][0].shape[0]
+        out = []
+        for chunks in zip(*draws):
+            value = torch.cat(chunks)[:batch] if len(chunks) > 1 or rows != batch else chunks[0]
+            out.append(value.contiguous())
+        return out
+
+    def extra_inputs_for(self, x, through: torch.dtype | None = None) -> list[torch.Tensor]:
+        """get_inputs()' tensors after the input (extra_inputs) for a call on x: drawn once per
+        number of rows as `inputs` draws them, at x's rows (the workload's where x is no tensor),
+        then on x's device and in its dtype, rounded `through` a dtype first (an fp64 model's
+        extra inputs as its 16-bit twin's are: Trio's fp64 copy of a bf16 module). One draw for
+        every dtype and device of a batch, so that the fp32, fp64 and 16-bit models of one check
+        read the same values; the same tensors on every call (a timing loop moves none)."""
+        rows = int(x.shape[0]) if isinstance(x, torch.Tensor) and x.dim() else int(self.input.shape[0])
+        device, dtype = (x.device, x.dtype) if isinstance(x, torch.Tensor) else ("cuda", self.input.dtype)
+        drawn = self.__dict__.setdefault("_extras_drawn", {})
+        if rows not in drawn:
+            # (the caller's random states left as they were: drawn inside a forward, a draw that
+            # moved them would give a Dropout after it another mask than the other models')
+            devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+            with torch.random.fork_rng(devices=devices):
+                drawn[rows] = self.inputs(rows)[1:]
+        moved = self.__dict__.setdefault("_extras_moved", {})
+        key = (rows, str(device), dtype, through)
+        if key not in moved:
+            moved[key] = [(t if through is None else t.to(through)).to(device, dtype) for t in drawn[rows]]
+        return moved[key]
+
+    def given_extra_inputs(self, cls: type) -> type:
+        """`cls` (the reference's Model, or a ModelNew) as the checks, bench and the search call it:
+        with the input alone, x, which they vary (a NaN, a scale, a batch, a view); where
+        get_inputs() gives tensors after it, a subclass whose call with x alone passes them too
+        (extra_inputs_for(x), rounded through the instance's `kgen_extra_inputs_through` dtype
+        where it has one), and a call with more arguments as it is. `cls` itself otherwise."""
+        if not self.extra_inputs:
+            return cls
+        reference = self
+
+        def forward(self, x, *args, **kwargs):
+            if not args and not kwargs:
+                args = reference.extra_inputs_for(x, getattr(self, "kgen_extra_inputs_through", None))
+            return cls.forward(self, x, *args, **kwargs)
+
+        return type(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__, "__doc__": cls.__doc__,
+                                           "__qualname__": cls.__qualname__})
 
     def _rows(self, x: torch.Tensor) -> torch.Tensor:
         """An input of get_inputs() as the workload takes it: its rows where it is (..., features),
@@ -669,10 +739,11 @@ class Reference:
             with torch.random.fork_rng(devices=[]), torch.device("meta"), _OnMeta():
                 model = self.Model(*self.init_args())
                 x = torch.empty(self.input.shape, dtype=self.input.dtype, device="meta")
+                extras = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in self.extra_inputs]
                 if dtype is not None:
-                    model, x = model.to(dtype), x.to(dtype)
+                    model, x, extras = model.to(dtype), x.to(dtype), [t.to(dtype) for t in extras]
                 with torch.no_grad():
-                    out = model(x)
+                    out = model(x, *extras)
         except USER_FAILURES:
             return None
         return out.dtype if isinstance(out, torch.Tensor) else None

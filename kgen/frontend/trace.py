@@ -28,8 +28,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ir import ops
-from kgen.ir.graph import (INPUT_PATH, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes, combine_levels,
-                           pooled_columns, shape_text)
+from kgen.ir.graph import (INPUT_PATH, input_path, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes,
+                           combine_levels, pooled_columns, pooled_width, shape_text)
 from kgen.frontend import autocast
 from kgen.frontend.reference import USER_FAILURES, Reference
 from kgen.frontend.reference import said as reference_said
@@ -415,8 +415,10 @@ SUPPORTED = (
      "(x.view(x.size(0), -1), x.reshape(-1, N)) and between (batch, 1) and (batch,) (unsqueeze(1), "
      "view(-1), x[:, None]); expand / expand_as / repeat of a value over dimensions of size 1"),
     ("other operands", "the module's input read again after the GEMM (a residual such as x + x_in, "
-     "broadcast as torch broadcasts it); torch.zeros_like / ones_like / full_like (x.new_zeros / "
-     "new_ones / new_full) of a value as an operand of a point-wise op"),
+     "broadcast as torch broadcasts it); get_inputs()' tensors after the input, (batch, d) in its dtype, "
+     "read after the GEMM (forward(self, x, residual): LayerNorm(fc(x) + residual), fc(x) * gate); "
+     "torch.zeros_like / ones_like / full_like (x.new_zeros / new_ones / new_full) of a value as an "
+     "operand of a point-wise op"),
     ("Dropout", "the identity in eval mode; in training mode torch's own mask, drawn by the forward, "
      "for a dropout of a (batch, features) value"),
 )
@@ -447,6 +449,8 @@ class _BeforeTheGemm(Unsupported):
     defers the op; where the GEMM itself needs it, the refusal it carries."""
 
 
+EXTRA_INPUT_BEFORE_THE_GEMM = ("an op on an input after the first (get_inputs()' second tensor on) whose result the "
+                               "GEMM reads: kgen reads such an input after the GEMM only (a residual, a gate)")
 INPUT_BEFORE_THE_GEMM = ("an op on the module's input before the GEMM, whose result the GEMM reads (kgen's GEMM "
                          "comes first; the input may be read again after it)")
 
@@ -994,7 +998,7 @@ def _frames(frame):
 # them alone before the first GEMM is deferred to its first use (Tracer._deferrable).
 PARAMETER_KINDS = frozenset({"tensor"})
 # ... and so are ops on the module's input, and on both (Tracer._deferrable).
-DEFERRABLE_KINDS = PARAMETER_KINDS | {"input"}
+DEFERRABLE_KINDS = PARAMETER_KINDS | {"input", "extra_input"}
 TRANSPOSED_ACTIVATION = ("a transposed activation (x.T) used other than as W @ x.T transposed back: kgen "
                          "takes (W @ x.T).T, which is x @ W.T, the Linear's GEMM")
 # fx node meta: made with gradients off (torch.no_grad(), set_grad_enabled(False), inference_mode)
@@ -1059,6 +1063,8 @@ class Tracer:
         self.output_tail: tuple = ()   # torch's last op on the kernel's output (Graph.output_tail)
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
+        # get_inputs()' tensors after the input read in this part ((index, detached?): node)
+        self.extra_reads: dict[tuple, int] = {}
         self.queries_read: dict[str, int] = {}   # ENVIRONMENT_QUERIES the forward read, at their lines
         self.seeded: list[int] = []   # lines where the forward seeds torch's generator (SEEDING)
         self.other_answers: frozenset = frozenset()   # the queries answered with their other value
@@ -1123,6 +1129,8 @@ class Tracer:
             return self.value(self.param_view(_Marker("matrix", v.payload), "t", (), {}))
         if isinstance(v, _Marker) and v.kind == "input":
             return self.input_node(v.payload)
+        if isinstance(v, _Marker) and v.kind == "extra_input":
+            return self.extra_input_node(*v.payload)
         if isinstance(v, _Marker) and v.kind == "scaled_input":
             # (the input scaled by a number, used other than as the first GEMM's input)
             x = self.input_node(False)
@@ -1193,9 +1201,11 @@ class Tracer:
         Returns whether x is now tile-level."""
         if not isinstance(x, int) or self.level(x) != "full" or tuple(self.shape_of(x)) != ("M", self.out_features):
             return False
-        if self.module_in_features != self.out_features or not self.inputs:
+        # (the module's input where in_features is N; an extra input of the output's shape: a
+        # read of another shape is in `spread` and refused below)
+        reads = set(self.inputs.values()) | set(self.extra_reads.values())
+        if not reads:
             return False
-        reads = set(self.inputs.values())
         spread = {i for i in reads}
         for n in self.nodes:
             if any(a in spread for a in n.args):
@@ -1226,6 +1236,13 @@ class Tracer:
             return (f"a value of shape {shape_text(tuple(self.shape_of(x)))}, which a parameter of more "
                     "dimensions than (batch, features) broadcast it to (kgen's row ops take (batch, features) "
                     "values: give the parameter the shape (N,) or (1, N))")
+        narrow = [n for n in self.nodes if n.kind == "input" and n.attrs.get("index") and n.level == "full"
+                  and tuple(n.shape) != ("M", self.out_features)] if isinstance(x, int) else []
+        if narrow and any(self._depends(x, n.id) for n in narrow):
+            n = next(n for n in narrow if self._depends(x, n.id))
+            return (f"a value that reads get_inputs()' tensor {n.attrs['index'] + 1}, of shape "
+                    f"{shape_text(('batch', *n.shape[1:]))} (before a row op, a norm or BatchNorm kgen reads an "
+                    f"input after the first per element, (batch, {self.out_features}))")
         if isinstance(x, int) and self.level(x) == "full":
             if self.module_in_features != self.out_features or tuple(self.shape_of(x)) != ("M", self.out_features):
                 return (f"a value that reads the module's input and is not (batch, {self.out_features}) "
@@ -1260,6 +1277,20 @@ class Tracer:
             self.nodes[node].shape = ("M", self.module_in_features)
             self.inputs[detached] = node
         return self.inputs[detached]
+
+    def extra_input_node(self, index: int, detached: bool) -> int:
+        """get_inputs()' tensor `index` (1: the one after the module's input; Reference.extra_inputs)
+        as a value after the GEMM: level full, shape (M, its last dimension), read per element as
+        the module's input is (input_node), under its own operand path (graph.input_path). Before
+        the GEMM an op on it is deferred to its first use after the GEMM; one the GEMM reads is
+        refused (Tracer.gemm)."""
+        if self.gemm_id is None:
+            raise _BeforeTheGemm(str(self.refuse(EXTRA_INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
+        if (index, detached) not in self.extra_reads:
+            node = self.add("input", "full", path=input_path(index), detached=detached, index=index)
+            self.nodes[node].shape = ("M", int(self.ref.extra_inputs[index - 1].shape[-1]))
+            self.extra_reads[(index, detached)] = node
+        return self.extra_reads[(index, detached)]
 
     def attribute(self, path: str) -> _Marker:
         """A parameter or buffer read by get_attr: a marker until its use says what it is (a
@@ -2207,7 +2238,8 @@ class Tracer:
             self.chain(x)
         elif not (isinstance(x, _Marker) and x.kind == "input" and not x.payload):
             what = "a detached copy of the module's input" if isinstance(x, _Marker) and x.kind == "input" \
-                else "not the module's input"
+                else f"get_inputs()' tensor {x.payload[0] + 1}, an input kgen reads after the GEMM only" \
+                if isinstance(x, _Marker) and x.kind == "extra_input" else "not the module's input"
             raise self.refuse(f"the GEMM's input is {what} (kgen's GEMM comes first)")
         expression = weight if isinstance(weight, WeightExpr) else None
         if expression is not None:
@@ -2282,6 +2314,9 @@ class Tracer:
         new one (Tracer.value refuses them): the parts share only the GEMM input, which the
         previous part writes to memory and the next GEMM reads as its x."""
         what = "the input of a second GEMM"
+        if isinstance(x, _Marker) and x.kind == "extra_input":
+            raise self.refuse(f"{what} is get_inputs()' tensor {x.payload[0] + 1}, an input kgen reads after the GEMM "
+                              "only, per element (kgen chains GEMMs: each one reads the output of the part before it)")
         if isinstance(x, _Marker) or not isinstance(x, int):
             raise self.refuse(f"{what} is not a (batch, features) value computed from the first GEMM "
                               "(kgen chains GEMMs: each one reads the output of the part before it)")
@@ -2301,7 +2336,7 @@ class Tracer:
                 # (its shape kept: a size of it is still a number, as GPT-2's Conv1D reads
                 # x.size()[:-1] after its addmm)
                 self.env[fx_node] = _Marker("earlier", line, self._shape_or_none(v))
-        self.nodes, self.params, self.consts, self.inputs = [], {}, {}, {}
+        self.nodes, self.params, self.consts, self.inputs, self.extra_reads = [], {}, {}, {}, {}
         self.gemm_id, self.in_features = None, int(width)
 
     # ---- the walk ------------------------------------------------------------------------
@@ -2311,7 +2346,8 @@ class Tracer:
         and kgen traces it so. A default other than None, a bool, a number or a string is refused
         (the emitted forward could not compare an argument with it); a parameter without one is
         the second input that the caller refuses."""
-        params = list(inspect.signature(type(self.model).forward).parameters.values())[2:]
+        # (after self, the input and the extra inputs get_inputs() gives)
+        params = list(inspect.signature(type(self.model).forward).parameters.values())[2 + len(self.ref.extra_inputs):]
         out = []
         for p in params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is p.empty:
@@ -2508,9 +2544,14 @@ class Tracer:
         # the asserts of those): the emitted forward checks them itself.
         fx_checks = set(placeholders[len(placeholders) - len(self.forward_defaults):])
         placeholders = placeholders[:len(placeholders) - len(self.forward_defaults)]
-        if len(placeholders) != 1:
-            raise Unsupported(f"{self.ref.path}: Model.forward takes {len(placeholders)} inputs; "
-                              "kgen synthesizes modules of one input tensor")
+        given = 1 + len(self.ref.extra_inputs)
+        if len(placeholders) != given and not (len(placeholders) == 1 and str(placeholders[0].target).startswith("*")):
+            raise Unsupported(f"{self.ref.path}: Model.forward takes {len(placeholders)} inputs and get_inputs() "
+                              f"gives {given} (the module is called as model(*get_inputs()))")
+        # (forward(self, x, residual): the placeholder after the input is get_inputs()' second tensor)
+        extra_index = {n: i for i, n in enumerate(placeholders) if i and not str(n.target).startswith("*")}
+        self.extra_input_names = ([str(n.target) for n in extra_index] if extra_index else
+                                  [f"input{k}" for k in range(1, given)])   # (forward(*args): args[k])
         for fx_node in fx_graph.nodes:
             self._locate(fx_node)
             self.fx_node = fx_node
@@ -2522,6 +2563,7 @@ class Tracer:
                 env[fx_node] = (_Marker("keywords", None) if fx_node in keywords
                                 else _Marker("extra_args", None) if fx_node in extra
                                 else _Marker("inputs", None) if str(fx_node.target).startswith("*")
+                                else _Marker("extra_input", (extra_index[fx_node], False)) if fx_node in extra_index
                                 else _Marker("lead", self.input_marker) if self.leads else self.input_marker)
                 continue
             if fx_node.op == "output":
@@ -3031,8 +3073,8 @@ class Tracer:
             return self._tensor(v.payload).dtype
         if isinstance(v, _Id) and self.nodes[v].fp32:
             return torch.float32
-        if isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind == "input"):
-            return self.ref.input.dtype
+        if isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind in ("input", "extra_input")):
+            return self.ref.input.dtype   # (an extra input has the input's dtype: Reference._extra_input)
         return None
 
     def _softmax_args(self, args, kwargs) -> dict:
@@ -3056,6 +3098,8 @@ class Tracer:
     def _check_input(self, a):
         if isinstance(a, _Marker) and a.kind == "input" and self.gemm_id is None:
             raise _BeforeTheGemm(str(self.refuse(INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
+        if isinstance(a, _Marker) and a.kind == "extra_input" and self.gemm_id is None:
+            raise _BeforeTheGemm(str(self.refuse(EXTRA_INPUT_BEFORE_THE_GEMM)))
 
     def visit_module(self, path: str, module: nn.Module, args, kwargs):
         kind = _torch_kind(module)
@@ -3138,6 +3182,8 @@ class Tracer:
             return self._tensor(value.payload).requires_grad   # (a parameter or buffer read as it is)
         if isinstance(value, _Marker) and value.kind == "input":
             return not value.payload   # (the module's input; x.detach() of it records nothing)
+        if isinstance(value, _Marker) and value.kind == "extra_input":
+            return not value.payload[1]
         if not isinstance(value, _Id):
             return isinstance(value, _Marker)
         stack, seen = [int(value)], set()
@@ -3223,6 +3269,8 @@ class Tracer:
         anything else (a parameter's views are Tracer.param_view's)."""
         if isinstance(v, _Marker) and v.kind == "input":
             return ("M", *tuple(self.ref.input.shape)[1:])
+        if isinstance(v, _Marker) and v.kind == "extra_input":
+            return ("M", int(self.ref.extra_inputs[v.payload[0] - 1].shape[-1]))
         if isinstance(v, _Id):
             return tuple(self.shape_of(v))
         if isinstance(v, _Marker) and v.kind == "unsqueezed":
@@ -3777,9 +3825,12 @@ class Tracer:
         if fn is operator.getitem:
             target, index = args
             if isinstance(target, _Marker) and target.kind == "inputs":
-                if isinstance(index, int) and not isinstance(index, (bool, _Id)) and index in (0, -1):
-                    return self.input_marker   # x = args[0], (x,) = args
-                raise self.refuse(f"forward(*args) reading args[{index!r}]: get_inputs() gives one input, args[0]")
+                count = 1 + len(self.ref.extra_inputs)
+                if isinstance(index, int) and not isinstance(index, (bool, _Id)) and -count <= index < count:
+                    index %= count   # x = args[0], (x,) = args; args[1]: the extra input after it
+                    return self.input_marker if index == 0 else _Marker("extra_input", (index, False))
+                raise self.refuse(f"forward(*args) reading args[{index!r}]: get_inputs() gives {count} "
+                                  f"input{'s' if count > 1 else ''}, args[0]{'' if count == 1 else f' to args[{count - 1}]'}")
             if isinstance(target, _Marker) and target.kind == "keywords":
                 raise self.refuse(f"Model.forward reads its **kwargs[{index!r}], which the module called with its "
                                   "input alone does not have (kwargs.get(name, default) reads the default)")
@@ -4570,6 +4621,9 @@ class Tracer:
             # clone / contiguous / detach of the input: the input (detach: no gradient through
             # this read), whatever the order, before or after the GEMM.
             return _Marker("input", self_arg.payload or name == "detach")
+        if isinstance(self_arg, _Marker) and self_arg.kind == "extra_input" and name in (*IDENTITY_METHODS, "detach"):
+            index, detached = self_arg.payload
+            return _Marker("extra_input", (index, detached or name == "detach"))
         if name == "cuda" and all(_names_a_device(a) or type(a) is int for a in rest) \
                 and set(kwargs) <= {"device", "non_blocking"}:
             return self_arg   # (a move to the device it is on: the emitted forward runs on the GPU)
@@ -4934,6 +4988,7 @@ def _trace(ref: Reference, leads: int = 0) -> Graph:
     graph.fp32_casts = casts_that_stay_fp32(ref, tracer.fp32_casts)
     check_upcasts(ref, tracer.upcasts)
     graph.forward_defaults = tracer.forward_defaults
+    graph.extra_input_names = tracer.extra_input_names
     graph.sizes_read = tracer.sizes_read
     graph.called_modules = tracer.called_modules
     graph.hyperparameters = hyperparameters_read(ref, graph)
@@ -5262,6 +5317,12 @@ def _check_leads(ref: Reference, graph: Graph) -> None:
     k = int(shape[-1])
     where = (f"{ref.path}: the input is (..., {k}) (shape {shape}) and the forward reads its leading sizes; kgen "
              f"traced it as the same module on its rows, x.reshape(-1, {k})")
+    if getattr(ref, "extra_inputs", ()):
+        # (the check below and the trace's lead markers know one input; the extras' leading sizes
+        # would be the rows' here, so nothing is promised for them)
+        raise Unsupported(f"{where}; with inputs after the first (get_inputs() gives {1 + len(ref.extra_inputs)}) "
+                          "kgen does not take that yet: view the input to its rows outside the module, or pass "
+                          "a (batch, features) input")
     meta = ref.meta_model()
     elements = sum(t.numel() for t in (*meta.parameters(), *meta.buffers()))
     if elements > ROWS_CHECK_MAX_ELEMENTS:
@@ -5347,15 +5408,19 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
                                 p.add_(torch.randn_like(p) * (0.5 * (p.abs().mean().item() or 1.0)))
                 for lead in leads:
                     x = torch.randn(*lead, *features, dtype=torch.float64)
+                    # (get_inputs()' tensors after the input: the same leading dimensions, their own last)
+                    extras = [torch.randn(*lead, int(t.shape[-1]), dtype=torch.float64)
+                              for t in getattr(ref, "extra_inputs", ())]
                     for training in (True, False):
                         outs = []
-                        for way, value in (("on the input", x), (ROWS_FAILED, x.reshape(-1, k))):
+                        for way, value, others in (("on the input", x, extras),
+                                                   (ROWS_FAILED, x.reshape(-1, k), [e.reshape(-1, e.shape[-1]) for e in extras])):
                             with torch.no_grad():
                                 for name, b in model.named_buffers():
                                     b.copy_(buffers[name])
                                 model.train(training)
                                 torch.manual_seed(1)
-                                outs.append(model(value.clone()))
+                                outs.append(model(value.clone(), *(e.clone() for e in others)))
                         whole, rows = outs[0], rows_output(outs[1], lead, rows_dim)
                         at = (f"in {'training' if training else 'eval'} mode, on a {tuple(x.shape)} input, "
                               f"parameters {weights}")
@@ -5385,8 +5450,8 @@ def takes_rows(ref: Reference, rank: int = 3) -> bool:
     softmax over dim=1 or a BatchNorm1d does not): then the emitted forward takes such an input,
     as eager's module does (a transformer's (batch, tokens, features), a policy's one
     observation). Cached per reference file, constructor and rank."""
-    if getattr(ref, "rows_of", None) is not None or ref.input.dim() != 2:
-        return False
+    if getattr(ref, "rows_of", None) is not None or ref.input.dim() != 2 or getattr(ref, "extra_inputs", ()):
+        return False   # (a module with extra inputs: its file takes the shapes get_inputs() gives)
     key = (str(ref.path), getattr(ref, "sha256", None), repr(ref.init_args()), int(ref.input.shape[1]), rank)
     if key not in _TAKES_ROWS:
         meta = ref.meta_model()

@@ -25,7 +25,8 @@ forward pass, so a gradient is summed over the dimensions its operand was broadc
     half       g to its columns of the input, zeros to the other half's
     mask       none (Dropout's mask is drawn, not computed: the dropout's mul gives g * mask)
     input      the module's input read after the GEMM: g summed to its shape, added to the
-               input's gradient (none when detached)
+               input's gradient (none when detached); an extra input's (get_inputs()' tensor k
+               after the input) is its own, under its operand path "<input k>"
     param      the sum of its uses' gradients, reduced to its shape
     const      none
 """
@@ -149,11 +150,12 @@ def _node_vjp(n: Node, g: torch.Tensor, values: dict, model: torch.nn.Module,
 
 
 def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.Tensor,
-             grads: dict, module_input: torch.Tensor | None = None) -> torch.Tensor:
+             grads: dict, module_input: torch.Tensor | None = None, extra_inputs: tuple = ()) -> torch.Tensor:
     """Reverse mode over one GEMM part run on x (its GEMM input): adds the parameters'
     gradients to `grads` (by path; the gradient of the module's input read after the GEMM
-    under the key INPUT_PATH) and returns the gradient of x."""
-    values = graph.part_values(x, model, module_input)
+    under the key INPUT_PATH, an extra input's under its own, input_path(k)) and returns the
+    gradient of x."""
+    values = graph.part_values(x, model, module_input, extra_inputs)
     if graph.output_tail:
         # torch's own op after the kernels (Graph.output_tail): its gradient by autograd
         rows = values[graph.output].detach().requires_grad_()
@@ -166,7 +168,7 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
             continue
         if n.kind == "input":
             if not n.attrs["detached"]:
-                _accumulate(grads, INPUT_PATH, _sum_to(g, values[n.id].shape))
+                _accumulate(grads, n.attrs["path"], _sum_to(g, values[n.id].shape))
             continue
         if n.kind == "param":
             # Summed to the shape it was read as (a view of it, maybe), then in its own shape.
@@ -203,10 +205,12 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
 
 
 def graph_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module,
-              grad: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+              grad: torch.Tensor, *extra_inputs: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """(the gradient of x, {parameter path: its gradient}) of the module `graph` was traced
-    from, run on x, for the output gradient `grad`. Chained GEMMs: the parts in reverse order,
-    each part's input gradient the previous part's output gradient."""
+    from, run on x (and get_inputs()' tensors after it, `extra_inputs`), for the output gradient
+    `grad`; the gradient of extra input k is in the dict under input_path(k) where the module
+    sends it one (none where it reads it detached, or not at all). Chained GEMMs: the parts in
+    reverse order, each part's input gradient the previous part's output gradient."""
     # Each part's values are computed twice (its output for the next part, then again in
     # part_vjp): a Dropout's mask of an earlier part must be the one the forward drew, so each
     # part_vjp runs from the generator's state at its part's start, and the generator is left
@@ -214,13 +218,13 @@ def graph_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module,
     inputs, states = [x], []
     for part in graph.parts[:-1]:
         states.append(_rng_state(x))
-        inputs.append(part.part_values(inputs[-1], model, x)[part.output])
+        inputs.append(part.part_values(inputs[-1], model, x, extra_inputs)[part.output])
     states.append(_rng_state(x))
     grads: dict[str, torch.Tensor] = {}
     end = None
     for part, part_input, state in zip(reversed(graph.parts), reversed(inputs), reversed(states)):
         _set_rng_state(x, state)
-        grad = part_vjp(part, part_input, model, grad, grads, module_input=x)
+        grad = part_vjp(part, part_input, model, grad, grads, module_input=x, extra_inputs=extra_inputs)
         end = end or _rng_state(x)
     _set_rng_state(x, end)
     if INPUT_PATH in grads:   # the module's input read after the GEMM too

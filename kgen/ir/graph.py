@@ -51,9 +51,12 @@ into the same output and BatchNorm's column statistics):
                again after the GEMM (a residual; `attrs["detached"]`: x.detach(), no gradient
                flows to x through it): in a broadcast tail, read per element; or, where a row op,
                a norm or BatchNorm takes a value computed from it and in_features is the part's
-               N (`norm(x + fc(x))`), a tile value, read at (m, n) as the mask is
+               N (`norm(x + fc(x))`), a tile value, read at (m, n) as the mask is. With
+               `attrs["index"]` = k >= 1: get_inputs()' tensor k after the input (an extra
+               input, `forward(self, x, residual)`), shape ("M", its last dimension), read so too
 Operand nodes (param, mask, input) are what the kernels read through EpilogueParams::operand,
-each by `attrs["path"]` ("<input>", "<dropout K>" for the last two: no module attribute).
+each by `attrs["path"]` ("<input>", "<input K>", "<dropout K>" for the last three: no module
+attribute).
 
 `Graph.interpret` runs the graph with torch (each op through its torch oracle in kgen.ir.ops, each
 BatchNorm through the module itself), so a traced graph can be checked against the module it
@@ -78,6 +81,17 @@ REDUCTIONS = ("sum", "mean", "max", "min")
 # the emitted forward computes: Dropout's mask, the module's input).
 OPERAND_KINDS = ("param", "mask", "input")
 INPUT_PATH = "<input>"
+
+
+def input_path(index: int) -> str:
+    """The operand path of the module's input (index 0, INPUT_PATH) or of get_inputs()' tensor
+    `index` after it (an extra input: a residual, a gate; `attrs["index"]` of its input node)."""
+    return INPUT_PATH if index == 0 else f"<input {index}>"
+
+
+def input_index(node: "Node") -> int:
+    """Which of get_inputs()' tensors an input node reads (0: the module's input)."""
+    return node.attrs.get("index", 0)
 # BatchNorm's buffers that its training mode updates in place (the kernels' finalize, the op's
 # copies of them, which it returns: generator, _KGEN_UPDATED_IN_PLACE; a forward that reads one
 # as a value is refused: trace.refuse_running_buffer_reads).
@@ -221,7 +235,8 @@ class Node:
                         f"{' = ' + code if code else ''})", "param": self.attrs.get("path", ""),
                 "const": repr(self.attrs.get("value")),
                 "mask": f"dropout_mask(p={self.attrs.get('p')!r})",
-                "input": "input" + (".detach()" if self.attrs.get("detached") else "")}
+                "input": "input" + (f"[{self.attrs['index']}]" if self.attrs.get("index") else "")
+                         + (".detach()" if self.attrs.get("detached") else "")}
         if self.kind in leaf:
             return f"%{self.id} = {leaf[self.kind]} : {self.level}"
         name = {"batchnorm": f"batchnorm[{self.attrs.get('module')}]",
@@ -290,6 +305,10 @@ class Graph:
     # ((name, default): `def forward(self, x, mask=None)`): traced at those values, and ModelNew's
     # forward takes them too and refuses any other value.
     forward_defaults: list = dataclasses.field(default_factory=list)
+    # Model.forward's names for get_inputs()' tensors after the input (`def forward(self,
+    # hidden_states, input_tensor)`: ["input_tensor"]; forward(*args): args[1] is "input1"):
+    # ModelNew.forward takes them under these names (generator.extra_input_params).
+    extra_input_names: list = dataclasses.field(default_factory=list)
     # Where the forward reads a feature dimension's size as a number ((line, text): x.size(1),
     # x.shape[-1], math.sqrt(x.size(-1))): the trace baked that number in, so the emitted file
     # runs at the traced in_features and out_features only, and says so for others.
@@ -443,24 +462,27 @@ class Graph:
         return (batch, {"tile": self.out_features, "row": 1}[level])
 
     # ---- the torch oracle ------------------------------------------------------------------
-    def interpret(self, x: torch.Tensor, model: torch.nn.Module) -> torch.Tensor:
-        """The graph's output on x with torch, reading the parameters of `model` (and running
+    def interpret(self, x: torch.Tensor, model: torch.nn.Module, *extra_inputs: torch.Tensor) -> torch.Tensor:
+        """The graph's output on x (and get_inputs()' tensors after it, `extra_inputs`, as
+        model(x, *extra_inputs) takes them) with torch, reading the parameters of `model` (and running
         its BatchNorm modules, which update their buffers as the reference would). A Dropout
         training in `model` draws its mask from torch's generator as the module does, at the
         same point (mask nodes in trace order): seeded alike, the oracle and the module agree."""
-        return self.apply_tail(self.interpret_value(self.output, x, model))
+        return self.apply_tail(self.interpret_value(self.output, x, model, extra_inputs=extra_inputs))
 
-    def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module, module_input=None):
+    def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module, module_input=None,
+                        extra_inputs: tuple = ()):
         """The value of `node` (a live one) when the graph runs on x, as `interpret`."""
         module_input = x if module_input is None else module_input
         if self.previous is not None:
-            x = self.previous.interpret_value(self.previous.output, x, model, module_input)
-        return self.part_values(x, model, module_input)[node]
+            x = self.previous.interpret_value(self.previous.output, x, model, module_input, extra_inputs)
+        return self.part_values(x, model, module_input, extra_inputs)[node]
 
-    def part_values(self, x: torch.Tensor, model: torch.nn.Module, module_input=None) -> dict:
+    def part_values(self, x: torch.Tensor, model: torch.nn.Module, module_input=None,
+                    extra_inputs: tuple = ()) -> dict:
         """Every live node's value when this part runs on x, its own GEMM's input (the previous
         part's output for a later part of a chain); `module_input`: the module's input (x when
-        this is the first part)."""
+        this is the first part); `extra_inputs`: get_inputs()' tensors after it."""
         values: dict[int, object] = {}
         z32 = None   # a 16-bit module's GEMM output before rounding (below)
         for n in self.live():
@@ -469,6 +491,10 @@ class Graph:
                 if module_input is None and self.previous is not None:
                     raise AssertionError("a later part reads the module's input: pass module_input")
                 inp = x if module_input is None else module_input
+                if input_index(n):
+                    if input_index(n) > len(extra_inputs):
+                        raise AssertionError(f"the graph reads get_inputs()' tensor {input_index(n)}: pass extra_inputs")
+                    inp = extra_inputs[input_index(n) - 1]
                 values[n.id] = inp.detach() if n.attrs["detached"] else inp
                 continue
             if n.kind == "mask":

@@ -36,7 +36,7 @@ import re
 
 from kgen.ir import ops
 from kgen.ir.derivatives import cuda_vjp
-from kgen.ir.graph import Graph, Node
+from kgen.ir.graph import Graph, Node, input_index
 from kgen.ir.graph import shape_text
 from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, TailValues, _block,
                                 _group_stats_pass, _loop, bn_input_affine, group_index, live_lines, row_width,
@@ -108,6 +108,14 @@ def _missing_kernel(lowered: Lowered) -> str | None:
     for n in lowered.graph.live():
         if n.kind == "input" and n.level != "tile":
             return f"no backward kernel yet for a read of the module's input outside a broadcast tail{_where(n)}"
+    # The kernels send one input's gradient (EpilogueParams::d_input, TailBackward's kInput leaf):
+    # the module's input or an extra one (get_inputs()' tensor after it, `forward(self, x, residual)`),
+    # whichever the part reads, not two.
+    sent = sorted({input_index(n) for n in [*lowered.tail, *lowered.graph.live()]
+                   if n.kind == "input" and not n.attrs["detached"]})
+    if len(sent) > 1:   # (input_gradient_paths, by index: the module's input first)
+        named = " and ".join(f"get_inputs()' tensor {k + 1}" if k else "the module's input" for k in sent)
+        return f"no backward kernel yet for the gradients of two inputs read after the GEMM ({named})"
     width = lowered.traced.out_features if lowered.traced is not None else None
     for n in lowered.tail:
         if n.kind not in ("param", "const", "input", "pointwise"):
@@ -844,8 +852,8 @@ def operand_gradients(lowered: Lowered) -> list[tuple | None]:
     for k, n in enumerate(lowered.operands):
         if n.kind == "mask":
             out.append(None)
-        elif n.kind == "input":   # the module's input, read by a broadcast tail
-            out.append(("input",) if input_gradient(lowered) else None)
+        elif n.kind == "input":   # the module's input (or an extra one) read after the GEMM
+            out.append(("input",) if n.attrs["path"] in input_gradient_paths(lowered) else None)
         elif n.level == "scalar":
             out.append(("row", k, 1))
         elif n.level != "col" and _numel(n.attrs["shape"]) != lowered.graph.out_features:
@@ -889,9 +897,16 @@ def gradient_leaves(lowered: Lowered) -> list[Node]:
 
 def input_gradient(lowered: Lowered) -> bool:
     """Whether the part sends a gradient to the module's input read after its GEMM (in its
-    broadcast tail, or per element by its stages)."""
+    broadcast tail, or per element by its stages), or to an extra input read there."""
+    return bool(input_gradient_paths(lowered))
+
+
+def input_gradient_paths(lowered: Lowered) -> list[str]:
+    """The operand paths of the inputs read after the GEMM that the part sends a gradient to (a
+    read that is not detached): the module's input's, INPUT_PATH, or an extra input's
+    (graph.input_path). At most one has kernels (_missing_kernel): EpilogueParams::d_input."""
     reads = [*lowered.tail, *lowered.graph.live()]
-    return any(n.kind == "input" and not n.attrs["detached"] for n in reads)
+    return sorted({n.attrs["path"] for n in reads if n.kind == "input" and not n.attrs["detached"]})
 
 
 def _input_gradient_line(node: Node, adjoint: str) -> str:

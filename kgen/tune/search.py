@@ -317,7 +317,8 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
     with torch.device(device):
         # (a Dropout in training mode: every forward below from one RNG state, the fp64 ones
         # drawing fp32's mask, so that the errors are the roundings': kgen/check/masks.py)
-        exact_model = masks_drawn_in(ref.Model(*ref.init_args()).double(), torch.float32, traced.dropouts)
+        exact_model = masks_drawn_in(ref.given_extra_inputs(ref.Model)(*ref.init_args()).double(), torch.float32,
+                                     traced.dropouts)
     x = ref.inputs(batch)[0].to(device=device, dtype=torch.float64)
     # (validate._inputs' "randn": fp32 draws, here from a generator of the probe's own)
     x_randn = torch.randn(x.shape, generator=torch.Generator().manual_seed(0)).to(device=device, dtype=torch.float64)

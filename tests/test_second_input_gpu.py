@@ -1,0 +1,164 @@
+"""GPU tier of modules with tensor inputs after the first (`forward(self, x, residual)`, BertOutput;
+tests/test_second_input.py has the CPU side): kgen's full gate (validate: its checks call the models
+with x alone and get the extra inputs from the reference's get_inputs(), Reference.given_extra_inputs)
+in fp32 and bf16, and the emitted file against the module itself, each called with every input:
+forward, training mode with a Dropout (one mask), and the gradients of x, of the extra inputs and of
+the parameters against the fp64 module, eager's error beside."""
+
+import copy
+
+import pytest
+import torch
+
+from kgen.check.validate import validate
+
+from conftest import gate_failures, tf32x3_wgmma_files
+from test_second_input import BATCH, IN, OUT, SAME_WIDTH, module_file, tokens_file
+
+pytestmark = pytest.mark.gpu
+
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+CASES = ["bert_output", "residual_after_layernorm", "act_plus_residual", "gate_then_norm", "row_scale",
+         "softmax_with_mask", "detached_residual", "addcmul", "input_and_residual",
+         "detached_input_and_residual"]
+ROWS = 257   # (an odd batch: the GEMM's last tile and the row kernel's last rows partly empty)
+# Two inputs read after the GEMM that want gradients: the forward is taken, the backward refused
+# (tests/test_second_input.py::test_two_inputs_sending_gradients_are_refused_in_the_backward_alone).
+TWO_GRADIENTS = {"addcmul": r"get_inputs\(\)' tensor 2 and get_inputs\(\)' tensor 3",
+                 "gate_then_norm": r"get_inputs\(\)' tensor 2 and get_inputs\(\)' tensor 3",
+                 "input_and_residual": r"the module's input and get_inputs\(\)' tensor 2"}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("second_input_refs")
+    return tf32x3_wgmma_files(tmp_path_factory, "second_input",
+                              {name: (module_file(d, name), ROWS, OUT if name in SAME_WIDTH else IN, OUT)
+                               for name in CASES})
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.bfloat16, 1e-2)], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("name", CASES)
+def test_the_gate_with_a_second_input(files, name, dtype, tol):
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    failed = gate_failures(validate(files[name], tol=tol, dtype=dtype), dtype)
+    assert not failed, failed
+
+
+def _models(f, training: bool):
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        ref = f.reference.Model(*f.init_args())
+        new = f.module.ModelNew(*f.init_args())
+    new.load_state_dict(ref.state_dict())
+    ref64 = copy.deepcopy(ref).double()
+    for m in (ref, new, ref64):
+        m.train(training)
+    return ref, new, ref64
+
+
+def _run(model, inputs, g, seed):
+    """model(*inputs) from one CUDA RNG state (a Dropout: one mask), its output and the gradients
+    of every input and parameter for the output gradient g."""
+    inputs = [t.detach().clone().requires_grad_() for t in inputs]
+    torch.cuda.manual_seed(seed)
+    y = model(*inputs)
+    wanted = inputs + list(model.parameters())
+    grads = torch.autograd.grad(y, wanted, g.to(y.dtype), allow_unused=True)
+    return y.detach().double(), [None if d is None else d.double() for d in grads]
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("name", [c for c in CASES if c not in TWO_GRADIENTS])
+def test_the_file_against_the_module_with_every_input(files, name, training):
+    """ModelNew(x, residual) as the user calls it: its output and the gradients of x, of each extra
+    input (none where the module reads it detached) and of the parameters, against the fp64 module,
+    within 10x eager fp32's error (and 1e-5)."""
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    f = files[name]
+    ref, new, ref64 = _models(f, training)
+    inputs = [t.cuda() for t in f.reference.inputs(ROWS)]
+    assert len(inputs) >= 2
+    g = torch.randn(ref(*inputs).shape, device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    y64, exact = _run(ref64, [t.double() for t in inputs], g.double(), 5)
+    y32, eager = _run(ref, inputs, g, 5)
+    y, got = _run(new, inputs, g, 5)
+
+    def error(a, b):
+        return 0.0 if a is None and b is None else (a - b).abs().max().item()
+
+    assert error(y, y64) <= max(10 * error(y32, y64), 1e-5), (error(y, y64), error(y32, y64))
+    for k, (e, a, b) in enumerate(zip(exact, eager, got)):
+        assert (b is None) == (e is None), k   # (an input read detached gets none, as in torch)
+        assert error(b, e) <= max(10 * error(a, e), 1e-5), (k, error(b, e), error(a, e))
+
+
+@pytest.mark.parametrize("name", sorted(TWO_GRADIENTS))
+def test_two_inputs_wanting_gradients_run_forward_and_name_both_in_backward(files, name):
+    """Two inputs read after the GEMM, each wanting a gradient: the forward is the module's (in
+    training mode too); the backward raises naming both (one input's gradient has kernels)."""
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    f = files[name]
+    for training in (False, True):
+        ref, new, ref64 = _models(f, training)
+        inputs = [t.cuda() for t in f.reference.inputs(ROWS)]
+        with torch.no_grad():
+            torch.cuda.manual_seed(3)
+            y = new(*inputs).double()
+            torch.cuda.manual_seed(3)
+            y32 = ref(*inputs).double()
+            torch.cuda.manual_seed(3)
+            y64 = ref64(*(t.double() for t in inputs))
+        assert (y - y64).abs().max().item() <= max(10 * (y32 - y64).abs().max().item(), 1e-5)
+    leaves = [t.requires_grad_() for t in inputs]
+    with pytest.raises(RuntimeError, match=TWO_GRADIENTS[name]):
+        new(*leaves).sum().backward()
+
+
+def test_the_extra_input_is_checked_on_the_gpu(files):
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    f = files["bert_output"]
+    _, new, _ = _models(f, False)
+    x, r = [t.cuda() for t in f.reference.inputs(ROWS)]
+    with torch.no_grad():
+        with pytest.raises(ValueError, match="on x's device"):
+            new(x, r.cpu())
+        with pytest.raises(TypeError, match="in x's dtype"):
+            new(x, r.half())
+        # a view that is not contiguous: as x's, the kernels get a contiguous copy
+        wide = torch.randn(ROWS, 2 * OUT, device="cuda")[:, ::2]
+        assert torch.allclose(new(x, wide), new(x, wide.contiguous()), rtol=0, atol=0)
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory):
+    d = tmp_path_factory.mktemp("second_input_tokens")
+    return tf32x3_wgmma_files(tmp_path_factory, "second_input_tokens", {"bert": (tokens_file(d), 3 * BATCH, IN, OUT)})
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_bert_output_on_tokens(tokens, training):
+    """BertOutput as HuggingFace calls it, (batch, tokens, features) hidden states and residual:
+    the file on them against the module (output and gradients, x, the residual, the parameters),
+    and kgen's gate on their rows."""
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    f = tokens["bert"]
+    ref, new, ref64 = _models(f, training)
+    gen = torch.Generator().manual_seed(2)
+    inputs = [torch.randn(BATCH, 3, IN, generator=gen).cuda(), torch.randn(BATCH, 3, OUT, generator=gen).cuda()]
+    g = torch.randn(BATCH, 3, OUT, generator=gen).cuda()
+    y64, exact = _run(ref64, [t.double() for t in inputs], g.double(), 5)
+    y32, eager = _run(ref, inputs, g, 5)
+    y, got = _run(new, inputs, g, 5)
+    assert y.shape == y64.shape
+    assert (y - y64).abs().max().item() <= max(10 * (y32 - y64).abs().max().item(), 1e-5)
+    for k, (e, a, b) in enumerate(zip(exact, eager, got)):
+        assert (b - e).abs().max().item() <= max(10 * (a - e).abs().max().item(), 1e-5), k
+    if training:
+        failed = gate_failures(validate(f, tol=1e-4), torch.float32)
+        assert not failed, failed

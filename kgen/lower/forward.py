@@ -208,7 +208,7 @@ class Emitter:
                 expr = (f"(std::is_same<kgen_operand_t, float>::value ? {expr} "
                         f": fmaf(p.col_at[n], {t}, p.col_ct[n]))")
         else:
-            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs, _number_in_dtype(self.round_ops, n))
+            expr = _cuda_expr(self.graph, n, [self.get(a) for a in n.args], self.round_ops)
         if self.round_ops and n.kind not in UNROUNDED_KINDS and i not in self.inside_linear and not n.fp32:
             expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         name = f"v{i}"
@@ -1212,7 +1212,7 @@ class TailValues:
         elif n.kind in ("param", "input"):   # the module's input: (M, K), row-major
             expr = f"kgen::as_float({operand_pointer(self.operands[n.attrs['path']], n.kind)}[{self.offset(self.leaf_shape(n))}])"
         else:
-            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs, _number_in_dtype(self.round_ops, n))
+            expr = _cuda_expr(self.graph, n, [self.get(a) for a in n.args], self.round_ops)
             if self.round_ops and not n.fp32:
                 expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         self.names[i] = f"v{i}"
@@ -1220,11 +1220,18 @@ class TailValues:
         return self.names[i]
 
 
-def _number_in_dtype(round_ops: bool, n: Node) -> str | None:
-    """The device function that rounds a number to the module's dtype, where op n takes its
-    number so (ops.DIVISOR_IN_TENSOR_DTYPE) and computes in that dtype (not an upcast's fp32
-    value, nor the backward's recomputation)."""
-    return "kgen::rounded_to_module<kgen_operand_t>" if round_ops and not n.fp32 else None
+def _cuda_expr(graph: Graph, n: Node, operands: list[str], round_ops: bool) -> str:
+    """Point-wise op n's CUDA expression on the operand expressions; where torch's kernel takes a
+    Python number in the tensor's own dtype (ops.DIVISOR_IN_TENSOR_DTYPE, a comparison's number:
+    ops.NUMBER_OPERANDS_IN_TENSOR_DTYPE) and the tensor is in the module's dtype (not an upcast's
+    fp32 value; not the backward's recomputation, which rounds nothing), with the number rounded to
+    it. A comparison's dtype is that of the values it compares (where(y > 0.1, h.float(), 0) of a
+    16-bit y compares in y's dtype, though its result is fp32)."""
+    compared = [graph.node(a) for a in n.args[:2]] if n.op in ops.NUMBER_OPERANDS_IN_TENSOR_DTYPE else [n]
+    in_dtype = round_ops and not any(c.fp32 for c in compared)
+    numbers = [k for k, a in enumerate(n.args) if graph.node(a).kind == "const"]
+    return ops.cuda_expr(n.op, operands, n.attrs, "kgen::rounded_to_module<kgen_operand_t>" if in_dtype else None,
+                         numbers)
 
 
 def split_index(var: str, dims: list[int], sizes: tuple) -> list[str]:

@@ -2029,6 +2029,9 @@ class Tracer:
         result = self.pointwise("add", [z, bias])
         if isinstance(result, _Id) and self.nodes[result].op == "add":
             self.nodes[result].linear_bias = True
+            # (a bias torch's GEMM reads in float32, addmm's beta * b: the Linear's output is
+            # still of the module's dtype, rounded once)
+            self.nodes[result].fp32 = self.nodes[z].fp32 if isinstance(z, _Id) else False
         return result
 
     def close_part(self, output: int) -> Graph:
@@ -3395,7 +3398,13 @@ class Tracer:
                                   "gradient is then 0: write the product alone, torch.mm(x, W.t()))")
             if alpha != 1:
                 z = self.pointwise("mul", [z, float(alpha)])
-            return self.linear_bias(z, b if beta == 1 else self.pointwise("mul", [b, float(beta)]))
+            if beta != 1:
+                # (beta * b in torch's math type, float32 for a 16-bit b, unrounded: cuBLAS's
+                # epilogue computes alpha * acc + beta * b in fp32 and rounds once, as at::cuda::blas
+                # gemm passes beta as opmath_t; rounded first, y = addmm(b, x, W.t(), beta=0.3)
+                # was a step off)
+                b = self.pointwise("mul", [self._internal_upcast(b)[0], float(beta)])
+            return self.linear_bias(z, b)
         if fn in MATMUL_FUNCTIONS:
             x, w = args
             if isinstance(w, _Marker) and w.kind == "transposed":

@@ -193,7 +193,7 @@ class Node:
     # (lower.forward: the Emitter, row reductions, tails).
     fp32: bool = False
     # An add of a bias that the GEMM's own call adds (nn.Linear, F.linear(x, W, b), addmm), which
-    # torch's GEMM adds before its one rounding to a 16-bit dtype (lower.forward.linear_steps);
+    # torch's GEMM adds before its one rounding to a 16-bit dtype (graph.linear_steps);
     # a bias added by an op of its own (`F.linear(x, W) + b`, `x @ W.t() + b`) is added to the
     # rounded z, as eager rounds twice there.
     linear_bias: bool = False
@@ -427,7 +427,9 @@ class Graph:
         part's output for a later part of a chain); `module_input`: the module's input (x when
         this is the first part)."""
         values: dict[int, object] = {}
-        z32 = None   # a 16-bit module's GEMM output before rounding (below)
+        z32 = None   # a 16-bit module's GEMM output before rounding (below), through the Linear's steps
+        steps = linear_steps(self)
+        inside_linear, linear_output = frozenset(steps[1:-1]), (steps[-1] if len(steps) > 1 else None)
         for n in self.live():
             a = [values[i] for i in n.args]
             if n.kind == "input":
@@ -470,10 +472,15 @@ class Graph:
                 if "nonfinite" in n.attrs and bool(self.constant_nonfinite(n, x, model).any()):
                     value = n.attrs["nonfinite"]
                 values[n.id] = value
-            elif n.kind == "pointwise" and z32 is not None and n.linear_bias and n.args[0] == self.gemm.id:
-                # (the bias the GEMM's call adds, a parameter or computed from them, F.linear(x, W,
-                # self.b * 2): added to the fp32 z before the one rounding, as addmm adds it)
-                values[n.id] = (z32 + a[1].float()).to(x.dtype)
+            elif n.kind == "pointwise" and z32 is not None and (n.id in inside_linear or n.id == linear_output):
+                # (the Linear's steps (linear_steps): z scaled by torch.addmm's alpha, then the bias
+                # the GEMM's call adds, a parameter or computed from them, F.linear(x, W, self.b *
+                # 2), or addmm's beta * b (fp32: Tracer's addmm): computed on the fp32 z, rounded once
+                # after the bias, as cuBLAS's epilogue computes alpha * acc + beta * b in fp32)
+                wide = [z32 if i in (self.gemm.id, *inside_linear) else v.float() if isinstance(v, torch.Tensor) else v
+                        for i, v in zip(n.args, a)]
+                z32 = ops.torch_apply(n.op, wide, n.attrs)
+                values[n.id] = z32.to(x.dtype) if n.id == linear_output else None   # (read by the next step only)
             elif n.kind == "pointwise" and n.op == "to_module_dtype":
                 values[n.id] = a[0].to(x.dtype)   # (back to the module's dtype, as x.to(input.dtype))
             elif n.kind == "pointwise":
@@ -549,6 +556,39 @@ def is_per_column(graph: Graph, i: int) -> bool:
     of them."""
     n = graph.node(i)
     return n.level in ("col", "scalar") and n.kind in ("param", "const", "pointwise")
+
+
+def linear_steps(graph: Graph) -> tuple[int, ...]:
+    """The nodes from the GEMM to the Linear's output, which torch's GEMM computes before its one
+    rounding to the module's dtype: the GEMM's z, any scalings of it by a number or a per-column
+    value (torch.addmm's alpha), then z + bias where the chain's only consumer adds the bias the
+    GEMM's own call adds (Node.linear_bias: nn.Linear, F.linear(x, W, b), addmm; a parameter or
+    an op on parameters; a one-element bias, nn.Linear(in_features, 1)'s, is scalar-level in the
+    IR and counts). A bias computed from parameters, as in F.linear(x, W, self.b * 2), is added
+    before torch's rounding too: rounding z first put a bf16 file at 2-4x eager's error against
+    fp64, and KernelBench's eval failed it (docs/perf.md, session 57). A bias added by an op of
+    its own (`F.linear(x, W) + b`, `x @ W.t() + b`) is not: eager rounds z, then the sum, and
+    rounding once put a bf16 file one step from eager where its values are large (randn weights),
+    beyond KernelBench's 1e-2 (docs/perf.md, session 59). Without such an add, z alone; () where
+    the part has no one GEMM."""
+    gemms = [n.id for n in graph.nodes if n.kind == "gemm"]
+    if len(gemms) != 1:
+        return ()
+    steps = [gemms[0]]
+    while True:
+        users = [n for n in graph.nodes if steps[-1] in n.args]
+        if len(users) != 1 or users[0].kind != "pointwise" or len(users[0].args) != 2:
+            break
+        user = users[0]
+        other = [graph.node(a) for a in user.args if a != steps[-1]]
+        if len(other) != 1 or other[0].level not in ("col", "scalar"):
+            break
+        if user.op == "add" and user.linear_bias and is_per_column(graph, other[0].id) and other[0].kind != "const":
+            return (*steps, user.id)
+        if not (user.op == "mul" or (user.op == "div" and user.args[0] == steps[-1])):
+            break
+        steps.append(user.id)
+    return (gemms[0],)
 
 
 def affine_chain(graph: Graph, t: int) -> tuple[int, list[Node]]:

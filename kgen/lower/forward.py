@@ -33,7 +33,7 @@ import re
 
 from kgen.ir import ops
 from kgen.ir import rewrite
-from kgen.ir.graph import OPERAND_KINDS, Graph, Node, Unsupported, affine_chain, is_per_column, shape_text
+from kgen.ir.graph import OPERAND_KINDS, Graph, Node, Unsupported, affine_chain, linear_steps, shape_text
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
 # the two).
@@ -64,39 +64,6 @@ def operand_pointer(k: int, kind: str) -> str:
 class _NeedsValue(Exception):
     """Stage 2 asked for a value it cannot recompute from S (the GEMM output, or a value from
     before BatchNorm)."""
-
-
-def linear_steps(graph: Graph) -> tuple[int, ...]:
-    """The nodes from the GEMM to the Linear's output, which torch's GEMM computes before its one
-    rounding to the module's dtype: the GEMM's z, any scalings of it by a number or a per-column
-    value (torch.addmm's alpha), then z + bias where the chain's only consumer adds the bias the
-    GEMM's own call adds (Node.linear_bias: nn.Linear, F.linear(x, W, b), addmm; a parameter or
-    an op on parameters; a one-element bias, nn.Linear(in_features, 1)'s, is scalar-level in the
-    IR and counts). A bias computed from parameters, as in F.linear(x, W, self.b * 2), is added
-    before torch's rounding too: rounding z first put a bf16 file at 2-4x eager's error against
-    fp64, and KernelBench's eval failed it (docs/perf.md, session 57). A bias added by an op of
-    its own (`F.linear(x, W) + b`, `x @ W.t() + b`) is not: eager rounds z, then the sum, and
-    rounding once put a bf16 file one step from eager where its values are large (randn weights),
-    beyond KernelBench's 1e-2 (docs/perf.md, session 59). Without such an add, z alone; () where
-    the part has no one GEMM."""
-    gemms = [n.id for n in graph.nodes if n.kind == "gemm"]
-    if len(gemms) != 1:
-        return ()
-    steps = [gemms[0]]
-    while True:
-        users = [n for n in graph.nodes if steps[-1] in n.args]
-        if len(users) != 1 or users[0].kind != "pointwise" or len(users[0].args) != 2:
-            break
-        user = users[0]
-        other = [graph.node(a) for a in user.args if a != steps[-1]]
-        if len(other) != 1 or other[0].level not in ("col", "scalar"):
-            break
-        if user.op == "add" and user.linear_bias and is_per_column(graph, other[0].id) and other[0].kind != "const":
-            return (*steps, user.id)
-        if not (user.op == "mul" or (user.op == "div" and user.args[0] == steps[-1])):
-            break
-        steps.append(user.id)
-    return (gemms[0],)
 
 
 def linear_output(graph: Graph) -> int | None:

@@ -2702,7 +2702,10 @@ class Tracer:
             return self._cast_to_dtype(self._dtype_of(target))
         if target is torch.float32:
             return "to_float32" if self._fp32_cast(self.ref.input.dtype == torch.float32) else None
-        return "module" if target == self.ref.input.dtype else None
+        # A 16-bit dtype named (x.to(torch.bfloat16) in a bf16 module): refused as .bfloat16() is
+        # (DTYPE_ALIAS_METHODS), not taken as the no-op it is in that dtype: the file runs float32
+        # modules too, where eager's cast converts (its output bf16, kgen's float32).
+        return None
 
     def _cast_to_dtype(self, dtype) -> str | None:
         """A cast to another value's dtype (x.to(y.dtype), x.type_as(y), x.to(y)): to the module's
@@ -4162,8 +4165,10 @@ class Tracer:
             raise self.refuse(f"the tensor method .{name}() {RANDOM_METHODS[name]}")
         if name in DTYPE_ALIAS_METHODS:
             # (not the module's dtype, or a target kgen cannot read: Tracer._dtype_cast)
-            own = {"half": torch.float16, "bfloat16": torch.bfloat16}.get(name) == self.ref.input.dtype
-            if own:
+            named = {"half": torch.float16, "bfloat16": torch.bfloat16}.get(name)
+            if name in ("to", "type"):   # (x.to(torch.bfloat16), x.to(dtype=...), x.type(torch.float16))
+                named = next((a for a in (*rest, *kwargs.values()) if isinstance(a, torch.dtype)), None)
+            if named == self.ref.input.dtype and named in (torch.bfloat16, torch.float16):
                 raise self.refuse(f".{name}() in a {self.ref.input.dtype} module: a cast that names the module's "
                                   "dtype, which kgen's one file for float32, bfloat16 and float16 modules cannot "
                                   "follow (in another dtype it converts); drop it or write .to(x.dtype)")

@@ -3527,8 +3527,13 @@ class Tracer:
         if fn in STATISTIC_FUNCTIONS:
             sig, what = STATISTIC_FUNCTIONS[fn]
             a = self._bind(sig, args, kwargs)
-            if a.get("dtype") is not None or a.get("out") is not None:
-                raise self.refuse(f"{what} with dtype or out")
+            if a.get("out") is not None:
+                raise self.refuse(f"{what} with out")
+            if a.get("dtype") is not None:
+                # (norm(y, dtype=torch.float32): the norm of y cast to float32, computed and returned
+                # in float32, as torch's linalg_vector_norm casts its input to dtype first; the
+                # module's own dtype changes nothing)
+                self._output_dtype(a, what)
             if what == "norm":
                 p = a["p"] if "p" in a else (2 if a["ord"] is None else a["ord"])
                 return self.norm(a["input"], p, a["dim"], a["keepdim"])

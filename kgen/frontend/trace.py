@@ -1030,6 +1030,7 @@ class Tracer:
         self.sizes_read: list[tuple] = []   # feature sizes read as numbers (Graph.sizes_read)
         self.no_derivative: list[tuple] = []   # ops torch has no derivative for (Graph.no_derivative)
         self.output_tail: tuple = ()   # torch's last op on the kernel's output (Graph.output_tail)
+        self.tail_rounds = False   # (Graph.tail_rounds)
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
         self.queries_read: dict[str, int] = {}   # ENVIRONMENT_QUERIES the forward read, at their lines
@@ -1669,7 +1670,16 @@ class Tracer:
         if width not in ("tile", "pooled", "row", "rowflat"):
             raise self.refuse(f"{kind} over every element of a value that is not (batch, features)")
         self._tail(WHOLE_REDUCTIONS[kind])
-        return x if width in ("row", "rowflat") else self.add("reduce", "rowflat", [x], kind)
+        if width in ("row", "rowflat"):
+            return x
+        if kind in ("sum", "mean"):
+            # torch accumulates every element of a 16-bit value in float32 and rounds once (CUDA's
+            # reduce_kernel with acc_t float, as CPU's): the rows' sums stay float32 (a to_opmath
+            # value: the kernels write them so, lower.forward's fp32_output) and the tail's result is
+            # rounded (Graph.tail_rounds). Rounding each row's first was up to ~M / 2 steps of the
+            # rows' sums off where they cancel. (max and min: rounding is monotonic, the same.)
+            x, self.tail_rounds = self._internal_upcast(x)
+        return self.add("reduce", "rowflat", [x], kind)
 
     # ---- GroupNorm written out over a (batch, G, k) view ------------------------------------
     # g = x.view(b, G, -1); (g - g.mean(-1, keepdim=True)) / torch.sqrt(g.var(-1, keepdim=True,
@@ -2359,6 +2369,7 @@ class Tracer:
                               "x @ W.T); kgen synthesizes a GEMM followed by an epilogue chain")
         graph = self.close_part(output)
         graph.output_tail = self.output_tail
+        graph.tail_rounds = self.tail_rounds
         graph.autocast_output = autocast.output_kind(fx_graph, self.model, lambda n: self._aliasing(n)[1])
         if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")

@@ -297,6 +297,11 @@ class Graph:
     # unsqueeze(1) of the output: args in torch's words, "M" the batch). The emitted forward
     # (tail_code) and the oracle (apply_tail) call it; () for none.
     output_tail: tuple = ()
+    # The output tail is a sum / mean of everything whose per-row values the kernels keep in
+    # float32 (Node.fp32: a to_opmath value), and its result is rounded to the module's dtype once
+    # (apply_tail, tail_code's `dtype`), as torch accumulates a 16-bit tensor's every element in
+    # float32 and rounds at the end.
+    tail_rounds: bool = False
     # The dtype eager gives the module's output inside CUDA's torch.autocast: why it is fp32
     # ("fp32": an op autocast runs in fp32; "param", "input": an op with an fp32 parameter, with
     # the fp32 input, where the module, the input is fp32), () where it is autocast's 16-bit dtype;
@@ -379,19 +384,22 @@ class Graph:
         lines = [n.describe() for n in self.live()]
         return "\n".join(lines + [f"return {self.tail_code(f'%{self.output}')}"])
 
-    def apply_tail(self, out: torch.Tensor) -> torch.Tensor:
-        """torch's own last op (output_tail) on the kernels' output `out` ("M": its rows)."""
+    def apply_tail(self, out: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """torch's own last op (output_tail) on the kernels' output `out` ("M": its rows); its
+        result in `dtype` (the module's) where it rounds (tail_rounds)."""
         if not self.output_tail:
             return out
         method, _, _, args = self.output_tail
-        return getattr(out, method)(*(out.shape[0] if a == "M" else a for a in args))
+        result = getattr(out, method)(*(out.shape[0] if a == "M" else a for a in args))
+        return result.to(dtype) if self.tail_rounds and dtype is not None else result
 
-    def tail_code(self, name: str) -> str:
-        """apply_tail as Python on the value named `name`."""
+    def tail_code(self, name: str, dtype: str | None = None) -> str:
+        """apply_tail as Python on the value named `name`, `dtype` the Python of the module's dtype."""
         if not self.output_tail:
             return name
         method, _, _, args = self.output_tail
-        return f"{name}.{method}({', '.join(f'{name}.shape[0]' if a == 'M' else repr(a) for a in args)})"
+        code = f"{name}.{method}({', '.join(f'{name}.shape[0]' if a == 'M' else repr(a) for a in args)})"
+        return f"{code}.to({dtype})" if self.tail_rounds and dtype is not None else code
 
     def output_level(self) -> str:
         return self.nodes[self.output].level
@@ -413,7 +421,7 @@ class Graph:
         its BatchNorm modules, which update their buffers as the reference would). A Dropout
         training in `model` draws its mask from torch's generator as the module does, at the
         same point (mask nodes in trace order): seeded alike, the oracle and the module agree."""
-        return self.apply_tail(self.interpret_value(self.output, x, model))
+        return self.apply_tail(self.interpret_value(self.output, x, model), x.dtype)
 
     def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module, module_input=None):
         """The value of `node` (a live one) when the graph runs on x, as `interpret`."""
@@ -595,14 +603,14 @@ def affine_chain(graph: Graph, t: int) -> tuple[int, list[Node]]:
     """The value t as an affine function of an earlier tile value: t = scale[n] * root +
     shift[n], where the steps from root to t are add, sub, mul, div (by) and neg with per-column
     or scalar operands (a Linear bias, a per-feature scale). Returns root and the steps.
-    An upcast (to_float32) on the way is no step: it changes no value, and scale and shift are
+    An upcast (to_float32, to_opmath) on the way is no step: it changes no value, and scale and shift are
     float32 already (a 16-bit module's `fc(x).float().sum(1)` is a row sum of the Linear's output)."""
     steps: list[Node] = []
     while True:
         n = graph.node(t)
         if n.kind != "pointwise" or n.level != "tile":
             break
-        if n.op == "to_float32":
+        if n.op in ("to_float32", "to_opmath"):
             t = n.args[0]
             continue
         tiles = [a for a in n.args if graph.node(a).level == "tile"]

@@ -327,6 +327,13 @@ class Lowered:
         return self.output_level == "tile"
 
     @property
+    def fp32_output(self) -> bool:
+        """Whether the kernels write the part's output in fp32 in a 16-bit build: a value eager
+        keeps in float32 (Node.fp32), the rows' sums of a sum / mean of everything
+        (Graph.tail_rounds), which torch's own op after the kernels sums and rounds once."""
+        return self.graph.node(self.graph.output).fp32 and not self.tail
+
+    @property
     def output_width(self) -> str:
         """Columns of the output, an expression in N (C and Python)."""
         return row_width(self.graph, self.output_level)

@@ -488,7 +488,7 @@ class Graph:
                 wide = [z32 if i in (self.gemm.id, *inside_linear) else v.float() if isinstance(v, torch.Tensor) else v
                         for i, v in zip(n.args, a)]
                 z32 = ops.torch_apply(n.op, wide, n.attrs)
-                values[n.id] = z32.to(x.dtype) if n.id == linear_output else None   # (read by the next step only)
+                values[n.id] = z32.to(x.dtype)   # (an inner step's: read by no op, only by derivatives)
             elif n.kind == "pointwise" and n.op == "to_module_dtype":
                 values[n.id] = a[0].to(x.dtype)   # (back to the module's dtype, as x.to(input.dtype))
             elif n.kind == "pointwise":

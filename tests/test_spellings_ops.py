@@ -679,7 +679,6 @@ GEMMS = {
     "(K, N) weight, einsum": ("x = torch.einsum('bk,kn->bn', x, self.wkn)", "x = x @ self.wkn"),
     "batch = x.shape[0] first": ("batch = x.shape[0]\nx = self.gemm(x.view(batch, -1))", "x = self.gemm(x)"),
     # addmm's beta and alpha: the scalings as ops of their own (session 18)
-    "addmm beta": ("x = torch.addmm(self.bias, x, self.weight.t(), beta=0.5)", "x = x @ self.weight.t() + self.bias * 0.5"),
     "addmm alpha": ("x = torch.addmm(self.bias, x, self.weight.t(), alpha=2)", "x = x @ self.weight.t() * 2.0 + self.bias"),
     # abs(x) and +x (Python's builtins on a tensor)
     "builtin abs, unary plus": ("x = self.gemm(x)\nx = abs(x) + (+x)", "x = self.gemm(x)\nx = torch.abs(x) + x"),
@@ -709,6 +708,17 @@ def test_gemm_spellings(name, tmp_path):
     ref = gemm_module(tmp_path, "spelled", spelled + "\nx = torch.relu(x)")
     check(ref)
     assert describe(ref) == describe(gemm_module(tmp_path, "canonical", canonical + "\nx = torch.relu(x)"))
+
+
+def test_addmm_beta_scales_its_bias_in_torchs_math_type(tmp_path):
+    """addmm(b, x, Wᵀ, beta=0.5): beta * b as cuBLAS's epilogue computes it, in fp32 (a to_opmath of
+    b, session 61), added as the GEMM's own bias; `x @ W.t() + b * 0.5` rounds b * 0.5 in 16 bits,
+    an op of its own, and adds it to the rounded z (its IR has neither)."""
+    ref = gemm_module(tmp_path, "spelled", "x = torch.addmm(self.bias, x, self.weight.t(), beta=0.5)\nx = torch.relu(x)")
+    check(ref)
+    assert describe(ref).splitlines() == [
+        "%0 = gemm(weight) : tile", "%1 = bias : col", "%2 = to_opmath(%1) : col fp32", "%3 = 0.5 : scalar",
+        "%4 = mul(%2, %3) : col fp32", "%5 = add(%0, %4) : tile", "%6 = relu(%5) : tile", "return %6"]
 
 
 REFUSED_GEMMS = {

@@ -33,7 +33,8 @@ Fixed:
 Left (reported, not fixed): `.to(y.dtype)` of an fp32 buffer in a 16-bit module is traced as
 the buffer itself (the oracle's output fp32, eager's bf16; the emitted file refuses the fp32
 buffer outside autocast at run time); `.to(torch.bfloat16)` in a bf16 module is taken as a
-no-op where `.bfloat16()` is refused (the file's fp32 build would not convert).
+no-op where `.bfloat16()` is refused (the file's fp32 build would not convert; refused alike since
+session 61, tests/test_spellings_probe61_half.py).
 """
 
 import copy

@@ -556,8 +556,11 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
         if value != "x":
             lines.append(f"x = {value}")
         reduces = method in WHOLE_REDUCTIONS.values()   # (else a view or squeeze of the output)
+        # (rounded to the module's dtype where the kernels kept the rows' sums in fp32, Graph.tail_rounds;
+        # inside torch.autocast _kgen_autocast_output gives the output eager's dtype there)
+        dtype = "x.dtype if autocast else weight0.dtype" if sixteen_bit else None
         lines += [f"# line {line} of the reference, `{text}`: torch's own .{method}() of the kernel's "
-                  f"{'per-row values' if reduces else 'output'}", f"return {parts[-1].graph.tail_code('x')}"]
+                  f"{'per-row values' if reduces else 'output'}", f"return {parts[-1].graph.tail_code('x', dtype)}"]
     if not backward.gradient_leaves(parts[-1]):
         # The reference's output carries no gradient (detached, or computed under no_grad): nor
         # does ModelNew's, so that a backward through it raises as the reference's does.
@@ -1369,6 +1372,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         operand_builds=operand_builds_literal(spec),
         fp32_only=not sixteen_bit_builds(spec),
         autocast_fp32_output=sixteen_bit_builds(spec) and bool(parts[-1].traced.autocast_output),
+        fp32_value_output=sixteen_bit_builds(spec) and parts[-1].fp32_output,
         fp32_weight=autocast_gemm_type(spec) is not None,
         fp32_weight_rows=(AUTOCAST_FP32_WEIGHT_MIN_ROWS, AUTOCAST_FP32_WEIGHT_MAX_ROWS),
         # the matrix-vector rewrite: its backward keeps other values and runs no GEMM

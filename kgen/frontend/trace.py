@@ -1061,6 +1061,7 @@ class Tracer:
         self.sizes_read: list[tuple] = []   # feature sizes read as numbers (Graph.sizes_read)
         self.no_derivative: list[tuple] = []   # ops torch has no derivative for (Graph.no_derivative)
         self.output_tail: tuple = ()   # torch's last op on the kernel's output (Graph.output_tail)
+        self.tail_rounds = False   # (Graph.tail_rounds)
         self.consts: dict[float, int] = {}
         self.inputs: dict[bool, int] = {}   # the module's input read in this part (detached?)
         # get_inputs()' tensors after the input read in this part ((index, detached?): node)
@@ -1778,7 +1779,16 @@ class Tracer:
         if width not in ("tile", "pooled", "row", "rowflat"):
             raise self.refuse(f"{kind} over every element of a value that is not (batch, features)")
         self._tail(WHOLE_REDUCTIONS[kind])
-        return x if width in ("row", "rowflat") else self.add("reduce", "rowflat", [x], kind)
+        if width in ("row", "rowflat"):
+            return x
+        if kind in ("sum", "mean"):
+            # torch accumulates every element of a 16-bit value in float32 and rounds once (CUDA's
+            # reduce_kernel with acc_t float, as CPU's): the rows' sums stay float32 (a to_opmath
+            # value: the kernels write them so, lower.forward's fp32_output) and the tail's result is
+            # rounded (Graph.tail_rounds). Rounding each row's first was up to ~M / 2 steps of the
+            # rows' sums off where they cancel. (max and min: rounding is monotonic, the same.)
+            x, self.tail_rounds = self._internal_upcast(x)
+        return self.add("reduce", "rowflat", [x], kind)
 
     # ---- GroupNorm written out over a (batch, G, k) view ------------------------------------
     # g = x.view(b, G, -1); (g - g.mean(-1, keepdim=True)) / torch.sqrt(g.var(-1, keepdim=True,
@@ -2298,6 +2308,9 @@ class Tracer:
         result = self.pointwise("add", [z, bias])
         if isinstance(result, _Id) and self.nodes[result].op == "add":
             self.nodes[result].linear_bias = True
+            # (a bias torch's GEMM reads in float32, addmm's beta * b: the Linear's output is
+            # still of the module's dtype, rounded once)
+            self.nodes[result].fp32 = self.nodes[z].fp32 if isinstance(z, _Id) else False
         return result
 
     def close_part(self, output: int) -> Graph:
@@ -2638,6 +2651,7 @@ class Tracer:
                               "x @ W.T); kgen synthesizes a GEMM followed by an epilogue chain")
         graph = self.close_part(output)
         graph.output_tail = self.output_tail
+        graph.tail_rounds = self.tail_rounds
         graph.autocast_output = autocast.output_kind(fx_graph, self.model, lambda n: self._aliasing(n)[1])
         if graph.output_level() not in ("tile", "row", "rowflat", "pooled", "full"):
             raise Unsupported(f"{self.ref.path}: the output does not depend on the input")
@@ -2993,7 +3007,10 @@ class Tracer:
             return self._cast_to_dtype(self._dtype_of(target))
         if target is torch.float32:
             return "to_float32" if self._fp32_cast(self.ref.input.dtype == torch.float32) else None
-        return "module" if target == self.ref.input.dtype else None
+        # A 16-bit dtype named (x.to(torch.bfloat16) in a bf16 module): refused as .bfloat16() is
+        # (DTYPE_ALIAS_METHODS), not taken as the no-op it is in that dtype: the file runs float32
+        # modules too, where eager's cast converts (its output bf16, kgen's float32).
+        return None
 
     def _cast_to_dtype(self, dtype) -> str | None:
         """A cast to another value's dtype (x.to(y.dtype), x.type_as(y), x.to(y)): to the module's
@@ -3940,7 +3957,13 @@ class Tracer:
                                   "gradient is then 0: write the product alone, torch.mm(x, W.t()))")
             if alpha != 1:
                 z = self.pointwise("mul", [z, float(alpha)])
-            return self.linear_bias(z, b if beta == 1 else self.pointwise("mul", [b, float(beta)]))
+            if beta != 1:
+                # (beta * b in torch's math type, float32 for a 16-bit b, unrounded: cuBLAS's
+                # epilogue computes alpha * acc + beta * b in fp32 and rounds once, as at::cuda::blas
+                # gemm passes beta as opmath_t; rounded first, y = addmm(b, x, W.t(), beta=0.3)
+                # was a step off)
+                b = self.pointwise("mul", [self._internal_upcast(b)[0], float(beta)])
+            return self.linear_bias(z, b)
         if fn in MATMUL_FUNCTIONS:
             x, w = args
             if isinstance(w, _Marker) and w.kind == "transposed":
@@ -4062,8 +4085,13 @@ class Tracer:
         if fn in STATISTIC_FUNCTIONS:
             sig, what = STATISTIC_FUNCTIONS[fn]
             a = self._bind(sig, args, kwargs)
-            if a.get("dtype") is not None or a.get("out") is not None:
-                raise self.refuse(f"{what} with dtype or out")
+            if a.get("out") is not None:
+                raise self.refuse(f"{what} with out")
+            if a.get("dtype") is not None:
+                # (norm(y, dtype=torch.float32): the norm of y cast to float32, computed and returned
+                # in float32, as torch's linalg_vector_norm casts its input to dtype first; the
+                # module's own dtype changes nothing)
+                self._output_dtype(a, what)
             if what == "norm":
                 p = a["p"] if "p" in a else (2 if a["ord"] is None else a["ord"])
                 return self.norm(a["input"], p, a["dim"], a["keepdim"])
@@ -4757,8 +4785,10 @@ class Tracer:
             raise self.refuse(f"the tensor method .{name}() {RANDOM_METHODS[name]}")
         if name in DTYPE_ALIAS_METHODS:
             # (not the module's dtype, or a target kgen cannot read: Tracer._dtype_cast)
-            own = {"half": torch.float16, "bfloat16": torch.bfloat16}.get(name) == self.ref.input.dtype
-            if own:
+            named = {"half": torch.float16, "bfloat16": torch.bfloat16}.get(name)
+            if name in ("to", "type"):   # (x.to(torch.bfloat16), x.to(dtype=...), x.type(torch.float16))
+                named = next((a for a in (*rest, *kwargs.values()) if isinstance(a, torch.dtype)), None)
+            if named == self.ref.input.dtype and named in (torch.bfloat16, torch.float16):
                 raise self.refuse(f".{name}() in a {self.ref.input.dtype} module: a cast that names the module's "
                                   "dtype, which kgen's one file for float32, bfloat16 and float16 modules cannot "
                                   "follow (in another dtype it converts); drop it or write .to(x.dtype)")

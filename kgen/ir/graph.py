@@ -222,7 +222,7 @@ class Node:
     # (lower.forward: the Emitter, row reductions, tails).
     fp32: bool = False
     # An add of a bias that the GEMM's own call adds (nn.Linear, F.linear(x, W, b), addmm), which
-    # torch's GEMM adds before its one rounding to a 16-bit dtype (lower.forward.linear_steps);
+    # torch's GEMM adds before its one rounding to a 16-bit dtype (graph.linear_steps);
     # a bias added by an op of its own (`F.linear(x, W) + b`, `x @ W.t() + b`) is added to the
     # rounded z, as eager rounds twice there.
     linear_bias: bool = False
@@ -335,6 +335,11 @@ class Graph:
     # unsqueeze(1) of the output: args in torch's words, "M" the batch). The emitted forward
     # (tail_code) and the oracle (apply_tail) call it; () for none.
     output_tail: tuple = ()
+    # The output tail is a sum / mean of everything whose per-row values the kernels keep in
+    # float32 (Node.fp32: a to_opmath value), and its result is rounded to the module's dtype once
+    # (apply_tail, tail_code's `dtype`), as torch accumulates a 16-bit tensor's every element in
+    # float32 and rounds at the end.
+    tail_rounds: bool = False
     # The dtype eager gives the module's output inside CUDA's torch.autocast: why it is fp32
     # ("fp32": an op autocast runs in fp32; "param", "input": an op with an fp32 parameter, with
     # the fp32 input, where the module, the input is fp32), () where it is autocast's 16-bit dtype;
@@ -434,19 +439,22 @@ class Graph:
         lines = [n.describe() for n in self.live()]
         return "\n".join(lines + [f"return {self.tail_code(f'%{self.output}')}"])
 
-    def apply_tail(self, out: torch.Tensor) -> torch.Tensor:
-        """torch's own last op (output_tail) on the kernels' output `out` ("M": its rows)."""
+    def apply_tail(self, out: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """torch's own last op (output_tail) on the kernels' output `out` ("M": its rows); its
+        result in `dtype` (the module's) where it rounds (tail_rounds)."""
         if not self.output_tail:
             return out
         method, _, _, args = self.output_tail
-        return getattr(out, method)(*(out.shape[0] if a == "M" else a for a in args))
+        result = getattr(out, method)(*(out.shape[0] if a == "M" else a for a in args))
+        return result.to(dtype) if self.tail_rounds and dtype is not None else result
 
-    def tail_code(self, name: str) -> str:
-        """apply_tail as Python on the value named `name`."""
+    def tail_code(self, name: str, dtype: str | None = None) -> str:
+        """apply_tail as Python on the value named `name`, `dtype` the Python of the module's dtype."""
         if not self.output_tail:
             return name
         method, _, _, args = self.output_tail
-        return f"{name}.{method}({', '.join(f'{name}.shape[0]' if a == 'M' else repr(a) for a in args)})"
+        code = f"{name}.{method}({', '.join(f'{name}.shape[0]' if a == 'M' else repr(a) for a in args)})"
+        return f"{code}.to({dtype})" if self.tail_rounds and dtype is not None else code
 
     def output_level(self) -> str:
         return self.nodes[self.output].level
@@ -468,7 +476,7 @@ class Graph:
         its BatchNorm modules, which update their buffers as the reference would). A Dropout
         training in `model` draws its mask from torch's generator as the module does, at the
         same point (mask nodes in trace order): seeded alike, the oracle and the module agree."""
-        return self.apply_tail(self.interpret_value(self.output, x, model, extra_inputs=extra_inputs))
+        return self.apply_tail(self.interpret_value(self.output, x, model, extra_inputs=extra_inputs), x.dtype)
 
     def interpret_value(self, node: int, x: torch.Tensor, model: torch.nn.Module, module_input=None,
                         extra_inputs: tuple = ()):
@@ -484,7 +492,9 @@ class Graph:
         part's output for a later part of a chain); `module_input`: the module's input (x when
         this is the first part); `extra_inputs`: get_inputs()' tensors after it."""
         values: dict[int, object] = {}
-        z32 = None   # a 16-bit module's GEMM output before rounding (below)
+        z32 = None   # a 16-bit module's GEMM output before rounding (below), through the Linear's steps
+        steps = linear_steps(self)
+        inside_linear, linear_output = frozenset(steps[1:-1]), (steps[-1] if len(steps) > 1 else None)
         for n in self.live():
             a = [values[i] for i in n.args]
             if n.kind == "input":
@@ -531,10 +541,15 @@ class Graph:
                 if "nonfinite" in n.attrs and bool(self.constant_nonfinite(n, x, model).any()):
                     value = n.attrs["nonfinite"]
                 values[n.id] = value
-            elif n.kind == "pointwise" and z32 is not None and n.linear_bias and n.args[0] == self.gemm.id:
-                # (the bias the GEMM's call adds, a parameter or computed from them, F.linear(x, W,
-                # self.b * 2): added to the fp32 z before the one rounding, as addmm adds it)
-                values[n.id] = (z32 + a[1].float()).to(x.dtype)
+            elif n.kind == "pointwise" and z32 is not None and (n.id in inside_linear or n.id == linear_output):
+                # (the Linear's steps (linear_steps): z scaled by torch.addmm's alpha, then the bias
+                # the GEMM's call adds, a parameter or computed from them, F.linear(x, W, self.b *
+                # 2), or addmm's beta * b (fp32: Tracer's addmm): computed on the fp32 z, rounded once
+                # after the bias, as cuBLAS's epilogue computes alpha * acc + beta * b in fp32)
+                wide = [z32 if i in (self.gemm.id, *inside_linear) else v.float() if isinstance(v, torch.Tensor) else v
+                        for i, v in zip(n.args, a)]
+                z32 = ops.torch_apply(n.op, wide, n.attrs)
+                values[n.id] = z32.to(x.dtype)   # (an inner step's: read by no op, only by derivatives)
             elif n.kind == "pointwise" and n.op == "to_module_dtype":
                 values[n.id] = a[0].to(x.dtype)   # (back to the module's dtype, as x.to(input.dtype))
             elif n.kind == "pointwise":
@@ -614,18 +629,51 @@ def is_per_column(graph: Graph, i: int) -> bool:
     return n.level in ("col", "scalar") and n.kind in ("param", "const", "pointwise")
 
 
+def linear_steps(graph: Graph) -> tuple[int, ...]:
+    """The nodes from the GEMM to the Linear's output, which torch's GEMM computes before its one
+    rounding to the module's dtype: the GEMM's z, any scalings of it by a number or a per-column
+    value (torch.addmm's alpha), then z + bias where the chain's only consumer adds the bias the
+    GEMM's own call adds (Node.linear_bias: nn.Linear, F.linear(x, W, b), addmm; a parameter or
+    an op on parameters; a one-element bias, nn.Linear(in_features, 1)'s, is scalar-level in the
+    IR and counts). A bias computed from parameters, as in F.linear(x, W, self.b * 2), is added
+    before torch's rounding too: rounding z first put a bf16 file at 2-4x eager's error against
+    fp64, and KernelBench's eval failed it (docs/perf.md, session 57). A bias added by an op of
+    its own (`F.linear(x, W) + b`, `x @ W.t() + b`) is not: eager rounds z, then the sum, and
+    rounding once put a bf16 file one step from eager where its values are large (randn weights),
+    beyond KernelBench's 1e-2 (docs/perf.md, session 59). Without such an add, z alone; () where
+    the part has no one GEMM."""
+    gemms = [n.id for n in graph.nodes if n.kind == "gemm"]
+    if len(gemms) != 1:
+        return ()
+    steps = [gemms[0]]
+    while True:
+        users = [n for n in graph.nodes if steps[-1] in n.args]
+        if len(users) != 1 or users[0].kind != "pointwise" or len(users[0].args) != 2:
+            break
+        user = users[0]
+        other = [graph.node(a) for a in user.args if a != steps[-1]]
+        if len(other) != 1 or other[0].level not in ("col", "scalar"):
+            break
+        if user.op == "add" and user.linear_bias and is_per_column(graph, other[0].id) and other[0].kind != "const":
+            return (*steps, user.id)
+        if not (user.op == "mul" or (user.op == "div" and user.args[0] == steps[-1])):
+            break
+        steps.append(user.id)
+    return (gemms[0],)
+
+
 def affine_chain(graph: Graph, t: int) -> tuple[int, list[Node]]:
     """The value t as an affine function of an earlier tile value: t = scale[n] * root +
     shift[n], where the steps from root to t are add, sub, mul, div (by) and neg with per-column
     or scalar operands (a Linear bias, a per-feature scale). Returns root and the steps.
-    An upcast (to_float32) on the way is no step: it changes no value, and scale and shift are
+    An upcast (to_float32, to_opmath) on the way is no step: it changes no value, and scale and shift are
     float32 already (a 16-bit module's `fc(x).float().sum(1)` is a row sum of the Linear's output)."""
     steps: list[Node] = []
     while True:
         n = graph.node(t)
         if n.kind != "pointwise" or n.level != "tile":
             break
-        if n.op == "to_float32":
+        if n.op in ("to_float32", "to_opmath"):
             t = n.args[0]
             continue
         tiles = [a for a in n.args if graph.node(a).level == "tile"]

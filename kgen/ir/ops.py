@@ -561,17 +561,33 @@ def _resolve(op: PointwiseOp, operands: Sequence, attrs: Mapping | None) -> dict
 DIVISOR_IN_TENSOR_DTYPE = frozenset({"fmod", "remainder"})
 
 
+# The operands of an op that its CUDA kernel reads in the tensor's own dtype where they are Python
+# numbers: a comparison's (where's lhs and rhs: `y > 0.1`, `torch.where(y > t, ...)`, masked_fill's
+# mask, F.threshold). ATen's compare_kernel_with_scalars (native/cuda/CompareKernels.cu) and
+# threshold_kernel_cuda read the number as iter.scalar_value<scalar_t>() / Scalar::to<scalar_t>(),
+# so a bf16 y is compared with bf16(0.1) = 0.10009765625 (y > 0.1 is false at y = bf16(0.1), where
+# y > 0.1f is true). The oracle compares in the tensor's dtype already (_as_tensors); a 16-bit
+# build's CUDA rounds the number so (cuda_expr's `number_in_dtype`). Clamp, hardtanh and
+# min / max with a number need no such rounding: rounding is monotonic, so their result rounded to
+# the dtype is the same either way.
+NUMBER_OPERANDS_IN_TENSOR_DTYPE = {"where": (0, 1)}
+
+
 def cuda_expr(name: str, operands: Sequence[str], attrs: Mapping | None = None,
-              number_in_dtype: str | None = None) -> str:
+              number_in_dtype: str | None = None, numbers: Sequence[int] = ()) -> str:
     """The CUDA fp32 expression of op `name` on the operand expressions, with `attrs` (missing
     ones take their defaults). `number_in_dtype`: the name of a device function (template)
-    that rounds a number to the tensor's dtype, for the ops of DIVISOR_IN_TENSOR_DTYPE where the
-    value is in a 16-bit dtype. ValueError names an unknown op or attribute, a missing required
-    attribute, a bad value or a wrong operand count."""
+    that rounds a number to the tensor's dtype, for the ops of DIVISOR_IN_TENSOR_DTYPE and the
+    number operands of NUMBER_OPERANDS_IN_TENSOR_DTYPE (`numbers`: the indices of the operands that
+    are Python numbers) where the value they meet is in a 16-bit dtype. ValueError names an
+    unknown op or attribute, a missing required attribute, a bad value or a wrong operand count."""
     op = _lookup(name)
     resolved = _resolve(op, operands, attrs)
     if number_in_dtype is not None and name in DIVISOR_IN_TENSOR_DTYPE:
         return op.cuda(*operands, **resolved, divisor=f"{number_in_dtype}({_f(resolved['other'])})")
+    if number_in_dtype is not None and name in NUMBER_OPERANDS_IN_TENSOR_DTYPE:
+        rounded = set(numbers) & set(NUMBER_OPERANDS_IN_TENSOR_DTYPE[name])
+        operands = [f"{number_in_dtype}({o})" if k in rounded else o for k, o in enumerate(operands)]
     return op.cuda(*operands, **resolved)
 
 

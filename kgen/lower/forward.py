@@ -33,7 +33,7 @@ import re
 
 from kgen.ir import ops
 from kgen.ir import rewrite
-from kgen.ir.graph import OPERAND_KINDS, Graph, Node, Unsupported, affine_chain, is_per_column, shape_text
+from kgen.ir.graph import OPERAND_KINDS, Graph, Node, Unsupported, affine_chain, linear_steps, shape_text
 
 # Parameters the epilogue can read (EpilogueParams::operand in kernels/common.cuh; a test ties
 # the two).
@@ -64,39 +64,6 @@ def operand_pointer(k: int, kind: str) -> str:
 class _NeedsValue(Exception):
     """Stage 2 asked for a value it cannot recompute from S (the GEMM output, or a value from
     before BatchNorm)."""
-
-
-def linear_steps(graph: Graph) -> tuple[int, ...]:
-    """The nodes from the GEMM to the Linear's output, which torch's GEMM computes before its one
-    rounding to the module's dtype: the GEMM's z, any scalings of it by a number or a per-column
-    value (torch.addmm's alpha), then z + bias where the chain's only consumer adds the bias the
-    GEMM's own call adds (Node.linear_bias: nn.Linear, F.linear(x, W, b), addmm; a parameter or
-    an op on parameters; a one-element bias, nn.Linear(in_features, 1)'s, is scalar-level in the
-    IR and counts). A bias computed from parameters, as in F.linear(x, W, self.b * 2), is added
-    before torch's rounding too: rounding z first put a bf16 file at 2-4x eager's error against
-    fp64, and KernelBench's eval failed it (docs/perf.md, session 57). A bias added by an op of
-    its own (`F.linear(x, W) + b`, `x @ W.t() + b`) is not: eager rounds z, then the sum, and
-    rounding once put a bf16 file one step from eager where its values are large (randn weights),
-    beyond KernelBench's 1e-2 (docs/perf.md, session 59). Without such an add, z alone; () where
-    the part has no one GEMM."""
-    gemms = [n.id for n in graph.nodes if n.kind == "gemm"]
-    if len(gemms) != 1:
-        return ()
-    steps = [gemms[0]]
-    while True:
-        users = [n for n in graph.nodes if steps[-1] in n.args]
-        if len(users) != 1 or users[0].kind != "pointwise" or len(users[0].args) != 2:
-            break
-        user = users[0]
-        other = [graph.node(a) for a in user.args if a != steps[-1]]
-        if len(other) != 1 or other[0].level not in ("col", "scalar"):
-            break
-        if user.op == "add" and user.linear_bias and is_per_column(graph, other[0].id) and other[0].kind != "const":
-            return (*steps, user.id)
-        if not (user.op == "mul" or (user.op == "div" and user.args[0] == steps[-1])):
-            break
-        steps.append(user.id)
-    return (gemms[0],)
 
 
 def linear_output(graph: Graph) -> int | None:
@@ -210,7 +177,7 @@ class Emitter:
                 expr = (f"(std::is_same<kgen_operand_t, float>::value ? {expr} "
                         f": fmaf(p.col_at[n], {t}, p.col_ct[n]))")
         else:
-            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs, _number_in_dtype(self.round_ops, n))
+            expr = _cuda_expr(self.graph, n, [self.get(a) for a in n.args], self.round_ops)
         if self.round_ops and n.kind not in UNROUNDED_KINDS and i not in self.inside_linear and not n.fp32:
             expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         name = f"v{i}"
@@ -377,6 +344,13 @@ class Lowered:
     @property
     def output_is_tile(self) -> bool:
         return self.output_level == "tile"
+
+    @property
+    def fp32_output(self) -> bool:
+        """Whether the kernels write the part's output in fp32 in a 16-bit build: a value eager
+        keeps in float32 (Node.fp32), the rows' sums of a sum / mean of everything
+        (Graph.tail_rounds), which torch's own op after the kernels sums and rounds once."""
+        return self.graph.node(self.graph.output).fp32 and not self.tail
 
     @property
     def output_width(self) -> str:
@@ -1230,7 +1204,7 @@ class TailValues:
         elif n.kind in ("param", "input"):   # the module's input: (M, K), row-major
             expr = f"kgen::as_float({operand_pointer(self.operands[n.attrs['path']], n.kind)}[{self.offset(self.leaf_shape(n))}])"
         else:
-            expr = ops.cuda_expr(n.op, [self.get(a) for a in n.args], n.attrs, _number_in_dtype(self.round_ops, n))
+            expr = _cuda_expr(self.graph, n, [self.get(a) for a in n.args], self.round_ops)
             if self.round_ops and not n.fp32:
                 expr = f"kgen::rounded_to_module<kgen_operand_t>({expr})"
         self.names[i] = f"v{i}"
@@ -1238,11 +1212,18 @@ class TailValues:
         return self.names[i]
 
 
-def _number_in_dtype(round_ops: bool, n: Node) -> str | None:
-    """The device function that rounds a number to the module's dtype, where op n takes its
-    number so (ops.DIVISOR_IN_TENSOR_DTYPE) and computes in that dtype (not an upcast's fp32
-    value, nor the backward's recomputation)."""
-    return "kgen::rounded_to_module<kgen_operand_t>" if round_ops and not n.fp32 else None
+def _cuda_expr(graph: Graph, n: Node, operands: list[str], round_ops: bool) -> str:
+    """Point-wise op n's CUDA expression on the operand expressions; where torch's kernel takes a
+    Python number in the tensor's own dtype (ops.DIVISOR_IN_TENSOR_DTYPE, a comparison's number:
+    ops.NUMBER_OPERANDS_IN_TENSOR_DTYPE) and the tensor is in the module's dtype (not an upcast's
+    fp32 value; not the backward's recomputation, which rounds nothing), with the number rounded to
+    it. A comparison's dtype is that of the values it compares (where(y > 0.1, h.float(), 0) of a
+    16-bit y compares in y's dtype, though its result is fp32)."""
+    compared = [graph.node(a) for a in n.args[:2]] if n.op in ops.NUMBER_OPERANDS_IN_TENSOR_DTYPE else [n]
+    in_dtype = round_ops and not any(c.fp32 for c in compared)
+    numbers = [k for k, a in enumerate(n.args) if graph.node(a).kind == "const"]
+    return ops.cuda_expr(n.op, operands, n.attrs, "kgen::rounded_to_module<kgen_operand_t>" if in_dtype else None,
+                         numbers)
 
 
 def split_index(var: str, dims: list[int], sizes: tuple) -> list[str]:

@@ -34,8 +34,10 @@ inline int div_up(int a, int b) { return (a + b - 1) / b; }
 // it (stage 1's epilogue, the epilogue of a point-wise part that keeps z, stage 2's point-wise or
 // row kernel, a broadcast tail's kernel), rounded to nearest even as torch's .to(dtype) rounds. The
 // stages write fp32 where a constant fill or the matrix-vector rewrite makes the output (ModelNew
-// converts it: the rewrite's M values; a constant's fill, which may be M x N), and where a
-// broadcast tail follows (its core value, in the workspace). Every output is fp32 with KGEN_FP32_OUTPUT defined (the emitted
+// converts it: the rewrite's M values; a constant's fill, which may be M x N), where a
+// broadcast tail follows (its core value, in the workspace), and where the output is a value eager
+// keeps in float32 (kgen_cfg::kFp32Value: the rows' sums of a sum of everything, which ModelNew
+// sums and rounds once). Every output is fp32 with KGEN_FP32_OUTPUT defined (the emitted
 // file's KGEN_FP32_OUTPUT=1: converted in Python, as before kgen 16-bit stores, kept for the test
 // that compares the two).
 #ifdef KGEN_FP32_OUTPUT
@@ -44,7 +46,8 @@ constexpr bool kFp32Output = true;
 constexpr bool kFp32Output = false;
 #endif
 constexpr bool kOutputOperandTyped = std::is_same<kgen_operand_t, float>::value ||
-                                     (!kFp32Output && !kgen_cfg::kHasTail && !kgen_cfg::kConstantOutput && !kgen_cfg::kGemv);
+                                     (!kFp32Output && !kgen_cfg::kHasTail && !kgen_cfg::kConstantOutput && !kgen_cfg::kGemv &&
+                                      !kgen_cfg::kFp32Value);
 using Output = std::conditional_t<kOutputOperandTyped, kgen_operand_t, float>;
 using PartOutput = std::conditional_t<kgen_cfg::kHasTail, std::conditional_t<kFp32Output, float, kgen_operand_t>, Output>;
 static_assert(std::is_same<Output, float>::value || !kgen_cfg::kGemmExternal,

@@ -1,0 +1,144 @@
+"""GPU tier of session 61's 16-bit semantics (the CPU side: tests/test_spellings_probe61_half.py):
+ModelNew in bf16 / fp16 against eager CUDA, where kgen now computes as torch's CUDA kernels do:
+- a sum / mean of everything: the rows' sums written in fp32 (kgen_cfg::kFp32Value) and torch's
+  own sum of them rounded once, as torch's reduction accumulates every element in fp32 (before:
+  each row's sum rounded first, 0 where eager gives 32 on rows that cancel);
+- comparisons with a number: the number rounded to the module's dtype in the kernels, as CUDA's
+  compare and threshold kernels read it (before: compared in fp32, another answer at y = bf16(0.1));
+- torch.addmm's alpha and beta: alpha * acc + beta * b in fp32 and rounded once, as cuBLAS's
+  epilogue computes it (before: beta * b rounded first)."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgen.check.loading import EmittedFile
+from kgen.codegen import generator
+from kgen.tune.search import Candidate, build_all
+from kgen.tune.spec import Spec, Tile
+
+from conftest import reference_text
+
+pytestmark = pytest.mark.gpu
+
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+IDENTITY = ["self.fc = nn.Linear(in_features, out_features)"]
+# name -> (init lines, forward lines, backend): the modules, each at batch 64, 16 -> 128
+MODULES = {
+    "sum": (IDENTITY, ["x = self.fc(x).sum()"], "wgmma"),
+    "mean": (IDENTITY, ["x = self.fc(x).mean()"], "wgmma"),
+    "sum_gemv": (IDENTITY, ["x = self.fc(x).sum()"], "gemv"),
+    "comparisons": (IDENTITY, ["y = self.fc(x)", "x = y * (y > 0.1) + F.threshold(y, 0.3, -2.0) + y.masked_fill(y == 0.7, 5.0)"],
+                    "wgmma"),
+    "addmm": (["self.w = nn.Parameter(torch.randn(out_features, in_features) / 4)",
+               "self.b = nn.Parameter(torch.randn(out_features))"],
+              ["x = torch.addmm(self.b, x, self.w.t(), beta=0.3, alpha=0.7)"], "wgmma"),
+}
+
+
+def spec_for(path: Path, backend: str) -> Spec:
+    if backend == "gemv":
+        return Spec.of(str(path), 64, 16, 128, math="fp32_simt", backend="gemv", fusion=1)
+    return Spec.of(str(path), 64, 16, 128, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    if not HOPPER:
+        return {}
+    d = tmp_path_factory.mktemp("half_semantics")
+    candidates = []
+    for name, (init, body, backend) in MODULES.items():
+        ref = d / f"{name}.py"
+        ref.write_text(reference_text(init, body, 128))
+        spec = spec_for(ref, backend)
+        candidates.append(Candidate(spec, generator.write(spec, d / f"{name}_new.py")))
+    for dtype in DTYPES:
+        build_all(candidates, 16, 600, lambda line: None, dtype=dtype)
+    return {name: c.path for name, c in zip(MODULES, candidates)}
+
+
+def pair(f: EmittedFile, dtype, identity: bool):
+    """The reference and ModelNew in dtype with the same parameters (the Linear the identity on
+    the first 16 features and 0 on the rest, so that y is x beside zeros, where `identity`)."""
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        ref = f.Model(*f.init_args()).to(dtype)
+        new = f.ModelNew(*f.init_args()).to(dtype)
+    if identity:
+        with torch.no_grad():
+            ref.fc.weight.copy_(torch.eye(128, 16))
+            ref.fc.bias.zero_()
+    new.load_state_dict(ref.state_dict())
+    return ref, new
+
+
+def cancelling_rows(dtype) -> torch.Tensor:
+    """Rows whose sums are 1001 and -1000 in turn (each rounds to +-1000 in bf16): eager's sum of
+    everything is 32, the rows' rounded sums' 0."""
+    x = torch.zeros(64, 16, device="cuda")
+    x[0::2, 0], x[0::2, 1], x[1::2, 0] = 1000.0, 1.0, -1000.0
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["sum", "mean", "sum_gemv"])
+def test_a_sum_of_everything_rounds_once(files, name, dtype):
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    f = EmittedFile(files[name])
+    ref, new = pair(f, DTYPES[dtype], identity=True)
+    x = cancelling_rows(DTYPES[dtype])
+    with torch.no_grad():
+        eager, out = ref(x), new(x)
+    assert out.dtype == eager.dtype and torch.equal(out, eager), (out, eager)
+    # random values: within a step of eager's result (fp32 sums in another order), and the gradients
+    ref, new = pair(f, DTYPES[dtype], identity=False)
+    x = torch.randn(64, 16, device="cuda", dtype=DTYPES[dtype], requires_grad=True)
+    xe = x.detach().clone().requires_grad_(True)
+    out, eager = new(x), ref(xe)
+    assert (out.double() - eager.double()).abs().item() <= torch.finfo(DTYPES[dtype]).eps * eager.abs().item() * 2
+    out.backward()
+    eager.backward()
+    torch.testing.assert_close(x.grad, xe.grad, rtol=1e-2, atol=1e-2)
+    for (n, p), q in zip(new.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-2, atol=1e-2, msg=n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_comparisons_with_a_number_compare_in_the_modules_dtype(files, dtype):
+    """At y on the numbers rounded to the dtype and a step either side: ModelNew's output is
+    eager's, bit for bit (y is x: the identity Linear)."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    dt = DTYPES[dtype]
+    f = EmittedFile(files["comparisons"])
+    ref, new = pair(f, dt, identity=True)
+    numbers = torch.tensor([0.1, 0.3, 0.7], dtype=dt)
+    up, down = ((numbers.view(torch.int16) + k).view(dt) for k in (1, -1))
+    x = torch.cat([numbers, up, down, torch.linspace(-1, 1, 7).to(dt)]).repeat(64, 1).cuda()
+    with torch.no_grad():
+        assert torch.equal(new(x), ref(x))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_addmm_rounds_once_after_alpha_and_beta(files, dtype):
+    """Against eager (cuBLAS: alpha * acc + beta * b in fp32, rounded once): kgen's GEMM sums in
+    another order, so not bit for bit, but at most a step of the output from it, and from the
+    emulation of one rounding on the fp64 product."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    dt = DTYPES[dtype]
+    f = EmittedFile(files["addmm"])
+    ref, new = pair(f, dt, identity=False)
+    x = (torch.randn(64, 16, device="cuda") * 3).to(dt)
+    with torch.no_grad():
+        eager, out = ref(x), new(x)
+        once = (0.7 * (x.double() @ ref.w.double().t()) + 0.3 * ref.b.double()).to(dt)
+    step = torch.finfo(dt).eps * eager.double().abs()
+    assert ((out.double() - eager.double()).abs() <= step + 1e-6).all()
+    assert ((out.double() - once.double()).abs() <= step + 1e-6).all()
+    assert (out == once).double().mean().item() >= 0.95

@@ -7,6 +7,7 @@ the emitted file's kernels compiled by nvcc."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from kgen.check.static_checks import check_emitted
 from kgen.codegen import generator
@@ -127,6 +128,24 @@ def test_refused(tmp_path, name):
         trace(ref)
     assert words in str(e.value), str(e.value)
     assert "\n" not in str(e.value).split("kgen synthesizes")[0]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("body", ["x = F.glu(self.fc(x), -1)", "x = nn.GLU()(self.fc(x))"])
+def test_glu_rounds_once_in_16_bits(tmp_path, body, dtype):
+    """torch's glu computes a * sigmoid(b) in float32 and rounds once (ActivationGluKernel.cu: opmath_t);
+    rounded at each step (sigmoid, then the product), a bf16 GLU before a written-out RMSNorm was 1.5x
+    eager's error on the GPU (session 61's call B). The IR's output, to the bit, is torch's glu of the
+    IR's own 16-bit Linear output (the Linear's rounding is test_linear_rounding's)."""
+    ref = reference(tmp_path, source("self.fc = nn.Linear(in_features, out_features)", body, args="16, 64"))
+    graph = trace(ref)
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).to(dtype)
+    x = (torch.randn(64, 16) * 3).to(dtype)
+    values = graph.part_values(x, model, x)
+    z = values[next(n.args[0] for n in graph.live() if n.kind == "half")]
+    assert z.dtype == dtype
+    torch.testing.assert_close(values[graph.output], F.glu(z, -1), rtol=0, atol=0)
 
 
 # ---- the row kernels on the host (g++, CUDA's block emulated: tests/test_group_norm_host.py,

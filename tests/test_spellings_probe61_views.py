@@ -48,6 +48,7 @@ Found and fixed:
   unbound named methods are (_LocatingTracer.unbound_methods_traced).
 """
 
+import copy
 import warnings
 
 import pytest
@@ -310,6 +311,24 @@ def test_a_forward_reading_a_3d_inputs_sizes(name, tmp_path):
     ref, graph = traced(tmp_path, init, body, R3)
     assert graph.leads == (0 if name in ON_ROWS else 2)
     check_taken(ref, graph)
+
+
+@pytest.mark.parametrize("name", sorted(set(LEAD_VIEWS) - ON_ROWS))
+def test_the_checks_call_a_forward_reading_its_sizes_on_rows(name, tmp_path):
+    """kgen's checks, bench and search call the reference with the workload's rows (R, K); a forward
+    that reads its input's leading sizes cannot run on them, so the model the checks use
+    (Reference.given_extra_inputs) gives it the rows as one sample, (1, R, K), and its output back as
+    the rows' (on the GPU, the gate failed with "not enough values to unpack" before)."""
+    init, body = LEAD_VIEWS[name]
+    ref, graph = traced(tmp_path, init, body, R3)
+    torch.manual_seed(0)
+    model = ref.given_extra_inputs(ref.Model)(*ref.init_args()).double().eval()
+    x = torch.randn(7, R3[-1], dtype=torch.float64)
+    with torch.no_grad():
+        got = model(x)
+        want = graph.interpret(x, copy.deepcopy(model))
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-11)
 
 
 def test_a_4d_input_read_with_its_three_leading_sizes(tmp_path):

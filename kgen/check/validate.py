@@ -1244,13 +1244,14 @@ def _training_run(f, device, tol, batch, rate_scales: dict[str, float]) -> tuple
 
 
 def check_dropout_refused(f, device) -> CheckResult:
-    """In training mode a module with an active Dropout raises, naming it, before any work."""
+    """In training mode a module with an active Dropout (or another op that draws at random there,
+    RReLU, AlphaDropout) raises, naming it and its eval mode, before any work."""
     with torch.device(device):
         new = f.ModelNew(*f.init_args()).train(True)
     try:
         new(torch.rand(4, f.spec.in_features, device=device))
     except RuntimeError as e:
-        ok = "Dropout" in str(e) and "eval" in str(e)
+        ok = ("Dropout" in str(e) or "draws at random" in str(e)) and "eval" in str(e)
         return CheckResult("training mode refused (Dropout)", ok, detail="" if ok else f"message: {e}")
     return CheckResult("training mode refused (Dropout)", False,
                        detail="ModelNew ran in training mode: its output cannot match torch's random mask")

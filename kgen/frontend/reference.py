@@ -689,21 +689,44 @@ class Reference:
 
     def given_extra_inputs(self, cls: type) -> type:
         """`cls` (the reference's Model, or a ModelNew) as the checks, bench and the search call it:
-        with the input alone, x, which they vary (a NaN, a scale, a batch, a view); where
-        get_inputs() gives tensors after it, a subclass whose call with x alone passes them too
-        (extra_inputs_for(x), rounded through the instance's `kgen_extra_inputs_through` dtype
-        where it has one), and a call with more arguments as it is. `cls` itself otherwise."""
-        if not self.extra_inputs:
+        with the input alone, x, which they vary (a NaN, a scale, a batch, a view), as the rows
+        (batch, K) the workload is. Where get_inputs() gives tensors after it, a subclass whose call
+        with x alone passes them too (extra_inputs_for(x), rounded through the instance's
+        `kgen_extra_inputs_through` dtype where it has one), and a call with more arguments as it
+        is. Where the forward reads its (..., K) input's leading sizes (`B, S, D = x.shape`:
+        trace.Tracer.leads), it cannot run on rows, so a call with rows x gives it x as one sample
+        of them, x.view(1, .., 1, R, K), and its output back as the rows' (the trace checked the
+        module computes the same at leading sizes of 1: trace._check_leads). `cls` itself otherwise."""
+        leads = self._leads_read()
+        if not self.extra_inputs and not leads:
             return cls
         reference = self
 
         def forward(self, x, *args, **kwargs):
-            if not args and not kwargs:
+            if leads and isinstance(x, torch.Tensor) and x.dim() == 2 and not args and not kwargs:
+                out = cls.forward(self, x.reshape(*(1,) * (leads - 1), *x.shape))
+                return out.reshape(x.shape[0], *out.shape[leads:]) if out.dim() >= leads else out
+            if not args and not kwargs and reference.extra_inputs:
                 args = reference.extra_inputs_for(x, getattr(self, "kgen_extra_inputs_through", None))
             return cls.forward(self, x, *args, **kwargs)
 
         return type(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__, "__doc__": cls.__doc__,
                                            "__qualname__": cls.__qualname__})
+
+    def _leads_read(self) -> int:
+        """The leading sizes of the (..., K) input the forward reads (trace.Tracer.leads, Graph.leads;
+        0: it runs on its rows, or its input is (batch, K)), from its trace, once."""
+        if self.rows_of is None:
+            return 0
+        if "_leads" not in self.__dict__:
+            from kgen.frontend.trace import trace   # (the trace reads this module: imported here)
+            from kgen.ir.graph import Unsupported
+
+            try:
+                self._leads = trace(self).leads
+            except Unsupported:
+                self._leads = 0   # (refused: nothing runs it on rows either)
+        return self._leads
 
     def _rows(self, x: torch.Tensor) -> torch.Tensor:
         """An input of get_inputs() as the workload takes it: its rows where it is (..., features),

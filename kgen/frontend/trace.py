@@ -2152,9 +2152,14 @@ class Tracer:
         return self.halves(x, dim, f"split({size!r})")
 
     def glu(self, x, dim) -> int:
-        """F.glu / nn.GLU: a * sigmoid(b), a and b the first and second half over dim (torch's glu)."""
-        halves = self.halves(x, dim, "GLU").payload
-        return self.pointwise("mul", [halves[0], self.pointwise("sigmoid", [halves[1]])])
+        """F.glu / nn.GLU: a * sigmoid(b), a and b the first and second half over dim (torch's glu),
+        in float32 and rounded once in a 16-bit module, as torch's glu kernels compute it (CUDA's
+        ActivationGluKernel.cu: a and b in opmath_t, a * (1 / (1 + exp(-b))) returned as scalar_t;
+        rounded at each step, a bf16 GLU before a norm was 1.5x eager's error on the GPU)."""
+        a, b = self.halves(x, dim, "GLU").payload
+        a, upcast = self._internal_upcast(a)
+        b, _ = self._internal_upcast(b)
+        return self._internal_cast_back(self.pointwise("mul", [a, self.pointwise("sigmoid", [b])]), upcast)
 
     def half_of_range(self, x: int, start: int, stop: int) -> int | None:
         """The half of tile value x that columns [start, stop) are, as Python's slice of the

@@ -377,3 +377,11 @@ def test_the_emitted_file_of_a_forward_reading_its_sizes_gives_the_modules_shape
     x = torch.randn(*R3)
     with torch.no_grad():
         assert new.eval()(x).shape == eager.eval()(x).shape == R3
+    # A batch of one row in training: torch's BatchNorm1d error names its (B, N, S) input, and so
+    # does the file's (the gate compares the two messages; session 61's call C).
+    one = torch.randn(1, 1, R3[-1])
+    with pytest.raises(ValueError) as theirs:
+        eager.train()(one)
+    with pytest.raises(ValueError) as ours:
+        new.train()(one)
+    assert str(ours.value) == str(theirs.value)

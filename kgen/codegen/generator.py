@@ -605,6 +605,12 @@ def _counts_arg(lowered: Lowered) -> str:
     return "" if lowered.graph.batchnorms[0].attrs.get("counts", True) else ", counts=False"
 
 
+def _sequence_arg(lowered: Lowered) -> str:
+    """`, sequence=True` where the module's BatchNorm1d reads a (B, N, S) value, h.transpose(1, 2)
+    of a forward that reads its input's leading sizes (torch's batch-1 error names (1, N, 1))."""
+    return ", sequence=True" if lowered.graph.batchnorms[0].attrs.get("sequence") else ""
+
+
 def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, extras: list[str] = ()) -> list[str]:
     """Append the checks of one part's weight (read (out, in) into the local `w_nk`) and
     operands to `lines`; return its op call's arguments. A part with backward kernels keeps z
@@ -625,7 +631,7 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, ex
     call = ["x", "w"]
     if lowered.batchnorm:
         lines.append(f"bn = _kgen_batchnorm_args({_self_attr(lowered.batchnorm)}, x, n, {lowered.batchnorm!r}, autocast"
-                     f"{_counts_arg(lowered)})")
+                     f"{_counts_arg(lowered)}{_sequence_arg(lowered)})")
     else:
         call.append("training=0")
     for k, node in enumerate(lowered.operands):

@@ -3496,7 +3496,9 @@ class Tracer:
             if op == "call_module" and _torch_kind(self.model.get_submodule(target)) is nn.BatchNorm1d and len(args) == 1:
                 # BatchNorm1d of h.transpose(1, 2), (B, N, S): the N features are its channels, each
                 # normalized over B and S, the rows: BatchNorm1d of the rows
-                return _Marker("lead_t", self.batchnorm(first.payload, target, self.model.get_submodule(target)))
+                bn = self.batchnorm(first.payload, target, self.model.get_submodule(target))
+                self.nodes[bn].attrs["sequence"] = True   # (torch's errors name its (B, N, S) input)
+                return _Marker("lead_t", bn)
         if (op == "call_function" and target in MATMUL_FUNCTIONS) or name in ("matmul", "__matmul__"):
             w, x = (args + (None, None))[:2]
             if isinstance(x, _Marker) and x.kind == "lead_t" and isinstance(w, _Marker) and w.kind in ("matrix", "matrix_t"):

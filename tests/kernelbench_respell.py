@@ -1891,13 +1891,19 @@ def module_globals(ctx: Ctx):
     ctx.tree.body[i:i] = hoisted
 
 
-def noop_casts(ctx: Ctx):
-    """A value cast to the dtype (device) it has: x = x.to(x.dtype) / x.type_as(x) / x.to(x.device)."""
-    fwd = ctx.forward
+def _name_assignments(fwd: ast.FunctionDef) -> list[int]:
+    """The indices of forward's statements `name = ...` (NotApplicable where there is none)."""
     spots = [i for i, s in enumerate(fwd.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
              and isinstance(s.targets[0], ast.Name)]
     if not spots:
         raise NotApplicable("no assignment")
+    return spots
+
+
+def noop_casts(ctx: Ctx):
+    """A value cast to the dtype (device) it has: x = x.to(x.dtype) / x.type_as(x) / x.to(x.device)."""
+    fwd = ctx.forward
+    spots = _name_assignments(fwd)
     for i in sorted(ctx.rng.sample(spots, min(2, len(spots))), reverse=True):
         t = fwd.body[i].targets[0].id
         cast = ctx.rng.choice([f"{t}.to({t}.dtype)", f"{t}.type_as({t})", f"{t}.to({t}.device)",
@@ -1952,10 +1958,7 @@ def static_helpers(ctx: Ctx):
 def identity_modules(ctx: Ctx):
     """nn.Identity() placeholders: kept in an attribute and called between two statements."""
     fwd = ctx.forward
-    spots = [i for i, s in enumerate(fwd.body) if isinstance(s, ast.Assign) and len(s.targets) == 1
-             and isinstance(s.targets[0], ast.Name)]
-    if not spots:
-        raise NotApplicable("no assignment")
+    spots = _name_assignments(fwd)
     i = ctx.rng.choice(spots)
     t = fwd.body[i].targets[0].id
     name = ctx.fresh("identity")

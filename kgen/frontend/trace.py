@@ -5343,6 +5343,29 @@ def _check_rows(ref: Reference, graph: Graph) -> None:
         raise Unsupported(f"{where}, and this module {why}; give kgen a (batch, {k}) input{flatten_hint}")
 
 
+def _small_leads(rank: int) -> list[tuple]:
+    """Leading sizes to run an input of `rank` dimensions, (..., K), at: (2, 3, 2, ...) and each of
+    them 1 in turn (a bare squeeze() drops those)."""
+    base = [2, 3] + [2] * (rank - 3)
+    return [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
+
+
+def _fp64_models(ref: Reference):
+    """The module on the CPU in fp64, built as get_init_inputs() builds it (seed 0): ("as built",
+    model), then the same model with every floating parameter moved at random (a gate initialized
+    to 0 hides an op over another dimension): ("moved at random", model). The caller's draws
+    between the two come before the move's, as they did written out in each caller."""
+    torch.manual_seed(0)
+    with torch.device("cpu"):
+        model = ref.Model(*ref.init_args()).double()
+    yield "as built", model
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point():
+                p.add_(torch.randn_like(p) * (0.5 * (p.abs().mean().item() or 1.0)))
+    yield "moved at random", model
+
+
 def _check_leads(ref: Reference, graph: Graph) -> None:
     """A module traced with its input's leading sizes (Tracer.leads): the trace took each op as
     the same op of the rows, and ops over other dimensions are refused there; as rows_differ
@@ -5365,21 +5388,12 @@ def _check_leads(ref: Reference, graph: Graph) -> None:
     if elements > ROWS_CHECK_MAX_ELEMENTS:
         raise Unsupported(f"{where}, which it checks by running the module on the CPU: {elements:,} elements of "
                           f"parameters and buffers are too many for that (at most {ROWS_CHECK_MAX_ELEMENTS:,})")
-    base = [2, 3] + [2] * (len(shape) - 3)
-    leads = [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
+    leads = _small_leads(len(shape))
     at_dim = rows_at(graph)
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     with torch.random.fork_rng(devices=devices):
         try:
-            torch.manual_seed(0)
-            with torch.device("cpu"):
-                model = ref.Model(*ref.init_args()).double()
-            for weights in ("as built", "moved at random"):
-                if weights != "as built":
-                    with torch.no_grad():
-                        for p in model.parameters():
-                            if p.is_floating_point():
-                                p.add_(torch.randn_like(p) * (0.5 * (p.abs().mean().item() or 1.0)))
+            for weights, model in _fp64_models(ref):
                 for lead in leads:
                     x = torch.randn(*lead, k, dtype=torch.float64)
                     for training in ((False,) if graph.dropouts else (True, False)):
@@ -5419,8 +5433,7 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
     they were."""
     dims = len(features)
     k = torch.Size(features).numel()
-    base = [2, 3] + [2] * (rank - 3)
-    leads = [tuple(base)] + [tuple(1 if j == i else n for j, n in enumerate(base)) for i in range(len(base))]
+    leads = _small_leads(rank)
     if rank == dims:
         leads = [()]   # (one sample, as a Linear takes a 1-D input: its one row)
     if dims > 1:
@@ -5432,17 +5445,10 @@ def rows_differ(ref: Reference, rank: int, features: tuple, rows_dim: int = 0) -
     way = "built"   # (which way failed, for the message: the module on its rows is the trace's question)
     with torch.random.fork_rng(devices=devices):
         try:
-            torch.manual_seed(0)
-            with torch.device("cpu"):
-                model = ref.Model(*ref.init_args()).double()
-            # (only buffers move in a forward, a training BatchNorm's: each run starts from these)
-            buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
-            for weights in ("as built", "moved at random"):
-                if weights != "as built":
-                    with torch.no_grad():
-                        for p in model.parameters():
-                            if p.is_floating_point():
-                                p.add_(torch.randn_like(p) * (0.5 * (p.abs().mean().item() or 1.0)))
+            for weights, model in _fp64_models(ref):
+                if weights == "as built":
+                    # (only buffers move in a forward, a training BatchNorm's: each run starts from these)
+                    buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
                 for lead in leads:
                     x = torch.randn(*lead, *features, dtype=torch.float64)
                     # (get_inputs()' tensors after the input: the same leading dimensions, their own last)

@@ -340,6 +340,11 @@ def generate(ref, problem, batch, in_features, out_features, sets, math, backend
     quoted = shlex.quote(str(path))   # (a path to paste: spaces, a leading dash)
     if quoted.startswith("-"):
         quoted = shlex.quote(f"./{path}")
+    # (validate and bench run the module in the dtype the header's measurement names, else in its
+    # inputs' (_default_dtype): a file written for --dtype bf16 by the rule names none, so the
+    # commands to paste say it, or they would check and time the module in fp32)
+    run_in = _recorded_dtype(measured) or precision_name(spec.reference().input.dtype)
+    quoted += f" --dtype {dtype}" if dtype and dtype != run_in else ""
     click.echo(f"next, on a GPU: kgen validate {quoted} checks it against the reference; "
                f"kgen bench {quoted} times it against eager")
     if not generator.sixteen_bit_builds(spec):
@@ -452,17 +457,22 @@ def _spec_from_options(problem, batch, in_features, out_features, math, backend,
         raise
 
 
+def _recorded_dtype(measured) -> str | None:
+    """The dtype (--dtype's name) a file's header says its module was measured in, None where it
+    records no measurement."""
+    # (a record of an fp32 measurement names no dtype, as the header reads it: generator.py)
+    recorded = measured.get("dtype", "float32") if isinstance(measured, dict) and measured else None
+    return precision_name(recorded) if recorded in PRECISIONS.values() else None
+
+
 def _default_dtype(f, file) -> str:
     """The dtype validate and bench run a file's module in without --dtype: the one its header
     says it was measured in (a search in bf16 or fp16 chose it), else the dtype of the
     reference's get_inputs(); a note says so where the two differ."""
     own = precision_name(f.reference.input.dtype)
-    measured = getattr(f.module, "KGEN_MEASURED", None)
-    # (a record of an fp32 measurement names no dtype, as the header reads it: generator.py)
-    recorded = measured.get("dtype", "float32") if isinstance(measured, dict) and measured else None
-    if recorded not in PRECISIONS.values() or PRECISIONS[own] == recorded:
+    name = _recorded_dtype(getattr(f.module, "KGEN_MEASURED", None))
+    if name is None or name == own:
         return own
-    name = precision_name(recorded)
     click.echo(f"note: {file} was measured with the module in {name} (its header); running it so "
                f"(--dtype {own} for the dtype of the reference's inputs)", err=True)
     return name

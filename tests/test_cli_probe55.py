@@ -252,6 +252,22 @@ def test_generate_says_the_next_step_with_a_path_to_paste(tmp_path, name):
         os.chdir(cwd)
 
 
+def test_generate_for_a_dtype_says_it_in_the_commands_to_paste(tmp_path):
+    """`kgen generate REF --dtype bf16` by the rule records no measurement, so `kgen validate FILE`
+    ran the module in its inputs' dtype, fp32: the bf16 file was checked and timed as fp32 (session
+    62's call A). The commands it says to run now carry --dtype where that default differs."""
+    import shlex
+
+    for dtype, said in (("bf16", ["--dtype", "bf16"]), ("fp32", [])):
+        out = tmp_path / f"{dtype}.py"
+        r = run("generate", reference(tmp_path), "--dtype", dtype, "-o", str(out))
+        assert r.exit_code == 0, r.output
+        line = next(l for l in r.output.splitlines() if l.startswith("next, on a GPU: kgen validate "))
+        validate, bench = (shlex.split(c.split("kgen ", 1)[1].rsplit(" checks", 1)[0].rsplit(" times", 1)[0])
+                           for c in line.split(": ", 1)[1].split(";"))
+        assert validate[2:] == said and bench[2:] == said, line
+
+
 def test_searchs_help_states_its_real_tolerance_default():
     """`kgen search --help` said [1e-4] for --tol; a bf16 / fp16 module's default is 1e-2."""
     r = run("search", "--help")

@@ -108,7 +108,7 @@ _SAME_INPUT = (torch.Tensor.contiguous, torch.Tensor.clone, torch.Tensor.detach,
 class _FirstGemm(torch.overrides.TorchFunctionMode):
     """Stops a forward at its first GEMM, keeping the shape of the operand it multiplies, and the
     calls before it that index the input (x, or its contiguous / clone / detach) as
-    (function, arguments, keywords): where one selects a token, `selected_token` reads which."""
+    (function, arguments, keywords): where one selects a token, Reference._selected_token reads which."""
 
     class Reached(Exception):
         pass

@@ -210,7 +210,7 @@ def _shape(problem, batch, in_features, out_features, sets=()):
         g = graph(problem, batch, in_features, out_features, constants)
         shape = int(ref.input.shape[0]), int(ref.input.shape[-1]), g.out_features
         # (the options are positive integers: a size of 0 here is the file's, not the command line's)
-        given = f"get_inputs() gives an input of shape {tuple(ref.rows_of or ref.input.shape)}"
+        given = f"get_inputs() gives an input of shape {tuple(ref.rows_of or ref.token_of or ref.input.shape)}"
         for what, size in ((f"{given}: {shape[0]} rows", shape[0]), (f"{given}: {shape[1]} features", shape[1]),
                            (f"the last GEMM has {shape[2]} output features", shape[2])):
             if size < 1:

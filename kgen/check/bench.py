@@ -161,6 +161,7 @@ def bench(f: EmittedFile, batch: int | None = None, iters: int = 50, seed: int =
 
     previous = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
+    x = f.reference.timed_input(x)
     new_t = time_calls(new, x, iters)
     eager = time_calls(ref, x, iters)
     compiled = time_calls(torch.compile(ref), x, iters) if with_compile else None
@@ -191,6 +192,7 @@ def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int
     for m in (ref, *news):
         m.to(dtype).train(f0.runs_in_training)
     x = f0.reference.inputs(f0.spec.batch)[0].to(device, dtype)   # (the tensors after it: given_extra_inputs)
+    x = f0.reference.timed_input(x)
     previous = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     times: dict = {"eager": [], **{str(f.path): [] for f in files}}
@@ -337,7 +339,7 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
         errors = [(n, e.abs().max().item() if e.numel() else 0.0, _max_error(a, e), _max_error(b, e))
                   for n, e, a, b in zip(names, expect, new_grads, eager_grads)]
         del expect, new_grads, eager_grads
-        xi = x.detach().clone().requires_grad_()
+        xi = f.reference.timed_input(x.detach()).clone().requires_grad_()
         steps = {"new": training_step(new, g), "eager": training_step(ref, g)}
         times = {"new": [], "eager": []}
         for r in range(rounds):

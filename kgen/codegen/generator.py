@@ -373,6 +373,15 @@ def rows_input(spec: Spec) -> str:
     return ""
 
 
+def token_input(spec: Spec) -> str:
+    """How the emitted forward's docstring names a (batch, tokens, features) input of which the
+    module's first GEMM reads one token (Reference.token_of); "" for any other input."""
+    ref = spec.reference()
+    if ref.token_of is None:
+        return ""
+    return f"(batch, tokens, {ref.token_of[2]}), {'x'.join(map(str, ref.token_of))} in its get_inputs()"
+
+
 def rows_return_lines(at: int) -> list[str]:
     """The rows forward's return of `out`, the output on x's rows, reshaped back to x's leading
     sizes, as trace.rows_output does: the rows at the output's dimension `at` (after the sizes 1
@@ -1319,6 +1328,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
     ref = spec.reference()
     parts = lowered_parts(spec)
     rows = rows_input(spec)
+    token = token_input(spec)
     cuda_source = render_cuda_source(spec)
     if "'''" in cuda_source:  # it sits in a raw triple-quoted string
         raise ValueError("kernel source contains ''' and cannot be embedded")
@@ -1351,7 +1361,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         title=checker_safe(sentence(ref.docstring() or f"ModelNew for {spec.problem_name}")),
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
-        forward_lines=(device_context_lines(parts, "self._kgen_forward_rows" if rows else "self.forward")
+        forward_lines=(device_context_lines(parts, "self._kgen_forward_rows" if rows or token else "self.forward")
                        + forward_lines(parts, sixteen_bit_builds(spec))),
         called_modules=called_modules_literal(parts[-1].traced.called_modules),
         weight_methods=weight_methods(parts),
@@ -1363,6 +1373,10 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         extra_input_names=extra_input_params(parts) if rows and spec.reference().feature_dims == 1 else [],
         forward_call_args=forward_call_args(parts),
         rows_input=rows,
+        # (a (batch, tokens, features) input of which the first GEMM reads one token: the forward
+        # takes x.select(1, token_position), the position as the reference writes it)
+        token_input=token,
+        token_position=parts[-1].traced.token,
         rows_return=rows_return_lines(rows_at(parts[-1].traced) if ref.rows_of is not None else 0),
         # (a (batch, features) reference's file that also takes one sample, (features,))
         takes_vector=bool(rows) and ref.rows_of is None and takes_rows(ref, 1),

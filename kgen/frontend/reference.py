@@ -94,34 +94,50 @@ class _OnMeta(torch.overrides.TorchFunctionMode):
 
 
 # The functions and methods whose first call in a forward, on the meta device, is the module's first
-# GEMM (_first_gemm_input): where its input operand is among their arguments.
+# GEMM (_first_gemm_mode): where its input operand is among their arguments.
 _GEMM_INPUT = {torch.nn.functional.linear: 0, torch.matmul: 0, torch.Tensor.matmul: 0, torch.Tensor.__matmul__: 0,
                torch.mm: 0, torch.Tensor.mm: 0, torch.addmm: 1, torch.Tensor.addmm: 1}
 
 
+# The calls that may select one token of a (batch, tokens, features) input (x[:, 0], x.select(1, k),
+# torch.select(x, 1, k)), and those that give the input itself (_FirstGemm.selections).
+_SELECTIONS = (torch.Tensor.__getitem__, torch.Tensor.select, torch.select)
+_SAME_INPUT = (torch.Tensor.contiguous, torch.Tensor.clone, torch.Tensor.detach, torch.clone, torch.detach)
+
+
 class _FirstGemm(torch.overrides.TorchFunctionMode):
-    """Stops a forward at its first GEMM, keeping the shape of the operand it multiplies."""
+    """Stops a forward at its first GEMM, keeping the shape of the operand it multiplies, and the
+    calls before it that index the input (x, or its contiguous / clone / detach) as
+    (function, arguments, keywords): where one selects a token, Reference._selected_token reads which."""
 
     class Reached(Exception):
         pass
 
-    def __init__(self):
+    def __init__(self, x: torch.Tensor | None = None):
         super().__init__()
         self.shape = None
+        self.inputs = [] if x is None else [x]   # (by identity: the meta device has no values to compare)
+        self.selections: list[tuple] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in _GEMM_INPUT and len(args) > _GEMM_INPUT[func] and isinstance(args[_GEMM_INPUT[func]], torch.Tensor):
             self.shape = tuple(args[_GEMM_INPUT[func]].shape)
             raise _FirstGemm.Reached
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        if args and any(args[0] is x for x in self.inputs):
+            if func in _SELECTIONS:
+                self.selections.append((func, args[1:], kwargs))
+            elif func in _SAME_INPUT:
+                self.inputs.append(result)
+        return result
 
 
-def _first_gemm_input(ref: "Reference", x: torch.Tensor, extras=()) -> tuple | None:
-    """The shape of the operand the module's first GEMM multiplies, on input x (and the extra
-    inputs after it), by running the forward on the meta device up to that GEMM; None where it
-    never reaches one or fails first."""
-    mode = _FirstGemm()
+def _first_gemm_mode(ref: "Reference", x: torch.Tensor, extras=()) -> "_FirstGemm | None":
+    """The forward run on input x (and the extra inputs after it) on the meta device up to its
+    first GEMM: the mode that saw it (its operand's shape, the input's selections before it);
+    None where it never reaches one or fails first."""
+    mode = _FirstGemm(x)
     try:
         # (the caller's random states as they were: a module's __init__ may draw)
         with torch.random.fork_rng(devices=[]), torch.device("meta"):
@@ -129,10 +145,39 @@ def _first_gemm_input(ref: "Reference", x: torch.Tensor, extras=()) -> tuple | N
             with torch.no_grad(), mode:
                 model(x, *extras)
     except _FirstGemm.Reached:
-        return mode.shape
+        return mode
     except USER_FAILURES:  # a module the meta device cannot run: no answer here
         return None
     return None
+
+
+def token_position(shape: tuple, func, args, kwargs) -> int | None:
+    """The position p where an index of a (batch, tokens, features) tensor of `shape` (x[:, 0],
+    x[:, -1, :], x.select(1, k): `func` called on it with `args` and `kwargs`) takes exactly the
+    token p of each sample, every feature in order: x[:, p]; None for any other index (a slice of
+    several tokens, a feature, a position that is a tensor). Read by calling it on tensors that
+    number the batch, the tokens and the features (expanded: no memory of the shape's)."""
+    if len(shape) != 3 or 0 in shape:
+        return None
+    leaves: list = []
+    for a in (*args, *kwargs.values()):
+        leaves += list(a) if isinstance(a, (tuple, list)) else [a]
+    if any(isinstance(v, torch.Tensor) for v in leaves):
+        return None   # (a position that is a tensor: x[:, idx])
+    batch = 2
+    numbered = [torch.arange(n).view([n if i == d else 1 for i in range(3)]).expand(batch, *shape[1:])
+                for d, n in enumerate((batch, *shape[1:]))]
+    try:
+        b, t, f = (func(n, *args, **kwargs) for n in numbered)
+    except (IndexError, TypeError, RuntimeError, ValueError):
+        return None
+    if any(not isinstance(v, torch.Tensor) or tuple(v.shape) != (batch, shape[2]) for v in (b, t, f)):
+        return None
+    positions = t.unique()
+    if positions.numel() != 1 or not torch.equal(b, torch.arange(batch).view(batch, 1).expand_as(b)) \
+            or not torch.equal(f, torch.arange(shape[2]).expand_as(f)):
+        return None
+    return int(positions.item())
 
 
 def shipped_names() -> list[str]:
@@ -483,17 +528,32 @@ class Reference:
         # the same on them (trace._check_rows) and the emitted forward reshapes (model_new.py.j2).
         # Its features may be several trailing dimensions flattened before the first GEMM
         # (x.view(x.size(0), -1), flatten(1), nn.Flatten: a CNN head's habit): `feature_dims` of
-        # them, as the module's first GEMM reads them (_first_gemm_input).
+        # them, as the module's first GEMM reads them (_first_gemm_mode).
+        # Or its first GEMM reads one token of a (batch, tokens, features) input (BertPooler's
+        # x[:, 0], a decoder head's x[:, -1]): the workload is the (batch, features) of that token
+        # (`token_of` the input's shape, `token_at` the token's place in it), which the tracer
+        # reads as the selection names it (Tracer._on_tokens).
         self.rows_of: tuple | None = None
         self.feature_dims = 1
+        self.token_of: tuple | None = None
+        self.token_at: int | None = None
         if self.input.dim() > 2 and self.input.shape[-1] > 0:
-            self.rows_of = tuple(self.input.shape)
-            self.feature_dims = self._flattened_feature_dims()
-            k = self.input.shape[-self.feature_dims:].numel()
-            self.input = torch.empty((self.input.numel() // k, k), dtype=self.input.dtype, device="meta")
+            shape = tuple(self.input.shape)
+            seen = _first_gemm_mode(self, torch.empty(shape, dtype=self.input.dtype, device="meta"), self._drawn_extras)
+            self.token_at = self._selected_token(shape, seen)
+            if self.token_at is not None:
+                self.token_of = shape
+                self.input = torch.empty((shape[0], shape[2]), dtype=self.input.dtype, device="meta")
+            else:
+                self.rows_of = shape
+                self.feature_dims = self._flattened_feature_dims(None if seen is None else seen.shape)
+                k = self.input.shape[-self.feature_dims:].numel()
+                self.input = torch.empty((self.input.numel() // k, k), dtype=self.input.dtype, device="meta")
         if getattr(self, "batch_override", None) is not None and self.input.dim():
             self.input = torch.empty((self.batch_override, *self.input.shape[1:]), dtype=self.input.dtype,
                                      device="meta")
+            if self.token_of is not None:
+                self.token_of = (self.batch_override, *self.token_of[1:])
         # The tensors after the input (a residual, a gate): read after the GEMM, per element, each
         # with the input's rows (_extra_input).
         self.extra_inputs = [self._extra_input(k, t, drawn_shape) for k, t in enumerate(extras, 1)]
@@ -509,7 +569,7 @@ class Reference:
         it. Refused: a tensor of another dtype than the input's (eager would promote the output),
         one without the input's leading dimensions ((N,), (1, N): a parameter's shapes; make it a
         buffer). `drawn_shape`: the input's as get_inputs() gave it."""
-        leading = tuple(drawn_shape[:len(drawn_shape) - self.feature_dims])
+        leading = tuple(drawn_shape[:1 if self.token_of else len(drawn_shape) - self.feature_dims])
         what = f"{self.path}: get_inputs()' value {k + 1}, a tensor of shape {tuple(t.shape)} and {t.dtype}"
         if t.dtype != self.input.dtype:
             raise ReferenceError(f"{what}: kgen takes extra inputs in the module input's dtype ({self.input.dtype}), "
@@ -526,15 +586,14 @@ class Reference:
         dimensions are the features."""
         return f"(..., {', '.join(map(str, self.rows_of[-self.feature_dims:]))})"
 
-    def _flattened_feature_dims(self) -> int:
+    def _flattened_feature_dims(self, seen: tuple | None) -> int:
         """How many trailing dimensions of the (..., features) input (rows_of) the module's first
-        GEMM reads as its features: all after the batch where its operand is the input flattened
-        to (batch, features) (2 for (B, 16, 32) flattened to (B, 512)). 1
+        GEMM reads as its features: all after the batch where its operand, of shape `seen`
+        (_first_gemm_mode's, None where the meta device cannot run the forward that far), is the
+        input flattened to (batch, features) (2 for (B, 16, 32) flattened to (B, 512)). 1
         (the last dimension, a Linear over it) where the GEMM reads the input as it is, or where
         the module cannot be run on the meta device to see it. Whether the module computes the
         same on those rows is the tracer's question (trace._check_rows)."""
-        seen = _first_gemm_input(self, torch.empty(self.rows_of, dtype=self.input.dtype, device="meta"),
-                                 self._drawn_extras)
         if seen is None or len(seen) < 2:
             return 1
         # (Every dimension after the batch, alone: kgen runs the module itself on the flattened
@@ -543,6 +602,17 @@ class Reference:
         shape, dims = torch.Size(self.rows_of), len(self.rows_of) - 1
         # (no features at all, a size 0 after the batch: the tracer's refusal, not a flatten)
         return dims if tuple(seen) == (shape[0], shape[1:].numel()) and shape[1:].numel() > 0 else 1
+
+    @staticmethod
+    def _selected_token(shape: tuple, seen: "_FirstGemm | None") -> int | None:
+        """Where the module's first GEMM reads one token of its (batch, tokens, features) input of
+        `shape`, (batch, features), selected by the forward's first index of the input (x[:, 0],
+        x[:, -1, :], x.select(1, k), of x or its contiguous()), as `seen` (_first_gemm_mode's; None
+        where the meta device cannot run the forward that far) saw it: that token's place, 0 <= p
+        < tokens; None otherwise (the input's rows, or refused by the tracer)."""
+        if seen is None or len(shape) != 3 or seen.shape != (shape[0], shape[2]) or not seen.selections:
+            return None
+        return token_position(shape, *seen.selections[0])
 
     def _measure(self, key: str, fresh: bool = False) -> int | None:
         """The workload's current value of batch / in_features / out_features (None where the
@@ -696,9 +766,11 @@ class Reference:
         is. Where the forward reads its (..., K) input's leading sizes (`B, S, D = x.shape`:
         trace.Tracer.leads), it cannot run on rows, so a call with rows x gives it x as one sample
         of them, x.view(1, .., 1, R, K), and its output back as the rows' (the trace checked the
-        module computes the same at leading sizes of 1: trace._check_leads). `cls` itself otherwise."""
+        module computes the same at leading sizes of 1: trace._check_leads). Where its first GEMM
+        reads one token of a (batch, tokens, features) input (token_of), a call with that token's
+        rows x gives the forward the input around them (tokens_around). `cls` itself otherwise."""
         leads = self._leads_read()
-        if not self.extra_inputs and not leads:
+        if not self.extra_inputs and not leads and self.token_of is None:
             return cls
         reference = self
 
@@ -708,10 +780,28 @@ class Reference:
                 return out.reshape(x.shape[0], *out.shape[leads:]) if out.dim() >= leads else out
             if not args and not kwargs and reference.extra_inputs:
                 args = reference.extra_inputs_for(x, getattr(self, "kgen_extra_inputs_through", None))
+            if reference.token_of is not None and isinstance(x, torch.Tensor) and x.dim() == 2:
+                x = reference.tokens_around(x)
             return cls.forward(self, x, *args, **kwargs)
 
         return type(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__, "__doc__": cls.__doc__,
                                            "__qualname__": cls.__qualname__})
+
+    def tokens_around(self, x: torch.Tensor) -> torch.Tensor:
+        """The (batch, tokens, features) input whose selected token (token_at) is the rows x
+        (batch, features), every other token zeros: the module's input for the workload's rows,
+        at the reference's number of tokens. Differentiable in x: the input's gradient at that
+        token is x's (the tracer took the module only where it reads no other token)."""
+        tokens, p = self.token_of[1], self.token_at
+        b, d = x.shape
+        return torch.cat([x.new_zeros(b, p, d), x.unsqueeze(1), x.new_zeros(b, tokens - p - 1, d)], 1)
+
+    def timed_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The input bench times the models on, for the workload's rows x: the (batch, tokens,
+        features) input around them where the first GEMM reads one token (tokens_around), so that
+        each model's time holds its own selection of the token and no copy into a new input; x
+        itself otherwise."""
+        return x if self.token_of is None else self.tokens_around(x)
 
     def _leads_read(self) -> int:
         """The leading sizes of the (..., K) input the forward reads (trace.Tracer.leads, Graph.leads;
@@ -731,6 +821,8 @@ class Reference:
     def _rows(self, x: torch.Tensor) -> torch.Tensor:
         """An input of get_inputs() as the workload takes it: its rows where it is (..., features),
         its feature_dims trailing dimensions flattened into the features."""
+        if self.token_of is not None and x.dim() == 3:
+            return x[:, self.token_at]   # (the token the first GEMM reads: its rows, made contiguous by `inputs`)
         if self.rows_of is None or x.dim() <= 2:
             return x
         return x.reshape(-1, x.shape[-self.feature_dims:].numel())
@@ -761,7 +853,8 @@ class Reference:
         try:
             with torch.random.fork_rng(devices=[]), torch.device("meta"), _OnMeta():
                 model = self.Model(*self.init_args())
-                x = torch.empty(self.input.shape, dtype=self.input.dtype, device="meta")
+                # (a module of one token: called with its (batch, tokens, features) input, token_of)
+                x = torch.empty(self.token_of or self.input.shape, dtype=self.input.dtype, device="meta")
                 extras = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in self.extra_inputs]
                 if dtype is not None:
                     model, x, extras = model.to(dtype), x.to(dtype), [t.to(dtype) for t in extras]

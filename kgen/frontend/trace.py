@@ -2500,8 +2500,12 @@ class Tracer:
                 setattr(owner, attr, real)
 
     def run(self) -> Graph:
-        shape = tuple(self.ref.rows_of) if self.leads else tuple(self.ref.input.shape)
-        tracer = _LocatingTracer(str(self.ref.path), self.ref.source, shape, max(self.leads, 1))
+        token_of = getattr(self.ref, "token_of", None)
+        shape = tuple(self.ref.rows_of) if self.leads else tuple(token_of or self.ref.input.shape)
+        # (a (batch, tokens, features) input of which the forward selects one token: its number of
+        # tokens symbolic, as the batch, so that a position read from it, x[:, x.size(1) - 1], is
+        # no constant the file would bake in: Tracer._on_tokens refuses it)
+        tracer = _LocatingTracer(str(self.ref.path), self.ref.source, shape, 2 if token_of else max(self.leads, 1))
         # Buffers as get_attr nodes, like parameters: otherwise fx runs an op on a buffer (a
         # view, say) at trace time and records its result as a constant the module lacks.
         tracer.proxy_buffer_attributes = True
@@ -2542,6 +2546,9 @@ class Tracer:
         self.module_in_features = self.in_features
         self.previous: Graph | None = None
         self.input_marker = _Marker("input", False)
+        # The token the forward selects of a (batch, tokens, features) input (Reference.token_of),
+        # its position as written (0, -1): Graph.token.
+        self.token: int | None = None
         self.env: dict[torch.fx.Node, object] = {}
         self.aliases: dict[torch.fx.Node, list] = {}   # fx values sharing storage (Tracer._join)
         # Each alias's receiver and whether they share storage in float32 only (DTYPE_ALIAS_METHODS).
@@ -2582,7 +2589,9 @@ class Tracer:
                                 else _Marker("extra_args", None) if fx_node in extra
                                 else _Marker("inputs", None) if str(fx_node.target).startswith("*")
                                 else _Marker("extra_input", (extra_index[fx_node], False)) if fx_node in extra_index
-                                else _Marker("lead", self.input_marker) if self.leads else self.input_marker)
+                                else _Marker("lead", self.input_marker) if self.leads
+                                else _Marker("tokens", self.input_marker) if getattr(self.ref, "token_of", None)
+                                else self.input_marker)
                 continue
             if fx_node.op == "output":
                 # (a tuple, list or dict of outputs: refused below, as anything but one tensor)
@@ -2956,6 +2965,14 @@ class Tracer:
         op = fx_node.op
         if self.leads and any(isinstance(v, _Marker) and v.kind in ("lead", "lead_t") for v in _leaves((args, kwargs))):
             return self._on_lead(fx_node, args, kwargs)
+        if any(isinstance(v, _Marker) and v.kind == "tokens" for v in _leaves((args, kwargs))):
+            return self._on_tokens(fx_node, args, kwargs)
+        if any(isinstance(v, _Marker) and v.kind == "tokens_size" for v in _leaves((args, kwargs))):
+            size = next(v for v in _leaves((args, kwargs)) if isinstance(v, _Marker) and v.kind == "tokens_size")
+            raise self.refuse(f"x.size({'' if size.payload is None else size.payload}) of the module's "
+                              f"{shape_text(tuple(self.ref.token_of))} input, of which its first GEMM reads one "
+                              "token: kgen takes x[:, k] with k a number (the file runs on that token's (batch, "
+                              "features) rows, whose sizes are the batch and the features alone)")
         if op in ("call_function", "call_method") and self._computes_a_weight(fx_node, args, kwargs):
             return _Marker("weight_expr", (fx_node, args, kwargs))
         return self._visit_op(fx_node, args, kwargs)
@@ -3606,6 +3623,83 @@ class Tracer:
                               "with torch.where")
         return _Marker("masked", (result, next(iter(masks))))
 
+    def _on_tokens(self, fx_node: torch.fx.Node, args, kwargs):
+        """An op of the (batch, tokens, features) input whose first GEMM reads one token of it
+        (Reference.token_of, _Marker("tokens", the input)): the selection of that token (x[:, 0],
+        x[:, -1, :], x.select(1, k), torch.select(x, 1, k)) is the (batch, features) input the
+        workload is; contiguous / clone / detach of the input are the input still, its batch, dtype
+        and device what they are for the rows. Anything else reads other tokens, or the tokens'
+        number, which kgen's rows do not hold, and is refused."""
+        name = fx_node.target if isinstance(fx_node.target, str) else getattr(fx_node.target, "__name__", str(fx_node.target))
+        first = args[0] if args else None
+        tokens = first if isinstance(first, _Marker) and first.kind == "tokens" else None
+        shape = shape_text(tuple(self.ref.token_of))
+        rest = [v for v in (*args[1:], *kwargs.values())]
+        selects = fx_node.target in (operator.getitem, torch.select) or (
+            fx_node.op == "call_method" and name in ("__getitem__", "select"))
+        same = fx_node.op == "call_method" and name in (*IDENTITY_METHODS, "detach") and not args[1:] and not kwargs
+        # (what the rows have as the input has it: the batch, dtype and device)
+        described = (fx_node.op == "call_method" and name in ("size", "dim", "ndimension")) or (
+            fx_node.target is getattr and args[1:] and args[1] in ("dtype", "device", "is_cuda"))
+        if tokens is None or any(isinstance(v, _Marker) and v.kind == "tokens" for v in _leaves(rest)) or not (
+                selects or same or described):
+            raise self.refuse(f"{name} of the module's {shape} input as it is: kgen takes the input of a "
+                              f"(batch, tokens, features) module through the selection of one token before the "
+                              f"first GEMM (x[:, k], x.select(1, k), k a number), the (batch, features) rows that "
+                              "GEMM reads, and nothing else of it")
+        inner = tokens.payload
+        if same:
+            return _Marker("tokens", _Marker("input", True)) if name == "detach" else tokens
+        if described:
+            dim = args[1] if name == "size" and len(args) > 1 else kwargs.get("dim")
+            if name == "size" and (dim is None or not isinstance(dim, int) or dim % 3 != 0):
+                # (made by every x.shape / x.size(d) while fx traces, used or not: refused where used)
+                return _Marker("tokens_size", dim)
+            if name in ("dim", "ndimension"):
+                return 3
+            return self._visit_op(fx_node, [inner, *args[1:]], kwargs)
+        position = self._selected_position(fx_node, name, args, kwargs)
+        if position is None:
+            raise self.refuse(f"{name} of the module's {shape} input: kgen takes the selection of one token "
+                              "before the first GEMM (x[:, 0], x[:, -1, :], x.select(1, k), k a number), not a "
+                              "slice of several tokens, a position that is a tensor or read from the input, or "
+                              "an index of the features")
+        written, at = position
+        if at != self.ref.token_at:
+            raise self.refuse(f"a selection of token {written} of the module's {shape} input after one of token "
+                              f"{self.ref.token_at if self.token is None else self.token}: kgen takes one token, "
+                              "the rows its first GEMM reads")
+        if self.token is None:
+            self.token = written
+        return inner
+
+    def _tokens_index_refusal(self) -> str:
+        """Why an index of a (batch, tokens, features) input that its rows do not take is refused:
+        the one of its tokens' selections kgen takes."""
+        return (f"indexing the module's {shape_text(tuple(self.ref.rows_of))} input: kgen takes of a "
+                "(batch, tokens, features) input its rows (a Linear over the last dimension), or one token "
+                "selected before the first GEMM (x[:, 0], x[:, -1, :], x.select(1, k), k a number), not a "
+                "slice of several tokens, a position that is a tensor, or an index of the features")
+
+    def _selected_position(self, fx_node: torch.fx.Node, name: str, args, kwargs) -> tuple | None:
+        """(the position as written, its place among the input's tokens) where the op selects one
+        token of the (batch, tokens, features) input (Reference.token_position checks it selects
+        just that); None for anything else."""
+        from kgen.frontend.reference import token_position
+
+        if any(isinstance(v, (_Id, _Marker, _Deferred)) or isinstance(v, torch.fx.Node) for v in _leaves((args[1:], kwargs))):
+            return None
+        if fx_node.target is operator.getitem or name == "__getitem__":
+            func, written = torch.Tensor.__getitem__, [v for v in _leaves(args[1:]) if type(v) is int]
+        elif name == "select":
+            func = torch.select if fx_node.op == "call_function" else torch.Tensor.select
+            index = kwargs.get("index", args[2] if len(args) > 2 else None)
+            written = [index] if type(index) is int else []
+        else:
+            return None
+        at = token_position(tuple(self.ref.token_of), func, args[1:], kwargs)
+        return None if at is None or len(written) != 1 else (written[0], at)
+
     def _index(self, x, index):
         """x[...] with full slices, None and Ellipsis only (x[:, None], x[:, :], x[..., 0] of a
         (batch, 1) value): an order-keeping view, taken as Tracer._view takes it. Anything that
@@ -3884,7 +3978,13 @@ class Tracer:
             if isinstance(target, _Marker) and target.kind in ("tensor", "matrix"):
                 return self.param_view(target, "__getitem__", (index,), {})
             if self._shape_or_none(target) is not None:
-                return self._index(target, index)
+                try:
+                    return self._index(target, index)
+                except Unsupported:
+                    if isinstance(target, _Marker) and target.kind == "input" and self.ref.rows_of is not None \
+                            and len(self.ref.rows_of) == 3 and self.ref.feature_dims == 1:
+                        raise self.refuse(self._tokens_index_refusal()) from None
+                    raise
             raise self.refuse("indexing a tensor is not supported")
         if fn is getattr:
             target, name = args
@@ -4916,7 +5016,7 @@ def _workload_key(ref: Reference) -> tuple | None:
     try:
         constants = tuple((name, repr(ref.module.__dict__.get(name))) for name in ref.defaults)
         return (str(ref.path), ref.sha256, constants, repr(ref.init_args()), tuple(ref.input.shape),
-                str(ref.input.dtype))
+                str(ref.input.dtype), getattr(ref, "token_of", None), getattr(ref, "token_at", None))
     except AttributeError:
         return None
 
@@ -5017,6 +5117,12 @@ def _trace(ref: Reference, leads: int = 0) -> Graph:
                               f"every case{why}")
     graph.dropouts = tracer.dropouts
     graph.leads = leads
+    if getattr(ref, "token_of", None) is not None:
+        if tracer.token is None:   # (the reference saw a selection the trace did not: no answer to give)
+            raise Unsupported(f"{ref.path}: the module's first GEMM reads one token of its "
+                              f"{shape_text(tuple(ref.token_of))} input, selected where kgen does not see it "
+                              "(kgen takes x[:, k], x.select(1, k) or torch.select(x, 1, k) in the forward)")
+        graph.token = tracer.token
     if leads:
         _check_leads(ref, graph)
     elif getattr(ref, "rows_of", None) is not None:
@@ -5493,8 +5599,9 @@ def takes_rows(ref: Reference, rank: int = 3) -> bool:
     softmax over dim=1 or a BatchNorm1d does not): then the emitted forward takes such an input,
     as eager's module does (a transformer's (batch, tokens, features), a policy's one
     observation). Cached per reference file, constructor and rank."""
-    if getattr(ref, "rows_of", None) is not None or ref.input.dim() != 2 or getattr(ref, "extra_inputs", ()):
-        return False   # (a module with extra inputs: its file takes the shapes get_inputs() gives)
+    if getattr(ref, "rows_of", None) is not None or getattr(ref, "token_of", None) is not None \
+            or ref.input.dim() != 2 or getattr(ref, "extra_inputs", ()):
+        return False   # (a module with extra inputs, or of one token: its file takes the shapes get_inputs() gives)
     key = (str(ref.path), getattr(ref, "sha256", None), repr(ref.init_args()), int(ref.input.shape[1]), rank)
     if key not in _TAKES_ROWS:
         meta = ref.meta_model()

@@ -296,6 +296,10 @@ class Graph:
     # (trace.Tracer.leads; 0: traced on its rows, or a (batch, K) input): its IR is the rows' all
     # the same, the forward's views between the two forms taken as the identity they are.
     leads: int = 0
+    # The token the forward selects of a (batch, tokens, features) input before its first GEMM, as
+    # it writes the position (0, -1: Reference.token_of, trace.Tracer._on_tokens): the emitted
+    # forward takes x.select(1, token); None for any other input.
+    token: int | None = None
     # Casts to float32 the forward names ((line, text): x.float(), softmax(dtype=torch.float32)):
     # no-ops in an fp32 module; in a bf16 / fp16 one torch computes on in float32, which kgen's
     # 16-bit build does not, so such a module's file runs fp32 modules only. (line, text, why):

@@ -302,7 +302,7 @@ def test_the_emitted_forward_takes_and_checks_the_extra_input_by_its_name(tmp_pa
     the IR reads it by."""
     path = module_file(tmp_path, "bert_output")
     module, library = emitted(path, monkeypatch)
-    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "x", "input_tensor"]
+    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "hidden_states", "input_tensor"]
     (low,) = generator.lowered_parts(spec_of(path))
     k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
     torch.manual_seed(0)
@@ -332,9 +332,17 @@ def test_a_tail_read_of_a_row_wide_input_is_checked_by_its_width(tmp_path, monke
             new(x, torch.randn(BATCH, OUT))
 
 
-@pytest.mark.parametrize("params, name", [("hidden, x", "input1"), ("x, w", "input1"), ("x, operand0", "input1"),
-                                          ("*args", "input1"), ("x, gate", "gate")])
-def test_an_extra_input_named_as_the_forward_names_its_own_values_is_renamed(params, name, tmp_path):
+@pytest.mark.parametrize("params, names", [
+    ("hidden, x", ["hidden", "x"]), ("x, w", ["x", "w"]), ("x, operand0", ["x", "operand0"]),
+    ("w, x", ["w", "x"]), ("torch, _kgen_checked_input", ["torch", "_kgen_checked_input"]),
+    ("*args", ["input0", "input1"]), ("x, gate", ["x", "gate"]), ("input, other", ["input", "other"]),
+])
+def test_the_emitted_forward_names_its_inputs_as_the_reference_does(params, names, tmp_path, monkeypatch):
+    """ModelNew.forward takes every input under the reference's name, even one the body binds
+    itself (x, w, operand0) or a global it reads (torch): that forward hands them to the body
+    (_kgen_forward, which names them x, input<k>); input<k> for forward(*args). A call by keyword
+    hands the kernels what the positional call does, and a check's message names the input as the
+    caller does."""
     first, _, second = params.partition(", ")
     SPELLINGS["named"] = (params, f"return self.dense({first if second else 'args[0]'}) * "
                                   f"{second if second else 'args[1]'}", [R])
@@ -342,8 +350,21 @@ def test_an_extra_input_named_as_the_forward_names_its_own_values_is_renamed(par
         path = module_file(tmp_path, "named")
     finally:
         del SPELLINGS["named"]
-    module = exec_file(generator.render(spec_of(path)))
-    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "x", name]
+    module, library = emitted(path, monkeypatch)
+    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", *names]
+    (low,) = generator.lowered_parts(spec_of(path))
+    k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
+    new = module.ModelNew(IN, OUT).eval()
+    x, r = torch.randn(BATCH, IN), torch.randn(BATCH, OUT)
+    with torch.no_grad():
+        new(x, r)
+        assert library.calls[-1][f"operand{k}"] == r.data_ptr() and library.calls[-1]["x"] == x.data_ptr()
+        new(**{names[1]: r, names[0]: x})   # (the kernels get each by its name, not its place)
+        assert library.calls[-1][f"operand{k}"] == r.data_ptr() and library.calls[-1]["x"] == x.data_ptr()
+        with pytest.raises(TypeError, match=rf"expects {names[1]} \(input 2\) a torch.Tensor"):
+            new(x, 2.0)
+        with pytest.raises(ValueError, match=rf"reads {names[1]} per element|reads {names[1]} of 16 features"):
+            new(x, r[:, :5])
 
 
 @pytest.mark.parametrize("name, sends", [("bert_output", True), ("act_plus_residual", True),

@@ -360,6 +360,43 @@ def extra_input_params(parts: list[Lowered]) -> list[str]:
             for k, name in enumerate(traced.extra_input_names, 1)]
 
 
+def input_params(parts: list[Lowered]) -> list[str]:
+    """The public ModelNew.forward's names for get_inputs()' tensors, as the reference's forward
+    names them (`hidden_states, input_tensor`), so that a caller may give them by keyword; input<k>
+    for forward(*args) and where the name cannot be one of its parameters (self, a keyword, a
+    parameter traced at its default, a name taken twice). That forward reads no name but self and
+    its parameters (public_forward), so any other name is free there."""
+    traced = parts[-1].traced
+    names = [traced.input_name or "input0", *traced.extra_input_names]
+    taken = {"self"} | {name for name, _ in traced.forward_defaults}
+    out: list[str] = []
+    for k, name in enumerate(names):
+        if not name.isidentifier() or keyword.iskeyword(name) or name in taken or name in out:
+            name = next(n for n in [f"input{k}", *(f"input{k}_{j}" for j in range(len(names)))]
+                        if n not in names and n not in taken and n not in out)
+        out.append(name)
+    return out
+
+
+def public_forward(parts: list[Lowered]) -> dict | None:
+    """ModelNew.forward where the reference names its inputs otherwise than the body does (x,
+    then extra_input_params): a forward under the reference's names (input_params) that passes
+    them on to the body, _kgen_forward; None where the names are the body's own."""
+    public, body = input_params(parts), ["x", *extra_input_params(parts)]
+    if public == body:
+        return None
+    defaults = [name for name, _ in parts[-1].traced.forward_defaults]
+    return {"params": ", ".join(public + [f"{name}={_literal(d)}" for name, d in parts[-1].traced.forward_defaults]),
+            "args": ", ".join(public + [f"{name}={name}" for name in defaults]),
+            "names": ", ".join(public), "body_names": ", ".join(body)}
+
+
+def input_labels(parts: list[Lowered]) -> dict[str, str]:
+    """The body's name of each input after x -> the public forward's (input_params): what the
+    checks' messages call it."""
+    return dict(zip(extra_input_params(parts), input_params(parts)[1:]))
+
+
 def rows_input(spec: Spec) -> str:
     """How the emitted forward's docstring names an input of more dimensions, (..., features),
     that the file takes as its rows: the reference's own (Reference.rows_of), or one its module
@@ -499,9 +536,10 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     if reads_input:
         lines.append("module_input = x  # read again after the GEMM (a residual): as it comes, not converted")
     extras = extra_input_params(parts)
+    labels = input_labels(parts)
     for k, name in enumerate(extras, 1):
         # (as x is checked: a tensor of x's device and dtype, with x's rows; its width by the part that reads it)
-        lines.append(f"_kgen_checked_extra_input({name}, x, {name!r}, {k + 1})")
+        lines.append(f"_kgen_checked_extra_input({name}, x, {labels[name]!r}, {k + 1})")
     lines += ["x = _kgen_checked_input(x, weight0)",
               "autocast = int(_kgen_autocast_build(x))  # (the ops' build: its kernels read the parameters in fp32)"]
     sizes = parts[-1].traced.sizes_read
@@ -536,7 +574,7 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
             lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
                          f"and its epilogue{then}")
         keeps_z = backward.has_kernels(lowered)
-        call = _part_lines(lowered, f"weight{k}", lines, keeps_z, extras)
+        call = _part_lines(lowered, f"weight{k}", lines, keeps_z, extras, labels)
         op = f"_kgen_part_call({k}, {', '.join(call)})"
         last = k + 1 == len(parts)
         if keeps_z and not lowered.batchnorm:
@@ -611,11 +649,12 @@ def _sequence_arg(lowered: Lowered) -> str:
     return ", sequence=True" if lowered.graph.batchnorms[0].attrs.get("sequence") else ""
 
 
-def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, extras: list[str] = ()) -> list[str]:
+def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, extras: list[str] = (),
+                labels: dict[str, str] | None = None) -> list[str]:
     """Append the checks of one part's weight (read (out, in) into the local `w_nk`) and
     operands to `lines`; return its op call's arguments. A part with backward kernels keeps z
     when autograd will want its backward. `extras`: the forward's names of get_inputs()'
-    tensors after x (extra_input_params)."""
+    tensors after x (extra_input_params); `labels`: what the messages call them (input_labels)."""
     gemm = lowered.graph.gemm
     weight = gemm.attrs["weight"]
     lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r}, autocast, operand=True)")
@@ -649,13 +688,14 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, ex
             continue
         if node.kind == "input" and input_index(node):
             name, width = extras[input_index(node) - 1], node.shape[1]
+            label = (labels or {}).get(name, name)
             if node.level == "tile":   # read at m * N + n by the stages: N is its width
                 lines += [f"if {name}.shape[1] != n:",
-                          f"    raise ValueError(f'this ModelNew reads {name} per element as a (batch, {{n}}) "
+                          f"    raise ValueError(f'this ModelNew reads {label} per element as a (batch, {{n}}) "
                           f"value; got {{{name}.shape[1]}} features')"]
             else:
                 lines += [f"if {name}.shape[1] != {width}:",
-                          f"    raise ValueError(f'this ModelNew reads {name} of {width} features after the GEMM "
+                          f"    raise ValueError(f'this ModelNew reads {label} of {width} features after the GEMM "
                           f"(its kernels were generated for them); got {{{name}.shape[1]}}')"]
             lines.append(f"operand{k} = {name}")
             call.append(f"operand{k}=operand{k}")
@@ -1327,6 +1367,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
     # (whether a GEMM of the file splits w into fp16 halves: only then the Python that keeps splits)
     splits_w = kernel_needs(spec, parts).fp16x3
     module_name = re.sub(r"\W", "_", ref.name)   # (the reference's copy's, in the emitted file)
+    # (the body's forward: ModelNew.forward itself, or _kgen_forward under a forward of the reference's names)
+    body_forward = "_kgen_forward" if public_forward(parts) else "forward"
     text = _ENV.get_template("model_new.py.j2").render(
         header=checker_safe_header(render_header(spec, measured)),
         spec=spec,
@@ -1351,7 +1393,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         title=checker_safe(sentence(ref.docstring() or f"ModelNew for {spec.problem_name}")),
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
-        forward_lines=(device_context_lines(parts, "self._kgen_forward_rows" if rows else "self.forward")
+        forward_lines=(device_context_lines(parts, "self._kgen_forward_rows" if rows else f"self.{body_forward}")
                        + forward_lines(parts, sixteen_bit_builds(spec))),
         called_modules=called_modules_literal(parts[-1].traced.called_modules),
         weight_methods=weight_methods(parts),
@@ -1360,7 +1402,10 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_params=forward_params(parts),
         extra_inputs=bool(extra_input_params(parts)),
         # (a (..., features) input's: each taken as its rows, as x is, by the forward's wrapper)
-        extra_input_names=extra_input_params(parts) if rows and spec.reference().feature_dims == 1 else [],
+        extra_input_names=(list(input_labels(parts).items()) if rows and spec.reference().feature_dims == 1
+                           else []),
+        public_forward=public_forward(parts),
+        body_forward=body_forward,
         forward_call_args=forward_call_args(parts),
         rows_input=rows,
         rows_return=rows_return_lines(rows_at(parts[-1].traced) if ref.rows_of is not None else 0),

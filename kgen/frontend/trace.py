@@ -2570,6 +2570,7 @@ class Tracer:
         extra_index = {n: i for i, n in enumerate(placeholders) if i and not str(n.target).startswith("*")}
         self.extra_input_names = ([str(n.target) for n in extra_index] if extra_index else
                                   [f"input{k}" for k in range(1, given)])   # (forward(*args): args[k])
+        self.input_name = None if str(placeholders[0].target).startswith("*") else str(placeholders[0].target)
         for fx_node in fx_graph.nodes:
             self._locate(fx_node)
             self.fx_node = fx_node
@@ -5026,6 +5027,7 @@ def _trace(ref: Reference, leads: int = 0) -> Graph:
     check_upcasts(ref, tracer.upcasts)
     graph.forward_defaults = tracer.forward_defaults
     graph.extra_input_names = tracer.extra_input_names
+    graph.input_name = tracer.input_name
     graph.sizes_read = tracer.sizes_read
     graph.called_modules = tracer.called_modules
     graph.hyperparameters = hyperparameters_read(ref, graph)

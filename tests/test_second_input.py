@@ -9,13 +9,16 @@ CPU tier: the oracle against the module in fp64 in training and eval mode and in
 gradients of x, of each extra input and of the parameters against torch.autograd, over generated
 spellings; the refusals (an extra input read before the GEMM or fed to one, of a shape that does not
 broadcast to the output, a number among get_inputs()); the emitted file (its forward's signature and
-checks, the operand the kernels get, on a stand-in library; which input the backward kernels send a
-gradient; two that want one refused in the backward alone; nvcc compile-only); the models the checks,
+checks, the operand the kernels get, on a stand-in library; which inputs the backward kernels send a
+gradient, each its block of d_input, split alike by the C++ node and the Python vjp; more than the
+kernels' slots refused in the backward alone; nvcc compile-only); the models the checks,
 bench and the search call with x alone getting the extra inputs. GPU tier: tests/test_second_input_gpu.py.
 """
 
 import copy
+import ctypes
 import inspect
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -367,33 +370,121 @@ def test_the_emitted_forward_names_its_inputs_as_the_reference_does(params, name
             new(x, r[:, :5])
 
 
-@pytest.mark.parametrize("name, sends", [("bert_output", True), ("act_plus_residual", True),
-                                         ("detached_residual", False), ("row_scale", True),
-                                         ("detached_input_and_residual", True)])
-def test_one_input_read_after_the_gemm_gets_its_gradient_from_the_kernels(name, sends, tmp_path):
-    """The staged kernels (d_input) and the broadcast tail (its input leaf) send one input its
-    gradient: here the extra one, which the op's backward returns for that operand."""
+@pytest.mark.parametrize("name, sends", [
+    ("bert_output", ["<input 1>"]), ("act_plus_residual", ["<input 1>"]), ("detached_residual", []),
+    ("row_scale", ["<input 1>"]), ("detached_input_and_residual", ["<input 1>"]),
+    # two inputs wanting gradients: the module's and an extra one, two extra ones (per element
+    # before a norm, or in the broadcast tail)
+    ("input_and_residual", ["<input>", "<input 1>"]), ("gate_then_norm", ["<input 2>", "<input 1>"]),
+    ("addcmul", ["<input 2>", "<input 1>"]),
+])
+def test_each_input_read_after_the_gemm_gets_its_gradient_from_the_kernels(name, sends, tmp_path):
+    """The staged kernels (EpilogueParams::d_input, a slot per input) and the broadcast tail (its
+    input leaves) send each input read without a detach its gradient, in the operands' order; the
+    op's backward returns them for those operands (their gradients' values: the GPU tier)."""
     (low,) = generator.lowered_parts(spec_of(module_file(tmp_path, name)))
     assert backward.unsupported(low) is None
-    assert backward.input_gradient(low) == sends
+    assert backward.input_gradient_paths(low) == sends
     part = generator.op_part(low)
-    k = next(j for j, n in enumerate(low.operands) if n.kind == "input" and n.attrs["path"] == input_path(1))
-    assert (f"input_operand='operand{k}'" in part["backward"]["call"]) == sends
-    assert (part["backward"]["need_dinput"] != "False") == sends
+    operand = {n.attrs["path"]: f"operand{k}" for k, n in enumerate(low.operands) if n.kind == "input"}
+    assert f"input_operands={tuple(operand[p] for p in sends)!r}" in part["backward"]["call"]
+    assert part["backward"]["need_dinput"] == (" or ".join(
+        f"ctx.needs_input_grad[{part['names'].split(', ').index(operand[p])}]" for p in sends) or "False")
+    gradients = generator.op_gradients(low)
+    for path, name in operand.items():   # (a detached read gets none)
+        assert gradients[name] == (("input", sends.index(path)) if path in sends else None), path
 
 
-@pytest.mark.parametrize("name, named", [("input_and_residual", "the module's input and get_inputs()' tensor 2"),
-                                         ("gate_then_norm", "get_inputs()' tensor 2 and get_inputs()' tensor 3"),
-                                         ("addcmul", "get_inputs()' tensor 2 and get_inputs()' tensor 3")])
-def test_two_inputs_sending_gradients_are_refused_in_the_backward_alone(name, named, tmp_path):
-    """The kernels send one input's gradient (EpilogueParams::d_input, the tail's input leaf): a
-    part that reads two inputs each wanting a gradient (the module's and an extra one, or two extra
-    ones; per element before a norm, or in the tail) has a forward and a backward that raises
-    naming both; the module's own input detached, it has both (above)."""
+@pytest.mark.parametrize("name", ["input_and_residual", "gate_then_norm", "addcmul", "row_scale"])
+def test_the_input_gradients_are_split_where_the_kernels_put_them(name, tmp_path, monkeypatch):
+    """The C entry points each d_input slot into its one buffer (input_gradient_slot_lines, at
+    M * (a N + b)); the file allocates that buffer (_kgen_input_gradient_buffer) and splits it
+    (_kgen_input_gradients) into each input's gradient, in its shape: each piece starts where the
+    C entry's slot does, for batches and widths other than the traced ones too."""
+    import re
+
     path = module_file(tmp_path, name)
     (low,) = generator.lowered_parts(spec_of(path))
-    assert backward.unsupported(low) == (f"no backward kernel yet for the gradients of two inputs read after the "
-                                         f"GEMM ({named}); train with the reference module")
+    module, _ = emitted(path, monkeypatch)
+    lines = generator.input_gradient_slot_lines(low)
+    sends = backward.input_gradient_paths(low)
+    assert len(lines) == len(sends) >= 1
+    reads = {n.attrs["path"]: n for n in low.operands if n.kind == "input"}
+    traced_n = low.traced.out_features
+    for M, N in [(1, traced_n), (7, traced_n)] + ([(5, 40)] if not low.tail else []):
+        shapes = [(M, N if reads[p].level == "tile" else int(reads[p].shape[1])) for p in sends]
+        args = {f"r{j}": torch.empty(shape) for j, shape in enumerate(shapes)}
+        buffer = module._kgen_input_gradient_buffer(args, tuple(args))
+        assert buffer.dtype == torch.float32 and buffer.numel() == sum(M * w for _, w in shapes)
+        assert torch.all(buffer == 0)   # (the kernels add into it)
+        buffer = torch.arange(buffer.numel(), dtype=torch.float32)
+        pieces = module._kgen_input_gradients(buffer, tuple(args.values()))
+        for slot, (line, piece, shape) in enumerate(zip(lines, pieces, shapes)):
+            a, b = map(int, re.search(rf"p\.d_input\[{slot}\] = .* \* \((\d+)LL \* N \+ (\d+)\);", line).groups())
+            assert tuple(piece.shape) == shape and piece.flatten()[0].item() == M * (a * N + b), (line, M, N)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
+@pytest.mark.parametrize("name", ["gate_then_norm", "input_and_residual"])
+def test_the_node_and_the_python_vjp_hand_each_input_its_block_of_d_input(name, tmp_path, monkeypatch):
+    """Eager training's C++ node (native_backward.cpp, kInputGrad) and the Python vjp (the
+    torch.compile path) split the entry's one d_input buffer alike: each input read after the GEMM
+    gets its block, in the slots' order (backward.input_gradient_paths), in its shape. The entry
+    is test_native_backward's host stand-in, which writes float i + 0.25 (mod 251) at d_input[i]
+    (the kernels' values: the GPU tier); the node built with torch's headers (~15 s)."""
+    from test_native_backward import _stand_in_library, _stub
+
+    path = module_file(tmp_path, name)
+    (low,) = generator.lowered_parts(spec_of(path))
+    module = exec_file(generator.render(spec_of(path)))
+    library, _, _ = _stand_in_library(module, tmp_path)
+    module._kgen_native_module()
+    _stub(monkeypatch, module, library)
+    M, K, N = 5, SAME_WIDTH_IN(path), OUT
+    sends = backward.input_gradient_paths(low)
+    assert len(sends) == 2
+    ctypes.c_longlong.in_dll(library, "d_input_floats").value = len(sends) * M * N
+    gen = torch.Generator().manual_seed(0)
+    args = {"x": torch.randn(M, K, generator=gen), "w": torch.randn(N, K, generator=gen)}
+    operand = {}
+    for k, n in enumerate(low.operands):
+        args[f"operand{k}"] = torch.randn((M, N) if n.kind == "input" else (N,), generator=gen)
+        operand[n.attrs["path"]] = f"operand{k}"
+    g = torch.randn(M, N, generator=gen)
+
+    def gradients():
+        leaves = {name: t.clone().requires_grad_() for name, t in args.items()}
+        x, w = leaves.pop("x"), leaves.pop("w")
+        out = module._kgen_part_call(0, x, w, training=1, autocast=0, keep_z=1, **leaves)[0]
+        grads = torch.autograd.grad(out, [leaves[operand[p]] for p in sends], g)
+        return out.grad_fn.name(), grads
+
+    written = (torch.arange(len(sends) * M * N) % 251).float() + 0.25
+    node, native = gradients()
+    assert "PartNode" in node
+    monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", "1")
+    node, python = gradients()
+    assert "PartNode" not in node
+    for slot, (a, b) in enumerate(zip(native, python)):
+        block = written[slot * M * N:(slot + 1) * M * N].view(M, N)
+        assert torch.equal(a, block) and torch.equal(b, block), sends[slot]
+
+
+def test_more_inputs_wanting_gradients_than_the_kernels_have_slots_are_refused_in_the_backward(tmp_path):
+    """kgen::kMaxInputGradients (kernels/common.cuh, read by backward.max_input_gradients) inputs
+    send gradients at once; a part reading more has a forward and a backward that raises naming them."""
+    count = backward.max_input_gradients() + 1
+    names = [f"r{k}" for k in range(1, count + 1)]
+    SPELLINGS["many"] = (", ".join(["x", *names]), "return self.LayerNorm(self.dense(x) + " + " + ".join(
+        f"{k} * {n}" for k, n in enumerate(names, 1)) + ")", [R] * count)
+    try:
+        path = module_file(tmp_path, "many")
+    finally:
+        del SPELLINGS["many"]
+    (low,) = generator.lowered_parts(spec_of(path))
+    named = ", ".join(f"get_inputs()' tensor {k}" for k in range(2, count + 2))
+    assert backward.unsupported(low) == (f"no backward kernel yet for the gradients of more than {count - 1} inputs "
+                                         f"read after the GEMM ({named}); train with the reference module")
     assert check_emitted(generator.render(spec_of(path))) == []
 
 
@@ -482,7 +573,8 @@ def test_the_search_probe_runs_the_module_with_its_extra_inputs():
 
 
 # ---- nvcc, compile only ------------------------------------------------------------------------
-COMPILED = [("bert_output", "wgmma"), ("act_plus_residual", "kgen")]
+COMPILED = [("bert_output", "wgmma"), ("act_plus_residual", "kgen"), ("input_and_residual", "wgmma"),
+            ("addcmul", "kgen")]
 
 
 def _source(name: str, backend: str, folder) -> str:
@@ -490,12 +582,15 @@ def _source(name: str, backend: str, folder) -> str:
 
 
 @nvcc_prefetch(lambda p: sm90a_check(_source(p["name"], p["backend"], prefetch_dir("second_input", p))))
-@pytest.mark.parametrize("name, backend", COMPILED, ids=["rows_wgmma", "tail_mma"])
+@pytest.mark.parametrize("name, backend", COMPILED, ids=["rows_wgmma", "tail_mma", "two_rows_wgmma", "two_tail_mma"])
 def test_the_extra_input_read_and_its_gradient_compile(name, backend):
     from test_compile import NVCC, SM90A, compile_check, spills
 
     source = _source(name, backend, prefetch_dir("second_input", {"name": name, "backend": backend}))
-    assert ("p.d_input[" in source) == (name == "bert_output")
+    # (each input's slot of d_input: the stages add into it per element, the tail through kInputSlot)
+    slots = 2 if name in ("input_and_residual", "addcmul") else 1
+    assert [f"p.d_input[{j}] = d_input == nullptr" in source for j in range(3)] == [j < slots for j in range(3)]
+    assert ("p.d_input[1][" in source) == (name == "input_and_residual")
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
     assert spills(compile_check(source, (SM90A,))) == []

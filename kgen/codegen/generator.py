@@ -116,11 +116,30 @@ def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
     return base + operand_args(lowered)
 
 
+def input_gradient_slot_lines(lowered: Lowered) -> list[str]:
+    """C statements pointing each slot of EpilogueParams::d_input (backward.input_gradient_paths)
+    into the entry's one d_input buffer: the inputs' gradients one after another, each in its
+    input's shape, (M, N) where the stages read it per element (its width is the GEMM's N, which
+    the forward checks), else (M, d) as traced (the broadcast tail's N is the traced one), as the
+    emitted file's _kgen_input_gradients and native_backward.cpp's kInputGrad split it."""
+    reads = {n.attrs["path"]: n for n in lowered.operands if n.kind == "input"}
+    lines, per_n, columns = [], 0, 0
+    for slot, path in enumerate(backward.input_gradient_paths(lowered)):
+        lines.append(f"p.d_input[{slot}] = d_input == nullptr ? nullptr : d_input + static_cast<long long>(M) * "
+                     f"({per_n}LL * N + {columns});  // {path}")
+        if reads[path].level == "tile":
+            per_n += 1
+        else:
+            columns += int(reads[path].shape[1])
+    return lines
+
+
 def op_gradients(lowered: Lowered) -> dict[str, tuple | None]:
     """The backward's gradient of each input of a part's op that takes one, by name: ("dx",),
     ("dw",), ("row", k, length, operand) row k of the column sums [P][N] (then BatchNorm's dβ and
     dγ rows), its first `length` values (None: all), in the shape of `operand` (None: as it is);
-    ("input",) a broadcast tail's gradient of the module's input; None: no gradient flows. What
+    ("input", slot) the gradient of an input read after the GEMM, d_input's block `slot`
+    (backward.input_gradient_paths); None: no gradient flows. What
     the output's gradient does not reach (behind a detach, or computed under no_grad) gets None,
     as torch gives it, not the zeros the kernels compute for it."""
     operands = [f"operand{k}" for k in range(len(lowered.operands))]
@@ -141,11 +160,14 @@ def op_gradients(lowered: Lowered) -> dict[str, tuple | None]:
 
 
 def _gradient_expression(gradient: tuple | None) -> str:
-    """An op_gradients entry as the Python vjp computes it (from dx, dw, column_grads, d_input)."""
+    """An op_gradients entry as the Python vjp computes it (from dx, dw, column_grads and d_inputs,
+    d_input split into its inputs' gradients)."""
     if gradient is None:
         return "None"
+    if gradient[0] == "input":
+        return f"d_inputs[{gradient[1]}]"
     if gradient[0] != "row":
-        return {"dx": "dx", "dw": "dw", "input": "d_input"}[gradient[0]]
+        return {"dx": "dx", "dw": "dw"}[gradient[0]]
     _, row, length, operand = gradient
     rows = f"column_grads[{row}]" if length is None else f"column_grads[{row}, :{length}]"
     return rows if operand is None else f"{rows}.reshape({operand}.shape)"
@@ -185,13 +207,10 @@ def op_part(lowered: Lowered) -> dict:
     reason = backward.unsupported(lowered)
     operands = [f"operand{k}" for k in range(len(lowered.operands))]
     gradient = op_gradients(lowered)
-    # The input read after the GEMM (the module's, or an extra one) that a gradient flows to
-    # through that read (one at most where the part has a backward: backward.unsupported).
-    sent = backward.input_gradient_paths(lowered)
-    input_operand = next((f"operand{k}" for k, n in enumerate(lowered.operands)
-                          if n.kind == "input" and n.attrs["path"] in sent), None)
-    if reason is not None:
-        input_operand = None
+    # The inputs read after the GEMM (the module's, extra ones) that a gradient flows to through
+    # that read, in d_input's order (backward.input_gradient_paths).
+    inputs = {n.attrs["path"]: f"operand{k}" for k, n in enumerate(lowered.operands) if n.kind == "input"}
+    input_operands = [] if reason is not None else [inputs[path] for path in backward.input_gradient_paths(lowered)]
     # The C entry's arguments after BASE_ARGS, as the part's body hands them to _kgen_launch: a
     # tensor the kernels only read, made contiguous and 16-byte aligned first (the body keeps the
     # copy alive until the launch); one they update in place, as it is; by data pointer (None:
@@ -220,15 +239,18 @@ def op_part(lowered: Lowered) -> dict:
                                    ["need_dx: int", "need_dw: int", "need_dinput: int"]),
             "names": ", ".join(["x", "w"] + operands + ["z"]),
             "call": ", ".join(["x", "w", "z", "need_dx", "need_dw", "need_dinput"] + [f"{n}={n}" for n in operands]
-                              + [f"input_operand={input_operand!r}"]),
+                              + [f"input_operands={tuple(input_operands)!r}"]),
             "params": len(operands),
             "grads": ", ".join(_gradient_expression(gradient.get(name)) for name in names),
             "kept_per_column": backward.kept_per_column(lowered),
             # Floats per row of the core value a broadcast tail reads (kept after z; 0: no tail).
             "core_width": core_width(lowered),
-            "need_dinput": f"ctx.needs_input_grad[{names.index(input_operand)}]" if input_operand else "False",
-            # The shape of the input gradient the backward op returns (empty: none flows).
-            "dinput_fake": f"{input_operand}.new_empty({input_operand}.shape)" if input_operand else "x.new_empty(0)",
+            "need_dinput": " or ".join(f"ctx.needs_input_grad[{names.index(o)}]" for o in input_operands) or "False",
+            # The input gradients the backward op returns, one after another in one tensor (empty: none flows).
+            "dinput_fake": (f"{input_operands[0]}.new_empty(({' + '.join(f'{o}.numel()' for o in input_operands)},))"
+                            if input_operands else "x.new_empty(0)"),
+            # d_input split into each input's gradient, in its shape (_kgen_input_gradients)
+            "input_operands": ", ".join(input_operands),
         },
     }
 
@@ -1038,7 +1060,8 @@ def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
         "native": uses_native_backward(spec, low),
         "backward_packed_args": ", ".join(f"({ctype}) a[{k}]" for k, (_, ctype) in enumerate(back)),
         # (p.N: the row stride of a per-element operand, Dropout's mask.)
-        "backward_operands": [f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))] + ["p.N = N;"],
+        "backward_operands": ([f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))] + ["p.N = N;"]
+                              + input_gradient_slot_lines(low)),
         # grad_cols's rows: the operands' column sums, then BatchNorm's two (the entry zeroes them)
         "column_grad_rows": len(low.operands) + 2,
         "lowered": low,

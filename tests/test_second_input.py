@@ -561,6 +561,28 @@ def test_the_checks_models_called_with_x_alone_get_every_input(tmp_path, monkeyp
     assert library.calls[-1][f"operand{k}"] == f.reference.extra_inputs_for(x32)[0].data_ptr()
 
 
+def test_the_checks_that_draw_x_otherwise_draw_the_extra_inputs_alike(tmp_path):
+    """validate's randn and offset calls draw get_inputs()' tensors after x as they draw x, at its
+    rows, device and dtype (_extra_inputs); its torch.rand calls leave them to the models (the
+    reference's own draws, Reference.extra_inputs_for), as for a module with x alone."""
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import LARGE_OFFSET, _extra_inputs
+
+    out = tmp_path / "new.py"
+    result = CliRunner().invoke(main, ["generate", module_file(tmp_path, "gate_then_norm"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    f = EmittedFile(out)
+    x = torch.rand(5, IN, dtype=torch.float64)
+    assert _extra_inputs(f, x, "rand") is None
+    torch.manual_seed(0)
+    normal = _extra_inputs(f, x, "randn")
+    offset = _extra_inputs(f, x, "offset")
+    for drawn in (normal, offset):
+        assert [tuple(t.shape) for t in drawn] == [(5, OUT), (5, OUT)] and all(t.dtype == x.dtype for t in drawn)
+    assert normal[0].min() < 0 and not torch.equal(normal[0], normal[1])
+    assert all(LARGE_OFFSET <= t.min() and t.max() < LARGE_OFFSET + 1 for t in offset)
+
+
 def test_the_search_probe_runs_the_module_with_its_extra_inputs():
     """search.probe_maths runs the reference in fp64 on its get_inputs() (here on the CPU): the
     extra inputs too; the rounding of the GEMM's operands, not their absence, is its error."""

@@ -143,3 +143,73 @@ def test_bert_output_on_tokens(tokens, training):
     if training:
         failed = gate_failures(validate(f, tol=1e-4), torch.float32)
         assert not failed, failed
+
+
+def test_bench_training_reports_each_extra_input_s_gradient(files):
+    """kgen bench --training's error table: dL/dx, the parameters', then each input after x by the
+    reference's name, against fp64, ModelNew's within 10x eager's (and 1e-5)."""
+    from kgen.check.bench import bench_training
+
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    result = bench_training(files["gate_then_norm"], batch=ROWS, iters=3, rounds=1)
+    assert [n for n, *_ in result.errors][-2:] == ["residual", "gate"]
+    for name, scale, new, eager in result.errors[-2:]:
+        assert scale > 0 and new <= max(10 * eager, 1e-5), (name, scale, new, eager)
+
+
+def test_the_checks_that_vary_x_vary_the_extra_inputs_alike(files, monkeypatch):
+    """validate's NaN / Inf check poisons each input after x in turn (a NaN, then +inf and -inf,
+    in two rows), its magnitude sweep scales them as x, and its randn / offset calls draw them as
+    x: each a call with those inputs, passing against eager's pattern and the gate."""
+    from kgen.check import validate as v
+
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    seen = []
+    call = v.Trio.call
+
+    def recording(self, x, cmp, what, nan_allowed=None, extras=None):
+        seen.append((what, x, extras))
+        return call(self, x, cmp, what, nan_allowed, extras)
+
+    monkeypatch.setattr(v.Trio, "call", recording)
+    f, device = files["bert_output"], torch.device("cuda")
+    result = v.check_nonfinite_inputs(f, device, 1e-4, ROWS)
+    assert result.passed, result.detail
+    poisoned = {what: extras for what, _, extras in seen if extras is not None}
+    assert set(poisoned) == {"NaN in input_tensor", "Inf in input_tensor"}
+    assert int(torch.isnan(poisoned["NaN in input_tensor"][0]).sum()) == 2
+    assert sorted(poisoned["Inf in input_tensor"][0][torch.isinf(poisoned["Inf in input_tensor"][0])].tolist()) \
+        == [float("-inf"), float("inf")]
+    seen.clear()
+    result = v.check_magnitudes(f, device, 1e-4, ROWS)
+    assert result.passed, result.detail
+    drawn = f.reference.extra_inputs_for(seen[0][1])[0]
+    for what, x, extras in seen:
+        scale = float(what.split("* ")[1])
+        assert torch.equal(extras[0], drawn * scale), what
+    seen.clear()
+    result = v._named("offset", v._train_check(f, device, 1e-4, "offset", ROWS, 2, judge_by_fp64=True))
+    assert result.passed, result.detail
+    assert all(extras is not None and extras[0].min() >= v.LARGE_OFFSET for _, _, extras in seen)
+
+
+@pytest.mark.parametrize("script", ["compare_forward.py", "bench_training.py"])
+def test_the_scripts_run_a_module_with_a_second_input(files, script):
+    """scripts/compare_forward.py and scripts/bench_training.py give a module with an input after
+    x every input (they called the models with x alone: a TypeError)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    f = files["bert_output"]
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, str(root / "scripts" / script), str(f.reference.path), str(f.path)],
+                         capture_output=True, text=True, timeout=540,
+                         env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "err" in run.stdout or "error" in run.stdout, run.stdout

@@ -515,6 +515,95 @@ def test_extra_inputs_of_an_input_of_more_dimensions_are_taken_as_their_rows(tmp
             new(x, r.transpose(0, 1))
 
 
+LEADS_MODULE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, hidden, intermediate):
+        super().__init__()
+        self.dense = nn.Linear(intermediate, hidden)
+        self.LayerNorm = nn.LayerNorm(hidden, eps=1e-12)
+
+    def forward(self, hidden_states, input_tensor):
+        B, S, D = hidden_states.shape
+        h = self.dense(hidden_states.reshape(B * S, D)).reshape(B, S, -1)
+        return self.LayerNorm(h + {residual})
+
+
+def get_inputs():
+    return [torch.randn(4, 3, {k}), torch.randn(4, 3, {n})]
+
+
+def get_init_inputs():
+    return [{n}, {k}]
+'''
+
+
+def leads_file(tmp_path, residual: str = "input_tensor") -> str:
+    """BertOutput written over its (batch, tokens, features) input's sizes (`B, S, D = x.shape`,
+    Tracer.leads) with a (batch, tokens, N) residual."""
+    path = tmp_path / "leads.py"
+    path.write_text(LEADS_MODULE.format(residual=residual, k=IN, n=OUT))
+    return str(path)
+
+
+def test_an_extra_input_beside_a_forward_that_reads_its_input_s_sizes(tmp_path, monkeypatch):
+    """`B, S, D = x.shape` with a residual: traced on the rows as without one; trace._check_leads
+    runs the module on (B, S, .) inputs, the residual too, against the IR on their rows; the
+    oracle and its gradients are the module's in fp64; the checks' models called with rows x
+    alone give the module x and the residual as one sample of their rows; the emitted forward
+    takes both as their rows, under the reference's names."""
+    ref = Reference(leads_file(tmp_path))
+    graph = trace(ref)
+    assert graph.leads == 2 and [n.attrs["index"] for n in graph.nodes if n.kind == "input"] == [1]
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double()
+    x, r = torch.randn(2, 5, IN, dtype=torch.float64), torch.randn(2, 5, OUT, dtype=torch.float64)
+    g = torch.randn(2, 5, OUT, dtype=torch.float64)
+    leaves = [x.clone().requires_grad_(), r.clone().requires_grad_()]
+    expect = torch.autograd.grad(model(*leaves), leaves + list(model.parameters()), g)
+    with torch.no_grad():
+        torch.testing.assert_close(graph.interpret(x.reshape(-1, IN), model, r.reshape(-1, OUT)),
+                                   model(x, r).reshape(-1, OUT), rtol=1e-10, atol=1e-12)
+        grad_x, grads = graph_vjp(graph, x.reshape(-1, IN), model, g.reshape(-1, OUT), r.reshape(-1, OUT))
+    torch.testing.assert_close(grad_x, expect[0].reshape(-1, IN), rtol=1e-9, atol=1e-10)
+    torch.testing.assert_close(grads[input_path(1)], expect[1].reshape(-1, OUT), rtol=1e-9, atol=1e-10)
+    for (name, _), e in zip(model.named_parameters(), expect[2:]):
+        torch.testing.assert_close(grads[name], e, rtol=1e-9, atol=1e-10, msg=name)
+    # the checks' call with rows x alone
+    given = ref.given_extra_inputs(ref.Model)(*ref.init_args()).double()
+    given.load_state_dict(model.state_dict())
+    rows = torch.randn(7, IN, dtype=torch.float64)
+    with torch.no_grad():
+        (drawn,) = ref.extra_inputs_for(rows)
+        assert torch.equal(given(rows), model(rows[None], drawn[None])[0])
+    # the emitted file
+    spec = Spec.of(leads_file(tmp_path), 12, IN, OUT, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    text = generator.render(spec)
+    assert check_emitted(text) == []
+    module = exec_file(text)
+    library = launch_on_cpu(module, monkeypatch)
+    monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)
+    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "hidden_states", "input_tensor"]
+    (low,) = generator.lowered_parts(spec)
+    k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
+    new = module.ModelNew(OUT, IN).eval()
+    x32, r32 = x.float(), r.float()
+    with torch.no_grad():
+        assert tuple(new(hidden_states=x32, input_tensor=r32).shape) == (2, 5, OUT)
+    assert library.calls[-1]["M"] == 10 and library.calls[-1][f"operand{k}"] == r32.data_ptr()
+
+
+def test_an_extra_input_read_over_a_leading_dimension_is_refused(tmp_path):
+    """A residual the forward reduces over the tokens (a leading dimension, which its rows do not
+    have) is refused, naming the line (else _check_leads, running the module both ways with the
+    residual, would)."""
+    with pytest.raises(Unsupported, match=r"line 15: `return self.LayerNorm\(h \+ input_tensor.mean\(1, keepdim=True\)\)`"):
+        trace(Reference(leads_file(tmp_path, "input_tensor.mean(1, keepdim=True)")))
+
+
 # ---- validate, bench and the search: the models called with x alone get the extra inputs ----------
 def test_the_checks_models_called_with_x_alone_get_every_input(tmp_path, monkeypatch):
     """kgen generate writes the file; EmittedFile's Model and ModelNew, called with x alone (as the

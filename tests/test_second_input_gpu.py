@@ -213,3 +213,29 @@ def test_the_scripts_run_a_module_with_a_second_input(files, script):
                          env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
     assert run.returncode == 0, run.stderr[-3000:]
     assert "err" in run.stdout or "error" in run.stdout, run.stdout
+
+
+@pytest.fixture(scope="module")
+def leads(tmp_path_factory):
+    from test_second_input import leads_file
+
+    d = tmp_path_factory.mktemp("second_input_leads")
+    return tf32x3_wgmma_files(tmp_path_factory, "second_input_leads", {"bert": (leads_file(d), 3 * BATCH, IN, OUT)})
+
+
+def test_bert_output_written_over_its_input_s_sizes(leads):
+    """BertOutput whose forward reads `B, S, D = h.shape`, with a (batch, tokens, N) residual:
+    kgen's gate (its checks call the models with rows x alone: each input as one sample of its
+    rows) and the file on (batch, tokens, .) inputs, by keyword, against the module."""
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    f = leads["bert"]
+    failed = gate_failures(validate(f, tol=1e-4), torch.float32)
+    assert not failed, failed
+    ref, new, ref64 = _models(f, True)
+    gen = torch.Generator().manual_seed(2)
+    x, r = torch.randn(BATCH, 3, IN, generator=gen).cuda(), torch.randn(BATCH, 3, OUT, generator=gen).cuda()
+    with torch.no_grad():
+        y, y32, y64 = new(hidden_states=x, input_tensor=r), ref(x, r), ref64(x.double(), r.double())
+    assert y.shape == y64.shape
+    assert (y.double() - y64).abs().max().item() <= max(10 * (y32.double() - y64).abs().max().item(), 1e-5)

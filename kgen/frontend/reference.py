@@ -695,19 +695,23 @@ class Reference:
         `kgen_extra_inputs_through` dtype where it has one), and a call with more arguments as it
         is. Where the forward reads its (..., K) input's leading sizes (`B, S, D = x.shape`:
         trace.Tracer.leads), it cannot run on rows, so a call with rows x gives it x as one sample
-        of them, x.view(1, .., 1, R, K), and its output back as the rows' (the trace checked the
-        module computes the same at leading sizes of 1: trace._check_leads). `cls` itself otherwise."""
+        of them, x.view(1, .., 1, R, K) (and each tensor after it, (R, d), likewise), and its output
+        back as the rows' (the trace checked the module computes the same at leading sizes of 1:
+        trace._check_leads). `cls` itself otherwise."""
         leads = self._leads_read()
         if not self.extra_inputs and not leads:
             return cls
         reference = self
 
         def forward(self, x, *args, **kwargs):
-            if leads and isinstance(x, torch.Tensor) and x.dim() == 2 and not args and not kwargs:
-                out = cls.forward(self, x.reshape(*(1,) * (leads - 1), *x.shape))
-                return out.reshape(x.shape[0], *out.shape[leads:]) if out.dim() >= leads else out
             if not args and not kwargs and reference.extra_inputs:
                 args = reference.extra_inputs_for(x, getattr(self, "kgen_extra_inputs_through", None))
+            if leads and isinstance(x, torch.Tensor) and x.dim() == 2 and not kwargs and all(
+                    isinstance(t, torch.Tensor) and t.dim() == 2 for t in args):
+                # (every input as one sample of its rows: x and the tensors after it alike)
+                one = (1,) * (leads - 1)
+                out = cls.forward(self, x.reshape(*one, *x.shape), *(t.reshape(*one, *t.shape) for t in args))
+                return out.reshape(x.shape[0], *out.shape[leads:]) if out.dim() >= leads else out
             return cls.forward(self, x, *args, **kwargs)
 
         return type(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__, "__doc__": cls.__doc__,

@@ -255,7 +255,12 @@ def test_the_batch_asked_for_takes_every_input_at_its_rows(tmp_path):
     ("x, residual", "return self.dense(x) + residual", ["torch.randn(batch_size, 7)"], Unsupported,
      r"do not broadcast"),
     ("x, scale", "return self.dense(x) * scale", ["2.0"], ReferenceError,
-     r"returns 2 values \(Tensor, float\); kgen takes tensors: the module's input, then"),
+     r"returns 2 values \(Tensor, float\): value 2, 2.0, is a number, which Model.forward takes as `scale`; .* "
+     r"Write it as a constructor argument \(.* self.scale = scale, forward reads self.scale\), or as a default of "
+     r"forward's that get_inputs\(\) leaves out \(def forward\(self, x, scale=2.0\): .*\), or as a tensor of the "
+     r"input's rows \(torch.full\(\(8, 1\), 2.0\): read after the GEMM per row\)"),
+    ("x, residual, flag", "return self.dense(x) + residual", [R, "True"], ReferenceError,
+     r"value 3, True, is a number, which Model.forward takes as `flag`"),
     ("x, bias", "return self.dense(x) + bias", ["torch.randn(out_features)"], ReferenceError,
      r"shape \(16,\) .* kgen takes an extra input with the input's rows, \(8, d\)"),
     ("x, residual", "return self.dense(x) + residual", ["torch.randn(batch_size, out_features, dtype=torch.float64)"],
@@ -272,6 +277,19 @@ def test_what_is_not_taken_is_named(params, body, extras, error, said, tmp_path)
         del SPELLINGS["refused"]
     with pytest.raises(error, match=said):
         trace(Reference(path))
+
+
+@pytest.mark.parametrize("params, extras", [("x, scale=2.0", []), ("x, scale", ["torch.full((batch_size, 1), 2.0)"])])
+def test_what_the_number_s_refusal_says_to_write_is_taken(params, extras, tmp_path):
+    """The spellings the refusal of a number among get_inputs() offers: a default of forward's
+    that get_inputs() leaves out, a tensor of the input's rows (the constructor argument is any
+    module's attribute): traced, the oracle the module's."""
+    SPELLINGS["offered"] = (params, "return self.dense(x) * scale", extras)
+    try:
+        path = module_file(tmp_path, "offered")
+    finally:
+        del SPELLINGS["offered"]
+    check_oracle(Reference(path), training=False)
 
 
 # ---- the emitted file ------------------------------------------------------------------------

@@ -220,7 +220,8 @@ def leads(tmp_path_factory):
     from test_second_input import leads_file
 
     d = tmp_path_factory.mktemp("second_input_leads")
-    return tf32x3_wgmma_files(tmp_path_factory, "second_input_leads", {"bert": (leads_file(d), 12, IN, OUT)})   # (get_inputs(): 4 x 3 rows)
+    # (the batch get_inputs() gives: 4 x 3 rows)
+    return tf32x3_wgmma_files(tmp_path_factory, "second_input_leads", {"bert": (leads_file(d), 12, IN, OUT)})
 
 
 def test_bert_output_written_over_its_input_s_sizes(leads):

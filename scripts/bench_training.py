@@ -20,31 +20,28 @@ import torch
 
 from kgen.check.bench import time_calls, training_step
 from kgen.check.kinks import gradients
-from kgen.frontend.reference import Reference
+from kgen.check.loading import EmittedFile
 
 ROUNDS = 5
-
-
-def load(path):
-    ns = {"__name__": f"kgen_training_{abs(hash(path))}"}
-    exec(compile(open(path).read(), path, "exec"), ns)
-    return ns
 
 
 def main(ref_path, path):
     device = torch.device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
-    ns = load(path)
-    ref = Reference(ref_path, {"batch": ns["batch_size"], "in_features": ns["in_features"],
-                               "out_features": ns["out_features"]})
+    # The file's workload (its spec: the reference's constants live in the file's copy of it),
+    # and its Model and ModelNew as the checks call them: with x alone, a module whose
+    # get_inputs() gives tensors after the input gets the reference's draws of them at x's rows
+    # (Reference.given_extra_inputs).
+    f = EmittedFile(path, ref_path)
+    batch, in_features, out_features = f.spec.batch, f.spec.in_features, f.spec.out_features
     torch.manual_seed(0)
     with torch.device(device):
-        new = ns["ModelNew"](*ns["get_init_inputs"]())
-        eager = ref.Model(*ns["get_init_inputs"]())
+        new = f.ModelNew(*f.init_args())
+        eager = f.Model(*f.init_args())
     eager.load_state_dict(new.state_dict())
-    exact = ref.Model(*ns["get_init_inputs"]()).to(device).double()
+    exact = f.Model(*f.init_args()).to(device).double()
     exact.load_state_dict(new.state_dict())
-    x = torch.rand(ns["batch_size"], ns["in_features"], device=device)
+    x = torch.rand(batch, in_features, device=device)
     g = torch.randn(new(x).shape, device=device)
     names = ["x"] + [name for name, _ in new.named_parameters()]
     fp64 = gradients(exact, x.double(), g)
@@ -65,7 +62,7 @@ def main(ref_path, path):
             times["eager TF32 allowed"].append(time_calls(training_step(eager, g), inp, 30, grad=True).median_ms)
             torch.backends.cuda.matmul.allow_tf32 = False
             times["torch.compile fp32"].append(time_calls(training_step(compiled, g), inp, 30, grad=True).median_ms)
-        print(f"forward + backward, {layer}, batch {ns['batch_size']}, {ns['in_features']} -> {ns['out_features']}:")
+        print(f"forward + backward, {layer}, batch {batch}, {in_features} -> {out_features}:")
         eager_ms = statistics.median(times["eager fp32"])
         for label, t in times.items():
             ms = statistics.median(t)

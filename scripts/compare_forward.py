@@ -44,18 +44,24 @@ def main(ref_path, *files, dtype="fp32"):
         model64 = ref["Model"](*init).double()
         news = [ns["ModelNew"](*init) for ns in loaded]
     model64.load_state_dict(model.state_dict())
-    x = ref["get_inputs"]()[0].to(device)
+    # (get_inputs()' tensors after the input, a residual or a gate, given to every call too)
+    x, *extras = [t.to(device) for t in ref["get_inputs"]()]
     errors = []
     for new in news:
         new.load_state_dict(model.state_dict())
     model, news = model.to(DTYPES[dtype]), [new.to(DTYPES[dtype]) for new in news]
-    x = x.to(DTYPES[dtype])
-    x64 = x.double()   # the input the modules get, exactly
+    x, extras = x.to(DTYPES[dtype]), [t.to(DTYPES[dtype]) for t in extras]
+    x64, extras64 = x.double(), [t.double() for t in extras]   # the inputs the modules get, exactly
+
+    def on_x(module):
+        """module as a function of x alone (time_calls calls fn(x)), the inputs after it given."""
+        return lambda t: module(t, *extras)
+
     with torch.no_grad():
-        eager_error = (model(x).double() - model64(x64)).abs().max().item()
+        eager_error = (model(x, *extras).double() - model64(x64, *extras64)).abs().max().item()
     for new in news:
         with torch.no_grad():
-            errors.append((new(x).double() - model64(x64)).abs().max().item())
+            errors.append((new(x, *extras).double() - model64(x64, *extras64)).abs().max().item())
     rounds = {name: [] for name in ["eager", *files]}
     for r in range(ROUNDS):
         # Each file is timed right after an eager run, and the files' order alternates from
@@ -63,8 +69,8 @@ def main(ref_path, *files, dtype="fp32"):
         # slower than after eager (the GPU's clocks depend on what ran before), so every file
         # gets the same predecessor.
         for f, new in (list(zip(files, news)) if r % 2 == 0 else list(zip(files, news))[::-1]):
-            rounds["eager"].append(time_calls(model, x, 30).median_ms)
-            rounds[f].append(time_calls(new, x, 30).median_ms)
+            rounds["eager"].append(time_calls(on_x(model), x, 30).median_ms)
+            rounds[f].append(time_calls(on_x(new), x, 30).median_ms)
     eager = statistics.median(rounds["eager"])
     print(f"{torch.cuda.get_device_name(device)}; {ref_path} input {tuple(x.shape)}: eager {dtype} {eager:.3f} ms, err {eager_error:.2e}")
     for f, err in zip(files, errors):

@@ -18,6 +18,7 @@ import torch
 
 from kgen.codegen.generator import CODEGEN_DIR
 from kgen.lower import backward
+from kgen.ir.graph import INPUT_PATH, input_index
 from kgen.lower.forward import lower
 from kgen.frontend.problems import graph, load
 
@@ -125,8 +126,8 @@ void run_cta(Body body) {
 MAIN = r"""
 // stdin: M N G P, z [M][N], g [M][G], then per operand its size and values (size 0: nullptr, a
 // Dropout mask in eval mode).
-// stdout: dz [M][N], the gradient the kernel adds to the module's input read per element
-// (d_input [M][N]), then per operand its gradient (its contributions summed over the rows; a
+// stdout: dz [M][N], the gradients the kernel adds to the inputs read per element (d_input's
+// kMaxInputGradients slots, [M][N] each, a line each), then per operand its gradient (its contributions summed over the rows; a
 // one-element operand's over the row too).
 int main() {
   int M, N, G, P;
@@ -148,8 +149,9 @@ int main() {
   // kBackwardRowCtas rows (R = 4 of M = 6 rows: the last plane row has fewer).
   const int R = 4, plane_rows = (M + R - 1) / R;
   const size_t plane = static_cast<size_t>(plane_rows) * N;
-  std::vector<float> dz(M * N), contrib((BackwardRows::kSlots + 1) * plane), cache(N), pool(2 * N), dinput(M * N);
-  p.d_input = dinput.data();
+  std::vector<float> dz(M * N), contrib((BackwardRows::kSlots + 1) * plane), cache(N), pool(2 * N);
+  std::vector<std::vector<float>> dinputs(kgen::kMaxInputGradients, std::vector<float>(M * N));
+  for (int s = 0; s < kgen::kMaxInputGradients; ++s) p.d_input[s] = dinputs[s].data();
   run_cta([&] {
     float scratch[32];
     for (int m = 0; m < M; ++m) {
@@ -160,8 +162,10 @@ int main() {
   });
   for (int i = 0; i < M * N; ++i) printf("%.9g ", dz[i]);
   printf("\n");
-  for (int i = 0; i < M * N; ++i) printf("%.9g ", dinput[i]);
-  printf("\n");
+  for (const auto& dinput : dinputs) {
+    for (int i = 0; i < M * N; ++i) printf("%.9g ", dinput[i]);
+    printf("\n");
+  }
   for (int k = 0; k < P; ++k) {
     int slot = -1;
     for (int s = 0; s < BackwardRows::kSlots; ++s) if (BackwardRows::kSlotOperand[s] == k) slot = s;
@@ -179,11 +183,12 @@ int main() {
 
 def kernel_declarations() -> str:
     """The kernel library's declarations the row function uses, as the library writes them
-    (kernels/common.cuh's EpilogueParams, operand count and kinds of backward, backward.cuh's
+    (kernels/common.cuh's EpilogueParams, operand count, input gradient slots and kinds of backward, backward.cuh's
     sizes)."""
     common = (KERNELS / "common.cuh").read_text()
     sizes = (KERNELS / "backward.cuh").read_text()
     return "\n".join([re.search(r"constexpr int kMaxOperands = \d+;", common).group(0),
+                      re.search(r"constexpr int kMaxInputGradients = \d+;", common).group(0),
                       "using Operand = float;   // the fp32 build's (the harness runs its kernels)",
                       "using Param = float;",
                       "inline float as_float(float v) { return v; }",
@@ -220,10 +225,12 @@ def synthetic(tmp_path_factory):
     return {name: str(d / f"{name}.py") for name in texts}
 
 
-def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4):
+def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4, extras: tuple = ()):
     """(module, x, g, the kernel's dz plus its gradient of the module's input read per element (a
     residual: with the identity as weight, their sum is torch's dL/dx), its gradient of each
-    parameter operand by path) for `ref` at M x N -> N with the identity as weight. A Dropout draws its mask in training mode (the
+    parameter operand and of each input after x (get_inputs()' tensors `extras`, read per element:
+    a residual, a gate; each from its slot of d_input) by path) for `ref` at M x N -> N with the
+    identity as weight. A Dropout draws its mask in training mode (the
     oracle's draw right after torch.manual_seed(seed), which is the module's: the kernel reads
     it as an operand; rerun the module after the same seed to compare), none in eval mode."""
     low = lower(graph(ref, M, N, N).parts[0], False, False)
@@ -238,17 +245,18 @@ def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4):
         model.get_parameter(low.graph.gemm.attrs["weight"]).copy_(torch.eye(N))
     x = torch.rand(M, N, dtype=torch.float64) * 2 - 1
     torch.manual_seed(seed)
-    out = model(x)
+    out = model(x, *extras)
     g = torch.randn(out.shape, dtype=torch.float64)
     torch.manual_seed(seed)
     with torch.no_grad():
-        values = low.graph.part_values(x, model)
+        values = low.graph.part_values(x, model, extra_inputs=extras)
     params = dict(model.named_parameters())
     empty = torch.zeros(0, dtype=torch.float64)
     # A mask's value is mask * scale (training) or 1.0 (eval: the operand is nullptr).
-    # The module's input read per element is x.
+    # The module's input read per element is x, an input after it its tensor of extras.
     operands = [(values[n.id] if isinstance(values[n.id], torch.Tensor) else empty) if n.kind == "mask"
-                else x if n.kind == "input" else params[n.attrs["path"]].detach() for n in low.operands]
+                else ([x, *extras][input_index(n)]) if n.kind == "input" else params[n.attrs["path"]].detach()
+                for n in low.operands]
     lines = [f"{M} {N} {g[0].numel() if g.dim() > 1 else 1} {len(operands)}",
              " ".join(map(repr, x.float().flatten().tolist())), " ".join(map(repr, g.float().flatten().tolist()))]
     lines += [f"{t.numel()} " + " ".join(map(repr, t.float().flatten().tolist())) for t in operands]
@@ -256,11 +264,18 @@ def run_row_kernel(ref: str, tmp_path, training: bool = False, seed: int = 4):
                          timeout=60)
     assert run.returncode == 0, run.stderr
     rows = run.stdout.strip("\n").split("\n")
-    dz, d_input = (torch.tensor([float(v) for v in row.split()], dtype=torch.float64).reshape(M, N)
-                   for row in rows[:2])
+    slots = backward.max_input_gradients()
+    dz, *d_inputs = (torch.tensor([float(v) for v in row.split()], dtype=torch.float64).reshape(M, N)
+                     for row in rows[:1 + slots])
     grads = {n.attrs["path"]: torch.tensor([float(v) for v in row.split()], dtype=torch.float64)
-             for n, row in zip(low.operands, rows[2:]) if n.kind == "param"}
-    dz = dz + d_input
+             for n, row in zip(low.operands, rows[1 + slots:]) if n.kind == "param"}
+    sent = backward.input_gradient_paths(low)
+    assert all(torch.all(d == 0) for d in d_inputs[len(sent):])   # (the slots no input has: untouched)
+    for path, d_input in zip(sent, d_inputs):
+        if path == INPUT_PATH:
+            dz = dz + d_input
+        else:
+            grads[path] = d_input.flatten()
     return model, x, g, dz, grads
 
 
@@ -270,16 +285,34 @@ def test_row_kernel_gradients_match_autograd(ref, synthetic, tmp_path):
     check_row_kernel(synthetic.get(ref, ref), tmp_path, training=False)
 
 
-def check_row_kernel(ref: str, tmp_path, training: bool, seed: int = 4):
-    model, x, g, dz, grads = run_row_kernel(ref, tmp_path, training, seed)
+def check_row_kernel(ref: str, tmp_path, training: bool, seed: int = 4, extras: tuple = ()):
+    model, x, g, dz, grads = run_row_kernel(ref, tmp_path, training, seed, extras)
     x = x.clone().requires_grad_()
+    extras = tuple(t.clone().requires_grad_() for t in extras)
     names = list(grads)
+    leaves = [extras[int(p.strip("<>").split()[1]) - 1] if p.startswith("<input") else model.get_parameter(p)
+              for p in names]
     torch.manual_seed(seed)   # (a Dropout in training mode draws the kernel's mask again)
-    expected = torch.autograd.grad(model(x), [x] + [model.get_parameter(p) for p in names], g)
+    expected = torch.autograd.grad(model(x, *extras), [x] + leaves, g)
     scale = max(e.abs().max().item() for e in expected)
     torch.testing.assert_close(dz, expected[0], rtol=0, atol=2e-5 * scale, msg="dL/dz")
     for name, want in zip(names, expected[1:]):
         torch.testing.assert_close(grads[name], want.flatten(), rtol=0, atol=2e-5 * scale, msg=name)
+
+
+@pytest.mark.parametrize("name", ["input_and_residual", "gate_then_norm", "bert_output", "detached_input_and_residual"])
+def test_row_kernel_sends_each_input_read_per_element_its_gradient(name, tmp_path):
+    """Inputs after x read per element before a norm (tests/test_second_input.py's spellings):
+    the row kernel adds each one's gradient into its slot of d_input (backward.input_gradient_paths),
+    the module's input's too, against torch.autograd of the fp64 module; the other slots untouched."""
+    from test_second_input import module_file
+
+    ref = module_file(tmp_path, name, in_features=N, out_features=N)
+    low = lower(graph(ref, M, N, N).parts[0], False, False)
+    assert staged_without_finalize(ref) and backward.unsupported(low) is None
+    gen = torch.Generator().manual_seed(1)
+    extras = tuple(torch.rand(M, N, generator=gen, dtype=torch.float64) * 2 - 1 for _ in load(ref, M, N, N).extra_inputs)
+    check_row_kernel(ref, tmp_path, training=False, extras=extras)
 
 
 def test_the_host_check_covers_every_row_kernel_path():

@@ -72,11 +72,17 @@ long long seen[{len(names)}];
 // 1: the column sums are fp32 (the build for torch.autocast's), else bf16 (the test sets it)
 extern "C" int cols_fp32;
 int cols_fp32 = 0;
+// the floats of d_input, the inputs' gradients one after another (the test sets it): the stand-in
+// writes i + 0.25 (mod 251) at float i, where the entry is handed one
+extern "C" long long d_input_floats;
+long long d_input_floats = 0;
 extern "C" long long kgen_backward_floats_0(int M, int N, int K, long long g_numel) {{ return 5 + M; }}
 extern "C" const char* kgen_backward_packed_0(const long long* a) {{
   std::memcpy(seen, a, sizeof seen);
   const long long M = a[{at['M']}], N = a[{at['N']}], K = a[{at['K']}];
   if (a[{at['g_numel']}] == {FAIL_NUMEL}) return "the stand-in's failure";
+  float* d_input = reinterpret_cast<float*>(a[{at['d_input']}]);
+  for (long long i = 0; d_input != nullptr && i < d_input_floats; ++i) d_input[i] = float(i % 251) + 0.25f;
   if (a[{at['dz_out']}] == 0) {{
     // an fp32 module's entry: dz = 2 g, dx = dz w and dW = dz^T x where asked for (sums in double)
     const float* g = reinterpret_cast<const float*>(a[{at['g']}]);

@@ -9,13 +9,16 @@ CPU tier: the oracle against the module in fp64 in training and eval mode and in
 gradients of x, of each extra input and of the parameters against torch.autograd, over generated
 spellings; the refusals (an extra input read before the GEMM or fed to one, of a shape that does not
 broadcast to the output, a number among get_inputs()); the emitted file (its forward's signature and
-checks, the operand the kernels get, on a stand-in library; which input the backward kernels send a
-gradient; two that want one refused in the backward alone; nvcc compile-only); the models the checks,
+checks, the operand the kernels get, on a stand-in library; which inputs the backward kernels send a
+gradient, each its block of d_input, split alike by the C++ node and the Python vjp; more than the
+kernels' slots refused in the backward alone; nvcc compile-only); the models the checks,
 bench and the search call with x alone getting the extra inputs. GPU tier: tests/test_second_input_gpu.py.
 """
 
 import copy
+import ctypes
 import inspect
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -252,7 +255,12 @@ def test_the_batch_asked_for_takes_every_input_at_its_rows(tmp_path):
     ("x, residual", "return self.dense(x) + residual", ["torch.randn(batch_size, 7)"], Unsupported,
      r"do not broadcast"),
     ("x, scale", "return self.dense(x) * scale", ["2.0"], ReferenceError,
-     r"returns 2 values \(Tensor, float\); kgen takes tensors: the module's input, then"),
+     r"returns 2 values \(Tensor, float\): value 2, 2.0, is a number, which Model.forward takes as `scale`; .* "
+     r"Write it as a constructor argument \(.* self.scale = scale, forward reads self.scale\), or as a default of "
+     r"forward's that get_inputs\(\) leaves out \(def forward\(self, x, scale=2.0\): .*\), or as a tensor of the "
+     r"input's rows \(torch.full\(\(8, 1\), 2.0\): read after the GEMM per row\)"),
+    ("x, residual, flag", "return self.dense(x) + residual", [R, "True"], ReferenceError,
+     r"value 3, True, is a number, which Model.forward takes as `flag`"),
     ("x, bias", "return self.dense(x) + bias", ["torch.randn(out_features)"], ReferenceError,
      r"shape \(16,\) .* kgen takes an extra input with the input's rows, \(8, d\)"),
     ("x, residual", "return self.dense(x) + residual", ["torch.randn(batch_size, out_features, dtype=torch.float64)"],
@@ -269,6 +277,19 @@ def test_what_is_not_taken_is_named(params, body, extras, error, said, tmp_path)
         del SPELLINGS["refused"]
     with pytest.raises(error, match=said):
         trace(Reference(path))
+
+
+@pytest.mark.parametrize("params, extras", [("x, scale=2.0", []), ("x, scale", ["torch.full((batch_size, 1), 2.0)"])])
+def test_what_the_number_s_refusal_says_to_write_is_taken(params, extras, tmp_path):
+    """The spellings the refusal of a number among get_inputs() offers: a default of forward's
+    that get_inputs() leaves out, a tensor of the input's rows (the constructor argument is any
+    module's attribute): traced, the oracle the module's."""
+    SPELLINGS["offered"] = (params, "return self.dense(x) * scale", extras)
+    try:
+        path = module_file(tmp_path, "offered")
+    finally:
+        del SPELLINGS["offered"]
+    check_oracle(Reference(path), training=False)
 
 
 # ---- the emitted file ------------------------------------------------------------------------
@@ -302,7 +323,7 @@ def test_the_emitted_forward_takes_and_checks_the_extra_input_by_its_name(tmp_pa
     the IR reads it by."""
     path = module_file(tmp_path, "bert_output")
     module, library = emitted(path, monkeypatch)
-    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "x", "input_tensor"]
+    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "hidden_states", "input_tensor"]
     (low,) = generator.lowered_parts(spec_of(path))
     k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
     torch.manual_seed(0)
@@ -332,9 +353,17 @@ def test_a_tail_read_of_a_row_wide_input_is_checked_by_its_width(tmp_path, monke
             new(x, torch.randn(BATCH, OUT))
 
 
-@pytest.mark.parametrize("params, name", [("hidden, x", "input1"), ("x, w", "input1"), ("x, operand0", "input1"),
-                                          ("*args", "input1"), ("x, gate", "gate")])
-def test_an_extra_input_named_as_the_forward_names_its_own_values_is_renamed(params, name, tmp_path):
+@pytest.mark.parametrize("params, names", [
+    ("hidden, x", ["hidden", "x"]), ("x, w", ["x", "w"]), ("x, operand0", ["x", "operand0"]),
+    ("w, x", ["w", "x"]), ("torch, _kgen_checked_input", ["torch", "_kgen_checked_input"]),
+    ("*args", ["input0", "input1"]), ("x, gate", ["x", "gate"]), ("input, other", ["input", "other"]),
+])
+def test_the_emitted_forward_names_its_inputs_as_the_reference_does(params, names, tmp_path, monkeypatch):
+    """ModelNew.forward takes every input under the reference's name, even one the body binds
+    itself (x, w, operand0) or a global it reads (torch): that forward hands them to the body
+    (_kgen_forward, which names them x, input<k>); input<k> for forward(*args). A call by keyword
+    hands the kernels what the positional call does, and a check's message names the input as the
+    caller does."""
     first, _, second = params.partition(", ")
     SPELLINGS["named"] = (params, f"return self.dense({first if second else 'args[0]'}) * "
                                   f"{second if second else 'args[1]'}", [R])
@@ -342,37 +371,138 @@ def test_an_extra_input_named_as_the_forward_names_its_own_values_is_renamed(par
         path = module_file(tmp_path, "named")
     finally:
         del SPELLINGS["named"]
-    module = exec_file(generator.render(spec_of(path)))
-    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "x", name]
+    module, library = emitted(path, monkeypatch)
+    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", *names]
+    (low,) = generator.lowered_parts(spec_of(path))
+    k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
+    new = module.ModelNew(IN, OUT).eval()
+    x, r = torch.randn(BATCH, IN), torch.randn(BATCH, OUT)
+    with torch.no_grad():
+        new(x, r)
+        assert library.calls[-1][f"operand{k}"] == r.data_ptr() and library.calls[-1]["x"] == x.data_ptr()
+        new(**{names[1]: r, names[0]: x})   # (the kernels get each by its name, not its place)
+        assert library.calls[-1][f"operand{k}"] == r.data_ptr() and library.calls[-1]["x"] == x.data_ptr()
+        with pytest.raises(TypeError, match=rf"expects {names[1]} \(input 2\) a torch.Tensor"):
+            new(x, 2.0)
+        with pytest.raises(ValueError, match=rf"reads {names[1]} per element|reads {names[1]} of 16 features"):
+            new(x, r[:, :5])
 
 
-@pytest.mark.parametrize("name, sends", [("bert_output", True), ("act_plus_residual", True),
-                                         ("detached_residual", False), ("row_scale", True),
-                                         ("detached_input_and_residual", True)])
-def test_one_input_read_after_the_gemm_gets_its_gradient_from_the_kernels(name, sends, tmp_path):
-    """The staged kernels (d_input) and the broadcast tail (its input leaf) send one input its
-    gradient: here the extra one, which the op's backward returns for that operand."""
+@pytest.mark.parametrize("name, sends", [
+    ("bert_output", ["<input 1>"]), ("act_plus_residual", ["<input 1>"]), ("detached_residual", []),
+    ("row_scale", ["<input 1>"]), ("detached_input_and_residual", ["<input 1>"]),
+    # two inputs wanting gradients: the module's and an extra one, two extra ones (per element
+    # before a norm, or in the broadcast tail)
+    ("input_and_residual", ["<input>", "<input 1>"]), ("gate_then_norm", ["<input 2>", "<input 1>"]),
+    ("addcmul", ["<input 2>", "<input 1>"]),
+])
+def test_each_input_read_after_the_gemm_gets_its_gradient_from_the_kernels(name, sends, tmp_path):
+    """The staged kernels (EpilogueParams::d_input, a slot per input) and the broadcast tail (its
+    input leaves) send each input read without a detach its gradient, in the operands' order; the
+    op's backward returns them for those operands (their gradients' values: the GPU tier)."""
     (low,) = generator.lowered_parts(spec_of(module_file(tmp_path, name)))
     assert backward.unsupported(low) is None
-    assert backward.input_gradient(low) == sends
+    assert backward.input_gradient_paths(low) == sends
     part = generator.op_part(low)
-    k = next(j for j, n in enumerate(low.operands) if n.kind == "input" and n.attrs["path"] == input_path(1))
-    assert (f"input_operand='operand{k}'" in part["backward"]["call"]) == sends
-    assert (part["backward"]["need_dinput"] != "False") == sends
+    operand = {n.attrs["path"]: f"operand{k}" for k, n in enumerate(low.operands) if n.kind == "input"}
+    assert f"input_operands={tuple(operand[p] for p in sends)!r}" in part["backward"]["call"]
+    assert part["backward"]["need_dinput"] == (" or ".join(
+        f"ctx.needs_input_grad[{part['names'].split(', ').index(operand[p])}]" for p in sends) or "False")
+    gradients = generator.op_gradients(low)
+    for path, name in operand.items():   # (a detached read gets none)
+        assert gradients[name] == (("input", sends.index(path)) if path in sends else None), path
 
 
-@pytest.mark.parametrize("name, named", [("input_and_residual", "the module's input and get_inputs()' tensor 2"),
-                                         ("gate_then_norm", "get_inputs()' tensor 2 and get_inputs()' tensor 3"),
-                                         ("addcmul", "get_inputs()' tensor 2 and get_inputs()' tensor 3")])
-def test_two_inputs_sending_gradients_are_refused_in_the_backward_alone(name, named, tmp_path):
-    """The kernels send one input's gradient (EpilogueParams::d_input, the tail's input leaf): a
-    part that reads two inputs each wanting a gradient (the module's and an extra one, or two extra
-    ones; per element before a norm, or in the tail) has a forward and a backward that raises
-    naming both; the module's own input detached, it has both (above)."""
+@pytest.mark.parametrize("name", ["input_and_residual", "gate_then_norm", "addcmul", "row_scale"])
+def test_the_input_gradients_are_split_where_the_kernels_put_them(name, tmp_path, monkeypatch):
+    """The C entry points each d_input slot into its one buffer (input_gradient_slot_lines, at
+    M * (a N + b)); the file allocates that buffer (_kgen_input_gradient_buffer) and splits it
+    (_kgen_input_gradients) into each input's gradient, in its shape: each piece starts where the
+    C entry's slot does, for batches and widths other than the traced ones too."""
+    import re
+
     path = module_file(tmp_path, name)
     (low,) = generator.lowered_parts(spec_of(path))
-    assert backward.unsupported(low) == (f"no backward kernel yet for the gradients of two inputs read after the "
-                                         f"GEMM ({named}); train with the reference module")
+    module, _ = emitted(path, monkeypatch)
+    lines = generator.input_gradient_slot_lines(low)
+    sends = backward.input_gradient_paths(low)
+    assert len(lines) == len(sends) >= 1
+    reads = {n.attrs["path"]: n for n in low.operands if n.kind == "input"}
+    traced_n = low.traced.out_features
+    for M, N in [(1, traced_n), (7, traced_n)] + ([(5, 40)] if not low.tail else []):
+        shapes = [(M, N if reads[p].level == "tile" else int(reads[p].shape[1])) for p in sends]
+        args = {f"r{j}": torch.empty(shape) for j, shape in enumerate(shapes)}
+        buffer = module._kgen_input_gradient_buffer(args, tuple(args))
+        assert buffer.dtype == torch.float32 and buffer.numel() == sum(M * w for _, w in shapes)
+        assert torch.all(buffer == 0)   # (the kernels add into it)
+        buffer = torch.arange(buffer.numel(), dtype=torch.float32)
+        pieces = module._kgen_input_gradients(buffer, tuple(args.values()))
+        for slot, (line, piece, shape) in enumerate(zip(lines, pieces, shapes)):
+            a, b = map(int, re.search(rf"p\.d_input\[{slot}\] = .* \* \((\d+)LL \* N \+ (\d+)\);", line).groups())
+            assert tuple(piece.shape) == shape and piece.flatten()[0].item() == M * (a * N + b), (line, M, N)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
+@pytest.mark.parametrize("name", ["gate_then_norm", "input_and_residual"])
+def test_the_node_and_the_python_vjp_hand_each_input_its_block_of_d_input(name, tmp_path, monkeypatch):
+    """Eager training's C++ node (native_backward.cpp, kInputGrad) and the Python vjp (the
+    torch.compile path) split the entry's one d_input buffer alike: each input read after the GEMM
+    gets its block, in the slots' order (backward.input_gradient_paths), in its shape. The entry
+    is test_native_backward's host stand-in, which writes float i + 0.25 (mod 251) at d_input[i]
+    (the kernels' values: the GPU tier); the node built with torch's headers (~15 s)."""
+    from test_native_backward import _stand_in_library, _stub
+
+    path = module_file(tmp_path, name)
+    (low,) = generator.lowered_parts(spec_of(path))
+    module = exec_file(generator.render(spec_of(path)))
+    library, _, _ = _stand_in_library(module, tmp_path)
+    module._kgen_native_module()
+    _stub(monkeypatch, module, library)
+    M, K, N = 5, SAME_WIDTH_IN(path), OUT
+    sends = backward.input_gradient_paths(low)
+    assert len(sends) == 2
+    ctypes.c_longlong.in_dll(library, "d_input_floats").value = len(sends) * M * N
+    gen = torch.Generator().manual_seed(0)
+    args = {"x": torch.randn(M, K, generator=gen), "w": torch.randn(N, K, generator=gen)}
+    operand = {}
+    for k, n in enumerate(low.operands):
+        args[f"operand{k}"] = torch.randn((M, N) if n.kind == "input" else (N,), generator=gen)
+        operand[n.attrs["path"]] = f"operand{k}"
+    g = torch.randn(M, N, generator=gen)
+
+    def gradients():
+        leaves = {name: t.clone().requires_grad_() for name, t in args.items()}
+        x, w = leaves.pop("x"), leaves.pop("w")
+        out = module._kgen_part_call(0, x, w, training=1, autocast=0, keep_z=1, **leaves)[0]
+        grads = torch.autograd.grad(out, [leaves[operand[p]] for p in sends], g)
+        return out.grad_fn.name(), grads
+
+    written = (torch.arange(len(sends) * M * N) % 251).float() + 0.25
+    node, native = gradients()
+    assert "PartNode" in node
+    monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", "1")
+    node, python = gradients()
+    assert "PartNode" not in node
+    for slot, (a, b) in enumerate(zip(native, python)):
+        block = written[slot * M * N:(slot + 1) * M * N].view(M, N)
+        assert torch.equal(a, block) and torch.equal(b, block), sends[slot]
+
+
+def test_more_inputs_wanting_gradients_than_the_kernels_have_slots_are_refused_in_the_backward(tmp_path):
+    """kgen::kMaxInputGradients (kernels/common.cuh, read by backward.max_input_gradients) inputs
+    send gradients at once; a part reading more has a forward and a backward that raises naming them."""
+    count = backward.max_input_gradients() + 1
+    names = [f"r{k}" for k in range(1, count + 1)]
+    SPELLINGS["many"] = (", ".join(["x", *names]), "return self.LayerNorm(self.dense(x) + " + " + ".join(
+        f"{k} * {n}" for k, n in enumerate(names, 1)) + ")", [R] * count)
+    try:
+        path = module_file(tmp_path, "many")
+    finally:
+        del SPELLINGS["many"]
+    (low,) = generator.lowered_parts(spec_of(path))
+    named = ", ".join(f"get_inputs()' tensor {k}" for k in range(2, count + 2))
+    assert backward.unsupported(low) == (f"no backward kernel yet for the gradients of more than {count - 1} inputs "
+                                         f"read after the GEMM ({named}); train with the reference module")
     assert check_emitted(generator.render(spec_of(path))) == []
 
 
@@ -401,6 +531,95 @@ def test_extra_inputs_of_an_input_of_more_dimensions_are_taken_as_their_rows(tmp
         with pytest.raises(ValueError, match=r"expects input_tensor of x's leading dimensions, \(8, 3\), and its "
                                              r"own last, got \(3, 8, 16\)"):
             new(x, r.transpose(0, 1))
+
+
+LEADS_MODULE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, hidden, intermediate):
+        super().__init__()
+        self.dense = nn.Linear(intermediate, hidden)
+        self.LayerNorm = nn.LayerNorm(hidden, eps=1e-12)
+
+    def forward(self, hidden_states, input_tensor):
+        B, S, D = hidden_states.shape
+        h = self.dense(hidden_states.reshape(B * S, D)).reshape(B, S, -1)
+        return self.LayerNorm(h + {residual})
+
+
+def get_inputs():
+    return [torch.randn(4, 3, {k}), torch.randn(4, 3, {n})]
+
+
+def get_init_inputs():
+    return [{n}, {k}]
+'''
+
+
+def leads_file(tmp_path, residual: str = "input_tensor") -> str:
+    """BertOutput written over its (batch, tokens, features) input's sizes (`B, S, D = x.shape`,
+    Tracer.leads) with a (batch, tokens, N) residual."""
+    path = tmp_path / "leads.py"
+    path.write_text(LEADS_MODULE.format(residual=residual, k=IN, n=OUT))
+    return str(path)
+
+
+def test_an_extra_input_beside_a_forward_that_reads_its_input_s_sizes(tmp_path, monkeypatch):
+    """`B, S, D = x.shape` with a residual: traced on the rows as without one; trace._check_leads
+    runs the module on (B, S, .) inputs, the residual too, against the IR on their rows; the
+    oracle and its gradients are the module's in fp64; the checks' models called with rows x
+    alone give the module x and the residual as one sample of their rows; the emitted forward
+    takes both as their rows, under the reference's names."""
+    ref = Reference(leads_file(tmp_path))
+    graph = trace(ref)
+    assert graph.leads == 2 and [n.attrs["index"] for n in graph.nodes if n.kind == "input"] == [1]
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double()
+    x, r = torch.randn(2, 5, IN, dtype=torch.float64), torch.randn(2, 5, OUT, dtype=torch.float64)
+    g = torch.randn(2, 5, OUT, dtype=torch.float64)
+    leaves = [x.clone().requires_grad_(), r.clone().requires_grad_()]
+    expect = torch.autograd.grad(model(*leaves), leaves + list(model.parameters()), g)
+    with torch.no_grad():
+        torch.testing.assert_close(graph.interpret(x.reshape(-1, IN), model, r.reshape(-1, OUT)),
+                                   model(x, r).reshape(-1, OUT), rtol=1e-10, atol=1e-12)
+        grad_x, grads = graph_vjp(graph, x.reshape(-1, IN), model, g.reshape(-1, OUT), r.reshape(-1, OUT))
+    torch.testing.assert_close(grad_x, expect[0].reshape(-1, IN), rtol=1e-9, atol=1e-10)
+    torch.testing.assert_close(grads[input_path(1)], expect[1].reshape(-1, OUT), rtol=1e-9, atol=1e-10)
+    for (name, _), e in zip(model.named_parameters(), expect[2:]):
+        torch.testing.assert_close(grads[name], e, rtol=1e-9, atol=1e-10, msg=name)
+    # the checks' call with rows x alone
+    given = ref.given_extra_inputs(ref.Model)(*ref.init_args()).double()
+    given.load_state_dict(model.state_dict())
+    rows = torch.randn(7, IN, dtype=torch.float64)
+    with torch.no_grad():
+        (drawn,) = ref.extra_inputs_for(rows)
+        assert torch.equal(given(rows), model(rows[None], drawn[None])[0])
+    # the emitted file
+    spec = Spec.of(leads_file(tmp_path), 12, IN, OUT, math="tf32x3", backend="wgmma", fusion=1, tile=WGMMA_TILE)
+    text = generator.render(spec)
+    assert check_emitted(text) == []
+    module = exec_file(text)
+    library = launch_on_cpu(module, monkeypatch)
+    monkeypatch.setattr(module, "_kgen_checked_input", lambda x, weight: x)
+    assert list(inspect.signature(module.ModelNew.forward).parameters) == ["self", "hidden_states", "input_tensor"]
+    (low,) = generator.lowered_parts(spec)
+    k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
+    new = module.ModelNew(OUT, IN).eval()
+    x32, r32 = x.float(), r.float()
+    with torch.no_grad():
+        assert tuple(new(hidden_states=x32, input_tensor=r32).shape) == (2, 5, OUT)
+    assert library.calls[-1]["M"] == 10 and library.calls[-1][f"operand{k}"] == r32.data_ptr()
+
+
+def test_an_extra_input_read_over_a_leading_dimension_is_refused(tmp_path):
+    """A residual the forward reduces over the tokens (a leading dimension, which its rows do not
+    have) is refused, naming the line (else _check_leads, running the module both ways with the
+    residual, would)."""
+    with pytest.raises(Unsupported, match=r"line 15: `return self.LayerNorm\(h \+ input_tensor.mean\(1, keepdim=True\)\)`"):
+        trace(Reference(leads_file(tmp_path, "input_tensor.mean(1, keepdim=True)")))
 
 
 # ---- validate, bench and the search: the models called with x alone get the extra inputs ----------
@@ -449,6 +668,28 @@ def test_the_checks_models_called_with_x_alone_get_every_input(tmp_path, monkeyp
     assert library.calls[-1][f"operand{k}"] == f.reference.extra_inputs_for(x32)[0].data_ptr()
 
 
+def test_the_checks_that_draw_x_otherwise_draw_the_extra_inputs_alike(tmp_path):
+    """validate's randn and offset calls draw get_inputs()' tensors after x as they draw x, at its
+    rows, device and dtype (_extra_inputs); its torch.rand calls leave them to the models (the
+    reference's own draws, Reference.extra_inputs_for), as for a module with x alone."""
+    from kgen.check.loading import EmittedFile
+    from kgen.check.validate import LARGE_OFFSET, _extra_inputs
+
+    out = tmp_path / "new.py"
+    result = CliRunner().invoke(main, ["generate", module_file(tmp_path, "gate_then_norm"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    f = EmittedFile(out)
+    x = torch.rand(5, IN, dtype=torch.float64)
+    assert _extra_inputs(f, x, "rand") is None
+    torch.manual_seed(0)
+    normal = _extra_inputs(f, x, "randn")
+    offset = _extra_inputs(f, x, "offset")
+    for drawn in (normal, offset):
+        assert [tuple(t.shape) for t in drawn] == [(5, OUT), (5, OUT)] and all(t.dtype == x.dtype for t in drawn)
+    assert normal[0].min() < 0 and not torch.equal(normal[0], normal[1])
+    assert all(LARGE_OFFSET <= t.min() and t.max() < LARGE_OFFSET + 1 for t in offset)
+
+
 def test_the_search_probe_runs_the_module_with_its_extra_inputs():
     """search.probe_maths runs the reference in fp64 on its get_inputs() (here on the CPU): the
     extra inputs too; the rounding of the GEMM's operands, not their absence, is its error."""
@@ -461,7 +702,8 @@ def test_the_search_probe_runs_the_module_with_its_extra_inputs():
 
 
 # ---- nvcc, compile only ------------------------------------------------------------------------
-COMPILED = [("bert_output", "wgmma"), ("act_plus_residual", "kgen")]
+COMPILED = [("bert_output", "wgmma"), ("act_plus_residual", "kgen"), ("input_and_residual", "wgmma"),
+            ("addcmul", "kgen")]
 
 
 def _source(name: str, backend: str, folder) -> str:
@@ -469,12 +711,15 @@ def _source(name: str, backend: str, folder) -> str:
 
 
 @nvcc_prefetch(lambda p: sm90a_check(_source(p["name"], p["backend"], prefetch_dir("second_input", p))))
-@pytest.mark.parametrize("name, backend", COMPILED, ids=["rows_wgmma", "tail_mma"])
+@pytest.mark.parametrize("name, backend", COMPILED, ids=["rows_wgmma", "tail_mma", "two_rows_wgmma", "two_tail_mma"])
 def test_the_extra_input_read_and_its_gradient_compile(name, backend):
     from test_compile import NVCC, SM90A, compile_check, spills
 
     source = _source(name, backend, prefetch_dir("second_input", {"name": name, "backend": backend}))
-    assert ("p.d_input[" in source) == (name == "bert_output")
+    # (each input's slot of d_input: the stages add into it per element, the tail through kInputSlot)
+    slots = 2 if name in ("input_and_residual", "addcmul") else 1
+    assert [f"p.d_input[{j}] = d_input == nullptr" in source for j in range(3)] == [j < slots for j in range(3)]
+    assert ("p.d_input[1][" in source) == (name == "input_and_residual")
     if NVCC is None:
         pytest.skip("nvcc not on PATH")
     assert spills(compile_check(source, (SM90A,))) == []

@@ -22,11 +22,9 @@ CASES = ["bert_output", "residual_after_layernorm", "act_plus_residual", "gate_t
          "softmax_with_mask", "detached_residual", "addcmul", "input_and_residual",
          "detached_input_and_residual"]
 ROWS = 257   # (an odd batch: the GEMM's last tile and the row kernel's last rows partly empty)
-# Two inputs read after the GEMM that want gradients: the forward is taken, the backward refused
-# (tests/test_second_input.py::test_two_inputs_sending_gradients_are_refused_in_the_backward_alone).
-TWO_GRADIENTS = {"addcmul": r"get_inputs\(\)' tensor 2 and get_inputs\(\)' tensor 3",
-                 "gate_then_norm": r"get_inputs\(\)' tensor 2 and get_inputs\(\)' tensor 3",
-                 "input_and_residual": r"the module's input and get_inputs\(\)' tensor 2"}
+# Two inputs read after the GEMM that want gradients (d_input's two slots): the module's and an
+# extra one per element before a norm, two extra ones before a norm and in the broadcast tail.
+TWO_GRADIENTS = ["addcmul", "gate_then_norm", "input_and_residual"]
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +67,18 @@ def _run(model, inputs, g, seed):
     return y.detach().double(), [None if d is None else d.double() for d in grads]
 
 
+@pytest.mark.parametrize("autograd", ["node", "python"])
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
-@pytest.mark.parametrize("name", [c for c in CASES if c not in TWO_GRADIENTS])
-def test_the_file_against_the_module_with_every_input(files, name, training):
+@pytest.mark.parametrize("name", CASES)
+def test_the_file_against_the_module_with_every_input(files, name, training, autograd, monkeypatch):
     """ModelNew(x, residual) as the user calls it: its output and the gradients of x, of each extra
-    input (none where the module reads it detached) and of the parameters, against the fp64 module,
-    within 10x eager fp32's error (and 1e-5)."""
+    input (none where the module reads it detached; two inputs read after the GEMM each get theirs)
+    and of the parameters, against the fp64 module, within 10x eager fp32's error (and 1e-5);
+    through eager training's C++ node and through the Python vjp (torch.compile's path)."""
     if not HOPPER:
         pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    if autograd == "python":
+        monkeypatch.setenv("KGEN_PYTHON_AUTOGRAD", "1")
     f = files[name]
     ref, new, ref64 = _models(f, training)
     inputs = [t.cuda() for t in f.reference.inputs(ROWS)]
@@ -93,29 +95,8 @@ def test_the_file_against_the_module_with_every_input(files, name, training):
     for k, (e, a, b) in enumerate(zip(exact, eager, got)):
         assert (b is None) == (e is None), k   # (an input read detached gets none, as in torch)
         assert error(b, e) <= max(10 * error(a, e), 1e-5), (k, error(b, e), error(a, e))
-
-
-@pytest.mark.parametrize("name", sorted(TWO_GRADIENTS))
-def test_two_inputs_wanting_gradients_run_forward_and_name_both_in_backward(files, name):
-    """Two inputs read after the GEMM, each wanting a gradient: the forward is the module's (in
-    training mode too); the backward raises naming both (one input's gradient has kernels)."""
-    if not HOPPER:
-        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
-    f = files[name]
-    for training in (False, True):
-        ref, new, ref64 = _models(f, training)
-        inputs = [t.cuda() for t in f.reference.inputs(ROWS)]
-        with torch.no_grad():
-            torch.cuda.manual_seed(3)
-            y = new(*inputs).double()
-            torch.cuda.manual_seed(3)
-            y32 = ref(*inputs).double()
-            torch.cuda.manual_seed(3)
-            y64 = ref64(*(t.double() for t in inputs))
-        assert (y - y64).abs().max().item() <= max(10 * (y32 - y64).abs().max().item(), 1e-5)
-    leaves = [t.requires_grad_() for t in inputs]
-    with pytest.raises(RuntimeError, match=TWO_GRADIENTS[name]):
-        new(*leaves).sum().backward()
+    if name in TWO_GRADIENTS:
+        assert all(d is not None for d in got[:len(inputs)])
 
 
 def test_the_extra_input_is_checked_on_the_gpu(files):
@@ -162,3 +143,100 @@ def test_bert_output_on_tokens(tokens, training):
     if training:
         failed = gate_failures(validate(f, tol=1e-4), torch.float32)
         assert not failed, failed
+
+
+def test_bench_training_reports_each_extra_input_s_gradient(files):
+    """kgen bench --training's error table: dL/dx, the parameters', then each input after x by the
+    reference's name, against fp64, ModelNew's within 10x eager's (and 1e-5)."""
+    from kgen.check.bench import bench_training
+
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    result = bench_training(files["gate_then_norm"], batch=ROWS, iters=3, rounds=1)
+    assert [n for n, *_ in result.errors][-2:] == ["residual", "gate"]
+    for name, scale, new, eager in result.errors[-2:]:
+        assert scale > 0 and new <= max(10 * eager, 1e-5), (name, scale, new, eager)
+
+
+def test_the_checks_that_vary_x_vary_the_extra_inputs_alike(files, monkeypatch):
+    """validate's NaN / Inf check poisons each input after x in turn (a NaN, then +inf and -inf,
+    in two rows), its magnitude sweep scales them as x, and its randn / offset calls draw them as
+    x: each a call with those inputs, passing against eager's pattern and the gate."""
+    from kgen.check import validate as v
+
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    seen = []
+    call = v.Trio.call
+
+    def recording(self, x, cmp, what, nan_allowed=None, extras=None):
+        seen.append((what, x, extras))
+        return call(self, x, cmp, what, nan_allowed, extras)
+
+    monkeypatch.setattr(v.Trio, "call", recording)
+    f, device = files["bert_output"], torch.device("cuda")
+    result = v.check_nonfinite_inputs(f, device, 1e-4, ROWS)
+    assert result.passed, result.detail
+    poisoned = {what: extras for what, _, extras in seen if extras is not None}
+    assert set(poisoned) == {"NaN in input_tensor", "Inf in input_tensor"}
+    assert int(torch.isnan(poisoned["NaN in input_tensor"][0]).sum()) == 2
+    assert sorted(poisoned["Inf in input_tensor"][0][torch.isinf(poisoned["Inf in input_tensor"][0])].tolist()) \
+        == [float("-inf"), float("inf")]
+    seen.clear()
+    result = v.check_magnitudes(f, device, 1e-4, ROWS)
+    assert result.passed, result.detail
+    drawn = f.reference.extra_inputs_for(seen[0][1])[0]
+    for what, x, extras in seen:
+        scale = float(what.split("* ")[1])
+        assert torch.equal(extras[0], drawn * scale), what
+    seen.clear()
+    result = v._named("offset", v._train_check(f, device, 1e-4, "offset", ROWS, 2, judge_by_fp64=True))
+    assert result.passed, result.detail
+    assert all(extras is not None and extras[0].min() >= v.LARGE_OFFSET for _, _, extras in seen)
+
+
+@pytest.mark.parametrize("script", ["compare_forward.py", "bench_training.py"])
+def test_the_scripts_run_a_module_with_a_second_input(files, script):
+    """scripts/compare_forward.py and scripts/bench_training.py give a module with an input after
+    x every input (they called the models with x alone: a TypeError)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    f = files["bert_output"]
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, str(root / "scripts" / script), str(f.reference.path), str(f.path)],
+                         capture_output=True, text=True, timeout=540,
+                         env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "err" in run.stdout or "error" in run.stdout, run.stdout
+
+
+@pytest.fixture(scope="module")
+def leads(tmp_path_factory):
+    from test_second_input import leads_file
+
+    d = tmp_path_factory.mktemp("second_input_leads")
+    # (the batch get_inputs() gives: 4 x 3 rows)
+    return tf32x3_wgmma_files(tmp_path_factory, "second_input_leads", {"bert": (leads_file(d), 12, IN, OUT)})
+
+
+def test_bert_output_written_over_its_input_s_sizes(leads):
+    """BertOutput whose forward reads `B, S, D = h.shape`, with a (batch, tokens, N) residual:
+    kgen's gate (its checks call the models with rows x alone: each input as one sample of its
+    rows) and the file on (batch, tokens, .) inputs, by keyword, against the module."""
+    if not HOPPER:
+        pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
+    f = leads["bert"]
+    failed = gate_failures(validate(f, tol=1e-4), torch.float32)
+    assert not failed, failed
+    ref, new, ref64 = _models(f, True)
+    gen = torch.Generator().manual_seed(2)
+    x, r = torch.randn(BATCH, 3, IN, generator=gen).cuda(), torch.randn(BATCH, 3, OUT, generator=gen).cuda()
+    with torch.no_grad():
+        y, y32, y64 = new(hidden_states=x, input_tensor=r), ref(x, r), ref64(x.double(), r.double())
+    assert y.shape == y64.shape
+    assert (y.double() - y64).abs().max().item() <= max(10 * (y32.double() - y64).abs().max().item(), 1e-5)

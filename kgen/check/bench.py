@@ -20,7 +20,7 @@ import time
 import torch
 
 from kgen.check.loading import EmittedFile
-from kgen.check.validate import Trio, may_kink
+from kgen.check.validate import Trio, extra_input_gradients, may_kink
 from kgen.tune.configs import gate_tolerance, precision_name
 
 FLUSH_BYTES = 256 * 1024 * 1024
@@ -336,6 +336,14 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
             expect = gradients(ref64, x.double(), judged.double(), reset)
             new_grads = gradients(new, x, judged.to(dtype), reset)
             eager_grads = gradients(ref, x, judged.to(dtype), reset)
+        if f.reference.extra_inputs:
+            # get_inputs()' tensors after the input (a residual, a gate): their gradients too, as
+            # validate's gradient check takes them (zeros where none flows)
+            # (from the RNG state of the forwards above: one Dropout mask)
+            names += f.spec.graph().extra_input_names
+            expect = [*expect, *extra_input_gradients(f, ref64, x.double(), judged.double(), rng, dtype)]
+            new_grads = [*new_grads, *extra_input_gradients(f, new, x, judged.to(dtype), rng)]
+            eager_grads = [*eager_grads, *extra_input_gradients(f, ref, x, judged.to(dtype), rng)]
         errors = [(n, e.abs().max().item() if e.numel() else 0.0, _max_error(a, e), _max_error(b, e))
                   for n, e, a, b in zip(names, expect, new_grads, eager_grads)]
         del expect, new_grads, eager_grads

@@ -370,25 +370,31 @@ class Trio:
             m.train(mode)
 
     def call(self, x: torch.Tensor, cmp: Comparison, what: str,
-             nan_allowed: dict[str, torch.Tensor] | None = None):
+             nan_allowed: dict[str, torch.Tensor] | None = None, extras: list | None = None):
         """One forward of all three on x; compares outputs, buffers, and that x is untouched.
         `nan_allowed`: per "output" or buffer name, where ModelNew may be NaN whatever eager is.
+        `extras`: get_inputs()' tensors after the input, in the module's dtype, where the check
+        varies them as it varies x (_extra_inputs); None: as drawn (Reference.extra_inputs_for).
         Eager fp32's output and buffers stay in `last_eager` (keyed the same way)."""
         nan_allowed = nan_allowed or {}
-        before = x.clone()
+        before = [t.clone() for t in [x, *(extras or ())]]
+        ref_model, new_model, ref64_model = self.ref, self.new, self.ref64
+        if extras:
+            ref_model, new_model = _Given(self.ref, extras), _Given(self.new, extras)
+            ref64_model = _Given(self.ref64, [e.double() for e in extras])
         # Each forward starts from one RNG state: a Dropout in training mode draws the same mask
         # in all three (ModelNew draws torch's own, kgen.frontend.trace.Tracer.dropout).
         rng = torch.cuda.get_rng_state(x.device)
-        jumps = jump_mask(self.ref64, x.double(), lambda: torch.cuda.set_rng_state(rng, x.device)) \
+        jumps = jump_mask(ref64_model, x.double(), lambda: torch.cuda.set_rng_state(rng, x.device)) \
             if self.may_jump else None
         torch.cuda.set_rng_state(rng, x.device)
         with torch.no_grad():
-            ref = self.ref(x)
+            ref = ref_model(x)
             torch.cuda.set_rng_state(rng, x.device)
-            ref64 = self.ref64(x.double())
+            ref64 = ref64_model(x.double())
             _poison_allocator(ref.numel(), x.device)   # the block ModelNew's output will get
             torch.cuda.set_rng_state(rng, x.device)
-            out = self.new(x)
+            out = new_model(x)
         torch.cuda.synchronize()
         cmp.add(f"{what} output", out, ref, ref64, nan_allowed.get("output"), jumps)
         self.last_eager = {"output": ref}
@@ -401,7 +407,7 @@ class Trio:
             elif not torch.equal(new_buffers[name], buf):
                 cmp.ok = False
                 cmp.failures.append(f"{what} {name} differs")
-        if not _same_values(before, x):
+        if not all(_same_values(b, t) for b, t in zip(before, [x, *(extras or ())])):
             cmp.ok = False
             cmp.failures.append(f"{what} modified its input")
         return out
@@ -474,6 +480,20 @@ def _inputs(f, kind: str, batch: int, device, dtype: torch.dtype = torch.float32
     raise ValueError(kind)
 
 
+def _extra_inputs(f, x: torch.Tensor, kind: str) -> list[torch.Tensor] | None:
+    """get_inputs()' tensors after the input for a check's call on x, drawn as x is (`kind`,
+    _inputs): "rand" the reference's own draws (None: the models take them themselves,
+    Reference.extra_inputs_for), "randn" and "offset" of their shapes; None where there are none."""
+    if kind == "rand" or not f.reference.extra_inputs:
+        return None
+    shapes = [(x.shape[0], *t.shape[1:]) for t in f.reference.extra_inputs]
+    if kind == "randn":
+        return [torch.randn(shape, device=x.device).to(x.dtype) for shape in shapes]
+    if kind == "offset":
+        return [(torch.rand(shape, device=x.device) + LARGE_OFFSET).to(x.dtype) for shape in shapes]
+    raise ValueError(kind)
+
+
 def _run(name: str, body: Callable[[], CheckResult]) -> CheckResult:
     """A check that raises is a failed check, with the first line of the error as its detail."""
     try:
@@ -504,7 +524,8 @@ def _train_check(f, device, tol, kind, batch, trials, judge_by_fp64=False, momen
         trio = Trio(f, device, momentum_none=momentum_none, dtype=dtype)
         cmp = Comparison(tol, judge_by_fp64)
         for t in range(trials):
-            trio.call(_inputs(f, kind, batch, device, dtype), cmp, f"call {t}")
+            x = _inputs(f, kind, batch, device, dtype)
+            trio.call(x, cmp, f"call {t}", extras=_extra_inputs(f, x, kind))
         return cmp.result("")
     return body
 
@@ -678,6 +699,16 @@ def check_nonfinite_inputs(f, device, tol, batch, dtype=torch.float32) -> CheckR
     cmp.infinities_may_become_nan = True
     split = getattr(f.spec, "math", None) in SPLIT_OPERAND_MATHS
     trio.call(inf_x, cmp, "Inf input", nan_allowed=reached if split else None)
+    # get_inputs()' tensors after the input (a residual, a gate, read after the GEMM) poisoned
+    # alike, each alone, at the same rows: a NaN, then +inf and -inf (no split GEMM reads them)
+    for k, (what, extra) in enumerate(zip(f.spec.graph().extra_input_names, f.reference.extra_inputs_for(x))):
+        for label, values in (("NaN", (float("nan"),) * 2), ("Inf", (float("inf"), float("-inf")))):
+            trio = None
+            trio = Trio(f, device, dtype=dtype)
+            extras = [t.clone() for t in f.reference.extra_inputs_for(x)]
+            for (r, c), value in zip(_poisoned_positions(*extra.shape), values):
+                extras[k][r, c] = value
+            trio.call(x, cmp, f"{label} in {what}", extras=extras)
     cmp.infinities_may_become_nan = False
     return cmp.result("NaN and Inf in input rows")
 
@@ -729,7 +760,10 @@ def check_magnitudes(f, device, tol, batch, dtype=torch.float32) -> CheckResult:
         trio.train(False)
     cmp = Comparison(tol, judge_by_fp64=True)
     for scale in MAGNITUDES:
-        trio.call(_inputs(f, "rand", batch, device, dtype) * scale, cmp, f"x * {scale:g}")
+        # (get_inputs()' tensors after the input, a residual, scaled alike)
+        x = _inputs(f, "rand", batch, device, dtype)
+        extras = [t * scale for t in f.reference.extra_inputs_for(x)] or None
+        trio.call(x * scale, cmp, f"x * {scale:g}", extras=extras)
     r = cmp.result(MAGNITUDE_CHECK)
     if tol >= OFFSET_GATES_BELOW_TOL and not r.passed and not cmp.pattern_failed:
         r.passed = True
@@ -829,14 +863,14 @@ def check_gradients(f, device, tol, batch, training: bool, dtype=torch.float32) 
         cmp.add(f"dL/d({what})", a, b, c)
     if f.reference.extra_inputs:   # get_inputs()' tensors after the input: their gradients too
         with eager_matmul_math(f.spec.math if dtype == torch.float32 else "", f.spec.family):
-            ref = _extra_input_gradients(f, trio.ref, x, g, rng)
-        for what, a, b, c in zip(f.spec.graph().extra_input_names, _extra_input_gradients(f, trio.new, x, g, rng),
-                                 ref, _extra_input_gradients(f, trio.ref64, x.double(), g, rng, dtype)):
+            ref = extra_input_gradients(f, trio.ref, x, g, rng)
+        for what, a, b, c in zip(f.spec.graph().extra_input_names, extra_input_gradients(f, trio.new, x, g, rng),
+                                 ref, extra_input_gradients(f, trio.ref64, x.double(), g, rng, dtype)):
             cmp.add(f"dL/d({what})", a, b, c)
     return _with_note(cmp.result(name), kink_note)
 
 
-def _extra_input_gradients(f, model, x, g, rng: torch.Tensor, through=None) -> list[torch.Tensor]:
+def extra_input_gradients(f, model, x, g, rng: torch.Tensor, through=None) -> list[torch.Tensor]:
     """The gradient of each of get_inputs()' tensors after the input (zeros where none flows: one
     read detached), `model` called on x and them (Reference.extra_inputs_for, rounded `through`
     the module's dtype for the fp64 copy) from the CUDA RNG state `rng`; its buffers as they were."""

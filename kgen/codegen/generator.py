@@ -116,11 +116,30 @@ def backward_args(lowered: Lowered) -> list[tuple[str, str]]:
     return base + operand_args(lowered)
 
 
+def input_gradient_slot_lines(lowered: Lowered) -> list[str]:
+    """C statements pointing each slot of EpilogueParams::d_input (backward.input_gradient_paths)
+    into the entry's one d_input buffer: the inputs' gradients one after another, each in its
+    input's shape, (M, N) where the stages read it per element (its width is the GEMM's N, which
+    the forward checks), else (M, d) as traced (the broadcast tail's N is the traced one), as the
+    emitted file's _kgen_input_gradients and native_backward.cpp's kInputGrad split it."""
+    reads = {n.attrs["path"]: n for n in lowered.operands if n.kind == "input"}
+    lines, per_n, columns = [], 0, 0
+    for slot, path in enumerate(backward.input_gradient_paths(lowered)):
+        lines.append(f"p.d_input[{slot}] = d_input == nullptr ? nullptr : d_input + static_cast<long long>(M) * "
+                     f"({per_n}LL * N + {columns});  // {path}")
+        if reads[path].level == "tile":
+            per_n += 1
+        else:
+            columns += int(reads[path].shape[1])
+    return lines
+
+
 def op_gradients(lowered: Lowered) -> dict[str, tuple | None]:
     """The backward's gradient of each input of a part's op that takes one, by name: ("dx",),
     ("dw",), ("row", k, length, operand) row k of the column sums [P][N] (then BatchNorm's dβ and
     dγ rows), its first `length` values (None: all), in the shape of `operand` (None: as it is);
-    ("input",) a broadcast tail's gradient of the module's input; None: no gradient flows. What
+    ("input", slot) the gradient of an input read after the GEMM, d_input's block `slot`
+    (backward.input_gradient_paths); None: no gradient flows. What
     the output's gradient does not reach (behind a detach, or computed under no_grad) gets None,
     as torch gives it, not the zeros the kernels compute for it."""
     operands = [f"operand{k}" for k in range(len(lowered.operands))]
@@ -141,11 +160,14 @@ def op_gradients(lowered: Lowered) -> dict[str, tuple | None]:
 
 
 def _gradient_expression(gradient: tuple | None) -> str:
-    """An op_gradients entry as the Python vjp computes it (from dx, dw, column_grads, d_input)."""
+    """An op_gradients entry as the Python vjp computes it (from dx, dw, column_grads and d_inputs,
+    d_input split into its inputs' gradients)."""
     if gradient is None:
         return "None"
+    if gradient[0] == "input":
+        return f"d_inputs[{gradient[1]}]"
     if gradient[0] != "row":
-        return {"dx": "dx", "dw": "dw", "input": "d_input"}[gradient[0]]
+        return {"dx": "dx", "dw": "dw"}[gradient[0]]
     _, row, length, operand = gradient
     rows = f"column_grads[{row}]" if length is None else f"column_grads[{row}, :{length}]"
     return rows if operand is None else f"{rows}.reshape({operand}.shape)"
@@ -185,13 +207,10 @@ def op_part(lowered: Lowered) -> dict:
     reason = backward.unsupported(lowered)
     operands = [f"operand{k}" for k in range(len(lowered.operands))]
     gradient = op_gradients(lowered)
-    # The input read after the GEMM (the module's, or an extra one) that a gradient flows to
-    # through that read (one at most where the part has a backward: backward.unsupported).
-    sent = backward.input_gradient_paths(lowered)
-    input_operand = next((f"operand{k}" for k, n in enumerate(lowered.operands)
-                          if n.kind == "input" and n.attrs["path"] in sent), None)
-    if reason is not None:
-        input_operand = None
+    # The inputs read after the GEMM (the module's, extra ones) that a gradient flows to through
+    # that read, in d_input's order (backward.input_gradient_paths).
+    inputs = {n.attrs["path"]: f"operand{k}" for k, n in enumerate(lowered.operands) if n.kind == "input"}
+    input_operands = [] if reason is not None else [inputs[path] for path in backward.input_gradient_paths(lowered)]
     # The C entry's arguments after BASE_ARGS, as the part's body hands them to _kgen_launch: a
     # tensor the kernels only read, made contiguous and 16-byte aligned first (the body keeps the
     # copy alive until the launch); one they update in place, as it is; by data pointer (None:
@@ -220,15 +239,18 @@ def op_part(lowered: Lowered) -> dict:
                                    ["need_dx: int", "need_dw: int", "need_dinput: int"]),
             "names": ", ".join(["x", "w"] + operands + ["z"]),
             "call": ", ".join(["x", "w", "z", "need_dx", "need_dw", "need_dinput"] + [f"{n}={n}" for n in operands]
-                              + [f"input_operand={input_operand!r}"]),
+                              + [f"input_operands={tuple(input_operands)!r}"]),
             "params": len(operands),
             "grads": ", ".join(_gradient_expression(gradient.get(name)) for name in names),
             "kept_per_column": backward.kept_per_column(lowered),
             # Floats per row of the core value a broadcast tail reads (kept after z; 0: no tail).
             "core_width": core_width(lowered),
-            "need_dinput": f"ctx.needs_input_grad[{names.index(input_operand)}]" if input_operand else "False",
-            # The shape of the input gradient the backward op returns (empty: none flows).
-            "dinput_fake": f"{input_operand}.new_empty({input_operand}.shape)" if input_operand else "x.new_empty(0)",
+            "need_dinput": " or ".join(f"ctx.needs_input_grad[{names.index(o)}]" for o in input_operands) or "False",
+            # The input gradients the backward op returns, one after another in one tensor (empty: none flows).
+            "dinput_fake": (f"{input_operands[0]}.new_empty(({' + '.join(f'{o}.numel()' for o in input_operands)},))"
+                            if input_operands else "x.new_empty(0)"),
+            # d_input split into each input's gradient, in its shape (_kgen_input_gradients)
+            "input_operands": ", ".join(input_operands),
         },
     }
 
@@ -358,6 +380,43 @@ def extra_input_params(parts: list[Lowered]) -> list[str]:
     return [name if name.isidentifier() and not keyword.iskeyword(name) and name not in taken
             and not re.fullmatch(r"(operand|weight)\d+|_kgen.*", name) else f"input{k}"
             for k, name in enumerate(traced.extra_input_names, 1)]
+
+
+def input_params(parts: list[Lowered]) -> list[str]:
+    """The public ModelNew.forward's names for get_inputs()' tensors, as the reference's forward
+    names them (`hidden_states, input_tensor`), so that a caller may give them by keyword; input<k>
+    for forward(*args) and where the name cannot be one of its parameters (self, a keyword, a
+    parameter traced at its default, a name taken twice). That forward reads no name but self and
+    its parameters (public_forward), so any other name is free there."""
+    traced = parts[-1].traced
+    names = [traced.input_name or "input0", *traced.extra_input_names]
+    taken = {"self"} | {name for name, _ in traced.forward_defaults}
+    out: list[str] = []
+    for k, name in enumerate(names):
+        if not name.isidentifier() or keyword.iskeyword(name) or name in taken or name in out:
+            name = next(n for n in [f"input{k}", *(f"input{k}_{j}" for j in range(len(names)))]
+                        if n not in names and n not in taken and n not in out)
+        out.append(name)
+    return out
+
+
+def public_forward(parts: list[Lowered]) -> dict | None:
+    """ModelNew.forward where the reference names its inputs otherwise than the body does (x,
+    then extra_input_params): a forward under the reference's names (input_params) that passes
+    them on to the body, _kgen_forward; None where the names are the body's own."""
+    public, body = input_params(parts), ["x", *extra_input_params(parts)]
+    if public == body:
+        return None
+    defaults = [name for name, _ in parts[-1].traced.forward_defaults]
+    return {"params": ", ".join(public + [f"{name}={_literal(d)}" for name, d in parts[-1].traced.forward_defaults]),
+            "args": ", ".join(public + [f"{name}={name}" for name in defaults]),
+            "names": ", ".join(public), "body_names": ", ".join(body)}
+
+
+def input_labels(parts: list[Lowered]) -> dict[str, str]:
+    """The body's name of each input after x -> the public forward's (input_params): what the
+    checks' messages call it."""
+    return dict(zip(extra_input_params(parts), input_params(parts)[1:]))
 
 
 def rows_input(spec: Spec) -> str:
@@ -508,9 +567,10 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     if reads_input:
         lines.append("module_input = x  # read again after the GEMM (a residual): as it comes, not converted")
     extras = extra_input_params(parts)
+    labels = input_labels(parts)
     for k, name in enumerate(extras, 1):
         # (as x is checked: a tensor of x's device and dtype, with x's rows; its width by the part that reads it)
-        lines.append(f"_kgen_checked_extra_input({name}, x, {name!r}, {k + 1})")
+        lines.append(f"_kgen_checked_extra_input({name}, x, {labels[name]!r}, {k + 1})")
     lines += ["x = _kgen_checked_input(x, weight0)",
               "autocast = int(_kgen_autocast_build(x))  # (the ops' build: its kernels read the parameters in fp32)"]
     sizes = parts[-1].traced.sizes_read
@@ -545,7 +605,7 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
             lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
                          f"and its epilogue{then}")
         keeps_z = backward.has_kernels(lowered)
-        call = _part_lines(lowered, f"weight{k}", lines, keeps_z, extras)
+        call = _part_lines(lowered, f"weight{k}", lines, keeps_z, extras, labels)
         op = f"_kgen_part_call({k}, {', '.join(call)})"
         last = k + 1 == len(parts)
         if keeps_z and not lowered.batchnorm:
@@ -620,11 +680,12 @@ def _sequence_arg(lowered: Lowered) -> str:
     return ", sequence=True" if lowered.graph.batchnorms[0].attrs.get("sequence") else ""
 
 
-def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, extras: list[str] = ()) -> list[str]:
+def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, extras: list[str] = (),
+                labels: dict[str, str] | None = None) -> list[str]:
     """Append the checks of one part's weight (read (out, in) into the local `w_nk`) and
     operands to `lines`; return its op call's arguments. A part with backward kernels keeps z
     when autograd will want its backward. `extras`: the forward's names of get_inputs()'
-    tensors after x (extra_input_params)."""
+    tensors after x (extra_input_params); `labels`: what the messages call them (input_labels)."""
     gemm = lowered.graph.gemm
     weight = gemm.attrs["weight"]
     lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r}, autocast, operand=True)")
@@ -658,13 +719,14 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, ex
             continue
         if node.kind == "input" and input_index(node):
             name, width = extras[input_index(node) - 1], node.shape[1]
+            label = (labels or {}).get(name, name)
             if node.level == "tile":   # read at m * N + n by the stages: N is its width
                 lines += [f"if {name}.shape[1] != n:",
-                          f"    raise ValueError(f'this ModelNew reads {name} per element as a (batch, {{n}}) "
+                          f"    raise ValueError(f'this ModelNew reads {label} per element as a (batch, {{n}}) "
                           f"value; got {{{name}.shape[1]}} features')"]
             else:
                 lines += [f"if {name}.shape[1] != {width}:",
-                          f"    raise ValueError(f'this ModelNew reads {name} of {width} features after the GEMM "
+                          f"    raise ValueError(f'this ModelNew reads {label} of {width} features after the GEMM "
                           f"(its kernels were generated for them); got {{{name}.shape[1]}}')"]
             lines.append(f"operand{k} = {name}")
             call.append(f"operand{k}=operand{k}")
@@ -1007,7 +1069,8 @@ def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
         "native": uses_native_backward(spec, low),
         "backward_packed_args": ", ".join(f"({ctype}) a[{k}]" for k, (_, ctype) in enumerate(back)),
         # (p.N: the row stride of a per-element operand, Dropout's mask.)
-        "backward_operands": [f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))] + ["p.N = N;"],
+        "backward_operands": ([f"p.operand[{k}] = operand{k};" for k in range(len(low.operands))] + ["p.N = N;"]
+                              + input_gradient_slot_lines(low)),
         # grad_cols's rows: the operands' column sums, then BatchNorm's two (the entry zeroes them)
         "column_grad_rows": len(low.operands) + 2,
         "lowered": low,
@@ -1337,6 +1400,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
     # (whether a GEMM of the file splits w into fp16 halves: only then the Python that keeps splits)
     splits_w = kernel_needs(spec, parts).fp16x3
     module_name = re.sub(r"\W", "_", ref.name)   # (the reference's copy's, in the emitted file)
+    # (the body's forward: ModelNew.forward itself, or _kgen_forward under a forward of the reference's names)
+    body_forward = "_kgen_forward" if public_forward(parts) else "forward"
     text = _ENV.get_template("model_new.py.j2").render(
         header=checker_safe_header(render_header(spec, measured)),
         spec=spec,
@@ -1361,7 +1426,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         title=checker_safe(sentence(ref.docstring() or f"ModelNew for {spec.problem_name}")),
         has_batchnorm=any(low.batchnorm for low in parts),
         out_shapes=[out_shape(low) for low in parts],
-        forward_lines=(device_context_lines(parts, "self._kgen_forward_rows" if rows or token else "self.forward")
+        forward_lines=(device_context_lines(parts, "self._kgen_forward_rows" if rows or token else f"self.{body_forward}")
                        + forward_lines(parts, sixteen_bit_builds(spec))),
         called_modules=called_modules_literal(parts[-1].traced.called_modules),
         weight_methods=weight_methods(parts),
@@ -1370,7 +1435,10 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         forward_params=forward_params(parts),
         extra_inputs=bool(extra_input_params(parts)),
         # (a (..., features) input's: each taken as its rows, as x is, by the forward's wrapper)
-        extra_input_names=extra_input_params(parts) if rows and spec.reference().feature_dims == 1 else [],
+        extra_input_names=(list(input_labels(parts).items()) if rows and spec.reference().feature_dims == 1
+                           else []),
+        public_forward=public_forward(parts),
+        body_forward=body_forward,
         forward_call_args=forward_call_args(parts),
         rows_input=rows,
         # (a (batch, tokens, features) input of which the first GEMM reads one token: the forward

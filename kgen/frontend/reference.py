@@ -23,6 +23,7 @@ import __future__
 import ast
 import contextlib
 import hashlib
+import inspect
 import sys
 import types
 from pathlib import Path
@@ -487,6 +488,30 @@ class Reference:
         """Every numeric module-level constant as the workload has it (overrides applied)."""
         return {name: self.module.__dict__[name] for name in self.defaults}
 
+    def _number_input_message(self, inputs: list, k: int) -> str:
+        """Why get_inputs()' number at place k (after the input: `return [x, 0.5]` with
+        `forward(self, x, scale)`) is refused, and the spellings kgen takes for it instead, with
+        the forward's name for it and its value: a constructor argument, a default of the
+        forward's that get_inputs() leaves out, or a tensor of the input's rows."""
+        value = inputs[k]
+        try:
+            params = [p for p in inspect.signature(self.Model.forward).parameters.values()][1:]
+        except (TypeError, ValueError):
+            params = []
+        name = params[k].name if k < len(params) and params[k].kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) else f"input{k}"
+        kinds = ", ".join("None" if v is None else type(v).__name__ for v in inputs)
+        leading = (", ".join(map(str, inputs[0].shape[:-1])) if isinstance(inputs[0], torch.Tensor)
+                   and inputs[0].dim() >= 2 else "batch_size")
+        rows = f"torch.full(({leading}, 1), {value!r})"
+        return (f"{self.path}: get_inputs() returns {len(inputs)} values ({kinds}): value {k + 1}, {value!r}, is a "
+                f"number, which Model.forward takes as `{name}`; kgen takes tensors there (the module's input, then "
+                "tensors its forward reads after the GEMM) and does not pass a number to its kernels at run time. "
+                f"Write it as a constructor argument (get_init_inputs() returns it, __init__ keeps "
+                f"self.{name} = {name}, forward reads self.{name}), or as a default of forward's that get_inputs() "
+                f"leaves out (def forward(self, x, {name}={value!r}): the file is made for that value), or as a "
+                f"tensor of the input's rows ({rows}: read after the GEMM per row)")
+
     def _read_workload(self):
         # KernelBench calls the module as model(*get_inputs()): a list or tuple of the forward's
         # arguments (any iterable unpacks so, a generator too: read here, on the meta device). A
@@ -512,6 +537,9 @@ class Reference:
                 raise ReferenceError(f"{self.path}: get_inputs() / get_init_inputs() raised "
                                      f"{type(e).__name__}: {said(e)}") from None
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        number = next((k for k, v in enumerate(inputs) if isinstance(v, (bool, int, float)) and k), None)
+        if tensors and number is not None:
+            raise ReferenceError(self._number_input_message(inputs, number))
         if not inputs or len(tensors) != len(inputs):
             kinds = ", ".join("None" if v is None else type(v).__name__ for v in inputs)
             raise ReferenceError(f"{self.path}: get_inputs() returns {len(inputs)} value"
@@ -765,23 +793,27 @@ class Reference:
         `kgen_extra_inputs_through` dtype where it has one), and a call with more arguments as it
         is. Where the forward reads its (..., K) input's leading sizes (`B, S, D = x.shape`:
         trace.Tracer.leads), it cannot run on rows, so a call with rows x gives it x as one sample
-        of them, x.view(1, .., 1, R, K), and its output back as the rows' (the trace checked the
-        module computes the same at leading sizes of 1: trace._check_leads). Where its first GEMM
-        reads one token of a (batch, tokens, features) input (token_of), a call with that token's
-        rows x gives the forward the input around them (tokens_around). `cls` itself otherwise."""
+        of them, x.view(1, .., 1, R, K) (and each tensor after it, (R, d), likewise), and its output
+        back as the rows' (the trace checked the module computes the same at leading sizes of 1:
+        trace._check_leads). Where its first GEMM reads one token of a (batch, tokens, features)
+        input (token_of), a call with that token's rows x gives the forward the input around them
+        (tokens_around). `cls` itself otherwise."""
         leads = self._leads_read()
         if not self.extra_inputs and not leads and self.token_of is None:
             return cls
         reference = self
 
         def forward(self, x, *args, **kwargs):
-            if leads and isinstance(x, torch.Tensor) and x.dim() == 2 and not args and not kwargs:
-                out = cls.forward(self, x.reshape(*(1,) * (leads - 1), *x.shape))
-                return out.reshape(x.shape[0], *out.shape[leads:]) if out.dim() >= leads else out
             if not args and not kwargs and reference.extra_inputs:
                 args = reference.extra_inputs_for(x, getattr(self, "kgen_extra_inputs_through", None))
             if reference.token_of is not None and isinstance(x, torch.Tensor) and x.dim() == 2:
                 x = reference.tokens_around(x)
+            if leads and isinstance(x, torch.Tensor) and x.dim() == 2 and not kwargs and all(
+                    isinstance(t, torch.Tensor) and t.dim() == 2 for t in args):
+                # (every input as one sample of its rows: x and the tensors after it alike)
+                one = (1,) * (leads - 1)
+                out = cls.forward(self, x.reshape(*one, *x.shape), *(t.reshape(*one, *t.shape) for t in args))
+                return out.reshape(x.shape[0], *out.shape[leads:]) if out.dim() >= leads else out
             return cls.forward(self, x, *args, **kwargs)
 
         return type(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__, "__doc__": cls.__doc__,

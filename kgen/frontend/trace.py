@@ -2577,6 +2577,7 @@ class Tracer:
         extra_index = {n: i for i, n in enumerate(placeholders) if i and not str(n.target).startswith("*")}
         self.extra_input_names = ([str(n.target) for n in extra_index] if extra_index else
                                   [f"input{k}" for k in range(1, given)])   # (forward(*args): args[k])
+        self.input_name = None if str(placeholders[0].target).startswith("*") else str(placeholders[0].target)
         for fx_node in fx_graph.nodes:
             self._locate(fx_node)
             self.fx_node = fx_node
@@ -5132,6 +5133,7 @@ def _trace(ref: Reference, leads: int = 0) -> Graph:
     check_upcasts(ref, tracer.upcasts)
     graph.forward_defaults = tracer.forward_defaults
     graph.extra_input_names = tracer.extra_input_names
+    graph.input_name = tracer.input_name
     graph.sizes_read = tracer.sizes_read
     graph.called_modules = tracer.called_modules
     graph.hyperparameters = hyperparameters_read(ref, graph)
@@ -5483,12 +5485,6 @@ def _check_leads(ref: Reference, graph: Graph) -> None:
     k = int(shape[-1])
     where = (f"{ref.path}: the input is (..., {k}) (shape {shape}) and the forward reads its leading sizes; kgen "
              f"traced it as the same module on its rows, x.reshape(-1, {k})")
-    if getattr(ref, "extra_inputs", ()):
-        # (the check below and the trace's lead markers know one input; the extras' leading sizes
-        # would be the rows' here, so nothing is promised for them)
-        raise Unsupported(f"{where}; with inputs after the first (get_inputs() gives {1 + len(ref.extra_inputs)}) "
-                          "kgen does not take that yet: view the input to its rows outside the module, or pass "
-                          "a (batch, features) input")
     meta = ref.meta_model()
     elements = sum(t.numel() for t in (*meta.parameters(), *meta.buffers()))
     if elements > ROWS_CHECK_MAX_ELEMENTS:
@@ -5502,12 +5498,18 @@ def _check_leads(ref: Reference, graph: Graph) -> None:
             for weights, model in _fp64_models(ref):
                 for lead in leads:
                     x = torch.randn(*lead, k, dtype=torch.float64)
+                    # (get_inputs()' tensors after the input, (..., d) of its leading sizes, as
+                    # Reference._extra_input takes them: the IR reads their rows)
+                    extras = [torch.randn(*lead, int(t.shape[-1]), dtype=torch.float64)
+                              for t in getattr(ref, "extra_inputs", ())]
                     for training in ((False,) if graph.dropouts else (True, False)):
                         model.train(training)
                         twin = copy.deepcopy(model)
                         with torch.no_grad():
-                            whole = model(x.clone())
-                            rows = rows_output(graph.interpret(x.reshape(-1, k), twin), lead, at_dim)
+                            whole = model(x.clone(), *(t.clone() for t in extras))
+                            rows = rows_output(graph.interpret(x.reshape(-1, k), twin,
+                                                               *(t.reshape(-1, t.shape[-1]) for t in extras)),
+                                               lead, at_dim)
                         at = f"in {'training' if training else 'eval'} mode, on a {tuple(x.shape)} input, parameters {weights}"
                         if whole.shape != rows.shape or not torch.allclose(whole, rows, rtol=1e-9, atol=1e-12, equal_nan=True):
                             differ = ("" if whole.shape != rows.shape else

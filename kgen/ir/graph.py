@@ -313,6 +313,9 @@ class Graph:
     # hidden_states, input_tensor)`: ["input_tensor"]; forward(*args): args[1] is "input1"):
     # ModelNew.forward takes them under these names (generator.extra_input_params).
     extra_input_names: list = dataclasses.field(default_factory=list)
+    # Model.forward's name for its input (`hidden_states`; None for forward(*args)): ModelNew.forward
+    # takes it under this name too (generator.input_params), so a call by keyword works.
+    input_name: str | None = None
     # Where the forward reads a feature dimension's size as a number ((line, text): x.size(1),
     # x.shape[-1], math.sqrt(x.size(-1))): the trace baked that number in, so the emitted file
     # runs at the traced in_features and out_features only, and says so for others.

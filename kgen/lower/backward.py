@@ -32,7 +32,9 @@ emitted file's backward() raises with that message.
 
 from __future__ import annotations
 
+import functools
 import re
+from pathlib import Path
 
 from kgen.ir import ops
 from kgen.ir.derivatives import cuda_vjp
@@ -108,14 +110,15 @@ def _missing_kernel(lowered: Lowered) -> str | None:
     for n in lowered.graph.live():
         if n.kind == "input" and n.level != "tile":
             return f"no backward kernel yet for a read of the module's input outside a broadcast tail{_where(n)}"
-    # The kernels send one input's gradient (EpilogueParams::d_input, TailBackward's kInput leaf):
-    # the module's input or an extra one (get_inputs()' tensor after it, `forward(self, x, residual)`),
-    # whichever the part reads, not two.
+    # The kernels send each input read after the GEMM its gradient (EpilogueParams::d_input, one
+    # slot per input: the module's and the extra ones, get_inputs()' tensors after it), up to
+    # kgen::kMaxInputGradients of them.
     sent = sorted({input_index(n) for n in [*lowered.tail, *lowered.graph.live()]
                    if n.kind == "input" and not n.attrs["detached"]})
-    if len(sent) > 1:   # (input_gradient_paths, by index: the module's input first)
-        named = " and ".join(f"get_inputs()' tensor {k + 1}" if k else "the module's input" for k in sent)
-        return f"no backward kernel yet for the gradients of two inputs read after the GEMM ({named})"
+    if len(sent) > max_input_gradients():
+        named = ", ".join(f"get_inputs()' tensor {k + 1}" if k else "the module's input" for k in sent)
+        return (f"no backward kernel yet for the gradients of more than {max_input_gradients()} inputs read "
+                f"after the GEMM ({named})")
     width = lowered.traced.out_features if lowered.traced is not None else None
     for n in lowered.tail:
         if n.kind not in ("param", "const", "input", "pointwise"):
@@ -287,7 +290,7 @@ def _batchnorm_structs(lowered: Lowered) -> list[str]:
     reverse, adjoint = _elementwise_vjp(graph, prefix_nodes, t, dt, value)
     params = [n for n in prefix_nodes if n.kind == "param"]
     tail = [f"c[{operands[n.attrs['path']]}] = {adjoint[n.id]};" for n in params]
-    tail += [_input_gradient_line(n, adjoint[n.id]) for n in prefix_nodes if n.kind == "input"]
+    tail += [_input_gradient_line(n, adjoint[n.id], lowered) for n in prefix_nodes if n.kind == "input"]
     prefix = _element_struct(
         "BackwardPrefix", "// BatchNorm's input gradient from g, the gradient of its output (batch statistics or running\n"
         "// ones), then the ops before BatchNorm in reverse, to dz; c[k]: parameter k's contributions.",
@@ -303,6 +306,7 @@ class _RowReverse:
     added to (the row kernel adds several rows into one plane row: kernels/backward.cuh)."""
 
     def __init__(self, lowered: Lowered):
+        self.lowered = lowered
         self.graph = graph = lowered.graph
         self.operands = operand_index(lowered)
         self.b = boundary(graph)
@@ -647,7 +651,7 @@ class _RowReverse:
         out += self._collect([q for q in self.row_collected if self.collected_by[q.id] is None], resolved)
         lines, adjoint, _ = self.element_pass(resolved, set(), final=True)
         lines.append(f"kgen::store_as(dst + n, {adjoint[self.b]});")
-        lines += [_input_gradient_line(n, f"din{n.id}") for n in self.live if n.kind == "input"]
+        lines += [_input_gradient_line(n, f"din{n.id}", self.lowered) for n in self.live if n.kind == "input"]
         for k, n in enumerate(self.params):
             extra = f" + (n == 0 ? rowc{k} : 0.0f)" if n.level == "scalar" else ""
             lines.append(f"contrib[{k} * plane + n] += cp{k}{extra};")
@@ -844,16 +848,18 @@ struct Backward {{
 def operand_gradients(lowered: Lowered) -> list[tuple | None]:
     """What each operand's gradient is: ("row", k, length) the first `length` values of row k of
     the backward's column sums (None: all N; a one-element parameter's total is at [k][0]), in the
-    operand's shape; ("input",) the broadcast tail's gradient of the module's input; None where
-    none flows (Dropout's mask: drawn, not learned, torch sends it no gradient; an input read
-    detached). The Python vjp's expressions and the C++ node's plan are both written from it
+    operand's shape; ("input", slot) the gradient of an input read after the GEMM (the module's,
+    an extra one), d_input's slot `slot` (input_gradient_paths); None where none flows (Dropout's
+    mask: drawn, not learned, torch sends it no gradient; an input read detached). The Python
+    vjp's expressions and the C++ node's plan are both written from it
     (codegen.generator.op_gradients)."""
     out: list[tuple | None] = []
     for k, n in enumerate(lowered.operands):
         if n.kind == "mask":
             out.append(None)
-        elif n.kind == "input":   # the module's input (or an extra one) read after the GEMM
-            out.append(("input",) if n.attrs["path"] in input_gradient_paths(lowered) else None)
+        elif n.kind == "input":   # the module's input (or an extra one) read after the GEMM: its slot
+            sent = input_gradient_paths(lowered)
+            out.append(("input", sent.index(n.attrs["path"])) if n.attrs["path"] in sent else None)
         elif n.level == "scalar":
             out.append(("row", k, 1))
         elif n.level != "col" and _numel(n.attrs["shape"]) != lowered.graph.out_features:
@@ -904,17 +910,32 @@ def input_gradient(lowered: Lowered) -> bool:
 def input_gradient_paths(lowered: Lowered) -> list[str]:
     """The operand paths of the inputs read after the GEMM that the part sends a gradient to (a
     read that is not detached): the module's input's, INPUT_PATH, or an extra input's
-    (graph.input_path). At most one has kernels (_missing_kernel): EpilogueParams::d_input."""
+    (graph.input_path), in the operands' order: input j's gradient is EpilogueParams::d_input[j]
+    in the kernels, and the j-th block of the one fp32 buffer the caller hands them (each block
+    its input's shape, in this order: generator.input_gradient_slot_lines, the emitted file's
+    _kgen_input_gradients and native_backward.cpp's kInputGrad split it alike)."""
     reads = [*lowered.tail, *lowered.graph.live()]
-    return sorted({n.attrs["path"] for n in reads if n.kind == "input" and not n.attrs["detached"]})
+    sent = {n.attrs["path"] for n in reads if n.kind == "input" and not n.attrs["detached"]}
+    return list(dict.fromkeys(n.attrs["path"] for n in lowered.operands if n.kind == "input" and n.attrs["path"] in sent))
 
 
-def _input_gradient_line(node: Node, adjoint: str) -> str:
-    """The statement adding an element's gradient of the module's input, read at (m, n) by the
-    stages (a tile value: K = N), to EpilogueParams::d_input; none for a detached read."""
+@functools.cache
+def max_input_gradients() -> int:
+    """kgen::kMaxInputGradients (kernels/common.cuh, the one place of it): EpilogueParams::d_input's
+    slots, the inputs read after the GEMM whose gradients one part's kernels send."""
+    text = (Path(__file__).resolve().parent.parent / "codegen" / "kernels" / "common.cuh").read_text()
+    return int(re.search(r"inline constexpr int kMaxInputGradients = (\d+);", text)[1])
+
+
+def _input_gradient_line(node: Node, adjoint: str, lowered: Lowered) -> str:
+    """The statement adding an element's gradient of an input read at (m, n) by the stages (a tile
+    value: its width is N) to its slot of EpilogueParams::d_input (input_gradient_paths); none for
+    a detached read."""
     if node.attrs["detached"]:
         return f"(void){adjoint};  // x.detach() (line {node.line}): no gradient"
-    return f"if (p.d_input != nullptr) p.d_input[static_cast<long long>(m) * p.N + n] += {adjoint};"
+    slot = input_gradient_paths(lowered).index(node.attrs["path"])
+    return (f"if (p.d_input[{slot}] != nullptr) p.d_input[{slot}][static_cast<long long>(m) * p.N + n] += {adjoint};"
+            f"  // {node.attrs['path']}")
 
 
 def tail_backward_struct(lowered: Lowered | None) -> str:
@@ -928,6 +949,7 @@ def tail_backward_struct(lowered: Lowered | None) -> str:
     if lowered is None or not lowered.tail:
         return ("struct TailBackward {  // no broadcast tail\n  static constexpr int kLeaves = 0;\n"
                 "  static constexpr int kOperand[1] = {0};\n  static constexpr bool kInput[1] = {false};\n"
+                "  static constexpr int kInputSlot[1] = {0};\n"
                 "  static long long count(int, int) { return 0; }\n  static long long reduced(int, int) { return 0; }\n"
                 "  template <int kLeaf>\n  __device__ static __forceinline__ float grad(long long, long long, const float*, "
                 "const float*, int, const kgen::EpilogueParams&) { return 0.f; }\n};")
@@ -966,24 +988,26 @@ def tail_backward_struct(lowered: Lowered | None) -> str:
             for a, grad in zip(n.args, grads):
                 if grad is not None and a in adjoint:
                     lines.append(f"{adjoint[a]} += {grad};")
-        what = ("the core value" if k == 0 else "the module's input" if leaf.kind == "input"
-                else leaf.attrs["path"])
+        what = "the core value" if k == 0 else leaf.attrs["path"]
         body = "".join(f"\n      {line}" for line in lines)
         keyword = "if" if k == 0 else "} else if"
         bodies.append(f"    {keyword} constexpr (kLeaf == {k}) {{  // {what} {shape_text(shape)}{body}\n"
                       f"      return {adjoint[leaf.id]};")
     operand_of = ["-1"] + [str(operands[n.attrs["path"]]) for n in leaves[1:]]
     is_input = ["false"] + ["true" if n.kind == "input" else "false" for n in leaves[1:]]
+    slots = input_gradient_paths(lowered)
+    input_slot = ["0"] + [str(slots.index(n.attrs["path"])) if n.kind == "input" else "0" for n in leaves[1:]]
     cases = "\n".join(f"      case {k}: return {c};" for k, c in enumerate(counts))
     rcases = "\n".join(f"      case {k}: return {c};" for k, c in enumerate(reduceds))
     return f"""// The broadcast tail's backward (kgen/lower/backward.py, tail_backward_struct): leaf 0 is the core
 // value (its gradient: the stages' output gradient), then the operands the tail reads (kOperand;
-// kInput: the module's input). grad<leaf>(e, r): what output element r of those reading the leaf's
+// kInput: an input read after the GEMM, whose gradient goes to p.d_input[kInputSlot]). grad<leaf>(e, r): what output element r of those reading the leaf's
 // element e sends it; the leaf's gradient is their sum over r < reduced(leaf).
 struct TailBackward {{
   static constexpr int kLeaves = {len(leaves)};
   static constexpr int kOperand[{len(leaves)}] = {{{", ".join(operand_of)}}};
   static constexpr bool kInput[{len(leaves)}] = {{{", ".join(is_input)}}};
+  static constexpr int kInputSlot[{len(leaves)}] = {{{", ".join(input_slot)}}};
   static long long count(int leaf, int M) {{
     (void)M;
     switch (leaf) {{

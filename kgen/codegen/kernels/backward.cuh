@@ -476,21 +476,23 @@ cudaError_t tail_grad(const float* t, const float* g, float* dst, int M, const E
   return cudaGetLastError();
 }
 
-// The gradients of the tail's operands (leaves kLeaf.. of TB): a parameter's added into its row of
-// grad_cols [P][N] (after the stages' backward wrote theirs), the module's input's into d_input
-// (nullptr: autograd wants none).
+// The gradients of the tail's operands (leaves kLeaf.. of TB), each added to what is there: a
+// parameter's into its row of grad_cols [P][N] (after the stages' backward wrote theirs), an
+// input's into its slot of p.d_input (zeroed by the caller, and maybe the stages' too; nullptr:
+// autograd wants none).
 template <class TB, int kLeaf = 1>
-cudaError_t tail_operand_grads(const float* t, const float* g, float* grad_cols, float* d_input, int M, int N,
+cudaError_t tail_operand_grads(const float* t, const float* g, float* grad_cols, int M, int N,
                                const EpilogueParams& p, cudaStream_t stream) {
   if constexpr (kLeaf >= TB::kLeaves) {
     return cudaSuccess;
   } else {
-    float* dst = TB::kInput[kLeaf] ? d_input : grad_cols + static_cast<size_t>(TB::kOperand[kLeaf]) * N;
+    float* dst = TB::kInput[kLeaf] ? p.d_input[TB::kInputSlot[kLeaf]]
+                                   : grad_cols + static_cast<size_t>(TB::kOperand[kLeaf]) * N;
     if (dst != nullptr) {
-      const cudaError_t err = tail_grad<TB, kLeaf>(t, g, dst, M, p, !TB::kInput[kLeaf], stream);
+      const cudaError_t err = tail_grad<TB, kLeaf>(t, g, dst, M, p, true, stream);
       if (err != cudaSuccess) return err;
     }
-    return tail_operand_grads<TB, kLeaf + 1>(t, g, grad_cols, d_input, M, N, p, stream);
+    return tail_operand_grads<TB, kLeaf + 1>(t, g, grad_cols, M, N, p, stream);
   }
 }
 

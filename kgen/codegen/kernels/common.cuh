@@ -180,6 +180,10 @@ __device__ __forceinline__ float as_float(__half v) { return __half2float(v); }
 template <class T>
 __device__ __forceinline__ void store_as(T* dst, float v) { *dst = OutputType<T>::one(v); }
 
+// The inputs read after the GEMM whose gradients one part's backward sends (EpilogueParams::d_input's
+// slots; kgen/lower/backward.py reads this number: max_input_gradients).
+inline constexpr int kMaxInputGradients = 4;
+
 struct EpilogueParams {
   float* z;                              // [M][N] row-major output of the stage
   float* part_mean;                      // [ceil(M / BM)][N] per-(m-tile, column) mean (kColStats)
@@ -217,10 +221,12 @@ struct EpilogueParams {
   // version unchanged since a call split it). 0: w's pass hashes every row of w and splits again
   // the rows that changed.
   int w_split_current;
-  // The staged backward's gradient of the module's input where a row stage reads it per element
-  // (a residual before a row op: K = N), [M][N], added to (zeroed by the caller); nullptr: none
-  // wanted. (The broadcast tail's read of it gets its gradient through tail_operand_grads.)
-  float* d_input;
+  // The gradients of the inputs read after the GEMM (the module's, a residual, a gate: one slot
+  // each, kgen/lower/backward.py's input_gradient_paths), each in its input's shape ([M][N] where a
+  // row stage reads it per element), added to (zeroed by the caller; the C entry points each slot
+  // into the one buffer it is handed); nullptr: none wanted. The stages add theirs per element,
+  // the broadcast tail's reads through tail_operand_grads.
+  float* d_input[kMaxInputGradients];
   // Where an epilogue that keeps z (KeepingZ) stores the accumulator as it is, [M][N] fp32, beside
   // its result in z.
   float* z_kept;

@@ -93,13 +93,13 @@ BackwardStatus backward_stages(const In* x, const In* w, const G* g, const float
   }
 }
 
-// d_input: the gradient of the module's input read after the GEMM, by a broadcast tail or per element by
-// the stages (EpilogueParams::d_input; zeroed by the caller; nullptr: none wanted).
+// p.d_input: the gradients of the inputs read after the GEMM, by a broadcast tail or per element by the
+// stages (one slot each; zeroed by the caller; nullptr: none wanted).
 template <class B, class In, class Grad, class G>
 BackwardStatus backward_entry(const In* x, const In* w, const G* g, const float* z, int M, int N, int K,
                               const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw, float* grad_cols,
                               float* bn_grads, Operand* dz_out, bool bn_training, bool need_dx, bool need_dw,
-                              float* d_input, cudaStream_t stream) {
+                              cudaStream_t stream) {
   if constexpr (kgen_cfg::kHasTail) {
     using TB = kgen_cfg::TailBackward;
     if (M == 0) return {"", cudaSuccess};
@@ -112,10 +112,9 @@ BackwardStatus backward_entry(const In* x, const In* w, const G* g, const float*
     const BackwardStatus status = backward_stages<B>(x, w, g_core, z, M, N, K, p, workspace, dx, dw, grad_cols, bn_grads,
                                                      dz_out, bn_training, need_dx, need_dw, stream);
     if (status.error != cudaSuccess) return status;
-    err = tail_operand_grads<TB>(t, g, grad_cols, d_input, M, N, p, stream);
+    err = tail_operand_grads<TB>(t, g, grad_cols, M, N, p, stream);
     return {"the broadcast tail's operand gradients", err};
   } else {
-    (void)d_input;
     return backward_stages<B>(x, w, g, z, M, N, K, p, workspace, dx, dw, grad_cols, bn_grads, dz_out, bn_training,
                               need_dx, need_dw, stream);
   }
@@ -157,7 +156,7 @@ template <class B, class In, class Grad, class G, class P>
 BackwardStatus backward_with_io(const In* x, const In* w, const G* g, long long g_numel, const float* z, int M,
                                 int N, int K, const EpilogueParams& p, float* workspace, Grad* dx, Grad* dw,
                                 P* grad_cols, int rows, G* dz_out, bool bn_training, bool need_dx,
-                                bool need_dw, float* d_input, cudaStream_t stream) {
+                                bool need_dw, cudaStream_t stream) {
   static_assert(std::is_same<G, Operand>::value, "g and dz are in the operands' type");
   static_assert(std::is_same<P, Param>::value, "the column sums are in the parameters' type");
   const long long cols = static_cast<long long>(rows) * N;
@@ -175,12 +174,12 @@ BackwardStatus backward_with_io(const In* x, const In* w, const G* g, long long 
   if constexpr (!copies_g<B>()) {
     (void)g_numel;
     status = backward_entry<B>(x, w, g, z, M, N, K, p, workspace, dx, dw, cols32, bn_grads, dz_out, bn_training,
-                               need_dx, need_dw, d_input, stream);
+                               need_dx, need_dw, stream);
   } else {
     float* g32 = workspace + backward_workspace_floats<B>(M, N, K);
     if ((err = convert(g, g32, g_numel, stream)) != cudaSuccess) return {"g to fp32", err};
     status = backward_entry<B>(x, w, static_cast<const float*>(g32), z, M, N, K, p, workspace, dx, dw, cols32, bn_grads,
-                               dz_out, bn_training, need_dx, need_dw, d_input, stream);
+                               dz_out, bn_training, need_dx, need_dw, stream);
   }
   if (status.error != cudaSuccess) return status;
   if constexpr (!std::is_same<P, float>::value) {

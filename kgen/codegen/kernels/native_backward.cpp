@@ -56,7 +56,7 @@ enum Source : int64_t {
   kM = 6, kN = 7, kK = 8,
   kStream = 9,       // the forward's CUDA stream (autograd runs a node's backward on it)
   kBnTraining = 10,  // BatchNorm's mode in the forward
-  kDInput = 11,      // the gradient of the module's input read by a broadcast tail (fp32), or null
+  kDInput = 11,      // the gradients of the inputs read after the GEMM, one after another (fp32), or null
   kDxOut = 12,       // dx where the entry computes it (an fp32 module's; wanted), else null
   kDwOut = 13,       // dW likewise
   kNeedDx = 14,      // whether the entry computes dx (0 where torch's GEMMs do)
@@ -70,7 +70,8 @@ enum Grad : int64_t {
   kDw = 2,
   kColumnRow = 3,  // row `index` of the column sums, its first `length` values (-1: all), in the
                    // shape of saved tensor `shape_of` (-1: as it is)
-  kInputGrad = 4,  // the broadcast tail's input gradient (saved tensor `index`'s shape and dtype)
+  kInputGrad = 4,  // an input's gradient, its block of kDInput's buffer (saved tensor `index`'s shape
+                   // and dtype; the blocks in the order of the inputs, as the C entry's d_input slots)
 };
 
 using PackedEntry = const char* (*)(const long long*);
@@ -83,7 +84,6 @@ struct Plan {
   std::vector<std::array<int64_t, 4>> grads;         // per input of attach: (Grad, index, length, shape_of)
   int64_t column_rows;                               // the operands' rows, then BatchNorm's two
   int64_t saved_inputs;                              // the backward reads the first saved_inputs inputs, then z
-  int64_t input_grad = -1;                           // the input whose gradient is kInputGrad's (-1: none)
   // kgen_backward_floats_<part>, asked once per shape (it may query the device)
   std::mutex mutex;
   std::array<long long, 4> floats_key{-1, -1, -1, -1};
@@ -104,8 +104,6 @@ int64_t make_plan(int64_t entry, int64_t floats, std::vector<std::pair<int64_t, 
   plan->grads = std::move(grads);
   plan->column_rows = column_rows;
   plan->saved_inputs = saved_inputs;
-  for (size_t i = 0; i < plan->grads.size(); ++i)
-    if (plan->grads[i][0] == kInputGrad) plan->input_grad = static_cast<int64_t>(i);
   std::lock_guard<std::mutex> lock(plans_mutex);
   plans.push_back(std::move(plan));
   return reinterpret_cast<int64_t>(plans.back().get());
@@ -205,11 +203,17 @@ variable_list PartNode::apply(variable_list&& grads) {
   at::Tensor dx, dw;
   if (entry_gemms && need_dx) dx = empty_dims ? at::zeros(x.sizes(), x.options()) : at::empty(x.sizes(), x.options());
   if (entry_gemms && need_dw) dw = empty_dims ? at::zeros(w.sizes(), w.options()) : at::empty(w.sizes(), w.options());
-  at::Tensor d_input;
-  if (need_input) {
-    const at::Tensor& operand = saved[plan.grads[plan.input_grad][1]];
-    d_input = at::zeros(operand.sizes(), operand.options().dtype(at::kFloat));
+  // The inputs' gradients one after another, each in its input's shape (kInputGrad's blocks):
+  // where each starts.
+  std::vector<int64_t> input_offset(plan.grads.size(), 0);
+  int64_t input_floats = 0;
+  for (size_t i = 0; i < plan.grads.size(); ++i) {
+    if (plan.grads[i][0] != kInputGrad) continue;
+    input_offset[i] = input_floats;
+    input_floats += saved[plan.grads[i][1]].numel();
   }
+  at::Tensor d_input;
+  if (need_input) d_input = at::zeros({input_floats}, x.options().dtype(at::kFloat));
   // (the saved tensors as the kernels read them; held until the entry returns)
   std::vector<at::Tensor> read(saved.size());
   for (size_t i = 0; i < saved.size(); ++i)
@@ -260,7 +264,11 @@ variable_list PartNode::apply(variable_list&& grads) {
         result[i] = shape_of >= 0 ? row.reshape(saved[shape_of].sizes()) : row;
         break;
       }
-      case kInputGrad: result[i] = d_input.to(saved[index].scalar_type()); break;  // (the read's dtype)
+      case kInputGrad: {   // (in the read's shape and dtype)
+        const at::Tensor& read = saved[index];
+        result[i] = d_input.narrow(0, input_offset[slots[i]], read.numel()).view(read.sizes()).to(read.scalar_type());
+        break;
+      }
       default: break;
     }
   }

@@ -125,6 +125,27 @@ def test_the_weight_is_the_linears_in_call_order(tmp_path):
     assert bias.attrs["path"] == "<side by side up_proj.bias gate_proj.bias>"
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("bias", [True, False])
+def test_each_linear_rounds_once_in_16_bits(tmp_path, dtype, bias):
+    """In a 16-bit module each half is what the oracle gives its Linear alone: with a bias, its
+    output rounded once after the bias from the fp32 sum of its products (torch's addmm on the GPU,
+    graph.linear_steps); without, torch's own Linear of the dtype. The concatenation changes no dot
+    product, and rounds nothing twice."""
+    init, body = spelling("nn.Linear", "nn.Linear", bias, NAMES[0], False, "F.silu(g) * u (SwiGLU)", False)
+    ref = reference(tmp_path, source(init, body, args="16, 24"))
+    first = trace(ref).parts[0]
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).to(dtype)
+    x = (4 * torch.randn(64, 16)).to(dtype)
+    with torch.no_grad():
+        values = first.part_values(x, copy.deepcopy(model))
+        for half, linear in zip(sorted(first.halves, key=lambda n: n.attrs["half"]), (model.up_proj, model.gate_proj)):
+            once = torch.nn.functional.linear(x.float(), linear.weight.float(), linear.bias.float()).to(dtype) \
+                if bias else linear(x)
+            assert torch.equal(values[half.id], once)
+
+
 # Side by side, not taken: one line naming what is not.
 REFUSED = {
     "widths differ": ("self.a = nn.Linear(in_features, out_features)\nself.b = nn.Linear(in_features, 2 * out_features)",

@@ -29,6 +29,7 @@ from kgen.frontend.trace import trace
 from kgen.ir.graph import SIDE_BY_SIDE, Unsupported, gemm_weight
 from kgen.tune.spec import Spec, Tile
 
+from conftest import nvcc_prefetch, prefetch_dir, sm90a_check
 from test_render import exec_file
 from test_spellings_probe60_users import R3, check_taken, reference, source
 
@@ -260,3 +261,27 @@ def test_the_model_copies_as_eager_s(llama):
     new = module.ModelNew(*ref.init_args())
     twin = copy.deepcopy(new)
     assert all(torch.equal(p, q) for p, q in zip(new.parameters(), twin.parameters()))
+
+
+def _compiled_spec(folder) -> Spec:
+    """Gemma's MLP with biases, up_proj called first: one side-by-side part, then down_proj."""
+    init, body = spelling("nn.Linear", "nn.Linear", True, NAMES[0], False,
+                          "F.gelu(g, approximate='tanh') * u (Gemma's GeGLU)", True)
+    path = folder / "side_by_side_mlp.py"
+    path.write_text(source(init, body, args="16, 24"))
+    return Spec.of(str(path), 8, 16, 16, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+
+
+@nvcc_prefetch(lambda p: sm90a_check(generator.render_cuda_source(_compiled_spec(prefetch_dir("side_by_side", p)))))
+@pytest.mark.parametrize("name", ["gemma_mlp"])
+def test_the_kernels_compile(name):
+    """The side-by-side part's kernels (the halves read at j and j + N / 2, their backward) and the
+    chained down projection's compile for sm_90a without spills."""
+    from test_compile import NVCC, SM90A, compile_check, spills
+
+    source_text = generator.render_cuda_source(_compiled_spec(prefetch_dir("side_by_side", {"name": name})))
+    assert "j + N / 2" in source_text
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    assert spills(compile_check(source_text, (SM90A,))) == []

@@ -147,6 +147,18 @@ def test_each_linear_rounds_once_in_16_bits(tmp_path, dtype, bias):
             assert torch.equal(values[half.id], once)
 
 
+@pytest.mark.parametrize("body", ["x = F.linear(x, self.w, self.b) * torch.sigmoid(F.linear(x, self.w))",
+                                  "x = F.linear(x, self.w) * torch.sigmoid(F.linear(x, self.w, self.b))"])
+def test_one_weight_with_its_bias_and_without_is_one_gemm(tmp_path, body):
+    """Not two Linears side by side: one GEMM, its bias added where the call adds it."""
+    init = ("self.w = nn.Parameter(torch.randn(out_features, in_features) / 4)\n"
+            "self.b = nn.Parameter(torch.randn(out_features))")
+    ref = reference(tmp_path, source(init, body, args="16, 24"))
+    graph = trace(ref)
+    assert len(graph.parts) == 1 and "side_by_side" not in graph.gemm.attrs and graph.out_features == 24
+    check_taken(ref, graph)
+
+
 # Side by side, not taken: one line naming what is not.
 REFUSED = {
     "widths differ": ("self.a = nn.Linear(in_features, out_features)\nself.b = nn.Linear(in_features, 2 * out_features)",

@@ -2270,6 +2270,12 @@ class Tracer:
             return self.half(self.side_by_side_gemm(), self.side_by_side.index(call))
         if call is not None and self.first_gemm is not None and self.first_gemm[0] == call:
             return self.first_gemm[1]
+        if call is not None and self.first_gemm is not None and self.first_gemm[0] is not None and \
+                (call[0], call[2]) == (self.first_gemm[0][0], self.first_gemm[0][2]):
+            # The same weight with another bias or none (F.linear(x, W, b) and F.linear(x, W)): the
+            # same GEMM (self.gemm_id: z itself, no scaling where the first call has a key), then
+            # this call's own bias
+            return self.gemm_id if call[1] is None else self.linear_bias(self.gemm_id, self.param(call[1]))
         if call is not None and self.gemm_id is not None and self.previous is None and \
                 (self.side_by_side or (self.first_gemm is not None and self.first_gemm[0] is not None)):
             # Another Linear of the module's input beside the first (gate_proj(x), up_proj(x)):

@@ -51,7 +51,7 @@ SPELLINGS = {
     "the same Linear squared": ("return torch.relu(self.fc(x)) ** 2 + self.fc(x)",
                                 "y = self.fc(x)\nreturn torch.relu(y) ** 2 + y"),
     "the same F.linear twice": ("return F.linear(x, self.w, self.b) * torch.sigmoid(F.linear(x, self.w, self.b))",
-                                "y = F.linear(x, self.w)\nreturn (y + self.b) * torch.sigmoid(y + self.b)"),
+                                "y = F.linear(x, self.w, self.b)\nreturn y * torch.sigmoid(y)"),
     "ones_like times a number": ("y = self.fc(x)\nreturn y + torch.ones_like(y) * 0.5",
                                  "y = self.fc(x)\nreturn y + torch.full_like(y, 0.5)"),
     "a maximum with ones_like times a number": ("y = self.fc(x)\nreturn torch.maximum(y, 0.5 * torch.ones_like(y) - 1.0)",
@@ -99,11 +99,15 @@ def test_a_spelling_traces_as_its_plain_form_and_generates(name, tmp_path):
     assert list(got) == list(expect) and all(torch.equal(got[k], expect[k]) for k in expect)
 
 
-def test_two_linears_of_the_input_are_still_refused(tmp_path):
-    """Two different Linears of the module's input (a gated unit) are two GEMMs of one input,
-    which kgen does not chain: refused by name, as before."""
-    ref = write(tmp_path, "gated", "return self.fc(x) * torch.sigmoid(F.linear(x, self.w))")
-    with pytest.raises(Exception, match="the input of a second GEMM"):
+def test_two_linears_of_the_input_are_one_gemm_side_by_side(tmp_path):
+    """Two different Linears of the module's input (a gated unit) are one GEMM of their weights
+    concatenated (session 62: refused before); one with a bias beside one without is refused by
+    name (tests/test_spellings_probe62_side.py has the rest)."""
+    ref = write(tmp_path, "gated", "return self.fc(x) * torch.sigmoid(F.linear(x, self.w, self.b))")
+    check(ref)
+    assert trace(ref).gemm.attrs["side_by_side"] == ("fc.weight", "w")
+    ref = write(tmp_path, "mixed", "return self.fc(x) * torch.sigmoid(F.linear(x, self.w))")
+    with pytest.raises(Exception, match="some with a bias and some without"):
         trace(ref)
 
 

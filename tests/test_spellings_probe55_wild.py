@@ -45,7 +45,9 @@ torchvision's MLP loop, ModuleList / ModuleDict, layer scale, HF's blocks with p
 the decorators and Python forms listed.
 Left refused (clear messages, naming construct and line): chunk / split / F.glu of a GEMM's output
 (SwiGLU / GLU: the IR had no column halves; taken since session 61, its `half` node, and checked
-here with the rest: tests/test_glu.py), two GEMMs of the input side by side (SwiGLU's w1 / w3),
+here with the rest: tests/test_glu.py), two GEMMs of the input side by side (SwiGLU's w1 / w3: taken
+since session 62 as one GEMM, tests/test_spellings_probe62_side.py, but where a spelling adds its
+bias by an op of its own, x @ W.T + b, before the down projection),
 a torch.jit.script function called in forward and @torch.compile on forward (torch.fx cannot trace
 either; fx's own message).
 """

@@ -518,7 +518,6 @@ REFUSED = {
     # (`{fc(x)}.chunk(...)` of an inline `x @ W + b`: the chunk binds to the bias, a tuple added to a
     # tensor, which the module itself fails on)
     "|linear_nobias_param_bias|swiglu_chunk|": "chunk(2) of a per-feature value",
-    "|swiglu_two_then_proj|": "the input of a second GEMM is not a (batch, features) value computed from the first GEMM",
     "|drop_path|": "the tensor method .new_empty() makes a tensor of unset values",
 }
 
@@ -526,6 +525,14 @@ REFUSED = {
 def _forward_of(wt: str) -> str:
     """The forward expression of a GEMM spelling, inside its class where it has one."""
     return _CLASS_FORMS[wt.split(":")[1]][2] if ":" in wt else weight(wt)[2]
+
+
+def _adds_its_bias(wt: str) -> bool:
+    """Whether a GEMM spelling adds its bias by an op of its own (x @ W.T + b, addmm, a bias
+    parameter beside a bias-free Linear), not as nn.Linear's or F.linear's own."""
+    if wt in ("linear", "linear_nobias_param_bias"):
+        return wt == "linear_nobias_param_bias"
+    return not _forward_of(wt).startswith("F.linear(x, self.weight, self.bias)")
 
 
 def expected_refusal(key: str) -> str | None:
@@ -536,6 +543,10 @@ def expected_refusal(key: str) -> str | None:
     if decor == "no_grad_forward" and any(v in _forward_of(wt) for v in ("weight.T", "weight.t()", "bias.view(")):
         # (a view of a parameter made under no_grad: kgen would give the parameter a gradient)
         hits.append(("|no_grad_forward", "a parameter's value or view computed under torch.no_grad()"))
+    if structure == "swiglu_two_then_proj" and _adds_its_bias(wt):
+        # (Linears side by side are one GEMM, its biases the Linears' own: a bias added by an op of
+        # its own is a parameter of the half's width, the broadcast tail's, which no GEMM reads)
+        hits.append(("|swiglu_two_then_proj|", "the input of a second GEMM is a value of shape"))
     if not hits:
         return None
     order = ["|compile_forward", "|jit_script|"]

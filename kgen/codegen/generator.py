@@ -21,7 +21,7 @@ import jinja2
 from kgen import __version__
 from kgen.pysource import parsed
 from kgen.lower import backward
-from kgen.ir.graph import UPDATED_IN_PLACE, Unsupported, computes_weight, input_index, self_attr as _self_attr, window_means_code
+from kgen.ir.graph import SIDE_BY_SIDE, UPDATED_IN_PLACE, Unsupported, computes_weight, input_index, self_attr as _self_attr, window_means_code
 from kgen.frontend.trace import WHOLE_REDUCTIONS, rows_at, takes_rows
 from kgen.lower.forward import OPERAND_TYPES, Lowered, lower, split_keeps_infinities
 from kgen.ir.ops import cuda_float
@@ -1455,6 +1455,8 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         kgen_digest=kgen_source_digest(),
         updated_in_place=repr(UPDATED_IN_PLACE),
         splits_w=splits_w,
+        side_by_side=any(low.graph.gemm.attrs.get("side_by_side") for low in parts),
+        side_by_side_function=SIDE_BY_SIDE,
         launch_values=[LAUNCH_VALUES[name] if splits_w or name not in NO_W_SPLIT_VALUES else NO_W_SPLIT_VALUES[name]
                        for name, _ in BASE_ARGS],
         operand_builds=operand_builds_literal(spec),

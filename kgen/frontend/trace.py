@@ -29,7 +29,8 @@ import torch.nn.functional as F
 
 from kgen.ir import ops
 from kgen.ir.graph import (INPUT_PATH, input_path, UPDATED_IN_PLACE, Graph, Node, Unsupported, broadcast_shapes,
-                           combine_levels, pooled_columns, pooled_width, shape_text)
+                           combine_levels, module_tensor, pooled_columns, pooled_width, self_attr, shape_text,
+                           side_by_side, side_by_side_code, side_by_side_path, side_by_side_parts)
 from kgen.frontend import autocast
 from kgen.frontend.reference import USER_FAILURES, Reference
 from kgen.frontend.reference import said as reference_said
@@ -1037,6 +1038,23 @@ def _held_as(value, dtype) -> float:
     return float(value)
 
 
+class _SideBySide(BaseException):
+    """Raised mid-walk where a Linear of the module's input follows another (LlamaMLP's
+    `down_proj(F.silu(gate_proj(x)) * up_proj(x))`): Tracer.run walks the forward again with
+    `calls` (the Linears' (weight, bias, stored_kn), in the order the forward calls them) known
+    from the start, as one GEMM (Tracer.side_by_side_gemm). A BaseException, so that no handler
+    of the walk's own failures (`except Exception`) takes it for one."""
+
+    def __init__(self, calls: tuple):
+        super().__init__(calls)
+        self.calls = calls
+
+
+# How many Linears of one input kgen takes side by side: a gated unit's two (the one GEMM's output
+# halves, its `half` nodes).
+MAX_SIDE_BY_SIDE = 2
+
+
 class Tracer:
     def __init__(self, ref: Reference, model: nn.Module | None = None, leads: int = 0):
         self.ref = ref
@@ -1069,6 +1087,10 @@ class Tracer:
         self.queries_read: dict[str, int] = {}   # ENVIRONMENT_QUERIES the forward read, at their lines
         self.seeded: list[int] = []   # lines where the forward seeds torch's generator (SEEDING)
         self.other_answers: frozenset = frozenset()   # the queries answered with their other value
+        # Linears of the module's input taken side by side as one GEMM ((weight, bias, stored_kn) of
+        # each, in call order: _SideBySide), and that GEMM's output once made (side_by_side_gemm).
+        self.side_by_side: tuple = ()
+        self.side_by_side_output: int | None = None
 
     # ---- errors --------------------------------------------------------------------------
     def refuse(self, what: str) -> Unsupported:
@@ -1461,6 +1483,8 @@ class Tracer:
         return WeightExpr(tuple(body), name, value)
 
     def _tensor(self, path: str) -> torch.Tensor:
+        if side_by_side_parts(path) is not None:   # (side-by-side Linears' biases: Tracer.side_by_side_gemm)
+            return module_tensor(self.model, path)
         module_path, _, name = path.rpartition(".")
         owner = self.model.get_submodule(module_path) if module_path else self.model
         t = getattr(owner, name)
@@ -2242,8 +2266,26 @@ class Tracer:
         is the value the first one gave."""
         call = (weight, bias_path, stored_kn) if isinstance(weight, str) and isinstance(x, _Marker) \
             and x.kind == "input" and not x.payload and self.previous is None else None
+        if call is not None and call in self.side_by_side:
+            return self.half(self.side_by_side_gemm(), self.side_by_side.index(call))
         if call is not None and self.first_gemm is not None and self.first_gemm[0] == call:
             return self.first_gemm[1]
+        if call is not None and self.first_gemm is not None and self.first_gemm[0] is not None and \
+                (call[0], call[2]) == (self.first_gemm[0][0], self.first_gemm[0][2]):
+            # The same weight with another bias or none (F.linear(x, W, b) and F.linear(x, W)): the
+            # same GEMM (self.gemm_id: z itself, no scaling where the first call has a key), then
+            # this call's own bias
+            return self.gemm_id if call[1] is None else self.linear_bias(self.gemm_id, self.param(call[1]))
+        if call is not None and self.gemm_id is not None and self.previous is None and \
+                (self.side_by_side or (self.first_gemm is not None and self.first_gemm[0] is not None)):
+            # Another Linear of the module's input beside the first (gate_proj(x), up_proj(x)):
+            # one GEMM of their weights concatenated, walked again from the start
+            calls = (self.side_by_side or (self.first_gemm[0],)) + (call,)
+            if len(calls) > MAX_SIDE_BY_SIDE:
+                raise self.refuse(f"{len(calls)} Linears of the module's input side by side "
+                                  f"({', '.join(c[0] for c in calls)}); kgen takes {MAX_SIDE_BY_SIDE} "
+                                  "(a gated unit's, as one GEMM whose output's halves are theirs)")
+            raise _SideBySide(calls)
         scaling = ()
         if self.gemm_id is None and isinstance(x, _Marker) and x.kind == "scaled_input":
             # (x * c) Wᵀ = c (x Wᵀ): the GEMM of x, its z scaled before the bias (the Linear's
@@ -2307,6 +2349,46 @@ class Tracer:
         self.nodes[self.first_gemm[1]].linear_bias = True
         return self.first_gemm[1]
 
+    def side_by_side_gemm(self) -> int:
+        """The one GEMM of the Linears of the module's input side by side (self.side_by_side): x
+        times their weights concatenated (graph.SIDE_BY_SIDE, a weight the forward computes, so
+        that autograd splits its gradient back to each), plus their biases concatenated where they
+        have them (one parameter node, graph.side_by_side_path). Linear c's output is the GEMM's
+        half c (Tracer.half): the same dot products as its own GEMM, each rounded once in a
+        16-bit module, after its bias, as eager's Linear rounds."""
+        if self.side_by_side_output is not None:
+            return self.side_by_side_output
+        names, widths = [], []
+        for weight, bias_path, stored_kn in self.side_by_side:
+            w = self._tensor(weight)
+            if w.dim() != 2:
+                raise self.refuse(f"the weight {weight} of Linears side by side has shape {tuple(w.shape)}")
+            widths.append(int(w.shape[1 if stored_kn else 0]))
+            names.append(self_attr(weight) + (".t()" if stored_kn else ""))
+        if len(set(widths)) > 1:
+            raise self.refuse("Linears of the module's input side by side of different widths ("
+                              + ", ".join(f"{c[0]}: {n}" for c, n in zip(self.side_by_side, widths))
+                              + "); kgen takes them as one GEMM whose output's halves are theirs, of equal widths")
+        biases = [c[1] for c in self.side_by_side]
+        if any(b is None for b in biases) and any(b is not None for b in biases):
+            raise self.refuse("Linears of the module's input side by side, some with a bias and some without ("
+                              + ", ".join(f"{c[0]}: {'bias ' + c[1] if c[1] else 'no bias'}" for c in self.side_by_side)
+                              + "); kgen takes them as one GEMM, all with biases or none")
+        paths = [c[0] for c in self.side_by_side]
+        code = side_by_side_code(paths, lambda p: names[paths.index(p)])
+        value = side_by_side(*(self._tensor(c[0]).t() if c[2] else self._tensor(c[0]) for c in self.side_by_side))
+        expression = WeightExpr((f"return {code}",), f"{' and '.join(paths)} side by side", value)
+        line = self.where
+        z = self.gemm(self.input_marker, expression, side_by_side_path(biases) if biases[0] else None)
+        self.nodes[self.gemm_id].attrs["side_by_side"] = tuple(paths)
+        self.nodes[self.gemm_id].attrs["weight_doc"] = (
+            f"GEMM 0's weight: {', '.join(paths)} concatenated, (out, in), for the Linears of the input the\n"
+            f"reference calls side by side (first at line {line[0]}, `{line[1]}`): one GEMM whose output's\n"
+            "halves are theirs. Cached for inference where the user trusts torch's version counters\n"
+            "(kgen_trust_weight_versions); otherwise, and where a gradient is wanted, concatenated on each call.")
+        self.side_by_side_output = z
+        return z
+
     def linear_bias(self, z, bias) -> int:
         """z + bias where the GEMM's own call adds it (nn.Linear, F.linear(x, W, b), addmm): inside
         torch's one rounding of the Linear's output to a 16-bit dtype (Node.linear_bias)."""
@@ -2335,6 +2417,10 @@ class Tracer:
         if isinstance(x, _Marker) and x.kind == "extra_input":
             raise self.refuse(f"{what} is get_inputs()' tensor {x.payload[0] + 1}, an input kgen reads after the GEMM "
                               "only, per element (kgen chains GEMMs: each one reads the output of the part before it)")
+        if isinstance(x, _Marker) and x.kind == "input" and self.previous is not None:
+            raise self.refuse(f"{what} is the module's input, after a GEMM of a value computed from it: kgen takes "
+                              "Linears of the input side by side (one GEMM of their weights) before any other GEMM, "
+                              "and chains GEMMs through the output of the part before")
         if isinstance(x, _Marker) or not isinstance(x, int):
             raise self.refuse(f"{what} is not a (batch, features) value computed from the first GEMM "
                               "(kgen chains GEMMs: each one reads the output of the part before it)")
@@ -2500,6 +2586,21 @@ class Tracer:
                 setattr(owner, attr, real)
 
     def run(self) -> Graph:
+        """The IR of the forward. Where the walk meets a second Linear of the module's input
+        (_SideBySide), it starts again from the state the tracer had here, with the Linears known
+        to be side by side (the first one's output is then a half of their one GEMM's from the
+        start, and no value made from it needs to be rewritten)."""
+        start = {k: copy.copy(v) if isinstance(v, (list, dict, set)) else v for k, v in self.__dict__.items()}
+        while True:
+            try:
+                return self._walk()
+            except _SideBySide as found:
+                self.__dict__.clear()
+                self.__dict__.update({k: copy.copy(v) if isinstance(v, (list, dict, set)) else v
+                                      for k, v in start.items()})
+                self.side_by_side = found.calls
+
+    def _walk(self) -> Graph:
         token_of = getattr(self.ref, "token_of", None)
         shape = tuple(self.ref.rows_of) if self.leads else tuple(token_of or self.ref.input.shape)
         # (a (batch, tokens, features) input of which the forward selects one token: its number of
@@ -4046,8 +4147,13 @@ class Tracer:
                 raise self.refuse("F.linear with a weight that is not a parameter of the module")
             if b is not None and not (isinstance(b, _Marker) and b.kind in ("tensor", "matrix")):
                 raise self.refuse("F.linear with a bias that is not a parameter of the module")
-            z = self.gemm(a["input"], w.payload, None, stored_kn=transposed)
-            return z if b is None else self.linear_bias(z, b)
+            # A bias parameter of the weight's out_features, as nn.Linear's: the GEMM's own (so that
+            # F.linear's of Linears side by side are concatenated as theirs: Tracer.side_by_side_gemm)
+            out_features = self._tensor(w.payload).shape[0 if not transposed else 1] if b is not None else None
+            bias_path = b.payload if b is not None and b.shape is None and \
+                tuple(self._tensor(b.payload).shape) == (out_features,) else None
+            z = self.gemm(a["input"], w.payload, bias_path, stored_kn=transposed)
+            return z if b is None or bias_path is not None else self.linear_bias(z, b)
         if fn is torch.addmm:
             # addmm(b, x, W.t(), beta=β, alpha=α) = β b + α x Wᵀ: the GEMM, then the scalings and
             # the bias (as F.linear's IR where both are 1).

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from kgen.ir.derivatives import torch_vjp
-from kgen.ir.graph import gemm_weight, module_tensor, window_means, INPUT_PATH, Graph, Node
+from kgen.ir.graph import gemm_weight, module_tensor, side_by_side_parts, window_means, INPUT_PATH, Graph, Node
 
 
 def _sum_to(grad: torch.Tensor, shape: tuple) -> torch.Tensor:
@@ -52,8 +52,20 @@ def _sum_to(grad: torch.Tensor, shape: tuple) -> torch.Tensor:
 
 
 def _param_tensor(model: torch.nn.Module, path: str) -> torch.Tensor:
-    module_path, _, name = path.rpartition(".")
-    return getattr(model.get_submodule(module_path) if module_path else model, name)
+    return module_tensor(model, path)
+
+
+def _accumulate_param(grads: dict, model: torch.nn.Module, path: str, g: torch.Tensor) -> None:
+    """Adds g, the gradient of the parameter at `path` in its own shape, to `grads`: split back
+    into each tensor's where the path names side-by-side Linears' biases (graph.side_by_side_path),
+    as autograd splits torch.cat's."""
+    parts = side_by_side_parts(path)
+    if parts is None:
+        _accumulate(grads, path, g)
+        return
+    sizes = [module_tensor(model, p).shape[0] for p in parts]
+    for p, piece in zip(parts, g.split(sizes)):
+        _accumulate(grads, p, piece)
 
 
 def _accumulate(grads: dict, key, value) -> None:
@@ -178,7 +190,7 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
                 with torch.enable_grad():
                     leaf = own.detach().reshape(-1).requires_grad_()
                     g, = torch.autograd.grad(window_means(leaf, *n.attrs["pool"]), leaf, g.reshape(-1))
-            _accumulate(grads, n.attrs["path"], g.reshape(own.shape))
+            _accumulate_param(grads, model, n.attrs["path"], g.reshape(own.shape))
         elif n.kind == "gemm":
             weight = gemm_weight(model, n)   # (N, K)
             dw = g.transpose(0, 1) @ x

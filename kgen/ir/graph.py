@@ -68,6 +68,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import keyword
+import re
 
 import torch
 import torch.nn.functional as F
@@ -99,9 +100,44 @@ UPDATED_IN_PLACE = ("running_mean", "running_var")
 
 
 def module_tensor(model, path: str):
-    """The parameter or buffer of `model` at `path` (a GEMM's weight may be either)."""
+    """The parameter or buffer of `model` at `path` (a GEMM's weight may be either), or the
+    concatenation of several that a side-by-side path names (side_by_side_path)."""
+    parts = side_by_side_parts(path)
+    if parts is not None:
+        return side_by_side(*(module_tensor(model, p) for p in parts))
     module, _, name = path.rpartition(".")
     return getattr(model.get_submodule(module) if module else model, name)
+
+
+# Linears of one input side by side (LlamaMLP's gate_proj(x) and up_proj(x)) are one GEMM of their
+# weights concatenated (trace.Tracer.side_by_side_gemm): its weight is `SIDE_BY_SIDE(w0, w1)`
+# (weight_code, computed from the parameters as the forward runs), their biases one parameter node
+# whose path names theirs (side_by_side_path). The emitted file's function of that name caches the
+# concatenation for inference (docs/design.md, "Linears side by side"); the oracle's concatenates.
+SIDE_BY_SIDE = "_kgen_side_by_side"
+_SIDE_BY_SIDE_PATH = re.compile(r"<side by side (.+)>")
+
+
+def side_by_side(*tensors: torch.Tensor) -> torch.Tensor:
+    """The side-by-side Linears' weights (or biases) as one tensor, theirs in order along dim 0."""
+    return torch.cat(tensors)
+
+
+def side_by_side_path(paths) -> str:
+    """The operand path of the side-by-side Linears' biases at `paths`, one tensor."""
+    return f"<side by side {' '.join(paths)}>"
+
+
+def side_by_side_parts(path: str) -> list[str] | None:
+    """The paths a side-by-side path names, in order (None: an ordinary path)."""
+    found = _SIDE_BY_SIDE_PATH.fullmatch(path)
+    return found.group(1).split(" ") if found else None
+
+
+def side_by_side_code(paths, read) -> str:
+    """Python for the side-by-side tensors at `paths` as one: SIDE_BY_SIDE of each path's code,
+    `read(path)` (self.gate_proj.weight)."""
+    return f"{SIDE_BY_SIDE}({', '.join(read(p) for p in paths)})"
 
 
 def computes_weight(gemm: "Node") -> bool:
@@ -129,7 +165,7 @@ def weight_method(body: tuple) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _weight_function(body: tuple):
-    namespace = {"torch": torch}
+    namespace = {"torch": torch, SIDE_BY_SIDE: side_by_side}
     exec(compile(weight_method(body), "<kgen weight expression>", "exec"), namespace)
     return namespace["_kgen_weight"]
 
@@ -701,7 +737,11 @@ def self_attr(path: str) -> str:
     from the module as `self`: attribute access where every step is an identifier (and no
     keyword), else get_submodule for the module part (an nn.Sequential's children are named 0, 1,
     ...) and getattr for a last name that is none: a ParameterList's parameters are named 0, 1,
-    ..., a ParameterDict's by its keys (scale-1), and get_submodule finds modules only."""
+    ..., a ParameterDict's by its keys (scale-1), and get_submodule finds modules only. A
+    side-by-side path (side_by_side_path) is its tensors concatenated (side_by_side_code)."""
+    parts = side_by_side_parts(path)
+    if parts is not None:
+        return side_by_side_code(parts, self_attr)
     if all(part.isidentifier() and not keyword.iskeyword(part) for part in path.split(".")):
         return f"self.{path}"
     module, _, name = path.rpartition(".")
@@ -712,6 +752,4 @@ def self_attr(path: str) -> str:
 
 
 def _get_tensor(model: torch.nn.Module, path: str) -> torch.Tensor:
-    module_path, _, name = path.rpartition(".")
-    module = model.get_submodule(module_path) if module_path else model
-    return getattr(module, name)
+    return module_tensor(model, path)

@@ -1977,6 +1977,30 @@ class Tracer:
             return x, False
         return self.pointwise("to_opmath", [x]), True
 
+    def _opmath_kernel(self, operands: list, others: list) -> tuple[list, bool]:
+        """The operands of one of ATen's CUDA kernels that compute in torch's math type and round
+        once (`a + alpha * b` of add / sub with alpha, `a + value * (b * c)` of addcmul, `a + value
+        * (b / c)` of addcdiv: their 16-bit operands read as float32, opmath_t / accscalar_t),
+        where kgen writes the kernel with several ops: `operands`, those of its first op, with one
+        tensor among them upcast (a to_opmath node, Tracer._internal_upcast) so that every op
+        after it is in float32 (Node.fp32) and a 16-bit build rounds none of them; `others`, the
+        kernel's other operands (the `a` they are added to). Also whether the result is to be
+        cast back to the module's dtype: where no operand was in float32 already (an upcast of
+        the forward's makes eager's result float32). Rounded at each step, a * b was a step off
+        eager's on a sixth of a bf16 module's elements."""
+        held = any(isinstance(v, _Id) and self.nodes[v].fp32 for v in (*operands, *others))
+        if any(isinstance(v, _Id) and self.nodes[v].fp32 for v in operands):
+            return list(operands), False
+        # (a traced value rather than a parameter where there is one: to_opmath of a parameter is
+        # a per-feature value computed from it, which a backward after a reduction does not take)
+        at = next((i for i, v in enumerate(operands) if isinstance(v, _Id)),
+                  next((i for i, v in enumerate(operands) if not _is_number(v)), None))
+        if at is None:
+            return list(operands), False
+        upcast = list(operands)
+        upcast[at], cast = self._internal_upcast(operands[at])
+        return upcast, cast and not held
+
     def _internal_cast_back(self, v, upcast: bool):
         """The result of a reduction _internal_upcast cast, back in the module's dtype (rounded
         once there, as torch's kernel writes its output)."""
@@ -4079,10 +4103,13 @@ class Tracer:
             a = self._bind(_binary, args, kwargs)
             op, other = BINARY_FUNCTIONS[fn], a["other"]
             if a["alpha"] != 1:
-                # torch.add(x, y, alpha=a) is x + a * y (torch.sub: x - a * y)
+                # torch.add(x, y, alpha=a) is x + a * y (torch.sub: x - a * y), in float32 for
+                # 16-bit operands and rounded once (Tracer._opmath_kernel)
                 if op not in ("add", "sub") or not _is_number(a["alpha"]):
                     raise self.refuse(f"{op} with alpha={a['alpha']!r}")
+                (other,), cast_back = self._opmath_kernel([other], [a["input"]])
                 other = self.pointwise("mul", [other, a["alpha"]])
+                return self._internal_cast_back(self.pointwise(op, [a["input"], other]), cast_back)
             return self.pointwise(op, [a["input"], other])
         if fn in COMPOSITE_FUNCTIONS:
             sig, name = COMPOSITE_FUNCTIONS[fn]
@@ -4111,11 +4138,12 @@ class Tracer:
             a = self._bind(lambda input, tensor1, tensor2, *, value=1: None, args, kwargs)
             if not _is_number(a["value"]):
                 raise self.refuse(f"{fn.__name__} with value={a['value']!r}")
-            if fn is torch.addcmul:
-                term = self.pointwise("mul", [self.pointwise("mul", [a["value"], a["tensor1"]]), a["tensor2"]])
-            else:
-                term = self.pointwise("mul", [a["value"], self.pointwise("div", [a["tensor1"], a["tensor2"]])])
-            return self.pointwise("add", [a["input"], term])
+            # (in float32 for 16-bit operands, rounded once: Tracer._opmath_kernel)
+            (t1, t2), cast_back = self._opmath_kernel([a["tensor1"], a["tensor2"]], [a["input"]])
+            term = self.pointwise("mul" if fn is torch.addcmul else "div", [t1, t2])
+            if a["value"] != 1:
+                term = self.pointwise("mul", [a["value"], term])
+            return self._internal_cast_back(self.pointwise("add", [a["input"], term]), cast_back)
         if fn is F.batch_norm:
             return self.functional_batch_norm(self._bind(_batch_norm, args, kwargs))
         if fn is F.softmin:

@@ -1,0 +1,239 @@
+"""Session 62's probe of 16-bit semantics and small spellings left open by sessions 60-61 (CPU):
+each a minimal module, what kgen did, what it does now. Where CPU eager and CUDA agree the oracle
+(Graph.interpret) is checked against eager on the CPU; where they differ, against an emulation of
+torch's CUDA kernel written here from its source (cited at each test). check_taken: the IR against
+the module in fp64 (output, buffers, gradients through kgen.ir.autodiff.graph_vjp) and in bf16 /
+fp16 against fp64.
+
+Found and fixed:
+- (WRONG, oracle and kernels) torch.add(y, z, alpha=a), torch.sub(y, z, alpha=a), y.add_(z,
+  alpha=a), torch.addcmul(y, z1, z2, value=a) (value=1 too) and torch.addcdiv of 16-bit values:
+  kgen rounded a * z (z1 * z2, z1 / z2) to the dtype first; torch's CUDA kernels compute the whole
+  a + alpha * b in float32 (AddFunctor<opmath_t>, addcmul's and addcdiv's accscalar_t) and round
+  once: a step off on a sixth to a quarter of the elements. Now in float32 between a to_opmath and
+  a to_module_dtype (Tracer._opmath_kernel). (CPU eager's add with alpha rounds alpha * z first:
+  the emulation of CUDA's is the judge.)
+- (WRONG in the backward kernels) the backward recomputes the forward's values unrounded, and a
+  comparison's VJP (where's mask, clamp / hardtanh / clamp_min bounds, relu, leaky_relu, min / max
+  ties) compared them so, with the number unrounded: at y just above bf16(0.1) the forward's
+  `torch.where(y > 0.1, ...)` chose b and the backward sent the gradient to a. Now a 16-bit
+  build's backward compares those ops' operands rounded to the module's dtype, as the forward held
+  them, and the numbers where eager's backward compares them in the tensor's dtype
+  (derivatives.COMPARED_AS_HELD, BACKWARD_NUMBERS_IN_TENSOR_DTYPE; hardtanh_backward_cuda reads
+  its bounds as opmath_t, unrounded).
+"""
+
+import copy
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kgen.frontend.reference import Reference
+from kgen.frontend.trace import trace
+from kgen.ir import derivatives
+from kgen.ir.graph import Unsupported
+
+from conftest import nvcc_prefetch, prefetch_dir, reference_text
+from nvcc_jobs import NVCC, SM90A, report_job
+from test_spellings_probe60_users import check_taken
+
+HALF = [torch.bfloat16, torch.float16]
+LIN = "self.fc = nn.Linear(in_features, out_features)"
+
+
+def ref(tmp_path, body: list[str], init=(), name="ref", lines=("y = self.fc(x)",)) -> Reference:
+    """A module whose forward runs `body` (its last line sets x) after `lines`."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(reference_text([LIN, *init], [*lines, *body], 24))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Reference(path)
+
+
+def identity_model(r: Reference, dt: torch.dtype):
+    """r's model in dt with the Linear the identity on the first 16 features, so that y is x."""
+    model = r.Model(*r.init_args()).to(dt)
+    with torch.no_grad():
+        model.fc.weight.copy_(torch.eye(24, 16))
+        model.fc.bias.zero_()
+    return model
+
+
+def has(source: str, expr: str) -> bool:
+    """Whether the CUDA source holds `expr`, V standing for any value's name (v12, ...), D for any
+    gradient's (d12, ...)."""
+    return re.search(re.escape(expr).replace("V", r"v\d+").replace("D", r"d\d+"), source) is not None
+
+
+def render(folder: Path, name: str, init: list[str], body: list[str]) -> str:
+    from kgen.codegen import generator
+    from kgen.tune.spec import Spec, Tile
+
+    path = folder / f"{name}.py"
+    path.write_text(reference_text(init, body, 128))
+    spec = Spec.of(str(path), 64, 96, 128, math="tf32x3", backend="wgmma", fusion=1,
+                   tile=Tile(128, 128, 32, 16, 128, stages=4))
+    return generator.render_cuda_source(spec)
+
+
+# ---- 1. add / sub with alpha, addcmul, addcdiv: in float32, rounded once --------------------------
+# name -> (the forward's line, CUDA's kernel emulated on float32 y, r rounding a value to the dtype)
+OPMATH_KERNELS = {
+    "add_alpha": ("x = torch.add(y, y * y, alpha=0.3)", lambda y, r: y + r(y * y) * 0.3),
+    "sub_alpha": ("x = torch.sub(y, torch.sigmoid(y), alpha=0.7)", lambda y, r: y - r(torch.sigmoid(y)) * 0.7),
+    "add_method": ("x = y.add(y * y, alpha=-1.5)", lambda y, r: y + r(y * y) * -1.5),
+    "add_inplace": ("x = y.add_(torch.sigmoid(y), alpha=0.3)", lambda y, r: y + r(torch.sigmoid(y)) * 0.3),
+    "sub_inplace": ("y.sub_(torch.sigmoid(y), alpha=0.3)\nx = y", lambda y, r: y - r(torch.sigmoid(y)) * 0.3),
+    "addcmul": ("x = torch.addcmul(y, torch.sigmoid(y), y, value=0.3)", lambda y, r: y + 0.3 * (r(torch.sigmoid(y)) * y)),
+    "addcmul_value_1": ("x = torch.addcmul(y, torch.sigmoid(y), y)", lambda y, r: y + r(torch.sigmoid(y)) * y),
+    "addcmul_method": ("x = y.addcmul(y, y, value=-0.5)", lambda y, r: y + -0.5 * (y * y)),
+    "addcdiv": ("x = torch.addcdiv(y, torch.sigmoid(y), y + 3, value=0.3)",
+                lambda y, r: y + 0.3 * (r(torch.sigmoid(y)) / r(y + 3))),
+}
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("name", sorted(OPMATH_KERNELS))
+def test_add_with_alpha_and_addcmul_round_once(name, dt, tmp_path):
+    """torch's CUDA add / sub: AddFunctor<opmath_t>, a + b * alpha in float32 (sub: alpha negated);
+    addcmul: a + alpha * (float(b) * float(c)); addcdiv: a + alpha * (b / float(c))
+    (PointwiseOpsKernel.cu, accscalar_t), each rounded once to the 16-bit dtype. The oracle against
+    that emulation bit for bit (y is x: the identity Linear). Before: alpha * z rounded first."""
+    line, emulate = OPMATH_KERNELS[name]
+    r = ref(tmp_path, line.split("\n"))
+    graph = trace(r)
+    model = identity_model(r, dt)
+    torch.manual_seed(1)
+    x = (torch.randn(512, 16) * 2).to(dt)
+    with torch.no_grad():
+        y = model.fc(x).float()
+        got = graph.interpret(x, copy.deepcopy(model))
+        cuda = emulate(y, lambda t: t.to(dt).float()).to(dt)
+        stepwise = emulate(y, lambda t: t.to(dt).float())   # (the old IR's: alpha * z rounded too)
+    assert got.dtype == dt and torch.equal(got, cuda), (got != cuda).sum()
+    assert any(n.op == "to_opmath" for n in graph.live()) and graph.node(graph.output).op == "to_module_dtype"
+    if name.startswith(("add", "sub")) and "cmul" not in name and "cdiv" not in name:
+        coef = {"add_alpha": 0.3, "sub_alpha": -0.7, "add_method": -1.5, "add_inplace": 0.3, "sub_inplace": -0.3}[name]
+        old = (y + (stepwise - y).div(coef).to(dt).float().mul(coef).to(dt).float()).to(dt)
+        assert not torch.equal(old, cuda)   # (a * z rounded first was another answer)
+
+
+@pytest.mark.parametrize("name", ["add_alpha", "addcmul", "addcdiv", "sub_inplace"])
+def test_add_with_alpha_and_addcmul_are_taken(name, tmp_path):
+    """fp64 (gradients included) and bf16 / fp16 against fp64."""
+    r = ref(tmp_path, OPMATH_KERNELS[name][0].split("\n"))
+    check_taken(r, trace(r))
+
+
+def test_an_upcast_operand_keeps_the_result_in_float32(tmp_path):
+    """torch.add(h, y, alpha=a) with h float32 (an upcast): eager's result is float32, y read as
+    float32 (the common dtype), nothing rounded, and no cast back: the forward casts it back."""
+    r = ref(tmp_path, ["h = torch.add(y.float(), y * y, alpha=0.3)", "x = torch.addcmul(h, y, y, value=0.5).to(y.dtype)"])
+    graph = trace(r)
+    assert not graph.fp32_casts
+    assert [n.op for n in graph.live()].count("to_module_dtype") == 1   # (the forward's own cast back)
+    model = identity_model(r, torch.bfloat16)
+    torch.manual_seed(1)
+    x = (torch.randn(256, 16) * 2).bfloat16()
+    with torch.no_grad():
+        y = model.fc(x).float()
+        want = (y + (y * y).bfloat16().float() * 0.3 + 0.5 * (y * y)).bfloat16()
+        torch.testing.assert_close(graph.interpret(x, copy.deepcopy(model)), want, rtol=0, atol=0)
+
+
+def test_the_kernels_round_add_with_alpha_once(tmp_path):
+    """In the emitted forward, alpha * z and the sum are fp32 values (not rounded to the module's
+    dtype), the result rounded once (to_module_dtype)."""
+    source = render(tmp_path, "alpha", [LIN.replace("out_features", "128")],
+                    ["y = self.fc(x)", "x = torch.add(y, y * y, alpha=0.3)"])
+    assert has(source, "const float V = ((V) * (0.300000012f));")
+    assert has(source, "const float V = ((V) + (V));")
+    assert has(source, "const float V = kgen::rounded_to_module<kgen_operand_t>((V));")
+    assert not has(source, "kgen::rounded_to_module<kgen_operand_t>(((V) * (0.300000012f)))")
+
+
+# ---- 2. the backward compares as the forward held its values --------------------------------------
+COMPARING_BODY = ["y = self.fc(x)",
+                  "h = torch.relu(y) + torch.where(y > 0.1, y, 0.0) + F.hardtanh(y, -0.3, 0.7) + torch.clamp(y, -0.2, 0.6)",
+                  "h = h + y.clamp_min(0.05) + F.leaky_relu(y, 0.2) + torch.maximum(y, torch.tanh(y))",
+                  "x = h + torch.where(y.float() < 0.9, y.float(), 0.0).to(y.dtype)"]
+ROUND = "kgen::rounded_to_module<kgen_operand_t>"
+
+
+def test_the_backward_compares_values_as_the_forward_held_them(tmp_path):
+    """The pointwise backward (struct Backward) of a 16-bit build: where's comparison, clamp's and
+    clamp_min's bounds with the value and the number rounded to the module's dtype (eager compares
+    the saved 16-bit input with the Scalar in scalar_t); hardtanh's value rounded, its bounds not
+    (hardtanh_backward_cuda: opmath_t bounds); relu's result and leaky_relu's input rounded, 0
+    as it is; maximum's tie of two rounded values; the upcast's comparison as it is (fp32).
+    Before: every comparison of the unrounded recomputation with the number as it is."""
+    source = render(tmp_path, "comparing", [LIN.replace("out_features", "128")], COMPARING_BODY)
+    backward = source[source.index("struct Backward {"):]
+    backward = backward[:backward.index("\n};")]
+    v, n = f"{ROUND}(V)", lambda c: f"{ROUND}({c})"
+    assert has(backward, f"(({v}) > ({n('0.100000001f')}))) ? (D) : (0.0f)")             # where
+    assert has(backward, f"(({v}) >= ({n('-0.200000003f')}))) && ((({v}) <= ({n('0.600000024f')})")   # clamp
+    assert has(backward, f"(({v}) >= ({n('0.0500000007f')}))) ? (D) : (0.0f)")           # clamp_min
+    assert has(backward, f"(({v}) > (-0.300000012f))) && ((({v}) < (0.699999988f))")       # hardtanh
+    assert has(backward, f"(({v}) <= (0.0f))) ? (0.0f) : (D)")                              # relu
+    assert has(backward, f"(({v}) > (0.0f))) ? (D) : (((D) * (0.200000003f)))")             # leaky_relu
+    assert has(backward, f"(({v}) <= ({v}))) && ((({v}) >= ({v}))")                         # maximum's tie
+    assert has(backward, "((((V) < (0.899999976f))) ? (D) : (0.0f))")                      # fp32: as it is
+    assert "rounded_to_module<kgen_operand_t>(0.899999976f)" not in backward
+
+
+class _ComparesOnly:
+    """A math builder whose operands may only be compared: any other op of one fails. Tells
+    whether a VJP reads its op's operands (and result) for its comparisons alone, which is what
+    makes rounding them there change nothing but the comparisons (COMPARED_AS_HELD)."""
+
+    class Operand:
+        pass
+
+    class Token:   # the gradient, a comparison's outcome, a number or a value made of them
+        pass
+
+    @staticmethod
+    def c(value):
+        return _ComparesOnly.Token()
+
+    def __getattr__(self, name):
+        def op(*args):
+            if name not in ("gt", "ge", "lt", "le", "eq", "ne") and any(isinstance(a, _ComparesOnly.Operand) for a in args):
+                raise AssertionError(f"{name} reads an operand")
+            return _ComparesOnly.Token()
+        return op
+
+
+@pytest.mark.parametrize("name", sorted(derivatives.COMPARED_AS_HELD))
+def test_the_ops_compared_as_held_read_their_operands_in_comparisons_alone(name):
+    """So rounding the operands of these VJPs changes which branch they take and nothing else (the
+    backward's arithmetic stays unrounded, as in every other op's VJP); an op outside the set, as
+    softplus (its branch's product reads x), fails the same check."""
+    from kgen.ir.ops import POINTWISE
+
+    arity = POINTWISE[name].arity
+    operands = [_ComparesOnly.Operand() for _ in range(arity)]
+    attrs = {"where": {"compare": "gt"}, "minimum_const": {"other": 0.1}, "maximum_const": {"other": 0.1}}.get(name, {})
+    derivatives.vjp(_ComparesOnly(), name, _ComparesOnly.Token(), _ComparesOnly.Operand(), operands, attrs)
+    with pytest.raises(AssertionError, match="reads an operand"):
+        derivatives.vjp(_ComparesOnly(), "softplus", _ComparesOnly.Token(), _ComparesOnly.Operand(),
+                        [_ComparesOnly.Operand()], {})
+
+
+@nvcc_prefetch(lambda p: [report_job(render(prefetch_dir("probe62_half", p), "comparing", [LIN.replace("out_features", "128")],
+                                            COMPARING_BODY), (SM90A, f"-DKGEN_OPERAND={p['operand']}"))])
+@pytest.mark.parametrize("operand", ["__nv_bfloat16", "__half"])
+def test_the_16_bit_builds_of_the_backwards_comparisons_compile(operand):
+    import nvcc_jobs
+
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    source = render(prefetch_dir("probe62_half", {"operand": operand}), "comparing", [LIN.replace("out_features", "128")],
+                    COMPARING_BODY)
+    returncode, report = nvcc_jobs.result(report_job(source, (SM90A, f"-DKGEN_OPERAND={operand}")))
+    assert returncode == 0, report[-4000:]

@@ -12,7 +12,8 @@ Session 62's (the CPU side: tests/test_spellings_probe62_half.py):
   AddFunctor<opmath_t> and addcmul's accscalar_t kernel (before: alpha * b rounded first);
 - the backward's comparisons (where's mask, clamp's and hardtanh's bounds) of the values as the
   forward held them, rounded to the module's dtype (before: the unrounded recomputation, compared
-  with the number as it is: the gradient on the other side of the forward's choice)."""
+  with the number as it is: the gradient on the other side of the forward's choice);
+- a LayerNorm of GLU's gate (written with row reductions over its P columns; refused before)."""
 
 from pathlib import Path
 
@@ -47,6 +48,8 @@ MODULES = {
     "alpha": (IDENTITY, ["y = self.fc(x)", "x = torch.add(y, y * y, alpha=0.3) + torch.addcmul(y, y, y, value=-0.7)"],
               "wgmma"),
     "backward_comparisons": (IDENTITY, ["y = self.fc(x)", BACKWARD_COMPARISONS], "wgmma"),
+    "gated_layer_norm": ([*IDENTITY, "self.norm = nn.LayerNorm(64)"],
+                         ["a, b = self.fc(x).chunk(2, -1)", "x = self.norm(F.silu(a) * b)"], "wgmma"),
 }
 
 
@@ -217,3 +220,27 @@ def test_the_backward_compares_values_as_the_forward_held_them(files, dtype):
     assert torch.equal(xn.grad, xe.grad), (xn.grad != xe.grad).sum()
     assert torch.equal(new.fc.bias.grad, ref.fc.bias.grad), (new.fc.bias.grad, ref.fc.bias.grad)
     assert torch.equal(new.fc.weight.grad, ref.fc.weight.grad)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_layer_norm_of_the_gated_half(files, dtype):
+    """nn.LayerNorm(P) of silu(a) * b: the output within a step or two of eager's (fp32 statistics
+    in another order, rounded once as eager's kernel), the gradients of x and every parameter
+    close to eager's."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    dt = DTYPES[dtype]
+    f = EmittedFile(files["gated_layer_norm"])
+    ref, new = pair(f, dt, identity=False)
+    torch.manual_seed(1)
+    x = (torch.randn(64, 16, device="cuda") * 3).to(dt)
+    xe, xn = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    eager, out = ref(xe), new(xn)
+    step = torch.finfo(dt).eps * eager.double().abs().clamp_min(1.0)
+    assert ((out.double() - eager.double()).abs() <= 2 * step).all()
+    g = torch.randn_like(eager)
+    eager.backward(g)
+    out.backward(g)
+    torch.testing.assert_close(xn.grad, xe.grad, rtol=2e-2, atol=2e-2)
+    for (n, p), q in zip(new.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=2e-2, atol=2e-2, msg=n)

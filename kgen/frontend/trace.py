@@ -1893,9 +1893,7 @@ class Tracer:
         """LayerNorm over the N features of each row: GroupNorm with one group (the same mean,
         biased variance, eps and per-feature affine; one kernel path, one backward)."""
         if isinstance(x, _Id) and self.level(x) == "pooled":
-            raise self.refuse(f"LayerNorm of {LEVEL_WORDS['pooled']} (GLU's halves, a pooling): kgen's LayerNorm "
-                              "normalizes a (batch, features) value of the GEMM's width; RMSNorm and F.normalize "
-                              "of it are taken, and a LayerNorm written out with mean and var")
+            return self._pooled_layer_norm(x, normalized_shape, weight, bias, eps, affine_fp32)
         if normalized_shape != (self.out_features,):
             whole = len(normalized_shape) == 1 and isinstance(normalized_shape[0], _Marker)
             shown = ("the value's whole shape (y.shape: one mean and variance over the batch too)" if whole
@@ -1907,6 +1905,32 @@ class Tracer:
                               "mean is 0)")
         return self.group_norm(x, 1, weight or None, bias or None, eps, None, what="LayerNorm",
                                affine_fp32=affine_fp32)
+
+    def _pooled_layer_norm(self, x: int, normalized_shape: tuple, weight, bias, eps, affine_fp32: bool) -> int:
+        """LayerNorm of a pooled value (the gate of GLU's halves, a pooling) over its P columns:
+        the groupnorm node's row pass runs over the GEMM's N columns, so it is written out with row
+        reductions, as RMSNorm of one is: (x - mean) rsqrt(var + eps) w + b, the mean and the
+        biased variance of the row (two passes), all of it in float32 and rounded once in a
+        16-bit module, as torch's LayerNorm kernel computes its statistics and its affine output
+        in its accumulate type (T_ACC) and rounds once (Tracer._internal_upcast)."""
+        width = self.shape_of(x)[1]
+        if tuple(normalized_shape) != (width,):
+            raise self.refuse(f"LayerNorm over {tuple(normalized_shape)} of a pooled value of {width} features "
+                              f"(kgen normalizes each row's features: normalized_shape ({width},))")
+        if not _is_number(eps):
+            raise self.refuse("LayerNorm with an eps that is not a number")
+        if width == 1:
+            raise self.refuse("LayerNorm over one feature (its output is its bias alone: x minus its own mean is 0)")
+        if not affine_fp32:
+            self._refuse_16_bit_parameters_on_fp32(x, "LayerNorm", [self._tensor(p) for p in (weight, bias) if p])
+        h, upcast = self._internal_upcast(x)
+        centered = self.pointwise("sub", [h, self.reduce("mean", h, -1, True)])
+        variance = self.reduce("mean", self.pointwise("mul", [centered, centered]), -1, True)
+        y = self.pointwise("mul", [centered, self.pointwise("rsqrt", [self.pointwise("add", [variance, float(eps)])])])
+        for op, path in (("mul", weight), ("add", bias)):
+            if path:
+                y = self.pointwise(op, [y, self.attribute(path)])
+        return self._internal_cast_back(y, upcast)
 
     def instance_norm(self, a: dict, what: str, unbatched: bool = False):
         """InstanceNorm of x.unsqueeze(1), a (batch, 1, features) value: each (sample, channel)

@@ -25,6 +25,10 @@ Found and fixed:
   fc(x).chunk(2, -1)` ("LayerNorm of a pooled (batch, P) value"), where RMSNorm and F.normalize of
   it were taken: now written with row reductions over the P columns (Tracer._pooled_layer_norm),
   in float32 and rounded once in 16 bits, as torch's LayerNorm kernel.
+- (REFUSED) `self.fc(x * 2)` (2 * x, -x, x / 4, x * self.t) on a (B, S, D) input where the forward
+  reads its sizes (`B, S, D = x.shape`), taken where it does not (Tracer._input_scaling): the input
+  with its leading sizes was not deferred as the input is. Now it is (Tracer._is_lead_input), and
+  so is a residual made of it before the GEMM (`r = x * 0.5` ... `h.view(B, S, -1) + r`).
 """
 
 import copy
@@ -325,3 +329,44 @@ def test_the_16_bit_builds_compile(name, operand):
     assert returncode == 0, report[-4000:]
     assert "bytes spill stores" not in report or all(
         " 0 bytes spill stores" in line for line in report.splitlines() if "spill stores" in line), report[-4000:]
+
+
+# ---- 4. the input scaled before the GEMM, on a forward that reads the input's sizes ----------------
+def lead_ref(tmp_path, body: list[str], name="lead") -> Reference:
+    """A (8, 5, 16) input's module: fc = Linear(16, 24), fc2 = Linear(16, 16), t a 0-d parameter."""
+    path = tmp_path / f"{name}.py"
+    text = reference_text(["self.fc = nn.Linear(16, 24)", "self.fc2 = nn.Linear(16, 16)",
+                           "self.t = nn.Parameter(torch.tensor(0.7))", "self.v = nn.Parameter(torch.rand(16))"], body, 24)
+    path.write_text(text.replace("torch.rand(batch_size, in_features", "torch.rand(batch_size, 5, in_features"))
+    return Reference(path)
+
+
+SCALED_LEADS = {
+    "times_two": ["B, S, D = x.shape", "x = self.fc(x * 2)", "x = x.view(B, S, -1)"],
+    "number_left": ["B, S, D = x.shape", "x = self.fc(2 * x).view(B, S, -1)"],
+    "then_rows": ["B, S, D = x.shape", "x = self.fc((x / 4).view(B * S, D)).view(B, S, -1)"],
+    "negated": ["B, S, D = x.shape", "h = self.fc(-x)", "x = torch.relu(h)"],
+    "parameter": ["B, S, D = x.shape", "h = self.fc(x * self.t)", "x = h.view(B, S, -1) * 3"],
+    "size_method": ["b, s, _ = x.size()", "x = self.fc(x.mul(0.5)).reshape(b, s, -1)"],
+    "residual_before": ["B, S, D = x.shape", "r = x * 0.5", "h = self.fc2(x)", "x = h.view(B, S, -1) + r"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALED_LEADS))
+def test_the_input_scaled_before_the_gemm_with_its_sizes_read(name, tmp_path):
+    """`B, S, D = x.shape` then `self.fc(x * 2)` on a (B, S, D) input: the input with its leading
+    sizes is deferred as the plain input is (Tracer._deferrable, _input_scaling: the GEMM of x, z
+    scaled before the bias), and a residual made before the GEMM is taken after it. Before:
+    refused ("an op on the module's input before the GEMM"), taken on a (batch, D) input."""
+    r = lead_ref(tmp_path, SCALED_LEADS[name])
+    graph = trace(r)
+    assert graph.leads   # (traced with the leading sizes the forward reads)
+    check_taken(r, graph)
+
+
+def test_what_the_gemm_reads_of_the_input_with_its_sizes_is_refused_as_before(tmp_path):
+    """An op that is no scaling by a number, and a per-feature scale, say so as on the rows."""
+    with pytest.raises(Unsupported, match=r"an op on the module's input before the GEMM"):
+        trace(lead_ref(tmp_path, ["B, S, D = x.shape", "x = self.fc(x + 1).view(B, S, -1)"], name="plus"))
+    with pytest.raises(Unsupported, match=r"scaled before the GEMM by a value that is not one number"):
+        trace(lead_ref(tmp_path, ["B, S, D = x.shape", "x = self.fc(x * self.v).view(B, S, -1)"], name="per_feature"))

@@ -2715,6 +2715,8 @@ class Tracer:
         deferred) and numbers: no value of the epilogue, no weight matrix."""
         leaves: list = []
         torch.fx.node.map_aggregate((args, kwargs), lambda v: leaves.append(v) or v)
+        # (the input with its leading sizes, B, S, D = x.shape read: the input, Tracer.leads)
+        leaves = [v.payload if self._is_lead_input(v) else v for v in leaves]
         if any(isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind not in DEFERRABLE_KINDS) for v in leaves):
             return False
         return any(isinstance(v, _Deferred) or isinstance(v, _Marker) for v in leaves)
@@ -2731,8 +2733,10 @@ class Tracer:
             if scaling:
                 # the module's input scaled by a number, before the first GEMM: the GEMM takes it
                 # (gemm); any other op refuses it as before (value). Not kept in env: used after
-                # the GEMM, the op is taken there as any other.
-                return _Marker("scaled_input", scaling)
+                # the GEMM, the op is taken there as any other. Of the input with its leading
+                # sizes, the rows' scaled input with them (Tracer._on_lead: the GEMM of its rows).
+                scaled = _Marker("scaled_input", scaling)
+                return _Marker("lead", scaled) if self._scales_lead_input(v) else scaled
             d_args, d_kwargs = self._materialized(v.args, v.kwargs)
             now = self.fx_node, self.where   # (located at the op's own line while it is taken)
             self.fx_node = v.fx_node
@@ -2754,7 +2758,7 @@ class Tracer:
         """Where v (a deferred op's value) is the module's input scaled by numbers (x * 2, 2 * x,
         x / self.t, -x, x.mul(c), torch.div(x, c), and chains of them): the scalings, in order, as
         (op, operand) pairs of the IR's mul / div; () for the input itself; else None."""
-        if isinstance(v, _Marker) and v.kind == "input" and not v.payload:
+        if isinstance(v, _Marker) and v.kind == "input" and not v.payload or self._is_lead_input(v):
             return ()
         if not isinstance(v, _Deferred) or v.kwargs or v.fx_node.meta.get(NO_GRAD):
             return None   # (made under no_grad: a detached input, which the GEMM refuses)
@@ -2774,6 +2778,18 @@ class Tracer:
         if inner is None or not self._scalar_like(operand):
             return None
         return (*inner, (op, operand))
+
+    def _is_lead_input(self, v) -> bool:
+        """Whether v is the module's input with its leading sizes (a forward that reads them:
+        Tracer.leads)."""
+        return isinstance(v, _Marker) and v.kind == "lead" and v.payload is self.input_marker
+
+    def _scales_lead_input(self, v) -> bool:
+        """Whether the input _input_scaling found v to scale is the one with its leading sizes
+        (the scalings' operands are numbers and parameters: the only such leaf is the input)."""
+        if self._is_lead_input(v):
+            return True
+        return isinstance(v, _Deferred) and any(self._scales_lead_input(a) for a in _leaves((v.args, v.kwargs)))
 
     def _scalar_like(self, v) -> bool:
         """Whether v may scale the input before the GEMM: a number, or a parameter or an op on
@@ -3337,7 +3353,7 @@ class Tracer:
     def _shape_or_none(self, v) -> tuple | None:
         """The shape of a value (the module's input or a node), "M" for the batch; None for
         anything else (a parameter's views are Tracer.param_view's)."""
-        if isinstance(v, _Marker) and v.kind == "input":
+        if isinstance(v, _Marker) and v.kind in ("input", "scaled_input"):   # (x * 2: the input's shape)
             return ("M", *tuple(self.ref.input.shape)[1:])
         if isinstance(v, _Marker) and v.kind == "extra_input":
             return ("M", int(self.ref.extra_inputs[v.payload[0] - 1].shape[-1]))

@@ -29,6 +29,12 @@ Found and fixed:
   reads its sizes (`B, S, D = x.shape`), taken where it does not (Tracer._input_scaling): the input
   with its leading sizes was not deferred as the input is. Now it is (Tracer._is_lead_input), and
   so is a residual made of it before the GEMM (`r = x * 0.5` ... `h.view(B, S, -1) + r`).
+- (REFUSED) `h.reshape(b, s, H, -1)`, a per-head op, then the view back, on a (B, S, D) forward
+  that reads its sizes: now the rows' (M, H, k) view (Tracer._lead_view), so a GroupNorm written
+  out per head and a max / mean per head are taken as in a 2-d module. A per-head softmax stays
+  refused, saying it is not taken (kgen's softmax runs over a row's features); a per-head
+  F.layer_norm is refused naming F.group_norm of the rows, the same normalization (taken as
+  it, its 16-bit statistics would be rounded where torch's LayerNorm keeps them in fp32).
 """
 
 import copy
@@ -370,3 +376,43 @@ def test_what_the_gemm_reads_of_the_input_with_its_sizes_is_refused_as_before(tm
         trace(lead_ref(tmp_path, ["B, S, D = x.shape", "x = self.fc(x + 1).view(B, S, -1)"], name="plus"))
     with pytest.raises(Unsupported, match=r"scaled before the GEMM by a value that is not one number"):
         trace(lead_ref(tmp_path, ["B, S, D = x.shape", "x = self.fc(x * self.v).view(B, S, -1)"], name="per_feature"))
+
+
+# ---- 5. a per-head op of a (B, S, H, k) view ---------------------------------------------------------
+HEADS = {
+    "groupnorm_written_out": ["b, s, d = x.shape", "h = self.fc(x)", "g = h.reshape(b, s, 4, -1)",
+                              "g = (g - g.mean(-1, keepdim=True)) / torch.sqrt(g.var(-1, keepdim=True, unbiased=False) + 1e-5)",
+                              "x = g.reshape(b, s, -1)"],
+    "rsqrt_of_squares": ["b, s, d = x.shape", "h = torch.relu(self.fc(x))", "g = h.view(b, s, 4, 6)", "m = g.mean(-1, keepdim=True)",
+                         "v = ((g - m) ** 2).mean(-1, keepdim=True)", "x = ((g - m) * torch.rsqrt(v + 1e-3)).reshape(b, s, 24) * 2"],
+    "max_per_head": ["b, s, d = x.shape", "h = self.fc(x)", "x = h.view(b, s, 4, 6).amax(-1)"],
+    "group_norm_of_rows": ["b, s, d = x.shape", "h = self.fc(x)", "x = F.group_norm(h.reshape(-1, 24), 4, eps=1e-5).view(b, s, -1)"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HEADS))
+def test_a_per_head_norm_of_a_view_with_the_leading_sizes(name, tmp_path):
+    """h.view(b, s, H, -1) of a (B, S, D) forward that reads its sizes: the rows' (M, H, k) view,
+    which a GroupNorm written out (one groupnorm node of H groups) and a max / mean pooling take
+    as in a 2-d module, viewed back with the leading sizes (Tracer._lead_view). Before: refused
+    ("reshape(x.size(0), x.size(1), 4, -1) of a value whose rows are ...")."""
+    r = lead_ref(tmp_path, HEADS[name])
+    graph = trace(r)
+    assert any(n.kind in ("groupnorm", "pool") or n.op == "max" for n in graph.live())
+    check_taken(r, graph)
+
+
+@pytest.mark.parametrize("line, words", [
+    ("x = h.reshape(b, s, 4, -1).softmax(-1).reshape(b, s, -1)", r"a softmax of each group of 6 features \(a per-head softmax\) is not taken"),
+    ("x = F.layer_norm(h.view(b, s, 4, -1), (6,)).reshape(b, s, -1)",
+     r"LayerNorm over \(6,\) of a \(batch, 4, 6\) view .*write F\.group_norm\(h\.reshape\(-1, 24\), 4, eps=eps\)"),
+    ("x = h.view(h.size(0), 4, -1).softmax(-1).view(h.size(0), -1)", r"a per-head softmax\) is not taken"),
+])
+def test_a_per_head_softmax_or_layer_norm_is_refused_naming_what_to_write(line, words, tmp_path):
+    """A softmax per group of k features has no kgen form (its softmax runs over a row's features);
+    a LayerNorm per group is GroupNorm(H) of the rows, which the message names (refused, not taken
+    as it: torch's GroupNorm rounds its statistics in 16 bits, LayerNorm does not)."""
+    r = (lead_ref(tmp_path, ["b, s, d = x.shape", "h = self.fc(x)", line]) if "b, s" in line
+         else ref(tmp_path, [line], lines=["h = self.fc(x)"]))   # (a (batch, D) module's view to (batch, H, k))
+    with pytest.raises(Unsupported, match=words):
+        trace(r)

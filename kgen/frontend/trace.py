@@ -1849,8 +1849,12 @@ class Tracer:
         x, k = windows.payload
         dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         if kind not in ("max", "mean") or dims not in ((2,), (-1,)) or keepdim:
+            per_group = (f"; a {kind} of each group of {k} features (a per-head {kind}) is not taken: kgen's "
+                         f"{kind} runs over a row's features, its GroupNorm over groups of them (written out: "
+                         "g.mean(-1, keepdim=True), g.var(-1, keepdim=True, unbiased=False))"
+                         if kind in ("softmax", "log_softmax", "logsumexp", "sum", "max", "min") and dims in ((2,), (-1,)) else "")
             raise self.refuse(f"{kind} over dim={dim!r}{', keepdim' if keepdim else ''} of a (batch, P, {k}) view "
-                              "(kgen takes its max or mean over the last dim without keepdim: 1-d pooling)")
+                              f"(kgen takes its max or mean over the last dim without keepdim: 1-d pooling){per_group}")
         return self.pool("max" if kind == "max" else "avg", _Marker("unsqueezed", x), k, k, 0, False).payload
 
     def group_norm(self, x, groups, weight: str | None, bias: str | None, eps, channels,
@@ -1894,6 +1898,12 @@ class Tracer:
         biased variance, eps and per-feature affine; one kernel path, one backward)."""
         if isinstance(x, _Id) and self.level(x) == "pooled":
             return self._pooled_layer_norm(x, normalized_shape, weight, bias, eps, affine_fp32)
+        if isinstance(x, _Marker) and x.kind == "windows":
+            groups, k = self.shape_of(x.payload[0])[1] // x.payload[1], x.payload[1]
+            raise self.refuse(f"LayerNorm over {tuple(normalized_shape)} of a (batch, {groups}, {k}) view (a LayerNorm "
+                              f"per group of {k} features): write F.group_norm(h.reshape(-1, {groups * k}), {groups}, "
+                              "eps=eps) of its rows, the same normalization (torch's GroupNorm rounds its statistics "
+                              "to a 16-bit module's dtype, LayerNorm keeps them in fp32), with any affine after it")
         if normalized_shape != (self.out_features,):
             whole = len(normalized_shape) == 1 and isinstance(normalized_shape[0], _Marker)
             shown = ("the value's whole shape (y.shape: one mean and variance over the batch too)" if whole
@@ -3479,6 +3489,16 @@ class Tracer:
             return rows
         if own is not None and matches((*leads, *own[1:])):
             return _Marker("lead", rows)
+        if isinstance(rows, _Id) and own is not None and len(own) == 2 and len(target) == self.leads + 2 \
+                and target[:self.leads] == leads:
+            # h.view(B, S, H, -1): the rows' heads, the (M, H, k) view a 2-d module writes as
+            # h.view(b, H, -1) (Tracer._view: windows that a GroupNorm written out or a pooling
+            # takes), with the leading sizes (a pooling's result is the rows' pooled value)
+            return _Marker("lead", self._view(rows, call, (("M", *target[self.leads:]),), {}))
+        if isinstance(x, _Marker) and x.kind in ("group", "windows") and len(target) == self.leads + 1 \
+                and target[:self.leads] == leads:
+            # ... and back, g.view(B, S, -1): the 2-d view back to (M, N), with the leading sizes
+            return _Marker("lead", self._view(x, call, (("M", target[-1]),), {}))
         def text(t) -> str:   # (a size as the forward reads it)
             if t == "M" or isinstance(t, tuple):
                 return " * ".join(f"x.size({i})" for i in sorted(t[1] if isinstance(t, tuple) else range(self.leads)))

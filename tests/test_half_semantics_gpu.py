@@ -13,7 +13,8 @@ Session 62's (the CPU side: tests/test_spellings_probe62_half.py):
 - the backward's comparisons (where's mask, clamp's and hardtanh's bounds) of the values as the
   forward held them, rounded to the module's dtype (before: the unrounded recomputation, compared
   with the number as it is: the gradient on the other side of the forward's choice);
-- a LayerNorm of GLU's gate (written with row reductions over its P columns; refused before)."""
+- a LayerNorm of GLU's gate (written with row reductions over its P columns; refused before);
+- InstanceNorm1d(1, affine=True): the norm of the upcast rows, scale and shift, rounded once."""
 
 from pathlib import Path
 
@@ -50,6 +51,8 @@ MODULES = {
     "backward_comparisons": (IDENTITY, ["y = self.fc(x)", BACKWARD_COMPARISONS], "wgmma"),
     "gated_layer_norm": ([*IDENTITY, "self.norm = nn.LayerNorm(64)"],
                          ["a, b = self.fc(x).chunk(2, -1)", "x = self.norm(F.silu(a) * b)"], "wgmma"),
+    "instance_affine": ([*IDENTITY, "self.norm = nn.InstanceNorm1d(1, affine=True)"],
+                        ["x = self.norm(self.fc(x).unsqueeze(1)).squeeze(1)"], "wgmma"),
 }
 
 
@@ -223,15 +226,21 @@ def test_the_backward_compares_values_as_the_forward_held_them(files, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_a_layer_norm_of_the_gated_half(files, dtype):
-    """nn.LayerNorm(P) of silu(a) * b: the output within a step or two of eager's (fp32 statistics
-    in another order, rounded once as eager's kernel), the gradients of x and every parameter
-    close to eager's."""
+@pytest.mark.parametrize("name", ["gated_layer_norm", "instance_affine"])
+def test_a_norm_taken_this_session(files, name, dtype):
+    """nn.LayerNorm(P) of silu(a) * b, InstanceNorm1d(1, affine=True) of y.unsqueeze(1): the
+    output within a step or two of eager's (fp32 statistics in another order, rounded once as
+    eager's kernels), the gradients of x and every parameter close to eager's."""
     if not HOPPER:
         pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
     dt = DTYPES[dtype]
-    f = EmittedFile(files["gated_layer_norm"])
+    f = EmittedFile(files[name])
     ref, new = pair(f, dt, identity=False)
+    if name == "instance_affine":
+        with torch.no_grad():
+            ref.norm.weight.fill_(1.37)
+            ref.norm.bias.fill_(-0.21)
+        new.load_state_dict(ref.state_dict())
     torch.manual_seed(1)
     x = (torch.randn(64, 16, device="cuda") * 3).to(dt)
     xe, xn = x.clone().requires_grad_(True), x.clone().requires_grad_(True)

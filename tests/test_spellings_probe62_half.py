@@ -35,6 +35,11 @@ Found and fixed:
   refused, saying it is not taken (kgen's softmax runs over a row's features); a per-head
   F.layer_norm is refused naming F.group_norm of the rows, the same normalization (taken as
   it, its 16-bit statistics would be rounded where torch's LayerNorm keeps them in fp32).
+- (REFUSED) InstanceNorm1d(1, affine=True) of y.unsqueeze(1) (F.instance_norm with a (1,) weight
+  and bias): now the LayerNorm node of the upcast rows, then the one-number scale and shift,
+  rounded once (torch's batch_norm kernel's (x - mean) * invstd * w + b in float32). Still
+  refused, saying what is taken: affine=True of the (batch, features) value itself (a weight
+  per row, torch's channels) and track_running_stats=True.
 """
 
 import copy
@@ -308,35 +313,6 @@ def test_a_layer_norm_of_the_gated_half_over_another_width_is_refused(tmp_path):
         trace(ref(tmp_path, ["x = F.layer_norm(F.silu(a) * b, (24,))"], lines=GATED))
 
 
-# ---- the 16-bit builds of the emitted CUDA this session changed: nvcc compiles them ------------
-COMPILED = {
-    "comparing": ([LIN.replace("out_features", "128")], COMPARING_BODY),
-    "alpha": ([LIN.replace("out_features", "128")],
-              ["y = self.fc(x)", "x = torch.addcmul(torch.add(y, y * y, alpha=0.3), y, y, value=0.5)"]),
-    "gated_norm": (["self.fc = nn.Linear(in_features, 128)", "self.norm = nn.LayerNorm(64)"],
-                   [*GATED, "x = self.norm(F.silu(a) * b)"]),
-}
-
-
-def compiled_source(p: dict) -> str:
-    return render(prefetch_dir("probe62_half", p), p["name"], *COMPILED[p["name"]])
-
-
-@nvcc_prefetch(lambda p: [report_job(compiled_source(p), (SM90A, f"-DKGEN_OPERAND={p['operand']}"))])
-@pytest.mark.parametrize("name", sorted(COMPILED))
-@pytest.mark.parametrize("operand", ["__nv_bfloat16", "__half"])
-def test_the_16_bit_builds_compile(name, operand):
-    import nvcc_jobs
-
-    if NVCC is None:
-        pytest.skip("nvcc not on PATH")
-    source = compiled_source({"name": name, "operand": operand})
-    returncode, report = nvcc_jobs.result(report_job(source, (SM90A, f"-DKGEN_OPERAND={operand}")))
-    assert returncode == 0, report[-4000:]
-    assert "bytes spill stores" not in report or all(
-        " 0 bytes spill stores" in line for line in report.splitlines() if "spill stores" in line), report[-4000:]
-
-
 # ---- 4. the input scaled before the GEMM, on a forward that reads the input's sizes ----------------
 def lead_ref(tmp_path, body: list[str], name="lead") -> Reference:
     """A (8, 5, 16) input's module: fc = Linear(16, 24), fc2 = Linear(16, 16), t a 0-d parameter."""
@@ -416,3 +392,91 @@ def test_a_per_head_softmax_or_layer_norm_is_refused_naming_what_to_write(line, 
          else ref(tmp_path, [line], lines=["h = self.fc(x)"]))   # (a (batch, D) module's view to (batch, H, k))
     with pytest.raises(Unsupported, match=words):
         trace(r)
+
+
+# ---- 6. InstanceNorm1d(affine=True) ------------------------------------------------------------------
+INSTANCE = {
+    "module": (["self.norm = nn.InstanceNorm1d(1, affine=True)"], "x = self.norm(y.unsqueeze(1)).squeeze(1)"),
+    "function": (["self.w = nn.Parameter(torch.rand(1) + 0.5)", "self.b = nn.Parameter(torch.randn(1))"],
+                 "x = F.instance_norm(y.unsqueeze(1), weight=self.w, bias=self.b, eps=1e-3).squeeze(1)"),
+    "weight_only": (["self.w = nn.Parameter(torch.rand(1) + 0.5)"],
+                    "x = torch.tanh(F.instance_norm(y.unsqueeze(1), weight=self.w)[:, 0])"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INSTANCE))
+def test_an_affine_instance_norm_of_one_channel_is_taken(name, tmp_path):
+    """InstanceNorm1d(1, affine=True) of y.unsqueeze(1) (and F.instance_norm with a (1,) weight and
+    bias): the rows' LayerNorm node of the upcast value, then its one-number scale and shift, cast
+    back once (Tracer.instance_norm). Before: refused ("with affine=True")."""
+    init, line = INSTANCE[name]
+    r = ref(tmp_path, [line], init)
+    graph = trace(r)
+    assert any(n.kind == "groupnorm" for n in graph.live())
+    check_taken(r, graph)
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_an_affine_instance_norm_rounds_once(dt, tmp_path):
+    """torch's instance_norm is batch_norm of the (1, batch, N) view, whose CUDA kernel computes
+    (x - mean) * invstd * w + b in float32 and rounds once: the oracle against that emulation (the
+    norm of the value in float32, rounded once), to a step."""
+    init, line = INSTANCE["module"]
+    r = ref(tmp_path, [line], init)
+    graph = trace(r)
+    torch.manual_seed(0)
+    model = r.Model(*r.init_args()).to(dt)
+    with torch.no_grad():
+        model.norm.weight.fill_(1.37)
+        model.norm.bias.fill_(-0.21)
+    torch.manual_seed(1)
+    x = (torch.randn(64, 16) * 3).to(dt)
+    with torch.no_grad():
+        got = graph.interpret(x, copy.deepcopy(model))
+        y = model.fc(x).float()
+        want = F.instance_norm(y.unsqueeze(1), weight=model.norm.weight.float(), bias=model.norm.bias.float()).squeeze(1).to(dt)
+    torch.testing.assert_close(got, want, rtol=torch.finfo(dt).eps, atol=torch.finfo(dt).eps)
+    assert (got == want).double().mean() > 0.95
+
+
+@pytest.mark.parametrize("init, line, words", [
+    ("self.norm = nn.InstanceNorm1d(8, affine=True)", "x = self.norm(y)", r"of the \(batch, features\) value itself with affine=True"),
+    ("self.norm = nn.InstanceNorm1d(1, track_running_stats=True)", "x = self.norm(y.unsqueeze(1)).squeeze(1)",
+     r"with running statistics \(track_running_stats=True"),
+])
+def test_what_an_instance_norm_is_not_taken_with_says_what_is(init, line, words, tmp_path):
+    """Of the (batch, features) value itself torch's channels are the rows (a weight per row), and
+    running statistics average the instances' over the batch: refused, naming what is taken."""
+    with pytest.raises(Unsupported, match=words):
+        trace(ref(tmp_path, [line], [init]))
+
+
+# ---- the 16-bit builds of the emitted CUDA this session changed: nvcc compiles them ------------
+COMPILED = {
+    "comparing": ([LIN.replace("out_features", "128")], COMPARING_BODY),
+    "alpha": ([LIN.replace("out_features", "128")],
+              ["y = self.fc(x)", "x = torch.addcmul(torch.add(y, y * y, alpha=0.3), y, y, value=0.5)"]),
+    "gated_norm": (["self.fc = nn.Linear(in_features, 128)", "self.norm = nn.LayerNorm(64)"],
+                   [*GATED, "x = self.norm(F.silu(a) * b)"]),
+    "instance_affine": (["self.fc = nn.Linear(in_features, 128)", "self.norm = nn.InstanceNorm1d(1, affine=True)"],
+                        ["x = self.norm(self.fc(x).unsqueeze(1)).squeeze(1)"]),
+}
+
+
+def compiled_source(p: dict) -> str:
+    return render(prefetch_dir("probe62_half", p), p["name"], *COMPILED[p["name"]])
+
+
+@nvcc_prefetch(lambda p: [report_job(compiled_source(p), (SM90A, f"-DKGEN_OPERAND={p['operand']}"))])
+@pytest.mark.parametrize("name", sorted(COMPILED))
+@pytest.mark.parametrize("operand", ["__nv_bfloat16", "__half"])
+def test_the_16_bit_builds_compile(name, operand):
+    import nvcc_jobs
+
+    if NVCC is None:
+        pytest.skip("nvcc not on PATH")
+    source = compiled_source({"name": name, "operand": operand})
+    returncode, report = nvcc_jobs.result(report_job(source, (SM90A, f"-DKGEN_OPERAND={operand}")))
+    assert returncode == 0, report[-4000:]
+    assert "bytes spill stores" not in report or all(
+        " 0 bytes spill stores" in line for line in report.splitlines() if "spill stores" in line), report[-4000:]

@@ -1951,7 +1951,12 @@ class Tracer:
         (batch, features) value itself, which torch takes as one sample of `batch` channels
         (C, L): the same normalization of each row. Refused: running statistics (their update
         averages the instances' statistics over the batch, and eval mode normalizes with them)
-        and the affine weight and bias (one number each per channel)."""
+        and, of the (batch, features) value itself, the affine weight and bias (one number per
+        row, its channels). Of x.unsqueeze(1), one channel: the affine weight and bias are one
+        number each, applied in float32 with the normalization and rounded once in a 16-bit
+        module, as torch's batch_norm kernel computes (x - mean) * invstd * w + b in its
+        accumulate type (the LayerNorm node of the upcast value, then the scale and shift:
+        Tracer._internal_upcast)."""
         x = a["input"]
         if not unbatched and not (isinstance(x, _Marker) and x.kind == "unsqueezed"):
             raise self.refuse(f"{what} of a value that is not x.unsqueeze(1) of a (batch, features) value (kgen "
@@ -1960,12 +1965,22 @@ class Tracer:
             raise self.refuse(f"{what} with running statistics (track_running_stats=True: their update averages "
                               "the instances' statistics over the batch, and eval mode normalizes with them, "
                               "which kgen does not keep); kgen takes track_running_stats=False, the default")
-        if a["weight"] is not None or a["bias"] is not None:
-            raise self.refuse(f"{what} with affine=True (a weight and a bias of one number each per channel); "
-                              "kgen takes affine=False, the default: write the scale and shift after it")
+        affine = [(op, a[name]) for op, name in (("mul", "weight"), ("add", "bias")) if a[name] is not None]
+        if affine and unbatched:
+            raise self.refuse(f"{what} of the (batch, features) value itself with affine=True: torch takes it as "
+                              "one sample of `batch` channels, a weight and a bias per row; kgen takes affine=True "
+                              "of x.unsqueeze(1), one channel (InstanceNorm1d(1, affine=True))")
         if self.out_features == 1:
             raise self.refuse(f"{what} over one feature (torch raises: it needs more than one element to normalize)")
-        y = self.group_norm(x if unbatched else x.payload, 1, None, None, a["eps"], None, what="InstanceNorm1d")
+        h, upcast = self._internal_upcast(x if unbatched else x.payload) if affine else (x if unbatched else x.payload, False)
+        y = self.group_norm(h, 1, None, None, a["eps"], None, what="InstanceNorm1d")
+        for op, p in affine:
+            p = self.value(p)
+            if self.level(p) != "scalar":
+                raise self.refuse(f"{what}'s affine {'weight' if op == 'mul' else 'bias'} of {self.shape_of(p)}: of "
+                                  "x.unsqueeze(1), one channel, it is one number")
+            y = self.pointwise(op, [y, p])
+        y = self._internal_cast_back(y, upcast)
         return y if unbatched else _Marker("unsqueezed", y)
 
     def instance_norm_module(self, x, path: str, module: nn.Module):
@@ -1975,7 +1990,8 @@ class Tracer:
         tracks = module.track_running_stats
         a = {"input": x, "running_mean": module.running_mean if tracks else None,
              "running_var": module.running_var if tracks else None,
-             "weight": module.weight if module.affine else None, "bias": module.bias if module.affine else None,
+             "weight": self.attribute(f"{path}.weight") if module.affine else None,
+             "bias": self.attribute(f"{path}.bias") if module.affine else None,
              "use_input_stats": module.training or not tracks, "eps": module.eps}
         return self.instance_norm(a, f"self.{path} (InstanceNorm1d)", unbatched)
 

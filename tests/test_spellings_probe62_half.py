@@ -40,6 +40,9 @@ Found and fixed:
   rounded once (torch's batch_norm kernel's (x - mean) * invstd * w + b in float32). Still
   refused, saying what is taken: affine=True of the (batch, features) value itself (a weight
   per row, torch's channels) and track_running_stats=True.
+- (REFUSED) F.pairwise_distance(y, p) ("not supported"): now ATen's norm(y - p + eps, p) over the
+  last dimension, a row reduction. F.cosine_similarity stays refused, now naming what is taken
+  (ATen's clamp of each norm, with its own autograd, is not reproduced here).
 """
 
 import copy
@@ -480,3 +483,28 @@ def test_the_16_bit_builds_compile(name, operand):
     assert returncode == 0, report[-4000:]
     assert "bytes spill stores" not in report or all(
         " 0 bytes spill stores" in line for line in report.splitlines() if "spill stores" in line), report[-4000:]
+
+
+# ---- 7. F.pairwise_distance and F.cosine_similarity ---------------------------------------------------
+DISTANCES = {
+    "parameter": (["self.p = nn.Parameter(torch.randn(24))"], "x = F.pairwise_distance(y, self.p)"),
+    "row_parameter_p1_keepdim": (["self.p = nn.Parameter(torch.randn(1, 24))"],
+                                 "x = F.pairwise_distance(y, self.p, p=1.0, keepdim=True)"),
+    "two_values_eps": ([], "x = torch.pairwise_distance(y, torch.tanh(y), eps=1e-3)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DISTANCES))
+def test_pairwise_distance_is_atens_norm_of_the_difference(name, tmp_path):
+    """ATen's pairwise_distance: norm(x1 - x2 + eps, p) over the last dimension: a row reduction
+    (the 2-norm in float32 inside, Tracer.norm). Before: refused ("not supported")."""
+    init, line = DISTANCES[name]
+    r = ref(tmp_path, [line], init)
+    graph = trace(r)
+    assert any(n.kind == "reduce" for n in graph.live())
+    check_taken(r, graph)
+
+
+def test_cosine_similarity_is_refused_naming_what_is_taken(tmp_path):
+    with pytest.raises(Unsupported, match=r"torch\.cosine_similarity \(F\.cosine_similarity\) is not taken; kgen takes"):
+        trace(ref(tmp_path, ["x = F.cosine_similarity(y, self.p, dim=-1)"], ["self.p = nn.Parameter(torch.randn(24))"]))

@@ -4172,6 +4172,19 @@ class Tracer:
             if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
                 raise self.refuse(f"torch.{fn.__name__}(..., dtype={dtype}) (kgen's values are floats)")
             return _TensorNumber(float(a["data"]))
+        if fn is torch.pairwise_distance:
+            # ATen's pairwise_distance: norm(x1 - x2 + eps, p) over the last dimension
+            a = self._bind(lambda x1, x2, p=2.0, eps=1e-6, keepdim=False: None, args, kwargs)
+            if not (_is_number(a["p"]) and _is_number(a["eps"])):
+                raise self.refuse(f"torch.pairwise_distance with p={a['p']!r}, eps={a['eps']!r} (kgen takes numbers)")
+            difference = self.pointwise("add", [self.pointwise("sub", [a["x1"], a["x2"]]), float(a["eps"])])
+            return self.norm(difference, a["p"], -1, a["keepdim"])
+        if fn is torch.cosine_similarity:
+            # (ATen divides each operand by its own 2-norm clamped below by eps, with autograd rules
+            # of its own around the clamp, which kgen has not reproduced and checked)
+            raise self.refuse("torch.cosine_similarity (F.cosine_similarity) is not taken; kgen takes the norms of "
+                              "the GEMM's rows (y.norm(dim=-1), F.normalize(y, dim=-1)), their products and sums, "
+                              "and F.pairwise_distance")
         if fn is torch.broadcast_to:
             a = self._bind(lambda input, size: None, args, kwargs)
             return self._broadcast(a["input"], "broadcast_to", (a["size"],), {})

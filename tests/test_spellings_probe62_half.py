@@ -43,6 +43,11 @@ Found and fixed:
 - (REFUSED) F.pairwise_distance(y, p) ("not supported"): now ATen's norm(y - p + eps, p) over the
   last dimension, a row reduction. F.cosine_similarity stays refused, now naming what is taken
   (ATen's clamp of each norm, with its own autograd, is not reproduced here).
+- (REFUSED, kept) T5's `if self.wo.weight.dtype != h.dtype and ...: h = h.to(self.wo.weight.dtype)`:
+  the message said "a branch on a traced value ... its values or dtype"; it now says why a dtype
+  branch is refused (one trace serves the file's three builds) and names the cast that is taken
+  without the if, h.to(self.wo.weight.dtype) (checked taken). Proving such a branch the same in
+  every build is left.
 """
 
 import copy
@@ -508,3 +513,21 @@ def test_pairwise_distance_is_atens_norm_of_the_difference(name, tmp_path):
 def test_cosine_similarity_is_refused_naming_what_is_taken(tmp_path):
     with pytest.raises(Unsupported, match=r"torch\.cosine_similarity \(F\.cosine_similarity\) is not taken; kgen takes"):
         trace(ref(tmp_path, ["x = F.cosine_similarity(y, self.p, dim=-1)"], ["self.p = nn.Parameter(torch.randn(24))"]))
+
+
+# ---- 8. a branch on a dtype (T5's) -----------------------------------------------------------------------
+def test_a_branch_on_a_dtype_is_refused_saying_what_to_write(tmp_path):
+    """T5's `if self.wo.weight.dtype != h.dtype and self.wo.weight.dtype != torch.int8: h =
+    h.to(self.wo.weight.dtype)`: fx cannot trace the branch, and one trace serves the file's fp32,
+    bf16 and fp16 builds, where a branch on the dtype may take another path in each (this one does
+    not, but kgen cannot prove a branch so in general); the refusal now says so and names the
+    cast that is taken, which this test checks is taken (fp64, bf16, fp16 and gradients)."""
+    init = ["self.wo = nn.Linear(24, 24)"]
+    branch = ["h = torch.relu(y)", "if self.wo.weight.dtype != h.dtype and self.wo.weight.dtype != torch.int8:",
+              "    h = h.to(self.wo.weight.dtype)", "x = self.wo(h)"]
+    with pytest.raises(Unsupported, match=r"a branch on a traced value's dtype: .*h\.to\(self\.wo\.weight\.dtype\), is taken"):
+        trace(ref(tmp_path, branch, init))
+    r = ref(tmp_path, ["h = torch.relu(y)", "h = h.to(self.wo.weight.dtype)", "x = self.wo(h)"], init, name="unbranched")
+    graph = trace(r)
+    assert not graph.fp32_casts
+    check_taken(r, graph)

@@ -931,6 +931,15 @@ FX_FAILURES = {
     "not '_Proxy'": "a traced value turned into a Python number (float(t), int(t), math.f(t)): its value is "
                     "not known while tracing; keep it a tensor",
 }
+# A branch on a dtype (T5's `if self.wo.weight.dtype != h.dtype and self.wo.weight.dtype !=
+# torch.int8: h = h.to(self.wo.weight.dtype)`): fx cannot read a traced value's dtype as a bool,
+# and kgen's one trace serves the file's float32, bfloat16 and float16 builds, where a branch on
+# the dtype may take another path in each (in a module of one dtype this one is a cast to the
+# module's dtype, which kgen takes written without the branch; not every such branch is).
+DTYPE_BRANCH = ("a branch on a traced value's dtype: kgen traces forward once for the float32, bfloat16 and "
+                "float16 modules its file runs, where a branch on the dtype may take another path in each; "
+                "write the path your module takes without the if (a cast to a parameter's dtype, "
+                "h.to(self.wo.weight.dtype), is taken: in a module of one dtype it casts to the module's)")
 # (torch.ones(y.shape[1], 4) and its kin: fx hands the factory a Proxy of the size, which it cannot
 # take; torch says so in words that name neither)
 _SIZE_FROM_A_VALUE = ("a tensor made in forward with a size read from a traced value (torch.ones(y.shape[1], 4), "
@@ -2595,6 +2604,8 @@ class Tracer:
             # the reference's innermost line where fx failed (fx's message names none)
             lines = [tb.tb_lineno for tb in _tracebacks(e.__traceback__) if tb.tb_frame.f_code.co_filename == tracer.filename]
             at = f"line {lines[-1]}: `{tracer.text(lines[-1])}`: " if lines else ""
+            if lines and said == FX_FAILURES["cannot be used as inputs to control flow"] and ".dtype" in tracer.text(lines[-1]):
+                said = DTYPE_BRANCH
             raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}"
                               f"{self.rows_note()}") from None

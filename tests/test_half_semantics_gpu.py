@@ -6,7 +6,15 @@ ModelNew in bf16 / fp16 against eager CUDA, where kgen now computes as torch's C
 - comparisons with a number: the number rounded to the module's dtype in the kernels, as CUDA's
   compare and threshold kernels read it (before: compared in fp32, another answer at y = bf16(0.1));
 - torch.addmm's alpha and beta: alpha * acc + beta * b in fp32 and rounded once, as cuBLAS's
-  epilogue computes it (before: beta * b rounded first)."""
+  epilogue computes it (before: beta * b rounded first).
+Session 62's (the CPU side: tests/test_spellings_probe62_half.py):
+- torch.add / sub with alpha and addcmul: a + alpha * b in fp32 and rounded once, as torch's
+  AddFunctor<opmath_t> and addcmul's accscalar_t kernel (before: alpha * b rounded first);
+- the backward's comparisons (where's mask, clamp's and hardtanh's bounds) of the values as the
+  forward held them, rounded to the module's dtype (before: the unrounded recomputation, compared
+  with the number as it is: the gradient on the other side of the forward's choice);
+- a LayerNorm of GLU's gate (written with row reductions over its P columns; refused before);
+- InstanceNorm1d(1, affine=True): the norm of the upcast rows, scale and shift, rounded once."""
 
 from pathlib import Path
 
@@ -25,6 +33,9 @@ pytestmark = pytest.mark.gpu
 HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 IDENTITY = ["self.fc = nn.Linear(in_features, out_features)"]
+# Each term's gradient a power of two, so that dz tells every comparison's outcome apart.
+BACKWARD_COMPARISONS = ("x = torch.where(y > 0.1, y, 0.0) + 2 * torch.where(y >= 0.1, y, 0.0) + 4 * torch.clamp(y, -0.2, 0.6)"
+                        " + 8 * F.hardtanh(y, -0.3, 0.7) + 16 * torch.where(y < 0.3, y, 0.0)")
 # name -> (init lines, forward lines, backend): the modules, each at batch 64, 16 -> 128
 MODULES = {
     "sum": (IDENTITY, ["x = self.fc(x).sum()"], "wgmma"),
@@ -35,6 +46,13 @@ MODULES = {
     "addmm": (["self.w = nn.Parameter(torch.randn(out_features, in_features) / 4)",
                "self.b = nn.Parameter(torch.randn(out_features))"],
               ["x = torch.addmm(self.b, x, self.w.t(), beta=0.3, alpha=0.7)"], "wgmma"),
+    "alpha": (IDENTITY, ["y = self.fc(x)", "x = torch.add(y, y * y, alpha=0.3) + torch.addcmul(y, y, y, value=-0.7)"],
+              "wgmma"),
+    "backward_comparisons": (IDENTITY, ["y = self.fc(x)", BACKWARD_COMPARISONS], "wgmma"),
+    "gated_layer_norm": ([*IDENTITY, "self.norm = nn.LayerNorm(64)"],
+                         ["a, b = self.fc(x).chunk(2, -1)", "x = self.norm(F.silu(a) * b)"], "wgmma"),
+    "instance_affine": ([*IDENTITY, "self.norm = nn.InstanceNorm1d(1, affine=True)"],
+                        ["x = self.norm(self.fc(x).unsqueeze(1)).squeeze(1)"], "wgmma"),
 }
 
 
@@ -142,3 +160,96 @@ def test_addmm_rounds_once_after_alpha_and_beta(files, dtype):
     assert ((out.double() - eager.double()).abs() <= step + 1e-6).all()
     assert ((out.double() - once.double()).abs() <= step + 1e-6).all()
     assert (out == once).double().mean().item() >= 0.95
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_add_with_alpha_and_addcmul_round_once(files, dtype):
+    """y + alpha * (y * y rounded) and y + value * y * y, each in fp32 and rounded once, as eager's
+    kernels: ModelNew's output eager's (y is x: the identity Linear) but where nvcc contracts the
+    product and sum into an fma on one side only (a double rounding; at most one step). Before: a
+    step off on a sixth of the elements."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    dt = DTYPES[dtype]
+    f = EmittedFile(files["alpha"])
+    ref, new = pair(f, dt, identity=True)
+    torch.manual_seed(1)
+    x = (torch.randn(64, 16, device="cuda") * 2).to(dt)
+    with torch.no_grad():
+        eager, out = ref(x), new(x)
+    assert (out == eager).double().mean().item() >= 0.999, (out != eager).sum()
+    assert ((out.double() - eager.double()).abs() <= torch.finfo(dt).eps * eager.double().abs() * 2).all()
+
+
+def held_values(dt) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x, W): each row's first 15 features the numbers the module compares with, rounded to dt,
+    and a step either side, cycled; feature 15 a sixteenth of a step at 0.1 (+, -, 0 by rows),
+    which W adds to each of the first 15 outputs: z is then no 16-bit number, and the forward's
+    y, z rounded, is the number itself."""
+    numbers = torch.tensor([0.1, 0.3, -0.2, 0.6, -0.3, 0.7], dtype=dt)
+    up, down = ((numbers.view(torch.int16) + k).view(dt) for k in (1, -1))
+    pool = torch.cat([numbers, up, down])
+    x = torch.zeros(64, 16, dtype=dt)
+    for r in range(64):
+        x[r, :15] = pool[(torch.arange(15) + r) % len(pool)]
+        x[r, 15] = (0.0, 2.0 ** -17, -(2.0 ** -17))[r % 3]
+    w = torch.zeros(128, 16)
+    w[:15, :15] = torch.eye(15)
+    w[:15, 15] = 1.0
+    return x.cuda(), w.to(dt).cuda()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_backward_compares_values_as_the_forward_held_them(files, dtype):
+    """At y on the compared numbers rounded to the dtype and a step either side, z a little off
+    them: the forward and every gradient eager's, bit for bit (dz tells each comparison's outcome
+    apart: each term's gradient is its own power of two; W's columns add z's offset)."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    dt = DTYPES[dtype]
+    f = EmittedFile(files["backward_comparisons"])
+    ref, new = pair(f, dt, identity=False)
+    x, w = held_values(dt)
+    with torch.no_grad():
+        ref.fc.weight.copy_(w)
+        ref.fc.bias.zero_()
+        new.fc.weight.copy_(w)
+        new.fc.bias.zero_()
+    xe, xn = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    eager, out = ref(xe), new(xn)
+    assert torch.equal(out, eager)
+    eager.backward(torch.ones_like(eager))
+    out.backward(torch.ones_like(out))
+    assert torch.equal(xn.grad, xe.grad), (xn.grad != xe.grad).sum()
+    assert torch.equal(new.fc.bias.grad, ref.fc.bias.grad), (new.fc.bias.grad, ref.fc.bias.grad)
+    assert torch.equal(new.fc.weight.grad, ref.fc.weight.grad)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["gated_layer_norm", "instance_affine"])
+def test_a_norm_taken_this_session(files, name, dtype):
+    """nn.LayerNorm(P) of silu(a) * b, InstanceNorm1d(1, affine=True) of y.unsqueeze(1): the
+    output within a step or two of eager's (fp32 statistics in another order, rounded once as
+    eager's kernels), the gradients of x and every parameter close to eager's."""
+    if not HOPPER:
+        pytest.skip("the 16-bit GEMM is kgen's Hopper wgmma kernel")
+    dt = DTYPES[dtype]
+    f = EmittedFile(files[name])
+    ref, new = pair(f, dt, identity=False)
+    if name == "instance_affine":
+        with torch.no_grad():
+            ref.norm.weight.fill_(1.37)
+            ref.norm.bias.fill_(-0.21)
+        new.load_state_dict(ref.state_dict())
+    torch.manual_seed(1)
+    x = (torch.randn(64, 16, device="cuda") * 3).to(dt)
+    xe, xn = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    eager, out = ref(xe), new(xn)
+    step = torch.finfo(dt).eps * eager.double().abs().clamp_min(1.0)
+    assert ((out.double() - eager.double()).abs() <= 2 * step).all()
+    g = torch.randn_like(eager)
+    eager.backward(g)
+    out.backward(g)
+    torch.testing.assert_close(xn.grad, xe.grad, rtol=2e-2, atol=2e-2)
+    for (n, p), q in zip(new.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=2e-2, atol=2e-2, msg=n)

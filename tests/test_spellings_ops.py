@@ -430,7 +430,18 @@ def test_other_names_for_the_same_ops(name, tmp_path):
                   sm="nn.Softmax()", rms="nn.RMSNorm(out_features, eps=1e-6)")
     ref = write(tmp_path, "spelled", spelled, params)
     check(ref)
+    if name in ROUNDED_ONCE:
+        # (torch's CUDA kernel computes these in float32 and rounds once in 16 bits, where the plain
+        # spelling's ops each round: the same ops between a to_opmath and a to_module_dtype,
+        # Tracer._opmath_kernel, session 62; check() compared both with torch)
+        check(write(tmp_path, "plain", plain, params))
+        text = describe(ref)
+        assert "to_opmath(" in text and "to_module_dtype(" in text
+        return
     assert describe(ref) == describe(write(tmp_path, "plain", plain, params))
+
+
+ROUNDED_ONCE = {"torch.add alpha", "x.sub alpha", "torch.rsub with alpha", "torch.addcmul", "x.addcdiv"}
 
 
 # x // c: torch.floor_divide, which torch gives no derivative (its backward raises); the IR is

@@ -313,10 +313,11 @@ def test_reading_a_3d_inputs_sizes_is_refused_saying_kgen_traced_its_rows(tmp_pa
     refusal said "not enough values to unpack (expected 3, got 2)" or "the size index 2 of a 2-d
     shape" of a 3-d tensor, and nothing of the rows. (Session 61: such a forward is traced with
     the input's leading sizes where it fails on the rows, `B, S, D = x.shape` ... x.view(B * S, D)
-    taken: tests/test_spellings_probe61_views.py; a view of them kgen does not take says which.)"""
-    body = "x = self.fc(x)\nb, s, _ = x.shape\nx = x.reshape(b, s, 4, -1).softmax(-1).reshape(b, s, -1)"
+    taken: tests/test_spellings_probe61_views.py; a view of them kgen does not take says which.
+    Session 62 takes (B, S, H, -1), the rows' heads: tests/test_spellings_probe62_half.py.)"""
+    body = "x = self.fc(x)\nb, s, _ = x.shape\nx = x.reshape(b, s, 2, 2, -1).sum(-1).reshape(b, s, -1)"
     ref = reference(tmp_path, source("self.fc = nn.Linear(in_features, out_features)", body, R3))
-    with pytest.raises(Unsupported, match=r"reshape\(x\.size\(0\), x\.size\(1\), 4, -1\) of a value whose rows are "
+    with pytest.raises(Unsupported, match=r"reshape\(x\.size\(0\), x\.size\(1\), 2, 2, -1\) of a value whose rows are "
                                           r"\(x\.size\(0\) \* x\.size\(1\), 16\)"):
         trace(ref)
 

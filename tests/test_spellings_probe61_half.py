@@ -157,7 +157,8 @@ def test_a_16_bit_builds_comparison_rounds_its_number_to_the_modules_dtype(tmp_p
     rounded to it (kgen::rounded_to_module: the identity in an fp32 build), a number on either
     side; a comparison of an upcast (fp32) value with the number itself, as torch compares fp32
     values; y == 0.2 in y's dtype though the where's result is fp32. The backward's recomputation
-    (module_rounding off: it rounds nothing, y included) compares with the number as it is.
+    (module_rounding off: it rounds nothing) compares y rounded with the number rounded, as the
+    forward does (session 62: derivatives.COMPARED_AS_HELD; both unrounded before).
     Before: every comparison with the fp32 number."""
     source = comparisons_source(tmp_path)
     rounded = "kgen::rounded_to_module<kgen_operand_t>({})".format
@@ -166,7 +167,7 @@ def test_a_16_bit_builds_comparison_rounds_its_number_to_the_modules_dtype(tmp_p
     assert has(source, f"((V) <= ({rounded('0.699999988f')}) ? (0.5f) : (V))")   # (0.7 >= y)
     assert has(source, f"((V) == ({rounded('0.200000003f')}) ? (V) : (0.0f))")
     assert has(source, "((V) < (0.899999976f) ? (V) : (0.0f))") and rounded("0.899999976f") not in source
-    assert has(source, "((((V) <= (0.300000012f))) ? (0.0f) : (D))")   # (the backward's)
+    assert has(source, f"((({rounded('V')}) <= ({rounded('0.300000012f')}))) ? (0.0f) : (D))")   # (the backward's)
 
 
 def has(source: str, expr: str) -> bool:

@@ -128,8 +128,10 @@ def test_instance_norm_of_a_3d_inputs_rows(tmp_path):
 @pytest.mark.parametrize("init, body, message", [
     ("self.norm = nn.InstanceNorm1d(1, track_running_stats=True)", "x = self.norm(self.fc(x).unsqueeze(1)).squeeze(1)",
      r"InstanceNorm1d\) with running statistics \(track_running_stats=True"),
-    ("self.norm = nn.InstanceNorm1d(1, affine=True)", "x = self.norm(self.fc(x).unsqueeze(1)).squeeze(1)",
-     r"InstanceNorm1d\) with affine=True"),
+    # (affine=True of x.unsqueeze(1) is taken since session 62: tests/test_spellings_probe62_half.py;
+    # of the (batch, features) value itself, a weight per row, refused)
+    ("self.norm = nn.InstanceNorm1d(8, affine=True)", "x = self.norm(self.fc(x))",
+     r"InstanceNorm1d\) of the \(batch, features\) value itself with affine=True"),
     ("self.register_buffer('rm', torch.zeros(1))\nself.register_buffer('rv', torch.ones(1))",
      "x = F.instance_norm(self.fc(x).unsqueeze(1), self.rm, self.rv).squeeze(1)", r"instance_norm with running statistics"),
     ("", "x = F.instance_norm(self.fc(x))", r"instance_norm of a value that is not x\.unsqueeze\(1\)"),   # (torch raises)

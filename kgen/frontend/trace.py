@@ -932,6 +932,15 @@ FX_FAILURES = {
     "not '_Proxy'": "a traced value turned into a Python number (float(t), int(t), math.f(t)): its value is "
                     "not known while tracing; keep it a tensor",
 }
+# A branch on a dtype (T5's `if self.wo.weight.dtype != h.dtype and self.wo.weight.dtype !=
+# torch.int8: h = h.to(self.wo.weight.dtype)`): fx cannot read a traced value's dtype as a bool,
+# and kgen's one trace serves the file's float32, bfloat16 and float16 builds, where a branch on
+# the dtype may take another path in each (in a module of one dtype this one is a cast to the
+# module's dtype, which kgen takes written without the branch; not every such branch is).
+DTYPE_BRANCH = ("a branch on a traced value's dtype: kgen traces forward once for the float32, bfloat16 and "
+                "float16 modules its file runs, where a branch on the dtype may take another path in each; "
+                "write the path your module takes without the if (a cast to a parameter's dtype, "
+                "h.to(self.wo.weight.dtype), is taken: in a module of one dtype it casts to the module's)")
 # (torch.ones(y.shape[1], 4) and its kin: fx hands the factory a Proxy of the size, which it cannot
 # take; torch says so in words that name neither)
 _SIZE_FROM_A_VALUE = ("a tensor made in forward with a size read from a traced value (torch.ones(y.shape[1], 4), "
@@ -1873,8 +1882,12 @@ class Tracer:
         x, k = windows.payload
         dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         if kind not in ("max", "mean") or dims not in ((2,), (-1,)) or keepdim:
+            per_group = (f"; a {kind} of each group of {k} features (a per-head {kind}) is not taken: kgen's "
+                         f"{kind} runs over a row's features, its GroupNorm over groups of them (written out: "
+                         "g.mean(-1, keepdim=True), g.var(-1, keepdim=True, unbiased=False))"
+                         if kind in ("softmax", "log_softmax", "logsumexp", "sum", "max", "min") and dims in ((2,), (-1,)) else "")
             raise self.refuse(f"{kind} over dim={dim!r}{', keepdim' if keepdim else ''} of a (batch, P, {k}) view "
-                              "(kgen takes its max or mean over the last dim without keepdim: 1-d pooling)")
+                              f"(kgen takes its max or mean over the last dim without keepdim: 1-d pooling){per_group}")
         return self.pool("max" if kind == "max" else "avg", _Marker("unsqueezed", x), k, k, 0, False).payload
 
     def group_norm(self, x, groups, weight: str | None, bias: str | None, eps, channels,
@@ -1917,9 +1930,13 @@ class Tracer:
         """LayerNorm over the N features of each row: GroupNorm with one group (the same mean,
         biased variance, eps and per-feature affine; one kernel path, one backward)."""
         if isinstance(x, _Id) and self.level(x) == "pooled":
-            raise self.refuse(f"LayerNorm of {LEVEL_WORDS['pooled']} (GLU's halves, a pooling): kgen's LayerNorm "
-                              "normalizes a (batch, features) value of the GEMM's width; RMSNorm and F.normalize "
-                              "of it are taken, and a LayerNorm written out with mean and var")
+            return self._pooled_layer_norm(x, normalized_shape, weight, bias, eps, affine_fp32)
+        if isinstance(x, _Marker) and x.kind == "windows":
+            groups, k = self.shape_of(x.payload[0])[1] // x.payload[1], x.payload[1]
+            raise self.refuse(f"LayerNorm over {tuple(normalized_shape)} of a (batch, {groups}, {k}) view (a LayerNorm "
+                              f"per group of {k} features): write F.group_norm(h.reshape(-1, {groups * k}), {groups}, "
+                              "eps=eps) of its rows, the same normalization (torch's GroupNorm rounds its statistics "
+                              "to a 16-bit module's dtype, LayerNorm keeps them in fp32), with any affine after it")
         if normalized_shape != (self.out_features,):
             whole = len(normalized_shape) == 1 and isinstance(normalized_shape[0], _Marker)
             shown = ("the value's whole shape (y.shape: one mean and variance over the batch too)" if whole
@@ -1932,6 +1949,32 @@ class Tracer:
         return self.group_norm(x, 1, weight or None, bias or None, eps, None, what="LayerNorm",
                                affine_fp32=affine_fp32)
 
+    def _pooled_layer_norm(self, x: int, normalized_shape: tuple, weight, bias, eps, affine_fp32: bool) -> int:
+        """LayerNorm of a pooled value (the gate of GLU's halves, a pooling) over its P columns:
+        the groupnorm node's row pass runs over the GEMM's N columns, so it is written out with row
+        reductions, as RMSNorm of one is: (x - mean) rsqrt(var + eps) w + b, the mean and the
+        biased variance of the row (two passes), all of it in float32 and rounded once in a
+        16-bit module, as torch's LayerNorm kernel computes its statistics and its affine output
+        in its accumulate type (T_ACC) and rounds once (Tracer._internal_upcast)."""
+        width = self.shape_of(x)[1]
+        if tuple(normalized_shape) != (width,):
+            raise self.refuse(f"LayerNorm over {tuple(normalized_shape)} of a pooled value of {width} features "
+                              f"(kgen normalizes each row's features: normalized_shape ({width},))")
+        if not _is_number(eps):
+            raise self.refuse("LayerNorm with an eps that is not a number")
+        if width == 1:
+            raise self.refuse("LayerNorm over one feature (its output is its bias alone: x minus its own mean is 0)")
+        if not affine_fp32:
+            self._refuse_16_bit_parameters_on_fp32(x, "LayerNorm", [self._tensor(p) for p in (weight, bias) if p])
+        h, upcast = self._internal_upcast(x)
+        centered = self.pointwise("sub", [h, self.reduce("mean", h, -1, True)])
+        variance = self.reduce("mean", self.pointwise("mul", [centered, centered]), -1, True)
+        y = self.pointwise("mul", [centered, self.pointwise("rsqrt", [self.pointwise("add", [variance, float(eps)])])])
+        for op, path in (("mul", weight), ("add", bias)):
+            if path:
+                y = self.pointwise(op, [y, self.attribute(path)])
+        return self._internal_cast_back(y, upcast)
+
     def instance_norm(self, a: dict, what: str, unbatched: bool = False):
         """InstanceNorm of x.unsqueeze(1), a (batch, 1, features) value: each (sample, channel)
         normalized over its length, here each row over its N features with the row's mean and
@@ -1941,7 +1984,12 @@ class Tracer:
         (batch, features) value itself, which torch takes as one sample of `batch` channels
         (C, L): the same normalization of each row. Refused: running statistics (their update
         averages the instances' statistics over the batch, and eval mode normalizes with them)
-        and the affine weight and bias (one number each per channel)."""
+        and, of the (batch, features) value itself, the affine weight and bias (one number per
+        row, its channels). Of x.unsqueeze(1), one channel: the affine weight and bias are one
+        number each, applied in float32 with the normalization and rounded once in a 16-bit
+        module, as torch's batch_norm kernel computes (x - mean) * invstd * w + b in its
+        accumulate type (the LayerNorm node of the upcast value, then the scale and shift:
+        Tracer._internal_upcast)."""
         x = a["input"]
         if not unbatched and not (isinstance(x, _Marker) and x.kind == "unsqueezed"):
             raise self.refuse(f"{what} of a value that is not x.unsqueeze(1) of a (batch, features) value (kgen "
@@ -1950,12 +1998,22 @@ class Tracer:
             raise self.refuse(f"{what} with running statistics (track_running_stats=True: their update averages "
                               "the instances' statistics over the batch, and eval mode normalizes with them, "
                               "which kgen does not keep); kgen takes track_running_stats=False, the default")
-        if a["weight"] is not None or a["bias"] is not None:
-            raise self.refuse(f"{what} with affine=True (a weight and a bias of one number each per channel); "
-                              "kgen takes affine=False, the default: write the scale and shift after it")
+        affine = [(op, a[name]) for op, name in (("mul", "weight"), ("add", "bias")) if a[name] is not None]
+        if affine and unbatched:
+            raise self.refuse(f"{what} of the (batch, features) value itself with affine=True: torch takes it as "
+                              "one sample of `batch` channels, a weight and a bias per row; kgen takes affine=True "
+                              "of x.unsqueeze(1), one channel (InstanceNorm1d(1, affine=True))")
         if self.out_features == 1:
             raise self.refuse(f"{what} over one feature (torch raises: it needs more than one element to normalize)")
-        y = self.group_norm(x if unbatched else x.payload, 1, None, None, a["eps"], None, what="InstanceNorm1d")
+        h, upcast = self._internal_upcast(x if unbatched else x.payload) if affine else (x if unbatched else x.payload, False)
+        y = self.group_norm(h, 1, None, None, a["eps"], None, what="InstanceNorm1d")
+        for op, p in affine:
+            p = self.value(p)
+            if self.level(p) != "scalar":
+                raise self.refuse(f"{what}'s affine {'weight' if op == 'mul' else 'bias'} of {self.shape_of(p)}: of "
+                                  "x.unsqueeze(1), one channel, it is one number")
+            y = self.pointwise(op, [y, p])
+        y = self._internal_cast_back(y, upcast)
         return y if unbatched else _Marker("unsqueezed", y)
 
     def instance_norm_module(self, x, path: str, module: nn.Module):
@@ -1965,7 +2023,8 @@ class Tracer:
         tracks = module.track_running_stats
         a = {"input": x, "running_mean": module.running_mean if tracks else None,
              "running_var": module.running_var if tracks else None,
-             "weight": module.weight if module.affine else None, "bias": module.bias if module.affine else None,
+             "weight": self.attribute(f"{path}.weight") if module.affine else None,
+             "bias": self.attribute(f"{path}.bias") if module.affine else None,
              "use_input_stats": module.training or not tracks, "eps": module.eps}
         return self.instance_norm(a, f"self.{path} (InstanceNorm1d)", unbatched)
 
@@ -2000,6 +2059,30 @@ class Tracer:
         if self.nodes[x].fp32:
             return x, False
         return self.pointwise("to_opmath", [x]), True
+
+    def _opmath_kernel(self, operands: list, others: list) -> tuple[list, bool]:
+        """The operands of one of ATen's CUDA kernels that compute in torch's math type and round
+        once (`a + alpha * b` of add / sub with alpha, `a + value * (b * c)` of addcmul, `a + value
+        * (b / c)` of addcdiv: their 16-bit operands read as float32, opmath_t / accscalar_t),
+        where kgen writes the kernel with several ops: `operands`, those of its first op, with one
+        tensor among them upcast (a to_opmath node, Tracer._internal_upcast) so that every op
+        after it is in float32 (Node.fp32) and a 16-bit build rounds none of them; `others`, the
+        kernel's other operands (the `a` they are added to). Also whether the result is to be
+        cast back to the module's dtype: where no operand was in float32 already (an upcast of
+        the forward's makes eager's result float32). Rounded at each step, a * b was a step off
+        eager's on a sixth of a bf16 module's elements."""
+        held = any(isinstance(v, _Id) and self.nodes[v].fp32 for v in (*operands, *others))
+        if any(isinstance(v, _Id) and self.nodes[v].fp32 for v in operands):
+            return list(operands), False
+        # (a traced value rather than a parameter where there is one: to_opmath of a parameter is
+        # a per-feature value computed from it, which a backward after a reduction does not take)
+        at = next((i for i, v in enumerate(operands) if isinstance(v, _Id)),
+                  next((i for i, v in enumerate(operands) if not _is_number(v)), None))
+        if at is None:
+            return list(operands), False
+        upcast = list(operands)
+        upcast[at], cast = self._internal_upcast(operands[at])
+        return upcast, cast and not held
 
     def _internal_cast_back(self, v, upcast: bool):
         """The result of a reduction _internal_upcast cast, back in the module's dtype (rounded
@@ -2626,6 +2709,8 @@ class Tracer:
             # the reference's innermost line where fx failed (fx's message names none)
             lines = [tb.tb_lineno for tb in _tracebacks(e.__traceback__) if tb.tb_frame.f_code.co_filename == tracer.filename]
             at = f"line {lines[-1]}: `{tracer.text(lines[-1])}`: " if lines else ""
+            if lines and said == FX_FAILURES["cannot be used as inputs to control flow"] and ".dtype" in tracer.text(lines[-1]):
+                said = DTYPE_BRANCH
             raise Unsupported(f"{self.ref.path}: {at}torch.fx cannot trace Model.forward: "
                               f"{type(e).__name__}: {said[:400]}{'...' if len(said) > 400 else ''}"
                               f"{self.rows_note()}") from None
@@ -2778,6 +2863,8 @@ class Tracer:
         deferred) and numbers: no value of the epilogue, no weight matrix."""
         leaves: list = []
         torch.fx.node.map_aggregate((args, kwargs), lambda v: leaves.append(v) or v)
+        # (the input with its leading sizes, B, S, D = x.shape read: the input, Tracer.leads)
+        leaves = [v.payload if self._is_lead_input(v) else v for v in leaves]
         if any(isinstance(v, _Id) or (isinstance(v, _Marker) and v.kind not in DEFERRABLE_KINDS) for v in leaves):
             return False
         return any(isinstance(v, _Deferred) or isinstance(v, _Marker) for v in leaves)
@@ -2794,8 +2881,10 @@ class Tracer:
             if scaling:
                 # the module's input scaled by a number, before the first GEMM: the GEMM takes it
                 # (gemm); any other op refuses it as before (value). Not kept in env: used after
-                # the GEMM, the op is taken there as any other.
-                return _Marker("scaled_input", scaling)
+                # the GEMM, the op is taken there as any other. Of the input with its leading
+                # sizes, the rows' scaled input with them (Tracer._on_lead: the GEMM of its rows).
+                scaled = _Marker("scaled_input", scaling)
+                return _Marker("lead", scaled) if self._scales_lead_input(v) else scaled
             d_args, d_kwargs = self._materialized(v.args, v.kwargs)
             now = self.fx_node, self.where   # (located at the op's own line while it is taken)
             self.fx_node = v.fx_node
@@ -2817,7 +2906,7 @@ class Tracer:
         """Where v (a deferred op's value) is the module's input scaled by numbers (x * 2, 2 * x,
         x / self.t, -x, x.mul(c), torch.div(x, c), and chains of them): the scalings, in order, as
         (op, operand) pairs of the IR's mul / div; () for the input itself; else None."""
-        if isinstance(v, _Marker) and v.kind == "input" and not v.payload:
+        if isinstance(v, _Marker) and v.kind == "input" and not v.payload or self._is_lead_input(v):
             return ()
         if not isinstance(v, _Deferred) or v.kwargs or v.fx_node.meta.get(NO_GRAD):
             return None   # (made under no_grad: a detached input, which the GEMM refuses)
@@ -2837,6 +2926,18 @@ class Tracer:
         if inner is None or not self._scalar_like(operand):
             return None
         return (*inner, (op, operand))
+
+    def _is_lead_input(self, v) -> bool:
+        """Whether v is the module's input with its leading sizes (a forward that reads them:
+        Tracer.leads)."""
+        return isinstance(v, _Marker) and v.kind == "lead" and v.payload is self.input_marker
+
+    def _scales_lead_input(self, v) -> bool:
+        """Whether the input _input_scaling found v to scale is the one with its leading sizes
+        (the scalings' operands are numbers and parameters: the only such leaf is the input)."""
+        if self._is_lead_input(v):
+            return True
+        return isinstance(v, _Deferred) and any(self._scales_lead_input(a) for a in _leaves((v.args, v.kwargs)))
 
     def _scalar_like(self, v) -> bool:
         """Whether v may scale the input before the GEMM: a number, or a parameter or an op on
@@ -3408,7 +3509,7 @@ class Tracer:
     def _shape_or_none(self, v) -> tuple | None:
         """The shape of a value (the module's input or a node), "M" for the batch; None for
         anything else (a parameter's views are Tracer.param_view's)."""
-        if isinstance(v, _Marker) and v.kind == "input":
+        if isinstance(v, _Marker) and v.kind in ("input", "scaled_input"):   # (x * 2: the input's shape)
             return ("M", *tuple(self.ref.input.shape)[1:])
         if isinstance(v, _Marker) and v.kind == "extra_input":
             return ("M", int(self.ref.extra_inputs[v.payload[0] - 1].shape[-1]))
@@ -3534,6 +3635,16 @@ class Tracer:
             return rows
         if own is not None and matches((*leads, *own[1:])):
             return _Marker("lead", rows)
+        if isinstance(rows, _Id) and own is not None and len(own) == 2 and len(target) == self.leads + 2 \
+                and target[:self.leads] == leads:
+            # h.view(B, S, H, -1): the rows' heads, the (M, H, k) view a 2-d module writes as
+            # h.view(b, H, -1) (Tracer._view: windows that a GroupNorm written out or a pooling
+            # takes), with the leading sizes (a pooling's result is the rows' pooled value)
+            return _Marker("lead", self._view(rows, call, (("M", *target[self.leads:]),), {}))
+        if isinstance(x, _Marker) and x.kind in ("group", "windows") and len(target) == self.leads + 1 \
+                and target[:self.leads] == leads:
+            # ... and back, g.view(B, S, -1): the 2-d view back to (M, N), with the leading sizes
+            return _Marker("lead", self._view(x, call, (("M", target[-1]),), {}))
         def text(t) -> str:   # (a size as the forward reads it)
             if t == "M" or isinstance(t, tuple):
                 return " * ".join(f"x.size({i})" for i in sorted(t[1] if isinstance(t, tuple) else range(self.leads)))
@@ -4279,6 +4390,19 @@ class Tracer:
             if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
                 raise self.refuse(f"torch.{fn.__name__}(..., dtype={dtype}) (kgen's values are floats)")
             return _TensorNumber(float(a["data"]))
+        if fn is torch.pairwise_distance:
+            # ATen's pairwise_distance: norm(x1 - x2 + eps, p) over the last dimension
+            a = self._bind(lambda x1, x2, p=2.0, eps=1e-6, keepdim=False: None, args, kwargs)
+            if not (_is_number(a["p"]) and _is_number(a["eps"])):
+                raise self.refuse(f"torch.pairwise_distance with p={a['p']!r}, eps={a['eps']!r} (kgen takes numbers)")
+            difference = self.pointwise("add", [self.pointwise("sub", [a["x1"], a["x2"]]), float(a["eps"])])
+            return self.norm(difference, a["p"], -1, a["keepdim"])
+        if fn is torch.cosine_similarity:
+            # (ATen divides each operand by its own 2-norm clamped below by eps, with autograd rules
+            # of its own around the clamp, which kgen has not reproduced and checked)
+            raise self.refuse("torch.cosine_similarity (F.cosine_similarity) is not taken; kgen takes the norms of "
+                              "the GEMM's rows (y.norm(dim=-1), F.normalize(y, dim=-1)), their products and sums, "
+                              "and F.pairwise_distance")
         if fn is torch.broadcast_to:
             a = self._bind(lambda input, size: None, args, kwargs)
             return self._broadcast(a["input"], "broadcast_to", (a["size"],), {})
@@ -4286,10 +4410,13 @@ class Tracer:
             a = self._bind(_binary, args, kwargs)
             op, other = BINARY_FUNCTIONS[fn], a["other"]
             if a["alpha"] != 1:
-                # torch.add(x, y, alpha=a) is x + a * y (torch.sub: x - a * y)
+                # torch.add(x, y, alpha=a) is x + a * y (torch.sub: x - a * y), in float32 for
+                # 16-bit operands and rounded once (Tracer._opmath_kernel)
                 if op not in ("add", "sub") or not _is_number(a["alpha"]):
                     raise self.refuse(f"{op} with alpha={a['alpha']!r}")
+                (other,), cast_back = self._opmath_kernel([other], [a["input"]])
                 other = self.pointwise("mul", [other, a["alpha"]])
+                return self._internal_cast_back(self.pointwise(op, [a["input"], other]), cast_back)
             return self.pointwise(op, [a["input"], other])
         if fn in COMPOSITE_FUNCTIONS:
             sig, name = COMPOSITE_FUNCTIONS[fn]
@@ -4318,11 +4445,12 @@ class Tracer:
             a = self._bind(lambda input, tensor1, tensor2, *, value=1: None, args, kwargs)
             if not _is_number(a["value"]):
                 raise self.refuse(f"{fn.__name__} with value={a['value']!r}")
-            if fn is torch.addcmul:
-                term = self.pointwise("mul", [self.pointwise("mul", [a["value"], a["tensor1"]]), a["tensor2"]])
-            else:
-                term = self.pointwise("mul", [a["value"], self.pointwise("div", [a["tensor1"], a["tensor2"]])])
-            return self.pointwise("add", [a["input"], term])
+            # (in float32 for 16-bit operands, rounded once: Tracer._opmath_kernel)
+            (t1, t2), cast_back = self._opmath_kernel([a["tensor1"], a["tensor2"]], [a["input"]])
+            term = self.pointwise("mul" if fn is torch.addcmul else "div", [t1, t2])
+            if a["value"] != 1:
+                term = self.pointwise("mul", [a["value"], term])
+            return self._internal_cast_back(self.pointwise("add", [a["input"], term]), cast_back)
         if fn is F.batch_norm:
             return self.functional_batch_norm(self._bind(_batch_norm, args, kwargs))
         if fn is F.softmin:

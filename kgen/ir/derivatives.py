@@ -319,5 +319,39 @@ def torch_vjp(name: str, g: torch.Tensor, y: torch.Tensor, operands, attrs=None)
     return vjp(TorchMath, name, g, y, operands, attrs)
 
 
-def cuda_vjp(name: str, g: str, y: str, operands: list[str], attrs=None) -> tuple[str, ...]:
-    return vjp(CudaMath, name, g, y, operands, attrs)
+def cuda_vjp(name: str, g: str, y: str, operands: list[str], attrs=None,
+             number_in_dtype: str | None = None) -> tuple[str, ...]:
+    """The CUDA VJP of op `name`; `number_in_dtype` (a device function's name): the numbers of
+    its formula (m.c) rounded to the module's dtype by it, for the ops of
+    BACKWARD_NUMBERS_IN_TENSOR_DTYPE in a 16-bit build."""
+    return vjp(CudaMath if number_in_dtype is None else _NumbersIn(number_in_dtype), name, g, y, operands, attrs)
+
+
+class _NumbersIn(CudaMath):
+    """CudaMath with every number rounded by the device function `rounding` (a comparison's
+    bounds in the tensor's dtype; the formula's 0.0 stays 0)."""
+
+    def __init__(self, rounding: str):
+        self.rounding = rounding
+
+    def c(self, value: float) -> str:
+        return cuda_float(value) if value == 0.0 else f"{self.rounding}({cuda_float(value)})"
+
+
+# The ops whose VJP selects the gradient (all of g, none, a share) by comparing their operands or
+# result, and reads them for nothing else. The backward recomputes the forward's values without
+# rounding them to a 16-bit module's dtype (lower.backward); eager's backward compares the 16-bit
+# values the forward held (the saved input or result, or the forward's own mask for where), so
+# a 16-bit build's backward compares these ops' operands rounded to the module's dtype, as its
+# forward held them (lower.backward._vjp; the identity in an fp32 build). Unrounded, relu's y
+# of 1e-8 passed its gradient where fp16's forward gave 0, and `torch.where(y > 0.1, ...)`
+# sent the gradient to the other side of the forward's choice at y just above 0.1.
+COMPARED_AS_HELD = frozenset({"where", "clamp", "hardtanh", "minimum_const", "maximum_const", "relu",
+                              "leaky_relu", "minimum", "maximum", "fmax", "fmin"})
+# Those among them whose numbers eager's backward compares in the tensor's dtype: where's mask is
+# its forward's (ops.NUMBER_OPERANDS_IN_TENSOR_DTYPE), clamp's backward compares the input with
+# its bounds as Scalars (FunctionsManual's clamp_backward: self >= min, CUDA's compare kernels
+# reading scalar_t), and so do clamp_min / clamp_max (minimum_const / maximum_const).
+# hardtanh_backward_cuda compares with its bounds as opmath_t (float): not rounded; relu,
+# leaky_relu and the others compare with 0 or none.
+BACKWARD_NUMBERS_IN_TENSOR_DTYPE = frozenset({"where", "clamp", "minimum_const", "maximum_const"})

@@ -37,7 +37,7 @@ import re
 from pathlib import Path
 
 from kgen.ir import ops
-from kgen.ir.derivatives import cuda_vjp
+from kgen.ir.derivatives import BACKWARD_NUMBERS_IN_TENSOR_DTYPE, COMPARED_AS_HELD, cuda_vjp
 from kgen.ir.graph import Graph, Node, input_index
 from kgen.ir.graph import shape_text
 from kgen.lower.forward import (REDUCE_BLOCK, REDUCE_INIT, REDUCE_STEP, Emitter, Lowered, TailValues, _block,
@@ -189,6 +189,28 @@ def operand_index(lowered: Lowered) -> dict[str, int]:
     return {n.attrs["path"]: k for k, n in enumerate(lowered.operands)}
 
 
+ROUNDED_TO_MODULE = "kgen::rounded_to_module<kgen_operand_t>"
+
+
+def _vjp(graph: Graph, n: Node, g: str, y: str, operands: list[str]) -> tuple:
+    """Point-wise node n's CUDA VJP from its gradient g, its recomputed result y and operands. The
+    recomputation rounds nothing to a 16-bit module's dtype; an op of COMPARED_AS_HELD compares
+    its operands (and result) rounded to it, as the forward held them, and its numbers rounded
+    where eager's backward compares them in the tensor's dtype (BACKWARD_NUMBERS_IN_TENSOR_DTYPE),
+    as the forward does (lower.forward._cuda_expr), unless the compared values are fp32 (an
+    upcast's). ROUNDED_TO_MODULE is the identity in fp32 builds and the build for autocast."""
+    if n.op not in COMPARED_AS_HELD:
+        return cuda_vjp(n.op, g, y, operands, n.attrs)
+    compared = [graph.node(a) for a in n.args[:2]] if n.op == "where" else [n]
+    if any(c.fp32 for c in compared):
+        return cuda_vjp(n.op, g, y, operands, n.attrs)
+    numbers = n.op in BACKWARD_NUMBERS_IN_TENSOR_DTYPE
+    held = [f"{ROUNDED_TO_MODULE}({o})" if graph.node(a).kind != "const" or numbers else o
+            for a, o in zip(n.args, operands)]
+    y = y if y is None else f"{ROUNDED_TO_MODULE}({y})"
+    return cuda_vjp(n.op, g, y, held, n.attrs, ROUNDED_TO_MODULE if numbers else None)
+
+
 def _elementwise_vjp(graph: Graph, nodes: list[Node], top: int, seed: str, value: dict) -> tuple[list[str], dict]:
     """Reverse mode over the element-level `nodes` (in graph order) from `top`, whose gradient
     is the C expression `seed`: the statements, and each node's adjoint variable."""
@@ -197,7 +219,7 @@ def _elementwise_vjp(graph: Graph, nodes: list[Node], top: int, seed: str, value
     for n in reversed(nodes):
         if n.kind != "pointwise" or n.id not in adjoint:
             continue
-        grads = cuda_vjp(n.op, adjoint[n.id], value[n.id], [value[a] for a in n.args], n.attrs)
+        grads = _vjp(graph, n, adjoint[n.id], value[n.id], [value[a] for a in n.args])
         for a, grad in zip(n.args, grads):
             if grad is not None and a in adjoint:
                 lines.append(f"{adjoint[a]} += {grad};")
@@ -453,7 +475,7 @@ class _RowReverse:
 
         for n in reversed(self.live):
             if n.kind == "pointwise" and n.id in adjoint:
-                grads = cuda_vjp(n.op, adjoint[n.id], value[n.id], args[n.id], n.attrs)
+                grads = _vjp(self.graph, n, adjoint[n.id], value[n.id], args[n.id])
                 for a, grad in zip(n.args, grads):
                     if grad is not None:
                         send(a, grad)
@@ -605,7 +627,7 @@ class _RowReverse:
             if q.kind != "pointwise":
                 continue
             operands = [self.row_value(a, out) for a in q.args]
-            grads = cuda_vjp(q.op, f"a{q.id}", self.rows[q.id], operands, q.attrs)
+            grads = _vjp(graph, q, f"a{q.id}", self.rows[q.id], operands)
             for a, grad in zip(q.args, grads):
                 node = graph.node(a)
                 if grad is None or node.kind == "const":
@@ -984,7 +1006,7 @@ def tail_backward_struct(lowered: Lowered | None) -> str:
         for n in reversed(tail):
             if n.kind != "pointwise":
                 continue
-            grads = cuda_vjp(n.op, adjoint[n.id], values.get(n.id), [values.get(a) for a in n.args], n.attrs)
+            grads = _vjp(graph, n, adjoint[n.id], values.get(n.id), [values.get(a) for a in n.args])
             for a, grad in zip(n.args, grads):
                 if grad is not None and a in adjoint:
                     lines.append(f"{adjoint[a]} += {grad};")

@@ -244,11 +244,11 @@ MODULES = {
         "in_features, out_features", "16, 16", "", "bfloat16"),
     "a module built in fp16, var(correction=0)": ("self.fc = nn.Linear(in_features, out_features, dtype=torch.float16)",
                                                   "x = self.fc(x).var(-1, correction=0)", R3, "in_features, out_features", "16, 16", "", "float16"),
+    # (refused until session 62: a prologue, tests/test_spellings_probe62_prologue.py)
+    "LayerNorm before the Linear (pre-norm)": ("self.norm = nn.LayerNorm(in_features)\n" + L, "x = self.fc(self.norm(x))", R3),
 }
 # Refused, each judged right (the message says what and why): (init, body, shape, the message).
 REFUSED = {
-    "LayerNorm before the Linear (pre-norm)": ("self.norm = nn.LayerNorm(in_features)\n" + L, "x = self.fc(self.norm(x))", R3,
-                                               r"an op on the module's input before the GEMM"),
     "SwiGLU, two GEMMs of the input": ("self.gate = nn.Linear(in_features, 32)\nself.up = nn.Linear(in_features, 32)\n"
                                        "self.down = nn.Linear(32, in_features)", "x = self.down(F.silu(self.gate(x)) * self.up(x))", R3,
                                        r"the input of a second GEMM is not a \(batch, features\) value computed from the first"),

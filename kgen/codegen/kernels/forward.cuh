@@ -60,20 +60,22 @@ constexpr bool kOwnGemm = !kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_
 static_assert(!kgen_cfg::kPrologue || (!kgen_cfg::kHasBatchNorm && !kgen_cfg::kHasTail),
               "a prologue has no BatchNorm and no tail (kgen/lower/forward.py, _check_prologue)");
 
-// A prologue's z, for its backward: x itself in fp32 (the kernels' z is fp32 in every build).
-__global__ void prologue_keep_input_kernel(const kgen_operand_t* __restrict__ x, float* __restrict__ z,
-                                           long long n) {
+// A prologue's z, for its backward: x itself in fp32 (the kernels' z is fp32 in every build). Templates,
+// so that a part that is no prologue compiles no such kernel.
+template <class T>
+__global__ void prologue_keep_input_kernel(const T* __restrict__ x, float* __restrict__ z, long long n) {
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     z[i] = as_float(x[i]);
   }
 }
 
-inline cudaError_t prologue_keep_input(const kgen_operand_t* x, float* z, int M, int N, cudaStream_t stream) {
+template <class T>
+cudaError_t prologue_keep_input(const T* x, float* z, int M, int N, cudaStream_t stream) {
   const long long n = static_cast<long long>(M) * N;
   if (n == 0) return cudaSuccess;
   const long long blocks = std::min<long long>((n + kApplyThreads - 1) / kApplyThreads, 65535LL * 8);
-  prologue_keep_input_kernel<<<static_cast<int>(blocks), kApplyThreads, 0, stream>>>(x, z, n);
+  prologue_keep_input_kernel<T><<<static_cast<int>(blocks), kApplyThreads, 0, stream>>>(x, z, n);
   return cudaGetLastError();
 }
 

@@ -6,8 +6,8 @@ the GEMM reads"). Now the ops between the input and the first GEMM are a part of
 its S is the input itself, its ops a row kernel or a point-wise kernel (lower.forward), its
 backward's dz the input's gradient, and the first GEMM part reads its output as x.
 
-Generated here (each prologue with two blocks, in turn): the prologue (LayerNorm as a module and as F.layer_norm, with and without affine or
-bias, eps; RMSNorm as a module, F.rms_norm and Llama's / T5's by hand, dims -1 and positional;
+Generated here (each prologue with two blocks, in turn): the prologue (LayerNorm as a module and
+as F.layer_norm, with and without affine or bias, eps; RMSNorm as a module, F.rms_norm and Llama's / T5's by hand, dims -1 and positional;
 activations as functions, methods and modules; Dropout as a module and F.dropout(training=
 self.training); a norm then an activation) x the block after it (one Linear, an MLP of two, each
 with and without the raw input's residual after) x the input ((batch, K) and (batch, tokens, K)),
@@ -299,3 +299,21 @@ def test_whole_modules_with_a_prologue(name, tmp_path):
     ref, graph = traced(tmp_path, source(init, body, shape))
     assert graph.parts[0].is_prologue
     check_taken(ref, graph)
+
+
+@pytest.mark.parametrize("prologue", sorted(DROPOUTS))
+def test_a_prologues_dropout_draws_the_modules_mask_in_training(prologue, tmp_path):
+    """In training mode the IR's mask (ir.dropout_mask, the draw the emitted forward makes: F.dropout
+    of ones of x's shape) is the one the module draws of x, seeded alike: the same output, and the
+    generator left where the module leaves it (a later dropout draws the same mask)."""
+    ref, graph = traced(tmp_path, module(prologue, "an MLP"))
+    torch.manual_seed(0)
+    model = ref.Model(*ref.init_args()).double().train()
+    x = torch.randn(8, 16, dtype=torch.float64)
+    torch.manual_seed(3)
+    expect = model(x)
+    after = torch.get_rng_state()
+    torch.manual_seed(3)
+    got = graph.interpret(x, model)
+    torch.testing.assert_close(got, expect, rtol=1e-12, atol=1e-12)
+    assert torch.equal(torch.get_rng_state(), after)

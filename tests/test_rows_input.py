@@ -127,6 +127,8 @@ FLATTENS = {
     "torch_flatten": ("", "x = torch.flatten(x, start_dim=1)", "batch_size, 4, 6"),
     "nn_flatten": ("self.flat = nn.Flatten()", "x = self.flat(x)", "batch_size, 4, 6"),
     "four_d_whole": ("", "x = x.view(-1, in_features)", "batch_size, 2, 2, 6"),
+    # An op between the flatten and the GEMM: a prologue on the flattened rows (since session 62).
+    "op_after_flatten": ("", "x = torch.relu(x.flatten(1))", "batch_size, 4, 6"),
 }
 # (init, flatten, the GEMM's line, get_inputs' sizes, what the refusal says)
 FLATTENED_REFUSED = {
@@ -135,10 +137,7 @@ FLATTENED_REFUSED = {
                        "or flatten the input as flatten(1) or x.view(x.size(0), -1)"),
     # Rows of a partial flatten, (batch, 5, 4, 6) -> (batch, 5, 24): not taken.
     "partial": ("", "x = x.flatten(2)", "x = self.fc(x)", "batch_size, 5, 4, 6",
-                "an op on the module's input before the GEMM"),
-    # An op between the flatten and the GEMM: an op on the input before the GEMM.
-    "op_after_flatten": ("", "x = torch.relu(x.flatten(1))", "x = self.fc(x)", "batch_size, 4, 6",
-                         "an op on the module's input before the GEMM"),
+                "the tensor method .flatten() is not supported"),
     # The input read again unflattened after the GEMM: not the module on its flattened rows.
     "unflattened_read": ("", "y = x.flatten(1)", "x = self.fc(y) + x.amax(dim=-1).sum(dim=-1, keepdim=True)",
                          "batch_size, 4, 6", None),

@@ -737,15 +737,12 @@ REFUSED_GEMMS = {
     "addmm beta 0": ("x = torch.addmm(self.bias, x, self.weight.t(), beta=0)", "beta=0"),
     "(N, K) not transposed": ("x = x.matmul(self.weight)", r"not \(16, N\) \(x @ W reads W stored \(in, out\).*x @ weight.t\(\)"),
     "(K, N) weight transposed": ("x = x @ self.wkn.t()", r"not \(N, 16\)"),
-    # ops on the input before the GEMM other than scalings by a number
+    # ops on the input before the GEMM other than scalings by a number: a prologue since session 62
+    # (tests/test_spellings_probe62_prologue.py), but a per-feature scale, which the GEMM's scaling takes first
     "Linear of x scaled per feature": ("x = self.gemm(x * self.k16)", "not one number .*F.linear"),
-    "Linear of relu(x)": ("x = self.gemm(torch.relu(x))", "an op on the module's input before the GEMM"),
-    "Linear of x + 1": ("x = self.gemm(x + 1.0)", "an op on the module's input before the GEMM"),
-    "Linear of x * x": ("x = self.gemm(x * x)", "an op on the module's input before the GEMM"),
-    "Linear of relu(x * 2)": ("x = self.gemm(torch.relu(x * 2))", "an op on the module's input before the GEMM"),
     # (made under no_grad, the GEMM's input has no gradient: a detached input, refused as before)
     "Linear of x * 2 made under no_grad": ("with torch.no_grad():\n    y = x * 2\nx = self.gemm(y)",
-                                            "an op on the module's input before the GEMM"),
+                                            "computed from the module's input under torch.no_grad"),
 }
 
 

@@ -248,11 +248,11 @@ MODULES = {
         "in_features, out_features", "16, 16", "", "bfloat16"),
     "a module built in fp16, var(correction=0)": ("self.fc = nn.Linear(in_features, out_features, dtype=torch.float16)",
                                                   "x = self.fc(x).var(-1, correction=0)", R3, "in_features, out_features", "16, 16", "", "float16"),
+    # (refused until session 62: a prologue, tests/test_spellings_probe62_prologue.py)
+    "LayerNorm before the Linear (pre-norm)": ("self.norm = nn.LayerNorm(in_features)\n" + L, "x = self.fc(self.norm(x))", R3),
 }
 # Refused, each judged right (the message says what and why): (init, body, shape, the message).
 REFUSED = {
-    "LayerNorm before the Linear (pre-norm)": ("self.norm = nn.LayerNorm(in_features)\n" + L, "x = self.fc(self.norm(x))", R3,
-                                               r"an op on the module's input before the GEMM"),
     "residual around the second Linear": ("self.fc1 = nn.Linear(in_features, 16)\nself.fc2 = nn.Linear(16, 16)",
                                           "h = F.gelu(self.fc1(x))\nx = self.fc2(h) + h", (8, 16), r"a value computed before the GEMM at line \d+ is used after it"),
     "mean over the tokens": (L, "x = self.fc(x).mean(dim=1)", R3, r"this module computes otherwise on them"),

@@ -1039,7 +1039,10 @@ def _second_eager(f, ref: torch.nn.Module, x: torch.Tensor):
     nodes = _reference_nodes(f)
     gemms = [n for n in nodes if n.kind == "gemm"]
     weights = [n.attrs["weight"] for n in gemms]
-    if not weights or any(n.kind == "input" for n in nodes) or not stored_weight(ref, gemms[0]):
+    # (a prologue, ops on the input before the first GEMM, LayerNorm's per-feature weight among
+    # them, would see the input's features permuted: moved by a rounding)
+    if (not weights or any(n.kind == "input" for n in nodes) or any(n.attrs.get("identity") for n in gemms)
+            or not stored_weight(ref, gemms[0])):
         return moved_by_a_rounding()
     model = _copy_of(f, ref)
     path = weights[0]   # the first GEMM's (its part's nodes come first)

@@ -313,7 +313,9 @@ def uses_native_backward(spec: Spec, lowered: Lowered) -> bool:
     """Whether the part's eager training runs the C++ autograd node: a part with backward kernels
     (not the matrix-vector rewrite's, whose entry takes no dz and whose outer products the
     node does not know)."""
-    return spec.family != "gemv" and backward.has_kernels(lowered) and not backward.zero_gradients(lowered)
+    # (a prologue's backward returns its dz as dx: the Python node, _kgen_launch_backward)
+    return (spec.family != "gemv" and backward.has_kernels(lowered) and not backward.zero_gradients(lowered)
+            and not lowered.graph.is_prologue)
 
 
 def core_width(lowered: Lowered) -> int:
@@ -560,7 +562,11 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     # Each weight is read once: a parametrized one (weight_norm, spectral_norm) is computed on
     # every access, and spectral_norm's power iteration moves its buffers each time, as it does
     # once per forward in the reference.
-    lines += [f"weight{k} = {_weight_nk(low.graph.gemm, k)}" for k, low in enumerate(parts)]
+    lines += [f"weight{k} = {_weight_nk(low.graph.gemm, k)}" for k, low in enumerate(parts)
+              if not low.graph.is_prologue]
+    # The first GEMM's weight (after a prologue's ops on the input, which have none): x's width and
+    # the module's dtype are checked against it.
+    first = f"weight{first_gemm_part(parts)}"
     if sixteen_bit:
         lines.append("input_dtype = x.dtype")
     reads_input = any(n.kind == "input" and not input_index(n) for low in parts for n in low.operands)
@@ -571,15 +577,25 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     for k, name in enumerate(extras, 1):
         # (as x is checked: a tensor of x's device and dtype, with x's rows; its width by the part that reads it)
         lines.append(f"_kgen_checked_extra_input({name}, x, {labels[name]!r}, {k + 1})")
-    lines += ["x = _kgen_checked_input(x, weight0)",
+    lines += [f"x = _kgen_checked_input(x, {first})",
               "autocast = int(_kgen_autocast_build(x))  # (the ops' build: its kernels read the parameters in fp32)"]
+    if parts[0].graph.is_prologue and sixteen_bit:
+        # Inside torch.autocast eager runs LayerNorm and the like in fp32 (on an fp32 module's fp32
+        # input, rounded once where the Linear converts their output), which the build for
+        # autocast, whose stages write fp32 and read x converted, does not reproduce: refused.
+        lines_read = sorted({n.line for n in parts[0].graph.live() if n.line})
+        message = (f"this ModelNew's ops on its input before the first GEMM (line{'s' if len(lines_read) > 1 else ''} "
+                   f"{', '.join(map(str, lines_read))} of the reference) do not run inside torch.autocast (eager runs "
+                   "them in fp32 there); call it outside autocast, with the module and input in one dtype")
+        lines += ["if autocast:", f"    raise RuntimeError({message!r})"]
     sizes = parts[-1].traced.sizes_read
     if sizes:
         # The trace read a feature size as a number and baked it in: these sizes only.
         line, text = sizes[0]
         # (the GEMMs' widths: a pooled weight's rows are the pooling's width, rewrite.pool_as_weight)
-        widths = [parts[0].traced.in_features] + [low.graph.out_features for low in parts]
-        now = ["x.shape[1]"] + [f"weight{k}.shape[0]" for k in range(len(parts))]
+        widths = [parts[0].traced.in_features] + [low.graph.out_features for low in parts
+                                                   if not low.graph.is_prologue]
+        now = ["x.shape[1]"] + [f"weight{k}.shape[0]" for k, low in enumerate(parts) if not low.graph.is_prologue]
         message = (f"this ModelNew was synthesized for the feature sizes {tuple(widths)} (line {line} of the "
                    f"reference, `{text}`, reads a size as a number, which the trace baked in); generate it "
                    "again for other sizes")
@@ -600,7 +616,10 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
         lines.append("module_input = module_input.to(_kgen_param_dtype(x))")
     lines += [f"{name} = {name}.to(_kgen_param_dtype(x))" for name in extras]
     for k, lowered in enumerate(parts):
-        if len(parts) > 1:
+        if lowered.graph.is_prologue:
+            lines.append(f"# part {k}: the ops on the input before the first GEMM (no GEMM); its output is "
+                         f"part {k + 1}'s x")
+        elif len(parts) > 1:
             then = f"; its output is part {k + 1}'s x" if k + 1 < len(parts) else ""
             lines.append(f"# part {k}: GEMM {lowered.graph.in_features} -> {lowered.graph.out_features} "
                          f"and its epilogue{then}")
@@ -627,7 +646,7 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
         reduces = method in WHOLE_REDUCTIONS.values()   # (else a view or squeeze of the output)
         # (rounded to the module's dtype where the kernels kept the rows' sums in fp32, Graph.tail_rounds;
         # inside torch.autocast _kgen_autocast_output gives the output eager's dtype there)
-        dtype = "x.dtype if autocast else weight0.dtype" if sixteen_bit else None
+        dtype = f"x.dtype if autocast else {first}.dtype" if sixteen_bit else None
         lines += [f"# line {line} of the reference, `{text}`: torch's own .{method}() of the kernel's "
                   f"{'per-row values' if reduces else 'output'}", f"return {parts[-1].graph.tail_code('x', dtype)}"]
     if not backward.gradient_leaves(parts[-1]):
@@ -638,8 +657,14 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
                   f"return ({value}).detach()" if not value.isidentifier() else f"return {value}.detach()"]
     if sixteen_bit:
         value = lines.pop()[len("return "):]
-        lines.append(f"return _kgen_autocast_output({value}, weight0, input_dtype, {parts[-1].traced.autocast_output!r})")
+        lines.append(f"return _kgen_autocast_output({value}, {first}, input_dtype, {parts[-1].traced.autocast_output!r})")
     return lines
+
+
+def first_gemm_part(parts: list) -> int:
+    """The index of the first part with a GEMM (1 after a prologue, else 0); `parts`: Lowered or Graph."""
+    graphs = [getattr(p, "graph", p) for p in parts]
+    return next(k for k, g in enumerate(graphs) if not g.is_prologue)
 
 
 def _weight_nk(gemm, part: int) -> str:
@@ -688,7 +713,12 @@ def _part_lines(lowered: Lowered, w_nk: str, lines: list[str], keeps_z: bool, ex
     tensors after x (extra_input_params); `labels`: what the messages call them (input_labels)."""
     gemm = lowered.graph.gemm
     weight = gemm.attrs["weight"]
-    lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r}, autocast, operand=True)")
+    if lowered.graph.is_prologue:
+        # No GEMM: an empty (in_features, 0) tensor in w's place gives the entry its N (= K), and
+        # no kernel reads it (kernels/forward.cuh, kPrologue).
+        lines.append("w = x.new_empty((x.shape[1], 0))  # (a prologue has no weight: N is x's width)")
+    else:
+        lines.append(f"w = _kgen_checked_param({w_nk}, x, (x.shape[1] * {w_nk}.shape[0],), {weight!r}, autocast, operand=True)")
     if gemm.attrs.get("stored_kn"):
         lines.append(f"w = w.contiguous()  # {weight} is stored (in, out) (x @ W): the GEMM reads it (out, in)")
     lines.append("n = w.shape[0]")
@@ -859,9 +889,10 @@ def kernel_needs(spec: Spec, parts: list[Lowered] | None = None) -> KernelNeeds:
         gemv=any(low.gemv for low in parts),
         constant=any(low.constant is not None for low in parts),
         eager_sums=any(low.eager_sums for low in parts),
-        fp16x3=any(runs_fp16x3(spec, low.graph.in_features) for low in parts),
+        fp16x3=any(runs_fp16x3(spec, low.graph.in_features) for low in parts if not low.graph.is_prologue),
         # (a part's forward on fp32 operands, or the build for torch.autocast's: autocast_gemm_type)
-        round16=any(runs_round16(spec, low.graph.in_features) for low in parts) or autocast_gemm_type(spec) is not None,
+        round16=any(runs_round16(spec, low.graph.in_features) for low in parts if not low.graph.is_prologue)
+        or autocast_gemm_type(spec) is not None,
     )
 
 
@@ -1008,6 +1039,8 @@ def autocast_gemm_type(spec: Spec) -> str | None:
         return None
     for low in lowered_parts(spec):
         k = low.graph.in_features
+        if low.graph.is_prologue:
+            return None   # (a prologue's file refuses torch.autocast: forward_lines)
         if (low.gemv or low.constant is not None or k <= 0 or k % ROUND16_K_MULTIPLE
                 or low.graph.gemm.attrs.get("stored_kn")):
             return None
@@ -1051,8 +1084,9 @@ def _part_context(spec: Spec, low: Lowered, library: list[str]) -> dict:
     back = backward_args(low)
     files = selected_files(PART_LIBRARY, kernel_needs(spec, [low]), tuple(library))
     return {
-        # The forward's GEMM runs at the part's K only (its in_features).
-        "gemm_type": gemm_type(spec, low.graph.in_features),
+        # The forward's GEMM runs at the part's K only (its in_features); a prologue has none.
+        "gemm_type": "kgen::ExternalGemm" if low.graph.is_prologue else gemm_type(spec, low.graph.in_features),
+        "prologue": low.graph.is_prologue,
         "sources": [kernel_source(name) for name in files],
         # (kgen_cfg::kPadsK, and kgen_forward_<part>'s call of pad_k first)
         "pads_k": "pad_k.cuh" in files,
@@ -1229,7 +1263,10 @@ def describe_variant(spec: Spec) -> list[str]:
                      "half the GPU, split in K where still too few; at a few rows a stream over w on FMAs); every op after "
                      "it in fp32, rounded to the "
                      "module's dtype as torch's ops round")
-        if autocast_gemm_type(spec) is not None:
+        if spec.graph().parts[0].is_prologue:
+            lines.append("autocast:  refused: eager runs the ops on the input before the first GEMM in fp32 inside "
+                         "torch.autocast, which this file does not (it raises, naming them)")
+        elif autocast_gemm_type(spec) is not None:
             from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MAX_ROWS as hi
             from kgen.tune.configs import AUTOCAST_FP32_WEIGHT_MIN_ROWS as lo
             from kgen.tune.configs import AUTOCAST_ROUND16_TILE as a
@@ -1295,11 +1332,15 @@ def describe_parts(parts: list[Lowered]) -> list[str]:
     """The stages of each GEMM part (the summary of the one part of most modules)."""
     if len(parts) == 1:
         return parts[0].summary()
-    widths = " -> ".join(str(w) for w in [parts[0].graph.in_features] + [p.graph.out_features for p in parts])
-    lines = [f"chain:     {len(parts)} GEMMs ({widths} features), run in turn: each part's output, "
-             "in memory, is the next GEMM's input"]
+    gemms = [p for p in parts if not p.graph.is_prologue]
+    widths = " -> ".join(str(w) for w in [gemms[0].graph.in_features] + [p.graph.out_features for p in gemms])
+    before = "a prologue (ops on the input before the first GEMM) and " if parts[0].graph.is_prologue else ""
+    lines = [f"chain:     {before}{len(gemms)} GEMM{'s' if len(gemms) > 1 else ''} ({widths} features), run in turn: "
+             "each part's output, in memory, is the next GEMM's input"]
     for k, low in enumerate(parts):
-        lines.append(f"part {k}:    GEMM {low.graph.in_features} -> {low.graph.out_features} and its epilogue")
+        lines.append(f"part {k}:    the ops on the input before the first GEMM, {low.graph.in_features} features"
+                     if low.graph.is_prologue else
+                     f"part {k}:    GEMM {low.graph.in_features} -> {low.graph.out_features} and its epilogue")
         lines += ["  " + line for line in low.summary()]
     return lines
 
@@ -1349,7 +1390,8 @@ def describe_backward(parts: list[Lowered], half: bool = False, gemm: str = "the
                  else "no gradient: the reference's output has none (a detach or no_grad before it)"
                  if not reached
                  else "gradients of the parameters after the GEMM's detached output only, as the reference's")
-        return (f"backward:  kgen kernels ({how} dx = dz W and dW = dz^T x {gemms}); "
+        prologue = ("; the prologue's stages reversed give x's gradient (no GEMM)" if parts[0].graph.is_prologue else "")
+        return (f"backward:  kgen kernels ({how} dx = dz W and dW = dz^T x {gemms}{prologue}); "
                 f"{scope}; in training the forward keeps {kept}")
     return f"backward:  raises at backward() ({'; '.join(missing)})"
 
@@ -1430,8 +1472,10 @@ def render(spec: Spec, measured: dict | None = None) -> str:
                        + forward_lines(parts, sixteen_bit_builds(spec))),
         called_modules=called_modules_literal(parts[-1].traced.called_modules),
         weight_methods=weight_methods(parts),
-        keeps_w_split=repr(tuple(not computes_weight(low.graph.gemm) for low in parts)),
-        keeps_w_splits=any(runs_fp16x3(spec, low.graph.in_features) and not computes_weight(low.graph.gemm) for low in parts),
+        keeps_w_split=repr(tuple(not computes_weight(low.graph.gemm) and not low.graph.is_prologue for low in parts)),
+        keeps_w_splits=any(runs_fp16x3(spec, low.graph.in_features) and not computes_weight(low.graph.gemm)
+                           and not low.graph.is_prologue for low in parts),
+        prologue_parts=repr(tuple(k for k, low in enumerate(parts) if low.graph.is_prologue)),
         forward_params=forward_params(parts),
         extra_inputs=bool(extra_input_params(parts)),
         # (a (..., features) input's: each taken as its rows, as x is, by the forward's wrapper)

@@ -388,8 +388,9 @@ SUPPORTED = (
     ("GEMMs", "nn.Linear, F.linear, x @ W.T, torch.matmul / torch.mm / x.mm(W.T), torch.addmm(b, x, W.T) "
      "and torch.einsum('bk,nk->bn', x, W) with W stored (N, K), or x @ W / torch.mm / torch.addmm(b, x, W) / "
      "einsum('bk,kn->bn') with W stored (K, N), or the product transposed back, (W @ x.T).T; the first on the module's input (or on the input scaled by "
-     "a number: self.fc(x * 2), self.fc(x / self.t)), each later one on the (batch, features) output of the "
-     "part before it; a weight computed from the module's parameters"),
+     "a number: self.fc(x * 2), self.fc(x / self.t), or on row-wise and point-wise ops of it, a prologue: "
+     "self.fc(self.ln(x)), an RMSNorm, self.fc(F.gelu(x)), self.fc(self.dropout(x))), each later one on the (batch, features) "
+     "output of the part before it; a weight computed from the module's parameters"),
     ("point-wise", f"{', '.join(n for n in sorted(ops.POINTWISE) if hasattr(torch, n) or hasattr(F, n))} (as modules, functions or methods, with scalars, "
      "per-feature (N,) or (1, N) parameters, per-row values, and parameters of other shapes that "
      "broadcast onto the result as torch broadcasts them); the activations torch defines from those "
@@ -1303,7 +1304,14 @@ class Tracer:
         the first GEMM), read per element by the broadcast tail (a residual such as
         `x + original_x`). Before the GEMM it is refused: kgen's GEMM comes first."""
         if self.gemm_id is None:
-            raise _BeforeTheGemm(str(self.refuse(INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
+            if self.trying_deferral:
+                raise _BeforeTheGemm(str(self.refuse(INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
+            self.prologue()
+        if self.in_prologue():
+            if detached:
+                raise self.refuse("a detached copy of the module's input (x.detach()) before the first GEMM (kgen's "
+                                  "ops before the GEMM read the input itself, and send it its gradient)")
+            return self.gemm_id
         if detached not in self.inputs:
             node = self.add("input", "full", path=INPUT_PATH, detached=detached)
             self.nodes[node].shape = ("M", self.module_in_features)
@@ -1316,7 +1324,7 @@ class Tracer:
         the module's input is (input_node), under its own operand path (graph.input_path). Before
         the GEMM an op on it is deferred to its first use after the GEMM; one the GEMM reads is
         refused (Tracer.gemm)."""
-        if self.gemm_id is None:
+        if self.gemm_id is None or self.in_prologue():
             raise _BeforeTheGemm(str(self.refuse(EXTRA_INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
         if (index, detached) not in self.extra_reads:
             node = self.add("input", "full", path=input_path(index), detached=detached, index=index)
@@ -2289,6 +2297,8 @@ class Tracer:
             raise self.refuse(f"dropout with p={p!r}")
         if p == 0 or not active or self.dropout_is_identity:
             return x
+        if isinstance(x, _Marker) and x.kind == "input" and self.in_prologue():
+            x = self.value(x)   # (a classifier head's dropout of its input: the prologue's mask)
         if isinstance(x, _Id) and self.nodes[x].fp32 and self.ref.input.dtype != torch.float32:
             # (torch's mask of a float32 tensor may not be the one the file draws in the module's dtype)
             raise self.refuse("an active dropout of a value in float32 (after the forward's upcast) in a "
@@ -2374,6 +2384,10 @@ class Tracer:
             # (x * c) Wᵀ = c (x Wᵀ): the GEMM of x, its z scaled before the bias (the Linear's
             # steps, rounded once in a 16-bit build: lower.forward.linear_steps)
             scaling, x = x.payload, _Marker("input", False)
+        if self.in_prologue() and len(self.nodes) == 1 and isinstance(x, _Marker) and x.kind == "input" \
+                and not x.payload:
+            # (a prologue begun by an op that turned out the identity, a Dropout in eval mode: none)
+            self.nodes, self.gemm_id, self.out_features = [], None, None
         if self.gemm_id is not None:
             self.chain(x)
         elif not (isinstance(x, _Marker) and x.kind == "input" and not x.payload):
@@ -2504,10 +2518,27 @@ class Tracer:
             raise self.refuse(f"{what} is the module's input, after a GEMM of a value computed from it: kgen takes "
                               "Linears of the input side by side (one GEMM of their weights) before any other GEMM, "
                               "and chains GEMMs through the output of the part before")
+        if isinstance(x, _Marker) and x.kind == "earlier":
+            raise self.refuse(f"{what} is a value computed before the GEMM at line {x.payload} (two GEMMs of one "
+                              "value side by side are not supported: kgen chains GEMMs, each reading the output of "
+                              "the part before it)")
         if isinstance(x, _Marker) or not isinstance(x, int):
             raise self.refuse(f"{what} is not a (batch, features) value computed from the first GEMM "
                               "(kgen chains GEMMs: each one reads the output of the part before it)")
         level = self.level(x)
+        batchnorms = [n for n in self.nodes if n.kind == "batchnorm"]
+        if self.in_prologue() and batchnorms:
+            self.where = (batchnorms[0].line, batchnorms[0].text)
+            raise self.refuse("BatchNorm1d of the module's input before the first GEMM is not supported yet (kgen "
+                              "takes row-wise and point-wise ops there: LayerNorm, RMSNorm, activations, Dropout)")
+        if self.in_prologue() and self.gemm_id not in Graph(self.nodes, x, self.in_features, self.out_features).gradient_reaches():
+            raise self.refuse("the GEMM's input is computed from the module's input under torch.no_grad() or through a "
+                              "detach, so no gradient reaches the input (kgen's ops before the first GEMM send it one)")
+        if self.in_prologue() and level != "tile":
+            shape = shape_text(tuple("batch" if d == "M" else d for d in self.shape_of(x)))
+            raise self.refuse(f"the GEMM's input is a value of shape {shape} computed from the module's input; "
+                              f"kgen's ops before the first GEMM keep the input's (batch, {self.in_features}) "
+                              "(row-wise and point-wise ops: LayerNorm, RMSNorm, activations, Dropout)")
         if level not in ("tile", "pooled"):
             shape = shape_text(tuple("batch" if d == "M" else d for d in self.shape_of(x)))
             raise self.refuse(f"{what} is a value of shape {shape}; kgen chains GEMMs over "
@@ -2727,6 +2758,10 @@ class Tracer:
         self.called_modules = tracer.called_modules
         self.gemm_id = None
         self.first_gemm = None   # ((weight, bias, stored_kn), its value): Tracer.gemm
+        # An op tried before the first GEMM to see whether it can wait (Tracer.run's deferral): the
+        # module's input read then raises _BeforeTheGemm, so that the op is deferred; read where a
+        # value must be computed now (a GEMM's input), it starts a prologue part (Tracer.prologue).
+        self.trying_deferral = False
         self.out_features = None
         self.in_features = int(self.ref.input.shape[-1])
         self.module_in_features = self.in_features
@@ -2820,11 +2855,14 @@ class Tracer:
                 # value of the epilogue, so it is taken where it is first used after the GEMM.
                 # (The GEMM itself, and ops that take the input as it is, flatten(1) and the
                 # like, run here as they would below.)
+                self.trying_deferral = True
                 try:
                     result = self.visit(fx_node, *self._materialized(args, kwargs))
                 except _BeforeTheGemm:
                     env[fx_node] = _Deferred(fx_node, args, kwargs)
                     continue
+                finally:
+                    self.trying_deferral = False
                 result = self._finished(fx_node, result)
                 env[fx_node] = result
                 if receiver is not None:
@@ -2850,6 +2888,10 @@ class Tracer:
         if self.gemm_id is None:
             raise Unsupported(f"{self.ref.path}: Model.forward has no GEMM (nn.Linear, F.linear or "
                               "x @ W.T); kgen synthesizes a GEMM followed by an epilogue chain")
+        if self.in_prologue():
+            raise Unsupported(f"{self.ref.path}: Model.forward has no GEMM after its ops on the input (nn.Linear, "
+                              "F.linear or x @ W.T); kgen synthesizes GEMMs, each followed by an epilogue chain, "
+                              "and ops on the input before the first")
         graph = self.close_part(output)
         graph.output_tail = self.output_tail
         graph.tail_rounds = self.tail_rounds
@@ -3339,9 +3381,29 @@ class Tracer:
 
     def _check_input(self, a):
         if isinstance(a, _Marker) and a.kind == "input" and self.gemm_id is None:
-            raise _BeforeTheGemm(str(self.refuse(INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
-        if isinstance(a, _Marker) and a.kind == "extra_input" and self.gemm_id is None:
+            if self.trying_deferral:
+                raise _BeforeTheGemm(str(self.refuse(INPUT_BEFORE_THE_GEMM)))   # (Tracer.run defers the op)
+            self.prologue()
+        if isinstance(a, _Marker) and a.kind == "extra_input" and (self.gemm_id is None or self.in_prologue()):
             raise _BeforeTheGemm(str(self.refuse(EXTRA_INPUT_BEFORE_THE_GEMM)))
+
+    def prologue(self) -> None:
+        """Ops on the module's input whose value the first GEMM reads (`self.fc(self.ln(x))`, a
+        pre-norm block's LayerNorm or RMSNorm, `fc(relu(x))`): a part of their own before the first
+        GEMM part, a prologue, whose "GEMM" is the identity (a gemm node with attribute `identity`:
+        z is the input itself, (batch, in_features)), so that its ops are a part's epilogue as any
+        (docs/design.md, Chained GEMMs). The GEMM that reads its value closes it (Tracer.chain)."""
+        inp = self.ref.input
+        if inp.dim() != 2 or inp.dtype not in MODULE_DTYPES:
+            raise self.refuse(f"the input is {inp.dtype} of shape {tuple(inp.shape)}; kgen's ops before the GEMM "
+                              "take one (batch, in_features) tensor of float32, bfloat16 or float16 (or "
+                              "(..., in_features), a Linear over its last dimension)")
+        self.out_features = self.in_features
+        self.gemm_id = self.add("gemm", "tile", weight=None, identity=True)
+
+    def in_prologue(self) -> bool:
+        """Whether the part being traced is a prologue (Tracer.prologue), not a GEMM's."""
+        return self.gemm_id is not None and bool(self.nodes[self.gemm_id].attrs.get("identity"))
 
     def visit_module(self, path: str, module: nn.Module, args, kwargs):
         kind = _torch_kind(module)

@@ -191,6 +191,8 @@ def part_vjp(graph: Graph, x: torch.Tensor, model: torch.nn.Module, grad: torch.
                     leaf = own.detach().reshape(-1).requires_grad_()
                     g, = torch.autograd.grad(window_means(leaf, *n.attrs["pool"]), leaf, g.reshape(-1))
             _accumulate_param(grads, model, n.attrs["path"], g.reshape(own.shape))
+        elif n.kind == "gemm" and n.attrs.get("identity"):
+            return g   # (a prologue's z is its input: dx = dz)
         elif n.kind == "gemm":
             weight = gemm_weight(model, n)   # (N, K)
             dw = g.transpose(0, 1) @ x

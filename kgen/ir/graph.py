@@ -267,7 +267,8 @@ class Node:
         """One line, e.g. `%3 = mul(%1, %2) : tile` or `%2 = gemm.bias : col`."""
         # (a computed weight's code, in full: the modes' IRs differ where it does)
         code = "; ".join(self.attrs.get("weight_code") or ())
-        leaf = {"gemm": f"gemm({self.attrs.get('weight')}{', stored (K, N)' if self.attrs.get('stored_kn') else ''}"
+        leaf = {"gemm": "prologue_input(the module's input)" if self.attrs.get("identity") else
+                        f"gemm({self.attrs.get('weight')}{', stored (K, N)' if self.attrs.get('stored_kn') else ''}"
                         f"{' = ' + code if code else ''})", "param": self.attrs.get("path", ""),
                 "const": repr(self.attrs.get("value")),
                 "mask": f"dropout_mask(p={self.attrs.get('p')!r})",
@@ -399,6 +400,12 @@ class Graph:
     def gemm(self) -> Node:
         (g,) = [n for n in self.nodes if n.kind == "gemm"]
         return g
+
+    @property
+    def is_prologue(self) -> bool:
+        """Whether this part is a prologue: ops on the module's input before the first GEMM, its
+        "GEMM" the identity (trace.Tracer.prologue; docs/design.md, Chained GEMMs)."""
+        return bool(self.gemm.attrs.get("identity"))
 
     @property
     def parts(self) -> list["Graph"]:
@@ -553,6 +560,9 @@ class Graph:
             if n.kind == "mask":
                 values[n.id] = dropout_mask(model, n, (x.shape[0], self.out_features), x)
                 continue
+            if n.kind == "gemm" and n.attrs.get("identity"):
+                values[n.id] = x   # (a prologue: the ops on the module's input before its first GEMM)
+                continue
             if n.kind == "gemm":
                 values[n.id] = F.linear(x, gemm_weight(model, n))
                 if x.dtype in (torch.bfloat16, torch.float16):
@@ -686,8 +696,8 @@ def linear_steps(graph: Graph) -> tuple[int, ...]:
     beyond KernelBench's 1e-2 (docs/perf.md, session 59). Without such an add, z alone; () where
     the part has no one GEMM."""
     gemms = [n.id for n in graph.nodes if n.kind == "gemm"]
-    if len(gemms) != 1:
-        return ()
+    if len(gemms) != 1 or graph.nodes[gemms[0]].attrs.get("identity"):
+        return ()   # (a prologue's z is the module's input, rounded already)
     steps = [gemms[0]]
     while True:
         users = [n for n in graph.nodes if steps[-1] in n.args]

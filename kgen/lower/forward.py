@@ -386,6 +386,8 @@ class Lowered:
 
         def one(plan: StagePlan) -> str:
             parts = ["GEMM + epilogue" + (" + column partials" if plan.col_stats else "")]
+            if self.graph.is_prologue:   # (no GEMM: stage 2 reads x itself)
+                parts = ["no GEMM: x itself"]
             if self.batchnorm:
                 parts.insert(0 if plan is self.eval else 1, "BatchNorm finalize")
             parts.append({STAGE2_NONE: "", STAGE2_POINTWISE: "point-wise apply",
@@ -926,6 +928,19 @@ def _stage2_struct(name: str, kind: int, pointwise: tuple[str, str] | None,
 }};"""
 
 
+def _check_prologue(graph: Graph) -> None:
+    """A prologue's refusals, each naming its op and line: what its stages do not take."""
+    for n in graph.live():
+        if n.kind == "batchnorm":
+            raise Unsupported(f"line {n.line}: `{n.text}`: BatchNorm1d of the module's input before the first GEMM "
+                              "is not supported yet (kgen takes row-wise and point-wise ops there: LayerNorm, "
+                              "RMSNorm, activations, Dropout)")
+    output = graph.node(graph.output)
+    if output.kind == "const":
+        raise Unsupported(f"line {output.line}: `{output.text}`: the ops on the module's input before the first "
+                          "GEMM give a constant")
+
+
 def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: bool,
           eager_sums: bool = False, deferred: int | None = None) -> StagePlan:
     """`deferred`: the node stage 1 stores where the point-wise chain after it runs in a kernel
@@ -934,7 +949,9 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
     bn_ready = not (training and bns)
     stage1 = _stage1_nodes(graph, bn_ready)
     has_rows = any(n.kind in ROW_KINDS for n in graph.live())
-    if deferred is not None:
+    if graph.is_prologue:
+        candidates = [graph.gemm.id]   # (S is the module's input, which stage 2 reads: no stage 1)
+    elif deferred is not None:
         candidates = [deferred]
     elif training and bns:
         (bn,) = bns
@@ -948,7 +965,7 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
         candidates = sorted((i for i in stage1 if graph.node(i).level == "tile"), reverse=True)
     for stored in candidates:
         try:
-            if stored == graph.output and not (training and bns):
+            if stored == graph.output and not (training and bns) and not graph.is_prologue:
                 kind, pointwise, rows = STAGE2_NONE, None, None
             elif has_rows:
                 kind, pointwise = STAGE2_ROWS, None
@@ -968,6 +985,8 @@ def _plan(name: str, graph: Graph, operands: dict, training: bool, fused_stats: 
         module_typed = (kind in (STAGE2_POINTWISE, STAGE2_ROWS) and not (training and bns)
                         and graph.node(stored).kind not in UNROUNDED_KINDS + ("gemm",)
                         and not graph.node(stored).fp32)   # (a value eager holds in fp32: stored so)
+        # (a prologue's S is the module's input, in its dtype: stage 2 reads x as it is)
+        module_typed = module_typed or graph.is_prologue
         return StagePlan(stored, bool(training and bns), kind,
                          _epilogue_struct(name, graph, operands, stored, bn_ready, col_stats),
                          _stage2_struct(name, kind, pointwise, rows, module_typed, eager_sums,
@@ -1271,7 +1290,7 @@ def rewritten(graph: Graph) -> tuple[Graph, list[Node], int | None, list[str]]:
     is the N of the GEMM the part runs."""
     graph, tail, core = split_tail(graph)
     graph, rewrites = rewrite.simplify(graph)
-    if not tail:
+    if not tail and not graph.is_prologue:   # (a prologue has no weight to pool)
         graph, pooled = rewrite.pool_as_weight(graph)
         rewrites = rewrites + pooled
     return graph, tail, core, rewrites
@@ -1290,6 +1309,11 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
     average pooling became the GEMM's weight). A broadcast tail (split_tail) runs after the stages,
     from the core value they write."""
     traced = graph
+    if graph.is_prologue:
+        # Ops on the module's input before its first GEMM (trace.Tracer.prologue): no GEMM, S is
+        # the input itself, every op in stage 2 (a point-wise or a row kernel reading x).
+        external_gemm, gemv, defer_chain = False, False, False
+        _check_prologue(graph)
     graph, tail, core, rewrites = rewritten(graph)
     live = graph.live()
     params = [n for n in live if n.kind in OPERAND_KINDS]

@@ -174,12 +174,18 @@ GEMV_BANDWIDTH = 3000
 
 def predicted_ms(spec: Spec, sms: int) -> float:
     """GEMM time at the family's rate, stretched by the tail wave of its CTAs (one per SM: the
-    tiles, or their k-splits at a small batch), summed over the module's chained GEMMs; the matrix-vector rewrite's time to read W and x
-    once."""
+    tiles, or their k-splits at a small batch), summed over the module's chained GEMMs, with a
+    prologue's (ops on the input before the first GEMM) read and write of x; the matrix-vector
+    rewrite's time to read W and x once."""
     if spec.family == "gemv":
         return 4.0 * spec.in_features * (spec.out_features + spec.batch) / (GEMV_BANDWIDTH * 1e6)
     total = 0.0
     for part in (rewritten(p)[0] for p in spec.graph().parts):   # (N: the GEMM's, a pooled weight's)
+        if part.is_prologue:
+            # Ops on the input before the first GEMM: one kernel that reads x and writes its
+            # output, (batch, K) each, in fp32 at the matrix-vector rewrite's bandwidth.
+            total += 8.0 * spec.batch * part.in_features / (GEMV_BANDWIDTH * 1e6)
+            continue
         flops = 2.0 * spec.batch * part.in_features * part.out_features
         # (the GEMM the variant runs at this K: fp16x3's and wgmma bf16's fall back to tf32x3 / tf32)
         math = gemm_math(spec.family, spec.math, part.in_features)
@@ -312,7 +318,7 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
     # forward computes, F.linear(x, self.weight * s), and every GEMM's input where the GEMM
     # calls it: gemm_operands_rounded)
     traced = graph(problem, batch, in_features, out_features, constants)
-    gemms = [part.gemm for part in traced.parts]
+    gemms = [part.gemm for part in traced.parts if not part.is_prologue]   # (a prologue has no GEMM)
     torch.manual_seed(0)
     with torch.device(device):
         # (a Dropout in training mode: every forward below from one RNG state, the fp64 ones
@@ -357,9 +363,12 @@ def probe_maths(problem: str, batch: int, in_features: int, out_features: int,
                     overflows.append(name)
             # (every GEMM's operands rounded as its kernel rounds them, a chained module's inner
             # activations too: gemm_operands_rounded)
+            # (the module's input rounded as the first GEMM reads it; after a prologue, the ops on
+            # the input read it exact, and the GEMM reads their result, which gemm_operands_rounded rounds)
+            entering = (lambda t: t) if traced.parts[0].is_prologue else (lambda t: round_to(math, t))
             with gemm_operands_rounded(math, overflows):
-                approx = from_one_state(m)(round_to(math, x))
-                approx_randn = from_one_state(m)(round_to(math, x_randn))
+                approx = from_one_state(m)(entering(x))
+                approx_randn = from_one_state(m)(entering(x_randn))
             err = (approx - exact).abs().max().item()
             err_randn = (approx_randn - exact_randn).abs().max().item()
             # (A NaN where fp64 has one, the reference's own on a negative input, is no miss.)

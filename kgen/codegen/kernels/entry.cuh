@@ -25,6 +25,7 @@ inline long long stages_floats(int M, int N, int K) {
   // (A constant output that keeps torch's NaN: one word, kernels/constant.cuh's flag.)
   if (kgen_cfg::kConstantOutput) return kgen_cfg::ConstantReads::kAny ? 1 : 0;
   if (kgen_cfg::kGemv) return gemv_floats(N, K);
+  if (kgen_cfg::kPrologue) return 0;   // (S is x itself: no S and no BatchNorm)
   const long long stats = batchnorm_floats(stats_tiles(M), N);
   return stats + (kSInOutput ? 0 : static_cast<long long>(M) * N);
 }
@@ -158,7 +159,8 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   // the backward will want it). (a.out's elements are PartOutput: forward.cuh)
   b.out = !kgen_cfg::kHasTail ? static_cast<float*>(a.out)
           : a.z_out != nullptr ? kept_core(a.z_out, a.M, a.N) : ws + stages_floats(a.M, a.N, a.K);
-  b.s = kSInOutput ? b.out : ws + stats;
+  // (a prologue's S is x itself, which no kernel writes: forward_impl)
+  b.s = kgen_cfg::kPrologue ? const_cast<float*>(reinterpret_cast<const float*>(a.x)) : kSInOutput ? b.out : ws + stats;
   b.gemv = ws;
   if (kgen_cfg::kHasBatchNorm) {
     b.part_mean = ws;
@@ -181,7 +183,7 @@ inline const char* forward_entry(const kgen_cfg::ForwardArgs& a) {
   // (A constant output runs no GEMM, and its workspace has no room for z.) z into S, where the
   // epilogue then runs in place; or, kept for the backward, into z_out, from which the epilogue
   // reads it (forward_impl's z_ready).
-  if (!kgen_cfg::kConstantOutput) {
+  if (!kgen_cfg::kConstantOutput && !kgen_cfg::kPrologue) {
     float* const z = a.z_out != nullptr ? a.z_out : b.s;
     if (const char* err = kgen_api::cublas_gemm(a.x, a.w, z, a.M, a.N, a.K, a.stream)) return err;
   }

@@ -24,7 +24,18 @@ const char* forward_keeping_z_entry(const kgen_cfg::ForwardArgs& a) {
     // after z), the tail the output.
     const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
     Output* const out = kgen_cfg::kHasTail ? reinterpret_cast<Output*>(kept_core(a.z_out, a.M, a.N)) : static_cast<Output*>(a.out);
-    cudaError_t err = forward_keeping_z<kgen_cfg::Gemm, kgen_cfg::KeepZEpilogue>(a.x, a.w, a.M, a.N, a.K, p, a.z_out, out, stream);
+    cudaError_t err = cudaSuccess;
+    if constexpr (kgen_cfg::kPrologue) {
+      // No GEMM: z is x (in fp32), and the whole chain a point-wise pass over it.
+      err = prologue_keep_input(a.x, a.z_out, a.M, a.N, stream);
+      if (err == cudaSuccess && a.M > 0 && a.N > 0) {
+        pointwise_kernel<kgen_cfg::KeepZEpilogue, Output><<<pointwise_grid(a.z_out, out, a.M, a.N), kApplyThreads, 0, stream>>>(
+            a.z_out, out, a.M, a.N, p);
+        err = cudaGetLastError();
+      }
+    } else {
+      err = forward_keeping_z<kgen_cfg::Gemm, kgen_cfg::KeepZEpilogue>(a.x, a.w, a.M, a.N, a.K, p, a.z_out, out, stream);
+    }
     if (err == cudaSuccess && kgen_cfg::kHasTail) err = run_tail(reinterpret_cast<float*>(out), a.out, a.M, p, stream);
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
   } else {
@@ -48,7 +59,8 @@ inline const char* forward_entry_with_backward(const kgen_cfg::ForwardArgs& a) {
 
 // A 16-bit build's backward runs no GEMM of its own (torch's compute dx and dW in the module's
 // dtype: model_new.py.j2): it instantiates none, and its workspace has no room for one.
-constexpr bool kBackwardGemms = std::is_same<Operand, float>::value;
+// A prologue's neither (it has no GEMM): its kernels write dz, its dx, into dz_out in every build.
+constexpr bool kBackwardGemms = std::is_same<Operand, float>::value && !kgen_cfg::kPrologue;
 using BuildBackwardGemm = std::conditional_t<kBackwardGemms, kgen_cfg::BackwardGemm, NoBackwardGemm>;
 
 // The backward entry's work (kgen_backward_<part>), by the part's kind of backward (the matrix-vector

@@ -54,7 +54,30 @@ static_assert(std::is_same<Output, float>::value || !kgen_cfg::kGemmExternal,
               "an external GEMM's epilogue runs in place on fp32 (its builds are fp32 only)");
 // The part runs kgen's own GEMM (kgen_cfg::Gemm): not cuBLAS's, not the matrix-vector rewrite,
 // not a constant output's fill.
-constexpr bool kOwnGemm = !kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput;
+constexpr bool kOwnGemm = !kgen_cfg::kGemmExternal && !kgen_cfg::kGemv && !kgen_cfg::kConstantOutput &&
+                         !kgen_cfg::kPrologue;
+
+static_assert(!kgen_cfg::kPrologue || (!kgen_cfg::kHasBatchNorm && !kgen_cfg::kHasTail),
+              "a prologue has no BatchNorm and no tail (kgen/lower/forward.py, _check_prologue)");
+
+// A prologue's z, for its backward: x itself in fp32 (the kernels' z is fp32 in every build). Templates,
+// so that a part that is no prologue compiles no such kernel.
+template <class T>
+__global__ void prologue_keep_input_kernel(const T* __restrict__ x, float* __restrict__ z, long long n) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    z[i] = as_float(x[i]);
+  }
+}
+
+template <class T>
+cudaError_t prologue_keep_input(const T* x, float* z, int M, int N, cudaStream_t stream) {
+  const long long n = static_cast<long long>(M) * N;
+  if (n == 0) return cudaSuccess;
+  const long long blocks = std::min<long long>((n + kApplyThreads - 1) / kApplyThreads, 65535LL * 8);
+  prologue_keep_input_kernel<T><<<static_cast<int>(blocks), kApplyThreads, 0, stream>>>(x, z, n);
+  return cudaGetLastError();
+}
 
 // Stage 1 stores S into the output's buffer where the output is (M, N) and S fits it (fp32), or
 // where no stage 2 reads S in either mode (stage 1 then stores the output itself); elsewhere S
@@ -203,6 +226,12 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_weight_t* w, int M,
   if (M == 0 || N == 0) return nullptr;
   if constexpr (kgen_cfg::kBackwardKind == kBackwardPointwise) {
     if (z_ready != nullptr) return "a point-wise part keeps z through forward_keeping_z";
+  } else if constexpr (kgen_cfg::kPrologue) {
+    // (z, for the backward, is x: converted to fp32 into z_ready)
+    if (z_ready != nullptr) {
+      err = prologue_keep_input(x, z_ready, M, N, stream);
+      if (err != cudaSuccess) return cudaGetErrorString(err);
+    }
   } else if constexpr (kOwnGemm) {
     if (z_ready != nullptr) {
       EpilogueParams store = p;
@@ -247,6 +276,17 @@ const char* forward_impl(const kgen_operand_t* x, const kgen_weight_t* w, int M,
       fill_kernel<<<pointwise_blocks(M, kgen_cfg::output_width(N)), kApplyThreads, 0, stream>>>(
           b.out, total, kgen_cfg::kConstantValue);
       err = cudaGetLastError();
+    }
+  } else if constexpr (kgen_cfg::kPrologue) {
+    // Ops on the module's input before its first GEMM: no GEMM and no stage 1; S is x (entry.cuh),
+    // which stage 2, a point-wise or a row kernel, reads in its dtype (Stage::kSModuleTyped).
+    (void)w; (void)K; (void)training; (void)f;
+    if constexpr (!std::is_same<StageInput<kgen_cfg::EvalStage2>, kgen_operand_t>::value) {
+      // (the build for torch.autocast writes fp32 outputs, and its stage 2 would read S so: ModelNew
+      // refuses autocast for a module with a prologue before it gets here)
+      return "a prologue reads x in its own dtype, which this build's stage 2 does not (torch.autocast)";
+    } else {
+      err = run_stage2<kgen_cfg::EvalStage2>(b, M, N, p, stream);
     }
   } else if constexpr (kgen_cfg::kGemv) {
     // No GEMM: the row sum as a matrix-vector product (kgen/ir/rewrite.py, row_sum_of_gemm; kernels/gemv.cuh).

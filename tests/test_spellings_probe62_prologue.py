@@ -213,6 +213,28 @@ def test_a_prologue_is_lowered_without_a_gemm_and_emitted(prologue, kind, tmp_pa
     assert "constexpr bool kPrologue = true;" in source_text and source_text.count("constexpr bool kPrologue = false;") == 2
 
 
+@pytest.mark.parametrize("prologue", ["F.gelu", "nn.Dropout(0.1) (a classifier head)", "x.sigmoid() * x (SiLU as methods)"])
+def test_a_point_wise_prologues_training_forward_computes_its_chain(prologue, tmp_path):
+    """In training a point-wise part keeps z through KeepZEpilogue (kernels/entry_backward.cuh,
+    forward_keeping_z_entry), which was EvalEpilogue: a prologue's is the identity (its chain is
+    stage 2's), so its training forward returned x itself, not gelu(x), and the next GEMM's dW was
+    wrong on the GPU (session 62's call C: 1.2e6x eager's error). KeepZEpilogue computes what the
+    stage-2 kernel computes."""
+    import re
+
+    path = tmp_path / "ref.py"
+    path.write_text(module(prologue, "one Linear"))
+    low = lower(_spec(path).graph().parts[0], False, False)
+
+    def apply_body(struct: str, var: str) -> str:
+        body = re.search(r"struct " + struct + r" \{.*?float apply\(float (\w+), .*?\{\n(.*?)\n  \}", low.cuda, re.S)
+        assert body, struct
+        return re.sub(r"\b" + body.group(1) + r"\b", var, body.group(2))
+
+    keep = apply_body("KeepZEpilogue", "v")
+    assert keep == apply_body("EvalStage2", "v") and keep.count(";") > 2, keep
+
+
 def test_the_cost_model_counts_the_prologues_pass(tmp_path):
     """search.predicted_ms: the same block with and without a LayerNorm before it differ by the
     prologue's read and write of x (its GEMMs the same)."""

@@ -1377,10 +1377,11 @@ def lower(graph: Graph, fused_stats: bool, external_gemm: bool, gemv: bool = Fal
                evaluation.epilogue_cuda, evaluation.stage2_cuda]
     # The epilogue of the forward that keeps z for a point-wise backward (kernels/
     # entry_backward.cuh): the whole chain, the output made in one pass with z kept beside it.
-    # A prologue's chain is all stage 2's (its stage-1 epilogue is the identity), as a deferred
-    # chain's is: KeepZ is then the whole chain written out (KeepZEpilogue = EvalEpilogue made
-    # a point-wise prologue's training forward return x itself: session 62's call C).
-    if deferred is None and not graph.is_prologue:
+    # A point-wise prologue's chain is all stage 2's (its stage-1 epilogue is the identity), as a
+    # deferred chain's is: KeepZ is then the whole chain written out (KeepZEpilogue = EvalEpilogue
+    # made its training forward return x itself: session 62's call C). A prologue of a row op keeps
+    # z otherwise (a staged backward), and names no KeepZ of its own.
+    if deferred is None and not (graph.is_prologue and evaluation.stage2 == STAGE2_POINTWISE):
         structs.append(KEEP_Z_IS_EVAL)
     else:
         structs.append("// The whole chain, for the forward that keeps z (its stage-2 kernel is for the others).\n"

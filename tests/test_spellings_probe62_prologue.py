@@ -173,6 +173,17 @@ def test_what_stays_out_is_refused_by_name(name, tmp_path):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("name", ["two GEMMs of the prologue's value", "the prologue's value after the GEMM"])
+def test_what_stays_out_is_refused_by_name_on_a_3d_input(name, tmp_path):
+    """On a (batch, tokens, K) input too, where the prologue's value kept its node's id with the
+    input's leading sizes after the GEMM closed the prologue (an IndexError in Tracer.shape_of, or
+    another part's node read), until Tracer.chain made it out of reach as its rows are."""
+    init, body, match = REFUSED[name]
+    with pytest.raises(Unsupported, match=match) as e:
+        traced(tmp_path, source(init, body, R3))
+    assert "\n" not in str(e.value)
+
+
 def test_a_second_input_before_the_gemm_stays_refused(tmp_path):
     text = source(L1, "x = self.fc(x + y)").replace("def forward(self, x):", "def forward(self, x, y):").replace(
         "return [torch.randn(8, 16)]", "return [torch.randn(8, 16), torch.randn(8, 16)]")

@@ -2554,6 +2554,10 @@ class Tracer:
                 # (its shape kept: a size of it is still a number, as GPT-2's Conv1D reads
                 # x.size()[:-1] after its addmm)
                 self.env[fx_node] = _Marker("earlier", line, self._shape_or_none(v))
+            elif isinstance(v, _Marker) and v.kind in ("lead", "lead_t") and isinstance(v.payload, int):
+                # (a value of the part closed with the input's leading sizes: out of reach as its rows
+                # are, or a later op would read a node id of the nodes just dropped)
+                self.env[fx_node] = _Marker(v.kind, _Marker("earlier", line, self._shape_or_none(v.payload)))
         self.nodes, self.params, self.consts, self.inputs, self.extra_reads = [], {}, {}, {}, {}
         self.gemm_id, self.in_features = None, int(width)
 

@@ -1,6 +1,7 @@
 """GPU tier of Linears side by side on one input (tests/test_spellings_probe62_side.py has the CPU
 side): the emitted files of the Llama MLP, Gemma's GeGLU MLP, a GLU of two Linears and functional
-spellings, each one GEMM of the Linears' weights concatenated whose output's halves are theirs,
+spellings, and the pre-norm Llama block (RMSNorm, or LayerNorm with GeGLU, before them: a prologue
+part first, the raw input's residual after), each one GEMM of the Linears' weights concatenated whose output's halves are theirs,
 against the module itself: kgen's full gate (forward, gradients to the input and to each weight and
 bias, train and eval mode, a training run) in fp32 (1e-4) and bf16 (1e-2) at ragged sizes (257
 rows, 296 features in, 296 out of each Linear: 592 of the GEMM); the Llama MLP on a (batch,
@@ -28,6 +29,11 @@ def _linears(bias: bool, *names: str) -> str:
 
 
 DOWN = "self.down_proj = nn.Linear(out_features, in_features, bias={})"
+# The pre-norm Llama block: RMSNorm of x, a prologue, then the MLP of its output side by side, and the
+# raw input's residual (tests/test_spellings_probe62_prenorm_side.py has the CPU side).
+RMS = "self.post_attention_layernorm = nn.RMSNorm(in_features, eps=1e-6)"
+BLOCK = ("h = self.post_attention_layernorm(x)\n"
+         "x = x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))")
 # name -> (init, body, input shape, whether a down projection follows)
 CASES = {
     "llama_mlp": (f"{_linears(False, 'gate_proj', 'up_proj')}\n{DOWN.format(False)}",
@@ -38,6 +44,14 @@ CASES = {
                                     "u = self.up_proj(x)\nx = self.down_proj(F.gelu(self.gate_proj(x), approximate='tanh') * u)",
                                     (ROWS, IN), True),
     "glu_of_two_linears": (_linears(True, "fc1", "fc2"), "x = self.fc1(x) * torch.sigmoid(self.fc2(x))", (ROWS, IN), False),
+    "llama_block_prenorm": (f"{RMS}\n{_linears(False, 'gate_proj', 'up_proj')}\n{DOWN.format(False)}", BLOCK,
+                            (ROWS, IN), True),
+    "llama_block_prenorm_tokens": (f"{RMS}\n{_linears(False, 'gate_proj', 'up_proj')}\n{DOWN.format(False)}", BLOCK,
+                                   (3, 86, IN), True),
+    "layernorm_geglu_biases_block": (
+        f"self.norm = nn.LayerNorm(in_features)\n{_linears(True, 'gate_proj', 'up_proj')}\n{DOWN.format(True)}",
+        "h = self.norm(x)\nx = x + self.down_proj(F.gelu(self.gate_proj(h), approximate='tanh') * self.up_proj(h))",
+        (ROWS, IN), True),
     "functional_silu_written_out": (
         "self.w1 = nn.Parameter(torch.randn(out_features, in_features) / 16)\n"
         "self.w3 = nn.Parameter(torch.randn(in_features, out_features) / 16)\n" + DOWN.format(False),
@@ -66,12 +80,13 @@ def test_the_gate(files, name, dtype, tol):
     assert not failed, failed
 
 
-def test_a_llama_mlp_on_its_tokens(files):
+@pytest.mark.parametrize("name", ["llama_mlp_tokens", "llama_block_prenorm_tokens"])
+def test_a_llama_mlp_on_its_tokens(files, name):
     """ModelNew on the (batch, tokens, features) input itself: the module's shape, output and dx as
-    near fp64 as eager's (test_rows_input_gpu.assert_near_fp64_on)."""
+    near fp64 as eager's (test_rows_input_gpu.assert_near_fp64_on); the pre-norm block too."""
     if not HOPPER:
         pytest.skip("the wgmma files need a Hopper (sm_90) GPU")
-    f = files["llama_mlp_tokens"]
+    f = files[name]
     assert_near_fp64_on(f, f.reference.rows_of)
 
 
@@ -84,7 +99,8 @@ def _pair(f, dtype=torch.float32):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("name", ["llama_mlp", "gemma_geglu_up_first_biases", "glu_of_two_linears"])
+@pytest.mark.parametrize("name", ["llama_mlp", "gemma_geglu_up_first_biases", "glu_of_two_linears",
+                                  "llama_block_prenorm", "layernorm_geglu_biases_block"])
 def test_each_parameter_gets_its_gradient(files, name, dtype):
     """Autograd splits the concatenation's gradient back: each weight's and bias's gradient is
     eager's (to the gate's tolerance of the largest), and the state_dicts have the same keys."""

@@ -154,9 +154,9 @@ REFUSED = {
     "a pooling that changes the width": ("self.fc = nn.Linear(in_features // 2, out_features)",
                                          "x = self.fc(F.avg_pool1d(x, 2))", r"AvgPool1d of a value"),
     "no GEMM after the ops": (L1, "x = torch.relu(x)", r"has no GEMM after its ops on the input"),
-    "two GEMMs of the prologue's value": (
-        "self.ln = nn.LayerNorm(in_features)\nself.fc1 = nn.Linear(in_features, out_features)\n"
-        "self.fc2 = nn.Linear(in_features, out_features)", "h = self.ln(x)\nx = self.fc1(h) + self.fc2(h)",
+    "a GEMM of the prologue's value after a chained one": (
+        "self.ln = nn.LayerNorm(in_features)\nself.fc1 = nn.Linear(in_features, in_features)\n"
+        "self.fc2 = nn.Linear(in_features, out_features)", "h = self.ln(x)\nx = self.fc2(self.fc1(h)) + self.fc2(h)",
         r"line 16: .*a second GEMM is a value computed before the GEMM at line 16 \(two GEMMs of one value"),
     "the prologue's value after the GEMM": ("self.ln = nn.LayerNorm(in_features)\n" + L1, "h = self.ln(x)\nx = self.fc(h) + h",
                                             r"a value computed before the GEMM at line 15 is used after it"),
@@ -170,6 +170,17 @@ def test_what_stays_out_is_refused_by_name(name, tmp_path):
     init, body, match = REFUSED[name]
     with pytest.raises(Unsupported, match=match) as e:
         traced(tmp_path, source(init, body))
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["a GEMM of the prologue's value after a chained one", "the prologue's value after the GEMM"])
+def test_what_stays_out_is_refused_by_name_on_a_3d_input(name, tmp_path):
+    """On a (batch, tokens, K) input too, where the prologue's value kept its node's id with the
+    input's leading sizes after the GEMM closed the prologue (an IndexError in Tracer.shape_of, or
+    another part's node read), until Tracer.chain made it out of reach as its rows are."""
+    init, body, match = REFUSED[name]
+    with pytest.raises(Unsupported, match=match) as e:
+        traced(tmp_path, source(init, body, R3))
     assert "\n" not in str(e.value)
 
 

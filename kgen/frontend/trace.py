@@ -2357,9 +2357,10 @@ class Tracer:
         x W of W stored (K, N) (node attribute stored_kn: graph.gemm_weight reads it (N, K)).
         The same GEMM of the module's input again (`F.selu(self.fc(x)) + F.hardsigmoid(self.fc(x))`)
         is the value the first one gave."""
-        call = (weight, bias_path, stored_kn) if isinstance(weight, str) and isinstance(x, _Marker) \
-            and x.kind == "input" and not x.payload and self.previous is None else None
+        call = (weight, bias_path, stored_kn) if isinstance(weight, str) and self._side_by_side_source(x) else None
         if call is not None and call in self.side_by_side:
+            if self.in_prologue() and isinstance(x, _Id):
+                self.chain(x)   # (the first Linear of the prologue's output closes the prologue)
             return self.half(self.side_by_side_gemm(), self.side_by_side.index(call))
         if call is not None and self.first_gemm is not None and self.first_gemm[0] == call:
             return self.first_gemm[1]
@@ -2369,13 +2370,13 @@ class Tracer:
             # same GEMM (self.gemm_id: z itself, no scaling where the first call has a key), then
             # this call's own bias
             return self.gemm_id if call[1] is None else self.linear_bias(self.gemm_id, self.param(call[1]))
-        if call is not None and self.gemm_id is not None and self.previous is None and \
+        if call is not None and self.gemm_id is not None and not self.in_prologue() and \
                 (self.side_by_side or (self.first_gemm is not None and self.first_gemm[0] is not None)):
-            # Another Linear of the module's input beside the first (gate_proj(x), up_proj(x)):
-            # one GEMM of their weights concatenated, walked again from the start
+            # Another Linear of the module's input (or of the prologue's output) beside the first
+            # (gate_proj(x), up_proj(x)): one GEMM of their weights concatenated, walked again from the start
             calls = (self.side_by_side or (self.first_gemm[0],)) + (call,)
             if len(calls) > MAX_SIDE_BY_SIDE:
-                raise self.refuse(f"{len(calls)} Linears of the module's input side by side "
+                raise self.refuse(f"{len(calls)} Linears of {self._side_by_side_of()} side by side "
                                   f"({', '.join(c[0] for c in calls)}); kgen takes {MAX_SIDE_BY_SIDE} "
                                   "(a gated unit's, as one GEMM whose output's halves are theirs)")
             raise _SideBySide(calls)
@@ -2446,6 +2447,24 @@ class Tracer:
         self.nodes[self.first_gemm[1]].linear_bias = True
         return self.first_gemm[1]
 
+    def _side_by_side_source(self, x) -> bool:
+        """Whether x is a value kgen takes Linears side by side of: the module's input before any
+        GEMM, or the output of the prologue (the value the first GEMM reads, `gate_proj(norm(x))`,
+        `up_proj(norm(x))`: the Linear that reads it in the prologue closes it, and it is then a
+        marker of the part closed, flagged prologue_output by Tracer.chain), while the first GEMM's
+        part is being traced."""
+        if isinstance(x, _Marker) and x.kind == "input":
+            return not x.payload and self.previous is None
+        if self.in_prologue():
+            return isinstance(x, _Id) and self.level(x) == "tile"
+        return isinstance(x, _Marker) and x.kind == "earlier" and getattr(x, "prologue_output", False) and \
+            self.previous is not None and self.previous.is_prologue and self.previous.previous is None
+
+    def _side_by_side_of(self) -> str:
+        """What the Linears side by side read, as refusals name it."""
+        after = self.in_prologue() or (self.previous is not None and self.previous.is_prologue)
+        return "the output of the ops before the first GEMM" if after else "the module's input"
+
     def side_by_side_gemm(self) -> int:
         """The one GEMM of the Linears of the module's input side by side (self.side_by_side): x
         times their weights concatenated (graph.SIDE_BY_SIDE, a weight the forward computes, so
@@ -2463,23 +2482,24 @@ class Tracer:
             widths.append(int(w.shape[1 if stored_kn else 0]))
             names.append(self_attr(weight) + (".t()" if stored_kn else ""))
         if len(set(widths)) > 1:
-            raise self.refuse("Linears of the module's input side by side of different widths ("
+            raise self.refuse(f"Linears of {self._side_by_side_of()} side by side of different widths ("
                               + ", ".join(f"{c[0]}: {n}" for c, n in zip(self.side_by_side, widths))
                               + "); kgen takes them as one GEMM whose output's halves are theirs, of equal widths")
         biases = [c[1] for c in self.side_by_side]
         if any(b is None for b in biases) and any(b is not None for b in biases):
-            raise self.refuse("Linears of the module's input side by side, some with a bias and some without ("
+            raise self.refuse(f"Linears of {self._side_by_side_of()} side by side, some with a bias and some without ("
                               + ", ".join(f"{c[0]}: {'bias ' + c[1] if c[1] else 'no bias'}" for c in self.side_by_side)
                               + "); kgen takes them as one GEMM, all with biases or none")
         paths = [c[0] for c in self.side_by_side]
         code = side_by_side_code(paths, lambda p: names[paths.index(p)])
         value = side_by_side(*(self._tensor(c[0]).t() if c[2] else self._tensor(c[0]) for c in self.side_by_side))
         expression = WeightExpr((f"return {code}",), f"{' and '.join(paths)} side by side", value)
-        line = self.where
+        line, of = self.where, self._side_by_side_of()
+        part = len(self.previous.parts) if self.previous is not None else 0
         z = self.gemm(self.input_marker, expression, side_by_side_path(biases) if biases[0] else None)
         self.nodes[self.gemm_id].attrs["side_by_side"] = tuple(paths)
         self.nodes[self.gemm_id].attrs["weight_doc"] = (
-            f"GEMM 0's weight: {', '.join(paths)} concatenated, (out, in), for the Linears of the input the\n"
+            f"GEMM {part}'s weight: {', '.join(paths)} concatenated, (out, in), for the Linears of {of} the\n"
             f"reference calls side by side (first at line {line[0]}, `{line[1]}`): one GEMM whose output's\n"
             "halves are theirs. Cached for inference where the user trusts torch's version counters\n"
             "(kgen_trust_weight_versions); otherwise, and where a gradient is wanted, concatenated on each call.")
@@ -2544,8 +2564,15 @@ class Tracer:
             raise self.refuse(f"{what} is a value of shape {shape}; kgen chains GEMMs over "
                               "(batch, features) values")
         width = self.shape_of(x)[1]
+        closing_prologue = self.in_prologue()
         self.previous = self.close_part(x)
         line = self.where[0]
+
+        def earlier(v, shape):
+            marker = _Marker("earlier", line, shape)
+            # (the prologue's output: Linears of it side by side are taken, Tracer._side_by_side_source)
+            marker.prologue_output = closing_prologue and isinstance(v, _Id) and v == x
+            return marker
         for fx_node, v in self.env.items():
             if isinstance(v, _Marker) and v.kind == "transposed" and isinstance(v.payload, int):
                 # (y.T of a value of the part closed: out of reach as y is, its shape y's reversed)
@@ -2553,7 +2580,12 @@ class Tracer:
             elif isinstance(v, int) or (isinstance(v, _Marker) and v.kind in ("values_indices", "unsqueezed", "windows")):
                 # (its shape kept: a size of it is still a number, as GPT-2's Conv1D reads
                 # x.size()[:-1] after its addmm)
-                self.env[fx_node] = _Marker("earlier", line, self._shape_or_none(v))
+                self.env[fx_node] = earlier(v, self._shape_or_none(v))
+            elif isinstance(v, _Marker) and v.kind in ("lead", "lead_t") and isinstance(v.payload, int):
+                # (a value of the part closed with the input's leading sizes: out of reach as its rows
+                # are, or a later op would read a node id of the nodes just dropped)
+                self.env[fx_node] = _Marker(v.kind, earlier(v.payload if v.kind == "lead" else None,
+                                                            self._shape_or_none(v.payload)))
         self.nodes, self.params, self.consts, self.inputs, self.extra_reads = [], {}, {}, {}, {}
         self.gemm_id, self.in_features = None, int(width)
 

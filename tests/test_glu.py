@@ -115,7 +115,6 @@ REFUSED = {
                                  "halves a (batch, features) value"),
     "a pooling of a half": ("a, b = self.fc(x).chunk(2, -1)\nx = F.avg_pool1d(a.unsqueeze(1), 2).squeeze(1)",
                             "a second pooling"),
-    "nn.LayerNorm of the gate": ("x = F.glu(self.fc(x))\nx = F.layer_norm(x, x.shape[-1:])", "LayerNorm of a pooled"),
     "a half and a tile value together": ("h = self.fc(x)\na, b = h.chunk(2, -1)\nx = a * h", "another width"),
 }
 

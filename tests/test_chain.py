@@ -162,10 +162,11 @@ def test_chained_epilogues_compile(tmp_path):
 
 
 REFUSALS = {
-    # two GEMMs of the module's input: not a chain
+    # two GEMMs of the module's input of different widths: not a chain, and not Linears side by
+    # side (one GEMM of equal halves)
     "parallel": (LINEARS[:1] + ["self.linear2 = nn.Linear(in_features, out_features)"],
                  ["y = self.linear1(x)", "x = self.linear2(x)", "x = x + y.sum(dim=1, keepdim=True)"],
-                 "second GEMM is not a \\(batch, features\\) value computed from the first"),
+                 "Linears of the module's input side by side of different widths"),
     # a value of the first part used after the second GEMM
     "residual_across": (["self.linear1 = nn.Linear(in_features, hidden_features)",
                          "self.linear2 = nn.Linear(hidden_features, hidden_features)"],

@@ -363,8 +363,8 @@ def test_kernelbench_51_renders_and_compiles_for_the_portable_gemm(tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    # (the input scaled by a number, self.gemm(x * 2.0), is taken since session 57: z scaled)
-    ("x = self.gemm(torch.relu(x))\nreturn x", "before the GEMM"),
+    # (the input scaled by a number, self.gemm(x * 2.0), is taken since session 57: z scaled;
+    # an op on it the GEMM reads, self.gemm(torch.relu(x)), since session 62: a prologue part)
     # (an op on the input alone before the GEMM is taken where it is used: here a residual of
     # another width than the output's)
     ("y = torch.relu(x)\nreturn self.gemm(x) + y", "do not broadcast"),

@@ -433,7 +433,7 @@ def test_the_input_gradients_are_split_where_the_kernels_put_them(name, tmp_path
     for M, N in [(1, traced_n), (7, traced_n)] + ([(5, 40)] if not low.tail else []):
         shapes = [(M, N if reads[p].level == "tile" else int(reads[p].shape[1])) for p in sends]
         args = {f"r{j}": torch.empty(shape) for j, shape in enumerate(shapes)}
-        buffer = module._kgen_input_gradient_buffer(args, tuple(args))
+        buffer = module._kgen_input_gradient_buffer(args, tuple(args), torch.empty(M, 1))
         assert buffer.dtype == torch.float32 and buffer.numel() == sum(M * w for _, w in shapes)
         assert torch.all(buffer == 0)   # (the kernels add into it)
         buffer = torch.arange(buffer.numel(), dtype=torch.float32)

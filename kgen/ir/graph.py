@@ -715,18 +715,21 @@ def linear_steps(graph: Graph) -> tuple[int, ...]:
     return (gemms[0],)
 
 
-def affine_chain(graph: Graph, t: int) -> tuple[int, list[Node]]:
+def affine_chain(graph: Graph, t: int, past_roundings: bool = False) -> tuple[int, list[Node]]:
     """The value t as an affine function of an earlier tile value: t = scale[n] * root +
     shift[n], where the steps from root to t are add, sub, mul, div (by) and neg with per-column
     or scalar operands (a Linear bias, a per-feature scale). Returns root and the steps.
     An upcast (to_float32, to_opmath) on the way is no step: it changes no value, and scale and shift are
-    float32 already (a 16-bit module's `fc(x).float().sum(1)` is a row sum of the Linear's output)."""
+    float32 already (a 16-bit module's `fc(x).float().sum(1)` is a row sum of the Linear's output).
+    past_roundings: a rounding to the module's dtype (to_module_dtype, after an op computed in
+    opmath: add / sub with alpha) is no step either, for a caller that computes its steps in fp32
+    unrounded anyway (the matrix-vector rewrite); BatchNorm's fold keeps such a rounding."""
     steps: list[Node] = []
     while True:
         n = graph.node(t)
         if n.kind != "pointwise" or n.level != "tile":
             break
-        if n.op in ("to_float32", "to_opmath"):
+        if n.op in ("to_float32", "to_opmath") or (past_roundings and n.op == "to_module_dtype"):
             t = n.args[0]
             continue
         tiles = [a for a in n.args if graph.node(a).level == "tile"]

@@ -210,7 +210,7 @@ def row_sum_of_gemm(graph: Graph) -> RowSum | None:
     if len(reductions) != 1 or reductions[0].op not in ("sum", "mean"):
         return None
     (r,) = reductions
-    root, steps = affine_chain(graph, r.args[0])
+    root, steps = affine_chain(graph, r.args[0], past_roundings=True)
     if root != graph.gemm.id:
         return None
     # The chain's values, its upcasts among them (no steps: affine_chain passes them by): the

@@ -14,12 +14,14 @@ fi
 start=$(date +%s)
 t() { echo "--- t=$(( $(date +%s) - start ))s: $*"; }
 # gpu_tests LOG LIMIT PYTEST_ARGS...: pytest -m gpu within LIMIT seconds, one line per test in
-# $OUT/LOG (so a run its limit cuts short still says which tests passed), and a summary here.
+# $OUT/LOG (so a run its limit cuts short still says which tests passed), and a summary here. Failures
+# are counted in both of pytest's -v formats: `tests/x.py::t FAILED [ 5%]` and, under -n (xdist),
+# `[gw3] [ 5%] FAILED tests/x.py::t` (session 62 counted only the first and reported 0 failed).
 gpu_tests() {
   local log=$OUT/$1 limit=$2; shift 2
   timeout $limit python3 -m pytest -m gpu -v -rfE "$@" > $log 2>&1
   local rc=$?
-  echo "gpu tests (exit $rc$([ $rc = 124 ] && echo ': cut at the limit')): $(grep -c ' PASSED' $log) passed, $(grep -c ' SKIPPED' $log) skipped, $(grep -cE ' (FAILED|ERROR) +\[ *[0-9]+%\]$' $log) failed"
+  echo "gpu tests (exit $rc$([ $rc = 124 ] && echo ': cut at the limit')): $(grep -c ' PASSED' $log) passed, $(grep -c ' SKIPPED' $log) skipped, $(grep -cE ' (FAILED|ERROR) +\[ *[0-9]+%\] *$|^\[gw[0-9]+\] \[ *[0-9]+%\] (FAILED|ERROR) ' $log) failed"
   grep -E '^FAILED|^ERROR' $log | cut -c1-300 | head
 }
 # build_files DIR LOG: builds every emitted file in DIR at once (an A/B's files; each build its own

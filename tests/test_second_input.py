@@ -320,7 +320,7 @@ def emitted(path: str, monkeypatch):
 
 def test_the_emitted_forward_takes_and_checks_the_extra_input_by_its_name(tmp_path, monkeypatch):
     """ModelNew.forward(self, x, input_tensor): the reference's name; the tensor is checked as x is
-    (a tensor, x's batch, device and dtype, its width) and handed to the kernels as the operand
+    (a tensor, x's batch, device and dtype, its width, the messages naming x as the reference does) and handed to the kernels as the operand
     the IR reads it by."""
     path = module_file(tmp_path, "bert_output")
     module, library = emitted(path, monkeypatch)
@@ -335,8 +335,8 @@ def test_the_emitted_forward_takes_and_checks_the_extra_input_by_its_name(tmp_pa
     assert library.calls[-1][f"operand{k}"] == r.data_ptr()
     for bad, error, said in [
         (2.0, TypeError, r"expects input_tensor \(input 2\) a torch.Tensor, got float"),
-        (r[:4], ValueError, r"expects input_tensor \(input 2\) of shape \(batch, features\) with x's batch, 8, got \(4, 16\)"),
-        (r.double(), TypeError, r"expects input_tensor in x's dtype, torch.float32, got torch.float64"),
+        (r[:4], ValueError, r"expects input_tensor \(input 2\) of shape \(batch, features\) with hidden_states's batch, 8, got \(4, 16\)"),
+        (r.double(), TypeError, r"expects input_tensor in hidden_states's dtype, torch.float32, got torch.float64"),
         (r[:, :5], ValueError, r"reads input_tensor per element as a \(batch, 16\) value; got 5 features"),
     ]:
         with pytest.raises(error, match=said), torch.no_grad():
@@ -529,7 +529,7 @@ def test_extra_inputs_of_an_input_of_more_dimensions_are_taken_as_their_rows(tmp
     with torch.no_grad():
         assert tuple(new(x, r).shape) == (BATCH, 3, OUT)
         assert library.calls[-1][f"operand{k}"] == r.data_ptr() and library.calls[-1]["M"] == 3 * BATCH
-        with pytest.raises(ValueError, match=r"expects input_tensor of x's leading dimensions, \(8, 3\), and its "
+        with pytest.raises(ValueError, match=r"expects input_tensor of hidden_states's leading dimensions, \(8, 3\), and its "
                                              r"own last, got \(3, 8, 16\)"):
             new(x, r.transpose(0, 1))
 
@@ -667,6 +667,32 @@ def test_the_checks_models_called_with_x_alone_get_every_input(tmp_path, monkeyp
     (low,) = generator.lowered_parts(f.spec)
     k = next(j for j, n in enumerate(low.operands) if n.attrs["path"] == input_path(1))
     assert library.calls[-1][f"operand{k}"] == f.reference.extra_inputs_for(x32)[0].data_ptr()
+
+
+def test_bench_s_training_step_computes_every_input_s_gradient(tmp_path):
+    """bench --training's step (bench.training_step) of a module with an input after x: the
+    inputs after x, passed as leaves that want their gradient, get it in each step, as x does,
+    from a fresh start each time (before: the step called the model with x alone, the extras
+    drawn inside without a gradient, so the step timed less than a layer's training does)."""
+    from kgen.check.bench import training_step
+    from kgen.check.loading import EmittedFile
+
+    out = tmp_path / "new.py"
+    result = CliRunner().invoke(main, ["generate", module_file(tmp_path, "bert_output"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    f = EmittedFile(out)
+    torch.manual_seed(0)
+    model = f.Model(*f.init_args()).double().eval()   # (BertOutput's Dropout: one answer)
+    x = torch.randn(5, IN, dtype=torch.float64, requires_grad=True)
+    extras = [e.detach().clone().requires_grad_() for e in f.reference.extra_inputs_for(x)]
+    g = torch.randn(5, OUT, dtype=torch.float64)
+    step = training_step(model, g, extras)
+    for _ in range(2):   # (the second step's gradients are its own, not added to the first's)
+        step(x)
+        leaf = extras[0].detach().clone().requires_grad_()
+        expect = torch.autograd.grad(f.reference.Model.forward(model, x, leaf), leaf, g)[0]
+        assert extras[0].grad is not None and torch.allclose(extras[0].grad, expect)
+        assert x.grad is not None and all(p.grad is not None for p in model.parameters())
 
 
 def test_the_checks_that_draw_x_otherwise_draw_the_extra_inputs_alike(tmp_path):

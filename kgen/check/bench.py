@@ -206,17 +206,19 @@ def runoff(files: list[EmittedFile], rounds: int = 5, iters: int = 30, seed: int
 
 
 
-def training_step(model, g):
+def training_step(model, g, extras=()):
     """One training step of `model` as a function of x (which requires its gradient: an inner
     layer, so the step computes dL/dx too): the gradients left by the last step dropped (as an
-    optimizer's zero_grad(set_to_none=True)), forward, backward of the output gradient g."""
+    optimizer's zero_grad(set_to_none=True)), forward, backward of the output gradient g. `extras`:
+    get_inputs()' tensors after x, passed after it; those that require their gradient get it in
+    each step, as x does (a residual from the layer before)."""
     params = [p for p in model.parameters() if p.requires_grad]
 
     def step(x):
-        for p in params:
-            p.grad = None
+        for t in (*params, *extras):
+            t.grad = None
         x.grad = None
-        model(x).backward(g)
+        model(x, *extras).backward(g)
 
     return step
 
@@ -250,8 +252,8 @@ class TrainingResult:
         spread = (lambda t: f"rounds {min(t):.3f}-{max(t):.3f}")
         return "\n".join([
             f"device: {self.device}, batch {self.batch}, {self.mode} mode, {self.dtype} module; one "
-            "training step: forward, then backward with dL/dx (an inner layer), gradients reset "
-            "before each; L2 flushed before each step",
+            "training step: forward, then backward with dL/dx (an inner layer) and every other "
+            "input's gradient, gradients reset before each; L2 flushed before each step",
             f"ModelNew            {self.new.median_ms:8.3f} ms  ({spread(self.new_rounds)})",
             f"{'eager ' + name:<20}{self.eager.median_ms:8.3f} ms  ({spread(self.eager_rounds)})   "
             f"ModelNew takes {self.ratio:.3f}x its time ({1 / self.ratio:.2f}x speedup)",
@@ -348,14 +350,16 @@ def bench_training(f: EmittedFile, batch: int | None = None, iters: int = 30, ro
                   for n, e, a, b in zip(names, expect, new_grads, eager_grads)]
         del expect, new_grads, eager_grads
         xi = f.reference.timed_input(x.detach()).clone().requires_grad_()
-        steps = {"new": training_step(new, g), "eager": training_step(ref, g)}
+        # (the inputs after x as leaves that want their gradient: each step computes theirs too)
+        extras = [e.detach().clone().requires_grad_(e.is_floating_point()) for e in f.reference.extra_inputs_for(x)]
+        steps = {"new": training_step(new, g, extras), "eager": training_step(ref, g, extras)}
         times = {"new": [], "eager": []}
         for r in range(rounds):
             for k in (("new", "eager") if r % 2 == 0 else ("eager", "new")):
                 times[k].append(time_calls(steps[k], xi, iters, grad=True))
         peaks = {k: _step_peak_mib(steps[k], xi, device) for k in ("new", "eager")}
         modes = ["default"] * with_compile + ["max-autotune"] * with_autotune
-        compiled = {mode: time_calls(training_step(torch.compile(ref, mode=mode), g), xi, iters * rounds, grad=True)
+        compiled = {mode: time_calls(training_step(torch.compile(ref, mode=mode), g, extras), xi, iters * rounds, grad=True)
                     for mode in modes}
     finally:
         torch.backends.cuda.matmul.allow_tf32 = previous

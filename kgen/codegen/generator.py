@@ -576,7 +576,7 @@ def forward_lines(parts: list[Lowered], sixteen_bit: bool = False) -> list[str]:
     labels = input_labels(parts)
     for k, name in enumerate(extras, 1):
         # (as x is checked: a tensor of x's device and dtype, with x's rows; its width by the part that reads it)
-        lines.append(f"_kgen_checked_extra_input({name}, x, {labels[name]!r}, {k + 1})")
+        lines.append(f"_kgen_checked_extra_input({name}, x, {labels[name]!r}, {k + 1}, {input_params(parts)[0]!r})")
     lines += [f"x = _kgen_checked_input(x, {first})",
               "autocast = int(_kgen_autocast_build(x))  # (the ops' build: its kernels read the parameters in fp32)"]
     if parts[0].graph.is_prologue and sixteen_bit:
@@ -1481,6 +1481,7 @@ def render(spec: Spec, measured: dict | None = None) -> str:
         # (a (..., features) input's: each taken as its rows, as x is, by the forward's wrapper)
         extra_input_names=(list(input_labels(parts).items()) if rows and spec.reference().feature_dims == 1
                            else []),
+        input_label=input_params(parts)[0],   # (x as the reference's forward names it, in messages)
         public_forward=public_forward(parts),
         body_forward=body_forward,
         forward_call_args=forward_call_args(parts),
